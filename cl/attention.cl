@@ -1,0 +1,265 @@
+/* attention.cl - fused prefill attention (flash-attention style) for GQA.
+ *
+ * Rows: the g = heads_q / heads_kv query heads of one KV group are packed
+ * with the query positions into "rows" (row r = i * g + jg), so a K/V tile
+ * loaded once serves every query head of the group.  Scores never leave the
+ * work-item (variant 1) or the work-group (variant 2).
+ *
+ * Compile-time parameters (-D), each with a default:
+ *   DK, DV   head dims of q/k and v
+ *   VWV      vector width used on DV (divides DV)
+ *   CAUSAL   0/1
+ *   RB, KB   variant 1: rows per work-item; keys per tile (multiple of 16)
+ *   WG, KT   variant 2: work-items (= rows) per work-group; keys per tile
+ *
+ * Masking: L = clamp(kv_lens[b], 0, m) valid keys (m without lens); with
+ * CAUSAL, row position i sees key t iff t <= L - n + i.  Rows that see no
+ * key produce zeros. */
+#ifndef DK
+#define DK 64
+#endif
+#ifndef DV
+#define DV 64
+#endif
+#ifndef VWV
+#define VWV 16
+#endif
+#ifndef CAUSAL
+#define CAUSAL 0
+#endif
+#ifndef RB
+#define RB 4
+#endif
+#ifndef KB
+#define KB 32
+#endif
+#ifndef WG
+#define WG 64
+#endif
+#ifndef KT
+#define KT 16
+#endif
+
+#define NV (DV / VWV)
+#define NKV (KB / 16)
+typedef FLOATW(VWV) vfloat;
+
+/* Keys visible to query position i: t < limit. */
+inline int key_limit(int L, int n, int i) {
+#if CAUSAL
+  return min(L, L - n + i + 1);
+#else
+  (void)n;
+  (void)i;
+  return L;
+#endif
+}
+
+/* K transposed into float32 [b*hkv][DK][mpad], zero beyond m, for the
+ * register-blocked kernel (it streams keys along vectors).  One work-item
+ * per (key, b*hkv). */
+__kernel void k_transpose(__global const stor_t *k, __global float *kt,
+                          int m, int mpad, int hkv, long k_sb, long k_ss,
+                          long k_sh) {
+  const int t = get_global_id(0);
+  const int bc = get_global_id(1);
+  if (t >= mpad)
+    return;
+  const int b = bc / hkv, c = bc % hkv;
+  __global float *out = kt + (long)bc * DK * mpad + t;
+  if (t < m) {
+    const long base = b * k_sb + t * k_ss + c * k_sh;
+    for (int d = 0; d < DK; d++)
+      out[(long)d * mpad] = LD1(k, base + d);
+  } else {
+    for (int d = 0; d < DK; d++)
+      out[(long)d * mpad] = 0.0f;
+  }
+}
+
+/* Variant 1 (CPU-shaped): each work-item owns RB rows and streams KB-key
+ * tiles of the transposed K through float16 registers; no local memory, no
+ * barriers.  Global size: (row blocks, batch * hkv). */
+__kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
+                           __global const stor_t *v,
+                           __global const int *kv_lens, __global stor_t *o,
+                           int n, int m, int mpad, int hkv, int g,
+                           int has_lens, float scale_log2, long q_sb,
+                           long q_ss, long q_sh, long v_sb, long v_ss,
+                           long v_sh, long o_sb, long o_ss, long o_sh) {
+  const int blk = get_global_id(0);
+  const int bc = get_global_id(1);
+  const int rows = n * g;
+  const int r0 = blk * RB;
+  if (r0 >= rows)
+    return;
+  const int b = bc / hkv, c = bc % hkv;
+  const int L = has_lens ? clamp(kv_lens[b], 0, m) : m;
+
+  float qs[RB][DK];
+  int lim[RB];
+  for (int r = 0; r < RB; r++) {
+    const int rho = min(r0 + r, rows - 1);
+    const int i = rho / g, j = c * g + rho % g;
+    const long qb = b * q_sb + i * q_ss + j * q_sh;
+    for (int d = 0; d < DK; d++)
+      qs[r][d] = LD1(q, qb + d) * scale_log2;
+    lim[r] = key_limit(L, n, i);
+  }
+  const int kend = lim[RB - 1]; /* rows are in increasing position order */
+
+  vfloat acc[RB][NV];
+  float mrow[RB], lrow[RB];
+  for (int r = 0; r < RB; r++) {
+    mrow[r] = -INFINITY;
+    lrow[r] = 0.0f;
+    for (int w = 0; w < NV; w++)
+      acc[r][w] = (vfloat)(0.0f);
+  }
+  __global const float *ktb = kt + (long)bc * DK * mpad;
+  const long vb = b * v_sb + c * v_sh;
+  const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+                             14, 15);
+  float p[RB][KB];
+
+  for (int t0 = 0; t0 < kend; t0 += KB) {
+    float16 s[RB][NKV];
+    for (int r = 0; r < RB; r++)
+      for (int u = 0; u < NKV; u++)
+        s[r][u] = (float16)(0.0f);
+    for (int d = 0; d < DK; d++) {
+      float16 kv[NKV];
+      for (int u = 0; u < NKV; u++)
+        kv[u] = vload16(0, ktb + (long)d * mpad + t0 + 16 * u);
+      for (int r = 0; r < RB; r++) {
+        const float16 qv = (float16)(qs[r][d]);
+        for (int u = 0; u < NKV; u++)
+          s[r][u] = fma(qv, kv[u], s[r][u]);
+      }
+    }
+    for (int r = 0; r < RB; r++) {
+      float16 tmax = (float16)(-INFINITY);
+      for (int u = 0; u < NKV; u++) {
+        const int16 tidx = lane + (int16)(t0 + 16 * u);
+        s[r][u] = select(s[r][u], (float16)(-INFINITY), tidx >= lim[r]);
+        tmax = fmax(tmax, s[r][u]);
+      }
+      const float mnew = fmax(mrow[r], hmax16(tmax));
+      const float mref = softmax_ref(mnew);
+      const float alpha = exp2(mrow[r] - mref);
+      float16 psum = (float16)(0.0f);
+      for (int u = 0; u < NKV; u++) {
+        const float16 e = exp2(s[r][u] - (float16)(mref));
+        psum += e;
+        vstore16(e, u, p[r]);
+      }
+      lrow[r] = alpha * lrow[r] + hsum16(psum);
+      mrow[r] = mnew;
+      for (int w = 0; w < NV; w++)
+        acc[r][w] *= alpha;
+    }
+    const int nt = min(KB, kend - t0);
+    for (int t = 0; t < nt; t++) {
+      const long vrow = vb + (t0 + t) * v_ss;
+      for (int w = 0; w < NV; w++) {
+        const vfloat vv = LDW(VWV, v, vrow + w * VWV);
+        for (int r = 0; r < RB; r++)
+          acc[r][w] = fma((vfloat)(p[r][t]), vv, acc[r][w]);
+      }
+    }
+  }
+
+  for (int r = 0; r < RB; r++) {
+    const int rho = r0 + r;
+    if (rho >= rows)
+      break;
+    const int i = rho / g, j = c * g + rho % g;
+    const float inv = lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f;
+    const long ob = b * o_sb + i * o_ss + j * o_sh;
+    for (int w = 0; w < NV; w++)
+      STW(VWV, acc[r][w] * inv, o, ob + w * VWV);
+  }
+}
+
+/* Variant 2 (GPU-shaped): a work-group of WG items owns WG consecutive rows
+ * (one per item); the items load each KT-key tile of K and V into local
+ * memory together, then each scores its row against the tile.  Every item
+ * runs the same number of tiles so the barriers are uniform.
+ * Global size: (row groups * WG, batch * hkv), local size (WG, 1). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
+               __global const stor_t *v, __global const int *kv_lens,
+               __global stor_t *o, int n, int m, int hkv, int g, int has_lens,
+               float scale_log2, long q_sb, long q_ss, long q_sh, long k_sb,
+               long k_ss, long k_sh, long v_sb, long v_ss, long v_sh,
+               long o_sb, long o_ss, long o_sh) {
+  __local float ks[KT * DK];
+  __local float vs[KT * DV];
+  const int lid = get_local_id(0);
+  const int grp = get_group_id(0);
+  const int bc = get_global_id(1);
+  const int b = bc / hkv, c = bc % hkv;
+  const int rows = n * g;
+  const int L = has_lens ? clamp(kv_lens[b], 0, m) : m;
+  const int rho = min(grp * WG + lid, rows - 1);
+  const int i = rho / g, j = c * g + rho % g;
+  const int lim = key_limit(L, n, i);
+  /* the group's last row bounds the keys any item needs */
+  const int kend = key_limit(L, n, min(grp * WG + WG - 1, rows - 1) / g);
+
+  float qs[DK], acc[DV];
+  const long qb = b * q_sb + i * q_ss + j * q_sh;
+  for (int d = 0; d < DK; d++)
+    qs[d] = LD1(q, qb + d) * scale_log2;
+  for (int d = 0; d < DV; d++)
+    acc[d] = 0.0f;
+  float mrow = -INFINITY, lrow = 0.0f;
+  const long kb = b * k_sb + c * k_sh;
+  const long vb = b * v_sb + c * v_sh;
+
+  for (int t0 = 0; t0 < kend; t0 += KT) {
+    const int nt = min(KT, kend - t0);
+    for (int e = lid; e < KT * DK; e += WG) {
+      const int t = e / DK, d = e - t * DK;
+      ks[e] = t < nt ? LD1(k, kb + (t0 + t) * k_ss + d) : 0.0f;
+    }
+    for (int e = lid; e < KT * DV; e += WG) {
+      const int t = e / DV, d = e - t * DV;
+      vs[e] = t < nt ? LD1(v, vb + (t0 + t) * v_ss + d) : 0.0f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float s[KT];
+    float tmax = -INFINITY;
+    for (int t = 0; t < KT; t++) {
+      float dot = 0.0f;
+      for (int d = 0; d < DK; d++)
+        dot = fma(qs[d], ks[t * DK + d], dot);
+      s[t] = (t0 + t < lim && t < nt) ? dot : -INFINITY;
+      tmax = fmax(tmax, s[t]);
+    }
+    const float mnew = fmax(mrow, tmax);
+    const float mref = softmax_ref(mnew);
+    const float alpha = exp2(mrow - mref);
+    float psum = 0.0f;
+    for (int t = 0; t < KT; t++) {
+      s[t] = exp2(s[t] - mref);
+      psum += s[t];
+    }
+    lrow = alpha * lrow + psum;
+    mrow = mnew;
+    for (int d = 0; d < DV; d++) {
+      float a = acc[d] * alpha;
+      for (int t = 0; t < KT; t++)
+        a = fma(s[t], vs[t * DV + d], a);
+      acc[d] = a;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE); /* tiles are overwritten next */
+  }
+
+  if (grp * WG + lid < rows) {
+    const float inv = lrow > 0.0f ? 1.0f / lrow : 0.0f;
+    const long ob = b * o_sb + i * o_ss + j * o_sh;
+    for (int d = 0; d < DV; d++)
+      ST1(acc[d] * inv, o, ob + d);
+  }
+}

@@ -1,0 +1,91 @@
+/* common.cl - prelude of every clattn program: storage types and helpers.
+ *
+ * DTYPE selects the storage of q, k, v, caches and outputs:
+ *   0 float32, 1 float16 (vload_half/vstore_half: no cl_khr_fp16 needed),
+ *   2 bfloat16 (stored as ushort, round-to-nearest-even on store).
+ * Arithmetic is always float32.  Scores are kept in log2 units (q is
+ * pre-multiplied by scale * log2(e)) so the softmax uses exp2. */
+#ifndef DTYPE
+#define DTYPE 0
+#endif
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
+#if DTYPE == 0
+typedef float stor_t;
+#define LD1(p, off) ((p)[off])
+#define LDN(N, p, off) CAT(vload, N)(0, (p) + (off))
+#define ST1(x, p, off) ((p)[off] = (x))
+#define STN(N, x, p, off) CAT(vstore, N)((x), 0, (p) + (off))
+#elif DTYPE == 1
+typedef half stor_t;
+#define LD1(p, off) vload_half((off), (p))
+#define LDN(N, p, off) CAT(vload_half, N)(0, (p) + (off))
+#define ST1(x, p, off) vstore_half_rte((x), (off), (p))
+#define STN(N, x, p, off) CAT(CAT(vstore_half, N), _rte)((x), 0, (p) + (off))
+#elif DTYPE == 2
+typedef ushort stor_t;
+inline ushort bf16_pack1(float x) {
+  uint u = as_uint(x);
+  if (isnan(x))
+    return (ushort)((u >> 16) | 0x40u);
+  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+#define BF16_PACK_DEF(N)                                                       \
+  inline CAT(ushort, N) CAT(bf16_pack, N)(CAT(float, N) x) {                   \
+    CAT(uint, N) u = CAT(as_uint, N)(x);                                       \
+    CAT(uint, N) r = (u + (CAT(uint, N))(0x7fffu) + ((u >> 16) & 1u)) >> 16;  \
+    CAT(uint, N) nv = (u >> 16) | (CAT(uint, N))(0x40u);                      \
+    r = select(r, nv, CAT(as_uint, N)(isnan(x)));                              \
+    return CAT(convert_ushort, N)(r);                                          \
+  }
+BF16_PACK_DEF(2)
+BF16_PACK_DEF(4)
+BF16_PACK_DEF(8)
+BF16_PACK_DEF(16)
+#define LD1(p, off) as_float((uint)((p)[off]) << 16)
+#define LDN(N, p, off)                                                         \
+  CAT(as_float, N)(CAT(convert_uint, N)(CAT(vload, N)(0, (p) + (off))) << 16)
+#define ST1(x, p, off) ((p)[off] = bf16_pack1(x))
+#define STN(N, x, p, off) CAT(vstore, N)(CAT(bf16_pack, N)(x), 0, (p) + (off))
+#else
+#error "DTYPE must be 0 (float32), 1 (float16) or 2 (bfloat16)"
+#endif
+
+/* Width-generic loads and stores of W consecutive elements as floatW
+ * (W in 1, 2, 4, 8, 16; W = 1 gives a scalar float). */
+#define LDW(W, p, off) CAT(LDW_, W)(p, off)
+#define LDW_1(p, off) LD1(p, off)
+#define LDW_2(p, off) LDN(2, p, off)
+#define LDW_4(p, off) LDN(4, p, off)
+#define LDW_8(p, off) LDN(8, p, off)
+#define LDW_16(p, off) LDN(16, p, off)
+#define STW(W, x, p, off) CAT(STW_, W)(x, p, off)
+#define STW_1(x, p, off) ST1(x, p, off)
+#define STW_2(x, p, off) STN(2, x, p, off)
+#define STW_4(x, p, off) STN(4, x, p, off)
+#define STW_8(x, p, off) STN(8, x, p, off)
+#define STW_16(x, p, off) STN(16, x, p, off)
+#define FLOATW(W) CAT(FLOATW_, W)
+#define FLOATW_1 float
+#define FLOATW_2 float2
+#define FLOATW_4 float4
+#define FLOATW_8 float8
+#define FLOATW_16 float16
+
+/* Horizontal reductions. */
+inline float hsum1(float x) { return x; }
+inline float hsum2(float2 x) { return x.s0 + x.s1; }
+inline float hsum4(float4 x) { return hsum2(x.lo + x.hi); }
+inline float hsum8(float8 x) { return hsum4(x.lo + x.hi); }
+inline float hsum16(float16 x) { return hsum8(x.lo + x.hi); }
+inline float hmax2(float2 x) { return fmax(x.s0, x.s1); }
+inline float hmax4(float4 x) { return hmax2(fmax(x.lo, x.hi)); }
+inline float hmax8(float8 x) { return hmax4(fmax(x.lo, x.hi)); }
+inline float hmax16(float16 x) { return hmax8(fmax(x.lo, x.hi)); }
+#define HSUMW(W, x) CAT(hsum, W)(x)
+
+/* Online-softmax step guards (spec 8.1): the reference point of a row whose
+ * keys so far are all masked is 0, so exp2(-inf - 0) = 0 and no NaN arises. */
+inline float softmax_ref(float m) { return m == -INFINITY ? 0.0f : m; }

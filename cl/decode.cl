@@ -1,0 +1,321 @@
+/* decode.cl - one query per sequence against a KV cache (flash-decoding).
+ *
+ * The cache range [0, L) of each (sequence, KV head) is cut into S splits of
+ * `chunk` keys; each split produces, for every query head of the group, a
+ * normalised partial output and its log-sum-exp (log2 units); a combine
+ * kernel merges the splits (spec 8.3).  With S == 1 the split kernel writes
+ * the output directly (DIRECT).  The G query heads of a KV group are
+ * processed together, so each K/V element is read once per step.
+ *
+ * Compile-time parameters (-D), each with a default:
+ *   DK, DV, G        head dims; query heads per KV head
+ *   VWK, VWV         vector widths dividing DK and DV
+ *   KB               keys per block (variant 1)
+ *   WG, KT, PAIRS    variant 2: work-items, keys per tile,
+ *                    ceil(G * DV / WG) output elements per item
+ *   DIRECT           1: write o instead of partials */
+#ifndef DK
+#define DK 64
+#endif
+#ifndef DV
+#define DV 64
+#endif
+#ifndef G
+#define G 1
+#endif
+#ifndef VWK
+#define VWK 16
+#endif
+#ifndef VWV
+#define VWV 16
+#endif
+#ifndef KB
+#define KB 16
+#endif
+#ifndef WG
+#define WG 64
+#endif
+#ifndef KT
+#define KT 32
+#endif
+#ifndef PAIRS
+#define PAIRS ((G * DV + WG - 1) / WG)
+#endif
+#ifndef DIRECT
+#define DIRECT 0
+#endif
+
+#define NK (DK / VWK)
+#define NV (DV / VWV)
+typedef FLOATW(VWK) kfloat;
+typedef FLOATW(VWV) vfloat;
+
+/* Write one finished (split of a) row: the output itself, or the partial
+ * and its log-sum-exp for the combine kernel. */
+inline void put_row_scalar(__global stor_t *o, __global float *opart,
+                           __global float *lse, long row, int s, int S,
+                           int d, float val) {
+#if DIRECT
+  (void)opart;
+  (void)lse;
+  (void)s;
+  (void)S;
+  ST1(val, o, row * DV + d);
+#else
+  (void)o;
+  (void)lse;
+  opart[(row * S + s) * DV + d] = val;
+#endif
+}
+
+/* Variant 1 (CPU-shaped): one work-item per (split, sequence * KV head),
+ * the G query heads in registers, no local memory.
+ * Global size (S, batch * hkv). */
+__kernel void decode_split_reg(__global const stor_t *q,
+                               __global const stor_t *k,
+                               __global const stor_t *v,
+                               __global const int *lens, __global stor_t *o,
+                               __global float *opart, __global float *lse,
+                               int cap, int hkv, int S, int chunk,
+                               float scale_log2, long k_sb, long k_ss,
+                               long k_sh, long v_sb, long v_ss, long v_sh) {
+  const int s = get_global_id(0);
+  const int bc = get_global_id(1);
+  if (s >= S)
+    return;
+  const int b = bc / hkv, c = bc % hkv;
+  const int L = clamp(lens[b], 0, cap);
+  const int tb = s * chunk;
+  const int te = min(L, tb + chunk);
+
+  kfloat qv[G][NK];
+  vfloat acc[G][NV];
+  float mrow[G], lrow[G];
+  for (int h = 0; h < G; h++) {
+    const long qb = ((long)b * hkv * G + c * G + h) * DK;
+    for (int w = 0; w < NK; w++)
+      qv[h][w] = LDW(VWK, q, qb + w * VWK) * scale_log2;
+    for (int w = 0; w < NV; w++)
+      acc[h][w] = (vfloat)(0.0f);
+    mrow[h] = -INFINITY;
+    lrow[h] = 0.0f;
+  }
+  const long kb = b * k_sb + c * k_sh;
+  const long vb = b * v_sb + c * v_sh;
+  float sc[G][KB];
+
+  for (int t0 = tb; t0 < te; t0 += KB) {
+    const int nt = min(KB, te - t0);
+    for (int t = 0; t < KB; t++) {
+      if (t < nt) {
+        kfloat kv[NK];
+        const long kr = kb + (t0 + t) * k_ss;
+        for (int w = 0; w < NK; w++)
+          kv[w] = LDW(VWK, k, kr + w * VWK);
+        for (int h = 0; h < G; h++) {
+          kfloat dv = qv[h][0] * kv[0];
+          for (int w = 1; w < NK; w++)
+            dv = fma(qv[h][w], kv[w], dv);
+          sc[h][t] = HSUMW(VWK, dv);
+        }
+      } else {
+        for (int h = 0; h < G; h++)
+          sc[h][t] = -INFINITY;
+      }
+    }
+    for (int h = 0; h < G; h++) {
+      float tmax = -INFINITY;
+      for (int t = 0; t < KB; t++)
+        tmax = fmax(tmax, sc[h][t]);
+      const float mnew = fmax(mrow[h], tmax);
+      const float mref = softmax_ref(mnew);
+      const float alpha = exp2(mrow[h] - mref);
+      float psum = 0.0f;
+      for (int t = 0; t < KB; t++) {
+        sc[h][t] = exp2(sc[h][t] - mref);
+        psum += sc[h][t];
+      }
+      lrow[h] = alpha * lrow[h] + psum;
+      mrow[h] = mnew;
+      for (int w = 0; w < NV; w++)
+        acc[h][w] *= alpha;
+    }
+    for (int t = 0; t < nt; t++) {
+      const long vr = vb + (t0 + t) * v_ss;
+      for (int w = 0; w < NV; w++) {
+        const vfloat vv = LDW(VWV, v, vr + w * VWV);
+        for (int h = 0; h < G; h++)
+          acc[h][w] = fma((vfloat)(sc[h][t]), vv, acc[h][w]);
+      }
+    }
+  }
+
+  for (int h = 0; h < G; h++) {
+    const long row = (long)b * hkv * G + c * G + h;
+    const float inv = lrow[h] > 0.0f ? 1.0f / lrow[h] : 0.0f;
+#if DIRECT
+    for (int w = 0; w < NV; w++)
+      STW(VWV, acc[h][w] * inv, o, row * DV + w * VWV);
+#else
+    for (int w = 0; w < NV; w++)
+      CAT(vstore, VWV)(acc[h][w] * inv, 0, opart + (row * S + s) * DV + w * VWV);
+    lse[row * S + s] = lrow[h] > 0.0f ? mrow[h] + log2(lrow[h]) : -INFINITY;
+#endif
+  }
+  (void)o;
+  (void)opart;
+  (void)lse;
+}
+
+/* Variant 2 (GPU-shaped): a work-group of WG items per (split, sequence *
+ * KV head).  Per KT-key tile: the items load K into local memory, score the
+ * G x KT (head, key) pairs, G items update the softmax state, then each item
+ * accumulates PAIRS (head, v-dim) outputs reading V coalesced from global.
+ * Global size (S * WG, batch * hkv), local size (WG, 1). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+decode_split_local(__global const stor_t *q, __global const stor_t *k,
+                   __global const stor_t *v, __global const int *lens,
+                   __global stor_t *o, __global float *opart,
+                   __global float *lse, int cap, int hkv, int S, int chunk,
+                   float scale_log2, long k_sb, long k_ss, long k_sh,
+                   long v_sb, long v_ss, long v_sh) {
+  __local float qs[G * DK];
+  __local float ks[KT * DK];
+  __local float ps[G * KT];
+  __local float mst[G], lst[G], ast[G];
+  const int lid = get_local_id(0);
+  const int s = get_group_id(0);
+  const int bc = get_global_id(1);
+  const int b = bc / hkv, c = bc % hkv;
+  const int L = clamp(lens[b], 0, cap);
+  const int tb = s * chunk;
+  const int te = min(L, tb + chunk);
+  const long row0 = (long)b * hkv * G + c * G;
+
+  for (int e = lid; e < G * DK; e += WG)
+    qs[e] = LD1(q, row0 * DK + e) * scale_log2;
+  for (int h = lid; h < G; h += WG) {
+    mst[h] = -INFINITY;
+    lst[h] = 0.0f;
+  }
+  float acc[PAIRS];
+  for (int p = 0; p < PAIRS; p++)
+    acc[p] = 0.0f;
+  const long kb = b * k_sb + c * k_sh;
+  const long vb = b * v_sb + c * v_sh;
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  for (int t0 = tb; t0 < te; t0 += KT) {
+    const int nt = min(KT, te - t0);
+    for (int e = lid; e < KT * DK; e += WG) {
+      const int t = e / DK, d = e - t * DK;
+      ks[e] = t < nt ? LD1(k, kb + (t0 + t) * k_ss + d) : 0.0f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int e = lid; e < G * KT; e += WG) {
+      const int h = e / KT, t = e - h * KT;
+      float dot = 0.0f;
+      for (int d = 0; d < DK; d++)
+        dot = fma(qs[h * DK + d], ks[t * DK + d], dot);
+      ps[e] = t < nt ? dot : -INFINITY;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = lid; h < G; h += WG) {
+      float tmax = -INFINITY;
+      for (int t = 0; t < KT; t++)
+        tmax = fmax(tmax, ps[h * KT + t]);
+      const float mnew = fmax(mst[h], tmax);
+      const float mref = softmax_ref(mnew);
+      const float alpha = exp2(mst[h] - mref);
+      float psum = 0.0f;
+      for (int t = 0; t < KT; t++) {
+        const float e = exp2(ps[h * KT + t] - mref);
+        ps[h * KT + t] = e;
+        psum += e;
+      }
+      lst[h] = alpha * lst[h] + psum;
+      mst[h] = mnew;
+      ast[h] = alpha;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int p = 0; p < PAIRS; p++) {
+      const int e = lid + p * WG;
+      if (e < G * DV) {
+        const int h = e / DV, d = e - h * DV;
+        float a = acc[p] * ast[h];
+        for (int t = 0; t < nt; t++)
+          a = fma(ps[h * KT + t], LD1(v, vb + (t0 + t) * v_ss + d), a);
+        acc[p] = a;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE); /* ks, ps and ast are rewritten next */
+  }
+
+  for (int p = 0; p < PAIRS; p++) {
+    const int e = lid + p * WG;
+    if (e < G * DV) {
+      const int h = e / DV, d = e - h * DV;
+      const float l = lst[h];
+      put_row_scalar(o, opart, lse, row0 + h, s, S, d,
+                     l > 0.0f ? acc[p] / l : 0.0f);
+#if !DIRECT
+      if (d == 0)
+        lse[(row0 + h) * S + s] = l > 0.0f ? mst[h] + log2(l) : -INFINITY;
+#endif
+    }
+  }
+}
+
+/* Merge S split partials of each (sequence, query head) row:
+ * o = sum_s w_s o_s with w_s = exp2(lse_s - max) / sum exp2(lse - max);
+ * a row whose splits are all empty gives zeros.  Global size (rows, NV). */
+__kernel void decode_combine(__global const float *opart,
+                             __global const float *lse, __global stor_t *o,
+                             int rows, int S) {
+  const int row = get_global_id(0);
+  const int w = get_global_id(1);
+  if (row >= rows || w >= NV)
+    return;
+  __global const float *ls = lse + (long)row * S;
+  float lmax = -INFINITY;
+  for (int s = 0; s < S; s++)
+    lmax = fmax(lmax, ls[s]);
+  vfloat sum = (vfloat)(0.0f);
+  float z = 0.0f;
+  if (lmax != -INFINITY) {
+    for (int s = 0; s < S; s++) {
+      const float ws = exp2(ls[s] - lmax);
+      z += ws;
+      sum = fma((vfloat)(ws),
+                CAT(vload, VWV)(0, opart + ((long)row * S + s) * DV + w * VWV),
+                sum);
+    }
+  }
+  const float inv = z > 0.0f ? 1.0f / z : 0.0f;
+  STW(VWV, sum * inv, o, (long)row * DV + w * VWV);
+}
+
+/* In-place append of n_new rows per sequence at rows pos[b].. of the cache
+ * (raw copy in the storage type).  Global size (n_new * hkv, batch). */
+__kernel void kv_append(__global const stor_t *k_new,
+                        __global const stor_t *v_new,
+                        __global const int *pos, __global stor_t *k_cache,
+                        __global stor_t *v_cache, int n_new, int cap, int hkv,
+                        long k_sb, long k_ss, long k_sh, long v_sb, long v_ss,
+                        long v_sh) {
+  const int tc = get_global_id(0);
+  const int b = get_global_id(1);
+  if (tc >= n_new * hkv)
+    return;
+  const int t = tc / hkv, c = tc - t * hkv;
+  const int p = pos[b] + t;
+  if (p < 0 || p >= cap)
+    return;
+  const long src = (long)b * n_new + t;
+  const long kd = b * k_sb + p * k_ss + c * k_sh;
+  const long vd = b * v_sb + p * v_ss + c * v_sh;
+  for (int d = 0; d < DK; d++)
+    k_cache[kd + d] = k_new[(src * hkv + c) * DK + d];
+  for (int d = 0; d < DV; d++)
+    v_cache[vd + d] = v_new[(src * hkv + c) * DV + d];
+}

@@ -1,0 +1,292 @@
+/*
+ * clattn.h - vendor-neutral OpenCL kernels for transformer attention.
+ *
+ * This header is the whole public contract of libclattn.
+ *
+ * Conventions
+ *  - Every function that can fail returns a clattn_status: 0 on success,
+ *    a stable negative number otherwise.  clattn_status_str() names it and
+ *    clattn_ctx_errmsg() returns a detailed message for the last failure on
+ *    that context (the OpenCL call, its error name, a build log, ...).
+ *  - Objects are opaque handles created through an out parameter, which is
+ *    set to NULL on failure.  Every destroy function accepts NULL.
+ *  - OpenCL objects passed in (queue, buffers) are borrowed: the library
+ *    retains what it keeps and releases it on destroy; it never owns them.
+ *  - Nothing is enqueued when a call fails its argument checks.
+ *  - Tensors live in cl_mem buffers starting at offset 0.  Storage types are
+ *    float32, float16 or bfloat16; arithmetic is always float32.
+ *  - The library never prints, aborts or exits.
+ */
+#ifndef CLATTN_H
+#define CLATTN_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CLATTN_BUILDING) && defined(__GNUC__)
+#define CLATTN_API __attribute__((visibility("default")))
+#else
+#define CLATTN_API
+#endif
+
+#define CLATTN_VERSION_MAJOR 0
+#define CLATTN_VERSION_MINOR 1
+#define CLATTN_VERSION_PATCH 0
+#define CLATTN_VERSION_HEX                                                     \
+  ((CLATTN_VERSION_MAJOR << 16) | (CLATTN_VERSION_MINOR << 8) |                \
+   CLATTN_VERSION_PATCH)
+
+/* Largest supported head dimension (k and v). */
+#define CLATTN_MAX_HEAD_DIM 256
+
+/* Status codes.  Numbers never change; new codes are appended. */
+#define CLATTN_STATUS_MAP(X)                                                   \
+  X(CLATTN_OK, 0, "success")                                                   \
+  X(CLATTN_ERR_INVALID_ARG, -1, "invalid argument")                            \
+  X(CLATTN_ERR_SHAPE, -2, "invalid or inconsistent shape")                     \
+  X(CLATTN_ERR_UNSUPPORTED, -3, "unsupported configuration")                   \
+  X(CLATTN_ERR_BUFFER_TOO_SMALL, -4, "buffer too small")                       \
+  X(CLATTN_ERR_NO_DEVICE, -5, "no matching OpenCL device")                     \
+  X(CLATTN_ERR_OPENCL, -6, "OpenCL call failed")                               \
+  X(CLATTN_ERR_BUILD, -7, "kernel build failed")                               \
+  X(CLATTN_ERR_NOMEM, -8, "out of host memory")                                \
+  X(CLATTN_ERR_MISUSE, -9, "library misuse")                                   \
+  X(CLATTN_ERR_IO, -10, "file input/output error")                             \
+  X(CLATTN_ERR_CLBLAST, -11, "CLBlast call failed")                            \
+  X(CLATTN_ERR_CAPACITY, -12, "KV cache capacity exceeded")
+
+typedef enum clattn_status {
+#define CLATTN_STATUS_ENUM_(name, num, text) name = num,
+  CLATTN_STATUS_MAP(CLATTN_STATUS_ENUM_)
+#undef CLATTN_STATUS_ENUM_
+} clattn_status;
+
+/* Short static description of a status ("invalid argument", ...). */
+CLATTN_API const char *clattn_status_str(clattn_status st);
+
+/* Library version as "MAJOR.MINOR.PATCH". */
+CLATTN_API const char *clattn_version(void);
+
+/* Storage type of tensors. */
+typedef enum clattn_dtype {
+  CLATTN_F32 = 0,
+  CLATTN_F16 = 1, /* IEEE binary16, via vload_half/vstore_half */
+  CLATTN_BF16 = 2 /* bfloat16, round-to-nearest-even on store */
+} clattn_dtype;
+
+/* Bytes per element of a storage type (0 for an unknown type). */
+CLATTN_API size_t clattn_dtype_size(clattn_dtype dt);
+
+/* Memory layout of a [batch, seq, heads, head_dim] tensor. */
+typedef enum clattn_layout {
+  CLATTN_BSHD = 0, /* [batch][seq][heads][dim]  (default) */
+  CLATTN_BHSD = 1  /* [batch][heads][seq][dim] */
+} clattn_layout;
+
+/* ---------------------------------------------------------------- context */
+
+typedef struct clattn_ctx clattn_ctx;
+
+typedef struct clattn_ctx_opts {
+  /* The application's in-order queue.  Its context and device are used and
+   * the queue is retained, never owned.  NULL: the library creates its own
+   * context and queue on the device chosen by `device`. */
+  cl_command_queue queue;
+  /* Device selection when queue is NULL: "P:D" (platform and device index),
+   * "D" (index over all devices), or a case-insensitive substring of the
+   * platform or device name.  NULL: $CLATTN_DEVICE, else the first device. */
+  const char *device;
+  /* Program-binary cache directory.  NULL: $CLATTN_CACHE_DIR, else
+   * $XDG_CACHE_HOME/clattn, else $HOME/.cache/clattn. */
+  const char *cache_dir;
+  /* Nonzero: never read or write the on-disk program cache (also
+   * $CLATTN_NO_DISK_CACHE=1). */
+  int no_disk_cache;
+  /* Nonzero: the library-created queue has profiling enabled. */
+  int profiling;
+} clattn_ctx_opts;
+
+/* Create a context.  opts may be NULL (all defaults). */
+CLATTN_API clattn_status clattn_ctx_create(const clattn_ctx_opts *opts, clattn_ctx **out);
+CLATTN_API void clattn_ctx_destroy(clattn_ctx *ctx);
+
+/* Detailed message of the last failure on ctx ("" if none).  The string is
+ * owned by ctx and valid until the next call on it.  ctx may be NULL. */
+CLATTN_API const char *clattn_ctx_errmsg(const clattn_ctx *ctx);
+
+/* The OpenCL objects in use (not retained for the caller). */
+CLATTN_API cl_context clattn_ctx_cl_context(const clattn_ctx *ctx);
+CLATTN_API cl_command_queue clattn_ctx_queue(const clattn_ctx *ctx);
+CLATTN_API cl_device_id clattn_ctx_device(const clattn_ctx *ctx);
+
+/* Drop every compiled program held in memory (the disk cache stays). */
+CLATTN_API void clattn_ctx_clear_programs(clattn_ctx *ctx);
+
+/* Program cache statistics since the context was created. */
+typedef struct clattn_cache_stats {
+  unsigned long memory_hits;  /* programs found in memory */
+  unsigned long disk_hits;    /* programs loaded from binaries on disk */
+  unsigned long source_builds; /* programs compiled from source */
+  unsigned long disk_writes;  /* binaries written to disk */
+} clattn_cache_stats;
+CLATTN_API void clattn_ctx_cache_stats(const clattn_ctx *ctx, clattn_cache_stats *out);
+
+/* Optional events for one library call: the first kernel it enqueues waits
+ * on `wait`; `*out` (if out != NULL) receives an event for the last one,
+ * which the caller must release. */
+typedef struct clattn_events {
+  cl_uint num_wait;
+  const cl_event *wait;
+  cl_event *out;
+} clattn_events;
+
+/* Kernel-shape parameters.  Zero fields mean "choose automatically"; the
+ * library validates any nonzero field against the device and the kernel. */
+typedef struct clattn_params {
+  int variant;  /* 0 auto, 1 register-blocked (CPU-shaped), 2 local-memory
+                   work-group tiles (GPU-shaped) */
+  int rows;     /* packed query rows per work-item (variant 1) or per
+                   work-group (variant 2) */
+  int keys;     /* keys per tile */
+  int wg;       /* work-items per work-group (variant 2) */
+  int splits;   /* decode: KV splits per (sequence, KV head); prefill: unused */
+} clattn_params;
+
+/* ---------------------------------------------------------- attention */
+
+/* Fused scaled-dot-product attention over grouped query heads (GQA; MHA is
+ * heads_q == heads_kv, MQA is heads_kv == 1).  Query head j uses KV head
+ * j / (heads_q / heads_kv).
+ *
+ *   q [batch, n_q,  heads_q,  head_dim_k]   (layout q_layout; o likewise)
+ *   k [batch, n_kv, heads_kv, head_dim_k]   (layout kv_layout)
+ *   v [batch, n_kv, heads_kv, head_dim_v]
+ *   o [batch, n_q,  heads_q,  head_dim_v]
+ *   kv_lens: optional int32 [batch]: keys 0..kv_lens[b]-1 of sequence b are
+ *            valid (values are clamped to [0, n_kv]); NULL means n_kv.
+ *
+ * With causal != 0 the queries are the last n_q positions of the L valid
+ * keys: query i sees key t iff t <= L - n_q + i.  A query that sees no key
+ * gets an output of zeros. */
+typedef struct clattn_attn_desc {
+  int batch;
+  int n_q;
+  int n_kv;
+  int heads_q;
+  int heads_kv;
+  int head_dim_k;
+  int head_dim_v;
+  clattn_dtype dtype;
+  clattn_layout q_layout;
+  clattn_layout kv_layout;
+  float scale; /* logit scale; 0 means 1/sqrt(head_dim_k) */
+  int causal;
+  const clattn_params *params; /* NULL: automatic */
+} clattn_attn_desc;
+
+CLATTN_API clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
+                               cl_mem q, cl_mem k, cl_mem v, cl_mem kv_lens,
+                               cl_mem o, const clattn_events *ev);
+
+/* ------------------------------------------------------------ decoding */
+
+/* One new query per sequence against a preallocated KV cache.
+ *
+ *   q        [batch, heads_q, head_dim_k]
+ *   o        [batch, heads_q, head_dim_v]
+ *   k_cache  [batch, capacity, heads_kv, head_dim_k] (CLATTN_BSHD) or
+ *            [batch, heads_kv, capacity, head_dim_k] (CLATTN_BHSD)
+ *   v_cache  likewise with head_dim_v
+ *   lens     int32 [batch]: valid cache rows of each sequence (clamped to
+ *            [0, capacity]); the query attends to all of them.
+ *
+ * The KV range is split across work-groups and combined with the log-sum-exp
+ * rule (flash-decoding); the query heads of a KV group share every K/V read. */
+typedef struct clattn_decode_desc {
+  int batch;
+  int capacity;
+  int heads_q;
+  int heads_kv;
+  int head_dim_k;
+  int head_dim_v;
+  clattn_dtype dtype;
+  clattn_layout cache_layout;
+  float scale; /* 0 means 1/sqrt(head_dim_k) */
+  const clattn_params *params; /* NULL: automatic */
+} clattn_decode_desc;
+
+CLATTN_API clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
+                            cl_mem q, cl_mem k_cache, cl_mem v_cache,
+                            cl_mem lens, cl_mem o, const clattn_events *ev);
+
+/* Write n_new rows per sequence into the cache in place, at rows
+ * pos[b] .. pos[b]+n_new-1.  k_new [batch, n_new, heads_kv, head_dim_k] and
+ * v_new [batch, n_new, heads_kv, head_dim_v] are BSHD in the cache's dtype.
+ * pos: int32 [batch]; rows that would fall outside [0, capacity) are not
+ * written. */
+CLATTN_API clattn_status clattn_kv_append(clattn_ctx *ctx, const clattn_decode_desc *d,
+                               int n_new, cl_mem k_new, cl_mem v_new,
+                               cl_mem pos, cl_mem k_cache, cl_mem v_cache,
+                               const clattn_events *ev);
+
+/* ----------------------------------------------------- layer (GQA/MHA/MQA) */
+
+/* A whole attention layer: y = Attention(x W_q, x W_k, x W_v) W_o, float32,
+ * projections through CLBlast GEMMs, attention through the fused kernels.
+ *   x [batch, n, d_model], y [batch, n, d_model]
+ *   w_q [d_model, heads_q*head_dim_k], w_k [d_model, heads_kv*head_dim_k],
+ *   w_v [d_model, heads_kv*head_dim_v], w_o [heads_q*head_dim_v, d_model]
+ * (row-major; head h of the projection is columns h*dim .. h*dim+dim-1). */
+typedef struct clattn_layer_desc {
+  int d_model;
+  int heads_q;
+  int heads_kv;
+  int head_dim_k;
+  int head_dim_v;
+  float scale; /* 0 means 1/sqrt(head_dim_k) */
+} clattn_layer_desc;
+
+typedef struct clattn_layer clattn_layer;
+
+/* The weights are retained by the layer. */
+CLATTN_API clattn_status clattn_layer_create(clattn_ctx *ctx, const clattn_layer_desc *d,
+                                  cl_mem w_q, cl_mem w_k, cl_mem w_v,
+                                  cl_mem w_o, clattn_layer **out);
+CLATTN_API void clattn_layer_destroy(clattn_layer *layer);
+
+/* A KV cache for a layer: batch sequences of at most `capacity` positions,
+ * float32, BHSD, allocated by the library.  Sequence lengths start at 0. */
+typedef struct clattn_kv_cache clattn_kv_cache;
+CLATTN_API clattn_status clattn_kv_cache_create(clattn_layer *layer, int batch,
+                                     int capacity, clattn_kv_cache **out);
+CLATTN_API void clattn_kv_cache_destroy(clattn_kv_cache *cache);
+/* Current length (positions stored) of every sequence. */
+CLATTN_API int clattn_kv_cache_len(const clattn_kv_cache *cache);
+CLATTN_API void clattn_kv_cache_reset(clattn_kv_cache *cache);
+
+/* Prefill: n new positions per sequence.  With cache == NULL, attention is
+ * over the n positions of x alone.  With a cache, their K/V are appended
+ * after the cache's current length P and the queries attend to the P + n
+ * cached positions.  causal selects the causal mask. */
+CLATTN_API clattn_status clattn_layer_prefill(clattn_layer *layer, clattn_kv_cache *cache,
+                                   int batch, int n, int causal, cl_mem x,
+                                   cl_mem y, const clattn_events *ev);
+
+/* Decode step: one new position per sequence (x, y: [batch, d_model]);
+ * its K/V are appended to the cache and it attends causally to the whole
+ * cache.  batch must equal the cache's batch. */
+CLATTN_API clattn_status clattn_layer_decode(clattn_layer *layer, clattn_kv_cache *cache,
+                                  cl_mem x, cl_mem y, const clattn_events *ev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLATTN_H */

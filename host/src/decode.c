@@ -1,0 +1,258 @@
+/* decode.c - incremental decoding over a KV cache (split-KV + combine) and
+ * the in-place cache append: validate, pick parameters, enqueue. */
+#include "runtime.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#define LOG2E 1.4426950408889634f
+
+typedef struct decode_plan {
+  int variant; /* 1 register-blocked, 2 local-memory work-groups */
+  int kb;      /* keys per block (variant 1) or per tile (variant 2) */
+  int wg;      /* work-group size (variant 2; optional for variant 1) */
+  int splits;  /* S */
+  int chunk;   /* keys per split */
+} decode_plan;
+
+static clattn_status check_cache(clattn_ctx *ctx, const clattn_decode_desc *d,
+                                 cl_mem k_cache, cl_mem v_cache) {
+  clattn_status rc;
+  if (d == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc is NULL");
+  if (d->batch < 1 || d->capacity < 1)
+    return clattn__fail(ctx, CLATTN_ERR_SHAPE,
+                        "batch (%d) and capacity (%d) must be >= 1", d->batch,
+                        d->capacity);
+  if ((rc = clattn__check_heads(ctx, d->heads_q, d->heads_kv, d->head_dim_k,
+                                d->head_dim_v, d->dtype)))
+    return rc;
+  if (!clattn__is_layout(d->cache_layout))
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "unknown cache layout");
+  if (!(d->scale >= 0.0f) || isinf(d->scale))
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "scale must be finite and >= 0 (0: 1/sqrt(k))");
+  const size_t es = clattn_dtype_size(d->dtype);
+  const size_t kb =
+      clattn__bytes(es, d->batch, d->capacity, d->heads_kv, d->head_dim_k);
+  const size_t vb =
+      clattn__bytes(es, d->batch, d->capacity, d->heads_kv, d->head_dim_v);
+  if (kb == 0 || vb == 0)
+    return clattn__fail(ctx, CLATTN_ERR_SHAPE, "cache sizes overflow");
+  if ((rc = clattn__check_buffer(ctx, k_cache, kb, "k_cache")) ||
+      (rc = clattn__check_buffer(ctx, v_cache, vb, "v_cache")))
+    return rc;
+  return CLATTN_OK;
+}
+
+static clattn_status plan_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
+                                 decode_plan *pl) {
+  const clattn_params none = {0, 0, 0, 0, 0};
+  const clattn_params *p = d->params ? d->params : &none;
+  const int g = d->heads_q / d->heads_kv;
+  const int dk = d->head_dim_k;
+  if (p->variant < 0 || p->variant > 2 || p->rows < 0 || p->keys < 0 ||
+      p->wg < 0 || p->splits < 0)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "params: variant must be 0, 1 or 2 and sizes >= 0");
+  const int cpu = (ctx->dev.type & CL_DEVICE_TYPE_CPU) != 0;
+  pl->variant = p->variant ? p->variant : cpu ? 1 : 2;
+  if (pl->variant == 1) {
+    pl->kb = p->keys ? p->keys : 16;
+    pl->wg = p->wg;
+    if (pl->kb > 256)
+      return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                          "params: variant 1 keys per block must be <= 256");
+  } else {
+    size_t maxwg = ctx->dev.max_wg < ctx->dev.max_item[0]
+                       ? ctx->dev.max_wg
+                       : ctx->dev.max_item[0];
+    pl->wg = p->wg ? p->wg : (int)(maxwg < 64 ? maxwg : 64);
+    size_t budget = ctx->dev.local_mem > 1024 ? ctx->dev.local_mem - 1024 : 0;
+    pl->kb = p->keys ? p->keys : 32;
+    while (!p->keys && pl->kb > 1 &&
+           ((size_t)g * dk + (size_t)pl->kb * (dk + g) + 3u * g) * 4 > budget)
+      pl->kb /= 2;
+    if (pl->kb > 256)
+      return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                          "params: variant 2 keys per tile must be <= 256");
+  }
+  /* Splits: enough independent work for every compute unit (a few waves),
+   * but at least ~256 keys per split so the combine stays negligible. */
+  int s = p->splits;
+  if (s == 0) {
+    long target = 4L * (long)ctx->dev.compute_units;
+    long units = (long)d->batch * d->heads_kv;
+    s = (int)((target + units - 1) / units);
+    int most = (d->capacity + 255) / 256;
+    if (s > most)
+      s = most;
+    if (s < 1)
+      s = 1;
+  }
+  if (s > d->capacity)
+    s = d->capacity;
+  int chunk = (d->capacity + s - 1) / s;
+  chunk = (chunk + pl->kb - 1) / pl->kb * pl->kb;
+  pl->chunk = chunk;
+  pl->splits = (d->capacity + chunk - 1) / chunk;
+  return CLATTN_OK;
+}
+
+clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
+                            cl_mem q, cl_mem k_cache, cl_mem v_cache,
+                            cl_mem lens, cl_mem o, const clattn_events *ev) {
+  clattn_status rc = clattn__ctx_check(ctx);
+  if (rc)
+    return rc;
+  ctx->errmsg[0] = '\0';
+  if ((rc = check_cache(ctx, d, k_cache, v_cache)))
+    return rc;
+  const size_t es = clattn_dtype_size(d->dtype);
+  const int b = d->batch, hq = d->heads_q, hkv = d->heads_kv;
+  const int dk = d->head_dim_k, dv = d->head_dim_v, g = hq / hkv;
+  if ((rc = clattn__check_buffer(ctx, q, clattn__bytes(es, b, hq, dk, 1),
+                                 "q")) ||
+      (rc = clattn__check_buffer(ctx, o, clattn__bytes(es, b, hq, dv, 1),
+                                 "o")) ||
+      (rc = clattn__check_buffer(ctx, lens, (size_t)b * 4, "lens")))
+    return rc;
+  decode_plan pl = {0, 0, 0, 0, 0};
+  if ((rc = plan_decode(ctx, d, &pl)))
+    return rc;
+  const int S = pl.splits, direct = S == 1;
+  const int vwv = clattn__vec_width(dv);
+  char opts[256];
+  int len = snprintf(opts, sizeof opts,
+                     "-DDTYPE=%d -DDK=%d -DDV=%d -DG=%d -DVWK=%d -DVWV=%d "
+                     "-DDIRECT=%d",
+                     (int)d->dtype, dk, dv, g, clattn__vec_width(dk), vwv,
+                     direct);
+  size_t lbytes = 0;
+  if (pl.variant == 1) {
+    snprintf(opts + len, sizeof opts - (size_t)len, " -DKB=%d", pl.kb);
+  } else {
+    int pairs = (g * dv + pl.wg - 1) / pl.wg;
+    snprintf(opts + len, sizeof opts - (size_t)len,
+             " -DWG=%d -DKT=%d -DPAIRS=%d", pl.wg, pl.kb, pairs);
+    lbytes = ((size_t)g * dk + (size_t)pl.kb * (dk + g) + 3u * g) * 4;
+  }
+  const char *name = pl.variant == 1 ? "decode_split_reg" : "decode_split_local";
+  cl_kernel kern = NULL, comb = NULL;
+  if ((rc = clattn__kernel(ctx, CLATTN_SRC_DECODE, opts, name, &kern)))
+    return rc;
+  if ((pl.variant == 2 || pl.wg) &&
+      (rc = clattn__check_wg(ctx, kern, (size_t)pl.wg, lbytes, name)))
+    return rc;
+  cl_mem opart = NULL, lse = NULL;
+  if (!direct) {
+    const size_t pb = clattn__bytes(4, b, hq, S, dv);
+    if (pb == 0)
+      return clattn__fail(ctx, CLATTN_ERR_SHAPE, "partial sizes overflow");
+    if ((rc = clattn__kernel(ctx, CLATTN_SRC_DECODE, opts, "decode_combine",
+                             &comb)) ||
+        (rc = clattn__scratch(ctx, 1, pb, &opart)) ||
+        (rc = clattn__scratch(ctx, 2, clattn__bytes(4, b, hq, S, 1), &lse)))
+      return rc;
+  }
+  const float scale =
+      (d->scale > 0.0f ? d->scale : 1.0f / sqrtf((float)dk)) * LOG2E;
+  const clattn__strides ks =
+      clattn__layout_strides(d->cache_layout, d->capacity, hkv, dk);
+  const clattn__strides vs =
+      clattn__layout_strides(d->cache_layout, d->capacity, hkv, dv);
+  const cl_int ci[4] = {d->capacity, hkv, S, pl.chunk};
+  const cl_mem bufs[7] = {q, k_cache, v_cache, lens, o, opart, lse};
+  const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
+  cl_uint a = 0;
+  for (int i = 0; i < 7; i++)
+    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &bufs[i])))
+      return rc;
+  for (int i = 0; i < 4; i++)
+    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &ci[i])))
+      return rc;
+  if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)))
+    return rc;
+  for (int i = 0; i < 6; i++)
+    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_long), &st[i])))
+      return rc;
+  const cl_int rows = b * hq;
+  if (!direct) {
+    if ((rc = clattn__arg(ctx, comb, 0, sizeof(cl_mem), &opart)) ||
+        (rc = clattn__arg(ctx, comb, 1, sizeof(cl_mem), &lse)) ||
+        (rc = clattn__arg(ctx, comb, 2, sizeof(cl_mem), &o)) ||
+        (rc = clattn__arg(ctx, comb, 3, sizeof(cl_int), &rows)) ||
+        (rc = clattn__arg(ctx, comb, 4, sizeof(cl_int), &S)))
+      return rc;
+  }
+  const cl_uint nw = ev ? ev->num_wait : 0;
+  const cl_event *wait = ev ? ev->wait : NULL;
+  cl_event *out = ev ? ev->out : NULL;
+  size_t gws[2], lws[2] = {(size_t)pl.wg, 1};
+  if (pl.variant == 1) {
+    gws[0] = (size_t)S;
+    if (pl.wg)
+      gws[0] = (gws[0] + (size_t)pl.wg - 1) / (size_t)pl.wg * (size_t)pl.wg;
+  } else {
+    gws[0] = (size_t)S * (size_t)pl.wg;
+  }
+  gws[1] = (size_t)b * hkv;
+  if ((rc = clattn__launch(ctx, kern, 2, gws, pl.wg ? lws : NULL, nw, wait,
+                           direct ? out : NULL)) ||
+      direct)
+    return rc;
+  const size_t cg[2] = {(size_t)rows, (size_t)(dv / vwv)};
+  return clattn__launch(ctx, comb, 2, cg, NULL, 0, NULL, out);
+}
+
+clattn_status clattn_kv_append(clattn_ctx *ctx, const clattn_decode_desc *d,
+                               int n_new, cl_mem k_new, cl_mem v_new,
+                               cl_mem pos, cl_mem k_cache, cl_mem v_cache,
+                               const clattn_events *ev) {
+  clattn_status rc = clattn__ctx_check(ctx);
+  if (rc)
+    return rc;
+  ctx->errmsg[0] = '\0';
+  if ((rc = check_cache(ctx, d, k_cache, v_cache)))
+    return rc;
+  if (n_new < 1)
+    return clattn__fail(ctx, CLATTN_ERR_SHAPE, "n_new (%d) must be >= 1",
+                        n_new);
+  const size_t es = clattn_dtype_size(d->dtype);
+  const int b = d->batch, hkv = d->heads_kv;
+  const int dk = d->head_dim_k, dv = d->head_dim_v;
+  if ((rc = clattn__check_buffer(ctx, k_new,
+                                 clattn__bytes(es, b, n_new, hkv, dk),
+                                 "k_new")) ||
+      (rc = clattn__check_buffer(ctx, v_new,
+                                 clattn__bytes(es, b, n_new, hkv, dv),
+                                 "v_new")) ||
+      (rc = clattn__check_buffer(ctx, pos, (size_t)b * 4, "pos")))
+    return rc;
+  char opts[96];
+  snprintf(opts, sizeof opts, "-DDTYPE=%d -DDK=%d -DDV=%d", (int)d->dtype, dk,
+           dv);
+  cl_kernel kern = NULL;
+  if ((rc = clattn__kernel(ctx, CLATTN_SRC_DECODE, opts, "kv_append", &kern)))
+    return rc;
+  const clattn__strides ks =
+      clattn__layout_strides(d->cache_layout, d->capacity, hkv, dk);
+  const clattn__strides vs =
+      clattn__layout_strides(d->cache_layout, d->capacity, hkv, dv);
+  const cl_mem bufs[5] = {k_new, v_new, pos, k_cache, v_cache};
+  const cl_int ci[3] = {n_new, d->capacity, hkv};
+  const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
+  cl_uint a = 0;
+  for (int i = 0; i < 5; i++)
+    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &bufs[i])))
+      return rc;
+  for (int i = 0; i < 3; i++)
+    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &ci[i])))
+      return rc;
+  for (int i = 0; i < 6; i++)
+    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_long), &st[i])))
+      return rc;
+  const size_t gws[2] = {(size_t)n_new * hkv, (size_t)b};
+  return clattn__launch(ctx, kern, 2, gws, NULL, ev ? ev->num_wait : 0,
+                        ev ? ev->wait : NULL, ev ? ev->out : NULL);
+}

@@ -1,0 +1,353 @@
+/* program.c - run-time kernel compilation with an in-memory and an on-disk
+ * program cache.
+ *
+ * A program is identified by (source, build options).  In memory the context
+ * keeps every program it built, with the kernels made from it.  On disk a
+ * program binary is stored under a key hashing the source, the options, the
+ * device, its driver and platform, the library version and the file format;
+ * files are written to a temporary name and renamed, so readers never see a
+ * partial file, and any failure to read, load or build a cached binary falls
+ * back to a build from source. */
+#include "runtime.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern const char *const clattn__prelude;
+extern const size_t clattn__prelude_len;
+extern const char *const clattn__sources[];
+extern const size_t clattn__source_lens[];
+extern const char *const clattn__source_names[];
+extern const size_t clattn__source_count;
+
+#define CACHE_MAGIC "CLATTNPB"
+#define CACHE_FORMAT 1u
+
+typedef struct kernel_entry {
+  struct kernel_entry *next;
+  char *name;
+  cl_kernel kernel;
+} kernel_entry;
+
+struct clattn__program {
+  clattn__program *next;
+  clattn__source src;
+  char *options;
+  cl_program program;
+  kernel_entry *kernels;
+};
+
+void clattn__programs_free(clattn_ctx *ctx) {
+  clattn__program *p = ctx->programs;
+  while (p) {
+    clattn__program *next = p->next;
+    kernel_entry *k = p->kernels;
+    while (k) {
+      kernel_entry *kn = k->next;
+      clReleaseKernel(k->kernel);
+      free(k->name);
+      free(k);
+      k = kn;
+    }
+    clReleaseProgram(p->program);
+    free(p->options);
+    free(p);
+    p = next;
+  }
+  ctx->programs = NULL;
+}
+
+void clattn_ctx_clear_programs(clattn_ctx *ctx) {
+  if (clattn__ctx_check(ctx) == CLATTN_OK)
+    clattn__programs_free(ctx);
+}
+
+/* ------------------------------------------------------------ disk cache */
+
+/* Two independent 64-bit FNV-1a streams give a 128-bit key. */
+typedef struct hash128 {
+  uint64_t a, b;
+} hash128;
+
+static void hash_bytes(hash128 *h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) {
+    h->a = (h->a ^ p[i]) * 0x100000001b3ull;
+    h->b = (h->b ^ p[i]) * 0x100000001b3ull;
+    h->b ^= h->b >> 29;
+  }
+  /* separator so that ("ab","c") and ("a","bc") differ */
+  h->a = (h->a ^ 0xffu) * 0x100000001b3ull;
+  h->b = (h->b ^ 0xfeu) * 0x100000001b3ull;
+}
+
+static void hash_str(hash128 *h, const char *s) { hash_bytes(h, s, strlen(s)); }
+
+static void cache_path(const clattn_ctx *ctx, clattn__source src,
+                       const char *options, char *out, size_t cap) {
+  hash128 h = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
+  uint32_t fmt = CACHE_FORMAT;
+  hash_bytes(&h, &fmt, sizeof fmt);
+  hash_str(&h, clattn_version());
+  hash_bytes(&h, clattn__prelude, clattn__prelude_len);
+  hash_bytes(&h, clattn__sources[src], clattn__source_lens[src]);
+  hash_str(&h, options);
+  hash_str(&h, ctx->dev.platform);
+  hash_str(&h, ctx->dev.name);
+  hash_str(&h, ctx->dev.vendor);
+  hash_str(&h, ctx->dev.driver);
+  hash_str(&h, ctx->dev.version);
+  snprintf(out, cap, "%s/%016llx%016llx.bin", ctx->cache_dir,
+           (unsigned long long)h.a, (unsigned long long)h.b);
+}
+
+/* Create dir and its parents (mode 0755); 0 on success. */
+static int mkdir_p(const char *dir) {
+  char buf[4096];
+  size_t n = strlen(dir);
+  if (n == 0 || n >= sizeof buf)
+    return -1;
+  memcpy(buf, dir, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] == '/' || buf[i] == '\0') {
+      char c = buf[i];
+      buf[i] = '\0';
+      if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return -1;
+      buf[i] = c;
+    }
+  }
+  return 0;
+}
+
+/* Read a cached binary; returns a malloc'd buffer or NULL. */
+static unsigned char *cache_read(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return NULL;
+  unsigned char hdr[24];
+  unsigned char *bin = NULL;
+  if (fread(hdr, 1, sizeof hdr, f) != sizeof hdr)
+    goto fail;
+  uint32_t fmt;
+  uint64_t size;
+  memcpy(&fmt, hdr + 8, 4);
+  memcpy(&size, hdr + 16, 8);
+  if (memcmp(hdr, CACHE_MAGIC, 8) != 0 || fmt != CACHE_FORMAT || size == 0 ||
+      size > ((uint64_t)1 << 30))
+    goto fail;
+  bin = malloc((size_t)size);
+  if (bin == NULL || fread(bin, 1, (size_t)size, f) != (size_t)size)
+    goto fail;
+  if (fgetc(f) != EOF) /* trailing garbage: not our file */
+    goto fail;
+  fclose(f);
+  *len = (size_t)size;
+  return bin;
+fail:
+  free(bin);
+  fclose(f);
+  return NULL;
+}
+
+/* Best effort: a failure to write the cache never fails the call. */
+static int cache_write(clattn_ctx *ctx, const char *path, cl_program prog) {
+  size_t size = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
+                       NULL) != CL_SUCCESS ||
+      size == 0)
+    return -1;
+  unsigned char *bin = malloc(size);
+  if (bin == NULL)
+    return -1;
+  int ok = 0;
+  char tmp[4300];
+  FILE *f = NULL;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) !=
+      CL_SUCCESS)
+    goto out;
+  if (mkdir_p(ctx->cache_dir) != 0)
+    goto out;
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  f = fopen(tmp, "wb");
+  if (f == NULL)
+    goto out;
+  unsigned char hdr[24] = {0};
+  uint32_t fmt = CACHE_FORMAT;
+  uint64_t size64 = size;
+  memcpy(hdr, CACHE_MAGIC, 8);
+  memcpy(hdr + 8, &fmt, 4);
+  memcpy(hdr + 16, &size64, 8);
+  ok = fwrite(hdr, 1, sizeof hdr, f) == sizeof hdr &&
+       fwrite(bin, 1, size, f) == size;
+  ok = (fclose(f) == 0) && ok;
+  f = NULL;
+  if (ok && rename(tmp, path) != 0)
+    ok = 0;
+  if (!ok)
+    remove(tmp);
+out:
+  free(bin);
+  return ok ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- build */
+
+static clattn_status build_log_fail(clattn_ctx *ctx, cl_program prog,
+                                    cl_int err, clattn__source src,
+                                    const char *options) {
+  char log[CLATTN_ERRMSG_MAX - 512];
+  size_t n = 0;
+  log[0] = '\0';
+  if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG,
+                            sizeof log, log, &n) != CL_SUCCESS) {
+    /* log longer than our buffer: fetch it whole and keep its start */
+    size_t need = 0;
+    if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0,
+                              NULL, &need) == CL_SUCCESS &&
+        need > 0) {
+      char *full = malloc(need);
+      if (full && clGetProgramBuildInfo(prog, ctx->device,
+                                        CL_PROGRAM_BUILD_LOG, need, full,
+                                        NULL) == CL_SUCCESS) {
+        memcpy(log, full, sizeof log - 1);
+        log[sizeof log - 1] = '\0';
+      }
+      free(full);
+    }
+  }
+  log[sizeof log - 1] = '\0';
+  return clattn__fail(ctx, CLATTN_ERR_BUILD,
+                      "building %s with \"%s\" failed: %s (%d); build log:\n%s",
+                      clattn__source_names[src], options,
+                      clattn__cl_errstr(err), (int)err, log);
+}
+
+static clattn_status build_from_source(clattn_ctx *ctx, clattn__source src,
+                                       const char *options, cl_program *out) {
+  const char *strs[2] = {clattn__prelude, clattn__sources[src]};
+  size_t lens[2] = {clattn__prelude_len, clattn__source_lens[src]};
+  cl_int err = CL_SUCCESS;
+  cl_program prog = clCreateProgramWithSource(ctx->context, 2, strs, lens, &err);
+  if (err != CL_SUCCESS)
+    return clattn__cl_fail(ctx, err, "clCreateProgramWithSource", __FILE__,
+                           __LINE__);
+  err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+  if (err != CL_SUCCESS) {
+    clattn_status rc = build_log_fail(ctx, prog, err, src, options);
+    clReleaseProgram(prog);
+    return rc;
+  }
+  ctx->stats.source_builds++;
+  *out = prog;
+  return CLATTN_OK;
+}
+
+/* Try the disk cache; returns NULL on any miss or failure. */
+static cl_program load_cached(clattn_ctx *ctx, const char *path,
+                              const char *options) {
+  size_t len = 0;
+  unsigned char *bin = cache_read(path, &len);
+  if (bin == NULL)
+    return NULL;
+  cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+  const unsigned char *bins[1] = {bin};
+  cl_program prog = clCreateProgramWithBinary(ctx->context, 1, &ctx->device,
+                                              &len, bins, &status, &err);
+  free(bin);
+  if (err != CL_SUCCESS || status != CL_SUCCESS) {
+    if (prog)
+      clReleaseProgram(prog);
+    return NULL;
+  }
+  if (clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL) !=
+      CL_SUCCESS) {
+    clReleaseProgram(prog);
+    return NULL;
+  }
+  return prog;
+}
+
+static clattn_status get_program(clattn_ctx *ctx, clattn__source src,
+                                 const char *options, clattn__program **out) {
+  for (clattn__program *p = ctx->programs; p; p = p->next) {
+    if (p->src == src && strcmp(p->options, options) == 0) {
+      ctx->stats.memory_hits++;
+      *out = p;
+      return CLATTN_OK;
+    }
+  }
+  if ((size_t)src >= clattn__source_count)
+    return clattn__fail(ctx, CLATTN_ERR_MISUSE, "no kernel source %d",
+                        (int)src);
+  cl_program prog = NULL;
+  char path[4200];
+  if (ctx->cache_dir) {
+    cache_path(ctx, src, options, path, sizeof path);
+    prog = load_cached(ctx, path, options);
+    if (prog)
+      ctx->stats.disk_hits++;
+  }
+  if (prog == NULL) {
+    clattn_status rc = build_from_source(ctx, src, options, &prog);
+    if (rc != CLATTN_OK)
+      return rc;
+    if (ctx->cache_dir && cache_write(ctx, path, prog) == 0)
+      ctx->stats.disk_writes++;
+  }
+  clattn__program *p = calloc(1, sizeof *p);
+  char *opt = strdup(options);
+  if (p == NULL || opt == NULL) {
+    free(p);
+    free(opt);
+    clReleaseProgram(prog);
+    return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of memory");
+  }
+  p->src = src;
+  p->options = opt;
+  p->program = prog;
+  p->next = ctx->programs;
+  ctx->programs = p;
+  *out = p;
+  return CLATTN_OK;
+}
+
+clattn_status clattn__kernel(clattn_ctx *ctx, clattn__source src,
+                             const char *options, const char *name,
+                             cl_kernel *out) {
+  clattn__program *p = NULL;
+  clattn_status rc = get_program(ctx, src, options, &p);
+  if (rc != CLATTN_OK)
+    return rc;
+  for (kernel_entry *k = p->kernels; k; k = k->next) {
+    if (strcmp(k->name, name) == 0) {
+      *out = k->kernel;
+      return CLATTN_OK;
+    }
+  }
+  cl_int err = CL_SUCCESS;
+  cl_kernel kern = clCreateKernel(p->program, name, &err);
+  if (err != CL_SUCCESS)
+    return clattn__fail(ctx, clattn__cl_fail(ctx, err, "clCreateKernel",
+                                             __FILE__, __LINE__),
+                        "clCreateKernel(\"%s\") failed: %s", name,
+                        clattn__cl_errstr(err));
+  kernel_entry *e = calloc(1, sizeof *e);
+  char *nm = strdup(name);
+  if (e == NULL || nm == NULL) {
+    free(e);
+    free(nm);
+    clReleaseKernel(kern);
+    return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of memory");
+  }
+  e->name = nm;
+  e->kernel = kern;
+  e->next = p->kernels;
+  p->kernels = e;
+  *out = kern;
+  return CLATTN_OK;
+}

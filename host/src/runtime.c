@@ -1,0 +1,589 @@
+/* runtime.c - context creation, device selection, errors, launch path. */
+#include "runtime.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ statuses */
+
+const char *clattn_status_str(clattn_status st) {
+  switch (st) {
+#define CLATTN_STATUS_CASE_(name, num, text)                                   \
+  case name:                                                                   \
+    return text;
+    CLATTN_STATUS_MAP(CLATTN_STATUS_CASE_)
+#undef CLATTN_STATUS_CASE_
+  }
+  return "unknown status";
+}
+
+const char *clattn_version(void) {
+#define CLATTN_STR2_(x) #x
+#define CLATTN_STR_(x) CLATTN_STR2_(x)
+  return CLATTN_STR_(CLATTN_VERSION_MAJOR) "." CLATTN_STR_(
+      CLATTN_VERSION_MINOR) "." CLATTN_STR_(CLATTN_VERSION_PATCH);
+}
+
+size_t clattn_dtype_size(clattn_dtype dt) {
+  switch (dt) {
+  case CLATTN_F32:
+    return 4;
+  case CLATTN_F16:
+  case CLATTN_BF16:
+    return 2;
+  }
+  return 0;
+}
+
+const char *clattn__cl_errstr(cl_int err) {
+  switch (err) {
+#define E_(x)                                                                  \
+  case x:                                                                      \
+    return #x;
+    E_(CL_SUCCESS) E_(CL_DEVICE_NOT_FOUND) E_(CL_DEVICE_NOT_AVAILABLE)
+    E_(CL_COMPILER_NOT_AVAILABLE) E_(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+    E_(CL_OUT_OF_RESOURCES) E_(CL_OUT_OF_HOST_MEMORY)
+    E_(CL_PROFILING_INFO_NOT_AVAILABLE) E_(CL_MEM_COPY_OVERLAP)
+    E_(CL_IMAGE_FORMAT_MISMATCH) E_(CL_IMAGE_FORMAT_NOT_SUPPORTED)
+    E_(CL_BUILD_PROGRAM_FAILURE) E_(CL_MAP_FAILURE)
+    E_(CL_MISALIGNED_SUB_BUFFER_OFFSET)
+    E_(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+    E_(CL_COMPILE_PROGRAM_FAILURE) E_(CL_LINKER_NOT_AVAILABLE)
+    E_(CL_LINK_PROGRAM_FAILURE) E_(CL_DEVICE_PARTITION_FAILED)
+    E_(CL_KERNEL_ARG_INFO_NOT_AVAILABLE) E_(CL_INVALID_VALUE)
+    E_(CL_INVALID_DEVICE_TYPE) E_(CL_INVALID_PLATFORM) E_(CL_INVALID_DEVICE)
+    E_(CL_INVALID_CONTEXT) E_(CL_INVALID_QUEUE_PROPERTIES)
+    E_(CL_INVALID_COMMAND_QUEUE) E_(CL_INVALID_HOST_PTR)
+    E_(CL_INVALID_MEM_OBJECT) E_(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR)
+    E_(CL_INVALID_IMAGE_SIZE) E_(CL_INVALID_SAMPLER) E_(CL_INVALID_BINARY)
+    E_(CL_INVALID_BUILD_OPTIONS) E_(CL_INVALID_PROGRAM)
+    E_(CL_INVALID_PROGRAM_EXECUTABLE) E_(CL_INVALID_KERNEL_NAME)
+    E_(CL_INVALID_KERNEL_DEFINITION) E_(CL_INVALID_KERNEL)
+    E_(CL_INVALID_ARG_INDEX) E_(CL_INVALID_ARG_VALUE) E_(CL_INVALID_ARG_SIZE)
+    E_(CL_INVALID_KERNEL_ARGS) E_(CL_INVALID_WORK_DIMENSION)
+    E_(CL_INVALID_WORK_GROUP_SIZE) E_(CL_INVALID_WORK_ITEM_SIZE)
+    E_(CL_INVALID_GLOBAL_OFFSET) E_(CL_INVALID_EVENT_WAIT_LIST)
+    E_(CL_INVALID_EVENT) E_(CL_INVALID_OPERATION) E_(CL_INVALID_GL_OBJECT)
+    E_(CL_INVALID_BUFFER_SIZE) E_(CL_INVALID_MIP_LEVEL)
+    E_(CL_INVALID_GLOBAL_WORK_SIZE) E_(CL_INVALID_PROPERTY)
+    E_(CL_INVALID_IMAGE_DESCRIPTOR) E_(CL_INVALID_COMPILER_OPTIONS)
+    E_(CL_INVALID_LINKER_OPTIONS) E_(CL_INVALID_DEVICE_PARTITION_COUNT)
+#undef E_
+  default:
+    return "unknown OpenCL error";
+  }
+}
+
+/* -------------------------------------------------------------- errors */
+
+int clattn__appendf(char *buf, size_t cap, const char *fmt, ...) {
+  size_t len = strlen(buf);
+  if (len >= cap)
+    return -1;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf + len, cap - len, fmt, ap);
+  va_end(ap);
+  return (n < 0 || (size_t)n >= cap - len) ? -1 : 0;
+}
+
+clattn_status clattn__fail(clattn_ctx *ctx, clattn_status st, const char *fmt,
+                           ...) {
+  if (ctx == NULL)
+    return st;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+clattn_status clattn__cl_fail(clattn_ctx *ctx, cl_int err, const char *call,
+                              const char *file, int line) {
+  clattn_status st =
+      err == CL_OUT_OF_HOST_MEMORY ? CLATTN_ERR_NOMEM : CLATTN_ERR_OPENCL;
+  const char *base = strrchr(file, '/');
+  return clattn__fail(ctx, st, "%s failed: %s (%d) at %s:%d", call,
+                      clattn__cl_errstr(err), (int)err,
+                      base ? base + 1 : file, line);
+}
+
+const char *clattn_ctx_errmsg(const clattn_ctx *ctx) {
+  if (ctx == NULL)
+    return "no context";
+  if (ctx->magic != CLATTN_CTX_MAGIC)
+    return "not a live clattn context";
+  return ctx->errmsg;
+}
+
+clattn_status clattn__ctx_check(const clattn_ctx *ctx) {
+  if (ctx == NULL || ctx->magic != CLATTN_CTX_MAGIC)
+    return CLATTN_ERR_MISUSE;
+  return CLATTN_OK;
+}
+
+/* ----------------------------------------------------------- device info */
+
+static clattn_status info_str(clattn_ctx *ctx, cl_device_id dev,
+                              cl_device_info what, char *buf, size_t cap) {
+  clattn_status rc = CLATTN_OK;
+  size_t need = 0;
+  CLATTN_CL(ctx, clGetDeviceInfo(dev, what, 0, NULL, &need));
+  if (need <= cap) {
+    CLATTN_CL(ctx, clGetDeviceInfo(dev, what, cap, buf, NULL));
+  } else { /* truncate long strings (e.g. extension lists) safely */
+    char *tmp = malloc(need);
+    if (tmp == NULL)
+      return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of memory");
+    cl_int e = clGetDeviceInfo(dev, what, need, tmp, NULL);
+    if (e == CL_SUCCESS) {
+      memcpy(buf, tmp, cap - 1);
+      buf[cap - 1] = '\0';
+    }
+    free(tmp);
+    CLATTN_CL(ctx, e);
+  }
+  buf[cap - 1] = '\0';
+done:
+  return rc;
+}
+
+static clattn_status read_devinfo(clattn_ctx *ctx) {
+  clattn_status rc = CLATTN_OK;
+  clattn__devinfo *d = &ctx->dev;
+  cl_device_id dev = ctx->device;
+  char ext[8192];
+  memset(d, 0, sizeof *d);
+  CLATTN_TRY(info_str(ctx, dev, CL_DEVICE_NAME, d->name, sizeof d->name));
+  CLATTN_TRY(info_str(ctx, dev, CL_DEVICE_VENDOR, d->vendor, sizeof d->vendor));
+  CLATTN_TRY(info_str(ctx, dev, CL_DRIVER_VERSION, d->driver, sizeof d->driver));
+  CLATTN_TRY(
+      info_str(ctx, dev, CL_DEVICE_VERSION, d->version, sizeof d->version));
+  CLATTN_TRY(info_str(ctx, dev, CL_DEVICE_EXTENSIONS, ext, sizeof ext));
+  CLATTN_CL(ctx, clGetPlatformInfo(ctx->platform, CL_PLATFORM_NAME,
+                                   sizeof d->platform, d->platform, NULL));
+  d->platform[sizeof d->platform - 1] = '\0';
+  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof d->type, &d->type,
+                                 NULL));
+  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS,
+                                 sizeof d->compute_units, &d->compute_units,
+                                 NULL));
+  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MAX_CLOCK_FREQUENCY,
+                                 sizeof d->clock_mhz, &d->clock_mhz, NULL));
+  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE,
+                                 sizeof d->max_wg, &d->max_wg, NULL));
+  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_ITEM_SIZES,
+                                 sizeof d->max_item, d->max_item, NULL));
+  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE,
+                                 sizeof d->local_mem, &d->local_mem, NULL));
+  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_TYPE,
+                                 sizeof d->local_mem_type, &d->local_mem_type,
+                                 NULL));
+  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE,
+                                 sizeof d->global_mem, &d->global_mem, NULL));
+  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE,
+                                 sizeof d->max_alloc, &d->max_alloc, NULL));
+  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN,
+                                 sizeof d->mem_base_align_bits,
+                                 &d->mem_base_align_bits, NULL));
+  d->has_subgroups = strstr(ext, "cl_khr_subgroups") != NULL ||
+                     strstr(ext, "cl_intel_subgroups") != NULL;
+  d->has_fp16 = strstr(ext, "cl_khr_fp16") != NULL;
+done:
+  return rc;
+}
+
+/* ------------------------------------------------------ device selection */
+
+static int ci_contains(const char *hay, const char *needle) {
+  size_t n = strlen(needle);
+  if (n == 0)
+    return 1;
+  for (; *hay; hay++) {
+    size_t i = 0;
+    while (i < n && hay[i] &&
+           tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+      i++;
+    if (i == n)
+      return 1;
+  }
+  return 0;
+}
+
+/* Parse "N" or "P:D"; returns the number of integers read (0 = not numeric). */
+static int parse_index(const char *s, long *a, long *b) {
+  char *end = NULL;
+  *a = strtol(s, &end, 10);
+  if (end == s)
+    return 0;
+  if (*end == '\0')
+    return 1;
+  if (*end != ':')
+    return 0;
+  const char *s2 = end + 1;
+  *b = strtol(s2, &end, 10);
+  if (end == s2 || *end != '\0')
+    return 0;
+  return 2;
+}
+
+static clattn_status select_device(clattn_ctx *ctx, const char *sel) {
+  clattn_status rc = CLATTN_OK;
+  cl_uint np = 0;
+  cl_platform_id plats[32];
+  cl_int err = clGetPlatformIDs(32, plats, &np);
+  if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || np == 0)
+    return clattn__fail(ctx, CLATTN_ERR_NO_DEVICE,
+                        "no OpenCL platform found (is an ICD installed?)");
+  CLATTN_CL(ctx, err);
+  if (np > 32)
+    np = 32;
+  long want_p = -1, want_d = -1;
+  int numeric = sel ? parse_index(sel, &want_p, &want_d) : 0;
+  if (numeric == 1) {
+    want_d = want_p;
+    want_p = -1;
+  }
+  long flat = 0;
+  for (cl_uint p = 0; p < np; p++) {
+    cl_uint nd = 0;
+    cl_device_id devs[64];
+    err = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 64, devs, &nd);
+    if (err == CL_DEVICE_NOT_FOUND || nd == 0)
+      continue;
+    CLATTN_CL(ctx, err);
+    if (nd > 64)
+      nd = 64;
+    char pname[256] = "";
+    CLATTN_CL(ctx, clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname,
+                                     pname, NULL));
+    pname[sizeof pname - 1] = '\0';
+    for (cl_uint d = 0; d < nd; d++, flat++) {
+      int match;
+      if (sel == NULL || *sel == '\0') {
+        match = 1;
+      } else if (numeric == 2) {
+        match = (long)p == want_p && (long)d == want_d;
+      } else if (numeric == 1) {
+        match = flat == want_d;
+      } else {
+        char dname[256] = "";
+        CLATTN_CL(ctx, clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof dname,
+                                       dname, NULL));
+        dname[sizeof dname - 1] = '\0';
+        match = ci_contains(dname, sel) || ci_contains(pname, sel);
+      }
+      if (match) {
+        ctx->platform = plats[p];
+        ctx->device = devs[d];
+        return CLATTN_OK;
+      }
+    }
+  }
+  return clattn__fail(ctx, CLATTN_ERR_NO_DEVICE,
+                      "no OpenCL device matches \"%s\" (try `clattn devices`)",
+                      sel ? sel : "");
+done:
+  return rc;
+}
+
+/* -------------------------------------------------------------- context */
+
+static clattn_status setup_cache_dir(clattn_ctx *ctx,
+                                     const clattn_ctx_opts *o) {
+  const char *off = getenv("CLATTN_NO_DISK_CACHE");
+  if (o->no_disk_cache || (off && *off && strcmp(off, "0") != 0))
+    return CLATTN_OK;
+  const char *dir = o->cache_dir;
+  if (dir == NULL)
+    dir = getenv("CLATTN_CACHE_DIR");
+  if (dir && *dir) {
+    ctx->cache_dir = strdup(dir);
+  } else {
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    char buf[4096];
+    if (xdg && *xdg)
+      snprintf(buf, sizeof buf, "%s/clattn", xdg);
+    else if (home && *home)
+      snprintf(buf, sizeof buf, "%s/.cache/clattn", home);
+    else
+      return CLATTN_OK; /* nowhere to cache: run without a disk cache */
+    ctx->cache_dir = strdup(buf);
+  }
+  if (ctx->cache_dir == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of memory");
+  return CLATTN_OK;
+}
+
+clattn_status clattn_ctx_create(const clattn_ctx_opts *opts,
+                                clattn_ctx **out) {
+  static const clattn_ctx_opts defaults;
+  clattn_status rc = CLATTN_OK;
+  if (out == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  *out = NULL;
+  const clattn_ctx_opts *o = opts ? opts : &defaults;
+  clattn_ctx *ctx = calloc(1, sizeof *ctx);
+  if (ctx == NULL)
+    return CLATTN_ERR_NOMEM;
+  ctx->magic = CLATTN_CTX_MAGIC;
+  if (o->queue != NULL) {
+    cl_command_queue_properties props = 0;
+    CLATTN_CL(ctx, clGetCommandQueueInfo(o->queue, CL_QUEUE_CONTEXT,
+                                         sizeof ctx->context, &ctx->context,
+                                         NULL));
+    CLATTN_CL(ctx, clGetCommandQueueInfo(o->queue, CL_QUEUE_DEVICE,
+                                         sizeof ctx->device, &ctx->device,
+                                         NULL));
+    CLATTN_CL(ctx, clGetCommandQueueInfo(o->queue, CL_QUEUE_PROPERTIES,
+                                         sizeof props, &props, NULL));
+    if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) {
+      ctx->context = NULL;
+      rc = clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
+                        "the queue is out of order; clattn needs an in-order "
+                        "queue (its calls enqueue dependent kernels)");
+      goto done;
+    }
+    CLATTN_CL(ctx, clGetDeviceInfo(ctx->device, CL_DEVICE_PLATFORM,
+                                   sizeof ctx->platform, &ctx->platform,
+                                   NULL));
+    CLATTN_CL(ctx, clRetainContext(ctx->context));
+    ctx->queue = o->queue;
+    CLATTN_CL(ctx, clRetainCommandQueue(ctx->queue));
+  } else {
+    const char *sel = o->device ? o->device : getenv("CLATTN_DEVICE");
+    CLATTN_TRY(select_device(ctx, sel));
+    cl_int err = CL_SUCCESS;
+    cl_context_properties cp[] = {CL_CONTEXT_PLATFORM,
+                                  (cl_context_properties)ctx->platform, 0};
+    ctx->context = clCreateContext(cp, 1, &ctx->device, NULL, NULL, &err);
+    CLATTN_CL(ctx, err);
+    ctx->queue = clCreateCommandQueue(
+        ctx->context, ctx->device,
+        o->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+    CLATTN_CL(ctx, err);
+  }
+  CLATTN_TRY(read_devinfo(ctx));
+  CLATTN_TRY(setup_cache_dir(ctx, o));
+  ctx->errmsg[0] = '\0';
+  *out = ctx;
+  return CLATTN_OK;
+done:
+  clattn_ctx_destroy(ctx);
+  return rc;
+}
+
+void clattn__programs_free(clattn_ctx *ctx);
+
+void clattn_ctx_destroy(clattn_ctx *ctx) {
+  if (ctx == NULL || ctx->magic != CLATTN_CTX_MAGIC)
+    return;
+  if (ctx->queue)
+    clFinish(ctx->queue); /* scratch buffers may still be in use */
+  clattn__programs_free(ctx);
+  for (int i = 0; i < CLATTN_SCRATCH_SLOTS; i++)
+    if (ctx->scratch[i])
+      clReleaseMemObject(ctx->scratch[i]);
+  if (ctx->queue)
+    clReleaseCommandQueue(ctx->queue);
+  if (ctx->context)
+    clReleaseContext(ctx->context);
+  free(ctx->cache_dir);
+  ctx->magic = 0;
+  free(ctx);
+}
+
+cl_context clattn_ctx_cl_context(const clattn_ctx *ctx) {
+  return clattn__ctx_check(ctx) ? NULL : ctx->context;
+}
+cl_command_queue clattn_ctx_queue(const clattn_ctx *ctx) {
+  return clattn__ctx_check(ctx) ? NULL : ctx->queue;
+}
+cl_device_id clattn_ctx_device(const clattn_ctx *ctx) {
+  return clattn__ctx_check(ctx) ? NULL : ctx->device;
+}
+
+void clattn_ctx_cache_stats(const clattn_ctx *ctx, clattn_cache_stats *out) {
+  if (out == NULL)
+    return;
+  if (clattn__ctx_check(ctx)) {
+    memset(out, 0, sizeof *out);
+    return;
+  }
+  *out = ctx->stats;
+}
+
+/* --------------------------------------------------- scratch and launch */
+
+clattn_status clattn__scratch(clattn_ctx *ctx, int slot, size_t size,
+                              cl_mem *out) {
+  clattn_status rc = CLATTN_OK;
+  if (size == 0)
+    size = 1;
+  if (ctx->scratch_size[slot] < size) {
+    if (ctx->scratch[slot]) {
+      /* the old buffer may still be read by queued kernels: releasing it is
+       * safe (OpenCL keeps it alive until they finish) */
+      clReleaseMemObject(ctx->scratch[slot]);
+      ctx->scratch[slot] = NULL;
+      ctx->scratch_size[slot] = 0;
+    }
+    if (size > ctx->dev.max_alloc)
+      return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
+                          "needs a %zu-byte work buffer; the device allows "
+                          "at most %llu bytes per allocation",
+                          size, (unsigned long long)ctx->dev.max_alloc);
+    cl_int err = CL_SUCCESS;
+    cl_mem m = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, size, NULL,
+                              &err);
+    CLATTN_CL(ctx, err);
+    ctx->scratch[slot] = m;
+    ctx->scratch_size[slot] = size;
+  }
+  *out = ctx->scratch[slot];
+done:
+  return rc;
+}
+
+clattn_status clattn__check_buffer(clattn_ctx *ctx, cl_mem m, size_t need,
+                                   const char *what) {
+  clattn_status rc = CLATTN_OK;
+  if (m == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "buffer %s is NULL",
+                        what);
+  size_t have = 0;
+  CLATTN_CL(ctx, clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof have, &have, NULL));
+  if (have < need)
+    return clattn__fail(ctx, CLATTN_ERR_BUFFER_TOO_SMALL,
+                        "buffer %s holds %zu bytes; the call needs %zu", what,
+                        have, need);
+done:
+  return rc;
+}
+
+clattn_status clattn__arg(clattn_ctx *ctx, cl_kernel k, cl_uint i, size_t size,
+                          const void *value) {
+  cl_int err = clSetKernelArg(k, i, size, value);
+  if (err != CL_SUCCESS) {
+    char call[64];
+    snprintf(call, sizeof call, "clSetKernelArg(%u)", i);
+    return clattn__cl_fail(ctx, err, call, __FILE__, __LINE__);
+  }
+  return CLATTN_OK;
+}
+
+clattn_status clattn__launch(clattn_ctx *ctx, cl_kernel k, cl_uint dims,
+                             const size_t *gws, const size_t *lws,
+                             cl_uint num_wait, const cl_event *wait,
+                             cl_event *out) {
+  clattn_status rc = CLATTN_OK;
+  for (cl_uint i = 0; i < dims; i++) {
+    if (gws[i] == 0) { /* nothing to compute: keep the event contract */
+      if (out != NULL || num_wait > 0)
+        CLATTN_CL(ctx, clEnqueueMarkerWithWaitList(ctx->queue, num_wait,
+                                                   num_wait ? wait : NULL,
+                                                   out));
+      return CLATTN_OK;
+    }
+  }
+  CLATTN_CL(ctx, clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, gws, lws,
+                                        num_wait, num_wait ? wait : NULL,
+                                        out));
+done:
+  return rc;
+}
+
+/* ------------------------------------------------------- shape helpers */
+
+clattn__strides clattn__layout_strides(clattn_layout lay, long S, long H,
+                                       long D) {
+  clattn__strides st;
+  if (lay == CLATTN_BHSD) {
+    st.b = H * S * D;
+    st.s = D;
+    st.h = S * D;
+  } else {
+    st.b = S * H * D;
+    st.s = H * D;
+    st.h = D;
+  }
+  return st;
+}
+
+int clattn__vec_width(int n) {
+  for (int w = 16; w > 1; w /= 2)
+    if (n % w == 0)
+      return w;
+  return 1;
+}
+
+size_t clattn__bytes(size_t elem, long a, long b, long c, long d) {
+  const long f[4] = {a, b, c, d};
+  uint64_t total = elem;
+  for (int i = 0; i < 4; i++) {
+    if (f[i] < 0 ||
+        (f[i] > 0 && total > (UINT64_C(1) << 62) / (uint64_t)f[i]))
+      return 0;
+    total *= (uint64_t)f[i];
+  }
+  return total > SIZE_MAX ? 0 : (size_t)total;
+}
+
+clattn_status clattn__check_wg(clattn_ctx *ctx, cl_kernel k, size_t wg,
+                               size_t local_bytes, const char *what) {
+  clattn_status rc = CLATTN_OK;
+  size_t kwg = 0;
+  if (wg > ctx->dev.max_wg || wg > ctx->dev.max_item[0])
+    return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
+                        "%s: work-group of %zu items exceeds the device "
+                        "limit (%zu, first dimension %zu)",
+                        what, wg, ctx->dev.max_wg, ctx->dev.max_item[0]);
+  if (local_bytes > ctx->dev.local_mem)
+    return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
+                        "%s needs %zu bytes of local memory; the device has "
+                        "%llu",
+                        what, local_bytes,
+                        (unsigned long long)ctx->dev.local_mem);
+  if (k == NULL)
+    return CLATTN_OK;
+  CLATTN_CL(ctx, clGetKernelWorkGroupInfo(k, ctx->device,
+                                          CL_KERNEL_WORK_GROUP_SIZE,
+                                          sizeof kwg, &kwg, NULL));
+  if (wg > kwg)
+    return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
+                        "%s: the compiled kernel allows work-groups of at "
+                        "most %zu items; %zu requested",
+                        what, kwg, wg);
+done:
+  return rc;
+}
+
+/* Validate the shape fields shared by every entry point; returns OK or a
+ * recorded SHAPE/UNSUPPORTED failure. */
+clattn_status clattn__check_heads(clattn_ctx *ctx, int hq, int hkv, int dk,
+                                   int dv, clattn_dtype dt) {
+  if (hq < 1 || hkv < 1 || dk < 1 || dv < 1)
+    return clattn__fail(ctx, CLATTN_ERR_SHAPE,
+                        "heads and head dims must be >= 1 (heads_q %d, "
+                        "heads_kv %d, head_dim_k %d, head_dim_v %d)",
+                        hq, hkv, dk, dv);
+  if (hq % hkv != 0)
+    return clattn__fail(ctx, CLATTN_ERR_SHAPE,
+                        "heads_q (%d) is not a multiple of heads_kv (%d)", hq,
+                        hkv);
+  if (dk > CLATTN_MAX_HEAD_DIM || dv > CLATTN_MAX_HEAD_DIM)
+    return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
+                        "head dims k=%d, v=%d: at most %d supported", dk, dv,
+                        CLATTN_MAX_HEAD_DIM);
+  if (clattn_dtype_size(dt) == 0)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "unknown dtype %d",
+                        (int)dt);
+  return CLATTN_OK;
+}
+
+int clattn__is_layout(clattn_layout l) {
+  return l == CLATTN_BSHD || l == CLATTN_BHSD;
+}

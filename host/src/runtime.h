@@ -1,0 +1,157 @@
+/* runtime.h - internal: context, errors, programs, the one launch path. */
+#ifndef CLATTN_RUNTIME_H
+#define CLATTN_RUNTIME_H
+
+#include "clattn.h"
+
+#include <stdarg.h>
+
+#define CLATTN_CTX_MAGIC 0x636c6174u /* "clat" */
+#define CLATTN_ERRMSG_MAX 8192
+
+/* Embedded kernel sources (generated at build time, see cl/meson.build). */
+typedef enum clattn__source {
+  CLATTN_SRC_ATTENTION = 0, /* cl/attention.cl: prefill kernels */
+  CLATTN_SRC_DECODE = 1,    /* cl/decode.cl: split-KV decode, combine, append */
+  CLATTN_SRC_COUNT
+} clattn__source;
+
+/* Device facts read once per context, with the types the spec gives them. */
+typedef struct clattn__devinfo {
+  char name[256];
+  char vendor[256];
+  char platform[256];
+  char driver[128];
+  char version[128];
+  cl_device_type type;
+  cl_uint compute_units;
+  cl_uint clock_mhz;
+  size_t max_wg;
+  size_t max_item[3];
+  cl_ulong local_mem;
+  cl_device_local_mem_type local_mem_type;
+  cl_ulong global_mem;
+  cl_ulong max_alloc;
+  cl_uint mem_base_align_bits;
+  int has_subgroups; /* cl_khr_subgroups or cl_intel_subgroups */
+  int has_fp16;      /* cl_khr_fp16 */
+} clattn__devinfo;
+
+typedef struct clattn__program clattn__program; /* in-memory cache entry */
+
+enum { CLATTN_SCRATCH_SLOTS = 4 };
+
+struct clattn_ctx {
+  unsigned magic;
+  cl_context context;
+  cl_command_queue queue;
+  cl_device_id device;
+  cl_platform_id platform;
+  clattn__devinfo dev;
+  clattn__program *programs;
+  char *cache_dir; /* NULL: disk cache off */
+  clattn_cache_stats stats;
+  cl_mem scratch[CLATTN_SCRATCH_SLOTS];
+  size_t scratch_size[CLATTN_SCRATCH_SLOTS];
+  char errmsg[CLATTN_ERRMSG_MAX];
+};
+
+/* Record a failure on ctx (printf-style message) and return st. */
+clattn_status clattn__fail(clattn_ctx *ctx, clattn_status st, const char *fmt,
+                           ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Record a failed OpenCL call and return CLATTN_ERR_OPENCL (or NOMEM for
+ * CL_OUT_OF_HOST_MEMORY). */
+clattn_status clattn__cl_fail(clattn_ctx *ctx, cl_int err, const char *call,
+                              const char *file, int line);
+
+/* Name of an OpenCL error code ("CL_INVALID_VALUE", ...). */
+const char *clattn__cl_errstr(cl_int err);
+
+/* Check a cl_int-returning call; on failure record it and go to `done`
+ * with rc set.  Requires `clattn_status rc` and a `done:` label. */
+#define CLATTN_CL(ctx, call)                                                   \
+  do {                                                                         \
+    cl_int e__ = (call);                                                       \
+    if (e__ != CL_SUCCESS) {                                                   \
+      rc = clattn__cl_fail((ctx), e__, #call, __FILE__, __LINE__);             \
+      goto done;                                                               \
+    }                                                                          \
+  } while (0)
+
+/* Run a clattn_status-returning expression; on failure go to `done`. */
+#define CLATTN_TRY(expr)                                                       \
+  do {                                                                         \
+    rc = (expr);                                                               \
+    if (rc != CLATTN_OK)                                                       \
+      goto done;                                                               \
+  } while (0)
+
+/* Check ctx is a live context; returns CLATTN_ERR_MISUSE otherwise. */
+clattn_status clattn__ctx_check(const clattn_ctx *ctx);
+
+/* Get a kernel from a program built from `src` with `options` (the -D
+ * defines).  Programs are cached in memory and on disk.  The returned kernel
+ * is owned by the context: do not release it.  Kernels are not thread-safe:
+ * set the arguments and enqueue before another call on the same context. */
+clattn_status clattn__kernel(clattn_ctx *ctx, clattn__source src,
+                             const char *options, const char *name,
+                             cl_kernel *out);
+
+/* Set kernel argument i (checked). */
+clattn_status clattn__arg(clattn_ctx *ctx, cl_kernel k, cl_uint i, size_t size,
+                          const void *value);
+
+/* The one launch path.  lws may be NULL.  wait/out as in clattn_events. */
+clattn_status clattn__launch(clattn_ctx *ctx, cl_kernel k, cl_uint dims,
+                             const size_t *gws, const size_t *lws,
+                             cl_uint num_wait, const cl_event *wait,
+                             cl_event *out);
+
+/* A device buffer of at least `size` bytes owned by the context, reused by
+ * later calls (slot < CLATTN_SCRATCH_SLOTS).  Safe because the context's
+ * queue is in order. */
+clattn_status clattn__scratch(clattn_ctx *ctx, int slot, size_t size,
+                              cl_mem *out);
+
+/* Check that buffer `m` (named `what` in the message) holds >= need bytes. */
+clattn_status clattn__check_buffer(clattn_ctx *ctx, cl_mem m, size_t need,
+                                   const char *what);
+
+/* Element strides (batch, seq, head) of a [B, S, H, D] tensor in layout. */
+typedef struct clattn__strides {
+  long b, s, h;
+} clattn__strides;
+clattn__strides clattn__layout_strides(clattn_layout lay, long S, long H,
+                                       long D);
+
+/* Largest of 16, 8, 4, 2, 1 that divides n. */
+int clattn__vec_width(int n);
+
+/* elem * a * b * c * d bytes; 0 when a factor is negative or the product
+ * passes 2^62. */
+size_t clattn__bytes(size_t elem, long a, long b, long c, long d);
+
+/* Common checks of a kernel's resolved work-group size against the device
+ * and the compiled kernel; `what` names the kernel in the message. */
+clattn_status clattn__check_wg(clattn_ctx *ctx, cl_kernel k, size_t wg,
+                               size_t local_bytes, const char *what);
+
+/* Checks of head counts, head dims and dtype shared by the variants. */
+clattn_status clattn__check_heads(clattn_ctx *ctx, int hq, int hkv, int dk,
+                                  int dv, clattn_dtype dt);
+int clattn__is_layout(clattn_layout l);
+
+/* Append printf-style text to a bounded buffer; returns 0, or -1 when it
+ * did not fit. */
+int clattn__appendf(char *buf, size_t cap, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#endif /* CLATTN_RUNTIME_H */

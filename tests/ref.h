@@ -1,0 +1,49 @@
+/* ref.h - independent plain-C reference for every clattn variant.
+ * Straightforward loops, double accumulation, no OpenCL, no library code.
+ * Tensors are float arrays (float16/bfloat16 data are converted by the
+ * caller with the helpers below). */
+#ifndef CLATTN_TESTS_REF_H
+#define CLATTN_TESTS_REF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Shape of one attention call; layouts: 0 = BSHD, 1 = BHSD. */
+typedef struct ref_attn {
+  int b, n, m;    /* batch, queries per sequence, keys per sequence */
+  int hq, hkv;    /* query heads, key/value heads (hq % hkv == 0) */
+  int dk, dv;     /* head dims */
+  int q_layout;   /* layout of q and o */
+  int kv_layout;  /* layout of k and v */
+  double scale;   /* logit scale (already resolved, never 0) */
+  int causal;     /* query i sees key t iff t <= L - n + i */
+  const int *kv_lens; /* [b] valid keys (clamped to [0, m]); NULL = m */
+} ref_attn;
+
+/* Index of element [bi, s, h, d] of a tensor [B, S, H, D] in layout. */
+size_t ref_index(int layout, int S, int H, int D, int bi, int s, int h, int d);
+
+/* o = softmax(scale q k^T + mask) v; fully masked rows give zeros. */
+void ref_attention(const ref_attn *a, const float *q, const float *k,
+                   const float *v, float *o);
+
+/* Decode: q [b, hq, dk] against caches of `cap` rows (layout as above, the
+ * seq axis being the cache row), lens [b] valid rows; o [b, hq, dv]. */
+void ref_decode(int b, int cap, int hq, int hkv, int dk, int dv, int layout,
+                double scale, const int *lens, const float *q,
+                const float *kc, const float *vc, float *o);
+
+/* Whole layer, row-major: x [b, n, D]; wq [D, hq*dk]; wk [D, hkv*dk];
+ * wv [D, hkv*dv]; wo [hq*dv, D]; y [b, n, D].  Self-attention over the n
+ * positions of x, causal or not. */
+void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
+               double scale, int causal, const float *x, const float *wq,
+               const float *wk, const float *wv, const float *wo, float *y);
+
+/* Storage conversions, round to nearest even. */
+uint16_t ref_f32_to_f16(float f);
+float ref_f16_to_f32(uint16_t h);
+uint16_t ref_f32_to_bf16(float f);
+float ref_bf16_to_f32(uint16_t h);
+
+#endif
