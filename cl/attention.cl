@@ -98,6 +98,7 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
 
   float qs[RB][DK];
   int lim[RB];
+  #pragma unroll
   for (int r = 0; r < RB; r++) {
     const int rho = min(r0 + r, rows - 1);
     const int i = rho / g, j = c * g + rho % g;
@@ -110,9 +111,11 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
 
   vfloat acc[RB][NV];
   float mrow[RB], lrow[RB];
+  #pragma unroll
   for (int r = 0; r < RB; r++) {
     mrow[r] = -INFINITY;
     lrow[r] = 0.0f;
+    #pragma unroll
     for (int w = 0; w < NV; w++)
       acc[r][w] = (vfloat)(0.0f);
   }
@@ -124,21 +127,28 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
 
   for (int t0 = 0; t0 < kend; t0 += KB) {
     float16 s[RB][NKV];
+    #pragma unroll
     for (int r = 0; r < RB; r++)
+      #pragma unroll
       for (int u = 0; u < NKV; u++)
         s[r][u] = (float16)(0.0f);
     for (int d = 0; d < DK; d++) {
       float16 kv[NKV];
+      #pragma unroll
       for (int u = 0; u < NKV; u++)
         kv[u] = vload16(0, ktb + (long)d * mpad + t0 + 16 * u);
+      #pragma unroll
       for (int r = 0; r < RB; r++) {
         const float16 qv = (float16)(qs[r][d]);
+        #pragma unroll
         for (int u = 0; u < NKV; u++)
           s[r][u] = fma(qv, kv[u], s[r][u]);
       }
     }
+    #pragma unroll
     for (int r = 0; r < RB; r++) {
       float16 tmax = (float16)(-INFINITY);
+      #pragma unroll
       for (int u = 0; u < NKV; u++) {
         const int16 tidx = lane + (int16)(t0 + 16 * u);
         s[r][u] = select(s[r][u], (float16)(-INFINITY), tidx >= lim[r]);
@@ -146,28 +156,34 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
       }
       const float mnew = fmax(mrow[r], hmax16(tmax));
       const float mref = softmax_ref(mnew);
-      const float alpha = exp2(mrow[r] - mref);
+      const float alpha = exp2s1(mrow[r] - mref);
       float16 psum = (float16)(0.0f);
+      #pragma unroll
       for (int u = 0; u < NKV; u++) {
-        const float16 e = exp2(s[r][u] - (float16)(mref));
+        const float16 e = exp2s16(s[r][u] - (float16)(mref));
         psum += e;
         vstore16(e, u, p[r]);
       }
       lrow[r] = alpha * lrow[r] + hsum16(psum);
       mrow[r] = mnew;
+      #pragma unroll
       for (int w = 0; w < NV; w++)
         acc[r][w] *= alpha;
     }
     const int nt = min(KB, kend - t0);
     for (int t = 0; t < nt; t++) {
       const long vrow = vb + (t0 + t) * v_ss;
+      #pragma unroll
       for (int w = 0; w < NV; w++) {
         const vfloat vv = LDW(VWV, v, vrow + w * VWV);
+        #pragma unroll
         for (int r = 0; r < RB; r++)
           acc[r][w] = fma((vfloat)(p[r][t]), vv, acc[r][w]);
       }
     }
   }
+
+  #pragma unroll
 
   for (int r = 0; r < RB; r++) {
     const int rho = r0 + r;
@@ -176,6 +192,7 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
     const int i = rho / g, j = c * g + rho % g;
     const float inv = lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f;
     const long ob = b * o_sb + i * o_ss + j * o_sh;
+    #pragma unroll
     for (int w = 0; w < NV; w++)
       STW(VWV, acc[r][w] * inv, o, ob + w * VWV);
   }
@@ -239,10 +256,10 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
     }
     const float mnew = fmax(mrow, tmax);
     const float mref = softmax_ref(mnew);
-    const float alpha = exp2(mrow - mref);
+    const float alpha = exp2s1(mrow - mref);
     float psum = 0.0f;
     for (int t = 0; t < KT; t++) {
-      s[t] = exp2(s[t] - mref);
+      s[t] = exp2s1(s[t] - mref);
       psum += s[t];
     }
     lrow = alpha * lrow + psum;

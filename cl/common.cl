@@ -86,6 +86,29 @@ inline float hmax8(float8 x) { return hmax4(fmax(x.lo, x.hi)); }
 inline float hmax16(float16 x) { return hmax8(fmax(x.lo, x.hi)); }
 #define HSUMW(W, x) CAT(hsum, W)(x)
 
+/* 2^x for the softmax, where x <= 0 (a score minus the running maximum).
+ * Cephes' exp2f polynomial on [-0.5, 0.5] (relative error below 2e-7),
+ * scaled by building the power of two from its exponent bits; x < -126.5,
+ * including -inf, gives exactly 0.  Written out so that it vectorises:
+ * library exp2 calls are scalarised by some compilers. */
+#define EXP2_DEF(N, FT, IT, CVT, ASF)                                          \
+  inline FT CAT(exp2s, N)(FT x) {                                              \
+    const FT xc = fmax(x, (FT)(-127.0f));                                      \
+    const FT xi = floor(xc + (FT)(0.5f));                                      \
+    const FT f = xc - xi;                                                      \
+    FT p = (FT)(1.535336188319500e-4f);                                        \
+    p = fma(p, f, (FT)(1.339887440266574e-3f));                                \
+    p = fma(p, f, (FT)(9.618437357674640e-3f));                                \
+    p = fma(p, f, (FT)(5.550332471162809e-2f));                                \
+    p = fma(p, f, (FT)(2.402264791363012e-1f));                                \
+    p = fma(p, f, (FT)(6.931472028550421e-1f));                                \
+    p = fma(p, f, (FT)(1.0f));                                                 \
+    const IT e = max(CVT(xi) + (IT)(127), (IT)(0));                            \
+    return p * ASF(e << 23);                                                   \
+  }
+EXP2_DEF(1, float, int, convert_int, as_float)
+EXP2_DEF(16, float16, int16, convert_int16, as_float16)
+
 /* Online-softmax step guards (spec 8.1): the reference point of a row whose
  * keys so far are all masked is 0, so exp2(-inf - 0) = 0 and no NaN arises. */
 inline float softmax_ref(float m) { return m == -INFINITY ? 0.0f : m; }

@@ -10,7 +10,7 @@
  * Compile-time parameters (-D), each with a default:
  *   DK, DV, G        head dims; query heads per KV head
  *   VWK, VWV         vector widths dividing DK and DV
- *   KB               keys per block (variant 1)
+ *   KB               keys per block (variant 1; a multiple of 16)
  *   WG, KT, PAIRS    variant 2: work-items, keys per tile,
  *                    ceil(G * DV / WG) output elements per item
  *   DIRECT           1: write o instead of partials */
@@ -46,6 +46,7 @@
 #endif
 
 #define NK (DK / VWK)
+#define NKB (KB / 16)
 #define NV (DV / VWV)
 typedef FLOATW(VWK) kfloat;
 typedef FLOATW(VWV) vfloat;
@@ -110,40 +111,54 @@ __kernel void decode_split_reg(__global const stor_t *q,
       if (t < nt) {
         kfloat kv[NK];
         const long kr = kb + (t0 + t) * k_ss;
+#pragma unroll
         for (int w = 0; w < NK; w++)
           kv[w] = LDW(VWK, k, kr + w * VWK);
+#pragma unroll
         for (int h = 0; h < G; h++) {
           kfloat dv = qv[h][0] * kv[0];
+#pragma unroll
           for (int w = 1; w < NK; w++)
             dv = fma(qv[h][w], kv[w], dv);
           sc[h][t] = HSUMW(VWK, dv);
         }
       } else {
+#pragma unroll
         for (int h = 0; h < G; h++)
           sc[h][t] = -INFINITY;
       }
     }
+#pragma unroll
     for (int h = 0; h < G; h++) {
-      float tmax = -INFINITY;
-      for (int t = 0; t < KB; t++)
-        tmax = fmax(tmax, sc[h][t]);
-      const float mnew = fmax(mrow[h], tmax);
-      const float mref = softmax_ref(mnew);
-      const float alpha = exp2(mrow[h] - mref);
-      float psum = 0.0f;
-      for (int t = 0; t < KB; t++) {
-        sc[h][t] = exp2(sc[h][t] - mref);
-        psum += sc[h][t];
+      float16 sv[NKB];
+      float16 vmax = (float16)(-INFINITY);
+#pragma unroll
+      for (int u = 0; u < NKB; u++) {
+        sv[u] = vload16(u, sc[h]);
+        vmax = fmax(vmax, sv[u]);
       }
-      lrow[h] = alpha * lrow[h] + psum;
+      const float mnew = fmax(mrow[h], hmax16(vmax));
+      const float mref = softmax_ref(mnew);
+      const float alpha = exp2s1(mrow[h] - mref);
+      float16 psum = (float16)(0.0f);
+#pragma unroll
+      for (int u = 0; u < NKB; u++) {
+        const float16 e = exp2s16(sv[u] - (float16)(mref));
+        psum += e;
+        vstore16(e, u, sc[h]);
+      }
+      lrow[h] = alpha * lrow[h] + hsum16(psum);
       mrow[h] = mnew;
+#pragma unroll
       for (int w = 0; w < NV; w++)
         acc[h][w] *= alpha;
     }
     for (int t = 0; t < nt; t++) {
       const long vr = vb + (t0 + t) * v_ss;
+#pragma unroll
       for (int w = 0; w < NV; w++) {
         const vfloat vv = LDW(VWV, v, vr + w * VWV);
+#pragma unroll
         for (int h = 0; h < G; h++)
           acc[h][w] = fma((vfloat)(sc[h][t]), vv, acc[h][w]);
       }
@@ -226,10 +241,10 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
         tmax = fmax(tmax, ps[h * KT + t]);
       const float mnew = fmax(mst[h], tmax);
       const float mref = softmax_ref(mnew);
-      const float alpha = exp2(mst[h] - mref);
+      const float alpha = exp2s1(mst[h] - mref);
       float psum = 0.0f;
       for (int t = 0; t < KT; t++) {
-        const float e = exp2(ps[h * KT + t] - mref);
+        const float e = exp2s1(ps[h * KT + t] - mref);
         ps[h * KT + t] = e;
         psum += e;
       }
@@ -284,7 +299,7 @@ __kernel void decode_combine(__global const float *opart,
   float z = 0.0f;
   if (lmax != -INFINITY) {
     for (int s = 0; s < S; s++) {
-      const float ws = exp2(ls[s] - lmax);
+      const float ws = exp2s1(ls[s] - lmax);
       z += ws;
       sum = fma((vfloat)(ws),
                 CAT(vload, VWV)(0, opart + ((long)row * S + s) * DV + w * VWV),

@@ -196,15 +196,16 @@ clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
     for (int i = 0; i < 9; i++)
       if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_long), &st[i])))
         return rc;
+    /* default: one work-item per work-group, which PoCL schedules best */
+    const size_t wg1 = pl.wg ? (size_t)pl.wg : 1;
     size_t blocks = (size_t)(rows + pl.rb - 1) / (size_t)pl.rb;
-    size_t lws[2] = {(size_t)pl.wg, 1};
-    if (pl.wg)
-      blocks = (blocks + (size_t)pl.wg - 1) / (size_t)pl.wg * (size_t)pl.wg;
+    const size_t lws[2] = {wg1, 1};
+    blocks = (blocks + wg1 - 1) / wg1 * wg1;
     const size_t gws[2] = {blocks, (size_t)b * hkv};
     const size_t tg[2] = {(size_t)mpad, (size_t)b * hkv};
     if ((rc = clattn__launch(ctx, kt_kern, 2, tg, NULL, nw, wait, NULL)))
       return rc;
-    return clattn__launch(ctx, kern, 2, gws, pl.wg ? lws : NULL, 0, NULL, out);
+    return clattn__launch(ctx, kern, 2, gws, lws, 0, NULL, out);
   }
 
   /* variant 2 */

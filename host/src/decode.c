@@ -60,9 +60,11 @@ static clattn_status plan_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
   if (pl->variant == 1) {
     pl->kb = p->keys ? p->keys : 16;
     pl->wg = p->wg;
-    if (pl->kb > 256)
+    if (pl->kb % 16 != 0 || pl->kb > 256)
       return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                          "params: variant 1 keys per block must be <= 256");
+                          "params: variant 1 keys per block must be a "
+                          "multiple of 16 up to 256 (got %d)",
+                          pl->kb);
   } else {
     size_t maxwg = ctx->dev.max_wg < ctx->dev.max_item[0]
                        ? ctx->dev.max_wg
@@ -188,16 +190,17 @@ clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
   const cl_uint nw = ev ? ev->num_wait : 0;
   const cl_event *wait = ev ? ev->wait : NULL;
   cl_event *out = ev ? ev->out : NULL;
-  size_t gws[2], lws[2] = {(size_t)pl.wg, 1};
+  /* variant 1 defaults to one work-item per work-group: PoCL otherwise
+   * packs the few work-items of a decode step into one group (one core) */
+  const size_t wg1 = pl.wg ? (size_t)pl.wg : 1;
+  size_t gws[2], lws[2] = {pl.variant == 1 ? wg1 : (size_t)pl.wg, 1};
   if (pl.variant == 1) {
-    gws[0] = (size_t)S;
-    if (pl.wg)
-      gws[0] = (gws[0] + (size_t)pl.wg - 1) / (size_t)pl.wg * (size_t)pl.wg;
+    gws[0] = ((size_t)S + wg1 - 1) / wg1 * wg1;
   } else {
     gws[0] = (size_t)S * (size_t)pl.wg;
   }
   gws[1] = (size_t)b * hkv;
-  if ((rc = clattn__launch(ctx, kern, 2, gws, pl.wg ? lws : NULL, nw, wait,
+  if ((rc = clattn__launch(ctx, kern, 2, gws, lws, nw, wait,
                            direct ? out : NULL)) ||
       direct)
     return rc;
