@@ -1,0 +1,1074 @@
+/* bench.c - clattn benchmark.
+ *
+ * One run on one device measures the device's own ceilings (a float16 copy
+ * kernel and a float16 FMA kernel), then reports every attention figure as
+ * a ratio to them or to a baseline measured in the same run:
+ *   - fused prefill vs an unfused CLBlast GEMM + softmax + GEMM pipeline,
+ *     with the automatic kernel shape and a few explicit ones;
+ *   - decode over cold KV caches (MHA, GQA, MQA) vs the copy bandwidth;
+ *   - the whole layer: projections vs attention core, and a decode step.
+ * Times are medians of --reps runs after warm-up, wall clock around
+ * clFinish. */
+#include "clattn.h"
+
+#include <clblast_c.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---------------------------------------------------------- kernels */
+
+static const char bench_cl[] =
+    "__kernel void copy16(__global const float16 *restrict a,\n"
+    "                     __global float16 *restrict b)\n"
+    "{\n"
+    "  size_t i = get_global_id(0);\n"
+    "  b[i] = a[i];\n"
+    "}\n"
+    "\n"
+    "/* Read-only bandwidth: each work-item sums `chunk` float16 vectors,\n"
+    " * contiguous (CPU-friendly) or strided by the global size (GPU). */\n"
+    "__kernel void read16(__global const float16 *restrict a,\n"
+    "                     __global float *restrict out, int chunk,\n"
+    "                     int contig)\n"
+    "{\n"
+    "  size_t g = get_global_id(0), n = get_global_size(0);\n"
+    "  float16 s0 = (float16)(0.0f), s1 = (float16)(0.0f);\n"
+    "  size_t base = contig ? g * (size_t)chunk : g;\n"
+    "  size_t step = contig ? 1 : n;\n"
+    "  for (int j = 0; j < chunk; j += 2) {\n"
+    "    s0 += a[base + (size_t)j * step];\n"
+    "    s1 += a[base + (size_t)(j + 1) * step];\n"
+    "  }\n"
+    "  s0 += s1;\n"
+    "  float8 h8 = s0.lo + s0.hi;\n"
+    "  float4 h4 = h8.lo + h8.hi;\n"
+    "  out[g] = h4.x + h4.y + h4.z + h4.w;\n"
+    "}\n"
+    "\n"
+    "#define FMA16X(a, b) \\\n"
+    "  x0 = fma(x0, a, b); x1 = fma(x1, a, b); x2 = fma(x2, a, b); \\\n"
+    "  x3 = fma(x3, a, b); x4 = fma(x4, a, b); x5 = fma(x5, a, b); \\\n"
+    "  x6 = fma(x6, a, b); x7 = fma(x7, a, b); x8 = fma(x8, a, b); \\\n"
+    "  x9 = fma(x9, a, b); xa = fma(xa, a, b); xb = fma(xb, a, b); \\\n"
+    "  xc = fma(xc, a, b); xd = fma(xd, a, b); xe = fma(xe, a, b); \\\n"
+    "  xf = fma(xf, a, b);\n"
+    "/* 16 independent float16 FMA chains: 512 FLOPs per iteration. */\n"
+    "__kernel void fma16(__global float *out, float a, float b, int iters)\n"
+    "{\n"
+    "  float16 x0 = (float16)((float)get_global_id(0) * 1e-6f);\n"
+    "  float16 x1 = x0 + 0.01f, x2 = x0 + 0.02f, x3 = x0 + 0.03f;\n"
+    "  float16 x4 = x0 + 0.04f, x5 = x0 + 0.05f, x6 = x0 + 0.06f;\n"
+    "  float16 x7 = x0 + 0.07f, x8 = x0 + 0.08f, x9 = x0 + 0.09f;\n"
+    "  float16 xa = x0 + 0.10f, xb = x0 + 0.11f, xc = x0 + 0.12f;\n"
+    "  float16 xd = x0 + 0.13f, xe = x0 + 0.14f, xf = x0 + 0.15f;\n"
+    "  for (int i = 0; i < iters; i++) {\n"
+    "    FMA16X(a, b)\n"
+    "  }\n"
+    "  float16 s = ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7)) +\n"
+    "              ((x8 + x9) + (xa + xb)) + ((xc + xd) + (xe + xf));\n"
+    "  float8 h8 = s.lo + s.hi;\n"
+    "  float4 h4 = h8.lo + h8.hi;\n"
+    "  out[get_global_id(0)] = h4.x + h4.y + h4.z + h4.w;\n"
+    "}\n"
+    "\n"
+    "/* Unfused baseline softmax: one work-item per logits row of length m,\n"
+    " * in place.  Row r is query i = r % n; causal: keys t <= m - n + i. */\n"
+    "__kernel void softmax_rows(__global float *s, int n, int m, float scale,\n"
+    "                           int causal)\n"
+    "{\n"
+    "  size_t row = get_global_id(0);\n"
+    "  int i = (int)(row % (size_t)n);\n"
+    "  int lim = causal ? min(m, m - n + i + 1) : m;\n"
+    "  __global float *r = s + row * (size_t)m;\n"
+    "  int t;\n"
+    "  if (lim <= 0) {\n"
+    "    for (t = 0; t < m; t++) r[t] = 0.0f;\n"
+    "    return;\n"
+    "  }\n"
+    "  float16 mv = (float16)(-INFINITY);\n"
+    "  for (t = 0; t + 16 <= lim; t += 16) mv = fmax(mv, vload16(0, r + t));\n"
+    "  float8 m8 = fmax(mv.lo, mv.hi);\n"
+    "  float4 m4 = fmax(m8.lo, m8.hi);\n"
+    "  float mx = fmax(fmax(m4.x, m4.y), fmax(m4.z, m4.w));\n"
+    "  for (; t < lim; t++) mx = fmax(mx, r[t]);\n"
+    "  float16 sv = (float16)(0.0f);\n"
+    "  for (t = 0; t + 16 <= lim; t += 16) {\n"
+    "    float16 e = exp((vload16(0, r + t) - mx) * scale);\n"
+    "    vstore16(e, 0, r + t);\n"
+    "    sv += e;\n"
+    "  }\n"
+    "  float8 s8 = sv.lo + sv.hi;\n"
+    "  float4 s4 = s8.lo + s8.hi;\n"
+    "  float sum = (s4.x + s4.y) + (s4.z + s4.w);\n"
+    "  for (; t < lim; t++) {\n"
+    "    float e = exp((r[t] - mx) * scale);\n"
+    "    r[t] = e;\n"
+    "    sum += e;\n"
+    "  }\n"
+    "  float inv = 1.0f / sum;\n"
+    "  for (t = 0; t + 16 <= lim; t += 16)\n"
+    "    vstore16(vload16(0, r + t) * inv, 0, r + t);\n"
+    "  for (; t < lim; t++) r[t] *= inv;\n"
+    "  for (; t < m; t++) r[t] = 0.0f;\n"
+    "}\n";
+
+/* ------------------------------------------------------- plumbing */
+
+typedef struct bench {
+  clattn_ctx *ctx;
+  cl_context context;
+  cl_command_queue queue;
+  cl_device_id device;
+  cl_program prog;
+  cl_kernel k_copy, k_read, k_fma, k_softmax;
+  int is_cpu;
+  int quick;
+  int reps;
+  const char *json_path;
+  double copy_gbs; /* measured ceilings (latest) */
+  double read_gbs;
+  double fma_gflops;
+  /* JSON records */
+  char **recs;
+  size_t nrecs, caprecs;
+} bench;
+
+static bench *g_bench; /* for cleanup on fatal errors only */
+
+static void bench_cleanup(bench *B);
+
+static void die(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "clattn-bench: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  if (g_bench != NULL)
+    bench_cleanup(g_bench);
+  exit(1);
+}
+
+#define CK(call)                                                               \
+  do {                                                                         \
+    cl_int e_ = (call);                                                        \
+    if (e_ != CL_SUCCESS)                                                      \
+      die("%s:%d: %s failed: %d", __FILE__, __LINE__, #call, (int)e_);         \
+  } while (0)
+
+#define CKB(call)                                                              \
+  do {                                                                         \
+    CLBlastStatusCode s_ = (call);                                             \
+    if (s_ != CLBlastSuccess)                                                  \
+      die("%s:%d: %s failed: CLBlast status %d", __FILE__, __LINE__, #call,    \
+          (int)s_);                                                            \
+  } while (0)
+
+#define CKA(B, call)                                                           \
+  do {                                                                         \
+    clattn_status a_ = (call);                                                 \
+    if (a_ != CLATTN_OK)                                                       \
+      die("%s:%d: %s failed: %s: %s", __FILE__, __LINE__, #call,               \
+          clattn_status_str(a_), clattn_ctx_errmsg((B)->ctx));                 \
+  } while (0)
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void *xmalloc(size_t n)
+{
+  void *p = malloc(n != 0 ? n : 1);
+  if (p == NULL)
+    die("out of host memory (%zu bytes)", n);
+  return p;
+}
+
+/* Record one figure for --json. */
+static void rec(bench *B, const char *section, const char *name,
+                const char *metric, double value)
+{
+  char buf[512];
+  if (B->json_path == NULL)
+    return;
+  snprintf(buf, sizeof buf,
+           "{\"section\": \"%s\", \"case\": \"%s\", \"metric\": \"%s\", "
+           "\"value\": %.6g}",
+           section, name, metric, isfinite(value) ? value : -1.0);
+  if (B->nrecs == B->caprecs) {
+    size_t cap = B->caprecs ? 2 * B->caprecs : 64;
+    char **r = realloc(B->recs, cap * sizeof *r);
+    if (r == NULL)
+      die("out of host memory");
+    B->recs = r;
+    B->caprecs = cap;
+  }
+  B->recs[B->nrecs] = xmalloc(strlen(buf) + 1);
+  memcpy(B->recs[B->nrecs], buf, strlen(buf) + 1);
+  B->nrecs++;
+}
+
+static cl_mem buf_new(bench *B, size_t bytes)
+{
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(B->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+  if (err != CL_SUCCESS || m == NULL)
+    die("clCreateBuffer(%zu bytes) failed: %d", bytes, (int)err);
+  return m;
+}
+
+static void buf_fill(bench *B, cl_mem m, size_t bytes, float value)
+{
+  CK(clEnqueueFillBuffer(B->queue, m, &value, sizeof value, 0, bytes, 0, NULL,
+                         NULL));
+}
+
+/* A buffer of `count` floats, uniform in [-amp, amp], deterministic. */
+static cl_mem buf_random(bench *B, size_t count, float amp, unsigned seed)
+{
+  float *h = xmalloc(count * sizeof *h);
+  unsigned long long s = 0x9e3779b97f4a7c15ull ^ seed;
+  for (size_t i = 0; i < count; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    h[i] = amp * ((float)(s >> 40) / (float)(1u << 24) * 2.0f - 1.0f);
+  }
+  cl_mem m = buf_new(B, count * sizeof *h);
+  CK(clEnqueueWriteBuffer(B->queue, m, CL_TRUE, 0, count * sizeof *h, h, 0,
+                          NULL, NULL));
+  free(h);
+  return m;
+}
+
+static void rel(cl_mem *m)
+{
+  if (*m != NULL)
+    clReleaseMemObject(*m);
+  *m = NULL;
+}
+
+/* A timed workload: enqueue once; nonzero return = failure (the status). */
+typedef int (*run_fn)(bench *B, void *arg);
+
+/* Median wall time in seconds of `reps` runs after `warm` warm-ups, each
+ * clFinish'ed.  Returns a negative value if a run failed. */
+static double time_median(bench *B, run_fn fn, void *arg, int warm, int reps)
+{
+  double *t = xmalloc((size_t)reps * sizeof *t);
+  double r;
+  CK(clFinish(B->queue));
+  for (int i = 0; i < warm; i++) {
+    if (fn(B, arg) != 0) {
+      free(t);
+      return -1.0;
+    }
+    CK(clFinish(B->queue));
+  }
+  for (int i = 0; i < reps; i++) {
+    double t0 = now_s();
+    if (fn(B, arg) != 0) {
+      free(t);
+      return -1.0;
+    }
+    CK(clFinish(B->queue));
+    t[i] = now_s() - t0;
+  }
+  r = median(t, reps);
+  free(t);
+  return r;
+}
+
+/* ------------------------------------------------------------ setup */
+
+static void bench_init(bench *B, const char *device)
+{
+  clattn_ctx_opts o;
+  cl_int err = CL_SUCCESS;
+  memset(&o, 0, sizeof o);
+  o.device = device;
+  o.profiling = 1;
+  CKA(B, clattn_ctx_create(&o, &B->ctx));
+  B->context = clattn_ctx_cl_context(B->ctx);
+  B->queue = clattn_ctx_queue(B->ctx);
+  B->device = clattn_ctx_device(B->ctx);
+  {
+    cl_device_type t = 0;
+    CK(clGetDeviceInfo(B->device, CL_DEVICE_TYPE, sizeof t, &t, NULL));
+    B->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
+  }
+
+  const char *src = bench_cl;
+  B->prog = clCreateProgramWithSource(B->context, 1, &src, NULL, &err);
+  if (err != CL_SUCCESS)
+    die("clCreateProgramWithSource failed: %d", (int)err);
+  err = clBuildProgram(B->prog, 1, &B->device, "-cl-mad-enable", NULL, NULL);
+  if (err != CL_SUCCESS) {
+    char log[8192] = "";
+    clGetProgramBuildInfo(B->prog, B->device, CL_PROGRAM_BUILD_LOG,
+                          sizeof log - 1, log, NULL);
+    die("bench kernels failed to build (%d):\n%s", (int)err, log);
+  }
+  B->k_copy = clCreateKernel(B->prog, "copy16", &err);
+  CK(err);
+  B->k_read = clCreateKernel(B->prog, "read16", &err);
+  CK(err);
+  B->k_fma = clCreateKernel(B->prog, "fma16", &err);
+  CK(err);
+  B->k_softmax = clCreateKernel(B->prog, "softmax_rows", &err);
+  CK(err);
+}
+
+static void bench_cleanup(bench *B)
+{
+  g_bench = NULL;
+  if (B->queue != NULL)
+    clFinish(B->queue);
+  if (B->k_copy != NULL)
+    clReleaseKernel(B->k_copy);
+  if (B->k_read != NULL)
+    clReleaseKernel(B->k_read);
+  if (B->k_fma != NULL)
+    clReleaseKernel(B->k_fma);
+  if (B->k_softmax != NULL)
+    clReleaseKernel(B->k_softmax);
+  if (B->prog != NULL)
+    clReleaseProgram(B->prog);
+  clattn_ctx_destroy(B->ctx);
+  for (size_t i = 0; i < B->nrecs; i++)
+    free(B->recs[i]);
+  free(B->recs);
+  memset(B, 0, sizeof *B);
+}
+
+/* The 1-minute load average ("?" if unknown): the machine may be shared. */
+static void print_load(const char *when)
+{
+  char buf[128] = "?";
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f != NULL) {
+    if (fgets(buf, sizeof buf, f) == NULL)
+      snprintf(buf, sizeof buf, "?");
+    fclose(f);
+  }
+  buf[strcspn(buf, "\n")] = '\0';
+  printf("load average %s: %s\n", when, buf);
+}
+
+static void print_device(bench *B)
+{
+  char name[256] = "", ver[256] = "", drv[256] = "";
+  cl_platform_id plat;
+  char pname[256] = "";
+  CK(clGetDeviceInfo(B->device, CL_DEVICE_NAME, sizeof name - 1, name, NULL));
+  CK(clGetDeviceInfo(B->device, CL_DEVICE_VERSION, sizeof ver - 1, ver,
+                     NULL));
+  CK(clGetDeviceInfo(B->device, CL_DRIVER_VERSION, sizeof drv - 1, drv, NULL));
+  CK(clGetDeviceInfo(B->device, CL_DEVICE_PLATFORM, sizeof plat, &plat,
+                     NULL));
+  CK(clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof pname - 1, pname,
+                       NULL));
+  printf("clattn %s bench\n", clattn_version());
+  printf("device   : %s\nplatform : %s (%s, driver %s)\n", name, pname, ver,
+         drv);
+  printf("protocol : wall clock around clFinish, median of %d runs after "
+         "warm-up%s\n\n",
+         B->reps, B->quick ? "; --quick shapes" : "");
+}
+
+/* --------------------------------------------------------- ceilings */
+
+typedef struct copy_arg {
+  cl_mem a, b;
+  size_t n16;
+} copy_arg;
+
+static int run_copy(bench *B, void *p)
+{
+  copy_arg *c = p;
+  size_t gws = c->n16, lws = 256;
+  CK(clSetKernelArg(B->k_copy, 0, sizeof(cl_mem), &c->a));
+  CK(clSetKernelArg(B->k_copy, 1, sizeof(cl_mem), &c->b));
+  CK(clEnqueueNDRangeKernel(B->queue, B->k_copy, 1, NULL, &gws, &lws, 0, NULL,
+                            NULL));
+  return 0;
+}
+
+enum { READ_CHUNK = 64 };
+
+static int run_read(bench *B, void *p)
+{
+  copy_arg *c = p;
+  size_t gws = c->n16 / READ_CHUNK, lws = B->is_cpu ? 8 : 256;
+  cl_int chunk = READ_CHUNK, contig = B->is_cpu;
+  CK(clSetKernelArg(B->k_read, 0, sizeof(cl_mem), &c->a));
+  CK(clSetKernelArg(B->k_read, 1, sizeof(cl_mem), &c->b));
+  CK(clSetKernelArg(B->k_read, 2, sizeof chunk, &chunk));
+  CK(clSetKernelArg(B->k_read, 3, sizeof contig, &contig));
+  CK(clEnqueueNDRangeKernel(B->queue, B->k_read, 1, NULL, &gws, &lws, 0, NULL,
+                            NULL));
+  return 0;
+}
+
+/* Copy and read-only bandwidth over 256 MiB buffers (far beyond the LLC);
+ * updates B->copy_gbs and B->read_gbs and prints two rows. */
+static void measure_bandwidth(bench *B, const char *tag)
+{
+  size_t bytes = (size_t)256 << 20;
+  copy_arg c;
+  double tc, tr;
+  char name[96];
+  c.n16 = bytes / 64;
+  c.a = buf_new(B, bytes);
+  c.b = buf_new(B, bytes);
+  buf_fill(B, c.a, bytes, 1.0f);
+  buf_fill(B, c.b, bytes, 0.0f);
+  tc = time_median(B, run_copy, &c, 1, B->reps);
+  tr = time_median(B, run_read, &c, 1, B->reps);
+  B->copy_gbs = 2.0 * (double)bytes / tc * 1e-9;
+  B->read_gbs = (double)bytes / tr * 1e-9;
+  rel(&c.a);
+  rel(&c.b);
+  snprintf(name, sizeof name, "copy%s, float16, 256 MiB (read+write)", tag);
+  printf("  %-46s %9.2f %9.1f GB/s\n", name, 1e3 * tc, B->copy_gbs);
+  snprintf(name, sizeof name, "read%s, float16, 256 MiB (read only)", tag);
+  printf("  %-46s %9.2f %9.1f GB/s\n", name, 1e3 * tr, B->read_gbs);
+  rec(B, "ceiling", tag[0] ? "copy (before decode)" : "copy", "GB/s",
+      B->copy_gbs);
+  rec(B, "ceiling", tag[0] ? "read (before decode)" : "read", "GB/s",
+      B->read_gbs);
+}
+
+typedef struct fma_arg {
+  cl_mem out;
+  size_t gws, lws;
+  int iters;
+} fma_arg;
+
+static int run_fma(bench *B, void *p)
+{
+  fma_arg *f = p;
+  float a = 0.999f, b = 0.001f;
+  CK(clSetKernelArg(B->k_fma, 0, sizeof(cl_mem), &f->out));
+  CK(clSetKernelArg(B->k_fma, 1, sizeof a, &a));
+  CK(clSetKernelArg(B->k_fma, 2, sizeof b, &b));
+  CK(clSetKernelArg(B->k_fma, 3, sizeof f->iters, &f->iters));
+  CK(clEnqueueNDRangeKernel(B->queue, B->k_fma, 1, NULL, &f->gws, &f->lws, 0,
+                            NULL, NULL));
+  return 0;
+}
+
+static void bench_ceilings(bench *B)
+{
+  fma_arg f;
+  cl_uint cu = 1;
+  double t;
+
+  printf("== device ceilings (same run) ==\n");
+  printf("  %-46s %9s %14s\n", "kernel", "time ms", "figure");
+  measure_bandwidth(B, "");
+  CK(clGetDeviceInfo(B->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu,
+                     NULL));
+  f.lws = 16;
+  f.gws = (size_t)cu * 8 * f.lws;
+  f.iters = B->quick ? 16384 : 65536;
+  f.out = buf_new(B, f.gws * sizeof(float));
+  t = time_median(B, run_fma, &f, 1, B->reps);
+  B->fma_gflops = (double)f.gws * f.iters * 512.0 / t * 1e-9;
+  rel(&f.out);
+  printf("  %-46s %9.2f %9.1f GFLOP/s\n", "FMA peak, float16 x 16 chains",
+         1e3 * t, B->fma_gflops);
+  printf("\n");
+  rec(B, "ceiling", "fma", "GFLOP/s", B->fma_gflops);
+}
+
+/* ---------------------------------------------------- fused prefill */
+
+typedef struct prefill_arg {
+  clattn_attn_desc d;
+  cl_mem q, k, v, o;
+  /* unfused */
+  cl_mem s, o2;
+  double stage[3]; /* last run's stage times */
+} prefill_arg;
+
+static int run_fused(bench *B, void *p)
+{
+  prefill_arg *a = p;
+  clattn_status st =
+      clattn_attention(B->ctx, &a->d, a->q, a->k, a->v, NULL, a->o, NULL);
+  return st == CLATTN_OK ? 0 : (int)st;
+}
+
+/* Unfused: per (batch, head) S = Q K^T (CLBlast), softmax kernel, then
+ * O = P V (CLBlast), straight from the BSHD tensors via offsets and leading
+ * dimensions.  Each stage is finished so its time can be reported. */
+static int run_unfused(bench *B, void *p)
+{
+  prefill_arg *a = p;
+  const clattn_attn_desc *d = &a->d;
+  size_t n = (size_t)d->n_q, m = (size_t)d->n_kv, h = (size_t)d->heads_q;
+  size_t dk = (size_t)d->head_dim_k, dv = (size_t)d->head_dim_v;
+  cl_command_queue q = B->queue;
+  float scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)dk);
+  double t0 = now_s(), t1, t2;
+
+  for (size_t bb = 0; bb < (size_t)d->batch; bb++)
+    for (size_t hh = 0; hh < h; hh++)
+      CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                       CLBlastTransposeYes, n, m, dk, 1.0f, a->q,
+                       (bb * n * h + hh) * dk, h * dk, a->k,
+                       (bb * m * h + hh) * dk, h * dk, 0.0f, a->s,
+                       (bb * h + hh) * n * m, m, &q, NULL));
+  CK(clFinish(q));
+  t1 = now_s();
+  {
+    cl_int ni = (cl_int)n, mi = (cl_int)m, causal = d->causal;
+    size_t gws = (size_t)d->batch * h * n;
+    CK(clSetKernelArg(B->k_softmax, 0, sizeof(cl_mem), &a->s));
+    CK(clSetKernelArg(B->k_softmax, 1, sizeof ni, &ni));
+    CK(clSetKernelArg(B->k_softmax, 2, sizeof mi, &mi));
+    CK(clSetKernelArg(B->k_softmax, 3, sizeof scale, &scale));
+    CK(clSetKernelArg(B->k_softmax, 4, sizeof causal, &causal));
+    CK(clEnqueueNDRangeKernel(q, B->k_softmax, 1, NULL, &gws, NULL, 0, NULL,
+                              NULL));
+  }
+  CK(clFinish(q));
+  t2 = now_s();
+  for (size_t bb = 0; bb < (size_t)d->batch; bb++)
+    for (size_t hh = 0; hh < h; hh++)
+      CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                       CLBlastTransposeNo, n, dv, m, 1.0f, a->s,
+                       (bb * h + hh) * n * m, m, a->v, (bb * m * h + hh) * dv,
+                       h * dv, 0.0f, a->o2, (bb * n * h + hh) * dv, h * dv,
+                       &q, NULL));
+  CK(clFinish(q));
+  a->stage[0] = t1 - t0;
+  a->stage[1] = t2 - t1;
+  a->stage[2] = now_s() - t2;
+  return 0;
+}
+
+/* Unfused timing with per-stage medians. */
+static double time_unfused(bench *B, prefill_arg *a, double stage_med[3])
+{
+  int reps = B->reps;
+  double *t = xmalloc((size_t)reps * 4 * sizeof *t);
+  double r;
+  run_unfused(B, a); /* warm-up */
+  for (int i = 0; i < reps; i++) {
+    double t0 = now_s();
+    run_unfused(B, a);
+    t[i] = now_s() - t0;
+    for (int j = 0; j < 3; j++)
+      t[reps * (j + 1) + i] = a->stage[j];
+  }
+  for (int j = 0; j < 3; j++)
+    stage_med[j] = median(t + reps * (j + 1), reps);
+  r = median(t, reps);
+  free(t);
+  return r;
+}
+
+static double max_abs_diff(bench *B, cl_mem x, cl_mem y, size_t count)
+{
+  float *hx = xmalloc(count * sizeof *hx), *hy = xmalloc(count * sizeof *hy);
+  double mx = 0.0;
+  CK(clEnqueueReadBuffer(B->queue, x, CL_TRUE, 0, count * sizeof *hx, hx, 0,
+                         NULL, NULL));
+  CK(clEnqueueReadBuffer(B->queue, y, CL_TRUE, 0, count * sizeof *hy, hy, 0,
+                         NULL, NULL));
+  for (size_t i = 0; i < count; i++) {
+    double e = fabs((double)hx[i] - (double)hy[i]);
+    if (!(e <= mx))
+      mx = e; /* NaN propagates */
+  }
+  free(hx);
+  free(hy);
+  return mx;
+}
+
+static void print_prefill_row(bench *B, const char *name, double t,
+                              double flops, double bytes, double ref_t)
+{
+  double gf = flops / t * 1e-9;
+  printf("  %-34s %9.2f %9.1f %8.2f %7.1f%% %8.2fx\n", name, 1e3 * t, gf,
+         bytes / t * 1e-9, 100.0 * gf / B->fma_gflops, ref_t / t);
+}
+
+static void bench_prefill(bench *B)
+{
+  int n = B->quick ? 512 : 2048, h = 8, d = 64, b = 1;
+  size_t elems = (size_t)b * n * h * d;
+  prefill_arg a;
+  static const struct {
+    const char *name;
+    clattn_params p;
+  } cfgs[] = {
+      {"v1 rows=4 keys=32", {1, 4, 32, 0, 0}},
+      {"v1 rows=8 keys=64", {1, 8, 64, 0, 0}},
+      {"v1 rows=2 keys=16", {1, 2, 16, 0, 0}},
+      {"v2 (auto tiles)", {2, 0, 0, 0, 0}},
+      {"v2 rows=16 keys=32 wg=16", {2, 16, 32, 16, 0}},
+  };
+
+  memset(&a, 0, sizeof a);
+  a.d.batch = b;
+  a.d.n_q = n;
+  a.d.n_kv = n;
+  a.d.heads_q = h;
+  a.d.heads_kv = h;
+  a.d.head_dim_k = d;
+  a.d.head_dim_v = d;
+  a.d.dtype = CLATTN_F32;
+  a.d.q_layout = CLATTN_BSHD;
+  a.d.kv_layout = CLATTN_BSHD;
+  a.q = buf_random(B, elems, 1.0f, 1);
+  a.k = buf_random(B, elems, 1.0f, 2);
+  a.v = buf_random(B, elems, 1.0f, 3);
+  a.o = buf_new(B, elems * sizeof(float));
+  a.o2 = buf_new(B, elems * sizeof(float));
+  a.s = buf_new(B, (size_t)b * h * n * n * sizeof(float));
+
+  printf("== fused prefill: b=%d h=%d (MHA) n=m=%d d_k=d_v=%d f32, "
+         "BSHD ==\n", b, h, n, d);
+  printf("  FLOPs = 4*b*h*A*d (A = n*m, causal n*(n+1)/2); GB/s from the "
+         "fused ideal bytes\n");
+  printf("  (Q, K, V read once, O written once); %% of the FMA peak above; "
+         "speed-up vs unfused.\n");
+  for (int causal = 0; causal <= 1; causal++) {
+    double A = causal ? (double)n * (n + 1) / 2.0 : (double)n * n;
+    double flops = 4.0 * b * h * A * d;
+    double bytes = 4.0 * b * ((double)n * h * d * 2 + (double)n * h * 2 * d);
+    double st[3], tu, tf;
+    char name[96];
+    const char *cs = causal ? "causal" : "non-causal";
+    a.d.causal = causal;
+    a.d.params = NULL;
+
+    tu = time_unfused(B, &a, st);
+    tf = time_median(B, run_fused, &a, 1, B->reps);
+    if (tf < 0)
+      die("fused attention failed: %s", clattn_ctx_errmsg(B->ctx));
+    printf("\n  %-34s %9s %9s %8s %8s %9s\n", cs, "ms", "GFLOP/s", "GB/s",
+           "of FMA", "vs unfus");
+    print_prefill_row(B, "fused, auto", tf, flops, bytes, tu);
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+      double t;
+      a.d.params = &cfgs[i].p;
+      snprintf(name, sizeof name, "fused, %s", cfgs[i].name);
+      t = time_median(B, run_fused, &a, 1, B->reps);
+      if (t < 0) {
+        printf("  %-34s rejected: %s\n", name, clattn_ctx_errmsg(B->ctx));
+        continue;
+      }
+      print_prefill_row(B, name, t, flops, bytes, tu);
+      rec(B, "prefill", name, causal ? "ms_causal" : "ms", 1e3 * t);
+    }
+    a.d.params = NULL;
+    /* The unfused path's bytes add the logits round trips (spec 2.3). */
+    print_prefill_row(B, "unfused (CLBlast+softmax+CLBlast)", tu, flops,
+                      bytes + 4.0 * 4.0 * b * h * (double)n * n, tu);
+    printf("    unfused stages: QK^T %.1f ms, softmax %.1f ms, PV %.1f ms\n",
+           1e3 * st[0], 1e3 * st[1], 1e3 * st[2]);
+    printf("    fused/unfused speed-up: %.2fx; max |O_fused - O_unfused| = "
+           "%.3g\n",
+           tu / tf, max_abs_diff(B, a.o, a.o2, elems));
+    rec(B, "prefill", cs, "fused_ms", 1e3 * tf);
+    rec(B, "prefill", cs, "fused_gflops", flops / tf * 1e-9);
+    rec(B, "prefill", cs, "unfused_ms", 1e3 * tu);
+    rec(B, "prefill", cs, "speedup", tu / tf);
+    rec(B, "prefill", cs, "fraction_of_fma_peak",
+        flops / tf * 1e-9 / B->fma_gflops);
+  }
+  printf("\n");
+  rel(&a.q);
+  rel(&a.k);
+  rel(&a.v);
+  rel(&a.o);
+  rel(&a.o2);
+  rel(&a.s);
+}
+
+/* ----------------------------------------------------------- decode */
+
+typedef struct decode_arg {
+  clattn_decode_desc d;
+  int layers;
+  cl_mem *kc, *vc;
+  cl_mem q, o, lens;
+} decode_arg;
+
+/* One pass over all layers' caches, round-robin. */
+static int run_decode_pass(bench *B, void *p)
+{
+  decode_arg *a = p;
+  for (int l = 0; l < a->layers; l++) {
+    clattn_status st = clattn_decode(B->ctx, &a->d, a->q, a->kc[l], a->vc[l],
+                                     a->lens, a->o, NULL);
+    if (st != CLATTN_OK)
+      return (int)st;
+  }
+  return 0;
+}
+
+static void bench_decode(bench *B)
+{
+  int m = B->quick ? 2048 : 8192, h = 8, d = 64, b = 1;
+  size_t target = (size_t)(B->quick ? 256 : 512) << 20;
+  static const int hkvs[3] = {8, 2, 1};
+  static const char *names[3] = {"MHA (h_kv=8)", "GQA (h_kv=2)",
+                                 "MQA (h_kv=1)"};
+  double t_mha = 0.0;
+
+  printf("== decode: b=%d h=%d m=%d (cache capacity %d, lens=%d) d=%d f32, "
+         "BHSD cache ==\n", b, h, m, m, m, d);
+  printf("  COLD caches: each case rotates round-robin over enough distinct "
+         "per-\"layer\" caches\n  (>= %zu MiB in all) that no step reads "
+         "K/V still in the LLC; time = pass / layers.\n",
+         target >> 20);
+  printf("  bandwidth re-measured just before this section (the machine may "
+         "be shared):\n");
+  measure_bandwidth(B, " (again)");
+  printf("  %-14s %6s %8s %9s %9s %7s %8s %8s %7s\n", "case", "layers",
+         "MiB tot", "us/step", "MiB/step", "GB/s", "of copy", "of read",
+         "vs MHA");
+  for (int c = 0; c < 3; c++) {
+    decode_arg a;
+    int hkv = hkvs[c];
+    size_t cache_b = (size_t)b * hkv * m * d * sizeof(float);
+    double step_bytes = 4.0 * b * m * hkv * (2.0 * d), t;
+    cl_int len = m;
+
+    memset(&a, 0, sizeof a);
+    a.layers = (int)((target + 2 * cache_b - 1) / (2 * cache_b));
+    if (a.layers < 2)
+      a.layers = 2;
+    a.d.batch = b;
+    a.d.capacity = m;
+    a.d.heads_q = h;
+    a.d.heads_kv = hkv;
+    a.d.head_dim_k = d;
+    a.d.head_dim_v = d;
+    a.d.dtype = CLATTN_F32;
+    a.d.cache_layout = CLATTN_BHSD;
+    a.kc = xmalloc((size_t)a.layers * sizeof *a.kc);
+    a.vc = xmalloc((size_t)a.layers * sizeof *a.vc);
+    for (int l = 0; l < a.layers; l++) {
+      a.kc[l] = buf_new(B, cache_b);
+      a.vc[l] = buf_new(B, cache_b);
+      buf_fill(B, a.kc[l], cache_b, 0.01f * (float)(l % 7 + 1));
+      buf_fill(B, a.vc[l], cache_b, 0.5f);
+    }
+    a.q = buf_random(B, (size_t)b * h * d, 1.0f, 7);
+    a.o = buf_new(B, (size_t)b * h * d * sizeof(float));
+    a.lens = buf_new(B, (size_t)b * sizeof(cl_int));
+    CK(clEnqueueFillBuffer(B->queue, a.lens, &len, sizeof len, 0,
+                           (size_t)b * sizeof len, 0, NULL, NULL));
+    t = time_median(B, run_decode_pass, &a, 1, B->reps);
+    if (t < 0)
+      die("clattn_decode failed: %s", clattn_ctx_errmsg(B->ctx));
+    t /= a.layers;
+    if (c == 0)
+      t_mha = t;
+    printf("  %-14s %6d %8.0f %9.1f %9.2f %7.2f %7.1f%% %7.1f%% %6.2fx\n",
+           names[c], a.layers, 2.0 * (double)cache_b * a.layers / 1048576.0,
+           1e6 * t, step_bytes / 1048576.0, step_bytes / t * 1e-9,
+           100.0 * step_bytes / t * 1e-9 / B->copy_gbs,
+           100.0 * step_bytes / t * 1e-9 / B->read_gbs, t_mha / t);
+    rec(B, "decode", names[c], "us_per_step", 1e6 * t);
+    rec(B, "decode", names[c], "GB/s", step_bytes / t * 1e-9);
+    rec(B, "decode", names[c], "fraction_of_copy",
+        step_bytes / t * 1e-9 / B->copy_gbs);
+    rec(B, "decode", names[c], "fraction_of_read",
+        step_bytes / t * 1e-9 / B->read_gbs);
+    rec(B, "decode", names[c], "speedup_vs_mha", t_mha / t);
+    for (int l = 0; l < a.layers; l++) {
+      rel(&a.kc[l]);
+      rel(&a.vc[l]);
+    }
+    free(a.kc);
+    free(a.vc);
+    rel(&a.q);
+    rel(&a.o);
+    rel(&a.lens);
+  }
+  printf("  (the byte ratio allows MQA/MHA = 8x and GQA-2/MHA = 4x; MiB/step "
+         "= s*b*m*h_kv*(d_k+d_v))\n\n");
+}
+
+/* ------------------------------------------------------------ layer */
+
+typedef struct layer_arg {
+  clattn_layer *layer;
+  clattn_kv_cache *cache;
+  int n, dm, h, hkv, d;
+  cl_mem x, y;
+  /* projections alone */
+  cl_mem wq, wk, wv, wo, pq, pk, pv, po;
+  clattn_attn_desc ad;
+} layer_arg;
+
+static int run_layer_prefill(bench *B, void *p)
+{
+  layer_arg *a = p;
+  clattn_status st =
+      clattn_layer_prefill(a->layer, NULL, 1, a->n, 1, a->x, a->y, NULL);
+  (void)B;
+  return st == CLATTN_OK ? 0 : (int)st;
+}
+
+static int run_layer_proj(bench *B, void *p)
+{
+  layer_arg *a = p;
+  cl_command_queue q = B->queue;
+  size_t n = (size_t)a->n, dm = (size_t)a->dm;
+  size_t nq = (size_t)a->h * a->d, nkv = (size_t)a->hkv * a->d;
+  CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                   CLBlastTransposeNo, n, nq, dm, 1.0f, a->x, 0, dm, a->wq, 0,
+                   nq, 0.0f, a->pq, 0, nq, &q, NULL));
+  CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                   CLBlastTransposeNo, n, nkv, dm, 1.0f, a->x, 0, dm, a->wk, 0,
+                   nkv, 0.0f, a->pk, 0, nkv, &q, NULL));
+  CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                   CLBlastTransposeNo, n, nkv, dm, 1.0f, a->x, 0, dm, a->wv, 0,
+                   nkv, 0.0f, a->pv, 0, nkv, &q, NULL));
+  CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                   CLBlastTransposeNo, n, dm, nq, 1.0f, a->po, 0, nq, a->wo, 0,
+                   dm, 0.0f, a->y, 0, dm, &q, NULL));
+  return 0;
+}
+
+static int run_layer_core(bench *B, void *p)
+{
+  layer_arg *a = p;
+  clattn_status st = clattn_attention(B->ctx, &a->ad, a->pq, a->pk, a->pv,
+                                      NULL, a->po, NULL);
+  return st == CLATTN_OK ? 0 : (int)st;
+}
+
+static int run_layer_decode(bench *B, void *p)
+{
+  layer_arg *a = p;
+  clattn_status st = clattn_layer_decode(a->layer, a->cache, a->x, a->y, NULL);
+  (void)B;
+  return st == CLATTN_OK ? 0 : (int)st;
+}
+
+static void bench_layer(bench *B)
+{
+  int n = B->quick ? 128 : 512, dm = 512, h = 8, d = 64;
+  static const int hkvs[2] = {8, 2};
+  static const char *names[2] = {"MHA (h_kv=8)", "GQA (h_kv=2)"};
+
+  printf("== layer: b=1 n=%d d_model=%d h=%d d_k=d_v=%d f32, causal "
+         "prefill (no cache) ==\n", n, dm, h, d);
+  printf("  total = clattn_layer_prefill; proj = the same 4 CLBlast GEMMs "
+         "alone; core = clattn_attention alone;\n  decode = "
+         "clattn_layer_decode at cache length %d.. (cache hot: small)\n",
+         n);
+  printf("  %-13s %9s %9s %9s %7s %9s %8s %10s\n", "case", "total ms",
+         "proj ms", "core ms", "proj %", "GFLOP/s", "core GF", "decode us");
+  for (int c = 0; c < 2; c++) {
+    layer_arg a;
+    clattn_layer_desc ld;
+    int hkv = hkvs[c];
+    float wamp = 1.0f / sqrtf((float)dm);
+    double tt, tp, tc, td, fproj, fcore;
+    int steps = B->reps + 1;
+
+    memset(&a, 0, sizeof a);
+    a.n = n;
+    a.dm = dm;
+    a.h = h;
+    a.hkv = hkv;
+    a.d = d;
+    memset(&ld, 0, sizeof ld);
+    ld.d_model = dm;
+    ld.heads_q = h;
+    ld.heads_kv = hkv;
+    ld.head_dim_k = d;
+    ld.head_dim_v = d;
+    a.wq = buf_random(B, (size_t)dm * h * d, wamp, 11);
+    a.wk = buf_random(B, (size_t)dm * hkv * d, wamp, 12);
+    a.wv = buf_random(B, (size_t)dm * hkv * d, wamp, 13);
+    a.wo = buf_random(B, (size_t)h * d * dm, wamp, 14);
+    a.x = buf_random(B, (size_t)n * dm, 1.0f, 15);
+    a.y = buf_new(B, (size_t)n * dm * sizeof(float));
+    a.pq = buf_new(B, (size_t)n * h * d * sizeof(float));
+    a.pk = buf_new(B, (size_t)n * hkv * d * sizeof(float));
+    a.pv = buf_new(B, (size_t)n * hkv * d * sizeof(float));
+    a.po = buf_new(B, (size_t)n * h * d * sizeof(float));
+    CKA(B, clattn_layer_create(B->ctx, &ld, a.wq, a.wk, a.wv, a.wo,
+                               &a.layer));
+    a.ad.batch = 1;
+    a.ad.n_q = n;
+    a.ad.n_kv = n;
+    a.ad.heads_q = h;
+    a.ad.heads_kv = hkv;
+    a.ad.head_dim_k = d;
+    a.ad.head_dim_v = d;
+    a.ad.dtype = CLATTN_F32;
+    a.ad.causal = 1;
+
+    tt = time_median(B, run_layer_prefill, &a, 1, B->reps);
+    if (tt < 0)
+      die("clattn_layer_prefill failed: %s", clattn_ctx_errmsg(B->ctx));
+    tp = time_median(B, run_layer_proj, &a, 1, B->reps);
+    tc = time_median(B, run_layer_core, &a, 1, B->reps);
+    if (tc < 0)
+      die("clattn_attention failed: %s", clattn_ctx_errmsg(B->ctx));
+
+    /* Decode: fill a cache with the prompt, then time single steps. */
+    CKA(B, clattn_kv_cache_create(a.layer, 1, n + steps + 1, &a.cache));
+    CKA(B, clattn_layer_prefill(a.layer, a.cache, 1, n, 1, a.x, a.y, NULL));
+    /* The first row of x serves as the new token. */
+    td = time_median(B, run_layer_decode, &a, 1, B->reps);
+    if (td < 0)
+      die("clattn_layer_decode failed: %s", clattn_ctx_errmsg(B->ctx));
+    fproj = 2.0 * n * ((double)dm * h * d + (double)dm * hkv * 2 * d +
+                       (double)h * d * dm);
+    fcore = 2.0 * h * ((double)n * (n + 1) / 2.0) * (2.0 * d);
+    printf("  %-13s %9.2f %9.2f %9.2f %6.0f%% %9.1f %8.1f %10.1f\n",
+           names[c], 1e3 * tt, 1e3 * tp, 1e3 * tc, 100.0 * tp / (tp + tc),
+           (fproj + fcore) / tt * 1e-9, fcore / tc * 1e-9, 1e6 * td);
+    rec(B, "layer", names[c], "prefill_ms", 1e3 * tt);
+    rec(B, "layer", names[c], "proj_ms", 1e3 * tp);
+    rec(B, "layer", names[c], "core_ms", 1e3 * tc);
+    rec(B, "layer", names[c], "decode_us", 1e6 * td);
+
+    clattn_kv_cache_destroy(a.cache);
+    clattn_layer_destroy(a.layer);
+    rel(&a.wq);
+    rel(&a.wk);
+    rel(&a.wv);
+    rel(&a.wo);
+    rel(&a.x);
+    rel(&a.y);
+    rel(&a.pq);
+    rel(&a.pk);
+    rel(&a.pv);
+    rel(&a.po);
+  }
+  printf("  (proj %% = proj / (proj + core); GFLOP/s counts projections and "
+         "core FLOPs over the total)\n\n");
+}
+
+/* ------------------------------------------------- CLBlast warm-up */
+
+static void bench_warm_clblast(bench *B)
+{
+  cl_mem a = buf_new(B, 64 * 64 * sizeof(float));
+  cl_mem b = buf_new(B, 64 * 64 * sizeof(float));
+  cl_mem c = buf_new(B, 64 * 64 * sizeof(float));
+  cl_command_queue q = B->queue;
+  double t0 = now_s();
+  buf_fill(B, a, 64 * 64 * sizeof(float), 1.0f);
+  buf_fill(B, b, 64 * 64 * sizeof(float), 1.0f);
+  for (int tb = 0; tb < 2; tb++)
+    CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                     tb ? CLBlastTransposeYes : CLBlastTransposeNo, 64, 64, 64,
+                     1.0f, a, 0, 64, b, 0, 64, 0.0f, c, 0, 64, &q, NULL));
+  /* The layer projects single rows (decode) with GEMV. */
+  CKB(CLBlastSgemv(CLBlastLayoutRowMajor, CLBlastTransposeYes, 64, 64, 1.0f,
+                   a, 0, 64, b, 0, 1, 0.0f, c, 0, 1, &q, NULL));
+  CK(clFinish(q));
+  printf("CLBlast warm-up (SGEMM, SGEMV): %.1f s (its first calls build "
+         "kernels, 20-50 s on PoCL with a\ncold ~/.cache/pocl; every figure "
+         "below is measured after warm-up runs)\n\n",
+         now_s() - t0);
+  rel(&a);
+  rel(&b);
+  rel(&c);
+}
+
+/* ------------------------------------------------------------- main */
+
+static void usage(FILE *f)
+{
+  fprintf(f, "usage: clattn-bench [--device D] [--quick] [--reps N] "
+             "[--json FILE]\n"
+             "  --device D   device (\"P:D\", index or name substring; "
+             "default $CLATTN_DEVICE, else the first)\n"
+             "  --quick      small shapes (smoke run)\n"
+             "  --reps N     timed runs per figure (median; default 5, "
+             "quick 3)\n"
+             "  --json FILE  also write every figure as JSON records\n");
+}
+
+int main(int argc, char **argv)
+{
+  bench B;
+  const char *device = NULL;
+  memset(&B, 0, sizeof B);
+  B.reps = -1;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+      device = argv[++i];
+    } else if (strcmp(argv[i], "--quick") == 0) {
+      B.quick = 1;
+    } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      char *end;
+      long r = strtol(argv[++i], &end, 10);
+      if (*end != '\0' || r < 1 || r > 10000) {
+        usage(stderr);
+        return 2;
+      }
+      B.reps = (int)r;
+    } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
+      B.json_path = argv[++i];
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (B.reps < 0)
+    B.reps = B.quick ? 3 : 5;
+  setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows when redirected */
+  g_bench = &B;
+
+  bench_init(&B, device);
+  print_device(&B);
+  print_load("at start (other processes skew every figure)");
+  bench_warm_clblast(&B);
+  bench_ceilings(&B);
+  bench_prefill(&B);
+  bench_decode(&B);
+  bench_layer(&B);
+  print_load("at end");
+
+  if (B.json_path != NULL) {
+    FILE *f = fopen(B.json_path, "w");
+    if (f == NULL)
+      die("cannot open %s for writing", B.json_path);
+    fprintf(f, "[\n");
+    for (size_t i = 0; i < B.nrecs; i++)
+      fprintf(f, "  %s%s\n", B.recs[i], i + 1 < B.nrecs ? "," : "");
+    fprintf(f, "]\n");
+    if (fclose(f) != 0)
+      die("error writing %s", B.json_path);
+  }
+  bench_cleanup(&B);
+  return 0;
+}
