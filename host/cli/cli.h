@@ -1,0 +1,85 @@
+/* cli.h - shared declarations of the clattn command-line tool. */
+#ifndef CLATTN_CLI_H
+#define CLATTN_CLI_H
+
+#include "clattn.h"
+#include "npy.h"
+
+/* Exit statuses. */
+enum {
+  CLI_OK = 0,
+  CLI_FAIL = 1,  /* library, OpenCL or output-file failure */
+  CLI_USAGE = 2, /* bad command line or bad input file */
+  CLI_CHECK = 3  /* --check: error above the tolerance */
+};
+
+typedef struct cli_opts {
+  const char *in, *out, *device, *save_inputs;
+  int causal, check, random, verbose;
+  int layout; /* CLATTN_BSHD / CLATTN_BHSD, device layout (attention) */
+  int dtype;  /* CLATTN_F32 / CLATTN_F16 (attention --random) */
+  float scale;
+  int batch, seq, kv_seq, heads, kv_heads, head_dim, head_dim_v, d_model;
+  int decode_from; /* -1: none */
+  int repeat;
+  unsigned long long seed;
+} cli_opts;
+
+/* Commands. */
+int cli_devices(int verbose);
+int cli_run_attention(const cli_opts *o);
+int cli_run_gqa(const cli_opts *o);
+
+/* Name of an OpenCL error code ("CL_INVALID_VALUE"). */
+const char *cli_cl_errname(cl_int err);
+
+/* --- helpers (common.c) --- */
+
+/* Print "clattn: <fmt>\n" on stderr. */
+void cli_err(const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Read dir/name.npy (dir may be NULL: name is the path).  On failure prints
+ * "clattn: PATH: problem" and returns CLI_USAGE (missing or malformed input)
+ * or CLI_FAIL (out of memory).  `optional`: a missing file is not an error
+ * (returns CLI_OK with a->data == NULL). */
+int cli_load(const char *dir, const char *name, int optional, npy_array *a);
+/* Write an array; prints and returns CLI_FAIL on error. */
+int cli_save(const char *dir, const char *name, npy_dtype dt, int ndim,
+             const size_t *shape, const void *data);
+/* Create a directory if it does not exist (for --save-inputs). */
+int cli_mkdir(const char *dir);
+
+/* Print a library failure (status text and context message): CLI_FAIL. */
+int cli_lib_fail(clattn_ctx *ctx, const char *what, clattn_status st);
+
+/* clattn_ctx_create on a device selector (NULL: $CLATTN_DEVICE or the
+ * first device); prints the failure and returns CLI_FAIL. */
+int cli_ctx_create(const char *device, clattn_ctx **ctx);
+
+/* Random floats in [-amp, amp) from a splitmix64 state. */
+void cli_random_fill(unsigned long long *state, float *x, size_t n, float amp);
+
+/* Convert in place-compatible: f32 -> f16 bits and back (round to nearest
+ * even), via the reference helpers. */
+void cli_to_f16(const float *x, uint16_t *h, size_t n);
+void cli_from_f16(const uint16_t *h, float *x, size_t n);
+
+/* Compare got with ref; print errors; CLI_OK or CLI_CHECK over tol. */
+int cli_compare(const char *what, const float *got, const float *ref,
+                size_t n, double tol);
+
+/* Monotonic clock in seconds. */
+double cli_now(void);
+
+/* A read-only buffer initialised from host memory, or a write-only one when
+ * host == NULL; prints the CL error and returns NULL on failure. */
+cl_mem cli_buffer(cl_context c, size_t bytes, const void *host);
+
+/* malloc of n * size with overflow check; prints on failure. */
+void *cli_alloc(size_t n, size_t size);
+
+#endif
