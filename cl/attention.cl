@@ -7,7 +7,7 @@
  *
  * Compile-time parameters (-D), each with a default:
  *   DK, DV   head dims of q/k and v
- *   VWV      vector width used on DV (divides DV)
+ *   VWK, VWV vector widths used on DK and DV (dividing them)
  *   CAUSAL   0/1
  *   RB, KB   variant 1: rows per work-item; keys per tile (multiple of 16)
  *   WG, KT   variant 2: work-items (= rows) per work-group; keys per tile
@@ -23,6 +23,9 @@
 #endif
 #ifndef VWV
 #define VWV 16
+#endif
+#ifndef VWK
+#define VWK 16
 #endif
 #ifndef CAUSAL
 #define CAUSAL 0
@@ -55,38 +58,58 @@ inline int key_limit(int L, int n, int i) {
 #endif
 }
 
-/* K transposed into float32 [b*hkv][DK][mpad], zero beyond m, for the
- * register-blocked kernel (it streams keys along vectors).  One work-item
- * per (key, b*hkv). */
-__kernel void k_transpose(__global const stor_t *k, __global float *kt,
-                          int m, int mpad, int hkv, long k_sb, long k_ss,
-                          long k_sh) {
-  const int t = get_global_id(0);
+/* Staging for the register-blocked kernel, in float32 per (sequence, KV
+ * head) bc: K transposed, kt[bc][DK][ld] (it streams keys along vectors),
+ * and V contiguous, vc[bc][ld][DV]; zero beyond m.  The host makes ld a
+ * multiple of 16 whose 64-byte-line count is odd, so the DK rows of a tile
+ * do not all fall in one cache set.  One work-item per 16 keys.
+ * Global size (ld / 16, batch * hkv). */
+__kernel void kv_stage(__global const stor_t *k, __global const stor_t *v,
+                       __global float *kt, __global float *vc, int m, int ld,
+                       int hkv, long k_sb, long k_ss, long k_sh, long v_sb,
+                       long v_ss, long v_sh) {
+  const int t0 = get_global_id(0) * 16;
   const int bc = get_global_id(1);
-  if (t >= mpad)
+  if (t0 >= ld)
     return;
   const int b = bc / hkv, c = bc % hkv;
-  __global float *out = kt + (long)bc * DK * mpad + t;
-  if (t < m) {
-    const long base = b * k_sb + t * k_ss + c * k_sh;
-    for (int d = 0; d < DK; d++)
-      out[(long)d * mpad] = LD1(k, base + d);
-  } else {
-    for (int d = 0; d < DK; d++)
-      out[(long)d * mpad] = 0.0f;
+  __global float *ko = kt + (long)bc * DK * ld + t0;
+  __global float *vo = vc + ((long)bc * ld + t0) * DV;
+  float blk[DK][16];
+  for (int u = 0; u < 16; u++) {
+    const int t = t0 + u;
+    if (t < m) {
+      const long kb = b * k_sb + t * k_ss + c * k_sh;
+      const long vb = b * v_sb + t * v_ss + c * v_sh;
+      for (int w = 0; w < DK / VWK; w++) {
+        float tmp[VWK];
+        STF(VWK, LDW(VWK, k, kb + w * VWK), tmp, 0);
+#pragma unroll
+        for (int i = 0; i < VWK; i++)
+          blk[w * VWK + i][u] = tmp[i];
+      }
+      for (int w = 0; w < DV / VWV; w++)
+        STF(VWV, LDW(VWV, v, vb + w * VWV), vo, u * DV + w * VWV);
+    } else {
+      for (int d = 0; d < DK; d++)
+        blk[d][u] = 0.0f;
+      for (int d = 0; d < DV; d++)
+        vo[u * DV + d] = 0.0f;
+    }
   }
+  for (int d = 0; d < DK; d++)
+    vstore16(vload16(0, blk[d]), 0, ko + (long)d * ld);
 }
 
 /* Variant 1 (CPU-shaped): each work-item owns RB rows and streams KB-key
- * tiles of the transposed K through float16 registers; no local memory, no
- * barriers.  Global size: (row blocks, batch * hkv). */
+ * tiles of the staged K^T and V (kv_stage) through float16 registers; no
+ * local memory, no barriers.  Global size: (row blocks, batch * hkv). */
 __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
-                           __global const stor_t *v,
+                           __global const float *vc,
                            __global const int *kv_lens, __global stor_t *o,
-                           int n, int m, int mpad, int hkv, int g,
-                           int has_lens, float scale_log2, long q_sb,
-                           long q_ss, long q_sh, long v_sb, long v_ss,
-                           long v_sh, long o_sb, long o_ss, long o_sh) {
+                           int n, int m, int ld, int hkv, int g, int has_lens,
+                           float scale_log2, long q_sb, long q_ss, long q_sh,
+                           long o_sb, long o_ss, long o_sh) {
   const int blk = get_global_id(0);
   const int bc = get_global_id(1);
   const int rows = n * g;
@@ -98,7 +121,7 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
 
   float qs[RB][DK];
   int lim[RB];
-  #pragma unroll
+#pragma unroll
   for (int r = 0; r < RB; r++) {
     const int rho = min(r0 + r, rows - 1);
     const int i = rho / g, j = c * g + rho % g;
@@ -111,54 +134,58 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
 
   vfloat acc[RB][NV];
   float mrow[RB], lrow[RB];
-  #pragma unroll
+#pragma unroll
   for (int r = 0; r < RB; r++) {
     mrow[r] = -INFINITY;
     lrow[r] = 0.0f;
-    #pragma unroll
+#pragma unroll
     for (int w = 0; w < NV; w++)
       acc[r][w] = (vfloat)(0.0f);
   }
-  __global const float *ktb = kt + (long)bc * DK * mpad;
-  const long vb = b * v_sb + c * v_sh;
+  __global const float *ktb = kt + (long)bc * DK * ld;
+  __global const float *vcb = vc + (long)bc * ld * DV;
   const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
                              14, 15);
   float p[RB][KB];
 
   for (int t0 = 0; t0 < kend; t0 += KB) {
     float16 s[RB][NKV];
-    #pragma unroll
+#pragma unroll
     for (int r = 0; r < RB; r++)
-      #pragma unroll
+#pragma unroll
       for (int u = 0; u < NKV; u++)
         s[r][u] = (float16)(0.0f);
     for (int d = 0; d < DK; d++) {
       float16 kv[NKV];
-      #pragma unroll
+#pragma unroll
       for (int u = 0; u < NKV; u++)
-        kv[u] = vload16(0, ktb + (long)d * mpad + t0 + 16 * u);
-      #pragma unroll
+        kv[u] = vload16(0, ktb + (long)d * ld + t0 + 16 * u);
+#pragma unroll
       for (int r = 0; r < RB; r++) {
         const float16 qv = (float16)(qs[r][d]);
-        #pragma unroll
+#pragma unroll
         for (int u = 0; u < NKV; u++)
           s[r][u] = fma(qv, kv[u], s[r][u]);
       }
     }
-    #pragma unroll
+    /* masks are needed only where a tile crosses some row's key limit */
+    const int masked = t0 + KB > lim[0];
+#pragma unroll
     for (int r = 0; r < RB; r++) {
       float16 tmax = (float16)(-INFINITY);
-      #pragma unroll
+#pragma unroll
       for (int u = 0; u < NKV; u++) {
-        const int16 tidx = lane + (int16)(t0 + 16 * u);
-        s[r][u] = select(s[r][u], (float16)(-INFINITY), tidx >= lim[r]);
+        if (masked) {
+          const int16 tidx = lane + (int16)(t0 + 16 * u);
+          s[r][u] = select(s[r][u], (float16)(-INFINITY), tidx >= lim[r]);
+        }
         tmax = fmax(tmax, s[r][u]);
       }
       const float mnew = fmax(mrow[r], hmax16(tmax));
       const float mref = softmax_ref(mnew);
       const float alpha = exp2s1(mrow[r] - mref);
       float16 psum = (float16)(0.0f);
-      #pragma unroll
+#pragma unroll
       for (int u = 0; u < NKV; u++) {
         const float16 e = exp2s16(s[r][u] - (float16)(mref));
         psum += e;
@@ -166,24 +193,25 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
       }
       lrow[r] = alpha * lrow[r] + hsum16(psum);
       mrow[r] = mnew;
-      #pragma unroll
+#pragma unroll
       for (int w = 0; w < NV; w++)
         acc[r][w] *= alpha;
     }
+    /* P V: RB * NV independent accumulators; V rows are contiguous
+     * (staged) so the tile stays in L1 across the rows */
     const int nt = min(KB, kend - t0);
     for (int t = 0; t < nt; t++) {
-      const long vrow = vb + (t0 + t) * v_ss;
-      #pragma unroll
+#pragma unroll
       for (int w = 0; w < NV; w++) {
-        const vfloat vv = LDW(VWV, v, vrow + w * VWV);
-        #pragma unroll
+        const vfloat vv = LDF(VWV, vcb, (long)(t0 + t) * DV + w * VWV);
+#pragma unroll
         for (int r = 0; r < RB; r++)
           acc[r][w] = fma((vfloat)(p[r][t]), vv, acc[r][w]);
       }
     }
   }
 
-  #pragma unroll
+#pragma unroll
 
   for (int r = 0; r < RB; r++) {
     const int rho = r0 + r;
@@ -192,7 +220,7 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
     const int i = rho / g, j = c * g + rho % g;
     const float inv = lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f;
     const long ob = b * o_sb + i * o_ss + j * o_sh;
-    #pragma unroll
+#pragma unroll
     for (int w = 0; w < NV; w++)
       STW(VWV, acc[r][w] * inv, o, ob + w * VWV);
   }

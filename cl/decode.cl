@@ -173,7 +173,7 @@ __kernel void decode_split_reg(__global const stor_t *q,
       STW(VWV, acc[h][w] * inv, o, row * DV + w * VWV);
 #else
     for (int w = 0; w < NV; w++)
-      CAT(vstore, VWV)(acc[h][w] * inv, 0, opart + (row * S + s) * DV + w * VWV);
+      STF(VWV, acc[h][w] * inv, opart, (row * S + s) * DV + w * VWV);
     lse[row * S + s] = lrow[h] > 0.0f ? mrow[h] + log2(lrow[h]) : -INFINITY;
 #endif
   }
@@ -302,8 +302,7 @@ __kernel void decode_combine(__global const float *opart,
       const float ws = exp2s1(ls[s] - lmax);
       z += ws;
       sum = fma((vfloat)(ws),
-                CAT(vload, VWV)(0, opart + ((long)row * S + s) * DV + w * VWV),
-                sum);
+                LDF(VWV, opart, ((long)row * S + s) * DV + w * VWV), sum);
     }
   }
   const float inv = z > 0.0f ? 1.0f / z : 0.0f;

@@ -59,8 +59,10 @@ static clattn_status plan_prefill(clattn_ctx *ctx, const clattn_attn_desc *d,
 /* -D options of a prefill program. */
 static void prefill_options(const clattn_attn_desc *d, const prefill_plan *pl,
                             char *buf, size_t cap) {
-  int n = snprintf(buf, cap, "-DDTYPE=%d -DDK=%d -DDV=%d -DVWV=%d -DCAUSAL=%d",
+  int n = snprintf(buf, cap,
+                   "-DDTYPE=%d -DDK=%d -DDV=%d -DVWK=%d -DVWV=%d -DCAUSAL=%d",
                    (int)d->dtype, d->head_dim_k, d->head_dim_v,
+                   clattn__vec_width(d->head_dim_k),
                    clattn__vec_width(d->head_dim_v), d->causal ? 1 : 0);
   if (n < 0 || (size_t)n >= cap)
     return;
@@ -147,63 +149,64 @@ clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
   cl_kernel kern = NULL;
 
   if (pl.variant == 1) {
-    cl_kernel kt_kern = NULL;
-    cl_mem kt = NULL;
-    const int mpad = (m + pl.kb - 1) / pl.kb * pl.kb;
-    const size_t ktb = clattn__bytes(4, b, hkv, dk, mpad);
-    if (ktb == 0)
+    cl_kernel st_kern = NULL;
+    cl_mem kt = NULL, vc = NULL;
+    /* staged row length: covers every tile, and an odd number of 64-byte
+     * lines so the rows of a K^T tile spread over the cache sets */
+    int ld = (m + pl.kb - 1) / pl.kb * pl.kb;
+    if ((ld / 16) % 2 == 0)
+      ld += 16;
+    const size_t ktb = clattn__bytes(4, b, hkv, dk, ld);
+    const size_t vcb = clattn__bytes(4, b, hkv, d->head_dim_v, ld);
+    if (ktb == 0 || vcb == 0 || ld < m)
       return clattn__fail(ctx, CLATTN_ERR_SHAPE, "tensor sizes overflow");
-    if ((rc = clattn__kernel(ctx, CLATTN_SRC_ATTENTION, opts, "k_transpose",
-                             &kt_kern)) ||
+    if ((rc = clattn__kernel(ctx, CLATTN_SRC_ATTENTION, opts, "kv_stage",
+                             &st_kern)) ||
         (rc = clattn__kernel(ctx, CLATTN_SRC_ATTENTION, opts, "attn_fwd_reg",
                              &kern)))
       return rc;
     if (pl.wg && (rc = clattn__check_wg(ctx, kern, (size_t)pl.wg, 0,
                                         "attn_fwd_reg")))
       return rc;
-    if ((rc = clattn__scratch(ctx, 0, ktb, &kt)))
+    if ((rc = clattn__scratch(ctx, 0, ktb, &kt)) ||
+        (rc = clattn__scratch(ctx, 3, vcb, &vc)))
       return rc;
-    ci[0] = m;
-    ci[1] = mpad;
-    ci[2] = hkv;
-    if ((rc = clattn__arg(ctx, kt_kern, 0, sizeof(cl_mem), &k)) ||
-        (rc = clattn__arg(ctx, kt_kern, 1, sizeof(cl_mem), &kt)) ||
-        (rc = clattn__arg(ctx, kt_kern, 2, sizeof(cl_int), &ci[0])) ||
-        (rc = clattn__arg(ctx, kt_kern, 3, sizeof(cl_int), &ci[1])) ||
-        (rc = clattn__arg(ctx, kt_kern, 4, sizeof(cl_int), &ci[2])) ||
-        (rc = clattn__arg(ctx, kt_kern, 5, sizeof(cl_long), &ks.b)) ||
-        (rc = clattn__arg(ctx, kt_kern, 6, sizeof(cl_long), &ks.s)) ||
-        (rc = clattn__arg(ctx, kt_kern, 7, sizeof(cl_long), &ks.h)))
-      return rc;
-    ci[3] = n;
-    ci[4] = g;
-    ci[5] = has_lens;
+    const cl_int si[3] = {m, ld, hkv};
+    const long sst[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
+    const cl_mem sb[4] = {k, v, kt, vc};
     cl_uint a = 0;
-    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &q)) ||
-        (rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &kt)) ||
-        (rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &v)) ||
-        (rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &kv_lens)) ||
-        (rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &o)) ||
-        (rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &ci[3])) ||
-        (rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &ci[0])) ||
-        (rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &ci[1])) ||
-        (rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &ci[2])) ||
-        (rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &ci[4])) ||
-        (rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &ci[5])) ||
-        (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)))
+    for (int i = 0; i < 4; i++)
+      if ((rc = clattn__arg(ctx, st_kern, a++, sizeof(cl_mem), &sb[i])))
+        return rc;
+    for (int i = 0; i < 3; i++)
+      if ((rc = clattn__arg(ctx, st_kern, a++, sizeof(cl_int), &si[i])))
+        return rc;
+    for (int i = 0; i < 6; i++)
+      if ((rc = clattn__arg(ctx, st_kern, a++, sizeof(cl_long), &sst[i])))
+        return rc;
+    const cl_int ri[6] = {n, m, ld, hkv, g, has_lens};
+    const cl_mem rb[5] = {q, kt, vc, kv_lens, o};
+    const long rst[6] = {qs.b, qs.s, qs.h, os.b, os.s, os.h};
+    a = 0;
+    for (int i = 0; i < 5; i++)
+      if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &rb[i])))
+        return rc;
+    for (int i = 0; i < 6; i++)
+      if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &ri[i])))
+        return rc;
+    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)))
       return rc;
-    const long st[9] = {qs.b, qs.s, qs.h, vs.b, vs.s, vs.h, os.b, os.s, os.h};
-    for (int i = 0; i < 9; i++)
-      if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_long), &st[i])))
+    for (int i = 0; i < 6; i++)
+      if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_long), &rst[i])))
         return rc;
     /* default: one work-item per work-group, which PoCL schedules best */
     const size_t wg1 = pl.wg ? (size_t)pl.wg : 1;
     size_t blocks = (size_t)(rows + pl.rb - 1) / (size_t)pl.rb;
-    const size_t lws[2] = {wg1, 1};
     blocks = (blocks + wg1 - 1) / wg1 * wg1;
+    const size_t lws[2] = {wg1, 1}, one[2] = {1, 1};
     const size_t gws[2] = {blocks, (size_t)b * hkv};
-    const size_t tg[2] = {(size_t)mpad, (size_t)b * hkv};
-    if ((rc = clattn__launch(ctx, kt_kern, 2, tg, NULL, nw, wait, NULL)))
+    const size_t sg[2] = {(size_t)ld / 16, (size_t)b * hkv};
+    if ((rc = clattn__launch(ctx, st_kern, 2, sg, one, nw, wait, NULL)))
       return rc;
     return clattn__launch(ctx, kern, 2, gws, lws, 0, NULL, out);
   }
