@@ -58,7 +58,8 @@ static clattn_status plan_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
   const int cpu = (ctx->dev.type & CL_DEVICE_TYPE_CPU) != 0;
   pl->variant = p->variant ? p->variant : cpu ? 1 : 2;
   if (pl->variant == 1) {
-    pl->kb = p->keys ? p->keys : 16;
+    /* wide groups amortise the softmax over more keys per block */
+    pl->kb = p->keys ? p->keys : (g >= 4 ? 64 : 32);
     pl->wg = p->wg;
     if (pl->kb % 16 != 0 || pl->kb > 256)
       return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
