@@ -119,7 +119,8 @@ CLATTN_API clattn_status clattn_ctx_create(const clattn_ctx_opts *opts, clattn_c
 CLATTN_API void clattn_ctx_destroy(clattn_ctx *ctx);
 
 /* Detailed message of the last failure on ctx ("" if none).  The string is
- * owned by ctx and valid until the next call on it.  ctx may be NULL. */
+ * owned by ctx and valid until the next call on it.  With ctx == NULL: the
+ * message of the last failed clattn_ctx_create on the calling thread. */
 CLATTN_API const char *clattn_ctx_errmsg(const clattn_ctx *ctx);
 
 /* The OpenCL objects in use (not retained for the caller). */

@@ -57,6 +57,13 @@ static clattn_status plan_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
                         "params: variant must be 0, 1 or 2 and sizes >= 0");
   const int cpu = (ctx->dev.type & CL_DEVICE_TYPE_CPU) != 0;
   pl->variant = p->variant ? p->variant : cpu ? 1 : 2;
+  const size_t budget =
+      ctx->dev.local_mem > 1024 ? ctx->dev.local_mem - 1024 : 0;
+  /* a group too wide for local memory even with 1-key tiles: the
+   * register-blocked kernel still runs it */
+  if (!p->variant && pl->variant == 2 &&
+      ((size_t)g * dk + (dk + g) + 3u * g) * 4 > budget)
+    pl->variant = 1;
   if (pl->variant == 1) {
     /* wide groups amortise the softmax over more keys per block */
     pl->kb = p->keys ? p->keys : (g >= 4 ? 64 : 32);
@@ -71,7 +78,6 @@ static clattn_status plan_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
                        ? ctx->dev.max_wg
                        : ctx->dev.max_item[0];
     pl->wg = p->wg ? p->wg : (int)(maxwg < 64 ? maxwg : 64);
-    size_t budget = ctx->dev.local_mem > 1024 ? ctx->dev.local_mem - 1024 : 0;
     pl->kb = p->keys ? p->keys : 32;
     while (!p->keys && pl->kb > 1 &&
            ((size_t)g * dk + (size_t)pl->kb * (dk + g) + 3u * g) * 4 > budget)

@@ -110,9 +110,13 @@ clattn_status clattn__cl_fail(clattn_ctx *ctx, cl_int err, const char *call,
                       base ? base + 1 : file, line);
 }
 
+/* Message of the last failed clattn_ctx_create on this thread (there is no
+ * context to hold it). */
+static _Thread_local char create_errmsg[CLATTN_ERRMSG_MAX];
+
 const char *clattn_ctx_errmsg(const clattn_ctx *ctx) {
   if (ctx == NULL)
-    return "no context";
+    return create_errmsg;
   if (ctx->magic != CLATTN_CTX_MAGIC)
     return "not a live clattn context";
   return ctx->errmsg;
@@ -322,13 +326,18 @@ clattn_status clattn_ctx_create(const clattn_ctx_opts *opts,
                                 clattn_ctx **out) {
   static const clattn_ctx_opts defaults;
   clattn_status rc = CLATTN_OK;
-  if (out == NULL)
+  create_errmsg[0] = '\0';
+  if (out == NULL) {
+    snprintf(create_errmsg, sizeof create_errmsg, "out is NULL");
     return CLATTN_ERR_INVALID_ARG;
+  }
   *out = NULL;
   const clattn_ctx_opts *o = opts ? opts : &defaults;
   clattn_ctx *ctx = calloc(1, sizeof *ctx);
-  if (ctx == NULL)
+  if (ctx == NULL) {
+    snprintf(create_errmsg, sizeof create_errmsg, "out of host memory");
     return CLATTN_ERR_NOMEM;
+  }
   ctx->magic = CLATTN_CTX_MAGIC;
   if (o->queue != NULL) {
     cl_command_queue_properties props = 0;
@@ -372,6 +381,7 @@ clattn_status clattn_ctx_create(const clattn_ctx_opts *opts,
   *out = ctx;
   return CLATTN_OK;
 done:
+  memcpy(create_errmsg, ctx->errmsg, sizeof create_errmsg);
   clattn_ctx_destroy(ctx);
   return rc;
 }
