@@ -53,6 +53,14 @@ BF16_PACK_DEF(16)
 #error "DTYPE must be 0 (float32), 1 (float16) or 2 (bfloat16)"
 #endif
 
+/* The storage type's bits, for raw copies (half values cannot be assigned
+ * without cl_khr_fp16). */
+#if DTYPE == 0
+typedef uint raw_t;
+#else
+typedef ushort raw_t;
+#endif
+
 /* Width-generic loads and stores of W consecutive elements as floatW
  * (W in 1, 2, 4, 8, 16; W = 1 gives a scalar float). */
 #define LDW(W, p, off) CAT(LDW_, W)(p, off)
@@ -87,16 +95,27 @@ BF16_PACK_DEF(16)
 #define FLOATW_8 float8
 #define FLOATW_16 float16
 
-/* Horizontal reductions. */
+/* Horizontal reductions.  Halves are built from named elements rather than
+ * .lo/.hi: the compiled code is the same shuffle, but Oclgrind 21.10's
+ * uninitialised-value tracking mislabels .hi of a vector as undefined. */
+inline float4 lo8(float8 x) { return (float4)(x.s0, x.s1, x.s2, x.s3); }
+inline float4 hi8(float8 x) { return (float4)(x.s4, x.s5, x.s6, x.s7); }
+inline float8 lo16(float16 x) {
+  return (float8)(x.s0, x.s1, x.s2, x.s3, x.s4, x.s5, x.s6, x.s7);
+}
+inline float8 hi16(float16 x) {
+  return (float8)(x.s8, x.s9, x.sa, x.sb, x.sc, x.sd, x.se, x.sf);
+}
 inline float hsum1(float x) { return x; }
 inline float hsum2(float2 x) { return x.s0 + x.s1; }
-inline float hsum4(float4 x) { return hsum2(x.lo + x.hi); }
-inline float hsum8(float8 x) { return hsum4(x.lo + x.hi); }
-inline float hsum16(float16 x) { return hsum8(x.lo + x.hi); }
-inline float hmax2(float2 x) { return fmax(x.s0, x.s1); }
-inline float hmax4(float4 x) { return hmax2(fmax(x.lo, x.hi)); }
-inline float hmax8(float8 x) { return hmax4(fmax(x.lo, x.hi)); }
-inline float hmax16(float16 x) { return hmax8(fmax(x.lo, x.hi)); }
+inline float hsum4(float4 x) { return (x.s0 + x.s1) + (x.s2 + x.s3); }
+inline float hsum8(float8 x) { return hsum4(lo8(x) + hi8(x)); }
+inline float hsum16(float16 x) { return hsum8(lo16(x) + hi16(x)); }
+inline float hmax4(float4 x) {
+  return fmax(fmax(x.s0, x.s1), fmax(x.s2, x.s3));
+}
+inline float hmax8(float8 x) { return hmax4(fmax(lo8(x), hi8(x))); }
+inline float hmax16(float16 x) { return hmax8(fmax(lo16(x), hi16(x))); }
 #define HSUMW(W, x) CAT(hsum, W)(x)
 
 /* 2^x for the softmax, where x <= 0 (a score minus the running maximum).

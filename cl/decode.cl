@@ -311,10 +311,10 @@ __kernel void decode_combine(__global const float *opart,
 
 /* In-place append of n_new rows per sequence at rows pos[b].. of the cache
  * (raw copy in the storage type).  Global size (n_new * hkv, batch). */
-__kernel void kv_append(__global const stor_t *k_new,
-                        __global const stor_t *v_new,
-                        __global const int *pos, __global stor_t *k_cache,
-                        __global stor_t *v_cache, int n_new, int cap, int hkv,
+__kernel void kv_append(__global const raw_t *k_new,
+                        __global const raw_t *v_new,
+                        __global const int *pos, __global raw_t *k_cache,
+                        __global raw_t *v_cache, int n_new, int cap, int hkv,
                         long k_sb, long k_ss, long k_sh, long v_sb, long v_ss,
                         long v_sh) {
   const int tc = get_global_id(0);

@@ -215,6 +215,20 @@ clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
   if ((rc = clattn__kernel(ctx, CLATTN_SRC_ATTENTION, opts, "attn_fwd_local",
                            &kern)))
     return rc;
+  if (!(d->params && d->params->wg)) {
+    /* an automatic work-group may exceed what the compiled kernel allows
+     * (registers): rebuild once at the kernel's own limit */
+    size_t kwg = 0;
+    if ((rc = clattn__kernel_wg(ctx, kern, &kwg)))
+      return rc;
+    if (kwg < (size_t)pl.wg) {
+      pl.wg = pl.rb = clattn__pow2_floor(kwg);
+      prefill_options(d, &pl, opts, sizeof opts);
+      if ((rc = clattn__kernel(ctx, CLATTN_SRC_ATTENTION, opts,
+                               "attn_fwd_local", &kern)))
+        return rc;
+    }
+  }
   const size_t lbytes = (size_t)pl.kt * (dk + d->head_dim_v) * 4;
   if ((rc = clattn__check_wg(ctx, kern, (size_t)pl.wg, lbytes,
                              "attn_fwd_local")))

@@ -108,6 +108,28 @@ static clattn_status plan_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
   return CLATTN_OK;
 }
 
+/* -D options of a decode program; returns its local-memory bytes. */
+static size_t decode_options(const clattn_decode_desc *d,
+                             const decode_plan *pl, int direct, char *opts,
+                             size_t cap) {
+  const int g = d->heads_q / d->heads_kv;
+  const int dk = d->head_dim_k, dv = d->head_dim_v;
+  int len = snprintf(opts, cap,
+                     "-DDTYPE=%d -DDK=%d -DDV=%d -DG=%d -DVWK=%d -DVWV=%d "
+                     "-DDIRECT=%d",
+                     (int)d->dtype, dk, dv, g, clattn__vec_width(dk),
+                     clattn__vec_width(dv), direct);
+  if (len < 0 || (size_t)len >= cap)
+    return 0;
+  if (pl->variant == 1) {
+    snprintf(opts + len, cap - (size_t)len, " -DKB=%d", pl->kb);
+    return 0;
+  }
+  snprintf(opts + len, cap - (size_t)len, " -DWG=%d -DKT=%d -DPAIRS=%d",
+           pl->wg, pl->kb, (g * dv + pl->wg - 1) / pl->wg);
+  return ((size_t)g * dk + (size_t)pl->kb * (dk + g) + 3u * g) * 4;
+}
+
 clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
                             cl_mem q, cl_mem k_cache, cl_mem v_cache,
                             cl_mem lens, cl_mem o, const clattn_events *ev) {
@@ -119,7 +141,7 @@ clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);
   const int b = d->batch, hq = d->heads_q, hkv = d->heads_kv;
-  const int dk = d->head_dim_k, dv = d->head_dim_v, g = hq / hkv;
+  const int dk = d->head_dim_k, dv = d->head_dim_v;
   if ((rc = clattn__check_buffer(ctx, q, clattn__bytes(es, b, hq, dk, 1),
                                  "q")) ||
       (rc = clattn__check_buffer(ctx, o, clattn__bytes(es, b, hq, dv, 1),
@@ -132,24 +154,24 @@ clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
   const int S = pl.splits, direct = S == 1;
   const int vwv = clattn__vec_width(dv);
   char opts[256];
-  int len = snprintf(opts, sizeof opts,
-                     "-DDTYPE=%d -DDK=%d -DDV=%d -DG=%d -DVWK=%d -DVWV=%d "
-                     "-DDIRECT=%d",
-                     (int)d->dtype, dk, dv, g, clattn__vec_width(dk), vwv,
-                     direct);
-  size_t lbytes = 0;
-  if (pl.variant == 1) {
-    snprintf(opts + len, sizeof opts - (size_t)len, " -DKB=%d", pl.kb);
-  } else {
-    int pairs = (g * dv + pl.wg - 1) / pl.wg;
-    snprintf(opts + len, sizeof opts - (size_t)len,
-             " -DWG=%d -DKT=%d -DPAIRS=%d", pl.wg, pl.kb, pairs);
-    lbytes = ((size_t)g * dk + (size_t)pl.kb * (dk + g) + 3u * g) * 4;
-  }
+  size_t lbytes = decode_options(d, &pl, direct, opts, sizeof opts);
   const char *name = pl.variant == 1 ? "decode_split_reg" : "decode_split_local";
   cl_kernel kern = NULL, comb = NULL;
   if ((rc = clattn__kernel(ctx, CLATTN_SRC_DECODE, opts, name, &kern)))
     return rc;
+  if (pl.variant == 2 && !(d->params && d->params->wg)) {
+    /* an automatic work-group may exceed what the compiled kernel allows
+     * (registers): rebuild once at the kernel's own limit */
+    size_t kwg = 0;
+    if ((rc = clattn__kernel_wg(ctx, kern, &kwg)))
+      return rc;
+    if (kwg < (size_t)pl.wg) {
+      pl.wg = clattn__pow2_floor(kwg);
+      lbytes = decode_options(d, &pl, direct, opts, sizeof opts);
+      if ((rc = clattn__kernel(ctx, CLATTN_SRC_DECODE, opts, name, &kern)))
+        return rc;
+    }
+  }
   if ((pl.variant == 2 || pl.wg) &&
       (rc = clattn__check_wg(ctx, kern, (size_t)pl.wg, lbytes, name)))
     return rc;

@@ -499,6 +499,12 @@ clattn_status clattn__launch(clattn_ctx *ctx, cl_kernel k, cl_uint dims,
       return CLATTN_OK;
     }
   }
+  /* On CPU devices a launch without a local size gets one-item groups:
+   * PoCL would otherwise pick a size from the global size and compile a new
+   * work-group function for every shape. */
+  static const size_t ones[3] = {1, 1, 1};
+  if (lws == NULL && (ctx->dev.type & CL_DEVICE_TYPE_CPU))
+    lws = ones;
   CLATTN_CL(ctx, clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, gws, lws,
                                         num_wait, num_wait ? wait : NULL,
                                         out));
@@ -523,6 +529,13 @@ clattn__strides clattn__layout_strides(clattn_layout lay, long S, long H,
   return st;
 }
 
+int clattn__pow2_floor(size_t n) {
+  int p = 1;
+  while ((size_t)p * 2 <= n && p < (1 << 30))
+    p *= 2;
+  return p;
+}
+
 int clattn__vec_width(int n) {
   for (int w = 16; w > 1; w /= 2)
     if (n % w == 0)
@@ -540,6 +553,15 @@ size_t clattn__bytes(size_t elem, long a, long b, long c, long d) {
     total *= (uint64_t)f[i];
   }
   return total > SIZE_MAX ? 0 : (size_t)total;
+}
+
+clattn_status clattn__kernel_wg(clattn_ctx *ctx, cl_kernel k, size_t *out) {
+  clattn_status rc = CLATTN_OK;
+  CLATTN_CL(ctx, clGetKernelWorkGroupInfo(k, ctx->device,
+                                          CL_KERNEL_WORK_GROUP_SIZE,
+                                          sizeof *out, out, NULL));
+done:
+  return rc;
 }
 
 clattn_status clattn__check_wg(clattn_ctx *ctx, cl_kernel k, size_t wg,

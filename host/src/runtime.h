@@ -129,12 +129,18 @@ typedef struct clattn__strides {
 clattn__strides clattn__layout_strides(clattn_layout lay, long S, long H,
                                        long D);
 
+/* Largest power of two <= n (1 for n < 2). */
+int clattn__pow2_floor(size_t n);
+
 /* Largest of 16, 8, 4, 2, 1 that divides n. */
 int clattn__vec_width(int n);
 
 /* elem * a * b * c * d bytes; 0 when a factor is negative or the product
  * passes 2^62. */
 size_t clattn__bytes(size_t elem, long a, long b, long c, long d);
+
+/* CL_KERNEL_WORK_GROUP_SIZE of a built kernel. */
+clattn_status clattn__kernel_wg(clattn_ctx *ctx, cl_kernel k, size_t *out);
 
 /* Common checks of a kernel's resolved work-group size against the device
  * and the compiled kernel; `what` names the kernel in the message. */
