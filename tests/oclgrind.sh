@@ -1,0 +1,75 @@
+#!/bin/bash
+# tests/oclgrind.sh BUILD_DIR - run a small-shape subset of the attention and
+# decode tests with Oclgrind as the OpenCL driver (not the `oclgrind`
+# wrapper), checking data races (incl. equal-value write-write races),
+# uninitialised reads, OpenCL API misuse and out-of-bounds accesses under
+# GPU-like limits (48 KiB local memory, 256 work-items per group).
+#
+# The subset: CLATTN_TEST_SUBSET=small makes test_attention / test_decode
+# replace their sweeps by a few small shapes that still cover both kernel
+# variants (1 and 2, several tile/work-group choices), f32 and f16, causal
+# and padded kv_lens, zero-length sequences and split-KV decode.
+#
+# Oclgrind exits 0 even when it reports errors, and opens OCLGRIND_LOG with
+# truncation in every process (Criterion runs each test in its own process),
+# so the log is a FIFO drained into one file by a single reader; the script
+# fails when that file is not empty (and prints it).
+set -u
+build=${1:?usage: oclgrind.sh BUILD_DIR}
+build=$(cd "$build" && pwd)
+icd=/usr/lib/oclgrind/liboclgrind-rt-icd.so
+if [ ! -e "$icd" ]; then
+  echo "oclgrind.sh: $icd not found; skipping"
+  exit 77
+fi
+tmp=$(mktemp -d)
+catpid=
+cleanup() {
+  exec 3>&- 2>/dev/null
+  [ -n "$catpid" ] && wait "$catpid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+echo "$icd" > "$tmp/oclgrind.icd"
+mkfifo "$tmp/fifo"
+: > "$tmp/log"
+cat "$tmp/fifo" >> "$tmp/log" &
+catpid=$!
+exec 3> "$tmp/fifo" # keeps the reader alive between test processes
+
+export OCL_ICD_VENDORS="$tmp"
+export OCLGRIND_DATA_RACES=1
+export OCLGRIND_UNINITIALIZED=1
+# Oclgrind 21.10's uninitialised-value plugin aborts on LLVM's `freeze`
+# instruction ("Unsupported instruction: freeze"), which its optimiser emits
+# for these kernels: build them unoptimised so the plugin can run.
+export OCLGRIND_BUILD_OPTIONS="${OCLGRIND_BUILD_OPTIONS:--cl-opt-disable}"
+export OCLGRIND_CHECK_API=1
+export OCLGRIND_UNIFORM_WRITES=1
+export OCLGRIND_LOCAL_MEM_SIZE=49152
+export OCLGRIND_MAX_WGSIZE=256
+export OCLGRIND_LOG="$tmp/fifo"
+export CLATTN_TEST_SUBSET=small
+export CLATTN_TEST_ALLOW_UNSUPPORTED_WG=1
+# program binaries persist in the build directory (compiles are slow here)
+export CLATTN_CACHE_DIR="$build/tests/clattn-cache-oclgrind"
+unset CLATTN_DEVICE
+
+rc=0
+for t in attention decode; do
+  echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small)"
+  "$build/tests/test_$t" --jobs=2 || rc=1
+done
+
+exec 3>&-
+wait "$catpid"
+catpid=
+if [ -s "$tmp/log" ]; then
+  echo "== Oclgrind reported problems:"
+  cat "$tmp/log"
+  rc=1
+else
+  echo "== Oclgrind log is empty"
+fi
+exit $rc

@@ -1,0 +1,460 @@
+/* test_decode.c - clattn_kv_append + clattn_decode against ref_decode.
+ *
+ * Each case:
+ *  1. builds host caches [b, cap, hkv, d] in the case's layout: rows below
+ *     pos[b] are "older" data, every other row holds random garbage;
+ *  2. uploads them, then clattn_kv_append()s n_new fresh rows per sequence at
+ *     pos[b] (rows that fall outside [0, cap) must not be written); the
+ *     whole cache buffers are then compared byte for byte with the host's
+ *     expectation (so nothing else was touched);
+ *  3. clattn_decode()s one query per sequence over lens[b] rows and
+ *     compares with ref_decode (tolerances: util.h);
+ *  4. decode == prefill: clattn_attention with n_q = 1 over the same cache
+ *     (kv_layout = cache layout, kv_lens = lens) gives the same output.
+ *
+ * The sampled cases use the same construction as test_attention.c: for an
+ * axis of K values, case c takes value (c + hash(c / K)) % K, so every
+ * value of every axis occurs (checked by decode.coverage).
+ * CLATTN_TEST_SUBSET=small keeps a few small caches (simulators).
+ */
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const int ax_b[] = {1, 2, 4};
+static const int ax_cap[] = {1, 7, 100, 1000, 4096};
+static const int ax_heads[][2] = {{1, 1}, {4, 4}, {8, 1}, {8, 2}, {6, 3}};
+static const int ax_dims[][2] = {{16, 16}, {64, 64},  {80, 80},
+                                 {128, 128}, {64, 128}, {128, 16}};
+static const int ax_layout[] = {0, 1};
+static const clattn_dtype ax_dtype[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16};
+/* index 0: params = NULL (automatic) */
+static const clattn_params ax_params[] = {
+    {0, 0, 0, 0, 0},    /* NULL */
+    {0, 0, 0, 0, 1},    /* one split */
+    {0, 0, 0, 0, 3},    /* several */
+    {0, 0, 0, 0, 16},   /* many (more than rows for small caches) */
+    {0, 0, 0, 0, 0},    /* all-zero params: automatic everything */
+    {1, 0, 32, 0, 5},   /* variant 1, 32-key blocks, 5 splits */
+    {1, 0, 16, 8, 0},   /* variant 1, work-groups of 8, automatic splits */
+    {2, 0, 0, 0, 0},    /* variant 2, automatic */
+    {2, 0, 16, 64, 4},  /* variant 2, 64 items, 16-key tiles, 4 splits */
+    {2, 0, 8, 256, 2},  /* variant 2, 256 items, 8-key tiles, 2 splits */
+};
+static const int ax_nnew[] = {1, 3, 16};
+
+enum {
+  AX_B,
+  AX_CAP,
+  AX_HEADS,
+  AX_DIMS,
+  AX_LAYOUT,
+  AX_DTYPE,
+  AX_PARAMS,
+  AX_NNEW,
+  AX_COUNT
+};
+static const int ax_count[AX_COUNT] = {
+    NELEM(ax_b),      NELEM(ax_cap),   NELEM(ax_heads),  NELEM(ax_dims),
+    NELEM(ax_layout), NELEM(ax_dtype), NELEM(ax_params), NELEM(ax_nnew)};
+
+typedef struct dcase {
+  int ix[AX_COUNT];
+  int cap_override; /* nonzero: capacity (the 32768-row cases) */
+  int nan_pad;      /* rows >= lens hold NaN instead of random garbage */
+  unsigned seed;
+} dcase;
+
+#define N_SAMPLED 50
+#define MAX_CASES (N_SAMPLED + 16)
+
+static unsigned hash32(unsigned x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+static dcase sampled_case(int c) {
+  dcase d;
+  memset(&d, 0, sizeof d);
+  for (int ax = 0; ax < AX_COUNT; ax++) {
+    int k = ax_count[ax];
+    unsigned off = hash32((unsigned)(c / k) * 977u + (unsigned)ax * 104729u);
+    d.ix[ax] = (int)(((unsigned)c + off) % (unsigned)k);
+  }
+  d.nan_pad = c % 5 == 4;
+  d.seed = 3000u + (unsigned)c;
+  return d;
+}
+
+static dcase mk(int b, int cap, int heads, int dims, int layout, int dt,
+                int params, int nnew, int cap_override, int nan_pad,
+                unsigned seed) {
+  dcase d = {{b, cap, heads, dims, layout, dt, params, nnew}, cap_override,
+             nan_pad, seed};
+  return d;
+}
+
+static int special_cases(dcase *out) {
+  int k = 0;
+  /* 32768-row caches with small heads: automatic and many splits */
+  out[k++] = mk(0, 0, 3, 0, 1, 0, 0, 2, 32768, 0, 7001);
+  out[k++] = mk(1, 0, 0, 0, 0, 0, 3, 0, 32768, 1, 7002);
+  /* one split over a long cache, f16 */
+  out[k++] = mk(1, 0, 0, 0, 1, 1, 1, 1, 8192, 0, 7003);
+  /* variant 2 over 32768 rows, MQA-like group of 8 */
+  out[k++] = mk(0, 0, 2, 0, 0, 0, 8, 0, 32768, 0, 7004);
+  return k;
+}
+
+static int small_cases(dcase *out) {
+  int k = 0;
+  for (int p = 0; p < NELEM(ax_params); p++)
+    out[k++] = mk(1 + p % 2, 1 + p % 2, p % NELEM(ax_heads), p == 4 ? 2 : 0,
+                  (p / 2) % 2, p % 2, p, p % 3, 0, (p / 3) % 2,
+                  800u + (unsigned)p);
+  return k;
+}
+
+static int all_cases(dcase *out) {
+  if (tu_subset("small"))
+    return small_cases(out);
+  int k = 0;
+  for (int c = 0; c < N_SAMPLED; c++)
+    out[k++] = sampled_case(c);
+  k += special_cases(out + k);
+  return k;
+}
+
+typedef struct dshape {
+  int b, cap, hq, hkv, dk, dv, layout, nnew, nan_pad;
+  clattn_dtype dt;
+  const clattn_params *params;
+} dshape;
+
+static dshape shape_of(const dcase *c) {
+  dshape s;
+  s.b = ax_b[c->ix[AX_B]];
+  s.cap = c->cap_override ? c->cap_override : ax_cap[c->ix[AX_CAP]];
+  s.hq = ax_heads[c->ix[AX_HEADS]][0];
+  s.hkv = ax_heads[c->ix[AX_HEADS]][1];
+  s.dk = ax_dims[c->ix[AX_DIMS]][0];
+  s.dv = ax_dims[c->ix[AX_DIMS]][1];
+  s.layout = ax_layout[c->ix[AX_LAYOUT]];
+  s.dt = ax_dtype[c->ix[AX_DTYPE]];
+  s.params = c->ix[AX_PARAMS] == 0 ? NULL : &ax_params[c->ix[AX_PARAMS]];
+  s.nnew = ax_nnew[c->ix[AX_NNEW]];
+  s.nan_pad = c->nan_pad;
+  return s;
+}
+
+static void describe(const dshape *s, char *buf, size_t cap) {
+  snprintf(buf, cap,
+           "b=%d cap=%d hq=%d hkv=%d dk=%d dv=%d layout=%s dtype=%s "
+           "n_new=%d params=%s{variant %d, keys %d, wg %d, splits %d} "
+           "nan_pad=%d",
+           s->b, s->cap, s->hq, s->hkv, s->dk, s->dv,
+           s->layout ? "BHSD" : "BSHD", tu_dtype_name(s->dt), s->nnew,
+           s->params ? "" : "NULL", s->params ? s->params->variant : 0,
+           s->params ? s->params->keys : 0, s->params ? s->params->wg : 0,
+           s->params ? s->params->splits : 0, s->nan_pad);
+}
+
+/* Per-sequence lens and append positions.  Sequence 0 gets the full cache,
+ * then (if present) lens 0 (nothing appended: pos = -n_new), lens 1, a
+ * sequence whose append overflows the capacity (pos = cap - 1), and random
+ * lengths. */
+static void plan(const dshape *s, tu_rng *r, int *lens, int *pos) {
+  for (int bi = 0; bi < s->b; bi++) {
+    int L;
+    switch (bi) {
+    case 0:
+      L = s->cap;
+      break;
+    case 1:
+      L = 0;
+      break;
+    case 2:
+      L = 1;
+      break;
+    default:
+      L = tu_randint(r, s->cap + 1);
+    }
+    lens[bi] = L;
+    pos[bi] = L - s->nnew;
+  }
+  if (s->b >= 4) { /* the last sequence: append runs past the capacity */
+    pos[s->b - 1] = s->cap - 1;
+    lens[s->b - 1] = s->cap;
+  }
+}
+
+static void run_case(const dshape *s, unsigned seed) {
+  char what[512];
+  describe(s, what, sizeof what);
+  cr_log_info("%s", what);
+  tu_rng rng = tu_rng_seed(seed);
+  int b = s->b, cap = s->cap, hq = s->hq, hkv = s->hkv, dk = s->dk,
+      dv = s->dv;
+  size_t nkc = (size_t)b * cap * hkv * dk, nvc = (size_t)b * cap * hkv * dv;
+  size_t nkn = (size_t)b * s->nnew * hkv * dk,
+         nvn = (size_t)b * s->nnew * hkv * dv;
+  size_t nq = (size_t)b * hq * dk, no = (size_t)b * hq * dv;
+  float *kc = tu_alloc(nkc * 4), *vc = tu_alloc(nvc * 4);
+  float *kc0 = tu_alloc(nkc * 4), *vc0 = tu_alloc(nvc * 4);
+  float *kn = tu_alloc(nkn * 4), *vn = tu_alloc(nvn * 4);
+  float *q = tu_alloc(nq * 4), *o = tu_alloc(no * 4), *oref = tu_alloc(no * 4);
+  float *o2 = tu_alloc(no * 4);
+  int *lens = tu_alloc((size_t)b * sizeof(int));
+  int *pos = tu_alloc((size_t)b * sizeof(int));
+  plan(s, &rng, lens, pos);
+
+  /* The expected cache (kc, vc) and what is uploaded before the append
+   * (kc0, vc0): identical except the rows the append must write. */
+  tu_fill(&rng, kc, nkc, 1.0f);
+  tu_fill(&rng, vc, nvc, 1.0f);
+  tu_fill(&rng, kn, nkn, 1.0f);
+  tu_fill(&rng, vn, nvn, 1.0f);
+  tu_fill(&rng, q, nq, 1.0f);
+  if (s->nan_pad) {
+    for (int bi = 0; bi < b; bi++)
+      for (int t = lens[bi]; t < cap; t++)
+        for (int h = 0; h < hkv; h++) {
+          for (int d = 0; d < dk; d++)
+            kc[ref_index(s->layout, cap, hkv, dk, bi, t, h, d)] = NAN;
+          for (int d = 0; d < dv; d++)
+            vc[ref_index(s->layout, cap, hkv, dv, bi, t, h, d)] = NAN;
+        }
+  }
+  tu_round(kc, nkc, s->dt);
+  tu_round(vc, nvc, s->dt);
+  tu_round(kn, nkn, s->dt);
+  tu_round(vn, nvn, s->dt);
+  tu_round(q, nq, s->dt);
+  memcpy(kc0, kc, nkc * 4);
+  memcpy(vc0, vc, nvc * 4);
+  for (int bi = 0; bi < b; bi++)
+    for (int r = 0; r < s->nnew; r++) {
+      int t = pos[bi] + r;
+      if (t < 0 || t >= cap)
+        continue;
+      for (int h = 0; h < hkv; h++) {
+        for (int d = 0; d < dk; d++)
+          kc[ref_index(s->layout, cap, hkv, dk, bi, t, h, d)] =
+              kn[ref_index(0, s->nnew, hkv, dk, bi, r, h, d)];
+        for (int d = 0; d < dv; d++)
+          vc[ref_index(s->layout, cap, hkv, dv, bi, t, h, d)] =
+              vn[ref_index(0, s->nnew, hkv, dv, bi, r, h, d)];
+      }
+    }
+
+  clattn_ctx *ctx = tu_ctx();
+  cl_mem dkc = tu_upload(ctx, kc0, nkc, s->dt);
+  cl_mem dvc = tu_upload(ctx, vc0, nvc, s->dt);
+  cl_mem dkn = tu_upload(ctx, kn, nkn, s->dt);
+  cl_mem dvn = tu_upload(ctx, vn, nvn, s->dt);
+  cl_mem dq = tu_upload(ctx, q, nq, s->dt);
+  cl_mem dpos = tu_upload_int(ctx, pos, (size_t)b);
+  cl_mem dlens = tu_upload_int(ctx, lens, (size_t)b);
+  cl_mem dout = tu_sentinel(ctx, no, s->dt, 0xff);
+  cl_mem dout2 = tu_sentinel(ctx, no, s->dt, 0xff);
+  clattn_decode_desc dd = {.batch = b, .capacity = cap, .heads_q = hq,
+                           .heads_kv = hkv, .head_dim_k = dk,
+                           .head_dim_v = dv, .dtype = s->dt,
+                           .cache_layout = (clattn_layout)s->layout,
+                           .scale = 0.0f, .params = s->params};
+  clattn_status st = clattn_kv_append(ctx, &dd, s->nnew, dkn, dvn, dpos, dkc,
+                                      dvc, NULL);
+  cr_assert(st == CLATTN_OK, "%s: clattn_kv_append -> %d (%s): %s", what,
+            (int)st, clattn_status_str(st), clattn_ctx_errmsg(ctx));
+
+  /* the caches, byte for byte */
+  size_t es = clattn_dtype_size(s->dt);
+  unsigned char *got = tu_alloc((nkc > nvc ? nkc : nvc) * es);
+  cl_mem ms[2] = {dkc, dvc};
+  float *want[2] = {kc, vc};
+  size_t cnt[2] = {nkc, nvc};
+  for (int w = 0; w < 2; w++) {
+    tu_read_bytes(ctx, ms[w], got, cnt[w] * es);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < cnt[w]; i++) {
+      float g;
+      if (s->dt == CLATTN_F32) {
+        memcpy(&g, got + 4 * i, 4);
+      } else {
+        uint16_t h;
+        memcpy(&h, got + 2 * i, 2);
+        g = s->dt == CLATTN_F16 ? ref_f16_to_f32(h) : ref_bf16_to_f32(h);
+      }
+      int same = (isnan(g) && isnan(want[w][i])) || g == want[w][i];
+      if (!same && bad++ == 0)
+        first = i;
+    }
+    cr_expect(bad == 0,
+              "%s: %s cache after append: %zu elements differ, first at %zu",
+              what, w ? "V" : "K", bad, first);
+  }
+  free(got);
+
+  st = clattn_decode(ctx, &dd, dq, dkc, dvc, dlens, dout, NULL);
+  /* a device that cannot run an explicitly requested work-group size must
+   * refuse it cleanly: CLATTN_ERR_UNSUPPORTED and nothing written */
+  int skipped = tu_unsupported_ok(ctx, st, s->params);
+  if (skipped) {
+    cr_assert(tu_untouched(ctx, dout, no * clattn_dtype_size(s->dt), 0xff),
+              "%s: refused call wrote its output", what);
+    goto done;
+  }
+  cr_assert(st == CLATTN_OK, "%s: clattn_decode -> %d (%s): %s", what,
+            (int)st, clattn_status_str(st), clattn_ctx_errmsg(ctx));
+  tu_download(ctx, dout, o, no, s->dt);
+  ref_decode(b, cap, hq, hkv, dk, dv, s->layout, 1.0 / sqrt((double)dk),
+             lens, q, kc, vc, oref);
+  tu_check(what, o, oref, no, tu_tol(s->dt));
+  for (int bi = 0; bi < b; bi++)
+    if (lens[bi] == 0)
+      for (size_t i = 0; i < (size_t)hq * dv; i++)
+        if (o[(size_t)bi * hq * dv + i] != 0.0f) {
+          cr_expect(0, "%s: sequence %d has lens 0 but output %g at %zu",
+                    what, bi, (double)o[(size_t)bi * hq * dv + i], i);
+          break;
+        }
+
+  /* decode == prefill with one query */
+  clattn_attn_desc ad = {.batch = b, .n_q = 1, .n_kv = cap, .heads_q = hq,
+                         .heads_kv = hkv, .head_dim_k = dk, .head_dim_v = dv,
+                         .dtype = s->dt, .q_layout = CLATTN_BSHD,
+                         .kv_layout = (clattn_layout)s->layout, .scale = 0.0f,
+                         .causal = (int)(seed & 1), .params = NULL};
+  st = clattn_attention(ctx, &ad, dq, dkc, dvc, dlens, dout2, NULL);
+  cr_assert(st == CLATTN_OK, "%s: clattn_attention (n_q=1) -> %d (%s): %s",
+            what, (int)st, clattn_status_str(st), clattn_ctx_errmsg(ctx));
+  tu_download(ctx, dout2, o2, no, s->dt);
+  char what2[600];
+  snprintf(what2, sizeof what2, "%s: decode vs prefill(n_q=1)", what);
+  /* both outputs are rounded to the storage type independently: allow
+   * one output rounding each for f16/bf16 */
+  tu_check(what2, o, o2, no, s->dt == CLATTN_F32 ? 1e-4 : 2 * tu_tol(s->dt));
+
+done:
+  tu_release(dkc);
+  tu_release(dvc);
+  tu_release(dkn);
+  tu_release(dvn);
+  tu_release(dq);
+  tu_release(dpos);
+  tu_release(dlens);
+  tu_release(dout);
+  tu_release(dout2);
+  clattn_ctx_destroy(ctx);
+  free(kc);
+  free(vc);
+  free(kc0);
+  free(vc0);
+  free(kn);
+  free(vn);
+  free(q);
+  free(o);
+  free(o2);
+  free(oref);
+  free(lens);
+  free(pos);
+}
+
+ParameterizedTestParameters(decode, case) {
+  dcase *tmp = malloc(sizeof(dcase) * MAX_CASES);
+  int n = all_cases(tmp);
+  dcase *p = cr_malloc(sizeof(dcase) * (size_t)n);
+  memcpy(p, tmp, sizeof(dcase) * (size_t)n);
+  free(tmp);
+  return cr_make_param_array(dcase, p, (size_t)n, NULL);
+}
+
+ParameterizedTest(dcase *c, decode, case, .timeout = 300) {
+  dshape s = shape_of(c);
+  run_case(&s, c->seed);
+}
+
+Test(decode, coverage) {
+  dcase c[MAX_CASES];
+  int n = 0;
+  for (int i = 0; i < N_SAMPLED; i++)
+    c[n++] = sampled_case(i);
+  n += special_cases(c + n);
+  for (int ax = 0; ax < AX_COUNT; ax++)
+    for (int v = 0; v < ax_count[ax]; v++) {
+      int seen = 0;
+      for (int i = 0; i < n && !seen; i++)
+        seen = c[i].ix[ax] == v;
+      cr_expect(seen, "axis %d value %d never occurs", ax, v);
+    }
+  int big = 0, lens01 = 0, overflow = 0, nan_pad = 0;
+  for (int i = 0; i < n; i++) {
+    dshape s = shape_of(&c[i]);
+    big += s.cap == 32768;
+    lens01 += s.b >= 3; /* plan(): sequences 1 and 2 have lens 0 and 1 */
+    overflow += s.b >= 4 && s.nnew > 1;
+    nan_pad += s.nan_pad;
+  }
+  cr_expect(big >= 2 && lens01 > 0 && overflow > 0 && nan_pad > 0,
+            "big=%d lens01=%d overflow=%d nan_pad=%d", big, lens01, overflow,
+            nan_pad);
+}
+
+/* Splits must not change the result beyond float32 rounding: the same
+ * decode with splits 1, 2, 7, 64 and automatic agrees with the reference. */
+Test(decode, splits_agree, .timeout = 300) {
+  int b = 2, cap = tu_subset("small") ? 40 : 3000, hq = 4, hkv = 2, d = 64;
+  int lens[2] = {cap, cap / 2 + 1};
+  size_t nc = (size_t)b * cap * hkv * d, nq = (size_t)b * hq * d;
+  float *kc = tu_alloc(nc * 4), *vc = tu_alloc(nc * 4), *q = tu_alloc(nq * 4);
+  float *o = tu_alloc(nq * 4), *oref = tu_alloc(nq * 4);
+  tu_rng r = tu_rng_seed(99);
+  tu_fill(&r, kc, nc, 1);
+  tu_fill(&r, vc, nc, 1);
+  tu_fill(&r, q, nq, 1);
+  ref_decode(b, cap, hq, hkv, d, d, 1, 1.0 / sqrt((double)d), lens, q, kc,
+             vc, oref);
+  clattn_ctx *ctx = tu_ctx();
+  cl_mem dkc = tu_upload(ctx, kc, nc, CLATTN_F32);
+  cl_mem dvc = tu_upload(ctx, vc, nc, CLATTN_F32);
+  cl_mem dq = tu_upload(ctx, q, nq, CLATTN_F32);
+  cl_mem dl = tu_upload_int(ctx, lens, 2);
+  cl_mem dout = tu_buffer(ctx, nq * 4);
+  const int splits[] = {1, 2, 7, 64, 0};
+  for (int i = 0; i < NELEM(splits); i++) {
+    clattn_params p = {0, 0, 0, 0, splits[i]};
+    clattn_decode_desc dd = {.batch = b, .capacity = cap, .heads_q = hq,
+                             .heads_kv = hkv, .head_dim_k = d,
+                             .head_dim_v = d, .dtype = CLATTN_F32,
+                             .cache_layout = CLATTN_BHSD, .params = &p};
+    clattn_status st = clattn_decode(ctx, &dd, dq, dkc, dvc, dl, dout, NULL);
+    cr_assert(st == CLATTN_OK, "splits=%d: %d %s", splits[i], (int)st,
+              clattn_ctx_errmsg(ctx));
+    tu_download(ctx, dout, o, nq, CLATTN_F32);
+    char what[64];
+    snprintf(what, sizeof what, "decode splits=%d", splits[i]);
+    tu_check(what, o, oref, nq, 1e-4);
+  }
+  tu_release(dkc);
+  tu_release(dvc);
+  tu_release(dq);
+  tu_release(dl);
+  tu_release(dout);
+  clattn_ctx_destroy(ctx);
+  free(kc);
+  free(vc);
+  free(q);
+  free(o);
+  free(oref);
+}

@@ -1,0 +1,246 @@
+/* util.c - shared helpers of the clattn Criterion tests (see util.h). */
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+clattn_ctx *tu_ctx(void) {
+  clattn_ctx *ctx = NULL;
+  clattn_status st = clattn_ctx_create(NULL, &ctx);
+  cr_assert(st == CLATTN_OK && ctx != NULL,
+            "clattn_ctx_create failed: %d (%s): %s", (int)st,
+            clattn_status_str(st), clattn_ctx_errmsg(ctx));
+  return ctx;
+}
+
+tu_rng tu_rng_seed(uint64_t seed) {
+  tu_rng r;
+  /* splitmix64 of the seed, so nearby seeds give unrelated streams */
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  r.s = z ? z : 0x2545f4914f6cdd1dull;
+  return r;
+}
+
+uint64_t tu_next(tu_rng *r) {
+  uint64_t x = r->s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  r->s = x;
+  return x * 0x2545f4914f6cdd1dull;
+}
+
+float tu_uniform(tu_rng *r) {
+  /* 24 random bits -> [-1, 1) exactly representable in float */
+  uint32_t b = (uint32_t)(tu_next(r) >> 40);
+  return (float)((double)b / 8388608.0 - 1.0);
+}
+
+int tu_randint(tu_rng *r, int n) {
+  return n <= 0 ? 0 : (int)(tu_next(r) % (uint64_t)n);
+}
+
+void tu_fill(tu_rng *r, float *x, size_t n, float amp) {
+  for (size_t i = 0; i < n; i++)
+    x[i] = amp * tu_uniform(r);
+}
+
+void tu_round(float *x, size_t n, clattn_dtype dt) {
+  if (dt == CLATTN_F16)
+    for (size_t i = 0; i < n; i++)
+      x[i] = ref_f16_to_f32(ref_f32_to_f16(x[i]));
+  else if (dt == CLATTN_BF16)
+    for (size_t i = 0; i < n; i++)
+      x[i] = ref_bf16_to_f32(ref_f32_to_bf16(x[i]));
+}
+
+void *tu_alloc(size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  cr_assert(p != NULL, "out of host memory (%zu bytes)", bytes);
+  return p;
+}
+
+static size_t esize(clattn_dtype dt) { return dt == CLATTN_F32 ? 4 : 2; }
+
+cl_mem tu_buffer(clattn_ctx *ctx, size_t bytes) {
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(clattn_ctx_cl_context(ctx), CL_MEM_READ_WRITE,
+                            bytes ? bytes : 1, NULL, &err);
+  cr_assert(err == CL_SUCCESS && m != NULL, "clCreateBuffer(%zu) failed: %d",
+            bytes, (int)err);
+  return m;
+}
+
+/* x converted to dt in a fresh host array of n * esize(dt) bytes. */
+static void *pack(const float *x, size_t n, clattn_dtype dt) {
+  void *p = tu_alloc(n * esize(dt));
+  if (dt == CLATTN_F32) {
+    if (n)
+      memcpy(p, x, n * 4);
+  } else {
+    uint16_t *h = p;
+    for (size_t i = 0; i < n; i++)
+      h[i] = dt == CLATTN_F16 ? ref_f32_to_f16(x[i]) : ref_f32_to_bf16(x[i]);
+  }
+  return p;
+}
+
+void tu_write(clattn_ctx *ctx, cl_mem m, const float *x, size_t n,
+              clattn_dtype dt) {
+  if (n == 0)
+    return;
+  void *p = pack(x, n, dt);
+  cl_int err = clEnqueueWriteBuffer(clattn_ctx_queue(ctx), m, CL_TRUE, 0,
+                                    n * esize(dt), p, 0, NULL, NULL);
+  free(p);
+  cr_assert(err == CL_SUCCESS, "clEnqueueWriteBuffer failed: %d", (int)err);
+}
+
+cl_mem tu_upload(clattn_ctx *ctx, const float *x, size_t n, clattn_dtype dt) {
+  cl_mem m = tu_buffer(ctx, n * esize(dt));
+  tu_write(ctx, m, x, n, dt);
+  return m;
+}
+
+cl_mem tu_upload_int(clattn_ctx *ctx, const int *x, size_t n) {
+  cl_mem m = tu_buffer(ctx, n * sizeof(int32_t));
+  if (n) {
+    cl_int err = clEnqueueWriteBuffer(clattn_ctx_queue(ctx), m, CL_TRUE, 0,
+                                      n * sizeof(int32_t), x, 0, NULL, NULL);
+    cr_assert(err == CL_SUCCESS, "clEnqueueWriteBuffer failed: %d", (int)err);
+  }
+  return m;
+}
+
+cl_mem tu_sentinel(clattn_ctx *ctx, size_t n, clattn_dtype dt, uint8_t byte) {
+  size_t bytes = n * esize(dt);
+  cl_mem m = tu_buffer(ctx, bytes);
+  if (bytes) {
+    void *p = tu_alloc(bytes);
+    memset(p, byte, bytes);
+    cl_int err = clEnqueueWriteBuffer(clattn_ctx_queue(ctx), m, CL_TRUE, 0,
+                                      bytes, p, 0, NULL, NULL);
+    free(p);
+    cr_assert(err == CL_SUCCESS, "clEnqueueWriteBuffer failed: %d", (int)err);
+  }
+  return m;
+}
+
+void tu_read_bytes(clattn_ctx *ctx, cl_mem m, void *out, size_t bytes) {
+  cl_int err = clFinish(clattn_ctx_queue(ctx));
+  cr_assert(err == CL_SUCCESS, "clFinish failed: %d", (int)err);
+  if (bytes == 0)
+    return;
+  err = clEnqueueReadBuffer(clattn_ctx_queue(ctx), m, CL_TRUE, 0, bytes, out,
+                            0, NULL, NULL);
+  cr_assert(err == CL_SUCCESS, "clEnqueueReadBuffer failed: %d", (int)err);
+}
+
+void tu_download(clattn_ctx *ctx, cl_mem m, float *out, size_t n,
+                 clattn_dtype dt) {
+  if (dt == CLATTN_F32) {
+    tu_read_bytes(ctx, m, out, n * 4);
+    return;
+  }
+  uint16_t *h = tu_alloc(n * 2);
+  tu_read_bytes(ctx, m, h, n * 2);
+  for (size_t i = 0; i < n; i++)
+    out[i] = dt == CLATTN_F16 ? ref_f16_to_f32(h[i]) : ref_bf16_to_f32(h[i]);
+  free(h);
+}
+
+void tu_release(cl_mem m) {
+  if (m)
+    clReleaseMemObject(m);
+}
+
+const char *tu_dtype_name(clattn_dtype dt) {
+  switch (dt) {
+  case CLATTN_F32:
+    return "f32";
+  case CLATTN_F16:
+    return "f16";
+  case CLATTN_BF16:
+    return "bf16";
+  }
+  return "?";
+}
+
+double tu_tol(clattn_dtype dt) {
+  switch (dt) {
+  case CLATTN_F32:
+    return 1e-4;
+  case CLATTN_F16:
+    return 1e-3;
+  case CLATTN_BF16:
+    return 8e-3;
+  }
+  return 0.0;
+}
+
+tu_err tu_compare(const float *got, const float *ref, size_t n) {
+  tu_err e = {0, 0, 0, 0, 0};
+  for (size_t i = 0; i < n; i++) {
+    double r = fabs((double)ref[i]);
+    if (r > e.max_ref)
+      e.max_ref = r;
+    if (!isfinite(got[i])) {
+      if (e.nonfinite++ == 0 && e.max_abs != INFINITY) {
+        e.max_abs = INFINITY;
+        e.worst = i;
+      }
+      continue;
+    }
+    double a = fabs((double)got[i] - (double)ref[i]);
+    if (a > e.max_abs) {
+      e.max_abs = a;
+      e.worst = i;
+    }
+  }
+  e.rel = e.max_abs / (e.max_ref > 1e-30 ? e.max_ref : 1e-30);
+  return e;
+}
+
+int tu_check(const char *what, const float *got, const float *ref, size_t n,
+             double tol) {
+  tu_err e = tu_compare(got, ref, n);
+  int ok = e.nonfinite == 0 && e.rel <= tol;
+  cr_expect(ok,
+            "%s: rel err %.3g > tol %.3g (max abs %.3g, max |ref| %.3g, "
+            "worst index %zu: got %.9g ref %.9g, %zu non-finite of %zu)",
+            what, e.rel, tol, e.max_abs, e.max_ref, e.worst,
+            n ? (double)got[e.worst] : 0.0, n ? (double)ref[e.worst] : 0.0,
+            e.nonfinite, n);
+  return ok;
+}
+
+int tu_subset(const char *name) {
+  const char *s = getenv("CLATTN_TEST_SUBSET");
+  return s && strcmp(s, name) == 0;
+}
+
+int tu_unsupported_ok(clattn_ctx *ctx, clattn_status st,
+                      const clattn_params *p) {
+  const char *e = getenv("CLATTN_TEST_ALLOW_UNSUPPORTED_WG");
+  if (st != CLATTN_ERR_UNSUPPORTED || p == NULL || p->wg <= 0 || e == NULL ||
+      *e == '\0' || strcmp(e, "0") == 0)
+    return 0;
+  cr_log_warn("explicit wg=%d refused on this device: %s", p->wg,
+              clattn_ctx_errmsg(ctx));
+  return 1;
+}
+
+int tu_untouched(clattn_ctx *ctx, cl_mem m, size_t bytes, uint8_t byte) {
+  uint8_t *buf = tu_alloc(bytes);
+  tu_read_bytes(ctx, m, buf, bytes);
+  size_t i = 0;
+  while (i < bytes && buf[i] == byte)
+    i++;
+  free(buf);
+  return i == bytes;
+}

@@ -1,0 +1,107 @@
+/* util.h - shared helpers of the clattn Criterion tests.
+ *
+ * Accuracy metric (tu_check): for one output tensor,
+ *     rel = max_i |got_i - ref_i| / max(max_i |ref_i|, 1e-30)
+ * i.e. the worst absolute error normalised by the tensor's largest
+ * reference magnitude (attention outputs are convex combinations of V rows,
+ * so their scale is the scale of V; per-element relative error would blow
+ * up on outputs that cancel to ~0).  Any NaN/inf in `got` fails.
+ *
+ * Tolerances (tu_tol):
+ *  - f32:  1e-4.  The issue's requirement: float32 storage, float32
+ *    arithmetic, against the double reference.
+ *  - f16:  1e-3.  The reference runs on the f16-ROUNDED inputs, so input
+ *    rounding is not an error of the kernel; what remains is the rounding of
+ *    the output to f16 (half an ulp = 2^-11 ~ 4.9e-4 of |o| <= max|ref|)
+ *    plus float32 arithmetic (~1e-6): 1e-3 leaves a 2x margin.
+ *  - bf16: 8e-3.  Same argument with bf16's 8-bit significand: the output
+ *    rounding is at most half an ulp = 2^-8 ~ 3.9e-3 of |o|; 8e-3 leaves a
+ *    2x margin.
+ * Fully masked rows are checked separately for exact zeros.
+ */
+#ifndef CLATTN_TESTS_UTIL_H
+#define CLATTN_TESTS_UTIL_H
+
+#include "clattn.h"
+#include "ref.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A context on the default device ($CLATTN_DEVICE, else the first); fails
+ * the test (with clattn_ctx_errmsg) when creation fails. */
+clattn_ctx *tu_ctx(void);
+
+/* Deterministic xorshift64* generator. */
+typedef struct tu_rng {
+  uint64_t s;
+} tu_rng;
+tu_rng tu_rng_seed(uint64_t seed);
+uint64_t tu_next(tu_rng *r);
+/* Uniform in [-1, 1). */
+float tu_uniform(tu_rng *r);
+/* Uniform integer in [0, n). */
+int tu_randint(tu_rng *r, int n);
+/* x[0..n) uniform in [-1,1) times amp. */
+void tu_fill(tu_rng *r, float *x, size_t n, float amp);
+
+/* Round x in place to what storage type dt can hold (identity for f32). */
+void tu_round(float *x, size_t n, clattn_dtype dt);
+
+/* Host allocation that fails the test when out of memory (n may be 0). */
+void *tu_alloc(size_t bytes);
+
+/* Device buffer of `bytes` (at least 1), contents unspecified. */
+cl_mem tu_buffer(clattn_ctx *ctx, size_t bytes);
+/* Device buffer holding x converted to dt (n elements). */
+cl_mem tu_upload(clattn_ctx *ctx, const float *x, size_t n, clattn_dtype dt);
+/* Write x converted to dt into an existing buffer at element offset 0. */
+void tu_write(clattn_ctx *ctx, cl_mem m, const float *x, size_t n,
+              clattn_dtype dt);
+/* Device buffer of n int32. */
+cl_mem tu_upload_int(clattn_ctx *ctx, const int *x, size_t n);
+/* Device buffer of n elements of dt, every byte set to `byte`
+ * (0xff: NaN in f32, f16 and bf16 - a sentinel for unwritten outputs). */
+cl_mem tu_sentinel(clattn_ctx *ctx, size_t n, clattn_dtype dt, uint8_t byte);
+/* Read n elements of dt and convert to float (blocking, after clFinish). */
+void tu_download(clattn_ctx *ctx, cl_mem m, float *out, size_t n,
+                 clattn_dtype dt);
+/* Raw bytes (blocking, after clFinish). */
+void tu_read_bytes(clattn_ctx *ctx, cl_mem m, void *out, size_t bytes);
+void tu_release(cl_mem m);
+
+/* Storage-type name. */
+const char *tu_dtype_name(clattn_dtype dt);
+/* Relative tolerance of storage type dt (see above). */
+double tu_tol(clattn_dtype dt);
+
+typedef struct tu_err {
+  double max_abs;  /* max |got - ref| */
+  double max_ref;  /* max |ref| */
+  double rel;      /* max_abs / max(max_ref, 1e-30) */
+  size_t worst;    /* index of max_abs */
+  size_t nonfinite; /* count of NaN/inf in got */
+} tu_err;
+tu_err tu_compare(const float *got, const float *ref, size_t n);
+
+/* Expect got == ref within tol (metric above); `what` names the case in the
+ * failure message.  Returns 1 when it passed. */
+int tu_check(const char *what, const float *got, const float *ref, size_t n,
+             double tol);
+
+/* Nonzero when a call with explicit params may legitimately be refused:
+ * st is CLATTN_ERR_UNSUPPORTED, p sets a work-group size (wg > 0) and
+ * $CLATTN_TEST_ALLOW_UNSUPPORTED_WG is set (tests/rusticl.sh and
+ * tests/oclgrind.sh: devices whose compiled kernels allow fewer work-items
+ * than the sweep's explicit choices).  Logs a warning with the message.
+ * Automatic parameters are never excused. */
+int tu_unsupported_ok(clattn_ctx *ctx, clattn_status st,
+                      const clattn_params *p);
+
+/* Nonzero when environment variable CLATTN_TEST_SUBSET equals `name`. */
+int tu_subset(const char *name);
+
+/* 1 if all `bytes` bytes of m still equal `byte` (a sentinel fill). */
+int tu_untouched(clattn_ctx *ctx, cl_mem m, size_t bytes, uint8_t byte);
+
+#endif
