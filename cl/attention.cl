@@ -181,18 +181,8 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
         }
         tmax = fmax(tmax, s[r][u]);
       }
-      const float mnew = fmax(mrow[r], hmax16(tmax));
-      const float mref = softmax_ref(mnew);
-      const float alpha = exp2s1(mrow[r] - mref);
-      float16 psum = (float16)(0.0f);
-#pragma unroll
-      for (int u = 0; u < NKV; u++) {
-        const float16 e = exp2s16(s[r][u] - (float16)(mref));
-        psum += e;
-        vstore16(e, u, p[r]);
-      }
-      lrow[r] = alpha * lrow[r] + hsum16(psum);
-      mrow[r] = mnew;
+      const float alpha = online_softmax16(s[r], NKV, hmax16(tmax), &mrow[r],
+                                           &lrow[r], p[r]);
 #pragma unroll
       for (int w = 0; w < NV; w++)
         acc[r][w] *= alpha;

@@ -144,3 +144,23 @@ EXP2_DEF(16, float16, int16, convert_int16, as_float16)
 /* Online-softmax step guards (spec 8.1): the reference point of a row whose
  * keys so far are all masked is 0, so exp2(-inf - 0) = 0 and no NaN arises. */
 inline float softmax_ref(float m) { return m == -INFINITY ? 0.0f : m; }
+
+/* One online-softmax step for one row over nv float16 vectors of scores s
+ * (log2 units, masked = -inf) whose maximum is smax: updates the running
+ * maximum *m and sum *l, writes the probabilities exp2(s - ref) to p, and
+ * returns alpha, the factor that rescales the row's accumulators. */
+inline float online_softmax16(const float16 *s, int nv, float smax,
+                              float *m, float *l, float *p) {
+  const float mnew = fmax(*m, smax);
+  const float mref = softmax_ref(mnew);
+  const float alpha = exp2s1(*m - mref);
+  float16 psum = (float16)(0.0f);
+  for (int u = 0; u < nv; u++) {
+    const float16 e = exp2s16(s[u] - (float16)(mref));
+    psum += e;
+    vstore16(e, u, p);
+  }
+  *l = alpha * *l + hsum16(psum);
+  *m = mnew;
+  return alpha;
+}

@@ -137,18 +137,8 @@ __kernel void decode_split_reg(__global const stor_t *q,
         sv[u] = vload16(u, sc[h]);
         vmax = fmax(vmax, sv[u]);
       }
-      const float mnew = fmax(mrow[h], hmax16(vmax));
-      const float mref = softmax_ref(mnew);
-      const float alpha = exp2s1(mrow[h] - mref);
-      float16 psum = (float16)(0.0f);
-#pragma unroll
-      for (int u = 0; u < NKB; u++) {
-        const float16 e = exp2s16(sv[u] - (float16)(mref));
-        psum += e;
-        vstore16(e, u, sc[h]);
-      }
-      lrow[h] = alpha * lrow[h] + hsum16(psum);
-      mrow[h] = mnew;
+      const float alpha = online_softmax16(sv, NKB, hmax16(vmax), &mrow[h],
+                                           &lrow[h], sc[h]);
 #pragma unroll
       for (int w = 0; w < NV; w++)
         acc[h][w] *= alpha;

@@ -31,7 +31,6 @@ int cli_run_attention(const cli_opts *o);
 int cli_run_gqa(const cli_opts *o);
 
 /* Name of an OpenCL error code ("CL_INVALID_VALUE"). */
-const char *cli_cl_errname(cl_int err);
 
 /* --- helpers (common.c) --- */
 

@@ -106,8 +106,8 @@ int cli_mkdir(const char *dir)
 
 int cli_lib_fail(clattn_ctx *ctx, const char *what, clattn_status st)
 {
-  /* Without a context (clattn_ctx_create failed) there is no detail. */
-  const char *msg = ctx ? clattn_ctx_errmsg(ctx) : NULL;
+  /* with ctx NULL (clattn_ctx_create failed) this is the creation error */
+  const char *msg = clattn_ctx_errmsg(ctx);
   if (msg && *msg)
     cli_err("%s: %s: %s", what, clattn_status_str(st), msg);
   else
@@ -121,16 +121,7 @@ int cli_ctx_create(const char *device, clattn_ctx **ctx)
   clattn_status st = clattn_ctx_create(&co, ctx);
   if (st == CLATTN_OK)
     return CLI_OK;
-  cli_lib_fail(*ctx, "clattn_ctx_create", st);
-  if (st == CLATTN_ERR_NO_DEVICE) {
-    const char *sel = device ? device : getenv("CLATTN_DEVICE");
-    if (sel)
-      cli_err("no device matches '%s'%s; see `clattn devices`", sel,
-              device ? "" : " ($CLATTN_DEVICE)");
-    else
-      cli_err("no OpenCL device found; see `clattn devices`");
-  }
-  return CLI_FAIL;
+  return cli_lib_fail(*ctx, "clattn_ctx_create", st);
 }
 
 void cli_random_fill(unsigned long long *state, float *x, size_t n, float amp)
@@ -204,7 +195,7 @@ cl_mem cli_buffer(cl_context c, size_t bytes, const void *host)
                          : CL_MEM_READ_WRITE;
   cl_mem m = clCreateBuffer(c, fl, bytes ? bytes : 4, (void *)host, &err);
   if (!m || err != CL_SUCCESS) {
-    cli_err("clCreateBuffer(%zu bytes): %s", bytes, cli_cl_errname(err));
+    cli_err("clCreateBuffer(%zu bytes): %s", bytes, clattn_cl_errstr(err));
     return NULL;
   }
   return m;

@@ -8,29 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *cli_cl_errname(cl_int err)
-{
-  switch (err) {
-#define E(x) case x: return #x;
-  E(CL_SUCCESS) E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE)
-  E(CL_COMPILER_NOT_AVAILABLE) E(CL_MEM_OBJECT_ALLOCATION_FAILURE)
-  E(CL_OUT_OF_RESOURCES) E(CL_OUT_OF_HOST_MEMORY)
-  E(CL_PROFILING_INFO_NOT_AVAILABLE) E(CL_MEM_COPY_OVERLAP)
-  E(CL_BUILD_PROGRAM_FAILURE) E(CL_MAP_FAILURE)
-  E(CL_MISALIGNED_SUB_BUFFER_OFFSET)
-  E(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
-  E(CL_INVALID_VALUE) E(CL_INVALID_DEVICE_TYPE) E(CL_INVALID_PLATFORM)
-  E(CL_INVALID_DEVICE) E(CL_INVALID_CONTEXT) E(CL_INVALID_QUEUE_PROPERTIES)
-  E(CL_INVALID_COMMAND_QUEUE) E(CL_INVALID_HOST_PTR)
-  E(CL_INVALID_MEM_OBJECT) E(CL_INVALID_BUFFER_SIZE)
-  E(CL_INVALID_OPERATION) E(CL_INVALID_EVENT) E(CL_INVALID_EVENT_WAIT_LIST)
-  E(CL_INVALID_WORK_GROUP_SIZE) E(CL_INVALID_GLOBAL_WORK_SIZE)
-#undef E
-  case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
-  default: return "CL_UNKNOWN_ERROR";
-  }
-}
-
 /* Drop the trailing spaces some drivers leave in info strings. */
 static char *trim(char *s)
 {
@@ -208,7 +185,7 @@ int cli_devices(int verbose)
     return CLI_FAIL;
   }
   if (err != CL_SUCCESS) {
-    cli_err("clGetPlatformIDs: %s", cli_cl_errname(err));
+    cli_err("clGetPlatformIDs: %s", clattn_cl_errstr(err));
     return CLI_FAIL;
   }
   plats = cli_alloc(np, sizeof *plats);
@@ -216,7 +193,7 @@ int cli_devices(int verbose)
     return CLI_FAIL;
   err = clGetPlatformIDs(np, plats, NULL);
   if (err != CL_SUCCESS) {
-    cli_err("clGetPlatformIDs: %s", cli_cl_errname(err));
+    cli_err("clGetPlatformIDs: %s", clattn_cl_errstr(err));
     free(plats);
     return CLI_FAIL;
   }
@@ -245,7 +222,7 @@ int cli_devices(int verbose)
                  : CL_OUT_OF_HOST_MEMORY;
     }
     if (err != CL_SUCCESS) {
-      printf("  (clGetDeviceIDs failed: %s)\n", cli_cl_errname(err));
+      printf("  (clGetDeviceIDs failed: %s)\n", clattn_cl_errstr(err));
       free(devs);
       continue;
     }

@@ -305,7 +305,7 @@ int cli_run_attention(const cli_opts *o)
     .causal = o->causal, .params = NULL};
   cl_int err = clFinish(queue); /* uploads done before timing */
   if (err != CL_SUCCESS) {
-    cli_err("clFinish: %s", cli_cl_errname(err));
+    cli_err("clFinish: %s", clattn_cl_errstr(err));
     goto done;
   }
   times = cli_alloc((size_t)o->repeat, sizeof *times);
@@ -320,7 +320,7 @@ int cli_run_attention(const cli_opts *o)
     }
     err = clFinish(queue);
     if (err != CL_SUCCESS) {
-      cli_err("clFinish after clattn_attention: %s", cli_cl_errname(err));
+      cli_err("clFinish after clattn_attention: %s", clattn_cl_errstr(err));
       goto done;
     }
     times[r] = cli_now() - t0;
@@ -333,7 +333,7 @@ int cli_run_attention(const cli_opts *o)
   err = clEnqueueReadBuffer(queue, bo, CL_TRUE, 0, no * es, out, 0, NULL,
                             NULL);
   if (err != CL_SUCCESS) {
-    cli_err("clEnqueueReadBuffer: %s", cli_cl_errname(err));
+    cli_err("clEnqueueReadBuffer: %s", clattn_cl_errstr(err));
     goto done;
   }
   if (o->layout == CLATTN_BHSD) { /* device gave [b, h, n, v] */

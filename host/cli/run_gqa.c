@@ -149,7 +149,7 @@ static int copy_rows(cl_command_queue q, cl_mem src, int src_n, int p0,
                                        (size_t)dst_n * row, 0, 0, NULL,
                                        NULL);
   if (err != CL_SUCCESS)
-    cli_err("clEnqueueCopyBufferRect: %s", cli_cl_errname(err));
+    cli_err("clEnqueueCopyBufferRect: %s", clattn_cl_errstr(err));
   return err == CL_SUCCESS ? 0 : -1;
 }
 
@@ -157,7 +157,7 @@ static int finish(cl_command_queue q)
 {
   cl_int err = clFinish(q);
   if (err != CL_SUCCESS)
-    cli_err("clFinish: %s", cli_cl_errname(err));
+    cli_err("clFinish: %s", clattn_cl_errstr(err));
   return err == CL_SUCCESS ? 0 : -1;
 }
 
@@ -290,7 +290,7 @@ int cli_run_gqa(const cli_opts *o)
   cl_int err = clEnqueueReadBuffer(q, by, CL_TRUE, 0, ny * 4, y, 0, NULL,
                                    NULL);
   if (err != CL_SUCCESS) {
-    cli_err("clEnqueueReadBuffer: %s", cli_cl_errname(err));
+    cli_err("clEnqueueReadBuffer: %s", clattn_cl_errstr(err));
     goto done;
   }
   if (o->out && cli_save(NULL, o->out, NPY_F32, 3, j.t[X].shape, y))

@@ -72,6 +72,9 @@ typedef enum clattn_status {
 /* Short static description of a status ("invalid argument", ...). */
 CLATTN_API const char *clattn_status_str(clattn_status st);
 
+/* Name of an OpenCL error code ("CL_INVALID_VALUE", ...). */
+CLATTN_API const char *clattn_cl_errstr(cl_int err);
+
 /* Library version as "MAJOR.MINOR.PATCH". */
 CLATTN_API const char *clattn_version(void);
 

@@ -145,7 +145,6 @@ clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
   char opts[256];
   prefill_options(d, &pl, opts, sizeof opts);
   const int rows = n * g;
-  cl_int ci[8];
   cl_kernel kern = NULL;
 
   if (pl.variant == 1) {
@@ -175,30 +174,24 @@ clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
     const long sst[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
     const cl_mem sb[4] = {k, v, kt, vc};
     cl_uint a = 0;
-    for (int i = 0; i < 4; i++)
-      if ((rc = clattn__arg(ctx, st_kern, a++, sizeof(cl_mem), &sb[i])))
-        return rc;
-    for (int i = 0; i < 3; i++)
-      if ((rc = clattn__arg(ctx, st_kern, a++, sizeof(cl_int), &si[i])))
-        return rc;
-    for (int i = 0; i < 6; i++)
-      if ((rc = clattn__arg(ctx, st_kern, a++, sizeof(cl_long), &sst[i])))
-        return rc;
+    if ((rc = clattn__args(ctx, st_kern, &a, 4, sizeof(cl_mem), sb)))
+      return rc;
+    if ((rc = clattn__args(ctx, st_kern, &a, 3, sizeof(cl_int), si)))
+      return rc;
+    if ((rc = clattn__args(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
+      return rc;
     const cl_int ri[6] = {n, m, ld, hkv, g, has_lens};
     const cl_mem rb[5] = {q, kt, vc, kv_lens, o};
     const long rst[6] = {qs.b, qs.s, qs.h, os.b, os.s, os.h};
     a = 0;
-    for (int i = 0; i < 5; i++)
-      if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &rb[i])))
-        return rc;
-    for (int i = 0; i < 6; i++)
-      if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &ri[i])))
-        return rc;
+    if ((rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_mem), rb)))
+      return rc;
+    if ((rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_int), ri)))
+      return rc;
     if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)))
       return rc;
-    for (int i = 0; i < 6; i++)
-      if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_long), &rst[i])))
-        return rc;
+    if ((rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), rst)))
+      return rc;
     /* default: one work-item per work-group, which PoCL schedules best */
     const size_t wg1 = pl.wg ? (size_t)pl.wg : 1;
     size_t blocks = (size_t)(rows + pl.rb - 1) / (size_t)pl.rb;
@@ -233,28 +226,18 @@ clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
   if ((rc = clattn__check_wg(ctx, kern, (size_t)pl.wg, lbytes,
                              "attn_fwd_local")))
     return rc;
-  ci[0] = n;
-  ci[1] = m;
-  ci[2] = hkv;
-  ci[3] = g;
-  ci[4] = has_lens;
+  const cl_int ci[5] = {n, m, hkv, g, has_lens};
+  const cl_mem bufs[5] = {q, k, v, kv_lens, o};
   cl_uint a = 0;
-  if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &q)) ||
-      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &k)) ||
-      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &v)) ||
-      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &kv_lens)) ||
-      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &o)))
+  if ((rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_mem), bufs)) ||
+      (rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_int), ci)))
     return rc;
-  for (int i = 0; i < 5; i++)
-    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &ci[i])))
-      return rc;
   if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)))
     return rc;
   const long st[12] = {qs.b, qs.s, qs.h, ks.b, ks.s, ks.h,
                        vs.b, vs.s, vs.h, os.b, os.s, os.h};
-  for (int i = 0; i < 12; i++)
-    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_long), &st[i])))
-      return rc;
+  if ((rc = clattn__args(ctx, kern, &a, 12, sizeof(cl_long), st)))
+    return rc;
   const size_t groups = (size_t)(rows + pl.wg - 1) / (size_t)pl.wg;
   const size_t gws[2] = {groups * (size_t)pl.wg, (size_t)b * hkv};
   const size_t lws[2] = {(size_t)pl.wg, 1};

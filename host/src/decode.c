@@ -196,24 +196,21 @@ clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
   const cl_mem bufs[7] = {q, k_cache, v_cache, lens, o, opart, lse};
   const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
   cl_uint a = 0;
-  for (int i = 0; i < 7; i++)
-    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &bufs[i])))
-      return rc;
-  for (int i = 0; i < 4; i++)
-    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &ci[i])))
-      return rc;
+  if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), bufs)))
+    return rc;
+  if ((rc = clattn__args(ctx, kern, &a, 4, sizeof(cl_int), ci)))
+    return rc;
   if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)))
     return rc;
-  for (int i = 0; i < 6; i++)
-    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_long), &st[i])))
-      return rc;
+  if ((rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), st)))
+    return rc;
   const cl_int rows = b * hq;
   if (!direct) {
-    if ((rc = clattn__arg(ctx, comb, 0, sizeof(cl_mem), &opart)) ||
-        (rc = clattn__arg(ctx, comb, 1, sizeof(cl_mem), &lse)) ||
-        (rc = clattn__arg(ctx, comb, 2, sizeof(cl_mem), &o)) ||
-        (rc = clattn__arg(ctx, comb, 3, sizeof(cl_int), &rows)) ||
-        (rc = clattn__arg(ctx, comb, 4, sizeof(cl_int), &S)))
+    const cl_mem cb[3] = {opart, lse, o};
+    const cl_int cn[2] = {rows, S};
+    cl_uint ca = 0;
+    if ((rc = clattn__args(ctx, comb, &ca, 3, sizeof(cl_mem), cb)) ||
+        (rc = clattn__args(ctx, comb, &ca, 2, sizeof(cl_int), cn)))
       return rc;
   }
   const cl_uint nw = ev ? ev->num_wait : 0;
@@ -275,15 +272,12 @@ clattn_status clattn_kv_append(clattn_ctx *ctx, const clattn_decode_desc *d,
   const cl_int ci[3] = {n_new, d->capacity, hkv};
   const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
   cl_uint a = 0;
-  for (int i = 0; i < 5; i++)
-    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_mem), &bufs[i])))
-      return rc;
-  for (int i = 0; i < 3; i++)
-    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &ci[i])))
-      return rc;
-  for (int i = 0; i < 6; i++)
-    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_long), &st[i])))
-      return rc;
+  if ((rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_mem), bufs)))
+    return rc;
+  if ((rc = clattn__args(ctx, kern, &a, 3, sizeof(cl_int), ci)))
+    return rc;
+  if ((rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), st)))
+    return rc;
   const size_t gws[2] = {(size_t)n_new * hkv, (size_t)b};
   return clattn__launch(ctx, kern, 2, gws, NULL, ev ? ev->num_wait : 0,
                         ev ? ev->wait : NULL, ev ? ev->out : NULL);

@@ -38,24 +38,6 @@ struct clattn_kv_cache {
 
 /* ------------------------------------------------------------- helpers */
 
-/* *out = a*b*c*d in size_t; returns 0 on overflow or a negative factor. */
-static int size_prod(size_t *out, long long a, long long b, long long c,
-                     long long d)
-{
-  long long f[4] = {a, b, c, d};
-  size_t r = 1;
-  for (int i = 0; i < 4; i++) {
-    if (f[i] < 0)
-      return 0;
-    size_t x = (size_t)f[i];
-    if (x != 0 && r > SIZE_MAX / x)
-      return 0;
-    r *= x;
-  }
-  *out = r;
-  return 1;
-}
-
 static const char *blast_name(CLBlastStatusCode s)
 {
   switch (s) {
@@ -79,7 +61,7 @@ static const char *blast_name(CLBlastStatusCode s)
   }
   /* The codes above -1000 are OpenCL's own numbers. */
   if ((int)s > -1000)
-    return clattn__cl_errstr((cl_int)s);
+    return clattn_cl_errstr((cl_int)s);
   return "unknown CLBlast status";
 }
 
@@ -266,10 +248,10 @@ clattn_status clattn_layer_create(clattn_ctx *ctx, const clattn_layer_desc *d,
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
                         "layer: scale %g must be finite and >= 0 (0: auto)",
                         (double)d->scale);
-  if (!size_prod(&nq, d->d_model, d->heads_q, d->head_dim_k, 4) ||
-      !size_prod(&nk, d->d_model, d->heads_kv, d->head_dim_k, 4) ||
-      !size_prod(&nv, d->d_model, d->heads_kv, d->head_dim_v, 4) ||
-      !size_prod(&no, d->heads_q, d->head_dim_v, d->d_model, 4) ||
+  if (!(nq = clattn__bytes(1, d->d_model, d->heads_q, d->head_dim_k, 4)) ||
+      !(nk = clattn__bytes(1, d->d_model, d->heads_kv, d->head_dim_k, 4)) ||
+      !(nv = clattn__bytes(1, d->d_model, d->heads_kv, d->head_dim_v, 4)) ||
+      !(no = clattn__bytes(1, d->heads_q, d->head_dim_v, d->d_model, 4)) ||
       (long long)d->heads_q * d->head_dim_k > INT32_MAX ||
       (long long)d->heads_q * d->head_dim_v > INT32_MAX)
     return clattn__fail(ctx, CLATTN_ERR_SHAPE, "layer: weight sizes overflow");
@@ -347,10 +329,10 @@ clattn_status clattn_kv_cache_create(clattn_layer *l, int batch, int capacity,
     return clattn__fail(ctx, CLATTN_ERR_SHAPE,
                         "KV cache: batch %d and capacity %d must be positive",
                         batch, capacity);
-  if (!size_prod(&kb, batch, l->d.heads_kv, capacity,
-                 (long long)l->d.head_dim_k * 4) ||
-      !size_prod(&vb, batch, l->d.heads_kv, capacity,
-                 (long long)l->d.head_dim_v * 4))
+  if (!(kb = clattn__bytes(1, batch, l->d.heads_kv, capacity,
+                 (long long)l->d.head_dim_k * 4)) ||
+      !(vb = clattn__bytes(1, batch, l->d.heads_kv, capacity,
+                 (long long)l->d.head_dim_v * 4)))
     return clattn__fail(ctx, CLATTN_ERR_SHAPE, "KV cache: size overflows");
   if ((cl_ulong)kb > ctx->dev.max_alloc || (cl_ulong)vb > ctx->dev.max_alloc)
     return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
@@ -449,11 +431,11 @@ static clattn_status call_sizes_get(clattn_layer *l, int batch, int n,
 {
   const clattn_layer_desc *d = &l->d;
   long long rows = (long long)batch * n;
-  if (!size_prod(&s->x, rows, d->d_model, 4, 1) ||
-      !size_prod(&s->q, rows, d->heads_q, d->head_dim_k, 4) ||
-      !size_prod(&s->k, rows, d->heads_kv, d->head_dim_k, 4) ||
-      !size_prod(&s->v, rows, d->heads_kv, d->head_dim_v, 4) ||
-      !size_prod(&s->o, rows, d->heads_q, d->head_dim_v, 4))
+  if (!(s->x = clattn__bytes(1, rows, d->d_model, 4, 1)) ||
+      !(s->q = clattn__bytes(1, rows, d->heads_q, d->head_dim_k, 4)) ||
+      !(s->k = clattn__bytes(1, rows, d->heads_kv, d->head_dim_k, 4)) ||
+      !(s->v = clattn__bytes(1, rows, d->heads_kv, d->head_dim_v, 4)) ||
+      !(s->o = clattn__bytes(1, rows, d->heads_q, d->head_dim_v, 4)))
     return clattn__fail(l->ctx, CLATTN_ERR_SHAPE,
                         "layer: batch %d x n %d overflows the buffer sizes",
                         batch, n);

@@ -224,7 +224,7 @@ static clattn_status build_log_fail(clattn_ctx *ctx, cl_program prog,
   return clattn__fail(ctx, CLATTN_ERR_BUILD,
                       "building %s with \"%s\" failed: %s (%d); build log:\n%s",
                       clattn__source_names[src], options,
-                      clattn__cl_errstr(err), (int)err, log);
+                      clattn_cl_errstr(err), (int)err, log);
 }
 
 static clattn_status build_from_source(clattn_ctx *ctx, clattn__source src,
@@ -335,7 +335,7 @@ clattn_status clattn__kernel(clattn_ctx *ctx, clattn__source src,
     return clattn__fail(ctx, clattn__cl_fail(ctx, err, "clCreateKernel",
                                              __FILE__, __LINE__),
                         "clCreateKernel(\"%s\") failed: %s", name,
-                        clattn__cl_errstr(err));
+                        clattn_cl_errstr(err));
   kernel_entry *e = calloc(1, sizeof *e);
   char *nm = strdup(name);
   if (e == NULL || nm == NULL) {

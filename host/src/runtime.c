@@ -37,7 +37,7 @@ size_t clattn_dtype_size(clattn_dtype dt) {
   return 0;
 }
 
-const char *clattn__cl_errstr(cl_int err) {
+const char *clattn_cl_errstr(cl_int err) {
   switch (err) {
 #define E_(x)                                                                  \
   case x:                                                                      \
@@ -71,6 +71,8 @@ const char *clattn__cl_errstr(cl_int err) {
     E_(CL_INVALID_IMAGE_DESCRIPTOR) E_(CL_INVALID_COMPILER_OPTIONS)
     E_(CL_INVALID_LINKER_OPTIONS) E_(CL_INVALID_DEVICE_PARTITION_COUNT)
 #undef E_
+  case -1001:
+    return "CL_PLATFORM_NOT_FOUND_KHR";
   default:
     return "unknown OpenCL error";
   }
@@ -106,7 +108,7 @@ clattn_status clattn__cl_fail(clattn_ctx *ctx, cl_int err, const char *call,
       err == CL_OUT_OF_HOST_MEMORY ? CLATTN_ERR_NOMEM : CLATTN_ERR_OPENCL;
   const char *base = strrchr(file, '/');
   return clattn__fail(ctx, st, "%s failed: %s (%d) at %s:%d", call,
-                      clattn__cl_errstr(err), (int)err,
+                      clattn_cl_errstr(err), (int)err,
                       base ? base + 1 : file, line);
 }
 
@@ -481,6 +483,17 @@ clattn_status clattn__arg(clattn_ctx *ctx, cl_kernel k, cl_uint i, size_t size,
     char call[64];
     snprintf(call, sizeof call, "clSetKernelArg(%u)", i);
     return clattn__cl_fail(ctx, err, call, __FILE__, __LINE__);
+  }
+  return CLATTN_OK;
+}
+
+clattn_status clattn__args(clattn_ctx *ctx, cl_kernel k, cl_uint *next,
+                           int n, size_t size, const void *values) {
+  const char *v = values;
+  for (int i = 0; i < n; i++) {
+    clattn_status rc = clattn__arg(ctx, k, (*next)++, size, v + i * size);
+    if (rc != CLATTN_OK)
+      return rc;
   }
   return CLATTN_OK;
 }

@@ -69,8 +69,6 @@ clattn_status clattn__fail(clattn_ctx *ctx, clattn_status st, const char *fmt,
 clattn_status clattn__cl_fail(clattn_ctx *ctx, cl_int err, const char *call,
                               const char *file, int line);
 
-/* Name of an OpenCL error code ("CL_INVALID_VALUE", ...). */
-const char *clattn__cl_errstr(cl_int err);
 
 /* Check a cl_int-returning call; on failure record it and go to `done`
  * with rc set.  Requires `clattn_status rc` and a `done:` label. */
@@ -105,6 +103,11 @@ clattn_status clattn__kernel(clattn_ctx *ctx, clattn__source src,
 /* Set kernel argument i (checked). */
 clattn_status clattn__arg(clattn_ctx *ctx, cl_kernel k, cl_uint i, size_t size,
                           const void *value);
+
+/* Set n consecutive arguments of one size from an array, starting at
+ * *next (advanced past them). */
+clattn_status clattn__args(clattn_ctx *ctx, cl_kernel k, cl_uint *next,
+                           int n, size_t size, const void *values);
 
 /* The one launch path.  lws may be NULL.  wait/out as in clattn_events. */
 clattn_status clattn__launch(clattn_ctx *ctx, cl_kernel k, cl_uint dims,
