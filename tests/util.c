@@ -230,7 +230,7 @@ int tu_unsupported_ok(clattn_ctx *ctx, clattn_status st,
   if (st != CLATTN_ERR_UNSUPPORTED || p == NULL || p->wg <= 0 || e == NULL ||
       *e == '\0' || strcmp(e, "0") == 0)
     return 0;
-  cr_log_warn("explicit wg=%d refused on this device: %s", p->wg,
+  cr_log_info("explicit wg=%d refused on this device: %s", p->wg,
               clattn_ctx_errmsg(ctx));
   return 1;
 }
