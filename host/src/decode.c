@@ -86,11 +86,13 @@ static clattn_status plan_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
       return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
                           "params: variant 2 keys per tile must be <= 256");
   }
-  /* Splits: enough independent work for every compute unit (a few waves),
-   * but at least ~256 keys per split so the combine stays negligible. */
+  /* Splits: enough independent work-groups for every compute unit (PoCL
+   * balances a few dozen one-item groups per core far better than a handful;
+   * GPUs want a few waves), but at least ~256 keys per split so the combine
+   * stays negligible. */
   int s = p->splits;
   if (s == 0) {
-    long target = 4L * (long)ctx->dev.compute_units;
+    long target = (cpu ? 32L : 4L) * (long)ctx->dev.compute_units;
     long units = (long)d->batch * d->heads_kv;
     s = (int)((target + units - 1) / units);
     int most = (d->capacity + 255) / 256;
