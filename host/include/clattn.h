@@ -61,7 +61,9 @@ extern "C" {
   X(CLATTN_ERR_MISUSE, -9, "library misuse")                                   \
   X(CLATTN_ERR_IO, -10, "file input/output error")                             \
   X(CLATTN_ERR_CLBLAST, -11, "CLBlast call failed")                            \
-  X(CLATTN_ERR_CAPACITY, -12, "KV cache capacity exceeded")
+  X(CLATTN_ERR_CAPACITY, -12, "KV cache capacity exceeded")                   \
+  X(CLATTN_ERR_NOT_FOUND, -13, "no such entry")                                \
+  X(CLATTN_ERR_DB, -14, "database error")
 
 typedef enum clattn_status {
 #define CLATTN_STATUS_ENUM_(name, num, text) name = num,
@@ -289,6 +291,124 @@ CLATTN_API clattn_status clattn_layer_prefill(clattn_layer *layer, clattn_kv_cac
  * cache.  batch must equal the cache's batch. */
 CLATTN_API clattn_status clattn_layer_decode(clattn_layer *layer, clattn_kv_cache *cache,
                                   cl_mem x, cl_mem y, const clattn_events *ev);
+
+/* ------------------------------------------------------- device profiles */
+
+/* Where a profile's ceilings come from. */
+typedef enum clattn_profile_source {
+  CLATTN_PROFILE_REPORTED = 0,  /* only what the device reports; no ceilings */
+  CLATTN_PROFILE_DATASHEET = 1, /* shipped vendor datasheet figures */
+  CLATTN_PROFILE_MEASURED = 2   /* clattn_probe on the device */
+} clattn_profile_source;
+
+/* A device as the roofline model sees it.  Rates are decimal (1e9 B/s,
+ * 1e9 FLOP/s); 0 means unknown. */
+typedef struct clattn_profile {
+  clattn_profile_source source;
+  /* Hex digest of platform, vendor, device name, driver version, compute
+   * units and clock; "" for datasheet profiles. */
+  char fingerprint[40];
+  char name[128];
+  char vendor[64];
+  char platform[64];
+  char driver[64];
+  char arch[64];        /* architecture/generation, e.g. "Ampere", "RDNA3" */
+  int is_cpu;
+  unsigned compute_units; /* SMs, CUs, Xe-cores/EUs or CPU cores */
+  unsigned clock_mhz;
+  unsigned wave_width;    /* warp / wavefront / SIMD width (1: unknown) */
+  unsigned simds_per_cu;  /* 0: unknown */
+  unsigned long long global_mem_bytes;
+  unsigned long long local_mem_bytes; /* per work-group */
+  size_t max_wg;
+  int has_fp16;
+  int has_subgroups;
+  /* Ceilings. */
+  double bw_read_gbs;  /* global memory, read-only kernel */
+  double bw_copy_gbs;  /* copy, bytes read + written */
+  double bw_triad_gbs; /* a = b + s*c, bytes read + written */
+  double fp32_gflops;  /* FMA peak, 2 FLOPs per FMA */
+  double fp16_gflops;
+  double local_gbs;    /* local-memory bandwidth (whole device) */
+  double h2d_gbs, d2h_gbs;     /* host <-> device transfers */
+  double launch_us;            /* enqueue + finish of one small kernel */
+  double launch_pipelined_us;  /* per kernel in a stream of launches */
+  char note[512]; /* datasheet: sources; measured: date and probe settings */
+} clattn_profile;
+
+/* What the context's device reports (clGetDeviceInfo and vendor queries:
+ * NVIDIA warp size and SM count, AMD wavefront width and SIMDs, Intel
+ * subgroup sizes); source CLATTN_PROFILE_REPORTED, ceilings 0. */
+CLATTN_API clattn_status clattn_profile_reported(clattn_ctx *ctx,
+                                                 clattn_profile *out);
+
+/* Datasheet profiles shipped with the library (GPUs that need not be
+ * present).  Index 0 .. clattn_datasheet_count()-1; find by a
+ * case-insensitive substring of the name (the first match). */
+CLATTN_API int clattn_datasheet_count(void);
+CLATTN_API clattn_status clattn_datasheet(int i, clattn_profile *out);
+CLATTN_API clattn_status clattn_datasheet_find(const char *name,
+                                               clattn_profile *out);
+
+/* Probe settings; zero fields mean the defaults. */
+typedef struct clattn_probe_opts {
+  double target_s;     /* time per measured repeat (default 0.05 s) */
+  int repeats;         /* repeats per figure, median kept (default 5) */
+  size_t buffer_bytes; /* per array of the bandwidth kernels (default: 4x
+                          the last-level cache estimate, at least 64 MiB,
+                          capped by the device's max allocation) */
+  int thorough;        /* longer calibration and more repeats */
+} clattn_probe_opts;
+
+/* Vector widths the probe measures: 1, 2, 4, 8, 16. */
+#define CLATTN_PROBE_WIDTHS 5
+
+/* Everything one probe measured. */
+typedef struct clattn_probe_result {
+  clattn_profile profile; /* source MEASURED; ceilings = best of widths */
+  double read_gbs[CLATTN_PROBE_WIDTHS];
+  double copy_gbs[CLATTN_PROBE_WIDTHS];
+  double triad_gbs[CLATTN_PROBE_WIDTHS];
+  double fma_gflops[CLATTN_PROBE_WIDTHS];
+  double fp16_gflops; /* 0 without cl_khr_fp16 */
+  size_t buffer_bytes;
+  double seconds; /* wall time of the probe */
+} clattn_probe_result;
+
+/* clpeak-style device probe: warm-up, calibration to target_s, median of
+ * repeats, random data.  Takes under 30 s per device by default. */
+CLATTN_API clattn_status clattn_probe(clattn_ctx *ctx,
+                                      const clattn_probe_opts *opts,
+                                      clattn_probe_result *out);
+
+/* ------------------------------------------------------ tuning database */
+
+/* The SQLite database of probe results, model checks and tuning entries.
+ * path NULL: $CLATTN_DB, else $XDG_DATA_HOME/clattn/tuning.db, else
+ * $HOME/.local/share/clattn/tuning.db (directories are created).  Safe for
+ * several processes at once; every write is its own transaction. */
+typedef struct clattn_db clattn_db;
+CLATTN_API clattn_status clattn_db_open(const char *path, clattn_db **out);
+CLATTN_API void clattn_db_close(clattn_db *db);
+/* Detailed message of the last failure on db; with db == NULL, of the last
+ * failed clattn_db_open on the calling thread. */
+CLATTN_API const char *clattn_db_errmsg(const clattn_db *db);
+/* The path of the open database. */
+CLATTN_API const char *clattn_db_path(const clattn_db *db);
+
+/* Store a measured profile (replacing the one of the same fingerprint). */
+CLATTN_API clattn_status clattn_db_put_profile(clattn_db *db,
+                                               const clattn_profile *p);
+/* The stored profile of a fingerprint: CLATTN_ERR_NOT_FOUND if none. */
+CLATTN_API clattn_status clattn_db_get_profile(clattn_db *db,
+                                               const char *fingerprint,
+                                               clattn_profile *out);
+
+/* The best profile for the context's device: the measured one in db (may
+ * be NULL), else a datasheet whose name matches the device's, else the
+ * reported one. */
+CLATTN_API clattn_status clattn_profile_for(clattn_ctx *ctx, clattn_db *db,
+                                            clattn_profile *out);
 
 #ifdef __cplusplus
 }
