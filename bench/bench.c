@@ -1011,13 +1011,15 @@ static void usage(FILE *f)
              "  --quick      small shapes (smoke run)\n"
              "  --reps N     timed runs per figure (median; default 5, "
              "quick 3)\n"
-             "  --json FILE  also write every figure as JSON records\n");
+             "  --json FILE  also write every figure as JSON records\n"
+             "  --only S     run only section S (prefill, decode or layer; "
+             "the ceilings always run)\n");
 }
 
 int main(int argc, char **argv)
 {
   bench B;
-  const char *device = NULL;
+  const char *device = NULL, *only = NULL;
   memset(&B, 0, sizeof B);
   B.reps = -1;
   for (int i = 1; i < argc; i++) {
@@ -1033,6 +1035,13 @@ int main(int argc, char **argv)
         return 2;
       }
       B.reps = (int)r;
+    } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      only = argv[++i];
+      if (strcmp(only, "prefill") != 0 && strcmp(only, "decode") != 0 &&
+          strcmp(only, "layer") != 0) {
+        usage(stderr);
+        return 2;
+      }
     } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
       B.json_path = argv[++i];
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -1051,11 +1060,17 @@ int main(int argc, char **argv)
   bench_init(&B, device);
   print_device(&B);
   print_load("at start (other processes skew every figure)");
-  bench_warm_clblast(&B);
+#define RUN(sec) (only == NULL || strcmp(only, sec) == 0)
+  if (RUN("prefill") || RUN("layer"))
+    bench_warm_clblast(&B);
   bench_ceilings(&B);
-  bench_prefill(&B);
-  bench_decode(&B);
-  bench_layer(&B);
+  if (RUN("prefill"))
+    bench_prefill(&B);
+  if (RUN("decode"))
+    bench_decode(&B);
+  if (RUN("layer"))
+    bench_layer(&B);
+#undef RUN
   print_load("at end");
 
   if (B.json_path != NULL) {
