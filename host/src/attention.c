@@ -7,57 +7,9 @@
 
 #define LOG2E 1.4426950408889634f
 
-/* Resolved kernel shape for one call. */
-typedef struct prefill_plan {
-  int variant; /* 1 register-blocked, 2 local-memory tiles */
-  int rb, kb;  /* variant 1 */
-  int wg, kt;  /* variant 2 (wg also optional for variant 1) */
-} prefill_plan;
-
-static clattn_status plan_prefill(clattn_ctx *ctx, const clattn_attn_desc *d,
-                                  prefill_plan *pl) {
-  const clattn_params none = {0, 0, 0, 0, 0};
-  const clattn_params *p = d->params ? d->params : &none;
-  const int dk = d->head_dim_k, dv = d->head_dim_v;
-  if (p->variant < 0 || p->variant > 2 || p->rows < 0 || p->keys < 0 ||
-      p->wg < 0 || p->splits < 0)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                        "params: variant must be 0, 1 or 2 and sizes >= 0");
-  pl->variant = p->variant ? p->variant
-                : (ctx->dev.type & CL_DEVICE_TYPE_CPU) ? 1
-                                                       : 2;
-  if (pl->variant == 1) {
-    pl->rb = p->rows ? p->rows : (dk + dv <= 192 ? 4 : 2);
-    pl->kb = p->keys ? p->keys : (dk <= 128 ? 64 : 32);
-    pl->wg = p->wg;
-    if (pl->kb % 16 != 0 || pl->kb > 256 || pl->rb > 32)
-      return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                          "params: variant 1 needs keys a multiple of 16 up "
-                          "to 256 (got %d) and rows <= 32 (got %d)",
-                          pl->kb, pl->rb);
-    return CLATTN_OK;
-  }
-  /* variant 2: one row per work-item, K/V tiles in local memory */
-  size_t maxwg = ctx->dev.max_wg < ctx->dev.max_item[0] ? ctx->dev.max_wg
-                                                        : ctx->dev.max_item[0];
-  pl->wg = p->wg ? p->wg : (int)(maxwg < 64 ? maxwg : 64);
-  pl->rb = pl->wg;
-  if (p->keys) {
-    pl->kt = p->keys;
-  } else {
-    size_t budget = ctx->dev.local_mem > 1024 ? ctx->dev.local_mem - 1024 : 0;
-    pl->kt = 32;
-    while (pl->kt > 1 && (size_t)pl->kt * (dk + dv) * 4 > budget)
-      pl->kt /= 2;
-  }
-  if (pl->kt > 256)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                        "params: variant 2 keys per tile must be <= 256");
-  return CLATTN_OK;
-}
-
 /* -D options of a prefill program. */
-static void prefill_options(const clattn_attn_desc *d, const prefill_plan *pl,
+static void prefill_options(const clattn_attn_desc *d,
+                            const clattn__prefill_plan *pl,
                             char *buf, size_t cap) {
   int n = snprintf(buf, cap,
                    "-DDTYPE=%d -DDK=%d -DDV=%d -DVWK=%d -DVWV=%d -DCAUSAL=%d",
@@ -123,9 +75,11 @@ clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
   ctx->errmsg[0] = '\0';
   if ((rc = check_desc(ctx, d, q, k, v, kv_lens, o)))
     return rc;
-  prefill_plan pl = {0, 0, 0, 0, 0};
-  if ((rc = plan_prefill(ctx, d, &pl)))
-    return rc;
+  clattn__prefill_plan pl;
+  char why[256];
+  const clattn__target tgt = clattn__ctx_target(ctx);
+  if ((rc = clattn__plan_prefill(&tgt, d, &pl, why, sizeof why)))
+    return clattn__fail(ctx, rc, "%s", why);
 
   const int b = d->batch, n = d->n_q, m = d->n_kv;
   const int hq = d->heads_q, hkv = d->heads_kv, g = hq / hkv;
@@ -150,11 +104,7 @@ clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
   if (pl.variant == 1) {
     cl_kernel st_kern = NULL;
     cl_mem kt = NULL, vc = NULL;
-    /* staged row length: covers every tile, and an odd number of 64-byte
-     * lines so the rows of a K^T tile spread over the cache sets */
-    int ld = (m + pl.kb - 1) / pl.kb * pl.kb;
-    if ((ld / 16) % 2 == 0)
-      ld += 16;
+    const int ld = pl.ld;
     const size_t ktb = clattn__bytes(4, b, hkv, dk, ld);
     const size_t vcb = clattn__bytes(4, b, hkv, d->head_dim_v, ld);
     if (ktb == 0 || vcb == 0 || ld < m)
@@ -222,7 +172,7 @@ clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
         return rc;
     }
   }
-  const size_t lbytes = (size_t)pl.kt * (dk + d->head_dim_v) * 4;
+  const size_t lbytes = clattn__prefill_local_bytes(d, &pl);
   if ((rc = clattn__check_wg(ctx, kern, (size_t)pl.wg, lbytes,
                              "attn_fwd_local")))
     return rc;

@@ -7,14 +7,6 @@
 
 #define LOG2E 1.4426950408889634f
 
-typedef struct decode_plan {
-  int variant; /* 1 register-blocked, 2 local-memory work-groups */
-  int kb;      /* keys per block (variant 1) or per tile (variant 2) */
-  int wg;      /* work-group size (variant 2; optional for variant 1) */
-  int splits;  /* S */
-  int chunk;   /* keys per split */
-} decode_plan;
-
 static clattn_status check_cache(clattn_ctx *ctx, const clattn_decode_desc *d,
                                  cl_mem k_cache, cl_mem v_cache) {
   clattn_status rc;
@@ -45,75 +37,10 @@ static clattn_status check_cache(clattn_ctx *ctx, const clattn_decode_desc *d,
   return CLATTN_OK;
 }
 
-static clattn_status plan_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
-                                 decode_plan *pl) {
-  const clattn_params none = {0, 0, 0, 0, 0};
-  const clattn_params *p = d->params ? d->params : &none;
-  const int g = d->heads_q / d->heads_kv;
-  const int dk = d->head_dim_k;
-  if (p->variant < 0 || p->variant > 2 || p->rows < 0 || p->keys < 0 ||
-      p->wg < 0 || p->splits < 0)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                        "params: variant must be 0, 1 or 2 and sizes >= 0");
-  const int cpu = (ctx->dev.type & CL_DEVICE_TYPE_CPU) != 0;
-  pl->variant = p->variant ? p->variant : cpu ? 1 : 2;
-  const size_t budget =
-      ctx->dev.local_mem > 1024 ? ctx->dev.local_mem - 1024 : 0;
-  /* a group too wide for local memory even with 1-key tiles: the
-   * register-blocked kernel still runs it */
-  if (!p->variant && pl->variant == 2 &&
-      ((size_t)g * dk + (dk + g) + 3u * g) * 4 > budget)
-    pl->variant = 1;
-  if (pl->variant == 1) {
-    /* wide groups amortise the softmax over more keys per block */
-    pl->kb = p->keys ? p->keys : (g >= 4 ? 64 : 32);
-    pl->wg = p->wg;
-    if (pl->kb % 16 != 0 || pl->kb > 256)
-      return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                          "params: variant 1 keys per block must be a "
-                          "multiple of 16 up to 256 (got %d)",
-                          pl->kb);
-  } else {
-    size_t maxwg = ctx->dev.max_wg < ctx->dev.max_item[0]
-                       ? ctx->dev.max_wg
-                       : ctx->dev.max_item[0];
-    pl->wg = p->wg ? p->wg : (int)(maxwg < 64 ? maxwg : 64);
-    pl->kb = p->keys ? p->keys : 32;
-    while (!p->keys && pl->kb > 1 &&
-           ((size_t)g * dk + (size_t)pl->kb * (dk + g) + 3u * g) * 4 > budget)
-      pl->kb /= 2;
-    if (pl->kb > 256)
-      return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                          "params: variant 2 keys per tile must be <= 256");
-  }
-  /* Splits: enough independent work-groups for every compute unit (PoCL
-   * balances a few dozen one-item groups per core far better than a handful;
-   * GPUs want a few waves), but at least ~256 keys per split so the combine
-   * stays negligible. */
-  int s = p->splits;
-  if (s == 0) {
-    long target = (cpu ? 32L : 4L) * (long)ctx->dev.compute_units;
-    long units = (long)d->batch * d->heads_kv;
-    s = (int)((target + units - 1) / units);
-    int most = (d->capacity + 255) / 256;
-    if (s > most)
-      s = most;
-    if (s < 1)
-      s = 1;
-  }
-  if (s > d->capacity)
-    s = d->capacity;
-  int chunk = (d->capacity + s - 1) / s;
-  chunk = (chunk + pl->kb - 1) / pl->kb * pl->kb;
-  pl->chunk = chunk;
-  pl->splits = (d->capacity + chunk - 1) / chunk;
-  return CLATTN_OK;
-}
-
 /* -D options of a decode program; returns its local-memory bytes. */
 static size_t decode_options(const clattn_decode_desc *d,
-                             const decode_plan *pl, int direct, char *opts,
-                             size_t cap) {
+                             const clattn__decode_plan *pl, int direct,
+                             char *opts, size_t cap) {
   const int g = d->heads_q / d->heads_kv;
   const int dk = d->head_dim_k, dv = d->head_dim_v;
   int len = snprintf(opts, cap,
@@ -129,7 +56,7 @@ static size_t decode_options(const clattn_decode_desc *d,
   }
   snprintf(opts + len, cap - (size_t)len, " -DWG=%d -DKT=%d -DPAIRS=%d",
            pl->wg, pl->kb, (g * dv + pl->wg - 1) / pl->wg);
-  return ((size_t)g * dk + (size_t)pl->kb * (dk + g) + 3u * g) * 4;
+  return clattn__decode_local_bytes(d, pl);
 }
 
 clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
@@ -150,9 +77,11 @@ clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
                                  "o")) ||
       (rc = clattn__check_buffer(ctx, lens, (size_t)b * 4, "lens")))
     return rc;
-  decode_plan pl = {0, 0, 0, 0, 0};
-  if ((rc = plan_decode(ctx, d, &pl)))
-    return rc;
+  clattn__decode_plan pl;
+  char why[256];
+  const clattn__target tgt = clattn__ctx_target(ctx);
+  if ((rc = clattn__plan_decode(&tgt, d, &pl, why, sizeof why)))
+    return clattn__fail(ctx, rc, "%s", why);
   const int S = pl.splits, direct = S == 1;
   const int vwv = clattn__vec_width(dv);
   char opts[256];

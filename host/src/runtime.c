@@ -632,3 +632,13 @@ clattn_status clattn__check_heads(clattn_ctx *ctx, int hq, int hkv, int dk,
 int clattn__is_layout(clattn_layout l) {
   return l == CLATTN_BSHD || l == CLATTN_BHSD;
 }
+
+clattn__target clattn__ctx_target(const clattn_ctx *ctx) {
+  clattn__target t;
+  t.is_cpu = (ctx->dev.type & CL_DEVICE_TYPE_CPU) != 0;
+  t.compute_units = ctx->dev.compute_units ? ctx->dev.compute_units : 1;
+  t.max_wg = ctx->dev.max_wg < ctx->dev.max_item[0] ? ctx->dev.max_wg
+                                                    : ctx->dev.max_item[0];
+  t.local_mem = ctx->dev.local_mem;
+  return t;
+}

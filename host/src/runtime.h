@@ -3,6 +3,7 @@
 #define CLATTN_RUNTIME_H
 
 #include "clattn.h"
+#include "plan.h"
 
 #include <stdarg.h>
 
@@ -88,6 +89,9 @@ clattn_status clattn__cl_fail(clattn_ctx *ctx, cl_int err, const char *call,
     if (rc != CLATTN_OK)                                                       \
       goto done;                                                               \
   } while (0)
+
+/* The planning facts of the context's device. */
+clattn__target clattn__ctx_target(const clattn_ctx *ctx);
 
 /* Check ctx is a live context; returns CLATTN_ERR_MISUSE otherwise. */
 clattn_status clattn__ctx_check(const clattn_ctx *ctx);

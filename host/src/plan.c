@@ -1,0 +1,163 @@
+/* plan.c - kernel shapes of each call (see plan.h). */
+#include "plan.h"
+
+#include <stdio.h>
+
+#define PARAMS_RANGE "params: variant must be 0, 1 or 2 and sizes >= 0"
+
+clattn__target clattn__target_of_profile(const clattn_profile *p) {
+  clattn__target t;
+  t.is_cpu = p->is_cpu;
+  t.compute_units = p->compute_units ? p->compute_units : 1;
+  t.max_wg = p->max_wg ? p->max_wg : 256;
+  t.local_mem = p->local_mem_bytes;
+  return t;
+}
+
+static int params_ok(const clattn_params *p) {
+  return p->variant >= 0 && p->variant <= 2 && p->rows >= 0 && p->keys >= 0 &&
+         p->wg >= 0 && p->splits >= 0;
+}
+
+/* Local memory a kernel may use: the device's, less a margin for what the
+ * compiler adds. */
+static unsigned long long local_budget(const clattn__target *t) {
+  return t->local_mem > 1024 ? t->local_mem - 1024 : 0;
+}
+
+clattn_status clattn__plan_prefill(const clattn__target *t,
+                                   const clattn_attn_desc *d,
+                                   clattn__prefill_plan *pl, char *why,
+                                   size_t cap) {
+  static const clattn_params none = {0, 0, 0, 0, 0};
+  const clattn_params *p = d->params ? d->params : &none;
+  const int dk = d->head_dim_k, dv = d->head_dim_v;
+  *pl = (clattn__prefill_plan){0, 0, 0, 0, 0, 0};
+  if (!params_ok(p)) {
+    snprintf(why, cap, PARAMS_RANGE);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  pl->variant = p->variant ? p->variant : t->is_cpu ? 1 : 2;
+  if (pl->variant == 1) {
+    pl->rb = p->rows ? p->rows : (dk + dv <= 192 ? 4 : 2);
+    pl->kb = p->keys ? p->keys : (dk <= 128 ? 64 : 32);
+    pl->wg = p->wg;
+    if (pl->kb % 16 != 0 || pl->kb > 256 || pl->rb > 32) {
+      snprintf(why, cap,
+               "params: variant 1 needs keys a multiple of 16 up to 256 "
+               "(got %d) and rows <= 32 (got %d)",
+               pl->kb, pl->rb);
+      return CLATTN_ERR_INVALID_ARG;
+    }
+    /* staged row length: covers every tile, and an odd number of 64-byte
+     * lines so the rows of a K^T tile spread over the cache sets */
+    long ld = ((long)d->n_kv + pl->kb - 1) / pl->kb * pl->kb;
+    if ((ld / 16) % 2 == 0)
+      ld += 16;
+    if (ld > 0x7fffffffL) {
+      snprintf(why, cap, "n_kv (%d) too large", d->n_kv);
+      return CLATTN_ERR_SHAPE;
+    }
+    pl->ld = (int)ld;
+    return CLATTN_OK;
+  }
+  /* variant 2: one row per work-item, K/V tiles in local memory */
+  pl->wg = p->wg ? p->wg : (int)(t->max_wg < 64 ? t->max_wg : 64);
+  pl->rb = pl->wg;
+  if (p->keys) {
+    pl->kt = p->keys;
+  } else {
+    pl->kt = 32;
+    while (pl->kt > 1 &&
+           (unsigned long long)pl->kt * (dk + dv) * 4 > local_budget(t))
+      pl->kt /= 2;
+  }
+  if (pl->kt > 256) {
+    snprintf(why, cap, "params: variant 2 keys per tile must be <= 256");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  return CLATTN_OK;
+}
+
+size_t clattn__prefill_local_bytes(const clattn_attn_desc *d,
+                                   const clattn__prefill_plan *pl) {
+  return pl->variant == 2
+             ? (size_t)pl->kt * (d->head_dim_k + d->head_dim_v) * 4
+             : 0;
+}
+
+static size_t decode_local(int g, int dk, int kt) {
+  return ((size_t)g * dk + (size_t)kt * (dk + g) + 3u * g) * 4;
+}
+
+size_t clattn__decode_local_bytes(const clattn_decode_desc *d,
+                                  const clattn__decode_plan *pl) {
+  return pl->variant == 2 ? decode_local(d->heads_q / d->heads_kv,
+                                         d->head_dim_k, pl->kb)
+                          : 0;
+}
+
+clattn_status clattn__plan_decode(const clattn__target *t,
+                                  const clattn_decode_desc *d,
+                                  clattn__decode_plan *pl, char *why,
+                                  size_t cap) {
+  static const clattn_params none = {0, 0, 0, 0, 0};
+  const clattn_params *p = d->params ? d->params : &none;
+  const int g = d->heads_q / d->heads_kv;
+  const int dk = d->head_dim_k;
+  *pl = (clattn__decode_plan){0, 0, 0, 0, 0};
+  if (!params_ok(p)) {
+    snprintf(why, cap, PARAMS_RANGE);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  pl->variant = p->variant ? p->variant : t->is_cpu ? 1 : 2;
+  /* a group too wide for local memory even with 1-key tiles: the
+   * register-blocked kernel still runs it */
+  if (!p->variant && pl->variant == 2 &&
+      decode_local(g, dk, 1) > local_budget(t))
+    pl->variant = 1;
+  if (pl->variant == 1) {
+    /* wide groups amortise the softmax over more keys per block */
+    pl->kb = p->keys ? p->keys : (g >= 4 ? 64 : 32);
+    pl->wg = p->wg;
+    if (pl->kb % 16 != 0 || pl->kb > 256) {
+      snprintf(why, cap,
+               "params: variant 1 keys per block must be a multiple of 16 "
+               "up to 256 (got %d)",
+               pl->kb);
+      return CLATTN_ERR_INVALID_ARG;
+    }
+  } else {
+    pl->wg = p->wg ? p->wg : (int)(t->max_wg < 64 ? t->max_wg : 64);
+    pl->kb = p->keys ? p->keys : 32;
+    while (!p->keys && pl->kb > 1 &&
+           decode_local(g, dk, pl->kb) > local_budget(t))
+      pl->kb /= 2;
+    if (pl->kb > 256) {
+      snprintf(why, cap, "params: variant 2 keys per tile must be <= 256");
+      return CLATTN_ERR_INVALID_ARG;
+    }
+  }
+  /* Splits: enough independent work-groups for every compute unit (PoCL
+   * balances a few dozen one-item groups per core far better than a
+   * handful; GPUs want a few waves), but at least ~256 keys per split so
+   * the combine stays negligible. */
+  int s = p->splits;
+  if (s == 0) {
+    long target = (t->is_cpu ? 32L : 4L) * (long)t->compute_units;
+    long units = (long)d->batch * d->heads_kv;
+    s = (int)((target + units - 1) / units);
+    int most = (d->capacity + 255) / 256;
+    if (s > most)
+      s = most;
+    if (s < 1)
+      s = 1;
+  }
+  if (s > d->capacity)
+    s = d->capacity;
+  int chunk = (d->capacity + s - 1) / s;
+  chunk = (chunk + pl->kb - 1) / pl->kb * pl->kb;
+  pl->chunk = chunk;
+  pl->splits = (d->capacity + chunk - 1) / chunk;
+  return CLATTN_OK;
+}

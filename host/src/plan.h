@@ -1,0 +1,56 @@
+/* plan.h - internal: how a call's kernels are shaped, as pure functions of
+ * the call's description and a few facts about the target device.  The
+ * variant modules plan every launch with these, and the model predicts the
+ * costs of exactly these plans, for present devices and datasheet ones. */
+#ifndef CLATTN_PLAN_H
+#define CLATTN_PLAN_H
+
+#include "clattn.h"
+
+/* What planning needs to know about a device. */
+typedef struct clattn__target {
+  int is_cpu;
+  unsigned compute_units;
+  size_t max_wg;                /* min(max work-group, max item size 0) */
+  unsigned long long local_mem; /* bytes per work-group */
+} clattn__target;
+
+clattn__target clattn__target_of_profile(const clattn_profile *p);
+
+/* Prefill (clattn_attention). */
+typedef struct clattn__prefill_plan {
+  int variant; /* 1 register-blocked (kv_stage + attn_fwd_reg), 2 local */
+  int rb, kb;  /* variant 1: rows per work-item, keys per tile */
+  int wg;      /* work-items per group (variant 2; optional for 1) */
+  int kt;      /* variant 2: keys per tile */
+  int ld;      /* variant 1: staged row length (>= n_kv, see kv_stage) */
+} clattn__prefill_plan;
+
+/* Resolve the plan; on a bad params field returns the status and writes
+ * the reason to why. */
+clattn_status clattn__plan_prefill(const clattn__target *t,
+                                   const clattn_attn_desc *d,
+                                   clattn__prefill_plan *pl, char *why,
+                                   size_t cap);
+/* Local memory of attn_fwd_local. */
+size_t clattn__prefill_local_bytes(const clattn_attn_desc *d,
+                                   const clattn__prefill_plan *pl);
+
+/* Decode (clattn_decode). */
+typedef struct clattn__decode_plan {
+  int variant; /* 1 decode_split_reg, 2 decode_split_local */
+  int kb;      /* keys per block (variant 1) or per tile (variant 2) */
+  int wg;      /* work-group size (variant 2; optional for variant 1) */
+  int splits;  /* S; 1 means the split kernel writes o (no combine) */
+  int chunk;   /* keys per split */
+} clattn__decode_plan;
+
+clattn_status clattn__plan_decode(const clattn__target *t,
+                                  const clattn_decode_desc *d,
+                                  clattn__decode_plan *pl, char *why,
+                                  size_t cap);
+/* Local memory of decode_split_local. */
+size_t clattn__decode_local_bytes(const clattn_decode_desc *d,
+                                  const clattn__decode_plan *pl);
+
+#endif /* CLATTN_PLAN_H */
