@@ -320,6 +320,7 @@ typedef struct clattn_profile {
   unsigned simds_per_cu;  /* 0: unknown */
   unsigned long long global_mem_bytes;
   unsigned long long local_mem_bytes; /* per work-group */
+  unsigned long long cache_bytes;     /* global-memory (last-level) cache */
   size_t max_wg;
   int has_fp16;
   int has_subgroups;
@@ -409,6 +410,87 @@ CLATTN_API clattn_status clattn_db_get_profile(clattn_db *db,
  * reported one. */
 CLATTN_API clattn_status clattn_profile_for(clattn_ctx *ctx, clattn_db *db,
                                             clattn_profile *out);
+
+/* ------------------------------------------------------ roofline model */
+
+/* What limits a kernel in the model. */
+typedef enum clattn_bound {
+  CLATTN_BOUND_MEMORY = 0,
+  CLATTN_BOUND_COMPUTE = 1,
+  CLATTN_BOUND_LAUNCH = 2
+} clattn_bound;
+
+/* Predicted costs of one kernel launch, or of a whole call (the sum).
+ *
+ * Counting conventions (spec 1.2):
+ *  - flops: useful work, 2 per multiply-add of the contractions over the
+ *    valid (query, key) pairs only; softmax_ops = 5 per valid logit, apart.
+ *  - fma_issued: FMA lanes the kernel issues, masked and padded tile lanes
+ *    included, plus 6 per exp2 (its polynomial); exp2_issued: exp2 lanes
+ *    (special functions, counted apart).  These and the issued bytes are
+ *    exact, and checked against Oclgrind's instruction counts.
+ *  - bytes_read / bytes_written: global memory as the kernel issues it
+ *    (re-reads of K/V by every query tile included).
+ *  - bytes_compulsory: each tensor the kernel touches, once.
+ *  - bytes_dram: the traffic the time is predicted from: the compulsory
+ *    bytes plus the re-reads whose working set exceeds the device cache.
+ *  - t_memory = reads / read bandwidth + writes / copy bandwidth;
+ *    t_compute = 2 * fma_issued / FP32 peak; t_launch per launch;
+ *    t_pred = max(t_memory, t_compute) + t_launch. */
+typedef struct clattn_cost {
+  char kernel[32];
+  int launches;
+  double flops;
+  double softmax_ops;
+  double fma_issued;
+  double exp2_issued;
+  double bytes_read;
+  double bytes_written;
+  double bytes_compulsory;
+  double bytes_dram;
+  double local_bytes;
+  double intensity; /* flops / bytes_dram */
+  double t_memory, t_compute, t_launch, t_pred; /* seconds */
+  clattn_bound bound;
+} clattn_cost;
+
+#define CLATTN_MODEL_MAX_KERNELS 12
+
+/* The model's prediction for one library call on one device profile. */
+typedef struct clattn_prediction {
+  int n_kernels;
+  clattn_cost kernel[CLATTN_MODEL_MAX_KERNELS];
+  clattn_cost total;
+  double ridge;          /* FLOP/byte where the device's roofline bends */
+  clattn_params params;  /* the parameters the call resolves to */
+  char errmsg[256];      /* why a model call failed */
+} clattn_prediction;
+
+/* Predict clattn_attention.  kv_lens: host copy of the per-sequence key
+ * lengths ([batch]) or NULL.  The plan is the one the library would choose
+ * on this profile (less what only a compiled kernel can say: its
+ * work-group limit). */
+CLATTN_API clattn_status clattn_model_attention(const clattn_attn_desc *d,
+                                                const int *kv_lens,
+                                                const clattn_profile *prof,
+                                                clattn_prediction *out);
+/* Predict clattn_decode (lens: host copy [batch], NULL = capacity). */
+CLATTN_API clattn_status clattn_model_decode(const clattn_decode_desc *d,
+                                             const int *lens,
+                                             const clattn_profile *prof,
+                                             clattn_prediction *out);
+/* Predict clattn_kv_append (pos: host copy [batch], NULL = all 0). */
+CLATTN_API clattn_status clattn_model_kv_append(const clattn_decode_desc *d,
+                                                int n_new, const int *pos,
+                                                const clattn_profile *prof,
+                                                clattn_prediction *out);
+/* Predict a whole layer call: prefill of n positions after cache_len
+ * cached ones (decode: n = 1), projections (GEMMs) plus the core. */
+CLATTN_API clattn_status clattn_model_layer(const clattn_layer_desc *d,
+                                            int batch, int n, int cache_len,
+                                            int causal,
+                                            const clattn_profile *prof,
+                                            clattn_prediction *out);
 
 #ifdef __cplusplus
 }

@@ -68,7 +68,7 @@ static const char *blast_name(CLBlastStatusCode s)
 /* Up to this many rows, a projection runs as one CLBlast GEMV per row:
  * CLBlast's GEMM pads a single row to a whole tile (on PoCL a 1x512x512
  * GEMM costs about ten times the GEMV), which dominated decode steps. */
-#define CLATTN_LAYER_GEMV_ROWS 4
+
 
 /* Row-major C[m, n] = A[m, k] B[k, n] with tightly packed rows.  `event`
  * (may be NULL) receives the last command's event. */

@@ -36,6 +36,10 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
 size_t clattn__prefill_local_bytes(const clattn_attn_desc *d,
                                    const clattn__prefill_plan *pl);
 
+/* The layer projects inputs of at most this many rows with one CLBlast
+ * GEMV per row instead of a GEMM. */
+#define CLATTN_LAYER_GEMV_ROWS 4
+
 /* Decode (clattn_decode). */
 typedef struct clattn__decode_plan {
   int variant; /* 1 decode_split_reg, 2 decode_split_local */
