@@ -345,7 +345,15 @@ CLATTN_API clattn_status clattn_profile_reported(clattn_ctx *ctx,
 
 /* Datasheet profiles shipped with the library (GPUs that need not be
  * present).  Index 0 .. clattn_datasheet_count()-1; find by a
- * case-insensitive substring of the name (the first match). */
+ * case-insensitive substring of the name (the first match).
+ * Source CLATTN_PROFILE_DATASHEET, fingerprint "", note = the source URLs
+ * ("; "-separated); bw_read/copy/triad are the peak memory bandwidth,
+ * fp32/fp16 the vector (non-matrix) peaks; local_gbs, h2d/d2h, launch and
+ * has_subgroups are 0 (unknown).
+ * clattn_datasheet: CLATTN_ERR_NOT_FOUND when i is out of range.
+ * clattn_datasheet_find: CLATTN_ERR_INVALID_ARG for a NULL or empty name,
+ * CLATTN_ERR_NOT_FOUND when no name matches.  Both: CLATTN_ERR_INVALID_ARG
+ * for out == NULL; on any failure *out is zeroed.  Thread-safe. */
 CLATTN_API int clattn_datasheet_count(void);
 CLATTN_API clattn_status clattn_datasheet(int i, clattn_profile *out);
 CLATTN_API clattn_status clattn_datasheet_find(const char *name,
