@@ -98,6 +98,9 @@ Test(datasheet, fields) {
     /* Only integrated GPUs (Xe-LP here) have no memory of their own. */
     if (strstr(p->arch, "Xe-LP") == NULL)
       cr_expect_geq(p->global_mem_bytes, 4ull << 30, "%s", nm);
+    /* every shipped entry names its last-level cache (the model uses it) */
+    cr_expect(p->cache_bytes >= (1ull << 20) && p->cache_bytes <= (1ull << 30),
+              "%s: cache %llu", nm, p->cache_bytes);
     cr_expect_gt(p->bw_read_gbs, 0.0, "%s", nm);
     cr_expect(p->bw_copy_gbs == p->bw_read_gbs &&
                   p->bw_triad_gbs == p->bw_read_gbs,

@@ -26,6 +26,7 @@ enum key_id {
   K_LOCAL,
   K_MAXWG,
   K_GLOBAL,
+  K_CACHE,
   K_BUS,
   K_GBPS,
   K_BW,
@@ -51,6 +52,7 @@ static const struct {
     [K_LOCAL] = {"local_mem", T_BYTES, 1},
     [K_MAXWG] = {"max_wg", T_UINT, 1},
     [K_GLOBAL] = {"global_mem", T_BYTES, 0},
+    [K_CACHE] = {"cache", T_BYTES, 1},
     [K_BUS] = {"mem_bus_bits", T_UINT, 1},
     [K_GBPS] = {"mem_gbps", T_REAL, 1},
     [K_BW] = {"bandwidth_gbs", T_REAL, 1},
@@ -271,6 +273,9 @@ static clattn_status set_key(parser *ps, int line, enum key_id k,
   case K_GLOBAL:
     p->global_mem_bytes = u;
     break;
+  case K_CACHE:
+    p->cache_bytes = u;
+    break;
   case K_BUS:
     ps->s.mem_bus_bits = (unsigned)u;
     break;
@@ -304,7 +309,7 @@ static clattn_status finish(parser *ps) {
   const clattn__sheet *s = &ps->s;
   const clattn_profile *p = &s->p;
   for (int k = 0; k < K_COUNT; k++)
-    if (!ps->seen[k])
+    if (!ps->seen[k] && k != K_CACHE) /* cache is optional (0: unknown) */
       return fail(ps, s->line, "[%s]: missing key '%s'", p->name,
                   keys[k].name);
   double fp32 = 2.0 * p->compute_units * s->fp32_lanes_per_cu *
