@@ -116,9 +116,9 @@ __kernel void decode_split_reg(__global const stor_t *q,
           kv[w] = LDW(VWK, k, kr + w * VWK);
 #pragma unroll
         for (int h = 0; h < G; h++) {
-          kfloat dv = qv[h][0] * kv[0];
+          kfloat dv = (kfloat)(0.0f);
 #pragma unroll
-          for (int w = 1; w < NK; w++)
+          for (int w = 0; w < NK; w++)
             dv = fma(qv[h][w], kv[w], dv);
           sc[h][t] = HSUMW(VWK, dv);
         }

@@ -348,7 +348,8 @@ clattn_status clattn_model_decode(const clattn_decode_desc *d,
       const long L = lens ? (long)imin(imax(lens[b], 0), d->capacity)
                           : d->capacity;
       const double live = L > 0; /* all splits empty: lmax = -inf */
-      crd += hq * items * (4.0 * S + live * 4.0 * S * VWV);
+      /* lse read for the maximum, then again with each partial */
+      crd += hq * items * (4.0 * S + live * 4.0 * S * (1.0 + VWV));
       cfma += hq * items * live * S * (VWV + EXP2_FMAS);
       cex += hq * items * live * S;
     }

@@ -1,0 +1,51 @@
+/* model_cases.h - the small calls whose issued work the model predicts and
+ * Oclgrind counts (tests/test_model.c runs tests/kernel_run.c on each under
+ * Oclgrind's instruction counter).  Between them they launch every kernel
+ * of cl/attention.cl and cl/decode.cl, with odd sizes, masks, padding,
+ * empty sequences and every storage type. */
+#ifndef CLATTN_TESTS_MODEL_CASES_H
+#define CLATTN_TESTS_MODEL_CASES_H
+
+#include "clattn.h"
+
+enum { MC_ATTENTION, MC_DECODE, MC_APPEND };
+
+typedef struct model_case {
+  const char *name;
+  int kind;
+  int batch, n, m; /* attention: n_q, n_kv; decode: m = capacity;
+                      append: n = n_new, m = capacity */
+  int hq, hkv, dk, dv;
+  clattn_dtype dtype;
+  int causal;
+  int lens[2];   /* kv_lens / lens / pos per sequence; -1: none (NULL) */
+  clattn_params params;
+  clattn_layout layout;
+} model_case;
+
+static const model_case model_cases[] = {
+    {"attn reg f32 causal lens", MC_ATTENTION, 2, 17, 33, 4, 2, 16, 32,
+     CLATTN_F32, 1, {33, 20}, {1, 4, 16, 0, 0}, CLATTN_BSHD},
+    {"attn reg f16 gqa", MC_ATTENTION, 1, 9, 40, 2, 1, 32, 16, CLATTN_F16, 0,
+     {-1, -1}, {1, 2, 32, 0, 0}, CLATTN_BHSD},
+    {"attn reg bf16 dk80", MC_ATTENTION, 1, 5, 21, 1, 1, 80, 8, CLATTN_BF16,
+     1, {-1, -1}, {1, 3, 16, 0, 0}, CLATTN_BSHD},
+    {"attn local f32 causal lens", MC_ATTENTION, 2, 17, 33, 4, 2, 16, 32,
+     CLATTN_F32, 1, {33, 0}, {2, 0, 8, 16, 0}, CLATTN_BSHD},
+    {"attn local bf16", MC_ATTENTION, 1, 5, 19, 3, 3, 8, 8, CLATTN_BF16, 0,
+     {-1, -1}, {2, 0, 4, 4, 0}, CLATTN_BHSD},
+    {"decode reg f32 splits", MC_DECODE, 2, 1, 100, 8, 2, 16, 16, CLATTN_F32,
+     0, {100, 37}, {1, 0, 16, 0, 3}, CLATTN_BHSD},
+    {"decode reg f16 direct", MC_DECODE, 1, 1, 50, 2, 1, 32, 16, CLATTN_F16,
+     0, {41, -1}, {1, 0, 16, 0, 1}, CLATTN_BSHD},
+    {"decode local f32 empty seq", MC_DECODE, 2, 1, 70, 4, 1, 16, 32,
+     CLATTN_F32, 0, {70, 0}, {2, 0, 8, 16, 2}, CLATTN_BHSD},
+    {"decode local bf16 direct", MC_DECODE, 1, 1, 24, 3, 1, 8, 8,
+     CLATTN_BF16, 0, {19, -1}, {2, 0, 4, 8, 1}, CLATTN_BSHD},
+    {"append f16 overflow", MC_APPEND, 2, 3, 20, 4, 2, 16, 8, CLATTN_F16, 0,
+     {5, 18}, {0, 0, 0, 0, 0}, CLATTN_BHSD},
+};
+
+#define MODEL_CASES ((int)(sizeof model_cases / sizeof model_cases[0]))
+
+#endif

@@ -1,0 +1,259 @@
+/* test_model.c - the roofline model (host/src/model.c).
+ *
+ * Exact check: every call of tests/model_cases.h is run by kernel_run under
+ * Oclgrind with its instruction counter (OCLGRIND_INST_COUNTS=1, kernels
+ * built with -cl-opt-disable so the counted instructions are the source's),
+ * and for every kernel launched, the counts must equal the model's:
+ *  - global bytes loaded and stored: Oclgrind's "load/store global (N
+ *    bytes)" lines count scalar accesses; vector and half accesses are
+ *    calls of vloadN, vstoreN, vload_half(N), vstore_half(N) on __global
+ *    pointers,
+ *    counted here as width x element size;
+ *  - FMA lanes: calls of fma() weighted by their vector width;
+ *  - exp2 lanes: calls of the kernels' exp2s1/exp2s16 weighted likewise.
+ * The model predicts these exactly, so the test requires equality (the
+ * issue allows 1%; no tolerance is needed).
+ *
+ * Other checks: the model's useful FLOPs and compulsory bytes on textbook
+ * shapes, its decode intensity 2*(H/H_kv)/s (spec 2.3), the roofline
+ * (bound, ridge), layers as sums, and errors for bad descriptions. */
+#include "model_cases.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define OCLGRIND_ICD "/usr/lib/oclgrind/liboclgrind-rt-icd.so"
+
+/* What Oclgrind counted for one kernel. */
+typedef struct counted {
+  char name[64];
+  double load, store, fma, exp2;
+} counted;
+
+/* Element bytes of an Itanium-mangled scalar type code at s. */
+static int type_bytes(const char *s) {
+  if (strncmp(s, "Dh", 2) == 0)
+    return 2;
+  switch (*s) {
+  case 'f': case 'i': case 'j': return 4;
+  case 's': case 't': return 2;
+  case 'c': case 'h': case 'a': return 1;
+  case 'd': case 'l': case 'm': return 8;
+  default: return 0;
+  }
+}
+
+/* Bytes moved by one call of a vector/half load or store builtin, given
+ * its mangled name (e.g. _Z7vload16mPU3AS1Kf); 0 if it is not one on a
+ * __global pointer.  *is_store tells which. */
+static int vector_access(const char *mangled, int *is_store) {
+  if (strncmp(mangled, "_Z", 2) != 0)
+    return 0;
+  char *end;
+  long len = strtol(mangled + 2, &end, 10);
+  if (len <= 0 || len > 40)
+    return 0;
+  char name[48];
+  memcpy(name, end, (size_t)len);
+  name[len] = '\0';
+  const char *rest = end + len;
+  const char *base;
+  if (strncmp(name, "vload", 5) == 0) {
+    *is_store = 0;
+    base = name + 5;
+  } else if (strncmp(name, "vstore", 6) == 0) {
+    *is_store = 1;
+    base = name + 6;
+  } else {
+    return 0;
+  }
+  if (strncmp(base, "_half", 5) == 0)
+    base += 5;
+  int width = 1;
+  if (*base >= '0' && *base <= '9')
+    width = atoi(base);
+  const char *as1 = strstr(rest, "PU3AS1");
+  if (as1 == NULL)
+    return 0;
+  as1 += 6;
+  if (*as1 == 'K')
+    as1++;
+  return width * type_bytes(as1);
+}
+
+/* Lanes of a vector type in a mangled argument list ("Dv16_f..." -> 16). */
+static int lanes(const char *args) {
+  return strncmp(args, "Dv", 2) == 0 ? atoi(args + 2) : 1;
+}
+
+/* Parse Oclgrind's instruction-count report into up to `cap` kernels. */
+static int parse_counts(const char *path, counted *k, int cap) {
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f, "cannot open %s", path);
+  char line[1024];
+  int n = -1;
+  while (fgets(line, sizeof line, f)) {
+    char nm[64];
+    if (sscanf(line, "Instructions executed for kernel '%63[^']'", nm) == 1) {
+      cr_assert_lt(n + 1, cap, "too many kernels in %s", path);
+      n++;
+      memset(&k[n], 0, sizeof k[n]);
+      snprintf(k[n].name, sizeof k[n].name, "%s", nm);
+      continue;
+    }
+    unsigned long cnt;
+    char op[900];
+    if (n < 0 || sscanf(line, " %lu - %899[^\n]", &cnt, op) != 2)
+      continue;
+    unsigned long bytes;
+    int st;
+    if (sscanf(op, "load global (%lu bytes)", &bytes) == 1) {
+      k[n].load += (double)bytes;
+    } else if (sscanf(op, "store global (%lu bytes)", &bytes) == 1) {
+      k[n].store += (double)bytes;
+    } else if (strncmp(op, "call ", 5) == 0) {
+      const char *fn = op + 5;
+      int b = vector_access(fn, &st);
+      if (b > 0)
+        *(st ? &k[n].store : &k[n].load) += (double)cnt * b;
+      else if (strncmp(fn, "_Z3fma", 6) == 0)
+        k[n].fma += (double)cnt * lanes(fn + 6);
+      else if (strncmp(fn, "exp2s", 5) == 0)
+        k[n].exp2 += (double)cnt * atoi(fn + 5);
+    }
+  }
+  fclose(f);
+  return n + 1;
+}
+
+/* Run kernel_run on case idx under Oclgrind; the report (its stdout) goes
+ * to `out`. */
+static void run_under_oclgrind(int idx, const char *dir, const char *out) {
+  fflush(stdout);
+  const char *runner = getenv("CLATTN_KERNEL_RUN");
+  cr_assert_not_null(runner, "CLATTN_KERNEL_RUN is not set (meson sets it)");
+  cr_assert_eq(access(OCLGRIND_ICD, R_OK), 0,
+               OCLGRIND_ICD " is missing: install oclgrind");
+  char icd[512], arg[16];
+  snprintf(icd, sizeof icd, "%s/oclgrind.icd", dir);
+  FILE *f = fopen(icd, "w");
+  cr_assert_not_null(f);
+  fprintf(f, "%s\n", OCLGRIND_ICD);
+  fclose(f);
+  snprintf(arg, sizeof arg, "%d", idx);
+  pid_t pid = fork();
+  cr_assert_neq(pid, -1);
+  if (pid == 0) {
+    FILE *o = freopen(out, "w", stdout); /* the counts go to stdout */
+    if (o == NULL)
+      _exit(126);
+    setenv("OCL_ICD_VENDORS", dir, 1);
+    setenv("OCLGRIND_INST_COUNTS", "1", 1);
+    setenv("OCLGRIND_BUILD_OPTIONS", "-cl-opt-disable", 1);
+    setenv("CLATTN_NO_DISK_CACHE", "1", 1);
+    unsetenv("CLATTN_DEVICE");
+    execl(runner, runner, arg, (char *)NULL);
+    _exit(127);
+  }
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "kernel_run %d under Oclgrind failed (status %d); see %s", idx,
+            status, out);
+}
+
+/* A profile with GPU-like limits (the cases set every parameter, so only
+ * the kernels' structure matters). */
+static clattn_profile test_profile(void) {
+  clattn_profile p;
+  memset(&p, 0, sizeof p);
+  p.source = CLATTN_PROFILE_DATASHEET;
+  snprintf(p.name, sizeof p.name, "test");
+  p.compute_units = 4;
+  p.max_wg = 1024;
+  p.local_mem_bytes = 32768;
+  p.cache_bytes = 1 << 20;
+  p.bw_read_gbs = p.bw_copy_gbs = p.bw_triad_gbs = 100.0;
+  p.fp32_gflops = 1000.0;
+  p.launch_us = 5.0;
+  return p;
+}
+
+static void predict(const model_case *mc, clattn_prediction *pr) {
+  const clattn_profile prof = test_profile();
+  const int *lens = mc->lens[0] >= 0 ? mc->lens : NULL;
+  clattn_status st;
+  if (mc->kind == MC_ATTENTION) {
+    const clattn_attn_desc d = {mc->batch, mc->n, mc->m, mc->hq, mc->hkv,
+                                mc->dk, mc->dv, mc->dtype, mc->layout,
+                                mc->layout, 0.0f, mc->causal, &mc->params};
+    st = clattn_model_attention(&d, lens, &prof, pr);
+  } else {
+    const clattn_decode_desc d = {mc->batch, mc->m, mc->hq, mc->hkv, mc->dk,
+                                  mc->dv, mc->dtype, mc->layout, 0.0f,
+                                  &mc->params};
+    st = mc->kind == MC_DECODE
+             ? clattn_model_decode(&d, lens, &prof, pr)
+             : clattn_model_kv_append(&d, mc->n, lens, &prof, pr);
+  }
+  cr_assert_eq(st, CLATTN_OK, "%s: model failed: %s", mc->name, pr->errmsg);
+}
+
+ParameterizedTestParameters(model, oclgrind_exact) {
+  static int idx[MODEL_CASES];
+  for (int i = 0; i < MODEL_CASES; i++)
+    idx[i] = i;
+  return cr_make_param_array(int, idx, MODEL_CASES);
+}
+
+ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
+  const model_case *mc = &model_cases[*idx];
+  char dir[] = "/tmp/clattn-model-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char out[600];
+  snprintf(out, sizeof out, "%s/counts.txt", dir);
+  run_under_oclgrind(*idx, dir, out);
+  counted got[8];
+  const int nk = parse_counts(out, got, 8);
+  clattn_prediction pr;
+  predict(mc, &pr);
+  cr_expect_eq(nk, pr.n_kernels, "%s: Oclgrind counted %d kernels, model %d",
+               mc->name, nk, pr.n_kernels);
+  for (int i = 0; i < pr.n_kernels; i++) {
+    const clattn_cost *c = &pr.kernel[i];
+    const counted *k = NULL;
+    for (int j = 0; j < nk; j++)
+      if (strcmp(got[j].name, c->kernel) == 0)
+        k = &got[j];
+    cr_expect_not_null(k, "%s: kernel %s not counted", mc->name, c->kernel);
+    if (k == NULL)
+      continue;
+    cr_log_info("%s / %s: load %.0f/%.0f store %.0f/%.0f fma %.0f/%.0f "
+                "exp2 %.0f/%.0f (Oclgrind/model)",
+                mc->name, c->kernel, k->load, c->bytes_read, k->store,
+                c->bytes_written, k->fma, c->fma_issued, k->exp2,
+                c->exp2_issued);
+    cr_expect(k->load > 0, "%s / %s: nothing loaded?", mc->name, c->kernel);
+    cr_expect_eq(k->load, c->bytes_read, "%s / %s: global load bytes %.0f, "
+                 "model %.0f", mc->name, c->kernel, k->load, c->bytes_read);
+    cr_expect_eq(k->store, c->bytes_written, "%s / %s: global store bytes "
+                 "%.0f, model %.0f", mc->name, c->kernel, k->store,
+                 c->bytes_written);
+    cr_expect_eq(k->fma, c->fma_issued, "%s / %s: FMA lanes %.0f, model "
+                 "%.0f", mc->name, c->kernel, k->fma, c->fma_issued);
+    cr_expect_eq(k->exp2, c->exp2_issued, "%s / %s: exp2 lanes %.0f, model "
+                 "%.0f", mc->name, c->kernel, k->exp2, c->exp2_issued);
+  }
+  unlink(out);
+  char icd[600];
+  snprintf(icd, sizeof icd, "%s/oclgrind.icd", dir);
+  unlink(icd);
+  rmdir(dir);
+}
