@@ -257,3 +257,156 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
   unlink(icd);
   rmdir(dir);
 }
+
+/* ---------------------------------------------------------------- units */
+
+static clattn_profile gpu(void) {
+  clattn_profile p;
+  cr_assert_eq(clattn_datasheet_find("A100", &p), CLATTN_OK);
+  return p;
+}
+
+/* Useful FLOPs follow spec 2.3: 2*B*H*A*(dk+dv), A the valid pairs. */
+Test(model, useful_flops) {
+  const clattn_profile p = gpu();
+  clattn_prediction pr;
+  clattn_attn_desc d = {2, 100, 300, 8, 2, 64, 32, CLATTN_F16, CLATTN_BSHD,
+                        CLATTN_BSHD, 0.0f, 0, NULL};
+  cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK, "%s",
+               pr.errmsg);
+  cr_expect_eq(pr.total.flops, 2.0 * 2 * 8 * 100 * 300 * (64 + 32));
+  cr_expect_eq(pr.total.softmax_ops, 5.0 * 2 * 8 * 100 * 300);
+  /* causal with n < m: query i sees P + i + 1 keys, P = m - n (spec 1.1) */
+  d.causal = 1;
+  cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK);
+  const double A = 100.0 * 200 + 100.0 * 101 / 2;
+  cr_expect_eq(pr.total.flops, 2.0 * 2 * 8 * A * (64 + 32));
+  /* kv_lens: a fully masked sequence adds nothing */
+  const int lens[2] = {0, 300};
+  d.causal = 0;
+  cr_assert_eq(clattn_model_attention(&d, lens, &p, &pr), CLATTN_OK);
+  cr_expect_eq(pr.total.flops, 2.0 * 1 * 8 * 100 * 300 * (64 + 32));
+}
+
+/* Compulsory bytes: each tensor once (spec 2.3, fused ideal); the issued
+ * K/V reads of the local-memory kernel are R_kv = ceil(N g / BR) times the
+ * tensor (spec 1.2), with the g heads of a group packed into the rows. */
+Test(model, bytes_and_rereads) {
+  const clattn_profile p = gpu();
+  clattn_prediction pr;
+  const clattn_params par = {2, 0, 32, 64, 0};
+  const clattn_attn_desc d = {1, 200, 500, 8, 2, 64, 64, CLATTN_F16,
+                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, &par};
+  cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK);
+  const double q = 2.0 * 200 * 8 * 64, kv = 2.0 * 500 * 2 * 128;
+  cr_expect_eq(pr.total.bytes_compulsory, q + kv + q);
+  const double rkv = ceil(200.0 * 4 / 64); /* 13 row groups */
+  const double lens_q = 64.0 * 2 * 64 * rkv * 2; /* q rows, per item */
+  cr_expect_eq(pr.total.bytes_read, rkv * kv + lens_q);
+  cr_expect_eq(pr.total.bytes_written, q);
+  /* the A100's 40 MiB L2 holds one head's K/V: DRAM = compulsory */
+  cr_expect_eq(pr.total.bytes_dram, pr.total.bytes_compulsory);
+}
+
+/* Decode: KV read once per step for the whole group, so the intensity is
+ * 2 g / s (spec 2.3, 9) up to the q/o rows and the split partials (the
+ * plan keeps those within ~1/16 of the K/V bytes: 7% here); MQA's step
+ * moves ~h times fewer bytes than MHA's. */
+Test(model, decode_intensity) {
+  const clattn_profile p = gpu();
+  const int hkvs[3] = {32, 8, 1};
+  double t[3];
+  for (int i = 0; i < 3; i++) {
+    clattn_prediction pr;
+    const clattn_decode_desc d = {1, 32768, 32, hkvs[i], 128, 128,
+                                  CLATTN_F16, CLATTN_BHSD, 0.0f, NULL};
+    cr_assert_eq(clattn_model_decode(&d, NULL, &p, &pr), CLATTN_OK, "%s",
+                 pr.errmsg);
+    const double g = 32.0 / hkvs[i];
+    const double I = pr.total.flops / pr.total.bytes_compulsory;
+    cr_expect(fabs(I - g) / g < 0.07, "h_kv=%d: intensity %.4f, want %.1f",
+              hkvs[i], I, g);
+    /* A100 ridge: 19.5 TFLOP/s / 1555 GB/s = 12.5 FLOP/B, so MHA (1) and
+     * GQA-8 (4) are memory-bound; MQA (32) is compute-bound on the FP32
+     * vector units, and its speed-up stays below h = 32 */
+    cr_expect_eq(pr.total.bound, g < 12.5 ? CLATTN_BOUND_MEMORY
+                                          : CLATTN_BOUND_COMPUTE,
+                 "h_kv=%d", hkvs[i]);
+    t[i] = pr.total.t_pred;
+  }
+  cr_expect(t[0] / t[2] > 5.0 && t[0] / t[2] < 16.0, "MQA speed-up %.1f",
+            t[0] / t[2]);
+  cr_expect(t[0] / t[1] > 3.5 && t[0] / t[1] < 4.01, "GQA-8 speed-up %.2f",
+            t[0] / t[1]);
+}
+
+/* The roofline: t = max(memory, compute) + launches; the bound is the
+ * larger term; prefill of long sequences is compute-bound on a GPU. */
+Test(model, roofline) {
+  const clattn_profile p = gpu();
+  clattn_prediction pr;
+  const clattn_attn_desc d = {1, 4096, 4096, 32, 32, 128, 128, CLATTN_F16,
+                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, NULL};
+  cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK);
+  const clattn_cost *c = &pr.kernel[0];
+  cr_expect_eq(c->bound, CLATTN_BOUND_COMPUTE);
+  cr_expect_eq(c->t_pred, fmax(c->t_memory, c->t_compute) + c->t_launch);
+  cr_expect(fabs(c->t_compute - 2.0 * c->fma_issued / 19.49e12) <
+                1e-9 * c->t_compute + 1e-15,
+            "t_compute %g", c->t_compute);
+  cr_expect(fabs(pr.ridge - 19490.0 / 1555.0) < 1e-9, "ridge %g", pr.ridge);
+  /* one tiny call is launch-bound */
+  const clattn_attn_desc s = {1, 1, 8, 1, 1, 16, 16, CLATTN_F32,
+                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, NULL};
+  cr_assert_eq(clattn_model_attention(&s, NULL, &p, &pr), CLATTN_OK);
+  cr_expect_eq(pr.total.bound, CLATTN_BOUND_LAUNCH);
+}
+
+/* A layer is the sum of its kernels: four projections and the core. */
+Test(model, layer_is_sum) {
+  const clattn_profile p = gpu();
+  clattn_prediction pr, core;
+  const clattn_layer_desc L = {512, 8, 2, 64, 64, 0.0f};
+  cr_assert_eq(clattn_model_layer(&L, 2, 128, 0, 1, &p, &pr), CLATTN_OK,
+               "%s", pr.errmsg);
+  const clattn_attn_desc d = {2, 128, 128, 8, 2, 64, 64, CLATTN_F32,
+                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
+  cr_assert_eq(clattn_model_attention(&d, NULL, &p, &core), CLATTN_OK);
+  const double proj = 2.0 * 256 * 512 * (512 + 128 + 128) +
+                      2.0 * 256 * 512 * 512;
+  cr_expect_eq(pr.total.flops, proj + core.total.flops);
+  double t = 0;
+  for (int i = 0; i < pr.n_kernels; i++)
+    t += pr.kernel[i].t_pred;
+  cr_expect(fabs(t - pr.total.t_pred) <= 1e-12 * t);
+  cr_expect_eq(pr.n_kernels, 4 + core.n_kernels);
+  /* decode step: GEMV rows, append, decode core */
+  cr_assert_eq(clattn_model_layer(&L, 1, 1, 1000, 1, &p, &pr), CLATTN_OK,
+               "%s", pr.errmsg);
+  cr_assert(pr.n_kernels == 6 || pr.n_kernels == 7, "%d kernels",
+            pr.n_kernels);
+  cr_expect_str_eq(pr.kernel[3].kernel, "kv_append");
+  cr_expect(strncmp(pr.kernel[4].kernel, "decode_split", 12) == 0, "%s",
+            pr.kernel[4].kernel);
+  cr_expect_eq(pr.kernel[0].launches, 2, "one GEMV row + the zero fill");
+}
+
+/* Bad descriptions fail with a message, never a prediction. */
+Test(model, errors) {
+  const clattn_profile p = gpu();
+  clattn_prediction pr;
+  const clattn_attn_desc d = {1, 8, 8, 6, 4, 64, 64, CLATTN_F32, CLATTN_BSHD,
+                              CLATTN_BSHD, 0.0f, 0, NULL};
+  cr_expect_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_ERR_SHAPE);
+  cr_expect(strstr(pr.errmsg, "multiple") != NULL, "%s", pr.errmsg);
+  cr_expect_eq(clattn_model_attention(NULL, NULL, &p, &pr),
+               CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_model_attention(&d, NULL, NULL, &pr),
+               CLATTN_ERR_INVALID_ARG);
+  const clattn_params bad = {1, 0, 24, 0, 0};
+  const clattn_decode_desc dd = {1, 64, 8, 8, 64, 64, CLATTN_F32,
+                                 CLATTN_BHSD, 0.0f, &bad};
+  cr_expect_eq(clattn_model_decode(&dd, NULL, &p, &pr),
+               CLATTN_ERR_INVALID_ARG);
+  cr_expect(strstr(pr.errmsg, "multiple of 16") != NULL, "%s", pr.errmsg);
+}

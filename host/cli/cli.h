@@ -29,6 +29,7 @@ typedef struct cli_opts {
 int cli_devices(int verbose);
 int cli_run_attention(const cli_opts *o);
 int cli_run_gqa(const cli_opts *o);
+int cli_model(int argc, char **argv);
 
 /* Name of an OpenCL error code ("CL_INVALID_VALUE"). */
 
@@ -70,6 +71,9 @@ void cli_from_f16(const uint16_t *h, float *x, size_t n);
 /* Compare got with ref; print errors; CLI_OK or CLI_CHECK over tol. */
 int cli_compare(const char *what, const float *got, const float *ref,
                 size_t n, double tol);
+
+/* "f32", "f16" or "bf16". */
+const char *cli_dtype_name(clattn_dtype dt);
 
 /* Monotonic clock in seconds. */
 double cli_now(void);

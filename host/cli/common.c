@@ -213,3 +213,8 @@ void *cli_alloc(size_t n, size_t size)
     cli_err("out of memory (%zu bytes)", n * size);
   return p;
 }
+
+const char *cli_dtype_name(clattn_dtype dt)
+{
+  return dt == CLATTN_F16 ? "f16" : dt == CLATTN_BF16 ? "bf16" : "f32";
+}

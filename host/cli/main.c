@@ -22,6 +22,8 @@ static const char usage_text[] =
   "usage: clattn devices [--verbose]\n"
   "       clattn run attention (--in DIR | --random SHAPE) [OPTIONS]\n"
   "       clattn run gqa (--in DIR | --random SHAPE) [OPTIONS]\n"
+  "       clattn model attention|decode|layer|mqa|profiles|check ...\n"
+  "         (roofline model; 'clattn model help' for its options)\n"
   "       clattn help | --help | --version\n"
   "\n"
   "run attention: DIR holds q.npy [b,n,h_q,k], k.npy [b,m,h_kv,k],\n"
@@ -293,6 +295,8 @@ int main(int argc, char **argv)
     int rc = parse(argc - 2, argv + 2, DEV, &o, given);
     return rc ? rc : cli_devices(o.verbose);
   }
+  if (!strcmp(c, "model"))
+    return cli_model(argc - 2, argv + 2);
   if (strcmp(c, "run") != 0) {
     cli_err("unknown command '%s'", c);
     return usage(NULL);

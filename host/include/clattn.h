@@ -413,6 +413,22 @@ CLATTN_API clattn_status clattn_db_get_profile(clattn_db *db,
                                                const char *fingerprint,
                                                clattn_profile *out);
 
+/* One predicted-against-measured figure (clattn model check), stored next
+ * to the device's probe results; the date and library version are added
+ * by the database. */
+typedef struct clattn_check_record {
+  char fingerprint[40];
+  char call[128];     /* e.g. "decode b=1 m=8192 h=8 h_kv=1 k=64 v=64 f32" */
+  char bound[16];     /* the model's: "memory", "compute" or "launch" */
+  double predicted_s; /* the model's time */
+  double measured_s;  /* median time of one call */
+  double gbs;         /* achieved: the model's DRAM bytes / measured */
+  double gflops;      /* achieved: useful FLOPs / measured */
+  double roofline_fraction; /* max(t_memory, t_compute) / measured */
+} clattn_check_record;
+CLATTN_API clattn_status clattn_db_put_check(clattn_db *db,
+                                             const clattn_check_record *r);
+
 /* The best profile for the context's device: the measured one in db (may
  * be NULL), else a datasheet whose name matches the device's, else the
  * reported one. */

@@ -140,14 +140,21 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   }
   /* Splits: enough independent work-groups for every compute unit (PoCL
    * balances a few dozen one-item groups per core far better than a
-   * handful; GPUs want a few waves), but at least ~256 keys per split so
-   * the combine stays negligible. */
+   * handful; GPUs want a few waves), but each split long enough (at least
+   * 256 keys) that its partials, g * (dv + 1) floats written and read back
+   * by the combine, stay within ~1/16 of the K/V bytes it reads: wide
+   * groups (MQA) need longer splits. */
   int s = p->splits;
   if (s == 0) {
     long target = (t->is_cpu ? 32L : 4L) * (long)t->compute_units;
     long units = (long)d->batch * d->heads_kv;
     s = (int)((target + units - 1) / units);
-    int most = (d->capacity + 255) / 256;
+    const long es = (long)clattn_dtype_size(d->dtype);
+    long min_chunk = 32L * g * (d->head_dim_v + 1) * 4 /
+                     ((long)(dk + d->head_dim_v) * (es ? es : 4));
+    if (min_chunk < 256)
+      min_chunk = 256;
+    int most = (int)((d->capacity + min_chunk - 1) / min_chunk);
     if (s > most)
       s = most;
     if (s < 1)

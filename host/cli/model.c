@@ -1,0 +1,351 @@
+/* model.c - `clattn model`: the roofline model's predictions, the MQA
+ * paper's memory/arithmetic analysis, datasheet predictions, and --check
+ * (predicted against measured on the present device).
+ *
+ *   clattn model attention|decode|layer SHAPE [--profile NAME|--device D]
+ *   clattn model mqa [--device D | --no-device]
+ *   clattn model profiles
+ *   clattn model check [--device D] [--db PATH] [--no-store] [--quick] */
+#include "cli.h"
+#include "model.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char model_usage[] =
+  "usage: clattn model attention|decode|layer SHAPE [OPTIONS]\n"
+  "       clattn model mqa [--device D | --no-device]\n"
+  "       clattn model profiles\n"
+  "       clattn model check|--check [--device D] [--db PATH] [--no-store]\n"
+  "         [--quick]\n"
+  "SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
+  "  --head-dim K [--head-dim-v V]; decode: --kv-seq M is the cache\n"
+  "  length; layer: --d-model D [--cache-len P] (decode: --seq 1)\n"
+  "OPTIONS: --dtype f32|f16|bf16, --causal, --variant 1|2, --rows R,\n"
+  "  --keys K, --wg W, --splits S (default: what the library picks),\n"
+  "  --profile NAME (a datasheet GPU, see 'clattn model profiles') or\n"
+  "  --device D (a present device: its measured profile from the database\n"
+  "  when 'clattn probe' stored one, else what it reports), --db PATH,\n"
+  "  --json\n";
+
+static int model_usage_err(const char *why) {
+  if (why)
+    cli_err("%s", why);
+  fputs(model_usage, stderr);
+  return CLI_USAGE;
+}
+
+static int int_arg(const char *name, const char *v, int lo, int *out) {
+  char *end;
+  errno = 0;
+  long x = strtol(v, &end, 10);
+  if (errno || end == v || *end || x < lo || x > INT_MAX) {
+    cli_err("--%s: expected an integer >= %d, got '%s'", name, lo, v);
+    return -1;
+  }
+  *out = (int)x;
+  return 0;
+}
+
+static int parse_model(int argc, char **argv, model_opts *o) {
+  static const struct {
+    const char *name;
+    size_t off;
+    int lo;
+  } ints[] = {
+      {"batch", offsetof(model_opts, batch), 1},
+      {"seq", offsetof(model_opts, seq), 1},
+      {"kv-seq", offsetof(model_opts, kv_seq), 1},
+      {"heads", offsetof(model_opts, heads), 1},
+      {"kv-heads", offsetof(model_opts, kv_heads), 1},
+      {"head-dim", offsetof(model_opts, head_dim), 1},
+      {"head-dim-v", offsetof(model_opts, head_dim_v), 1},
+      {"d-model", offsetof(model_opts, d_model), 1},
+      {"cache-len", offsetof(model_opts, cache_len), 0},
+      {"variant", offsetof(model_opts, params.variant), 0},
+      {"rows", offsetof(model_opts, params.rows), 0},
+      {"keys", offsetof(model_opts, params.keys), 0},
+      {"wg", offsetof(model_opts, params.wg), 0},
+      {"splits", offsetof(model_opts, params.splits), 0},
+  };
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (strncmp(a, "--", 2) != 0)
+      return model_usage_err("unexpected argument");
+    a += 2;
+    int *flag = !strcmp(a, "json")        ? &o->json
+                : !strcmp(a, "no-device") ? &o->no_device
+                : !strcmp(a, "no-store")  ? &o->no_store
+                : !strcmp(a, "quick")     ? &o->quick
+                : !strcmp(a, "causal")    ? &o->causal
+                                          : NULL;
+    if (flag) {
+      *flag = 1;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      cli_err("--%s needs a value", a);
+      return model_usage_err(NULL);
+    }
+    const char *v = argv[++i];
+    if (!strcmp(a, "profile")) {
+      o->profile = v;
+    } else if (!strcmp(a, "device")) {
+      o->device = v;
+    } else if (!strcmp(a, "db")) {
+      o->db = v;
+    } else if (!strcmp(a, "dtype")) {
+      if (!strcmp(v, "f32"))
+        o->dtype = CLATTN_F32;
+      else if (!strcmp(v, "f16"))
+        o->dtype = CLATTN_F16;
+      else if (!strcmp(v, "bf16"))
+        o->dtype = CLATTN_BF16;
+      else
+        return model_usage_err("--dtype: expected f32, f16 or bf16");
+    } else {
+      size_t k = 0, n = sizeof ints / sizeof ints[0];
+      while (k < n && strcmp(a, ints[k].name) != 0)
+        k++;
+      if (k == n) {
+        cli_err("unknown option '--%s' for 'clattn model'", a);
+        return model_usage_err(NULL);
+      }
+      if (int_arg(a, v, ints[k].lo, (int *)((char *)o + ints[k].off)))
+        return model_usage_err(NULL);
+    }
+  }
+  if (o->profile && o->device)
+    return model_usage_err("--profile and --device are exclusive");
+  return 0;
+}
+
+/* The profile of a present device: the measured one in the database if
+ * there is one, else a datasheet whose name matches, else the reported. */
+int cli_present_profile(const char *device, const char *dbpath,
+                        clattn_profile *p) {
+  clattn_ctx *ctx = NULL;
+  int rc = cli_ctx_create(device, &ctx);
+  if (rc)
+    return rc;
+  clattn_db *db = NULL;
+  if (clattn_db_open(dbpath, &db) != CLATTN_OK) {
+    cli_err("note: no tuning database (%s); using the device's reported "
+            "profile", clattn_db_errmsg(NULL));
+    db = NULL;
+  }
+  clattn_status st = clattn_profile_for(ctx, db, p);
+  clattn_db_close(db);
+  if (st)
+    rc = cli_lib_fail(ctx, "clattn_profile_for", st);
+  clattn_ctx_destroy(ctx);
+  return rc;
+}
+
+int cli_model_profile(const model_opts *o, clattn_profile *p) {
+  if (o->profile) {
+    if (clattn_datasheet_find(o->profile, p) != CLATTN_OK) {
+      cli_err("--profile '%s': no such datasheet profile (see 'clattn model "
+              "profiles')", o->profile);
+      return CLI_USAGE;
+    }
+    return CLI_OK;
+  }
+  return cli_present_profile(o->device, o->db, p);
+}
+
+const char *cli_profile_source(clattn_profile_source s) {
+  return s == CLATTN_PROFILE_MEASURED    ? "measured"
+         : s == CLATTN_PROFILE_DATASHEET ? "datasheet"
+                                         : "reported (no ceilings)";
+}
+
+const char *cli_bound_name(clattn_bound b) {
+  return b == CLATTN_BOUND_MEMORY    ? "memory"
+         : b == CLATTN_BOUND_COMPUTE ? "compute"
+                                     : "launch";
+}
+
+static void print_cost_row(const clattn_cost *c) {
+  printf("  %-18s %3d %9.4f %8.3f %9.3f %9.3f %9.3f %9.3f %7.2f %10.1f "
+         "%10.1f %10.1f  %s\n",
+         c->kernel, c->launches, c->flops * 1e-9, c->exp2_issued * 1e-6,
+         c->bytes_read / 1048576.0, c->bytes_written / 1048576.0,
+         c->bytes_compulsory / 1048576.0, c->bytes_dram / 1048576.0,
+         c->intensity, c->t_memory * 1e6, c->t_compute * 1e6,
+         c->t_pred * 1e6, cli_bound_name(c->bound));
+}
+
+static void print_cost_json(const clattn_cost *c, const char *sep) {
+  printf("    {\"kernel\": \"%s\", \"launches\": %d, \"flops\": %.0f, "
+         "\"softmax_ops\": %.0f, \"fma_issued\": %.0f, \"exp2_issued\": "
+         "%.0f, \"bytes_read\": %.0f, \"bytes_written\": %.0f, "
+         "\"bytes_compulsory\": %.0f, \"bytes_dram\": %.0f, \"local_bytes\": "
+         "%.0f, \"intensity\": %.6g, \"t_memory\": %.6g, \"t_compute\": "
+         "%.6g, \"t_launch\": %.6g, \"t_pred\": %.6g, \"bound\": \"%s\"}%s\n",
+         c->kernel, c->launches, c->flops, c->softmax_ops, c->fma_issued,
+         c->exp2_issued, c->bytes_read, c->bytes_written, c->bytes_compulsory,
+         c->bytes_dram, c->local_bytes, c->intensity, c->t_memory,
+         c->t_compute, c->t_launch, c->t_pred, cli_bound_name(c->bound), sep);
+}
+
+static void print_prediction(const char *what, const clattn_profile *p,
+                             const clattn_prediction *pr, int json) {
+  if (json) {
+    printf("{\n  \"call\": \"%s\",\n  \"profile\": \"%s\",\n  \"source\": "
+           "\"%s\",\n  \"ridge\": %.6g,\n  \"params\": {\"variant\": %d, "
+           "\"rows\": %d, \"keys\": %d, \"wg\": %d, \"splits\": %d},\n"
+           "  \"kernels\": [\n",
+           what, p->name, cli_profile_source(p->source), pr->ridge,
+           pr->params.variant, pr->params.rows, pr->params.keys,
+           pr->params.wg, pr->params.splits);
+    for (int i = 0; i < pr->n_kernels; i++)
+      print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
+    printf("  ],\n  \"total\":\n");
+    print_cost_json(&pr->total, "");
+    printf("}\n");
+    return;
+  }
+  printf("%s on %s (%s profile)\n", what, p->name, cli_profile_source(p->source));
+  printf("  ceilings: read %.1f GB/s, copy %.1f GB/s, FP32 %.1f GFLOP/s, "
+         "cache %.1f MiB, launch %.1f us; ridge %.2f FLOP/B\n",
+         p->bw_read_gbs, p->bw_copy_gbs, p->fp32_gflops,
+         (double)p->cache_bytes / 1048576.0,
+         p->launch_pipelined_us > 0 ? p->launch_pipelined_us : p->launch_us,
+         pr->ridge);
+  printf("  params: variant %d, rows %d, keys %d, wg %d, splits %d\n",
+         pr->params.variant, pr->params.rows, pr->params.keys, pr->params.wg,
+         pr->params.splits);
+  printf("  %-18s %3s %9s %8s %9s %9s %9s %9s %7s %10s %10s %10s  %s\n",
+         "kernel", "n", "GFLOP", "Mexp2", "MiB read", "MiB wr", "MiB comp",
+         "MiB DRAM", "FLOP/B", "t_mem us", "t_comp us", "t_pred us",
+         "bound");
+  for (int i = 0; i < pr->n_kernels; i++)
+    print_cost_row(&pr->kernel[i]);
+  print_cost_row(&pr->total);
+  if (p->source == CLATTN_PROFILE_REPORTED)
+    printf("  (no measured ceilings: run 'clattn probe' to store them; "
+           "times are 0)\n");
+}
+
+/* Fill defaults and check a shape; returns 0 or CLI_USAGE. */
+static int shape_defaults(model_opts *o, int need_seq) {
+  if (!o->heads || !o->head_dim || (need_seq && !o->seq))
+    return model_usage_err("SHAPE needs --heads, --head-dim and --seq");
+  if (!o->batch)
+    o->batch = 1;
+  if (!o->kv_heads)
+    o->kv_heads = o->heads;
+  if (!o->head_dim_v)
+    o->head_dim_v = o->head_dim;
+  if (!o->kv_seq)
+    o->kv_seq = o->seq ? o->seq : 1;
+  return 0;
+}
+
+static int model_call(const char *kind, model_opts *o) {
+  clattn_profile prof;
+  clattn_prediction pr;
+  clattn_status st;
+  char what[256];
+  int rc;
+  if (!strcmp(kind, "attention")) {
+    if ((rc = shape_defaults(o, 1)))
+      return rc;
+    const clattn_attn_desc d = {o->batch, o->seq, o->kv_seq, o->heads,
+                                o->kv_heads, o->head_dim, o->head_dim_v,
+                                o->dtype, CLATTN_BSHD, CLATTN_BSHD, 0.0f,
+                                o->causal, &o->params};
+    if ((rc = cli_model_profile(o, &prof)))
+      return rc;
+    st = clattn_model_attention(&d, NULL, &prof, &pr);
+    snprintf(what, sizeof what,
+             "attention b=%d n=%d m=%d h=%d h_kv=%d k=%d v=%d %s%s", o->batch,
+             o->seq, o->kv_seq, o->heads, o->kv_heads, o->head_dim,
+             o->head_dim_v, cli_dtype_name(o->dtype),
+             o->causal ? " causal" : "");
+  } else if (!strcmp(kind, "decode")) {
+    if ((rc = shape_defaults(o, 0)))
+      return rc;
+    const clattn_decode_desc d = {o->batch, o->kv_seq, o->heads, o->kv_heads,
+                                  o->head_dim, o->head_dim_v, o->dtype,
+                                  CLATTN_BHSD, 0.0f, &o->params};
+    if ((rc = cli_model_profile(o, &prof)))
+      return rc;
+    st = clattn_model_decode(&d, NULL, &prof, &pr);
+    snprintf(what, sizeof what, "decode b=%d m=%d h=%d h_kv=%d k=%d v=%d %s",
+             o->batch, o->kv_seq, o->heads, o->kv_heads, o->head_dim,
+             o->head_dim_v, cli_dtype_name(o->dtype));
+  } else {
+    if ((rc = shape_defaults(o, 1)))
+      return rc;
+    if (!o->d_model)
+      return model_usage_err("model layer needs --d-model");
+    const clattn_layer_desc d = {o->d_model, o->heads, o->kv_heads,
+                                 o->head_dim, o->head_dim_v, 0.0f};
+    if ((rc = cli_model_profile(o, &prof)))
+      return rc;
+    st = clattn_model_layer(&d, o->batch, o->seq, o->cache_len, o->causal,
+                            &prof, &pr);
+    snprintf(what, sizeof what,
+             "layer b=%d n=%d cache=%d d_model=%d h=%d h_kv=%d k=%d v=%d f32",
+             o->batch, o->seq, o->cache_len, o->d_model, o->heads,
+             o->kv_heads, o->head_dim, o->head_dim_v);
+  }
+  if (st) {
+    cli_err("model: %s: %s", clattn_status_str(st), pr.errmsg);
+    return st == CLATTN_ERR_SHAPE || st == CLATTN_ERR_INVALID_ARG ? CLI_USAGE
+                                                                  : CLI_FAIL;
+  }
+  print_prediction(what, &prof, &pr, o->json);
+  return CLI_OK;
+}
+
+static int model_profiles(void) {
+  printf("%-52s %-7s %5s %6s %9s %10s %10s %8s\n", "datasheet profile",
+         "vendor", "CUs", "MHz", "BW GB/s", "FP32 GF/s", "FP16 GF/s",
+         "LLC MiB");
+  for (int i = 0; i < clattn_datasheet_count(); i++) {
+    clattn_profile p;
+    if (clattn_datasheet(i, &p) != CLATTN_OK)
+      continue;
+    printf("%-52s %-7s %5u %6u %9.1f %10.0f %10.0f %8.1f\n", p.name,
+           p.vendor, p.compute_units, p.clock_mhz, p.bw_read_gbs,
+           p.fp32_gflops, p.fp16_gflops, (double)p.cache_bytes / 1048576.0);
+  }
+  return CLI_OK;
+}
+
+int cli_model(int argc, char **argv) {
+  if (argc < 1)
+    return model_usage_err("model: missing what (attention, decode, layer, "
+                           "mqa, profiles or check)");
+  model_opts o;
+  memset(&o, 0, sizeof o);
+  o.dtype = CLATTN_F32;
+  /* `clattn model --check` is `clattn model check` */
+  const char *kind = !strcmp(argv[0], "--check") ? "check" : argv[0];
+  if (!strcmp(kind, "--help") || !strcmp(kind, "help")) {
+    fputs(model_usage, stdout);
+    return CLI_OK;
+  }
+  int rc = parse_model(argc - 1, argv + 1, &o);
+  if (rc)
+    return rc;
+  if (!strcmp(kind, "attention") || !strcmp(kind, "decode") ||
+      !strcmp(kind, "layer"))
+    return model_call(kind, &o);
+  if (!strcmp(kind, "profiles"))
+    return model_profiles();
+  if (!strcmp(kind, "mqa"))
+    return cli_model_mqa(&o);
+  if (!strcmp(kind, "check"))
+    return cli_model_check(&o);
+  cli_err("model: unknown '%s'", kind);
+  return model_usage_err(NULL);
+}

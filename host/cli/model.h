@@ -1,0 +1,29 @@
+/* model.h - shared pieces of `clattn model` (model.c, model_mqa.c,
+ * model_check.c). */
+#ifndef CLATTN_CLI_MODEL_H
+#define CLATTN_CLI_MODEL_H
+
+#include "clattn.h"
+
+typedef struct model_opts {
+  const char *profile, *device, *db;
+  int json, no_device, no_store, quick, causal;
+  int batch, seq, kv_seq, heads, kv_heads, head_dim, head_dim_v, d_model;
+  int cache_len;
+  clattn_dtype dtype;
+  clattn_params params;
+} model_opts;
+
+/* The profile --profile names (a datasheet), else the present device's. */
+int cli_model_profile(const model_opts *o, clattn_profile *p);
+/* The best profile of a present device (clattn_profile_for with the
+ * database at dbpath, NULL: the default one); prints failures. */
+int cli_present_profile(const char *device, const char *dbpath,
+                        clattn_profile *p);
+const char *cli_profile_source(clattn_profile_source s);
+const char *cli_bound_name(clattn_bound b);
+
+int cli_model_mqa(const model_opts *o);
+int cli_model_check(const model_opts *o);
+
+#endif

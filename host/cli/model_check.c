@@ -1,0 +1,289 @@
+/* model_check.c - `clattn model check`: run each kernel family on the
+ * present device and print the model's predicted time beside the measured
+ * one, the achieved GB/s and GFLOP/s, the fraction of the roofline and the
+ * model's error; store them in the database next to the probe results.
+ *
+ * Decode is measured with cold caches: each case rotates round-robin over
+ * enough distinct caches (as the layers of a model would) that no step
+ * finds its K/V in the last-level cache.  Prefill is compute-bound and is
+ * measured warm.  Times are medians of repeated passes. */
+#include "cli.h"
+#include "model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct check_case {
+  int kind; /* 0 decode, 1 prefill, 2 append */
+  int b, n, m, h, hkv, k;
+  int causal;
+} check_case;
+
+typedef struct bufs {
+  int layers;
+  cl_mem *k, *v; /* per layer */
+  cl_mem q, o, lens;
+} bufs;
+
+static void bufs_free(bufs *B) {
+  for (int l = 0; l < B->layers; l++) {
+    if (B->k && B->k[l])
+      clReleaseMemObject(B->k[l]);
+    if (B->v && B->v[l])
+      clReleaseMemObject(B->v[l]);
+  }
+  free(B->k);
+  free(B->v);
+  if (B->q)
+    clReleaseMemObject(B->q);
+  if (B->o)
+    clReleaseMemObject(B->o);
+  if (B->lens)
+    clReleaseMemObject(B->lens);
+  memset(B, 0, sizeof *B);
+}
+
+/* A buffer filled with small pseudo-random floats. */
+static cl_mem random_buf(cl_context c, size_t floats, unsigned long long seed) {
+  float *h = cli_alloc(floats, sizeof *h);
+  if (!h)
+    return NULL;
+  cli_random_fill(&seed, h, floats, 1.0f);
+  cl_mem m = cli_buffer(c, floats * sizeof *h, h);
+  free(h);
+  return m;
+}
+
+/* Allocate the inputs of a case: `layers` K/V pairs of kv_floats each. */
+static int bufs_alloc(cl_context c, bufs *B, int layers, size_t kv_floats,
+                      size_t q_floats, size_t o_floats, int b, int len) {
+  memset(B, 0, sizeof *B);
+  B->k = calloc((size_t)layers, sizeof *B->k);
+  B->v = calloc((size_t)layers, sizeof *B->v);
+  if (!B->k || !B->v) {
+    cli_err("out of memory");
+    return CLI_FAIL;
+  }
+  B->layers = layers;
+  for (int l = 0; l < layers; l++) {
+    B->k[l] = random_buf(c, kv_floats, 11u + (unsigned)l);
+    B->v[l] = random_buf(c, kv_floats, 1011u + (unsigned)l);
+    if (!B->k[l] || !B->v[l])
+      return CLI_FAIL;
+  }
+  B->q = random_buf(c, q_floats, 7);
+  B->o = cli_buffer(c, o_floats * sizeof(float), NULL);
+  cl_int *lh = cli_alloc((size_t)b, sizeof *lh);
+  if (!B->q || !B->o || !lh) {
+    free(lh);
+    return CLI_FAIL;
+  }
+  for (int i = 0; i < b; i++)
+    lh[i] = len;
+  B->lens = cli_buffer(c, (size_t)b * sizeof *lh, lh);
+  free(lh);
+  return B->lens ? CLI_OK : CLI_FAIL;
+}
+
+/* One pass: the call once on every layer's buffers. */
+static clattn_status pass(clattn_ctx *ctx, const check_case *cc, bufs *B) {
+  clattn_status st = CLATTN_OK;
+  for (int l = 0; l < B->layers && !st; l++) {
+    if (cc->kind == 0) {
+      const clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k,
+                                    cc->k, CLATTN_F32, CLATTN_BHSD, 0.0f,
+                                    NULL};
+      st = clattn_decode(ctx, &d, B->q, B->k[l], B->v[l], B->lens, B->o,
+                         NULL);
+    } else if (cc->kind == 1) {
+      const clattn_attn_desc d = {cc->b, cc->n, cc->m, cc->h, cc->hkv,
+                                  cc->k, cc->k, CLATTN_F32, CLATTN_BSHD,
+                                  CLATTN_BSHD, 0.0f, cc->causal, NULL};
+      st = clattn_attention(ctx, &d, B->q, B->k[l], B->v[l], NULL, B->o,
+                            NULL);
+    } else {
+      const clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k,
+                                    cc->k, CLATTN_F32, CLATTN_BHSD, 0.0f,
+                                    NULL};
+      st = clattn_kv_append(ctx, &d, 1, B->q, B->o, B->lens, B->k[l],
+                            B->v[l], NULL);
+    }
+  }
+  return st;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median time of one call over `reps` passes (after one warm-up pass). */
+static int measure(clattn_ctx *ctx, const check_case *cc, bufs *B, int reps,
+                   double *t) {
+  cl_command_queue q = clattn_ctx_queue(ctx);
+  double times[16];
+  if (reps > 16)
+    reps = 16;
+  for (int r = -1; r < reps; r++) {
+    double t0 = cli_now();
+    clattn_status st = pass(ctx, cc, B);
+    cl_int e = clFinish(q);
+    if (st)
+      return cli_lib_fail(ctx, "model check", st);
+    if (e != CL_SUCCESS) {
+      cli_err("clFinish: %s", clattn_cl_errstr(e));
+      return CLI_FAIL;
+    }
+    if (r >= 0)
+      times[r] = (cli_now() - t0) / B->layers;
+  }
+  qsort(times, (size_t)reps, sizeof times[0], cmp_double);
+  *t = times[reps / 2];
+  return CLI_OK;
+}
+
+static void describe(const check_case *cc, char *buf, size_t cap) {
+  if (cc->kind == 0)
+    snprintf(buf, cap, "decode b=%d m=%d h=%d h_kv=%d k=%d v=%d f32", cc->b,
+             cc->m, cc->h, cc->hkv, cc->k, cc->k);
+  else if (cc->kind == 1)
+    snprintf(buf, cap, "attention b=%d n=%d m=%d h=%d h_kv=%d k=%d v=%d f32%s",
+             cc->b, cc->n, cc->m, cc->h, cc->hkv, cc->k, cc->k,
+             cc->causal ? " causal" : "");
+  else
+    snprintf(buf, cap, "kv_append b=%d cap=%d h_kv=%d k=%d v=%d f32", cc->b,
+             cc->m, cc->hkv, cc->k, cc->k);
+}
+
+static int predict(const check_case *cc, const clattn_profile *p,
+                   clattn_prediction *pr) {
+  clattn_status st;
+  if (cc->kind == 1) {
+    const clattn_attn_desc d = {cc->b, cc->n, cc->m, cc->h, cc->hkv, cc->k,
+                                cc->k, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD,
+                                0.0f, cc->causal, NULL};
+    st = clattn_model_attention(&d, NULL, p, pr);
+  } else {
+    const clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k, cc->k,
+                                  CLATTN_F32, CLATTN_BHSD, 0.0f, NULL};
+    if (cc->kind == 0) {
+      st = clattn_model_decode(&d, NULL, p, pr);
+    } else {
+      int pos[64];
+      for (int i = 0; i < cc->b && i < 64; i++)
+        pos[i] = cc->m / 2;
+      st = clattn_model_kv_append(&d, 1, pos, p, pr);
+    }
+  }
+  if (st) {
+    cli_err("model: %s", pr->errmsg);
+    return CLI_FAIL;
+  }
+  return CLI_OK;
+}
+
+int cli_model_check(const model_opts *o) {
+  clattn_ctx *ctx = NULL;
+  clattn_db *db = NULL;
+  int rc = cli_ctx_create(o->device, &ctx);
+  if (rc)
+    return rc;
+  if (clattn_db_open(o->db, &db) != CLATTN_OK) {
+    cli_err("note: no tuning database (%s): nothing is stored and the "
+            "device's reported profile has no ceilings",
+            clattn_db_errmsg(NULL));
+    db = NULL;
+  }
+  clattn_profile prof;
+  clattn_status st = clattn_profile_for(ctx, db, &prof);
+  if (st) {
+    rc = cli_lib_fail(ctx, "clattn_profile_for", st);
+    goto done;
+  }
+  if (prof.source != CLATTN_PROFILE_MEASURED)
+    cli_err("note: %s has no measured profile in the database; run "
+            "'clattn probe' first for meaningful predictions",
+            prof.name);
+  const int m1 = o->quick ? 2048 : 4096, m2 = o->quick ? 4096 : 8192;
+  const int np = o->quick ? 512 : 1024;
+  const check_case cases[] = {
+      {0, 1, 1, m1, 8, 8, 64, 0}, {0, 1, 1, m1, 8, 2, 64, 0},
+      {0, 1, 1, m1, 8, 1, 64, 0}, {0, 1, 1, m2, 8, 8, 64, 0},
+      {0, 1, 1, m2, 8, 2, 64, 0}, {0, 1, 1, m2, 8, 1, 64, 0},
+      {1, 1, np, np, 8, 8, 64, 0}, {1, 1, np, np, 8, 8, 64, 1},
+      {1, 1, np, np, 8, 1, 64, 1}, {2, 4, 1, m1, 8, 8, 64, 0},
+  };
+  const int ncases = (int)(sizeof cases / sizeof cases[0]);
+  const int reps = o->quick ? 3 : 5;
+  const double cold = (double)(prof.cache_bytes ? prof.cache_bytes : 0) * 2.0;
+  const double floor_bytes = o->quick ? 128.0 * 1048576 : 256.0 * 1048576;
+  printf("model check on %s (%s profile: read %.1f GB/s, copy %.1f GB/s, "
+         "FP32 %.1f GFLOP/s)\n",
+         prof.name, cli_profile_source(prof.source), prof.bw_read_gbs,
+         prof.bw_copy_gbs, prof.fp32_gflops);
+  printf("  decode and append: COLD caches (rotating over >= %.0f MiB of "
+         "K/V); prefill: warm\n",
+         (cold > floor_bytes ? cold : floor_bytes) / 1048576.0);
+  printf("  %-52s %8s %10s %10s %7s %7s %8s %6s\n", "call", "bound",
+         "pred us", "meas us", "error", "GB/s", "GFLOP/s", "roof");
+  cl_context c = clattn_ctx_cl_context(ctx);
+  for (int i = 0; i < ncases && !rc; i++) {
+    const check_case *cc = &cases[i];
+    clattn_prediction pr;
+    char call[128];
+    describe(cc, call, sizeof call);
+    if ((rc = predict(cc, &prof, &pr)))
+      break;
+    const size_t kv = (size_t)cc->b * cc->m * cc->hkv * cc->k;
+    const size_t qf = (size_t)cc->b * (cc->kind == 2 ? 1 : cc->n) *
+                      (cc->kind == 2 ? cc->hkv : cc->h) * cc->k;
+    int layers = 1;
+    if (cc->kind != 1) {
+      const double need = cold > floor_bytes ? cold : floor_bytes;
+      layers = (int)(need / (8.0 * kv) + 1.0);
+      if (layers < 2)
+        layers = 2;
+    }
+    bufs B;
+    rc = bufs_alloc(c, &B, layers, kv, qf, qf, cc->b,
+                    cc->kind == 2 ? cc->m / 2 : cc->m);
+    double t = 0;
+    if (!rc)
+      rc = measure(ctx, cc, &B, reps, &t);
+    bufs_free(&B);
+    if (rc)
+      break;
+    const clattn_cost *tot = &pr.total;
+    const double roof = (tot->t_memory > tot->t_compute ? tot->t_memory
+                                                        : tot->t_compute) /
+                        t;
+    const double err = tot->t_pred > 0 ? (tot->t_pred - t) / t : 0.0;
+    printf("  %-52s %8s %10.1f %10.1f %+6.0f%% %7.2f %8.1f %5.0f%%\n", call,
+           cli_bound_name(tot->bound), tot->t_pred * 1e6, t * 1e6,
+           100.0 * err, tot->bytes_dram / t * 1e-9, tot->flops / t * 1e-9,
+           100.0 * roof);
+    if (db && !o->no_store) {
+      clattn_check_record r;
+      memset(&r, 0, sizeof r);
+      snprintf(r.fingerprint, sizeof r.fingerprint, "%s", prof.fingerprint);
+      snprintf(r.call, sizeof r.call, "%s", call);
+      snprintf(r.bound, sizeof r.bound, "%s", cli_bound_name(tot->bound));
+      r.predicted_s = tot->t_pred;
+      r.measured_s = t;
+      r.gbs = tot->bytes_dram / t * 1e-9;
+      r.gflops = tot->flops / t * 1e-9;
+      r.roofline_fraction = roof;
+      if ((st = clattn_db_put_check(db, &r)) != CLATTN_OK) {
+        cli_err("storing the check: %s", clattn_db_errmsg(db));
+        rc = CLI_FAIL;
+      }
+    }
+  }
+  if (!rc && db && !o->no_store)
+    printf("  stored in %s\n", clattn_db_path(db));
+done:
+  clattn_db_close(db);
+  clattn_ctx_destroy(ctx);
+  return rc;
+}
