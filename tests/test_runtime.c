@@ -28,7 +28,7 @@ Test(status, strings) {
 #undef X_
   };
   int n = (int)(sizeof all / sizeof all[0]);
-  cr_expect_eq(n, 13, "status map has %d codes", n);
+  cr_expect_eq(n, 15, "status map has %d codes", n);
   for (int i = 0; i < n; i++) {
     cr_expect_eq((int)all[i].st, all[i].num);
     const char *s = clattn_status_str(all[i].st);
@@ -41,6 +41,8 @@ Test(status, strings) {
   cr_expect_eq(CLATTN_OK, 0);
   cr_expect_eq(CLATTN_ERR_INVALID_ARG, -1);
   cr_expect_eq(CLATTN_ERR_CAPACITY, -12);
+  cr_expect_eq(CLATTN_ERR_NOT_FOUND, -13);
+  cr_expect_eq(CLATTN_ERR_DB, -14);
   const char *u = clattn_status_str((clattn_status)-999);
   cr_expect(u != NULL && u[0] != '\0', "unknown status gives no string");
 }

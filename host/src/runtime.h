@@ -155,6 +155,24 @@ clattn_status clattn__check_heads(clattn_ctx *ctx, int hq, int hkv, int dk,
                                   int dv, clattn_dtype dt);
 int clattn__is_layout(clattn_layout l);
 
+/* 128-bit FNV-1a style hash: two independent 64-bit FNV-1a streams (the
+ * second with an extra xor-shift), and a separator after every call so that
+ * ("ab","c") and ("a","bc") differ.  Used for the program-cache key and the
+ * device fingerprint. */
+typedef struct clattn__hash {
+  uint64_t a, b;
+} clattn__hash;
+#define CLATTN_HASH_HEX 33 /* 32 hex digits and a NUL */
+clattn__hash clattn__hash_init(void);
+void clattn__hash_bytes(clattn__hash *h, const void *data, size_t n);
+void clattn__hash_str(clattn__hash *h, const char *s);
+/* 32 lower-case hex digits of h. */
+void clattn__hash_hex(const clattn__hash *h, char out[CLATTN_HASH_HEX]);
+
+/* Create a directory and its missing parents (mode 0755); 0 on success,
+ * -1 with errno set otherwise. */
+int clattn__mkdir_p(const char *dir);
+
 /* Append printf-style text to a bounded buffer; returns 0, or -1 when it
  * did not fit. */
 int clattn__appendf(char *buf, size_t cap, const char *fmt, ...)
