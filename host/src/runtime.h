@@ -13,6 +13,7 @@
 typedef enum clattn__source {
   CLATTN_SRC_ATTENTION = 0, /* cl/attention.cl: prefill kernels */
   CLATTN_SRC_DECODE = 1,    /* cl/decode.cl: split-KV decode, combine, append */
+  CLATTN_SRC_PROBE = 2,     /* cl/probe.cl: device ceilings (clattn_probe) */
   CLATTN_SRC_COUNT
 } clattn__source;
 
@@ -168,6 +169,9 @@ void clattn__hash_bytes(clattn__hash *h, const void *data, size_t n);
 void clattn__hash_str(clattn__hash *h, const char *s);
 /* 32 lower-case hex digits of h. */
 void clattn__hash_hex(const clattn__hash *h, char out[CLATTN_HASH_HEX]);
+
+/* The device fingerprint of clattn_profile (32 hex digits). */
+void clattn__fingerprint(const clattn__devinfo *d, char *out, size_t cap);
 
 /* Create a directory and its missing parents (mode 0755); 0 on success,
  * -1 with errno set otherwise. */
