@@ -4,6 +4,10 @@
  * that sizes a repeat to about target_s (a whole number of units, at least
  * one), then `repeats` timed repeats; the median time per unit is kept.
  * Times are wall-clock around clFinish, so no profiling queue is needed.
+ * Slow devices stay bounded: the FMA and local-memory grids grow from one
+ * work-group per compute unit only while a launch stays under target_s / 2,
+ * and a unit whose warm-up takes over 2 * target_s skips the calibration
+ * and gets at most 3 repeats (rusticl/llvmpipe moves ~1 GB/s).
  *
  * Bandwidth arrays are filled from the host with splitmix64 floats (so
  * memory compression cannot inflate the figures) and are, by default, 4x
@@ -139,20 +143,22 @@ static clattn_status measure(probe *P, const unit *u, double *sec) {
   long n = 1;
   CLATTN_CL(P->ctx, clFinish(P->ctx->queue));
   CLATTN_TRY(time_units(P, u, 1, &t)); /* warm-up */
-  for (int r = 0; r < P->calib_rounds; r++) {
+  int slow = t > 2 * P->target_s;
+  int reps = slow && P->repeats > 3 ? 3 : P->repeats;
+  for (int r = 0; !slow && r < P->calib_rounds; r++) {
     CLATTN_TRY(time_units(P, u, n, &t));
     double want = t > 0 ? ceil((double)n * P->target_s / t) : MAX_UNITS;
     n = want < 1 ? 1 : want > MAX_UNITS ? MAX_UNITS : (long)want;
   }
-  rep = malloc((size_t)P->repeats * sizeof *rep);
+  rep = malloc((size_t)reps * sizeof *rep);
   if (rep == NULL)
     return clattn__fail(P->ctx, CLATTN_ERR_NOMEM, "out of host memory");
-  for (int r = 0; r < P->repeats; r++) {
+  for (int r = 0; r < reps; r++) {
     CLATTN_TRY(time_units(P, u, n, &t));
     rep[r] = t / (double)n;
   }
-  qsort(rep, (size_t)P->repeats, sizeof *rep, cmp_double);
-  int m = P->repeats;
+  qsort(rep, (size_t)reps, sizeof *rep, cmp_double);
+  int m = reps;
   *sec = m % 2 ? rep[m / 2] : 0.5 * (rep[m / 2 - 1] + rep[m / 2]);
   if (!(*sec > 0))
     *sec = 1e-9; /* below the clock's resolution */
@@ -262,8 +268,9 @@ static clattn_status kernel_for(probe *P, int vw, int fp16, const char *name,
                                 cl_kernel *k) {
   char opts[128];
   snprintf(opts, sizeof opts,
-           "-D VW=%d -D PROBE_FP16=%d -D FMA_ITERS=%d -D LOCAL_ITERS=%d", vw,
-           fp16, FMA_ITERS, LOCAL_ITERS);
+           "-cl-mad-enable -D VW=%d -D PROBE_FP16=%d -D FMA_ITERS=%d "
+           "-D LOCAL_ITERS=%d",
+           vw, fp16, FMA_ITERS, LOCAL_ITERS);
   return clattn__kernel(P->ctx, CLATTN_SRC_PROBE, opts, name, k);
 }
 
@@ -308,15 +315,28 @@ done:
   return rc;
 }
 
-/* Work-items of the FMA and local kernels: enough groups for every compute
- * unit (several per unit on GPUs to hide latency), capped by the output. */
-static size_t grid_items(const probe *P, size_t wg, size_t groups_per_cu) {
+/* Grid of the FMA and local kernels (u->lws set): from one work-group per
+ * compute unit, doubled while a launch stays under target_s / 2, up to
+ * groups_per_cu per unit (several per unit on GPUs to hide latency) and
+ * the output buffer.  Sets u->gws. */
+static clattn_status size_grid(probe *P, unit *u, size_t groups_per_cu) {
+  clattn_status rc = CLATTN_OK;
   size_t cu = P->ctx->dev.compute_units ? P->ctx->dev.compute_units : 1;
-  size_t items = cu * groups_per_cu * wg;
   size_t cap = P->out_bytes / sizeof(float);
-  while (items > cap && items > wg)
-    items -= wg;
-  return items;
+  size_t max = cu * groups_per_cu * u->lws;
+  double t = 0;
+  if (max > cap)
+    max = cap - cap % u->lws;
+  u->gws = cu * u->lws < max ? cu * u->lws : max;
+  CLATTN_TRY(time_units(P, u, 1, &t)); /* warm-up */
+  for (;;) {
+    CLATTN_TRY(time_units(P, u, 1, &t));
+    if (2 * u->gws > max || 2 * t > 0.5 * P->target_s)
+      break;
+    u->gws *= 2;
+  }
+done:
+  return rc;
 }
 
 /* FMA GFLOP/s at width vw (fp16: half vectors). */
@@ -329,10 +349,10 @@ static clattn_status fma_rate(probe *P, int vw, int fp16, double *gflops) {
   CLATTN_TRY(kernel_for(P, vw, fp16, "probe_fma", &k));
   u.k = k;
   CLATTN_TRY(pick_wg(P, k, (size_t)1 << 30, pref_wg(P, CPU_FMA_WG), &u.lws));
-  u.gws = grid_items(P, u.lws, P->is_cpu ? 64 : 32);
   CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->out));
   CLATTN_TRY(clattn__arg(P->ctx, k, 1, sizeof fa, &fa));
   CLATTN_TRY(clattn__arg(P->ctx, k, 2, sizeof fb, &fb));
+  CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 64 : 32));
   CLATTN_TRY(measure(P, &u, &t));
   *gflops = (double)u.gws * FMA_ITERS * FMA_CHAINS * vw * 2.0 / t * 1e-9;
 done:
@@ -362,9 +382,9 @@ static clattn_status local_rate(probe *P, int vw, double *gbs) {
                         "probe_local: %zu bytes of local memory needed, the "
                         "device offers %llu",
                         vbytes, (unsigned long long)avail);
-  u.gws = grid_items(P, u.lws, P->is_cpu ? 16 : 32);
   CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->out));
   CLATTN_TRY(clattn__arg(P->ctx, k, 1, u.lws * vbytes, NULL));
+  CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 16 : 32));
   CLATTN_TRY(measure(P, &u, &t));
   /* per item: 4 * LOCAL_ITERS + 1 reads and 2 writes of one vector */
   *gbs = (double)u.gws * (4.0 * LOCAL_ITERS + 3.0) * (double)vbytes / t *
