@@ -47,11 +47,15 @@ static int c_triad(size_t n, int reps, double *best, double *median)
     b[i] = (float)(i % 1024) * 1e-3f;
     c[i] = (float)(i % 977) * 1e-3f;
   }
+  /* restrict: without it GCC's -O2 vectoriser refuses the loop (it would
+   * need run-time alias checks) and the triad ran ~25% slower here */
+  float *restrict ra = a;
+  const float *restrict rb = b, *restrict rc = c;
   for (int r = 0; r < reps + 1; r++) { /* pass 0 is a warm-up */
     double t0 = now_s();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
     for (long i = 0; i < nn; i++)
-      a[i] = b[i] + s * c[i];
+      ra[i] = rb[i] + s * rc[i];
     if (r > 0)
       t[r - 1] = now_s() - t0;
   }
