@@ -15,6 +15,8 @@ enum {
 
 typedef struct cli_opts {
   const char *in, *out, *device, *save_inputs;
+  const char *db; /* probe: database path (NULL: default) */
+  int json, thorough, quick, no_store; /* probe */
   int causal, check, random, verbose;
   int layout; /* CLATTN_BSHD / CLATTN_BHSD, device layout (attention) */
   int dtype;  /* CLATTN_F32 / CLATTN_F16 (attention --random) */
@@ -30,6 +32,7 @@ int cli_devices(int verbose);
 int cli_run_attention(const cli_opts *o);
 int cli_run_gqa(const cli_opts *o);
 int cli_model(int argc, char **argv);
+int cli_probe(const cli_opts *o);
 
 /* Name of an OpenCL error code ("CL_INVALID_VALUE"). */
 

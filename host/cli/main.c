@@ -3,6 +3,7 @@
  *   clattn devices [--verbose]
  *   clattn run attention (--in DIR | --random SHAPE...) [options]
  *   clattn run gqa       (--in DIR | --random SHAPE...) [options]
+ *   clattn probe [--device D] [--json] [--thorough] [--db PATH] [--no-store]
  *
  * Exit status: 0 success, 1 library/OpenCL/output failure, 2 usage error or
  * bad input file, 3 --check error above the tolerance. */
@@ -24,6 +25,8 @@ static const char usage_text[] =
   "       clattn run gqa (--in DIR | --random SHAPE) [OPTIONS]\n"
   "       clattn model attention|decode|layer|mqa|profiles|check ...\n"
   "         (roofline model; 'clattn model help' for its options)\n"
+  "       clattn probe [--device SEL] [--json] [--thorough | --quick]\n"
+  "                    [--db PATH] [--no-store]\n"
   "       clattn help | --help | --version\n"
   "\n"
   "run attention: DIR holds q.npy [b,n,h_q,k], k.npy [b,m,h_kv,k],\n"
@@ -45,6 +48,13 @@ static const char usage_text[] =
   "  the reference; fails above rel. error 1e-4 for f32, 2e-3 for f16),\n"
   "  --seed S, --save-inputs DIR (with --random), --repeat N,\n"
   "  --verbose\n"
+  "probe: measure the device's ceilings (memory bandwidth per vector\n"
+  "  width, FMA peak, local memory, transfers, launch latency; under 30 s\n"
+  "  by default, longer with --thorough) and store them in the tuning\n"
+  "  database (--db PATH, default $CLATTN_DB, else\n"
+  "  $XDG_DATA_HOME/clattn/tuning.db or ~/.local/share/clattn/tuning.db)\n"
+  "  unless --no-store.  --json prints JSON.  --quick: small buffers and\n"
+  "  short timings, a smoke test only (implies --no-store).\n"
   "exit status: 0 ok, 1 library/OpenCL failure, 2 usage or input error,\n"
   "  3 --check failed\n";
 
@@ -57,12 +67,13 @@ static int usage(const char *why)
 }
 
 /* Which command accepts an option. */
-enum { ATT = 1, GQA = 2, DEV = 4 };
+enum { ATT = 1, GQA = 2, DEV = 4, PRB = 8 };
 
 enum opt_id {
   O_IN, O_OUT, O_DEVICE, O_SAVE, O_CAUSAL, O_CHECK, O_RANDOM, O_VERBOSE,
   O_LAYOUT, O_DTYPE, O_SCALE, O_BATCH, O_SEQ, O_KV_SEQ, O_HEADS, O_KV_HEADS,
   O_HEAD_DIM, O_HEAD_DIM_V, O_D_MODEL, O_DECODE_FROM, O_REPEAT, O_SEED,
+  O_JSON, O_THOROUGH, O_QUICK, O_DB, O_NO_STORE,
   O_COUNT
 };
 
@@ -72,7 +83,7 @@ static const struct opt {
 } opts[O_COUNT] = {
   [O_IN] = {"in", 1, ATT | GQA},
   [O_OUT] = {"out", 1, ATT | GQA},
-  [O_DEVICE] = {"device", 1, ATT | GQA},
+  [O_DEVICE] = {"device", 1, ATT | GQA | PRB},
   [O_SAVE] = {"save-inputs", 1, ATT | GQA},
   [O_CAUSAL] = {"causal", 0, ATT | GQA},
   [O_CHECK] = {"check", 0, ATT | GQA},
@@ -92,6 +103,11 @@ static const struct opt {
   [O_DECODE_FROM] = {"decode-from", 1, GQA},
   [O_REPEAT] = {"repeat", 1, ATT | GQA},
   [O_SEED] = {"seed", 1, ATT | GQA},
+  [O_JSON] = {"json", 0, PRB},
+  [O_THOROUGH] = {"thorough", 0, PRB},
+  [O_QUICK] = {"quick", 0, PRB},
+  [O_DB] = {"db", 1, PRB},
+  [O_NO_STORE] = {"no-store", 0, PRB},
 };
 
 /* Strict integer in [lo, hi]; -1 on error (message printed). */
@@ -125,6 +141,11 @@ static int apply(cli_opts *o, enum opt_id id, const char *v, int *given)
   case O_CHECK: o->check = 1; return 0;
   case O_RANDOM: o->random = 1; return 0;
   case O_VERBOSE: o->verbose = 1; return 0;
+  case O_JSON: o->json = 1; return 0;
+  case O_THOROUGH: o->thorough = 1; return 0;
+  case O_QUICK: o->quick = 1; return 0;
+  case O_DB: o->db = v; return 0;
+  case O_NO_STORE: o->no_store = 1; return 0;
   case O_LAYOUT:
     if (!strcmp(v, "bshd"))
       o->layout = CLATTN_BSHD;
@@ -297,6 +318,12 @@ int main(int argc, char **argv)
   }
   if (!strcmp(c, "model"))
     return cli_model(argc - 2, argv + 2);
+  if (!strcmp(c, "probe")) {
+    int rc = parse(argc - 2, argv + 2, PRB, &o, given);
+    if (!rc && o.thorough && o.quick)
+      rc = usage("--thorough and --quick are exclusive");
+    return rc ? rc : cli_probe(&o);
+  }
   if (strcmp(c, "run") != 0) {
     cli_err("unknown command '%s'", c);
     return usage(NULL);

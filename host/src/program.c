@@ -10,11 +10,9 @@
  * back to a build from source. */
 #include "runtime.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 extern const char *const clattn__prelude;
@@ -68,60 +66,23 @@ void clattn_ctx_clear_programs(clattn_ctx *ctx) {
 
 /* ------------------------------------------------------------ disk cache */
 
-/* Two independent 64-bit FNV-1a streams give a 128-bit key. */
-typedef struct hash128 {
-  uint64_t a, b;
-} hash128;
-
-static void hash_bytes(hash128 *h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) {
-    h->a = (h->a ^ p[i]) * 0x100000001b3ull;
-    h->b = (h->b ^ p[i]) * 0x100000001b3ull;
-    h->b ^= h->b >> 29;
-  }
-  /* separator so that ("ab","c") and ("a","bc") differ */
-  h->a = (h->a ^ 0xffu) * 0x100000001b3ull;
-  h->b = (h->b ^ 0xfeu) * 0x100000001b3ull;
-}
-
-static void hash_str(hash128 *h, const char *s) { hash_bytes(h, s, strlen(s)); }
-
 static void cache_path(const clattn_ctx *ctx, clattn__source src,
                        const char *options, char *out, size_t cap) {
-  hash128 h = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
+  clattn__hash h = clattn__hash_init();
   uint32_t fmt = CACHE_FORMAT;
-  hash_bytes(&h, &fmt, sizeof fmt);
-  hash_str(&h, clattn_version());
-  hash_bytes(&h, clattn__prelude, clattn__prelude_len);
-  hash_bytes(&h, clattn__sources[src], clattn__source_lens[src]);
-  hash_str(&h, options);
-  hash_str(&h, ctx->dev.platform);
-  hash_str(&h, ctx->dev.name);
-  hash_str(&h, ctx->dev.vendor);
-  hash_str(&h, ctx->dev.driver);
-  hash_str(&h, ctx->dev.version);
-  snprintf(out, cap, "%s/%016llx%016llx.bin", ctx->cache_dir,
-           (unsigned long long)h.a, (unsigned long long)h.b);
-}
-
-/* Create dir and its parents (mode 0755); 0 on success. */
-static int mkdir_p(const char *dir) {
-  char buf[4096];
-  size_t n = strlen(dir);
-  if (n == 0 || n >= sizeof buf)
-    return -1;
-  memcpy(buf, dir, n + 1);
-  for (size_t i = 1; i <= n; i++) {
-    if (buf[i] == '/' || buf[i] == '\0') {
-      char c = buf[i];
-      buf[i] = '\0';
-      if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return -1;
-      buf[i] = c;
-    }
-  }
-  return 0;
+  char hex[CLATTN_HASH_HEX];
+  clattn__hash_bytes(&h, &fmt, sizeof fmt);
+  clattn__hash_str(&h, clattn_version());
+  clattn__hash_bytes(&h, clattn__prelude, clattn__prelude_len);
+  clattn__hash_bytes(&h, clattn__sources[src], clattn__source_lens[src]);
+  clattn__hash_str(&h, options);
+  clattn__hash_str(&h, ctx->dev.platform);
+  clattn__hash_str(&h, ctx->dev.name);
+  clattn__hash_str(&h, ctx->dev.vendor);
+  clattn__hash_str(&h, ctx->dev.driver);
+  clattn__hash_str(&h, ctx->dev.version);
+  clattn__hash_hex(&h, hex);
+  snprintf(out, cap, "%s/%s.bin", ctx->cache_dir, hex);
 }
 
 /* Read a cached binary; returns a malloc'd buffer or NULL. */
@@ -170,7 +131,7 @@ static int cache_write(clattn_ctx *ctx, const char *path, cl_program prog) {
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) !=
       CL_SUCCESS)
     goto out;
-  if (mkdir_p(ctx->cache_dir) != 0)
+  if (clattn__mkdir_p(ctx->cache_dir) != 0)
     goto out;
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   f = fopen(tmp, "wb");

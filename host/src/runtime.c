@@ -2,9 +2,11 @@
 #include "runtime.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------ statuses */
 
@@ -76,6 +78,54 @@ const char *clattn_cl_errstr(cl_int err) {
   default:
     return "unknown OpenCL error";
   }
+}
+
+/* ---------------------------------------------------- hashing, files */
+
+clattn__hash clattn__hash_init(void) {
+  clattn__hash h = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
+  return h;
+}
+
+void clattn__hash_bytes(clattn__hash *h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) {
+    h->a = (h->a ^ p[i]) * 0x100000001b3ull;
+    h->b = (h->b ^ p[i]) * 0x100000001b3ull;
+    h->b ^= h->b >> 29;
+  }
+  /* separator so that ("ab","c") and ("a","bc") differ */
+  h->a = (h->a ^ 0xffu) * 0x100000001b3ull;
+  h->b = (h->b ^ 0xfeu) * 0x100000001b3ull;
+}
+
+void clattn__hash_str(clattn__hash *h, const char *s) {
+  clattn__hash_bytes(h, s, strlen(s));
+}
+
+void clattn__hash_hex(const clattn__hash *h, char out[CLATTN_HASH_HEX]) {
+  snprintf(out, CLATTN_HASH_HEX, "%016llx%016llx", (unsigned long long)h->a,
+           (unsigned long long)h->b);
+}
+
+int clattn__mkdir_p(const char *dir) {
+  char buf[4096];
+  size_t n = strlen(dir);
+  if (n == 0 || n >= sizeof buf) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  memcpy(buf, dir, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] == '/' || buf[i] == '\0') {
+      char c = buf[i];
+      buf[i] = '\0';
+      if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return -1;
+      buf[i] = c;
+    }
+  }
+  return 0;
 }
 
 /* -------------------------------------------------------------- errors */
@@ -189,6 +239,9 @@ static clattn_status read_devinfo(clattn_ctx *ctx) {
                                  NULL));
   CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE,
                                  sizeof d->global_mem, &d->global_mem, NULL));
+  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE,
+                                 sizeof d->global_cache, &d->global_cache,
+                                 NULL));
   CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE,
                                  sizeof d->max_alloc, &d->max_alloc, NULL));
   CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN,

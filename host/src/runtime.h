@@ -14,6 +14,7 @@
 typedef enum clattn__source {
   CLATTN_SRC_ATTENTION = 0, /* cl/attention.cl: prefill kernels */
   CLATTN_SRC_DECODE = 1,    /* cl/decode.cl: split-KV decode, combine, append */
+  CLATTN_SRC_PROBE = 2,     /* cl/probe.cl: device ceilings (clattn_probe) */
   CLATTN_SRC_COUNT
 } clattn__source;
 
@@ -32,6 +33,7 @@ typedef struct clattn__devinfo {
   cl_ulong local_mem;
   cl_device_local_mem_type local_mem_type;
   cl_ulong global_mem;
+  cl_ulong global_cache; /* CL_DEVICE_GLOBAL_MEM_CACHE_SIZE */
   cl_ulong max_alloc;
   cl_uint mem_base_align_bits;
   int has_subgroups; /* cl_khr_subgroups or cl_intel_subgroups */
@@ -158,6 +160,27 @@ clattn_status clattn__check_wg(clattn_ctx *ctx, cl_kernel k, size_t wg,
 clattn_status clattn__check_heads(clattn_ctx *ctx, int hq, int hkv, int dk,
                                   int dv, clattn_dtype dt);
 int clattn__is_layout(clattn_layout l);
+
+/* 128-bit FNV-1a style hash: two independent 64-bit FNV-1a streams (the
+ * second with an extra xor-shift), and a separator after every call so that
+ * ("ab","c") and ("a","bc") differ.  Used for the program-cache key and the
+ * device fingerprint. */
+typedef struct clattn__hash {
+  uint64_t a, b;
+} clattn__hash;
+#define CLATTN_HASH_HEX 33 /* 32 hex digits and a NUL */
+clattn__hash clattn__hash_init(void);
+void clattn__hash_bytes(clattn__hash *h, const void *data, size_t n);
+void clattn__hash_str(clattn__hash *h, const char *s);
+/* 32 lower-case hex digits of h. */
+void clattn__hash_hex(const clattn__hash *h, char out[CLATTN_HASH_HEX]);
+
+/* The device fingerprint of clattn_profile (32 hex digits). */
+void clattn__fingerprint(const clattn__devinfo *d, char *out, size_t cap);
+
+/* Create a directory and its missing parents (mode 0755); 0 on success,
+ * -1 with errno set otherwise. */
+int clattn__mkdir_p(const char *dir);
 
 /* Append printf-style text to a bounded buffer; returns 0, or -1 when it
  * did not fit. */

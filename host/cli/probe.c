@@ -1,0 +1,196 @@
+/* probe.c - `clattn probe`: measure the device's ceilings with
+ * clattn_probe, print them as a table (or JSON) and store the measured
+ * profile in the tuning database. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const int widths[CLATTN_PROBE_WIDTHS] = {1, 2, 4, 8, 16};
+
+/* ---------------------------------------------------------------- JSON */
+
+static void json_str(const char *s)
+{
+  putchar('"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      printf("\\%c", *p);
+    else if (*p < 0x20)
+      printf("\\u%04x", *p);
+    else
+      putchar(*p);
+  }
+  putchar('"');
+}
+
+static void json_num(double v)
+{
+  if (isfinite(v))
+    printf("%.6g", v);
+  else
+    printf("null");
+}
+
+static void json_arr(const char *key, const double *v)
+{
+  printf("  \"%s\": [", key);
+  for (int i = 0; i < CLATTN_PROBE_WIDTHS; i++) {
+    printf(i ? ", " : "");
+    json_num(v[i]);
+  }
+  printf("],\n");
+}
+
+static void print_json(const clattn_probe_result *r, const char *stored)
+{
+  const clattn_profile *p = &r->profile;
+  printf("{\n  \"device\": {\"name\": ");
+  json_str(p->name);
+  printf(", \"vendor\": ");
+  json_str(p->vendor);
+  printf(", \"platform\": ");
+  json_str(p->platform);
+  printf(", \"driver\": ");
+  json_str(p->driver);
+  printf(", \"arch\": ");
+  json_str(p->arch);
+  printf(",\n    \"fingerprint\": ");
+  json_str(p->fingerprint);
+  printf(", \"is_cpu\": %s, \"compute_units\": %u, \"clock_mhz\": %u,\n",
+         p->is_cpu ? "true" : "false", p->compute_units, p->clock_mhz);
+  printf("    \"wave_width\": %u, \"simds_per_cu\": %u, "
+         "\"global_mem_bytes\": %llu, \"local_mem_bytes\": %llu,\n",
+         p->wave_width, p->simds_per_cu, p->global_mem_bytes,
+         p->local_mem_bytes);
+  printf("    \"max_wg\": %zu, \"has_fp16\": %s, \"has_subgroups\": %s},\n",
+         p->max_wg, p->has_fp16 ? "true" : "false",
+         p->has_subgroups ? "true" : "false");
+  printf("  \"widths\": [1, 2, 4, 8, 16],\n");
+  json_arr("read_gbs", r->read_gbs);
+  json_arr("copy_gbs", r->copy_gbs);
+  json_arr("triad_gbs", r->triad_gbs);
+  json_arr("fma_gflops", r->fma_gflops);
+  const struct {
+    const char *key;
+    double v;
+  } ceil[] = {
+      {"bw_read_gbs", p->bw_read_gbs},   {"bw_copy_gbs", p->bw_copy_gbs},
+      {"bw_triad_gbs", p->bw_triad_gbs}, {"fp32_gflops", p->fp32_gflops},
+      {"fp16_gflops", p->fp16_gflops},   {"local_gbs", p->local_gbs},
+      {"h2d_gbs", p->h2d_gbs},           {"d2h_gbs", p->d2h_gbs},
+      {"launch_us", p->launch_us},
+      {"launch_pipelined_us", p->launch_pipelined_us},
+  };
+  printf("  \"profile\": {");
+  for (size_t i = 0; i < sizeof ceil / sizeof ceil[0]; i++) {
+    printf("%s\"%s\": ", i ? (i % 4 ? ", " : ",\n    ") : "", ceil[i].key);
+    json_num(ceil[i].v);
+  }
+  printf(",\n    \"note\": ");
+  json_str(p->note);
+  printf("},\n  \"buffer_bytes\": %zu,\n  \"seconds\": ", r->buffer_bytes);
+  json_num(r->seconds);
+  printf(",\n  \"stored\": ");
+  if (stored)
+    json_str(stored);
+  else
+    printf("null");
+  printf("\n}\n");
+}
+
+/* --------------------------------------------------------------- table */
+
+static void row(const char *what, const double *v, double best)
+{
+  printf("  %-16s", what);
+  for (int i = 0; i < CLATTN_PROBE_WIDTHS; i++)
+    printf(" %8.1f", v[i]);
+  printf(" %8.1f\n", best);
+}
+
+static void print_table(const clattn_probe_result *r, const char *stored)
+{
+  const clattn_profile *p = &r->profile;
+  printf("device:       %s (%s, %s)\n", p->name, p->platform, p->vendor);
+  printf("driver:       %s; %u compute units at %u MHz; wave width %u\n",
+         p->driver, p->compute_units, p->clock_mhz, p->wave_width);
+  printf("fingerprint:  %s\n\n", p->fingerprint);
+  printf("  %-16s", "vector width");
+  for (int i = 0; i < CLATTN_PROBE_WIDTHS; i++)
+    printf(" %8d", widths[i]);
+  printf(" %8s\n", "best");
+  row("read GB/s", r->read_gbs, p->bw_read_gbs);
+  row("copy GB/s", r->copy_gbs, p->bw_copy_gbs);
+  row("triad GB/s", r->triad_gbs, p->bw_triad_gbs);
+  row("FMA GFLOP/s", r->fma_gflops, p->fp32_gflops);
+  printf("\n");
+  if (p->has_fp16)
+    printf("  %-28s %10.1f\n", "FP16 FMA GFLOP/s", r->fp16_gflops);
+  else
+    printf("  %-28s %10s\n", "FP16 FMA GFLOP/s", "n/a (no cl_khr_fp16)");
+  printf("  %-28s %10.1f\n", "local memory GB/s", p->local_gbs);
+  printf("  %-28s %10.2f\n", "host->device GB/s", p->h2d_gbs);
+  printf("  %-28s %10.2f\n", "device->host GB/s", p->d2h_gbs);
+  printf("  %-28s %10.1f\n", "launch us (enqueue+finish)", p->launch_us);
+  printf("  %-28s %10.1f\n", "launch us (pipelined)", p->launch_pipelined_us);
+  printf("  %-28s %10zu\n", "buffer MiB per array", r->buffer_bytes >> 20);
+  printf("  %-28s %10.1f\n", "probe seconds", r->seconds);
+  printf("\nnote:         %s\n", p->note);
+  if (stored)
+    printf("stored in:    %s\n", stored);
+  else
+    printf("stored in:    (not stored)\n");
+}
+
+/* -------------------------------------------------------------- command */
+
+int cli_probe(const cli_opts *o)
+{
+  clattn_ctx *ctx = NULL;
+  clattn_db *db = NULL;
+  clattn_probe_result r;
+  clattn_probe_opts po;
+  const char *stored = NULL;
+  int rc = cli_ctx_create(o->device, &ctx);
+  if (rc)
+    return rc;
+  memset(&po, 0, sizeof po);
+  po.thorough = o->thorough;
+  if (o->quick) {
+    po.target_s = 0.01;
+    po.repeats = 3;
+    po.buffer_bytes = (size_t)16 << 20;
+  }
+  clattn_status st = clattn_probe(ctx, &po, &r);
+  if (st != CLATTN_OK) {
+    rc = cli_lib_fail(ctx, "clattn_probe", st);
+    goto out;
+  }
+  if (!o->no_store && !o->quick) {
+    st = clattn_db_open(o->db, &db);
+    if (st != CLATTN_OK) {
+      cli_err("clattn_db_open: %s: %s", clattn_status_str(st),
+              clattn_db_errmsg(NULL));
+      rc = CLI_FAIL;
+    } else {
+      st = clattn_db_put_profile(db, &r.profile);
+      if (st == CLATTN_OK) {
+        stored = clattn_db_path(db);
+      } else {
+        cli_err("clattn_db_put_profile: %s: %s", clattn_status_str(st),
+                clattn_db_errmsg(db));
+        rc = CLI_FAIL;
+      }
+    }
+  }
+  if (o->json)
+    print_json(&r, stored);
+  else
+    print_table(&r, stored);
+out:
+  clattn_db_close(db);
+  clattn_ctx_destroy(ctx);
+  return rc;
+}

@@ -1,0 +1,485 @@
+/* db.c - the SQLite database of probe results (and, through later
+ * migrations, model checks and tuning entries).
+ *
+ * Concurrency: WAL journal, a 10 s busy timeout, and every write is one
+ * statement (its own transaction), so several processes can share a file.
+ * Schema: PRAGMA user_version is the number of migrations applied;
+ * `migrations` below is append-only - a later table is a new entry, never
+ * an edit of an old one.  Opening a database written by a newer library
+ * (more migrations than this one knows) fails with CLATTN_ERR_DB.
+ *
+ * Profiles are stored one column per field.  The column table `cols` is the
+ * one place that maps struct fields to columns: the upsert and the select
+ * are generated from it. */
+#include "runtime.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CLATTN_DB_MAGIC 0x636c6462u /* "cldb" */
+#define BUSY_TIMEOUT_MS 10000
+
+struct clattn_db {
+  unsigned magic;
+  sqlite3 *h;
+  char *path;
+  char errmsg[CLATTN_ERRMSG_MAX];
+};
+
+/* ------------------------------------------------------------- schema */
+
+static const char *const migrations[] = {
+    /* 1: device profiles */
+    "CREATE TABLE profiles ("
+    " fingerprint TEXT PRIMARY KEY NOT NULL,"
+    " source INTEGER NOT NULL,"
+    " name TEXT NOT NULL, vendor TEXT NOT NULL, platform TEXT NOT NULL,"
+    " driver TEXT NOT NULL, arch TEXT NOT NULL,"
+    " is_cpu INTEGER NOT NULL, compute_units INTEGER NOT NULL,"
+    " clock_mhz INTEGER NOT NULL, wave_width INTEGER NOT NULL,"
+    " simds_per_cu INTEGER NOT NULL, global_mem_bytes INTEGER NOT NULL,"
+    " local_mem_bytes INTEGER NOT NULL, max_wg INTEGER NOT NULL,"
+    " has_fp16 INTEGER NOT NULL, has_subgroups INTEGER NOT NULL,"
+    " bw_read_gbs REAL NOT NULL, bw_copy_gbs REAL NOT NULL,"
+    " bw_triad_gbs REAL NOT NULL, fp32_gflops REAL NOT NULL,"
+    " fp16_gflops REAL NOT NULL, local_gbs REAL NOT NULL,"
+    " h2d_gbs REAL NOT NULL, d2h_gbs REAL NOT NULL,"
+    " launch_us REAL NOT NULL, launch_pipelined_us REAL NOT NULL,"
+    " note TEXT NOT NULL,"
+    " updated TEXT NOT NULL,"
+    " library_version TEXT NOT NULL);",
+    /* 2: the device's last-level cache (the model's DRAM estimate) */
+    "ALTER TABLE profiles ADD COLUMN cache_bytes INTEGER NOT NULL DEFAULT 0;",
+    /* 3: clattn model check results, next to the probe results */
+    "CREATE TABLE model_checks ("
+    " id INTEGER PRIMARY KEY,"
+    " fingerprint TEXT NOT NULL, call TEXT NOT NULL, bound TEXT NOT NULL,"
+    " predicted_s REAL NOT NULL, measured_s REAL NOT NULL,"
+    " gbs REAL NOT NULL, gflops REAL NOT NULL,"
+    " roofline_fraction REAL NOT NULL,"
+    " updated TEXT NOT NULL, library_version TEXT NOT NULL);"
+    "CREATE INDEX model_checks_fp ON model_checks (fingerprint, call);",
+};
+#define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+
+typedef enum col_type { C_TEXT, C_SOURCE, C_INT, C_UINT, C_U64, C_SIZE,
+                        C_REAL } col_type;
+
+typedef struct col {
+  const char *name;
+  col_type type;
+  size_t off, size;
+} col;
+
+#define COL_(f, t)                                                             \
+  { #f, t, offsetof(clattn_profile, f), sizeof(((clattn_profile *)0)->f) }
+static const col cols[] = {
+    COL_(fingerprint, C_TEXT),    COL_(source, C_SOURCE),
+    COL_(name, C_TEXT),           COL_(vendor, C_TEXT),
+    COL_(platform, C_TEXT),       COL_(driver, C_TEXT),
+    COL_(arch, C_TEXT),           COL_(is_cpu, C_INT),
+    COL_(compute_units, C_UINT),  COL_(clock_mhz, C_UINT),
+    COL_(wave_width, C_UINT),     COL_(simds_per_cu, C_UINT),
+    COL_(global_mem_bytes, C_U64), COL_(local_mem_bytes, C_U64),
+    COL_(max_wg, C_SIZE),         COL_(has_fp16, C_INT),
+    COL_(has_subgroups, C_INT),   COL_(bw_read_gbs, C_REAL),
+    COL_(bw_copy_gbs, C_REAL),    COL_(bw_triad_gbs, C_REAL),
+    COL_(fp32_gflops, C_REAL),    COL_(fp16_gflops, C_REAL),
+    COL_(local_gbs, C_REAL),      COL_(h2d_gbs, C_REAL),
+    COL_(d2h_gbs, C_REAL),        COL_(launch_us, C_REAL),
+    COL_(launch_pipelined_us, C_REAL), COL_(note, C_TEXT),
+    COL_(cache_bytes, C_U64),
+};
+#undef COL_
+#define N_COLS ((int)(sizeof cols / sizeof cols[0]))
+
+/* ------------------------------------------------------------- errors */
+
+static _Thread_local char open_errmsg[CLATTN_ERRMSG_MAX];
+
+const char *clattn_db_errmsg(const clattn_db *db) {
+  if (db == NULL)
+    return open_errmsg;
+  if (db->magic != CLATTN_DB_MAGIC)
+    return "not a live clattn database handle";
+  return db->errmsg;
+}
+
+const char *clattn_db_path(const clattn_db *db) {
+  if (db == NULL || db->magic != CLATTN_DB_MAGIC)
+    return NULL;
+  return db->path;
+}
+
+/* Record "<what>: <sqlite message> (database <path>)" and return ERR_DB. */
+static clattn_status db_fail(clattn_db *db, const char *what) {
+  snprintf(db->errmsg, sizeof db->errmsg, "%s: %s (database %s)", what,
+           db->h ? sqlite3_errmsg(db->h) : "no connection", db->path);
+  return CLATTN_ERR_DB;
+}
+
+static clattn_status db_check(clattn_db *db) {
+  if (db == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  if (db->magic != CLATTN_DB_MAGIC)
+    return CLATTN_ERR_MISUSE;
+  db->errmsg[0] = '\0';
+  return CLATTN_OK;
+}
+
+/* ---------------------------------------------------------------- open */
+
+static char *default_path(void) {
+  const char *env = getenv("CLATTN_DB");
+  const char *xdg = getenv("XDG_DATA_HOME");
+  const char *home = getenv("HOME");
+  char buf[4096];
+  if (env && *env)
+    snprintf(buf, sizeof buf, "%s", env);
+  else if (xdg && *xdg)
+    snprintf(buf, sizeof buf, "%s/clattn/tuning.db", xdg);
+  else if (home && *home)
+    snprintf(buf, sizeof buf, "%s/.local/share/clattn/tuning.db", home);
+  else
+    return NULL;
+  return strdup(buf);
+}
+
+/* Create the directory holding path (if any). */
+static clattn_status make_parent(clattn_db *db) {
+  char *slash = strrchr(db->path, '/');
+  if (slash == NULL || slash == db->path)
+    return CLATTN_OK;
+  *slash = '\0';
+  int r = clattn__mkdir_p(db->path);
+  int err = errno;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", db->path);
+  *slash = '/';
+  if (r == 0)
+    return CLATTN_OK;
+  snprintf(db->errmsg, sizeof db->errmsg,
+           "cannot create directory %s for database %s: %s", dir, db->path,
+           strerror(err));
+  return CLATTN_ERR_DB;
+}
+
+static clattn_status exec(clattn_db *db, const char *sql, const char *what) {
+  if (sqlite3_exec(db->h, sql, NULL, NULL, NULL) != SQLITE_OK)
+    return db_fail(db, what);
+  return CLATTN_OK;
+}
+
+/* Apply the migrations the file lacks, in one transaction. */
+static clattn_status migrate(clattn_db *db) {
+  clattn_status rc = CLATTN_OK;
+  sqlite3_stmt *st = NULL;
+  int version = 0;
+  CLATTN_TRY(exec(db, "BEGIN IMMEDIATE", "starting the schema migration"));
+  if (sqlite3_prepare_v2(db->h, "PRAGMA user_version", -1, &st, NULL) !=
+          SQLITE_OK ||
+      sqlite3_step(st) != SQLITE_ROW) {
+    rc = db_fail(db, "reading the schema version");
+    goto rollback;
+  }
+  version = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  st = NULL;
+  if (version > N_MIGRATIONS) {
+    snprintf(db->errmsg, sizeof db->errmsg,
+             "database %s has schema version %d; this library (clattn %s) "
+             "knows versions up to %d",
+             db->path, version, clattn_version(), N_MIGRATIONS);
+    rc = CLATTN_ERR_DB;
+    goto rollback;
+  }
+  for (int i = version; i < N_MIGRATIONS; i++) {
+    char what[64], sql[64];
+    snprintf(what, sizeof what, "schema migration %d", i + 1);
+    rc = exec(db, migrations[i], what);
+    if (rc != CLATTN_OK)
+      goto rollback;
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", i + 1);
+    rc = exec(db, sql, what);
+    if (rc != CLATTN_OK)
+      goto rollback;
+  }
+  CLATTN_TRY(exec(db, "COMMIT", "committing the schema migration"));
+  return CLATTN_OK;
+rollback:
+  sqlite3_finalize(st);
+  sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+done:
+  return rc;
+}
+
+clattn_status clattn_db_open(const char *path, clattn_db **out) {
+  clattn_status rc = CLATTN_OK;
+  clattn_db *db = NULL;
+  open_errmsg[0] = '\0';
+  if (out == NULL) {
+    snprintf(open_errmsg, sizeof open_errmsg, "out is NULL");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  *out = NULL;
+  db = calloc(1, sizeof *db);
+  if (db == NULL) {
+    snprintf(open_errmsg, sizeof open_errmsg, "out of host memory");
+    return CLATTN_ERR_NOMEM;
+  }
+  db->magic = CLATTN_DB_MAGIC;
+  db->path = path ? strdup(path) : default_path();
+  if (db->path == NULL) {
+    snprintf(db->errmsg, sizeof db->errmsg,
+             path ? "out of host memory"
+                  : "no database path: set CLATTN_DB, XDG_DATA_HOME or HOME");
+    rc = path ? CLATTN_ERR_NOMEM : CLATTN_ERR_DB;
+    goto done;
+  }
+  CLATTN_TRY(make_parent(db));
+  if (sqlite3_open_v2(db->path, &db->h,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+      SQLITE_OK) {
+    rc = db_fail(db, "cannot open");
+    goto done;
+  }
+  if (sqlite3_busy_timeout(db->h, BUSY_TIMEOUT_MS) != SQLITE_OK) {
+    rc = db_fail(db, "setting the busy timeout");
+    goto done;
+  }
+  /* WAL lets readers and one writer proceed together; filesystems without
+   * shared memory keep the rollback journal, which is still correct. */
+  CLATTN_TRY(exec(db, "PRAGMA journal_mode=WAL", "setting WAL mode"));
+  CLATTN_TRY(migrate(db));
+  db->errmsg[0] = '\0';
+  *out = db;
+  return CLATTN_OK;
+done:
+  snprintf(open_errmsg, sizeof open_errmsg, "%s", db->errmsg);
+  clattn_db_close(db);
+  return rc;
+}
+
+void clattn_db_close(clattn_db *db) {
+  if (db == NULL || db->magic != CLATTN_DB_MAGIC)
+    return;
+  sqlite3_close(db->h); /* statements are always finalized */
+  free(db->path);
+  db->magic = 0;
+  free(db);
+}
+
+/* ------------------------------------------------------------ profiles */
+
+static void iso_now(char *buf, size_t cap) {
+  time_t now = time(NULL);
+  struct tm tm;
+  if (gmtime_r(&now, &tm) == NULL ||
+      strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    snprintf(buf, cap, "unknown");
+}
+
+/* Bind column i of profile p to parameter i + 1. */
+static int bind_col(sqlite3_stmt *st, int i, const clattn_profile *p) {
+  const col *c = &cols[i];
+  const char *f = (const char *)p + c->off;
+  switch (c->type) {
+  case C_TEXT:
+    return sqlite3_bind_text(st, i + 1, f, (int)strnlen(f, c->size),
+                             SQLITE_TRANSIENT);
+  case C_SOURCE:
+    return sqlite3_bind_int(st, i + 1, (int)p->source);
+  case C_INT:
+    return sqlite3_bind_int(st, i + 1, *(const int *)(const void *)f);
+  case C_UINT:
+    return sqlite3_bind_int64(st, i + 1, *(const unsigned *)(const void *)f);
+  case C_U64:
+    return sqlite3_bind_int64(
+        st, i + 1, (sqlite3_int64) * (const unsigned long long *)(const void *)f);
+  case C_SIZE:
+    return sqlite3_bind_int64(st, i + 1,
+                              (sqlite3_int64) * (const size_t *)(const void *)f);
+  case C_REAL:
+    return sqlite3_bind_double(st, i + 1, *(const double *)(const void *)f);
+  }
+  return SQLITE_MISUSE;
+}
+
+/* Read result column i into profile p. */
+static void read_col(sqlite3_stmt *st, int i, clattn_profile *p) {
+  const col *c = &cols[i];
+  char *f = (char *)p + c->off;
+  switch (c->type) {
+  case C_TEXT: {
+    const unsigned char *s = sqlite3_column_text(st, i);
+    size_t n = s ? strlen((const char *)s) : 0;
+    if (n > c->size - 1)
+      n = c->size - 1;
+    if (n)
+      memcpy(f, s, n);
+    f[n] = '\0';
+    break;
+  }
+  case C_SOURCE:
+    p->source = (clattn_profile_source)sqlite3_column_int(st, i);
+    break;
+  case C_INT:
+    *(int *)(void *)f = sqlite3_column_int(st, i);
+    break;
+  case C_UINT:
+    *(unsigned *)(void *)f = (unsigned)sqlite3_column_int64(st, i);
+    break;
+  case C_U64:
+    *(unsigned long long *)(void *)f =
+        (unsigned long long)sqlite3_column_int64(st, i);
+    break;
+  case C_SIZE:
+    *(size_t *)(void *)f = (size_t)sqlite3_column_int64(st, i);
+    break;
+  case C_REAL:
+    *(double *)(void *)f = sqlite3_column_double(st, i);
+    break;
+  }
+}
+
+clattn_status clattn_db_put_profile(clattn_db *db, const clattn_profile *p) {
+  clattn_status rc = db_check(db);
+  sqlite3_stmt *st = NULL;
+  char sql[4096] = "INSERT INTO profiles (";
+  char date[32];
+  if (rc != CLATTN_OK)
+    return rc;
+  if (p == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  if (strnlen(p->fingerprint, sizeof p->fingerprint) == 0) {
+    snprintf(db->errmsg, sizeof db->errmsg,
+             "profile \"%.128s\" has no fingerprint (datasheet profiles are "
+             "not stored)",
+             p->name);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  for (int i = 0; i < N_COLS; i++)
+    clattn__appendf(sql, sizeof sql, "%s, ", cols[i].name);
+  clattn__appendf(sql, sizeof sql, "updated, library_version) VALUES (");
+  for (int i = 0; i < N_COLS + 2; i++)
+    clattn__appendf(sql, sizeof sql, i ? ", ?" : "?");
+  clattn__appendf(sql, sizeof sql, ") ON CONFLICT(fingerprint) DO UPDATE SET");
+  for (int i = 1; i < N_COLS; i++)
+    clattn__appendf(sql, sizeof sql, " %s = excluded.%s,", cols[i].name,
+                    cols[i].name);
+  if (clattn__appendf(sql, sizeof sql,
+                      " updated = excluded.updated,"
+                      " library_version = excluded.library_version") != 0)
+    return CLATTN_ERR_MISUSE; /* cannot happen: the buffer fits cols[] */
+  iso_now(date, sizeof date);
+  if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
+    rc = db_fail(db, "preparing the profile upsert");
+    goto done;
+  }
+  for (int i = 0; i < N_COLS; i++) {
+    if (bind_col(st, i, p) != SQLITE_OK) {
+      rc = db_fail(db, "binding a profile field");
+      goto done;
+    }
+  }
+  if (sqlite3_bind_text(st, N_COLS + 1, date, -1, SQLITE_TRANSIENT) !=
+          SQLITE_OK ||
+      sqlite3_bind_text(st, N_COLS + 2, clattn_version(), -1,
+                        SQLITE_STATIC) != SQLITE_OK) {
+    rc = db_fail(db, "binding a profile field");
+    goto done;
+  }
+  if (sqlite3_step(st) != SQLITE_DONE)
+    rc = db_fail(db, "storing the profile");
+done:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+clattn_status clattn_db_get_profile(clattn_db *db, const char *fingerprint,
+                                    clattn_profile *out) {
+  clattn_status rc = db_check(db);
+  sqlite3_stmt *st = NULL;
+  char sql[2048] = "SELECT ";
+  if (rc != CLATTN_OK)
+    return rc;
+  if (fingerprint == NULL || out == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  for (int i = 0; i < N_COLS; i++)
+    clattn__appendf(sql, sizeof sql, i ? ", %s" : "%s", cols[i].name);
+  if (clattn__appendf(sql, sizeof sql,
+                      " FROM profiles WHERE fingerprint = ?") != 0)
+    return CLATTN_ERR_MISUSE; /* cannot happen: the buffer fits cols[] */
+  if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK ||
+      sqlite3_bind_text(st, 1, fingerprint, -1, SQLITE_TRANSIENT) !=
+          SQLITE_OK) {
+    rc = db_fail(db, "preparing the profile query");
+    goto done;
+  }
+  int r = sqlite3_step(st);
+  if (r == SQLITE_DONE) {
+    snprintf(db->errmsg, sizeof db->errmsg,
+             "no profile with fingerprint \"%.64s\" in %s", fingerprint,
+             db->path);
+    rc = CLATTN_ERR_NOT_FOUND;
+    goto done;
+  }
+  if (r != SQLITE_ROW) {
+    rc = db_fail(db, "reading the profile");
+    goto done;
+  }
+  memset(out, 0, sizeof *out);
+  for (int i = 0; i < N_COLS; i++)
+    read_col(st, i, out);
+done:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+clattn_status clattn_db_put_check(clattn_db *db,
+                                  const clattn_check_record *r) {
+  clattn_status rc = db_check(db);
+  sqlite3_stmt *st = NULL;
+  char date[32];
+  if (rc != CLATTN_OK)
+    return rc;
+  if (r == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  iso_now(date, sizeof date);
+  if (sqlite3_prepare_v2(
+          db->h,
+          "INSERT INTO model_checks (fingerprint, call, bound, predicted_s,"
+          " measured_s, gbs, gflops, roofline_fraction, updated,"
+          " library_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+          -1, &st, NULL) != SQLITE_OK) {
+    rc = db_fail(db, "preparing the model-check insert");
+    goto done;
+  }
+  const double v[5] = {r->predicted_s, r->measured_s, r->gbs, r->gflops,
+                       r->roofline_fraction};
+  int ok = sqlite3_bind_text(st, 1, r->fingerprint, -1, SQLITE_TRANSIENT) ==
+               SQLITE_OK &&
+           sqlite3_bind_text(st, 2, r->call, -1, SQLITE_TRANSIENT) ==
+               SQLITE_OK &&
+           sqlite3_bind_text(st, 3, r->bound, -1, SQLITE_TRANSIENT) ==
+               SQLITE_OK &&
+           sqlite3_bind_text(st, 9, date, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
+           sqlite3_bind_text(st, 10, clattn_version(), -1, SQLITE_STATIC) ==
+               SQLITE_OK;
+  for (int i = 0; i < 5 && ok; i++)
+    ok = sqlite3_bind_double(st, 4 + i, v[i]) == SQLITE_OK;
+  if (!ok) {
+    rc = db_fail(db, "binding a model-check field");
+    goto done;
+  }
+  if (sqlite3_step(st) != SQLITE_DONE)
+    rc = db_fail(db, "storing the model check");
+done:
+  sqlite3_finalize(st);
+  return rc;
+}

@@ -1,0 +1,533 @@
+/* probe.c - clattn_probe: the device's ceilings, measured clpeak-style.
+ *
+ * Protocol for every figure: one untimed warm-up unit, a timed calibration
+ * that sizes a repeat to about target_s (a whole number of units, at least
+ * one), then `repeats` timed repeats; the median time per unit is kept.
+ * Times are wall-clock around clFinish, so no profiling queue is needed.
+ * Slow devices stay bounded: the FMA and local-memory grids grow from one
+ * work-group per compute unit only while a launch stays under target_s / 2,
+ * and a unit whose warm-up takes over 2 * target_s skips the calibration
+ * and gets at most 3 repeats (rusticl/llvmpipe moves ~1 GB/s).
+ *
+ * Bandwidth arrays are filled from the host with splitmix64 floats (so
+ * memory compression cannot inflate the figures) and are, by default, 4x
+ * the device's global-memory cache (at least 64 MiB), capped by
+ * CL_DEVICE_MAX_MEM_ALLOC_SIZE and a quarter of global memory.
+ *
+ * Work-group sizes come from the device and the compiled kernel
+ * (CL_KERNEL_WORK_GROUP_SIZE), never assumed: the preferred sizes below are
+ * only upper bounds. */
+#include "runtime.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MIB ((size_t)1 << 20)
+#define MIN_DEFAULT_BUFFER (64 * MIB)
+#define HOST_CHUNK (16 * MIB)
+#define XFER_BYTES (64 * MIB)
+#define PIPELINE_LAUNCHES 200
+#define MAX_UNITS 1000000
+#define NREAD 16         /* vectors read per work-item (probe_read) */
+#define FMA_ITERS 1024   /* loop trips of probe_fma: 16 FMAs each */
+#define FMA_CHAINS 16
+#define LOCAL_ITERS 256  /* loop trips of probe_local: 4 reads each */
+
+/* Upper bounds of the work-group sizes (the device and kernel may allow
+ * less).  GPUs want 64-256 items; PoCL runs the items of a group in a loop,
+ * vectorised across items only for loop-free kernels. */
+#define GPU_WG 256
+#define CPU_BW_WG 1024
+#define CPU_FMA_WG 8
+#define CPU_LOCAL_WG 64
+
+static const int probe_widths[CLATTN_PROBE_WIDTHS] = {1, 2, 4, 8, 16};
+
+typedef enum unit_kind { U_KERNEL, U_WRITE, U_READ } unit_kind;
+
+/* One timed unit of work: `count` kernel launches or transfers, with a
+ * clFinish after each when finish_each is set. */
+typedef struct unit {
+  unit_kind kind;
+  cl_kernel k;
+  size_t gws, lws;
+  int count;
+  int finish_each;
+} unit;
+
+typedef struct probe {
+  clattn_ctx *ctx;
+  int is_cpu;
+  double target_s;
+  int repeats;
+  int calib_rounds;
+  size_t buf; /* bytes per bandwidth array */
+  size_t out_bytes;
+  cl_mem a, b, c, out;
+  void *host; /* transfer source/destination */
+  size_t host_bytes;
+} probe;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* splitmix64 floats uniform in [-1, 1), two per 64-bit output. */
+static void random_fill(uint64_t *state, float *x, size_t n) {
+  for (size_t i = 0; i < n; i += 2) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    x[i] = (float)(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
+    if (i + 1 < n)
+      x[i + 1] = (float)((z >> 8) & 0xffffffu) * (2.0f / 16777216.0f) - 1.0f;
+  }
+}
+
+/* --------------------------------------------------------------- timing */
+
+static clattn_status run_unit(probe *P, const unit *u) {
+  clattn_status rc = CLATTN_OK;
+  clattn_ctx *ctx = P->ctx;
+  for (int i = 0; i < u->count; i++) {
+    switch (u->kind) {
+    case U_KERNEL:
+      CLATTN_TRY(clattn__launch(ctx, u->k, 1, &u->gws, &u->lws, 0, NULL,
+                                NULL));
+      break;
+    case U_WRITE:
+      CLATTN_CL(ctx, clEnqueueWriteBuffer(ctx->queue, P->a, CL_TRUE, 0,
+                                          P->host_bytes, P->host, 0, NULL,
+                                          NULL));
+      break;
+    case U_READ:
+      CLATTN_CL(ctx, clEnqueueReadBuffer(ctx->queue, P->a, CL_TRUE, 0,
+                                         P->host_bytes, P->host, 0, NULL,
+                                         NULL));
+      break;
+    }
+    if (u->finish_each)
+      CLATTN_CL(ctx, clFinish(ctx->queue));
+  }
+done:
+  return rc;
+}
+
+/* Time n units and a clFinish. */
+static clattn_status time_units(probe *P, const unit *u, long n, double *t) {
+  clattn_status rc = CLATTN_OK;
+  double t0 = now_s();
+  for (long i = 0; i < n; i++)
+    CLATTN_TRY(run_unit(P, u));
+  CLATTN_CL(P->ctx, clFinish(P->ctx->queue));
+  *t = now_s() - t0;
+done:
+  return rc;
+}
+
+/* Median seconds per unit: warm-up, calibration to target_s, repeats. */
+static clattn_status measure(probe *P, const unit *u, double *sec) {
+  clattn_status rc = CLATTN_OK;
+  double t = 0, *rep = NULL;
+  long n = 1;
+  CLATTN_CL(P->ctx, clFinish(P->ctx->queue));
+  CLATTN_TRY(time_units(P, u, 1, &t)); /* warm-up */
+  int slow = t > 2 * P->target_s;
+  int reps = slow && P->repeats > 3 ? 3 : P->repeats;
+  for (int r = 0; !slow && r < P->calib_rounds; r++) {
+    CLATTN_TRY(time_units(P, u, n, &t));
+    double want = t > 0 ? ceil((double)n * P->target_s / t) : MAX_UNITS;
+    n = want < 1 ? 1 : want > MAX_UNITS ? MAX_UNITS : (long)want;
+  }
+  rep = malloc((size_t)reps * sizeof *rep);
+  if (rep == NULL)
+    return clattn__fail(P->ctx, CLATTN_ERR_NOMEM, "out of host memory");
+  for (int r = 0; r < reps; r++) {
+    CLATTN_TRY(time_units(P, u, n, &t));
+    rep[r] = t / (double)n;
+  }
+  qsort(rep, (size_t)reps, sizeof *rep, cmp_double);
+  int m = reps;
+  *sec = m % 2 ? rep[m / 2] : 0.5 * (rep[m / 2 - 1] + rep[m / 2]);
+  if (!(*sec > 0))
+    *sec = 1e-9; /* below the clock's resolution */
+done:
+  free(rep);
+  return rc;
+}
+
+/* ------------------------------------------------------------ buffers */
+
+static clattn_status new_buffer(probe *P, size_t bytes, cl_mem *out) {
+  cl_int err = CL_SUCCESS;
+  *out = clCreateBuffer(P->ctx->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+  if (err == CL_SUCCESS)
+    return CLATTN_OK;
+  *out = NULL;
+  return clattn__fail(P->ctx,
+                      err == CL_OUT_OF_HOST_MEMORY ? CLATTN_ERR_NOMEM
+                                                   : CLATTN_ERR_OPENCL,
+                      "clCreateBuffer(%zu bytes) for the probe failed: %s "
+                      "(%d)",
+                      bytes, clattn_cl_errstr(err), (int)err);
+}
+
+/* Fill m with random floats from the host, chunk by chunk. */
+static clattn_status fill_random(probe *P, cl_mem m, size_t bytes,
+                                 uint64_t seed) {
+  clattn_status rc = CLATTN_OK;
+  size_t chunk = bytes < HOST_CHUNK ? bytes : HOST_CHUNK;
+  float *h = malloc(chunk);
+  uint64_t state = seed;
+  if (h == NULL)
+    return clattn__fail(P->ctx, CLATTN_ERR_NOMEM, "out of host memory");
+  for (size_t off = 0; off < bytes; off += chunk) {
+    size_t n = bytes - off < chunk ? bytes - off : chunk;
+    random_fill(&state, h, n / sizeof(float));
+    CLATTN_CL(P->ctx, clEnqueueWriteBuffer(P->ctx->queue, m, CL_TRUE, off, n,
+                                           h, 0, NULL, NULL));
+  }
+done:
+  free(h);
+  return rc;
+}
+
+/* Bytes per bandwidth array (see the file comment). */
+static clattn_status choose_buffer(probe *P, const clattn_probe_opts *o) {
+  clattn_status rc = CLATTN_OK;
+  const clattn__devinfo *d = &P->ctx->dev;
+  cl_ulong llc = 0, want;
+  if (o->buffer_bytes > 0) {
+    want = o->buffer_bytes;
+  } else {
+    CLATTN_CL(P->ctx, clGetDeviceInfo(P->ctx->device,
+                                      CL_DEVICE_GLOBAL_MEM_CACHE_SIZE,
+                                      sizeof llc, &llc, NULL));
+    want = 4 * llc > MIN_DEFAULT_BUFFER ? 4 * llc : MIN_DEFAULT_BUFFER;
+  }
+  cl_ulong cap = d->max_alloc < d->global_mem / 4 ? d->max_alloc
+                                                  : d->global_mem / 4;
+  if (want > cap)
+    want = cap;
+  want -= want % MIB;
+  if (want < MIB)
+    return clattn__fail(P->ctx,
+                        o->buffer_bytes > 0 ? CLATTN_ERR_INVALID_ARG
+                                            : CLATTN_ERR_UNSUPPORTED,
+                        "probe buffers of %llu bytes: at least 1 MiB needed "
+                        "(device max allocation %llu, global memory %llu)",
+                        (unsigned long long)want,
+                        (unsigned long long)d->max_alloc,
+                        (unsigned long long)d->global_mem);
+  P->buf = (size_t)want;
+done:
+  return rc;
+}
+
+/* --------------------------------------------------------- work-groups */
+
+/* Largest power of two <= min(pref, device and kernel limits) dividing
+ * items. */
+static clattn_status pick_wg(probe *P, cl_kernel k, size_t items,
+                             size_t pref, size_t *out) {
+  clattn_status rc = CLATTN_OK;
+  size_t kwg = 0, lim = pref;
+  CLATTN_TRY(clattn__kernel_wg(P->ctx, k, &kwg));
+  if (kwg < lim)
+    lim = kwg;
+  if (P->ctx->dev.max_wg < lim)
+    lim = P->ctx->dev.max_wg;
+  if (P->ctx->dev.max_item[0] < lim)
+    lim = P->ctx->dev.max_item[0];
+  size_t wg = (size_t)clattn__pow2_floor(lim);
+  while (wg > 1 && items % wg != 0)
+    wg /= 2;
+  *out = wg;
+done:
+  return rc;
+}
+
+static size_t pref_wg(const probe *P, size_t cpu) {
+  return P->is_cpu ? cpu : GPU_WG;
+}
+
+/* -------------------------------------------------------------- figures */
+
+static clattn_status kernel_for(probe *P, int vw, int fp16, const char *name,
+                                cl_kernel *k) {
+  char opts[128];
+  snprintf(opts, sizeof opts,
+           "-cl-mad-enable -D VW=%d -D PROBE_FP16=%d -D FMA_ITERS=%d "
+           "-D LOCAL_ITERS=%d",
+           vw, fp16, FMA_ITERS, LOCAL_ITERS);
+  return clattn__kernel(P->ctx, CLATTN_SRC_PROBE, opts, name, k);
+}
+
+/* Read, copy and triad GB/s at vector width vw. */
+static clattn_status bandwidth(probe *P, int vw, double *rd, double *cp,
+                               double *tr) {
+  clattn_status rc = CLATTN_OK;
+  cl_kernel kr, kc, kt;
+  size_t vecs = P->buf / (sizeof(float) * (size_t)vw);
+  float s = 0.25f;
+  double t = 0;
+  unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
+  CLATTN_TRY(kernel_for(P, vw, 0, "probe_read", &kr));
+  CLATTN_TRY(kernel_for(P, vw, 0, "probe_copy", &kc));
+  CLATTN_TRY(kernel_for(P, vw, 0, "probe_triad", &kt));
+
+  u.k = kr;
+  u.gws = vecs / NREAD;
+  CLATTN_TRY(pick_wg(P, kr, u.gws, pref_wg(P, CPU_BW_WG), &u.lws));
+  CLATTN_TRY(clattn__arg(P->ctx, kr, 0, sizeof(cl_mem), &P->a));
+  CLATTN_TRY(clattn__arg(P->ctx, kr, 1, sizeof(cl_mem), &P->out));
+  CLATTN_TRY(measure(P, &u, &t));
+  *rd = ((double)P->buf + (double)u.gws * sizeof(float)) / t * 1e-9;
+
+  u.k = kc;
+  u.gws = vecs;
+  CLATTN_TRY(pick_wg(P, kc, u.gws, pref_wg(P, CPU_BW_WG), &u.lws));
+  CLATTN_TRY(clattn__arg(P->ctx, kc, 0, sizeof(cl_mem), &P->a));
+  CLATTN_TRY(clattn__arg(P->ctx, kc, 1, sizeof(cl_mem), &P->b));
+  CLATTN_TRY(measure(P, &u, &t));
+  *cp = 2.0 * (double)P->buf / t * 1e-9;
+
+  u.k = kt;
+  CLATTN_TRY(pick_wg(P, kt, u.gws, pref_wg(P, CPU_BW_WG), &u.lws));
+  CLATTN_TRY(clattn__arg(P->ctx, kt, 0, sizeof(cl_mem), &P->a));
+  CLATTN_TRY(clattn__arg(P->ctx, kt, 1, sizeof(cl_mem), &P->b));
+  CLATTN_TRY(clattn__arg(P->ctx, kt, 2, sizeof(cl_mem), &P->c));
+  CLATTN_TRY(clattn__arg(P->ctx, kt, 3, sizeof s, &s));
+  CLATTN_TRY(measure(P, &u, &t));
+  *tr = 3.0 * (double)P->buf / t * 1e-9;
+done:
+  return rc;
+}
+
+/* Grid of the FMA and local kernels (u->lws set): from one work-group per
+ * compute unit, doubled while a launch stays under target_s / 2, up to
+ * groups_per_cu per unit (several per unit on GPUs to hide latency) and
+ * the output buffer.  Sets u->gws. */
+static clattn_status size_grid(probe *P, unit *u, size_t groups_per_cu) {
+  clattn_status rc = CLATTN_OK;
+  size_t cu = P->ctx->dev.compute_units ? P->ctx->dev.compute_units : 1;
+  size_t cap = P->out_bytes / sizeof(float);
+  size_t max = cu * groups_per_cu * u->lws;
+  double t = 0;
+  if (max > cap)
+    max = cap - cap % u->lws;
+  u->gws = cu * u->lws < max ? cu * u->lws : max;
+  CLATTN_TRY(time_units(P, u, 1, &t)); /* warm-up */
+  for (;;) {
+    CLATTN_TRY(time_units(P, u, 1, &t));
+    if (2 * u->gws > max || 2 * t > 0.5 * P->target_s)
+      break;
+    u->gws *= 2;
+  }
+done:
+  return rc;
+}
+
+/* FMA GFLOP/s at width vw (fp16: half vectors). */
+static clattn_status fma_rate(probe *P, int vw, int fp16, double *gflops) {
+  clattn_status rc = CLATTN_OK;
+  cl_kernel k;
+  float fa = 0.999f, fb = 0.001f;
+  double t = 0;
+  unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
+  CLATTN_TRY(kernel_for(P, vw, fp16, "probe_fma", &k));
+  u.k = k;
+  CLATTN_TRY(pick_wg(P, k, (size_t)1 << 30, pref_wg(P, CPU_FMA_WG), &u.lws));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->out));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 1, sizeof fa, &fa));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 2, sizeof fb, &fb));
+  CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 64 : 32));
+  CLATTN_TRY(measure(P, &u, &t));
+  *gflops = (double)u.gws * FMA_ITERS * FMA_CHAINS * vw * 2.0 / t * 1e-9;
+done:
+  return rc;
+}
+
+/* Local-memory GB/s at width vw (whole device). */
+static clattn_status local_rate(probe *P, int vw, double *gbs) {
+  clattn_status rc = CLATTN_OK;
+  cl_kernel k;
+  cl_ulong used = 0;
+  double t = 0;
+  size_t vbytes = sizeof(float) * (size_t)vw;
+  unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
+  CLATTN_TRY(kernel_for(P, vw, 0, "probe_local", &k));
+  u.k = k;
+  CLATTN_TRY(pick_wg(P, k, (size_t)1 << 30, pref_wg(P, CPU_LOCAL_WG), &u.lws));
+  CLATTN_CL(P->ctx, clGetKernelWorkGroupInfo(k, P->ctx->device,
+                                             CL_KERNEL_LOCAL_MEM_SIZE,
+                                             sizeof used, &used, NULL));
+  cl_ulong avail = P->ctx->dev.local_mem > used ? P->ctx->dev.local_mem - used
+                                                : 0;
+  while (u.lws > 1 && u.lws * vbytes > avail)
+    u.lws /= 2;
+  if (u.lws * vbytes > avail)
+    return clattn__fail(P->ctx, CLATTN_ERR_UNSUPPORTED,
+                        "probe_local: %zu bytes of local memory needed, the "
+                        "device offers %llu",
+                        vbytes, (unsigned long long)avail);
+  CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->out));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 1, u.lws * vbytes, NULL));
+  CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 16 : 32));
+  CLATTN_TRY(measure(P, &u, &t));
+  /* per item: 4 * LOCAL_ITERS + 1 reads and 2 writes of one vector */
+  *gbs = (double)u.gws * (4.0 * LOCAL_ITERS + 3.0) * (double)vbytes / t *
+         1e-9;
+done:
+  return rc;
+}
+
+static clattn_status transfers(probe *P, double *h2d, double *d2h) {
+  clattn_status rc = CLATTN_OK;
+  double t = 0;
+  unit u = {U_WRITE, NULL, 0, 0, 1, 0};
+  uint64_t seed = 0x5eed;
+  P->host_bytes = P->buf < XFER_BYTES ? P->buf : XFER_BYTES;
+  P->host = malloc(P->host_bytes);
+  if (P->host == NULL)
+    return clattn__fail(P->ctx, CLATTN_ERR_NOMEM, "out of host memory");
+  random_fill(&seed, P->host, P->host_bytes / sizeof(float));
+  CLATTN_TRY(measure(P, &u, &t));
+  *h2d = (double)P->host_bytes / t * 1e-9;
+  u.kind = U_READ;
+  CLATTN_TRY(measure(P, &u, &t));
+  *d2h = (double)P->host_bytes / t * 1e-9;
+done:
+  return rc;
+}
+
+static clattn_status launch_latency(probe *P, double *each_us,
+                                    double *pipelined_us) {
+  clattn_status rc = CLATTN_OK;
+  cl_kernel k;
+  double t = 0;
+  unit u = {U_KERNEL, NULL, 1, 1, 1, 1};
+  CLATTN_TRY(kernel_for(P, 1, 0, "probe_empty", &k));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->out));
+  u.k = k;
+  CLATTN_TRY(measure(P, &u, &t));
+  *each_us = t * 1e6;
+  u.count = PIPELINE_LAUNCHES;
+  u.finish_each = 0;
+  CLATTN_TRY(measure(P, &u, &t));
+  *pipelined_us = t / PIPELINE_LAUNCHES * 1e6;
+done:
+  return rc;
+}
+
+static double best_of(const double *v) {
+  double b = 0;
+  for (int i = 0; i < CLATTN_PROBE_WIDTHS; i++)
+    if (v[i] > b)
+      b = v[i];
+  return b;
+}
+
+/* ------------------------------------------------------------ the probe */
+
+clattn_status clattn_probe(clattn_ctx *ctx, const clattn_probe_opts *opts,
+                           clattn_probe_result *out) {
+  static const clattn_probe_opts defaults;
+  clattn_status rc = clattn__ctx_check(ctx);
+  probe P;
+  double t_start = now_s();
+  if (rc != CLATTN_OK)
+    return rc;
+  if (out == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "out is NULL");
+  memset(out, 0, sizeof *out);
+  const clattn_probe_opts *o = opts ? opts : &defaults;
+  if (!(o->target_s >= 0) || o->target_s > 60 || o->repeats < 0 ||
+      o->repeats > 1000)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "probe options: target_s %g (0..60), repeats %d "
+                        "(0..1000)",
+                        o->target_s, o->repeats);
+  memset(&P, 0, sizeof P);
+  P.ctx = ctx;
+  P.is_cpu = (ctx->dev.type & CL_DEVICE_TYPE_CPU) != 0;
+  P.target_s = o->target_s > 0 ? o->target_s : o->thorough ? 0.2 : 0.05;
+  P.repeats = o->repeats > 0 ? o->repeats : o->thorough ? 11 : 5;
+  P.calib_rounds = o->thorough ? 2 : 1;
+  CLATTN_TRY(clattn_profile_reported(ctx, &out->profile));
+  CLATTN_TRY(choose_buffer(&P, o));
+  out->buffer_bytes = P.buf;
+
+  /* read kernel: one float per NREAD scalars; FMA and local kernels: one
+   * float per work-item (grid_items keeps within this) */
+  P.out_bytes = P.buf / NREAD > 16 * MIB ? P.buf / NREAD : 16 * MIB;
+  if (P.out_bytes > P.buf)
+    P.out_bytes = P.buf;
+  CLATTN_TRY(new_buffer(&P, P.buf, &P.a));
+  CLATTN_TRY(new_buffer(&P, P.buf, &P.b));
+  CLATTN_TRY(new_buffer(&P, P.buf, &P.c));
+  CLATTN_TRY(new_buffer(&P, P.out_bytes, &P.out));
+  CLATTN_TRY(fill_random(&P, P.a, P.buf, 1));
+  CLATTN_TRY(fill_random(&P, P.b, P.buf, 2));
+  CLATTN_TRY(fill_random(&P, P.c, P.buf, 3));
+
+  clattn_profile *pr = &out->profile;
+  double local[CLATTN_PROBE_WIDTHS] = {0}, half[CLATTN_PROBE_WIDTHS] = {0};
+  for (int i = 0; i < CLATTN_PROBE_WIDTHS; i++) {
+    int vw = probe_widths[i];
+    CLATTN_TRY(bandwidth(&P, vw, &out->read_gbs[i], &out->copy_gbs[i],
+                         &out->triad_gbs[i]));
+    CLATTN_TRY(fma_rate(&P, vw, 0, &out->fma_gflops[i]));
+    if (ctx->dev.has_fp16)
+      CLATTN_TRY(fma_rate(&P, vw, 1, &half[i]));
+    CLATTN_TRY(local_rate(&P, vw, &local[i]));
+  }
+  CLATTN_TRY(transfers(&P, &pr->h2d_gbs, &pr->d2h_gbs));
+  CLATTN_TRY(launch_latency(&P, &pr->launch_us, &pr->launch_pipelined_us));
+
+  out->fp16_gflops = best_of(half);
+  pr->source = CLATTN_PROFILE_MEASURED;
+  pr->bw_read_gbs = best_of(out->read_gbs);
+  pr->bw_copy_gbs = best_of(out->copy_gbs);
+  pr->bw_triad_gbs = best_of(out->triad_gbs);
+  pr->fp32_gflops = best_of(out->fma_gflops);
+  pr->fp16_gflops = out->fp16_gflops;
+  pr->local_gbs = best_of(local);
+  {
+    char date[32] = "unknown-date";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm) != NULL)
+      strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(pr->note, sizeof pr->note,
+             "%s clattn %s probe: target_s %g, repeats %d, buffer %zu MiB "
+             "per array, thorough %d",
+             date, clattn_version(), P.target_s, P.repeats, P.buf / MIB,
+             o->thorough ? 1 : 0);
+  }
+  out->seconds = now_s() - t_start;
+done:
+  if (P.a)
+    clReleaseMemObject(P.a);
+  if (P.b)
+    clReleaseMemObject(P.b);
+  if (P.c)
+    clReleaseMemObject(P.c);
+  if (P.out)
+    clReleaseMemObject(P.out);
+  free(P.host);
+  if (rc != CLATTN_OK)
+    memset(out, 0, sizeof *out);
+  return rc;
+}
