@@ -19,6 +19,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 /* ---------------------------------------------------------- kernels */
 
 static const char bench_cl[] =
@@ -177,18 +179,6 @@ static void die(const char *fmt, ...)
           clattn_status_str(a_), clattn_ctx_errmsg((B)->ctx));                 \
   } while (0)
 
-static double now_s(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static double median(double *v, int n)
 {

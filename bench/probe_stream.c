@@ -15,18 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* Best and median GB/s of `reps` triad passes over n floats. */
 static int c_triad(size_t n, int reps, double *best, double *median)
