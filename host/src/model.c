@@ -456,14 +456,10 @@ clattn_status clattn_model_layer(const clattn_layer_desc *d, int batch,
     const clattn_decode_desc dd = {batch, m, d->heads_q, d->heads_kv,
                                    d->head_dim_k, d->head_dim_v, CLATTN_F32,
                                    CLATTN_BHSD, d->scale, NULL};
-    int pos[1] = {cache_len};
-    (void)pos;
+    /* every sequence appends its n rows at cache_len < m: all are written,
+     * as with pos = 0 (NULL) */
     rc = clattn_model_kv_append(&dd, n, NULL, prof, &sub);
     if (rc == CLATTN_OK) {
-      /* every sequence appends at cache_len: shift the rows */
-      sub.kernel[0].bytes_read = 4.0 * batch * n * d->heads_kv +
-                                 (sub.kernel[0].bytes_read -
-                                  4.0 * batch * n * d->heads_kv);
       merge(out, dram_reads, &sub);
       if (n == 1) {
         rc = clattn_model_decode(&dd, NULL, prof, &sub);
