@@ -5,6 +5,7 @@
  *
  *   kernel_run INDEX */
 #include "model_cases.h"
+#include "probe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,13 @@ int main(int argc, char **argv) {
   clattn_status st = clattn_ctx_create(NULL, &ctx);
   if (st)
     return die(NULL, "clattn_ctx_create", st);
+  if (mc->kind == MC_PROBE) {
+    st = clattn__probe_launch(ctx, (clattn__probe_kernel)mc->probe, mc->vw,
+                              (size_t)mc->items, (size_t)mc->lws);
+    int rc = st ? die(ctx, mc->name, st) : 0;
+    clattn_ctx_destroy(ctx);
+    return rc;
+  }
   cl_context c = clattn_ctx_cl_context(ctx);
   const size_t es = clattn_dtype_size(mc->dtype);
   const size_t B = (size_t)mc->batch;

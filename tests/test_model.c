@@ -9,8 +9,11 @@
  *    calls of vloadN, vstoreN, vload_half(N), vstore_half(N) on __global
  *    pointers,
  *    counted here as width x element size;
- *  - FMA lanes: calls of fma() weighted by their vector width;
- *  - exp2 lanes: calls of the kernels' exp2s1/exp2s16 weighted likewise.
+ *  - FMA lanes: calls of fma() (and of llvm.fmuladd, what a*b+c becomes
+ *    under -cl-mad-enable in the probe) weighted by their vector width;
+ *  - exp2 lanes: calls of the kernels' exp2s1/exp2s16 weighted likewise;
+ *  - for the probe's microkernels also the local-memory bytes (its
+ *    local-bandwidth figure divides them by time).
  * The model predicts these exactly, so the test requires equality (the
  * issue allows 1%; no tolerance is needed).
  *
@@ -18,6 +21,7 @@
  * shapes, its decode intensity 2*(H/H_kv)/s (spec 2.3), the roofline
  * (bound, ridge), layers as sums, and errors for bad descriptions. */
 #include "model_cases.h"
+#include "probe.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
@@ -34,7 +38,7 @@
 /* What Oclgrind counted for one kernel. */
 typedef struct counted {
   char name[64];
-  double load, store, fma, exp2;
+  double load, store, fma, exp2, local;
 } counted;
 
 /* Element bytes of an Itanium-mangled scalar type code at s. */
@@ -118,6 +122,9 @@ static int parse_counts(const char *path, counted *k, int cap) {
       k[n].load += (double)bytes;
     } else if (sscanf(op, "store global (%lu bytes)", &bytes) == 1) {
       k[n].store += (double)bytes;
+    } else if (sscanf(op, "load local (%lu bytes)", &bytes) == 1 ||
+               sscanf(op, "store local (%lu bytes)", &bytes) == 1) {
+      k[n].local += (double)bytes;
     } else if (strncmp(op, "call ", 5) == 0) {
       const char *fn = op + 5;
       int b = vector_access(fn, &st);
@@ -125,6 +132,8 @@ static int parse_counts(const char *path, counted *k, int cap) {
         *(st ? &k[n].store : &k[n].load) += (double)cnt * b;
       else if (strncmp(fn, "_Z3fma", 6) == 0)
         k[n].fma += (double)cnt * lanes(fn + 6);
+      else if (strncmp(fn, "llvm.fmuladd.", 13) == 0) /* a*b+c, contracted */
+        k[n].fma += (double)cnt * (fn[13] == 'v' ? atoi(fn + 14) : 1);
       else if (strncmp(fn, "exp2s", 5) == 0)
         k[n].exp2 += (double)cnt * atoi(fn + 5);
     }
@@ -190,6 +199,13 @@ static void predict(const model_case *mc, clattn_prediction *pr) {
   const clattn_profile prof = test_profile();
   const int *lens = mc->lens[0] >= 0 ? mc->lens : NULL;
   clattn_status st;
+  if (mc->kind == MC_PROBE) {
+    memset(pr, 0, sizeof *pr);
+    pr->n_kernels = 1;
+    clattn__model_probe((clattn__probe_kernel)mc->probe, mc->vw, mc->items,
+                        &pr->kernel[0]);
+    return;
+  }
   if (mc->kind == MC_ATTENTION) {
     const clattn_attn_desc d = {mc->batch, mc->n, mc->m, mc->hq, mc->hkv,
                                 mc->dk, mc->dv, mc->dtype, mc->layout,
@@ -240,7 +256,13 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
                 mc->name, c->kernel, k->load, c->bytes_read, k->store,
                 c->bytes_written, k->fma, c->fma_issued, k->exp2,
                 c->exp2_issued);
-    cr_expect(k->load > 0, "%s / %s: nothing loaded?", mc->name, c->kernel);
+    if (mc->kind != MC_PROBE)
+      cr_expect(k->load > 0, "%s / %s: nothing loaded?", mc->name,
+                c->kernel);
+    else
+      cr_expect_eq(k->local, c->local_bytes, "%s / %s: local bytes %.0f, "
+                   "model %.0f", mc->name, c->kernel, k->local,
+                   c->local_bytes);
     cr_expect_eq(k->load, c->bytes_read, "%s / %s: global load bytes %.0f, "
                  "model %.0f", mc->name, c->kernel, k->load, c->bytes_read);
     cr_expect_eq(k->store, c->bytes_written, "%s / %s: global store bytes "

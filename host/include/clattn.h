@@ -450,7 +450,8 @@ typedef enum clattn_bound {
  *  - flops: useful work, 2 per multiply-add of the contractions over the
  *    valid (query, key) pairs only; softmax_ops = 5 per valid logit, apart.
  *  - fma_issued: FMA lanes the kernel issues, masked and padded tile lanes
- *    included, plus 6 per exp2 (its polynomial); exp2_issued: exp2 lanes
+ *    included, plus 6 per exp2 (its polynomial) and 1 per online-softmax
+ *    step (l = alpha * l + sum, contracted); exp2_issued: exp2 lanes
  *    (special functions, counted apart).  These and the issued bytes are
  *    exact, and checked against Oclgrind's instruction counts.
  *  - bytes_read / bytes_written: global memory as the kernel issues it

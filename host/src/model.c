@@ -9,6 +9,7 @@
  * Oclgrind's instruction counts, so a kernel change that alters its
  * traffic fails there until the model follows. */
 #include "plan.h"
+#include "probe.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -203,7 +204,8 @@ clattn_status clattn_model_attention(const clattn_attn_desc *d,
         if (kend > 0) {
           const double T = cdiv(kend, KB);
           rd += 4.0 * T * DK * KB + 4.0 * kend * DV; /* K^T tiles, V rows */
-          fma += T * DK * RB * KB + kend * DV * RB;  /* QK^T, PV */
+          /* QK^T, PV, and per row and tile the running sum's update */
+          fma += T * DK * RB * KB + kend * DV * RB + T * RB;
           ex += T * RB * (1.0 + KB); /* alpha + KB probabilities */
           kmax = imax(kmax, kend);
         }
@@ -236,7 +238,7 @@ clattn_status clattn_model_attention(const clattn_attn_desc *d,
           const double T = cdiv(kend, KT);
           rd += es * kend * (DK + DV); /* tile loads, t < nt only */
           /* every item scores all KT keys of every tile and updates DV */
-          fma += WG * T * KT * (DK + DV);
+          fma += WG * T * (KT * (DK + DV) + 1.0);
           ex += WG * T * (1.0 + KT);
           /* local: tiles stored, then read by every item */
           loc += 4.0 * T * KT * (DK + DV) * (1.0 + WG);
@@ -309,13 +311,13 @@ clattn_status clattn_model_decode(const clattn_decode_desc *d,
       if (pl.variant == 1) {
         const double T = cdiv(nk, pl.kb);
         rd += 4.0 + es * G * DK + es * nk * (DK + DV); /* lens, q, K, V */
-        fma += nk * G * (DK + DV);                     /* QK^T, PV */
+        fma += nk * G * (DK + DV) + T * G; /* QK^T, PV, sum updates */
         ex += T * G * (1.0 + pl.kb);
       } else {
         const double KT = pl.kb, T = cdiv(nk, KT);
         /* every item reads lens; q once; K once; V once per query head */
         rd += 4.0 * pl.wg + es * G * DK + es * nk * (DK + G * DV);
-        fma += T * G * KT * DK + nk * G * DV;
+        fma += T * G * KT * DK + nk * G * DV + T * G;
         ex += T * G * (1.0 + KT);
         loc += 4.0 * (G * DK * (1.0 + T * KT) + T * KT * DK * (1.0 + G) +
                       T * G * KT * 3.0 + nk * G);
@@ -480,4 +482,47 @@ clattn_status clattn_model_layer(const clattn_layer_desc *d, int batch,
   add_gemm(out, dram_reads, "gemm o*w_o", rows, D, d->heads_q * d->head_dim_v);
   finish(out, dram_reads, prof);
   return CLATTN_OK;
+}
+
+const char *clattn__probe_name(clattn__probe_kernel k) {
+  static const char *const names[CLATTN__PROBE_KERNELS] = {
+      "probe_read", "probe_copy", "probe_triad",
+      "probe_fma",  "probe_local", "probe_empty"};
+  return k >= 0 && k < CLATTN__PROBE_KERNELS ? names[k] : "";
+}
+
+void clattn__model_probe(clattn__probe_kernel k, int vw, double items,
+                         clattn_cost *c) {
+  const double vb = 4.0 * vw; /* bytes of one float vector */
+  memset(c, 0, sizeof *c);
+  snprintf(c->kernel, sizeof c->kernel, "%s", clattn__probe_name(k));
+  c->launches = 1;
+  switch (k) {
+  case CLATTN__PROBE_READ: /* NREAD vectors in, one float out */
+    c->bytes_read = items * CLATTN__PROBE_NREAD * vb;
+    c->bytes_written = items * 4.0;
+    break;
+  case CLATTN__PROBE_COPY:
+    c->bytes_read = c->bytes_written = items * vb;
+    break;
+  case CLATTN__PROBE_TRIAD: /* a = b + s * c */
+    c->bytes_read = 2.0 * items * vb;
+    c->bytes_written = items * vb;
+    c->fma_issued = items * vw;
+    break;
+  case CLATTN__PROBE_FMA: /* the chains; one float out */
+    c->fma_issued = items * CLATTN__PROBE_FMA_ITERS *
+                    CLATTN__PROBE_FMA_CHAINS * (double)vw;
+    c->bytes_written = items * 4.0;
+    break;
+  case CLATTN__PROBE_LOCAL: /* 4 * LOCAL_ITERS + 1 vector reads, 2 writes */
+    c->local_bytes = items * (4.0 * CLATTN__PROBE_LOCAL_ITERS + 3.0) * vb;
+    c->bytes_written = items * 4.0;
+    break;
+  default:
+    break;
+  }
+  c->flops = 2.0 * c->fma_issued;
+  c->bytes_compulsory = c->bytes_read + c->bytes_written;
+  c->bytes_dram = c->bytes_compulsory;
 }

@@ -17,6 +17,7 @@
  * Work-group sizes come from the device and the compiled kernel
  * (CL_KERNEL_WORK_GROUP_SIZE), never assumed: the preferred sizes below are
  * only upper bounds. */
+#include "probe.h"
 #include "runtime.h"
 
 #include <math.h>
@@ -31,10 +32,9 @@
 #define XFER_BYTES (64 * MIB)
 #define PIPELINE_LAUNCHES 200
 #define MAX_UNITS 1000000
-#define NREAD 16         /* vectors read per work-item (probe_read) */
-#define FMA_ITERS 1024   /* loop trips of probe_fma: 16 FMAs each */
-#define FMA_CHAINS 16
-#define LOCAL_ITERS 256  /* loop trips of probe_local: 4 reads each */
+#define NREAD CLATTN__PROBE_NREAD
+#define FMA_ITERS CLATTN__PROBE_FMA_ITERS
+#define LOCAL_ITERS CLATTN__PROBE_LOCAL_ITERS
 
 /* Upper bounds of the work-group sizes (the device and kernel may allow
  * less).  GPUs want 64-256 items; PoCL runs the items of a group in a loop,
@@ -264,14 +264,22 @@ static size_t pref_wg(const probe *P, size_t cpu) {
 
 /* -------------------------------------------------------------- figures */
 
-static clattn_status kernel_for(probe *P, int vw, int fp16, const char *name,
-                                cl_kernel *k) {
+static clattn_status kernel_for(clattn_ctx *ctx, int vw, int fp16,
+                                clattn__probe_kernel which, cl_kernel *k) {
   char opts[128];
   snprintf(opts, sizeof opts,
            "-cl-mad-enable -D VW=%d -D PROBE_FP16=%d -D FMA_ITERS=%d "
            "-D LOCAL_ITERS=%d",
            vw, fp16, FMA_ITERS, LOCAL_ITERS);
-  return clattn__kernel(P->ctx, CLATTN_SRC_PROBE, opts, name, k);
+  return clattn__kernel(ctx, CLATTN_SRC_PROBE, opts,
+                        clattn__probe_name(which), k);
+}
+
+/* Global bytes one launch of k over `items` moves (the model's count). */
+static double moved(clattn__probe_kernel k, int vw, size_t items) {
+  clattn_cost c;
+  clattn__model_probe(k, vw, (double)items, &c);
+  return c.bytes_read + c.bytes_written;
 }
 
 /* Read, copy and triad GB/s at vector width vw. */
@@ -283,9 +291,9 @@ static clattn_status bandwidth(probe *P, int vw, double *rd, double *cp,
   float s = 0.25f;
   double t = 0;
   unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
-  CLATTN_TRY(kernel_for(P, vw, 0, "probe_read", &kr));
-  CLATTN_TRY(kernel_for(P, vw, 0, "probe_copy", &kc));
-  CLATTN_TRY(kernel_for(P, vw, 0, "probe_triad", &kt));
+  CLATTN_TRY(kernel_for(P->ctx, vw, 0, CLATTN__PROBE_READ, &kr));
+  CLATTN_TRY(kernel_for(P->ctx, vw, 0, CLATTN__PROBE_COPY, &kc));
+  CLATTN_TRY(kernel_for(P->ctx, vw, 0, CLATTN__PROBE_TRIAD, &kt));
 
   u.k = kr;
   u.gws = vecs / NREAD;
@@ -293,7 +301,7 @@ static clattn_status bandwidth(probe *P, int vw, double *rd, double *cp,
   CLATTN_TRY(clattn__arg(P->ctx, kr, 0, sizeof(cl_mem), &P->a));
   CLATTN_TRY(clattn__arg(P->ctx, kr, 1, sizeof(cl_mem), &P->out));
   CLATTN_TRY(measure(P, &u, &t));
-  *rd = ((double)P->buf + (double)u.gws * sizeof(float)) / t * 1e-9;
+  *rd = moved(CLATTN__PROBE_READ, vw, u.gws) / t * 1e-9;
 
   u.k = kc;
   u.gws = vecs;
@@ -301,7 +309,7 @@ static clattn_status bandwidth(probe *P, int vw, double *rd, double *cp,
   CLATTN_TRY(clattn__arg(P->ctx, kc, 0, sizeof(cl_mem), &P->a));
   CLATTN_TRY(clattn__arg(P->ctx, kc, 1, sizeof(cl_mem), &P->b));
   CLATTN_TRY(measure(P, &u, &t));
-  *cp = 2.0 * (double)P->buf / t * 1e-9;
+  *cp = moved(CLATTN__PROBE_COPY, vw, u.gws) / t * 1e-9;
 
   u.k = kt;
   CLATTN_TRY(pick_wg(P, kt, u.gws, pref_wg(P, CPU_BW_WG), &u.lws));
@@ -310,7 +318,7 @@ static clattn_status bandwidth(probe *P, int vw, double *rd, double *cp,
   CLATTN_TRY(clattn__arg(P->ctx, kt, 2, sizeof(cl_mem), &P->c));
   CLATTN_TRY(clattn__arg(P->ctx, kt, 3, sizeof s, &s));
   CLATTN_TRY(measure(P, &u, &t));
-  *tr = 3.0 * (double)P->buf / t * 1e-9;
+  *tr = moved(CLATTN__PROBE_TRIAD, vw, u.gws) / t * 1e-9;
 done:
   return rc;
 }
@@ -346,7 +354,7 @@ static clattn_status fma_rate(probe *P, int vw, int fp16, double *gflops) {
   float fa = 0.999f, fb = 0.001f;
   double t = 0;
   unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
-  CLATTN_TRY(kernel_for(P, vw, fp16, "probe_fma", &k));
+  CLATTN_TRY(kernel_for(P->ctx, vw, fp16, CLATTN__PROBE_FMA, &k));
   u.k = k;
   CLATTN_TRY(pick_wg(P, k, (size_t)1 << 30, pref_wg(P, CPU_FMA_WG), &u.lws));
   CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->out));
@@ -354,7 +362,9 @@ static clattn_status fma_rate(probe *P, int vw, int fp16, double *gflops) {
   CLATTN_TRY(clattn__arg(P->ctx, k, 2, sizeof fb, &fb));
   CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 64 : 32));
   CLATTN_TRY(measure(P, &u, &t));
-  *gflops = (double)u.gws * FMA_ITERS * FMA_CHAINS * vw * 2.0 / t * 1e-9;
+  clattn_cost c;
+  clattn__model_probe(CLATTN__PROBE_FMA, vw, (double)u.gws, &c);
+  *gflops = c.flops / t * 1e-9;
 done:
   return rc;
 }
@@ -367,7 +377,7 @@ static clattn_status local_rate(probe *P, int vw, double *gbs) {
   double t = 0;
   size_t vbytes = sizeof(float) * (size_t)vw;
   unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
-  CLATTN_TRY(kernel_for(P, vw, 0, "probe_local", &k));
+  CLATTN_TRY(kernel_for(P->ctx, vw, 0, CLATTN__PROBE_LOCAL, &k));
   u.k = k;
   CLATTN_TRY(pick_wg(P, k, (size_t)1 << 30, pref_wg(P, CPU_LOCAL_WG), &u.lws));
   CLATTN_CL(P->ctx, clGetKernelWorkGroupInfo(k, P->ctx->device,
@@ -386,9 +396,9 @@ static clattn_status local_rate(probe *P, int vw, double *gbs) {
   CLATTN_TRY(clattn__arg(P->ctx, k, 1, u.lws * vbytes, NULL));
   CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 16 : 32));
   CLATTN_TRY(measure(P, &u, &t));
-  /* per item: 4 * LOCAL_ITERS + 1 reads and 2 writes of one vector */
-  *gbs = (double)u.gws * (4.0 * LOCAL_ITERS + 3.0) * (double)vbytes / t *
-         1e-9;
+  clattn_cost c;
+  clattn__model_probe(CLATTN__PROBE_LOCAL, vw, (double)u.gws, &c);
+  *gbs = c.local_bytes / t * 1e-9;
 done:
   return rc;
 }
@@ -418,7 +428,7 @@ static clattn_status launch_latency(probe *P, double *each_us,
   cl_kernel k;
   double t = 0;
   unit u = {U_KERNEL, NULL, 1, 1, 1, 1};
-  CLATTN_TRY(kernel_for(P, 1, 0, "probe_empty", &k));
+  CLATTN_TRY(kernel_for(P->ctx, 1, 0, CLATTN__PROBE_EMPTY, &k));
   CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->out));
   u.k = k;
   CLATTN_TRY(measure(P, &u, &t));
@@ -529,5 +539,77 @@ done:
   free(P.host);
   if (rc != CLATTN_OK)
     memset(out, 0, sizeof *out);
+  return rc;
+}
+
+clattn_status clattn__probe_launch(clattn_ctx *ctx, clattn__probe_kernel k,
+                                   int vw, size_t items, size_t lws) {
+  clattn_status rc = clattn__ctx_check(ctx);
+  cl_mem m[3] = {NULL, NULL, NULL}, out = NULL;
+  void *zeros = NULL;
+  cl_int err;
+  cl_kernel kern;
+  if (rc != CLATTN_OK)
+    return rc;
+  if (k < 0 || k >= CLATTN__PROBE_KERNELS || items == 0 || lws == 0 ||
+      items % lws != 0 || (vw != 1 && vw != 2 && vw != 4 && vw != 8 &&
+                           vw != 16))
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "probe launch: bad kernel, width or sizes");
+  CLATTN_TRY(kernel_for(ctx, vw, 0, k, &kern));
+  const size_t vb = sizeof(float) * (size_t)vw;
+  const size_t n = k == CLATTN__PROBE_READ ? items * NREAD * vb : items * vb;
+  zeros = calloc(1, n);
+  if (zeros == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
+  for (int i = 0; i < 3; i++) {
+    m[i] = clCreateBuffer(ctx->context,
+                          CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n, zeros,
+                          &err);
+    CLATTN_CL(ctx, err);
+  }
+  out = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                       items * sizeof(float), zeros, &err);
+  CLATTN_CL(ctx, err);
+  const float s = 0.25f, fa = 0.999f, fb = 0.001f;
+  switch (k) {
+  case CLATTN__PROBE_READ:
+    CLATTN_TRY(clattn__arg(ctx, kern, 0, sizeof(cl_mem), &m[0]));
+    CLATTN_TRY(clattn__arg(ctx, kern, 1, sizeof(cl_mem), &out));
+    break;
+  case CLATTN__PROBE_COPY:
+    CLATTN_TRY(clattn__args(ctx, kern, &(cl_uint){0}, 2, sizeof(cl_mem), m));
+    break;
+  case CLATTN__PROBE_TRIAD:
+    CLATTN_TRY(clattn__args(ctx, kern, &(cl_uint){0}, 3, sizeof(cl_mem), m));
+    CLATTN_TRY(clattn__arg(ctx, kern, 3, sizeof s, &s));
+    break;
+  case CLATTN__PROBE_FMA:
+    CLATTN_TRY(clattn__arg(ctx, kern, 0, sizeof(cl_mem), &out));
+    CLATTN_TRY(clattn__arg(ctx, kern, 1, sizeof fa, &fa));
+    CLATTN_TRY(clattn__arg(ctx, kern, 2, sizeof fb, &fb));
+    break;
+  case CLATTN__PROBE_LOCAL:
+    if (lws & (lws - 1)) {
+      rc = clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "probe_local needs a power-of-two work-group");
+      goto done;
+    }
+    CLATTN_TRY(clattn__arg(ctx, kern, 0, sizeof(cl_mem), &out));
+    CLATTN_TRY(clattn__arg(ctx, kern, 1, lws * vb, NULL));
+    break;
+  default:
+    CLATTN_TRY(clattn__arg(ctx, kern, 0, sizeof(cl_mem), &out));
+    break;
+  }
+  CLATTN_TRY(clattn__launch(ctx, kern, 1, &items, &lws, 0, NULL, NULL));
+  CLATTN_CL(ctx, clFinish(ctx->queue));
+done:
+  for (int i = 0; i < 3; i++)
+    if (m[i])
+      clReleaseMemObject(m[i]);
+  if (out)
+    clReleaseMemObject(out);
+  free(zeros);
   return rc;
 }

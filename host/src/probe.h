@@ -1,0 +1,41 @@
+/* probe.h - internal: the shape of the probe's microkernels (cl/probe.cl),
+ * shared by the probe (probe.c), which times them, and the model
+ * (model.c), which counts what they move and compute. */
+#ifndef CLATTN_PROBE_H
+#define CLATTN_PROBE_H
+
+#include "clattn.h"
+
+#define CLATTN__PROBE_NREAD 16        /* vectors read per item (probe_read) */
+#define CLATTN__PROBE_FMA_ITERS 1024  /* loop trips of probe_fma */
+#define CLATTN__PROBE_FMA_CHAINS 16   /* independent FMA chains per item */
+#define CLATTN__PROBE_LOCAL_ITERS 256 /* loop trips of probe_local */
+
+/* The probe's kernels. */
+typedef enum clattn__probe_kernel {
+  CLATTN__PROBE_READ,
+  CLATTN__PROBE_COPY,
+  CLATTN__PROBE_TRIAD,
+  CLATTN__PROBE_FMA,
+  CLATTN__PROBE_LOCAL,
+  CLATTN__PROBE_EMPTY,
+  CLATTN__PROBE_KERNELS
+} clattn__probe_kernel;
+
+/* The kernel's name in cl/probe.cl. */
+const char *clattn__probe_name(clattn__probe_kernel k);
+
+/* What one launch of probe kernel k at vector width vw over `items`
+ * work-items issues (model.c): global bytes read and written, FMA lanes
+ * (fma_issued; multiply-adds of the FMA chains), local-memory bytes.  The
+ * probe divides these by its times. */
+void clattn__model_probe(clattn__probe_kernel k, int vw, double items,
+                         clattn_cost *c);
+
+/* One launch of probe kernel k over `items` work-items in groups of lws,
+ * on small zero-filled buffers (the exact model check runs it under
+ * Oclgrind's instruction counter). */
+clattn_status clattn__probe_launch(clattn_ctx *ctx, clattn__probe_kernel k,
+                                   int vw, size_t items, size_t lws);
+
+#endif
