@@ -7,7 +7,9 @@
 # zero-length sequences, split-KV decode); test_runtime runs whole (status
 # codes, misuse, events, application queue, program cache on this driver).
 # The layer test is skipped: CLBlast would first have to build and tune its
-# kernels for llvmpipe.
+# kernels for llvmpipe.  `clattn probe --quick` and `clattn model` run too
+# (`clattn model check` is not: the GPU-shaped decode kernel takes ~0.4 s a
+# step on llvmpipe).
 set -u
 build=${1:?usage: rusticl.sh BUILD_DIR}
 build=$(cd "$build" && pwd)
@@ -31,4 +33,23 @@ for t in runtime attention decode; do
   echo "== rusticl: test_$t"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done
+# The probe and the model on this second implementation: the probe must
+# finish and print valid JSON; the model must predict for the device.
+export CLATTN_DB="$tmp/tuning.db"
+echo "== rusticl: clattn probe --quick --json"
+if "$build/host/cli/clattn" probe --quick --json >"$tmp/probe.json" &&
+   python3 -m json.tool "$tmp/probe.json" >/dev/null; then
+  echo "ok"
+else
+  echo "FAIL: clattn probe on rusticl"; cat "$tmp/probe.json"; rc=1
+fi
+echo "== rusticl: clattn model decode --json"
+if "$build/host/cli/clattn" model decode --kv-seq 4096 --heads 8 \
+     --kv-heads 2 --head-dim 64 --json >"$tmp/model.json" &&
+   python3 -m json.tool "$tmp/model.json" >/dev/null &&
+   grep -q llvmpipe "$tmp/model.json"; then
+  echo "ok"
+else
+  echo "FAIL: clattn model on rusticl"; cat "$tmp/model.json"; rc=1
+fi
 exit $rc
