@@ -40,12 +40,8 @@
 #define CONVF(x) CAT(convert_float, VW)(x)
 #endif
 
-inline float probe_hsum1(float x) { return x; }
-inline float probe_hsum2(float2 x) { return x.x + x.y; }
-inline float probe_hsum4(float4 x) { return probe_hsum2(x.lo + x.hi); }
-inline float probe_hsum8(float8 x) { return probe_hsum4(x.lo + x.hi); }
-inline float probe_hsum16(float16 x) { return probe_hsum8(x.lo + x.hi); }
-#define HSUM(x) CAT(probe_hsum, VW)(x)
+/* the prelude's horizontal sums (cl/common.cl) */
+#define HSUM(x) HSUMW(VW, x)
 
 #define FMA16(a, b)                                                            \
   x0 = x0 * a + b;                                                          \

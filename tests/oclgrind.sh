@@ -5,6 +5,9 @@
 # uninitialised reads, OpenCL API misuse and out-of-bounds accesses under
 # GPU-like limits (48 KiB local memory, 256 work-items per group).
 #
+# Also every call of tests/model_cases.h through tests/kernel_run (all
+# kernels in the tree, the probe's microkernels included).
+#
 # The subset: CLATTN_TEST_SUBSET=small makes test_attention / test_decode
 # replace their sweeps by a few small shapes that still cover both kernel
 # variants (1 and 2, several tile/work-group choices), f32 and f16, causal
@@ -61,6 +64,20 @@ for t in attention decode; do
   echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small)"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done
+# Every call of tests/model_cases.h, the probe's microkernels included
+# (kernel_run exits 2 past the last case).
+echo "== oclgrind: kernel_run on every model case"
+i=0
+while :; do
+  "$build/tests/kernel_run" "$i" 2>"$tmp/kr.err"
+  st=$?
+  if [ "$st" = 2 ]; then break; fi
+  if [ "$st" != 0 ]; then
+    echo "kernel_run $i failed ($st):"; cat "$tmp/kr.err"; rc=1
+  fi
+  i=$((i + 1))
+done
+echo "$i cases run"
 
 exec 3>&-
 wait "$catpid"
