@@ -373,10 +373,8 @@ done:
 ParameterizedTestParameters(sweep, case) {
   acase *tmp = malloc(sizeof(acase) * MAX_CASES);
   int n = all_cases(tmp);
-  acase *p = cr_malloc(sizeof(acase) * (size_t)n);
-  memcpy(p, tmp, sizeof(acase) * (size_t)n);
-  free(tmp);
-  return cr_make_param_array(acase, p, (size_t)n, NULL);
+  return cr_make_param_array(acase, tu_param_copy(tmp, (size_t)n, sizeof(acase)),
+                             (size_t)n, NULL);
 }
 
 ParameterizedTest(acase *a, sweep, case, .timeout = 300) {

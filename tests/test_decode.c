@@ -374,10 +374,8 @@ done:
 ParameterizedTestParameters(decode, case) {
   dcase *tmp = malloc(sizeof(dcase) * MAX_CASES);
   int n = all_cases(tmp);
-  dcase *p = cr_malloc(sizeof(dcase) * (size_t)n);
-  memcpy(p, tmp, sizeof(dcase) * (size_t)n);
-  free(tmp);
-  return cr_make_param_array(dcase, p, (size_t)n, NULL);
+  return cr_make_param_array(dcase, tu_param_copy(tmp, (size_t)n, sizeof(dcase)),
+                             (size_t)n, NULL);
 }
 
 ParameterizedTest(dcase *c, decode, case, .timeout = 300) {

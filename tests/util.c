@@ -244,3 +244,13 @@ int tu_untouched(clattn_ctx *ctx, cl_mem m, size_t bytes, uint8_t byte) {
   free(buf);
   return i == bytes;
 }
+
+void *tu_param_copy(void *src, size_t n, size_t size) {
+  /* runs in Criterion's runner, outside any test: no cr_assert here */
+  void *p = cr_malloc(size * (n ? n : 1));
+  if (p == NULL || src == NULL)
+    abort();
+  memcpy(p, src, size * n);
+  free(src);
+  return p;
+}

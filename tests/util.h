@@ -98,6 +98,10 @@ int tu_check(const char *what, const float *got, const float *ref, size_t n,
 int tu_unsupported_ok(clattn_ctx *ctx, clattn_status st,
                       const clattn_params *p);
 
+/* A Criterion-owned copy (cr_malloc) of n parameter records of `size`
+ * bytes, for ParameterizedTestParameters; frees src (malloc'ed). */
+void *tu_param_copy(void *src, size_t n, size_t size);
+
 /* Nonzero when environment variable CLATTN_TEST_SUBSET equals `name`. */
 int tu_subset(const char *name);
 

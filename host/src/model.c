@@ -262,8 +262,12 @@ clattn_status clattn_model_attention(const clattn_attn_desc *d,
   return CLATTN_OK;
 }
 
+/* The checks every decode-side model call starts with (out is cleared). */
 static clattn_status check_decode(const clattn_decode_desc *d,
+                                  const clattn_profile *prof,
                                   clattn_prediction *out) {
+  if (!check_profile(prof, out) || d == NULL)
+    return CLATTN_ERR_INVALID_ARG;
   if (d->batch < 1 || d->capacity < 1)
     return fail(out, CLATTN_ERR_SHAPE, "%s",
                 "batch and capacity must be >= 1");
@@ -275,10 +279,8 @@ clattn_status clattn_model_decode(const clattn_decode_desc *d,
                                   const int *lens,
                                   const clattn_profile *prof,
                                   clattn_prediction *out) {
-  if (!check_profile(prof, out) || d == NULL)
-    return CLATTN_ERR_INVALID_ARG;
   clattn_status rc;
-  if ((rc = check_decode(d, out)))
+  if ((rc = check_decode(d, prof, out)))
     return rc;
   const clattn__target tgt = clattn__target_of_profile(prof);
   clattn__decode_plan pl;
@@ -371,10 +373,8 @@ clattn_status clattn_model_kv_append(const clattn_decode_desc *d, int n_new,
                                      const int *pos,
                                      const clattn_profile *prof,
                                      clattn_prediction *out) {
-  if (!check_profile(prof, out) || d == NULL)
-    return CLATTN_ERR_INVALID_ARG;
   clattn_status rc;
-  if ((rc = check_decode(d, out)))
+  if ((rc = check_decode(d, prof, out)))
     return rc;
   if (n_new < 1)
     return fail(out, CLATTN_ERR_SHAPE, "%s", "n_new must be >= 1");
