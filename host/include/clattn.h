@@ -117,6 +117,12 @@ typedef struct clattn_ctx_opts {
   int no_disk_cache;
   /* Nonzero: the library-created queue has profiling enabled. */
   int profiling;
+  /* Tuning database whose entries pick each call's parameters (see
+   * clattn_explain_attention).  NULL: $CLATTN_DB, else the default path of
+   * clattn_db_open; read only, and only if the file exists. */
+  const char *tuning_db;
+  /* Nonzero: ignore tuning entries (also $CLATTN_NO_TUNING=1). */
+  int no_tuning;
 } clattn_ctx_opts;
 
 /* Create a context.  opts may be NULL (all defaults). */
@@ -516,6 +522,228 @@ CLATTN_API clattn_status clattn_model_layer(const clattn_layer_desc *d,
                                             int causal,
                                             const clattn_profile *prof,
                                             clattn_prediction *out);
+
+/* ------------------------------------------------- parameter choice */
+
+/* Where the parameters of a call come from, in the order they are tried:
+ * the caller's desc->params (any nonzero field), an override
+ * (clattn_ctx_set_params or $CLATTN_PARAMS), a tuning entry of this device
+ * and the call's shape class, of this device and the nearest tuned shape
+ * class, of another device of the same vendor and architecture, the
+ * model's predicted best candidate (only when the model predicts it at
+ * least 10% faster than the default), and the built-in default. */
+typedef enum clattn_choice_source {
+  CLATTN_CHOICE_CALLER = 0,
+  CLATTN_CHOICE_OVERRIDE = 1,
+  CLATTN_CHOICE_TUNED = 2,
+  CLATTN_CHOICE_TUNED_NEAREST = 3,
+  CLATTN_CHOICE_TUNED_ARCH = 4,
+  CLATTN_CHOICE_MODEL = 5,
+  CLATTN_CHOICE_DEFAULT = 6
+} clattn_choice_source;
+
+/* Name of a source ("caller", "override", "tuned", "tuned-nearest",
+ * "tuned-arch", "model", "default"). */
+CLATTN_API const char *clattn_choice_source_str(clattn_choice_source s);
+
+/* How one call's parameters were chosen. */
+typedef struct clattn_choice {
+  clattn_choice_source source;
+  clattn_params params;     /* as chosen (before the plan fills zeros) */
+  clattn_params resolved;   /* every field as the kernels run it */
+  char shape_class[96];     /* the call's shape class */
+  char entry_class[96];     /* shape class of the tuning entry used, or "" */
+  char entry_device[128];   /* device of that entry, or "" */
+  double entry_median_s;    /* its measured time (0 if none) */
+  char why[512];            /* one line: the sources tried and the pick */
+} clattn_choice;
+
+/* What clattn_attention / clattn_decode would run for d, and why; nothing
+ * is enqueued.  d->params is honoured as in the call. */
+CLATTN_API clattn_status clattn_explain_attention(clattn_ctx *ctx,
+                                                  const clattn_attn_desc *d,
+                                                  clattn_choice *out);
+CLATTN_API clattn_status clattn_explain_decode(clattn_ctx *ctx,
+                                               const clattn_decode_desc *d,
+                                               clattn_choice *out);
+/* The choice of the context's last clattn_attention or clattn_decode call
+ * (CLATTN_ERR_NOT_FOUND before the first). */
+CLATTN_API clattn_status clattn_ctx_last_choice(const clattn_ctx *ctx,
+                                                clattn_choice *out);
+
+/* Override the parameters of every later call of one kernel family that
+ * passes no params of its own.  spec, also the syntax of $CLATTN_PARAMS:
+ *   "prefill: variant=2 wg=64 keys=32; decode: keys=64 splits=16"
+ * (families prefill and decode; fields variant, rows, keys, wg, splits;
+ * unnamed fields stay automatic).  NULL or "" removes every override. */
+CLATTN_API clattn_status clattn_ctx_set_params(clattn_ctx *ctx,
+                                               const char *spec);
+
+/* Parameters as text, "variant=1 rows=4 keys=64 wg=0 splits=0" (the
+ * tuning database's form), and back (unknown names are an error). */
+CLATTN_API void clattn_params_format(const clattn_params *p, char *buf,
+                                     size_t cap);
+CLATTN_API clattn_status clattn_params_parse(const char *text,
+                                             clattn_params *out);
+
+/* ---------------------------------------------------------- autotuner */
+
+/* One measured (or rejected) candidate: a row of the tuning table.  The
+ * database adds the date and library version when the row has none. */
+typedef struct clattn_tune_entry {
+  char fingerprint[40];   /* device (clattn_profile.fingerprint) */
+  char device[128];
+  char vendor[64];
+  char arch[64];
+  char driver[64];
+  char kernel[24];        /* "prefill", "decode", "clblast-xgemm" */
+  char shape_class[96];
+  char params[256];       /* "name=value ..." */
+  char status[16];        /* "ok", "wrong", "failed", "timeout", "slow" */
+  double median_s;        /* median of the repeats (slow: the first run) */
+  double spread;          /* (max - min) / median of the repeats */
+  double predicted_s;     /* the model's time (0: no prediction) */
+  double max_err;         /* largest error against the reference */
+  char strategy[16];      /* the search that measured it */
+  char message[256];      /* why a candidate was rejected */
+  char library_version[16];
+  char updated[32];       /* UTC, ISO 8601 */
+} clattn_tune_entry;
+
+/* Insert or replace the row of (fingerprint, kernel, shape_class,
+ * params): one transaction, so a killed tuner keeps every earlier row. */
+CLATTN_API clattn_status clattn_db_put_tune(clattn_db *db,
+                                            const clattn_tune_entry *e);
+/* Rows matching the non-NULL filters, ordered by kernel, shape class and
+ * time; *out is malloc'ed (free() it), *n its length. */
+CLATTN_API clattn_status clattn_db_list_tune(clattn_db *db,
+                                             const char *fingerprint,
+                                             const char *kernel,
+                                             const char *shape_class,
+                                             clattn_tune_entry **out,
+                                             int *n);
+/* Share tuning rows between machines: export writes every row as JSON
+ * ({"clattn_tuning": 1, "entries": [...]}); import merges a file, adding
+ * new rows and replacing a row only by a newer one of the same key.
+ * added / updated / unchanged may be NULL. */
+CLATTN_API clattn_status clattn_db_export(clattn_db *db, const char *path);
+CLATTN_API clattn_status clattn_db_import(clattn_db *db, const char *path,
+                                          int *added, int *updated,
+                                          int *unchanged);
+
+/* Search strategies. */
+typedef enum clattn_tune_strategy {
+  CLATTN_TUNE_AUTO = 0,       /* exhaustive for small spaces, else model
+                                 then annealing */
+  CLATTN_TUNE_EXHAUSTIVE = 1,
+  CLATTN_TUNE_RANDOM = 2,
+  CLATTN_TUNE_ANNEAL = 3,     /* simulated annealing over neighbours */
+  CLATTN_TUNE_MODEL = 4       /* in the roofline model's predicted order */
+} clattn_tune_strategy;
+CLATTN_API const char *clattn_tune_strategy_str(clattn_tune_strategy s);
+
+/* Progress of a tuning run, reported after every candidate. */
+typedef struct clattn_tune_progress {
+  const char *kernel;
+  const char *shape_class;
+  int done;        /* candidates evaluated in this run (reused included) */
+  int total;       /* candidates the run may evaluate */
+  int space;       /* valid candidates in the space */
+  double best_s;   /* best median so far (0: none yet) */
+  char best_params[256];
+  double elapsed_s, budget_s; /* budget_s 0: none */
+  const clattn_tune_entry *last; /* the candidate just evaluated */
+} clattn_tune_progress;
+
+/* Tuning options; zero fields are the defaults. */
+typedef struct clattn_tune_opts {
+  clattn_tune_strategy strategy;
+  double budget_s;      /* wall-time budget of the call; 0: none */
+  double timeout_s;     /* per candidate (compile + measure): a candidate
+                           whose first run exceeds it is recorded "timeout"
+                           and no more is spent on it; default 10 s */
+  int max_candidates;   /* 0: all (exhaustive), else 25% of the space, at
+                           least 8 */
+  double stop_fraction; /* model strategy: stop when a candidate reaches
+                           this fraction of the roofline (default 0.9) */
+  int repeats;          /* timed runs per candidate (default 7) */
+  unsigned seed;        /* random and annealing strategies (0: 1) */
+  int fresh;            /* nonzero: measure again what the database has */
+  volatile int *stop;   /* polled between candidates: nonzero stops */
+  void (*progress)(const clattn_tune_progress *p, void *user);
+  void *user;
+} clattn_tune_opts;
+
+/* Outcome of a tuning run for one kernel and shape class. */
+typedef struct clattn_tune_result {
+  char shape_class[96];
+  int space;            /* valid candidates */
+  int pruned;           /* candidates rejected before compiling */
+  int measured;         /* evaluated in this run */
+  int reused;           /* taken from the database (resume) */
+  int rejected;         /* wrong, failed or timed out */
+  clattn_params best;   /* kernels: the winner (zero if none) */
+  char best_params[256];
+  double best_s;        /* its median (0: no valid candidate) */
+  double default_s;     /* the default parameters' median (0: unmeasured) */
+  double roofline_s;    /* the model's max(t_memory, t_compute) */
+  const char *stopped;  /* "done", "budget", "max", "roofline", "stop" */
+  double elapsed_s;
+} clattn_tune_result;
+
+/* Tune one prefill or decode call shape on the context's device and store
+ * every candidate in db as it is measured.  Candidates run through
+ * clattn_attention / clattn_decode (the library's own launch path), each
+ * first checked against the plain-C reference on a small input of the
+ * same head dims, group and dtype; the default parameters are always
+ * measured.  Decode timings rotate over K/V copies larger than the
+ * device's last-level cache (cold caches).  A rerun resumes: candidates
+ * already in db for this device and shape class are not measured again
+ * (unless opts->fresh). */
+CLATTN_API clattn_status clattn_tune_attention(clattn_ctx *ctx, clattn_db *db,
+                                               const clattn_attn_desc *d,
+                                               const clattn_tune_opts *opts,
+                                               clattn_tune_result *out);
+CLATTN_API clattn_status clattn_tune_decode(clattn_ctx *ctx, clattn_db *db,
+                                            const clattn_decode_desc *d,
+                                            const clattn_tune_opts *opts,
+                                            clattn_tune_result *out);
+
+/* The tuning space of a call on the context's device: every valid
+ * candidate (at most cap written to out; *n gets the count) and how many
+ * were pruned by device and kernel constraints. */
+CLATTN_API clattn_status clattn_tune_space_attention(clattn_ctx *ctx,
+                                                     const clattn_attn_desc *d,
+                                                     clattn_params *out,
+                                                     int cap, int *n,
+                                                     int *pruned);
+CLATTN_API clattn_status clattn_tune_space_decode(clattn_ctx *ctx,
+                                                  const clattn_decode_desc *d,
+                                                  clattn_params *out, int cap,
+                                                  int *n, int *pruned);
+
+/* Tune CLBlast's single-precision Xgemm kernel (the layers' projections:
+ * row-major C[m,n] = A[m,k] B[k,n]) on the context's device through
+ * CLBlastOverrideParameters; every candidate is checked against a plain-C
+ * GEMM first.  Rows: kernel "clblast-xgemm", shape class "m512 n512 k512",
+ * params CLBlast's names ("MWG=64 NWG=64 KWG=32 ...").  Contexts apply the
+ * device's best entry (see clattn_explain_gemm) before their layers'
+ * first GEMM. */
+CLATTN_API clattn_status clattn_tune_gemm(clattn_ctx *ctx, clattn_db *db,
+                                          int m, int n, int k,
+                                          const clattn_tune_opts *opts,
+                                          clattn_tune_result *out);
+/* Which Xgemm parameters the context's layers use, and why (one line). */
+CLATTN_API clattn_status clattn_explain_gemm(clattn_ctx *ctx, char *buf,
+                                             size_t cap);
+
+/* The shape class of a call: the key its tuning entries are stored under,
+ * e.g. "f32 k64 v64 g1 bh8 n512 m512 c1" (prefill) or
+ * "f32 k64 v64 g8 bh1 m4096 bhsd" (decode); sizes rounded to powers of 2. */
+CLATTN_API void clattn_shape_class_attention(const clattn_attn_desc *d,
+                                             char *buf, size_t cap);
+CLATTN_API void clattn_shape_class_decode(const clattn_decode_desc *d,
+                                          char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
  * one place that maps struct fields to columns: the upsert and the select
  * are generated from it. */
 #include "runtime.h"
+#include "db.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -64,6 +65,19 @@ static const char *const migrations[] = {
     " roofline_fraction REAL NOT NULL,"
     " updated TEXT NOT NULL, library_version TEXT NOT NULL);"
     "CREATE INDEX model_checks_fp ON model_checks (fingerprint, call);",
+    /* 4: autotuner results, one row per measured or rejected candidate */
+    "CREATE TABLE tuning ("
+    " id INTEGER PRIMARY KEY,"
+    " fingerprint TEXT NOT NULL, device TEXT NOT NULL, vendor TEXT NOT NULL,"
+    " arch TEXT NOT NULL, driver TEXT NOT NULL,"
+    " kernel TEXT NOT NULL, shape_class TEXT NOT NULL,"
+    " params TEXT NOT NULL, status TEXT NOT NULL,"
+    " median_s REAL NOT NULL, spread REAL NOT NULL,"
+    " predicted_s REAL NOT NULL, max_err REAL NOT NULL,"
+    " strategy TEXT NOT NULL, message TEXT NOT NULL,"
+    " library_version TEXT NOT NULL, updated TEXT NOT NULL,"
+    " UNIQUE (fingerprint, kernel, shape_class, params));"
+    "CREATE INDEX tuning_class ON tuning (kernel, shape_class);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -76,6 +90,8 @@ typedef struct col {
   size_t off, size;
 } col;
 
+/* Rows are stored one column per struct field: a table of these maps the
+ * fields of a struct (profile, tuning entry) to its columns. */
 #define COL_(f, t)                                                             \
   { #f, t, offsetof(clattn_profile, f), sizeof(((clattn_profile *)0)->f) }
 static const col cols[] = {
@@ -97,6 +113,25 @@ static const col cols[] = {
 };
 #undef COL_
 #define N_COLS ((int)(sizeof cols / sizeof cols[0]))
+
+#define COL_(f, t)                                                             \
+  { #f, t, offsetof(clattn_tune_entry, f),                                     \
+    sizeof(((clattn_tune_entry *)0)->f) }
+static const col tune_cols[] = {
+    COL_(fingerprint, C_TEXT), COL_(device, C_TEXT),
+    COL_(vendor, C_TEXT),      COL_(arch, C_TEXT),
+    COL_(driver, C_TEXT),      COL_(kernel, C_TEXT),
+    COL_(shape_class, C_TEXT), COL_(params, C_TEXT),
+    COL_(status, C_TEXT),      COL_(median_s, C_REAL),
+    COL_(spread, C_REAL),      COL_(predicted_s, C_REAL),
+    COL_(max_err, C_REAL),     COL_(strategy, C_TEXT),
+    COL_(message, C_TEXT),     COL_(library_version, C_TEXT),
+    COL_(updated, C_TEXT),
+};
+#undef COL_
+#define N_TUNE_COLS ((int)(sizeof tune_cols / sizeof tune_cols[0]))
+/* The key columns of a tuning row (UNIQUE in migration 4). */
+#define TUNE_KEY "fingerprint, kernel, shape_class, params"
 
 /* ------------------------------------------------------------- errors */
 
@@ -284,16 +319,15 @@ static void iso_now(char *buf, size_t cap) {
     snprintf(buf, cap, "unknown");
 }
 
-/* Bind column i of profile p to parameter i + 1. */
-static int bind_col(sqlite3_stmt *st, int i, const clattn_profile *p) {
-  const col *c = &cols[i];
-  const char *f = (const char *)p + c->off;
+/* Bind field c of the struct at obj to parameter i + 1. */
+static int bind_col(sqlite3_stmt *st, int i, const col *c, const void *obj) {
+  const char *f = (const char *)obj + c->off;
   switch (c->type) {
   case C_TEXT:
     return sqlite3_bind_text(st, i + 1, f, (int)strnlen(f, c->size),
                              SQLITE_TRANSIENT);
   case C_SOURCE:
-    return sqlite3_bind_int(st, i + 1, (int)p->source);
+    return sqlite3_bind_int(st, i + 1, *(const int *)(const void *)f);
   case C_INT:
     return sqlite3_bind_int(st, i + 1, *(const int *)(const void *)f);
   case C_UINT:
@@ -310,10 +344,9 @@ static int bind_col(sqlite3_stmt *st, int i, const clattn_profile *p) {
   return SQLITE_MISUSE;
 }
 
-/* Read result column i into profile p. */
-static void read_col(sqlite3_stmt *st, int i, clattn_profile *p) {
-  const col *c = &cols[i];
-  char *f = (char *)p + c->off;
+/* Read result column i into field c of the struct at obj. */
+static void read_col(sqlite3_stmt *st, int i, const col *c, void *obj) {
+  char *f = (char *)obj + c->off;
   switch (c->type) {
   case C_TEXT: {
     const unsigned char *s = sqlite3_column_text(st, i);
@@ -325,8 +358,8 @@ static void read_col(sqlite3_stmt *st, int i, clattn_profile *p) {
     f[n] = '\0';
     break;
   }
-  case C_SOURCE:
-    p->source = (clattn_profile_source)sqlite3_column_int(st, i);
+  case C_SOURCE: /* an enum stored as int */
+    *(int *)(void *)f = sqlite3_column_int(st, i);
     break;
   case C_INT:
     *(int *)(void *)f = sqlite3_column_int(st, i);
@@ -382,7 +415,7 @@ clattn_status clattn_db_put_profile(clattn_db *db, const clattn_profile *p) {
     goto done;
   }
   for (int i = 0; i < N_COLS; i++) {
-    if (bind_col(st, i, p) != SQLITE_OK) {
+    if (bind_col(st, i, &cols[i], p) != SQLITE_OK) {
       rc = db_fail(db, "binding a profile field");
       goto done;
     }
@@ -435,7 +468,7 @@ clattn_status clattn_db_get_profile(clattn_db *db, const char *fingerprint,
   }
   memset(out, 0, sizeof *out);
   for (int i = 0; i < N_COLS; i++)
-    read_col(st, i, out);
+    read_col(st, i, &cols[i], out);
 done:
   sqlite3_finalize(st);
   return rc;
@@ -480,6 +513,144 @@ clattn_status clattn_db_put_check(clattn_db *db,
   if (sqlite3_step(st) != SQLITE_DONE)
     rc = db_fail(db, "storing the model check");
 done:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* ------------------------------------------------------------- tuning */
+
+/* Copy a string into a fixed field (truncating). */
+static void set_field(char *dst, size_t cap, const char *src) {
+  snprintf(dst, cap, "%s", src ? src : "");
+}
+
+clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *in,
+                                     int only_newer, int *changed) {
+  clattn_status rc = db_check(db);
+  sqlite3_stmt *st = NULL;
+  char sql[2048] = "INSERT INTO tuning (";
+  clattn_tune_entry e;
+  if (changed)
+    *changed = 0;
+  if (rc != CLATTN_OK)
+    return rc;
+  if (in == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  e = *in;
+  if (!e.fingerprint[0] || !e.kernel[0] || !e.shape_class[0] ||
+      !e.params[0] || !e.status[0]) {
+    snprintf(db->errmsg, sizeof db->errmsg,
+             "tuning entry lacks its fingerprint, kernel, shape class, "
+             "params or status");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  if (!e.updated[0])
+    iso_now(e.updated, sizeof e.updated);
+  if (!e.library_version[0])
+    set_field(e.library_version, sizeof e.library_version, clattn_version());
+  for (int i = 0; i < N_TUNE_COLS; i++)
+    clattn__appendf(sql, sizeof sql, i ? ", %s" : "%s", tune_cols[i].name);
+  clattn__appendf(sql, sizeof sql, ") VALUES (");
+  for (int i = 0; i < N_TUNE_COLS; i++)
+    clattn__appendf(sql, sizeof sql, i ? ", ?" : "?");
+  clattn__appendf(sql, sizeof sql, ") ON CONFLICT(" TUNE_KEY ") DO UPDATE SET");
+  for (int i = 0; i < N_TUNE_COLS; i++)
+    clattn__appendf(sql, sizeof sql, "%s %s = excluded.%s", i ? "," : "",
+                    tune_cols[i].name, tune_cols[i].name);
+  if (clattn__appendf(sql, sizeof sql, "%s",
+                      only_newer ? " WHERE excluded.updated > tuning.updated"
+                                 : "") != 0)
+    return CLATTN_ERR_MISUSE; /* cannot happen: the buffer fits */
+  if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
+    rc = db_fail(db, "preparing the tuning upsert");
+    goto done;
+  }
+  for (int i = 0; i < N_TUNE_COLS; i++) {
+    if (bind_col(st, i, &tune_cols[i], &e) != SQLITE_OK) {
+      rc = db_fail(db, "binding a tuning field");
+      goto done;
+    }
+  }
+  if (sqlite3_step(st) != SQLITE_DONE) {
+    rc = db_fail(db, "storing the tuning entry");
+    goto done;
+  }
+  if (changed)
+    *changed = sqlite3_changes(db->h) > 0;
+done:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+clattn_status clattn_db_put_tune(clattn_db *db, const clattn_tune_entry *e) {
+  return clattn__db_upsert_tune(db, e, 0, NULL);
+}
+
+clattn_status clattn_db_list_tune(clattn_db *db, const char *fingerprint,
+                                  const char *kernel, const char *shape_class,
+                                  clattn_tune_entry **out, int *n) {
+  clattn_status rc = db_check(db);
+  sqlite3_stmt *st = NULL;
+  char sql[2048] = "SELECT ";
+  clattn_tune_entry *rows = NULL;
+  int count = 0, cap = 0;
+  if (rc != CLATTN_OK)
+    return rc;
+  if (out == NULL || n == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  *out = NULL;
+  *n = 0;
+  for (int i = 0; i < N_TUNE_COLS; i++)
+    clattn__appendf(sql, sizeof sql, i ? ", %s" : "%s", tune_cols[i].name);
+  /* NULL filters match every row: "?1 IS NULL OR column = ?1" */
+  if (clattn__appendf(sql, sizeof sql,
+                      " FROM tuning WHERE (?1 IS NULL OR fingerprint = ?1)"
+                      " AND (?2 IS NULL OR kernel = ?2)"
+                      " AND (?3 IS NULL OR shape_class = ?3)"
+                      " ORDER BY kernel, shape_class, fingerprint,"
+                      " status != 'ok', median_s, params") != 0)
+    return CLATTN_ERR_MISUSE;
+  const char *filter[3] = {fingerprint, kernel, shape_class};
+  if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
+    rc = db_fail(db, "preparing the tuning query");
+    goto done;
+  }
+  for (int i = 0; i < 3; i++) {
+    int r = filter[i] ? sqlite3_bind_text(st, i + 1, filter[i], -1,
+                                          SQLITE_TRANSIENT)
+                      : sqlite3_bind_null(st, i + 1);
+    if (r != SQLITE_OK) {
+      rc = db_fail(db, "binding a tuning filter");
+      goto done;
+    }
+  }
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (count == cap) {
+      int nc = cap ? 2 * cap : 64;
+      clattn_tune_entry *g = realloc(rows, (size_t)nc * sizeof *rows);
+      if (g == NULL) {
+        snprintf(db->errmsg, sizeof db->errmsg, "out of host memory");
+        rc = CLATTN_ERR_NOMEM;
+        goto done;
+      }
+      rows = g;
+      cap = nc;
+    }
+    memset(&rows[count], 0, sizeof rows[count]);
+    for (int i = 0; i < N_TUNE_COLS; i++)
+      read_col(st, i, &tune_cols[i], &rows[count]);
+    count++;
+  }
+  if (r != SQLITE_DONE) {
+    rc = db_fail(db, "reading the tuning entries");
+    goto done;
+  }
+  *out = rows;
+  *n = count;
+  rows = NULL;
+done:
+  free(rows);
   sqlite3_finalize(st);
   return rc;
 }
