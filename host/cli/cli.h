@@ -33,6 +33,8 @@ int cli_run_attention(const cli_opts *o);
 int cli_run_gqa(const cli_opts *o);
 int cli_model(int argc, char **argv);
 int cli_probe(const cli_opts *o);
+int cli_tune(int argc, char **argv);
+int cli_explain(int argc, char **argv);
 
 /* Name of an OpenCL error code ("CL_INVALID_VALUE"). */
 

@@ -52,7 +52,7 @@ static int int_arg(const char *name, const char *v, int lo, int *out) {
   return 0;
 }
 
-static int parse_model(int argc, char **argv, model_opts *o) {
+int cli_model_parse(int argc, char **argv, model_opts *o) {
   static const struct {
     const char *name;
     size_t off;
@@ -233,8 +233,7 @@ static void print_prediction(const char *what, const clattn_profile *p,
            "times are 0)\n");
 }
 
-/* Fill defaults and check a shape; returns 0 or CLI_USAGE. */
-static int shape_defaults(model_opts *o, int need_seq) {
+int cli_shape_defaults(model_opts *o, int need_seq) {
   if (!o->heads || !o->head_dim || (need_seq && !o->seq))
     return model_usage_err("SHAPE needs --heads, --head-dim and --seq");
   if (!o->batch)
@@ -255,7 +254,7 @@ static int model_call(const char *kind, model_opts *o) {
   char what[256];
   int rc;
   if (!strcmp(kind, "attention")) {
-    if ((rc = shape_defaults(o, 1)))
+    if ((rc = cli_shape_defaults(o, 1)))
       return rc;
     const clattn_attn_desc d = {o->batch, o->seq, o->kv_seq, o->heads,
                                 o->kv_heads, o->head_dim, o->head_dim_v,
@@ -270,7 +269,7 @@ static int model_call(const char *kind, model_opts *o) {
              o->head_dim_v, cli_dtype_name(o->dtype),
              o->causal ? " causal" : "");
   } else if (!strcmp(kind, "decode")) {
-    if ((rc = shape_defaults(o, 0)))
+    if ((rc = cli_shape_defaults(o, 0)))
       return rc;
     const clattn_decode_desc d = {o->batch, o->kv_seq, o->heads, o->kv_heads,
                                   o->head_dim, o->head_dim_v, o->dtype,
@@ -282,7 +281,7 @@ static int model_call(const char *kind, model_opts *o) {
              o->batch, o->kv_seq, o->heads, o->kv_heads, o->head_dim,
              o->head_dim_v, cli_dtype_name(o->dtype));
   } else {
-    if ((rc = shape_defaults(o, 1)))
+    if ((rc = cli_shape_defaults(o, 1)))
       return rc;
     if (!o->d_model)
       return model_usage_err("model layer needs --d-model");
@@ -334,7 +333,7 @@ int cli_model(int argc, char **argv) {
     fputs(model_usage, stdout);
     return CLI_OK;
   }
-  int rc = parse_model(argc - 1, argv + 1, &o);
+  int rc = cli_model_parse(argc - 1, argv + 1, &o);
   if (rc)
     return rc;
   if (!strcmp(kind, "attention") || !strcmp(kind, "decode") ||

@@ -23,6 +23,13 @@ int cli_present_profile(const char *device, const char *dbpath,
 const char *cli_profile_source(clattn_profile_source s);
 const char *cli_bound_name(clattn_bound b);
 
+/* Parse the model's options (SHAPE, --dtype, --causal, params, --device,
+ * --db, --json ...) into o; 0 or CLI_USAGE (message printed). */
+int cli_model_parse(int argc, char **argv, model_opts *o);
+/* Fill a shape's defaults (batch 1, kv heads = heads, ...) and check it;
+ * 0 or CLI_USAGE. */
+int cli_shape_defaults(model_opts *o, int need_seq);
+
 int cli_model_mqa(const model_opts *o);
 int cli_model_check(const model_opts *o);
 

@@ -76,10 +76,11 @@ clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
   if ((rc = check_desc(ctx, d, q, k, v, kv_lens, o)))
     return rc;
   clattn__prefill_plan pl;
-  char why[256];
-  const clattn__target tgt = clattn__ctx_target(ctx);
-  if ((rc = clattn__plan_prefill(&tgt, d, &pl, why, sizeof why)))
-    return clattn__fail(ctx, rc, "%s", why);
+  clattn_choice ch;
+  if ((rc = clattn__choose_prefill(ctx, d, &ch, &pl)))
+    return rc;
+  ctx->last = ch;
+  ctx->has_last = 1;
 
   const int b = d->batch, n = d->n_q, m = d->n_kv;
   const int hq = d->heads_q, hkv = d->heads_kv, g = hq / hkv;
@@ -158,7 +159,7 @@ clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
   if ((rc = clattn__kernel(ctx, CLATTN_SRC_ATTENTION, opts, "attn_fwd_local",
                            &kern)))
     return rc;
-  if (!(d->params && d->params->wg)) {
+  if (!ch.params.wg) {
     /* an automatic work-group may exceed what the compiled kernel allows
      * (registers): rebuild once at the kernel's own limit */
     size_t kwg = 0;

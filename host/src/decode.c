@@ -78,10 +78,11 @@ clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
       (rc = clattn__check_buffer(ctx, lens, (size_t)b * 4, "lens")))
     return rc;
   clattn__decode_plan pl;
-  char why[256];
-  const clattn__target tgt = clattn__ctx_target(ctx);
-  if ((rc = clattn__plan_decode(&tgt, d, &pl, why, sizeof why)))
-    return clattn__fail(ctx, rc, "%s", why);
+  clattn_choice ch;
+  if ((rc = clattn__choose_decode(ctx, d, &ch, &pl)))
+    return rc;
+  ctx->last = ch;
+  ctx->has_last = 1;
   const int S = pl.splits, direct = S == 1;
   const int vwv = clattn__vec_width(dv);
   char opts[256];
@@ -90,7 +91,7 @@ clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
   cl_kernel kern = NULL, comb = NULL;
   if ((rc = clattn__kernel(ctx, CLATTN_SRC_DECODE, opts, name, &kern)))
     return rc;
-  if (pl.variant == 2 && !(d->params && d->params->wg)) {
+  if (pl.variant == 2 && !ch.params.wg) {
     /* an automatic work-group may exceed what the compiled kernel allows
      * (registers): rebuild once at the kernel's own limit */
     size_t kwg = 0;

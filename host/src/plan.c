@@ -168,3 +168,30 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   pl->splits = (d->capacity + chunk - 1) / chunk;
   return CLATTN_OK;
 }
+
+/* Does a plan fit the device: work-group size and local memory? */
+static int plan_fits(const clattn__target *t, int wg, size_t local,
+                     char *why, size_t cap) {
+  if (wg > 0 && (size_t)wg > t->max_wg) {
+    snprintf(why, cap, "work-group %d exceeds the device's %zu", wg,
+             t->max_wg);
+    return 0;
+  }
+  if (local > local_budget(t)) {
+    snprintf(why, cap, "needs %zu B of local memory, the device has %llu",
+             local, t->local_mem);
+    return 0;
+  }
+  return 1;
+}
+
+int clattn__prefill_fits(const clattn__target *t, const clattn_attn_desc *d,
+                         const clattn__prefill_plan *pl, char *why,
+                         size_t cap) {
+  return plan_fits(t, pl->wg, clattn__prefill_local_bytes(d, pl), why, cap);
+}
+
+int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
+                        const clattn__decode_plan *pl, char *why, size_t cap) {
+  return plan_fits(t, pl->wg, clattn__decode_local_bytes(d, pl), why, cap);
+}

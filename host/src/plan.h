@@ -57,4 +57,13 @@ clattn_status clattn__plan_decode(const clattn__target *t,
 size_t clattn__decode_local_bytes(const clattn_decode_desc *d,
                                   const clattn__decode_plan *pl);
 
+/* Whether a plan fits the device (work-group size, local memory); if not,
+ * 0 and the reason in why.  The compiled kernel's own work-group limit is
+ * checked at launch. */
+int clattn__prefill_fits(const clattn__target *t, const clattn_attn_desc *d,
+                         const clattn__prefill_plan *pl, char *why,
+                         size_t cap);
+int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
+                        const clattn__decode_plan *pl, char *why, size_t cap);
+
 #endif /* CLATTN_PLAN_H */

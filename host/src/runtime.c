@@ -432,6 +432,7 @@ clattn_status clattn_ctx_create(const clattn_ctx_opts *opts,
   }
   CLATTN_TRY(read_devinfo(ctx));
   CLATTN_TRY(setup_cache_dir(ctx, o));
+  CLATTN_TRY(clattn__choice_init(ctx, o));
   ctx->errmsg[0] = '\0';
   *out = ctx;
   return CLATTN_OK;
@@ -457,6 +458,7 @@ void clattn_ctx_destroy(clattn_ctx *ctx) {
   if (ctx->context)
     clReleaseContext(ctx->context);
   free(ctx->cache_dir);
+  clattn__choice_free(ctx);
   ctx->magic = 0;
   free(ctx);
 }

@@ -41,6 +41,7 @@ typedef struct clattn__devinfo {
 } clattn__devinfo;
 
 typedef struct clattn__program clattn__program; /* in-memory cache entry */
+typedef struct clattn__tuning clattn__tuning;   /* choice.c: entries, picks */
 
 enum { CLATTN_SCRATCH_SLOTS = 4 };
 
@@ -56,6 +57,14 @@ struct clattn_ctx {
   clattn_cache_stats stats;
   cl_mem scratch[CLATTN_SCRATCH_SLOTS];
   size_t scratch_size[CLATTN_SCRATCH_SLOTS];
+  /* Parameter choice (choice.c) */
+  char *tuning_db;          /* tuning database path; NULL: none */
+  clattn__tuning *tuning;   /* its entries, read at the first call */
+  int has_override[2];      /* [0] prefill, [1] decode */
+  clattn_params override[2];
+  char override_from[2][24]; /* "$CLATTN_PARAMS" or "clattn_ctx_set_params" */
+  int has_last;
+  clattn_choice last;       /* the last call's choice */
   char errmsg[CLATTN_ERRMSG_MAX];
 };
 
@@ -189,5 +198,36 @@ int clattn__appendf(char *buf, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* ---------------------------------------------------- choice.c */
+
+/* Set up the context's parameter choice from opts and the environment
+ * ($CLATTN_DB, $CLATTN_NO_TUNING, $CLATTN_PARAMS); a bad $CLATTN_PARAMS
+ * is an error. */
+clattn_status clattn__choice_init(clattn_ctx *ctx, const clattn_ctx_opts *o);
+void clattn__choice_free(clattn_ctx *ctx);
+/* Forget the loaded entries (read again at the next call). */
+void clattn__choice_reload(clattn_ctx *ctx);
+
+/* Choose and plan a call's parameters (see clattn_choice_source).  Errors
+ * only for the caller's or an override's invalid params. */
+clattn_status clattn__choose_prefill(clattn_ctx *ctx, const clattn_attn_desc *d,
+                                     clattn_choice *ch,
+                                     clattn__prefill_plan *pl);
+clattn_status clattn__choose_decode(clattn_ctx *ctx,
+                                    const clattn_decode_desc *d,
+                                    clattn_choice *ch,
+                                    clattn__decode_plan *pl);
+
+/* The best "ok" entry of a kernel (e.g. "clblast-xgemm") for this device,
+ * else for its vendor and architecture: NULL if none.  *same_device tells
+ * which.  The strings live as long as the loaded entries. */
+typedef struct clattn__entry_ref {
+  const char *shape_class, *params, *device;
+  double median_s;
+  int same_device;
+} clattn__entry_ref;
+int clattn__tuned_best(clattn_ctx *ctx, const char *kernel,
+                       clattn__entry_ref *out);
 
 #endif /* CLATTN_RUNTIME_H */

@@ -65,6 +65,18 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
 /* The device identity rows are stored under (from the reported profile). */
 clattn_status clattn__tune_identity(clattn_ctx *ctx, clattn_tune_entry *fp);
 
+/* The spaces of the fused kernels (tune_kernels.c): every valid
+ * clattn_params candidate for d on the target (dims variant, rows, keys,
+ * wg, splits, the order of clattn_params_format), the default first. */
+clattn_status clattn__space_prefill(const clattn__target *t,
+                                    const clattn_attn_desc *d,
+                                    clattn__space *s);
+clattn_status clattn__space_decode(const clattn__target *t,
+                                   const clattn_decode_desc *d,
+                                   clattn__space *s);
+/* Candidate i of such a space as params. */
+clattn_params clattn__space_params(const clattn__space *s, int i);
+
 /* Wall clock, seconds. */
 double clattn__now(void);
 

@@ -1,0 +1,382 @@
+/* tune.c - `clattn tune` (the autotuner) and `clattn explain` (which
+ * parameters a call would use, and why).
+ *
+ *   clattn tune [prefill|decode|all] [SHAPE] [--strategy S] [--budget T]
+ *               [--timeout T] [--max N] [--seed N] [--fresh] [--db PATH]
+ *               [--device D] [--quiet]
+ *   clattn explain attention|decode SHAPE [--device D] [--db PATH]
+ *
+ * Without a SHAPE, `clattn tune` runs a standard set of shape classes.
+ * Progress is a status line on a terminal and nothing in a pipe; Ctrl-C
+ * stops after the running candidate, with every result saved. */
+#include "cli.h"
+#include "model.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char tune_usage[] =
+  "usage: clattn tune [prefill|decode|all] [SHAPE] [OPTIONS]\n"
+  "       clattn explain attention|decode SHAPE [--device D] [--db PATH]\n"
+  "tune: search the kernels' parameters on the device and store every\n"
+  "  measured candidate in the tuning database (--db PATH, default\n"
+  "  $CLATTN_DB, else $XDG_DATA_HOME/clattn/tuning.db); a rerun resumes.\n"
+  "  Without SHAPE: a standard set of prefill and decode shape classes.\n"
+  "SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
+  "  --head-dim K [--head-dim-v V] [--dtype f32|f16|bf16] [--causal];\n"
+  "  decode: --kv-seq M is the cache capacity\n"
+  "OPTIONS: --strategy auto|exhaustive|random|anneal|model (default auto),\n"
+  "  --budget T (whole run, e.g. 90s, 5m; default none), --timeout T (per\n"
+  "  candidate, default 10s), --max N (candidates per shape class; default\n"
+  "  all for exhaustive, else 25%% of the space), --seed N, --fresh\n"
+  "  (measure again what the database has), --quiet, --device D\n"
+  "explain: the parameters clattn_attention / clattn_decode would use for\n"
+  "  SHAPE on the device (--variant/--rows/--keys/--wg/--splits act as the\n"
+  "  caller's params), where they come from and why\n";
+
+static int tune_usage_err(const char *why) {
+  if (why)
+    cli_err("%s", why);
+  fputs(tune_usage, stderr);
+  return CLI_USAGE;
+}
+
+/* "90", "90s", "5m", "1h" in seconds; -1 if malformed. */
+static double parse_duration(const char *s) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || !(v >= 0) || isinf(v))
+    return -1;
+  if (*end == '\0' || !strcmp(end, "s"))
+    return v;
+  if (!strcmp(end, "m"))
+    return v * 60;
+  if (!strcmp(end, "h"))
+    return v * 3600;
+  if (!strcmp(end, "ms"))
+    return v / 1000;
+  return -1;
+}
+
+static volatile int stop_flag;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  stop_flag = 1;
+  signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends the process */
+}
+
+typedef struct tune_cli {
+  int tty, quiet;
+  double budget;
+  double start;
+} tune_cli;
+
+static void show_progress(const clattn_tune_progress *p, void *user) {
+  const tune_cli *t = user;
+  if (!t->tty || t->quiet)
+    return;
+  char left[32] = "";
+  if (p->budget_s > 0)
+    snprintf(left, sizeof left, ", %.0f s left",
+             fmax(0.0, p->budget_s - p->elapsed_s));
+  fprintf(stderr, "\r\033[K%s %.40s: %d/%d (space %d), best %.3f ms %.48s, "
+                  "%.0f s%s",
+          p->kernel, p->shape_class, p->done, p->total, p->space,
+          p->best_s * 1e3, p->best_params, p->elapsed_s, left);
+  fflush(stderr);
+}
+
+static void print_result(const char *kernel, const clattn_tune_result *r,
+                         const tune_cli *t) {
+  if (t->tty && !t->quiet)
+    fprintf(stderr, "\r\033[K");
+  printf("%s %s\n", kernel, r->shape_class);
+  if (r->best_s > 0) {
+    printf("  best     %s  %.4f ms", r->best_params, r->best_s * 1e3);
+    if (r->default_s > 0)
+      printf("  (default %.4f ms: %.2fx)", r->default_s * 1e3,
+             r->default_s / r->best_s);
+    printf("\n");
+    if (r->roofline_s > 0)
+      printf("  roofline %.4f ms: the best runs at %.0f%% of it\n",
+             r->roofline_s * 1e3, 100.0 * r->roofline_s / r->best_s);
+  } else {
+    printf("  no valid candidate measured\n");
+  }
+  printf("  %d of %d candidates evaluated (%d measured now, %d from the "
+         "database), %d rejected, %d pruned; %.1f s; stopped: %s\n",
+         r->measured + r->reused, r->space, r->measured, r->reused,
+         r->rejected, r->pruned, r->elapsed_s, r->stopped);
+  fflush(stdout);
+}
+
+/* The standard shape classes. */
+typedef struct std_shape {
+  int decode, b, n, m, h, hkv, k, causal;
+} std_shape;
+static const std_shape std_shapes[] = {
+    {0, 1, 512, 512, 8, 8, 64, 1},     /* MHA prefill */
+    {0, 1, 1024, 1024, 32, 8, 128, 1}, /* GQA prefill (Llama-like) */
+    {1, 1, 1, 4096, 8, 8, 64, 0},      /* MHA decode */
+    {1, 1, 1, 8192, 8, 1, 64, 0},      /* MQA decode */
+    {1, 1, 1, 4096, 32, 8, 128, 0},    /* GQA decode (Llama-like) */
+    {1, 8, 1, 2048, 8, 8, 64, 0},      /* batched decode */
+};
+
+static int run_one(clattn_ctx *ctx, clattn_db *db, int decode,
+                   const model_opts *m, const clattn_tune_opts *to,
+                   const tune_cli *t) {
+  clattn_tune_result r;
+  clattn_status st;
+  if (decode) {
+    const clattn_decode_desc d = {m->batch, m->kv_seq, m->heads, m->kv_heads,
+                                  m->head_dim, m->head_dim_v, m->dtype,
+                                  CLATTN_BHSD, 0.0f, NULL};
+    st = clattn_tune_decode(ctx, db, &d, to, &r);
+  } else {
+    const clattn_attn_desc d = {m->batch, m->seq, m->kv_seq, m->heads,
+                                m->kv_heads, m->head_dim, m->head_dim_v,
+                                m->dtype, CLATTN_BSHD, CLATTN_BSHD, 0.0f,
+                                m->causal, NULL};
+    st = clattn_tune_attention(ctx, db, &d, to, &r);
+  }
+  if (st != CLATTN_OK) {
+    if (t->tty && !t->quiet)
+      fprintf(stderr, "\r\033[K");
+    return cli_lib_fail(ctx, decode ? "tune decode" : "tune prefill", st);
+  }
+  print_result(decode ? "decode" : "prefill", &r, t);
+  return CLI_OK;
+}
+
+int cli_tune(int argc, char **argv) {
+  model_opts m;
+  clattn_tune_opts to;
+  tune_cli t;
+  memset(&m, 0, sizeof m);
+  memset(&to, 0, sizeof to);
+  memset(&t, 0, sizeof t);
+  m.dtype = CLATTN_F32;
+  int which = 3; /* 1 prefill, 2 decode */
+  int i = 0;
+  if (argc > 0 && strncmp(argv[0], "--", 2) != 0) {
+    if (!strcmp(argv[0], "prefill"))
+      which = 1;
+    else if (!strcmp(argv[0], "decode"))
+      which = 2;
+    else if (!strcmp(argv[0], "all"))
+      which = 3;
+    else if (!strcmp(argv[0], "help")) {
+      fputs(tune_usage, stdout);
+      return CLI_OK;
+    } else
+      return tune_usage_err("tune: expected prefill, decode or all");
+    i = 1;
+  }
+  /* the tuner's own options; the rest are the model's (SHAPE, --db ...) */
+  char **rest = calloc((size_t)argc + 1, sizeof *rest);
+  int nrest = 0;
+  if (rest == NULL)
+    return CLI_FAIL;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    const int has = i + 1 < argc;
+    if (!strcmp(a, "--quiet")) {
+      t.quiet = 1;
+    } else if (!strcmp(a, "--fresh")) {
+      to.fresh = 1;
+    } else if (!strcmp(a, "--help")) {
+      free(rest);
+      fputs(tune_usage, stdout);
+      return CLI_OK;
+    } else if (!strcmp(a, "--strategy") || !strcmp(a, "--budget") ||
+               !strcmp(a, "--timeout") || !strcmp(a, "--max") ||
+               !strcmp(a, "--seed")) {
+      if (!has) {
+        free(rest);
+        cli_err("%s needs a value", a);
+        return tune_usage_err(NULL);
+      }
+      const char *v = argv[++i];
+      int bad = 0;
+      if (!strcmp(a, "--strategy")) {
+        int k = 0;
+        while (k <= CLATTN_TUNE_MODEL &&
+               strcmp(v, clattn_tune_strategy_str((clattn_tune_strategy)k)))
+          k++;
+        bad = k > CLATTN_TUNE_MODEL;
+        to.strategy = (clattn_tune_strategy)k;
+      } else if (!strcmp(a, "--budget") || !strcmp(a, "--timeout")) {
+        double d = parse_duration(v);
+        bad = !(d > 0);
+        if (!strcmp(a, "--budget"))
+          to.budget_s = d;
+        else
+          to.timeout_s = d;
+      } else {
+        char *end;
+        errno = 0;
+        long x = strtol(v, &end, 10);
+        bad = errno || end == v || *end || x < 1 || x > 1000000000L;
+        if (!strcmp(a, "--max"))
+          to.max_candidates = (int)x;
+        else
+          to.seed = (unsigned)x;
+      }
+      if (bad) {
+        free(rest);
+        cli_err("%s: bad value '%s'", a, v);
+        return tune_usage_err(NULL);
+      }
+    } else {
+      rest[nrest++] = argv[i];
+    }
+  }
+  int rc = cli_model_parse(nrest, rest, &m);
+  free(rest);
+  if (rc)
+    return rc;
+  if (m.profile)
+    return tune_usage_err("tune: --profile does not apply (a present "
+                          "device is tuned)");
+  const int custom = m.heads || m.head_dim || m.seq || m.kv_seq;
+  if (custom && which == 3)
+    return tune_usage_err("tune: with a SHAPE, say prefill or decode");
+  if (custom && (rc = cli_shape_defaults(&m, which == 1)))
+    return rc;
+
+  clattn_ctx *ctx = NULL;
+  clattn_db *db = NULL;
+  if ((rc = cli_ctx_create(m.device, &ctx)))
+    return rc;
+  if (clattn_db_open(m.db, &db) != CLATTN_OK) {
+    cli_err("tuning database: %s", clattn_db_errmsg(NULL));
+    clattn_ctx_destroy(ctx);
+    return CLI_FAIL;
+  }
+  t.tty = isatty(STDERR_FILENO);
+  t.budget = to.budget_s;
+  t.start = cli_now();
+  to.stop = &stop_flag;
+  to.progress = show_progress;
+  to.user = &t;
+  stop_flag = 0;
+  void (*old)(int) = signal(SIGINT, on_sigint);
+  clattn_profile rep;
+  if (clattn_profile_reported(ctx, &rep) != CLATTN_OK)
+    snprintf(rep.name, sizeof rep.name, "the device");
+  printf("tuning on %s, database %s\n", rep.name, clattn_db_path(db));
+  if (custom) {
+    rc = run_one(ctx, db, which == 2, &m, &to, &t);
+  } else {
+    const int n = (int)(sizeof std_shapes / sizeof std_shapes[0]);
+    int todo = 0;
+    for (int k = 0; k < n; k++)
+      todo += (which & (std_shapes[k].decode ? 2 : 1)) != 0;
+    for (int k = 0; k < n && rc == CLI_OK && !stop_flag; k++) {
+      const std_shape *s = &std_shapes[k];
+      if (!(which & (s->decode ? 2 : 1)))
+        continue;
+      model_opts c = m;
+      c.batch = s->b;
+      c.seq = s->n;
+      c.kv_seq = s->m;
+      c.heads = s->h;
+      c.kv_heads = s->hkv;
+      c.head_dim = c.head_dim_v = s->k;
+      c.causal = s->causal;
+      clattn_tune_opts co = to;
+      if (to.budget_s > 0) {
+        /* what is left, shared by the classes left */
+        double left = to.budget_s - (cli_now() - t.start);
+        if (left <= 0)
+          break;
+        co.budget_s = left / todo;
+      }
+      todo--;
+      rc = run_one(ctx, db, s->decode, &c, &co, &t);
+    }
+  }
+  signal(SIGINT, old);
+  if (stop_flag)
+    printf("stopped by Ctrl-C: every measured candidate is saved; run the "
+           "same command again to resume\n");
+  clattn_db_close(db);
+  clattn_ctx_destroy(ctx);
+  return rc;
+}
+
+int cli_explain(int argc, char **argv) {
+  model_opts m;
+  memset(&m, 0, sizeof m);
+  m.dtype = CLATTN_F32;
+  if (argc < 1 || (strcmp(argv[0], "attention") && strcmp(argv[0], "decode")))
+    return tune_usage_err("explain: expected attention or decode");
+  const int decode = !strcmp(argv[0], "decode");
+  int rc = cli_model_parse(argc - 1, argv + 1, &m);
+  if (rc)
+    return rc;
+  if ((rc = cli_shape_defaults(&m, !decode)))
+    return rc;
+  clattn_ctx *ctx = NULL;
+  clattn_ctx_opts co;
+  memset(&co, 0, sizeof co);
+  co.device = m.device;
+  co.tuning_db = m.db;
+  clattn_status st = clattn_ctx_create(&co, &ctx);
+  if (st != CLATTN_OK) {
+    cli_err("%s: %s", clattn_status_str(st), clattn_ctx_errmsg(NULL));
+    return CLI_FAIL;
+  }
+  clattn_choice ch;
+  const int caller = m.params.variant || m.params.rows || m.params.keys ||
+                     m.params.wg || m.params.splits;
+  if (decode) {
+    const clattn_decode_desc d = {m.batch, m.kv_seq, m.heads, m.kv_heads,
+                                  m.head_dim, m.head_dim_v, m.dtype,
+                                  CLATTN_BHSD, 0.0f,
+                                  caller ? &m.params : NULL};
+    st = clattn_explain_decode(ctx, &d, &ch);
+  } else {
+    const clattn_attn_desc d = {m.batch, m.seq, m.kv_seq, m.heads,
+                                m.kv_heads, m.head_dim, m.head_dim_v,
+                                m.dtype, CLATTN_BSHD, CLATTN_BSHD, 0.0f,
+                                m.causal, caller ? &m.params : NULL};
+    st = clattn_explain_attention(ctx, &d, &ch);
+  }
+  if (st != CLATTN_OK) {
+    rc = cli_lib_fail(ctx, "explain", st);
+    clattn_ctx_destroy(ctx);
+    return st == CLATTN_ERR_SHAPE || st == CLATTN_ERR_INVALID_ARG ? CLI_USAGE
+                                                                  : rc;
+  }
+  char chosen[128], resolved[128];
+  clattn_params_format(&ch.params, chosen, sizeof chosen);
+  clattn_params_format(&ch.resolved, resolved, sizeof resolved);
+  if (m.json) {
+    printf("{\"shape_class\": \"%s\", \"source\": \"%s\", \"params\": "
+           "\"%s\", \"resolved\": \"%s\", \"entry_class\": \"%s\", "
+           "\"entry_median_s\": %.9g}\n",
+           ch.shape_class, clattn_choice_source_str(ch.source), chosen,
+           resolved, ch.entry_class, ch.entry_median_s);
+  } else {
+    printf("shape class  %s %s\n", decode ? "decode" : "prefill",
+           ch.shape_class);
+    printf("source       %s\n", clattn_choice_source_str(ch.source));
+    printf("params       %s\n", chosen);
+    printf("resolved     %s\n", resolved);
+    if (ch.entry_class[0])
+      printf("entry        %s on %s, %.4f ms\n", ch.entry_class,
+             ch.entry_device, ch.entry_median_s * 1e3);
+    printf("why          %s\n", ch.why);
+  }
+  clattn_ctx_destroy(ctx);
+  return CLI_OK;
+}

@@ -1,0 +1,475 @@
+/* tune.c - the autotuner's engine (see tune.h): spaces, strategies, the
+ * budget, resume from the database, progress. */
+#include "tune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double clattn__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* -------------------------------------------------------------- spaces */
+
+int clattn__space_add(clattn__space *s, const int *values) {
+  for (int i = 0; i < s->n; i++)
+    if (memcmp(&s->val[i * s->ndims], values,
+               (size_t)s->ndims * sizeof *values) == 0)
+      return i;
+  if (s->n == s->cap) {
+    int nc = s->cap ? 2 * s->cap : 64;
+    int *g = realloc(s->val, (size_t)nc * (size_t)s->ndims * sizeof *g);
+    if (g == NULL)
+      return -1;
+    s->val = g;
+    s->cap = nc;
+  }
+  memcpy(&s->val[s->n * s->ndims], values, (size_t)s->ndims * sizeof *values);
+  return s->n++;
+}
+
+void clattn__space_free(clattn__space *s) {
+  free(s->val);
+  s->val = NULL;
+  s->n = s->cap = 0;
+}
+
+void clattn__space_format(const clattn__space *s, int i, char *buf,
+                          size_t cap) {
+  if (cap)
+    buf[0] = '\0';
+  for (int d = 0; d < s->ndims; d++)
+    clattn__appendf(buf, cap, "%s%s=%d", d ? " " : "", s->dim[d],
+                    s->val[i * s->ndims + d]);
+}
+
+/* Candidates that differ from i in exactly one dimension. */
+static int neighbours(const clattn__space *s, int i, int *out) {
+  int k = 0;
+  const int *a = &s->val[i * s->ndims];
+  for (int j = 0; j < s->n; j++) {
+    const int *b = &s->val[j * s->ndims];
+    int diff = 0;
+    for (int d = 0; d < s->ndims && diff < 2; d++)
+      diff += a[d] != b[d];
+    if (diff == 1)
+      out[k++] = j;
+  }
+  return k;
+}
+
+/* ------------------------------------------------------------- identity */
+
+clattn_status clattn__tune_identity(clattn_ctx *ctx, clattn_tune_entry *fp) {
+  clattn_profile p;
+  clattn_status rc = clattn_profile_reported(ctx, &p);
+  if (rc != CLATTN_OK)
+    return rc;
+  memset(fp, 0, sizeof *fp);
+  snprintf(fp->fingerprint, sizeof fp->fingerprint, "%s", p.fingerprint);
+  snprintf(fp->device, sizeof fp->device, "%s", p.name);
+  snprintf(fp->vendor, sizeof fp->vendor, "%s", p.vendor);
+  snprintf(fp->arch, sizeof fp->arch, "%s", p.arch);
+  snprintf(fp->driver, sizeof fp->driver, "%s", p.driver);
+  return CLATTN_OK;
+}
+
+/* --------------------------------------------------------------- engine */
+
+/* Per-candidate state of one run. */
+enum { C_NEW = 0, C_DONE = 1 };
+
+typedef struct run {
+  clattn_ctx *ctx;
+  clattn_db *db;
+  const clattn__space *s;
+  const clattn__tune_family *f;
+  const clattn_tune_entry *fp;
+  const clattn_tune_opts *o;
+  clattn_tune_result *r;
+  const char *strategy;
+  unsigned char *state;
+  double *t;       /* median of an ok candidate, INFINITY otherwise */
+  double *pred, *roof;
+  int best;        /* index of the best ok candidate, -1 */
+  int evaluated;   /* measured + reused in this run */
+  int limit;       /* evaluations allowed */
+  double t0, spent; /* start; seconds spent measuring */
+  const char *stopped;
+} run;
+
+static double elapsed(const run *R) { return clattn__now() - R->t0; }
+
+/* Should the run stop before the next candidate? */
+static int should_stop(run *R) {
+  if (R->stopped)
+    return 1;
+  if (R->o->stop && *R->o->stop) {
+    R->stopped = "stop";
+    return 1;
+  }
+  if (R->evaluated >= R->limit) {
+    R->stopped = "max";
+    return 1;
+  }
+  if (R->o->budget_s > 0) {
+    /* never start a candidate the budget cannot pay for: on average */
+    int m = R->r->measured;
+    double mean = m ? R->spent / m : 0.0;
+    if (elapsed(R) + mean > R->o->budget_s) {
+      R->stopped = "budget";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static void progress(run *R, const clattn_tune_entry *last) {
+  if (R->o->progress == NULL)
+    return;
+  clattn_tune_progress p;
+  memset(&p, 0, sizeof p);
+  p.kernel = R->f->kernel;
+  p.shape_class = R->f->shape_class;
+  p.done = R->evaluated;
+  p.total = R->limit;
+  p.space = R->s->n;
+  if (R->best >= 0) {
+    p.best_s = R->t[R->best];
+    clattn__space_format(R->s, R->best, p.best_params, sizeof p.best_params);
+  }
+  p.elapsed_s = elapsed(R);
+  p.budget_s = R->o->budget_s;
+  p.last = last;
+  R->o->progress(&p, R->o->user);
+}
+
+static void note_result(run *R, int i, const clattn_tune_entry *e) {
+  R->state[i] = C_DONE;
+  R->t[i] = strcmp(e->status, "ok") == 0 ? e->median_s : INFINITY;
+  if (R->t[i] < INFINITY && (R->best < 0 || R->t[i] < R->t[R->best]))
+    R->best = i;
+  if (strcmp(e->status, "wrong") == 0 || strcmp(e->status, "failed") == 0 ||
+      strcmp(e->status, "timeout") == 0)
+    R->r->rejected++;
+}
+
+/* Evaluate candidate i (or reuse its stored row); 0 or a fatal status. */
+static clattn_status evaluate(run *R, int i, const clattn_tune_entry *stored) {
+  if (R->state[i] == C_DONE)
+    return CLATTN_OK;
+  R->evaluated++;
+  if (stored) {
+    R->r->reused++;
+    note_result(R, i, stored);
+    progress(R, stored);
+    return CLATTN_OK;
+  }
+  clattn_tune_entry e = *R->fp;
+  snprintf(e.kernel, sizeof e.kernel, "%s", R->f->kernel);
+  snprintf(e.shape_class, sizeof e.shape_class, "%s", R->f->shape_class);
+  clattn__space_format(R->s, i, e.params, sizeof e.params);
+  snprintf(e.strategy, sizeof e.strategy, "%s", R->strategy);
+  e.predicted_s = R->pred[i];
+  double timeout = R->o->timeout_s > 0 ? R->o->timeout_s : 10.0;
+  if (R->o->budget_s > 0) {
+    double left = R->o->budget_s - elapsed(R);
+    if (left < timeout)
+      timeout = left > 0.05 ? left : 0.05;
+  }
+  const double best = R->best >= 0 ? R->t[R->best] : 0.0;
+  const double t0 = clattn__now();
+  clattn_status rc =
+      R->f->eval(R->f->self, &R->s->val[i * R->s->ndims], best, timeout,
+                 R->o->repeats > 0 ? R->o->repeats : 7, &e);
+  R->spent += clattn__now() - t0;
+  if (rc != CLATTN_OK)
+    return rc;
+  R->r->measured++;
+  if ((rc = clattn_db_put_tune(R->db, &e)) != CLATTN_OK)
+    return clattn__fail(R->ctx, rc, "storing a tuning result: %s",
+                        clattn_db_errmsg(R->db));
+  note_result(R, i, &e);
+  progress(R, &e);
+  return CLATTN_OK;
+}
+
+/* xorshift32 */
+static unsigned rnd(unsigned *s) {
+  unsigned x = *s;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  return *s = x;
+}
+
+static void shuffle(int *a, int n, unsigned *seed) {
+  for (int i = n - 1; i > 0; i--) {
+    int j = (int)(rnd(seed) % (unsigned)(i + 1));
+    int t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+  }
+}
+
+static const clattn_tune_entry *find_stored(const run *R,
+                                            const clattn_tune_entry *rows,
+                                            int nrows, int i) {
+  char p[256];
+  clattn__space_format(R->s, i, p, sizeof p);
+  for (int k = 0; k < nrows; k++)
+    if (strcmp(rows[k].params, p) == 0)
+      return &rows[k];
+  return NULL;
+}
+
+#define EVAL(i)                                                                \
+  do {                                                                         \
+    if ((rc = evaluate(R, (i), find_stored(R, rows, nrows, (i)))))             \
+      goto done;                                                               \
+  } while (0)
+
+/* Walk `order` (n indices), evaluating each until the run must stop.  The
+ * model order skips what cannot beat the best and stops at the roofline. */
+static clattn_status walk(run *R, const int *order, int n, int use_model,
+                          const clattn_tune_entry *rows, int nrows,
+                          double roofline) {
+  clattn_status rc = CLATTN_OK;
+  for (int k = 0; k < n && !should_stop(R); k++) {
+    int i = order[k];
+    if (use_model && R->best >= 0) {
+      if (R->roof[i] > 0 && R->roof[i] >= R->t[R->best])
+        continue; /* its best case cannot beat the best measured */
+      double frac = R->o->stop_fraction > 0 ? R->o->stop_fraction : 0.9;
+      if (roofline > 0 && roofline >= frac * R->t[R->best]) {
+        R->stopped = "roofline";
+        break;
+      }
+    }
+    EVAL(i);
+  }
+done:
+  return rc;
+}
+
+/* Simulated annealing over log-time, moving between neighbours. */
+static clattn_status anneal(run *R, unsigned *seed,
+                            const clattn_tune_entry *rows, int nrows) {
+  clattn_status rc = CLATTN_OK;
+  int *nb = malloc((size_t)R->s->n * sizeof *nb);
+  if (nb == NULL)
+    return clattn__fail(R->ctx, CLATTN_ERR_NOMEM, "out of host memory");
+  int cur = R->best >= 0 ? R->best : R->s->def >= 0 ? R->s->def : 0;
+  double temp = 0.25; /* a 25% slower move is accepted with p = 1/e */
+  int stale = 0;
+  while (!should_stop(R)) {
+    EVAL(cur);
+    int k = neighbours(R->s, cur, nb), fresh = 0;
+    for (int j = 0; j < k; j++)
+      if (R->state[nb[j]] != C_DONE)
+        nb[fresh++] = nb[j];
+    if (fresh == 0 || stale > 3 * R->s->ndims) {
+      /* a neighbourhood fully measured: restart from an unmeasured
+       * candidate (the best one's neighbourhood is then exhausted) */
+      int left = 0;
+      for (int j = 0; j < R->s->n; j++)
+        if (R->state[j] != C_DONE)
+          nb[left++] = j;
+      if (left == 0) {
+        R->stopped = "done";
+        break;
+      }
+      cur = nb[rnd(seed) % (unsigned)left];
+      stale = 0;
+      continue;
+    }
+    int next = nb[rnd(seed) % (unsigned)fresh];
+    EVAL(next);
+    double a = R->t[cur], b = R->t[next];
+    if (b < a || (b < INFINITY &&
+                  (double)(rnd(seed) % 10000u) / 10000.0 <
+                      exp(-(log(b) - log(a)) / temp))) {
+      stale = b < a ? 0 : stale + 1;
+      cur = next;
+    } else {
+      stale++;
+    }
+    temp *= 0.93;
+    if (R->best >= 0 && R->t[R->best] < R->t[cur] && stale > R->s->ndims)
+      cur = R->best; /* intensify around the best */
+  }
+done:
+  free(nb);
+  return rc;
+}
+
+/* Order indices by ascending key (stable; spaces are small). */
+static void sort_by(int *order, int n, const double *key) {
+  for (int i = 1; i < n; i++) {
+    int v = order[i], j = i;
+    for (; j > 0 && key[order[j - 1]] > key[v]; j--)
+      order[j] = order[j - 1];
+    order[j] = v;
+  }
+}
+
+const char *clattn_tune_strategy_str(clattn_tune_strategy s) {
+  switch (s) {
+  case CLATTN_TUNE_AUTO:
+    return "auto";
+  case CLATTN_TUNE_EXHAUSTIVE:
+    return "exhaustive";
+  case CLATTN_TUNE_RANDOM:
+    return "random";
+  case CLATTN_TUNE_ANNEAL:
+    return "anneal";
+  case CLATTN_TUNE_MODEL:
+    return "model";
+  }
+  return "unknown";
+}
+
+clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
+                               const clattn__space *s,
+                               const clattn__tune_family *f,
+                               const clattn_tune_entry *fp,
+                               const clattn_tune_opts *opts,
+                               clattn_tune_result *out) {
+  static const clattn_tune_opts none;
+  const clattn_tune_opts *o = opts ? opts : &none;
+  clattn_status rc = CLATTN_OK;
+  clattn_tune_entry *rows = NULL;
+  int nrows = 0, *order = NULL;
+  run Rs, *R = &Rs;
+  memset(R, 0, sizeof *R);
+  memset(out, 0, sizeof *out);
+  snprintf(out->shape_class, sizeof out->shape_class, "%s", f->shape_class);
+  out->space = s->n;
+  out->pruned = s->pruned;
+  if (s->n == 0)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "%s %s: no valid candidate on this device (%d "
+                        "pruned)",
+                        f->kernel, f->shape_class, s->pruned);
+  if ((int)o->strategy < 0 || o->strategy > CLATTN_TUNE_MODEL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "unknown tuning strategy %d", (int)o->strategy);
+  clattn_tune_strategy strat = o->strategy;
+  if (strat == CLATTN_TUNE_AUTO && s->n <= 12)
+    strat = CLATTN_TUNE_EXHAUSTIVE;
+  if (strat == CLATTN_TUNE_MODEL && f->predict == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "%s: the model has no prediction for this kernel",
+                        f->kernel);
+  R->ctx = ctx;
+  R->db = db;
+  R->s = s;
+  R->f = f;
+  R->fp = fp;
+  R->o = o;
+  R->r = out;
+  R->strategy = clattn_tune_strategy_str(strat);
+  R->best = -1;
+  R->t0 = clattn__now();
+  R->limit = o->max_candidates > 0 ? o->max_candidates
+            : strat == CLATTN_TUNE_EXHAUSTIVE ? s->n
+                                               : (s->n + 3) / 4;
+  if (o->max_candidates <= 0 && strat != CLATTN_TUNE_EXHAUSTIVE && R->limit < 8)
+    R->limit = 8;
+  if (R->limit > s->n)
+    R->limit = s->n;
+  R->state = calloc((size_t)s->n, 1);
+  R->t = malloc((size_t)s->n * sizeof *R->t);
+  R->pred = calloc((size_t)s->n, sizeof *R->pred);
+  R->roof = calloc((size_t)s->n, sizeof *R->roof);
+  order = malloc((size_t)s->n * sizeof *order);
+  if (!R->state || !R->t || !R->pred || !R->roof || !order) {
+    rc = clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
+    goto done;
+  }
+  double roofline = 0.0;
+  for (int i = 0; i < s->n; i++) {
+    R->t[i] = INFINITY;
+    order[i] = i;
+    if (f->predict &&
+        f->predict(f->self, &s->val[i * s->ndims], &R->pred[i], &R->roof[i]) &&
+        R->roof[i] > 0 && (roofline == 0 || R->roof[i] < roofline))
+      roofline = R->roof[i];
+  }
+  out->roofline_s = roofline;
+  if (!o->fresh &&
+      (rc = clattn_db_list_tune(db, fp->fingerprint, f->kernel,
+                                f->shape_class, &rows, &nrows))) {
+    rc = clattn__fail(ctx, rc, "reading earlier tuning results: %s",
+                      clattn_db_errmsg(db));
+    goto done;
+  }
+  unsigned seed = o->seed ? o->seed : 1u;
+  /* the default first: the baseline every result is compared with */
+  if (s->def >= 0 && !should_stop(R)) {
+    EVAL(s->def);
+    out->default_s = R->t[s->def] < INFINITY ? R->t[s->def] : 0.0;
+  }
+  switch (strat) {
+  case CLATTN_TUNE_EXHAUSTIVE:
+    rc = walk(R, order, s->n, 0, rows, nrows, 0.0);
+    break;
+  case CLATTN_TUNE_RANDOM:
+    shuffle(order, s->n, &seed);
+    rc = walk(R, order, s->n, 0, rows, nrows, 0.0);
+    break;
+  case CLATTN_TUNE_MODEL:
+    sort_by(order, s->n, R->pred);
+    rc = walk(R, order, s->n, 1, rows, nrows, roofline);
+    break;
+  case CLATTN_TUNE_ANNEAL:
+    rc = anneal(R, &seed, rows, nrows);
+    break;
+  case CLATTN_TUNE_AUTO: {
+    /* a third of the evaluations on the model's (or a random) order, the
+     * rest annealing from the best of them */
+    int first = R->limit / 3 > 1 ? R->limit / 3 : 1;
+    int saved = R->limit;
+    R->limit = R->evaluated + first < saved ? R->evaluated + first : saved;
+    if (f->predict && roofline > 0) {
+      sort_by(order, s->n, R->pred);
+      rc = walk(R, order, s->n, 1, rows, nrows, roofline);
+    } else {
+      shuffle(order, s->n, &seed);
+      rc = walk(R, order, s->n, 0, rows, nrows, 0.0);
+    }
+    R->limit = saved;
+    if (rc == CLATTN_OK &&
+        (R->stopped == NULL || strcmp(R->stopped, "max") == 0)) {
+      R->stopped = NULL;
+      rc = anneal(R, &seed, rows, nrows);
+    }
+    break;
+  }
+  }
+  if (rc != CLATTN_OK)
+    goto done;
+  if (R->stopped == NULL || (strcmp(R->stopped, "max") == 0 &&
+                            R->evaluated >= s->n))
+    R->stopped = "done";
+done:
+  if (R->best >= 0) {
+    out->best_s = R->t[R->best];
+    clattn__space_format(s, R->best, out->best_params, sizeof out->best_params);
+    clattn_params_parse(out->best_params, &out->best); /* kernels only */
+  }
+  out->stopped = R->stopped ? R->stopped : "done";
+  out->elapsed_s = elapsed(R);
+  free(rows);
+  free(order);
+  free(R->state);
+  free(R->t);
+  free(R->pred);
+  free(R->roof);
+  return rc;
+}
