@@ -224,8 +224,10 @@ void clattn__choice_reload(clattn_ctx *ctx) {
   }
 }
 
-/* Keep the best ok row of each (device, kernel, class) of this device or
- * its vendor and architecture; rows arrive best first per group. */
+/* Keep the KEEP_PER_CLASS best ok rows of each (device, kernel, class) of
+ * this device or its vendor and architecture (a best row that does not fit
+ * a call leaves the next ones); rows arrive best first per group. */
+#define KEEP_PER_CLASS 4
 static void keep_rows(clattn__tuning *T, clattn_tune_entry *rows, int n) {
   int k = 0;
   for (int i = 0; i < n; i++) {
@@ -237,13 +239,12 @@ static void keep_rows(clattn__tuning *T, clattn_tune_entry *rows, int n) {
               strcmp(r->arch, T->arch) == 0;
     if (!mine && !kin)
       continue;
-    int dup = 0;
-    for (int j = 0; j < k && !dup; j++)
-      dup = strcmp(rows[j].fingerprint, r->fingerprint) == 0 &&
-            strcmp(rows[j].kernel, r->kernel) == 0 &&
-            strcmp(rows[j].shape_class, r->shape_class) == 0 &&
-            rows[j].median_s <= r->median_s;
-    if (!dup)
+    int same = 0;
+    for (int j = 0; j < k; j++)
+      same += strcmp(rows[j].fingerprint, r->fingerprint) == 0 &&
+              strcmp(rows[j].kernel, r->kernel) == 0 &&
+              strcmp(rows[j].shape_class, r->shape_class) == 0;
+    if (same < KEEP_PER_CLASS)
       rows[k++] = *r;
   }
   T->e = rows;
@@ -283,8 +284,8 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
                clattn_db_errmsg(db));
     } else {
       keep_rows(T, rows, n);
-      snprintf(T->note, sizeof T->note, "tuned shape classes in %.200s: %d",
-               ctx->tuning_db, T->n);
+      snprintf(T->note, sizeof T->note, "%d tuning entries in %.200s", T->n,
+               ctx->tuning_db);
     }
   }
   /* the model's pick needs ceilings: a measured or datasheet profile */

@@ -16,6 +16,7 @@
  * "platform|vendor|device|driver|compute_units|clock_mhz" in hex. */
 #include "runtime.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,24 @@ static void copy_str(char *dst, size_t cap, const char *src) {
   dst[n] = '\0';
 }
 
+/* PoCL names its CPU device "pthread-<LLVM CPU>-<model>" (or "cpu-..."):
+ * the LLVM CPU name ("skylake-avx512", "znver3") is the architecture, up
+ * to the hyphen before the model name (which starts with a capital). */
+static void cpu_arch(const char *name, char *out, size_t cap) {
+  const char *s = strncmp(name, "pthread-", 8) == 0 ? name + 8
+                  : strncmp(name, "cpu-", 4) == 0  ? name + 4
+                                                   : NULL;
+  if (s == NULL)
+    return;
+  const char *end = NULL;
+  for (const char *c = s; *c; c++)
+    if (*c == '-' && c[1] && !islower((unsigned char)c[1]) &&
+        !isdigit((unsigned char)c[1]))
+      end = c;
+  if (end && end > s)
+    snprintf(out, cap, "%.*s", (int)(end - s), s);
+}
+
 void clattn__fingerprint(const clattn__devinfo *d, char *out, size_t cap) {
   char key[1024];
   char hex[CLATTN_HASH_HEX];
@@ -157,6 +176,8 @@ clattn_status clattn_profile_reported(clattn_ctx *ctx, clattn_profile *out) {
     if (vf > 0)
       out->wave_width = vf;
   }
+  if (out->is_cpu && !out->arch[0])
+    cpu_arch(d->name, out->arch, sizeof out->arch);
 done:
   free(ext);
   return rc;

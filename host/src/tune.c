@@ -177,10 +177,13 @@ static clattn_status evaluate(run *R, int i, const clattn_tune_entry *stored) {
   snprintf(e.strategy, sizeof e.strategy, "%s", R->strategy);
   e.predicted_s = R->pred[i];
   double timeout = R->o->timeout_s > 0 ? R->o->timeout_s : 10.0;
+  int clamped = 0; /* the budget, not the candidate, sets the timeout */
   if (R->o->budget_s > 0) {
     double left = R->o->budget_s - elapsed(R);
-    if (left < timeout)
+    if (left < timeout) {
       timeout = left > 0.05 ? left : 0.05;
+      clamped = 1;
+    }
   }
   const double best = R->best >= 0 ? R->t[R->best] : 0.0;
   const double t0 = clattn__now();
@@ -190,6 +193,14 @@ static clattn_status evaluate(run *R, int i, const clattn_tune_entry *stored) {
   R->spent += clattn__now() - t0;
   if (rc != CLATTN_OK)
     return rc;
+  if (clamped && strcmp(e.status, "timeout") == 0) {
+    /* out of budget, not a slow candidate: not stored, so that a rerun
+     * measures it */
+    R->evaluated--;
+    R->state[i] = C_DONE;
+    R->stopped = "budget";
+    return CLATTN_OK;
+  }
   R->r->measured++;
   if ((rc = clattn_db_put_tune(R->db, &e)) != CLATTN_OK)
     return clattn__fail(R->ctx, rc, "storing a tuning result: %s",

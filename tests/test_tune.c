@@ -1,0 +1,593 @@
+/* test_tune.c - the autotuner and the run-time parameter choice.
+ *
+ *  - spaces: every candidate of the prefill and decode spaces plans and
+ *    fits on CPU-like and GPU-like targets (work-group and local-memory
+ *    limits), is its own resolved plan (no duplicates), and small devices
+ *    prune;
+ *  - tuning small shapes stores one row per evaluated candidate, every ok
+ *    row within the reference tolerance, and a rerun resumes (nothing
+ *    measured again); the stop flag and the budget are honoured;
+ *  - a tuning run killed with SIGKILL midway (the clattn command) leaves
+ *    the database intact and the rerun reuses every stored row;
+ *  - the library uses tuned entries at run time: exact class, nearest
+ *    class, another device of the same vendor and architecture, in that
+ *    order; entries that do not fit or are not "ok" are passed over; the
+ *    caller's params and overrides ($CLATTN_PARAMS, clattn_ctx_set_params)
+ *    come first; the output stays correct with the tuned parameters.
+ */
+#include "plan.h"
+#include "tune.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- spaces */
+
+static const clattn__target targets[] = {
+    {1, 2, 4096, 4u << 20},  /* PoCL-like CPU */
+    {0, 80, 1024, 48u << 10}, /* a GPU */
+    {0, 8, 64, 16u << 10},   /* a small GPU */
+};
+
+static void check_space(const clattn__target *t, const clattn__space *s,
+                        const void *desc, int decode) {
+  cr_assert(s->n > 0 && s->def == 0, "space of %d, default %d", s->n,
+            s->def);
+  for (int i = 0; i < s->n; i++) {
+    clattn_params p = clattn__space_params(s, i);
+    char why[160];
+    clattn_params r;
+    if (decode) {
+      clattn_decode_desc d = *(const clattn_decode_desc *)desc;
+      clattn__decode_plan pl;
+      d.params = &p;
+      cr_assert_eq(clattn__plan_decode(t, &d, &pl, why, sizeof why),
+                   CLATTN_OK, "%s", why);
+      cr_assert(clattn__decode_fits(t, &d, &pl, why, sizeof why), "%s", why);
+      cr_assert(pl.wg <= (int)t->max_wg);
+      cr_assert(clattn__decode_local_bytes(&d, &pl) <= t->local_mem);
+      r = (clattn_params){pl.variant, 0, pl.kb,
+                          pl.variant == 1 && pl.wg == 1 ? 0 : pl.wg,
+                          pl.splits};
+    } else {
+      clattn_attn_desc d = *(const clattn_attn_desc *)desc;
+      clattn__prefill_plan pl;
+      d.params = &p;
+      cr_assert_eq(clattn__plan_prefill(t, &d, &pl, why, sizeof why),
+                   CLATTN_OK, "%s", why);
+      cr_assert(clattn__prefill_fits(t, &d, &pl, why, sizeof why), "%s",
+                why);
+      cr_assert(pl.wg <= (int)t->max_wg);
+      cr_assert(clattn__prefill_local_bytes(&d, &pl) <= t->local_mem);
+      r = (clattn_params){pl.variant, pl.variant == 1 ? pl.rb : 0,
+                          pl.variant == 1 ? pl.kb : pl.kt,
+                          pl.variant == 1 && pl.wg == 1 ? 0 : pl.wg, 0};
+    }
+    cr_assert(memcmp(&r, &p, sizeof r) == 0,
+              "candidate %d is not its own plan", i);
+    for (int j = 0; j < i; j++) {
+      clattn_params q = clattn__space_params(s, j);
+      cr_assert(memcmp(&p, &q, sizeof p) != 0, "candidates %d and %d equal",
+                i, j);
+    }
+  }
+}
+
+Test(space, prefill_constraints) {
+  static const int dims[] = {32, 64, 128, 256};
+  int pruned_small = 0;
+  for (int ti = 0; ti < 3; ti++)
+    for (int di = 0; di < 4; di++) {
+      clattn_attn_desc d = {1, 300, 300, 8, 2, dims[di], dims[di],
+                            CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1,
+                            NULL};
+      clattn__space s;
+      cr_assert_eq(clattn__space_prefill(&targets[ti], &d, &s), CLATTN_OK);
+      check_space(&targets[ti], &s, &d, 0);
+      if (ti == 2)
+        pruned_small += s.pruned;
+      else if (ti == 0)
+        cr_assert_eq(s.pruned, 0, "CPU target pruned %d", s.pruned);
+      clattn__space_free(&s);
+    }
+  cr_assert(pruned_small > 0, "the small GPU pruned nothing");
+}
+
+Test(space, decode_constraints) {
+  static const int g[] = {1, 4, 8, 32};
+  int pruned_small = 0;
+  for (int ti = 0; ti < 3; ti++)
+    for (int gi = 0; gi < 4; gi++) {
+      clattn_decode_desc d = {2, 3000, 2 * g[gi], 2, 128, 128, CLATTN_F16,
+                              CLATTN_BHSD, 0.0f, NULL};
+      clattn__space s;
+      cr_assert_eq(clattn__space_decode(&targets[ti], &d, &s), CLATTN_OK);
+      check_space(&targets[ti], &s, &d, 1);
+      if (ti == 2)
+        pruned_small += s.pruned;
+      clattn__space_free(&s);
+    }
+  cr_assert(pruned_small > 0, "the small GPU pruned nothing");
+}
+
+/* -------------------------------------------------------------- tuning */
+
+static char *tmp_db(const char *name) {
+  static char path[512];
+  snprintf(path, sizeof path, "/tmp/clattn-test-tune-%d-%s.db", (int)getpid(),
+           name);
+  char side[560];
+  unlink(path);
+  snprintf(side, sizeof side, "%s-wal", path);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", path);
+  unlink(side);
+  return path;
+}
+
+static int count_rows(clattn_db *db, const char *kernel) {
+  clattn_tune_entry *e = NULL;
+  int n = 0;
+  cr_assert_eq(clattn_db_list_tune(db, NULL, kernel, NULL, &e, &n),
+               CLATTN_OK, "%s", clattn_db_errmsg(db));
+  free(e);
+  return n;
+}
+
+static void check_rows(clattn_db *db, const char *kernel, double tol) {
+  clattn_tune_entry *e = NULL;
+  int n = 0;
+  cr_assert_eq(clattn_db_list_tune(db, NULL, kernel, NULL, &e, &n),
+               CLATTN_OK);
+  for (int i = 0; i < n; i++) {
+    cr_assert(!strcmp(e[i].status, "ok") || !strcmp(e[i].status, "slow") ||
+                  !strcmp(e[i].status, "failed") ||
+                  !strcmp(e[i].status, "timeout") ||
+                  !strcmp(e[i].status, "wrong"),
+              "status %s", e[i].status);
+    if (!strcmp(e[i].status, "ok")) {
+      cr_assert(e[i].max_err <= tol, "ok row with error %g", e[i].max_err);
+      cr_assert(e[i].median_s > 0);
+    }
+    cr_assert(e[i].fingerprint[0] && e[i].updated[0] &&
+              e[i].library_version[0]);
+  }
+  free(e);
+}
+
+Test(tune, prefill_resume) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(tmp_db("prefill"), &db), CLATTN_OK);
+  const clattn_attn_desc d = {1,  40, 70,         2,          2,
+                              32, 32, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD,
+                              0.0f, 1, NULL};
+  clattn_tune_opts o;
+  memset(&o, 0, sizeof o);
+  o.strategy = CLATTN_TUNE_RANDOM;
+  o.max_candidates = 4;
+  o.repeats = 3;
+  clattn_tune_result r;
+  cr_assert_eq(clattn_tune_attention(ctx, db, &d, &o, &r), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(ctx));
+  cr_assert_eq(r.measured, 4);
+  cr_assert_eq(r.reused, 0);
+  cr_assert(r.best_s > 0 && r.default_s > 0 && r.best_s <= r.default_s);
+  cr_assert_eq(count_rows(db, "prefill"), 4);
+  check_rows(db, "prefill", 1e-4);
+  /* the rerun resumes: the same candidates, none measured again */
+  clattn_tune_result r2;
+  cr_assert_eq(clattn_tune_attention(ctx, db, &d, &o, &r2), CLATTN_OK);
+  cr_assert_eq(r2.measured, 0);
+  cr_assert_eq(r2.reused, 4);
+  cr_assert_str_eq(r2.best_params, r.best_params);
+  /* a larger cap continues where it stopped */
+  o.max_candidates = 6;
+  cr_assert_eq(clattn_tune_attention(ctx, db, &d, &o, &r2), CLATTN_OK);
+  cr_assert_eq(r2.measured, 2);
+  cr_assert_eq(r2.reused, 4);
+  cr_assert_eq(count_rows(db, "prefill"), 6);
+  clattn_db_close(db);
+  clattn_ctx_destroy(ctx);
+}
+
+Test(tune, decode_fresh_anneal) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(tmp_db("decode"), &db), CLATTN_OK);
+  const clattn_decode_desc d = {2, 600, 4, 2, 64, 64, CLATTN_F16,
+                                CLATTN_BHSD, 0.0f, NULL};
+  clattn_tune_opts o;
+  memset(&o, 0, sizeof o);
+  o.strategy = CLATTN_TUNE_ANNEAL;
+  o.max_candidates = 5;
+  o.repeats = 3;
+  clattn_tune_result r;
+  cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(ctx));
+  cr_assert_eq(r.measured + r.reused, 5);
+  cr_assert(r.best_s > 0);
+  check_rows(db, "decode", 1e-3);
+  o.fresh = 1;
+  cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK);
+  cr_assert_eq(r.measured, 5, "fresh measured %d", r.measured);
+  cr_assert_eq(r.reused, 0);
+  clattn_db_close(db);
+  clattn_ctx_destroy(ctx);
+}
+
+Test(tune, stop_and_budget) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(tmp_db("stop"), &db), CLATTN_OK);
+  const clattn_decode_desc d = {1, 1000, 2, 1, 32, 32, CLATTN_F32,
+                                CLATTN_BSHD, 0.0f, NULL};
+  volatile int stop = 1;
+  clattn_tune_opts o;
+  memset(&o, 0, sizeof o);
+  o.strategy = CLATTN_TUNE_EXHAUSTIVE;
+  o.stop = &stop;
+  clattn_tune_result r;
+  cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK);
+  cr_assert_eq(r.measured, 0);
+  cr_assert_str_eq(r.stopped, "stop");
+  cr_assert_eq(count_rows(db, "decode"), 0);
+  /* an 8 s budget over a space that takes far longer; a candidate (one
+   * compile, which cannot be interrupted, and its runs) has 4 s */
+  stop = 0;
+  o.budget_s = 8.0;
+  o.timeout_s = 4.0;
+  o.repeats = 3;
+  cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK);
+  cr_assert_str_eq(r.stopped, "budget");
+  cr_assert(r.measured >= 1 && r.measured < r.space, "measured %d of %d",
+            r.measured, r.space);
+  /* over by at most one candidate's timeout (and its last run) */
+  cr_assert(r.elapsed_s < o.budget_s + o.timeout_s + 1.0, "elapsed %.2f s",
+            r.elapsed_s);
+  cr_assert_eq(count_rows(db, "decode"), r.measured);
+  clattn_db_close(db);
+  clattn_ctx_destroy(ctx);
+}
+
+Test(tune, bad_input) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(tmp_db("bad"), &db), CLATTN_OK);
+  clattn_attn_desc d = {1, 8, 8, 3, 2, 32, 32, CLATTN_F32, CLATTN_BSHD,
+                        CLATTN_BSHD, 0.0f, 0, NULL};
+  clattn_tune_result r;
+  cr_assert_neq(clattn_tune_attention(ctx, db, &d, NULL, &r), CLATTN_OK);
+  cr_assert(strstr(clattn_ctx_errmsg(ctx), "head") != NULL, "%s",
+            clattn_ctx_errmsg(ctx));
+  d.heads_q = 2;
+  cr_assert_eq(clattn_tune_attention(ctx, NULL, &d, NULL, &r),
+               CLATTN_ERR_INVALID_ARG);
+  clattn_tune_opts o;
+  memset(&o, 0, sizeof o);
+  o.strategy = (clattn_tune_strategy)42;
+  cr_assert_eq(clattn_tune_attention(ctx, db, &d, &o, &r),
+               CLATTN_ERR_INVALID_ARG);
+  cr_assert(strstr(clattn_ctx_errmsg(ctx), "strategy") != NULL);
+  clattn_db_close(db);
+  clattn_ctx_destroy(ctx);
+}
+
+/* -------------------------------------------------------------- SIGKILL */
+
+static int rows_in(const char *path) {
+  sqlite3 *h = NULL;
+  sqlite3_stmt *st = NULL;
+  int n = -1;
+  if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+      sqlite3_busy_timeout(h, 5000) == SQLITE_OK &&
+      sqlite3_prepare_v2(h, "SELECT count(*) FROM tuning", -1, &st, NULL) ==
+          SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    n = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return n;
+}
+
+static pid_t spawn_tune(const char *cli, const char *db, const char *max,
+                        const char *out) {
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if (pid == 0) {
+    if (out && freopen(out, "w", stdout) == NULL)
+      _exit(99);
+    const char *argv[] = {cli,        "tune",   "decode",       "--batch",
+                          "1",        "--kv-seq", "2048",       "--heads",
+                          "4",        "--kv-heads", "1",        "--head-dim",
+                          "64",       "--strategy", "exhaustive", "--max",
+                          max,        "--db",   db,             "--quiet",
+                          NULL};
+    execv(cli, (char *const *)argv);
+    _exit(98);
+  }
+  return pid;
+}
+
+Test(tune, sigkill_resume, .timeout = 600) {
+  const char *cli = getenv("CLATTN_CLI");
+  cr_assert(cli != NULL, "CLATTN_CLI (the clattn command) is not set");
+  const char *db = tmp_db("kill");
+  pid_t pid = spawn_tune(cli, db, "60", NULL);
+  /* kill it once at least 3 candidates are stored */
+  int n = 0;
+  for (int i = 0; i < 6000 && n < 3; i++) {
+    nanosleep(&(struct timespec){0, 20000000L}, NULL);
+    n = rows_in(db);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, WNOHANG), 0,
+                 "the tuner ended before it was killed");
+  }
+  cr_assert(n >= 3, "only %d rows after the wait", n);
+  cr_assert_eq(kill(pid, SIGKILL), 0);
+  int status;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  /* intact: integrity check, and every stored row readable */
+  sqlite3 *h = NULL;
+  sqlite3_stmt *st = NULL;
+  cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+  cr_assert_eq(sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, NULL),
+               SQLITE_OK);
+  cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+  cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "ok");
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  const int before = rows_in(db);
+  cr_assert(before >= n);
+  clattn_db *d = NULL;
+  cr_assert_eq(clattn_db_open(db, &d), CLATTN_OK);
+  check_rows(d, "decode", 1e-4);
+  clattn_db_close(d);
+  /* the rerun (exhaustive, same order) reuses all of them and adds 2 */
+  char max[16], out[600];
+  snprintf(max, sizeof max, "%d", before + 2);
+  snprintf(out, sizeof out, "%s.out", db);
+  pid = spawn_tune(cli, db, max, out);
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "rerun exit status %d", status);
+  cr_assert_eq(rows_in(db), before + 2);
+  FILE *f = fopen(out, "r");
+  cr_assert(f != NULL);
+  char line[512], want[64];
+  int found = 0;
+  snprintf(want, sizeof want, "(2 measured now, %d from the database)",
+           before);
+  while (fgets(line, sizeof line, f))
+    found |= strstr(line, want) != NULL;
+  fclose(f);
+  unlink(out);
+  cr_assert(found, "the rerun did not report \"%s\"", want);
+}
+
+/* ------------------------------------------------------ run-time choice */
+
+/* An entry of this device (or another fingerprint of its vendor/arch). */
+static void put_entry(clattn_db *db, clattn_ctx *ctx, int kin,
+                      const char *kernel, const char *cls,
+                      const char *params, const char *status, double t) {
+  clattn_profile p;
+  cr_assert_eq(clattn_profile_reported(ctx, &p), CLATTN_OK);
+  clattn_tune_entry e;
+  memset(&e, 0, sizeof e);
+  snprintf(e.fingerprint, sizeof e.fingerprint, "%s",
+           kin ? "0123456789abcdef0123456789abcdef" : p.fingerprint);
+  snprintf(e.device, sizeof e.device, "%s", kin ? "a sibling" : p.name);
+  snprintf(e.vendor, sizeof e.vendor, "%s", p.vendor);
+  snprintf(e.arch, sizeof e.arch, "%s", p.arch);
+  snprintf(e.kernel, sizeof e.kernel, "%s", kernel);
+  snprintf(e.shape_class, sizeof e.shape_class, "%s", cls);
+  snprintf(e.params, sizeof e.params, "%s", params);
+  snprintf(e.status, sizeof e.status, "%s", status);
+  snprintf(e.strategy, sizeof e.strategy, "test");
+  e.median_s = t;
+  cr_assert_eq(clattn_db_put_tune(db, &e), CLATTN_OK, "%s",
+               clattn_db_errmsg(db));
+}
+
+static clattn_ctx *ctx_with_db(const char *path) {
+  clattn_ctx_opts o;
+  memset(&o, 0, sizeof o);
+  o.tuning_db = path;
+  clattn_ctx *ctx = NULL;
+  cr_assert_eq(clattn_ctx_create(&o, &ctx), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(NULL));
+  return ctx;
+}
+
+/* Run prefill d on random data and compare with the reference. */
+static void run_prefill(clattn_ctx *ctx, const clattn_attn_desc *d) {
+  tu_rng rng = tu_rng_seed(99);
+  const size_t nq = (size_t)d->batch * d->n_q * d->heads_q * d->head_dim_k,
+               nk = (size_t)d->batch * d->n_kv * d->heads_kv * d->head_dim_k,
+               nv = (size_t)d->batch * d->n_kv * d->heads_kv * d->head_dim_v,
+               no = (size_t)d->batch * d->n_q * d->heads_q * d->head_dim_v;
+  float *q = tu_alloc(nq * 4), *k = tu_alloc(nk * 4), *v = tu_alloc(nv * 4),
+        *o = tu_alloc(no * 4), *ref = tu_alloc(no * 4);
+  tu_fill(&rng, q, nq, 1.0f);
+  tu_fill(&rng, k, nk, 1.0f);
+  tu_fill(&rng, v, nv, 1.0f);
+  cl_mem bq = tu_upload(ctx, q, nq, CLATTN_F32),
+         bk = tu_upload(ctx, k, nk, CLATTN_F32),
+         bv = tu_upload(ctx, v, nv, CLATTN_F32), bo = tu_buffer(ctx, no * 4);
+  cr_assert_eq(clattn_attention(ctx, d, bq, bk, bv, NULL, bo, NULL),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  tu_download(ctx, bo, o, no, CLATTN_F32);
+  ref_attn a = {d->batch,      d->n_q,        d->n_kv, d->heads_q,
+                d->heads_kv,   d->head_dim_k, d->head_dim_v, 0,
+                0,             1.0 / sqrt((double)d->head_dim_k),
+                d->causal,     NULL};
+  ref_attention(&a, q, k, v, ref);
+  cr_assert(tu_check("tuned prefill", o, ref, no, 1e-4));
+  tu_release(bq);
+  tu_release(bk);
+  tu_release(bv);
+  tu_release(bo);
+  free(q);
+  free(k);
+  free(v);
+  free(o);
+  free(ref);
+}
+
+static clattn_choice last(clattn_ctx *ctx) {
+  clattn_choice ch;
+  cr_assert_eq(clattn_ctx_last_choice(ctx, &ch), CLATTN_OK);
+  return ch;
+}
+
+Test(choice, tuned_entries) {
+  const char *path = tmp_db("choice");
+  clattn_ctx *probe_ctx = tu_ctx();
+  clattn_attn_desc d = {1, 50, 50, 4, 2, 32, 32, CLATTN_F32, CLATTN_BSHD,
+                        CLATTN_BSHD, 0.0f, 1, NULL};
+  char cls[96];
+  clattn_shape_class_attention(&d, cls, sizeof cls);
+  cr_assert_str_eq(cls, "f32 k32 v32 g2 bh2 n64 m64 c1");
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
+
+  /* nothing stored: the default */
+  clattn_ctx *ctx = ctx_with_db(path);
+  run_prefill(ctx, &d);
+  cr_assert_eq(last(ctx).source, CLATTN_CHOICE_DEFAULT, "%s", last(ctx).why);
+  clattn_ctx_destroy(ctx);
+
+  /* a sibling device's entry (same vendor and architecture) */
+  put_entry(db, probe_ctx, 1, "prefill", cls,
+            "variant=1 rows=2 keys=16 wg=2 splits=0", "ok", 1e-3);
+  ctx = ctx_with_db(path);
+  run_prefill(ctx, &d);
+  clattn_choice ch = last(ctx);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED_ARCH, "%s", ch.why);
+  cr_assert_eq(ch.params.rows, 2);
+  cr_assert_eq(ch.params.keys, 16);
+  cr_assert_str_eq(ch.entry_device, "a sibling");
+  clattn_ctx_destroy(ctx);
+
+  /* this device, a nearby class: preferred over the sibling's exact one */
+  put_entry(db, probe_ctx, 0, "prefill", "f32 k32 v32 g2 bh2 n128 m128 c1",
+            "variant=1 rows=8 keys=32 wg=0 splits=0", "ok", 2e-3);
+  /* not ok, or not fitting: never used */
+  put_entry(db, probe_ctx, 0, "prefill", "f32 k32 v32 g2 bh2 n64 m64 c0",
+            "variant=1 rows=4 keys=64 wg=0 splits=0", "wrong", 1e-6);
+  ctx = ctx_with_db(path);
+  run_prefill(ctx, &d);
+  ch = last(ctx);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED_NEAREST, "%s", ch.why);
+  cr_assert_eq(ch.params.rows, 8);
+  cr_assert_str_eq(ch.entry_class, "f32 k32 v32 g2 bh2 n128 m128 c1");
+  clattn_ctx_destroy(ctx);
+
+  /* this device, this class */
+  put_entry(db, probe_ctx, 0, "prefill", cls,
+            "variant=1 rows=1 keys=48 wg=4 splits=0", "ok", 5e-4);
+  ctx = ctx_with_db(path);
+  run_prefill(ctx, &d);
+  ch = last(ctx);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
+  cr_assert_eq(ch.resolved.variant, 1);
+  cr_assert_eq(ch.resolved.rows, 1);
+  cr_assert_eq(ch.resolved.keys, 48);
+  cr_assert_eq(ch.resolved.wg, 4);
+  /* explain says the same without running */
+  clattn_choice ex;
+  cr_assert_eq(clattn_explain_attention(ctx, &d, &ex), CLATTN_OK);
+  cr_assert_eq(ex.source, CLATTN_CHOICE_TUNED);
+  cr_assert(memcmp(&ex.resolved, &ch.resolved, sizeof ch.resolved) == 0);
+  /* the caller's params come first */
+  const clattn_params mine = {1, 2, 32, 0, 0};
+  d.params = &mine;
+  run_prefill(ctx, &d);
+  cr_assert_eq(last(ctx).source, CLATTN_CHOICE_CALLER);
+  d.params = NULL;
+  /* then an override */
+  cr_assert_eq(clattn_ctx_set_params(ctx, "prefill: rows=2 keys=64"),
+               CLATTN_OK);
+  run_prefill(ctx, &d);
+  ch = last(ctx);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_OVERRIDE);
+  cr_assert_eq(ch.resolved.rows, 2);
+  cr_assert_eq(ch.resolved.keys, 64);
+  cr_assert_eq(clattn_ctx_set_params(ctx, "prefill: rows=two"),
+               CLATTN_ERR_INVALID_ARG);
+  cr_assert(strstr(clattn_ctx_errmsg(ctx), "rows") != NULL);
+  cr_assert_eq(clattn_ctx_set_params(ctx, "attention: rows=2"),
+               CLATTN_ERR_INVALID_ARG);
+  cr_assert_eq(clattn_ctx_set_params(ctx, NULL), CLATTN_OK);
+  run_prefill(ctx, &d);
+  cr_assert_eq(last(ctx).source, CLATTN_CHOICE_TUNED);
+  clattn_ctx_destroy(ctx);
+
+  /* an entry that does not fit this call is passed over */
+  put_entry(db, probe_ctx, 0, "prefill", cls,
+            "variant=2 rows=0 keys=16 wg=100000 splits=0", "ok", 1e-4);
+  ctx = ctx_with_db(path);
+  run_prefill(ctx, &d);
+  ch = last(ctx);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
+  cr_assert_eq(ch.resolved.keys, 48, "took the entry that does not fit");
+  clattn_ctx_destroy(ctx);
+
+  /* no_tuning: the default again */
+  clattn_ctx_opts o;
+  memset(&o, 0, sizeof o);
+  o.tuning_db = path;
+  o.no_tuning = 1;
+  cr_assert_eq(clattn_ctx_create(&o, &ctx), CLATTN_OK);
+  run_prefill(ctx, &d);
+  cr_assert_eq(last(ctx).source, CLATTN_CHOICE_DEFAULT);
+  clattn_ctx_destroy(ctx);
+  clattn_db_close(db);
+  clattn_ctx_destroy(probe_ctx);
+}
+
+Test(choice, env_override) {
+  setenv("CLATTN_PARAMS", "decode: variant=1 keys=16 splits=3", 1);
+  clattn_ctx *ctx = tu_ctx();
+  const clattn_decode_desc d = {1, 500, 2, 1, 32, 32, CLATTN_F32,
+                                CLATTN_BSHD, 0.0f, NULL};
+  clattn_choice ch;
+  cr_assert_eq(clattn_explain_decode(ctx, &d, &ch), CLATTN_OK);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_OVERRIDE);
+  cr_assert_eq(ch.resolved.keys, 16);
+  cr_assert_eq(ch.resolved.splits, 3);
+  cr_assert(strstr(ch.why, "CLATTN_PARAMS") != NULL, "%s", ch.why);
+  clattn_ctx_destroy(ctx);
+  /* a bad variable is an error that names it */
+  setenv("CLATTN_PARAMS", "decode: bogus=1", 1);
+  ctx = NULL;
+  cr_assert_eq(clattn_ctx_create(NULL, &ctx), CLATTN_ERR_INVALID_ARG);
+  cr_assert(strstr(clattn_ctx_errmsg(NULL), "CLATTN_PARAMS") != NULL, "%s",
+            clattn_ctx_errmsg(NULL));
+  unsetenv("CLATTN_PARAMS");
+}
+
+Test(choice, params_text) {
+  clattn_params p = {2, 0, 32, 64, 8}, q;
+  char buf[128];
+  clattn_params_format(&p, buf, sizeof buf);
+  cr_assert_str_eq(buf, "variant=2 rows=0 keys=32 wg=64 splits=8");
+  cr_assert_eq(clattn_params_parse(buf, &q), CLATTN_OK);
+  cr_assert(memcmp(&p, &q, sizeof p) == 0);
+  cr_assert_eq(clattn_params_parse("keys=16,wg=4", &q), CLATTN_OK);
+  cr_assert(q.keys == 16 && q.wg == 4 && q.variant == 0);
+  cr_assert_eq(clattn_params_parse("keys=-1", &q), CLATTN_ERR_INVALID_ARG);
+  cr_assert_eq(clattn_params_parse("MWG=64", &q), CLATTN_ERR_INVALID_ARG);
+  cr_assert_eq(clattn_params_parse("keys=16x", &q), CLATTN_ERR_INVALID_ARG);
+}
