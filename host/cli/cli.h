@@ -33,6 +33,7 @@ int cli_run_attention(const cli_opts *o);
 int cli_run_gqa(const cli_opts *o);
 int cli_model(int argc, char **argv);
 int cli_probe(const cli_opts *o);
+int cli_db(int argc, char **argv);
 
 /* Name of an OpenCL error code ("CL_INVALID_VALUE"). */
 

@@ -4,6 +4,7 @@
  *   clattn run attention (--in DIR | --random SHAPE...) [options]
  *   clattn run gqa       (--in DIR | --random SHAPE...) [options]
  *   clattn probe [--device D] [--json] [--thorough] [--db PATH] [--no-store]
+ *   clattn db path | list [...] | export FILE | import FILE  [--db PATH]
  *
  * Exit status: 0 success, 1 library/OpenCL/output failure, 2 usage error or
  * bad input file, 3 --check error above the tolerance. */
@@ -27,6 +28,9 @@ static const char usage_text[] =
   "         (roofline model; 'clattn model help' for its options)\n"
   "       clattn probe [--device SEL] [--json] [--thorough | --quick]\n"
   "                    [--db PATH] [--no-store]\n"
+  "       clattn db path | list [--kernel K] [--class C] [--all-devices]\n"
+  "                 [--json] | export FILE | import FILE  [--db PATH]\n"
+  "         (tuning database; 'clattn db help' for details)\n"
   "       clattn help | --help | --version\n"
   "\n"
   "run attention: DIR holds q.npy [b,n,h_q,k], k.npy [b,m,h_kv,k],\n"
@@ -318,6 +322,8 @@ int main(int argc, char **argv)
   }
   if (!strcmp(c, "model"))
     return cli_model(argc - 2, argv + 2);
+  if (!strcmp(c, "db"))
+    return cli_db(argc - 2, argv + 2);
   if (!strcmp(c, "probe")) {
     int rc = parse(argc - 2, argv + 2, PRB, &o, given);
     if (!rc && o.thorough && o.quick)
