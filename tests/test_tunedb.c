@@ -161,9 +161,10 @@ static void import_ok(clattn_db *db, const char *path, int want_added,
 
 /* Rows whose strings and doubles are hard to carry through text. */
 static int tricky_rows(clattn_tune_entry *e, int cap) {
-  static const double v[] = {0.1,     1.0 / 3.0, 5e-324,  2.2250738585072014e-308,
-                              DBL_MAX,  -0.0,    INFINITY, 123456789.123456789,
-                              1e-310,   -INFINITY};
+  static const double v[] = {0.1,      1.0 / 3.0, 5e-324,
+                              2.2250738585072014e-308, DBL_MAX, -0.0,
+                              INFINITY, 123456789.123456789, 1e-310,
+                              -INFINITY};
   int n = 0;
   for (int i = 0; i < 10 && n < cap; i++, n++) {
     e[n] = entry(n, "2025-01-02T03:04:05Z", v[i]);
