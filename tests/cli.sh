@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/cli.sh BUILD_DIR - the probe and model commands end to end on the
+# tests/cli.sh BUILD_DIR - the probe, model and db commands end to end on the
 # default device (PoCL in CI): every command must succeed, its JSON must
 # parse, and bad input must give exit status 2 with a message.  The
 # database is a temporary file.
@@ -63,5 +63,69 @@ run "bad shape" 2 "$clattn" model attention --profile a100 --seq 8 \
   --heads 6 --kv-heads 4 --head-dim 64
 has "bad shape says why" multiple "$tmp/err"
 run "missing shape" 2 "$clattn" model decode --profile a100
+
+# clattn db: import a hand-written file (a quote, a newline and a non-ASCII
+# name), list, export, re-import into a second database, bad files.
+cat >"$tmp/in.json" <<'JSON'
+{"clattn_tuning": 1, "entries": [
+ {"fingerprint": "fpA", "device": "GPU \"A\" \u00e9", "kernel": "decode",
+  "shape_class": "f32 k64 v64 g8 bh1 m4096 bhsd", "params": "rows=8 wg=128",
+  "status": "ok", "median_s": 3.9e-05, "spread": 0.02,
+  "message": "line1\nline2", "updated": "2025-01-01T00:00:00Z"},
+ {"fingerprint": "fpA", "device": "GPU \"A\" \u00e9", "kernel": "decode",
+  "shape_class": "f32 k64 v64 g8 bh1 m4096 bhsd", "params": "rows=16 wg=256",
+  "status": "wrong", "median_s": 0.1, "updated": "2025-01-01T00:00:00Z"}
+]}
+JSON
+run "db path" 0 "$clattn" db path
+has "db path is \$CLATTN_DB" "$CLATTN_DB"
+run "db import" 0 "$clattn" db import "$tmp/in.json"
+has "db import counts" "2 added, 0 updated, 0 unchanged"
+run "db import again" 0 "$clattn" db import "$tmp/in.json"
+has "db import again adds nothing" "0 added, 0 updated, 2 unchanged"
+run "db list --all-devices" 0 "$clattn" db list --all-devices
+has "db list shows the shape class" "m4096 bhsd"
+has "db list shows the best params" "rows=8 wg=128"
+has "db list shows the median" "39.0 us"
+run "db list --json" 0 "$clattn" db list --all-devices --json
+json "db list --json"
+[ "$(grep -c '"fingerprint"' "$tmp/out")" = 2 ] && ok "db list --json: 2 rows" ||
+  bad "db list --json: not 2 rows"
+run "db list --kernel prefill" 0 "$clattn" db list --all-devices \
+  --kernel prefill
+has "db list --kernel filters" "no tuning entries"
+run "db list (present device)" 0 "$clattn" db list
+run "db export" 0 "$clattn" db export "$tmp/out.json"
+[ ! -e "$tmp/out.json.tmp" ] && ok "db export leaves no .tmp" ||
+  bad "db export left out.json.tmp"
+python3 -m json.tool "$tmp/out.json" >/dev/null 2>&1 &&
+  ok "db export is JSON" || bad "db export is not JSON"
+run "db export -" 0 "$clattn" db export -
+json "db export -"
+run "db import into a second database" 0 "$clattn" db import \
+  "$tmp/out.json" --db "$tmp/second.db"
+has "second database gets both rows" "2 added"
+"$clattn" db export "$tmp/out2.json" --db "$tmp/second.db" >/dev/null
+if python3 -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+sys.exit(0 if a["entries"] == b["entries"] and len(a["entries"]) == 2 and
+         a["entries"][0]["message"] == "line1\nline2" else 1)
+' "$tmp/out.json" "$tmp/out2.json"; then ok "db export/import round trip"
+else bad "db export/import differ"; fi
+sed 's/"spread": 0.02/"spread": "x"/' "$tmp/in.json" >"$tmp/bad.json"
+run "db import of a malformed file" 2 "$clattn" db import "$tmp/bad.json" \
+  --db "$tmp/third.db"
+has "malformed file: file, line and what" "bad.json:4:.*expected a number" \
+  "$tmp/err"
+run "db list after the failed import" 0 "$clattn" db list --all-devices \
+  --db "$tmp/third.db"
+has "failed import imported nothing" "no tuning entries"
+run "db import of a missing file" 1 "$clattn" db import "$tmp/none.json"
+has "missing file is named" none.json "$tmp/err"
+run "db without action" 2 "$clattn" db
+run "db unknown action" 2 "$clattn" db frobnicate
+run "db export without FILE" 2 "$clattn" db export
+run "db export --json (list only)" 2 "$clattn" db export x --json
 echo "cli.sh: $fails failure(s)"
 [ "$fails" = 0 ]

@@ -35,6 +35,7 @@ int cli_model(int argc, char **argv);
 int cli_probe(const cli_opts *o);
 int cli_tune(int argc, char **argv);
 int cli_explain(int argc, char **argv);
+int cli_db(int argc, char **argv);
 
 /* Name of an OpenCL error code ("CL_INVALID_VALUE"). */
 

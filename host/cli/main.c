@@ -5,6 +5,7 @@
  *   clattn run gqa       (--in DIR | --random SHAPE...) [options]
  *   clattn probe [--device D] [--json] [--thorough] [--db PATH] [--no-store]
  *   clattn tune ... / clattn explain ... (tune.c)
+ *   clattn db path | list [...] | export FILE | import FILE  [--db PATH]
  *
  * Exit status: 0 success, 1 library/OpenCL/output failure, 2 usage error or
  * bad input file, 3 --check error above the tolerance. */
@@ -31,6 +32,9 @@ static const char usage_text[] =
   "       clattn tune [prefill|decode|all] [SHAPE] [--budget T] ...\n"
   "       clattn explain attention|decode SHAPE [--db PATH]\n"
   "         (autotuner; 'clattn tune help' for its options)\n"
+  "       clattn db path | list [--kernel K] [--class C] [--all-devices]\n"
+  "                 [--json] | export FILE | import FILE  [--db PATH]\n"
+  "         (tuning database; 'clattn db help' for details)\n"
   "       clattn help | --help | --version\n"
   "\n"
   "run attention: DIR holds q.npy [b,n,h_q,k], k.npy [b,m,h_kv,k],\n"
@@ -326,6 +330,8 @@ int main(int argc, char **argv)
     return cli_tune(argc - 2, argv + 2);
   if (!strcmp(c, "explain"))
     return cli_explain(argc - 2, argv + 2);
+  if (!strcmp(c, "db"))
+    return cli_db(argc - 2, argv + 2);
   if (!strcmp(c, "probe")) {
     int rc = parse(argc - 2, argv + 2, PRB, &o, given);
     if (!rc && o.thorough && o.quick)

@@ -623,13 +623,29 @@ CLATTN_API clattn_status clattn_db_list_tune(clattn_db *db,
                                              clattn_tune_entry **out,
                                              int *n);
 /* Share tuning rows between machines: export writes every row as JSON
- * ({"clattn_tuning": 1, "entries": [...]}); import merges a file, adding
- * new rows and replacing a row only by a newer one of the same key.
- * added / updated / unchanged may be NULL. */
+ * ({"clattn_tuning": 1, "library_version": ..., "exported": ...,
+ * "entries": [...]}, an entry as clattn_tune_entry_json writes it) to
+ * path + ".tmp", then renames it to path ("-": stdout).  Import reads such
+ * a file ("-": stdin) and merges it in one transaction, adding new rows
+ * and replacing a row only by one of the same key with a later `updated`;
+ * importing a file twice changes nothing.  Entries need fingerprint,
+ * kernel, shape_class, params, status and updated (UTC,
+ * "YYYY-MM-DDTHH:MM:SSZ"); other fields default to "" and 0.  A malformed
+ * file (bad JSON, another version, an unknown or duplicate key, a wrong
+ * type, a string longer than its field) imports nothing and fails with
+ * CLATTN_ERR_INVALID_ARG and a message "FILE:LINE:COL: ...";
+ * CLATTN_ERR_IO when it cannot be read.  added / updated / unchanged (may
+ * be NULL) count the rows of the file. */
 CLATTN_API clattn_status clattn_db_export(clattn_db *db, const char *path);
 CLATTN_API clattn_status clattn_db_import(clattn_db *db, const char *path,
                                           int *added, int *updated,
                                           int *unchanged);
+/* One tuning row as a one-line JSON object, one key per field in column
+ * order: strings escaped, doubles as %.17g (exact), the infinities as
+ * +-1e999.  Like snprintf: returns the length it needs; writes at most
+ * cap bytes, NUL included.  16 KiB always suffice. */
+CLATTN_API size_t clattn_tune_entry_json(const clattn_tune_entry *e,
+                                         char *buf, size_t cap);
 
 /* Search strategies. */
 typedef enum clattn_tune_strategy {

@@ -2,19 +2,23 @@
  * migrations, model checks and tuning entries).
  *
  * Concurrency: WAL journal, a 10 s busy timeout, and every write is one
- * statement (its own transaction), so several processes can share a file.
+ * statement (its own transaction), so several processes can share a file;
+ * the JSON import (db_json.c) merges a whole file in one transaction
+ * through clattn__db_begin / commit / rollback.
  * Schema: PRAGMA user_version is the number of migrations applied;
  * `migrations` below is append-only - a later table is a new entry, never
  * an edit of an old one.  Opening a database written by a newer library
  * (more migrations than this one knows) fails with CLATTN_ERR_DB.
  *
- * Profiles are stored one column per field.  The column table `cols` is the
- * one place that maps struct fields to columns: the upsert and the select
- * are generated from it. */
+ * Profiles and tuning entries are stored one column per field.  The column
+ * tables `cols` and `tune_cols` are the one place that maps struct fields
+ * to columns: the upserts and the selects are generated from them, and so
+ * is the JSON of the tuning rows (clattn__db_tune_cols). */
 #include "runtime.h"
 #include "db.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -81,17 +85,18 @@ static const char *const migrations[] = {
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
-typedef enum col_type { C_TEXT, C_SOURCE, C_INT, C_UINT, C_U64, C_SIZE,
-                        C_REAL } col_type;
+/* Rows are stored one column per struct field: a table of clattn__col
+ * (db.h) maps the fields of a struct (profile, tuning entry) to its
+ * columns. */
+typedef clattn__col col;
+#define C_TEXT CLATTN_COL_TEXT
+#define C_SOURCE CLATTN_COL_SOURCE
+#define C_INT CLATTN_COL_INT
+#define C_UINT CLATTN_COL_UINT
+#define C_U64 CLATTN_COL_U64
+#define C_SIZE CLATTN_COL_SIZE
+#define C_REAL CLATTN_COL_REAL
 
-typedef struct col {
-  const char *name;
-  col_type type;
-  size_t off, size;
-} col;
-
-/* Rows are stored one column per struct field: a table of these maps the
- * fields of a struct (profile, tuning entry) to its columns. */
 #define COL_(f, t)                                                             \
   { #f, t, offsetof(clattn_profile, f), sizeof(((clattn_profile *)0)->f) }
 static const col cols[] = {
@@ -133,6 +138,12 @@ static const col tune_cols[] = {
 /* The key columns of a tuning row (UNIQUE in migration 4). */
 #define TUNE_KEY "fingerprint, kernel, shape_class, params"
 
+const clattn__col *clattn__db_tune_cols(int *n) {
+  if (n)
+    *n = N_TUNE_COLS;
+  return tune_cols;
+}
+
 /* ------------------------------------------------------------- errors */
 
 static _Thread_local char open_errmsg[CLATTN_ERRMSG_MAX];
@@ -165,6 +176,17 @@ static clattn_status db_check(clattn_db *db) {
     return CLATTN_ERR_MISUSE;
   db->errmsg[0] = '\0';
   return CLATTN_OK;
+}
+
+clattn_status clattn__db_check(clattn_db *db) { return db_check(db); }
+
+clattn_status clattn__db_fail(clattn_db *db, clattn_status st,
+                              const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(db->errmsg, sizeof db->errmsg, fmt, ap);
+  va_end(ap);
+  return st;
 }
 
 /* ---------------------------------------------------------------- open */
@@ -311,7 +333,7 @@ void clattn_db_close(clattn_db *db) {
 
 /* ------------------------------------------------------------ profiles */
 
-static void iso_now(char *buf, size_t cap) {
+void clattn__db_iso_now(char *buf, size_t cap) {
   time_t now = time(NULL);
   struct tm tm;
   if (gmtime_r(&now, &tm) == NULL ||
@@ -409,7 +431,7 @@ clattn_status clattn_db_put_profile(clattn_db *db, const clattn_profile *p) {
                       " updated = excluded.updated,"
                       " library_version = excluded.library_version") != 0)
     return CLATTN_ERR_MISUSE; /* cannot happen: the buffer fits cols[] */
-  iso_now(date, sizeof date);
+  clattn__db_iso_now(date, sizeof date);
   if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(db, "preparing the profile upsert");
     goto done;
@@ -483,7 +505,7 @@ clattn_status clattn_db_put_check(clattn_db *db,
     return rc;
   if (r == NULL)
     return CLATTN_ERR_INVALID_ARG;
-  iso_now(date, sizeof date);
+  clattn__db_iso_now(date, sizeof date);
   if (sqlite3_prepare_v2(
           db->h,
           "INSERT INTO model_checks (fingerprint, call, bound, predicted_s,"
@@ -524,6 +546,44 @@ static void set_field(char *dst, size_t cap, const char *src) {
   snprintf(dst, cap, "%s", src ? src : "");
 }
 
+/* ------------------------------------------------------- transactions */
+
+clattn_status clattn__db_begin(clattn_db *db) {
+  return exec(db, "BEGIN IMMEDIATE", "starting a transaction");
+}
+
+clattn_status clattn__db_commit(clattn_db *db) {
+  return exec(db, "COMMIT", "committing a transaction");
+}
+
+void clattn__db_rollback(clattn_db *db) {
+  if (!sqlite3_get_autocommit(db->h))
+    sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* Whether a tuning row with e's key exists: 1, 0, or -1 on failure. */
+static int tune_row_exists(clattn_db *db, const clattn_tune_entry *e) {
+  sqlite3_stmt *st = NULL;
+  int r = -1;
+  if (sqlite3_prepare_v2(db->h,
+                         "SELECT 1 FROM tuning WHERE fingerprint = ?"
+                         " AND kernel = ? AND shape_class = ? AND params = ?",
+                         -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_bind_text(st, 1, e->fingerprint, -1, SQLITE_TRANSIENT) ==
+          SQLITE_OK &&
+      sqlite3_bind_text(st, 2, e->kernel, -1, SQLITE_TRANSIENT) ==
+          SQLITE_OK &&
+      sqlite3_bind_text(st, 3, e->shape_class, -1, SQLITE_TRANSIENT) ==
+          SQLITE_OK &&
+      sqlite3_bind_text(st, 4, e->params, -1, SQLITE_TRANSIENT) ==
+          SQLITE_OK) {
+    int s = sqlite3_step(st);
+    r = s == SQLITE_ROW ? 1 : s == SQLITE_DONE ? 0 : -1;
+  }
+  sqlite3_finalize(st);
+  return r;
+}
+
 clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *in,
                                      int only_newer, int *changed) {
   clattn_status rc = db_check(db);
@@ -545,7 +605,7 @@ clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *in,
     return CLATTN_ERR_INVALID_ARG;
   }
   if (!e.updated[0])
-    iso_now(e.updated, sizeof e.updated);
+    clattn__db_iso_now(e.updated, sizeof e.updated);
   if (!e.library_version[0])
     set_field(e.library_version, sizeof e.library_version, clattn_version());
   for (int i = 0; i < N_TUNE_COLS; i++)
@@ -561,6 +621,14 @@ clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *in,
                       only_newer ? " WHERE excluded.updated > tuning.updated"
                                  : "") != 0)
     return CLATTN_ERR_MISUSE; /* cannot happen: the buffer fits */
+  /* Inserted or updated: whether the key existed before (callers that
+   * need to know run this inside their transaction). */
+  int existed = 0;
+  if (changed) {
+    existed = tune_row_exists(db, &e);
+    if (existed < 0)
+      return db_fail(db, "looking up the tuning entry");
+  }
   if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(db, "preparing the tuning upsert");
     goto done;
@@ -576,7 +644,7 @@ clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *in,
     goto done;
   }
   if (changed)
-    *changed = sqlite3_changes(db->h) > 0;
+    *changed = sqlite3_changes(db->h) > 0 ? 1 + existed : 0;
 done:
   sqlite3_finalize(st);
   return rc;

@@ -5,10 +5,60 @@
 
 #include "clattn.h"
 
+#include <stddef.h>
+
 /* Insert the row of e's key, or update the stored one: always (only_newer
  * 0) or only when e.updated is later than the stored row's (only_newer 1,
- * the import's merge).  *changed (may be NULL): 1 when a row was written. */
+ * the import's merge).  *changed (may be NULL): 0 when nothing was written,
+ * 1 when a new row was inserted, 2 when the stored row was replaced. */
 clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *e,
                                      int only_newer, int *changed);
+
+/* How a struct field is stored. */
+typedef enum clattn__col_type {
+  CLATTN_COL_TEXT,   /* char[size], NUL-terminated */
+  CLATTN_COL_SOURCE, /* clattn_profile_source, stored as int */
+  CLATTN_COL_INT,
+  CLATTN_COL_UINT,
+  CLATTN_COL_U64,    /* unsigned long long */
+  CLATTN_COL_SIZE,   /* size_t */
+  CLATTN_COL_REAL    /* double */
+} clattn__col_type;
+
+/* One struct field and its column (same name). */
+typedef struct clattn__col {
+  const char *name;
+  clattn__col_type type;
+  size_t off, size;
+} clattn__col;
+
+/* The fields of clattn_tune_entry in column order: the one table that the
+ * tuning table's SQL and the JSON export and import are generated from.
+ * *n gets its length. */
+const clattn__col *clattn__db_tune_cols(int *n);
+
+/* Record a printf-style message on db and return st. */
+clattn_status clattn__db_fail(clattn_db *db, clattn_status st,
+                              const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Check db is a live handle and clear its message: CLATTN_ERR_INVALID_ARG
+ * for NULL, CLATTN_ERR_MISUSE for a dead handle. */
+clattn_status clattn__db_check(clattn_db *db);
+
+/* One write transaction over several calls (BEGIN IMMEDIATE, so a second
+ * writer waits for the busy timeout instead of failing at COMMIT).  On any
+ * failure between begin and commit, call rollback (safe when no
+ * transaction is open; it keeps db's message). */
+clattn_status clattn__db_begin(clattn_db *db);
+clattn_status clattn__db_commit(clattn_db *db);
+void clattn__db_rollback(clattn_db *db);
+
+/* The current UTC time as ISO 8601 ("2025-01-31T12:00:00Z"), the format of
+ * the `updated` columns. */
+void clattn__db_iso_now(char *buf, size_t cap);
 
 #endif /* CLATTN_DB_H */

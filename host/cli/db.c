@@ -1,0 +1,337 @@
+/* db.c - `clattn db`: look at and share the tuning database.
+ *
+ *   clattn db path   [--db PATH]
+ *   clattn db list   [--kernel K] [--class C] [--all-devices | --device D]
+ *                    [--json] [--db PATH]
+ *   clattn db export FILE [--db PATH]     (FILE "-": stdout)
+ *   clattn db import FILE [--db PATH]     (FILE "-": stdin) */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char db_usage[] =
+  "usage: clattn db path [--db PATH]\n"
+  "       clattn db list [--kernel K] [--class C] [--all-devices |\n"
+  "                      --device SEL] [--json] [--db PATH]\n"
+  "       clattn db export FILE [--db PATH]\n"
+  "       clattn db import FILE [--db PATH]\n"
+  "path: print the database's path (default $CLATTN_DB, else\n"
+  "  $XDG_DATA_HOME/clattn/tuning.db or ~/.local/share/clattn/tuning.db;\n"
+  "  the file is created if missing).\n"
+  "list: the tuning entries per kernel and shape class: the best 'ok'\n"
+  "  candidate (params, median time, spread), candidates evaluated and\n"
+  "  rejected (wrong, failed or timed out).  Only the present device's\n"
+  "  (--device SEL, default $CLATTN_DEVICE) unless --all-devices;\n"
+  "  --kernel / --class filter; --json prints the rows themselves.\n"
+  "export: write every tuning row as JSON to FILE ('-': stdout).\n"
+  "import: merge a JSON file from export ('-': stdin): new rows are\n"
+  "  added, a stored row is replaced only by a newer one; all or nothing.\n";
+
+static int db_usage_err(const char *why) {
+  if (why)
+    cli_err("%s", why);
+  fputs(db_usage, stderr);
+  return CLI_USAGE;
+}
+
+typedef struct db_opts {
+  const char *db, *kernel, *shape_class, *device, *file;
+  int all_devices, json;
+} db_opts;
+
+/* Options after the action; `action` 'p', 'l', 'e' or 'i'. */
+static int parse_db(int argc, char **argv, int action, db_opts *o) {
+  static const struct {
+    const char *name;
+    int has_arg, list_only;
+  } known[] = {
+      {"db", 1, 0},          {"kernel", 1, 1}, {"class", 1, 1},
+      {"device", 1, 1},      {"json", 0, 1},   {"all-devices", 0, 1},
+  };
+  const int n_known = (int)(sizeof known / sizeof known[0]);
+  int given[6] = {0};
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *val = NULL;
+    if (strncmp(a, "--", 2) != 0) {
+      if ((action == 'e' || action == 'i') && o->file == NULL) {
+        o->file = a;
+        continue;
+      }
+      cli_err("db: unexpected argument '%s'", a);
+      return db_usage_err(NULL);
+    }
+    a += 2;
+    size_t len = strcspn(a, "=");
+    int id = -1;
+    for (int j = 0; j < n_known; j++)
+      if (strlen(known[j].name) == len && !strncmp(a, known[j].name, len))
+        id = j;
+    if (id < 0 || (known[id].list_only && action != 'l')) {
+      cli_err("db: unknown option '--%.*s' for this action", (int)len, a);
+      return db_usage_err(NULL);
+    }
+    if (a[len] == '=')
+      val = a + len + 1;
+    if (known[id].has_arg && val == NULL) {
+      if (i + 1 >= argc) {
+        cli_err("--%s needs a value", known[id].name);
+        return db_usage_err(NULL);
+      }
+      val = argv[++i];
+    } else if (!known[id].has_arg && val != NULL) {
+      cli_err("--%s takes no value", known[id].name);
+      return db_usage_err(NULL);
+    }
+    if (given[id]++) {
+      cli_err("--%s given twice", known[id].name);
+      return db_usage_err(NULL);
+    }
+    switch (id) {
+    case 0: o->db = val; break;
+    case 1: o->kernel = val; break;
+    case 2: o->shape_class = val; break;
+    case 3: o->device = val; break;
+    case 4: o->json = 1; break;
+    default: o->all_devices = 1; break;
+    }
+  }
+  if ((action == 'e' || action == 'i') && o->file == NULL)
+    return db_usage_err(action == 'e' ? "db export: missing FILE"
+                                      : "db import: missing FILE");
+  if (o->all_devices && o->device)
+    return db_usage_err("--all-devices and --device are exclusive");
+  return CLI_OK;
+}
+
+static int db_fail(clattn_db *db, const char *what, clattn_status st) {
+  cli_err("%s: %s: %s", what, clattn_status_str(st), clattn_db_errmsg(db));
+  return CLI_FAIL;
+}
+
+/* ----------------------------------------------------------------- list */
+
+static int is_rejected(const clattn_tune_entry *e) {
+  return !strcmp(e->status, "wrong") || !strcmp(e->status, "failed") ||
+         !strcmp(e->status, "timeout");
+}
+
+static int same_group(const clattn_tune_entry *a, const clattn_tune_entry *b) {
+  return !strcmp(a->kernel, b->kernel) &&
+         !strcmp(a->shape_class, b->shape_class) &&
+         !strcmp(a->fingerprint, b->fingerprint);
+}
+
+static void fmt_time(char *buf, size_t cap, double s) {
+  if (s < 1e-3)
+    snprintf(buf, cap, "%.1f us", s * 1e6);
+  else if (s < 1)
+    snprintf(buf, cap, "%.3f ms", s * 1e3);
+  else
+    snprintf(buf, cap, "%.3f s", s);
+}
+
+enum { COL_KERNEL, COL_CLASS, COL_DEVICE, COL_PARAMS, COL_MEDIAN, COL_SPREAD,
+       COL_EVAL, COL_REJ, N_COLS };
+
+typedef struct group_row {
+  char cell[N_COLS][256];
+} group_row;
+
+/* One table row per (device, kernel, shape class); rows are sorted by
+ * list_tune so that each group is contiguous and starts with its best 'ok'
+ * row when it has one. */
+static int print_table(const clattn_tune_entry *rows, int n, int devices) {
+  static const char *const head[N_COLS] = {
+      "KERNEL", "SHAPE CLASS", "DEVICE", "BEST PARAMS", "MEDIAN", "SPREAD",
+      "EVAL", "REJ"};
+  group_row *g = calloc((size_t)n, sizeof *g);
+  int ng = 0;
+  size_t width[N_COLS];
+  if (g == NULL) {
+    cli_err("out of memory");
+    return CLI_FAIL;
+  }
+  for (int i = 0; i < n;) {
+    int j = i, rejected = 0;
+    const clattn_tune_entry *best = NULL;
+    for (; j < n && same_group(&rows[i], &rows[j]); j++) {
+      rejected += is_rejected(&rows[j]);
+      if (best == NULL && !strcmp(rows[j].status, "ok"))
+        best = &rows[j];
+    }
+    char(*c)[256] = g[ng].cell;
+    snprintf(c[COL_KERNEL], 256, "%s", rows[i].kernel);
+    snprintf(c[COL_CLASS], 256, "%s", rows[i].shape_class);
+    snprintf(c[COL_DEVICE], 256, "%s", rows[i].device);
+    snprintf(c[COL_PARAMS], 256, "%s", best ? best->params : "-");
+    if (best) {
+      fmt_time(c[COL_MEDIAN], 256, best->median_s);
+      snprintf(c[COL_SPREAD], 256, "%.1f%%", 100 * best->spread);
+    } else {
+      snprintf(c[COL_MEDIAN], 256, "-");
+      snprintf(c[COL_SPREAD], 256, "-");
+    }
+    snprintf(c[COL_EVAL], 256, "%d", j - i);
+    snprintf(c[COL_REJ], 256, "%d", rejected);
+    ng++;
+    i = j;
+  }
+  for (int k = 0; k < N_COLS; k++) {
+    width[k] = strlen(head[k]);
+    for (int i = 0; i < ng; i++)
+      if (strlen(g[i].cell[k]) > width[k])
+        width[k] = strlen(g[i].cell[k]);
+  }
+  for (int i = -1; i < ng; i++) {
+    for (int k = 0; k < N_COLS; k++) {
+      if (k == COL_DEVICE && !devices)
+        continue;
+      const char *s = i < 0 ? head[k] : g[i].cell[k];
+      int w = (int)width[k];
+      if (k >= COL_MEDIAN) /* numbers right-aligned */
+        printf("  %*s", w, s);
+      else
+        printf("%s%-*s", k ? "  " : "", w, s);
+    }
+    printf("\n");
+  }
+  printf("%d shape class%s, %d candidate%s\n", ng, ng == 1 ? "" : "es", n,
+         n == 1 ? "" : "s");
+  free(g);
+  return CLI_OK;
+}
+
+static int print_rows_json(const clattn_tune_entry *rows, int n) {
+  char *buf = malloc(16384);
+  if (buf == NULL) {
+    cli_err("out of memory");
+    return CLI_FAIL;
+  }
+  printf("[");
+  for (int i = 0; i < n; i++) {
+    clattn_tune_entry_json(&rows[i], buf, 16384);
+    printf("%s\n  %s", i ? "," : "", buf);
+  }
+  printf(n ? "\n]\n" : "]\n");
+  free(buf);
+  return CLI_OK;
+}
+
+static int db_list(clattn_db *db, const db_opts *o) {
+  clattn_profile p;
+  clattn_tune_entry *rows = NULL;
+  const char *fp = NULL;
+  int n = 0, rc;
+  if (!o->all_devices) {
+    clattn_ctx *ctx = NULL;
+    rc = cli_ctx_create(o->device, &ctx);
+    if (rc) {
+      cli_err("db list: the present device's entries need a device; "
+              "--all-devices lists every device's");
+      return rc;
+    }
+    clattn_status st = clattn_profile_reported(ctx, &p);
+    if (st != CLATTN_OK) {
+      rc = cli_lib_fail(ctx, "clattn_profile_reported", st);
+      clattn_ctx_destroy(ctx);
+      return rc;
+    }
+    clattn_ctx_destroy(ctx);
+    fp = p.fingerprint;
+  }
+  clattn_status st =
+      clattn_db_list_tune(db, fp, o->kernel, o->shape_class, &rows, &n);
+  if (st != CLATTN_OK)
+    return db_fail(db, "clattn_db_list_tune", st);
+  if (o->json) {
+    rc = print_rows_json(rows, n);
+  } else if (n == 0) {
+    printf("no tuning entries%s%s%s%s in %s\n", fp ? " for " : "",
+           fp ? p.name : "", o->kernel || o->shape_class ? " matching" : "",
+           o->kernel || o->shape_class ? " the filters" : "",
+           clattn_db_path(db));
+    rc = CLI_OK;
+  } else {
+    if (fp)
+      printf("device: %s (fingerprint %s)\n", p.name, fp);
+    printf("database: %s\n\n", clattn_db_path(db));
+    rc = print_table(rows, n, !fp);
+  }
+  free(rows);
+  return rc;
+}
+
+/* ------------------------------------------------------------- command */
+
+int cli_db(int argc, char **argv) {
+  db_opts o;
+  clattn_db *db = NULL;
+  int action, rc;
+  memset(&o, 0, sizeof o);
+  if (argc < 1)
+    return db_usage_err("db: missing action (path, list, export, import)");
+  const char *a = argv[0];
+  if (!strcmp(a, "--help") || !strcmp(a, "help")) {
+    fputs(db_usage, stdout);
+    return CLI_OK;
+  }
+  action = !strcmp(a, "path")     ? 'p'
+           : !strcmp(a, "list")   ? 'l'
+           : !strcmp(a, "export") ? 'e'
+           : !strcmp(a, "import") ? 'i'
+                                  : 0;
+  if (!action) {
+    cli_err("db: unknown action '%s' (expected path, list, export or "
+            "import)",
+            a);
+    return db_usage_err(NULL);
+  }
+  rc = parse_db(argc - 1, argv + 1, action, &o);
+  if (rc)
+    return rc;
+  clattn_status st = clattn_db_open(o.db, &db);
+  if (st != CLATTN_OK)
+    return db_fail(NULL, "clattn_db_open", st);
+  switch (action) {
+  case 'p':
+    printf("%s\n", clattn_db_path(db));
+    break;
+  case 'l':
+    rc = db_list(db, &o);
+    break;
+  case 'e': {
+    clattn_tune_entry *rows = NULL;
+    int n = 0;
+    st = clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n);
+    free(rows);
+    if (st == CLATTN_OK)
+      st = clattn_db_export(db, o.file);
+    if (st != CLATTN_OK) {
+      cli_err("db export: %s", clattn_db_errmsg(db)); /* names the file */
+      rc = CLI_FAIL;
+    }
+    else if (strcmp(o.file, "-") != 0)
+      printf("exported %d tuning row%s from %s to %s\n", n, n == 1 ? "" : "s",
+             clattn_db_path(db), o.file);
+    break;
+  }
+  default: {
+    int added = 0, updated = 0, unchanged = 0;
+    st = clattn_db_import(db, o.file, &added, &updated, &unchanged);
+    if (st != CLATTN_OK) {
+      /* A malformed file is bad input (2); I/O and database errors, 1. */
+      cli_err("db import: %s", clattn_db_errmsg(db)); /* names the file */
+      rc = st == CLATTN_ERR_INVALID_ARG ? CLI_USAGE : CLI_FAIL;
+    } else {
+      printf("imported %s into %s: %d added, %d updated, %d unchanged\n",
+             strcmp(o.file, "-") ? o.file : "stdin", clattn_db_path(db),
+             added, updated, unchanged);
+    }
+    break;
+  }
+  }
+  clattn_db_close(db);
+  return rc;
+}

@@ -1,0 +1,691 @@
+/* test_tunedb.c - the tuning table of the database: the JSON export and
+ * import (exact round trip, merge by date, strict rejection of malformed
+ * files with nothing imported) and the migration of a schema-3 file to the
+ * tuning table.  No OpenCL device needed. */
+#define _DEFAULT_SOURCE /* mkdtemp */
+#include "clattn.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <float.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ temp dirs */
+
+static char tmp_dir[256];
+
+static void tmp_setup(void) {
+  snprintf(tmp_dir, sizeof tmp_dir, "%s/clattn-test-tunedb-XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  cr_assert_not_null(mkdtemp(tmp_dir), "mkdtemp failed");
+}
+
+static void tmp_teardown(void) {
+  DIR *d = opendir(tmp_dir);
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    char sub[1024];
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+      continue;
+    snprintf(sub, sizeof sub, "%s/%s", tmp_dir, e->d_name);
+    unlink(sub);
+  }
+  if (d)
+    closedir(d);
+  rmdir(tmp_dir);
+}
+
+static void tmp_path(char *out, size_t cap, const char *name) {
+  snprintf(out, cap, "%s/%s", tmp_dir, name);
+}
+
+TestSuite(tunedb, .init = tmp_setup, .fini = tmp_teardown);
+
+/* -------------------------------------------------------------- helpers */
+
+static clattn_db *open_db(const char *name) {
+  char path[512];
+  clattn_db *db = NULL;
+  tmp_path(path, sizeof path, name);
+  clattn_status st = clattn_db_open(path, &db);
+  cr_assert(st == CLATTN_OK && db != NULL, "clattn_db_open(%s): %s", path,
+            clattn_db_errmsg(NULL));
+  return db;
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f, "cannot write %s", path);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* The whole of a file, malloc'ed. */
+static char *read_all(const char *path) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot read %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  cr_assert_not_null(buf);
+  cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static void set(char *dst, size_t cap, const char *src) {
+  snprintf(dst, cap, "%s", src);
+}
+#define SET(field, text) set(field, sizeof field, text)
+
+/* A row with every field set; key by i. */
+static clattn_tune_entry entry(int i, const char *updated, double median) {
+  clattn_tune_entry e;
+  char params[64];
+  memset(&e, 0, sizeof e);
+  SET(e.fingerprint, "0123456789abcdef0123456789abcdef");
+  SET(e.device, "Test GPU");
+  SET(e.vendor, "Vendor");
+  SET(e.arch, "arch1");
+  SET(e.driver, "1.2.3");
+  SET(e.kernel, "decode");
+  SET(e.shape_class, "f32 k64 v64 g8 bh1 m4096 bhsd");
+  snprintf(params, sizeof params, "rows=%d wg=64", i);
+  SET(e.params, params);
+  SET(e.status, "ok");
+  e.median_s = median;
+  e.spread = 0.01 * i;
+  e.predicted_s = 1e-4;
+  e.max_err = 1e-7;
+  SET(e.strategy, "exhaustive");
+  SET(e.library_version, "0.1.0");
+  SET(e.updated, updated);
+  return e;
+}
+
+static void put(clattn_db *db, const clattn_tune_entry *e) {
+  clattn_status st = clattn_db_put_tune(db, e);
+  cr_assert_eq(st, CLATTN_OK, "put_tune: %s", clattn_db_errmsg(db));
+}
+
+static clattn_tune_entry *list(clattn_db *db, int *n) {
+  clattn_tune_entry *rows = NULL;
+  clattn_status st = clattn_db_list_tune(db, NULL, NULL, NULL, &rows, n);
+  cr_assert_eq(st, CLATTN_OK, "list_tune: %s", clattn_db_errmsg(db));
+  return rows;
+}
+
+/* Every text field equal and every double equal bit for bit (any_zero:
+ * 0.0 and -0.0 count as equal). */
+static void expect_fields_eq(const clattn_tune_entry *a,
+                             const clattn_tune_entry *b, int row,
+                             int any_zero) {
+#define TXT(f) cr_expect_str_eq(a->f, b->f, "row %d: " #f, row)
+#define DBL(f)                                                                 \
+  cr_expect(memcmp(&a->f, &b->f, sizeof(double)) == 0 ||                      \
+                (any_zero && a->f == 0 && b->f == 0),                          \
+            "row %d: " #f " %.17g != %.17g", row, a->f, b->f)
+  TXT(fingerprint); TXT(device); TXT(vendor); TXT(arch); TXT(driver);
+  TXT(kernel); TXT(shape_class); TXT(params); TXT(status);
+  DBL(median_s); DBL(spread); DBL(predicted_s); DBL(max_err);
+  TXT(strategy); TXT(message); TXT(library_version); TXT(updated);
+#undef TXT
+#undef DBL
+}
+
+static void expect_entry_eq(const clattn_tune_entry *a,
+                            const clattn_tune_entry *b, int row) {
+  expect_fields_eq(a, b, row, 0);
+}
+
+static void import_ok(clattn_db *db, const char *path, int want_added,
+                      int want_updated, int want_unchanged) {
+  int a = -1, u = -1, s = -1;
+  clattn_status st = clattn_db_import(db, path, &a, &u, &s);
+  cr_assert_eq(st, CLATTN_OK, "import %s: %s", path, clattn_db_errmsg(db));
+  cr_expect_eq(a, want_added, "added %d, want %d", a, want_added);
+  cr_expect_eq(u, want_updated, "updated %d, want %d", u, want_updated);
+  cr_expect_eq(s, want_unchanged, "unchanged %d, want %d", s,
+               want_unchanged);
+}
+
+/* --------------------------------------------------------- round trip */
+
+/* Rows whose strings and doubles are hard to carry through text. */
+static int tricky_rows(clattn_tune_entry *e, int cap) {
+  static const double v[] = {0.1,      1.0 / 3.0, 5e-324,
+                              2.2250738585072014e-308, DBL_MAX, -0.0,
+                              INFINITY, 123456789.123456789, 1e-310,
+                              -INFINITY};
+  int n = 0;
+  for (int i = 0; i < 10 && n < cap; i++, n++) {
+    e[n] = entry(n, "2025-01-02T03:04:05Z", v[i]);
+    e[n].spread = v[(i + 1) % 10];
+    e[n].predicted_s = v[(i + 3) % 10];
+    e[n].max_err = v[(i + 7) % 10];
+  }
+  SET(e[0].message, "quote \" backslash \\ slash / newline\nend");
+  SET(e[1].message, "tab\tcr\rformfeed\fbell\x07 del\x7f esc\x1b");
+  SET(e[2].device, "Gr\xc3\xa4" "fikkarte \xe2\x9c\x93 \xf0\x9f\x98\x80");
+  SET(e[3].params, "{\"json\": [1, 2]} wg=\\u0041");
+  /* Strings at their fields' full length. */
+  memset(e[4].params, 'p', sizeof e[4].params - 1);
+  e[4].params[sizeof e[4].params - 1] = '\0';
+  memset(e[4].message, '"', sizeof e[4].message - 1);
+  e[4].message[sizeof e[4].message - 1] = '\0';
+  memset(e[4].shape_class, '\n', sizeof e[4].shape_class - 1);
+  e[4].shape_class[sizeof e[4].shape_class - 1] = '\0';
+  SET(e[5].status, "wrong");
+  SET(e[6].status, "timeout");
+  SET(e[6].kernel, "prefill");
+  SET(e[7].kernel, "clblast-xgemm");
+  return n;
+}
+
+Test(tunedb, round_trip_every_field) {
+  clattn_tune_entry in[16];
+  int n_in = tricky_rows(in, 16);
+  clattn_db *a = open_db("a.db"), *b = open_db("b.db");
+  char file[512], file2[512], tmp[600];
+  for (int i = 0; i < n_in; i++)
+    put(a, &in[i]);
+  tmp_path(file, sizeof file, "tuning.json");
+  tmp_path(file2, sizeof file2, "again.json");
+  cr_assert_eq(clattn_db_export(a, file), CLATTN_OK, "export: %s",
+               clattn_db_errmsg(a));
+  snprintf(tmp, sizeof tmp, "%s.tmp", file);
+  cr_expect_neq(access(tmp, F_OK), 0, "the temporary file is renamed");
+  import_ok(b, file, n_in, 0, 0);
+
+  int na = 0, nb = 0;
+  clattn_tune_entry *ra = list(a, &na), *rb = list(b, &nb);
+  cr_assert_eq(na, n_in);
+  cr_assert_eq(nb, n_in);
+  for (int i = 0; i < na; i++)
+    expect_entry_eq(&ra[i], &rb[i], i);
+  /* ... and the stored rows are the ones put, strings and doubles alike
+   * (SQLite itself may store -0.0 as 0). */
+  for (int i = 0; i < n_in; i++) {
+    int found = 0;
+    for (int j = 0; j < nb; j++) {
+      if (strcmp(rb[j].params, in[i].params) != 0 ||
+          strcmp(rb[j].kernel, in[i].kernel) != 0 ||
+          strcmp(rb[j].shape_class, in[i].shape_class) != 0)
+        continue;
+      found = 1;
+      expect_fields_eq(&in[i], &rb[j], i, 1);
+    }
+    cr_expect(found, "row %d (%s) missing after import", i, in[i].params);
+  }
+  /* Exporting the imported rows gives the same entries, byte for byte. */
+  cr_assert_eq(clattn_db_export(b, file2), CLATTN_OK);
+  char *t1 = read_all(file), *t2 = read_all(file2);
+  cr_expect_str_eq(strstr(t1, "\"entries\""), strstr(t2, "\"entries\""));
+  cr_expect(strstr(t1, "\"clattn_tuning\": 1") != NULL);
+  cr_expect(strstr(t1, "\\u000a") != NULL, "newline escaped");
+  free(t1);
+  free(t2);
+  free(ra);
+  free(rb);
+  clattn_db_close(a);
+  clattn_db_close(b);
+}
+
+Test(tunedb, import_twice_adds_nothing) {
+  clattn_tune_entry in[16];
+  int n = tricky_rows(in, 16);
+  clattn_db *a = open_db("a.db"), *b = open_db("b.db");
+  char file[512];
+  for (int i = 0; i < n; i++)
+    put(a, &in[i]);
+  tmp_path(file, sizeof file, "tuning.json");
+  cr_assert_eq(clattn_db_export(a, file), CLATTN_OK);
+  import_ok(b, file, n, 0, 0);
+  import_ok(b, file, 0, 0, n);
+  import_ok(a, file, 0, 0, n); /* into the database it came from */
+  int nb = 0;
+  free(list(b, &nb));
+  cr_expect_eq(nb, n);
+  /* NULL counters are allowed. */
+  cr_expect_eq(clattn_db_import(b, file, NULL, NULL, NULL), CLATTN_OK);
+  clattn_db_close(a);
+  clattn_db_close(b);
+}
+
+Test(tunedb, empty_database) {
+  clattn_db *a = open_db("a.db"), *b = open_db("b.db");
+  char file[512];
+  tmp_path(file, sizeof file, "empty.json");
+  cr_assert_eq(clattn_db_export(a, file), CLATTN_OK);
+  import_ok(b, file, 0, 0, 0);
+  clattn_db_close(a);
+  clattn_db_close(b);
+}
+
+/* --------------------------------------------------------------- merge */
+
+static double median_of(clattn_db *db, const char *params) {
+  clattn_tune_entry *rows;
+  int n = 0;
+  double m = -1;
+  rows = list(db, &n);
+  for (int i = 0; i < n; i++)
+    if (!strcmp(rows[i].params, params))
+      m = rows[i].median_s;
+  free(rows);
+  return m;
+}
+
+Test(tunedb, newer_replaces_older_does_not) {
+  clattn_db *db = open_db("main.db"), *src = open_db("src.db");
+  char file[512];
+  tmp_path(file, sizeof file, "x.json");
+  clattn_tune_entry stored = entry(1, "2025-06-01T00:00:00Z", 1.0);
+  put(db, &stored);
+
+  /* Newer: replaces; a new key in the same file is added. */
+  clattn_tune_entry newer = entry(1, "2025-07-01T00:00:00Z", 2.0);
+  clattn_tune_entry other = entry(2, "2020-01-01T00:00:00Z", 9.0);
+  put(src, &newer);
+  put(src, &other);
+  cr_assert_eq(clattn_db_export(src, file), CLATTN_OK);
+  import_ok(db, file, 1, 1, 0);
+  cr_expect_eq(median_of(db, "rows=1 wg=64"), 2.0);
+  cr_expect_eq(median_of(db, "rows=2 wg=64"), 9.0);
+
+  /* Older, and same date: both leave the stored row. */
+  clattn_db_close(src);
+  unlink(file);
+  src = open_db("src2.db");
+  clattn_tune_entry older = entry(1, "2025-05-01T00:00:00Z", 3.0);
+  clattn_tune_entry same = entry(2, "2020-01-01T00:00:00Z", 4.0);
+  put(src, &older);
+  put(src, &same);
+  cr_assert_eq(clattn_db_export(src, file), CLATTN_OK);
+  import_ok(db, file, 0, 0, 2);
+  cr_expect_eq(median_of(db, "rows=1 wg=64"), 2.0);
+  cr_expect_eq(median_of(db, "rows=2 wg=64"), 9.0);
+  clattn_db_close(src);
+  clattn_db_close(db);
+}
+
+/* ----------------------------------------------------------- malformed */
+
+static const char good_head[] =
+    "{\n"
+    "  \"clattn_tuning\": 1,\n"
+    "  \"library_version\": \"0.1.0\",\n"
+    "  \"exported\": \"2025-01-01T00:00:00Z\",\n"
+    "  \"entries\": [\n";
+
+/* An entry on one line: fields, then extra text before the closing brace
+ * (which may replace or add keys). */
+static void entry_text(char *buf, size_t cap, const char *params,
+                       const char *extra) {
+  snprintf(buf, cap,
+           "    {\"fingerprint\": \"ffff\", \"device\": \"d\", \"vendor\": "
+           "\"v\", \"arch\": \"a\", \"driver\": \"1\", \"kernel\": "
+           "\"decode\", \"shape_class\": \"c\", \"params\": \"%s\", "
+           "\"status\": \"ok\", \"median_s\": 0.5, \"spread\": 0, "
+           "\"predicted_s\": 0, \"max_err\": 0, \"strategy\": \"random\", "
+           "\"message\": \"\", \"library_version\": \"0.1.0\", "
+           "\"updated\": \"2025-01-01T00:00:00Z\"%s}",
+           params, extra);
+}
+
+typedef struct bad_case {
+  const char *what;
+  const char *text; /* %s: a valid entry line (6), %s: one more (7) */
+  const char *want; /* in the message */
+  int line;
+} bad_case;
+
+static void expect_rejected(const bad_case *c) {
+  clattn_db *db = open_db("main.db");
+  char file[512], e1[1024], e2[1024], text[8192], want[600];
+  clattn_tune_entry stored = entry(1, "2020-01-01T00:00:00Z", 1.0);
+  put(db, &stored);
+  entry_text(e1, sizeof e1, "p=1", "");
+  entry_text(e2, sizeof e2, "p=2", "");
+  snprintf(text, sizeof text, c->text, good_head, e1, e2);
+  tmp_path(file, sizeof file, "bad.json");
+  write_file(file, text);
+  int a = -1, u = -1, s = -1;
+  clattn_status st = clattn_db_import(db, file, &a, &u, &s);
+  const char *msg = clattn_db_errmsg(db);
+  cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "%s: status %d (%s)", c->what, st,
+               msg);
+  snprintf(want, sizeof want, "%s:%d:", file, c->line);
+  cr_expect(strstr(msg, want) != NULL, "%s: message lacks '%s': %s", c->what,
+            want, msg);
+  cr_expect(strstr(msg, c->want) != NULL, "%s: message lacks '%s': %s",
+            c->what, c->want, msg);
+  cr_expect(a == 0 && u == 0 && s == 0, "%s: counts %d %d %d", c->what, a,
+            u, s);
+  /* Nothing imported: only the stored row, unchanged. */
+  int n = 0;
+  clattn_tune_entry *rows = list(db, &n);
+  cr_expect_eq(n, 1, "%s: %d rows after a failed import", c->what, n);
+  expect_entry_eq(&stored, &rows[0], 0);
+  free(rows);
+  clattn_db_close(db);
+}
+
+/* Lines: 1 '{', 2 version, 3 library, 4 exported, 5 entries, 6 entry 1,
+ * 7 entry 2. */
+static const bad_case bad_cases[] = {
+    {"empty file", "", "found end of file", 1},
+    {"truncated", "%s%s,\n%.60s", "unterminated string", 7},
+    {"truncated after an entry", "%s%s,\n", "expected an entry object", 7},
+    {"bad version", "{\n  \"clattn_tuning\": 2,\n  \"entries\": []}\n",
+     "version 2", 2},
+    {"version is a string",
+     "{\n  \"clattn_tuning\": \"1\",\n  \"entries\": []}\n",
+     "expected a number", 2},
+    {"no version", "{\n  \"entries\": []\n}\n", "no \"clattn_tuning\"", 1},
+    {"top-level array", "[]\n", "expected '{'", 1},
+    {"unknown top-level key", "{\n  \"clattn_tuning\": 1,\n  \"x\": 1}\n",
+     "unknown key \"x\"", 3},
+    {"trailing text", "%s%s\n  ]\n}\n}\n", "end of file", 9},
+    {"trailing comma", "%s%s,\n  ]\n}\n", "expected an entry object", 7},
+    {"garbage byte", "%s%s\n  ]\n}#\n", "'#'", 8},
+    {"second entry bad (first good)",
+     "%s%s,\n    {\"kernel\": 5}\n  ]\n}\n", "expected a string", 7},
+};
+
+Test(tunedb, malformed_files_are_rejected) {
+  for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++)
+    expect_rejected(&bad_cases[i]);
+}
+
+/* Entry-level errors: one bad entry after a good one (line 7). */
+typedef struct bad_entry {
+  const char *what, *params, *extra, *want;
+} bad_entry;
+
+static const bad_entry bad_entries[] = {
+    {"unknown key", "p=2", ", \"colour\": \"red\"", "unknown key \"colour\""},
+    {"duplicate key", "p=2", ", \"status\": \"ok\"", "duplicate key"},
+    {"unknown numeric key", "p=2", ", \"x\": 1", "unknown key \"x\""},
+    {"bad escape", "a\\\\qb\\q", "", "invalid escape"},
+    {"lone surrogate", "\\ud800x", "", "surrogate"},
+    {"low surrogate", "\\udc00", "", "surrogate"},
+    {"NUL escape", "a\\u0000", "", "NUL"},
+    {"short \\u", "\\u12", "", "hex digits"},
+    {"raw tab in a string", "a\tb", "", "control character"},
+};
+
+static void expect_entry_rejected(const bad_entry *b, const char *override) {
+  char e2[2048], text[8192];
+  entry_text(e2, sizeof e2, b->params, b->extra);
+  snprintf(text, sizeof text, "%%s%%s,\n%s\n  ]\n}\n",
+           override ? override : e2);
+  bad_case c = {b->what, text, b->want, 7};
+  expect_rejected(&c);
+}
+
+Test(tunedb, malformed_entries_are_rejected) {
+  for (size_t i = 0; i < sizeof bad_entries / sizeof bad_entries[0]; i++)
+    expect_entry_rejected(&bad_entries[i], NULL);
+  /* Wrong types and missing fields need the entry written by hand. */
+  const bad_entry wrong = {"median as string", "", "", "expected a number"};
+  expect_entry_rejected(
+      &wrong, "    {\"fingerprint\": \"f\", \"median_s\": \"fast\"}");
+  const bad_entry wrong2 = {"kernel as number", "", "", "expected a string"};
+  expect_entry_rejected(&wrong2, "    {\"kernel\": 1}");
+  const bad_entry wrong3 = {"null median", "", "", "found null"};
+  expect_entry_rejected(&wrong3, "    {\"median_s\": null}");
+  const bad_entry wrong4 = {"bad number", "", "", "digits"};
+  expect_entry_rejected(&wrong4, "    {\"median_s\": 1.}");
+  const bad_entry wrong5 = {"leading zero", "", "", "expected ',' or '}'"};
+  expect_entry_rejected(&wrong5, "    {\"median_s\": 01}");
+  const bad_entry missing = {"missing kernel", "", "", "lacks \"kernel\""};
+  expect_entry_rejected(
+      &missing, "    {\"fingerprint\": \"f\", \"shape_class\": \"c\", "
+                "\"params\": \"p\", \"status\": \"ok\", \"updated\": "
+                "\"2025-01-01T00:00:00Z\"}");
+  const bad_entry missing2 = {"missing updated", "", "", "lacks \"updated\""};
+  expect_entry_rejected(
+      &missing2, "    {\"fingerprint\": \"f\", \"kernel\": \"k\", "
+                 "\"shape_class\": \"c\", \"params\": \"p\", \"status\": "
+                 "\"ok\"}");
+  const bad_entry empty = {"empty params", "", "", "\"params\" is empty"};
+  expect_entry_rejected(
+      &empty, "    {\"fingerprint\": \"f\", \"kernel\": \"k\", "
+              "\"shape_class\": \"c\", \"params\": \"\", \"status\": "
+              "\"ok\", \"updated\": \"2025-01-01T00:00:00Z\"}");
+  const bad_entry date = {"bad date", "", "", "not a UTC date"};
+  expect_entry_rejected(
+      &date, "    {\"fingerprint\": \"f\", \"kernel\": \"k\", "
+             "\"shape_class\": \"c\", \"params\": \"p\", \"status\": "
+             "\"ok\", \"updated\": \"yesterday\"}");
+  /* Over-long: 256 bytes for a 256-byte field (255 and a NUL). */
+  char line[1024], params[300];
+  memset(params, 'x', 256);
+  params[256] = '\0';
+  snprintf(line, sizeof line, "    {\"params\": \"%s\"}", params);
+  const bad_entry longer = {"params too long", "", "",
+                            "string too long for \"params\" of entry 2 (at "
+                            "most 255 bytes)"};
+  expect_entry_rejected(&longer, line);
+  /* An escape that decodes past the limit counts its UTF-8 bytes. */
+  char fp[512] = "    {\"fingerprint\": \"";
+  for (int i = 0; i < 13; i++)
+    strcat(fp, "\\u20ac"); /* 3 bytes each: 39, the limit */
+  strcat(fp, "x\"}");
+  const bad_entry longer2 = {"fingerprint too long", "", "", "at most 39"};
+  expect_entry_rejected(&longer2, fp);
+}
+
+/* A database failure in the middle of the merge rolls everything back. */
+Test(tunedb, failed_merge_rolls_back) {
+  clattn_db *db = open_db("main.db"), *src = open_db("src.db");
+  char file[512], path[512];
+  tmp_path(file, sizeof file, "x.json");
+  clattn_tune_entry stored = entry(1, "2020-01-01T00:00:00Z", 1.0);
+  clattn_tune_entry a = entry(1, "2025-01-01T00:00:00Z", 2.0);
+  clattn_tune_entry b = entry(2, "2025-01-01T00:00:00Z", 3.0);
+  clattn_tune_entry c = entry(3, "2025-01-01T00:00:00Z", 4.0);
+  put(db, &stored);
+  put(src, &a);
+  put(src, &b);
+  put(src, &c);
+  cr_assert_eq(clattn_db_export(src, file), CLATTN_OK);
+  clattn_db_close(src);
+  /* A trigger makes the third row's insert fail. */
+  sqlite3 *h = NULL;
+  tmp_path(path, sizeof path, "main.db");
+  cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+  cr_assert_eq(sqlite3_exec(h,
+                            "CREATE TRIGGER boom BEFORE INSERT ON tuning"
+                            " WHEN NEW.params = 'rows=3 wg=64'"
+                            " BEGIN SELECT RAISE(ABORT, 'boom'); END;",
+                            NULL, NULL, NULL),
+               SQLITE_OK);
+  sqlite3_close(h);
+  int added = -1;
+  clattn_status st = clattn_db_import(db, file, &added, NULL, NULL);
+  cr_expect_eq(st, CLATTN_ERR_DB, "status %d: %s", st, clattn_db_errmsg(db));
+  cr_expect(strstr(clattn_db_errmsg(db), "boom") != NULL, "%s",
+            clattn_db_errmsg(db));
+  cr_expect(strstr(clattn_db_errmsg(db), "entry 3") != NULL, "%s",
+            clattn_db_errmsg(db));
+  cr_expect_eq(added, 0);
+  int n = 0;
+  clattn_tune_entry *rows = list(db, &n);
+  cr_expect_eq(n, 1, "%d rows after a rolled-back import", n);
+  expect_entry_eq(&stored, &rows[0], 0);
+  free(rows);
+  /* The handle is usable afterwards (no transaction left open). */
+  put(db, &b);
+  clattn_db_close(db);
+}
+
+/* ------------------------------------------------------ other failures */
+
+Test(tunedb, io_errors_and_arguments) {
+  clattn_db *db = open_db("main.db");
+  char file[512];
+  tmp_path(file, sizeof file, "no/such/dir/x.json");
+  cr_expect_eq(clattn_db_export(db, file), CLATTN_ERR_IO);
+  cr_expect(strstr(clattn_db_errmsg(db), "no/such/dir") != NULL, "%s",
+            clattn_db_errmsg(db));
+  cr_expect_eq(clattn_db_import(db, file, NULL, NULL, NULL), CLATTN_ERR_IO);
+  cr_expect(strstr(clattn_db_errmsg(db), "x.json") != NULL, "%s",
+            clattn_db_errmsg(db));
+  cr_expect_eq(clattn_db_export(db, NULL), CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_db_import(db, NULL, NULL, NULL, NULL),
+               CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_db_export(NULL, "x"), CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_db_import(NULL, "x", NULL, NULL, NULL),
+               CLATTN_ERR_INVALID_ARG);
+  clattn_db_close(db);
+}
+
+Test(tunedb, entry_json_is_snprintf_like) {
+  clattn_tune_entry e = entry(1, "2025-01-01T00:00:00Z", 0.1);
+  SET(e.message, "a \"b\"\n");
+  char big[16384], small[16];
+  size_t n = clattn_tune_entry_json(&e, big, sizeof big);
+  cr_expect_eq(n, strlen(big));
+  cr_expect(strstr(big, "\"median_s\": 0.10000000000000001") != NULL, "%s",
+            big);
+  cr_expect(strstr(big, "\"message\": \"a \\\"b\\\"\\u000a\"") != NULL, "%s",
+            big);
+  cr_expect_eq(clattn_tune_entry_json(&e, small, sizeof small), n);
+  cr_expect_eq(strlen(small), sizeof small - 1);
+  cr_expect_eq(strncmp(small, big, sizeof small - 1), 0);
+  cr_expect_eq(clattn_tune_entry_json(&e, NULL, 0), n);
+  /* The worst case fits 16 KiB: every byte of every field escaped. */
+  memset(&e, 0x01, sizeof e);
+  e.fingerprint[sizeof e.fingerprint - 1] = '\0';
+  e.device[sizeof e.device - 1] = '\0';
+  e.vendor[sizeof e.vendor - 1] = '\0';
+  e.arch[sizeof e.arch - 1] = '\0';
+  e.driver[sizeof e.driver - 1] = '\0';
+  e.kernel[sizeof e.kernel - 1] = '\0';
+  e.shape_class[sizeof e.shape_class - 1] = '\0';
+  e.params[sizeof e.params - 1] = '\0';
+  e.status[sizeof e.status - 1] = '\0';
+  e.strategy[sizeof e.strategy - 1] = '\0';
+  e.message[sizeof e.message - 1] = '\0';
+  e.library_version[sizeof e.library_version - 1] = '\0';
+  e.updated[sizeof e.updated - 1] = '\0';
+  e.median_s = e.spread = e.predicted_s = e.max_err = -DBL_MIN;
+  cr_expect_lt(clattn_tune_entry_json(&e, big, sizeof big), sizeof big);
+}
+
+/* ------------------------------------------------------------- schema 3 */
+
+/* Migrations 1-3 as an older library wrote them (host/src/db.c). */
+static const char schema3[] =
+    "CREATE TABLE profiles ("
+    " fingerprint TEXT PRIMARY KEY NOT NULL,"
+    " source INTEGER NOT NULL,"
+    " name TEXT NOT NULL, vendor TEXT NOT NULL, platform TEXT NOT NULL,"
+    " driver TEXT NOT NULL, arch TEXT NOT NULL,"
+    " is_cpu INTEGER NOT NULL, compute_units INTEGER NOT NULL,"
+    " clock_mhz INTEGER NOT NULL, wave_width INTEGER NOT NULL,"
+    " simds_per_cu INTEGER NOT NULL, global_mem_bytes INTEGER NOT NULL,"
+    " local_mem_bytes INTEGER NOT NULL, max_wg INTEGER NOT NULL,"
+    " has_fp16 INTEGER NOT NULL, has_subgroups INTEGER NOT NULL,"
+    " bw_read_gbs REAL NOT NULL, bw_copy_gbs REAL NOT NULL,"
+    " bw_triad_gbs REAL NOT NULL, fp32_gflops REAL NOT NULL,"
+    " fp16_gflops REAL NOT NULL, local_gbs REAL NOT NULL,"
+    " h2d_gbs REAL NOT NULL, d2h_gbs REAL NOT NULL,"
+    " launch_us REAL NOT NULL, launch_pipelined_us REAL NOT NULL,"
+    " note TEXT NOT NULL,"
+    " updated TEXT NOT NULL,"
+    " library_version TEXT NOT NULL);"
+    "ALTER TABLE profiles ADD COLUMN cache_bytes INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE model_checks ("
+    " id INTEGER PRIMARY KEY,"
+    " fingerprint TEXT NOT NULL, call TEXT NOT NULL, bound TEXT NOT NULL,"
+    " predicted_s REAL NOT NULL, measured_s REAL NOT NULL,"
+    " gbs REAL NOT NULL, gflops REAL NOT NULL,"
+    " roofline_fraction REAL NOT NULL,"
+    " updated TEXT NOT NULL, library_version TEXT NOT NULL);"
+    "CREATE INDEX model_checks_fp ON model_checks (fingerprint, call);"
+    "INSERT INTO profiles VALUES ('oldfp', 2, 'Old GPU', 'OldVendor',"
+    " 'OldPlatform', 'drv 9', 'gfx9', 0, 60, 1800, 64, 4, 17179869184,"
+    " 65536, 1024, 1, 1, 900.5, 850.25, 870, 12000, 24000, 3000, 12, 13,"
+    " 8.5, 2.25, 'probe', '2024-01-01T00:00:00Z', '0.0.9', 4194304);"
+    "INSERT INTO model_checks (fingerprint, call, bound, predicted_s,"
+    " measured_s, gbs, gflops, roofline_fraction, updated, library_version)"
+    " VALUES ('oldfp', 'decode b=1', 'memory', 1e-4, 2e-4, 400, 10, 0.5,"
+    " '2024-01-01T00:00:00Z', '0.0.9');"
+    "PRAGMA user_version = 3;";
+
+static int user_version(const char *path) {
+  sqlite3 *h = NULL;
+  sqlite3_stmt *st = NULL;
+  int v = -1;
+  cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+  if (sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &st, NULL) ==
+          SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return v;
+}
+
+Test(tunedb, schema3_file_migrates_and_keeps_rows) {
+  char path[512];
+  sqlite3 *h = NULL;
+  tmp_path(path, sizeof path, "old.db");
+  cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+  cr_assert_eq(sqlite3_exec(h, schema3, NULL, NULL, NULL), SQLITE_OK, "%s",
+               sqlite3_errmsg(h));
+  sqlite3_close(h);
+  cr_assert_eq(user_version(path), 3);
+
+  clattn_db *db = open_db("old.db");
+  cr_expect_eq(user_version(path), 4, "migrated to the tuning table");
+  clattn_profile p;
+  cr_assert_eq(clattn_db_get_profile(db, "oldfp", &p), CLATTN_OK, "%s",
+               clattn_db_errmsg(db));
+  cr_expect_str_eq(p.name, "Old GPU");
+  cr_expect_str_eq(p.arch, "gfx9");
+  cr_expect_eq(p.source, CLATTN_PROFILE_MEASURED);
+  cr_expect_eq(p.global_mem_bytes, 17179869184ull);
+  cr_expect_eq(p.bw_read_gbs, 900.5);
+  cr_expect_eq(p.launch_pipelined_us, 2.25);
+  cr_expect_eq(p.cache_bytes, 4194304ull);
+  /* The new table works: put, list, export, import. */
+  int n = -1;
+  free(list(db, &n));
+  cr_expect_eq(n, 0);
+  clattn_tune_entry e = entry(1, "2025-01-01T00:00:00Z", 1.5);
+  put(db, &e);
+  char file[512];
+  tmp_path(file, sizeof file, "old.json");
+  cr_assert_eq(clattn_db_export(db, file), CLATTN_OK);
+  import_ok(db, file, 0, 0, 1);
+  clattn_db_close(db);
+
+  /* The model check survived too. */
+  sqlite3_stmt *st = NULL;
+  cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+  cr_assert_eq(sqlite3_prepare_v2(h,
+                                  "SELECT count(*), max(measured_s) FROM"
+                                  " model_checks WHERE fingerprint = 'oldfp'",
+                                  -1, &st, NULL),
+               SQLITE_OK);
+  cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+  cr_expect_eq(sqlite3_column_int(st, 0), 1);
+  cr_expect_eq(sqlite3_column_double(st, 1), 2e-4);
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  /* Reopening does not migrate again. */
+  clattn_db_close(open_db("old.db"));
+  cr_expect_eq(user_version(path), 4);
+}
