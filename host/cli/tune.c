@@ -111,9 +111,10 @@ static void print_result(const char *kernel, const clattn_tune_result *r,
     printf("  no valid candidate measured\n");
   }
   printf("  %d of %d candidates evaluated (%d measured now, %d from the "
-         "database), %d rejected, %d pruned; %.1f s; stopped: %s\n",
+         "database), %d rejected, %d pruned, %d verified; %.1f s; stopped: "
+         "%s\n",
          r->measured + r->reused, r->space, r->measured, r->reused,
-         r->rejected, r->pruned, r->elapsed_s, r->stopped);
+         r->rejected, r->pruned, r->verified, r->elapsed_s, r->stopped);
   fflush(stdout);
 }
 
