@@ -1,8 +1,8 @@
 #!/bin/bash
-# tests/cli.sh BUILD_DIR - the probe, model and db commands end to end on the
-# default device (PoCL in CI): every command must succeed, its JSON must
-# parse, and bad input must give exit status 2 with a message.  The
-# database is a temporary file.
+# tests/cli.sh BUILD_DIR - the probe, model, db, tune and explain commands
+# end to end on the default device (PoCL in CI): every command must succeed,
+# its JSON must parse, and bad input must give exit status 2 with a
+# message.  The database is a temporary file.
 set -u
 build=${1:?usage: cli.sh BUILD_DIR}
 clattn="$build/host/cli/clattn"
@@ -127,5 +127,61 @@ run "db without action" 2 "$clattn" db
 run "db unknown action" 2 "$clattn" db frobnicate
 run "db export without FILE" 2 "$clattn" db export
 run "db export --json (list only)" 2 "$clattn" db export x --json
+
+# clattn tune / explain: a tiny prefill class, then what the library picks.
+shape=(--batch 1 --seq 64 --heads 2 --head-dim 32 --causal)
+run "tune prefill (3 candidates)" 0 "$clattn" tune prefill "${shape[@]}" \
+  --max 3 --strategy random
+has "tune prints the best" "  best     variant="
+has "tune counts the candidates" "3 of [0-9]* candidates evaluated"
+[ ! -s "$tmp/err" ] && ok "tune is quiet in a pipe" ||
+  { bad "tune wrote progress into a pipe"; cat "$tmp/err"; }
+best=$(sed -n 's/^  best     \(variant=[^ ]* rows=[^ ]* keys=[^ ]* wg=[^ ]* splits=[^ ]*\).*/\1/p' "$tmp/out")
+run "tune again resumes" 0 "$clattn" tune prefill "${shape[@]}" --max 3 \
+  --strategy random
+has "the rerun measures nothing" "(0 measured now, 3 from the database)"
+run "explain attention" 0 "$clattn" explain attention "${shape[@]}"
+has "explain: the tuned entry" "source       tuned"
+has "explain: the tuned params" "params       $best"
+run "explain attention --json" 0 "$clattn" explain attention "${shape[@]}" \
+  --json
+json "explain --json"
+run "explain with caller params" 0 "$clattn" explain attention \
+  "${shape[@]}" --variant 1 --rows 2
+has "explain: caller first" "source       caller"
+CLATTN_PARAMS="decode: keys=16 splits=2" run "explain under CLATTN_PARAMS" 0 \
+  "$clattn" explain decode --kv-seq 500 --heads 2 --head-dim 32
+has "explain: the environment's override" "source       override"
+has "explain: override resolved" "keys=16 wg=0 splits=2"
+CLATTN_PARAMS="decode: bogus=2" run "bad CLATTN_PARAMS" 1 "$clattn" \
+  explain decode --kv-seq 500 --heads 2 --head-dim 32
+has "bad CLATTN_PARAMS is named" CLATTN_PARAMS "$tmp/err"
+run "explain bad shape" 2 "$clattn" explain attention --seq 8 --heads 6 \
+  --kv-heads 4 --head-dim 64
+run "tune bad strategy" 2 "$clattn" tune prefill "${shape[@]}" \
+  --strategy bogus
+run "tune bad budget" 2 "$clattn" tune prefill "${shape[@]}" --budget 5x
+run "tune all with a shape" 2 "$clattn" tune all "${shape[@]}"
+# Ctrl-C: stops after the running candidate, everything saved, exit 0
+"$clattn" tune decode --kv-seq 2048 --heads 4 --kv-heads 1 --head-dim 64 \
+  --strategy exhaustive --db "$tmp/int.db" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+for _ in $(seq 600); do
+  n=$(python3 -c 'import sqlite3,sys
+try: print(sqlite3.connect(sys.argv[1]).execute("select count(*) from tuning").fetchone()[0])
+except Exception: print(0)' "$tmp/int.db")
+  [ "$n" -ge 2 ] && break
+  sleep 0.2
+done
+kill -INT "$pid"
+wait "$pid"
+st=$?
+[ "$st" = 0 ] && ok "Ctrl-C: exit 0" || bad "Ctrl-C: exit $st"
+has "Ctrl-C: says results are saved" "stopped by Ctrl-C"
+has "Ctrl-C: the run reports stop" "stopped: stop"
+n2=$(python3 -c 'import sqlite3,sys
+print(sqlite3.connect(sys.argv[1]).execute("select count(*) from tuning").fetchone()[0])' "$tmp/int.db")
+[ "$n2" -ge "$n" ] && ok "Ctrl-C: $n2 rows saved" || bad "Ctrl-C: rows lost"
+
 echo "cli.sh: $fails failure(s)"
 [ "$fails" = 0 ]
