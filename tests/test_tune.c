@@ -55,9 +55,7 @@ static void check_space(const clattn__target *t, const clattn__space *s,
       cr_assert(clattn__decode_fits(t, &d, &pl, why, sizeof why), "%s", why);
       cr_assert(pl.wg <= (int)t->max_wg);
       cr_assert(clattn__decode_local_bytes(&d, &pl) <= t->local_mem);
-      r = (clattn_params){pl.variant, 0, pl.kb,
-                          pl.variant == 1 && pl.wg == 1 ? 0 : pl.wg,
-                          pl.splits};
+      r = clattn__decode_resolved(&pl);
     } else {
       clattn_attn_desc d = *(const clattn_attn_desc *)desc;
       clattn__prefill_plan pl;
@@ -68,9 +66,7 @@ static void check_space(const clattn__target *t, const clattn__space *s,
                 why);
       cr_assert(pl.wg <= (int)t->max_wg);
       cr_assert(clattn__prefill_local_bytes(&d, &pl) <= t->local_mem);
-      r = (clattn_params){pl.variant, pl.variant == 1 ? pl.rb : 0,
-                          pl.variant == 1 ? pl.kb : pl.kt,
-                          pl.variant == 1 && pl.wg == 1 ? 0 : pl.wg, 0};
+      r = clattn__prefill_resolved(&pl);
     }
     cr_assert(memcmp(&r, &p, sizeof r) == 0,
               "candidate %d is not its own plan", i);

@@ -635,10 +635,8 @@ static int prefill_plan(const clattn__target *t, const void *copy, void *pl,
   return *rc == CLATTN_OK && clattn__prefill_fits(t, copy, pl, why, cap);
 }
 
-static void prefill_resolved(const void *plv, clattn_params *o) {
-  const clattn__prefill_plan *pl = plv;
-  *o = (clattn_params){pl->variant, pl->rb, pl->variant == 1 ? pl->kb : pl->kt,
-                       pl->wg, 0};
+static void prefill_resolved(const void *pl, clattn_params *o) {
+  *o = clattn__prefill_resolved(pl);
 }
 
 static clattn_status prefill_space(const clattn__target *t, const void *d,
@@ -648,11 +646,8 @@ static clattn_status prefill_space(const clattn__target *t, const void *d,
 
 static int prefill_predict(const void *copy, const clattn_profile *prof,
                            double *tp) {
-  clattn_prediction pr;
-  if (clattn_model_attention(copy, NULL, prof, &pr) != CLATTN_OK)
-    return 0;
-  *tp = pr.total.t_pred;
-  return 1;
+  const clattn_attn_desc *c = copy;
+  return clattn__predict(prof, c, NULL, c->params, tp, NULL);
 }
 
 static void decode_with(const void *desc, const clattn_params *p,
@@ -668,9 +663,8 @@ static int decode_plan(const clattn__target *t, const void *copy, void *pl,
   return *rc == CLATTN_OK && clattn__decode_fits(t, copy, pl, why, cap);
 }
 
-static void decode_resolved(const void *plv, clattn_params *o) {
-  const clattn__decode_plan *pl = plv;
-  *o = (clattn_params){pl->variant, 0, pl->kb, pl->wg, pl->splits};
+static void decode_resolved(const void *pl, clattn_params *o) {
+  *o = clattn__decode_resolved(pl);
 }
 
 static clattn_status decode_space(const clattn__target *t, const void *d,
@@ -680,11 +674,8 @@ static clattn_status decode_space(const clattn__target *t, const void *d,
 
 static int decode_predict(const void *copy, const clattn_profile *prof,
                           double *tp) {
-  clattn_prediction pr;
-  if (clattn_model_decode(copy, NULL, prof, &pr) != CLATTN_OK)
-    return 0;
-  *tp = pr.total.t_pred;
-  return 1;
+  const clattn_decode_desc *c = copy;
+  return clattn__predict(prof, NULL, c, c->params, tp, NULL);
 }
 
 clattn_status clattn__choose_prefill(clattn_ctx *ctx, const clattn_attn_desc *d,

@@ -195,3 +195,15 @@ int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
                         const clattn__decode_plan *pl, char *why, size_t cap) {
   return plan_fits(t, pl->wg, clattn__decode_local_bytes(d, pl), why, cap);
 }
+
+clattn_params clattn__prefill_resolved(const clattn__prefill_plan *pl) {
+  if (pl->variant == 1)
+    return (clattn_params){1, pl->rb, pl->kb, pl->wg == 1 ? 0 : pl->wg, 0};
+  return (clattn_params){2, 0, pl->kt, pl->wg, 0};
+}
+
+clattn_params clattn__decode_resolved(const clattn__decode_plan *pl) {
+  return (clattn_params){pl->variant, 0, pl->kb,
+                         pl->variant == 1 && pl->wg == 1 ? 0 : pl->wg,
+                         pl->splits};
+}

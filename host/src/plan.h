@@ -66,4 +66,11 @@ int clattn__prefill_fits(const clattn__target *t, const clattn_attn_desc *d,
 int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
                         const clattn__decode_plan *pl, char *why, size_t cap);
 
+/* A plan as the params that give it, each field set, in one normal form
+ * (fields a variant ignores are 0; a one-item work-group is 0, the
+ * default): the form of tuning candidates and of clattn_choice.resolved.
+ * Planning these params again gives the same plan. */
+clattn_params clattn__prefill_resolved(const clattn__prefill_plan *pl);
+clattn_params clattn__decode_resolved(const clattn__decode_plan *pl);
+
 #endif /* CLATTN_PLAN_H */

@@ -77,6 +77,13 @@ clattn_status clattn__space_decode(const clattn__target *t,
 /* Candidate i of such a space as params. */
 clattn_params clattn__space_params(const clattn__space *s, int i);
 
+/* The model's time of a prefill (d NULL) or decode (d) call with params p
+ * on prof, and its roofline bound max(t_memory, t_compute) (t_roof may be
+ * NULL); 0 when the model cannot predict it. */
+int clattn__predict(const clattn_profile *prof, const clattn_attn_desc *a,
+                    const clattn_decode_desc *d, const clattn_params *p,
+                    double *t_pred, double *t_roof);
+
 /* Wall clock, seconds. */
 double clattn__now(void);
 

@@ -60,9 +60,8 @@ static int add_prefill(const clattn__target *t, const clattn_attn_desc *d,
     s->pruned++;
     return -1;
   }
-  const int v[5] = {pl.variant, pl.variant == 1 ? pl.rb : 0,
-                    pl.variant == 1 ? pl.kb : pl.kt,
-                    pl.variant == 1 && pl.wg == 1 ? 0 : pl.wg, 0};
+  const clattn_params r = clattn__prefill_resolved(&pl);
+  const int v[5] = {r.variant, r.rows, r.keys, r.wg, r.splits};
   int i = clattn__space_add(s, v);
   return i < 0 ? -2 : i;
 }
@@ -104,8 +103,8 @@ static int add_decode(const clattn__target *t, const clattn_decode_desc *d,
     s->pruned++;
     return -1;
   }
-  const int v[5] = {pl.variant, 0, pl.kb,
-                    pl.variant == 1 && pl.wg == 1 ? 0 : pl.wg, pl.splits};
+  const clattn_params r = clattn__decode_resolved(&pl);
+  const int v[5] = {r.variant, r.rows, r.keys, r.wg, r.splits};
   int i = clattn__space_add(s, v);
   return i < 0 ? -2 : i;
 }
@@ -534,30 +533,37 @@ static clattn_status kfam_eval(void *self, const int *values, double best_s,
   return CLATTN_OK;
 }
 
+int clattn__predict(const clattn_profile *prof, const clattn_attn_desc *a,
+                    const clattn_decode_desc *d, const clattn_params *p,
+                    double *t_pred, double *t_roof) {
+  clattn_prediction pr;
+  clattn_status rc;
+  if (d) {
+    clattn_decode_desc c = *d;
+    c.params = p;
+    rc = clattn_model_decode(&c, NULL, prof, &pr);
+  } else {
+    clattn_attn_desc c = *a;
+    c.params = p;
+    rc = clattn_model_attention(&c, NULL, prof, &pr);
+  }
+  if (rc != CLATTN_OK)
+    return 0;
+  *t_pred = pr.total.t_pred;
+  if (t_roof)
+    *t_roof = pr.total.t_memory > pr.total.t_compute ? pr.total.t_memory
+                                                     : pr.total.t_compute;
+  return 1;
+}
+
 static int kfam_predict(void *self, const int *values, double *t_pred,
                         double *t_roof) {
   kfam *F = self;
   const clattn_params p = {values[0], values[1], values[2], values[3],
                            values[4]};
-  clattn_prediction pr;
-  if (!F->has_prof)
-    return 0;
-  clattn_status rc;
-  if (F->decode) {
-    clattn_decode_desc d = F->dd;
-    d.params = &p;
-    rc = clattn_model_decode(&d, NULL, &F->prof, &pr);
-  } else {
-    clattn_attn_desc d = F->ad;
-    d.params = &p;
-    rc = clattn_model_attention(&d, NULL, &F->prof, &pr);
-  }
-  if (rc != CLATTN_OK)
-    return 0;
-  *t_pred = pr.total.t_pred;
-  *t_roof = pr.total.t_memory > pr.total.t_compute ? pr.total.t_memory
-                                                   : pr.total.t_compute;
-  return 1;
+  return F->has_prof && clattn__predict(&F->prof, &F->ad,
+                                        F->decode ? &F->dd : NULL, &p,
+                                        t_pred, t_roof);
 }
 
 /* Shared by both entry points. */
@@ -608,102 +614,84 @@ done:
   return rc;
 }
 
-clattn_status clattn_tune_attention(clattn_ctx *ctx, clattn_db *db,
-                                    const clattn_attn_desc *d,
-                                    const clattn_tune_opts *opts,
-                                    clattn_tune_result *out) {
+/* Check ctx and the call (valid with automatic params) and set up F for
+ * it; d is a clattn_attn_desc or, with decode, a clattn_decode_desc. */
+static clattn_status begin(clattn_ctx *ctx, const void *d, int decode,
+                           kfam *F) {
   clattn_status rc = clattn__ctx_check(ctx);
   clattn_choice ch;
-  kfam F;
   if (rc)
     return rc;
   ctx->errmsg[0] = '\0';
   if (d == NULL)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc is NULL");
-  memset(&F, 0, sizeof F);
-  F.ctx = ctx;
-  F.ad = *d;
-  F.ad.params = NULL; /* the tuner's candidates replace the caller's */
-  if ((rc = clattn_explain_attention(ctx, &F.ad, &ch)))
-    return rc;
-  return tune(ctx, db, &F, opts, out);
+  memset(F, 0, sizeof *F);
+  F->ctx = ctx;
+  F->decode = decode;
+  /* the tuner's candidates replace the caller's params */
+  if (decode) {
+    F->dd = *(const clattn_decode_desc *)d;
+    F->dd.params = NULL;
+    return clattn_explain_decode(ctx, &F->dd, &ch);
+  }
+  F->ad = *(const clattn_attn_desc *)d;
+  F->ad.params = NULL;
+  return clattn_explain_attention(ctx, &F->ad, &ch);
+}
+
+clattn_status clattn_tune_attention(clattn_ctx *ctx, clattn_db *db,
+                                    const clattn_attn_desc *d,
+                                    const clattn_tune_opts *opts,
+                                    clattn_tune_result *out) {
+  kfam F;
+  clattn_status rc = begin(ctx, d, 0, &F);
+  return rc ? rc : tune(ctx, db, &F, opts, out);
 }
 
 clattn_status clattn_tune_decode(clattn_ctx *ctx, clattn_db *db,
                                  const clattn_decode_desc *d,
                                  const clattn_tune_opts *opts,
                                  clattn_tune_result *out) {
-  clattn_status rc = clattn__ctx_check(ctx);
-  clattn_choice ch;
   kfam F;
-  if (rc)
-    return rc;
-  ctx->errmsg[0] = '\0';
-  if (d == NULL)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc is NULL");
-  memset(&F, 0, sizeof F);
-  F.ctx = ctx;
-  F.decode = 1;
-  F.dd = *d;
-  F.dd.params = NULL;
-  if ((rc = clattn_explain_decode(ctx, &F.dd, &ch)))
-    return rc;
-  return tune(ctx, db, &F, opts, out);
+  clattn_status rc = begin(ctx, d, 1, &F);
+  return rc ? rc : tune(ctx, db, &F, opts, out);
 }
 
 /* ---------------------------------------------------------- space API */
 
-static clattn_status space_out(const clattn__space *s, clattn_params *out,
-                               int cap, int *n, int *pruned) {
-  for (int i = 0; i < s->n && i < cap && out; i++)
-    out[i] = clattn__space_params(s, i);
-  if (n)
-    *n = s->n;
-  if (pruned)
-    *pruned = s->pruned;
-  return CLATTN_OK;
+static clattn_status space_api(clattn_ctx *ctx, const void *d, int decode,
+                               clattn_params *out, int cap, int *n,
+                               int *pruned) {
+  kfam F;
+  clattn__space s;
+  clattn_status rc = begin(ctx, d, decode, &F);
+  if (rc)
+    return rc;
+  const clattn__target t = clattn__ctx_target(ctx);
+  rc = decode ? clattn__space_decode(&t, &F.dd, &s)
+              : clattn__space_prefill(&t, &F.ad, &s);
+  if (rc == CLATTN_OK) {
+    for (int i = 0; i < s.n && i < cap && out; i++)
+      out[i] = clattn__space_params(&s, i);
+    if (n)
+      *n = s.n;
+    if (pruned)
+      *pruned = s.pruned;
+  }
+  clattn__space_free(&s);
+  return rc ? clattn__fail(ctx, rc, "out of host memory") : rc;
 }
 
 clattn_status clattn_tune_space_attention(clattn_ctx *ctx,
                                           const clattn_attn_desc *d,
                                           clattn_params *out, int cap, int *n,
                                           int *pruned) {
-  clattn_choice ch;
-  clattn__space s;
-  clattn_status rc = clattn__ctx_check(ctx);
-  if (rc)
-    return rc;
-  if (d == NULL)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc is NULL");
-  clattn_attn_desc c = *d;
-  c.params = NULL;
-  if ((rc = clattn_explain_attention(ctx, &c, &ch)))
-    return rc;
-  const clattn__target t = clattn__ctx_target(ctx);
-  if ((rc = clattn__space_prefill(&t, &c, &s)) == CLATTN_OK)
-    rc = space_out(&s, out, cap, n, pruned);
-  clattn__space_free(&s);
-  return rc ? clattn__fail(ctx, rc, "out of host memory") : rc;
+  return space_api(ctx, d, 0, out, cap, n, pruned);
 }
 
 clattn_status clattn_tune_space_decode(clattn_ctx *ctx,
                                        const clattn_decode_desc *d,
                                        clattn_params *out, int cap, int *n,
                                        int *pruned) {
-  clattn_choice ch;
-  clattn__space s;
-  clattn_status rc = clattn__ctx_check(ctx);
-  if (rc)
-    return rc;
-  if (d == NULL)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc is NULL");
-  clattn_decode_desc c = *d;
-  c.params = NULL;
-  if ((rc = clattn_explain_decode(ctx, &c, &ch)))
-    return rc;
-  const clattn__target t = clattn__ctx_target(ctx);
-  if ((rc = clattn__space_decode(&t, &c, &s)) == CLATTN_OK)
-    rc = space_out(&s, out, cap, n, pruned);
-  clattn__space_free(&s);
-  return rc ? clattn__fail(ctx, rc, "out of host memory") : rc;
+  return space_api(ctx, d, 1, out, cap, n, pruned);
 }
