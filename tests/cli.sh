@@ -162,6 +162,20 @@ run "tune bad strategy" 2 "$clattn" tune prefill "${shape[@]}" \
   --strategy bogus
 run "tune bad budget" 2 "$clattn" tune prefill "${shape[@]}" --budget 5x
 run "tune all with a shape" 2 "$clattn" tune all "${shape[@]}"
+# two tuners on one database at once: both finish, no row lost
+"$clattn" tune decode --kv-seq 700 --heads 4 --kv-heads 2 --head-dim 32 \
+  --max 3 --strategy random --db "$tmp/two.db" >"$tmp/two1" 2>&1 &
+p1=$!
+"$clattn" tune prefill "${shape[@]}" --max 3 --strategy random \
+  --db "$tmp/two.db" >"$tmp/two2" 2>&1 &
+p2=$!
+wait "$p1"; s1=$?
+wait "$p2"; s2=$?
+n=$(python3 -c 'import sqlite3,sys
+print(sqlite3.connect(sys.argv[1]).execute("select count(*) from tuning").fetchone()[0])' "$tmp/two.db")
+[ "$s1" = 0 ] && [ "$s2" = 0 ] && [ "$n" = 6 ] &&
+  ok "two tuners on one database: 6 rows" ||
+  { bad "two tuners: exit $s1/$s2, $n rows"; cat "$tmp/two1" "$tmp/two2"; }
 # Ctrl-C: stops after the running candidate, everything saved, exit 0
 "$clattn" tune decode --kv-seq 2048 --heads 4 --kv-heads 1 --head-dim 64 \
   --strategy exhaustive --db "$tmp/int.db" >"$tmp/out" 2>"$tmp/err" &
