@@ -11,4 +11,9 @@
 clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *e,
                                      int only_newer, int *changed);
 
+/* The database path clattn_db_open uses for NULL: $CLATTN_DB, else
+ * $XDG_DATA_HOME/clattn/tuning.db, else $HOME/.local/share/clattn/tuning.db;
+ * malloc'ed, NULL when none can be formed (or out of memory). */
+char *clattn__db_default_path(void);
+
 #endif /* CLATTN_DB_H */

@@ -1,6 +1,8 @@
 /* runtime.c - context creation, device selection, errors, launch path. */
 #include "runtime.h"
 
+#include "db.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -377,6 +379,20 @@ static clattn_status setup_cache_dir(clattn_ctx *ctx,
   return CLATTN_OK;
 }
 
+/* The tuning database path: opts, else $CLATTN_DB, else the default of
+ * clattn_db_open; none with no_tuning or $CLATTN_NO_TUNING=1. */
+static clattn_status setup_tuning_db(clattn_ctx *ctx,
+                                     const clattn_ctx_opts *o) {
+  const char *off = getenv("CLATTN_NO_TUNING");
+  if (o->no_tuning || (off && *off && strcmp(off, "0") != 0))
+    return CLATTN_OK;
+  ctx->tuning_db = o->tuning_db ? strdup(o->tuning_db)
+                                : clattn__db_default_path();
+  if (o->tuning_db && ctx->tuning_db == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of memory");
+  return CLATTN_OK;
+}
+
 clattn_status clattn_ctx_create(const clattn_ctx_opts *opts,
                                 clattn_ctx **out) {
   static const clattn_ctx_opts defaults;
@@ -432,6 +448,7 @@ clattn_status clattn_ctx_create(const clattn_ctx_opts *opts,
   }
   CLATTN_TRY(read_devinfo(ctx));
   CLATTN_TRY(setup_cache_dir(ctx, o));
+  CLATTN_TRY(setup_tuning_db(ctx, o));
   ctx->errmsg[0] = '\0';
   *out = ctx;
   return CLATTN_OK;
@@ -457,6 +474,7 @@ void clattn_ctx_destroy(clattn_ctx *ctx) {
   if (ctx->context)
     clReleaseContext(ctx->context);
   free(ctx->cache_dir);
+  free(ctx->tuning_db);
   ctx->magic = 0;
   free(ctx);
 }
