@@ -12,6 +12,7 @@
  * memory (the best "ok" row of each device, kernel and shape class); the
  * model's picks are memoised per shape class. */
 #include "tune.h"
+#include "db.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -189,20 +190,9 @@ clattn_status clattn__choice_init(clattn_ctx *ctx, const clattn_ctx_opts *o) {
   }
   if (o->no_tuning || env_on("CLATTN_NO_TUNING"))
     return CLATTN_OK;
-  const char *path = o->tuning_db ? o->tuning_db : getenv("CLATTN_DB");
-  char buf[4096];
-  if (path == NULL || !*path) {
-    const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg)
-      snprintf(buf, sizeof buf, "%s/clattn/tuning.db", xdg);
-    else if (home && *home)
-      snprintf(buf, sizeof buf, "%s/.local/share/clattn/tuning.db", home);
-    else
-      return CLATTN_OK;
-    path = buf;
-  }
-  ctx->tuning_db = strdup(path);
-  if (ctx->tuning_db == NULL)
+  ctx->tuning_db = o->tuning_db ? strdup(o->tuning_db)
+                                : clattn__db_default_path();
+  if (o->tuning_db && ctx->tuning_db == NULL)
     return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
   return CLATTN_OK;
 }

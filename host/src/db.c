@@ -191,7 +191,7 @@ clattn_status clattn__db_fail(clattn_db *db, clattn_status st,
 
 /* ---------------------------------------------------------------- open */
 
-static char *default_path(void) {
+char *clattn__db_default_path(void) {
   const char *env = getenv("CLATTN_DB");
   const char *xdg = getenv("XDG_DATA_HOME");
   const char *home = getenv("HOME");
@@ -290,7 +290,7 @@ clattn_status clattn_db_open(const char *path, clattn_db **out) {
     return CLATTN_ERR_NOMEM;
   }
   db->magic = CLATTN_DB_MAGIC;
-  db->path = path ? strdup(path) : default_path();
+  db->path = path ? strdup(path) : clattn__db_default_path();
   if (db->path == NULL) {
     snprintf(db->errmsg, sizeof db->errmsg,
              path ? "out of host memory"

@@ -61,4 +61,9 @@ void clattn__db_rollback(clattn_db *db);
  * the `updated` columns. */
 void clattn__db_iso_now(char *buf, size_t cap);
 
+/* The database path clattn_db_open uses for NULL: $CLATTN_DB, else
+ * $XDG_DATA_HOME/clattn/tuning.db, else $HOME/.local/share/clattn/tuning.db;
+ * malloc'ed, NULL when none can be formed (or out of memory). */
+char *clattn__db_default_path(void);
+
 #endif /* CLATTN_DB_H */

@@ -1,6 +1,7 @@
 /* layer.c - a whole attention layer (float32): CLBlast projections around
  * the fused attention kernels, and the library-owned KV cache. */
 #include "runtime.h"
+#include "tune_gemm.h"
 
 #include <clblast_c.h>
 #include <math.h>
@@ -262,6 +263,9 @@ clattn_status clattn_layer_create(clattn_ctx *ctx, const clattn_layer_desc *d,
     rc = clattn__check_buffer(ctx, w_v, nv, "w_v");
   if (rc == CLATTN_OK)
     rc = clattn__check_buffer(ctx, w_o, no, "w_o");
+  /* The device's tuned Xgemm parameters, before the first GEMM. */
+  if (rc == CLATTN_OK)
+    rc = clattn__gemm_apply(ctx);
   if (rc != CLATTN_OK)
     return rc;
 

@@ -1,6 +1,8 @@
 /* runtime.c - context creation, device selection, errors, launch path. */
 #include "runtime.h"
 
+#include "db.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -377,6 +379,8 @@ static clattn_status setup_cache_dir(clattn_ctx *ctx,
   return CLATTN_OK;
 }
 
+/* The tuning database path: opts, else $CLATTN_DB, else the default of
+ * clattn_db_open; none with no_tuning or $CLATTN_NO_TUNING=1. */
 clattn_status clattn_ctx_create(const clattn_ctx_opts *opts,
                                 clattn_ctx **out) {
   static const clattn_ctx_opts defaults;

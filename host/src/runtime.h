@@ -54,6 +54,8 @@ struct clattn_ctx {
   clattn__devinfo dev;
   clattn__program *programs;
   char *cache_dir; /* NULL: disk cache off */
+  char gemm_explain[640]; /* Xgemm parameters in use (clattn_explain_gemm);
+                             "" until the first layer applies them */
   clattn_cache_stats stats;
   cl_mem scratch[CLATTN_SCRATCH_SLOTS];
   size_t scratch_size[CLATTN_SCRATCH_SLOTS];
