@@ -1,7 +1,7 @@
 /* tune.c - `clattn tune` (the autotuner) and `clattn explain` (which
  * parameters a call would use, and why).
  *
- *   clattn tune [prefill|decode|all] [SHAPE] [--strategy S] [--budget T]
+ *   clattn tune [prefill|decode|gemm|all] [SHAPE] [--strategy S] [--budget T]
  *               [--timeout T] [--max N] [--seed N] [--fresh] [--db PATH]
  *               [--device D] [--quiet]
  *   clattn explain attention|decode SHAPE [--device D] [--db PATH]
@@ -21,15 +21,17 @@
 #include <unistd.h>
 
 static const char tune_usage[] =
-  "usage: clattn tune [prefill|decode|all] [SHAPE] [OPTIONS]\n"
+  "usage: clattn tune [prefill|decode|gemm|all] [SHAPE] [OPTIONS]\n"
   "       clattn explain attention|decode SHAPE [--device D] [--db PATH]\n"
   "tune: search the kernels' parameters on the device and store every\n"
   "  measured candidate in the tuning database (--db PATH, default\n"
   "  $CLATTN_DB, else $XDG_DATA_HOME/clattn/tuning.db); a rerun resumes.\n"
-  "  Without SHAPE: a standard set of prefill and decode shape classes.\n"
+  "  Without SHAPE: a standard set of prefill and decode shape classes and\n"
+  "  CLBlast's Xgemm at the layers' projection shapes.\n"
   "SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
   "  --head-dim K [--head-dim-v V] [--dtype f32|f16|bf16] [--causal];\n"
-  "  decode: --kv-seq M is the cache capacity\n"
+  "  decode: --kv-seq M is the cache capacity; gemm: --m M --n N --k K\n"
+  "  (row-major C[M,N] = A[M,K] B[K,N], as the layers call it)\n"
   "OPTIONS: --strategy auto|exhaustive|random|anneal|model (default auto),\n"
   "  --budget T (whole run, e.g. 90s, 5m; default none), --timeout T (per\n"
   "  candidate, default 10s), --max N (candidates per shape class; default\n"
@@ -120,7 +122,8 @@ static void print_result(const char *kernel, const clattn_tune_result *r,
 
 /* The standard shape classes. */
 typedef struct std_shape {
-  int decode, b, n, m, h, hkv, k, causal;
+  int kind; /* 0 prefill, 1 decode, 2 gemm (m = b*n rows, n = k = m) */
+  int b, n, m, h, hkv, k, causal;
 } std_shape;
 static const std_shape std_shapes[] = {
     {0, 1, 512, 512, 8, 8, 64, 1},     /* MHA prefill */
@@ -129,14 +132,20 @@ static const std_shape std_shapes[] = {
     {1, 1, 1, 8192, 8, 1, 64, 0},      /* MQA decode */
     {1, 1, 1, 4096, 32, 8, 128, 0},    /* GQA decode (Llama-like) */
     {1, 8, 1, 2048, 8, 8, 64, 0},      /* batched decode */
+    /* the projections of a d_model 512 layer over 512 and 2048 rows */
+    {2, 1, 512, 512, 0, 0, 512, 0},
+    {2, 4, 512, 512, 0, 0, 512, 0},
 };
+static const char *const kind_name[3] = {"prefill", "decode", "gemm"};
 
-static int run_one(clattn_ctx *ctx, clattn_db *db, int decode,
-                   const model_opts *m, const clattn_tune_opts *to,
-                   const tune_cli *t) {
+static int run_one(clattn_ctx *ctx, clattn_db *db, int kind,
+                   const model_opts *m, const int *gemm,
+                   const clattn_tune_opts *to, const tune_cli *t) {
   clattn_tune_result r;
   clattn_status st;
-  if (decode) {
+  if (kind == 2) {
+    st = clattn_tune_gemm(ctx, db, gemm[0], gemm[1], gemm[2], to, &r);
+  } else if (kind == 1) {
     const clattn_decode_desc d = {m->batch, m->kv_seq, m->heads, m->kv_heads,
                                   m->head_dim, m->head_dim_v, m->dtype,
                                   CLATTN_BHSD, 0.0f, NULL};
@@ -151,9 +160,9 @@ static int run_one(clattn_ctx *ctx, clattn_db *db, int decode,
   if (st != CLATTN_OK) {
     if (t->tty && !t->quiet)
       fprintf(stderr, "\r\033[K");
-    return cli_lib_fail(ctx, decode ? "tune decode" : "tune prefill", st);
+    return cli_lib_fail(ctx, kind_name[kind], st);
   }
-  print_result(decode ? "decode" : "prefill", &r, t);
+  print_result(kind_name[kind], &r, t);
   return CLI_OK;
 }
 
@@ -165,20 +174,23 @@ int cli_tune(int argc, char **argv) {
   memset(&to, 0, sizeof to);
   memset(&t, 0, sizeof t);
   m.dtype = CLATTN_F32;
-  int which = 3; /* 1 prefill, 2 decode */
+  int which = 7; /* bits: 1 prefill, 2 decode, 4 gemm */
+  int gemm[3] = {0, 0, 0};
   int i = 0;
   if (argc > 0 && strncmp(argv[0], "--", 2) != 0) {
     if (!strcmp(argv[0], "prefill"))
       which = 1;
     else if (!strcmp(argv[0], "decode"))
       which = 2;
+    else if (!strcmp(argv[0], "gemm"))
+      which = 4;
     else if (!strcmp(argv[0], "all"))
-      which = 3;
+      which = 7;
     else if (!strcmp(argv[0], "help")) {
       fputs(tune_usage, stdout);
       return CLI_OK;
     } else
-      return tune_usage_err("tune: expected prefill, decode or all");
+      return tune_usage_err("tune: expected prefill, decode, gemm or all");
     i = 1;
   }
   /* the tuner's own options; the rest are the model's (SHAPE, --db ...) */
@@ -199,7 +211,8 @@ int cli_tune(int argc, char **argv) {
       return CLI_OK;
     } else if (!strcmp(a, "--strategy") || !strcmp(a, "--budget") ||
                !strcmp(a, "--timeout") || !strcmp(a, "--max") ||
-               !strcmp(a, "--seed")) {
+               !strcmp(a, "--seed") || !strcmp(a, "--m") ||
+               !strcmp(a, "--n") || !strcmp(a, "--k")) {
       if (!has) {
         free(rest);
         cli_err("%s needs a value", a);
@@ -228,8 +241,10 @@ int cli_tune(int argc, char **argv) {
         bad = errno || end == v || *end || x < 1 || x > 1000000000L;
         if (!strcmp(a, "--max"))
           to.max_candidates = (int)x;
-        else
+        else if (!strcmp(a, "--seed"))
           to.seed = (unsigned)x;
+        else
+          gemm[a[2] == 'm' ? 0 : a[2] == 'n' ? 1 : 2] = (int)x;
       }
       if (bad) {
         free(rest);
@@ -247,10 +262,16 @@ int cli_tune(int argc, char **argv) {
   if (m.profile)
     return tune_usage_err("tune: --profile does not apply (a present "
                           "device is tuned)");
-  const int custom = m.heads || m.head_dim || m.seq || m.kv_seq;
-  if (custom && which == 3)
-    return tune_usage_err("tune: with a SHAPE, say prefill or decode");
-  if (custom && (rc = cli_shape_defaults(&m, which == 1)))
+  const int gemm_given = gemm[0] || gemm[1] || gemm[2];
+  const int custom = m.heads || m.head_dim || m.seq || m.kv_seq || gemm_given;
+  if (custom && which != 1 && which != 2 && which != 4)
+    return tune_usage_err("tune: with a SHAPE, say prefill, decode or gemm");
+  if (which == 4 && custom && !(gemm[0] && gemm[1] && gemm[2]))
+    return tune_usage_err("tune gemm: give --m, --n and --k");
+  if ((which == 4) != gemm_given && custom)
+    return tune_usage_err("tune: --m/--n/--k are for gemm, the attention "
+                          "SHAPE for prefill and decode");
+  if (custom && which != 4 && (rc = cli_shape_defaults(&m, which == 1)))
     return rc;
 
   clattn_ctx *ctx = NULL;
@@ -275,16 +296,17 @@ int cli_tune(int argc, char **argv) {
     snprintf(rep.name, sizeof rep.name, "the device");
   printf("tuning on %s, database %s\n", rep.name, clattn_db_path(db));
   if (custom) {
-    rc = run_one(ctx, db, which == 2, &m, &to, &t);
+    rc = run_one(ctx, db, which == 4 ? 2 : which - 1, &m, gemm, &to, &t);
   } else {
     const int n = (int)(sizeof std_shapes / sizeof std_shapes[0]);
     int todo = 0;
     for (int k = 0; k < n; k++)
-      todo += (which & (std_shapes[k].decode ? 2 : 1)) != 0;
+      todo += (which & (1 << std_shapes[k].kind)) != 0;
     for (int k = 0; k < n && rc == CLI_OK && !stop_flag; k++) {
       const std_shape *s = &std_shapes[k];
-      if (!(which & (s->decode ? 2 : 1)))
+      if (!(which & (1 << s->kind)))
         continue;
+      const int g[3] = {s->b * s->n, s->m, s->k};
       model_opts c = m;
       c.batch = s->b;
       c.seq = s->n;
@@ -302,7 +324,7 @@ int cli_tune(int argc, char **argv) {
         co.budget_s = left / todo;
       }
       todo--;
-      rc = run_one(ctx, db, s->decode, &c, &co, &t);
+      rc = run_one(ctx, db, s->kind, &c, g, &co, &t);
     }
   }
   signal(SIGINT, old);
