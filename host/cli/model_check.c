@@ -156,18 +156,27 @@ static void describe(const check_case *cc, char *buf, size_t cap) {
              cc->m, cc->hkv, cc->k, cc->k);
 }
 
-static int predict(const check_case *cc, const clattn_profile *p,
-                   clattn_prediction *pr) {
+/* Predict the call with the parameters the library picks for it on ctx
+ * (tuned entries included), which are the ones measured. */
+static int predict(clattn_ctx *ctx, const check_case *cc,
+                   const clattn_profile *p, clattn_prediction *pr) {
   clattn_status st;
+  clattn_choice ch;
   if (cc->kind == 1) {
-    const clattn_attn_desc d = {cc->b, cc->n, cc->m, cc->h, cc->hkv, cc->k,
-                                cc->k, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD,
-                                0.0f, cc->causal, NULL};
+    clattn_attn_desc d = {cc->b, cc->n, cc->m, cc->h, cc->hkv, cc->k,
+                          cc->k, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD,
+                          0.0f, cc->causal, NULL};
+    if ((st = clattn_explain_attention(ctx, &d, &ch)))
+      return cli_lib_fail(ctx, "clattn_explain_attention", st);
+    d.params = &ch.resolved;
     st = clattn_model_attention(&d, NULL, p, pr);
   } else {
-    const clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k, cc->k,
-                                  CLATTN_F32, CLATTN_BHSD, 0.0f, NULL};
+    clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k, cc->k,
+                            CLATTN_F32, CLATTN_BHSD, 0.0f, NULL};
     if (cc->kind == 0) {
+      if ((st = clattn_explain_decode(ctx, &d, &ch)))
+        return cli_lib_fail(ctx, "clattn_explain_decode", st);
+      d.params = &ch.resolved;
       st = clattn_model_decode(&d, NULL, p, pr);
     } else {
       int pos[64];
@@ -233,7 +242,7 @@ int cli_model_check(const model_opts *o) {
     clattn_prediction pr;
     char call[128];
     describe(cc, call, sizeof call);
-    if ((rc = predict(cc, &prof, &pr)))
+    if ((rc = predict(ctx, cc, &prof, &pr)))
       break;
     const size_t kv = (size_t)cc->b * cc->m * cc->hkv * cc->k;
     const size_t qf = (size_t)cc->b * (cc->kind == 2 ? 1 : cc->n) *
