@@ -1,7 +1,7 @@
 /* tune.c - clattn-bench-tune: how good and how cheap the autotuner is, in
  * one run on the present device.
  *
- * For each shape class (two prefill, two decode):
+ * For each shape class (two prefill, four decode):
  *  1. an exhaustive run over the whole space (the reference best);
  *  2. each search strategy (auto, model, anneal, random) from an empty
  *     database, capped at 25% of the space;
@@ -247,7 +247,8 @@ int main(int argc, char **argv) {
          "caches); prefill timings are warm\n\n",
          (double)llc / 1048576.0);
 
-  cls classes[4];
+  enum { NCLS = 6 };
+  cls classes[NCLS];
   memset(classes, 0, sizeof classes);
   classes[0].name = "prefill MHA b1 h8 n512 k64 causal";
   classes[0].a = (clattn_attn_desc){1, 512, 512, 8, 8, 64, 64, CLATTN_F32,
@@ -263,11 +264,21 @@ int main(int argc, char **argv) {
   classes[3].decode = 1;
   classes[3].d = (clattn_decode_desc){1, 8192, 8, 1, 64, 64, CLATTN_F32,
                                       CLATTN_BHSD, 0.0f, NULL};
+  classes[4].name = "decode GQA b1 h32/8 m4096 k128";
+  classes[4].decode = 1;
+  classes[4].d = (clattn_decode_desc){1, 4096, 32, 8, 128, 128, CLATTN_F32,
+                                      CLATTN_BHSD, 0.0f, NULL};
+  classes[5].name = "decode MHA b8 h8 m2048 k64";
+  classes[5].decode = 1;
+  classes[5].d = (clattn_decode_desc){8, 2048, 8, 8, 64, 64, CLATTN_F32,
+                                      CLATTN_BHSD, 0.0f, NULL};
   if (quick) {
     classes[0].a.n_q = classes[0].a.n_kv = 128;
     classes[1].a.n_q = classes[1].a.n_kv = 256;
     classes[2].d.capacity = 1024;
     classes[3].d.capacity = 2048;
+    classes[4].d.capacity = 1024;
+    classes[5].d.capacity = 512;
   }
   static const clattn_tune_strategy strat[] = {
       CLATTN_TUNE_AUTO, CLATTN_TUNE_MODEL, CLATTN_TUNE_ANNEAL,
@@ -275,7 +286,7 @@ int main(int argc, char **argv) {
   const int ns = (int)(sizeof strat / sizeof strat[0]);
   printf("%-38s %-10s %9s %10s %11s %13s\n", "shape class", "strategy",
          "measured", "best ms", "vs exhaust.", "vs default");
-  for (int ci = 0; ci < 4; ci++) {
+  for (int ci = 0; ci < NCLS; ci++) {
     const cls *c = &classes[ci];
     double t0 = now_s();
     clattn_db *db = fresh_db("exhaustive", &prof);
