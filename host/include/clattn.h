@@ -699,7 +699,7 @@ typedef struct clattn_tune_result {
   int reused;           /* taken from the database (resume) */
   int rejected;         /* wrong, failed or timed out */
   int verified;         /* the best few and the default, timed again in
-                           interleaved rounds (their medians are final) */
+                           interleaved runs (their medians are final) */
   clattn_params best;   /* kernels: the winner (zero if none) */
   char best_params[256];
   double best_s;        /* its median (0: no valid candidate) */
@@ -711,9 +711,9 @@ typedef struct clattn_tune_result {
 
 /* Tune one prefill or decode call shape on the context's device and store
  * every candidate in db as it is measured.  After the search, the three
- * best and the default are timed again in three interleaved rounds and
- * their medians replace the search's (a noisy run cannot crown a false
- * winner).  Candidates run through
+ * best and the default are timed again, one run of each in turn for 15
+ * rounds, and their medians replace the search's (a noisy stretch during
+ * one candidate's measurement cannot crown a false winner).  Candidates run through
  * clattn_attention / clattn_decode (the library's own launch path), each
  * first checked against the plain-C reference on a small input of the
  * same head dims, group and dtype; the default parameters are always

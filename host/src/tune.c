@@ -96,6 +96,7 @@ typedef struct run {
   unsigned char *state;
   double *t;       /* median of an ok candidate, INFINITY otherwise */
   double *pred, *roof;
+  double *err;     /* error against the reference of an evaluated one */
   int best;        /* index of the best ok candidate, -1 */
   int evaluated;   /* measured + reused in this run */
   int limit;       /* evaluations allowed */
@@ -151,6 +152,7 @@ static void progress(run *R, const clattn_tune_entry *last) {
 
 static void note_result(run *R, int i, const clattn_tune_entry *e) {
   R->state[i] = C_DONE;
+  R->err[i] = e->max_err;
   R->t[i] = strcmp(e->status, "ok") == 0 ? e->median_s : INFINITY;
   if (R->t[i] < INFINITY && (R->best < 0 || R->t[i] < R->t[R->best]))
     R->best = i;
@@ -321,14 +323,43 @@ done:
 
 /* Verification: the search's best few and the default, timed again in
  * interleaved rounds (round-robin, so drift on a busy machine hits all
- * alike); the median of their round medians replaces the search's figure,
- * in the result and in the database.  A single noisy measurement then
- * cannot crown a false winner. */
-enum { VERIFY_TOP = 3, VERIFY_ROUNDS = 3 };
+ * alike); their medians replace the search's figures, in the result and
+ * in the database.  A noisy stretch during one candidate's measurement
+ * then cannot crown a false winner.  With the family's time1, a round is
+ * one run of each candidate (VERIFY_RUNS rounds, the order rotating);
+ * without it, one whole evaluation each (VERIFY_ROUNDS rounds, the median
+ * of the round medians). */
+enum { VERIFY_TOP = 3, VERIFY_ROUNDS = 3, VERIFY_RUNS = 15 };
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Interleaved single runs: med[j] gets candidate cand[j]'s median
+ * (INFINITY if a run failed); returns the rounds done. */
+static int verify_runs(run *R, const int *cand, int n,
+                       double med[][VERIFY_RUNS]) {
+  int rounds = 0;
+  for (int r = 0; r < VERIFY_RUNS; r++) {
+    if ((R->o->stop && *R->o->stop) ||
+        (R->o->budget_s > 0 && elapsed(R) >= R->o->budget_s))
+      break;
+    for (int k = 0; k < n; k++) {
+      const int j = (k + r) % n;
+      double t = R->f->time1(R->f->self, &R->s->val[cand[j] * R->s->ndims]);
+      med[j][r] = t >= 0 ? t : INFINITY;
+    }
+    rounds++;
+  }
+  for (int j = 0; j < n && rounds; j++)
+    qsort(med[j], (size_t)rounds, sizeof med[j][0], cmp_dbl);
+  return rounds;
+}
 
 static clattn_status verify(run *R) {
   int cand[VERIFY_TOP + 1], n = 0;
-  double med[VERIFY_TOP + 1][VERIFY_ROUNDS];
+  double med[VERIFY_TOP + 1][VERIFY_RUNS];
   clattn_tune_entry e[VERIFY_TOP + 1];
   for (int k = 0; k < VERIFY_TOP; k++) {
     int b = -1;
@@ -352,7 +383,11 @@ static clattn_status verify(run *R) {
   const int reps = R->o->repeats > 0 ? R->o->repeats : 7;
   const double timeout = R->o->timeout_s > 0 ? R->o->timeout_s : 10.0;
   int rounds = 0;
-  for (int r = 0; r < VERIFY_ROUNDS; r++) {
+  for (int j = 0; j < n; j++)
+    e[j] = *R->fp;
+  if (R->f->time1)
+    rounds = verify_runs(R, cand, n, med);
+  for (int r = 0; !R->f->time1 && r < VERIFY_ROUNDS; r++) {
     if ((R->o->stop && *R->o->stop) ||
         (R->o->budget_s > 0 && elapsed(R) >= R->o->budget_s))
       break;
@@ -371,14 +406,9 @@ static clattn_status verify(run *R) {
     return CLATTN_OK;
   R->best = -1;
   for (int j = 0; j < n; j++) {
-    /* median of the round medians (rounds <= 3: sort in place) */
     double *m = med[j];
-    for (int a = 1; a < rounds; a++)
-      for (int b = a; b > 0 && m[b - 1] > m[b]; b--) {
-        double t = m[b];
-        m[b] = m[b - 1];
-        m[b - 1] = t;
-      }
+    if (!R->f->time1)
+      qsort(m, (size_t)rounds, sizeof m[0], cmp_dbl);
     const int i = cand[j];
     R->t[i] = m[rounds / 2];
     if (R->t[i] < INFINITY && (R->best < 0 || R->t[i] < R->t[R->best]))
@@ -391,11 +421,18 @@ static clattn_status verify(run *R) {
     clattn__space_format(R->s, i, row.params, sizeof row.params);
     snprintf(row.strategy, sizeof row.strategy, "%s", R->strategy);
     row.predicted_s = R->pred[i];
+    row.max_err = R->err[i];
     if (R->t[i] < INFINITY) {
       row.median_s = R->t[i];
+      row.spread = (m[rounds - 1] - m[0]) / R->t[i];
       snprintf(row.status, sizeof row.status, "ok");
       snprintf(row.message, sizeof row.message,
-               "verified: median of %d interleaved rounds", rounds);
+               "verified: median of %d interleaved %s", rounds,
+               R->f->time1 ? "runs" : "rounds");
+    } else {
+      snprintf(row.status, sizeof row.status, "failed");
+      snprintf(row.message, sizeof row.message,
+               "failed when timed again in the verification");
     }
     clattn_status rc = clattn_db_put_tune(R->db, &row);
     if (rc != CLATTN_OK)
@@ -485,8 +522,9 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
   R->t = malloc((size_t)s->n * sizeof *R->t);
   R->pred = calloc((size_t)s->n, sizeof *R->pred);
   R->roof = calloc((size_t)s->n, sizeof *R->roof);
+  R->err = calloc((size_t)s->n, sizeof *R->err);
   order = malloc((size_t)s->n * sizeof *order);
-  if (!R->state || !R->t || !R->pred || !R->roof || !order) {
+  if (!R->state || !R->t || !R->pred || !R->roof || !R->err || !order) {
     rc = clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
     goto done;
   }
@@ -575,5 +613,6 @@ done:
   free(R->t);
   free(R->pred);
   free(R->roof);
+  free(R->err);
   return rc;
 }

@@ -47,6 +47,11 @@ typedef struct clattn__tune_family {
    * error. */
   clattn_status (*eval)(void *self, const int *values, double best_s,
                         double timeout_s, int repeats, clattn_tune_entry *e);
+  /* Optional: one timed run of a candidate already evaluated "ok" (no
+   * check), in seconds, or a negative value if it failed.  With it the
+   * verification interleaves single runs of its candidates; without it,
+   * whole evaluations. */
+  double (*time1)(void *self, const int *values);
   /* Optional: the model's predicted time and its roofline bound
    * (max(t_memory, t_compute)) for candidate `values`; 0 if unknown. */
   int (*predict)(void *self, const int *values, double *t_pred,

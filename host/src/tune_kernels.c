@@ -20,7 +20,8 @@
  * (tests/ref.c, double accumulation); then it is timed on the call's shape:
  * a warm-up, then `repeats` runs, each finished (clFinish), median kept.
  * Decode rotates over copies of the K/V cache larger than twice the
- * device's global-memory cache, so each run reads cold data. */
+ * device's global-memory cache, one rotation shared by all candidates, so
+ * each run reads cold data. */
 #include "tune.h"
 
 #include "ref.h"
@@ -173,7 +174,7 @@ typedef struct kfam {
   clattn_attn_desc sad;      /* the small check's (prefill) */
   clattn_decode_desc sdd;    /* the small check's (decode) */
   cl_mem q, o, lens;         /* the call's */
-  int copies;
+  int copies, next; /* K/V copies; the next one a timed run reads */
   cl_mem k[MAX_COPIES], v[MAX_COPIES];
   cl_mem sq, sk, sv, so, slens; /* the small check's */
   size_t so_elems;
@@ -499,7 +500,10 @@ static clattn_status kfam_eval(void *self, const int *values, double best_s,
   int done = 0;
   for (int r = 0; r < n; r++) {
     double a = clattn__now();
-    if ((rc = call(F, &p, 0, (r + 1) % F->copies)) != CLATTN_OK) {
+    /* one rotation over every copy for all candidates: a copy is read
+     * again only after all the others (more than twice the cache) */
+    F->next = (F->next + 1) % F->copies;
+    if ((rc = call(F, &p, 0, F->next)) != CLATTN_OK) {
       reject(e, "failed", clattn_ctx_errmsg(F->ctx));
       return CLATTN_OK;
     }
@@ -566,6 +570,18 @@ static int kfam_predict(void *self, const int *values, double *t_pred,
                                         t_pred, t_roof);
 }
 
+/* One timed run of a candidate on the call's shape (the next K/V copy). */
+static double kfam_time1(void *self, const int *values) {
+  kfam *F = self;
+  const clattn_params p = {values[0], values[1], values[2], values[3],
+                           values[4]};
+  F->next = (F->next + 1) % F->copies;
+  const double a = clattn__now();
+  if (call(F, &p, 0, F->next) != CLATTN_OK)
+    return -1.0;
+  return clattn__now() - a;
+}
+
 /* Shared by both entry points. */
 static clattn_status tune(clattn_ctx *ctx, clattn_db *db, kfam *F,
                           const clattn_tune_opts *opts,
@@ -605,6 +621,7 @@ static clattn_status tune(clattn_ctx *ctx, clattn_db *db, kfam *F,
   fam.self = F;
   fam.eval = kfam_eval;
   fam.predict = kfam_predict;
+  fam.time1 = kfam_time1;
   rc = clattn__tune_run(ctx, db, &s, &fam, &id, opts, out);
   /* later calls on ctx see the new entries */
   clattn__choice_reload(ctx);
