@@ -162,7 +162,9 @@ static void head_to_head(const cls *c, bufs *b, const clattn_params *cfg,
   for (int i = 0; i < n; i++)
     one_call(c, b, &cfg[i], 0); /* warm-up (programs built) */
   for (int r = 0; r < rounds; r++)
-    for (int i = 0; i < n; i++) {
+    for (int k = 0; k < n; k++) {
+      const int i = (k + r) % n; /* the order rotates: no config always
+                                    follows the same one */
       copy = (copy + 1) % nc;
       t[i * rounds + r] = one_call(c, b, &cfg[i], copy);
     }
