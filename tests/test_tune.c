@@ -13,7 +13,8 @@
  *    class, another device of the same vendor and architecture, in that
  *    order; entries that do not fit or are not "ok" are passed over; the
  *    caller's params and overrides ($CLATTN_PARAMS, clattn_ctx_set_params)
- *    come first; the output stays correct with the tuned parameters.
+ *    come first; the output stays correct with the tuned parameters; with
+ *    a measured profile and no entry, the model's pick is considered.
  */
 #include "plan.h"
 #include "tune.h"
@@ -551,6 +552,47 @@ Test(choice, tuned_entries) {
   clattn_ctx_destroy(ctx);
   clattn_db_close(db);
   clattn_ctx_destroy(probe_ctx);
+}
+
+/* With the device's measured profile and no entry, the model's pick is
+ * considered: taken when it predicts a 10% gain, else the default. */
+Test(choice, model_pick) {
+  const char *path = tmp_db("model");
+  clattn_ctx *ctx = tu_ctx();
+  clattn_profile p;
+  cr_assert_eq(clattn_profile_reported(ctx, &p), CLATTN_OK);
+  p.source = CLATTN_PROFILE_MEASURED;
+  p.bw_read_gbs = p.bw_copy_gbs = p.bw_triad_gbs = 20.0;
+  p.fp32_gflops = 200.0;
+  p.launch_us = 20.0;
+  p.launch_pipelined_us = 5.0;
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
+  cr_assert_eq(clattn_db_put_profile(db, &p), CLATTN_OK, "%s",
+               clattn_db_errmsg(db));
+  clattn_db_close(db);
+  clattn_ctx_destroy(ctx);
+  ctx = ctx_with_db(path);
+  const clattn_decode_desc d = {1, 4096, 8, 1, 64, 64, CLATTN_F32,
+                                CLATTN_BHSD, 0.0f, NULL};
+  clattn_choice ch, def;
+  cr_assert_eq(clattn_explain_decode(ctx, &d, &ch), CLATTN_OK);
+  cr_assert(ch.source == CLATTN_CHOICE_MODEL ||
+                ch.source == CLATTN_CHOICE_DEFAULT,
+            "source %s", clattn_choice_source_str(ch.source));
+  cr_assert(strstr(ch.why, "model") != NULL, "%s", ch.why);
+  clattn_ctx_destroy(ctx);
+  clattn_ctx_opts o;
+  memset(&o, 0, sizeof o);
+  o.no_tuning = 1;
+  cr_assert_eq(clattn_ctx_create(&o, &ctx), CLATTN_OK);
+  cr_assert_eq(clattn_explain_decode(ctx, &d, &def), CLATTN_OK);
+  if (ch.source == CLATTN_CHOICE_MODEL)
+    cr_assert(memcmp(&ch.resolved, &def.resolved, sizeof def.resolved) != 0,
+              "the model's pick is the default");
+  else
+    cr_assert(memcmp(&ch.resolved, &def.resolved, sizeof def.resolved) == 0);
+  clattn_ctx_destroy(ctx);
 }
 
 Test(choice, env_override) {
