@@ -554,10 +554,9 @@ Test(choice, tuned_entries) {
   clattn_ctx_destroy(probe_ctx);
 }
 
-/* With the device's measured profile and no entry, the model's pick is
- * considered: taken when it predicts a 10% gain, else the default. */
-Test(choice, model_pick) {
-  const char *path = tmp_db("model");
+/* A database with the device's measured profile and three model checks
+ * whose predictions are off by `err` (relative). */
+static void model_db(const char *path, double err) {
   clattn_ctx *ctx = tu_ctx();
   clattn_profile p;
   cr_assert_eq(clattn_profile_reported(ctx, &p), CLATTN_OK);
@@ -570,9 +569,28 @@ Test(choice, model_pick) {
   cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
   cr_assert_eq(clattn_db_put_profile(db, &p), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
+  for (int i = 0; i < 3; i++) {
+    clattn_check_record r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.fingerprint, sizeof r.fingerprint, "%s", p.fingerprint);
+    snprintf(r.call, sizeof r.call, "check %d", i);
+    snprintf(r.bound, sizeof r.bound, "memory");
+    r.measured_s = 1e-3;
+    r.predicted_s = 1e-3 * (1.0 + err);
+    cr_assert_eq(clattn_db_put_check(db, &r), CLATTN_OK);
+  }
   clattn_db_close(db);
   clattn_ctx_destroy(ctx);
-  ctx = ctx_with_db(path);
+}
+
+/* With a measured profile and no entry, the model's pick is considered
+ * only where its checks found it within 30%: then it is taken when it
+ * predicts a 10% gain (within the default's kernel variant), else the
+ * default. */
+Test(choice, model_pick) {
+  const char *path = tmp_db("model");
+  model_db(path, 0.1);
+  clattn_ctx *ctx = ctx_with_db(path);
   const clattn_decode_desc d = {1, 4096, 8, 1, 64, 64, CLATTN_F32,
                                 CLATTN_BHSD, 0.0f, NULL};
   clattn_choice ch, def;
@@ -580,16 +598,30 @@ Test(choice, model_pick) {
   cr_assert(ch.source == CLATTN_CHOICE_MODEL ||
                 ch.source == CLATTN_CHOICE_DEFAULT,
             "source %s", clattn_choice_source_str(ch.source));
-  cr_assert(strstr(ch.why, "model") != NULL, "%s", ch.why);
+  cr_assert(strstr(ch.why, "model (measured profile)") != NULL ||
+                strstr(ch.why, "the model predicts no candidate") != NULL,
+            "%s", ch.why);
+  clattn_ctx_destroy(ctx);
+  /* a model that is 60% off on this device does not pick */
+  path = tmp_db("model-off");
+  model_db(path, -0.6);
+  ctx = ctx_with_db(path);
+  clattn_choice off;
+  cr_assert_eq(clattn_explain_decode(ctx, &d, &off), CLATTN_OK);
+  cr_assert_eq(off.source, CLATTN_CHOICE_DEFAULT);
+  cr_assert(strstr(off.why, "median error on this device is 60%") != NULL,
+            "%s", off.why);
   clattn_ctx_destroy(ctx);
   clattn_ctx_opts o;
   memset(&o, 0, sizeof o);
   o.no_tuning = 1;
   cr_assert_eq(clattn_ctx_create(&o, &ctx), CLATTN_OK);
   cr_assert_eq(clattn_explain_decode(ctx, &d, &def), CLATTN_OK);
-  if (ch.source == CLATTN_CHOICE_MODEL)
+  if (ch.source == CLATTN_CHOICE_MODEL) {
     cr_assert(memcmp(&ch.resolved, &def.resolved, sizeof def.resolved) != 0,
               "the model's pick is the default");
+    cr_assert_eq(ch.resolved.variant, def.resolved.variant);
+  }
   else
     cr_assert(memcmp(&ch.resolved, &def.resolved, sizeof def.resolved) == 0);
   clattn_ctx_destroy(ctx);

@@ -530,8 +530,10 @@ CLATTN_API clattn_status clattn_model_layer(const clattn_layer_desc *d,
  * (clattn_ctx_set_params or $CLATTN_PARAMS), a tuning entry of this device
  * and the call's shape class, of this device and the nearest tuned shape
  * class, of another device of the same vendor and architecture, the
- * model's predicted best candidate (only when the model predicts it at
- * least 10% faster than the default), and the built-in default. */
+ * model's predicted best candidate of the default's kernel variant (only
+ * when the model predicts it at least 10% faster than the default, and
+ * only with a datasheet profile or a measured one whose stored model
+ * checks are within 30%), and the built-in default. */
 typedef enum clattn_choice_source {
   CLATTN_CHOICE_CALLER = 0,
   CLATTN_CHOICE_OVERRIDE = 1,

@@ -18,6 +18,7 @@
 #include "db.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <sqlite3.h>
 #include <stddef.h>
@@ -719,6 +720,60 @@ clattn_status clattn_db_list_tune(clattn_db *db, const char *fingerprint,
   rows = NULL;
 done:
   free(rows);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+clattn_status clattn__db_model_error(clattn_db *db, const char *fingerprint,
+                                     double *median_abs_err, int *n) {
+  clattn_status rc = clattn__db_check(db);
+  sqlite3_stmt *st = NULL;
+  double *e = NULL;
+  int count = 0, cap = 0;
+  *median_abs_err = 0.0;
+  *n = 0;
+  if (rc != CLATTN_OK)
+    return rc;
+  if (sqlite3_prepare_v2(db->h,
+                         "SELECT predicted_s, measured_s FROM model_checks"
+                         " WHERE fingerprint = ? AND measured_s > 0",
+                         -1, &st, NULL) != SQLITE_OK ||
+      sqlite3_bind_text(st, 1, fingerprint, -1, SQLITE_TRANSIENT) !=
+          SQLITE_OK) {
+    rc = db_fail(db, "preparing the model-check query");
+    goto done;
+  }
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (count == cap) {
+      int nc = cap ? 2 * cap : 32;
+      double *g = realloc(e, (size_t)nc * sizeof *e);
+      if (g == NULL) {
+        rc = CLATTN_ERR_NOMEM;
+        goto done;
+      }
+      e = g;
+      cap = nc;
+    }
+    e[count++] = fabs(sqlite3_column_double(st, 0) /
+                          sqlite3_column_double(st, 1) -
+                      1.0);
+  }
+  if (r != SQLITE_DONE) {
+    rc = db_fail(db, "reading the model checks");
+    goto done;
+  }
+  for (int i = 1; i < count; i++) /* insertion sort: a few dozen rows */
+    for (int j = i; j > 0 && e[j - 1] > e[j]; j--) {
+      double t = e[j];
+      e[j] = e[j - 1];
+      e[j - 1] = t;
+    }
+  if (count)
+    *median_abs_err = e[count / 2];
+  *n = count;
+done:
+  free(e);
   sqlite3_finalize(st);
   return rc;
 }

@@ -66,4 +66,10 @@ void clattn__db_iso_now(char *buf, size_t cap);
  * malloc'ed, NULL when none can be formed (or out of memory). */
 char *clattn__db_default_path(void);
 
+/* How well the model predicts a device: the median of |predicted /
+ * measured - 1| over its stored clattn model check rows (*n of them; 0 and
+ * 0 when there are none). */
+clattn_status clattn__db_model_error(clattn_db *db, const char *fingerprint,
+                                     double *median_abs_err, int *n);
+
 #endif /* CLATTN_DB_H */
