@@ -99,7 +99,8 @@ typedef struct run {
   double *err;     /* error against the reference of an evaluated one */
   int best;        /* index of the best ok candidate, -1 */
   int evaluated;   /* measured + reused in this run */
-  int limit;       /* evaluations allowed */
+  int limit;       /* evaluations allowed (now) */
+  int total;       /* evaluations allowed in the whole run (progress) */
   double t0, spent; /* start; seconds spent measuring */
   const char *stopped;
 } run;
@@ -138,7 +139,7 @@ static void progress(run *R, const clattn_tune_entry *last) {
   p.kernel = R->f->kernel;
   p.shape_class = R->f->shape_class;
   p.done = R->evaluated;
-  p.total = R->limit;
+  p.total = R->total;
   p.space = R->s->n;
   if (R->best >= 0) {
     p.best_s = R->t[R->best];
@@ -518,6 +519,7 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
     R->limit = 8;
   if (R->limit > s->n)
     R->limit = s->n;
+  R->total = R->limit;
   R->state = calloc((size_t)s->n, 1);
   R->t = malloc((size_t)s->n * sizeof *R->t);
   R->pred = calloc((size_t)s->n, sizeof *R->pred);
