@@ -173,9 +173,11 @@ __kernel void decode_split_reg(__global const stor_t *q,
 }
 
 /* Variant 2 (GPU-shaped): a work-group of WG items per (split, sequence *
- * KV head).  Per KT-key tile: the items load K into local memory, score the
- * G x KT (head, key) pairs, G items update the softmax state, then each item
- * accumulates PAIRS (head, v-dim) outputs reading V coalesced from global.
+ * KV head).  Per KT-key tile: the items load the K and V tiles into local
+ * memory, score the G x KT (head, key) pairs, G items update the softmax
+ * state, then each item accumulates PAIRS (head, v-dim) outputs from the V
+ * tile: every K and V element is read from global memory once per step,
+ * whatever the group size.
  * Global size (S * WG, batch * hkv), local size (WG, 1). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 decode_split_local(__global const stor_t *q, __global const stor_t *k,
@@ -186,6 +188,7 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
                    long v_sb, long v_ss, long v_sh) {
   __local float qs[G * DK];
   __local float ks[KT * DK];
+  __local float vs[KT * DV];
   __local float ps[G * KT];
   __local float mst[G], lst[G], ast[G];
   const int lid = get_local_id(0);
@@ -215,6 +218,10 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
     for (int e = lid; e < KT * DK; e += WG) {
       const int t = e / DK, d = e - t * DK;
       ks[e] = t < nt ? LD1(k, kb + (t0 + t) * k_ss + d) : 0.0f;
+    }
+    for (int e = lid; e < nt * DV; e += WG) {
+      const int t = e / DV, d = e - t * DV;
+      vs[e] = LD1(v, vb + (t0 + t) * v_ss + d);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = lid; e < G * KT; e += WG) {
@@ -249,11 +256,11 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
         const int h = e / DV, d = e - h * DV;
         float a = acc[p] * ast[h];
         for (int t = 0; t < nt; t++)
-          a = fma(ps[h * KT + t], LD1(v, vb + (t0 + t) * v_ss + d), a);
+          a = fma(ps[h * KT + t], vs[t * DV + d], a);
         acc[p] = a;
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE); /* ks, ps and ast are rewritten next */
+    barrier(CLK_LOCAL_MEM_FENCE); /* ks, vs, ps and ast are rewritten next */
   }
 
   for (int p = 0; p < PAIRS; p++) {

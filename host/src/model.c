@@ -317,12 +317,13 @@ clattn_status clattn_model_decode(const clattn_decode_desc *d,
         ex += T * G * (1.0 + pl.kb);
       } else {
         const double KT = pl.kb, T = cdiv(nk, KT);
-        /* every item reads lens; q once; K once; V once per query head */
-        rd += 4.0 * pl.wg + es * G * DK + es * nk * (DK + G * DV);
+        /* every item reads lens; q, K and V once each (V staged in local
+         * memory, then read by each query head) */
+        rd += 4.0 * pl.wg + es * G * DK + es * nk * (DK + DV);
         fma += T * G * KT * DK + nk * G * DV + T * G;
         ex += T * G * (1.0 + KT);
         loc += 4.0 * (G * DK * (1.0 + T * KT) + T * KT * DK * (1.0 + G) +
-                      T * G * KT * 3.0 + nk * G);
+                      T * G * KT * 3.0 + nk * G + nk * DV * (1.0 + G));
       }
       wr += G * out_row;
     }
@@ -340,7 +341,6 @@ clattn_status clattn_model_decode(const clattn_decode_desc *d,
   const double kv = es * keys_all * hkv * (DK + DV);
   const double qb = es * B * hq * DK;
   c->bytes_compulsory = 4.0 * B + qb + kv + es * B * hq * DV;
-  /* variant 2 re-reads V per query head within one tile: cached */
   dram(c, 4.0 * B + qb + kv, es * pl.kb * (DK + DV), prof);
   dram_reads[0] = c->bytes_dram - c->bytes_written;
   if (!direct) {

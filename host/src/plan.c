@@ -86,15 +86,17 @@ size_t clattn__prefill_local_bytes(const clattn_attn_desc *d,
              : 0;
 }
 
-static size_t decode_local(int g, int dk, int kt) {
-  return ((size_t)g * dk + (size_t)kt * (dk + g) + 3u * g) * 4;
+/* Variant 2's local memory: q, the K and V tiles, the tile's
+ * probabilities and three floats of softmax state per head. */
+static size_t decode_local(const clattn_decode_desc *d, int kt) {
+  const size_t g = (size_t)(d->heads_q / d->heads_kv);
+  const size_t dk = (size_t)d->head_dim_k, dv = (size_t)d->head_dim_v;
+  return (g * dk + (size_t)kt * (dk + dv + g) + 3u * g) * 4;
 }
 
 size_t clattn__decode_local_bytes(const clattn_decode_desc *d,
                                   const clattn__decode_plan *pl) {
-  return pl->variant == 2 ? decode_local(d->heads_q / d->heads_kv,
-                                         d->head_dim_k, pl->kb)
-                          : 0;
+  return pl->variant == 2 ? decode_local(d, pl->kb) : 0;
 }
 
 clattn_status clattn__plan_decode(const clattn__target *t,
@@ -114,7 +116,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   /* a group too wide for local memory even with 1-key tiles: the
    * register-blocked kernel still runs it */
   if (!p->variant && pl->variant == 2 &&
-      decode_local(g, dk, 1) > local_budget(t))
+      decode_local(d, 1) > local_budget(t))
     pl->variant = 1;
   if (pl->variant == 1) {
     /* wide groups amortise the softmax over more keys per block */
@@ -131,7 +133,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     pl->wg = p->wg ? p->wg : (int)(t->max_wg < 64 ? t->max_wg : 64);
     pl->kb = p->keys ? p->keys : 32;
     while (!p->keys && pl->kb > 1 &&
-           decode_local(g, dk, pl->kb) > local_budget(t))
+           decode_local(d, pl->kb) > local_budget(t))
       pl->kb /= 2;
     if (pl->kb > 256) {
       snprintf(why, cap, "params: variant 2 keys per tile must be <= 256");
