@@ -34,9 +34,10 @@
 /* ------------------------------------------------------------- spaces */
 
 static const clattn__target targets[] = {
-    {1, 2, 4096, 4u << 20},  /* PoCL-like CPU */
-    {0, 80, 1024, 48u << 10}, /* a GPU */
-    {0, 8, 64, 16u << 10},   /* a small GPU */
+    {1, 1, 2, 4096, 4u << 20},   /* PoCL-like CPU */
+    {0, 0, 80, 1024, 48u << 10}, /* a GPU */
+    {0, 0, 8, 64, 16u << 10},    /* a small GPU */
+    {1, 0, 8, 1024, 32u << 10},  /* llvmpipe-like CPU (implicit SIMD) */
 };
 
 static void check_space(const clattn__target *t, const clattn__space *s,
@@ -82,7 +83,7 @@ static void check_space(const clattn__target *t, const clattn__space *s,
 Test(space, prefill_constraints) {
   static const int dims[] = {32, 64, 128, 256};
   int pruned_small = 0;
-  for (int ti = 0; ti < 3; ti++)
+  for (int ti = 0; ti < 4; ti++)
     for (int di = 0; di < 4; di++) {
       clattn_attn_desc d = {1, 300, 300, 8, 2, dims[di], dims[di],
                             CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1,
@@ -102,7 +103,7 @@ Test(space, prefill_constraints) {
 Test(space, decode_constraints) {
   static const int g[] = {1, 4, 8, 32};
   int pruned_small = 0;
-  for (int ti = 0; ti < 3; ti++)
+  for (int ti = 0; ti < 4; ti++)
     for (int gi = 0; gi < 4; gi++) {
       clattn_decode_desc d = {2, 3000, 2 * g[gi], 2, 128, 128, CLATTN_F16,
                               CLATTN_BHSD, 0.0f, NULL};
@@ -114,6 +115,38 @@ Test(space, decode_constraints) {
       clattn__space_free(&s);
     }
   cr_assert(pruned_small > 0, "the small GPU pruned nothing");
+}
+
+/* The untuned default kernel shape: register-blocked (variant 1) only on a
+ * CPU whose compiler wants explicit vectors; work-group kernels (variant 2)
+ * on GPUs and on CPU runtimes that vectorise across work-items. */
+Test(space, default_variant) {
+  static const int expect[] = {1, 2, 2, 2};
+  for (int ti = 0; ti < 4; ti++) {
+    char why[160];
+    clattn_attn_desc a = {1, 100, 100, 8, 2, 64, 64, CLATTN_F32, CLATTN_BSHD,
+                          CLATTN_BSHD, 0.0f, 1, NULL};
+    clattn__prefill_plan pp;
+    cr_assert_eq(clattn__plan_prefill(&targets[ti], &a, &pp, why, sizeof why),
+                 CLATTN_OK, "%s", why);
+    cr_assert_eq(pp.variant, expect[ti], "target %d: prefill variant %d", ti,
+                 pp.variant);
+    clattn_decode_desc d = {1, 1000, 8, 1, 64, 64, CLATTN_F32, CLATTN_BHSD,
+                            0.0f, NULL};
+    clattn__decode_plan dp;
+    cr_assert_eq(clattn__plan_decode(&targets[ti], &d, &dp, why, sizeof why),
+                 CLATTN_OK, "%s", why);
+    cr_assert_eq(dp.variant, expect[ti], "target %d: decode variant %d", ti,
+                 dp.variant);
+  }
+  /* a CPU profile keeps its preferred vector width as wave_width */
+  clattn_profile prof;
+  memset(&prof, 0, sizeof prof);
+  prof.is_cpu = 1;
+  prof.wave_width = 16;
+  cr_assert(clattn__target_of_profile(&prof).cpu_vectors);
+  prof.wave_width = 1;
+  cr_assert(!clattn__target_of_profile(&prof).cpu_vectors);
 }
 
 /* -------------------------------------------------------------- tuning */

@@ -8,6 +8,8 @@
 clattn__target clattn__target_of_profile(const clattn_profile *p) {
   clattn__target t;
   t.is_cpu = p->is_cpu;
+  /* a CPU's profile keeps its preferred float vector width as wave_width */
+  t.cpu_vectors = p->is_cpu && p->wave_width > 1;
   t.compute_units = p->compute_units ? p->compute_units : 1;
   t.max_wg = p->max_wg ? p->max_wg : 256;
   t.local_mem = p->local_mem_bytes;
@@ -37,7 +39,7 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
     snprintf(why, cap, PARAMS_RANGE);
     return CLATTN_ERR_INVALID_ARG;
   }
-  pl->variant = p->variant ? p->variant : t->is_cpu ? 1 : 2;
+  pl->variant = p->variant ? p->variant : t->cpu_vectors ? 1 : 2;
   if (pl->variant == 1) {
     pl->rb = p->rows ? p->rows : (dk + dv <= 192 ? 4 : 2);
     pl->kb = p->keys ? p->keys : (dk <= 128 ? 64 : 32);
@@ -112,7 +114,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     snprintf(why, cap, PARAMS_RANGE);
     return CLATTN_ERR_INVALID_ARG;
   }
-  pl->variant = p->variant ? p->variant : t->is_cpu ? 1 : 2;
+  pl->variant = p->variant ? p->variant : t->cpu_vectors ? 1 : 2;
   /* a group too wide for local memory even with 1-key tiles: the
    * register-blocked kernel still runs it */
   if (!p->variant && pl->variant == 2 &&

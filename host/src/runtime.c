@@ -230,6 +230,8 @@ static clattn_status read_devinfo(clattn_ctx *ctx) {
                                  NULL));
   CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MAX_CLOCK_FREQUENCY,
                                  sizeof d->clock_mhz, &d->clock_mhz, NULL));
+  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT,
+                                 sizeof d->pref_float, &d->pref_float, NULL));
   CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE,
                                  sizeof d->max_wg, &d->max_wg, NULL));
   CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_ITEM_SIZES,
@@ -695,6 +697,7 @@ int clattn__is_layout(clattn_layout l) {
 clattn__target clattn__ctx_target(const clattn_ctx *ctx) {
   clattn__target t;
   t.is_cpu = (ctx->dev.type & CL_DEVICE_TYPE_CPU) != 0;
+  t.cpu_vectors = t.is_cpu && ctx->dev.pref_float > 1;
   t.compute_units = ctx->dev.compute_units ? ctx->dev.compute_units : 1;
   t.max_wg = ctx->dev.max_wg < ctx->dev.max_item[0] ? ctx->dev.max_wg
                                                     : ctx->dev.max_item[0];

@@ -28,6 +28,7 @@ typedef struct clattn__devinfo {
   cl_device_type type;
   cl_uint compute_units;
   cl_uint clock_mhz;
+  cl_uint pref_float; /* CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT */
   size_t max_wg;
   size_t max_item[3];
   cl_ulong local_mem;
