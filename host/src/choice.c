@@ -244,6 +244,29 @@ static void keep_rows(clattn__tuning *T, clattn_tune_entry *rows, int n) {
 }
 
 /* Read the entries and the device's profile at the first call. */
+clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
+                                     char *why, size_t cap) {
+  struct stat sb;
+  clattn_status rc;
+  *db = NULL;
+  if (ctx->tuning_db == NULL) {
+    snprintf(why, cap,
+             "tuning is off (no_tuning, CLATTN_NO_TUNING or no database "
+             "path)");
+    return CLATTN_OK;
+  }
+  if (stat(ctx->tuning_db, &sb) != 0) {
+    snprintf(why, cap, "no tuning database at %.400s", ctx->tuning_db);
+    return CLATTN_OK;
+  }
+  rc = clattn_db_open(ctx->tuning_db, db);
+  if (rc == CLATTN_OK)
+    return CLATTN_OK;
+  snprintf(why, cap, "tuning database unreadable: %.400s",
+           clattn_db_errmsg(NULL));
+  return rc == CLATTN_ERR_NOMEM ? rc : CLATTN_OK;
+}
+
 static clattn__tuning *tuning(clattn_ctx *ctx) {
   if (ctx->tuning)
     return ctx->tuning;
@@ -259,16 +282,8 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
     T->prof = rep;
   }
   clattn_db *db = NULL;
-  struct stat sb;
-  if (ctx->tuning_db == NULL) {
-    snprintf(T->note, sizeof T->note, "tuning entries off");
-  } else if (stat(ctx->tuning_db, &sb) != 0) {
-    snprintf(T->note, sizeof T->note, "no tuning database at %.200s",
-             ctx->tuning_db);
-  } else if (clattn_db_open(ctx->tuning_db, &db) != CLATTN_OK) {
-    snprintf(T->note, sizeof T->note, "tuning database unreadable: %.200s",
-             clattn_db_errmsg(NULL));
-  } else {
+  if (clattn__tuning_db_open(ctx, &db, T->note, sizeof T->note) == CLATTN_OK &&
+      db != NULL) {
     clattn_tune_entry *rows = NULL;
     int n = 0;
     if (clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n) != CLATTN_OK) {
@@ -313,43 +328,6 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
   clattn_db_close(db);
   ctx->errmsg[0] = '\0';
   return T;
-}
-
-int clattn__tuned_best(clattn_ctx *ctx, const char *kernel,
-                       clattn__entry_ref *out) {
-  clattn__tuning *T = tuning(ctx);
-  const clattn_tune_entry *best = NULL;
-  int best_mine = 0;
-  double best_size = 0;
-  if (T == NULL)
-    return 0;
-  /* this device before its kin; among classes, the largest (the one whose
-   * time matters most): sizes are the class's numbers multiplied */
-  for (int i = 0; i < T->n; i++) {
-    const clattn_tune_entry *r = &T->e[i];
-    if (strcmp(r->kernel, kernel) != 0)
-      continue;
-    int mine = strcmp(r->fingerprint, T->fingerprint) == 0;
-    double size = 1;
-    for (const char *s = r->shape_class; *s; s++)
-      if (isdigit((unsigned char)*s) &&
-          (s == r->shape_class || !isdigit((unsigned char)s[-1])))
-        size *= atof(s);
-    if (best == NULL || mine > best_mine ||
-        (mine == best_mine && size > best_size)) {
-      best = r;
-      best_mine = mine;
-      best_size = size;
-    }
-  }
-  if (best == NULL)
-    return 0;
-  out->shape_class = best->shape_class;
-  out->params = best->params;
-  out->device = best->device;
-  out->median_s = best->median_s;
-  out->same_device = best_mine;
-  return 1;
 }
 
 /* -------------------------------------------------------- shape classes */

@@ -222,15 +222,11 @@ clattn_status clattn__choose_decode(clattn_ctx *ctx,
                                     clattn_choice *ch,
                                     clattn__decode_plan *pl);
 
-/* The best "ok" entry of a kernel (e.g. "clblast-xgemm") for this device,
- * else for its vendor and architecture: NULL if none.  *same_device tells
- * which.  The strings live as long as the loaded entries. */
-typedef struct clattn__entry_ref {
-  const char *shape_class, *params, *device;
-  double median_s;
-  int same_device;
-} clattn__entry_ref;
-int clattn__tuned_best(clattn_ctx *ctx, const char *kernel,
-                       clattn__entry_ref *out);
+/* Open the context's tuning database for run-time lookups.  *db is NULL,
+ * with the reason in why, when tuning is off, the file does not exist or
+ * cannot be read (all CLATTN_OK: the defaults apply); an error only when
+ * out of memory. */
+clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
+                                     char *why, size_t cap);
 
 #endif /* CLATTN_RUNTIME_H */

@@ -37,7 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define KERNEL "clblast-xgemm"
 
@@ -795,26 +794,11 @@ clattn_status clattn__gemm_apply(clattn_ctx *ctx) {
     return rc;
   if (ctx->gemm_explain[0] != '\0')
     return CLATTN_OK; /* once per context */
-  if (ctx->tuning_db == NULL) {
-    explain_defaults(ctx, "tuning is off (no_tuning, CLATTN_NO_TUNING or "
-                          "no database path)");
-    return CLATTN_OK;
-  }
-  if (access(ctx->tuning_db, F_OK) != 0) {
-    char why[512];
-    snprintf(why, sizeof why, "no tuning database at %.400s",
-             ctx->tuning_db);
-    explain_defaults(ctx, why);
-    return CLATTN_OK;
-  }
-  rc = clattn_db_open(ctx->tuning_db, &db);
-  if (rc != CLATTN_OK) {
-    if (rc == CLATTN_ERR_NOMEM)
-      return clattn__fail(ctx, rc, "opening the tuning database %s: %s",
-                          ctx->tuning_db, clattn_db_errmsg(NULL));
-    char why[512];
-    snprintf(why, sizeof why, "tuning database unreadable: %.400s",
-             clattn_db_errmsg(NULL));
+  char why[512];
+  rc = clattn__tuning_db_open(ctx, &db, why, sizeof why);
+  if (rc != CLATTN_OK)
+    return clattn__fail(ctx, rc, "%s", why);
+  if (db == NULL) {
     explain_defaults(ctx, why);
     return CLATTN_OK;
   }
