@@ -7,6 +7,7 @@
  * GEMM rounding of ~sqrt(d_model) * 6e-8, far below it.
  * The first CLBlast call of a process builds its GEMM kernels (tens of
  * seconds with a cold PoCL cache), hence the generous timeouts.
+ * CLATTN_TEST_SUBSET=small (the Oclgrind run) keeps two small shapes.
  */
 #include "util.h"
 
@@ -20,13 +21,26 @@ typedef struct lshape {
   int b, n, D, hq, hkv, dk, dv;
 } lshape;
 
-static const lshape shapes[] = {
+static const lshape full_shapes[] = {
     {1, 23, 64, 4, 4, 16, 16},  /* MHA */
     {2, 40, 64, 8, 2, 16, 16},  /* GQA */
     {2, 17, 96, 6, 1, 16, 24},  /* MQA, dk != dv */
     {1, 33, 96, 3, 3, 32, 32},  /* MHA, D != hq * dk */
 };
-#define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
+/* CLATTN_TEST_SUBSET=small (Oclgrind): GQA and MQA (dk != dv), short. */
+static const lshape small_shapes[] = {
+    {2, 9, 32, 4, 2, 8, 8},    /* GQA */
+    {2, 7, 48, 6, 1, 8, 12},   /* MQA, dk != dv */
+};
+static const lshape *shapes = full_shapes;
+static int n_shapes = (int)(sizeof full_shapes / sizeof full_shapes[0]);
+
+static void pick_shapes(void) {
+  if (tu_subset("small")) {
+    shapes = small_shapes;
+    n_shapes = (int)(sizeof small_shapes / sizeof small_shapes[0]);
+  }
+}
 
 /* Host weights and the device layer built from them. */
 typedef struct fixture {
@@ -108,7 +122,8 @@ static cl_mem upload_rows(clattn_ctx *ctx, const float *x, int b, int n,
 
 /* Prefill without a cache, causal and not, every shape. */
 Test(layer, prefill_matches_reference, .timeout = 900) {
-  for (int si = 0; si < NSHAPES; si++) {
+  pick_shapes();
+  for (int si = 0; si < n_shapes; si++) {
     const lshape *s = &shapes[si];
     fixture f;
     fx_init(&f, s, 10u + (unsigned)si);
@@ -146,7 +161,8 @@ Test(layer, prefill_matches_reference, .timeout = 900) {
  * (two chunks through the cache, the second non-causal as the final chunk)
  * reproduces the reference too, after clattn_kv_cache_reset. */
 Test(layer, cache_prefill_then_decode, .timeout = 900) {
-  for (int si = 0; si < NSHAPES; si++) {
+  pick_shapes();
+  for (int si = 0; si < n_shapes; si++) {
     const lshape *s = &shapes[si];
     fixture f;
     fx_init(&f, s, 20u + (unsigned)si);
@@ -264,7 +280,8 @@ Test(layer, cache_prefill_then_decode, .timeout = 900) {
 /* A full cache refuses more positions with CLATTN_ERR_CAPACITY, keeps its
  * length, enqueues nothing (y keeps its sentinel), and works after reset. */
 Test(layer, capacity, .timeout = 900) {
-  const lshape *s = &shapes[1];
+  pick_shapes();
+  const lshape *s = &shapes[n_shapes > 1 ? 1 : 0];
   fixture f;
   fx_init(&f, s, 31);
   int b = s->b, D = s->D, cap = 6;
@@ -330,6 +347,7 @@ Test(layer, capacity, .timeout = 900) {
 
 /* Argument checks of the layer API. */
 Test(layer, misuse, .timeout = 900) {
+  pick_shapes();
   const lshape *s = &shapes[0];
   fixture f;
   fx_init(&f, s, 41);
