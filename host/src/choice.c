@@ -243,7 +243,6 @@ static void keep_rows(clattn__tuning *T, clattn_tune_entry *rows, int n) {
   T->n = k;
 }
 
-/* Read the entries and the device's profile at the first call. */
 clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
                                      char *why, size_t cap) {
   struct stat sb;
@@ -267,6 +266,7 @@ clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
   return rc == CLATTN_ERR_NOMEM ? rc : CLATTN_OK;
 }
 
+/* Read the entries and the device's profile at the first call. */
 static clattn__tuning *tuning(clattn_ctx *ctx) {
   if (ctx->tuning)
     return ctx->tuning;
