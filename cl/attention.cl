@@ -179,7 +179,7 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
           const int16 tidx = lane + (int16)(t0 + 16 * u);
           s[r][u] = select(s[r][u], (float16)(-INFINITY), tidx >= lim[r]);
         }
-        tmax = fmax(tmax, s[r][u]);
+        tmax = max(tmax, s[r][u]);
       }
       const float alpha = online_softmax16(s[r], NKV, hmax16(tmax), &mrow[r],
                                            &lrow[r], p[r]);
@@ -270,9 +270,9 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
       for (int d = 0; d < DK; d++)
         dot = fma(qs[d], ks[t * DK + d], dot);
       s[t] = (t0 + t < lim && t < nt) ? dot : -INFINITY;
-      tmax = fmax(tmax, s[t]);
+      tmax = max(tmax, s[t]);
     }
-    const float mnew = fmax(mrow, tmax);
+    const float mnew = max(mrow, tmax);
     const float mref = softmax_ref(mnew);
     const float alpha = exp2s1(mrow - mref);
     float psum = 0.0f;

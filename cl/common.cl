@@ -111,23 +111,29 @@ inline float hsum2(float2 x) { return x.s0 + x.s1; }
 inline float hsum4(float4 x) { return (x.s0 + x.s1) + (x.s2 + x.s3); }
 inline float hsum8(float8 x) { return hsum4(lo8(x) + hi8(x)); }
 inline float hsum16(float16 x) { return hsum8(lo16(x) + hi16(x)); }
-inline float hmax4(float4 x) {
-  return fmax(fmax(x.s0, x.s1), fmax(x.s2, x.s3));
-}
-inline float hmax8(float8 x) { return hmax4(fmax(lo8(x), hi8(x))); }
-inline float hmax16(float16 x) { return hmax8(fmax(lo16(x), hi16(x))); }
+/* Maxima use max(), not fmax(): scores and log-sum-exps are finite or
+ * -inf, never NaN, so fmax's NaN handling (a compare and a blend per
+ * operation on x86) buys nothing. */
+inline float hmax4(float4 x) { return max(max(x.s0, x.s1), max(x.s2, x.s3)); }
+inline float hmax8(float8 x) { return hmax4(max(lo8(x), hi8(x))); }
+inline float hmax16(float16 x) { return hmax8(max(lo16(x), hi16(x))); }
 #define HSUMW(W, x) CAT(hsum, W)(x)
 
 /* 2^x for the softmax, where x <= 0 (a score minus the running maximum).
  * Cephes' exp2f polynomial on [-0.5, 0.5] (relative error below 2e-7),
  * scaled by building the power of two from its exponent bits; x < -126.5,
  * including -inf, gives exactly 0.  Written out so that it vectorises:
- * library exp2 calls are scalarised by some compilers. */
-#define EXP2_DEF(N, FT, IT, CVT, ASF)                                          \
+ * library exp2 calls are scalarised by some compilers.  x is rounded to
+ * the nearest integer by adding and subtracting 1.5 * 2^23 (exact in
+ * IEEE arithmetic, which the kernels keep: no fast-math options), whose
+ * sum also carries that integer in its low bits: two additions where
+ * floor() becomes a dozen instructions on CPUs without a native one in
+ * the compiler's library. */
+#define EXP2_DEF(N, FT, IT, ASI, ASF)                                          \
   inline FT CAT(exp2s, N)(FT x) {                                              \
-    const FT xc = fmax(x, (FT)(-127.0f));                                      \
-    const FT xi = floor(xc + (FT)(0.5f));                                      \
-    const FT f = xc - xi;                                                      \
+    const FT xc = max(x, (FT)(-127.0f));                                       \
+    const FT t = xc + (FT)(12582912.0f);                                       \
+    const FT f = xc - (t - (FT)(12582912.0f));                                 \
     FT p = (FT)(1.535336188319500e-4f);                                        \
     p = fma(p, f, (FT)(1.339887440266574e-3f));                                \
     p = fma(p, f, (FT)(9.618437357674640e-3f));                                \
@@ -135,11 +141,11 @@ inline float hmax16(float16 x) { return hmax8(fmax(lo16(x), hi16(x))); }
     p = fma(p, f, (FT)(2.402264791363012e-1f));                                \
     p = fma(p, f, (FT)(6.931472028550421e-1f));                                \
     p = fma(p, f, (FT)(1.0f));                                                 \
-    const IT e = max(CVT(xi) + (IT)(127), (IT)(0));                            \
+    const IT e = max(ASI(t) - (IT)(0x4B400000 - 127), (IT)(0));                \
     return p * ASF(e << 23);                                                   \
   }
-EXP2_DEF(1, float, int, convert_int, as_float)
-EXP2_DEF(16, float16, int16, convert_int16, as_float16)
+EXP2_DEF(1, float, int, as_int, as_float)
+EXP2_DEF(16, float16, int16, as_int16, as_float16)
 
 /* Online-softmax step guards (spec 8.1): the reference point of a row whose
  * keys so far are all masked is 0, so exp2(-inf - 0) = 0 and no NaN arises. */
@@ -151,7 +157,7 @@ inline float softmax_ref(float m) { return m == -INFINITY ? 0.0f : m; }
  * returns alpha, the factor that rescales the row's accumulators. */
 inline float online_softmax16(const float16 *s, int nv, float smax,
                               float *m, float *l, float *p) {
-  const float mnew = fmax(*m, smax);
+  const float mnew = max(*m, smax);
   const float mref = softmax_ref(mnew);
   const float alpha = exp2s1(*m - mref);
   float16 psum = (float16)(0.0f);

@@ -135,7 +135,7 @@ __kernel void decode_split_reg(__global const stor_t *q,
 #pragma unroll
       for (int u = 0; u < NKB; u++) {
         sv[u] = vload16(u, sc[h]);
-        vmax = fmax(vmax, sv[u]);
+        vmax = max(vmax, sv[u]);
       }
       const float alpha = online_softmax16(sv, NKB, hmax16(vmax), &mrow[h],
                                            &lrow[h], sc[h]);
@@ -235,8 +235,8 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
     for (int h = lid; h < G; h += WG) {
       float tmax = -INFINITY;
       for (int t = 0; t < KT; t++)
-        tmax = fmax(tmax, ps[h * KT + t]);
-      const float mnew = fmax(mst[h], tmax);
+        tmax = max(tmax, ps[h * KT + t]);
+      const float mnew = max(mst[h], tmax);
       const float mref = softmax_ref(mnew);
       const float alpha = exp2s1(mst[h] - mref);
       float psum = 0.0f;
@@ -291,7 +291,7 @@ __kernel void decode_combine(__global const float *opart,
   __global const float *ls = lse + (long)row * S;
   float lmax = -INFINITY;
   for (int s = 0; s < S; s++)
-    lmax = fmax(lmax, ls[s]);
+    lmax = max(lmax, ls[s]);
   vfloat sum = (vfloat)(0.0f);
   float z = 0.0f;
   if (lmax != -INFINITY) {
