@@ -187,17 +187,26 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
       for (int w = 0; w < NV; w++)
         acc[r][w] *= alpha;
     }
-    /* P V: RB * NV independent accumulators; V rows are contiguous
-     * (staged) so the tile stays in L1 across the rows */
+    /* P V row by row: one row's NV accumulators stay in registers while
+     * the tile's V rows (staged, contiguous: in L1 after the first row)
+     * stream past; all RB * NV of them at once would not fit a CPU's
+     * register file (16 x 256-bit on AVX2) and would spill */
     const int nt = min(KB, kend - t0);
-    for (int t = 0; t < nt; t++) {
 #pragma unroll
-      for (int w = 0; w < NV; w++) {
-        const vfloat vv = LDF(VWV, vcb, (long)(t0 + t) * DV + w * VWV);
+    for (int r = 0; r < RB; r++) {
+      vfloat a[NV];
 #pragma unroll
-        for (int r = 0; r < RB; r++)
-          acc[r][w] = fma((vfloat)(p[r][t]), vv, acc[r][w]);
+      for (int w = 0; w < NV; w++)
+        a[w] = acc[r][w];
+      for (int t = 0; t < nt; t++) {
+        const vfloat pt = (vfloat)(p[r][t]);
+#pragma unroll
+        for (int w = 0; w < NV; w++)
+          a[w] = fma(pt, LDF(VWV, vcb, (long)(t0 + t) * DV + w * VWV), a[w]);
       }
+#pragma unroll
+      for (int w = 0; w < NV; w++)
+        acc[r][w] = a[w];
     }
   }
 

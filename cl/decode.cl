@@ -143,15 +143,24 @@ __kernel void decode_split_reg(__global const stor_t *q,
       for (int w = 0; w < NV; w++)
         acc[h][w] *= alpha;
     }
-    for (int t = 0; t < nt; t++) {
-      const long vr = vb + (t0 + t) * v_ss;
+    /* P V head by head: one head's NV accumulators stay in registers
+     * while the block's V rows (in L1 after the first head) stream past;
+     * all G * NV at once would not fit a CPU's register file and spill */
+    for (int h = 0; h < G; h++) {
+      vfloat a[NV];
 #pragma unroll
-      for (int w = 0; w < NV; w++) {
-        const vfloat vv = LDW(VWV, v, vr + w * VWV);
+      for (int w = 0; w < NV; w++)
+        a[w] = acc[h][w];
+      for (int t = 0; t < nt; t++) {
+        const long vr = vb + (t0 + t) * v_ss;
+        const vfloat pt = (vfloat)(sc[h][t]);
 #pragma unroll
-        for (int h = 0; h < G; h++)
-          acc[h][w] = fma((vfloat)(sc[h][t]), vv, acc[h][w]);
+        for (int w = 0; w < NV; w++)
+          a[w] = fma(pt, LDW(VWV, v, vr + w * VWV), a[w]);
       }
+#pragma unroll
+      for (int w = 0; w < NV; w++)
+        acc[h][w] = a[w];
     }
   }
 

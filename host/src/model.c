@@ -203,7 +203,8 @@ clattn_status clattn_model_attention(const clattn_attn_desc *d,
         rd += lens_b + es * RB * DK;
         if (kend > 0) {
           const double T = cdiv(kend, KB);
-          rd += 4.0 * T * DK * KB + 4.0 * kend * DV; /* K^T tiles, V rows */
+          /* K^T tiles; V rows, once per row of the block */
+          rd += 4.0 * T * DK * KB + 4.0 * kend * DV * RB;
           /* QK^T, PV, and per row and tile the running sum's update */
           fma += T * DK * RB * KB + kend * DV * RB + T * RB;
           ex += T * RB * (1.0 + KB); /* alpha + KB probabilities */
@@ -312,7 +313,8 @@ clattn_status clattn_model_decode(const clattn_decode_desc *d,
       const double nk = imax(0, imin(L, tb + pl.chunk) - tb);
       if (pl.variant == 1) {
         const double T = cdiv(nk, pl.kb);
-        rd += 4.0 + es * G * DK + es * nk * (DK + DV); /* lens, q, K, V */
+        /* lens, q, K; V once per query head of the group */
+        rd += 4.0 + es * G * DK + es * nk * (DK + G * DV);
         fma += nk * G * (DK + DV) + T * G; /* QK^T, PV, sum updates */
         ex += T * G * (1.0 + pl.kb);
       } else {
