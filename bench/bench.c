@@ -1,8 +1,8 @@
 /* bench.c - clattn benchmark.
  *
- * One run on one device measures the device's own ceilings (a float16 copy
- * kernel and a float16 FMA kernel), then reports every attention figure as
- * a ratio to them or to a baseline measured in the same run:
+ * One run on one device measures the device's own ceilings (clattn_probe:
+ * copy and read bandwidth, FP32 FMA rate), then reports every attention
+ * figure as a ratio to them or to a baseline measured in the same run:
  *   - fused prefill vs an unfused CLBlast GEMM + softmax + GEMM pipeline,
  *     with the automatic kernel shape and a few explicit ones;
  *   - decode over cold KV caches (MHA, GQA, MQA) vs the copy bandwidth;
@@ -24,59 +24,6 @@
 /* ---------------------------------------------------------- kernels */
 
 static const char bench_cl[] =
-    "__kernel void copy16(__global const float16 *restrict a,\n"
-    "                     __global float16 *restrict b)\n"
-    "{\n"
-    "  size_t i = get_global_id(0);\n"
-    "  b[i] = a[i];\n"
-    "}\n"
-    "\n"
-    "/* Read-only bandwidth: each work-item sums `chunk` float16 vectors,\n"
-    " * contiguous (CPU-friendly) or strided by the global size (GPU). */\n"
-    "__kernel void read16(__global const float16 *restrict a,\n"
-    "                     __global float *restrict out, int chunk,\n"
-    "                     int contig)\n"
-    "{\n"
-    "  size_t g = get_global_id(0), n = get_global_size(0);\n"
-    "  float16 s0 = (float16)(0.0f), s1 = (float16)(0.0f);\n"
-    "  size_t base = contig ? g * (size_t)chunk : g;\n"
-    "  size_t step = contig ? 1 : n;\n"
-    "  for (int j = 0; j < chunk; j += 2) {\n"
-    "    s0 += a[base + (size_t)j * step];\n"
-    "    s1 += a[base + (size_t)(j + 1) * step];\n"
-    "  }\n"
-    "  s0 += s1;\n"
-    "  float8 h8 = s0.lo + s0.hi;\n"
-    "  float4 h4 = h8.lo + h8.hi;\n"
-    "  out[g] = h4.x + h4.y + h4.z + h4.w;\n"
-    "}\n"
-    "\n"
-    "#define FMA16X(a, b) \\\n"
-    "  x0 = fma(x0, a, b); x1 = fma(x1, a, b); x2 = fma(x2, a, b); \\\n"
-    "  x3 = fma(x3, a, b); x4 = fma(x4, a, b); x5 = fma(x5, a, b); \\\n"
-    "  x6 = fma(x6, a, b); x7 = fma(x7, a, b); x8 = fma(x8, a, b); \\\n"
-    "  x9 = fma(x9, a, b); xa = fma(xa, a, b); xb = fma(xb, a, b); \\\n"
-    "  xc = fma(xc, a, b); xd = fma(xd, a, b); xe = fma(xe, a, b); \\\n"
-    "  xf = fma(xf, a, b);\n"
-    "/* 16 independent float16 FMA chains: 512 FLOPs per iteration. */\n"
-    "__kernel void fma16(__global float *out, float a, float b, int iters)\n"
-    "{\n"
-    "  float16 x0 = (float16)((float)get_global_id(0) * 1e-6f);\n"
-    "  float16 x1 = x0 + 0.01f, x2 = x0 + 0.02f, x3 = x0 + 0.03f;\n"
-    "  float16 x4 = x0 + 0.04f, x5 = x0 + 0.05f, x6 = x0 + 0.06f;\n"
-    "  float16 x7 = x0 + 0.07f, x8 = x0 + 0.08f, x9 = x0 + 0.09f;\n"
-    "  float16 xa = x0 + 0.10f, xb = x0 + 0.11f, xc = x0 + 0.12f;\n"
-    "  float16 xd = x0 + 0.13f, xe = x0 + 0.14f, xf = x0 + 0.15f;\n"
-    "  for (int i = 0; i < iters; i++) {\n"
-    "    FMA16X(a, b)\n"
-    "  }\n"
-    "  float16 s = ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7)) +\n"
-    "              ((x8 + x9) + (xa + xb)) + ((xc + xd) + (xe + xf));\n"
-    "  float8 h8 = s.lo + s.hi;\n"
-    "  float4 h4 = h8.lo + h8.hi;\n"
-    "  out[get_global_id(0)] = h4.x + h4.y + h4.z + h4.w;\n"
-    "}\n"
-    "\n"
     "/* Unfused baseline softmax: one work-item per logits row of length m,\n"
     " * in place.  Row r is query i = r % n; causal: keys t <= m - n + i. */\n"
     "__kernel void softmax_rows(__global float *s, int n, int m, float scale,\n"
@@ -126,8 +73,7 @@ typedef struct bench {
   cl_command_queue queue;
   cl_device_id device;
   cl_program prog;
-  cl_kernel k_copy, k_read, k_fma, k_softmax;
-  int is_cpu;
+  cl_kernel k_softmax;
   int quick;
   int reps;
   const char *json_path;
@@ -300,11 +246,6 @@ static void bench_init(bench *B, const char *device)
   B->context = clattn_ctx_cl_context(B->ctx);
   B->queue = clattn_ctx_queue(B->ctx);
   B->device = clattn_ctx_device(B->ctx);
-  {
-    cl_device_type t = 0;
-    CK(clGetDeviceInfo(B->device, CL_DEVICE_TYPE, sizeof t, &t, NULL));
-    B->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
-  }
 
   const char *src = bench_cl;
   B->prog = clCreateProgramWithSource(B->context, 1, &src, NULL, &err);
@@ -317,12 +258,6 @@ static void bench_init(bench *B, const char *device)
                           sizeof log - 1, log, NULL);
     die("bench kernels failed to build (%d):\n%s", (int)err, log);
   }
-  B->k_copy = clCreateKernel(B->prog, "copy16", &err);
-  CK(err);
-  B->k_read = clCreateKernel(B->prog, "read16", &err);
-  CK(err);
-  B->k_fma = clCreateKernel(B->prog, "fma16", &err);
-  CK(err);
   B->k_softmax = clCreateKernel(B->prog, "softmax_rows", &err);
   CK(err);
 }
@@ -332,12 +267,6 @@ static void bench_cleanup(bench *B)
   g_bench = NULL;
   if (B->queue != NULL)
     clFinish(B->queue);
-  if (B->k_copy != NULL)
-    clReleaseKernel(B->k_copy);
-  if (B->k_read != NULL)
-    clReleaseKernel(B->k_read);
-  if (B->k_fma != NULL)
-    clReleaseKernel(B->k_fma);
   if (B->k_softmax != NULL)
     clReleaseKernel(B->k_softmax);
   if (B->prog != NULL)
@@ -386,108 +315,46 @@ static void print_device(bench *B)
 
 /* --------------------------------------------------------- ceilings */
 
-typedef struct copy_arg {
-  cl_mem a, b;
-  size_t n16;
-} copy_arg;
-
-static int run_copy(bench *B, void *p)
+/* The device's ceilings, measured now by the library's probe (clattn_probe:
+ * clpeak-style, random data, buffers beyond the last-level cache, best of
+ * vector widths 1-16): copy and read-only bandwidth and the FP32 FMA rate.
+ * Updates B's ceilings and prints them. */
+static void measure_ceilings(bench *B, const char *tag, int with_fma)
 {
-  copy_arg *c = p;
-  size_t gws = c->n16, lws = 256;
-  CK(clSetKernelArg(B->k_copy, 0, sizeof(cl_mem), &c->a));
-  CK(clSetKernelArg(B->k_copy, 1, sizeof(cl_mem), &c->b));
-  CK(clEnqueueNDRangeKernel(B->queue, B->k_copy, 1, NULL, &gws, &lws, 0, NULL,
-                            NULL));
-  return 0;
-}
-
-enum { READ_CHUNK = 64 };
-
-static int run_read(bench *B, void *p)
-{
-  copy_arg *c = p;
-  size_t gws = c->n16 / READ_CHUNK, lws = B->is_cpu ? 8 : 256;
-  cl_int chunk = READ_CHUNK, contig = B->is_cpu;
-  CK(clSetKernelArg(B->k_read, 0, sizeof(cl_mem), &c->a));
-  CK(clSetKernelArg(B->k_read, 1, sizeof(cl_mem), &c->b));
-  CK(clSetKernelArg(B->k_read, 2, sizeof chunk, &chunk));
-  CK(clSetKernelArg(B->k_read, 3, sizeof contig, &contig));
-  CK(clEnqueueNDRangeKernel(B->queue, B->k_read, 1, NULL, &gws, &lws, 0, NULL,
-                            NULL));
-  return 0;
-}
-
-/* Copy and read-only bandwidth over 256 MiB buffers (far beyond the LLC);
- * updates B->copy_gbs and B->read_gbs and prints two rows. */
-static void measure_bandwidth(bench *B, const char *tag)
-{
-  size_t bytes = (size_t)256 << 20;
-  copy_arg c;
-  double tc, tr;
+  clattn_probe_opts po;
+  clattn_probe_result r;
   char name[96];
-  c.n16 = bytes / 64;
-  c.a = buf_new(B, bytes);
-  c.b = buf_new(B, bytes);
-  buf_fill(B, c.a, bytes, 1.0f);
-  buf_fill(B, c.b, bytes, 0.0f);
-  tc = time_median(B, run_copy, &c, 1, B->reps);
-  tr = time_median(B, run_read, &c, 1, B->reps);
-  B->copy_gbs = 2.0 * (double)bytes / tc * 1e-9;
-  B->read_gbs = (double)bytes / tr * 1e-9;
-  rel(&c.a);
-  rel(&c.b);
-  snprintf(name, sizeof name, "copy%s, float16, 256 MiB (read+write)", tag);
-  printf("  %-46s %9.2f %9.1f GB/s\n", name, 1e3 * tc, B->copy_gbs);
-  snprintf(name, sizeof name, "read%s, float16, 256 MiB (read only)", tag);
-  printf("  %-46s %9.2f %9.1f GB/s\n", name, 1e3 * tr, B->read_gbs);
+  memset(&po, 0, sizeof po);
+  if (B->quick) {
+    po.target_s = 0.02;
+    po.repeats = 3;
+  }
+  CKA(B, clattn_probe(B->ctx, &po, &r));
+  B->copy_gbs = r.profile.bw_copy_gbs;
+  B->read_gbs = r.profile.bw_read_gbs;
+  snprintf(name, sizeof name, "copy%s (read+write)", tag);
+  printf("  %-46s %9.1f GB/s\n", name, B->copy_gbs);
+  snprintf(name, sizeof name, "read%s (read only)", tag);
+  printf("  %-46s %9.1f GB/s\n", name, B->read_gbs);
   rec(B, "ceiling", tag[0] ? "copy (before decode)" : "copy", "GB/s",
       B->copy_gbs);
   rec(B, "ceiling", tag[0] ? "read (before decode)" : "read", "GB/s",
       B->read_gbs);
-}
-
-typedef struct fma_arg {
-  cl_mem out;
-  size_t gws, lws;
-  int iters;
-} fma_arg;
-
-static int run_fma(bench *B, void *p)
-{
-  fma_arg *f = p;
-  float a = 0.999f, b = 0.001f;
-  CK(clSetKernelArg(B->k_fma, 0, sizeof(cl_mem), &f->out));
-  CK(clSetKernelArg(B->k_fma, 1, sizeof a, &a));
-  CK(clSetKernelArg(B->k_fma, 2, sizeof b, &b));
-  CK(clSetKernelArg(B->k_fma, 3, sizeof f->iters, &f->iters));
-  CK(clEnqueueNDRangeKernel(B->queue, B->k_fma, 1, NULL, &f->gws, &f->lws, 0,
-                            NULL, NULL));
-  return 0;
+  if (with_fma) {
+    B->fma_gflops = r.profile.fp32_gflops;
+    printf("  %-46s %9.1f GFLOP/s\n", "FP32 FMA peak", B->fma_gflops);
+    rec(B, "ceiling", "fma", "GFLOP/s", B->fma_gflops);
+  }
+  printf("  (clattn_probe, best of vector widths 1-16, %zu MiB per array, "
+         "%.1f s)\n",
+         r.buffer_bytes >> 20, r.seconds);
 }
 
 static void bench_ceilings(bench *B)
 {
-  fma_arg f;
-  cl_uint cu = 1;
-  double t;
-
   printf("== device ceilings (same run) ==\n");
-  printf("  %-46s %9s %14s\n", "kernel", "time ms", "figure");
-  measure_bandwidth(B, "");
-  CK(clGetDeviceInfo(B->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu,
-                     NULL));
-  f.lws = 16;
-  f.gws = (size_t)cu * 8 * f.lws;
-  f.iters = B->quick ? 16384 : 65536;
-  f.out = buf_new(B, f.gws * sizeof(float));
-  t = time_median(B, run_fma, &f, 1, B->reps);
-  B->fma_gflops = (double)f.gws * f.iters * 512.0 / t * 1e-9;
-  rel(&f.out);
-  printf("  %-46s %9.2f %9.1f GFLOP/s\n", "FMA peak, float16 x 16 chains",
-         1e3 * t, B->fma_gflops);
+  measure_ceilings(B, "", 1);
   printf("\n");
-  rec(B, "ceiling", "fma", "GFLOP/s", B->fma_gflops);
 }
 
 /* ---------------------------------------------------- fused prefill */
@@ -737,7 +604,7 @@ static void bench_decode(bench *B)
          target >> 20);
   printf("  bandwidth re-measured just before this section (the machine may "
          "be shared):\n");
-  measure_bandwidth(B, " (again)");
+  measure_ceilings(B, " (again)", 0);
   printf("  %-14s %6s %8s %9s %9s %7s %8s %8s %7s\n", "case", "layers",
          "MiB tot", "us/step", "MiB/step", "GB/s", "of copy", "of read",
          "vs MHA");
