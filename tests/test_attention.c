@@ -32,9 +32,11 @@ static const int ax_b[] = {1, 3};
 static const int ax_n[] = {1, 17, 64, 129, 300};
 static const int ax_m[] = {1, 17, 64, 129, 300};
 static const int ax_heads[][2] = {{1, 1}, {4, 4}, {8, 1}, {8, 2}};
-/* (dk, dv): every value of {16, 64, 80, 128} for both, equal and unequal */
-static const int ax_dims[][2] = {{16, 16},  {64, 64}, {80, 80}, {128, 128},
-                                 {16, 128}, {128, 64}, {64, 80}, {80, 16}};
+/* (dk, dv): every value of {16, 64, 80, 128} for both, equal and unequal;
+ * and {12, 20}, multiples of 4 but not of 8 (narrower vectors) */
+static const int ax_dims[][2] = {{16, 16},  {64, 64},  {80, 80},
+                                 {128, 128}, {16, 128}, {128, 64},
+                                 {64, 80},  {80, 16},  {12, 20}};
 static const int ax_causal[] = {0, 1};
 /* kv_lens: 0 none, 1 random in [0, m], 2 one sequence 0 and the rest
  * random, 3 all m-1 .. padded by one */
