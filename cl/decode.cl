@@ -23,11 +23,14 @@
 #ifndef G
 #define G 1
 #endif
+/* 1 divides every head dim: a program built without them (kv_append's
+ * shares this file) still compiles everything; launches pass the widest
+ * power of two up to 16 dividing DK and DV (clattn__vec_width) */
 #ifndef VWK
-#define VWK 16
+#define VWK 1
 #endif
 #ifndef VWV
-#define VWV 16
+#define VWV 1
 #endif
 #ifndef KB
 #define KB 16
