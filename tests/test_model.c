@@ -362,6 +362,69 @@ Test(model, decode_intensity) {
             t[0] / t[1]);
 }
 
+/* A CPU profile as PoCL reports one: preferred float width `vw`. */
+static clattn_profile cpu(unsigned vw, const char *vendor) {
+  clattn_profile p;
+  memset(&p, 0, sizeof p);
+  p.is_cpu = 1;
+  p.wave_width = vw;
+  snprintf(p.vendor, sizeof p.vendor, "%s", vendor);
+  p.compute_units = 2;
+  p.max_wg = 4096;
+  p.local_mem_bytes = 4u << 20;
+  p.cache_bytes = 32u << 20;
+  p.bw_read_gbs = p.bw_copy_gbs = 30.0;
+  p.fp32_gflops = 100.0;
+  return p;
+}
+
+/* The CPU prefill tile fits the vector registers: AVX2 (8 floats, 16
+ * registers) 2 rows x 32 keys, AVX-512 4 x 64, AArch64 (4 floats, 32
+ * registers) 4 x 16; a tile whose QK^T accumulators do not fit is charged
+ * its spilled FMAs twice, and the one that fits is predicted faster. */
+Test(model, cpu_tile_fits_registers) {
+  static const struct {
+    unsigned vw;
+    const char *vendor;
+    int rows, keys;
+  } c[] = {{8, "AuthenticAMD", 2, 32},
+           {16, "GenuineIntel", 4, 64},
+           {4, "ARM", 4, 16},
+           {4, "GenuineIntel", 2, 16}};
+  const clattn_attn_desc d = {1, 300, 300, 4, 4, 64, 64, CLATTN_F32,
+                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    const clattn_profile p = cpu(c[i].vw, c[i].vendor);
+    clattn_prediction pr;
+    cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK, "%s",
+                 pr.errmsg);
+    cr_expect_eq(pr.params.variant, 1);
+    cr_expect(pr.params.rows == c[i].rows && pr.params.keys == c[i].keys,
+              "width %u %s: rows %d keys %d, expected %d x %d", c[i].vw,
+              c[i].vendor, pr.params.rows, pr.params.keys, c[i].rows,
+              c[i].keys);
+    cr_expect_eq(pr.total.fma_spilled, 0.0);
+  }
+  /* AVX2 with the AVX-512 tile: 5 * 8 + 1 = 41 vectors live, 25 of its 32
+   * accumulators beyond the 16 registers */
+  const clattn_profile p = cpu(8, "AuthenticAMD");
+  clattn_prediction fit, big;
+  const clattn_params bp = {1, 4, 64, 0, 0};
+  clattn_attn_desc db = d;
+  db.params = &bp;
+  cr_assert_eq(clattn_model_attention(&d, NULL, &p, &fit), CLATTN_OK);
+  cr_assert_eq(clattn_model_attention(&db, NULL, &p, &big), CLATTN_OK);
+  const clattn_cost *k = &big.kernel[1];
+  cr_assert_str_eq(k->kernel, "attn_fwd_reg");
+  cr_expect(k->fma_spilled > 0.0 && k->fma_spilled < k->fma_issued,
+            "spilled %g of %g", k->fma_spilled, k->fma_issued);
+  cr_expect(fabs(k->t_compute - 2.0 * (k->fma_issued + k->fma_spilled) /
+                                    100e9) < 1e-9 * k->t_compute,
+            "t_compute %g", k->t_compute);
+  cr_expect(big.total.t_pred > fit.total.t_pred, "spilled %g, fits %g",
+            big.total.t_pred, fit.total.t_pred);
+}
+
 /* The roofline: t = max(memory, compute) + launches; the bound is the
  * larger term; prefill of long sequences is compute-bound on a GPU. */
 Test(model, roofline) {

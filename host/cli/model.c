@@ -183,15 +183,17 @@ static void print_cost_row(const clattn_cost *c) {
 
 static void print_cost_json(const clattn_cost *c, const char *sep) {
   printf("    {\"kernel\": \"%s\", \"launches\": %d, \"flops\": %.0f, "
-         "\"softmax_ops\": %.0f, \"fma_issued\": %.0f, \"exp2_issued\": "
-         "%.0f, \"bytes_read\": %.0f, \"bytes_written\": %.0f, "
-         "\"bytes_compulsory\": %.0f, \"bytes_dram\": %.0f, \"local_bytes\": "
-         "%.0f, \"intensity\": %.6g, \"t_memory\": %.6g, \"t_compute\": "
-         "%.6g, \"t_launch\": %.6g, \"t_pred\": %.6g, \"bound\": \"%s\"}%s\n",
+         "\"softmax_ops\": %.0f, \"fma_issued\": %.0f, \"fma_spilled\": "
+         "%.0f, \"exp2_issued\": %.0f, \"bytes_read\": %.0f, "
+         "\"bytes_written\": %.0f, \"bytes_compulsory\": %.0f, "
+         "\"bytes_dram\": %.0f, \"local_bytes\": %.0f, \"intensity\": "
+         "%.6g, \"t_memory\": %.6g, \"t_compute\": %.6g, \"t_launch\": "
+         "%.6g, \"t_pred\": %.6g, \"bound\": \"%s\"}%s\n",
          c->kernel, c->launches, c->flops, c->softmax_ops, c->fma_issued,
-         c->exp2_issued, c->bytes_read, c->bytes_written, c->bytes_compulsory,
-         c->bytes_dram, c->local_bytes, c->intensity, c->t_memory,
-         c->t_compute, c->t_launch, c->t_pred, cli_bound_name(c->bound), sep);
+         c->fma_spilled, c->exp2_issued, c->bytes_read, c->bytes_written,
+         c->bytes_compulsory, c->bytes_dram, c->local_bytes, c->intensity,
+         c->t_memory, c->t_compute, c->t_launch, c->t_pred,
+         cli_bound_name(c->bound), sep);
 }
 
 static void print_prediction(const char *what, const clattn_profile *p,

@@ -465,9 +465,15 @@ typedef enum clattn_bound {
  *  - bytes_compulsory: each tensor the kernel touches, once.
  *  - bytes_dram: the traffic the time is predicted from: the compulsory
  *    bytes plus the re-reads whose working set exceeds the device cache.
+ *  - fma_spilled: of fma_issued, the lanes whose accumulators do not fit
+ *    a CPU's vector registers at the kernel's tile size (an estimate from
+ *    the tile: the share of the accumulator vectors beyond the register
+ *    file, not a count): the compiler spills them, and each such FMA also
+ *    loads and stores its accumulator, which halves its rate (one store
+ *    per cycle against two FMAs on x86 cores).
  *  - t_memory = reads / read bandwidth + writes / copy bandwidth;
- *    t_compute = 2 * fma_issued / FP32 peak; t_launch per launch;
- *    t_pred = max(t_memory, t_compute) + t_launch. */
+ *    t_compute = 2 * (fma_issued + fma_spilled) / FP32 peak; t_launch per
+ *    launch; t_pred = max(t_memory, t_compute) + t_launch. */
 typedef struct clattn_cost {
   char kernel[32];
   int launches;
@@ -475,6 +481,7 @@ typedef struct clattn_cost {
   double softmax_ops;
   double fma_issued;
   double exp2_issued;
+  double fma_spilled;
   double bytes_read;
   double bytes_written;
   double bytes_compulsory;

@@ -59,8 +59,9 @@ static void timing(clattn_cost *c, double dram_reads,
   const double writes = c->bytes_dram - dram_reads;
   c->t_memory = (rd > 0 ? dram_reads / (rd * 1e9) : 0.0) +
                 (wr > 0 ? writes / (wr * 1e9) : 0.0);
-  c->t_compute =
-      p->fp32_gflops > 0 ? 2.0 * c->fma_issued / (p->fp32_gflops * 1e9) : 0.0;
+  c->t_compute = p->fp32_gflops > 0 ? 2.0 * (c->fma_issued + c->fma_spilled) /
+                                          (p->fp32_gflops * 1e9)
+                                    : 0.0;
   double lat = p->launch_pipelined_us > 0 ? p->launch_pipelined_us
                : p->launch_us > 0         ? p->launch_us
                                           : DEFAULT_LAUNCH_US;
@@ -86,6 +87,7 @@ static void finish(clattn_prediction *out, const double *dram_reads,
     t->softmax_ops += c->softmax_ops;
     t->fma_issued += c->fma_issued;
     t->exp2_issued += c->exp2_issued;
+    t->fma_spilled += c->fma_spilled;
     t->bytes_read += c->bytes_read;
     t->bytes_written += c->bytes_written;
     t->bytes_compulsory += c->bytes_compulsory;
@@ -190,7 +192,7 @@ clattn_status clattn_model_attention(const clattn_attn_desc *d,
 
     clattn_cost *c = add_kernel(out, "attn_fwd_reg");
     const int RB = pl.rb, KB = pl.kb;
-    double rd = 0, wr = 0, fma = 0, ex = 0, staged_once = 0, ws = 0;
+    double rd = 0, wr = 0, fma = 0, qk = 0, ex = 0, staged_once = 0, ws = 0;
     const long blocks = (rows + RB - 1) / RB;
     for (long b = 0; b < B; b++) {
       const long L = kv_lens ? (long)imin(imax(kv_lens[b], 0), m) : m;
@@ -206,6 +208,7 @@ clattn_status clattn_model_attention(const clattn_attn_desc *d,
           /* K^T tiles; V rows, once per row of the block */
           rd += 4.0 * T * DK * KB + 4.0 * kend * DV * RB;
           /* QK^T, PV, and per row and tile the running sum's update */
+          qk += T * DK * RB * KB;
           fma += T * DK * RB * KB + kend * DV * RB + T * RB;
           ex += T * RB * (1.0 + KB); /* alpha + KB probabilities */
           kmax = imax(kmax, kend);
@@ -218,6 +221,7 @@ clattn_status clattn_model_attention(const clattn_attn_desc *d,
     c->bytes_read = hkv * rd;
     c->bytes_written = hkv * wr;
     c->fma_issued = hkv * (fma + EXP2_FMAS * ex);
+    c->fma_spilled = pl.spill * hkv * qk; /* QK^T's spilled accumulators */
     c->exp2_issued = hkv * ex;
     c->flops = flops;
     c->softmax_ops = C_SM * pairs;

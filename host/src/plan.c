@@ -2,6 +2,7 @@
 #include "plan.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define PARAMS_RANGE "params: variant must be 0, 1 or 2 and sizes >= 0"
 
@@ -10,10 +11,28 @@ clattn__target clattn__target_of_profile(const clattn_profile *p) {
   t.is_cpu = p->is_cpu;
   /* a CPU's profile keeps its preferred float vector width as wave_width */
   t.cpu_vectors = p->is_cpu && p->wave_width > 1;
+  t.vec_width = t.cpu_vectors ? (int)p->wave_width : 1;
+  t.vregs = t.cpu_vectors ? clattn__cpu_vregs(t.vec_width, p->vendor) : 0;
   t.compute_units = p->compute_units ? p->compute_units : 1;
   t.max_wg = p->max_wg ? p->max_wg : 256;
   t.local_mem = p->local_mem_bytes;
   return t;
+}
+
+int clattn__cpu_vregs(int vec_width, const char *vendor) {
+  static const char *const x86[] = {"GenuineIntel", "AuthenticAMD", "Intel",
+                                    "AMD", "Advanced Micro Devices"};
+  if (vec_width >= 16)
+    return 32;
+  for (size_t i = 0; vendor && i < sizeof x86 / sizeof x86[0]; i++)
+    if (strstr(vendor, x86[i]))
+      return 16;
+  return 32;
+}
+
+int clattn__prefill_qk_regs(int rb, int kb, int vec_width) {
+  const int w = vec_width > 1 ? vec_width : 1;
+  return (rb + 1) * ((kb + w - 1) / w) + 1;
 }
 
 static int params_ok(const clattn_params *p) {
@@ -34,15 +53,35 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
   static const clattn_params none = {0, 0, 0, 0, 0};
   const clattn_params *p = d->params ? d->params : &none;
   const int dk = d->head_dim_k, dv = d->head_dim_v;
-  *pl = (clattn__prefill_plan){0, 0, 0, 0, 0, 0};
+  *pl = (clattn__prefill_plan){0, 0, 0, 0, 0, 0, 0};
   if (!params_ok(p)) {
     snprintf(why, cap, PARAMS_RANGE);
     return CLATTN_ERR_INVALID_ARG;
   }
   pl->variant = p->variant ? p->variant : t->cpu_vectors ? 1 : 2;
   if (pl->variant == 1) {
-    pl->rb = p->rows ? p->rows : (dk + dv <= 192 ? 4 : 2);
-    pl->kb = p->keys ? p->keys : (dk <= 128 ? 64 : 32);
+    /* Default tile: 4 vectors of keys (16..64, a multiple of 16), and the
+     * most rows (a power of two, up to 4; 2 for wide heads, whose q rows
+     * are large) whose QK^T accumulators fit the vector registers: a
+     * spilled accumulator costs a store per FMA.  AVX2 (8 floats, 16
+     * registers): 2 rows x 32 keys; AVX-512: 4 x 64. */
+    const int vw = t->vec_width > 1 ? t->vec_width : 4;
+    const int vr = t->vregs > 0 ? t->vregs : 16;
+    int kb = 4 * vw < 16 ? 16 : 4 * vw > 64 ? 64 : 4 * vw / 16 * 16;
+    if (dk > 128 && kb > 32)
+      kb = 32;
+    int rb = dk + dv <= 192 ? 4 : 2;
+    while (rb > 1 && clattn__prefill_qk_regs(rb, kb, vw) > vr)
+      rb /= 2;
+    pl->rb = p->rows ? p->rows : rb;
+    pl->kb = p->keys ? p->keys : kb;
+    if (t->cpu_vectors) {
+      const int need = clattn__prefill_qk_regs(pl->rb, pl->kb, vw);
+      const int acc = pl->rb * ((pl->kb + vw - 1) / vw);
+      pl->spill = need <= vr         ? 0.0
+                  : need - vr >= acc ? 1.0
+                                     : (double)(need - vr) / acc;
+    }
     pl->wg = p->wg;
     if (pl->kb % 16 != 0 || pl->kb > 256 || pl->rb > 32) {
       snprintf(why, cap,

@@ -16,6 +16,9 @@ typedef struct clattn__target {
    * (variant 2): GPUs, and CPU runtimes that vectorise across work-items
    * and report 1 (Mesa's llvmpipe, where variant 1 ran 6-12x slower). */
   int cpu_vectors;
+  /* With cpu_vectors: the preferred float vector width and the number of
+   * architectural vector registers (clattn__cpu_vregs). */
+  int vec_width, vregs;
   unsigned compute_units;
   size_t max_wg;                /* min(max work-group, max item size 0) */
   unsigned long long local_mem; /* bytes per work-group */
@@ -23,10 +26,22 @@ typedef struct clattn__target {
 
 clattn__target clattn__target_of_profile(const clattn_profile *p);
 
+/* A CPU's vector registers, which OpenCL does not report: 32 where the
+ * preferred float width is 16 (AVX-512) or the vendor is not an x86 one
+ * (AArch64 has 32), else 16 (x86 with SSE or AVX2). */
+int clattn__cpu_vregs(int vec_width, const char *vendor);
+
+/* Vector registers attn_fwd_reg's QK^T loop keeps live on a CPU: the
+ * rb x kb score accumulators, one kb-key row of K^T and the broadcast
+ * query element, in vectors of vec_width floats. */
+int clattn__prefill_qk_regs(int rb, int kb, int vec_width);
+
 /* Prefill (clattn_attention). */
 typedef struct clattn__prefill_plan {
   int variant; /* 1 register-blocked (kv_stage + attn_fwd_reg), 2 local */
   int rb, kb;  /* variant 1: rows per work-item, keys per tile */
+  double spill; /* variant 1: share of QK^T's accumulator vectors beyond
+                   the CPU's registers (0: they fit) */
   int wg;      /* work-items per group (variant 2; optional for 1) */
   int kt;      /* variant 2: keys per tile */
   int ld;      /* variant 1: staged row length (>= n_kv, see kv_stage) */

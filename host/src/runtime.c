@@ -698,6 +698,9 @@ clattn__target clattn__ctx_target(const clattn_ctx *ctx) {
   clattn__target t;
   t.is_cpu = (ctx->dev.type & CL_DEVICE_TYPE_CPU) != 0;
   t.cpu_vectors = t.is_cpu && ctx->dev.pref_float > 1;
+  t.vec_width = t.cpu_vectors ? (int)ctx->dev.pref_float : 1;
+  t.vregs =
+      t.cpu_vectors ? clattn__cpu_vregs(t.vec_width, ctx->dev.vendor) : 0;
   t.compute_units = ctx->dev.compute_units ? ctx->dev.compute_units : 1;
   t.max_wg = ctx->dev.max_wg < ctx->dev.max_item[0] ? ctx->dev.max_wg
                                                     : ctx->dev.max_item[0];
