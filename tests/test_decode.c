@@ -31,8 +31,8 @@
 static const int ax_b[] = {1, 2, 4};
 static const int ax_cap[] = {1, 7, 100, 1000, 4096};
 static const int ax_heads[][2] = {{1, 1}, {4, 4}, {8, 1}, {8, 2}, {6, 3}};
-/* {12, 20}: k not a multiple of 8 takes the register kernel's per-key
- * scoring path instead of its 8-keys-at-a-time one */
+/* {12, 20}: multiples of 4 but not of 8 (the kernels' 4-wide vectors; k =
+ * 12 also leaves kv_append's program, built without widths, at width 1) */
 static const int ax_dims[][2] = {{16, 16},   {64, 64},  {80, 80}, {128, 128},
                                  {64, 128},  {128, 16}, {12, 20}};
 static const int ax_layout[] = {0, 1};
