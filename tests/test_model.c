@@ -142,14 +142,21 @@ static int parse_counts(const char *path, counted *k, int cap) {
   return n + 1;
 }
 
-/* Run kernel_run on case idx under Oclgrind; the report (its stdout) goes
- * to `out`. */
-static void run_under_oclgrind(int idx, const char *dir, const char *out) {
-  fflush(stdout);
+/* The kernel_run binary (meson passes its path) and Oclgrind's ICD. */
+static const char *kernel_runner(void) {
   const char *runner = getenv("CLATTN_KERNEL_RUN");
   cr_assert_not_null(runner, "CLATTN_KERNEL_RUN is not set (meson sets it)");
   cr_assert_eq(access(OCLGRIND_ICD, R_OK), 0,
                OCLGRIND_ICD " is missing: install oclgrind");
+  return runner;
+}
+
+/* Run kernel_run on case idx under Oclgrind; the report (its stdout) goes
+ * to `out`.  kernel_runner() has been checked (before `dir` was made, so a
+ * missing runner leaves no directory behind). */
+static void run_under_oclgrind(int idx, const char *dir, const char *out) {
+  fflush(stdout);
+  const char *runner = kernel_runner();
   char icd[512], arg[16];
   snprintf(icd, sizeof icd, "%s/oclgrind.icd", dir);
   FILE *f = fopen(icd, "w");
@@ -231,6 +238,7 @@ ParameterizedTestParameters(model, oclgrind_exact) {
 
 ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
   const model_case *mc = &model_cases[*idx];
+  kernel_runner();
   char dir[] = "/tmp/clattn-model-XXXXXX";
   cr_assert_not_null(mkdtemp(dir));
   char out[600];
