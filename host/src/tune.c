@@ -303,6 +303,8 @@ static clattn_status anneal(run *R, unsigned *seed,
       continue;
     }
     int next = nb[rnd(seed) % (unsigned)fresh];
+    if (should_stop(R)) /* a restart may have just spent the last one */
+      break;
     EVAL(next);
     double a = R->t[cur], b = R->t[next];
     if (b < a || (b < INFINITY &&
