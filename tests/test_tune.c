@@ -256,8 +256,8 @@ static double fake_time1(void *self, const int *v) {
 
 /* The cap is a cap: whatever step the search is at when the budget of
  * candidates runs out (an annealing move, or a restart from an unmeasured
- * candidate: before the fix auto with cap 17 here measured 18, anneal with 29 30),
- * no strategy measures more than max_candidates. */
+ * candidate: unchecked, auto with a cap of 17 measured 18 here, anneal 30
+ * with 29), no strategy measures more than max_candidates. */
 Test(tune, cap_honoured) {
   clattn_ctx *ctx = tu_ctx();
   clattn__space s;
