@@ -689,8 +689,10 @@ typedef struct clattn_tune_opts {
                            and no more is spent on it; default 10 s */
   int max_candidates;   /* 0: all (exhaustive), else 25% of the space, at
                            least 8 */
-  double stop_fraction; /* model strategy: stop when a candidate reaches
-                           this fraction of the roofline (default 0.9) */
+  double stop_fraction; /* model and auto strategies: stop when a
+                           candidate reaches this fraction of the roofline
+                           (default 0.95: within the 5% a tuner is asked
+                           to come of the best) */
   int repeats;          /* timed runs per candidate (default 7) */
   unsigned seed;        /* random and annealing strategies (0: 1) */
   int fresh;            /* nonzero: measure again what the database has */

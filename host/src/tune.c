@@ -259,7 +259,7 @@ static clattn_status walk(run *R, const int *order, int n, int use_model,
     if (use_model && R->best >= 0) {
       if (R->roof[i] > 0 && R->roof[i] >= R->t[R->best])
         continue; /* its best case cannot beat the best measured */
-      double frac = R->o->stop_fraction > 0 ? R->o->stop_fraction : 0.9;
+      double frac = R->o->stop_fraction > 0 ? R->o->stop_fraction : 0.95;
       if (roofline > 0 && roofline >= frac * R->t[R->best]) {
         R->stopped = "roofline";
         break;
