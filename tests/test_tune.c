@@ -302,6 +302,70 @@ Test(tune, cap_honoured) {
   clattn_ctx_destroy(ctx);
 }
 
+/* The model's bound for the bowl: its true time (the predicted time
+ * orders the walk) and a roofline `*(double *)self` times the bowl's
+ * fastest candidate. */
+static int fake_predict(void *self, const int *v, double *t_pred,
+                        double *t_roof) {
+  *t_pred = fake_time1(NULL, v);
+  *t_roof = *(const double *)self * 1e-3; /* the bowl's minimum is 1 ms */
+  return 1;
+}
+
+/* The model strategy stops once a candidate is within 95% of the roofline;
+ * a roofline that a measurement beats by more than that margin (a profile
+ * that understates the device) neither stops nor prunes the search. */
+Test(tune, roofline_stop) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn__space s;
+  memset(&s, 0, sizeof s);
+  s.ndims = 3;
+  s.dim[0] = "rows";
+  s.dim[1] = "keys";
+  s.dim[2] = "splits";
+  for (int a = 0; a < 6; a++)
+    for (int b = 0; b < 8; b++)
+      for (int c = 0; c < 3; c++)
+        cr_assert_geq(clattn__space_add(&s, (const int[3]){a, b, c}), 0);
+  s.def = 0;
+  static const struct {
+    double roof; /* x the fastest candidate's time */
+    const char *stopped;
+    int measured;
+  } c[] = {{0.97, "roofline", 2}, {1.2, "max", 20}};
+  for (int k = 0; k < 2; k++) {
+    double roof = c[k].roof;
+    clattn__tune_family f;
+    memset(&f, 0, sizeof f);
+    f.kernel = "fake";
+    snprintf(f.shape_class, sizeof f.shape_class, "bowl");
+    f.self = &roof;
+    f.eval = fake_eval;
+    f.time1 = fake_time1;
+    f.predict = fake_predict;
+    clattn_tune_entry fp;
+    cr_assert_eq(clattn__tune_identity(ctx, &fp), CLATTN_OK);
+    clattn_db *db = NULL;
+    cr_assert_eq(clattn_db_open(tmp_db("roof"), &db), CLATTN_OK);
+    clattn_tune_opts o;
+    memset(&o, 0, sizeof o);
+    o.strategy = CLATTN_TUNE_MODEL;
+    o.max_candidates = 20;
+    clattn_tune_result r;
+    cr_assert_eq(clattn__tune_run(ctx, db, &s, &f, &fp, &o, &r), CLATTN_OK,
+                 "%s", clattn_ctx_errmsg(ctx));
+    cr_expect_str_eq(r.stopped, c[k].stopped, "roofline x%.2f: stopped %s",
+                     roof, r.stopped);
+    cr_expect_eq(r.measured, c[k].measured, "roofline x%.2f: %d measured",
+                 roof, r.measured);
+    cr_expect_eq(r.best_s, 1e-3, "best %g", r.best_s);
+    clattn_db_close(db);
+  }
+  unlink(tmp_db("roof"));
+  clattn__space_free(&s);
+  clattn_ctx_destroy(ctx);
+}
+
 Test(tune, decode_fresh_anneal) {
   clattn_ctx *ctx = tu_ctx();
   clattn_db *db = NULL;

@@ -254,12 +254,18 @@ static clattn_status walk(run *R, const int *order, int n, int use_model,
                           const clattn_tune_entry *rows, int nrows,
                           double roofline) {
   clattn_status rc = CLATTN_OK;
+  const double frac = R->o->stop_fraction > 0 ? R->o->stop_fraction : 0.95;
   for (int k = 0; k < n && !should_stop(R); k++) {
     int i = order[k];
+    if (use_model && R->best >= 0 && roofline > 0 &&
+        R->t[R->best] < frac * roofline)
+      use_model = 0; /* a measurement beats the model's bound by more than
+                        the stop margin: the profile understates the device
+                        (stale, or a busy machine when it was probed), so
+                        the bounds neither prune nor stop */
     if (use_model && R->best >= 0) {
       if (R->roof[i] > 0 && R->roof[i] >= R->t[R->best])
         continue; /* its best case cannot beat the best measured */
-      double frac = R->o->stop_fraction > 0 ? R->o->stop_fraction : 0.95;
       if (roofline > 0 && roofline >= frac * R->t[R->best]) {
         R->stopped = "roofline";
         break;
