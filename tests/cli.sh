@@ -197,5 +197,12 @@ n2=$(python3 -c 'import sqlite3,sys
 print(sqlite3.connect(sys.argv[1]).execute("select count(*) from tuning").fetchone()[0])' "$tmp/int.db")
 [ "$n2" -ge "$n" ] && ok "Ctrl-C: $n2 rows saved" || bad "Ctrl-C: rows lost"
 
+# usage texts are printed as they are (no printf): no "%%" may show
+for c in probe model tune db devices run; do
+  "$clattn" "$c" --help >"$tmp/out" 2>&1
+  if grep -q '%%' "$tmp/out"; then bad "$c --help shows '%%'"
+  else ok "$c --help has no stray '%%'"; fi
+done
+
 echo "cli.sh: $fails failure(s)"
 [ "$fails" = 0 ]

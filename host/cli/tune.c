@@ -35,7 +35,7 @@ static const char tune_usage[] =
   "OPTIONS: --strategy auto|exhaustive|random|anneal|model (default auto),\n"
   "  --budget T (whole run, e.g. 90s, 5m; default none), --timeout T (per\n"
   "  candidate, default 10s), --max N (candidates per shape class; default\n"
-  "  all for exhaustive, else 25%% of the space), --seed N, --fresh\n"
+  "  all for exhaustive, else 25% of the space), --seed N, --fresh\n"
   "  (measure again what the database has), --quiet, --device D\n"
   "explain: the parameters clattn_attention / clattn_decode would use for\n"
   "  SHAPE on the device (--variant/--rows/--keys/--wg/--splits act as the\n"
