@@ -254,6 +254,29 @@ static double fake_time1(void *self, const int *v) {
   return e.median_s;
 }
 
+/* The bowl's space: rows 0-5 x keys 0-7 x splits 0-2, default the first. */
+static void bowl_space(clattn__space *s) {
+  memset(s, 0, sizeof *s);
+  s->ndims = 3;
+  s->dim[0] = "rows";
+  s->dim[1] = "keys";
+  s->dim[2] = "splits";
+  for (int a = 0; a < 6; a++)
+    for (int b = 0; b < 8; b++)
+      for (int c = 0; c < 3; c++)
+        cr_assert_geq(clattn__space_add(s, (const int[3]){a, b, c}), 0);
+  s->def = 0;
+}
+
+static void bowl_family(clattn__tune_family *f, void *self) {
+  memset(f, 0, sizeof *f);
+  f->kernel = "fake";
+  snprintf(f->shape_class, sizeof f->shape_class, "bowl");
+  f->self = self;
+  f->eval = fake_eval;
+  f->time1 = fake_time1;
+}
+
 /* The cap is a cap: whatever step the search is at when the budget of
  * candidates runs out (an annealing move, or a restart from an unmeasured
  * candidate: unchecked, auto with a cap of 17 measured 18 here, anneal 30
@@ -261,22 +284,9 @@ static double fake_time1(void *self, const int *v) {
 Test(tune, cap_honoured) {
   clattn_ctx *ctx = tu_ctx();
   clattn__space s;
-  memset(&s, 0, sizeof s);
-  s.ndims = 3;
-  s.dim[0] = "rows";
-  s.dim[1] = "keys";
-  s.dim[2] = "splits";
-  for (int a = 0; a < 6; a++)
-    for (int b = 0; b < 8; b++)
-      for (int c = 0; c < 3; c++)
-        cr_assert_geq(clattn__space_add(&s, (const int[3]){a, b, c}), 0);
-  s.def = 0;
+  bowl_space(&s);
   clattn__tune_family f;
-  memset(&f, 0, sizeof f);
-  f.kernel = "fake";
-  snprintf(f.shape_class, sizeof f.shape_class, "bowl");
-  f.eval = fake_eval;
-  f.time1 = fake_time1;
+  bowl_family(&f, NULL);
   clattn_tune_entry fp;
   cr_assert_eq(clattn__tune_identity(ctx, &fp), CLATTN_OK);
   static const clattn_tune_strategy strat[] = {
@@ -318,16 +328,7 @@ static int fake_predict(void *self, const int *v, double *t_pred,
 Test(tune, roofline_stop) {
   clattn_ctx *ctx = tu_ctx();
   clattn__space s;
-  memset(&s, 0, sizeof s);
-  s.ndims = 3;
-  s.dim[0] = "rows";
-  s.dim[1] = "keys";
-  s.dim[2] = "splits";
-  for (int a = 0; a < 6; a++)
-    for (int b = 0; b < 8; b++)
-      for (int c = 0; c < 3; c++)
-        cr_assert_geq(clattn__space_add(&s, (const int[3]){a, b, c}), 0);
-  s.def = 0;
+  bowl_space(&s);
   static const struct {
     double roof; /* x the fastest candidate's time */
     const char *stopped;
@@ -336,12 +337,7 @@ Test(tune, roofline_stop) {
   for (int k = 0; k < 2; k++) {
     double roof = c[k].roof;
     clattn__tune_family f;
-    memset(&f, 0, sizeof f);
-    f.kernel = "fake";
-    snprintf(f.shape_class, sizeof f.shape_class, "bowl");
-    f.self = &roof;
-    f.eval = fake_eval;
-    f.time1 = fake_time1;
+    bowl_family(&f, &roof);
     f.predict = fake_predict;
     clattn_tune_entry fp;
     cr_assert_eq(clattn__tune_identity(ctx, &fp), CLATTN_OK);
