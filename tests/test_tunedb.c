@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------ temp dirs */
@@ -688,4 +689,46 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   /* Reopening does not migrate again. */
   clattn_db_close(open_db("old.db"));
   cr_expect_eq(user_version(path), 4);
+}
+
+/* Several processes opening one new database at the same moment all
+ * succeed: switching the fresh file to WAL deadlocks two of them, and
+ * SQLite fails one at once rather than waiting (CI saw "setting WAL mode:
+ * database is locked" from two tuners started together). */
+Test(tunedb, simultaneous_first_opens) {
+  enum { ROUNDS = 25, KIDS = 6 };
+  for (int r = 0; r < ROUNDS; r++) {
+    char name[32], path[512];
+    snprintf(name, sizeof name, "race-%02d.db", r);
+    tmp_path(path, sizeof path, name);
+    int gate[2];
+    cr_assert_eq(pipe(gate), 0);
+    pid_t kids[KIDS];
+    for (int k = 0; k < KIDS; k++) {
+      kids[k] = fork();
+      cr_assert_neq(kids[k], -1);
+      if (kids[k] == 0) {
+        char c;
+        close(gate[1]);
+        if (read(gate[0], &c, 1) != 0) /* EOF: the gate opens for all */
+          _exit(3);
+        clattn_db *db = NULL;
+        if (clattn_db_open(path, &db) != CLATTN_OK) {
+          fprintf(stderr, "round %d: %s\n", r, clattn_db_errmsg(NULL));
+          _exit(1);
+        }
+        clattn_db_close(db);
+        _exit(0);
+      }
+    }
+    close(gate[0]);
+    close(gate[1]);
+    for (int k = 0; k < KIDS; k++) {
+      int status = 0;
+      cr_assert_eq(waitpid(kids[k], &status, 0), kids[k]);
+      cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                "round %d: process %d failed to open (status %d)", r, k,
+                status);
+    }
+  }
 }

@@ -233,6 +233,25 @@ static clattn_status exec(clattn_db *db, const char *sql, const char *what) {
   return CLATTN_OK;
 }
 
+/* WAL lets readers and one writer proceed together; filesystems without
+ * shared memory keep the rollback journal, which is still correct.  The
+ * switch upgrades a shared lock to an exclusive one: two connections
+ * switching a new file at once deadlock, and SQLite then fails one of them
+ * at once (SQLITE_BUSY, without calling the busy handler), so that one
+ * retries for as long as the busy timeout. */
+static clattn_status set_wal(clattn_db *db) {
+  for (int waited = 0;; waited += 5) {
+    const int rc = sqlite3_exec(db->h, "PRAGMA journal_mode=WAL", NULL, NULL,
+                                NULL);
+    if (rc == SQLITE_OK)
+      return CLATTN_OK;
+    if (((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) ||
+        waited >= BUSY_TIMEOUT_MS)
+      return db_fail(db, "setting WAL mode");
+    sqlite3_sleep(5);
+  }
+}
+
 /* Apply the migrations the file lacks, in one transaction. */
 static clattn_status migrate(clattn_db *db) {
   clattn_status rc = CLATTN_OK;
@@ -310,9 +329,7 @@ clattn_status clattn_db_open(const char *path, clattn_db **out) {
     rc = db_fail(db, "setting the busy timeout");
     goto done;
   }
-  /* WAL lets readers and one writer proceed together; filesystems without
-   * shared memory keep the rollback journal, which is still correct. */
-  CLATTN_TRY(exec(db, "PRAGMA journal_mode=WAL", "setting WAL mode"));
+  CLATTN_TRY(set_wal(db));
   CLATTN_TRY(migrate(db));
   db->errmsg[0] = '\0';
   *out = db;
