@@ -208,8 +208,9 @@ clattn_status clattn_model_attention(const clattn_attn_desc *d,
           /* K^T tiles; V rows, once per row of the block */
           rd += 4.0 * T * DK * KB + 4.0 * kend * DV * RB;
           /* QK^T, PV, and per row and tile the running sum's update */
-          qk += T * DK * RB * KB;
-          fma += T * DK * RB * KB + kend * DV * RB + T * RB;
+          const double qkt = T * DK * RB * KB;
+          qk += qkt;
+          fma += qkt + kend * DV * RB + T * RB;
           ex += T * RB * (1.0 + KB); /* alpha + KB probabilities */
           kmax = imax(kmax, kend);
         }

@@ -30,9 +30,14 @@ int clattn__cpu_vregs(int vec_width, const char *vendor) {
   return 32;
 }
 
-int clattn__prefill_qk_regs(int rb, int kb, int vec_width) {
-  const int w = vec_width > 1 ? vec_width : 1;
-  return (rb + 1) * ((kb + w - 1) / w) + 1;
+/* attn_fwd_reg's QK^T loop keeps live, in vectors of vw floats, the rb x kb
+ * score accumulators, one kb-key row of K^T and the broadcast q element.
+ * Returns the share of the accumulator vectors beyond vregs registers
+ * (0: everything fits). */
+static double qk_spill(int rb, int kb, int vw, int vregs) {
+  const int acc = rb * ((kb + vw - 1) / vw);
+  const int over = acc + acc / rb + 1 - vregs;
+  return over <= 0 ? 0.0 : over >= acc ? 1.0 : (double)over / acc;
 }
 
 static int params_ok(const clattn_params *p) {
@@ -71,17 +76,12 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
     if (dk > 128 && kb > 32)
       kb = 32;
     int rb = dk + dv <= 192 ? 4 : 2;
-    while (rb > 1 && clattn__prefill_qk_regs(rb, kb, vw) > vr)
+    while (rb > 1 && qk_spill(rb, kb, vw, vr) > 0.0)
       rb /= 2;
     pl->rb = p->rows ? p->rows : rb;
     pl->kb = p->keys ? p->keys : kb;
-    if (t->cpu_vectors) {
-      const int need = clattn__prefill_qk_regs(pl->rb, pl->kb, vw);
-      const int acc = pl->rb * ((pl->kb + vw - 1) / vw);
-      pl->spill = need <= vr         ? 0.0
-                  : need - vr >= acc ? 1.0
-                                     : (double)(need - vr) / acc;
-    }
+    if (t->cpu_vectors)
+      pl->spill = qk_spill(pl->rb, pl->kb, vw, vr);
     pl->wg = p->wg;
     if (pl->kb % 16 != 0 || pl->kb > 256 || pl->rb > 32) {
       snprintf(why, cap,

@@ -31,11 +31,6 @@ clattn__target clattn__target_of_profile(const clattn_profile *p);
  * (AArch64 has 32), else 16 (x86 with SSE or AVX2). */
 int clattn__cpu_vregs(int vec_width, const char *vendor);
 
-/* Vector registers attn_fwd_reg's QK^T loop keeps live on a CPU: the
- * rb x kb score accumulators, one kb-key row of K^T and the broadcast
- * query element, in vectors of vec_width floats. */
-int clattn__prefill_qk_regs(int rb, int kb, int vec_width);
-
 /* Prefill (clattn_attention). */
 typedef struct clattn__prefill_plan {
   int variant; /* 1 register-blocked (kv_stage + attn_fwd_reg), 2 local */
