@@ -1,15 +1,23 @@
-/* probe_stream.c - clattn-bench-probe: is clattn_probe's triad honest?
+/* probe_stream.c - clattn-bench-probe: are clattn_probe's triad and FMA
+ * peak honest?
  *
  * Runs, in one process and one after the other, a plain C STREAM triad
  * a = b + s*c (OpenMP over all cores, arrays of 256 MiB each initialised
- * by first touch in parallel, 3 arrays x bytes counted per pass) and
- * clattn_probe with the same array size, and prints both triads and their
- * ratio (target: the probe within 30% of the C triad on a CPU device).
+ * by first touch in parallel, 3 arrays x bytes counted per pass), a C FMA
+ * peak (OpenMP over all cores, 12 independent chains of the widest FMA
+ * the x86 CPU has, AVX-512 or AVX2, through intrinsics), and clattn_probe
+ * with the same array size, and prints both triads, both FMA rates and
+ * their ratios (target: the probe's triad within 30% of the C triad on a
+ * CPU device).
  *
  * usage: clattn-bench-probe [--device SEL] [--reps N] [--mib M] */
 #include "clattn.h"
 
 #include <omp.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HAVE_X86_FMA 1
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +67,71 @@ static int c_triad(size_t n, int reps, double *best, double *median)
   return 0;
 }
 
+#if HAVE_X86_FMA
+#define FMA_CHAINS 12
+/* FMA_CHAINS chains x = x * a + b of one register each, `iters` times;
+ * returns a sum of the chains so that nothing is optimised away. */
+#define FMA_LOOP(V, SET1, FMADD, ADD, STOREU, W)                               \
+  V x[FMA_CHAINS], a = SET1(0.999f), b = SET1(0.001f);                         \
+  for (int c = 0; c < FMA_CHAINS; c++)                                         \
+    x[c] = SET1(0.01f * (float)c);                                             \
+  for (long i = 0; i < iters; i++) {                                           \
+    _Pragma("GCC unroll 12") for (int c = 0; c < FMA_CHAINS; c++)              \
+      x[c] = FMADD(x[c], a, b);                                                \
+  }                                                                            \
+  for (int c = 1; c < FMA_CHAINS; c++)                                         \
+    x[0] = ADD(x[0], x[c]);                                                    \
+  float lanes[W];                                                              \
+  STOREU(lanes, x[0]);                                                         \
+  return lanes[0];
+__attribute__((target("avx512f"))) static float fma_avx512(long iters)
+{
+  FMA_LOOP(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps,
+           _mm512_storeu_ps, 16)
+}
+__attribute__((target("avx2,fma"))) static float fma_avx2(long iters)
+{
+  FMA_LOOP(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps,
+           _mm256_storeu_ps, 8)
+}
+
+/* GFLOP/s of the FMA chains on every OpenMP thread at once (the median
+ * of `reps` timed runs after a warm-up); 0 if the CPU has no FMA. */
+static double c_fma_peak(int reps, int *lanes_out)
+{
+  int lanes = __builtin_cpu_supports("avx512f") ? 16
+              : __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("avx2")
+                  ? 8
+                  : 0;
+  *lanes_out = lanes;
+  if (!lanes)
+    return 0.0;
+  const long iters = 20L << 20;
+  double *t = malloc((size_t)reps * sizeof *t);
+  volatile float sink = 0.0f;
+  int threads = omp_get_max_threads();
+  if (!t)
+    return 0.0;
+  for (int r = 0; r < reps + 1; r++) {
+    double t0 = now_s();
+#pragma omp parallel
+    {
+      float v = lanes == 16 ? fma_avx512(iters) : fma_avx2(iters);
+#pragma omp atomic
+      sink += v;
+    }
+    if (r > 0)
+      t[r - 1] = now_s() - t0;
+  }
+  qsort(t, (size_t)reps, sizeof *t, cmp_double);
+  double flops = 2.0 * lanes * FMA_CHAINS * (double)iters * threads;
+  double med = t[reps / 2];
+  free(t);
+  return flops / med * 1e-9;
+}
+#endif
+
 int main(int argc, char **argv)
 {
   const char *device = NULL;
@@ -89,6 +162,18 @@ int main(int argc, char **argv)
   if (c_triad(n, reps, &c_best, &c_med))
     return 1;
   printf("  best %.2f GB/s, median %.2f GB/s\n", c_best, c_med);
+  double c_fma = 0.0;
+  int c_lanes = 0;
+#if HAVE_X86_FMA
+  c_fma = c_fma_peak(reps < 5 ? reps : 5, &c_lanes);
+#endif
+  if (c_fma > 0)
+    printf("C FMA peak: %d threads x %d chains of %d-lane FMA intrinsics: "
+           "%.1f GFLOP/s (median)\n",
+           omp_get_max_threads(), FMA_CHAINS, c_lanes, c_fma);
+  else
+    printf("C FMA peak: not measured (needs an x86 CPU with AVX2+FMA or "
+           "AVX-512)\n");
 
   clattn_ctx *ctx = NULL;
   clattn_ctx_opts co = {.device = device};
@@ -118,6 +203,13 @@ int main(int argc, char **argv)
   printf("ratio probe / C triad (best): %.2f (%s 30%%); vs C median: %.2f\n",
          ratio, ratio >= 0.7 && ratio <= 1.3 ? "within" : "NOT within",
          r.profile.bw_triad_gbs / c_med);
+  printf("  FMA GFLOP/s per width 1/2/4/8/16:");
+  for (int i = 0; i < CLATTN_PROBE_WIDTHS; i++)
+    printf(" %.1f", r.fma_gflops[i]);
+  printf("\n");
+  if (c_fma > 0)
+    printf("ratio probe / C FMA peak: %.2f (probe best %.1f GFLOP/s)\n",
+           r.profile.fp32_gflops / c_fma, r.profile.fp32_gflops);
   clattn_ctx_destroy(ctx);
   return 0;
 }

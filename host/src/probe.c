@@ -269,8 +269,8 @@ static clattn_status kernel_for(clattn_ctx *ctx, int vw, int fp16,
   char opts[128];
   snprintf(opts, sizeof opts,
            "-cl-mad-enable -D VW=%d -D PROBE_FP16=%d -D FMA_ITERS=%d "
-           "-D LOCAL_ITERS=%d",
-           vw, fp16, FMA_ITERS, LOCAL_ITERS);
+           "-D FMA_CHAINS=%d -D LOCAL_ITERS=%d",
+           vw, fp16, FMA_ITERS, CLATTN__PROBE_FMA_CHAINS, LOCAL_ITERS);
   return clattn__kernel(ctx, CLATTN_SRC_PROBE, opts,
                         clattn__probe_name(which), k);
 }
