@@ -104,6 +104,7 @@ static clattn_profile sample_profile(const char *fp, double scale) {
   p.d2h_gbs = 26.1 * scale;
   p.launch_us = 5.5e-3 * scale;
   p.launch_pipelined_us = 2.25 * scale;
+  p.probe_method = CLATTN_PROBE_METHOD;
   snprintf(p.note, sizeof p.note, "2026-01-01 test note, scale %g", scale);
   return p;
 }
@@ -140,6 +141,7 @@ static void expect_profile_eq(const clattn_profile *a, const clattn_profile *b) 
   N_(d2h_gbs);
   N_(launch_us);
   N_(launch_pipelined_us);
+  N_(probe_method);
   S_(note);
 #undef S_
 #undef N_
@@ -297,6 +299,50 @@ Test(profile, reported_fields) {
   clattn_ctx_destroy(ctx);
 }
 
+/* clattn_profile_for uses a stored measurement only if the current probe
+ * method, or no probe (0: entered by hand), produced it; a profile of an
+ * older method (here 1: the FMA peak read half the AVX2 peak) is skipped
+ * and the note says to probe again. */
+Test(profile, stale_probe_method_not_used, .init = tmp_setup,
+     .fini = tmp_teardown) {
+  char path[512];
+  tmp_path(path, sizeof path, "tuning.db");
+  clattn_ctx *ctx = tu_ctx();
+  clattn_db *db = db_open_ok(path);
+  clattn_profile rep, p, got;
+  cr_assert_eq(clattn_profile_reported(ctx, &rep), CLATTN_OK);
+  static const int methods[3] = {1, CLATTN_PROBE_METHOD, 0};
+  for (int i = 0; i < 3; i++) {
+    p = rep;
+    p.source = CLATTN_PROFILE_MEASURED;
+    p.bw_read_gbs = p.bw_copy_gbs = p.bw_triad_gbs = 10.0 + i;
+    p.fp32_gflops = 100.0 + i;
+    p.probe_method = methods[i];
+    snprintf(p.note, sizeof p.note, "2026-01-0%dT00:00:00Z probe", i + 1);
+    cr_assert_eq(clattn_db_put_profile(db, &p), CLATTN_OK, "%s",
+                 clattn_db_errmsg(db));
+    memset(&got, 0xab, sizeof got);
+    cr_assert_eq(clattn_profile_for(ctx, db, &got), CLATTN_OK, "%s",
+                 clattn_ctx_errmsg(ctx));
+    if (methods[i] == 1) {
+      cr_expect_neq(got.source, CLATTN_PROFILE_MEASURED,
+                    "a method-1 profile is not used");
+      cr_expect_neq(got.fp32_gflops, p.fp32_gflops);
+      cr_expect(strstr(got.note, "clattn probe") != NULL &&
+                    strstr(got.note, "2026-01-01") != NULL,
+                "note: %s", got.note);
+    } else {
+      cr_expect_eq(got.source, CLATTN_PROFILE_MEASURED, "method %d",
+                   methods[i]);
+      cr_expect_eq(got.fp32_gflops, p.fp32_gflops);
+      cr_expect_eq(got.probe_method, methods[i]);
+      cr_expect_str_eq(got.note, p.note);
+    }
+  }
+  clattn_db_close(db);
+  clattn_ctx_destroy(ctx);
+}
+
 /* ------------------------------------------------------------------- db */
 
 TestSuite(db, .init = tmp_setup, .fini = tmp_teardown);
@@ -353,7 +399,7 @@ Test(db, persists) {
   cr_assert_eq(sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &st, NULL),
                SQLITE_OK);
   cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-  cr_expect_eq(sqlite3_column_int(st, 0), 4, "four migrations applied");
+  cr_expect_eq(sqlite3_column_int(st, 0), 5, "five migrations applied");
   sqlite3_finalize(st);
   cr_assert_eq(sqlite3_prepare_v2(h, "PRAGMA journal_mode", -1, &st, NULL),
                SQLITE_OK);

@@ -650,7 +650,8 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   cr_assert_eq(user_version(path), 3);
 
   clattn_db *db = open_db("old.db");
-  cr_expect_eq(user_version(path), 4, "migrated to the tuning table");
+  cr_expect_eq(user_version(path), 5,
+               "migrated to the tuning table and the probe method");
   clattn_profile p;
   cr_assert_eq(clattn_db_get_profile(db, "oldfp", &p), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
@@ -661,6 +662,8 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   cr_expect_eq(p.bw_read_gbs, 900.5);
   cr_expect_eq(p.launch_pipelined_us, 2.25);
   cr_expect_eq(p.cache_bytes, 4194304ull);
+  cr_expect_eq(p.probe_method, 1, "a profile stored before migration 5 was "
+                                  "measured by probe method 1");
   /* The new table works: put, list, export, import. */
   int n = -1;
   free(list(db, &n));
@@ -688,7 +691,7 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   sqlite3_close(h);
   /* Reopening does not migrate again. */
   clattn_db_close(open_db("old.db"));
-  cr_expect_eq(user_version(path), 4);
+  cr_expect_eq(user_version(path), 5);
 }
 
 /* Several processes opening one new database at the same moment all

@@ -143,6 +143,8 @@ int cli_present_profile(const char *device, const char *dbpath,
   clattn_db_close(db);
   if (st)
     rc = cli_lib_fail(ctx, "clattn_profile_for", st);
+  else if (p->source == CLATTN_PROFILE_REPORTED && p->note[0])
+    cli_err("note: %s", p->note);
   clattn_ctx_destroy(ctx);
   return rc;
 }

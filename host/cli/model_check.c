@@ -211,9 +211,9 @@ int cli_model_check(const model_opts *o) {
     goto done;
   }
   if (prof.source != CLATTN_PROFILE_MEASURED)
-    cli_err("note: %s has no measured profile in the database; run "
+    cli_err("note: %s has no measured profile in the database%s%s; run "
             "'clattn probe' first for meaningful predictions",
-            prof.name);
+            prof.name, prof.note[0] ? ": " : "", prof.note);
   const int m1 = o->quick ? 2048 : 4096, m2 = o->quick ? 4096 : 8192;
   const int np = o->quick ? 512 : 1024;
   const check_case cases[] = {

@@ -88,7 +88,7 @@ static void print_json(const clattn_probe_result *r, const char *stored)
     printf("%s\"%s\": ", i ? (i % 4 ? ", " : ",\n    ") : "", ceil[i].key);
     json_num(ceil[i].v);
   }
-  printf(",\n    \"note\": ");
+  printf(",\n    \"probe_method\": %d, \"note\": ", p->probe_method);
   json_str(p->note);
   printf("},\n  \"buffer_bytes\": %zu,\n  \"seconds\": ", r->buffer_bytes);
   json_num(r->seconds);
@@ -137,6 +137,7 @@ static void print_table(const clattn_probe_result *r, const char *stored)
   printf("  %-28s %10.1f\n", "launch us (pipelined)", p->launch_pipelined_us);
   printf("  %-28s %10zu\n", "buffer MiB per array", r->buffer_bytes >> 20);
   printf("  %-28s %10.1f\n", "probe seconds", r->seconds);
+  printf("  %-28s %10d\n", "probe method", p->probe_method);
   printf("\nnote:         %s\n", p->note);
   if (stored)
     printf("stored in:    %s\n", stored);

@@ -340,7 +340,12 @@ typedef struct clattn_profile {
   double h2d_gbs, d2h_gbs;     /* host <-> device transfers */
   double launch_us;            /* enqueue + finish of one small kernel */
   double launch_pipelined_us;  /* per kernel in a stream of launches */
-  char note[512]; /* datasheet: sources; measured: date and probe settings */
+  /* Measured by clattn_probe: the version of its method
+   * (CLATTN_PROBE_METHOD when this library probed); 0: not measured by
+   * clattn_probe (reported, datasheet, or ceilings entered by hand). */
+  int probe_method;
+  char note[512]; /* datasheet: sources; measured: date and probe settings;
+                     reported: why a stored measurement was not used */
 } clattn_profile;
 
 /* What the context's device reports (clGetDeviceInfo and vendor queries:
@@ -374,6 +379,12 @@ typedef struct clattn_probe_opts {
                           capped by the device's max allocation) */
   int thorough;        /* longer calibration and more repeats */
 } clattn_probe_opts;
+
+/* The probe's method, raised whenever a change to it changes what it
+ * measures: 2 = FMA peak from 8 chains per item (method 1's 16 chains
+ * spilled on AVX2 and read half the peak).  Stored profiles of an older
+ * method are not used (clattn_profile_for). */
+#define CLATTN_PROBE_METHOD 2
 
 /* Vector widths the probe measures: 1, 2, 4, 8, 16. */
 #define CLATTN_PROBE_WIDTHS 5
@@ -436,8 +447,10 @@ CLATTN_API clattn_status clattn_db_put_check(clattn_db *db,
                                              const clattn_check_record *r);
 
 /* The best profile for the context's device: the measured one in db (may
- * be NULL), else a datasheet whose name matches the device's, else the
- * reported one. */
+ * be NULL) if an up-to-date probe method measured it, else a datasheet
+ * whose name matches the device's, else the reported one.  A stored
+ * profile of an older probe method is skipped and the returned profile's
+ * note says so (run clattn_probe / `clattn probe` again). */
 CLATTN_API clattn_status clattn_profile_for(clattn_ctx *ctx, clattn_db *db,
                                             clattn_profile *out);
 

@@ -83,6 +83,9 @@ static const char *const migrations[] = {
     " library_version TEXT NOT NULL, updated TEXT NOT NULL,"
     " UNIQUE (fingerprint, kernel, shape_class, params));"
     "CREATE INDEX tuning_class ON tuning (kernel, shape_class);",
+    /* 5: the probe method of a measured profile (older rows: method 1) */
+    "ALTER TABLE profiles ADD COLUMN probe_method INTEGER NOT NULL "
+    "DEFAULT 1;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -115,7 +118,7 @@ static const col cols[] = {
     COL_(local_gbs, C_REAL),      COL_(h2d_gbs, C_REAL),
     COL_(d2h_gbs, C_REAL),        COL_(launch_us, C_REAL),
     COL_(launch_pipelined_us, C_REAL), COL_(note, C_TEXT),
-    COL_(cache_bytes, C_U64),
+    COL_(cache_bytes, C_U64),     COL_(probe_method, C_INT),
 };
 #undef COL_
 #define N_COLS ((int)(sizeof cols / sizeof cols[0]))

@@ -508,6 +508,7 @@ clattn_status clattn_probe(clattn_ctx *ctx, const clattn_probe_opts *opts,
 
   out->fp16_gflops = best_of(half);
   pr->source = CLATTN_PROFILE_MEASURED;
+  pr->probe_method = CLATTN_PROBE_METHOD;
   pr->bw_read_gbs = best_of(out->read_gbs);
   pr->bw_copy_gbs = best_of(out->copy_gbs);
   pr->bw_triad_gbs = best_of(out->triad_gbs);

@@ -219,9 +219,18 @@ clattn_status clattn_profile_for(clattn_ctx *ctx, clattn_db *db,
   if (rc != CLATTN_OK)
     return rc;
   clattn_profile p;
+  char stale[sizeof out->note] = "";
   if (db != NULL) {
     rc = clattn_db_get_profile(db, out->fingerprint, &p);
-    if (rc == CLATTN_OK) {
+    if (rc == CLATTN_OK && p.probe_method > 0 &&
+        p.probe_method < CLATTN_PROBE_METHOD) {
+      snprintf(stale, sizeof stale,
+               "the stored probe of this device (%.20s) used probe method "
+               "%d, which this library (method %d) does not use: run "
+               "'clattn probe' again",
+               p.note, p.probe_method, CLATTN_PROBE_METHOD);
+      rc = CLATTN_ERR_NOT_FOUND;
+    } else if (rc == CLATTN_OK) {
       /* limits the probe does not measure come from the device itself */
       p.cache_bytes = out->cache_bytes;
       *out = p;
@@ -244,8 +253,15 @@ clattn_status clattn_profile_for(clattn_ctx *ctx, clattn_db *db,
       out->compute_units = r.compute_units;
       if (r.cache_bytes)
         out->cache_bytes = r.cache_bytes;
+      if (stale[0]) {
+        const size_t len = strlen(out->note);
+        snprintf(out->note + len, sizeof out->note - len, "%s%s",
+                 len ? "; " : "", stale);
+      }
       return CLATTN_OK;
     }
   }
+  if (stale[0])
+    memcpy(out->note, stale, sizeof stale);
   return CLATTN_OK;
 }
