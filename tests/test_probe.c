@@ -518,6 +518,11 @@ Test(db, null_args) {
   cr_expect_eq(clattn_db_get_profile(db, NULL, &q), CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_db_get_profile(db, "abc", NULL),
                CLATTN_ERR_INVALID_ARG);
+  p.probe_method = -1;
+  cr_expect_eq(clattn_db_put_profile(db, &p), CLATTN_ERR_INVALID_ARG);
+  cr_expect(strstr(clattn_db_errmsg(db), "probe_method -1") != NULL,
+            "message: %s", clattn_db_errmsg(db));
+  p.probe_method = 0;
   p.fingerprint[0] = '\0';
   cr_expect_eq(clattn_db_put_profile(db, &p), CLATTN_ERR_INVALID_ARG);
   cr_expect_null(clattn_db_path(NULL));

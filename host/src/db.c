@@ -439,6 +439,13 @@ clattn_status clattn_db_put_profile(clattn_db *db, const clattn_profile *p) {
              p->name);
     return CLATTN_ERR_INVALID_ARG;
   }
+  if (p->probe_method < 0) {
+    snprintf(db->errmsg, sizeof db->errmsg,
+             "profile \"%.128s\": probe_method %d is negative (0: not "
+             "measured by clattn_probe)",
+             p->name, p->probe_method);
+    return CLATTN_ERR_INVALID_ARG;
+  }
   for (int i = 0; i < N_COLS; i++)
     clattn__appendf(sql, sizeof sql, "%s, ", cols[i].name);
   clattn__appendf(sql, sizeof sql, "updated, library_version) VALUES (");
