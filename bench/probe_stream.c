@@ -67,8 +67,8 @@ static int c_triad(size_t n, int reps, double *best, double *median)
   return 0;
 }
 
-#if HAVE_X86_FMA
 #define FMA_CHAINS 12
+#if HAVE_X86_FMA
 /* FMA_CHAINS chains x = x * a + b of one register each, `iters` times;
  * returns a sum of the chains so that nothing is optimised away. */
 #define FMA_LOOP(V, SET1, FMADD, ADD, STOREU, W)                               \
