@@ -56,6 +56,10 @@ run "model --check --quick" 0 "$clattn" model --check --quick
 has "check prints measured times" "meas us"
 has "check stores results" "stored in"
 has "check uses the measured profile" "measured profile"
+run "model check --probe --quick" 0 "$clattn" model check --probe --quick \
+  --no-store
+has "check --probe predicts from ceilings measured in the run" \
+  "measured profile probed in this run"
 run "unknown datasheet" 2 "$clattn" model decode --profile no-such-gpu \
   --kv-seq 64 --heads 8 --head-dim 64
 has "unknown datasheet is named" no-such-gpu "$tmp/err"

@@ -37,6 +37,10 @@ int cli_tune(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 int cli_db(int argc, char **argv);
 
+/* clattn_probe's options for `clattn probe [--quick] [--thorough]` (quick:
+ * a smoke run whose figures are not stored). */
+void cli_probe_opts(int quick, int thorough, clattn_probe_opts *po);
+
 /* Name of an OpenCL error code ("CL_INVALID_VALUE"). */
 
 /* --- helpers (common.c) --- */

@@ -5,7 +5,8 @@
  *   clattn model attention|decode|layer SHAPE [--profile NAME|--device D]
  *   clattn model mqa [--device D | --no-device]
  *   clattn model profiles
- *   clattn model check [--device D] [--db PATH] [--no-store] [--quick] */
+ *   clattn model check [--device D] [--db PATH] [--no-store] [--quick]
+ *                      [--probe] */
 #include "cli.h"
 #include "model.h"
 
@@ -22,7 +23,7 @@ static const char model_usage[] =
   "       clattn model mqa [--device D | --no-device]\n"
   "       clattn model profiles\n"
   "       clattn model check|--check [--device D] [--db PATH] [--no-store]\n"
-  "         [--quick]\n"
+  "         [--quick] [--probe]\n"
   "SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
   "  --head-dim K [--head-dim-v V]; decode: --kv-seq M is the cache\n"
   "  length; layer: --d-model D [--cache-len P] (decode: --seq 1)\n"
@@ -31,7 +32,10 @@ static const char model_usage[] =
   "  --profile NAME (a datasheet GPU, see 'clattn model profiles') or\n"
   "  --device D (a present device: its measured profile from the database\n"
   "  when 'clattn probe' stored one, else what it reports), --db PATH,\n"
-  "  --json\n";
+  "  --json\n"
+  "check: --probe measures the device's ceilings first (as 'clattn probe',\n"
+  "  stored unless --no-store or --quick) and predicts from them, so the\n"
+  "  predictions and the measurements come from one run\n";
 
 static int model_usage_err(const char *why) {
   if (why)
@@ -82,6 +86,7 @@ int cli_model_parse(int argc, char **argv, model_opts *o) {
                 : !strcmp(a, "no-device") ? &o->no_device
                 : !strcmp(a, "no-store")  ? &o->no_store
                 : !strcmp(a, "quick")     ? &o->quick
+                : !strcmp(a, "probe")     ? &o->probe
                 : !strcmp(a, "causal")    ? &o->causal
                                           : NULL;
     if (flag) {

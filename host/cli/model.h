@@ -7,7 +7,7 @@
 
 typedef struct model_opts {
   const char *profile, *device, *db;
-  int json, no_device, no_store, quick, causal;
+  int json, no_device, no_store, quick, causal, probe;
   int batch, seq, kv_seq, heads, kv_heads, head_dim, head_dim_v, d_model;
   int cache_len;
   clattn_dtype dtype;

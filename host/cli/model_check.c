@@ -205,8 +205,25 @@ int cli_model_check(const model_opts *o) {
     db = NULL;
   }
   clattn_profile prof;
-  clattn_status st = clattn_profile_for(ctx, db, &prof);
-  if (st) {
+  clattn_status st;
+  if (o->probe) {
+    /* ceilings of this run: the machine's bandwidth drifts (22.8-33.2
+     * GB/s over one session here), and the check's error is a ratio */
+    clattn_probe_opts po;
+    clattn_probe_result r;
+    cli_probe_opts(o->quick, 0, &po);
+    if ((st = clattn_probe(ctx, &po, &r)) != CLATTN_OK) {
+      rc = cli_lib_fail(ctx, "clattn_probe", st);
+      goto done;
+    }
+    prof = r.profile;
+    if (db && !o->no_store && !o->quick &&
+        (st = clattn_db_put_profile(db, &prof)) != CLATTN_OK) {
+      cli_err("storing the probe: %s", clattn_db_errmsg(db));
+      rc = CLI_FAIL;
+      goto done;
+    }
+  } else if ((st = clattn_profile_for(ctx, db, &prof)) != CLATTN_OK) {
     rc = cli_lib_fail(ctx, "clattn_profile_for", st);
     goto done;
   }
@@ -227,9 +244,10 @@ int cli_model_check(const model_opts *o) {
   const int reps = o->quick ? 3 : 5;
   const double cold = (double)(prof.cache_bytes ? prof.cache_bytes : 0) * 2.0;
   const double floor_bytes = o->quick ? 128.0 * 1048576 : 256.0 * 1048576;
-  printf("model check on %s (%s profile: read %.1f GB/s, copy %.1f GB/s, "
+  printf("model check on %s (%s profile%s: read %.1f GB/s, copy %.1f GB/s, "
          "FP32 %.1f GFLOP/s)\n",
-         prof.name, cli_profile_source(prof.source), prof.bw_read_gbs,
+         prof.name, cli_profile_source(prof.source),
+         o->probe ? " probed in this run" : "", prof.bw_read_gbs,
          prof.bw_copy_gbs, prof.fp32_gflops);
   printf("  decode and append: COLD caches (rotating over >= %.0f MiB of "
          "K/V); prefill: warm\n",

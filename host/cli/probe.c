@@ -147,6 +147,17 @@ static void print_table(const clattn_probe_result *r, const char *stored)
 
 /* -------------------------------------------------------------- command */
 
+void cli_probe_opts(int quick, int thorough, clattn_probe_opts *po)
+{
+  memset(po, 0, sizeof *po);
+  po->thorough = thorough;
+  if (quick) { /* a smoke run: figures too rough to store */
+    po->target_s = 0.01;
+    po->repeats = 3;
+    po->buffer_bytes = (size_t)16 << 20;
+  }
+}
+
 int cli_probe(const cli_opts *o)
 {
   clattn_ctx *ctx = NULL;
@@ -157,13 +168,7 @@ int cli_probe(const cli_opts *o)
   int rc = cli_ctx_create(o->device, &ctx);
   if (rc)
     return rc;
-  memset(&po, 0, sizeof po);
-  po.thorough = o->thorough;
-  if (o->quick) {
-    po.target_s = 0.01;
-    po.repeats = 3;
-    po.buffer_bytes = (size_t)16 << 20;
-  }
+  cli_probe_opts(o->quick, o->thorough, &po);
   clattn_status st = clattn_probe(ctx, &po, &r);
   if (st != CLATTN_OK) {
     rc = cli_lib_fail(ctx, "clattn_probe", st);
