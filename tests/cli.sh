@@ -201,6 +201,24 @@ n2=$(python3 -c 'import sqlite3,sys
 print(sqlite3.connect(sys.argv[1]).execute("select count(*) from tuning").fetchone()[0])' "$tmp/int.db")
 [ "$n2" -ge "$n" ] && ok "Ctrl-C: $n2 rows saved" || bad "Ctrl-C: rows lost"
 
+# Kernel compiler warnings stay off stderr (the library builds with -w)
+# unless CLATTN_KERNEL_WARNINGS=1: PoCL on AVX2 prints "N warnings
+# generated." for the float16 calling convention.  Cold caches both times.
+for w in 1 0; do
+  rm -rf "$tmp/pocl$w" "$tmp/kc$w"
+  POCL_CACHE_DIR="$tmp/pocl$w" CLATTN_CACHE_DIR="$tmp/kc$w" \
+    CLATTN_KERNEL_WARNINGS=$w "$clattn" run attention --random --batch 1 \
+    --seq 5 --heads 2 --head-dim 16 --check >/dev/null 2>"$tmp/warn$w"
+done
+if grep -q 'warning' "$tmp/warn1"; then
+  if grep -q 'warning' "$tmp/warn0"; then
+    bad "kernel warnings reach stderr without CLATTN_KERNEL_WARNINGS=1"
+    cat "$tmp/warn0"
+  else ok "kernel warnings only with CLATTN_KERNEL_WARNINGS=1"; fi
+else
+  echo "note: this device's compiler printed no warnings; -w not exercised"
+fi
+
 # usage texts are printed as they are (no printf): no "%%" may show
 for c in probe model tune db devices run; do
   "$clattn" "$c" --help >"$tmp/out" 2>&1

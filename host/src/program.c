@@ -197,7 +197,22 @@ static clattn_status build_from_source(clattn_ctx *ctx, clattn__source src,
   if (err != CL_SUCCESS)
     return clattn__cl_fail(ctx, err, "clCreateProgramWithSource", __FILE__,
                            __LINE__);
-  err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+  /* -w: the compiler's warnings stay out of the application's stderr
+   * (PoCL prints "N warnings generated." for every build on AVX2, where
+   * float16 arguments change the calling convention) and out of the build
+   * log; CLATTN_KERNEL_WARNINGS=1 keeps them, for kernel work.  Binaries
+   * do not depend on it, so the cache key does not include it. */
+  const char *kw = getenv("CLATTN_KERNEL_WARNINGS");
+  const int warn = kw != NULL && strcmp(kw, "1") == 0;
+  char *opts = malloc(strlen(options) + 4);
+  if (opts == NULL) {
+    clReleaseProgram(prog);
+    return clattn__fail(ctx, CLATTN_ERR_NOMEM,
+                        "out of host memory for build options");
+  }
+  snprintf(opts, strlen(options) + 4, "%s%s", options, warn ? "" : " -w");
+  err = clBuildProgram(prog, 1, &ctx->device, opts, NULL, NULL);
+  free(opts);
   if (err != CL_SUCCESS) {
     clattn_status rc = build_log_fail(ctx, prog, err, src, options);
     clReleaseProgram(prog);
