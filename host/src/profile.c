@@ -240,28 +240,24 @@ clattn_status clattn_profile_for(clattn_ctx *ctx, clattn_db *db,
       return clattn__fail(ctx, rc, "reading the profile: %s",
                           clattn_db_errmsg(db));
   }
-  if (!out->is_cpu) {
-    for (int i = 0; i < clattn_datasheet_count(); i++) {
-      if (clattn_datasheet(i, &p) != CLATTN_OK || !same_model(p.name, out->name))
-        continue;
-      /* the datasheet's ceilings, the device's own identity and limits */
-      clattn_profile r = *out;
-      *out = p;
-      memcpy(out->fingerprint, r.fingerprint, sizeof r.fingerprint);
-      out->local_mem_bytes = r.local_mem_bytes;
-      out->max_wg = r.max_wg;
-      out->compute_units = r.compute_units;
-      if (r.cache_bytes)
-        out->cache_bytes = r.cache_bytes;
-      if (stale[0]) {
-        const size_t len = strlen(out->note);
-        snprintf(out->note + len, sizeof out->note - len, "%s%s",
-                 len ? "; " : "", stale);
-      }
-      return CLATTN_OK;
-    }
+  for (int i = 0; !out->is_cpu && i < clattn_datasheet_count(); i++) {
+    if (clattn_datasheet(i, &p) != CLATTN_OK || !same_model(p.name, out->name))
+      continue;
+    /* the datasheet's ceilings, the device's own identity and limits */
+    clattn_profile r = *out;
+    *out = p;
+    memcpy(out->fingerprint, r.fingerprint, sizeof r.fingerprint);
+    out->local_mem_bytes = r.local_mem_bytes;
+    out->max_wg = r.max_wg;
+    out->compute_units = r.compute_units;
+    if (r.cache_bytes)
+      out->cache_bytes = r.cache_bytes;
+    break;
   }
-  if (stale[0])
-    memcpy(out->note, stale, sizeof stale);
+  if (stale[0]) { /* after the datasheet's sources, if any */
+    const size_t len = strlen(out->note);
+    snprintf(out->note + len, sizeof out->note - len, "%s%s",
+             len ? "; " : "", stale);
+  }
   return CLATTN_OK;
 }
