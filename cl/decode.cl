@@ -48,10 +48,8 @@
 #define DIRECT 0
 #endif
 
-#define NK (DK / VWK)
 #define NKB (KB / 16)
 #define NV (DV / VWV)
-typedef FLOATW(VWK) kfloat;
 typedef FLOATW(VWV) vfloat;
 
 /* Write one finished (split of a) row: the output itself, or the partial
@@ -72,28 +70,138 @@ inline void put_row_scalar(__global stor_t *o, __global float *opart,
 #endif
 }
 
-/* Scores of key t (K row at kr, loaded once) for the G heads of a group,
- * into sc[h][t]; -inf when the key is past the block's end (valid = 0). */
-inline void score_key(const kfloat (*qv)[NK], __global const stor_t *k,
-                      long kr, int valid, float (*sc)[KB], int t) {
-  if (valid) {
-    kfloat kv[NK];
+/* Variant 1's two ways of scoring a block and running its softmax.
+ *
+ * Per head ("rows"): each key's G dot products are summed horizontally one
+ * by one; the scores are kept head-major, sc[h * KB + t], padded to KB
+ * with -inf, and the softmax runs over each head's row 16 keys to a vector.
+ *
+ * Heads in lanes ("LANES"), for G = 8, 16, ... and head dims that are
+ * multiples of 8 (MQA and wide GQA, where the arithmetic rather than the
+ * memory sets the time): the 8 dot products of one key with 8 heads are
+ * reduced together by a shuffle tree, 7 additions a score where a
+ * horizontal sum of 16 lanes takes 15 operations and a store; the scores
+ * are kept key-major, sc[t * G + h], and the softmax runs on them 8 heads
+ * to a vector.  MQA (b=1, h=8, m=8192, d=64, f32) on PoCL here: 331 -> 292
+ * us a step with cold caches, medians of 40 alternated runs.  For G = 2
+ * and 4 the same chunking (8 / G keys of G heads) was slower than rows
+ * (464 against 448 us cold, GQA-4). */
+#if DK % 8 == 0 && G % 8 == 0
+#define LANES 1
+#define QW 8 /* q in float8 vectors */
+#define SCI(t, h) ((t) * G + (h))
+#else
+#define LANES 0
+#define QW VWK
+#define SCI(t, h) ((h) * KB + (t))
+#endif
+#define NQ (DK / QW)
+typedef FLOATW(QW) qfloat;
+
+#if LANES
+/* (a.s0+a.s1, a.s2+a.s3, b.s0+b.s1, b.s2+b.s3, likewise for s4..s7) */
+inline float8 pairsum8(float8 a, float8 b) {
+  return (float8)(a.s0, a.s2, b.s0, b.s2, a.s4, a.s6, b.s4, b.s6) +
+         (float8)(a.s1, a.s3, b.s1, b.s3, a.s5, a.s7, b.s5, b.s7);
+}
+/* (sum of a[0]'s lanes, ..., sum of a[7]'s lanes).  The halves are
+ * joined element by element: Oclgrind 21.10's uninitialised-value plugin
+ * crashes on (float8)(float4, float4). */
+inline float8 hsum8x8(const float8 *a) {
+  const float8 u0 = pairsum8(pairsum8(a[0], a[1]), pairsum8(a[2], a[3]));
+  const float8 u1 = pairsum8(pairsum8(a[4], a[5]), pairsum8(a[6], a[7]));
+  return (float8)(u0.s0, u0.s1, u0.s2, u0.s3, u1.s0, u1.s1, u1.s2, u1.s3) +
+         (float8)(u0.s4, u0.s5, u0.s6, u0.s7, u1.s4, u1.s5, u1.s6, u1.s7);
+}
+#endif
+
+/* Scores of key t (K row at kr) for the G heads of the group into the
+ * block's score array sc.  Rows: the K row is loaded once for all heads,
+ * and a key past the block's end (valid = 0) scores -inf.  Lanes: the row
+ * is loaded once per 8 heads (from L1 after the first), and a key past the
+ * end is left alone (the softmax stops at the block's last key). */
+__attribute__((always_inline)) inline void
+score_key(const qfloat (*qv)[NQ], __global const stor_t *k, long kr,
+          int valid, float *sc, int t) {
+#if LANES
+  if (!valid)
+    return;
+  for (int hb = 0; hb < G; hb += 8) {
+    float8 part[8];
 #pragma unroll
-    for (int w = 0; w < NK; w++)
-      kv[w] = LDW(VWK, k, kr + w * VWK);
+    for (int e = 0; e < 8; e++)
+      part[e] = (float8)(0.0f);
+#pragma unroll
+    for (int w = 0; w < NQ; w++) {
+      const float8 kv = LDW(8, k, kr + w * 8);
+#pragma unroll
+      for (int e = 0; e < 8; e++)
+        part[e] = fma(qv[hb + e][w], kv, part[e]);
+    }
+    vstore8(hsum8x8(part), 0, sc + SCI(t, hb));
+  }
+#else
+  if (valid) {
+    qfloat kv[NQ];
+#pragma unroll
+    for (int w = 0; w < NQ; w++)
+      kv[w] = LDW(QW, k, kr + w * QW);
 #pragma unroll
     for (int h = 0; h < G; h++) {
-      kfloat dv = (kfloat)(0.0f);
+      qfloat dv = (qfloat)(0.0f);
 #pragma unroll
-      for (int w = 0; w < NK; w++)
+      for (int w = 0; w < NQ; w++)
         dv = fma(qv[h][w], kv[w], dv);
-      sc[h][t] = HSUMW(VWK, dv);
+      sc[SCI(t, h)] = HSUMW(QW, dv);
     }
   } else {
 #pragma unroll
     for (int h = 0; h < G; h++)
-      sc[h][t] = -INFINITY;
+      sc[SCI(t, h)] = -INFINITY;
   }
+#endif
+}
+
+/* The online-softmax step of a block of nt keys for the G heads: the
+ * scores in sc become probabilities, mrow and lrow are updated, and
+ * al[h] is the factor that rescales head h's accumulators. */
+inline void softmax_block(float *sc, int nt, float *mrow, float *lrow,
+                          float *al) {
+#if LANES
+  for (int hb = 0; hb < G; hb += 8) {
+    const float8 mold = vload8(0, mrow + hb);
+    float8 mnew = mold;
+    for (int t = 0; t < nt; t++)
+      mnew = max(mnew, vload8(0, sc + SCI(t, hb)));
+    /* softmax_ref lane by lane: 0 where every score so far is -inf */
+    const float8 mref =
+        select(mnew, (float8)(0.0f), mnew == (float8)(-INFINITY));
+    const float8 alpha = exp2s8(mold - mref);
+    float8 ps = (float8)(0.0f);
+    for (int t = 0; t < nt; t++) {
+      const float8 e = exp2s8(vload8(0, sc + SCI(t, hb)) - mref);
+      vstore8(e, 0, sc + SCI(t, hb));
+      ps += e;
+    }
+    vstore8(fma(alpha, vload8(0, lrow + hb), ps), 0, lrow + hb);
+    vstore8(mnew, 0, mrow + hb);
+    vstore8(alpha, 0, al + hb);
+  }
+#else
+  (void)nt; /* keys past it score -inf */
+#pragma unroll
+  for (int h = 0; h < G; h++) {
+    float16 sv[NKB];
+    float16 vmax = (float16)(-INFINITY);
+#pragma unroll
+    for (int u = 0; u < NKB; u++) {
+      sv[u] = vload16(u, sc + SCI(0, h));
+      vmax = max(vmax, sv[u]);
+    }
+    al[h] = online_softmax16(sv, NKB, hmax16(vmax), &mrow[h], &lrow[h],
+                             sc + SCI(0, h));
+  }
+#endif
 }
 
 /* One key's P V step for one head: a += p * V row (at vr). */
@@ -124,13 +232,13 @@ __kernel void decode_split_reg(__global const stor_t *q,
   const int tb = s * chunk;
   const int te = min(L, tb + chunk);
 
-  kfloat qv[G][NK];
+  qfloat qv[G][NQ];
   vfloat acc[G][NV];
   float mrow[G], lrow[G];
   for (int h = 0; h < G; h++) {
     const long qb = ((long)b * hkv * G + c * G + h) * DK;
-    for (int w = 0; w < NK; w++)
-      qv[h][w] = LDW(VWK, q, qb + w * VWK) * scale_log2;
+    for (int w = 0; w < NQ; w++)
+      qv[h][w] = LDW(QW, q, qb + w * QW) * scale_log2;
     for (int w = 0; w < NV; w++)
       acc[h][w] = (vfloat)(0.0f);
     mrow[h] = -INFINITY;
@@ -144,8 +252,10 @@ __kernel void decode_split_reg(__global const stor_t *q,
    * a K phase followed by a V phase: a C model of MHA decode here read
    * 25-34 GB/s this way against 22-25 one phase after the other, and this
    * kernel's cold MHA step at m = 8192 went from 1517 to 1246 us, medians
-   * of 6 alternated runs; GQA-4 and MQA, compute-bound, did not move). */
-  float sc[2][G][KB];
+   * of 6 alternated runs; MQA with heads in lanes from 316 to 292 us,
+   * medians of 40). */
+  float sc[2][G * KB];
+  float al[G];
   int cur = 0;
 
   /* the first block's scores */
@@ -156,36 +266,22 @@ __kernel void decode_split_reg(__global const stor_t *q,
     const int nt = min(KB, te - t0);
     const int t1 = t0 + KB;
     const int nt1 = min(KB, te - t1); /* <= 0: this is the last block */
-#pragma unroll
-    for (int h = 0; h < G; h++) {
-      float16 sv[NKB];
-      float16 vmax = (float16)(-INFINITY);
-#pragma unroll
-      for (int u = 0; u < NKB; u++) {
-        sv[u] = vload16(u, sc[cur][h]);
-        vmax = max(vmax, sv[u]);
-      }
-      const float alpha = online_softmax16(sv, NKB, hmax16(vmax), &mrow[h],
-                                           &lrow[h], sc[cur][h]);
-#pragma unroll
-      for (int w = 0; w < NV; w++)
-        acc[h][w] *= alpha;
-    }
+    softmax_block(sc[cur], nt, mrow, lrow, al);
     /* P V head by head: one head's NV accumulators stay in registers
      * while the block's V rows (in L1 after the first head) stream past;
      * all G * NV at once would not fit a CPU's register file and spill.
      * The first head's pass, the one that reads V from memory, also
-     * scores the next block (K from memory, each row once for all heads);
-     * it is a loop of its own because one loop for all heads with the
-     * scoring under a condition ran GQA and MQA 5-10% slower on PoCL. */
+     * scores the next block (K from memory); it is a loop of its own
+     * because one loop for all heads with the scoring under a condition
+     * ran GQA and MQA 5-10% slower on PoCL. */
     {
       vfloat a[NV];
 #pragma unroll
       for (int w = 0; w < NV; w++)
-        a[w] = acc[0][w];
+        a[w] = acc[0][w] * al[0];
       for (int t = 0; t < KB; t++) {
         if (t < nt)
-          pv_row(a, v, vb + (t0 + t) * v_ss, sc[cur][0][t]);
+          pv_row(a, v, vb + (t0 + t) * v_ss, sc[cur][SCI(t, 0)]);
         score_key(qv, k, kb + (t1 + t) * k_ss, t < nt1, sc[cur ^ 1], t);
       }
 #pragma unroll
@@ -196,9 +292,9 @@ __kernel void decode_split_reg(__global const stor_t *q,
       vfloat a[NV];
 #pragma unroll
       for (int w = 0; w < NV; w++)
-        a[w] = acc[h][w];
+        a[w] = acc[h][w] * al[h];
       for (int t = 0; t < nt; t++)
-        pv_row(a, v, vb + (t0 + t) * v_ss, sc[cur][h][t]);
+        pv_row(a, v, vb + (t0 + t) * v_ss, sc[cur][SCI(t, h)]);
 #pragma unroll
       for (int w = 0; w < NV; w++)
         acc[h][w] = a[w];

@@ -30,11 +30,15 @@
 
 static const int ax_b[] = {1, 2, 4};
 static const int ax_cap[] = {1, 7, 100, 1000, 4096};
-static const int ax_heads[][2] = {{1, 1}, {4, 4}, {8, 1}, {8, 2}, {6, 3}};
+/* {8, 1} and {16, 1}: variant 1 puts 8 heads in a vector's lanes */
+static const int ax_heads[][2] = {{1, 1}, {4, 4}, {8, 1},
+                                  {8, 2}, {6, 3}, {16, 1}};
 /* {12, 20}: multiples of 4 but not of 8 (the kernels' 4-wide vectors; k =
- * 12 also leaves kv_append's program, built without widths, at width 1) */
-static const int ax_dims[][2] = {{16, 16},   {64, 64},  {80, 80}, {128, 128},
-                                 {64, 128},  {128, 16}, {12, 20}};
+ * 12 also leaves kv_append's program, built without widths, at width 1);
+ * {24, 40}: multiples of 8 but not of 16 */
+static const int ax_dims[][2] = {{16, 16},  {64, 64},  {80, 80},
+                                 {128, 128}, {64, 128}, {128, 16},
+                                 {12, 20},  {24, 40}};
 static const int ax_layout[] = {0, 1};
 static const clattn_dtype ax_dtype[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16};
 /* index 0: params = NULL (automatic) */
@@ -126,6 +130,10 @@ static int small_cases(dcase *out) {
                   p == 4 ? 2 : p == 5 ? 6 : 0,
                   (p / 2) % 2, p % 2, p, p % 3, 0, (p / 3) % 2,
                   800u + (unsigned)p);
+  /* variant 1 with heads in lanes: G = 8 with 8-wide head dims, and
+   * G = 16 in work-groups of 8 items */
+  out[k++] = mk(1, 2, 2, 7, 0, 1, 5, 0, 0, 1, 820u);
+  out[k++] = mk(0, 1, 5, 0, 1, 2, 6, 1, 0, 0, 821u);
   return k;
 }
 

@@ -318,10 +318,14 @@ clattn_status clattn_model_decode(const clattn_decode_desc *d,
       const double nk = imax(0, imin(L, tb + pl.chunk) - tb);
       if (pl.variant == 1) {
         const double T = cdiv(nk, pl.kb);
-        /* lens, q, K; V once per query head of the group */
-        rd += 4.0 + es * G * DK + es * nk * (DK + G * DV);
+        /* lens, q, K (each row once, or once per 8 heads when the heads
+         * are in lanes); V once per query head of the group */
+        rd += 4.0 + es * G * DK +
+              es * nk * ((pl.lanes ? G / 8.0 : 1.0) * DK + G * DV);
         fma += nk * G * (DK + DV) + T * G; /* QK^T, PV, sum updates */
-        ex += T * G * (1.0 + pl.kb);
+        /* alpha per block; each key's probability, over the block padded
+         * to kb keys per head, or the valid keys only in lanes */
+        ex += T * G + G * (pl.lanes ? nk : T * pl.kb);
       } else {
         const double KT = pl.kb, T = cdiv(nk, KT);
         /* every item reads lens; q, K and V once each (V staged in local

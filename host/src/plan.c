@@ -148,7 +148,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   const clattn_params *p = d->params ? d->params : &none;
   const int g = d->heads_q / d->heads_kv;
   const int dk = d->head_dim_k;
-  *pl = (clattn__decode_plan){0, 0, 0, 0, 0};
+  *pl = (clattn__decode_plan){0, 0, 0, 0, 0, 0};
   if (!params_ok(p)) {
     snprintf(why, cap, PARAMS_RANGE);
     return CLATTN_ERR_INVALID_ARG;
@@ -208,6 +208,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   int chunk = (d->capacity + s - 1) / s;
   chunk = (chunk + pl->kb - 1) / pl->kb * pl->kb;
   pl->chunk = chunk;
+  pl->lanes = pl->variant == 1 && g % 8 == 0 && dk % 8 == 0;
   pl->splits = (d->capacity + chunk - 1) / chunk;
   return CLATTN_OK;
 }

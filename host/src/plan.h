@@ -63,6 +63,8 @@ typedef struct clattn__decode_plan {
   int wg;      /* work-group size (variant 2; optional for variant 1) */
   int splits;  /* S; 1 means the split kernel writes o (no combine) */
   int chunk;   /* keys per split */
+  int lanes;   /* variant 1 scores 8 heads to a vector (cl/decode.cl's
+                  LANES: heads per KV head and head_dim_k multiples of 8) */
 } clattn__decode_plan;
 
 clattn_status clattn__plan_decode(const clattn__target *t,
