@@ -82,10 +82,15 @@ inline void put_row_scalar(__global stor_t *o, __global float *opart,
  * reduced together by a shuffle tree, 7 additions a score where a
  * horizontal sum of 16 lanes takes 15 operations and a store; the scores
  * are kept key-major, sc[t * G + h], and the softmax runs on them 8 heads
- * to a vector.  MQA (b=1, h=8, m=8192, d=64, f32) on PoCL here: 331 -> 292
- * us a step with cold caches, medians of 40 alternated runs.  For G = 2
- * and 4 the same chunking (8 / G keys of G heads) was slower than rows
- * (464 against 448 us cold, GQA-4). */
+ * to a vector.  MQA (b=1, h=8, m=8192, d=64, f32) on PoCL (2-core AMD
+ * EPYC, AVX2): 331 -> 292 us a step with cold caches, medians of 40
+ * alternated runs.  For G = 2 and 4 the same chunking (8 / G keys of G
+ * heads) was slower than rows (464 against 448 us cold, GQA-4).  Keys are
+ * scored two at a time, the two K rows side by side in a float16: the same
+ * operations per key where vectors hold 8 floats (AVX2), half the FMAs and
+ * tree steps where they hold 16 (AVX-512: MQA's step with hot caches 164
+ * -> 142 us on a 2-core Xeon, m = 2048 55 -> 49 us; cold, where the
+ * memory sets the time, about the same). */
 #if DK % 8 == 0 && G % 8 == 0
 #define LANES 1
 #define QW 8 /* q in float8 vectors */
@@ -96,51 +101,77 @@ inline void put_row_scalar(__global stor_t *o, __global float *opart,
 #define SCI(t, h) ((h) * KB + (t))
 #endif
 #define NQ (DK / QW)
+#if LANES
+typedef float16 qfloat; /* 8 elements of q, twice: two keys at once */
+#else
 typedef FLOATW(QW) qfloat;
+#endif
 
 #if LANES
-/* (a.s0+a.s1, a.s2+a.s3, b.s0+b.s1, b.s2+b.s3, likewise for s4..s7) */
-inline float8 pairsum8(float8 a, float8 b) {
-  return (float8)(a.s0, a.s2, b.s0, b.s2, a.s4, a.s6, b.s4, b.s6) +
-         (float8)(a.s1, a.s3, b.s1, b.s3, a.s5, a.s7, b.s5, b.s7);
+/* Two float8s side by side.  Vectors are joined and split element by
+ * element here: Oclgrind 21.10's uninitialised-value plugin crashes on
+ * (float8)(float4, float4) and reports the .lo / .hi halves of a float16
+ * as uninitialised. */
+inline float16 join16(float8 a, float8 b) {
+  return (float16)(a.s0, a.s1, a.s2, a.s3, a.s4, a.s5, a.s6, a.s7, b.s0, b.s1,
+                   b.s2, b.s3, b.s4, b.s5, b.s6, b.s7);
 }
-/* (sum of a[0]'s lanes, ..., sum of a[7]'s lanes).  The halves are
- * joined element by element: Oclgrind 21.10's uninitialised-value plugin
- * crashes on (float8)(float4, float4). */
-inline float8 hsum8x8(const float8 *a) {
-  const float8 u0 = pairsum8(pairsum8(a[0], a[1]), pairsum8(a[2], a[3]));
-  const float8 u1 = pairsum8(pairsum8(a[4], a[5]), pairsum8(a[6], a[7]));
-  return (float8)(u0.s0, u0.s1, u0.s2, u0.s3, u1.s0, u1.s1, u1.s2, u1.s3) +
-         (float8)(u0.s4, u0.s5, u0.s6, u0.s7, u1.s4, u1.s5, u1.s6, u1.s7);
+/* In each half of 8: (a.s0+a.s1, a.s2+a.s3, b.s0+b.s1, b.s2+b.s3, likewise
+ * for s4..s7) */
+inline float16 pairsum16(float16 a, float16 b) {
+  return (float16)(a.s0, a.s2, b.s0, b.s2, a.s4, a.s6, b.s4, b.s6, a.s8,
+                   a.sa, b.s8, b.sa, a.sc, a.se, b.sc, b.se) +
+         (float16)(a.s1, a.s3, b.s1, b.s3, a.s5, a.s7, b.s5, b.s7, a.s9,
+                   a.sb, b.s9, b.sb, a.sd, a.sf, b.sd, b.sf);
+}
+/* In each half of 8: (sum of a[0]'s lanes, ..., sum of a[7]'s lanes) */
+inline float16 hsum8x8x2(const float16 *a) {
+  const float16 u0 = pairsum16(pairsum16(a[0], a[1]), pairsum16(a[2], a[3]));
+  const float16 u1 = pairsum16(pairsum16(a[4], a[5]), pairsum16(a[6], a[7]));
+  return (float16)(u0.s0, u0.s1, u0.s2, u0.s3, u1.s0, u1.s1, u1.s2, u1.s3,
+                   u0.s8, u0.s9, u0.sa, u0.sb, u1.s8, u1.s9, u1.sa, u1.sb) +
+         (float16)(u0.s4, u0.s5, u0.s6, u0.s7, u1.s4, u1.s5, u1.s6, u1.s7,
+                   u0.sc, u0.sd, u0.se, u0.sf, u1.sc, u1.sd, u1.se, u1.sf);
 }
 #endif
 
-/* Scores of key t (K row at kr) for the G heads of the group into the
- * block's score array sc.  Rows: the K row is loaded once for all heads,
- * and a key past the block's end (valid = 0) scores -inf.  Lanes: the row
- * is loaded once per 8 heads (from L1 after the first), and a key past the
- * end is left alone (the softmax stops at the block's last key). */
+/* Scores of key t (K row at kr; the next key's row at kr + k_ss) for the
+ * G heads of the group into the block's score array sc.  Rows: the K row
+ * is loaded once for all heads, and a key past the block's end (valid = 0)
+ * scores -inf.  Lanes: keys are scored in pairs, at even t, the two K rows
+ * side by side in a float16 (one 16-lane FMA serves 8 heads of two keys);
+ * the rows are loaded once per 8 heads (from L1 after the first), a key
+ * past the end is left alone (the softmax stops at the block's last key)
+ * and a lone last key is paired with itself. */
 __attribute__((always_inline)) inline void
 score_key(const qfloat (*qv)[NQ], __global const stor_t *k, long kr,
-          int valid, float *sc, int t) {
+          long k_ss, int valid, int valid1, float *sc, int t) {
 #if LANES
-  if (!valid)
+  if (!valid || (t & 1))
     return;
+  const long kr1 = valid1 ? kr + k_ss : kr;
   for (int hb = 0; hb < G; hb += 8) {
-    float8 part[8];
+    float16 part[8];
 #pragma unroll
     for (int e = 0; e < 8; e++)
-      part[e] = (float8)(0.0f);
+      part[e] = (float16)(0.0f);
 #pragma unroll
     for (int w = 0; w < NQ; w++) {
-      const float8 kv = LDW(8, k, kr + w * 8);
+      const float16 kv =
+          join16(LDW(8, k, kr + w * 8), LDW(8, k, kr1 + w * 8));
 #pragma unroll
       for (int e = 0; e < 8; e++)
         part[e] = fma(qv[hb + e][w], kv, part[e]);
     }
-    vstore8(hsum8x8(part), 0, sc + SCI(t, hb));
+    const float16 r = hsum8x8x2(part);
+    vstore8((float8)(r.s0, r.s1, r.s2, r.s3, r.s4, r.s5, r.s6, r.s7), 0,
+            sc + SCI(t, hb));
+    vstore8((float8)(r.s8, r.s9, r.sa, r.sb, r.sc, r.sd, r.se, r.sf), 0,
+            sc + SCI(t + 1, hb));
   }
 #else
+  (void)k_ss;
+  (void)valid1;
   if (valid) {
     qfloat kv[NQ];
 #pragma unroll
@@ -237,8 +268,14 @@ __kernel void decode_split_reg(__global const stor_t *q,
   float mrow[G], lrow[G];
   for (int h = 0; h < G; h++) {
     const long qb = ((long)b * hkv * G + c * G + h) * DK;
-    for (int w = 0; w < NQ; w++)
+    for (int w = 0; w < NQ; w++) {
+#if LANES
+      const float8 x = LDW(8, q, qb + w * 8) * scale_log2;
+      qv[h][w] = join16(x, x);
+#else
       qv[h][w] = LDW(QW, q, qb + w * QW) * scale_log2;
+#endif
+    }
     for (int w = 0; w < NV; w++)
       acc[h][w] = (vfloat)(0.0f);
     mrow[h] = -INFINITY;
@@ -260,7 +297,8 @@ __kernel void decode_split_reg(__global const stor_t *q,
 
   /* the first block's scores */
   for (int t = 0; t < KB; t++)
-    score_key(qv, k, kb + (tb + t) * k_ss, tb + t < te, sc[0], t);
+    score_key(qv, k, kb + (tb + t) * k_ss, k_ss, tb + t < te,
+              tb + t + 1 < te, sc[0], t);
 
   for (int t0 = tb; t0 < te; t0 += KB) {
     const int nt = min(KB, te - t0);
@@ -282,7 +320,8 @@ __kernel void decode_split_reg(__global const stor_t *q,
       for (int t = 0; t < KB; t++) {
         if (t < nt)
           pv_row(a, v, vb + (t0 + t) * v_ss, sc[cur][SCI(t, 0)]);
-        score_key(qv, k, kb + (t1 + t) * k_ss, t < nt1, sc[cur ^ 1], t);
+        score_key(qv, k, kb + (t1 + t) * k_ss, k_ss, t < nt1, t + 1 < nt1,
+                  sc[cur ^ 1], t);
       }
 #pragma unroll
       for (int w = 0; w < NV; w++)

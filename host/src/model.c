@@ -319,10 +319,14 @@ clattn_status clattn_model_decode(const clattn_decode_desc *d,
       if (pl.variant == 1) {
         const double T = cdiv(nk, pl.kb);
         /* lens, q, K (each row once, or once per 8 heads when the heads
-         * are in lanes); V once per query head of the group */
+         * are in lanes, where keys are scored in pairs and a lone last
+         * key is paired with itself); V once per query head of the group */
+        const double lone = pl.lanes ? fmod(nk, 2.0) : 0.0;
         rd += 4.0 + es * G * DK +
-              es * nk * ((pl.lanes ? G / 8.0 : 1.0) * DK + G * DV);
-        fma += nk * G * (DK + DV) + T * G; /* QK^T, PV, sum updates */
+              es * (nk * ((pl.lanes ? G / 8.0 : 1.0) * DK + G * DV) +
+                    lone * G / 8.0 * DK);
+        /* QK^T, PV, sum updates */
+        fma += (nk + lone) * G * DK + nk * G * DV + T * G;
         /* alpha per block; each key's probability, over the block padded
          * to kb keys per head, or the valid keys only in lanes */
         ex += T * G + G * (pl.lanes ? nk : T * pl.kb);
