@@ -11,6 +11,7 @@
  *   DK, DV, G        head dims; query heads per KV head
  *   VWK, VWV         vector widths dividing DK and DV
  *   KB               keys per block (variant 1; a multiple of 16)
+ *   PVH              variant 1: query heads per P V pass after the first
  *   WG, KT, PAIRS    variant 2: work-items, keys per tile,
  *                    ceil(G * DV / WG) output elements per item
  *   DIRECT           1: write o instead of partials */
@@ -34,6 +35,9 @@
 #endif
 #ifndef KB
 #define KB 16
+#endif
+#ifndef PVH
+#define PVH 1
 #endif
 #ifndef WG
 #define WG 64
@@ -328,6 +332,39 @@ __kernel void decode_split_reg(__global const stor_t *q,
       for (int w = 0; w < NV; w++)
         acc[0][w] = a[w];
     }
+#if PVH > 1
+    /* P V for heads 1 .. G-1, PVH heads a pass (the last pass padded with
+     * copies of head G-1, whose results are dropped): one V row, loaded
+     * once, serves PVH heads' accumulators, all in registers */
+    for (int h0 = 1; h0 < G; h0 += PVH) {
+      vfloat a[PVH][NV];
+#pragma unroll
+      for (int j = 0; j < PVH; j++)
+#pragma unroll
+        for (int w = 0; w < NV; w++)
+          a[j][w] = h0 + j < G ? acc[h0 + j][w] * al[h0 + j] : (vfloat)(0.0f);
+      for (int t = 0; t < nt; t++) {
+        const long vr = vb + (t0 + t) * v_ss;
+        vfloat vrow[NV];
+#pragma unroll
+        for (int w = 0; w < NV; w++)
+          vrow[w] = LDW(VWV, v, vr + w * VWV);
+#pragma unroll
+        for (int j = 0; j < PVH; j++) {
+          const vfloat pt = (vfloat)(sc[cur][SCI(t, min(h0 + j, G - 1))]);
+#pragma unroll
+          for (int w = 0; w < NV; w++)
+            a[j][w] = fma(pt, vrow[w], a[j][w]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < PVH; j++)
+        if (h0 + j < G)
+#pragma unroll
+          for (int w = 0; w < NV; w++)
+            acc[h0 + j][w] = a[j][w];
+    }
+#else
     for (int h = 1; h < G; h++) {
       vfloat a[NV];
 #pragma unroll
@@ -339,6 +376,7 @@ __kernel void decode_split_reg(__global const stor_t *q,
       for (int w = 0; w < NV; w++)
         acc[h][w] = a[w];
     }
+#endif
     cur ^= 1;
   }
 

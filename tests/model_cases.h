@@ -51,6 +51,12 @@ static const model_case model_cases[] = {
      CLATTN_F32, 0, {70, 23}, {1, 0, 16, 0, 3}, CLATTN_BSHD, 0, 0, 0, 0},
     {"decode reg f16 lanes g16 direct", MC_DECODE, 1, 1, 40, 16, 1, 16, 8,
      CLATTN_F16, 0, {37, -1}, {1, 0, 32, 0, 1}, CLATTN_BHSD, 0, 0, 0, 0},
+    /* several heads per P V pass (rows): 7 = 4 + 3 (one padded head) in
+     * lanes, 3 = 2 + 1 per head-major rows */
+    {"decode reg f16 lanes g8 pv4", MC_DECODE, 2, 1, 50, 8, 1, 16, 16,
+     CLATTN_F16, 0, {47, 19}, {1, 4, 16, 0, 2}, CLATTN_BSHD, 0, 0, 0, 0},
+    {"decode reg bf16 g4 pv2", MC_DECODE, 1, 1, 45, 4, 1, 12, 20,
+     CLATTN_BF16, 0, {43, -1}, {1, 2, 16, 0, 3}, CLATTN_BHSD, 0, 0, 0, 0},
     {"decode local f32 empty seq", MC_DECODE, 2, 1, 70, 4, 1, 16, 32,
      CLATTN_F32, 0, {70, 0}, {2, 0, 8, 16, 2}, CLATTN_BHSD, 0, 0, 0, 0},
     {"decode local bf16 direct", MC_DECODE, 1, 1, 24, 3, 1, 8, 8,

@@ -50,6 +50,7 @@ static const clattn_params ax_params[] = {
     {0, 0, 0, 0, 0},    /* all-zero params: automatic everything */
     {1, 0, 32, 0, 5},   /* variant 1, 32-key blocks, 5 splits */
     {1, 0, 16, 8, 0},   /* variant 1, work-groups of 8, automatic splits */
+    {1, 2, 32, 0, 3},   /* variant 1, 2 heads per P V pass (1 if G = 1) */
     {2, 0, 0, 0, 0},    /* variant 2, automatic */
     {2, 0, 16, 64, 4},  /* variant 2, 64 items, 16-key tiles, 4 splits */
     {2, 0, 8, 256, 2},  /* variant 2, 256 items, 8-key tiles, 2 splits */
@@ -134,6 +135,8 @@ static int small_cases(dcase *out) {
    * G = 16 in work-groups of 8 items */
   out[k++] = mk(1, 2, 2, 7, 0, 1, 5, 0, 0, 1, 820u);
   out[k++] = mk(0, 1, 5, 0, 1, 2, 6, 1, 0, 0, 821u);
+  /* G = 8 in lanes, f16, 2 heads per P V pass (3 passes + 1 padded) */
+  out[k++] = mk(1, 2, 2, 7, 0, 1, 7, 0, 0, 1, 822u);
   return k;
 }
 
@@ -172,12 +175,13 @@ static dshape shape_of(const dcase *c) {
 static void describe(const dshape *s, char *buf, size_t cap) {
   snprintf(buf, cap,
            "b=%d cap=%d hq=%d hkv=%d dk=%d dv=%d layout=%s dtype=%s "
-           "n_new=%d params=%s{variant %d, keys %d, wg %d, splits %d} "
+           "n_new=%d params=%s{variant %d, rows %d, keys %d, wg %d, "
+           "splits %d} "
            "nan_pad=%d",
            s->b, s->cap, s->hq, s->hkv, s->dk, s->dv,
            s->layout ? "BHSD" : "BSHD", tu_dtype_name(s->dt), s->nnew,
            s->params ? "" : "NULL", s->params ? s->params->variant : 0,
-           s->params ? s->params->keys : 0, s->params ? s->params->wg : 0,
+           s->params ? s->params->rows : 0, s->params ? s->params->keys : 0, s->params ? s->params->wg : 0,
            s->params ? s->params->splits : 0, s->nan_pad);
 }
 

@@ -51,7 +51,8 @@ static size_t decode_options(const clattn_decode_desc *d,
   if (len < 0 || (size_t)len >= cap)
     return 0;
   if (pl->variant == 1) {
-    snprintf(opts + len, cap - (size_t)len, " -DKB=%d", pl->kb);
+    snprintf(opts + len, cap - (size_t)len, " -DKB=%d -DPVH=%d", pl->kb,
+             pl->pvh);
     return 0;
   }
   snprintf(opts + len, cap - (size_t)len, " -DWG=%d -DKT=%d -DPAIRS=%d",

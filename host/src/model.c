@@ -293,8 +293,7 @@ clattn_status clattn_model_decode(const clattn_decode_desc *d,
   if ((rc = clattn__plan_decode(&tgt, d, &pl, out->errmsg,
                                 sizeof out->errmsg)))
     return rc;
-  out->params = (clattn_params){pl.variant, d->heads_q / d->heads_kv, pl.kb,
-                                pl.wg, pl.splits};
+  out->params = clattn__decode_resolved(&pl);
   const double es = (double)clattn_dtype_size(d->dtype);
   const long B = d->batch, hkv = d->heads_kv, hq = d->heads_q;
   const double G = (double)(hq / hkv);
@@ -320,13 +319,17 @@ clattn_status clattn_model_decode(const clattn_decode_desc *d,
         const double T = cdiv(nk, pl.kb);
         /* lens, q, K (each row once, or once per 8 heads when the heads
          * are in lanes, where keys are scored in pairs and a lone last
-         * key is paired with itself); V once per query head of the group */
+         * key is paired with itself); V once for the first head and once
+         * per P V pass of pvh heads after it (the last pass padded) */
         const double lone = pl.lanes ? fmod(nk, 2.0) : 0.0;
+        const double passes = cdiv(G - 1.0, pl.pvh);
         rd += 4.0 + es * G * DK +
-              es * (nk * ((pl.lanes ? G / 8.0 : 1.0) * DK + G * DV) +
+              es * (nk * ((pl.lanes ? G / 8.0 : 1.0) * DK +
+                          (1.0 + passes) * DV) +
                     lone * G / 8.0 * DK);
-        /* QK^T, PV, sum updates */
-        fma += (nk + lone) * G * DK + nk * G * DV + T * G;
+        /* QK^T, PV (padded heads included), sum updates */
+        fma += (nk + lone) * G * DK + nk * (1.0 + passes * pl.pvh) * DV +
+               T * G;
         /* alpha per block; each key's probability, over the block padded
          * to kb keys per head, or the valid keys only in lanes */
         ex += T * G + G * (pl.lanes ? nk : T * pl.kb);

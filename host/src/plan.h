@@ -65,6 +65,8 @@ typedef struct clattn__decode_plan {
   int chunk;   /* keys per split */
   int lanes;   /* variant 1 scores 8 heads to a vector (cl/decode.cl's
                   LANES: heads per KV head and head_dim_k multiples of 8) */
+  int pvh;     /* variant 1: query heads per P V pass after the first
+                  (params rows; cl/decode.cl's PVH) */
 } clattn__decode_plan;
 
 clattn_status clattn__plan_decode(const clattn__target *t,
