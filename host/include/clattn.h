@@ -165,8 +165,9 @@ typedef struct clattn_events {
 typedef struct clattn_params {
   int variant;  /* 0 auto, 1 register-blocked (CPU-shaped), 2 local-memory
                    work-group tiles (GPU-shaped) */
-  int rows;     /* packed query rows per work-item (variant 1) or per
-                   work-group (variant 2) */
+  int rows;     /* prefill: packed query rows per work-item (variant 1) or
+                   per work-group (variant 2); decode variant 1: query heads
+                   per P V pass after the first (clamped to the group) */
   int keys;     /* keys per tile */
   int wg;       /* work-items per work-group (variant 2) */
   int splits;   /* decode: KV splits per (sequence, KV head); prefill: unused */
