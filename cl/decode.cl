@@ -310,11 +310,11 @@ __kernel void decode_split_reg(__global const stor_t *q,
     const int t1 = t0 + KB;
     const int nt1 = min(KB, te - t1); /* <= 0: this is the last block */
     softmax_block(sc[cur], nt, mrow, lrow, al);
-    /* P V head by head: one head's NV accumulators stay in registers
-     * while the block's V rows (in L1 after the first head) stream past;
-     * all G * NV at once would not fit a CPU's register file and spill.
-     * The first head's pass, the one that reads V from memory, also
-     * scores the next block (K from memory); it is a loop of its own
+    /* P V a few heads at a time: their NV accumulators each stay in
+     * registers while the block's V rows (in L1 after the first head)
+     * stream past; all G * NV at once would not fit a CPU's register file
+     * and spill.  The first head's pass, the one that reads V from memory,
+     * also scores the next block (K from memory); it is a loop of its own
      * because one loop for all heads with the scoring under a condition
      * ran GQA and MQA 5-10% slower on PoCL. */
     {
@@ -332,10 +332,9 @@ __kernel void decode_split_reg(__global const stor_t *q,
       for (int w = 0; w < NV; w++)
         acc[0][w] = a[w];
     }
-#if PVH > 1
     /* P V for heads 1 .. G-1, PVH heads a pass (the last pass padded with
-     * copies of head G-1, whose results are dropped): one V row, loaded
-     * once, serves PVH heads' accumulators, all in registers */
+     * zero accumulators fed head G-1's probabilities, then dropped): one V
+     * row, loaded once, serves PVH heads' accumulators, all in registers */
     for (int h0 = 1; h0 < G; h0 += PVH) {
       vfloat a[PVH][NV];
 #pragma unroll
@@ -364,19 +363,6 @@ __kernel void decode_split_reg(__global const stor_t *q,
           for (int w = 0; w < NV; w++)
             acc[h0 + j][w] = a[j][w];
     }
-#else
-    for (int h = 1; h < G; h++) {
-      vfloat a[NV];
-#pragma unroll
-      for (int w = 0; w < NV; w++)
-        a[w] = acc[h][w] * al[h];
-      for (int t = 0; t < nt; t++)
-        pv_row(a, v, vb + (t0 + t) * v_ss, sc[cur][SCI(t, h)]);
-#pragma unroll
-      for (int w = 0; w < NV; w++)
-        acc[h][w] = a[w];
-    }
-#endif
     cur ^= 1;
   }
 
