@@ -299,11 +299,7 @@ clattn_status clattn_model_decode(const clattn_decode_desc *d,
   const double G = (double)(hq / hkv);
   const double DK = d->head_dim_k, DV = d->head_dim_v;
   const int S = pl.splits, direct = S == 1;
-  const int VWV = d->head_dim_v % 16 == 0  ? 16
-                  : d->head_dim_v % 8 == 0 ? 8
-                  : d->head_dim_v % 4 == 0 ? 4
-                  : d->head_dim_v % 2 == 0 ? 2
-                                           : 1;
+  const int VWV = clattn__vec_width(d->head_dim_v);
   double dram_reads[CLATTN_MODEL_MAX_KERNELS] = {0};
   double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, keys_all = 0;
   /* per split work-group: what its loops issue */

@@ -30,6 +30,13 @@ int clattn__cpu_vregs(int vec_width, const char *vendor) {
   return 32;
 }
 
+int clattn__vec_width(int n) {
+  for (int w = 16; w > 1; w /= 2)
+    if (n % w == 0)
+      return w;
+  return 1;
+}
+
 /* attn_fwd_reg's QK^T loop keeps live, in vectors of vw floats, the rb x kb
  * score accumulators, one kb-key row of K^T and the broadcast q element.
  * Returns the share of the accumulator vectors beyond vregs registers
@@ -173,9 +180,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
      * few (AVX2) */
     int pvh = 1;
     if (t->vregs > 0 && clattn_dtype_size(d->dtype) == 2) {
-      int vwv = 16;
-      while (d->head_dim_v % vwv)
-        vwv /= 2;
+      const int vwv = clattn__vec_width(d->head_dim_v);
       const int per = d->head_dim_v / vwv *
                       ((vwv + t->vec_width - 1) / t->vec_width);
       while (pvh < 4 && 2 * pvh < g && (2 * pvh + 1) * per + 1 <= t->vregs)

@@ -31,6 +31,10 @@ clattn__target clattn__target_of_profile(const clattn_profile *p);
  * (AArch64 has 32), else 16 (x86 with SSE or AVX2). */
 int clattn__cpu_vregs(int vec_width, const char *vendor);
 
+/* Largest of 16, 8, 4, 2, 1 that divides n: the vector width the kernels
+ * are built with for a head dim of n (the launches' VWK and VWV). */
+int clattn__vec_width(int n);
+
 /* Prefill (clattn_attention). */
 typedef struct clattn__prefill_plan {
   int variant; /* 1 register-blocked (kv_stage + attn_fwd_reg), 2 local */

@@ -610,13 +610,6 @@ int clattn__pow2_floor(size_t n) {
   return p;
 }
 
-int clattn__vec_width(int n) {
-  for (int w = 16; w > 1; w /= 2)
-    if (n % w == 0)
-      return w;
-  return 1;
-}
-
 size_t clattn__bytes(size_t elem, long a, long b, long c, long d) {
   const long f[4] = {a, b, c, d};
   uint64_t total = elem;

@@ -153,8 +153,6 @@ clattn__strides clattn__layout_strides(clattn_layout lay, long S, long H,
 /* Largest power of two <= n (1 for n < 2). */
 int clattn__pow2_floor(size_t n);
 
-/* Largest of 16, 8, 4, 2, 1 that divides n. */
-int clattn__vec_width(int n);
 
 /* elem * a * b * c * d bytes; 0 when a factor is negative or the product
  * passes 2^62. */
