@@ -171,6 +171,9 @@ typedef struct clattn_params {
   int keys;     /* keys per tile */
   int wg;       /* work-items per work-group (variant 2) */
   int splits;   /* decode: KV splits per (sequence, KV head); prefill: unused */
+  int prefetch; /* decode variant 1: 1 off, 2 software prefetch of the next
+                   key block during the P V passes after the first (heads
+                   per KV head > 1); 0 auto; prefill: unused */
 } clattn_params;
 
 /* ---------------------------------------------------------- attention */

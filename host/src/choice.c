@@ -50,11 +50,13 @@ struct clattn__tuning {
 
 /* --------------------------------------------------------- params text */
 
-static const char *const field_name[5] = {"variant", "rows", "keys", "wg",
-                                          "splits"};
+enum { NFIELDS = 6 };
+static const char *const field_name[NFIELDS] = {
+    "variant", "rows", "keys", "wg", "splits", "prefetch"};
 
 static int *field_of(clattn_params *p, int i) {
-  int *f[5] = {&p->variant, &p->rows, &p->keys, &p->wg, &p->splits};
+  int *f[NFIELDS] = {&p->variant, &p->rows,   &p->keys,
+                     &p->wg,      &p->splits, &p->prefetch};
   return f[i];
 }
 
@@ -65,8 +67,9 @@ void clattn_params_format(const clattn_params *p, char *buf, size_t cap) {
     buf[0] = '\0';
     return;
   }
-  snprintf(buf, cap, "variant=%d rows=%d keys=%d wg=%d splits=%d",
-           p->variant, p->rows, p->keys, p->wg, p->splits);
+  snprintf(buf, cap,
+           "variant=%d rows=%d keys=%d wg=%d splits=%d prefetch=%d",
+           p->variant, p->rows, p->keys, p->wg, p->splits, p->prefetch);
 }
 
 /* Parse "name=value" fields separated by blanks or commas into *out
@@ -83,13 +86,14 @@ static clattn_status parse_fields(const char *text, clattn_params *out,
     while (*eq && *eq != '=' && *eq != ' ' && *eq != ',')
       eq++;
     int f = -1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < NFIELDS; i++)
       if ((size_t)(eq - s) == strlen(field_name[i]) &&
           strncmp(s, field_name[i], (size_t)(eq - s)) == 0)
         f = i;
     if (f < 0 || *eq != '=') {
       snprintf(why, cap,
-               "\"%.*s\": expected variant=, rows=, keys=, wg= or splits=",
+               "\"%.*s\": expected variant=, rows=, keys=, wg=, splits= "
+               "or prefetch=",
                (int)(eq - s + (*eq == '=')), s);
       return CLATTN_ERR_INVALID_ARG;
     }
@@ -111,14 +115,15 @@ clattn_status clattn_params_parse(const char *text, clattn_params *out) {
   char why[128];
   if (text == NULL || out == NULL)
     return CLATTN_ERR_INVALID_ARG;
-  clattn_params p = {0, 0, 0, 0, 0};
+  clattn_params p = {0, 0, 0, 0, 0, 0};
   clattn_status rc = parse_fields(text, &p, why, sizeof why);
-  *out = rc == CLATTN_OK ? p : (clattn_params){0, 0, 0, 0, 0};
+  *out = rc == CLATTN_OK ? p : (clattn_params){0, 0, 0, 0, 0, 0};
   return rc;
 }
 
 static int params_set(const clattn_params *p) {
-  return p && (p->variant || p->rows || p->keys || p->wg || p->splits);
+  return p && (p->variant || p->rows || p->keys || p->wg || p->splits ||
+               p->prefetch);
 }
 
 /* ---------------------------------------------------------- overrides */
@@ -127,7 +132,7 @@ static int params_set(const clattn_params *p) {
 static clattn_status set_overrides(clattn_ctx *ctx, const char *spec,
                                    const char *from) {
   int has[2] = {0, 0};
-  clattn_params ov[2] = {{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}};
+  clattn_params ov[2] = {{0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}};
   char buf[1024], why[160];
   if (spec && strlen(spec) >= sizeof buf)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "%s: too long", from);

@@ -157,7 +157,7 @@ clattn_status clattn_model_attention(const clattn_attn_desc *d,
                                  sizeof out->errmsg)))
     return rc;
   out->params = (clattn_params){pl.variant, pl.rb,
-                                pl.variant == 1 ? pl.kb : pl.kt, pl.wg, 0};
+                                pl.variant == 1 ? pl.kb : pl.kt, pl.wg, 0, 0};
   const double es = (double)clattn_dtype_size(d->dtype);
   const long B = d->batch, n = d->n_q, m = d->n_kv;
   const long hkv = d->heads_kv, g = d->heads_q / d->heads_kv;

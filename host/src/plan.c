@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PARAMS_RANGE "params: variant must be 0, 1 or 2 and sizes >= 0"
+#define PARAMS_RANGE                                                           \
+  "params: variant and prefetch must be 0, 1 or 2 and sizes >= 0"
 
 clattn__target clattn__target_of_profile(const clattn_profile *p) {
   clattn__target t;
@@ -49,7 +50,7 @@ static double qk_spill(int rb, int kb, int vw, int vregs) {
 
 static int params_ok(const clattn_params *p) {
   return p->variant >= 0 && p->variant <= 2 && p->rows >= 0 && p->keys >= 0 &&
-         p->wg >= 0 && p->splits >= 0;
+         p->wg >= 0 && p->splits >= 0 && p->prefetch >= 0 && p->prefetch <= 2;
 }
 
 /* Local memory a kernel may use: the device's, less a margin for what the
@@ -62,7 +63,7 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
                                    const clattn_attn_desc *d,
                                    clattn__prefill_plan *pl, char *why,
                                    size_t cap) {
-  static const clattn_params none = {0, 0, 0, 0, 0};
+  static const clattn_params none = {0, 0, 0, 0, 0, 0};
   const clattn_params *p = d->params ? d->params : &none;
   const int dk = d->head_dim_k, dv = d->head_dim_v;
   *pl = (clattn__prefill_plan){0, 0, 0, 0, 0, 0, 0};
@@ -151,11 +152,11 @@ clattn_status clattn__plan_decode(const clattn__target *t,
                                   const clattn_decode_desc *d,
                                   clattn__decode_plan *pl, char *why,
                                   size_t cap) {
-  static const clattn_params none = {0, 0, 0, 0, 0};
+  static const clattn_params none = {0, 0, 0, 0, 0, 0};
   const clattn_params *p = d->params ? d->params : &none;
   const int g = d->heads_q / d->heads_kv;
   const int dk = d->head_dim_k;
-  *pl = (clattn__decode_plan){0, 0, 0, 0, 0, 0, 1};
+  *pl = (clattn__decode_plan){0, 0, 0, 0, 0, 0, 1, 0};
   if (!params_ok(p)) {
     snprintf(why, cap, PARAMS_RANGE);
     return CLATTN_ERR_INVALID_ARG;
@@ -191,6 +192,15 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     pl->pvh = p->rows ? p->rows : pvh;
     if (pl->pvh > g - 1)
       pl->pvh = g > 1 ? g - 1 : 1;
+    /* Prefetch of the next block during the P V passes after the first
+     * (cl/decode.cl's prefetch_next; none without such a pass): by default
+     * from two passes on, on CPUs with 32 vector registers (AVX-512: MQA
+     * cold 14-20% faster on Zen 5; spread over the passes the same way on
+     * an AVX2 Zen 3 it measured 2-10% slower, on an AVX-512 Xeon the
+     * same within noise). */
+    const int passes = (g - 1 + pl->pvh - 1) / pl->pvh;
+    pl->pf = g > 1 && (p->prefetch == 2 ||
+                       (p->prefetch == 0 && t->vregs >= 32 && passes >= 2));
     if (pl->kb % 16 != 0 || pl->kb > 256) {
       snprintf(why, cap,
                "params: variant 1 keys per block must be a multiple of 16 "
@@ -270,12 +280,13 @@ int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
 
 clattn_params clattn__prefill_resolved(const clattn__prefill_plan *pl) {
   if (pl->variant == 1)
-    return (clattn_params){1, pl->rb, pl->kb, pl->wg == 1 ? 0 : pl->wg, 0};
-  return (clattn_params){2, 0, pl->kt, pl->wg, 0};
+    return (clattn_params){1, pl->rb, pl->kb, pl->wg == 1 ? 0 : pl->wg, 0, 0};
+  return (clattn_params){2, 0, pl->kt, pl->wg, 0, 0};
 }
 
 clattn_params clattn__decode_resolved(const clattn__decode_plan *pl) {
   return (clattn_params){pl->variant, pl->variant == 1 ? pl->pvh : 0, pl->kb,
                          pl->variant == 1 && pl->wg == 1 ? 0 : pl->wg,
-                         pl->splits};
+                         pl->splits,
+                         pl->variant == 1 ? (pl->pf ? 2 : 1) : 0};
 }

@@ -71,6 +71,8 @@ typedef struct clattn__decode_plan {
                   LANES: heads per KV head and head_dim_k multiples of 8) */
   int pvh;     /* variant 1: query heads per P V pass after the first
                   (params rows; cl/decode.cl's PVH) */
+  int pf;      /* variant 1: prefetch the next block (params prefetch 2;
+                  cl/decode.cl's PF) */
 } clattn__decode_plan;
 
 clattn_status clattn__plan_decode(const clattn__target *t,

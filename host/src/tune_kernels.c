@@ -7,7 +7,9 @@
  *     {16,32,64,128} x work-group {1 (written 0),2,4};
  *   prefill variant 2 (local-memory tiles): work-group {16..256} x keys
  *     {8,16,32,64};
- *   decode variant 1: keys {16,32,64,128} x work-group {1 (0),4} x splits;
+ *   decode variant 1: keys {16,32,64,128} x work-group {1 (0),4} x splits
+ *     x prefetch {off, on} (one candidate where the group has no P V pass
+ *     to prefetch in);
  *   decode variant 2: work-group {16..256} x keys {8,16,32,64} x splits;
  *   splits: 1, 2, 4, ... while a split keeps >= 64 keys (at most 256).
  * A candidate is stored as the plan resolves it (e.g. the split count the
@@ -35,15 +37,15 @@
 
 clattn_params clattn__space_params(const clattn__space *s, int i) {
   const int *v = &s->val[i * s->ndims];
-  return (clattn_params){v[0], v[1], v[2], v[3], v[4]};
+  return (clattn_params){v[0], v[1], v[2], v[3], v[4], v[5]};
 }
 
 static void space_init(clattn__space *s) {
-  static const char *const dims[5] = {"variant", "rows", "keys", "wg",
-                                      "splits"};
+  static const char *const dims[6] = {"variant", "rows",   "keys",
+                                      "wg",      "splits", "prefetch"};
   memset(s, 0, sizeof *s);
-  s->ndims = 5;
-  for (int i = 0; i < 5; i++)
+  s->ndims = 6;
+  for (int i = 0; i < 6; i++)
     s->dim[i] = dims[i];
   s->def = -1;
 }
@@ -62,7 +64,8 @@ static int add_prefill(const clattn__target *t, const clattn_attn_desc *d,
     return -1;
   }
   const clattn_params r = clattn__prefill_resolved(&pl);
-  const int v[5] = {r.variant, r.rows, r.keys, r.wg, r.splits};
+  const int v[6] = {r.variant, r.rows,   r.keys,
+                    r.wg,      r.splits, r.prefetch};
   int i = clattn__space_add(s, v);
   return i < 0 ? -2 : i;
 }
@@ -74,7 +77,7 @@ clattn_status clattn__space_prefill(const clattn__target *t,
                    wg1[] = {1, 2, 4}, wg2[] = {16, 32, 64, 128, 256},
                    keys2[] = {8, 16, 32, 64};
   space_init(s);
-  int i = add_prefill(t, d, (clattn_params){0, 0, 0, 0, 0}, s);
+  int i = add_prefill(t, d, (clattn_params){0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
@@ -82,12 +85,12 @@ clattn_status clattn__space_prefill(const clattn__target *t,
     for (int b = 0; b < 4; b++)
       for (int c = 0; c < 3; c++)
         if (add_prefill(t, d,
-                        (clattn_params){1, rows1[a], keys1[b], wg1[c], 0},
+                        (clattn_params){1, rows1[a], keys1[b], wg1[c], 0, 0},
                         s) == -2)
           return CLATTN_ERR_NOMEM;
   for (int a = 0; a < 5; a++)
     for (int b = 0; b < 4; b++)
-      if (add_prefill(t, d, (clattn_params){2, 0, keys2[b], wg2[a], 0}, s) ==
+      if (add_prefill(t, d, (clattn_params){2, 0, keys2[b], wg2[a], 0, 0}, s) ==
           -2)
         return CLATTN_ERR_NOMEM;
   return CLATTN_OK;
@@ -105,7 +108,8 @@ static int add_decode(const clattn__target *t, const clattn_decode_desc *d,
     return -1;
   }
   const clattn_params r = clattn__decode_resolved(&pl);
-  const int v[5] = {r.variant, r.rows, r.keys, r.wg, r.splits};
+  const int v[6] = {r.variant, r.rows,   r.keys,
+                    r.wg,      r.splits, r.prefetch};
   int i = clattn__space_add(s, v);
   return i < 0 ? -2 : i;
 }
@@ -117,7 +121,7 @@ clattn_status clattn__space_decode(const clattn__target *t,
                    wg2[] = {16, 32, 64, 128, 256}, keys2[] = {8, 16, 32, 64};
   int splits[10], ns = 0;
   space_init(s);
-  int i = add_decode(t, d, (clattn_params){0, 0, 0, 0, 0}, s);
+  int i = add_decode(t, d, (clattn_params){0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
@@ -127,14 +131,15 @@ clattn_status clattn__space_decode(const clattn__target *t,
   for (int k = 0; k < ns; k++) {
     for (int a = 0; a < 4; a++)
       for (int b = 0; b < 2; b++)
-        if (add_decode(t, d, (clattn_params){1, 0, keys1[a], wg1[b],
-                                             splits[k]},
-                       s) == -2)
-          return CLATTN_ERR_NOMEM;
+        for (int f = 1; f <= 2; f++)
+          if (add_decode(t, d, (clattn_params){1, 0, keys1[a], wg1[b],
+                                               splits[k], f},
+                         s) == -2)
+            return CLATTN_ERR_NOMEM;
     for (int a = 0; a < 5; a++)
       for (int b = 0; b < 4; b++)
         if (add_decode(t, d, (clattn_params){2, 0, keys2[b], wg2[a],
-                                             splits[k]},
+                                             splits[k], 0},
                        s) == -2)
           return CLATTN_ERR_NOMEM;
   }
@@ -460,8 +465,8 @@ static clattn_status kfam_eval(void *self, const int *values, double best_s,
                                double timeout_s, int repeats,
                                clattn_tune_entry *e) {
   kfam *F = self;
-  const clattn_params p = {values[0], values[1], values[2], values[3],
-                           values[4]};
+  const clattn_params p = {values[0], values[1], values[2],
+                           values[3], values[4], values[5]};
   const clattn_dtype dt = F->decode ? F->dd.dtype : F->ad.dtype;
   const double t0 = clattn__now();
   clattn_status rc;
@@ -563,8 +568,8 @@ int clattn__predict(const clattn_profile *prof, const clattn_attn_desc *a,
 static int kfam_predict(void *self, const int *values, double *t_pred,
                         double *t_roof) {
   kfam *F = self;
-  const clattn_params p = {values[0], values[1], values[2], values[3],
-                           values[4]};
+  const clattn_params p = {values[0], values[1], values[2],
+                           values[3], values[4], values[5]};
   return F->has_prof && clattn__predict(&F->prof, &F->ad,
                                         F->decode ? &F->dd : NULL, &p,
                                         t_pred, t_roof);
@@ -573,8 +578,8 @@ static int kfam_predict(void *self, const int *values, double *t_pred,
 /* One timed run of a candidate on the call's shape (the next K/V copy). */
 static double kfam_time1(void *self, const int *values) {
   kfam *F = self;
-  const clattn_params p = {values[0], values[1], values[2], values[3],
-                           values[4]};
+  const clattn_params p = {values[0], values[1], values[2],
+                           values[3], values[4], values[5]};
   F->next = (F->next + 1) % F->copies;
   const double a = clattn__now();
   if (call(F, &p, 0, F->next) != CLATTN_OK)
