@@ -606,10 +606,17 @@ static void bench_decode(bench *B)
   if (clattn_profile_reported(B->ctx, &prof) == CLATTN_OK &&
       2 * (size_t)prof.cache_bytes >= target)
     target = 2 * (size_t)prof.cache_bytes + ((size_t)64 << 20);
-  static const int hkvs[3] = {8, 2, 1};
-  static const char *names[3] = {"MHA (h_kv=8)", "GQA (h_kv=2)",
-                                 "MQA (h_kv=1)"};
-  double t_mha = 0.0;
+  enum { NC = 3 };
+  static const int hkvs[NC] = {8, 2, 1};
+  static const char *names[NC] = {"MHA (h_kv=8)", "GQA (h_kv=2)",
+                                  "MQA (h_kv=1)"};
+  /* rounds: each times one pass of every case, so the cases share the
+   * machine's drift (a shared VM's bandwidth moved by 20-30% within a
+   * minute here) and each ratio to MHA pairs passes of the same round */
+  const int rounds = B->reps < 15 ? 15 : B->reps;
+  decode_arg a[NC];
+  double *t = xmalloc((size_t)NC * rounds * sizeof *t);
+  double *ratio = xmalloc((size_t)rounds * sizeof *ratio);
 
   printf("== decode: b=%d h=%d m=%d (cache capacity %d, lens=%d) d=%d f32, "
          "BHSD cache ==\n", b, h, m, m, m, d);
@@ -617,72 +624,91 @@ static void bench_decode(bench *B)
          "per-\"layer\" caches\n  (>= %zu MiB in all) that no step reads "
          "K/V still in the LLC; time = pass / layers.\n",
          target >> 20);
+  printf("  %d rounds, each one pass of every case in turn; us/step: the "
+         "median pass;\n  vs MHA: the median over rounds of MHA's pass / "
+         "the case's pass (same round).\n", rounds);
   printf("  bandwidth re-measured just before this section (the machine may "
          "be shared):\n");
   measure_ceilings(B, " (again)", 0);
+  for (int c = 0; c < NC; c++) {
+    decode_arg *x = &a[c];
+    const int hkv = hkvs[c];
+    const size_t cache_b = (size_t)b * hkv * m * d * sizeof(float);
+    cl_int len = m;
+
+    memset(x, 0, sizeof *x);
+    x->layers = (int)((target + 2 * cache_b - 1) / (2 * cache_b));
+    if (x->layers < 2)
+      x->layers = 2;
+    x->d.batch = b;
+    x->d.capacity = m;
+    x->d.heads_q = h;
+    x->d.heads_kv = hkv;
+    x->d.head_dim_k = d;
+    x->d.head_dim_v = d;
+    x->d.dtype = CLATTN_F32;
+    x->d.cache_layout = CLATTN_BHSD;
+    x->kc = xmalloc((size_t)x->layers * sizeof *x->kc);
+    x->vc = xmalloc((size_t)x->layers * sizeof *x->vc);
+    for (int l = 0; l < x->layers; l++) {
+      x->kc[l] = buf_new(B, cache_b);
+      x->vc[l] = buf_new(B, cache_b);
+      buf_fill(B, x->kc[l], cache_b, 0.01f * (float)(l % 7 + 1));
+      buf_fill(B, x->vc[l], cache_b, 0.5f);
+    }
+    x->q = buf_random(B, (size_t)b * h * d, 1.0f, 7);
+    x->o = buf_new(B, (size_t)b * h * d * sizeof(float));
+    x->lens = buf_new(B, (size_t)b * sizeof(cl_int));
+    CK(clEnqueueFillBuffer(B->queue, x->lens, &len, sizeof len, 0,
+                           (size_t)b * sizeof len, 0, NULL, NULL));
+  }
+  for (int r = -1; r < rounds; r++) /* round -1: warm-up */
+    for (int c = 0; c < NC; c++) {
+      double t0;
+      CK(clFinish(B->queue));
+      t0 = now_s();
+      if (run_decode_pass(B, &a[c]) != 0)
+        die("clattn_decode failed: %s", clattn_ctx_errmsg(B->ctx));
+      CK(clFinish(B->queue));
+      if (r >= 0)
+        t[c * rounds + r] = (now_s() - t0) / a[c].layers;
+    }
   printf("  %-14s %6s %8s %9s %9s %7s %8s %8s %7s\n", "case", "layers",
          "MiB tot", "us/step", "MiB/step", "GB/s", "of copy", "of read",
          "vs MHA");
-  for (int c = 0; c < 3; c++) {
-    decode_arg a;
-    int hkv = hkvs[c];
-    size_t cache_b = (size_t)b * hkv * m * d * sizeof(float);
-    double step_bytes = 4.0 * b * m * hkv * (2.0 * d), t;
-    cl_int len = m;
-
-    memset(&a, 0, sizeof a);
-    a.layers = (int)((target + 2 * cache_b - 1) / (2 * cache_b));
-    if (a.layers < 2)
-      a.layers = 2;
-    a.d.batch = b;
-    a.d.capacity = m;
-    a.d.heads_q = h;
-    a.d.heads_kv = hkv;
-    a.d.head_dim_k = d;
-    a.d.head_dim_v = d;
-    a.d.dtype = CLATTN_F32;
-    a.d.cache_layout = CLATTN_BHSD;
-    a.kc = xmalloc((size_t)a.layers * sizeof *a.kc);
-    a.vc = xmalloc((size_t)a.layers * sizeof *a.vc);
-    for (int l = 0; l < a.layers; l++) {
-      a.kc[l] = buf_new(B, cache_b);
-      a.vc[l] = buf_new(B, cache_b);
-      buf_fill(B, a.kc[l], cache_b, 0.01f * (float)(l % 7 + 1));
-      buf_fill(B, a.vc[l], cache_b, 0.5f);
-    }
-    a.q = buf_random(B, (size_t)b * h * d, 1.0f, 7);
-    a.o = buf_new(B, (size_t)b * h * d * sizeof(float));
-    a.lens = buf_new(B, (size_t)b * sizeof(cl_int));
-    CK(clEnqueueFillBuffer(B->queue, a.lens, &len, sizeof len, 0,
-                           (size_t)b * sizeof len, 0, NULL, NULL));
-    t = time_median(B, run_decode_pass, &a, 1, B->reps);
-    if (t < 0)
-      die("clattn_decode failed: %s", clattn_ctx_errmsg(B->ctx));
-    t /= a.layers;
-    if (c == 0)
-      t_mha = t;
+  for (int c = 0; c < NC; c++) {
+    const double step_bytes = 4.0 * b * m * hkvs[c] * (2.0 * d);
+    double tc, vs;
+    for (int r = 0; r < rounds; r++)
+      ratio[r] = t[r] / t[c * rounds + r];
+    vs = median(ratio, rounds);
+    tc = median(t + (size_t)c * rounds, rounds); /* sorts case c's times */
     printf("  %-14s %6d %8.0f %9.1f %9.2f %7.2f %7.1f%% %7.1f%% %6.2fx\n",
-           names[c], a.layers, 2.0 * (double)cache_b * a.layers / 1048576.0,
-           1e6 * t, step_bytes / 1048576.0, step_bytes / t * 1e-9,
-           100.0 * step_bytes / t * 1e-9 / B->copy_gbs,
-           100.0 * step_bytes / t * 1e-9 / B->read_gbs, t_mha / t);
-    rec(B, "decode", names[c], "us_per_step", 1e6 * t);
-    rec(B, "decode", names[c], "GB/s", step_bytes / t * 1e-9);
+           names[c], a[c].layers, step_bytes * a[c].layers / 1048576.0,
+           1e6 * tc, step_bytes / 1048576.0, step_bytes / tc * 1e-9,
+           100.0 * step_bytes / tc * 1e-9 / B->copy_gbs,
+           100.0 * step_bytes / tc * 1e-9 / B->read_gbs, vs);
+    rec(B, "decode", names[c], "us_per_step", 1e6 * tc);
+    rec(B, "decode", names[c], "GB/s", step_bytes / tc * 1e-9);
     rec(B, "decode", names[c], "fraction_of_copy",
-        step_bytes / t * 1e-9 / B->copy_gbs);
+        step_bytes / tc * 1e-9 / B->copy_gbs);
     rec(B, "decode", names[c], "fraction_of_read",
-        step_bytes / t * 1e-9 / B->read_gbs);
-    rec(B, "decode", names[c], "speedup_vs_mha", t_mha / t);
-    for (int l = 0; l < a.layers; l++) {
-      rel(&a.kc[l]);
-      rel(&a.vc[l]);
-    }
-    free(a.kc);
-    free(a.vc);
-    rel(&a.q);
-    rel(&a.o);
-    rel(&a.lens);
+        step_bytes / tc * 1e-9 / B->read_gbs);
+    rec(B, "decode", names[c], "speedup_vs_mha", vs);
   }
+  for (int c = 0; c < NC; c++) {
+    for (int l = 0; l < a[c].layers; l++) {
+      rel(&a[c].kc[l]);
+      rel(&a[c].vc[l]);
+    }
+    free(a[c].kc);
+    free(a[c].vc);
+    rel(&a[c].q);
+    rel(&a[c].o);
+    rel(&a[c].lens);
+  }
+  free(t);
+  free(ratio);
   printf("  (the byte ratio allows MQA/MHA = 8x and GQA-2/MHA = 4x; MiB/step "
          "= s*b*m*h_kv*(d_k+d_v))\n\n");
 }
