@@ -28,7 +28,8 @@ static const char model_usage[] =
   "  --head-dim K [--head-dim-v V]; decode: --kv-seq M is the cache\n"
   "  length; layer: --d-model D [--cache-len P] (decode: --seq 1)\n"
   "OPTIONS: --dtype f32|f16|bf16, --causal, --variant 1|2, --rows R,\n"
-  "  --keys K, --wg W, --splits S (default: what the library picks),\n"
+  "  --keys K, --wg W, --splits S, --prefetch 1|2 (off|on; default: what\n"
+  "  the library picks),\n"
   "  --profile NAME (a datasheet GPU, see 'clattn model profiles') or\n"
   "  --device D (a present device: its measured profile from the database\n"
   "  when 'clattn probe' stored one, else what it reports), --db PATH,\n"
@@ -76,6 +77,7 @@ int cli_model_parse(int argc, char **argv, model_opts *o) {
       {"keys", offsetof(model_opts, params.keys), 0},
       {"wg", offsetof(model_opts, params.wg), 0},
       {"splits", offsetof(model_opts, params.splits), 0},
+      {"prefetch", offsetof(model_opts, params.prefetch), 0},
   };
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -208,11 +210,12 @@ static void print_prediction(const char *what, const clattn_profile *p,
   if (json) {
     printf("{\n  \"call\": \"%s\",\n  \"profile\": \"%s\",\n  \"source\": "
            "\"%s\",\n  \"ridge\": %.6g,\n  \"params\": {\"variant\": %d, "
-           "\"rows\": %d, \"keys\": %d, \"wg\": %d, \"splits\": %d},\n"
+           "\"rows\": %d, \"keys\": %d, \"wg\": %d, \"splits\": %d, "
+           "\"prefetch\": %d},\n"
            "  \"kernels\": [\n",
            what, p->name, cli_profile_source(p->source), pr->ridge,
            pr->params.variant, pr->params.rows, pr->params.keys,
-           pr->params.wg, pr->params.splits);
+           pr->params.wg, pr->params.splits, pr->params.prefetch);
     for (int i = 0; i < pr->n_kernels; i++)
       print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
     printf("  ],\n  \"total\":\n");
@@ -227,9 +230,10 @@ static void print_prediction(const char *what, const clattn_profile *p,
          (double)p->cache_bytes / 1048576.0,
          p->launch_pipelined_us > 0 ? p->launch_pipelined_us : p->launch_us,
          pr->ridge);
-  printf("  params: variant %d, rows %d, keys %d, wg %d, splits %d\n",
+  printf("  params: variant %d, rows %d, keys %d, wg %d, splits %d, "
+         "prefetch %d\n",
          pr->params.variant, pr->params.rows, pr->params.keys, pr->params.wg,
-         pr->params.splits);
+         pr->params.splits, pr->params.prefetch);
   printf("  %-18s %3s %9s %8s %9s %9s %9s %9s %7s %10s %10s %10s  %s\n",
          "kernel", "n", "GFLOP", "Mexp2", "MiB read", "MiB wr", "MiB comp",
          "MiB DRAM", "FLOP/B", "t_mem us", "t_comp us", "t_pred us",

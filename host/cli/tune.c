@@ -38,8 +38,8 @@ static const char tune_usage[] =
   "  all for exhaustive, else 25% of the space), --seed N, --fresh\n"
   "  (measure again what the database has), --quiet, --device D\n"
   "explain: the parameters clattn_attention / clattn_decode would use for\n"
-  "  SHAPE on the device (--variant/--rows/--keys/--wg/--splits act as the\n"
-  "  caller's params), where they come from and why\n";
+  "  SHAPE on the device (--variant/--rows/--keys/--wg/--splits/--prefetch\n"
+  "  act as the caller's params), where they come from and why\n";
 
 static int tune_usage_err(const char *why) {
   if (why)
@@ -360,7 +360,7 @@ int cli_explain(int argc, char **argv) {
   }
   clattn_choice ch;
   const int caller = m.params.variant || m.params.rows || m.params.keys ||
-                     m.params.wg || m.params.splits;
+                     m.params.wg || m.params.splits || m.params.prefetch;
   if (decode) {
     const clattn_decode_desc d = {m.batch, m.kv_seq, m.heads, m.kv_heads,
                                   m.head_dim, m.head_dim_v, m.dtype,
