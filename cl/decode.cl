@@ -13,7 +13,7 @@
  *   KB               keys per block (variant 1; a multiple of 16)
  *   PVH              variant 1: query heads per P V pass after the first
  *   PF               variant 1: 1 to prefetch the next block during the P V
- *                    passes after the first (needs G > 1 + PVH), 0 not to
+ *                    passes after the first (needs G > 1), 0 not to
  *   WG, KT, PAIRS    variant 2: work-items, keys per tile,
  *                    ceil(G * DV / WG) output elements per item
  *   DIRECT           1: write o instead of partials */

@@ -193,9 +193,10 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     /* Prefetch of the next block during the P V passes after the first
      * (cl/decode.cl's prefetch_next; none without such a pass): by default
      * from two passes on, on CPUs with 32 vector registers (AVX-512: MQA
-     * cold 14-20% faster on Zen 5; spread over the passes the same way on
-     * an AVX2 Zen 3 it measured 2-10% slower, on an AVX-512 Xeon the
-     * same within noise). */
+     * cold 14-20% faster on Zen 5).  An earlier kernel's prefetches,
+     * spread over the same passes, measured 2-10% slower on an AVX2 Zen 3
+     * and the same within noise on an AVX-512 Xeon; the tuner tries both
+     * (params prefetch). */
     const int passes = (g - 1 + pl->pvh - 1) / pl->pvh;
     pl->pf = g > 1 && (p->prefetch == 2 ||
                        (p->prefetch == 0 && t->vregs >= 32 && passes >= 2));
