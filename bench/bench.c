@@ -63,6 +63,12 @@ static const char bench_cl[] =
     "    vstore16(vload16(0, r + t) * inv, 0, r + t);\n"
     "  for (; t < lim; t++) r[t] *= inv;\n"
     "  for (; t < m; t++) r[t] = 0.0f;\n"
+    "}\n"
+    "/* A copy, one float16 a work-item (as clattn_probe's copy kernel):\n"
+    " * the decode section's bandwidth reference, timed in every round. */\n"
+    "__kernel void copy16(__global const float16 *a, __global float16 *b)\n"
+    "{\n"
+    "  b[get_global_id(0)] = a[get_global_id(0)];\n"
     "}\n";
 
 /* ------------------------------------------------------- plumbing */
@@ -73,7 +79,7 @@ typedef struct bench {
   cl_command_queue queue;
   cl_device_id device;
   cl_program prog;
-  cl_kernel k_softmax;
+  cl_kernel k_softmax, k_copy;
   int quick;
   int reps;
   const char *json_path;
@@ -260,6 +266,8 @@ static void bench_init(bench *B, const char *device)
   }
   B->k_softmax = clCreateKernel(B->prog, "softmax_rows", &err);
   CK(err);
+  B->k_copy = clCreateKernel(B->prog, "copy16", &err);
+  CK(err);
 }
 
 static void bench_cleanup(bench *B)
@@ -269,6 +277,8 @@ static void bench_cleanup(bench *B)
     clFinish(B->queue);
   if (B->k_softmax != NULL)
     clReleaseKernel(B->k_softmax);
+  if (B->k_copy != NULL)
+    clReleaseKernel(B->k_copy);
   if (B->prog != NULL)
     clReleaseProgram(B->prog);
   clattn_ctx_destroy(B->ctx);
@@ -610,13 +620,21 @@ static void bench_decode(bench *B)
   static const int hkvs[NC] = {8, 2, 1};
   static const char *names[NC] = {"MHA (h_kv=8)", "GQA (h_kv=2)",
                                   "MQA (h_kv=1)"};
-  /* rounds: each times one pass of every case, so the cases share the
-   * machine's drift (a shared VM's bandwidth moved by 20-30% within a
-   * minute here) and each ratio to MHA pairs passes of the same round */
+  /* rounds: each times a copy (the bandwidth reference) and one pass of
+   * every case, so all share the machine's drift (a shared VM's bandwidth
+   * moved by 20-30% within a minute here, the probe's copy figure between
+   * 38 and 69 GB/s within ten) and each ratio pairs times of one round */
   const int rounds = B->reps < 15 ? 15 : B->reps;
+  const size_t copy_b = (size_t)(B->quick ? 64 : 128) << 20;
+  const size_t copy_n = copy_b / (16 * sizeof(float));
   decode_arg a[NC];
   double *t = xmalloc((size_t)NC * rounds * sizeof *t);
+  double *tcopy = xmalloc((size_t)rounds * sizeof *tcopy);
   double *ratio = xmalloc((size_t)rounds * sizeof *ratio);
+  cl_mem ca = buf_random(B, copy_b / sizeof(float), 1.0f, 11);
+  cl_mem cb = buf_new(B, copy_b);
+  CK(clSetKernelArg(B->k_copy, 0, sizeof ca, &ca));
+  CK(clSetKernelArg(B->k_copy, 1, sizeof cb, &cb));
 
   printf("== decode: b=%d h=%d m=%d (cache capacity %d, lens=%d) d=%d f32, "
          "BHSD cache ==\n", b, h, m, m, m, d);
@@ -624,9 +642,11 @@ static void bench_decode(bench *B)
          "per-\"layer\" caches\n  (>= %zu MiB in all) that no step reads "
          "K/V still in the LLC; time = pass / layers.\n",
          target >> 20);
-  printf("  %d rounds, each one pass of every case in turn; us/step: the "
-         "median pass;\n  vs MHA: the median over rounds of MHA's pass / "
-         "the case's pass (same round).\n", rounds);
+  printf("  %d rounds, each a copy of %zu MiB and one pass of every case "
+         "in turn; us/step: the\n  median pass; of copy: the median over "
+         "rounds of the case's GB/s / the copy's\n  (read+write) GB/s in the "
+         "same round; vs MHA: likewise MHA's pass / the case's pass.\n",
+         rounds, copy_b >> 20);
   printf("  bandwidth re-measured just before this section (the machine may "
          "be shared):\n");
   measure_ceilings(B, " (again)", 0);
@@ -662,9 +682,16 @@ static void bench_decode(bench *B)
     CK(clEnqueueFillBuffer(B->queue, x->lens, &len, sizeof len, 0,
                            (size_t)b * sizeof len, 0, NULL, NULL));
   }
-  for (int r = -1; r < rounds; r++) /* round -1: warm-up */
+  for (int r = -1; r < rounds; r++) { /* round -1: warm-up */
+    double t0;
+    CK(clFinish(B->queue));
+    t0 = now_s();
+    CK(clEnqueueNDRangeKernel(B->queue, B->k_copy, 1, NULL, &copy_n, NULL, 0,
+                              NULL, NULL));
+    CK(clFinish(B->queue));
+    if (r >= 0)
+      tcopy[r] = now_s() - t0;
     for (int c = 0; c < NC; c++) {
-      double t0;
       CK(clFinish(B->queue));
       t0 = now_s();
       if (run_decode_pass(B, &a[c]) != 0)
@@ -673,12 +700,16 @@ static void bench_decode(bench *B)
       if (r >= 0)
         t[c * rounds + r] = (now_s() - t0) / a[c].layers;
     }
+  }
   printf("  %-14s %6s %8s %9s %9s %7s %8s %8s %7s\n", "case", "layers",
          "MiB tot", "us/step", "MiB/step", "GB/s", "of copy", "of read",
          "vs MHA");
   for (int c = 0; c < NC; c++) {
     const double step_bytes = 4.0 * b * m * hkvs[c] * (2.0 * d);
-    double tc, vs;
+    double tc, vs, of_copy;
+    for (int r = 0; r < rounds; r++)
+      ratio[r] = step_bytes / t[c * rounds + r] / (2.0 * copy_b / tcopy[r]);
+    of_copy = median(ratio, rounds);
     for (int r = 0; r < rounds; r++)
       ratio[r] = t[r] / t[c * rounds + r];
     vs = median(ratio, rounds);
@@ -686,12 +717,10 @@ static void bench_decode(bench *B)
     printf("  %-14s %6d %8.0f %9.1f %9.2f %7.2f %7.1f%% %7.1f%% %6.2fx\n",
            names[c], a[c].layers, step_bytes * a[c].layers / 1048576.0,
            1e6 * tc, step_bytes / 1048576.0, step_bytes / tc * 1e-9,
-           100.0 * step_bytes / tc * 1e-9 / B->copy_gbs,
-           100.0 * step_bytes / tc * 1e-9 / B->read_gbs, vs);
+           100.0 * of_copy, 100.0 * step_bytes / tc * 1e-9 / B->read_gbs, vs);
     rec(B, "decode", names[c], "us_per_step", 1e6 * tc);
     rec(B, "decode", names[c], "GB/s", step_bytes / tc * 1e-9);
-    rec(B, "decode", names[c], "fraction_of_copy",
-        step_bytes / tc * 1e-9 / B->copy_gbs);
+    rec(B, "decode", names[c], "fraction_of_copy", of_copy);
     rec(B, "decode", names[c], "fraction_of_read",
         step_bytes / tc * 1e-9 / B->read_gbs);
     rec(B, "decode", names[c], "speedup_vs_mha", vs);
@@ -707,7 +736,10 @@ static void bench_decode(bench *B)
     rel(&a[c].o);
     rel(&a[c].lens);
   }
+  rel(&ca);
+  rel(&cb);
   free(t);
+  free(tcopy);
   free(ratio);
   printf("  (the byte ratio allows MQA/MHA = 8x and GQA-2/MHA = 4x; MiB/step "
          "= s*b*m*h_kv*(d_k+d_v))\n\n");
