@@ -5,7 +5,9 @@
  * figure as a ratio to them or to a baseline measured in the same run:
  *   - fused prefill vs an unfused CLBlast GEMM + softmax + GEMM pipeline,
  *     with the automatic kernel shape and a few explicit ones;
- *   - decode over cold KV caches (MHA, GQA, MQA) vs the copy bandwidth;
+ *   - decode over cold KV caches (MHA, GQA, MQA) vs a copy kernel, all
+ *     timed round by round (at least 15 rounds) with ratios paired within
+ *     a round;
  *   - the whole layer: projections vs attention core, and a decode step.
  * Times are medians of --reps runs after warm-up, wall clock around
  * clFinish. */
