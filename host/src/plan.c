@@ -169,20 +169,32 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     pl->variant = 1;
   if (pl->variant == 1) {
     pl->wg = p->wg;
+    /* Prefetch (below) unless the caller turns it off: wanted by default
+     * on CPUs with 32 vector registers. */
+    const int pf_wanted =
+        p->prefetch == 2 || (p->prefetch == 0 && t->vregs >= 32);
     /* P V passes after the first head's: with 16-bit storage, whose
      * every V load is also a conversion, as many heads per pass (up to 4)
      * as keep their accumulators and one converted V row in the vector
      * registers, so one load serves them all (cold steps on AVX-512, m =
-     * 8192, d = 64: MQA f16 214 -> 182 us, GQA-4 f16 303-313 -> 284-287;
-     * in f32, where a V load from L1 costs next to nothing, GQA-4 got 2-5%
-     * slower from its padded pass); 1 where the registers are unknown or
-     * few (AVX2) */
+     * 8192, d = 64: MQA f16 214 -> 182 us, GQA-4 f16 303-313 -> 284-287).
+     * In f32, where a V load from L1 costs next to nothing, 2 heads a pass
+     * only where the passes prefetch, and so that two passes remain to
+     * carry the prefetches (with prefetch, cold, medians of 7-11
+     * alternated rounds: MQA 158 -> 140 and 165 -> 166 us, GQA-4 294 ->
+     * 285, h=16 over one KV head 331 -> 311; without prefetch GQA-4 had
+     * got 2-5% slower from its padded pass).  1 where the registers are
+     * unknown or few (AVX2). */
+    const int es = (int)clattn_dtype_size(d->dtype);
+    const int most = es == 2 ? 4 : pf_wanted ? 2 : 1;
+    const int heads = es == 2 ? g - 1 : g - 2;
     int pvh = 1;
-    if (t->vregs > 0 && clattn_dtype_size(d->dtype) == 2) {
+    if (t->vregs > 0) {
       const int vwv = clattn__vec_width(d->head_dim_v);
       const int per = d->head_dim_v / vwv *
                       ((vwv + t->vec_width - 1) / t->vec_width);
-      while (pvh < 4 && 2 * pvh < g && (2 * pvh + 1) * per + 1 <= t->vregs)
+      while (pvh < most && 2 * pvh <= heads &&
+             (2 * pvh + 1) * per + 1 <= t->vregs)
         pvh *= 2;
     }
     /* params rows: at most the heads after the first (an override such
@@ -198,8 +210,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
      * and the same within noise on an AVX-512 Xeon; the tuner tries both
      * (params prefetch). */
     const int passes = (g - 1 + pl->pvh - 1) / pl->pvh;
-    pl->pf = g > 1 && (p->prefetch == 2 ||
-                       (p->prefetch == 0 && t->vregs >= 32 && passes >= 2));
+    pl->pf = g > 1 && pf_wanted && (p->prefetch == 2 || passes >= 2);
     /* Keys per block: wide groups amortise the softmax over more keys;
      * with prefetch, blocks of ~8 KiB of K (and of V) a block, 16 to 64
      * keys (MQA cold, m = 8192, d = 64, 8 splits: f32 32 keys 162-165 us
