@@ -215,7 +215,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
      * with prefetch, blocks of ~8 KiB of K (and of V) a block, 16 to 64
      * keys (MQA cold, m = 8192, d = 64, 8 splits: f32 32 keys 162-165 us
      * against 175 for 64, f16 64 keys 146 against 149 for 32). */
-    const int kb8k = 8192 / (dk * (int)clattn_dtype_size(d->dtype)) / 16 * 16;
+    const int kb8k = 8192 / (dk * es) / 16 * 16;
     pl->kb = p->keys  ? p->keys
              : pl->pf ? (kb8k < 16 ? 16 : kb8k > 64 ? 64 : kb8k)
              : g >= 4 ? 64
