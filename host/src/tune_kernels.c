@@ -8,8 +8,9 @@
  *   prefill variant 2 (local-memory tiles): work-group {16..256} x keys
  *     {8,16,32,64};
  *   decode variant 1: keys {16,32,64,128} x work-group {1 (0),4} x splits
- *     x prefetch {off, on} (one candidate where the group has no P V pass
- *     to prefetch in);
+ *     x prefetch {off, on} x heads per P V pass after the first (rows)
+ *     {1,2,4} (one candidate where the group has no P V pass to prefetch
+ *     in, rows clamped to the heads after the first);
  *   decode variant 2: work-group {16..256} x keys {8,16,32,64} x splits;
  *   splits: 1, 2, 4, ... while a split keeps >= 64 keys (at most 256).
  * A candidate is stored as the plan resolves it (e.g. the split count the
@@ -118,6 +119,7 @@ clattn_status clattn__space_decode(const clattn__target *t,
                                    const clattn_decode_desc *d,
                                    clattn__space *s) {
   static const int keys1[] = {16, 32, 64, 128}, wg1[] = {1, 4},
+                   rows1[] = {1, 2, 4},
                    wg2[] = {16, 32, 64, 128, 256}, keys2[] = {8, 16, 32, 64};
   int splits[10], ns = 0;
   space_init(s);
@@ -132,10 +134,11 @@ clattn_status clattn__space_decode(const clattn__target *t,
     for (int a = 0; a < 4; a++)
       for (int b = 0; b < 2; b++)
         for (int f = 1; f <= 2; f++)
-          if (add_decode(t, d, (clattn_params){1, 0, keys1[a], wg1[b],
-                                               splits[k], f},
-                         s) == -2)
-            return CLATTN_ERR_NOMEM;
+          for (int r = 0; r < 3; r++)
+            if (add_decode(t, d, (clattn_params){1, rows1[r], keys1[a],
+                                                 wg1[b], splits[k], f},
+                           s) == -2)
+              return CLATTN_ERR_NOMEM;
     for (int a = 0; a < 5; a++)
       for (int b = 0; b < 4; b++)
         if (add_decode(t, d, (clattn_params){2, 0, keys2[b], wg2[a],
