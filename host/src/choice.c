@@ -50,16 +50,6 @@ struct clattn__tuning {
 
 /* --------------------------------------------------------- params text */
 
-enum { NFIELDS = 6 };
-static const char *const field_name[NFIELDS] = {
-    "variant", "rows", "keys", "wg", "splits", "prefetch"};
-
-static int *field_of(clattn_params *p, int i) {
-  int *f[NFIELDS] = {&p->variant, &p->rows,   &p->keys,
-                     &p->wg,      &p->splits, &p->prefetch};
-  return f[i];
-}
-
 void clattn_params_format(const clattn_params *p, char *buf, size_t cap) {
   if (buf == NULL || cap == 0)
     return;
@@ -67,9 +57,11 @@ void clattn_params_format(const clattn_params *p, char *buf, size_t cap) {
     buf[0] = '\0';
     return;
   }
-  snprintf(buf, cap,
-           "variant=%d rows=%d keys=%d wg=%d splits=%d prefetch=%d",
-           p->variant, p->rows, p->keys, p->wg, p->splits, p->prefetch);
+  clattn_params q = *p;
+  buf[0] = '\0';
+  for (int i = 0; i < CLATTN__NPARAMS; i++)
+    clattn__appendf(buf, cap, "%s%s=%d", i ? " " : "", clattn__param_names[i],
+                    *clattn__param(&q, i));
 }
 
 /* Parse "name=value" fields separated by blanks or commas into *out
@@ -86,9 +78,9 @@ static clattn_status parse_fields(const char *text, clattn_params *out,
     while (*eq && *eq != '=' && *eq != ' ' && *eq != ',')
       eq++;
     int f = -1;
-    for (int i = 0; i < NFIELDS; i++)
-      if ((size_t)(eq - s) == strlen(field_name[i]) &&
-          strncmp(s, field_name[i], (size_t)(eq - s)) == 0)
+    for (int i = 0; i < CLATTN__NPARAMS; i++)
+      if ((size_t)(eq - s) == strlen(clattn__param_names[i]) &&
+          strncmp(s, clattn__param_names[i], (size_t)(eq - s)) == 0)
         f = i;
     if (f < 0 || *eq != '=') {
       snprintf(why, cap,
@@ -102,10 +94,10 @@ static clattn_status parse_fields(const char *text, clattn_params *out,
     if (end == eq + 1 || v < 0 || v > 1 << 20 ||
         (*end && *end != ' ' && *end != ',' && *end != '\t')) {
       snprintf(why, cap, "%s: expected a count >= 0, got \"%.16s\"",
-               field_name[f], eq + 1);
+               clattn__param_names[f], eq + 1);
       return CLATTN_ERR_INVALID_ARG;
     }
-    *field_of(out, f) = (int)v;
+    *clattn__param(out, f) = (int)v;
     s = end;
   }
   return CLATTN_OK;
@@ -122,8 +114,11 @@ clattn_status clattn_params_parse(const char *text, clattn_params *out) {
 }
 
 static int params_set(const clattn_params *p) {
-  return p && (p->variant || p->rows || p->keys || p->wg || p->splits ||
-               p->prefetch);
+  clattn_params q = p ? *p : (clattn_params){0, 0, 0, 0, 0, 0};
+  for (int i = 0; i < CLATTN__NPARAMS; i++)
+    if (*clattn__param(&q, i))
+      return 1;
+  return 0;
 }
 
 /* ---------------------------------------------------------- overrides */

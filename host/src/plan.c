@@ -7,6 +7,15 @@
 #define PARAMS_RANGE                                                           \
   "params: variant and prefetch must be 0, 1 or 2 and sizes >= 0"
 
+const char *const clattn__param_names[CLATTN__NPARAMS] = {
+    "variant", "rows", "keys", "wg", "splits", "prefetch"};
+
+int *clattn__param(clattn_params *p, int i) {
+  int *f[CLATTN__NPARAMS] = {&p->variant, &p->rows,   &p->keys,
+                             &p->wg,      &p->splits, &p->prefetch};
+  return f[i];
+}
+
 clattn__target clattn__target_of_profile(const clattn_profile *p) {
   clattn__target t;
   t.is_cpu = p->is_cpu;

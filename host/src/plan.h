@@ -7,6 +7,13 @@
 
 #include "clattn.h"
 
+/* clattn_params field by field, in the order of its text
+ * (clattn_params_format, the tuning database's keys) and of the tuner's
+ * space dimensions: the names, and field i of p. */
+enum { CLATTN__NPARAMS = 6 };
+extern const char *const clattn__param_names[CLATTN__NPARAMS];
+int *clattn__param(clattn_params *p, int i);
+
 /* What planning needs to know about a device. */
 typedef struct clattn__target {
   int is_cpu;

@@ -71,8 +71,9 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
 clattn_status clattn__tune_identity(clattn_ctx *ctx, clattn_tune_entry *fp);
 
 /* The spaces of the fused kernels (tune_kernels.c): every valid
- * clattn_params candidate for d on the target (dims variant, rows, keys,
- * wg, splits, the order of clattn_params_format), the default first. */
+ * clattn_params candidate for d on the target (dims: clattn_params' fields,
+ * clattn__param_names, the order of clattn_params_format), the default
+ * first. */
 clattn_status clattn__space_prefill(const clattn__target *t,
                                     const clattn_attn_desc *d,
                                     clattn__space *s);

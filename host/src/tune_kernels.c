@@ -36,18 +36,29 @@
 
 /* -------------------------------------------------------------- spaces */
 
+/* A candidate's values (the space's dimensions are clattn_params' fields,
+ * clattn__param_names) as params, and back. */
+static clattn_params params_of(const int *v) {
+  clattn_params p;
+  for (int i = 0; i < CLATTN__NPARAMS; i++)
+    *clattn__param(&p, i) = v[i];
+  return p;
+}
+
+static void values_of(clattn_params p, int *v) {
+  for (int i = 0; i < CLATTN__NPARAMS; i++)
+    v[i] = *clattn__param(&p, i);
+}
+
 clattn_params clattn__space_params(const clattn__space *s, int i) {
-  const int *v = &s->val[i * s->ndims];
-  return (clattn_params){v[0], v[1], v[2], v[3], v[4], v[5]};
+  return params_of(&s->val[i * s->ndims]);
 }
 
 static void space_init(clattn__space *s) {
-  static const char *const dims[6] = {"variant", "rows",   "keys",
-                                      "wg",      "splits", "prefetch"};
   memset(s, 0, sizeof *s);
-  s->ndims = 6;
-  for (int i = 0; i < 6; i++)
-    s->dim[i] = dims[i];
+  s->ndims = CLATTN__NPARAMS;
+  for (int i = 0; i < CLATTN__NPARAMS; i++)
+    s->dim[i] = clattn__param_names[i];
   s->def = -1;
 }
 
@@ -64,9 +75,8 @@ static int add_prefill(const clattn__target *t, const clattn_attn_desc *d,
     s->pruned++;
     return -1;
   }
-  const clattn_params r = clattn__prefill_resolved(&pl);
-  const int v[6] = {r.variant, r.rows,   r.keys,
-                    r.wg,      r.splits, r.prefetch};
+  int v[CLATTN__NPARAMS];
+  values_of(clattn__prefill_resolved(&pl), v);
   int i = clattn__space_add(s, v);
   return i < 0 ? -2 : i;
 }
@@ -108,9 +118,8 @@ static int add_decode(const clattn__target *t, const clattn_decode_desc *d,
     s->pruned++;
     return -1;
   }
-  const clattn_params r = clattn__decode_resolved(&pl);
-  const int v[6] = {r.variant, r.rows,   r.keys,
-                    r.wg,      r.splits, r.prefetch};
+  int v[CLATTN__NPARAMS];
+  values_of(clattn__decode_resolved(&pl), v);
   int i = clattn__space_add(s, v);
   return i < 0 ? -2 : i;
 }
@@ -468,8 +477,7 @@ static clattn_status kfam_eval(void *self, const int *values, double best_s,
                                double timeout_s, int repeats,
                                clattn_tune_entry *e) {
   kfam *F = self;
-  const clattn_params p = {values[0], values[1], values[2],
-                           values[3], values[4], values[5]};
+  const clattn_params p = params_of(values);
   const clattn_dtype dt = F->decode ? F->dd.dtype : F->ad.dtype;
   const double t0 = clattn__now();
   clattn_status rc;
@@ -571,8 +579,7 @@ int clattn__predict(const clattn_profile *prof, const clattn_attn_desc *a,
 static int kfam_predict(void *self, const int *values, double *t_pred,
                         double *t_roof) {
   kfam *F = self;
-  const clattn_params p = {values[0], values[1], values[2],
-                           values[3], values[4], values[5]};
+  const clattn_params p = params_of(values);
   return F->has_prof && clattn__predict(&F->prof, &F->ad,
                                         F->decode ? &F->dd : NULL, &p,
                                         t_pred, t_roof);
@@ -581,8 +588,7 @@ static int kfam_predict(void *self, const int *values, double *t_pred,
 /* One timed run of a candidate on the call's shape (the next K/V copy). */
 static double kfam_time1(void *self, const int *values) {
   kfam *F = self;
-  const clattn_params p = {values[0], values[1], values[2],
-                           values[3], values[4], values[5]};
+  const clattn_params p = params_of(values);
   F->next = (F->next + 1) % F->copies;
   const double a = clattn__now();
   if (call(F, &p, 0, F->next) != CLATTN_OK)
