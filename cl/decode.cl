@@ -281,22 +281,49 @@ inline void pv_row(vfloat *a, __global const stor_t *v, long vr, float p) {
 #define LPR (LPR_K > LPR_V ? LPR_K : LPR_V)
 #define NPASS ((G - 1 + PVH - 1) / PVH) /* P V passes after the first */
 #define PFU ((LPR + NPASS - 1) / NPASS) /* lines of each an iteration */
-/* Lines i0 .. i0+PFU-1 of the next block (first key t1) of a split ending
- * at te: line i is line i % LPR of the block's row i / LPR, in V (rows t1
- * ..) and in K (rows t1+KB .., which the next block's first pass scores). */
-__attribute__((always_inline)) inline void
-prefetch_next(__global const stor_t *k, long kb, long k_ss,
-              __global const stor_t *v, long vb, long v_ss, int t1, int te,
-              int i0) {
+/* Where the prefetches of the next block (first key t1) have got to: line
+ * l of its row r, whose V and K lines start at v and k.  Lines go row by
+ * row, V rows t1 .. and K rows t1+KB .. (which the next block's first pass
+ * scores), nv and nk of them: the rows the split has.  A cursor, not an
+ * index: the address of line i computed afresh (row i / LPR, line i % LPR,
+ * 64-bit row offsets) took as many instructions as the P V pass it rode
+ * on.  MQA f32 (m = 8192, d = 64) on Zen 5, 21 paired rounds: hot 99.5 ->
+ * 93.6 us (15 faster), cold 136.2 -> 135.9 (12 faster). */
+typedef struct pf_cursor {
+  const __global uchar *v, *k;
+  int r, l, nv, nk;
+} pf_cursor;
+
+inline pf_cursor pf_start(__global const stor_t *k, long kb, long k_ss,
+                          __global const stor_t *v, long vb, long v_ss,
+                          int t1, int te) {
+  pf_cursor c;
+  c.r = 0;
+  c.l = 0;
+  c.nv = clamp(te - t1, 0, KB);
+  c.nk = clamp(te - t1 - KB, 0, KB);
+  c.v = (const __global uchar *)(v + (c.nv > 0 ? vb + t1 * v_ss : 0));
+  c.k = (const __global uchar *)(k + (c.nk > 0 ? kb + (t1 + KB) * k_ss : 0));
+  return c;
+}
+
+/* The next PFU lines; the row pointers only move to rows that exist. */
+__attribute__((always_inline)) inline void pf_step(pf_cursor *c, long k_ss,
+                                                   long v_ss) {
 #pragma unroll
   for (int u = 0; u < PFU; u++) {
-    const int r = (i0 + u) / LPR, l = (i0 + u) % LPR;
-    if (r < KB && t1 + r < te && l < LPR_V)
-      PREFETCH_LINE((const __global uchar *)(v + vb + (t1 + r) * v_ss) +
-                    64 * l);
-    if (r < KB && t1 + KB + r < te && l < LPR_K)
-      PREFETCH_LINE((const __global uchar *)(k + kb + (t1 + KB + r) * k_ss) +
-                    64 * l);
+    if (c->r < c->nv && c->l < LPR_V)
+      PREFETCH_LINE(c->v + 64 * c->l);
+    if (c->r < c->nk && c->l < LPR_K)
+      PREFETCH_LINE(c->k + 64 * c->l);
+    if (++c->l == LPR) {
+      c->l = 0;
+      c->r++;
+      if (c->r < c->nv)
+        c->v += v_ss * (long)sizeof(stor_t);
+      if (c->r < c->nk)
+        c->k += k_ss * (long)sizeof(stor_t);
+    }
   }
 }
 #endif
@@ -363,6 +390,9 @@ __kernel void decode_split_reg(__global const stor_t *q,
     const int t1 = t0 + KB;
     const int nt1 = min(KB, te - t1); /* <= 0: this is the last block */
     softmax_block(sc[cur], nt, mrow, lrow, al);
+#if PF
+    pf_cursor pfc = pf_start(k, kb, k_ss, v, vb, v_ss, t1, te);
+#endif
     /* P V a few heads at a time: their NV accumulators each stay in
      * registers while the block's V rows (in L1 after the first head)
      * stream past; all G * NV at once would not fit a CPU's register file
@@ -397,8 +427,7 @@ __kernel void decode_split_reg(__global const stor_t *q,
           a[j][w] = h0 + j < G ? acc[h0 + j][w] * al[h0 + j] : (vfloat)(0.0f);
       for (int t = 0; t < nt; t++) {
 #if PF
-        prefetch_next(k, kb, k_ss, v, vb, v_ss, t1, te,
-                      ((h0 - 1) / PVH * KB + t) * PFU);
+        pf_step(&pfc, k_ss, v_ss);
 #endif
         const long vr = vb + (t0 + t) * v_ss;
         vfloat vrow[NV];

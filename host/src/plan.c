@@ -212,7 +212,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     if (pl->pvh > g - 1)
       pl->pvh = g > 1 ? g - 1 : 1;
     /* Prefetch of the next block during the P V passes after the first
-     * (cl/decode.cl's prefetch_next; none without such a pass): by default
+     * (cl/decode.cl's pf_step; none without such a pass): by default
      * from two passes on, on CPUs with 32 vector registers (AVX-512: MQA
      * cold 14-20% faster on Zen 5).  An earlier kernel's prefetches,
      * spread over the same passes, measured 2-10% slower on an AVX2 Zen 3
