@@ -208,7 +208,41 @@ score_key(const qfloat (*qv)[NQ], __global const stor_t *k, long kr,
  * al[h] is the factor that rescales head h's accumulators. */
 inline void softmax_block(float *sc, int nt, float *mrow, float *lrow,
                           float *al) {
-#if LANES
+#if LANES && G == 8
+  /* one group of 8 heads: keys t and t + 1 lie side by side in sc, so
+   * each max, exp2 and sum in 16 lanes serves two keys (a lone last key
+   * in 8).  MQA (m = 8192, d = 64) hot on Zen 5, alternated rounds: f32
+   * 80.7 -> 78.6 us (8 of 11 faster), f16 92.2 -> 85.9 (8 of 9); cold the
+   * same within noise. */
+  const float8 mold = vload8(0, mrow);
+  float16 m2 = (float16)(-INFINITY);
+  int t = 0;
+  for (; t + 1 < nt; t += 2)
+    m2 = max(m2, vload16(0, sc + SCI(t, 0)));
+  float8 mnew = max(mold, max(lo16(m2), hi16(m2)));
+  if (t < nt)
+    mnew = max(mnew, vload8(0, sc + SCI(t, 0)));
+  /* softmax_ref lane by lane: 0 where every score so far is -inf */
+  const float8 mref =
+      select(mnew, (float8)(0.0f), mnew == (float8)(-INFINITY));
+  const float8 alpha = exp2s8(mold - mref);
+  const float16 mref2 = join16(mref, mref);
+  float16 ps2 = (float16)(0.0f);
+  for (t = 0; t + 1 < nt; t += 2) {
+    const float16 e = exp2s16(vload16(0, sc + SCI(t, 0)) - mref2);
+    vstore16(e, 0, sc + SCI(t, 0));
+    ps2 += e;
+  }
+  float8 ps = lo16(ps2) + hi16(ps2);
+  if (t < nt) {
+    const float8 e = exp2s8(vload8(0, sc + SCI(t, 0)) - mref);
+    vstore8(e, 0, sc + SCI(t, 0));
+    ps += e;
+  }
+  vstore8(fma(alpha, vload8(0, lrow), ps), 0, lrow);
+  vstore8(mnew, 0, mrow);
+  vstore8(alpha, 0, al);
+#elif LANES
   for (int hb = 0; hb < G; hb += 8) {
     const float8 mold = vload8(0, mrow + hb);
     float8 mnew = mold;
