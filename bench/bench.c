@@ -66,12 +66,7 @@ static const char bench_cl[] =
     "  for (; t < lim; t++) r[t] *= inv;\n"
     "  for (; t < m; t++) r[t] = 0.0f;\n"
     "}\n"
-    "/* A copy, one float16 a work-item (as clattn_probe's copy kernel):\n"
-    " * the decode section's bandwidth reference, timed in every round. */\n"
-    "__kernel void copy16(__global const float16 *a, __global float16 *b)\n"
-    "{\n"
-    "  b[get_global_id(0)] = a[get_global_id(0)];\n"
-    "}\n";
+    ;
 
 /* ------------------------------------------------------- plumbing */
 
@@ -81,7 +76,7 @@ typedef struct bench {
   cl_command_queue queue;
   cl_device_id device;
   cl_program prog;
-  cl_kernel k_softmax, k_copy;
+  cl_kernel k_softmax;
   int quick;
   int reps;
   const char *json_path;
@@ -268,8 +263,6 @@ static void bench_init(bench *B, const char *device)
   }
   B->k_softmax = clCreateKernel(B->prog, "softmax_rows", &err);
   CK(err);
-  B->k_copy = clCreateKernel(B->prog, "copy16", &err);
-  CK(err);
 }
 
 static void bench_cleanup(bench *B)
@@ -279,8 +272,6 @@ static void bench_cleanup(bench *B)
     clFinish(B->queue);
   if (B->k_softmax != NULL)
     clReleaseKernel(B->k_softmax);
-  if (B->k_copy != NULL)
-    clReleaseKernel(B->k_copy);
   if (B->prog != NULL)
     clReleaseProgram(B->prog);
   clattn_ctx_destroy(B->ctx);
@@ -622,21 +613,19 @@ static void bench_decode(bench *B)
   static const int hkvs[NC] = {8, 2, 1};
   static const char *names[NC] = {"MHA (h_kv=8)", "GQA (h_kv=2)",
                                   "MQA (h_kv=1)"};
-  /* rounds: each times a copy (the bandwidth reference) and one pass of
-   * every case, so all share the machine's drift (a shared VM's bandwidth
-   * moved by 20-30% within a minute here, the probe's copy figure between
-   * 38 and 69 GB/s within ten) and each ratio pairs times of one round */
+  /* rounds: each times a copy (clattn_copy_ref, the bandwidth reference)
+   * and one pass of every case, so all share the machine's drift (a
+   * shared VM's bandwidth moved by 20-30% within a minute here, the
+   * probe's copy figure between 38 and 69 GB/s within ten) and each ratio
+   * pairs times of one round */
   const int rounds = B->reps < 15 ? 15 : B->reps;
   const size_t copy_b = (size_t)(B->quick ? 64 : 128) << 20;
-  const size_t copy_n = copy_b / (16 * sizeof(float));
   decode_arg a[NC];
   double *t = xmalloc((size_t)NC * rounds * sizeof *t);
-  double *tcopy = xmalloc((size_t)rounds * sizeof *tcopy);
+  double *gcopy = xmalloc((size_t)rounds * sizeof *gcopy), gbs = 0;
   double *ratio = xmalloc((size_t)rounds * sizeof *ratio);
-  cl_mem ca = buf_random(B, copy_b / sizeof(float), 1.0f, 11);
-  cl_mem cb = buf_new(B, copy_b);
-  CK(clSetKernelArg(B->k_copy, 0, sizeof ca, &ca));
-  CK(clSetKernelArg(B->k_copy, 1, sizeof cb, &cb));
+  clattn_copy_ref *ref = NULL;
+  CKA(B, clattn_copy_ref_create(B->ctx, copy_b, &ref));
 
   printf("== decode: b=%d h=%d m=%d (cache capacity %d, lens=%d) d=%d f32, "
          "BHSD cache ==\n", b, h, m, m, m, d);
@@ -686,13 +675,9 @@ static void bench_decode(bench *B)
   }
   for (int r = -1; r < rounds; r++) { /* round -1: warm-up */
     double t0;
-    CK(clFinish(B->queue));
-    t0 = now_s();
-    CK(clEnqueueNDRangeKernel(B->queue, B->k_copy, 1, NULL, &copy_n, NULL, 0,
-                              NULL, NULL));
-    CK(clFinish(B->queue));
+    CKA(B, clattn_copy_ref_run(ref, &gbs));
     if (r >= 0)
-      tcopy[r] = now_s() - t0;
+      gcopy[r] = gbs;
     for (int c = 0; c < NC; c++) {
       CK(clFinish(B->queue));
       t0 = now_s();
@@ -710,7 +695,7 @@ static void bench_decode(bench *B)
     const double step_bytes = 4.0 * b * m * hkvs[c] * (2.0 * d);
     double tc, vs, of_copy;
     for (int r = 0; r < rounds; r++)
-      ratio[r] = step_bytes / t[c * rounds + r] / (2.0 * copy_b / tcopy[r]);
+      ratio[r] = step_bytes / t[c * rounds + r] / (gcopy[r] * 1e9);
     of_copy = median(ratio, rounds);
     for (int r = 0; r < rounds; r++)
       ratio[r] = t[r] / t[c * rounds + r];
@@ -738,10 +723,9 @@ static void bench_decode(bench *B)
     rel(&a[c].o);
     rel(&a[c].lens);
   }
-  rel(&ca);
-  rel(&cb);
+  clattn_copy_ref_destroy(ref);
   free(t);
-  free(tcopy);
+  free(gcopy);
   free(ratio);
   printf("  (the byte ratio allows MQA/MHA = 8x and GQA-2/MHA = 4x; MiB/step "
          "= s*b*m*h_kv*(d_k+d_v))\n\n");

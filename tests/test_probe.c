@@ -244,6 +244,45 @@ Test(probe, invalid_args) {
   clattn_ctx_destroy(ctx);
 }
 
+/* The bandwidth reference: plausible GB/s, runs again after the context's
+ * programs are dropped (it looks its kernel up each time), and rejects bad
+ * arguments with a message. */
+Test(probe, copy_ref) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn_copy_ref *ref = NULL;
+  cr_assert_eq(clattn_copy_ref_create(ctx, (size_t)4 << 20, &ref), CLATTN_OK,
+               "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_not_null(ref);
+  for (int i = 0; i < 3; i++) {
+    double gbs = -1;
+    if (i == 2)
+      clattn_ctx_clear_programs(ctx);
+    cr_assert_eq(clattn_copy_ref_run(ref, &gbs), CLATTN_OK, "%s",
+                 clattn_ctx_errmsg(ctx));
+    cr_expect(gbs > 0.01 && gbs < 1e5, "run %d: %g GB/s", i, gbs);
+  }
+  cr_expect_eq(clattn_copy_ref_run(ref, NULL), CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_copy_ref_run(NULL, NULL), CLATTN_ERR_INVALID_ARG);
+  clattn_copy_ref_destroy(ref);
+  clattn_copy_ref_destroy(NULL);
+
+  cr_expect_eq(clattn_copy_ref_create(NULL, (size_t)4 << 20, &ref),
+               CLATTN_ERR_MISUSE);
+  cr_expect_eq(clattn_copy_ref_create(ctx, (size_t)4 << 20, NULL),
+               CLATTN_ERR_INVALID_ARG);
+  ref = (clattn_copy_ref *)1;
+  cr_expect_eq(clattn_copy_ref_create(ctx, 1000, &ref),
+               CLATTN_ERR_INVALID_ARG);
+  cr_expect_null(ref, "*out is cleared on failure");
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), "1 MiB") != NULL, "message: %s",
+            clattn_ctx_errmsg(ctx));
+  cr_expect_eq(clattn_copy_ref_create(ctx, ((size_t)4 << 20) + 4, &ref),
+               CLATTN_ERR_INVALID_ARG);
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), "multiple of 64") != NULL,
+            "message: %s", clattn_ctx_errmsg(ctx));
+  clattn_ctx_destroy(ctx);
+}
+
 /* -------------------------------------------------------------- profile */
 
 Test(profile, fingerprint) {

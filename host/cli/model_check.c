@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MAX_REPS 9 /* paired rounds of a decode or append call */
+
 typedef struct check_case {
   int kind; /* 0 decode, 1 prefill, 2 append */
   int b, n, m, h, hkv, k;
@@ -118,16 +120,18 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Median time of one call over `reps` passes (after one warm-up pass). */
+/* Times of one call over `reps` passes (after one warm-up pass), in t[];
+ * with a copy reference, each pass follows one launch of it, whose GB/s go
+ * to g[] (the pair shares the machine's moment). */
 static int measure(clattn_ctx *ctx, const check_case *cc, bufs *B, int reps,
-                   double *t) {
+                   clattn_copy_ref *ref, double *t, double *g) {
   cl_command_queue q = clattn_ctx_queue(ctx);
-  double times[16];
-  if (reps > 16)
-    reps = 16;
   for (int r = -1; r < reps; r++) {
+    clattn_status st;
+    if (ref && (st = clattn_copy_ref_run(ref, &g[r < 0 ? 0 : r])))
+      return cli_lib_fail(ctx, "clattn_copy_ref_run", st);
     double t0 = cli_now();
-    clattn_status st = pass(ctx, cc, B);
+    st = pass(ctx, cc, B);
     cl_int e = clFinish(q);
     if (st)
       return cli_lib_fail(ctx, "model check", st);
@@ -136,11 +140,16 @@ static int measure(clattn_ctx *ctx, const check_case *cc, bufs *B, int reps,
       return CLI_FAIL;
     }
     if (r >= 0)
-      times[r] = (cli_now() - t0) / B->layers;
+      t[r] = (cli_now() - t0) / B->layers;
   }
-  qsort(times, (size_t)reps, sizeof times[0], cmp_double);
-  *t = times[reps / 2];
   return CLI_OK;
+}
+
+static double median(const double *x, int n) {
+  double v[MAX_REPS];
+  memcpy(v, x, (size_t)n * sizeof *v);
+  qsort(v, (size_t)n, sizeof v[0], cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static void describe(const check_case *cc, char *buf, size_t cap) {
@@ -195,6 +204,7 @@ static int predict(clattn_ctx *ctx, const check_case *cc,
 int cli_model_check(const model_opts *o) {
   clattn_ctx *ctx = NULL;
   clattn_db *db = NULL;
+  clattn_copy_ref *ref = NULL;
   int rc = cli_ctx_create(o->device, &ctx);
   if (rc)
     return rc;
@@ -242,64 +252,112 @@ int cli_model_check(const model_opts *o) {
   };
   const int ncases = (int)(sizeof cases / sizeof cases[0]);
   const int reps = o->quick ? 3 : 5;
+  const int dreps = o->quick ? 5 : MAX_REPS; /* paired rounds of a decode */
   const double cold = (double)(prof.cache_bytes ? prof.cache_bytes : 0) * 2.0;
   const double floor_bytes = o->quick ? 128.0 * 1048576 : 256.0 * 1048576;
+  const double need = cold > floor_bytes ? cold : floor_bytes;
+  cl_context c = clattn_ctx_cl_context(ctx);
+  /* the bandwidth reference of the memory-bound calls (decode, append),
+   * timed before each of their passes: the machine's bandwidth drifts */
+  if (prof.bw_copy_gbs > 0 &&
+      (st = clattn_copy_ref_create(ctx, (size_t)(need / 2), &ref))) {
+    rc = cli_lib_fail(ctx, "clattn_copy_ref_create", st);
+    goto done;
+  }
   printf("model check on %s (%s profile%s: read %.1f GB/s, copy %.1f GB/s, "
          "FP32 %.1f GFLOP/s)\n",
          prof.name, cli_profile_source(prof.source),
          o->probe ? " probed in this run" : "", prof.bw_read_gbs,
          prof.bw_copy_gbs, prof.fp32_gflops);
   printf("  decode and append: COLD caches (rotating over >= %.0f MiB of "
-         "K/V); prefill: warm\n",
-         (cold > floor_bytes ? cold : floor_bytes) / 1048576.0);
-  printf("  %-52s %8s %10s %10s %7s %7s %8s %6s\n", "call", "bound",
-         "pred us", "meas us", "error", "GB/s", "GFLOP/s", "roof");
-  cl_context c = clattn_ctx_cl_context(ctx);
+         "K/V), %d rounds, each a copy\n  of %.0f MiB (the probe's copy "
+         "kernel) and one pass; each round's prediction scales the\n  "
+         "profile's bandwidths by that copy's GB/s / the profile's; error: "
+         "the median over rounds;\n  err@prof: the error with the profile "
+         "as stored.  Prefill: warm, %d passes.\n",
+         need / 1048576.0, dreps, need / 2 / 1048576.0, reps);
+  if (!ref)
+    printf("  (no measured copy bandwidth: rounds are not paired)\n");
+  printf("  %-52s %8s %10s %10s %7s %8s %7s %8s %6s %7s\n", "call", "bound",
+         "pred us", "meas us", "error", "err@prof", "GB/s", "GFLOP/s", "roof",
+         "copy");
   for (int i = 0; i < ncases && !rc; i++) {
     const check_case *cc = &cases[i];
-    clattn_prediction pr;
+    const int paired = cc->kind != 1 && ref != NULL;
+    const int n = cc->kind == 1 ? reps : dreps;
+    clattn_prediction pr, pp;
     char call[128];
     describe(cc, call, sizeof call);
-    if ((rc = predict(ctx, cc, &prof, &pr)))
+    if ((rc = predict(ctx, cc, &prof, &pp)))
       break;
     const size_t kv = (size_t)cc->b * cc->m * cc->hkv * cc->k;
     const size_t qf = (size_t)cc->b * (cc->kind == 2 ? 1 : cc->n) *
                       (cc->kind == 2 ? cc->hkv : cc->h) * cc->k;
     int layers = 1;
     if (cc->kind != 1) {
-      const double need = cold > floor_bytes ? cold : floor_bytes;
       layers = (int)(need / (8.0 * kv) + 1.0);
       if (layers < 2)
         layers = 2;
     }
     bufs B;
+    double t[MAX_REPS], g[MAX_REPS], pred[MAX_REPS], err[MAX_REPS];
     rc = bufs_alloc(c, &B, layers, kv, qf, qf, cc->b,
                     cc->kind == 2 ? cc->m / 2 : cc->m);
-    double t = 0;
     if (!rc)
-      rc = measure(ctx, cc, &B, reps, &t);
+      rc = measure(ctx, cc, &B, n, paired ? ref : NULL, t, g);
     bufs_free(&B);
     if (rc)
+      break;
+    /* each round's prediction on the profile scaled to its copy */
+    for (int r = 0; r < n && !rc; r++) {
+      clattn_profile pf = prof;
+      if (paired) {
+        const double s = g[r] / prof.bw_copy_gbs;
+        pf.bw_read_gbs *= s;
+        pf.bw_triad_gbs *= s;
+        pf.bw_copy_gbs = g[r];
+      }
+      if (!(rc = predict(ctx, cc, &pf, &pr))) {
+        pred[r] = pr.total.t_pred;
+        err[r] = (pred[r] - t[r]) / t[r];
+      }
+    }
+    if (rc)
+      break;
+    const double tm = median(t, n), gm = paired ? median(g, n) : 0.0;
+    const double e = median(err, n);
+    /* the cost figures of the median round's profile */
+    clattn_profile pf = prof;
+    if (paired) {
+      pf.bw_read_gbs *= gm / prof.bw_copy_gbs;
+      pf.bw_triad_gbs *= gm / prof.bw_copy_gbs;
+      pf.bw_copy_gbs = gm;
+    }
+    if ((rc = predict(ctx, cc, &pf, &pr)))
       break;
     const clattn_cost *tot = &pr.total;
     const double roof = (tot->t_memory > tot->t_compute ? tot->t_memory
                                                         : tot->t_compute) /
-                        t;
-    const double err = tot->t_pred > 0 ? (tot->t_pred - t) / t : 0.0;
-    printf("  %-52s %8s %10.1f %10.1f %+6.0f%% %7.2f %8.1f %5.0f%%\n", call,
-           cli_bound_name(tot->bound), tot->t_pred * 1e6, t * 1e6,
-           100.0 * err, tot->bytes_dram / t * 1e-9, tot->flops / t * 1e-9,
-           100.0 * roof);
+                        tm;
+    const double e_prof = (pp.total.t_pred - tm) / tm;
+    char copy[16] = "-";
+    if (paired)
+      snprintf(copy, sizeof copy, "%.1f", gm);
+    printf("  %-52s %8s %10.1f %10.1f %+6.0f%% %+7.0f%% %7.2f %8.1f %5.0f%% "
+           "%7s\n",
+           call, cli_bound_name(tot->bound), median(pred, n) * 1e6, tm * 1e6,
+           100.0 * e, 100.0 * e_prof, tot->bytes_dram / tm * 1e-9,
+           tot->flops / tm * 1e-9, 100.0 * roof, copy);
     if (db && !o->no_store) {
       clattn_check_record r;
       memset(&r, 0, sizeof r);
       snprintf(r.fingerprint, sizeof r.fingerprint, "%s", prof.fingerprint);
       snprintf(r.call, sizeof r.call, "%s", call);
       snprintf(r.bound, sizeof r.bound, "%s", cli_bound_name(tot->bound));
-      r.predicted_s = tot->t_pred;
-      r.measured_s = t;
-      r.gbs = tot->bytes_dram / t * 1e-9;
-      r.gflops = tot->flops / t * 1e-9;
+      r.predicted_s = tm * (1.0 + e);
+      r.measured_s = tm;
+      r.gbs = tot->bytes_dram / tm * 1e-9;
+      r.gflops = tot->flops / tm * 1e-9;
       r.roofline_fraction = roof;
       if ((st = clattn_db_put_check(db, &r)) != CLATTN_OK) {
         cli_err("storing the check: %s", clattn_db_errmsg(db));
@@ -310,6 +368,7 @@ int cli_model_check(const model_opts *o) {
   if (!rc && db && !o->no_store)
     printf("  stored in %s\n", clattn_db_path(db));
 done:
+  clattn_copy_ref_destroy(ref);
   clattn_db_close(db);
   clattn_ctx_destroy(ctx);
   return rc;

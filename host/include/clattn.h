@@ -411,6 +411,25 @@ CLATTN_API clattn_status clattn_probe(clattn_ctx *ctx,
                                       const clattn_probe_opts *opts,
                                       clattn_probe_result *out);
 
+/* A bandwidth reference to time next to other kernels: the probe's copy
+ * kernel at vector width 16 over two device buffers of random data.  A
+ * shared machine's bandwidth drifts by tens of percent within minutes, so
+ * `clattn model check` and the benchmarks time one launch of it beside
+ * every measured pass and pair each time with the bandwidth of its round.
+ * bytes: per buffer, a multiple of 64 from 1 MiB (several times the
+ * last-level cache, so that it measures memory).  Errors: CLATTN_ERR_MISUSE
+ * for a bad ctx, CLATTN_ERR_INVALID_ARG for out == NULL or a bad size,
+ * CLATTN_ERR_NOMEM / CLATTN_ERR_OPENCL from the allocations (ctx's message
+ * says which).  Destroy it before its context. */
+typedef struct clattn_copy_ref clattn_copy_ref;
+CLATTN_API clattn_status clattn_copy_ref_create(clattn_ctx *ctx, size_t bytes,
+                                                clattn_copy_ref **out);
+/* One launch between two clFinish on ctx's queue: *gbs is the bytes read
+ * plus written over the wall time. */
+CLATTN_API clattn_status clattn_copy_ref_run(clattn_copy_ref *ref,
+                                             double *gbs);
+CLATTN_API void clattn_copy_ref_destroy(clattn_copy_ref *ref);
+
 /* ------------------------------------------------------ tuning database */
 
 /* The SQLite database of probe results, model checks and tuning entries.

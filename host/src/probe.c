@@ -543,6 +543,87 @@ done:
   return rc;
 }
 
+/* ------------------------------------------------- bandwidth reference */
+
+#define REF_VW 16
+
+/* The kernel is looked up at every run (the context's program cache owns
+ * it, and clattn_ctx_clear_programs may drop it). */
+struct clattn_copy_ref {
+  clattn_ctx *ctx;
+  cl_mem a, b;
+  size_t gws, lws;
+};
+
+void clattn_copy_ref_destroy(clattn_copy_ref *ref) {
+  if (ref == NULL)
+    return;
+  if (ref->a)
+    clReleaseMemObject(ref->a);
+  if (ref->b)
+    clReleaseMemObject(ref->b);
+  free(ref);
+}
+
+clattn_status clattn_copy_ref_create(clattn_ctx *ctx, size_t bytes,
+                                     clattn_copy_ref **out) {
+  clattn_status rc = clattn__ctx_check(ctx);
+  clattn_copy_ref *r = NULL;
+  cl_kernel k;
+  probe P;
+  if (rc != CLATTN_OK)
+    return rc;
+  if (out == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "out is NULL");
+  *out = NULL;
+  if (bytes < MIB || bytes % (sizeof(float) * REF_VW) != 0)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "copy reference: %zu bytes a buffer (a multiple of "
+                        "64, at least 1 MiB)",
+                        bytes);
+  if ((r = calloc(1, sizeof *r)) == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
+  memset(&P, 0, sizeof P);
+  P.ctx = r->ctx = ctx;
+  P.is_cpu = (ctx->dev.type & CL_DEVICE_TYPE_CPU) != 0;
+  CLATTN_TRY(new_buffer(&P, bytes, &r->a));
+  CLATTN_TRY(new_buffer(&P, bytes, &r->b));
+  CLATTN_TRY(fill_random(&P, r->a, bytes, 4));
+  CLATTN_TRY(kernel_for(ctx, REF_VW, 0, CLATTN__PROBE_COPY, &k));
+  r->gws = bytes / (sizeof(float) * REF_VW);
+  CLATTN_TRY(pick_wg(&P, k, r->gws, pref_wg(&P, CPU_BW_WG), &r->lws));
+  *out = r;
+  r = NULL;
+done:
+  clattn_copy_ref_destroy(r);
+  return rc;
+}
+
+clattn_status clattn_copy_ref_run(clattn_copy_ref *ref, double *gbs) {
+  if (ref == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  clattn_ctx *ctx = ref->ctx;
+  clattn_status rc = clattn__ctx_check(ctx);
+  cl_kernel k;
+  if (rc != CLATTN_OK)
+    return rc;
+  if (gbs == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "gbs is NULL");
+  *gbs = 0;
+  CLATTN_TRY(kernel_for(ctx, REF_VW, 0, CLATTN__PROBE_COPY, &k));
+  CLATTN_TRY(clattn__arg(ctx, k, 0, sizeof(cl_mem), &ref->a));
+  CLATTN_TRY(clattn__arg(ctx, k, 1, sizeof(cl_mem), &ref->b));
+  CLATTN_CL(ctx, clFinish(ctx->queue));
+  const double t0 = now_s();
+  CLATTN_TRY(clattn__launch(ctx, k, 1, &ref->gws, &ref->lws, 0, NULL, NULL));
+  CLATTN_CL(ctx, clFinish(ctx->queue));
+  const double t = now_s() - t0;
+  *gbs = moved(CLATTN__PROBE_COPY, REF_VW, ref->gws) / (t > 0 ? t : 1e-9) *
+         1e-9;
+done:
+  return rc;
+}
+
 clattn_status clattn__probe_launch(clattn_ctx *ctx, clattn__probe_kernel k,
                                    int vw, size_t items, size_t lws) {
   clattn_status rc = clattn__ctx_check(ctx);
