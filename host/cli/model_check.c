@@ -5,8 +5,13 @@
  *
  * Decode is measured with cold caches: each case rotates round-robin over
  * enough distinct caches (as the layers of a model would) that no step
- * finds its K/V in the last-level cache.  Prefill is compute-bound and is
- * measured warm.  Times are medians of repeated passes. */
+ * finds its K/V in the last-level cache.  Each decode and append pass
+ * follows one launch of the probe's copy kernel (clattn_copy_ref) and is
+ * predicted on the profile scaled to that copy: a shared machine's
+ * bandwidth moves by tens of percent within minutes, so the check pairs
+ * each time with the bandwidth of its moment; the error is the median of
+ * the rounds' errors.  Prefill is compute-bound and is measured warm.
+ * Times are medians of repeated passes. */
 #include "cli.h"
 #include "model.h"
 
@@ -150,6 +155,17 @@ static double median(const double *x, int n) {
   memcpy(v, x, (size_t)n * sizeof *v);
   qsort(v, (size_t)n, sizeof v[0], cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The profile with its bandwidths scaled to a copy of `gbs` measured now
+ * (read and triad in proportion to the stored copy). */
+static clattn_profile at_copy(const clattn_profile *p, double gbs) {
+  clattn_profile s = *p;
+  const double f = gbs / p->bw_copy_gbs;
+  s.bw_read_gbs *= f;
+  s.bw_triad_gbs *= f;
+  s.bw_copy_gbs = gbs;
+  return s;
 }
 
 static void describe(const check_case *cc, char *buf, size_t cap) {
@@ -310,13 +326,7 @@ int cli_model_check(const model_opts *o) {
       break;
     /* each round's prediction on the profile scaled to its copy */
     for (int r = 0; r < n && !rc; r++) {
-      clattn_profile pf = prof;
-      if (paired) {
-        const double s = g[r] / prof.bw_copy_gbs;
-        pf.bw_read_gbs *= s;
-        pf.bw_triad_gbs *= s;
-        pf.bw_copy_gbs = g[r];
-      }
+      const clattn_profile pf = paired ? at_copy(&prof, g[r]) : prof;
       if (!(rc = predict(ctx, cc, &pf, &pr))) {
         pred[r] = pr.total.t_pred;
         err[r] = (pred[r] - t[r]) / t[r];
@@ -326,13 +336,8 @@ int cli_model_check(const model_opts *o) {
       break;
     const double tm = median(t, n), gm = paired ? median(g, n) : 0.0;
     const double e = median(err, n);
-    /* the cost figures of the median round's profile */
-    clattn_profile pf = prof;
-    if (paired) {
-      pf.bw_read_gbs *= gm / prof.bw_copy_gbs;
-      pf.bw_triad_gbs *= gm / prof.bw_copy_gbs;
-      pf.bw_copy_gbs = gm;
-    }
+    /* the cost figures at the rounds' median copy */
+    const clattn_profile pf = paired ? at_copy(&prof, gm) : prof;
     if ((rc = predict(ctx, cc, &pf, &pr)))
       break;
     const clattn_cost *tot = &pr.total;
