@@ -33,6 +33,8 @@ for t in runtime attention decode; do
   echo "== rusticl: test_$t"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done
+echo "== rusticl: test_probe (the copy reference)"
+"$build/tests/test_probe" --filter 'probe/copy_ref' || rc=1
 # The probe and the model on this second implementation: the probe must
 # finish and print valid JSON; the model must predict for the device.
 export CLATTN_DB="$tmp/tuning.db"
