@@ -65,8 +65,7 @@ static const char bench_cl[] =
     "    vstore16(vload16(0, r + t) * inv, 0, r + t);\n"
     "  for (; t < lim; t++) r[t] *= inv;\n"
     "  for (; t < m; t++) r[t] = 0.0f;\n"
-    "}\n"
-    ;
+    "}\n";
 
 /* ------------------------------------------------------- plumbing */
 

@@ -16,7 +16,11 @@
  *
  * Work-group sizes come from the device and the compiled kernel
  * (CL_KERNEL_WORK_GROUP_SIZE), never assumed: the preferred sizes below are
- * only upper bounds. */
+ * only upper bounds.
+ *
+ * Also here: clattn_copy_ref, the copy kernel at width 16 as a bandwidth
+ * reference that measurements time beside their own passes (one launch,
+ * no calibration). */
 #include "probe.h"
 #include "runtime.h"
 
