@@ -36,7 +36,9 @@ static const char model_usage[] =
   "  --json\n"
   "check: --probe measures the device's ceilings first (as 'clattn probe',\n"
   "  stored unless --no-store or --quick) and predicts from them, so the\n"
-  "  predictions and the measurements come from one run\n";
+  "  predictions and the measurements come from one run; each decode\n"
+  "  and append pass follows a copy (clattn_copy_ref) and is predicted\n"
+  "  at that copy's bandwidth (column err@prof: at the stored profile's)\n";
 
 static int model_usage_err(const char *why) {
   if (why)
