@@ -8,7 +8,9 @@
  *  3. the winners and the default parameters timed again head to head,
  *     interleaved (round-robin over the configurations, so drift hits all
  *     alike), decode on K/V copies larger than twice the last-level cache
- *     (cold caches, as a multi-layer model reads them).
+ *     (cold caches, as a multi-layer model reads them); a run, as the
+ *     tuner's, is the call on up to 8 copies enqueued back to back and
+ *     finished once (the time per call of a stream).
  * It prints, per class and strategy: candidates measured / space, the
  * strategy's best against the exhaustive best (target <= 1.05), and the
  * exhaustive best against the default (the gain of tuning).
@@ -127,9 +129,9 @@ static void bufs_free(bufs *b) {
   }
 }
 
-static double one_call(const cls *c, bufs *b, const clattn_params *p,
-                       int copy) {
-  double t0 = now_s();
+/* One call with params p on K/V copy `copy`, enqueued (not finished). */
+static void enqueue_call(const cls *c, bufs *b, const clattn_params *p,
+                         int copy) {
   if (c->decode) {
     clattn_decode_desc d = c->d;
     d.params = p;
@@ -141,16 +143,32 @@ static double one_call(const cls *c, bufs *b, const clattn_params *p,
     CHECK(clattn_attention(ctx, &a, b->q, b->k[0], b->v[0], NULL, b->o,
                            NULL));
   }
+}
+
+/* One run, as the tuner times it: the call on up to STREAM consecutive
+ * copies from *copy (advanced past them, modulo nc), enqueued back to back
+ * and finished once; the time per call. */
+enum { STREAM = 8 };
+
+static double one_run(const cls *c, bufs *b, const clattn_params *p,
+                      int *copy, int nc) {
+  const int n = nc < STREAM ? nc : STREAM;
+  double t0 = now_s();
+  for (int i = 0; i < n; i++) {
+    enqueue_call(c, b, p, *copy);
+    *copy = (*copy + 1) % nc;
+  }
   clFinish(clattn_ctx_queue(ctx));
-  return now_s() - t0;
+  return (now_s() - t0) / n;
 }
 
 static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 
 /* Head to head: medians of at least `rounds` interleaved runs of each
- * config.  Each run reads the next K/V copy of one rotation; with n
- * configs and a copy count prime to n, `copies` rounds give every config
- * every copy once (no config gets the faster or slower pages). */
+ * config.  The runs read the copies of one rotation in turn (a run the
+ * next min(copies, STREAM) of them); with n configs and a copy count
+ * prime to n, the runs' starting copies move round all copies (no config
+ * gets the faster or slower pages). */
 static void head_to_head(const cls *c, bufs *b, const clattn_params *cfg,
                          int n, int rounds, double *med, double *lo) {
   int nc = b->copies;
@@ -160,13 +178,12 @@ static void head_to_head(const cls *c, bufs *b, const clattn_params *cfg,
   double *t = malloc((size_t)n * (size_t)rounds * sizeof *t);
   int copy = 0;
   for (int i = 0; i < n; i++)
-    one_call(c, b, &cfg[i], 0); /* warm-up (programs built) */
+    one_run(c, b, &cfg[i], &copy, 1); /* warm-up (programs built) */
   for (int r = 0; r < rounds; r++)
     for (int k = 0; k < n; k++) {
       const int i = (k + r) % n; /* the order rotates: no config always
                                     follows the same one */
-      copy = (copy + 1) % nc;
-      t[i * rounds + r] = one_call(c, b, &cfg[i], copy);
+      t[i * rounds + r] = one_run(c, b, &cfg[i], &copy, nc);
     }
   for (int i = 0; i < n; i++) {
     qsort(&t[i * rounds], (size_t)rounds, sizeof *t, cmp_double);
