@@ -181,27 +181,44 @@ static void describe(const check_case *cc, char *buf, size_t cap) {
              cc->m, cc->hkv, cc->k, cc->k);
 }
 
-/* Predict the call with the parameters the library picks for it on ctx
- * (tuned entries included), which are the ones measured. */
-static int predict(clattn_ctx *ctx, const check_case *cc,
-                   const clattn_profile *p, clattn_prediction *pr) {
-  clattn_status st;
+/* The parameters the library picks for the call on ctx (tuned entries
+ * included), which are the ones measured; append has none. */
+static int resolve(clattn_ctx *ctx, const check_case *cc,
+                   clattn_params *params) {
+  clattn_status st = CLATTN_OK;
   clattn_choice ch;
+  memset(params, 0, sizeof *params);
   if (cc->kind == 1) {
-    clattn_attn_desc d = {cc->b, cc->n, cc->m, cc->h, cc->hkv, cc->k,
-                          cc->k, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD,
-                          0.0f, cc->causal, NULL};
+    const clattn_attn_desc d = {cc->b, cc->n, cc->m, cc->h, cc->hkv, cc->k,
+                                cc->k, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD,
+                                0.0f, cc->causal, NULL};
     if ((st = clattn_explain_attention(ctx, &d, &ch)))
       return cli_lib_fail(ctx, "clattn_explain_attention", st);
-    d.params = &ch.resolved;
+  } else if (cc->kind == 0) {
+    const clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k, cc->k,
+                                  CLATTN_F32, CLATTN_BHSD, 0.0f, NULL};
+    if ((st = clattn_explain_decode(ctx, &d, &ch)))
+      return cli_lib_fail(ctx, "clattn_explain_decode", st);
+  } else {
+    return CLI_OK;
+  }
+  *params = ch.resolved;
+  return CLI_OK;
+}
+
+/* The model's prediction of the call with those parameters on profile p. */
+static int predict(const check_case *cc, const clattn_params *params,
+                   const clattn_profile *p, clattn_prediction *pr) {
+  clattn_status st;
+  if (cc->kind == 1) {
+    const clattn_attn_desc d = {cc->b, cc->n, cc->m, cc->h, cc->hkv, cc->k,
+                                cc->k, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD,
+                                0.0f, cc->causal, params};
     st = clattn_model_attention(&d, NULL, p, pr);
   } else {
-    clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k, cc->k,
-                            CLATTN_F32, CLATTN_BHSD, 0.0f, NULL};
+    const clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k, cc->k,
+                                  CLATTN_F32, CLATTN_BHSD, 0.0f, params};
     if (cc->kind == 0) {
-      if ((st = clattn_explain_decode(ctx, &d, &ch)))
-        return cli_lib_fail(ctx, "clattn_explain_decode", st);
-      d.params = &ch.resolved;
       st = clattn_model_decode(&d, NULL, p, pr);
     } else {
       int pos[64];
@@ -302,9 +319,11 @@ int cli_model_check(const model_opts *o) {
     const int paired = cc->kind != 1 && ref != NULL;
     const int n = cc->kind == 1 ? reps : dreps;
     clattn_prediction pr, pp;
+    clattn_params params;
     char call[128];
     describe(cc, call, sizeof call);
-    if ((rc = predict(ctx, cc, &prof, &pp)))
+    if ((rc = resolve(ctx, cc, &params)) ||
+        (rc = predict(cc, &params, &prof, &pp)))
       break;
     const size_t kv = (size_t)cc->b * cc->m * cc->hkv * cc->k;
     const size_t qf = (size_t)cc->b * (cc->kind == 2 ? 1 : cc->n) *
@@ -327,7 +346,7 @@ int cli_model_check(const model_opts *o) {
     /* each round's prediction on the profile scaled to its copy */
     for (int r = 0; r < n && !rc; r++) {
       const clattn_profile pf = paired ? at_copy(&prof, g[r]) : prof;
-      if (!(rc = predict(ctx, cc, &pf, &pr))) {
+      if (!(rc = predict(cc, &params, &pf, &pr))) {
         pred[r] = pr.total.t_pred;
         err[r] = (pred[r] - t[r]) / t[r];
       }
@@ -338,7 +357,7 @@ int cli_model_check(const model_opts *o) {
     const double e = median(err, n);
     /* the cost figures at the rounds' median copy */
     const clattn_profile pf = paired ? at_copy(&prof, gm) : prof;
-    if ((rc = predict(ctx, cc, &pf, &pr)))
+    if ((rc = predict(cc, &params, &pf, &pr)))
       break;
     const clattn_cost *tot = &pr.total;
     const double roof = (tot->t_memory > tot->t_compute ? tot->t_memory
