@@ -151,17 +151,53 @@ Test(space, default_variant) {
 
 /* -------------------------------------------------------------- tuning */
 
-static char *tmp_db(const char *name) {
-  static char path[512];
-  snprintf(path, sizeof path, "/tmp/clattn-test-tune-%d-%s.db", (int)getpid(),
-           name);
+/* The databases a test made, removed when its process exits (Criterion
+ * runs each test in a process of its own). */
+enum { MAX_TMP_DB = 8 };
+static char tmp_paths[MAX_TMP_DB][512];
+static int n_tmp;
+
+static void unlink_db(const char *path) {
   char side[560];
   unlink(path);
   snprintf(side, sizeof side, "%s-wal", path);
   unlink(side);
   snprintf(side, sizeof side, "%s-shm", path);
   unlink(side);
+}
+
+static void drop_tmp_dbs(void) {
+  for (int i = 0; i < n_tmp; i++)
+    unlink_db(tmp_paths[i]);
+}
+
+/* A fresh database path for this test (removed at exit). */
+static char *tmp_db(const char *name) {
+  static char path[512];
+  snprintf(path, sizeof path, "/tmp/clattn-test-tune-%d-%s.db", (int)getpid(),
+           name);
+  unlink_db(path);
+  int known = 0;
+  for (int i = 0; i < n_tmp; i++)
+    known |= strcmp(tmp_paths[i], path) == 0;
+  if (!known && n_tmp < MAX_TMP_DB) {
+    if (n_tmp == 0)
+      atexit(drop_tmp_dbs);
+    snprintf(tmp_paths[n_tmp++], sizeof tmp_paths[0], "%s", path);
+  }
   return path;
+}
+
+/* Set the tuning method of every row of `kernel` to `method`. */
+static void set_method(clattn_db *db, const char *kernel, int method) {
+  clattn_tune_entry *e = NULL;
+  int n = 0;
+  cr_assert_eq(clattn_db_list_tune(db, NULL, kernel, NULL, &e, &n), CLATTN_OK);
+  for (int i = 0; i < n; i++) {
+    e[i].tune_method = method;
+    cr_assert_eq(clattn_db_put_tune(db, &e[i]), CLATTN_OK);
+  }
+  free(e);
 }
 
 static int count_rows(clattn_db *db, const char *kernel) {
@@ -384,6 +420,30 @@ Test(tune, decode_fresh_anneal) {
   cr_assert_eq(r.measured, 5, "fresh measured %d", r.measured);
   cr_assert_eq(r.reused, 0);
   clattn_db_close(db);
+  /* rows of an older tuning method are measured again, not reused (the
+   * exhaustive order visits the same candidates each run) */
+  cr_assert_eq(clattn_db_open(tmp_db("decode-method"), &db), CLATTN_OK);
+  o.fresh = 0;
+  o.strategy = CLATTN_TUNE_EXHAUSTIVE;
+  cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK);
+  cr_assert_eq(r.measured, 5);
+  cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK);
+  cr_assert_eq(r.reused, 5, "a rerun reuses the rows: %d", r.reused);
+  cr_assert_eq(r.stale, 0);
+  set_method(db, "decode", clattn_tune_method("decode") - 1);
+  cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK);
+  cr_assert_eq(r.stale, 5, "stale rows %d", r.stale);
+  cr_assert_eq(r.reused, 0);
+  cr_assert_eq(r.measured, 5);
+  clattn_tune_entry *rows = NULL;
+  int n = 0;
+  cr_assert_eq(clattn_db_list_tune(db, NULL, "decode", NULL, &rows, &n),
+               CLATTN_OK);
+  cr_assert_eq(n, 5, "the measured rows replace the old ones: %d", n);
+  for (int i = 0; i < n; i++)
+    cr_expect_eq(rows[i].tune_method, clattn_tune_method("decode"));
+  free(rows);
+  clattn_db_close(db);
   clattn_ctx_destroy(ctx);
 }
 
@@ -558,6 +618,7 @@ static void put_entry(clattn_db *db, clattn_ctx *ctx, int kin,
   snprintf(e.status, sizeof e.status, "%s", status);
   snprintf(e.strategy, sizeof e.strategy, "test");
   e.median_s = t;
+  e.tune_method = clattn_tune_method(kernel);
   cr_assert_eq(clattn_db_put_tune(db, &e), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
 }
@@ -746,6 +807,41 @@ static void model_db(const char *path, double err) {
   }
   clattn_db_close(db);
   clattn_ctx_destroy(ctx);
+}
+
+/* A row of an older tuning method is passed over at run time (and the
+ * explanation says so); the same row of the current method is used. */
+Test(choice, older_method_passed_over) {
+  const char *path = tmp_db("method");
+  clattn_ctx *probe_ctx = tu_ctx();
+  const clattn_decode_desc d = {1, 4096, 8, 1, 64, 64, CLATTN_F32,
+                                CLATTN_BHSD, 0.0f, NULL};
+  char cls[96];
+  clattn_shape_class_decode(&d, cls, sizeof cls);
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
+  put_entry(db, probe_ctx, 0, "decode", cls,
+            "variant=1 rows=1 keys=48 wg=0 splits=3", "ok", 1e-4);
+  set_method(db, "decode", clattn_tune_method("decode") - 1);
+  clattn_ctx *ctx = ctx_with_db(path);
+  clattn_choice ch;
+  cr_assert_eq(clattn_explain_decode(ctx, &d, &ch), CLATTN_OK);
+  cr_assert_neq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
+  cr_assert_neq(ch.resolved.keys, 48);
+  cr_assert(strstr(ch.why, "(1 of an older tuning method passed over") !=
+                NULL,
+            "%s", ch.why);
+  clattn_ctx_destroy(ctx);
+  set_method(db, "decode", clattn_tune_method("decode"));
+  ctx = ctx_with_db(path);
+  cr_assert_eq(clattn_explain_decode(ctx, &d, &ch), CLATTN_OK);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
+  cr_assert_eq(ch.resolved.keys, 48);
+  cr_assert_eq(ch.resolved.splits, 3);
+  cr_assert(strstr(ch.why, "older tuning method") == NULL, "%s", ch.why);
+  clattn_ctx_destroy(ctx);
+  clattn_db_close(db);
+  clattn_ctx_destroy(probe_ctx);
 }
 
 /* With a measured profile and no entry, the model's pick is considered

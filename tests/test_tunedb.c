@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -109,6 +110,7 @@ static clattn_tune_entry entry(int i, const char *updated, double median) {
   SET(e.strategy, "exhaustive");
   SET(e.library_version, "0.1.0");
   SET(e.updated, updated);
+  e.tune_method = clattn_tune_method("decode");
   return e;
 }
 
@@ -138,6 +140,8 @@ static void expect_fields_eq(const clattn_tune_entry *a,
   TXT(kernel); TXT(shape_class); TXT(params); TXT(status);
   DBL(median_s); DBL(spread); DBL(predicted_s); DBL(max_err);
   TXT(strategy); TXT(message); TXT(library_version); TXT(updated);
+  cr_expect_eq(a->tune_method, b->tune_method, "row %d: tune_method %d != %d",
+               row, a->tune_method, b->tune_method);
 #undef TXT
 #undef DBL
 }
@@ -173,6 +177,11 @@ static int tricky_rows(clattn_tune_entry *e, int cap) {
     e[n].predicted_s = v[(i + 3) % 10];
     e[n].max_err = v[(i + 7) % 10];
   }
+  /* methods: unknown (0), old, current, and the int range's ends */
+  e[0].tune_method = 0;
+  e[1].tune_method = 1;
+  e[2].tune_method = INT_MAX;
+  e[3].tune_method = INT_MIN;
   SET(e[0].message, "quote \" backslash \\ slash / newline\nend");
   SET(e[1].message, "tab\tcr\rformfeed\fbell\x07 del\x7f esc\x1b");
   SET(e[2].device, "Gr\xc3\xa4" "fikkarte \xe2\x9c\x93 \xf0\x9f\x98\x80");
@@ -446,6 +455,14 @@ Test(tunedb, malformed_entries_are_rejected) {
   expect_entry_rejected(&wrong3, "    {\"median_s\": null}");
   const bad_entry wrong4 = {"bad number", "", "", "digits"};
   expect_entry_rejected(&wrong4, "    {\"median_s\": 1.}");
+  const bad_entry wrong6 = {"fractional method", "", "",
+                            "expected a whole number, got 1.5"};
+  expect_entry_rejected(&wrong6, "    {\"tune_method\": 1.5}");
+  const bad_entry wrong7 = {"method out of range", "", "",
+                            "expected a whole number, got 4294967296"};
+  expect_entry_rejected(&wrong7, "    {\"tune_method\": 4294967296}");
+  const bad_entry wrong8 = {"method as string", "", "", "expected a number"};
+  expect_entry_rejected(&wrong8, "    {\"tune_method\": \"2\"}");
   const bad_entry wrong5 = {"leading zero", "", "", "expected ',' or '}'"};
   expect_entry_rejected(&wrong5, "    {\"median_s\": 01}");
   const bad_entry missing = {"missing kernel", "", "", "lacks \"kernel\""};
@@ -650,8 +667,8 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   cr_assert_eq(user_version(path), 3);
 
   clattn_db *db = open_db("old.db");
-  cr_expect_eq(user_version(path), 5,
-               "migrated to the tuning table and the probe method");
+  cr_expect_eq(user_version(path), 6,
+               "migrated to the tuning table, the probe and tuning methods");
   clattn_profile p;
   cr_assert_eq(clattn_db_get_profile(db, "oldfp", &p), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
@@ -689,9 +706,32 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   cr_expect_eq(sqlite3_column_double(st, 1), 2e-4);
   sqlite3_finalize(st);
   sqlite3_close(h);
+  /* A tuning row written without the method (as schema 4 and 5 wrote
+   * them) reads back as method 1. */
+  cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+  cr_assert_eq(
+      sqlite3_exec(h,
+                   "INSERT INTO tuning (fingerprint, device, vendor, arch,"
+                   " driver, kernel, shape_class, params, status, median_s,"
+                   " spread, predicted_s, max_err, strategy, message,"
+                   " library_version, updated) VALUES ('oldfp', 'Old GPU',"
+                   " 'v', 'gfx9', 'd', 'decode', 'c', 'rows=1', 'ok', 1e-3,"
+                   " 0, 0, 0, 'exhaustive', '', '0.1.0',"
+                   " '2025-01-01T00:00:00Z')",
+                   NULL, NULL, NULL),
+      SQLITE_OK, "%s", sqlite3_errmsg(h));
+  sqlite3_close(h);
+  db = open_db("old.db");
+  clattn_tune_entry *rows = NULL;
+  int nr = 0;
+  cr_assert_eq(clattn_db_list_tune(db, "oldfp", NULL, NULL, &rows, &nr),
+               CLATTN_OK);
+  cr_assert_eq(nr, 1);
+  cr_expect_eq(rows[0].tune_method, 1);
+  free(rows);
+  clattn_db_close(db);
   /* Reopening does not migrate again. */
-  clattn_db_close(open_db("old.db"));
-  cr_expect_eq(user_version(path), 5);
+  cr_expect_eq(user_version(path), 6);
 }
 
 /* Several processes opening one new database at the same moment all

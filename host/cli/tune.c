@@ -117,6 +117,10 @@ static void print_result(const char *kernel, const clattn_tune_result *r,
          "%s\n",
          r->measured + r->reused, r->space, r->measured, r->reused,
          r->rejected, r->pruned, r->verified, r->elapsed_s, r->stopped);
+  if (r->stale > 0)
+    printf("  %d stored rows of an older tuning method (clattn_tune_method) "
+           "were not reused\n",
+           r->stale);
   fflush(stdout);
 }
 

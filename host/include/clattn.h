@@ -653,7 +653,19 @@ typedef struct clattn_tune_entry {
   char message[256];      /* why a candidate was rejected */
   char library_version[16];
   char updated[32];       /* UTC, ISO 8601 */
+  int tune_method;        /* clattn_tune_method(kernel) when measured; 0:
+                             unknown (rows imported from files without it) */
 } clattn_tune_entry;
+
+/* The tuner's method for a kernel ("prefill", "decode", "clblast-xgemm"),
+ * raised whenever a change to that kernel's code or to how the tuner times
+ * it changes what a stored time means (decode 2: a run is a stream of up
+ * to 8 calls finished once; method 1 finished every call, which added the
+ * queue's round trip to each).  Rows of another method are neither reused
+ * by a tuning run (it measures them again) nor used at run time
+ * (clattn_explain_* says how many were passed over).  0 for an unknown
+ * kernel. */
+CLATTN_API int clattn_tune_method(const char *kernel);
 
 /* Insert or replace the row of (fingerprint, kernel, shape_class,
  * params): one transaction, so a killed tuner keeps every earlier row. */
@@ -744,6 +756,8 @@ typedef struct clattn_tune_result {
   int pruned;           /* candidates rejected before compiling */
   int measured;         /* evaluated in this run */
   int reused;           /* taken from the database (resume) */
+  int stale;            /* stored rows of another tuning method (measured
+                           again when the search reaches them) */
   int rejected;         /* wrong, failed or timed out */
   int verified;         /* the best few and the default, timed again in
                            interleaved runs (their medians are final) */

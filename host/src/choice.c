@@ -43,7 +43,7 @@ struct clattn__tuning {
   clattn_profile prof;  /* for the model's pick */
   int has_model;        /* the model may pick (see tuning()) */
   char model_note[160]; /* why it may or may not */
-  char note[256];       /* what was loaded, or why nothing */
+  char note[352];       /* what was loaded, or why nothing */
   pick picks[MAX_PICKS];
   int n_picks;
 };
@@ -220,8 +220,10 @@ void clattn__choice_reload(clattn_ctx *ctx) {
  * this device or its vendor and architecture (a best row that does not fit
  * a call leaves the next ones); rows arrive best first per group. */
 #define KEEP_PER_CLASS 4
-static void keep_rows(clattn__tuning *T, clattn_tune_entry *rows, int n) {
-  int k = 0;
+/* Keep the usable rows; returns how many were passed over for being of
+ * another tuning method (clattn_tune_method). */
+static int keep_rows(clattn__tuning *T, clattn_tune_entry *rows, int n) {
+  int k = 0, stale = 0;
   for (int i = 0; i < n; i++) {
     const clattn_tune_entry *r = &rows[i];
     if (strcmp(r->status, "ok") != 0)
@@ -231,6 +233,10 @@ static void keep_rows(clattn__tuning *T, clattn_tune_entry *rows, int n) {
               strcmp(r->arch, T->arch) == 0;
     if (!mine && !kin)
       continue;
+    if (r->tune_method != clattn_tune_method(r->kernel)) {
+      stale++;
+      continue;
+    }
     int same = 0;
     for (int j = 0; j < k; j++)
       same += strcmp(rows[j].fingerprint, r->fingerprint) == 0 &&
@@ -241,6 +247,7 @@ static void keep_rows(clattn__tuning *T, clattn_tune_entry *rows, int n) {
   }
   T->e = rows;
   T->n = k;
+  return stale;
 }
 
 clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
@@ -290,9 +297,14 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
       snprintf(T->note, sizeof T->note, "tuning entries unreadable: %.200s",
                clattn_db_errmsg(db));
     } else {
-      keep_rows(T, rows, n);
-      snprintf(T->note, sizeof T->note, "%d tuning entries in %.200s", T->n,
-               ctx->tuning_db);
+      const int stale = keep_rows(T, rows, n);
+      int len = snprintf(T->note, sizeof T->note, "%d tuning entries in %.200s",
+                         T->n, ctx->tuning_db);
+      if (stale > 0 && len > 0 && (size_t)len < sizeof T->note)
+        snprintf(T->note + len, sizeof T->note - (size_t)len,
+                 " (%d of an older tuning method passed over: run clattn "
+                 "tune again)",
+                 stale);
     }
   }
   /* The model may pick parameters with a datasheet profile (an unseen

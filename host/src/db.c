@@ -86,6 +86,8 @@ static const char *const migrations[] = {
     /* 5: the probe method of a measured profile (older rows: method 1) */
     "ALTER TABLE profiles ADD COLUMN probe_method INTEGER NOT NULL "
     "DEFAULT 1;",
+    /* 6: the tuner's method of a row (clattn_tune_method; older rows: 1) */
+    "ALTER TABLE tuning ADD COLUMN tune_method INTEGER NOT NULL DEFAULT 1;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -135,7 +137,7 @@ static const col tune_cols[] = {
     COL_(spread, C_REAL),      COL_(predicted_s, C_REAL),
     COL_(max_err, C_REAL),     COL_(strategy, C_TEXT),
     COL_(message, C_TEXT),     COL_(library_version, C_TEXT),
-    COL_(updated, C_TEXT),
+    COL_(updated, C_TEXT),     COL_(tune_method, C_INT),
 };
 #undef COL_
 #define N_TUNE_COLS ((int)(sizeof tune_cols / sizeof tune_cols[0]))

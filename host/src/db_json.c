@@ -7,6 +7,7 @@
  *
  * An entry has one key per clattn_tune_entry field, named like its column;
  * both directions walk the one field table of db.c (clattn__db_tune_cols).
+ * Integers (tune_method) are written as such and must read back whole.
  * Doubles are written with %.17g, so they read back bit for bit; the
  * infinities, which JSON lacks, as 1e999 and -1e999 (read back as the
  * overflow they are).  Strings escape '"', '\' and control characters
@@ -22,6 +23,7 @@
 #include "db.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -102,7 +104,9 @@ size_t clattn_tune_entry_json(const clattn_tune_entry *e, char *buf,
     out_str(&o, ": ");
     if (c[i].type == CLATTN_COL_REAL)
       out_json_num(&o, *(const double *)(const void *)f);
-    else /* tune_cols holds text and real columns only */
+    else if (c[i].type == CLATTN_COL_INT)
+      out_json_num(&o, (double)*(const int *)(const void *)f);
+    else /* tune_cols holds text, int and real columns only */
       out_json_str(&o, f, c[i].size);
   }
   out_ch(&o, '}');
@@ -488,6 +492,21 @@ static clattn_status read_number(reader *r, double *out, const char *what) {
   return CLATTN_OK;
 }
 
+/* A JSON number that is a whole number within int range. */
+static clattn_status read_int(reader *r, int *out, const char *what) {
+  skip_ws(r);
+  pos start = here(r);
+  double v = 0.0;
+  clattn_status rc = read_number(r, &v, what);
+  if (rc != CLATTN_OK)
+    return rc;
+  if (!(v >= INT_MIN && v <= INT_MAX) || v != floor(v))
+    return fail_at(r, start, "%s: expected a whole number, got %.17g", what,
+                   v);
+  *out = (int)v;
+  return CLATTN_OK;
+}
+
 /* The next key of an object: "key" then ':'.  *more 0 at the closing
  * brace.  `first`: no comma before this key. */
 static clattn_status read_key(reader *r, int first, char *key, size_t cap,
@@ -585,6 +604,8 @@ static clattn_status read_entry(reader *r, entries *all) {
     snprintf(what, sizeof what, "\"%s\" of %s", key, in);
     if (cols[i].type == CLATTN_COL_REAL)
       rc = read_number(r, (double *)(void *)f, what);
+    else if (cols[i].type == CLATTN_COL_INT)
+      rc = read_int(r, (int *)(void *)f, what);
     else if (cols[i].type == CLATTN_COL_TEXT)
       rc = read_string(r, f, cols[i].size, what);
     else

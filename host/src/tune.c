@@ -79,6 +79,16 @@ clattn_status clattn__tune_identity(clattn_ctx *ctx, clattn_tune_entry *fp) {
   return CLATTN_OK;
 }
 
+int clattn_tune_method(const char *kernel) {
+  if (kernel == NULL)
+    return 0;
+  if (strcmp(kernel, "decode") == 0)
+    return 2;
+  if (strcmp(kernel, "prefill") == 0 || strcmp(kernel, "clblast-xgemm") == 0)
+    return 1;
+  return 0;
+}
+
 /* --------------------------------------------------------------- engine */
 
 /* Per-candidate state of one run. */
@@ -178,6 +188,7 @@ static clattn_status evaluate(run *R, int i, const clattn_tune_entry *stored) {
   snprintf(e.shape_class, sizeof e.shape_class, "%s", R->f->shape_class);
   clattn__space_format(R->s, i, e.params, sizeof e.params);
   snprintf(e.strategy, sizeof e.strategy, "%s", R->strategy);
+  e.tune_method = clattn_tune_method(R->f->kernel);
   e.predicted_s = R->pred[i];
   double timeout = R->o->timeout_s > 0 ? R->o->timeout_s : 10.0;
   int clamped = 0; /* the budget, not the candidate, sets the timeout */
@@ -429,6 +440,7 @@ static clattn_status verify(run *R) {
              R->f->shape_class);
     clattn__space_format(R->s, i, row.params, sizeof row.params);
     snprintf(row.strategy, sizeof row.strategy, "%s", R->strategy);
+    row.tune_method = clattn_tune_method(R->f->kernel);
     row.predicted_s = R->pred[i];
     row.max_err = R->err[i];
     if (R->t[i] < INFINITY) {
@@ -555,6 +567,15 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
                       clattn_db_errmsg(db));
     goto done;
   }
+  /* rows of another tuning method are measured again, not reused */
+  int kept = 0;
+  for (int k = 0; k < nrows; k++) {
+    if (rows[k].tune_method == clattn_tune_method(f->kernel))
+      rows[kept++] = rows[k];
+    else
+      out->stale++;
+  }
+  nrows = kept;
   unsigned seed = o->seed ? o->seed : 1u;
   /* the default first: the baseline every result is compared with */
   if (s->def >= 0 && !should_stop(R)) {
