@@ -427,6 +427,25 @@ Test(tune, decode_fresh_anneal) {
   o.strategy = CLATTN_TUNE_EXHAUSTIVE;
   cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK);
   cr_assert_eq(r.measured, 5);
+  /* the verification (the best six and the default) timed all five again
+   * if they are ok and stored their figures; the winner's is the result's */
+  clattn_tune_entry *v = NULL;
+  int nv = 0, ok = 0, verified = 0, winner = 0;
+  cr_assert_eq(clattn_db_list_tune(db, NULL, "decode", NULL, &v, &nv),
+               CLATTN_OK);
+  for (int i = 0; i < nv; i++) {
+    if (strcmp(v[i].status, "ok") != 0)
+      continue;
+    ok++;
+    verified += strncmp(v[i].message, "verified: median of", 19) == 0;
+    winner += strcmp(v[i].params, r.best_params) == 0 &&
+              v[i].median_s == r.best_s;
+  }
+  free(v);
+  cr_assert(ok >= 2, "ok candidates: %d", ok);
+  cr_assert_eq(r.verified, ok, "verified %d of %d", r.verified, ok);
+  cr_assert_eq(verified, r.verified);
+  cr_assert_eq(winner, 1, "the winner's stored figure is the result's");
   cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK);
   cr_assert_eq(r.reused, 5, "a rerun reuses the rows: %d", r.reused);
   cr_assert_eq(r.stale, 0);
