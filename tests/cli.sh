@@ -69,13 +69,19 @@ has "bad shape says why" multiple "$tmp/err"
 run "missing shape" 2 "$clattn" model decode --profile a100
 
 # clattn db: import a hand-written file (a quote, a newline and a non-ASCII
-# name), list, export, re-import into a second database, bad files.
+# name, a faster row of an older tuning method), list, export, re-import
+# into a second database, bad files.
 cat >"$tmp/in.json" <<'JSON'
 {"clattn_tuning": 1, "entries": [
  {"fingerprint": "fpA", "device": "GPU \"A\" \u00e9", "kernel": "decode",
   "shape_class": "f32 k64 v64 g8 bh1 m4096 bhsd", "params": "rows=8 wg=128",
   "status": "ok", "median_s": 3.9e-05, "spread": 0.02,
-  "message": "line1\nline2", "updated": "2025-01-01T00:00:00Z"},
+  "message": "line1\nline2", "updated": "2025-01-01T00:00:00Z",
+  "tune_method": 2},
+ {"fingerprint": "fpA", "device": "GPU \"A\" \u00e9", "kernel": "decode",
+  "shape_class": "f32 k64 v64 g8 bh1 m4096 bhsd", "params": "rows=4 wg=64",
+  "status": "ok", "median_s": 2.1e-05, "updated": "2025-01-01T00:00:00Z",
+  "tune_method": 1},
  {"fingerprint": "fpA", "device": "GPU \"A\" \u00e9", "kernel": "decode",
   "shape_class": "f32 k64 v64 g8 bh1 m4096 bhsd", "params": "rows=16 wg=256",
   "status": "wrong", "median_s": 0.1, "updated": "2025-01-01T00:00:00Z"}
@@ -84,17 +90,22 @@ JSON
 run "db path" 0 "$clattn" db path
 has "db path is \$CLATTN_DB" "$CLATTN_DB"
 run "db import" 0 "$clattn" db import "$tmp/in.json"
-has "db import counts" "2 added, 0 updated, 0 unchanged"
+has "db import counts" "3 added, 0 updated, 0 unchanged"
 run "db import again" 0 "$clattn" db import "$tmp/in.json"
-has "db import again adds nothing" "0 added, 0 updated, 2 unchanged"
+has "db import again adds nothing" "0 added, 0 updated, 3 unchanged"
 run "db list --all-devices" 0 "$clattn" db list --all-devices
 has "db list shows the shape class" "m4096 bhsd"
 has "db list shows the best params" "rows=8 wg=128"
 has "db list shows the median" "39.0 us"
+grep -q "rows=4 wg=64" "$tmp/out" && bad "db list shows an older method's row" ||
+  ok "db list passes over the older method's faster row"
+grep "m4096 bhsd" "$tmp/out" | grep -Eq " 3 +1 +2\$" &&
+  ok "db list counts 3 rows, 1 rejected, 2 of another method (1, unknown)" ||
+  bad "db list counts: $(grep 'm4096 bhsd' "$tmp/out")"
 run "db list --json" 0 "$clattn" db list --all-devices --json
 json "db list --json"
-[ "$(grep -c '"fingerprint"' "$tmp/out")" = 2 ] && ok "db list --json: 2 rows" ||
-  bad "db list --json: not 2 rows"
+[ "$(grep -c '"fingerprint"' "$tmp/out")" = 3 ] && ok "db list --json: 3 rows" ||
+  bad "db list --json: not 3 rows"
 run "db list --kernel prefill" 0 "$clattn" db list --all-devices \
   --kernel prefill
 has "db list --kernel filters" "no tuning entries"
@@ -108,13 +119,14 @@ run "db export -" 0 "$clattn" db export -
 json "db export -"
 run "db import into a second database" 0 "$clattn" db import \
   "$tmp/out.json" --db "$tmp/second.db"
-has "second database gets both rows" "2 added"
+has "second database gets all three rows" "3 added"
 "$clattn" db export "$tmp/out2.json" --db "$tmp/second.db" >/dev/null
 if python3 -c '
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:3])
-sys.exit(0 if a["entries"] == b["entries"] and len(a["entries"]) == 2 and
-         a["entries"][0]["message"] == "line1\nline2" else 1)
+sys.exit(0 if a["entries"] == b["entries"] and len(a["entries"]) == 3 and
+         any(e["message"] == "line1\nline2" for e in a["entries"]) and
+         sorted(e["tune_method"] for e in a["entries"]) == [0, 1, 2] else 1)
 ' "$tmp/out.json" "$tmp/out2.json"; then ok "db export/import round trip"
 else bad "db export/import differ"; fi
 sed 's/"spread": 0.02/"spread": "x"/' "$tmp/in.json" >"$tmp/bad.json"

@@ -21,8 +21,10 @@ static const char db_usage[] =
   "  $XDG_DATA_HOME/clattn/tuning.db or ~/.local/share/clattn/tuning.db;\n"
   "  the file is created if missing).\n"
   "list: the tuning entries per kernel and shape class: the best 'ok'\n"
-  "  candidate (params, median time, spread), candidates evaluated and\n"
-  "  rejected (wrong, failed or timed out).  Only the present device's\n"
+  "  candidate of the kernel's current tuning method, the one the library\n"
+  "  uses (params, median time, spread), candidates evaluated, rejected\n"
+  "  (wrong, failed or timed out) and of an older method (OLD: not used;\n"
+  "  clattn tune measures them again).  Only the present device's\n"
   "  (--device SEL, default $CLATTN_DEVICE) unless --all-devices;\n"
   "  --kernel / --class filter; --json prints the rows themselves.\n"
   "export: write every tuning row as JSON to FILE ('-': stdout).\n"
@@ -133,19 +135,20 @@ static void fmt_time(char *buf, size_t cap, double s) {
 }
 
 enum { COL_KERNEL, COL_CLASS, COL_DEVICE, COL_PARAMS, COL_MEDIAN, COL_SPREAD,
-       COL_EVAL, COL_REJ, N_COLS };
+       COL_EVAL, COL_REJ, COL_OLD, N_COLS };
 
 typedef struct group_row {
   char cell[N_COLS][256];
 } group_row;
 
 /* One table row per (device, kernel, shape class); rows are sorted by
- * list_tune so that each group is contiguous and starts with its best 'ok'
- * row when it has one. */
+ * list_tune so that each group is contiguous, ok rows first by time.  The
+ * best is the fastest ok row of the kernel's current tuning method (the
+ * one the library would use); OLD counts the rows of another method. */
 static int print_table(const clattn_tune_entry *rows, int n, int devices) {
   static const char *const head[N_COLS] = {
       "KERNEL", "SHAPE CLASS", "DEVICE", "BEST PARAMS", "MEDIAN", "SPREAD",
-      "EVAL", "REJ"};
+      "EVAL", "REJ", "OLD"};
   group_row *g = calloc((size_t)n, sizeof *g);
   int ng = 0;
   size_t width[N_COLS];
@@ -154,11 +157,13 @@ static int print_table(const clattn_tune_entry *rows, int n, int devices) {
     return CLI_FAIL;
   }
   for (int i = 0; i < n;) {
-    int j = i, rejected = 0;
+    int j = i, rejected = 0, old = 0;
     const clattn_tune_entry *best = NULL;
     for (; j < n && same_group(&rows[i], &rows[j]); j++) {
       rejected += is_rejected(&rows[j]);
-      if (best == NULL && !strcmp(rows[j].status, "ok"))
+      if (rows[j].tune_method != clattn_tune_method(rows[j].kernel))
+        old++;
+      else if (best == NULL && !strcmp(rows[j].status, "ok"))
         best = &rows[j];
     }
     char(*c)[256] = g[ng].cell;
@@ -175,6 +180,7 @@ static int print_table(const clattn_tune_entry *rows, int n, int devices) {
     }
     snprintf(c[COL_EVAL], 256, "%d", j - i);
     snprintf(c[COL_REJ], 256, "%d", rejected);
+    snprintf(c[COL_OLD], 256, "%d", old);
     ng++;
     i = j;
   }
