@@ -56,6 +56,12 @@ run "model --check --quick" 0 "$clattn" model --check --quick
 has "check prints measured times" "meas us"
 has "check stores results" "stored in"
 has "check uses the measured profile" "measured profile"
+# cold decode cannot read K/V faster than the copy of its round streams
+# (a pass that ran on empty caches, lens 0, read hundreds of GB/s)
+awk '/^  decode b=/ { n++; if ($(NF-3) > 2 * $NF || $(NF-3) <= 0) bad++ }
+     END { exit !(n == 6 && bad == 0) }' "$tmp/out" &&
+  ok "check: 6 decode rows, each within 2x of its copy's GB/s" ||
+  bad "check: decode GB/s implausible against the copy: $(grep '^  decode' "$tmp/out")"
 run "model check --probe --quick" 0 "$clattn" model check --probe --quick \
   --no-store
 has "check --probe predicts from ceilings measured in the run" \

@@ -37,8 +37,9 @@ static const char model_usage[] =
   "check: --probe measures the device's ceilings first (as 'clattn probe',\n"
   "  stored unless --no-store or --quick) and predicts from them, so the\n"
   "  predictions and the measurements come from one run; each decode\n"
-  "  and append pass follows a copy (clattn_copy_ref) and is predicted\n"
-  "  at that copy's bandwidth (column err@prof: at the stored profile's)\n";
+  "  and append pass (at least 32 calls in a stream, cold caches) follows\n"
+  "  a copy (clattn_copy_ref) and is predicted at that copy's bandwidth\n"
+  "  (column err@prof: at the stored profile's)\n";
 
 static int model_usage_err(const char *why) {
   if (why)

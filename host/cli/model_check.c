@@ -10,8 +10,12 @@
  * predicted on the profile scaled to that copy: a shared machine's
  * bandwidth moves by tens of percent within minutes, so the check pairs
  * each time with the bandwidth of its moment; the error is the median of
- * the rounds' errors.  Prefill is compute-bound and is measured warm.
- * Times are medians of repeated passes. */
+ * the rounds' errors.  A decode or append pass is at least MIN_CALLS
+ * calls, cycling over the layers (an append's cycles write rows at other
+ * positions, all cold), enqueued back to back and finished once: the time
+ * per call of a stream, as a model's steps issue them, with the queue's
+ * round trip (~50 us on PoCL) spread over them.  Prefill is compute-bound
+ * and is measured warm.  Times are medians of repeated passes. */
 #include "cli.h"
 #include "model.h"
 
@@ -20,6 +24,8 @@
 #include <string.h>
 
 #define MAX_REPS 9 /* paired rounds of a decode or append call */
+#define MIN_CALLS 32 /* calls in a decode or append pass */
+#define MAX_CYCLES MIN_CALLS
 
 typedef struct check_case {
   int kind; /* 0 decode, 1 prefill, 2 append */
@@ -28,9 +34,11 @@ typedef struct check_case {
 } check_case;
 
 typedef struct bufs {
-  int layers;
-  cl_mem *k, *v; /* per layer */
-  cl_mem q, o, lens;
+  int layers, cycles; /* a pass: `cycles` times over the layers */
+  cl_mem *k, *v;      /* per layer */
+  cl_mem q, o;
+  cl_mem lens[MAX_CYCLES]; /* decode: [0] the lengths; append: the
+                              position written, one per cycle */
 } bufs;
 
 static void bufs_free(bufs *B) {
@@ -46,8 +54,9 @@ static void bufs_free(bufs *B) {
     clReleaseMemObject(B->q);
   if (B->o)
     clReleaseMemObject(B->o);
-  if (B->lens)
-    clReleaseMemObject(B->lens);
+  for (int c = 0; c < MAX_CYCLES; c++)
+    if (B->lens[c])
+      clReleaseMemObject(B->lens[c]);
   memset(B, 0, sizeof *B);
 }
 
@@ -62,9 +71,13 @@ static cl_mem random_buf(cl_context c, size_t floats, unsigned long long seed) {
   return m;
 }
 
-/* Allocate the inputs of a case: `layers` K/V pairs of kv_floats each. */
-static int bufs_alloc(cl_context c, bufs *B, int layers, size_t kv_floats,
-                      size_t q_floats, size_t o_floats, int b, int len) {
+/* Allocate the inputs of a case: `layers` K/V pairs of kv_floats each,
+ * and `nlens` lens buffers, the first `len` for every sequence, each next
+ * one 64 positions on (modulo cap: an append's rows of another cycle lie
+ * on other pages). */
+static int bufs_alloc(cl_context c, bufs *B, int layers, int cycles,
+                      int nlens, size_t kv_floats, size_t q_floats,
+                      size_t o_floats, int b, int len, int cap) {
   memset(B, 0, sizeof *B);
   B->k = calloc((size_t)layers, sizeof *B->k);
   B->v = calloc((size_t)layers, sizeof *B->v);
@@ -73,6 +86,7 @@ static int bufs_alloc(cl_context c, bufs *B, int layers, size_t kv_floats,
     return CLI_FAIL;
   }
   B->layers = layers;
+  B->cycles = cycles;
   for (int l = 0; l < layers; l++) {
     B->k[l] = random_buf(c, kv_floats, 11u + (unsigned)l);
     B->v[l] = random_buf(c, kv_floats, 1011u + (unsigned)l);
@@ -86,22 +100,26 @@ static int bufs_alloc(cl_context c, bufs *B, int layers, size_t kv_floats,
     free(lh);
     return CLI_FAIL;
   }
-  for (int i = 0; i < b; i++)
-    lh[i] = len;
-  B->lens = cli_buffer(c, (size_t)b * sizeof *lh, lh);
+  for (int j = 0; j < nlens; j++) {
+    for (int i = 0; i < b; i++)
+      lh[i] = j ? (len + 64 * j) % cap : len;
+    if (!(B->lens[j] = cli_buffer(c, (size_t)b * sizeof *lh, lh)))
+      break;
+  }
   free(lh);
-  return B->lens ? CLI_OK : CLI_FAIL;
+  return B->lens[nlens - 1] ? CLI_OK : CLI_FAIL;
 }
 
-/* One pass: the call once on every layer's buffers. */
+/* One pass: the call on every layer's buffers, B->cycles times over. */
 static clattn_status pass(clattn_ctx *ctx, const check_case *cc, bufs *B) {
   clattn_status st = CLATTN_OK;
-  for (int l = 0; l < B->layers && !st; l++) {
+  for (int i = 0; i < B->cycles * B->layers && !st; i++) {
+    const int l = i % B->layers, cy = i / B->layers;
     if (cc->kind == 0) {
       const clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k,
                                     cc->k, CLATTN_F32, CLATTN_BHSD, 0.0f,
                                     NULL};
-      st = clattn_decode(ctx, &d, B->q, B->k[l], B->v[l], B->lens, B->o,
+      st = clattn_decode(ctx, &d, B->q, B->k[l], B->v[l], B->lens[0], B->o,
                          NULL);
     } else if (cc->kind == 1) {
       const clattn_attn_desc d = {cc->b, cc->n, cc->m, cc->h, cc->hkv,
@@ -113,7 +131,7 @@ static clattn_status pass(clattn_ctx *ctx, const check_case *cc, bufs *B) {
       const clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k,
                                     cc->k, CLATTN_F32, CLATTN_BHSD, 0.0f,
                                     NULL};
-      st = clattn_kv_append(ctx, &d, 1, B->q, B->o, B->lens, B->k[l],
+      st = clattn_kv_append(ctx, &d, 1, B->q, B->o, B->lens[cy], B->k[l],
                             B->v[l], NULL);
     }
   }
@@ -145,7 +163,7 @@ static int measure(clattn_ctx *ctx, const check_case *cc, bufs *B, int reps,
       return CLI_FAIL;
     }
     if (r >= 0)
-      t[r] = (cli_now() - t0) / B->layers;
+      t[r] = (cli_now() - t0) / (B->cycles * B->layers);
   }
   return CLI_OK;
 }
@@ -304,11 +322,12 @@ int cli_model_check(const model_opts *o) {
          prof.bw_copy_gbs, prof.fp32_gflops);
   printf("  decode and append: COLD caches (rotating over >= %.0f MiB of "
          "K/V), %d rounds, each a copy\n  of %.0f MiB (the probe's copy "
-         "kernel) and one pass; each round's prediction scales the\n  "
-         "profile's bandwidths by that copy's GB/s / the profile's; error: "
-         "the median over rounds;\n  err@prof: the error with the profile "
-         "as stored.  Prefill: warm, %d passes.\n",
-         need / 1048576.0, dreps, need / 2 / 1048576.0, reps);
+         "kernel) and one pass (>= %d calls enqueued back to back, one\n  "
+         "finish; time per call); each round's prediction scales the "
+         "profile's bandwidths by that\n  copy's GB/s / the profile's; "
+         "error: the median over rounds; err@prof: the error with\n  the "
+         "profile as stored.  Prefill: warm, %d passes.\n",
+         need / 1048576.0, dreps, need / 2 / 1048576.0, MIN_CALLS, reps);
   if (!ref)
     printf("  (no measured copy bandwidth: rounds are not paired)\n");
   printf("  %-52s %8s %10s %10s %7s %8s %7s %8s %6s %7s\n", "call", "bound",
@@ -328,16 +347,17 @@ int cli_model_check(const model_opts *o) {
     const size_t kv = (size_t)cc->b * cc->m * cc->hkv * cc->k;
     const size_t qf = (size_t)cc->b * (cc->kind == 2 ? 1 : cc->n) *
                       (cc->kind == 2 ? cc->hkv : cc->h) * cc->k;
-    int layers = 1;
+    int layers = 1, cycles = 1;
     if (cc->kind != 1) {
       layers = (int)(need / (8.0 * kv) + 1.0);
       if (layers < 2)
         layers = 2;
+      cycles = (MIN_CALLS + layers - 1) / layers;
     }
     bufs B;
     double t[MAX_REPS], g[MAX_REPS], pred[MAX_REPS], err[MAX_REPS];
-    rc = bufs_alloc(c, &B, layers, kv, qf, qf, cc->b,
-                    cc->kind == 2 ? cc->m / 2 : cc->m);
+    rc = bufs_alloc(c, &B, layers, cycles, cc->kind == 2 ? cycles : 1, kv,
+                    qf, qf, cc->b, cc->kind == 2 ? cc->m / 2 : cc->m, cc->m);
     if (!rc)
       rc = measure(ctx, cc, &B, n, paired ? ref : NULL, t, g);
     bufs_free(&B);
