@@ -482,8 +482,8 @@ static void bench_prefill(bench *B)
     const char *name;
     clattn_params p;
   } cfgs[] = {
-      /* the AVX-512 default (and the default on every CPU before the
-       * tile was fitted to the vector registers) */
+      /* the AVX-512 default before 8 rows x 32 keys (and the default on
+       * every CPU before the tile was fitted to the vector registers) */
       {"v1 rows=4 keys=64", {1, 4, 64, 0, 0, 0}},
       {"v1 rows=4 keys=32", {1, 4, 32, 0, 0, 0}},
       {"v1 rows=8 keys=64", {1, 8, 64, 0, 0, 0}},

@@ -56,6 +56,7 @@ static const clattn_params ax_params[] = {
     {2, 0, 32, 64, 0, 0},  /* variant 2, 64 items, 32-key tiles */
     {2, 0, 16, 128, 0, 0}, /* variant 2, 128 items, 16-key tiles */
     {2, 0, 8, 256, 0, 0},  /* variant 2, 256 items, 8-key tiles */
+    {1, 8, 32, 0, 0, 0},   /* variant 1, 8 rows x 32 keys (AVX-512's) */
 };
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))

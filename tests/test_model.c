@@ -387,7 +387,7 @@ static clattn_profile cpu(unsigned vw, const char *vendor) {
 }
 
 /* The CPU prefill tile fits the vector registers: AVX2 (8 floats, 16
- * registers) 2 rows x 32 keys, AVX-512 4 x 64, AArch64 (4 floats, 32
+ * registers) 2 rows x 32 keys, AVX-512 8 x 32, AArch64 (4 floats, 32
  * registers) 4 x 16; a tile whose QK^T accumulators do not fit is charged
  * its spilled FMAs twice, and the one that fits is predicted faster. */
 Test(model, cpu_tile_fits_registers) {
@@ -396,7 +396,7 @@ Test(model, cpu_tile_fits_registers) {
     const char *vendor;
     int rows, keys;
   } c[] = {{8, "AuthenticAMD", 2, 32},
-           {16, "GenuineIntel", 4, 64},
+           {16, "GenuineIntel", 8, 32},
            {4, "ARM", 4, 16},
            {4, "GenuineIntel", 2, 16}};
   const clattn_attn_desc d = {1, 300, 300, 4, 4, 64, 64, CLATTN_F32,
