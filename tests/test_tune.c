@@ -470,8 +470,8 @@ Test(tune, stop_and_budget) {
   clattn_ctx *ctx = tu_ctx();
   clattn_db *db = NULL;
   cr_assert_eq(clattn_db_open(tmp_db("stop"), &db), CLATTN_OK);
-  const clattn_decode_desc d = {1, 1000, 2, 1, 32, 32, CLATTN_F32,
-                                CLATTN_BSHD, 0.0f, NULL};
+  clattn_decode_desc d = {1, 1000, 2, 1, 32, 32, CLATTN_F32, CLATTN_BSHD,
+                          0.0f, NULL};
   volatile int stop = 1;
   clattn_tune_opts o;
   memset(&o, 0, sizeof o);
@@ -482,10 +482,15 @@ Test(tune, stop_and_budget) {
   cr_assert_eq(r.measured, 0);
   cr_assert_str_eq(r.stopped, "stop");
   cr_assert_eq(count_rows(db, "decode"), 0);
-  /* an 8 s budget over a space that takes far longer; a candidate (one
-   * compile, which cannot be interrupted, and its runs) has 4 s */
+  /* a 2 s budget over a space that takes far longer (MQA-like over 32768
+   * keys: 612 candidates, 20 s even when every program is in the disk
+   * cache, minutes when none is; the small shape above took 0.4 s warm);
+   * a candidate (one compile, which cannot be interrupted, and its runs)
+   * has 4 s */
   stop = 0;
-  o.budget_s = 8.0;
+  d = (clattn_decode_desc){1, 32768, 8, 1, 64, 64, CLATTN_F32, CLATTN_BSHD,
+                           0.0f, NULL};
+  o.budget_s = 2.0;
   o.timeout_s = 4.0;
   o.repeats = 3;
   cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK);
