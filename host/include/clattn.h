@@ -772,7 +772,7 @@ typedef struct clattn_tune_result {
 
 /* Tune one prefill or decode call shape on the context's device and store
  * every candidate in db as it is measured.  After the search, the six
- * best and the default are timed again, one run of each in turn for 15
+ * best and the default are timed again, one run of each in turn for 31
  * rounds, and their medians replace the search's (a noisy stretch during
  * one candidate's measurement cannot crown a false winner).  Candidates run through
  * clattn_attention / clattn_decode (the library's own launch path), each

@@ -349,7 +349,7 @@ done:
  * one run of each candidate (VERIFY_RUNS rounds, the order rotating);
  * without it, one whole evaluation each (VERIFY_ROUNDS rounds, the median
  * of the round medians). */
-enum { VERIFY_TOP = 6, VERIFY_ROUNDS = 3, VERIFY_RUNS = 15 };
+enum { VERIFY_TOP = 6, VERIFY_ROUNDS = 3, VERIFY_RUNS = 31 };
 
 static int cmp_dbl(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
