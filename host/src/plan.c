@@ -230,12 +230,16 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     const int passes = (g - 1 + pl->pvh - 1) / pl->pvh;
     pl->pf = g > 1 && pf_wanted && (p->prefetch == 2 || passes >= 2);
     /* Keys per block: wide groups amortise the softmax over more keys;
-     * with prefetch, blocks of ~8 KiB of K (and of V) a block, 16 to 64
-     * keys (MQA cold, m = 8192, d = 64, 8 splits: f32 32 keys 162-165 us
-     * against 175 for 64, f16 64 keys 146 against 149 for 32). */
-    const int kb8k = 8192 / (dk * es) / 16 * 16;
+     * with prefetch, blocks of ~4 KiB of K (and of V), 16 to 64 keys.
+     * With two splits a core (m = 8192, d = 64, cold, paired over 20
+     * alternated evaluations), 16 keys against 8 KiB blocks' 32: f32 MQA
+     * 0.93 and 0.94, GQA h=8/2 0.92, h=16/1 0.96, GQA h=32/4 0.98; f16 MQA
+     * 32 keys against 64: 0.96 (16 keys 0.98; GQA-2 the same).  With 8
+     * splits of 32 blocks, 8 KiB had beaten 16 KiB (f32 MQA 162-165 us
+     * against 175). */
+    const int kb4k = 4096 / (dk * es) / 16 * 16;
     pl->kb = p->keys  ? p->keys
-             : pl->pf ? (kb8k < 16 ? 16 : kb8k > 64 ? 64 : kb8k)
+             : pl->pf ? (kb4k < 16 ? 16 : kb4k > 64 ? 64 : kb4k)
              : g >= 4 ? 64
                       : 32;
     if (pl->kb % 16 != 0 || pl->kb > 256) {
