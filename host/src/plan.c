@@ -222,26 +222,33 @@ clattn_status clattn__plan_decode(const clattn__target *t,
       pl->pvh = g > 1 ? g - 1 : 1;
     /* Prefetch of the next block during the P V passes after the first
      * (cl/decode.cl's pf_step; none without such a pass): by default
-     * from two passes on, on CPUs with 32 vector registers (AVX-512: MQA
-     * cold 14-20% faster on Zen 5).  An earlier kernel's prefetches,
-     * spread over the same passes, measured 2-10% slower on an AVX2 Zen 3
-     * and the same within noise on an AVX-512 Xeon; the tuner tries both
-     * (params prefetch). */
+     * for groups of more than 4 heads with two passes or more, on CPUs
+     * with 32 vector registers (AVX-512: MQA cold 14-20% faster on Zen 5;
+     * with two splits a core, off 1.07-1.33x slower in f32, 1.34x in
+     * f16, h=16/1 f16 1.15x).  For G = 4 it had paid with many short
+     * splits (GQA-4 383 -> 357 us) but no longer with two a core: off, 16
+     * keys, paired over 20 alternated evaluations: GQA h=8/2 0.89 and
+     * 0.96, h=16/4 0.93, h=32/8 k=64 0.82 and 0.89, k=128 0.91, f16 h=8/2
+     * 0.97.  An earlier kernel's
+     * prefetches measured 2-10% slower on an AVX2 Zen 3 and the same
+     * within noise on an AVX-512 Xeon; the tuner tries both (params
+     * prefetch). */
     const int passes = (g - 1 + pl->pvh - 1) / pl->pvh;
-    pl->pf = g > 1 && pf_wanted && (p->prefetch == 2 || passes >= 2);
-    /* Keys per block: wide groups amortise the softmax over more keys;
-     * with prefetch, blocks of ~4 KiB of K (and of V), 16 to 64 keys.
-     * With two splits a core (m = 8192, d = 64, cold, paired over 20
-     * alternated evaluations), 16 keys against 8 KiB blocks' 32: f32 MQA
-     * 0.93 and 0.94, GQA h=8/2 0.92, h=16/1 0.96, GQA h=32/4 0.98; f16 MQA
-     * 32 keys against 64: 0.96 (16 keys 0.98; GQA-2 the same).  With 8
-     * splits of 32 blocks, 8 KiB had beaten 16 KiB (f32 MQA 162-165 us
-     * against 175). */
+    pl->pf = g > 1 && pf_wanted &&
+             (p->prefetch == 2 || (g > 4 && passes >= 2));
+    /* Keys per block: for groups, blocks of ~4 KiB of K (and of V), 16
+     * to 64 keys; 32 for MHA.  With two splits a core (m = 8192, d = 64,
+     * cold, paired over 20 alternated evaluations), 16 keys against 32:
+     * f32 MQA 0.93 and 0.94, GQA h=8/2 0.92, h=16/1 0.96, GQA h=32/4 0.98,
+     * G = 2 0.97; without prefetch, G = 4, against 64: 0.87; but MHA 1.00,
+     * 1.02 and 1.04 (f16 MHA 64 against 32: 1.04).  f16 MQA 32 keys
+     * against 64: 0.96 (16 keys 0.98; GQA-2 the same).  With 8 splits of
+     * 32 blocks, 8 KiB had beaten 16 KiB (f32 MQA 162-165 us against
+     * 175). */
     const int kb4k = 4096 / (dk * es) / 16 * 16;
-    pl->kb = p->keys  ? p->keys
-             : pl->pf ? (kb4k < 16 ? 16 : kb4k > 64 ? 64 : kb4k)
-             : g >= 4 ? 64
-                      : 32;
+    pl->kb = p->keys ? p->keys
+             : g == 1 ? 32
+                      : kb4k < 16 ? 16 : kb4k > 64 ? 64 : kb4k;
     if (pl->kb % 16 != 0 || pl->kb > 256) {
       snprintf(why, cap,
                "params: variant 1 keys per block must be a multiple of 16 "
