@@ -197,11 +197,13 @@ clattn_status clattn__plan_decode(const clattn__target *t,
      * registers, so one load serves them all (cold steps on AVX-512, m =
      * 8192, d = 64: MQA f16 214 -> 182 us, GQA-4 f16 303-313 -> 284-287).
      * In f32, where a V load from L1 costs next to nothing, 2 heads a pass
-     * only where the passes prefetch, and so that two passes remain to
-     * carry the prefetches (with prefetch, cold, medians of 7-11
-     * alternated rounds: MQA 158 -> 140 and 165 -> 166 us, GQA-4 294 ->
-     * 285, h=16 over one KV head 331 -> 311; without prefetch GQA-4 had
-     * got 2-5% slower from its padded pass).  1 where the registers are
+     * on CPUs that want prefetch, so that two passes remain to carry the
+     * prefetches (with prefetch, cold, medians of 7-11 alternated rounds:
+     * MQA 158 -> 140 and 165 -> 166 us, GQA-4 294 -> 285, h=16 over one
+     * KV head 331 -> 311).  GQA-4 now runs without prefetch (below) and
+     * keeps 2 heads a pass: 1 measured 1.055 (h=8/2) and 0.998 (h=32/8)
+     * against it, paired, with two splits a core (an older kernel had got
+     * 2-5% slower from the padded pass).  1 where the registers are
      * unknown or few (AVX2). */
     const int es = (int)clattn_dtype_size(d->dtype);
     const int most = es == 2 ? 4 : pf_wanted ? 2 : 1;
@@ -229,10 +231,9 @@ clattn_status clattn__plan_decode(const clattn__target *t,
      * splits (GQA-4 383 -> 357 us) but no longer with two a core: off, 16
      * keys, paired over 20 alternated evaluations: GQA h=8/2 0.89 and
      * 0.96, h=16/4 0.93, h=32/8 k=64 0.82 and 0.89, k=128 0.91, f16 h=8/2
-     * 0.97.  An earlier kernel's
-     * prefetches measured 2-10% slower on an AVX2 Zen 3 and the same
-     * within noise on an AVX-512 Xeon; the tuner tries both (params
-     * prefetch). */
+     * 0.97.  An earlier kernel's prefetches measured 2-10% slower on an
+     * AVX2 Zen 3 and the same within noise on an AVX-512 Xeon; the tuner
+     * tries both (params prefetch). */
     const int passes = (g - 1 + pl->pvh - 1) / pl->pvh;
     pl->pf = g > 1 && pf_wanted &&
              (p->prefetch == 2 || (g > 4 && passes >= 2));
