@@ -165,6 +165,23 @@ has "the rerun measures nothing" "(0 measured now, 3 from the database)"
 run "explain attention" 0 "$clattn" explain attention "${shape[@]}"
 has "explain: the tuned entry" "source       tuned"
 has "explain: the tuned params" "params       $best"
+# rows of an older tuning method: passed over at run time, measured again
+python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("UPDATE tuning SET tune_method = 0 WHERE kernel = \"prefill\"")
+c.commit()' "$CLATTN_DB"
+run "explain with stale rows" 0 "$clattn" explain attention "${shape[@]}"
+has "explain: stale rows passed over" \
+  "([1-3] of an older tuning method passed over"
+grep -q "source       tuned" "$tmp/out" && bad "explain used a stale row" ||
+  ok "explain: a stale row is not used"
+run "tune after stale rows" 0 "$clattn" tune prefill "${shape[@]}" --max 3 \
+  --strategy random
+has "tune: stale rows counted" \
+  "3 stored rows of an older tuning method (clattn_tune_method) were not"
+has "tune: stale rows measured again" "(3 measured now, 0 from the database)"
+run "explain after the rerun" 0 "$clattn" explain attention "${shape[@]}"
+has "explain: the tuned entry again" "source       tuned"
 run "explain attention --json" 0 "$clattn" explain attention "${shape[@]}" \
   --json
 json "explain --json"
