@@ -10,9 +10,9 @@
  *     alike; 63 rounds for decode, 31 for prefill: with 31 and 15, two
  *     slots of the same parameters read up to 8% apart), decode on K/V
  *     copies larger than twice the last-level cache (cold caches, as a
- *     multi-layer model reads them); a run, as the
- *     tuner's, is the call on up to 8 copies enqueued back to back and
- *     finished once (the time per call of a stream).
+ *     multi-layer model reads them); a run, as the tuner's, is the call
+ *     on up to 8 copies enqueued back to back and finished once (the time
+ *     per call of a stream).
  * It prints, per class and strategy: candidates measured / space, the
  * strategy's best against the exhaustive best (target <= 1.05), and the
  * exhaustive best against the default (the gain of tuning).

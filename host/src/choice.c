@@ -233,7 +233,7 @@ static int keep_rows(clattn__tuning *T, clattn_tune_entry *rows, int n) {
               strcmp(r->arch, T->arch) == 0;
     if (!mine && !kin)
       continue;
-    if (r->tune_method != clattn_tune_method(r->kernel)) {
+    if (!clattn__tune_row_current(r)) {
       stale++;
       continue;
     }

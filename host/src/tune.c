@@ -89,6 +89,10 @@ int clattn_tune_method(const char *kernel) {
   return 0;
 }
 
+int clattn__tune_row_current(const clattn_tune_entry *e) {
+  return e->tune_method == clattn_tune_method(e->kernel);
+}
+
 /* --------------------------------------------------------------- engine */
 
 /* Per-candidate state of one run. */
@@ -570,7 +574,7 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
   /* rows of another tuning method are measured again, not reused */
   int kept = 0;
   for (int k = 0; k < nrows; k++) {
-    if (rows[k].tune_method == clattn_tune_method(f->kernel))
+    if (clattn__tune_row_current(&rows[k]))
       rows[kept++] = rows[k];
     else
       out->stale++;

@@ -70,6 +70,11 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
 /* The device identity rows are stored under (from the reported profile). */
 clattn_status clattn__tune_identity(clattn_ctx *ctx, clattn_tune_entry *fp);
 
+/* Was row e measured by its kernel's current tuning method
+ * (clattn_tune_method)?  Rows that were not are neither reused by a tuning
+ * run nor used at run time. */
+int clattn__tune_row_current(const clattn_tune_entry *e);
+
 /* The spaces of the fused kernels (tune_kernels.c): every valid
  * clattn_params candidate for d on the target (dims: clattn_params' fields,
  * clattn__param_names, the order of clattn_params_format), the default

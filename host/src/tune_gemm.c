@@ -697,7 +697,7 @@ static int pick(const clattn_ctx *ctx, const clattn_tune_entry *rows, int n,
     int v[CLATTN_XGEMM_NPARAMS];
     double vol = class_volume(r->shape_class);
     if (strcmp(r->status, "ok") != 0 || vol <= 0 || r->median_s <= 0 ||
-        r->tune_method != clattn_tune_method(r->kernel))
+        !clattn__tune_row_current(r))
       continue;
     if (match != NULL &&
         (strcmp(r->vendor, match->vendor) != 0 || match->arch[0] == '\0' ||
