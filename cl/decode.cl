@@ -11,9 +11,12 @@
  *   DK, DV, G        head dims; query heads per KV head
  *   VWK, VWV         vector widths dividing DK and DV
  *   KB               keys per block (variant 1; a multiple of 16)
- *   PVH              variant 1: query heads per P V pass after the first
+ *   PVH              variant 1: query heads per P V pass after the first;
+ *                    G (and G > 1): every pass takes all G heads over one
+ *                    VWV-wide slice of the value dims (SLICES)
  *   PF               variant 1: 1 to prefetch the next block during the P V
- *                    passes after the first (needs G > 1), 0 not to
+ *                    passes after the first (needs G > 1, not SLICES), 0 not
+ *                    to
  *   WG, KT, PAIRS    variant 2: work-items, keys per tile,
  *                    ceil(G * DV / WG) output elements per item
  *   DIRECT           1: write o instead of partials */
@@ -59,6 +62,10 @@
 
 #define NKB (KB / 16)
 #define NV (DV / VWV)
+#define SLICES (PVH >= G && G > 1)
+#if SLICES && PF
+#error "PF needs P V passes by heads (PVH < G)"
+#endif
 typedef FLOATW(VWV) vfloat;
 
 /* Write one finished (split of a) row: the output itself, or the partial
@@ -287,6 +294,21 @@ inline void pv_row(vfloat *a, __global const stor_t *v, long vr, float p) {
     a[w] = fma(pt, LDW(VWV, v, vr + w * VWV), a[w]);
 }
 
+/* Software prefetch of one 64-byte line.  Native CPU compilers (PoCL)
+ * lower __builtin_prefetch to a prefetch instruction (locality 2:
+ * prefetcht1, into L2; 3: prefetcht0, into L1) while PoCL's prefetch()
+ * does nothing; SPIR-V compilers (rusticl) reject the intrinsic and get
+ * the OpenCL builtin. */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define PREFETCH_LINE(p) __builtin_prefetch((p), 0, 2)
+#define PREFETCH_L1(p) __builtin_prefetch((p), 0, 3)
+#else
+#define PREFETCH_LINE(p) prefetch((p), 64)
+#define PREFETCH_L1(p) prefetch((p), 64)
+#endif
+#define LPR_K ((DK * (int)sizeof(stor_t) + 63) / 64) /* 64-byte lines a row */
+#define LPR_V ((DV * (int)sizeof(stor_t) + 63) / 64)
+
 #if PF
 /* Software prefetch, spread over the P V passes after the first (which
  * read V from L1 and nothing from memory), of the next block's first-pass
@@ -299,19 +321,9 @@ inline void pv_row(vfloat *a, __global const stor_t *v, long vr, float p) {
  * faster), f16 191 -> 153, h=16 over one KV head 409 -> 338; GQA-4 f32
  * 383 -> 357, f16 263 -> 229.  With a single pass after the first (G = 2)
  * the prefetches bunch up and the step got 5-8% slower, so the plan asks
- * for them only from two passes on.  Native CPU compilers (PoCL) lower
- * __builtin_prefetch to a prefetch instruction (prefetcht1 here, locality
- * 2: into L2, not L1, which the V rows of the block in flight occupy;
- * locality 3 and 1 measured the same) while PoCL's prefetch() does
- * nothing; SPIR-V compilers (rusticl) reject the intrinsic and get the
- * OpenCL builtin. */
-#if defined(__x86_64__) || defined(__aarch64__)
-#define PREFETCH_LINE(p) __builtin_prefetch((p), 0, 2)
-#else
-#define PREFETCH_LINE(p) prefetch((p), 64)
-#endif
-#define LPR_K ((DK * (int)sizeof(stor_t) + 63) / 64) /* 64-byte lines a row */
-#define LPR_V ((DV * (int)sizeof(stor_t) + 63) / 64)
+ * for them only from two passes on.  Into L2 (PREFETCH_LINE), not L1,
+ * which the V rows of the block in flight occupy (locality 3 and 1
+ * measured the same). */
 #define LPR (LPR_K > LPR_V ? LPR_K : LPR_V)
 #define NPASS ((G - 1 + PVH - 1) / PVH) /* P V passes after the first */
 #define PFU ((LPR + NPASS - 1) / NPASS) /* lines of each an iteration */
@@ -427,6 +439,59 @@ __kernel void decode_split_reg(__global const stor_t *q,
 #if PF
     pf_cursor pfc = pf_start(k, kb, k_ss, v, vb, v_ss, t1, te);
 #endif
+#if SLICES
+    /* P V by slices of the value dims: all G heads' accumulators of one
+     * VWV-wide slice in registers, each probability a broadcast operand;
+     * every V element is loaded once, no pass is padded.  The first pass
+     * (slice 0) also scores the next block, and pulls the rest of each V
+     * row into L1 for the passes after it.  MQA (b=1, h=8, m=8192, d=64)
+     * on Zen 5 (AVX-512), the split kernel alone, paired over 21-31
+     * alternated rounds, against 2 heads a pass (4 for f16) with the
+     * cursor prefetch: f32 with K/V in L3 0.89-0.92, cold 0.97-0.99 (the
+     * memory sets that time), f16 0.93 and 0.94 cold; without the L1
+     * pull, f32 cold read 1.13 against with it.  h=16 over one KV head
+     * read 1.05 with K/V in L3 and 1.09 cold, and wider rows, which the
+     * passes by heads prefetch for the next block, 1.30-1.57 cold (d = 80,
+     * 128), so the plan asks for slices only for G = 8 and d <= 64. */
+    {
+      vfloat a[G];
+#pragma unroll
+      for (int h = 0; h < G; h++)
+        a[h] = acc[h][0] * al[h];
+      for (int t = 0; t < KB; t++) {
+        if (t < nt) {
+          const long vr = vb + (t0 + t) * v_ss;
+          const vfloat vs = LDW(VWV, v, vr);
+#pragma unroll
+          for (int l = 1; l < LPR_V; l++)
+            PREFETCH_L1((const __global uchar *)(v + vr) + 64 * l);
+#pragma unroll
+          for (int h = 0; h < G; h++)
+            a[h] = fma((vfloat)(sc[cur][SCI(t, h)]), vs, a[h]);
+        }
+        score_key(qv, k, kb + (t1 + t) * k_ss, k_ss, t < nt1, t + 1 < nt1,
+                  sc[cur ^ 1], t);
+      }
+#pragma unroll
+      for (int h = 0; h < G; h++)
+        acc[h][0] = a[h];
+    }
+    for (int w = 1; w < NV; w++) {
+      vfloat a[G];
+#pragma unroll
+      for (int h = 0; h < G; h++)
+        a[h] = acc[h][w] * al[h];
+      for (int t = 0; t < nt; t++) {
+        const vfloat vs = LDW(VWV, v, vb + (t0 + t) * v_ss + w * VWV);
+#pragma unroll
+        for (int h = 0; h < G; h++)
+          a[h] = fma((vfloat)(sc[cur][SCI(t, h)]), vs, a[h]);
+      }
+#pragma unroll
+      for (int h = 0; h < G; h++)
+        acc[h][w] = a[h];
+    }
+#else
     /* P V a few heads at a time: their NV accumulators each stay in
      * registers while the block's V rows (in L1 after the first head)
      * stream past; all G * NV at once would not fit a CPU's register file
@@ -483,6 +548,7 @@ __kernel void decode_split_reg(__global const stor_t *q,
           for (int w = 0; w < NV; w++)
             acc[h0 + j][w] = a[j][w];
     }
+#endif
     cur ^= 1;
   }
 

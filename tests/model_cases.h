@@ -57,6 +57,12 @@ static const model_case model_cases[] = {
      CLATTN_F16, 0, {47, 19}, {1, 4, 16, 0, 2, 2}, CLATTN_BSHD, 0, 0, 0, 0},
     {"decode reg bf16 g4 pv2", MC_DECODE, 1, 1, 45, 4, 1, 12, 20,
      CLATTN_BF16, 0, {43, -1}, {1, 2, 16, 0, 3, 0}, CLATTN_BHSD, 0, 0, 0, 0},
+    /* all the group's heads a pass (rows = G), by slices of the value
+     * dims: 3 slices of 8 in lanes, 5 of 4 per head-major rows */
+    {"decode reg f32 lanes g8 slices", MC_DECODE, 2, 1, 61, 8, 1, 16, 24,
+     CLATTN_F32, 0, {61, 30}, {1, 8, 16, 0, 2, 0}, CLATTN_BSHD, 0, 0, 0, 0},
+    {"decode reg bf16 g4 slices", MC_DECODE, 1, 1, 37, 4, 1, 12, 20,
+     CLATTN_BF16, 0, {35, -1}, {1, 4, 16, 0, 2, 0}, CLATTN_BHSD, 0, 0, 0, 0},
     {"decode local f32 empty seq", MC_DECODE, 2, 1, 70, 4, 1, 16, 32,
      CLATTN_F32, 0, {70, 0}, {2, 0, 8, 16, 2, 0}, CLATTN_BHSD, 0, 0, 0, 0},
     {"decode local bf16 direct", MC_DECODE, 1, 1, 24, 3, 1, 8, 8,

@@ -53,6 +53,8 @@ static const clattn_params ax_params[] = {
     {1, 2, 32, 0, 3, 0},   /* variant 1, 2 heads per P V pass (1 if G = 1) */
     {1, 0, 16, 0, 2, 2},   /* variant 1, prefetch on (none if G = 1) */
     {1, 2, 16, 0, 3, 1},   /* variant 1, 2 heads a pass, prefetch off */
+    {1, 16, 16, 0, 3, 0},  /* variant 1, the whole group a pass, by slices
+                              of the value dims (1 head if G = 1) */
     {2, 0, 0, 0, 0, 0},    /* variant 2, automatic */
     {2, 0, 16, 64, 4, 0},  /* variant 2, 64 items, 16-key tiles, 4 splits */
     {2, 0, 8, 256, 2, 0},  /* variant 2, 256 items, 8-key tiles, 2 splits */
@@ -139,6 +141,10 @@ static int small_cases(dcase *out) {
   out[k++] = mk(0, 1, 5, 0, 1, 2, 6, 1, 0, 0, 821u);
   /* G = 8 in lanes, f16, 2 heads per P V pass (3 passes + 1 padded) */
   out[k++] = mk(1, 2, 2, 7, 0, 1, 7, 0, 0, 1, 822u);
+  /* the whole group a pass, by slices of the value dims: G = 8 in lanes
+   * (f32, 5 slices of 8), G = 4 head-major (bf16, 5 slices of 4) */
+  out[k++] = mk(1, 2, 2, 7, 1, 0, 13, 0, 0, 0, 823u);
+  out[k++] = mk(0, 2, 3, 6, 0, 2, 13, 1, 0, 1, 824u);
   return k;
 }
 

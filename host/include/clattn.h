@@ -167,7 +167,9 @@ typedef struct clattn_params {
                    work-group tiles (GPU-shaped) */
   int rows;     /* prefill: packed query rows per work-item (variant 1) or
                    per work-group (variant 2); decode variant 1: query heads
-                   per P V pass after the first (clamped to the group) */
+                   per P V pass after the first, or the whole group (rows
+                   >= heads per KV head) for passes over slices of the
+                   value dims, without prefetch */
   int keys;     /* keys per tile */
   int wg;       /* work-items per work-group (variant 2) */
   int splits;   /* decode: KV splits per (sequence, KV head); prefill: unused */

@@ -316,16 +316,19 @@ clattn_status clattn_model_decode(const clattn_decode_desc *d,
         /* lens, q, K (each row once, or once per 8 heads when the heads
          * are in lanes, where keys are scored in pairs and a lone last
          * key is paired with itself); V once for the first head and once
-         * per P V pass of pvh heads after it (the last pass padded) */
+         * per P V pass of pvh heads after it (the last pass padded), or
+         * once in all when the passes go by slices of the value dims (pvh
+         * == G, all heads a pass; prefetches are not loads) */
         const double lone = pl.lanes ? fmod(nk, 2.0) : 0.0;
-        const double passes = cdiv(G - 1.0, pl.pvh);
+        const int slices = pl.pvh >= G;
+        const double passes = slices ? 0.0 : cdiv(G - 1.0, pl.pvh);
+        const double pv_heads = slices ? G : 1.0 + passes * pl.pvh;
         rd += 4.0 + es * G * DK +
               es * (nk * ((pl.lanes ? G / 8.0 : 1.0) * DK +
                           (1.0 + passes) * DV) +
                     lone * G / 8.0 * DK);
         /* QK^T, PV (padded heads included), sum updates */
-        fma += (nk + lone) * G * DK + nk * (1.0 + passes * pl.pvh) * DV +
-               T * G;
+        fma += (nk + lone) * G * DK + nk * pv_heads * DV + T * G;
         /* alpha per block; each key's probability, over the block padded
          * to kb keys per head, or the valid keys only in lanes */
         ex += T * G + G * (pl.lanes ? nk : T * pl.kb);

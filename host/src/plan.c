@@ -217,11 +217,25 @@ clattn_status clattn__plan_decode(const clattn__target *t,
              (2 * pvh + 1) * per + 1 <= t->vregs)
         pvh *= 2;
     }
-    /* params rows: at most the heads after the first (an override such
-     * as "decode: rows=4" also serves calls with smaller groups) */
+    /* P V by slices of the value dims, all the group's heads a pass
+     * (cl/decode.cl's SLICES), for groups of 8 scored in lanes with head
+     * dims up to 64 on CPUs with 32 vector registers: the 8 accumulators
+     * of a slice fit beside the scoring.  Paired against the heads a pass
+     * above on Zen 5 (AVX-512), new/old over 16-20 alternated
+     * evaluations: MQA m=8192 d=64 f32 0.91 with K/V in L3 (20 of 20
+     * faster), 0.97-0.98 cold; f16 0.94 and 0.97; GQA h=32/4 0.97; MQA
+     * b=4 0.93.  Wider rows lose the next block's prefetch, which the
+     * passes by heads carry: h=16/2 d=80 1.30, h=64/8 d=128 1.57 cold
+     * (f16 1.01); 16 heads spill (h=16/1: 1.05-1.09). */
+    if (g == 8 && dk % 8 == 0 && dk <= 64 && d->head_dim_v <= 64 &&
+        t->vregs >= 32)
+      pvh = g;
+    /* params rows: at most the heads after the first, or the whole group
+     * for slices (an override such as "decode: rows=4" also serves calls
+     * with smaller groups: 4 heads a pass for G > 4, slices for G <= 4) */
     pl->pvh = p->rows ? p->rows : pvh;
-    if (pl->pvh > g - 1)
-      pl->pvh = g > 1 ? g - 1 : 1;
+    if (pl->pvh > g)
+      pl->pvh = g;
     /* Prefetch of the next block during the P V passes after the first
      * (cl/decode.cl's pf_step; none without such a pass): by default
      * for groups of more than 4 heads with two passes or more, on CPUs
@@ -235,7 +249,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
      * AVX2 Zen 3 and the same within noise on an AVX-512 Xeon; the tuner
      * tries both (params prefetch). */
     const int passes = (g - 1 + pl->pvh - 1) / pl->pvh;
-    pl->pf = g > 1 && pf_wanted &&
+    pl->pf = g > 1 && pl->pvh < g && pf_wanted &&
              (p->prefetch == 2 || (g > 4 && passes >= 2));
     /* Keys per block: for groups, blocks of ~4 KiB of K (and of V), 16
      * to 64 keys; 32 for MHA.  With two splits a core (m = 8192, d = 64,
@@ -245,11 +259,14 @@ clattn_status clattn__plan_decode(const clattn__target *t,
      * 1.02 and 1.04 (f16 MHA 64 against 32: 1.04).  f16 MQA 32 keys
      * against 64: 0.96 (16 keys 0.98; GQA-2 the same).  With 8 splits of
      * 32 blocks, 8 KiB had beaten 16 KiB (f32 MQA 162-165 us against
-     * 175). */
+     * 175).  By slices (pvh == g), 16 keys whatever the dtype: MQA cold
+     * against 32, paired over 24 evaluations: f32 0.95, f16 0.91 (24 of
+     * 24 faster each). */
     const int kb4k = 4096 / (dk * es) / 16 * 16;
-    pl->kb = p->keys ? p->keys
-             : g == 1 ? 32
-                      : kb4k < 16 ? 16 : kb4k > 64 ? 64 : kb4k;
+    pl->kb = p->keys       ? p->keys
+             : g == 1      ? 32
+             : pl->pvh == g ? 16
+                           : kb4k < 16 ? 16 : kb4k > 64 ? 64 : kb4k;
     if (pl->kb % 16 != 0 || pl->kb > 256) {
       snprintf(why, cap,
                "params: variant 1 keys per block must be a multiple of 16 "

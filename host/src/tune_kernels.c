@@ -9,8 +9,9 @@
  *     {8,16,32,64};
  *   decode variant 1: keys {16,32,64,128} x work-group {1 (0),4} x splits
  *     x prefetch {off, on} x heads per P V pass after the first (rows)
- *     {1,2,4} (one candidate where the group has no P V pass to prefetch
- *     in, rows clamped to the heads after the first);
+ *     {1,2,4} and the whole group a pass, by slices of the value dims
+ *     (rows G; for G <= 4, rows 4 is it), which has no prefetch (one
+ *     candidate where the group has no P V pass to prefetch in);
  *   decode variant 2: work-group {16..256} x keys {8,16,32,64} x splits;
  *   splits: 1, 2, 4, ... while a split keeps >= 64 keys (at most 256).
  * A candidate is stored as the plan resolves it (e.g. the split count the
@@ -130,8 +131,10 @@ clattn_status clattn__space_decode(const clattn__target *t,
                                    const clattn_decode_desc *d,
                                    clattn__space *s) {
   static const int keys1[] = {16, 32, 64, 128}, wg1[] = {1, 4},
-                   rows1[] = {1, 2, 4},
                    wg2[] = {16, 32, 64, 128, 256}, keys2[] = {8, 16, 32, 64};
+  /* heads a pass; g (> 4): the whole group, by slices */
+  const int g = d->heads_kv > 0 ? d->heads_q / d->heads_kv : 1;
+  const int rows1[] = {1, 2, 4, g > 4 ? g : 4};
   int splits[10], ns = 0;
   space_init(s);
   int i = add_decode(t, d, (clattn_params){0, 0, 0, 0, 0, 0}, s);
@@ -145,7 +148,7 @@ clattn_status clattn__space_decode(const clattn__target *t,
     for (int a = 0; a < 4; a++)
       for (int b = 0; b < 2; b++)
         for (int f = 1; f <= 2; f++)
-          for (int r = 0; r < 3; r++)
+          for (int r = 0; r < 4; r++)
             if (add_decode(t, d, (clattn_params){1, rows1[r], keys1[a],
                                                  wg1[b], splits[k], f},
                            s) == -2)
