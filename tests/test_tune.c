@@ -398,6 +398,109 @@ Test(tune, roofline_stop) {
   clattn_ctx_destroy(ctx);
 }
 
+/* A family whose bandwidth of the moment differs from its profile's: each
+ * refresh sets the roofline factor to the next of `seq` (the first call
+ * comes before the first prediction, the next ones before a roofline
+ * stop).  The roof must stay the first member (fake_predict reads it). */
+typedef struct drift {
+  double roof;
+  const double *seq;
+  int n, calls;
+} drift;
+
+static int fake_refresh(void *self) {
+  drift *d = self;
+  if (d->calls >= d->n)
+    return 0;
+  d->roof = d->seq[d->calls++];
+  return 1;
+}
+
+/* Before it stops at the roofline the search has the family time the
+ * device again: a stop that the bandwidth of the moment no longer
+ * supports (the profile was of a slower moment) is not taken. */
+Test(tune, roofline_refresh) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn__space s;
+  bowl_space(&s);
+  static const double stale[] = {0.97, 0.5}, steady[] = {0.97, 0.97};
+  static const struct {
+    const double *seq;
+    const char *stopped;
+    int measured, refreshes;
+  } c[] = {{stale, "max", 20, 2}, {steady, "roofline", 2, 2}};
+  for (int k = 0; k < 2; k++) {
+    drift d = {2.0, c[k].seq, 2, 0};
+    clattn__tune_family f;
+    bowl_family(&f, &d);
+    f.predict = fake_predict;
+    f.refresh = fake_refresh;
+    clattn_tune_entry fp;
+    cr_assert_eq(clattn__tune_identity(ctx, &fp), CLATTN_OK);
+    clattn_db *db = NULL;
+    cr_assert_eq(clattn_db_open(tmp_db("refresh"), &db), CLATTN_OK);
+    clattn_tune_opts o;
+    memset(&o, 0, sizeof o);
+    o.strategy = CLATTN_TUNE_MODEL;
+    o.max_candidates = 20;
+    clattn_tune_result r;
+    cr_assert_eq(clattn__tune_run(ctx, db, &s, &f, &fp, &o, &r), CLATTN_OK,
+                 "%s", clattn_ctx_errmsg(ctx));
+    cr_expect_str_eq(r.stopped, c[k].stopped, "case %d: stopped %s", k,
+                     r.stopped);
+    cr_expect_eq(r.measured, c[k].measured, "case %d: %d measured", k,
+                 r.measured);
+    cr_expect_eq(r.refreshes, c[k].refreshes, "case %d: %d refreshes", k,
+                 r.refreshes);
+    cr_expect_eq(r.roofline_s, c[k].seq[1] * 1e-3, "case %d: roofline %g",
+                 k, r.roofline_s);
+    clattn_db_close(db);
+    unlink(tmp_db("refresh"));
+  }
+  clattn__space_free(&s);
+  clattn_ctx_destroy(ctx);
+}
+
+/* Decode's roofline follows the device's bandwidth of the moment: with a
+ * stored profile of 0.5 GB/s, the run times a copy first and its roofline
+ * is that of the copy's bandwidth, not the profile's (which would put the
+ * K/V read alone at 2 s a GB); prefill, warm and compute-bound, keeps the
+ * profile as stored. */
+Test(tune, decode_roofline_at_copy) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn_profile p;
+  cr_assert_eq(clattn_profile_reported(ctx, &p), CLATTN_OK);
+  p.source = CLATTN_PROFILE_MEASURED;
+  p.bw_read_gbs = p.bw_copy_gbs = p.bw_triad_gbs = 0.5;
+  p.fp32_gflops = 100.0;
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(tmp_db("at-copy"), &db), CLATTN_OK);
+  cr_assert_eq(clattn_db_put_profile(db, &p), CLATTN_OK, "%s",
+               clattn_db_errmsg(db));
+  const clattn_decode_desc d = {1, 4096, 8, 2, 64, 64, CLATTN_F32,
+                                CLATTN_BHSD, 0.0f, NULL};
+  const double kv = 4096.0 * 2 * (64 + 64) * 4;
+  clattn_tune_opts o;
+  memset(&o, 0, sizeof o);
+  o.strategy = CLATTN_TUNE_MODEL;
+  o.max_candidates = 3;
+  o.repeats = 3;
+  clattn_tune_result r;
+  cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(ctx));
+  cr_expect(r.refreshes >= 1, "refreshes %d", r.refreshes);
+  cr_expect(r.roofline_s > 0 && r.roofline_s < kv / 0.5e9 / 4,
+            "roofline %g s; the stored profile's K/V read alone %g s",
+            r.roofline_s, kv / 0.5e9);
+  const clattn_attn_desc a = {1, 64, 64, 2, 2, 16, 16, CLATTN_F32,
+                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, NULL};
+  cr_assert_eq(clattn_tune_attention(ctx, db, &a, &o, &r), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(ctx));
+  cr_expect_eq(r.refreshes, 0, "prefill refreshes %d", r.refreshes);
+  clattn_db_close(db);
+  clattn_ctx_destroy(ctx);
+}
+
 Test(tune, decode_fresh_anneal) {
   clattn_ctx *ctx = tu_ctx();
   clattn_db *db = NULL;

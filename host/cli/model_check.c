@@ -175,14 +175,10 @@ static double median(const double *x, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* The profile with its bandwidths scaled to a copy of `gbs` measured now
- * (read and triad in proportion to the stored copy). */
+/* The profile with its bandwidths scaled to a copy of `gbs` measured now. */
 static clattn_profile at_copy(const clattn_profile *p, double gbs) {
   clattn_profile s = *p;
-  const double f = gbs / p->bw_copy_gbs;
-  s.bw_read_gbs *= f;
-  s.bw_triad_gbs *= f;
-  s.bw_copy_gbs = gbs;
+  clattn_profile_at_copy(&s, gbs);
   return s;
 }
 

@@ -107,8 +107,12 @@ static void print_result(const char *kernel, const clattn_tune_result *r,
              r->default_s / r->best_s);
     printf("\n");
     if (r->roofline_s > 0)
-      printf("  roofline %.4f ms: the best runs at %.0f%% of it\n",
-             r->roofline_s * 1e3, 100.0 * r->roofline_s / r->best_s);
+      printf("  roofline %.4f ms%s: the best runs at %.0f%% of it\n",
+             r->roofline_s * 1e3,
+             r->refreshes > 0 ? " (at the bandwidth of a copy timed in the "
+                                "run)"
+                              : "",
+             100.0 * r->roofline_s / r->best_s);
   } else {
     printf("  no valid candidate measured\n");
   }

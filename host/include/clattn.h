@@ -431,6 +431,11 @@ CLATTN_API clattn_status clattn_copy_ref_create(clattn_ctx *ctx, size_t bytes,
 CLATTN_API clattn_status clattn_copy_ref_run(clattn_copy_ref *ref,
                                              double *gbs);
 CLATTN_API void clattn_copy_ref_destroy(clattn_copy_ref *ref);
+/* Scale a measured profile's bandwidths to a copy of `copy_gbs` timed now
+ * (read and triad in proportion to the stored copy), so that predictions
+ * follow the machine's moment; a profile without a copy bandwidth, or a
+ * copy_gbs that is not positive, is left as it is. */
+CLATTN_API void clattn_profile_at_copy(clattn_profile *p, double copy_gbs);
 
 /* ------------------------------------------------------ tuning database */
 
@@ -767,7 +772,12 @@ typedef struct clattn_tune_result {
   char best_params[256];
   double best_s;        /* its median (0: no valid candidate) */
   double default_s;     /* the default parameters' median (0: unmeasured) */
-  double roofline_s;    /* the model's max(t_memory, t_compute) */
+  double roofline_s;    /* the model's max(t_memory, t_compute), with the
+                           profile's bandwidths scaled to a copy timed at
+                           the run's start (decode) */
+  int refreshes;        /* times the model's profile was scaled to a copy
+                           timed then (decode: at the start and before a
+                           roofline stop) */
   const char *stopped;  /* "done", "budget", "max", "roofline", "stop" */
   double elapsed_s;
 } clattn_tune_result;
@@ -781,7 +791,9 @@ typedef struct clattn_tune_result {
  * first checked against the plain-C reference on a small input of the
  * same head dims, group and dtype; the default parameters are always
  * measured.  Decode timings rotate over K/V copies larger than the
- * device's last-level cache (cold caches).  A rerun resumes: candidates
+ * device's last-level cache (cold caches); their roofline follows the
+ * device's bandwidth of the moment (a copy timed at the start and before
+ * a roofline stop).  A rerun resumes: candidates
  * already in db for this device and shape class are not measured again
  * (unless opts->fresh). */
 CLATTN_API clattn_status clattn_tune_attention(clattn_ctx *ctx, clattn_db *db,

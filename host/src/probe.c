@@ -559,6 +559,15 @@ struct clattn_copy_ref {
   size_t gws, lws;
 };
 
+void clattn_profile_at_copy(clattn_profile *p, double copy_gbs) {
+  if (p == NULL || !(p->bw_copy_gbs > 0) || !(copy_gbs > 0))
+    return;
+  const double f = copy_gbs / p->bw_copy_gbs;
+  p->bw_read_gbs *= f;
+  p->bw_triad_gbs *= f;
+  p->bw_copy_gbs = copy_gbs;
+}
+
 void clattn_copy_ref_destroy(clattn_copy_ref *ref) {
   if (ref == NULL)
     return;

@@ -110,6 +110,7 @@ typedef struct run {
   unsigned char *state;
   double *t;       /* median of an ok candidate, INFINITY otherwise */
   double *pred, *roof;
+  double roofline; /* the least roof; 0: unknown */
   double *err;     /* error against the reference of an evaluated one */
   int best;        /* index of the best ok candidate, -1 */
   int evaluated;   /* measured + reused in this run */
@@ -263,17 +264,46 @@ static const clattn_tune_entry *find_stored(const run *R,
       goto done;                                                               \
   } while (0)
 
+/* The model's predicted time and roofline bound of every candidate, and
+ * the least bound (R->roofline). */
+static void predict_all(run *R) {
+  const clattn__space *s = R->s;
+  R->roofline = 0.0;
+  for (int i = 0; i < s->n; i++) {
+    R->pred[i] = R->roof[i] = 0.0;
+    if (R->f->predict &&
+        R->f->predict(R->f->self, &s->val[i * s->ndims], &R->pred[i],
+                      &R->roof[i]) &&
+        R->roof[i] > 0 && (R->roofline == 0 || R->roof[i] < R->roofline))
+      R->roofline = R->roof[i];
+  }
+}
+
+/* Is the best measured within the stop fraction of the roofline?  Asked
+ * again after the family re-times the device's bandwidth, since the
+ * profile may be of a slower moment than this one. */
+static int at_roofline(run *R, double frac) {
+  if (R->roofline <= 0 || R->roofline < frac * R->t[R->best])
+    return 0;
+  if (R->f->refresh && R->f->refresh(R->f->self)) {
+    predict_all(R);
+    R->r->refreshes++;
+    R->r->roofline_s = R->roofline;
+  }
+  return R->roofline > 0 && R->roofline >= frac * R->t[R->best];
+}
+
 /* Walk `order` (n indices), evaluating each until the run must stop.  The
- * model order skips what cannot beat the best and stops at the roofline. */
+ * model order (use_model) skips what cannot beat the best and stops at the
+ * roofline. */
 static clattn_status walk(run *R, const int *order, int n, int use_model,
-                          const clattn_tune_entry *rows, int nrows,
-                          double roofline) {
+                          const clattn_tune_entry *rows, int nrows) {
   clattn_status rc = CLATTN_OK;
   const double frac = R->o->stop_fraction > 0 ? R->o->stop_fraction : 0.95;
   for (int k = 0; k < n && !should_stop(R); k++) {
     int i = order[k];
-    if (use_model && R->best >= 0 && roofline > 0 &&
-        R->t[R->best] < frac * roofline)
+    if (use_model && R->best >= 0 && R->roofline > 0 &&
+        R->t[R->best] < frac * R->roofline)
       use_model = 0; /* a measurement beats the model's bound by more than
                         the stop margin: the profile understates the device
                         (stale, or a busy machine when it was probed), so
@@ -281,7 +311,7 @@ static clattn_status walk(run *R, const int *order, int n, int use_model,
     if (use_model && R->best >= 0) {
       if (R->roof[i] > 0 && R->roof[i] >= R->t[R->best])
         continue; /* its best case cannot beat the best measured */
-      if (roofline > 0 && roofline >= frac * R->t[R->best]) {
+      if (at_roofline(R, frac)) {
         R->stopped = "roofline";
         break;
       }
@@ -554,16 +584,14 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
     rc = clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
     goto done;
   }
-  double roofline = 0.0;
   for (int i = 0; i < s->n; i++) {
     R->t[i] = INFINITY;
     order[i] = i;
-    if (f->predict &&
-        f->predict(f->self, &s->val[i * s->ndims], &R->pred[i], &R->roof[i]) &&
-        R->roof[i] > 0 && (roofline == 0 || R->roof[i] < roofline))
-      roofline = R->roof[i];
   }
-  out->roofline_s = roofline;
+  if (f->predict && f->refresh && f->refresh(f->self))
+    out->refreshes++;
+  predict_all(R);
+  out->roofline_s = R->roofline;
   if (!o->fresh &&
       (rc = clattn_db_list_tune(db, fp->fingerprint, f->kernel,
                                 f->shape_class, &rows, &nrows))) {
@@ -588,15 +616,15 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
   }
   switch (strat) {
   case CLATTN_TUNE_EXHAUSTIVE:
-    rc = walk(R, order, s->n, 0, rows, nrows, 0.0);
+    rc = walk(R, order, s->n, 0, rows, nrows);
     break;
   case CLATTN_TUNE_RANDOM:
     shuffle(order, s->n, &seed);
-    rc = walk(R, order, s->n, 0, rows, nrows, 0.0);
+    rc = walk(R, order, s->n, 0, rows, nrows);
     break;
   case CLATTN_TUNE_MODEL:
     sort_by(order, s->n, R->pred);
-    rc = walk(R, order, s->n, 1, rows, nrows, roofline);
+    rc = walk(R, order, s->n, 1, rows, nrows);
     break;
   case CLATTN_TUNE_ANNEAL:
     rc = anneal(R, &seed, rows, nrows);
@@ -607,12 +635,12 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
     int first = R->limit / 3 > 1 ? R->limit / 3 : 1;
     int saved = R->limit;
     R->limit = R->evaluated + first < saved ? R->evaluated + first : saved;
-    if (f->predict && roofline > 0) {
+    if (f->predict && R->roofline > 0) {
       sort_by(order, s->n, R->pred);
-      rc = walk(R, order, s->n, 1, rows, nrows, roofline);
+      rc = walk(R, order, s->n, 1, rows, nrows);
     } else {
       shuffle(order, s->n, &seed);
-      rc = walk(R, order, s->n, 0, rows, nrows, 0.0);
+      rc = walk(R, order, s->n, 0, rows, nrows);
     }
     R->limit = saved;
     if (rc == CLATTN_OK &&

@@ -56,6 +56,12 @@ typedef struct clattn__tune_family {
    * (max(t_memory, t_compute)) for candidate `values`; 0 if unknown. */
   int (*predict)(void *self, const int *values, double *t_pred,
                  double *t_roof);
+  /* Optional, with predict: time the device's bandwidth now and rescale
+   * the profile predict uses (a shared machine's bandwidth drifts, and a
+   * stored profile of a slower moment makes the roofline stop early);
+   * 0 when the predictions did not change.  The search calls it before
+   * its first prediction and again before it stops at the roofline. */
+  int (*refresh)(void *self);
 } clattn__tune_family;
 
 /* Run a search.  fp: the device's tuning identity (fingerprint, name,
