@@ -358,6 +358,28 @@ static int fake_predict(void *self, const int *v, double *t_pred,
   return 1;
 }
 
+/* The model strategy, capped at 20 candidates, on the bowl with family f
+ * and a fresh temporary database. */
+static clattn_tune_result model_walk(clattn_ctx *ctx, const clattn__space *s,
+                                     const clattn__tune_family *f,
+                                     const char *db_name) {
+  clattn_tune_entry fp;
+  cr_assert_eq(clattn__tune_identity(ctx, &fp), CLATTN_OK);
+  clattn_db *db = NULL;
+  unlink(tmp_db(db_name));
+  cr_assert_eq(clattn_db_open(tmp_db(db_name), &db), CLATTN_OK);
+  clattn_tune_opts o;
+  memset(&o, 0, sizeof o);
+  o.strategy = CLATTN_TUNE_MODEL;
+  o.max_candidates = 20;
+  clattn_tune_result r;
+  cr_assert_eq(clattn__tune_run(ctx, db, s, f, &fp, &o, &r), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(ctx));
+  clattn_db_close(db);
+  unlink(tmp_db(db_name));
+  return r;
+}
+
 /* The model strategy stops once a candidate is within 95% of the roofline;
  * a roofline that a measurement beats by more than that margin (a profile
  * that understates the device) neither stops nor prunes the search. */
@@ -375,25 +397,13 @@ Test(tune, roofline_stop) {
     clattn__tune_family f;
     bowl_family(&f, &roof);
     f.predict = fake_predict;
-    clattn_tune_entry fp;
-    cr_assert_eq(clattn__tune_identity(ctx, &fp), CLATTN_OK);
-    clattn_db *db = NULL;
-    cr_assert_eq(clattn_db_open(tmp_db("roof"), &db), CLATTN_OK);
-    clattn_tune_opts o;
-    memset(&o, 0, sizeof o);
-    o.strategy = CLATTN_TUNE_MODEL;
-    o.max_candidates = 20;
-    clattn_tune_result r;
-    cr_assert_eq(clattn__tune_run(ctx, db, &s, &f, &fp, &o, &r), CLATTN_OK,
-                 "%s", clattn_ctx_errmsg(ctx));
+    const clattn_tune_result r = model_walk(ctx, &s, &f, "roof");
     cr_expect_str_eq(r.stopped, c[k].stopped, "roofline x%.2f: stopped %s",
                      roof, r.stopped);
     cr_expect_eq(r.measured, c[k].measured, "roofline x%.2f: %d measured",
                  roof, r.measured);
     cr_expect_eq(r.best_s, 1e-3, "best %g", r.best_s);
-    clattn_db_close(db);
   }
-  unlink(tmp_db("roof"));
   clattn__space_free(&s);
   clattn_ctx_destroy(ctx);
 }
@@ -435,17 +445,7 @@ Test(tune, roofline_refresh) {
     bowl_family(&f, &d);
     f.predict = fake_predict;
     f.refresh = fake_refresh;
-    clattn_tune_entry fp;
-    cr_assert_eq(clattn__tune_identity(ctx, &fp), CLATTN_OK);
-    clattn_db *db = NULL;
-    cr_assert_eq(clattn_db_open(tmp_db("refresh"), &db), CLATTN_OK);
-    clattn_tune_opts o;
-    memset(&o, 0, sizeof o);
-    o.strategy = CLATTN_TUNE_MODEL;
-    o.max_candidates = 20;
-    clattn_tune_result r;
-    cr_assert_eq(clattn__tune_run(ctx, db, &s, &f, &fp, &o, &r), CLATTN_OK,
-                 "%s", clattn_ctx_errmsg(ctx));
+    const clattn_tune_result r = model_walk(ctx, &s, &f, "refresh");
     cr_expect_str_eq(r.stopped, c[k].stopped, "case %d: stopped %s", k,
                      r.stopped);
     cr_expect_eq(r.measured, c[k].measured, "case %d: %d measured", k,
@@ -454,8 +454,6 @@ Test(tune, roofline_refresh) {
                  r.refreshes);
     cr_expect_eq(r.roofline_s, c[k].seq[1] * 1e-3, "case %d: roofline %g",
                  k, r.roofline_s);
-    clattn_db_close(db);
-    unlink(tmp_db("refresh"));
   }
   clattn__space_free(&s);
   clattn_ctx_destroy(ctx);
