@@ -444,15 +444,10 @@ __kernel void decode_split_reg(__global const stor_t *q,
      * VWV-wide slice in registers, each probability a broadcast operand;
      * every V element is loaded once, no pass is padded.  The first pass
      * (slice 0) also scores the next block, and pulls the rest of each V
-     * row into L1 for the passes after it.  MQA (b=1, h=8, m=8192, d=64)
-     * on Zen 5 (AVX-512), the split kernel alone, paired over 21-31
-     * alternated rounds, against 2 heads a pass (4 for f16) with the
-     * cursor prefetch: f32 with K/V in L3 0.89-0.92, cold 0.97-0.99 (the
-     * memory sets that time), f16 0.93 and 0.94 cold; without the L1
-     * pull, f32 cold read 1.13 against with it.  h=16 over one KV head
-     * read 1.05 with K/V in L3 and 1.09 cold, and wider rows, which the
-     * passes by heads prefetch for the next block, 1.30-1.57 cold (d = 80,
-     * 128), so the plan asks for slices only for G = 8 and d <= 64. */
+     * row into L1 for the passes after it (without that pull, MQA f32's
+     * split kernel alone read 1.13 cold, paired over 31 rounds on Zen 5).
+     * Where it pays, and where the passes by heads below do better: the
+     * plan (host/src/plan.c). */
     {
       vfloat a[G];
 #pragma unroll

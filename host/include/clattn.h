@@ -772,9 +772,9 @@ typedef struct clattn_tune_result {
   char best_params[256];
   double best_s;        /* its median (0: no valid candidate) */
   double default_s;     /* the default parameters' median (0: unmeasured) */
-  double roofline_s;    /* the model's max(t_memory, t_compute), with the
-                           profile's bandwidths scaled to a copy timed at
-                           the run's start (decode) */
+  double roofline_s;    /* the model's max(t_memory, t_compute); decode:
+                           with the profile's bandwidths scaled to the copy
+                           timed last */
   int refreshes;        /* times the model's profile was scaled to a copy
                            timed then (decode: at the start and before a
                            roofline stop) */

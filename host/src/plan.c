@@ -223,7 +223,9 @@ clattn_status clattn__plan_decode(const clattn__target *t,
      * of a slice fit beside the scoring.  Paired against the heads a pass
      * above on Zen 5 (AVX-512), new/old over 16-20 alternated
      * evaluations: MQA m=8192 d=64 f32 0.91 with K/V in L3 (20 of 20
-     * faster), 0.97-0.98 cold; f16 0.94 and 0.97; GQA h=32/4 0.97; MQA
+     * faster); cold, where the memory sets most of the time, 0.97-0.98
+     * in two runs but 1.00-1.07 in a stretch of stalls (m = 4096 to
+     * 16384); f16 0.94 with K/V in L3, 0.97 cold; GQA h=32/4 0.97; MQA
      * b=4 0.93.  Wider rows lose the next block's prefetch, which the
      * passes by heads carry: h=16/2 d=80 1.30, h=64/8 d=128 1.57 cold
      * (f16 1.01); 16 heads spill (h=16/1: 1.05-1.09). */

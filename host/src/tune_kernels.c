@@ -10,7 +10,7 @@
  *   decode variant 1: keys {16,32,64,128} x work-group {1 (0),4} x splits
  *     x prefetch {off, on} x heads per P V pass after the first (rows)
  *     {1,2,4} and the whole group a pass, by slices of the value dims
- *     (rows G; for G <= 4, rows 4 is it), which has no prefetch (one
+ *     (rows G, which is rows 4 when G <= 4) without prefetch (one
  *     candidate where the group has no P V pass to prefetch in);
  *   decode variant 2: work-group {16..256} x keys {8,16,32,64} x splits;
  *   splits: 1, 2, 4, ... while a split keeps >= 64 keys (at most 256).
