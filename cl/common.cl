@@ -145,6 +145,7 @@ inline float hmax16(float16 x) { return hmax8(max(lo16(x), hi16(x))); }
     return p * ASF(e << 23);                                                   \
   }
 EXP2_DEF(1, float, int, as_int, as_float)
+EXP2_DEF(4, float4, int4, as_int4, as_float4)
 EXP2_DEF(8, float8, int8, as_int8, as_float8)
 EXP2_DEF(16, float16, int16, as_int16, as_float16)
 

@@ -92,9 +92,9 @@ inline void put_row_scalar(__global stor_t *o, __global float *opart,
  * by one; the scores are kept head-major, sc[h * KB + t], padded to KB
  * with -inf, and the softmax runs over each head's row 16 keys to a vector.
  *
- * Heads in lanes ("LANES"), for G = 8, 16, ... and head dims that are
- * multiples of 8 (MQA and wide GQA, where the arithmetic rather than the
- * memory sets the time): the 8 dot products of one key with 8 heads are
+ * Heads in lanes ("LANES"), for G = 8, 16, ... (and 4, below) and head
+ * dims that are multiples of 8 (MQA and wide GQA, where the arithmetic
+ * rather than the memory sets the time): the 8 dot products of one key with 8 heads are
  * reduced together by a shuffle tree, 7 additions a score where a
  * horizontal sum of 16 lanes takes 15 operations and a store; the scores
  * are kept key-major, sc[t * G + h], and the softmax runs on them 8 heads
@@ -107,8 +107,14 @@ inline void put_row_scalar(__global stor_t *o, __global float *opart,
  * tree steps where they hold 16.  On a 2-core Xeon with AVX-512, MQA's
  * step (m = 8192) with hot caches: 164 -> 142 us; cold: f32 about the same
  * (the memory sets the time), f16 263 -> 217 us, h = 16 over one KV head
- * 388 -> 360 us. */
-#if DK % 8 == 0 && G % 8 == 0
+ * 388 -> 360 us.  G = 4 with head dims up to 64 also goes in lanes, two
+ * keys of 4 heads to a tree of three pair-sums and a fold where rows take
+ * 8 horizontal sums; the softmax runs on 2 keys x 4 heads to a float8.
+ * GQA h=8/2 (m = 8192, d = 64) on Zen 5, the split kernel alone, paired
+ * over 21-31 rounds against rows: with K/V in L3 f32 0.80-0.84, f16 0.77;
+ * cold f32 0.99-1.04 (the memory sets that time), f16 0.80; k = 128 with
+ * K/V in L3 0.95-1.00, so wider heads keep rows. */
+#if DK % 8 == 0 && (G % 8 == 0 || (G == 4 && DK <= 64))
 #define LANES 1
 #define QW 8 /* q in float8 vectors */
 #define SCI(t, h) ((t) * G + (h))
@@ -163,7 +169,27 @@ inline float16 hsum8x8x2(const float16 *a) {
 __attribute__((always_inline)) inline void
 score_key(const qfloat (*qv)[NQ], __global const stor_t *k, long kr,
           long k_ss, int valid, int valid1, float *sc, int t) {
-#if LANES
+#if LANES && G == 4
+  if (!valid || (t & 1))
+    return;
+  const long kr1 = valid1 ? kr + k_ss : kr;
+  float16 part[4];
+#pragma unroll
+  for (int e = 0; e < 4; e++)
+    part[e] = (float16)(0.0f);
+#pragma unroll
+  for (int w = 0; w < NQ; w++) {
+    const float16 kv = join16(LDW(8, k, kr + w * 8), LDW(8, k, kr1 + w * 8));
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+      part[e] = fma(qv[e][w], kv, part[e]);
+  }
+  const float16 v = pairsum16(pairsum16(part[0], part[1]),
+                              pairsum16(part[2], part[3]));
+  vstore8((float8)(v.s0, v.s1, v.s2, v.s3, v.s8, v.s9, v.sa, v.sb) +
+              (float8)(v.s4, v.s5, v.s6, v.s7, v.sc, v.sd, v.se, v.sf),
+          0, sc + SCI(t, 0));
+#elif LANES
   if (!valid || (t & 1))
     return;
   const long kr1 = valid1 ? kr + k_ss : kr;
@@ -249,6 +275,35 @@ inline void softmax_block(float *sc, int nt, float *mrow, float *lrow,
   vstore8(fma(alpha, vload8(0, lrow), ps), 0, lrow);
   vstore8(mnew, 0, mrow);
   vstore8(alpha, 0, al);
+#elif LANES && G == 4
+  const float4 mold = vload4(0, mrow);
+  float8 m2 = (float8)(-INFINITY);
+  int t = 0;
+  for (; t + 1 < nt; t += 2)
+    m2 = max(m2, vload8(0, sc + SCI(t, 0)));
+  float4 mnew = max(mold, max(lo8(m2), hi8(m2)));
+  if (t < nt)
+    mnew = max(mnew, vload4(0, sc + SCI(t, 0)));
+  const float4 mref =
+      select(mnew, (float4)(0.0f), mnew == (float4)(-INFINITY));
+  const float4 alpha = exp2s4(mold - mref);
+  const float8 mref2 = (float8)(mref.s0, mref.s1, mref.s2, mref.s3, mref.s0,
+                                mref.s1, mref.s2, mref.s3);
+  float8 ps2 = (float8)(0.0f);
+  for (t = 0; t + 1 < nt; t += 2) {
+    const float8 e = exp2s8(vload8(0, sc + SCI(t, 0)) - mref2);
+    vstore8(e, 0, sc + SCI(t, 0));
+    ps2 += e;
+  }
+  float4 ps = lo8(ps2) + hi8(ps2);
+  if (t < nt) {
+    const float4 e = exp2s4(vload4(0, sc + SCI(t, 0)) - mref);
+    vstore4(e, 0, sc + SCI(t, 0));
+    ps += e;
+  }
+  vstore4(fma(alpha, vload4(0, lrow), ps), 0, lrow);
+  vstore4(mnew, 0, mrow);
+  vstore4(alpha, 0, al);
 #elif LANES
   for (int hb = 0; hb < G; hb += 8) {
     const float8 mold = vload8(0, mrow + hb);

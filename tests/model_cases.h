@@ -46,11 +46,13 @@ static const model_case model_cases[] = {
      0, {41, -1}, {1, 0, 16, 0, 1, 0}, CLATTN_BSHD, 0, 0, 0, 0},
     {"decode reg bf16 k12 splits", MC_DECODE, 1, 1, 45, 3, 1, 12, 20,
      CLATTN_BF16, 0, {39, -1}, {1, 0, 16, 0, 2, 0}, CLATTN_BSHD, 0, 0, 0, 0},
-    /* heads in lanes (G a multiple of 8, head_dim_k of 8) */
+    /* heads in lanes (G a multiple of 8, or 4; head_dim_k of 8) */
     {"decode reg f32 lanes g8 splits", MC_DECODE, 2, 1, 70, 8, 1, 24, 16,
      CLATTN_F32, 0, {70, 23}, {1, 0, 16, 0, 3, 0}, CLATTN_BSHD, 0, 0, 0, 0},
     {"decode reg f16 lanes g16 direct", MC_DECODE, 1, 1, 40, 16, 1, 16, 8,
      CLATTN_F16, 0, {37, -1}, {1, 0, 32, 0, 1, 0}, CLATTN_BHSD, 0, 0, 0, 0},
+    {"decode reg f16 lanes g4 splits", MC_DECODE, 2, 1, 53, 8, 2, 24, 16,
+     CLATTN_F16, 0, {53, 28}, {1, 0, 16, 0, 2, 0}, CLATTN_BSHD, 0, 0, 0, 0},
     /* several heads per P V pass (rows): 7 = 4 + 3 (one padded head) in
      * lanes, 3 = 2 + 1 per head-major rows */
     {"decode reg f16 lanes g8 pv4", MC_DECODE, 2, 1, 50, 8, 1, 16, 16,

@@ -313,20 +313,20 @@ clattn_status clattn_model_decode(const clattn_decode_desc *d,
       const double nk = imax(0, imin(L, tb + pl.chunk) - tb);
       if (pl.variant == 1) {
         const double T = cdiv(nk, pl.kb);
-        /* lens, q, K (each row once, or once per 8 heads when the heads
-         * are in lanes, where keys are scored in pairs and a lone last
-         * key is paired with itself); V once for the first head and once
+        /* lens, q, K (each row once, or once per 8 heads when 8 or more
+         * heads are in lanes, where keys are scored in pairs and a lone
+         * last key is paired with itself); V once for the first head and once
          * per P V pass of pvh heads after it (the last pass padded), or
          * once in all when the passes go by slices of the value dims (pvh
          * == G, all heads a pass; prefetches are not loads) */
         const double lone = pl.lanes ? fmod(nk, 2.0) : 0.0;
+        const double k_loads = pl.lanes && G >= 8 ? G / 8.0 : 1.0;
         const int slices = pl.pvh >= G;
         const double passes = slices ? 0.0 : cdiv(G - 1.0, pl.pvh);
         const double pv_heads = slices ? G : 1.0 + passes * pl.pvh;
         rd += 4.0 + es * G * DK +
-              es * (nk * ((pl.lanes ? G / 8.0 : 1.0) * DK +
-                          (1.0 + passes) * DV) +
-                    lone * G / 8.0 * DK);
+              es * (nk * (k_loads * DK + (1.0 + passes) * DV) +
+                    lone * k_loads * DK);
         /* QK^T, PV (padded heads included), sum updates */
         fma += (nk + lone) * G * DK + nk * pv_heads * DV + T * G;
         /* alpha per block; each key's probability, over the block padded

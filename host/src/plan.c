@@ -324,7 +324,8 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   int chunk = (d->capacity + s - 1) / s;
   chunk = (chunk + pl->kb - 1) / pl->kb * pl->kb;
   pl->chunk = chunk;
-  pl->lanes = pl->variant == 1 && g % 8 == 0 && dk % 8 == 0;
+  pl->lanes = pl->variant == 1 && dk % 8 == 0 &&
+              (g % 8 == 0 || (g == 4 && dk <= 64));
   pl->splits = (d->capacity + chunk - 1) / chunk;
   return CLATTN_OK;
 }

@@ -74,8 +74,9 @@ typedef struct clattn__decode_plan {
   int wg;      /* work-group size (variant 2; optional for variant 1) */
   int splits;  /* S; 1 means the split kernel writes o (no combine) */
   int chunk;   /* keys per split */
-  int lanes;   /* variant 1 scores 8 heads to a vector (cl/decode.cl's
-                  LANES: heads per KV head and head_dim_k multiples of 8) */
+  int lanes;   /* variant 1 scores the heads of two keys to a vector
+                  (cl/decode.cl's LANES: head_dim_k a multiple of 8, heads
+                  per KV head a multiple of 8, or 4 with head_dim_k <= 64) */
   int pvh;     /* variant 1: query heads per P V pass after the first
                   (params rows; cl/decode.cl's PVH) */
   int pf;      /* variant 1: prefetch the next block (params prefetch 2;
