@@ -130,11 +130,20 @@ typedef float16 qfloat; /* 8 elements of q, twice: two keys at once */
 typedef FLOATW(QW) qfloat;
 #endif
 
+#if LANES && G == 4
+#define LANES2 8 /* lanes of two keys' scores */
+#else
+#define LANES2 16
+#endif
+
 #if LANES
-/* Two float8s side by side.  Vectors are joined and split element by
- * element here: Oclgrind 21.10's uninitialised-value plugin crashes on
- * (float8)(float4, float4) and reports the .lo / .hi halves of a float16
- * as uninitialised. */
+/* Two float4s, or two float8s, side by side.  Vectors are joined and
+ * split element by element here: Oclgrind 21.10's uninitialised-value
+ * plugin crashes on (float8)(float4, float4) and reports the .lo / .hi
+ * halves of a float16 as uninitialised. */
+inline float8 join8(float4 a, float4 b) {
+  return (float8)(a.s0, a.s1, a.s2, a.s3, b.s0, b.s1, b.s2, b.s3);
+}
 inline float16 join16(float8 a, float8 b) {
   return (float16)(a.s0, a.s1, a.s2, a.s3, a.s4, a.s5, a.s6, a.s7, b.s0, b.s1,
                    b.s2, b.s3, b.s4, b.s5, b.s6, b.s7);
@@ -241,69 +250,43 @@ score_key(const qfloat (*qv)[NQ], __global const stor_t *k, long kr,
  * al[h] is the factor that rescales head h's accumulators. */
 inline void softmax_block(float *sc, int nt, float *mrow, float *lrow,
                           float *al) {
-#if LANES && G == 8
-  /* one group of 8 heads: keys t and t + 1 lie side by side in sc, so
-   * each max, exp2 and sum in 16 lanes serves two keys (a lone last key
-   * in 8).  MQA (m = 8192, d = 64) hot on Zen 5, alternated rounds: f32
+#if LANES && (G == 4 || G == 8)
+  /* one group of G heads: keys t and t + 1 lie side by side in sc, so
+   * each max, exp2 and sum in 2G lanes serves two keys (a lone last key
+   * in G).  MQA (m = 8192, d = 64) hot on Zen 5, alternated rounds: f32
    * 80.7 -> 78.6 us (8 of 11 faster), f16 92.2 -> 85.9 (8 of 9); cold the
    * same within noise. */
-  const float8 mold = vload8(0, mrow);
-  float16 m2 = (float16)(-INFINITY);
+#define HF FLOATW(G)       /* G heads of one key */
+#define HF2 FLOATW(LANES2) /* the heads of two keys */
+  const HF mold = CAT(vload, G)(0, mrow);
+  HF2 m2 = (HF2)(-INFINITY);
   int t = 0;
   for (; t + 1 < nt; t += 2)
-    m2 = max(m2, vload16(0, sc + SCI(t, 0)));
-  float8 mnew = max(mold, max(lo16(m2), hi16(m2)));
+    m2 = max(m2, CAT(vload, LANES2)(0, sc + SCI(t, 0)));
+  HF mnew = max(mold, max(CAT(lo, LANES2)(m2), CAT(hi, LANES2)(m2)));
   if (t < nt)
-    mnew = max(mnew, vload8(0, sc + SCI(t, 0)));
+    mnew = max(mnew, CAT(vload, G)(0, sc + SCI(t, 0)));
   /* softmax_ref lane by lane: 0 where every score so far is -inf */
-  const float8 mref =
-      select(mnew, (float8)(0.0f), mnew == (float8)(-INFINITY));
-  const float8 alpha = exp2s8(mold - mref);
-  const float16 mref2 = join16(mref, mref);
-  float16 ps2 = (float16)(0.0f);
+  const HF mref = select(mnew, (HF)(0.0f), mnew == (HF)(-INFINITY));
+  const HF alpha = CAT(exp2s, G)(mold - mref);
+  const HF2 mref2 = CAT(join, LANES2)(mref, mref);
+  HF2 ps2 = (HF2)(0.0f);
   for (t = 0; t + 1 < nt; t += 2) {
-    const float16 e = exp2s16(vload16(0, sc + SCI(t, 0)) - mref2);
-    vstore16(e, 0, sc + SCI(t, 0));
+    const HF2 e = CAT(exp2s, LANES2)(CAT(vload, LANES2)(0, sc + SCI(t, 0)) - mref2);
+    CAT(vstore, LANES2)(e, 0, sc + SCI(t, 0));
     ps2 += e;
   }
-  float8 ps = lo16(ps2) + hi16(ps2);
+  HF ps = CAT(lo, LANES2)(ps2) + CAT(hi, LANES2)(ps2);
   if (t < nt) {
-    const float8 e = exp2s8(vload8(0, sc + SCI(t, 0)) - mref);
-    vstore8(e, 0, sc + SCI(t, 0));
+    const HF e = CAT(exp2s, G)(CAT(vload, G)(0, sc + SCI(t, 0)) - mref);
+    CAT(vstore, G)(e, 0, sc + SCI(t, 0));
     ps += e;
   }
-  vstore8(fma(alpha, vload8(0, lrow), ps), 0, lrow);
-  vstore8(mnew, 0, mrow);
-  vstore8(alpha, 0, al);
-#elif LANES && G == 4
-  const float4 mold = vload4(0, mrow);
-  float8 m2 = (float8)(-INFINITY);
-  int t = 0;
-  for (; t + 1 < nt; t += 2)
-    m2 = max(m2, vload8(0, sc + SCI(t, 0)));
-  float4 mnew = max(mold, max(lo8(m2), hi8(m2)));
-  if (t < nt)
-    mnew = max(mnew, vload4(0, sc + SCI(t, 0)));
-  const float4 mref =
-      select(mnew, (float4)(0.0f), mnew == (float4)(-INFINITY));
-  const float4 alpha = exp2s4(mold - mref);
-  const float8 mref2 = (float8)(mref.s0, mref.s1, mref.s2, mref.s3, mref.s0,
-                                mref.s1, mref.s2, mref.s3);
-  float8 ps2 = (float8)(0.0f);
-  for (t = 0; t + 1 < nt; t += 2) {
-    const float8 e = exp2s8(vload8(0, sc + SCI(t, 0)) - mref2);
-    vstore8(e, 0, sc + SCI(t, 0));
-    ps2 += e;
-  }
-  float4 ps = lo8(ps2) + hi8(ps2);
-  if (t < nt) {
-    const float4 e = exp2s4(vload4(0, sc + SCI(t, 0)) - mref);
-    vstore4(e, 0, sc + SCI(t, 0));
-    ps += e;
-  }
-  vstore4(fma(alpha, vload4(0, lrow), ps), 0, lrow);
-  vstore4(mnew, 0, mrow);
-  vstore4(alpha, 0, al);
+  CAT(vstore, G)(fma(alpha, CAT(vload, G)(0, lrow), ps), 0, lrow);
+  CAT(vstore, G)(mnew, 0, mrow);
+  CAT(vstore, G)(alpha, 0, al);
+#undef HF2
+#undef HF
 #elif LANES
   for (int hb = 0; hb < G; hb += 8) {
     const float8 mold = vload8(0, mrow + hb);
