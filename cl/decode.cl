@@ -131,8 +131,10 @@ typedef FLOATW(QW) qfloat;
 #endif
 
 #if LANES && G == 4
-#define LANES2 8 /* lanes of two keys' scores */
+#define LG 4     /* heads scored together */
+#define LANES2 8 /* lanes of their two keys' scores */
 #else
+#define LG 8
 #define LANES2 16
 #endif
 
@@ -156,6 +158,12 @@ inline float16 pairsum16(float16 a, float16 b) {
          (float16)(a.s1, a.s3, b.s1, b.s3, a.s5, a.s7, b.s5, b.s7, a.s9,
                    a.sb, b.s9, b.sb, a.sd, a.sf, b.sd, b.sf);
 }
+/* (sum of a[0]'s lanes 0-7, ..., a[3]'s; the same of lanes 8-15) */
+inline float8 hsum4x8x2(const float16 *a) {
+  const float16 v = pairsum16(pairsum16(a[0], a[1]), pairsum16(a[2], a[3]));
+  return (float8)(v.s0, v.s1, v.s2, v.s3, v.s8, v.s9, v.sa, v.sb) +
+         (float8)(v.s4, v.s5, v.s6, v.s7, v.sc, v.sd, v.se, v.sf);
+}
 /* In each half of 8: (sum of a[0]'s lanes, ..., sum of a[7]'s lanes) */
 inline float16 hsum8x8x2(const float16 *a) {
   const float16 u0 = pairsum16(pairsum16(a[0], a[1]), pairsum16(a[2], a[3]));
@@ -171,55 +179,34 @@ inline float16 hsum8x8x2(const float16 *a) {
  * G heads of the group into the block's score array sc.  Rows: the K row
  * is loaded once for all heads, and a key past the block's end (valid = 0)
  * scores -inf.  Lanes: keys are scored in pairs, at even t, the two K rows
- * side by side in a float16 (one 16-lane FMA serves 8 heads of two keys);
- * the rows are loaded once per 8 heads (from L1 after the first), a key
+ * side by side in a float16 (one 16-lane FMA serves a head of two keys, LG
+ * heads of them reduced together); the rows are loaded once per LG = 8
+ * heads (4 when G = 4; from L1 after the first LG), a key
  * past the end is left alone (the softmax stops at the block's last key)
  * and a lone last key is paired with itself. */
 __attribute__((always_inline)) inline void
 score_key(const qfloat (*qv)[NQ], __global const stor_t *k, long kr,
           long k_ss, int valid, int valid1, float *sc, int t) {
-#if LANES && G == 4
+#if LANES
   if (!valid || (t & 1))
     return;
   const long kr1 = valid1 ? kr + k_ss : kr;
-  float16 part[4];
+  for (int hb = 0; hb < G; hb += LG) {
+    float16 part[LG];
 #pragma unroll
-  for (int e = 0; e < 4; e++)
-    part[e] = (float16)(0.0f);
-#pragma unroll
-  for (int w = 0; w < NQ; w++) {
-    const float16 kv = join16(LDW(8, k, kr + w * 8), LDW(8, k, kr1 + w * 8));
-#pragma unroll
-    for (int e = 0; e < 4; e++)
-      part[e] = fma(qv[e][w], kv, part[e]);
-  }
-  const float16 v = pairsum16(pairsum16(part[0], part[1]),
-                              pairsum16(part[2], part[3]));
-  vstore8((float8)(v.s0, v.s1, v.s2, v.s3, v.s8, v.s9, v.sa, v.sb) +
-              (float8)(v.s4, v.s5, v.s6, v.s7, v.sc, v.sd, v.se, v.sf),
-          0, sc + SCI(t, 0));
-#elif LANES
-  if (!valid || (t & 1))
-    return;
-  const long kr1 = valid1 ? kr + k_ss : kr;
-  for (int hb = 0; hb < G; hb += 8) {
-    float16 part[8];
-#pragma unroll
-    for (int e = 0; e < 8; e++)
+    for (int e = 0; e < LG; e++)
       part[e] = (float16)(0.0f);
 #pragma unroll
     for (int w = 0; w < NQ; w++) {
       const float16 kv =
           join16(LDW(8, k, kr + w * 8), LDW(8, k, kr1 + w * 8));
 #pragma unroll
-      for (int e = 0; e < 8; e++)
+      for (int e = 0; e < LG; e++)
         part[e] = fma(qv[hb + e][w], kv, part[e]);
     }
-    const float16 r = hsum8x8x2(part);
-    vstore8((float8)(r.s0, r.s1, r.s2, r.s3, r.s4, r.s5, r.s6, r.s7), 0,
-            sc + SCI(t, hb));
-    vstore8((float8)(r.s8, r.s9, r.sa, r.sb, r.sc, r.sd, r.se, r.sf), 0,
-            sc + SCI(t + 1, hb));
+    const FLOATW(LANES2) r = CAT(CAT(hsum, LG), x8x2)(part);
+    CAT(vstore, LG)(CAT(lo, LANES2)(r), 0, sc + SCI(t, hb));
+    CAT(vstore, LG)(CAT(hi, LANES2)(r), 0, sc + SCI(t + 1, hb));
   }
 #else
   (void)k_ss;
