@@ -11,6 +11,9 @@
  *   DK, DV, G        head dims; query heads per KV head
  *   VWK, VWV         vector widths dividing DK and DV
  *   KB               keys per block (variant 1; a multiple of 16)
+ *   LANES            variant 1: 1 to score the heads of two keys to a
+ *                    vector (needs DK % 8 == 0 and G = 4 or a multiple of
+ *                    8; the plan says when), 0 per head
  *   PVH              variant 1: query heads per P V pass after the first;
  *                    G (and G > 1): every pass takes all G heads over one
  *                    VWV-wide slice of the value dims (SLICES)
@@ -94,8 +97,8 @@ inline void put_row_scalar(__global stor_t *o, __global float *opart,
  *
  * Heads in lanes ("LANES"), for G = 8, 16, ... (and 4, below) and head
  * dims that are multiples of 8 (MQA and wide GQA, where the arithmetic
- * rather than the memory sets the time): the 8 dot products of one key with 8 heads are
- * reduced together by a shuffle tree, 7 additions a score where a
+ * rather than the memory sets the time): the 8 dot products of one key
+ * with 8 heads are reduced together by a shuffle tree, 7 additions a score where a
  * horizontal sum of 16 lanes takes 15 operations and a store; the scores
  * are kept key-major, sc[t * G + h], and the softmax runs on them 8 heads
  * to a vector.  MQA (b=1, h=8, m=8192, d=64, f32) on PoCL (2-core AMD
@@ -110,16 +113,20 @@ inline void put_row_scalar(__global stor_t *o, __global float *opart,
  * 388 -> 360 us.  G = 4 with head dims up to 64 also goes in lanes, two
  * keys of 4 heads to a tree of three pair-sums and a fold where rows take
  * 8 horizontal sums; the softmax runs on 2 keys x 4 heads to a float8.
- * GQA h=8/2 (m = 8192, d = 64) on Zen 5, the split kernel alone, paired
+ * The plan (host/src/plan.c, pl->lanes) decides.  GQA h=8/2 (m = 8192, d = 64) on Zen 5, the split kernel alone, paired
  * over 21-31 rounds against rows: with K/V in L3 f32 0.80-0.84, f16 0.77;
  * cold f32 0.99-1.04 (the memory sets that time), f16 0.80; k = 128 with
  * K/V in L3 0.95-1.00, so wider heads keep rows. */
-#if DK % 8 == 0 && (G % 8 == 0 || (G == 4 && DK <= 64))
-#define LANES 1
+#ifndef LANES
+#define LANES 0
+#endif
+#if LANES && (DK % 8 != 0 || (G % 8 != 0 && G != 4))
+#error "LANES needs DK a multiple of 8 and G = 4 or a multiple of 8"
+#endif
+#if LANES
 #define QW 8 /* q in float8 vectors */
 #define SCI(t, h) ((t) * G + (h))
 #else
-#define LANES 0
 #define QW VWK
 #define SCI(t, h) ((h) * KB + (t))
 #endif
@@ -259,7 +266,8 @@ inline void softmax_block(float *sc, int nt, float *mrow, float *lrow,
   const HF2 mref2 = CAT(join, LANES2)(mref, mref);
   HF2 ps2 = (HF2)(0.0f);
   for (t = 0; t + 1 < nt; t += 2) {
-    const HF2 e = CAT(exp2s, LANES2)(CAT(vload, LANES2)(0, sc + SCI(t, 0)) - mref2);
+    const HF2 e =
+        CAT(exp2s, LANES2)(CAT(vload, LANES2)(0, sc + SCI(t, 0)) - mref2);
     CAT(vstore, LANES2)(e, 0, sc + SCI(t, 0));
     ps2 += e;
   }
@@ -317,6 +325,14 @@ inline void pv_row(vfloat *a, __global const stor_t *v, long vr, float p) {
 #pragma unroll
   for (int w = 0; w < NV; w++)
     a[w] = fma(pt, LDW(VWV, v, vr + w * VWV), a[w]);
+}
+
+/* One key's P V step for the G heads over one slice of the value dims
+ * (vs; SLICES): a[h] += p[h] * vs, each probability broadcast. */
+inline void pv_slice(vfloat *a, vfloat vs, const float *sc, int t) {
+#pragma unroll
+  for (int h = 0; h < G; h++)
+    a[h] = fma((vfloat)(sc[SCI(t, h)]), vs, a[h]);
 }
 
 /* Software prefetch of one 64-byte line.  Native CPU compilers (PoCL)
@@ -485,9 +501,7 @@ __kernel void decode_split_reg(__global const stor_t *q,
 #pragma unroll
           for (int l = 1; l < LPR_V; l++)
             PREFETCH_L1((const __global uchar *)(v + vr) + 64 * l);
-#pragma unroll
-          for (int h = 0; h < G; h++)
-            a[h] = fma((vfloat)(sc[cur][SCI(t, h)]), vs, a[h]);
+          pv_slice(a, vs, sc[cur], t);
         }
         score_key(qv, k, kb + (t1 + t) * k_ss, k_ss, t < nt1, t + 1 < nt1,
                   sc[cur ^ 1], t);
@@ -502,10 +516,7 @@ __kernel void decode_split_reg(__global const stor_t *q,
       for (int h = 0; h < G; h++)
         a[h] = acc[h][w] * al[h];
       for (int t = 0; t < nt; t++) {
-        const vfloat vs = LDW(VWV, v, vb + (t0 + t) * v_ss + w * VWV);
-#pragma unroll
-        for (int h = 0; h < G; h++)
-          a[h] = fma((vfloat)(sc[cur][SCI(t, h)]), vs, a[h]);
+        pv_slice(a, LDW(VWV, v, vb + (t0 + t) * v_ss + w * VWV), sc[cur], t);
       }
 #pragma unroll
       for (int h = 0; h < G; h++)

@@ -110,30 +110,38 @@ static int bufs_alloc(cl_context c, bufs *B, int layers, int cycles,
   return B->lens[nlens - 1] ? CLI_OK : CLI_FAIL;
 }
 
+/* The call's descriptions (prefill; decode and append), with params p. */
+static clattn_attn_desc attn_desc(const check_case *cc,
+                                  const clattn_params *p) {
+  const clattn_attn_desc d = {cc->b,       cc->n,       cc->m, cc->h,
+                              cc->hkv,     cc->k,       cc->k, CLATTN_F32,
+                              CLATTN_BSHD, CLATTN_BSHD, 0.0f,  cc->causal,
+                              p};
+  return d;
+}
+static clattn_decode_desc decode_desc(const check_case *cc,
+                                      const clattn_params *p) {
+  const clattn_decode_desc d = {cc->b, cc->m,      cc->h,       cc->hkv, cc->k,
+                                cc->k, CLATTN_F32, CLATTN_BHSD, 0.0f,    p};
+  return d;
+}
+
 /* One pass: the call on every layer's buffers, B->cycles times over. */
 static clattn_status pass(clattn_ctx *ctx, const check_case *cc, bufs *B) {
   clattn_status st = CLATTN_OK;
+  const clattn_attn_desc a = attn_desc(cc, NULL);
+  const clattn_decode_desc d = decode_desc(cc, NULL);
   for (int i = 0; i < B->cycles * B->layers && !st; i++) {
     const int l = i % B->layers, cy = i / B->layers;
-    if (cc->kind == 0) {
-      const clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k,
-                                    cc->k, CLATTN_F32, CLATTN_BHSD, 0.0f,
-                                    NULL};
+    if (cc->kind == 0)
       st = clattn_decode(ctx, &d, B->q, B->k[l], B->v[l], B->lens[0], B->o,
                          NULL);
-    } else if (cc->kind == 1) {
-      const clattn_attn_desc d = {cc->b, cc->n, cc->m, cc->h, cc->hkv,
-                                  cc->k, cc->k, CLATTN_F32, CLATTN_BSHD,
-                                  CLATTN_BSHD, 0.0f, cc->causal, NULL};
-      st = clattn_attention(ctx, &d, B->q, B->k[l], B->v[l], NULL, B->o,
+    else if (cc->kind == 1)
+      st = clattn_attention(ctx, &a, B->q, B->k[l], B->v[l], NULL, B->o,
                             NULL);
-    } else {
-      const clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k,
-                                    cc->k, CLATTN_F32, CLATTN_BHSD, 0.0f,
-                                    NULL};
+    else
       st = clattn_kv_append(ctx, &d, 1, B->q, B->o, B->lens[cy], B->k[l],
                             B->v[l], NULL);
-    }
   }
   return st;
 }
@@ -203,14 +211,11 @@ static int resolve(clattn_ctx *ctx, const check_case *cc,
   clattn_choice ch;
   memset(params, 0, sizeof *params);
   if (cc->kind == 1) {
-    const clattn_attn_desc d = {cc->b, cc->n, cc->m, cc->h, cc->hkv, cc->k,
-                                cc->k, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD,
-                                0.0f, cc->causal, NULL};
+    const clattn_attn_desc d = attn_desc(cc, NULL);
     if ((st = clattn_explain_attention(ctx, &d, &ch)))
       return cli_lib_fail(ctx, "clattn_explain_attention", st);
   } else if (cc->kind == 0) {
-    const clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k, cc->k,
-                                  CLATTN_F32, CLATTN_BHSD, 0.0f, NULL};
+    const clattn_decode_desc d = decode_desc(cc, NULL);
     if ((st = clattn_explain_decode(ctx, &d, &ch)))
       return cli_lib_fail(ctx, "clattn_explain_decode", st);
   } else {
@@ -225,13 +230,10 @@ static int predict(const check_case *cc, const clattn_params *params,
                    const clattn_profile *p, clattn_prediction *pr) {
   clattn_status st;
   if (cc->kind == 1) {
-    const clattn_attn_desc d = {cc->b, cc->n, cc->m, cc->h, cc->hkv, cc->k,
-                                cc->k, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD,
-                                0.0f, cc->causal, params};
+    const clattn_attn_desc d = attn_desc(cc, params);
     st = clattn_model_attention(&d, NULL, p, pr);
   } else {
-    const clattn_decode_desc d = {cc->b, cc->m, cc->h, cc->hkv, cc->k, cc->k,
-                                  CLATTN_F32, CLATTN_BHSD, 0.0f, params};
+    const clattn_decode_desc d = decode_desc(cc, params);
     if (cc->kind == 0) {
       st = clattn_model_decode(&d, NULL, p, pr);
     } else {

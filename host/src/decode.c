@@ -51,8 +51,9 @@ static size_t decode_options(const clattn_decode_desc *d,
   if (len < 0 || (size_t)len >= cap)
     return 0;
   if (pl->variant == 1) {
-    snprintf(opts + len, cap - (size_t)len, " -DKB=%d -DPVH=%d -DPF=%d",
-             pl->kb, pl->pvh, pl->pf);
+    snprintf(opts + len, cap - (size_t)len,
+             " -DKB=%d -DPVH=%d -DPF=%d -DLANES=%d", pl->kb, pl->pvh, pl->pf,
+             pl->lanes);
     return 0;
   }
   snprintf(opts + len, cap - (size_t)len, " -DWG=%d -DKT=%d -DPAIRS=%d",

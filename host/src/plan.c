@@ -324,6 +324,8 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   int chunk = (d->capacity + s - 1) / s;
   chunk = (chunk + pl->kb - 1) / pl->kb * pl->kb;
   pl->chunk = chunk;
+  /* heads in lanes (cl/decode.cl's LANES, measured there): groups of 8,
+   * 16, ..., and of 4 with head dims up to 64 */
   pl->lanes = pl->variant == 1 && dk % 8 == 0 &&
               (g % 8 == 0 || (g == 4 && dk <= 64));
   pl->splits = (d->capacity + chunk - 1) / chunk;

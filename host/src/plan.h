@@ -77,8 +77,9 @@ typedef struct clattn__decode_plan {
   int lanes;   /* variant 1 scores the heads of two keys to a vector
                   (cl/decode.cl's LANES: head_dim_k a multiple of 8, heads
                   per KV head a multiple of 8, or 4 with head_dim_k <= 64) */
-  int pvh;     /* variant 1: query heads per P V pass after the first
-                  (params rows; cl/decode.cl's PVH) */
+  int pvh;     /* variant 1: query heads per P V pass after the first, or
+                  all of them (pvh == heads per KV head) by slices of the
+                  value dims (params rows; cl/decode.cl's PVH) */
   int pf;      /* variant 1: prefetch the next block (params prefetch 2;
                   cl/decode.cl's PF) */
 } clattn__decode_plan;

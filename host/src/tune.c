@@ -279,17 +279,22 @@ static void predict_all(run *R) {
   }
 }
 
+/* The family re-times the device's bandwidth (if it can), then every
+ * candidate is predicted on it; the result's roofline is the new one. */
+static void rebound(run *R) {
+  if (R->f->predict && R->f->refresh && R->f->refresh(R->f->self))
+    R->r->refreshes++;
+  predict_all(R);
+  R->r->roofline_s = R->roofline;
+}
+
 /* Is the best measured within the stop fraction of the roofline?  Asked
- * again after the family re-times the device's bandwidth, since the
- * profile may be of a slower moment than this one. */
+ * again after re-timing the bandwidth, since the profile may be of a
+ * slower moment than this one. */
 static int at_roofline(run *R, double frac) {
   if (R->roofline <= 0 || R->roofline < frac * R->t[R->best])
     return 0;
-  if (R->f->refresh && R->f->refresh(R->f->self)) {
-    predict_all(R);
-    R->r->refreshes++;
-    R->r->roofline_s = R->roofline;
-  }
+  rebound(R);
   return R->roofline > 0 && R->roofline >= frac * R->t[R->best];
 }
 
@@ -588,10 +593,7 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
     R->t[i] = INFINITY;
     order[i] = i;
   }
-  if (f->predict && f->refresh && f->refresh(f->self))
-    out->refreshes++;
-  predict_all(R);
-  out->roofline_s = R->roofline;
+  rebound(R);
   if (!o->fresh &&
       (rc = clattn_db_list_tune(db, fp->fingerprint, f->kernel,
                                 f->shape_class, &rows, &nrows))) {
