@@ -5,7 +5,7 @@
  *
  *   kernel_run INDEX */
 #include "model_cases.h"
-#include "probe.h"
+#include "device/probe.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * through the internal header, and feed broken texts to the parser to see
  * the errors and their line numbers. */
 #include "clattn.h"
-#include "datasheet.h"
+#include "device/datasheet.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

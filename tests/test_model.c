@@ -21,7 +21,7 @@
  * shapes, its decode intensity 2*(H/H_kv)/s (spec 2.3), the roofline
  * (bound, ridge), layers as sums, and errors for bad descriptions. */
 #include "model_cases.h"
-#include "probe.h"
+#include "device/probe.h"
 #include "util.h"
 
 #include <criterion/criterion.h>

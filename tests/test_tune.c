@@ -16,8 +16,8 @@
  *    come first; the output stays correct with the tuned parameters; with
  *    a measured profile and no entry, the model's pick is considered.
  */
-#include "plan.h"
-#include "tune.h"
+#include "family/plan.h"
+#include "tune/tune.h"
 #include "util.h"
 
 #include <criterion/criterion.h>

@@ -9,9 +9,9 @@
  * Each new Xgemm candidate builds CLBlast's GEMM program: 20-50 s with a
  * cold PoCL cache, under a second with a warm one.
  */
-#include "db.h"
-#include "runtime.h"
-#include "tune_gemm.h"
+#include "db/db.h"
+#include "runtime/runtime.h"
+#include "tune/tune_gemm.h"
 #include "util.h"
 
 #include <criterion/criterion.h>

@@ -23,7 +23,7 @@
 #define CLATTN_TESTS_UTIL_H
 
 #include "clattn.h"
-#include "ref.h"
+#include "reference/ref.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* common.c - small helpers shared by the clattn commands. */
 #include "cli.h"
-#include "ref.h"
+#include "reference/ref.h"
 
 #include <errno.h>
 #include <math.h>

@@ -3,7 +3,7 @@
  * ref_attention.  Files always hold [batch, seq, heads, dim] (BSHD);
  * --layout bhsd transposes on the host so the device sees BHSD. */
 #include "cli.h"
-#include "ref.h"
+#include "reference/ref.h"
 
 #include <math.h>
 #include <stdio.h>

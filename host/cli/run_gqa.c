@@ -3,7 +3,7 @@
  * prefill of P positions into a KV cache followed by one decode step per
  * remaining position, checked against ref_layer. */
 #include "cli.h"
-#include "ref.h"
+#include "reference/ref.h"
 
 #include <math.h>
 #include <stdio.h>

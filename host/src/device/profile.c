@@ -14,7 +14,7 @@
  *
  * The fingerprint is the 128-bit clattn__hash of
  * "platform|vendor|device|driver|compute_units|clock_mhz" in hex. */
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #include <ctype.h>
 #include <stdio.h>

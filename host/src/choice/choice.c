@@ -12,8 +12,8 @@
  * The tuning database is read once, at the context's first call, into
  * memory (the best "ok" row of each device, kernel and shape class); the
  * model's picks are memoised per shape class. */
-#include "tune.h"
-#include "db.h"
+#include "tune/tune.h"
+#include "db/db.h"
 
 #include <ctype.h>
 #include <math.h>

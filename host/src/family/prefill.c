@@ -1,6 +1,6 @@
 /* attention.c - fused prefill attention: validate, pick parameters, enqueue.
  */
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* runtime.c - context creation, device selection, errors, launch path. */
-#include "runtime.h"
+#include "runtime/runtime.h"
 
-#include "db.h"
+#include "db/db.h"
 
 #include <ctype.h>
 #include <errno.h>

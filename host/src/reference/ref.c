@@ -3,7 +3,7 @@
  * Deliberately naive: one (sequence, head, query) row at a time, logits in
  * double, max-subtracted softmax, no tiling, no online rescaling.  It shares
  * no code with the library. */
-#include "ref.h"
+#include "reference/ref.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -20,7 +20,7 @@
  * strings longer than their field and a version other than 1 are errors,
  * never skipped or truncated.  The whole file is read and checked before
  * the database is touched, and the merge is one transaction. */
-#include "db.h"
+#include "db/db.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,7 +1,7 @@
 /* layer.c - a whole attention layer (float32): CLBlast projections around
  * the fused attention kernels, and the library-owned KV cache. */
-#include "runtime.h"
-#include "tune_gemm.h"
+#include "runtime/runtime.h"
+#include "tune/tune_gemm.h"
 
 #include <clblast_c.h>
 #include <math.h>

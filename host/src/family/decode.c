@@ -1,6 +1,6 @@
 /* decode.c - incremental decoding over a KV cache (split-KV + combine) and
  * the in-place cache append: validate, pick parameters, enqueue. */
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 #define CLATTN_RUNTIME_H
 
 #include "clattn.h"
-#include "plan.h"
+#include "family/plan.h"
 
 #include <stdarg.h>
 

@@ -12,7 +12,7 @@
 #ifndef CLATTN_TUNE_H
 #define CLATTN_TUNE_H
 
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #define CLATTN_TUNE_MAX_DIMS 20
 

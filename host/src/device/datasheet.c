@@ -4,7 +4,7 @@
  * call (a dozen entries: microseconds), so there is no global mutable state
  * and the functions are thread-safe.  The parser is strict; see the format
  * at the top of datasheets.txt and the contract in datasheet.h. */
-#include "datasheet.h"
+#include "device/datasheet.h"
 
 #include <math.h>
 #include <stdarg.h>

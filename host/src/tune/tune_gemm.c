@@ -26,9 +26,9 @@
  * whose parameters are never touched).  Every override changes the kernel
  * source, so the first GEMM after it compiles again (20-50 s on PoCL with a
  * cold cache, under a second with a warm one). */
-#include "tune_gemm.h"
+#include "tune/tune_gemm.h"
 
-#include "db.h"
+#include "db/db.h"
 
 #include <clblast_c.h>
 #include <math.h>

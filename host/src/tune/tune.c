@@ -1,6 +1,6 @@
 /* tune.c - the autotuner's engine (see tune.h): spaces, strategies, the
  * budget, resume from the database, progress. */
-#include "tune.h"
+#include "tune/tune.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -14,8 +14,8 @@
  * tables `cols` and `tune_cols` are the one place that maps struct fields
  * to columns: the upserts and the selects are generated from them, and so
  * is the JSON of the tuning rows (clattn__db_tune_cols). */
-#include "runtime.h"
-#include "db.h"
+#include "runtime/runtime.h"
+#include "db/db.h"
 
 #include <errno.h>
 #include <math.h>

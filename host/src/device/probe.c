@@ -21,8 +21,8 @@
  * Also here: clattn_copy_ref, the copy kernel at width 16 as a bandwidth
  * reference that measurements time beside their own passes (one launch,
  * no calibration). */
-#include "probe.h"
-#include "runtime.h"
+#include "device/probe.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdio.h>

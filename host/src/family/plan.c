@@ -1,5 +1,5 @@
 /* plan.c - kernel shapes of each call (see plan.h). */
-#include "plan.h"
+#include "family/plan.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * files are written to a temporary name and renamed, so readers never see a
  * partial file, and any failure to read, load or build a cached binary falls
  * back to a build from source. */
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>

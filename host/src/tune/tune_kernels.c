@@ -28,9 +28,9 @@
  * the call on up to 8 consecutive copies, enqueued back to back and
  * finished once (the time per call of a stream, as a model's layers issue
  * it, without the queue's round trip; see timed_run). */
-#include "tune.h"
+#include "tune/tune.h"
 
-#include "ref.h"
+#include "reference/ref.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 #ifndef CLATTN_TUNE_GEMM_H
 #define CLATTN_TUNE_GEMM_H
 
-#include "tune.h"
+#include "tune/tune.h"
 
 /* CLBlast's Xgemm parameters, in CLBlast's (alphabetical) order: the
  * space's dimension names and the names passed to

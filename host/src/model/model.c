@@ -8,8 +8,8 @@
  * (the comments name the loops); tests/test_model.c checks them against
  * Oclgrind's instruction counts, so a kernel change that alters its
  * traffic fails there until the model follows. */
-#include "plan.h"
-#include "probe.h"
+#include "family/plan.h"
+#include "device/probe.h"
 
 #include <math.h>
 #include <stdio.h>
