@@ -89,7 +89,7 @@ Test(space, prefill_constraints) {
                             CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1,
                             NULL};
       clattn__space s;
-      cr_assert_eq(clattn__space_prefill(&targets[ti], &d, &s), CLATTN_OK);
+      cr_assert_eq(clattn__family_prefill.space(&targets[ti], &d, &s), CLATTN_OK);
       check_space(&targets[ti], &s, &d, 0);
       if (ti == 2)
         pruned_small += s.pruned;
@@ -108,7 +108,7 @@ Test(space, decode_constraints) {
       clattn_decode_desc d = {2, 3000, 2 * g[gi], 2, 128, 128, CLATTN_F16,
                               CLATTN_BHSD, 0.0f, NULL};
       clattn__space s;
-      cr_assert_eq(clattn__space_decode(&targets[ti], &d, &s), CLATTN_OK);
+      cr_assert_eq(clattn__family_decode.space(&targets[ti], &d, &s), CLATTN_OK);
       check_space(&targets[ti], &s, &d, 1);
       if (ti == 2)
         pruned_small += s.pruned;

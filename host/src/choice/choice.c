@@ -6,38 +6,38 @@
  * of a device of the same vendor and architecture, the model's predicted
  * best candidate of the default's kernel variant when it predicts a gain
  * of at least 10% over the default (only with a datasheet profile, or a
- * measured one whose model checks are within 30%), and the default plan.  A tuned entry that does not fit the call (local
- * memory, work-group size, an invalid field) is passed over.
+ * measured one whose model checks are within 30%), and the default plan.
+ * A tuned entry that does not fit the call (local memory, work-group
+ * size, an invalid field) is passed over.  Every step goes through the
+ * family's own operations (family.h): nothing here names a family.
  *
  * The tuning database is read once, at the context's first call, into
- * memory (the best "ok" row of each device, kernel and shape class); the
- * model's picks are memoised per shape class. */
-#include "tune/tune.h"
+ * memory (the best "ok" rows of each device, kernel and shape class); the
+ * model's picks are memoised per family and shape class. */
+#include "choice/choice.h"
 #include "db/db.h"
+#include "call/call.h"
+#include "tune/tune.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-enum { FAM_PREFILL = 0, FAM_DECODE = 1 };
-static const char *const fam_name[2] = {"prefill", "decode"};
-
 #define MAX_PICKS 64
 
 typedef struct pick {
-  int fam;
+  const clattn__family *fam;
   char cls[96];
   int picked; /* 1: the model's candidate beats the default by >= 10% */
   clattn_params p;
   double t_best, t_default;
 } pick;
 
-struct clattn__tuning {
+typedef struct clattn__tuning {
   int loaded;
-  clattn_tune_entry *e; /* best ok row per (device, kernel, class) */
+  clattn_tune_entry *e; /* best ok rows per (device, kernel, class) */
   int n;
   char fingerprint[40], vendor[64], arch[64];
   clattn_profile prof;  /* for the model's pick */
@@ -46,134 +46,21 @@ struct clattn__tuning {
   char note[352];       /* what was loaded, or why nothing */
   pick picks[MAX_PICKS];
   int n_picks;
-};
+} clattn__tuning;
 
-/* --------------------------------------------------------- params text */
+/* ---------------------------------------------------- tuning methods */
 
-void clattn_params_format(const clattn_params *p, char *buf, size_t cap) {
-  if (buf == NULL || cap == 0)
-    return;
-  if (p == NULL) {
-    buf[0] = '\0';
-    return;
-  }
-  clattn_params q = *p;
-  buf[0] = '\0';
-  for (int i = 0; i < CLATTN__NPARAMS; i++)
-    clattn__appendf(buf, cap, "%s%s=%d", i ? " " : "", clattn__param_names[i],
-                    *clattn__param(&q, i));
+int clattn_tune_method(const char *kernel) {
+  if (kernel == NULL)
+    return 0;
+  const clattn__family *f = clattn__family_find(kernel);
+  if (f)
+    return f->tune_method;
+  return strcmp(kernel, CLATTN__XGEMM_KERNEL) == 0 ? 1 : 0;
 }
 
-/* Parse "name=value" fields separated by blanks or commas into *out
- * (fields not named stay as they are); why gets the reason of a failure. */
-static clattn_status parse_fields(const char *text, clattn_params *out,
-                                  char *why, size_t cap) {
-  const char *s = text;
-  while (*s) {
-    while (*s == ' ' || *s == ',' || *s == '\t')
-      s++;
-    if (!*s)
-      break;
-    const char *eq = s;
-    while (*eq && *eq != '=' && *eq != ' ' && *eq != ',')
-      eq++;
-    int f = -1;
-    for (int i = 0; i < CLATTN__NPARAMS; i++)
-      if ((size_t)(eq - s) == strlen(clattn__param_names[i]) &&
-          strncmp(s, clattn__param_names[i], (size_t)(eq - s)) == 0)
-        f = i;
-    if (f < 0 || *eq != '=') {
-      snprintf(why, cap,
-               "\"%.*s\": expected variant=, rows=, keys=, wg=, splits= "
-               "or prefetch=",
-               (int)(eq - s + (*eq == '=')), s);
-      return CLATTN_ERR_INVALID_ARG;
-    }
-    char *end = NULL;
-    long v = strtol(eq + 1, &end, 10);
-    if (end == eq + 1 || v < 0 || v > 1 << 20 ||
-        (*end && *end != ' ' && *end != ',' && *end != '\t')) {
-      snprintf(why, cap, "%s: expected a count >= 0, got \"%.16s\"",
-               clattn__param_names[f], eq + 1);
-      return CLATTN_ERR_INVALID_ARG;
-    }
-    *clattn__param(out, f) = (int)v;
-    s = end;
-  }
-  return CLATTN_OK;
-}
-
-clattn_status clattn_params_parse(const char *text, clattn_params *out) {
-  char why[128];
-  if (text == NULL || out == NULL)
-    return CLATTN_ERR_INVALID_ARG;
-  clattn_params p = {0, 0, 0, 0, 0, 0};
-  clattn_status rc = parse_fields(text, &p, why, sizeof why);
-  *out = rc == CLATTN_OK ? p : (clattn_params){0, 0, 0, 0, 0, 0};
-  return rc;
-}
-
-static int params_set(const clattn_params *p) {
-  clattn_params q = p ? *p : (clattn_params){0, 0, 0, 0, 0, 0};
-  for (int i = 0; i < CLATTN__NPARAMS; i++)
-    if (*clattn__param(&q, i))
-      return 1;
-  return 0;
-}
-
-/* ---------------------------------------------------------- overrides */
-
-/* Parse "fam: fields; fam: fields" into the context's overrides. */
-static clattn_status set_overrides(clattn_ctx *ctx, const char *spec,
-                                   const char *from) {
-  int has[2] = {0, 0};
-  clattn_params ov[2] = {{0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}};
-  char buf[1024], why[160];
-  if (spec && strlen(spec) >= sizeof buf)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "%s: too long", from);
-  snprintf(buf, sizeof buf, "%s", spec ? spec : "");
-  char *save = NULL;
-  for (char *seg = strtok_r(buf, ";", &save); seg;
-       seg = strtok_r(NULL, ";", &save)) {
-    while (isspace((unsigned char)*seg))
-      seg++;
-    if (!*seg)
-      continue;
-    char *colon = strchr(seg, ':');
-    int f = -1;
-    for (int i = 0; i < 2 && colon; i++)
-      if ((size_t)(colon - seg) == strlen(fam_name[i]) &&
-          strncmp(seg, fam_name[i], (size_t)(colon - seg)) == 0)
-        f = i;
-    if (f < 0)
-      return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                          "%s: \"%.40s\": expected \"prefill: ...\" or "
-                          "\"decode: ...\"",
-                          from, seg);
-    if (parse_fields(colon + 1, &ov[f], why, sizeof why) != CLATTN_OK)
-      return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "%s %s: %s", from,
-                          fam_name[f], why);
-    if (ov[f].variant > 2)
-      return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                          "%s %s: variant must be 0, 1 or 2", from,
-                          fam_name[f]);
-    has[f] = params_set(&ov[f]);
-  }
-  for (int f = 0; f < 2; f++) {
-    ctx->has_override[f] = has[f];
-    ctx->override[f] = ov[f];
-    snprintf(ctx->override_from[f], sizeof ctx->override_from[f], "%s",
-             from);
-  }
-  return CLATTN_OK;
-}
-
-clattn_status clattn_ctx_set_params(clattn_ctx *ctx, const char *spec) {
-  clattn_status rc = clattn__ctx_check(ctx);
-  if (rc)
-    return rc;
-  ctx->errmsg[0] = '\0';
-  return set_overrides(ctx, spec, "clattn_ctx_set_params");
+int clattn__tune_row_current(const clattn_tune_entry *e) {
+  return e->tune_method == clattn_tune_method(e->kernel);
 }
 
 /* -------------------------------------------------------------- set-up */
@@ -184,36 +71,51 @@ static int env_on(const char *name) {
 }
 
 clattn_status clattn__choice_init(clattn_ctx *ctx, const clattn_ctx_opts *o) {
+  const int nf = clattn__family_count();
+  clattn__choice_state *C = calloc(1, sizeof *C);
+  if (C == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
+  ctx->choice = C;
+  C->has_override = calloc((size_t)nf, sizeof *C->has_override);
+  C->override = calloc((size_t)nf, sizeof *C->override);
+  C->override_from = calloc((size_t)nf, sizeof *C->override_from);
+  if (!C->has_override || !C->override || !C->override_from)
+    return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
   const char *env = getenv("CLATTN_PARAMS");
   if (env && *env) {
-    clattn_status rc = set_overrides(ctx, env, "$CLATTN_PARAMS");
+    clattn_status rc = clattn__set_overrides(ctx, env, "$CLATTN_PARAMS");
     if (rc)
       return rc;
   }
   if (o->no_tuning || env_on("CLATTN_NO_TUNING"))
     return CLATTN_OK;
-  ctx->tuning_db = o->tuning_db ? strdup(o->tuning_db)
-                                : clattn__db_default_path();
-  if (o->tuning_db && ctx->tuning_db == NULL)
+  C->tuning_db = o->tuning_db ? strdup(o->tuning_db)
+                              : clattn__db_default_path();
+  if (o->tuning_db && C->tuning_db == NULL)
     return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
   return CLATTN_OK;
 }
 
-void clattn__choice_free(clattn_ctx *ctx) {
-  if (ctx->tuning)
-    free(ctx->tuning->e);
-  free(ctx->tuning);
-  ctx->tuning = NULL;
-  free(ctx->tuning_db);
-  ctx->tuning_db = NULL;
+void clattn__choice_reload(clattn_ctx *ctx) {
+  clattn__choice_state *C = ctx->choice;
+  if (C && C->tuning) {
+    free(C->tuning->e);
+    free(C->tuning);
+    C->tuning = NULL;
+  }
 }
 
-void clattn__choice_reload(clattn_ctx *ctx) {
-  if (ctx->tuning) {
-    free(ctx->tuning->e);
-    free(ctx->tuning);
-    ctx->tuning = NULL;
-  }
+void clattn__choice_free(clattn_ctx *ctx) {
+  clattn__choice_state *C = ctx->choice;
+  if (C == NULL)
+    return;
+  clattn__choice_reload(ctx);
+  free(C->tuning_db);
+  free(C->has_override);
+  free(C->override);
+  free(C->override_from);
+  free(C);
+  ctx->choice = NULL;
 }
 
 /* Keep the KEEP_PER_CLASS best ok rows of each (device, kernel, class) of
@@ -255,17 +157,17 @@ clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
   struct stat sb;
   clattn_status rc;
   *db = NULL;
-  if (ctx->tuning_db == NULL) {
+  if (ctx->choice->tuning_db == NULL) {
     snprintf(why, cap,
              "tuning is off (no_tuning, CLATTN_NO_TUNING or no database "
              "path)");
     return CLATTN_OK;
   }
-  if (stat(ctx->tuning_db, &sb) != 0) {
-    snprintf(why, cap, "no tuning database at %.400s", ctx->tuning_db);
+  if (stat(ctx->choice->tuning_db, &sb) != 0) {
+    snprintf(why, cap, "no tuning database at %.400s", ctx->choice->tuning_db);
     return CLATTN_OK;
   }
-  rc = clattn_db_open(ctx->tuning_db, db);
+  rc = clattn_db_open(ctx->choice->tuning_db, db);
   if (rc == CLATTN_OK)
     return CLATTN_OK;
   snprintf(why, cap, "tuning database unreadable: %.400s",
@@ -275,12 +177,13 @@ clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
 
 /* Read the entries and the device's profile at the first call. */
 static clattn__tuning *tuning(clattn_ctx *ctx) {
-  if (ctx->tuning)
-    return ctx->tuning;
+  clattn__choice_state *C = ctx->choice;
+  if (C->tuning)
+    return C->tuning;
   clattn__tuning *T = calloc(1, sizeof *T);
   if (T == NULL)
     return NULL;
-  ctx->tuning = T;
+  C->tuning = T;
   clattn_profile rep;
   if (clattn_profile_reported(ctx, &rep) == CLATTN_OK) {
     snprintf(T->fingerprint, sizeof T->fingerprint, "%s", rep.fingerprint);
@@ -299,7 +202,7 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
     } else {
       const int stale = keep_rows(T, rows, n);
       int len = snprintf(T->note, sizeof T->note, "%d tuning entries in %.200s",
-                         T->n, ctx->tuning_db);
+                         T->n, C->tuning_db);
       if (stale > 0 && len > 0 && (size_t)len < sizeof T->note)
         snprintf(T->note + len, sizeof T->note - (size_t)len,
                  " (%d of an older tuning method passed over: run clattn "
@@ -310,8 +213,9 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
   /* The model may pick parameters with a datasheet profile (an unseen
    * GPU: the best information there is) or with a measured one when
    * `clattn model check` found it predicting this device: the median
-   * error of the stored checks within 30%.  (On PoCL here the model is
-   * -34% to -82% off for decode and would pick slower parameters.) */
+   * error of the stored checks within 30%.  A model further off, as on
+   * CPUs where decode runs well below the FMA peak, would pick slower
+   * parameters (bench/RESULTS.md, decode model error). */
   clattn_profile p;
   double err = 0.0;
   int nchecks = 0;
@@ -343,45 +247,6 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
 }
 
 /* -------------------------------------------------------- shape classes */
-
-static long pow2_round(long x) {
-  if (x <= 1)
-    return 1;
-  return 1L << (int)lround(log2((double)x));
-}
-
-static const char *dtype_name(clattn_dtype dt) {
-  return dt == CLATTN_F16 ? "f16" : dt == CLATTN_BF16 ? "bf16" : "f32";
-}
-
-void clattn_shape_class_attention(const clattn_attn_desc *d, char *buf,
-                                  size_t cap) {
-  if (buf == NULL || cap == 0)
-    return;
-  if (d == NULL || d->heads_kv < 1) {
-    buf[0] = '\0';
-    return;
-  }
-  snprintf(buf, cap, "%s k%d v%d g%d bh%ld n%ld m%ld c%d",
-           dtype_name(d->dtype), d->head_dim_k, d->head_dim_v,
-           d->heads_q / d->heads_kv,
-           pow2_round((long)d->batch * d->heads_kv), pow2_round(d->n_q),
-           pow2_round(d->n_kv), d->causal ? 1 : 0);
-}
-
-void clattn_shape_class_decode(const clattn_decode_desc *d, char *buf,
-                               size_t cap) {
-  if (buf == NULL || cap == 0)
-    return;
-  if (d == NULL || d->heads_kv < 1) {
-    buf[0] = '\0';
-    return;
-  }
-  snprintf(buf, cap, "%s k%d v%d g%d bh%ld m%ld %s", dtype_name(d->dtype),
-           d->head_dim_k, d->head_dim_v, d->heads_q / d->heads_kv,
-           pow2_round((long)d->batch * d->heads_kv), pow2_round(d->capacity),
-           d->cache_layout == CLATTN_BHSD ? "bhsd" : "bshd");
-}
 
 /* Distance between two classes of one kernel: -1 when they cannot share
  * parameters (dtype, head dims, layout differ), else the sum of |log2|
@@ -437,46 +302,33 @@ static double class_distance(const char *a, const char *b) {
   return dist;
 }
 
-/* ------------------------------------------------------------- choosing */
-
-/* A family's planner as one signature. */
-typedef struct fam_ops {
-  int fam;
-  const void *desc;
-  void (*with_params)(const void *desc, const clattn_params *p, void *copy);
-  /* plan copy (a desc with params set): OK and fitting, or why not */
-  int (*plan)(const clattn__target *t, const void *copy, void *pl,
-              clattn_status *rc, char *why, size_t cap);
-  void (*resolved)(const void *pl, clattn_params *out);
-  clattn_status (*space)(const clattn__target *t, const void *desc,
-                         clattn__space *s);
-  int (*predict)(const void *copy, const clattn_profile *prof, double *t);
-} fam_ops;
-
-static clattn_status try_params(const fam_ops *F, const clattn__target *t,
-                                const clattn_params *p, void *copy, void *pl,
-                                char *why, size_t cap) {
-  clattn_status rc = CLATTN_OK;
-  F->with_params(F->desc, p, copy);
-  return F->plan(t, copy, pl, &rc, why, cap) ? CLATTN_OK
-         : rc ? rc
-              : CLATTN_ERR_UNSUPPORTED;
+clattn_status clattn__try_params(const clattn__family *F,
+                                 const clattn__target *t, const void *desc,
+                                 const clattn_params *p, void *copy,
+                                 void *plan, char *why, size_t cap) {
+  F->with_params(desc, p, copy);
+  clattn_status rc = F->plan(t, copy, plan, why, cap);
+  if (rc == CLATTN_OK && F->fits && !F->fits(t, copy, plan, why, cap))
+    rc = CLATTN_ERR_UNSUPPORTED;
+  return rc;
 }
 
+/* ------------------------------------------------------------- choosing */
+
 /* The model's pick for this class (memoised). */
-static const pick *model_pick(clattn__tuning *T, const fam_ops *F,
-                              const clattn__target *t, const char *cls,
-                              void *copy) {
+static const pick *model_pick(clattn__tuning *T, const clattn__family *F,
+                              const clattn__target *t, const void *desc,
+                              const char *cls, void *copy) {
   for (int i = 0; i < T->n_picks; i++)
-    if (T->picks[i].fam == F->fam && strcmp(T->picks[i].cls, cls) == 0)
+    if (T->picks[i].fam == F && strcmp(T->picks[i].cls, cls) == 0)
       return &T->picks[i];
   pick pk;
   memset(&pk, 0, sizeof pk);
-  pk.fam = F->fam;
+  pk.fam = F;
   snprintf(pk.cls, sizeof pk.cls, "%s", cls);
   clattn__space s;
   memset(&s, 0, sizeof s);
-  if (F->space(t, F->desc, &s) == CLATTN_OK && s.n > 0 && s.def >= 0) {
+  if (F->space(t, desc, &s) == CLATTN_OK && s.n > 0 && s.def >= 0) {
     int best = -1;
     double tb = 0;
     const int variant = clattn__space_params(&s, s.def).variant;
@@ -487,8 +339,8 @@ static const pick *model_pick(clattn__tuning *T, const fam_ops *F,
        * device pays for local memory and barriers (a CPU) */
       if (p.variant != variant)
         continue;
-      F->with_params(F->desc, &p, copy);
-      if (!F->predict(copy, &T->prof, &tp) || tp <= 0)
+      F->with_params(desc, &p, copy);
+      if (!clattn__predict(F, copy, &T->prof, &tp, NULL) || tp <= 0)
         continue;
       if (i == s.def)
         pk.t_default = tp;
@@ -516,31 +368,34 @@ static void fill_entry(clattn_choice *ch, const clattn_tune_entry *e) {
   ch->entry_median_s = e->median_s;
 }
 
-static clattn_status choose(clattn_ctx *ctx, const fam_ops *F,
-                            const clattn_params *caller, const char *cls,
-                            clattn_choice *ch, void *pl, void *copy) {
+clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
+                             const void *desc, clattn_choice *ch, void *pl) {
   const clattn__target t = clattn__ctx_target(ctx);
-  char why[256];
+  _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
+  const clattn_params *caller = F->params(desc);
+  char why[256], cls[96];
+  const char *from = NULL;
   clattn_status rc;
   memset(ch, 0, sizeof *ch);
+  F->shape_class(desc, cls, sizeof cls);
   snprintf(ch->shape_class, sizeof ch->shape_class, "%s", cls);
-  const char *fam = fam_name[F->fam];
-  if (params_set(caller)) {
+  const char *fam = F->name;
+  const clattn_params *ov =
+      clattn__override(ctx, clattn__family_index(F), &from);
+  if (clattn__params_set(caller)) {
     ch->source = CLATTN_CHOICE_CALLER;
     ch->params = *caller;
-    if ((rc = try_params(F, &t, caller, copy, pl, why, sizeof why)))
+    if ((rc = clattn__try_params(F, &t, desc, caller, copy, pl, why, sizeof why)))
       return clattn__fail(ctx, rc, "%s", why);
     snprintf(ch->why, sizeof ch->why, "the caller's desc->params");
     goto resolved;
   }
-  if (ctx->has_override[F->fam]) {
+  if (ov) {
     ch->source = CLATTN_CHOICE_OVERRIDE;
-    ch->params = ctx->override[F->fam];
-    if ((rc = try_params(F, &t, &ch->params, copy, pl, why, sizeof why)))
-      return clattn__fail(ctx, rc, "%s %s override: %s",
-                          ctx->override_from[F->fam], fam, why);
-    snprintf(ch->why, sizeof ch->why, "override from %s",
-             ctx->override_from[F->fam]);
+    ch->params = *ov;
+    if ((rc = clattn__try_params(F, &t, desc, &ch->params, copy, pl, why, sizeof why)))
+      return clattn__fail(ctx, rc, "%s %s override: %s", from, fam, why);
+    snprintf(ch->why, sizeof ch->why, "override from %s", from);
     goto resolved;
   }
   clattn__tuning *T = tuning(ctx);
@@ -561,7 +416,7 @@ static clattn_status choose(clattn_ctx *ctx, const fam_ops *F,
           continue;
         clattn_params p;
         if (clattn_params_parse(r->params, &p) != CLATTN_OK ||
-            try_params(F, &t, &p, copy, pl, why, sizeof why) != CLATTN_OK) {
+            clattn__try_params(F, &t, desc, &p, copy, pl, why, sizeof why) != CLATTN_OK) {
           if (!tried[0])
             snprintf(tried, sizeof tried, "entry %.96s does not fit: %.120s",
                      r->shape_class, why);
@@ -575,7 +430,7 @@ static clattn_status choose(clattn_ctx *ctx, const fam_ops *F,
       }
       if (best) {
         clattn_params_parse(best->params, &ch->params);
-        try_params(F, &t, &ch->params, copy, pl, why, sizeof why);
+        clattn__try_params(F, &t, desc, &ch->params, copy, pl, why, sizeof why);
         ch->source = pass == 0   ? CLATTN_CHOICE_TUNED
                      : pass == 1 ? CLATTN_CHOICE_TUNED_NEAREST
                                  : CLATTN_CHOICE_TUNED_ARCH;
@@ -596,9 +451,9 @@ static clattn_status choose(clattn_ctx *ctx, const fam_ops *F,
       clattn__appendf(ch->why, sizeof ch->why, "no %s entry for this "
                       "device or its architecture; ", fam);
     if (T->has_model) {
-      const pick *pk = model_pick(T, F, &t, cls, copy);
+      const pick *pk = model_pick(T, F, &t, desc, cls, copy);
       if (pk->picked &&
-          try_params(F, &t, &pk->p, copy, pl, why, sizeof why) ==
+          clattn__try_params(F, &t, desc, &pk->p, copy, pl, why, sizeof why) ==
               CLATTN_OK) {
         ch->source = CLATTN_CHOICE_MODEL;
         ch->params = pk->p;
@@ -620,99 +475,14 @@ static clattn_status choose(clattn_ctx *ctx, const fam_ops *F,
   }
   ch->source = CLATTN_CHOICE_DEFAULT;
   memset(&ch->params, 0, sizeof ch->params);
-  if ((rc = try_params(F, &t, &ch->params, copy, pl, why, sizeof why)))
+  if ((rc = clattn__try_params(F, &t, desc, &ch->params, copy, pl, why, sizeof why)))
     return clattn__fail(ctx, rc, "%s", why);
   clattn__appendf(ch->why, sizeof ch->why, "built-in default");
 resolved:
-  F->resolved(pl, &ch->resolved);
+  ch->resolved = F->resolved(pl);
   ctx->errmsg[0] = '\0';
   return CLATTN_OK;
 }
-
-/* --------------------------------------------------- the two families */
-
-static void prefill_with(const void *desc, const clattn_params *p,
-                         void *copy) {
-  clattn_attn_desc *c = copy;
-  *c = *(const clattn_attn_desc *)desc;
-  c->params = p;
-}
-
-static int prefill_plan(const clattn__target *t, const void *copy, void *pl,
-                        clattn_status *rc, char *why, size_t cap) {
-  *rc = clattn__plan_prefill(t, copy, pl, why, cap);
-  return *rc == CLATTN_OK && clattn__prefill_fits(t, copy, pl, why, cap);
-}
-
-static void prefill_resolved(const void *pl, clattn_params *o) {
-  *o = clattn__prefill_resolved(pl);
-}
-
-static clattn_status prefill_space(const clattn__target *t, const void *d,
-                                   clattn__space *s) {
-  return clattn__space_prefill(t, d, s);
-}
-
-static int prefill_predict(const void *copy, const clattn_profile *prof,
-                           double *tp) {
-  const clattn_attn_desc *c = copy;
-  return clattn__predict(prof, c, NULL, c->params, tp, NULL);
-}
-
-static void decode_with(const void *desc, const clattn_params *p,
-                        void *copy) {
-  clattn_decode_desc *c = copy;
-  *c = *(const clattn_decode_desc *)desc;
-  c->params = p;
-}
-
-static int decode_plan(const clattn__target *t, const void *copy, void *pl,
-                       clattn_status *rc, char *why, size_t cap) {
-  *rc = clattn__plan_decode(t, copy, pl, why, cap);
-  return *rc == CLATTN_OK && clattn__decode_fits(t, copy, pl, why, cap);
-}
-
-static void decode_resolved(const void *pl, clattn_params *o) {
-  *o = clattn__decode_resolved(pl);
-}
-
-static clattn_status decode_space(const clattn__target *t, const void *d,
-                                  clattn__space *s) {
-  return clattn__space_decode(t, d, s);
-}
-
-static int decode_predict(const void *copy, const clattn_profile *prof,
-                          double *tp) {
-  const clattn_decode_desc *c = copy;
-  return clattn__predict(prof, NULL, c, c->params, tp, NULL);
-}
-
-clattn_status clattn__choose_prefill(clattn_ctx *ctx, const clattn_attn_desc *d,
-                                     clattn_choice *ch,
-                                     clattn__prefill_plan *pl) {
-  char cls[96];
-  clattn_attn_desc copy;
-  const fam_ops F = {FAM_PREFILL,     d,             prefill_with,
-                     prefill_plan,    prefill_resolved, prefill_space,
-                     prefill_predict};
-  clattn_shape_class_attention(d, cls, sizeof cls);
-  return choose(ctx, &F, d->params, cls, ch, pl, &copy);
-}
-
-clattn_status clattn__choose_decode(clattn_ctx *ctx,
-                                    const clattn_decode_desc *d,
-                                    clattn_choice *ch,
-                                    clattn__decode_plan *pl) {
-  char cls[96];
-  clattn_decode_desc copy;
-  const fam_ops F = {FAM_DECODE,     d,               decode_with,
-                     decode_plan,    decode_resolved, decode_space,
-                     decode_predict};
-  clattn_shape_class_decode(d, cls, sizeof cls);
-  return choose(ctx, &F, d->params, cls, ch, pl, &copy);
-}
-
-/* ------------------------------------------------------------- explain */
 
 const char *clattn_choice_source_str(clattn_choice_source s) {
   static const char *const names[] = {"caller",     "override",
@@ -722,53 +492,3 @@ const char *clattn_choice_source_str(clattn_choice_source s) {
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
 }
 
-clattn_status clattn_explain_attention(clattn_ctx *ctx,
-                                       const clattn_attn_desc *d,
-                                       clattn_choice *out) {
-  clattn_status rc = clattn__ctx_check(ctx);
-  if (rc)
-    return rc;
-  if (d == NULL || out == NULL)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc or out is NULL");
-  if (d->batch < 1 || d->n_q < 1 || d->n_kv < 1)
-    return clattn__fail(ctx, CLATTN_ERR_SHAPE,
-                        "batch (%d), n_q (%d) and n_kv (%d) must be >= 1",
-                        d->batch, d->n_q, d->n_kv);
-  if ((rc = clattn__check_heads(ctx, d->heads_q, d->heads_kv, d->head_dim_k,
-                                d->head_dim_v, d->dtype)))
-    return rc;
-  clattn__prefill_plan pl;
-  return clattn__choose_prefill(ctx, d, out, &pl);
-}
-
-clattn_status clattn_explain_decode(clattn_ctx *ctx,
-                                    const clattn_decode_desc *d,
-                                    clattn_choice *out) {
-  clattn_status rc = clattn__ctx_check(ctx);
-  if (rc)
-    return rc;
-  if (d == NULL || out == NULL)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc or out is NULL");
-  if (d->batch < 1 || d->capacity < 1)
-    return clattn__fail(ctx, CLATTN_ERR_SHAPE,
-                        "batch (%d) and capacity (%d) must be >= 1", d->batch,
-                        d->capacity);
-  if ((rc = clattn__check_heads(ctx, d->heads_q, d->heads_kv, d->head_dim_k,
-                                d->head_dim_v, d->dtype)))
-    return rc;
-  clattn__decode_plan pl;
-  return clattn__choose_decode(ctx, d, out, &pl);
-}
-
-clattn_status clattn_ctx_last_choice(const clattn_ctx *ctx,
-                                     clattn_choice *out) {
-  clattn_status rc = clattn__ctx_check(ctx);
-  if (rc)
-    return rc;
-  if (out == NULL)
-    return CLATTN_ERR_INVALID_ARG;
-  if (!ctx->has_last)
-    return CLATTN_ERR_NOT_FOUND;
-  *out = ctx->last;
-  return CLATTN_OK;
-}

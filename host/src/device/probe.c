@@ -275,7 +275,7 @@ static clattn_status kernel_for(clattn_ctx *ctx, int vw, int fp16,
            "-cl-mad-enable -D VW=%d -D PROBE_FP16=%d -D FMA_ITERS=%d "
            "-D FMA_CHAINS=%d -D LOCAL_ITERS=%d",
            vw, fp16, FMA_ITERS, CLATTN__PROBE_FMA_CHAINS, LOCAL_ITERS);
-  return clattn__kernel(ctx, CLATTN_SRC_PROBE, opts,
+  return clattn__kernel(ctx, "probe.cl", opts,
                         clattn__probe_name(which), k);
 }
 

@@ -1,46 +1,228 @@
-/* decode.c - incremental decoding over a KV cache (split-KV + combine) and
- * the in-place cache append: validate, pick parameters, enqueue. */
-#include "runtime/runtime.h"
+/* decode.c - the decode family: one query per sequence over a KV cache,
+ * split across work-groups and combined with the log-sum-exp rule
+ * (clattn_decode).  Its plans are in plan.c, its costs in decode_cost.c,
+ * its kernels in cl/decode.cl. */
+#include "family/common.h"
+#include "family/decode.h"
+#include "family/family.h"
+#include "reference/ref.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
-#define LOG2E 1.4426950408889634f
+enum { Q, K_CACHE, V_CACHE, LENS, O };
 
-static clattn_status check_cache(clattn_ctx *ctx, const clattn_decode_desc *d,
-                                 cl_mem k_cache, cl_mem v_cache) {
+clattn_status clattn__check_cache(const clattn_decode_desc *d, char *why,
+                                  size_t cap) {
   clattn_status rc;
-  if (d == NULL)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc is NULL");
-  if (d->batch < 1 || d->capacity < 1)
-    return clattn__fail(ctx, CLATTN_ERR_SHAPE,
-                        "batch (%d) and capacity (%d) must be >= 1", d->batch,
-                        d->capacity);
-  if ((rc = clattn__check_heads(ctx, d->heads_q, d->heads_kv, d->head_dim_k,
-                                d->head_dim_v, d->dtype)))
+  if (d->batch < 1 || d->capacity < 1) {
+    snprintf(why, cap, "batch (%d) and capacity (%d) must be >= 1", d->batch,
+             d->capacity);
+    return CLATTN_ERR_SHAPE;
+  }
+  if ((rc = clattn__check_heads(d->heads_q, d->heads_kv, d->head_dim_k,
+                                d->head_dim_v, d->dtype, why, cap)))
     return rc;
-  if (!clattn__is_layout(d->cache_layout))
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "unknown cache layout");
-  if (!(d->scale >= 0.0f) || isinf(d->scale))
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                        "scale must be finite and >= 0 (0: 1/sqrt(k))");
+  if (!clattn__is_layout(d->cache_layout)) {
+    snprintf(why, cap, "unknown cache layout");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  if ((rc = clattn__check_scale(d->scale, why, cap)))
+    return rc;
   const size_t es = clattn_dtype_size(d->dtype);
-  const size_t kb =
-      clattn__bytes(es, d->batch, d->capacity, d->heads_kv, d->head_dim_k);
-  const size_t vb =
-      clattn__bytes(es, d->batch, d->capacity, d->heads_kv, d->head_dim_v);
-  if (kb == 0 || vb == 0)
-    return clattn__fail(ctx, CLATTN_ERR_SHAPE, "cache sizes overflow");
-  if ((rc = clattn__check_buffer(ctx, k_cache, kb, "k_cache")) ||
-      (rc = clattn__check_buffer(ctx, v_cache, vb, "v_cache")))
+  if (!clattn__bytes(es, d->batch, d->capacity, d->heads_kv, d->head_dim_k) ||
+      !clattn__bytes(es, d->batch, d->capacity, d->heads_kv, d->head_dim_v) ||
+      !clattn__bytes(es, d->batch, d->heads_q, d->head_dim_k, 1) ||
+      !clattn__bytes(es, d->batch, d->heads_q, d->head_dim_v, 1)) {
+    snprintf(why, cap, "cache sizes overflow");
+    return CLATTN_ERR_SHAPE;
+  }
+  return CLATTN_OK;
+}
+
+static const char *const cache_keys[] = {
+    "batch", "kv-seq", "heads", "kv-heads", "head-dim", "head-dim-v",
+    "dtype", "layout", NULL};
+
+clattn_status clattn__parse_cache(const char *text, const char *const *extra,
+                                  clattn_decode_desc *out, char *why,
+                                  size_t cap) {
+  const char *known[24];
+  int n = 0;
+  for (int i = 0; cache_keys[i]; i++)
+    known[n++] = cache_keys[i];
+  for (int i = 0; extra && extra[i] && n < 23; i++)
+    known[n++] = extra[i];
+  known[n] = NULL;
+  clattn_decode_desc d = {1, 0, 0, 0, 0, 0, CLATTN_F32, CLATTN_BHSD, 0.0f,
+                          NULL};
+  clattn_status rc;
+  if ((rc = clattn__shape_keys(text, known, why, cap)) ||
+      (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why,
+                              cap)) ||
+      (rc = clattn__shape_int(text, "kv-seq", 1, 1 << 30, &d.capacity, why,
+                              cap)) ||
+      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &d.heads_q, why,
+                              cap)) ||
+      (rc = clattn__shape_int(text, "head-dim", 1, CLATTN_MAX_HEAD_DIM,
+                              &d.head_dim_k, why, cap)))
     return rc;
+  d.heads_kv = d.heads_q;
+  d.head_dim_v = d.head_dim_k;
+  if ((rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &d.heads_kv,
+                              why, cap)) ||
+      (rc = clattn__shape_int(text, "head-dim-v", 1, CLATTN_MAX_HEAD_DIM,
+                              &d.head_dim_v, why, cap)) ||
+      (rc = clattn__shape_dtype(text, &d.dtype, why, cap)) ||
+      (rc = clattn__shape_layout(text, "layout", &d.cache_layout, why, cap)))
+    return rc;
+  if (d.capacity < 1 || d.heads_q < 1 || d.head_dim_k < 1) {
+    snprintf(why, cap, "the shape needs kv-seq=, heads= and head-dim=");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  *out = d;
+  return CLATTN_OK;
+}
+
+static clattn_status check(const void *desc, char *why, size_t cap) {
+  return clattn__check_cache(desc, why, cap);
+}
+
+static void buffers(const void *desc, clattn__buf_spec *b) {
+  const clattn_decode_desc *d = desc;
+  const clattn_dtype dt = d->dtype;
+  const size_t B = (size_t)d->batch, m = (size_t)d->capacity;
+  b[Q] = (clattn__buf_spec){"q", CLATTN__BUF_IN,
+                            B * d->heads_q * d->head_dim_k, dt, 0, 0};
+  b[K_CACHE] = (clattn__buf_spec){"k_cache", CLATTN__BUF_IN,
+                                  B * m * d->heads_kv * d->head_dim_k, dt, 0,
+                                  1};
+  b[V_CACHE] = (clattn__buf_spec){"v_cache", CLATTN__BUF_IN,
+                                  B * m * d->heads_kv * d->head_dim_v, dt, 0,
+                                  1};
+  b[LENS] = (clattn__buf_spec){"lens", CLATTN__BUF_INTS, B, CLATTN_F32, 0, 0};
+  b[O] = (clattn__buf_spec){"o", CLATTN__BUF_OUT,
+                            B * d->heads_q * d->head_dim_v, dt, 0, 0};
+}
+
+static int full_int(const void *desc) {
+  return ((const clattn_decode_desc *)desc)->capacity;
+}
+
+static void shape_class(const void *desc, char *buf, size_t cap) {
+  clattn_shape_class_decode(desc, buf, cap);
+}
+
+void clattn_shape_class_decode(const clattn_decode_desc *d, char *buf,
+                               size_t cap) {
+  if (buf == NULL || cap == 0)
+    return;
+  if (d == NULL || d->heads_kv < 1) {
+    buf[0] = '\0';
+    return;
+  }
+  snprintf(buf, cap, "%s k%d v%d g%d bh%ld m%ld %s",
+           clattn__dtype_name(d->dtype), d->head_dim_k, d->head_dim_v,
+           d->heads_q / d->heads_kv,
+           clattn__pow2_round((long)d->batch * d->heads_kv),
+           clattn__pow2_round(d->capacity),
+           d->cache_layout == CLATTN_BHSD ? "bhsd" : "bshd");
+}
+
+static clattn_status parse_shape(const char *text, void *desc, char *why,
+                                 size_t cap) {
+  return clattn__parse_cache(text, NULL, desc, why, cap);
+}
+
+static const clattn_params *params(const void *desc) {
+  return ((const clattn_decode_desc *)desc)->params;
+}
+
+static void with_params(const void *desc, const clattn_params *p,
+                        void *copy) {
+  clattn_decode_desc *c = copy;
+  *c = *(const clattn_decode_desc *)desc;
+  c->params = p;
+}
+
+static clattn_status plan(const clattn__target *t, const void *desc,
+                          void *pl, char *why, size_t cap) {
+  return clattn__plan_decode(t, desc, pl, why, cap);
+}
+
+static int fits(const clattn__target *t, const void *desc, const void *pl,
+                char *why, size_t cap) {
+  return clattn__decode_fits(t, desc, pl, why, cap);
+}
+
+static clattn_params resolved(const void *pl) {
+  return clattn__decode_resolved(pl);
+}
+
+static int add(const clattn__target *t, const clattn_decode_desc *d,
+               clattn_params p, clattn__space *s) {
+  clattn_decode_desc c;
+  clattn__decode_plan pl;
+  char why[160];
+  with_params(d, &p, &c);
+  if (plan(t, &c, &pl, why, sizeof why) != CLATTN_OK ||
+      !fits(t, &c, &pl, why, sizeof why)) {
+    s->pruned++;
+    return -1;
+  }
+  int v[CLATTN__NPARAMS];
+  const clattn_params r = resolved(&pl);
+  clattn__params_values(&r, v);
+  int i = clattn__space_add(s, v);
+  return i < 0 ? -2 : i;
+}
+
+/* Variant 1: keys {16,32,64,128} x work-group {1 (written 0),4} x splits x
+ * prefetch {off, on} x heads per P V pass after the first (rows) {1,2,4}
+ * and the whole group a pass by slices of the value dims (rows G, which is
+ * rows 4 when G <= 4) without prefetch; variant 2: work-group {16..256} x
+ * keys {8,16,32,64} x splits; splits 1, 2, 4, ... while a split keeps >= 64
+ * keys (at most 256).  A candidate is stored as the plan resolves it, so
+ * two requests that run the same launch are one candidate. */
+static clattn_status space(const clattn__target *t, const void *desc,
+                           clattn__space *s) {
+  static const int keys1[] = {16, 32, 64, 128}, wg1[] = {1, 4},
+                   wg2[] = {16, 32, 64, 128, 256}, keys2[] = {8, 16, 32, 64};
+  const clattn_decode_desc *d = desc;
+  const int g = d->heads_kv > 0 ? d->heads_q / d->heads_kv : 1;
+  const int rows1[] = {1, 2, 4, g > 4 ? g : 4};
+  int splits[10], ns = 0;
+  clattn__space_init_params(s);
+  int i = add(t, d, (clattn_params){0, 0, 0, 0, 0, 0}, s);
+  if (i == -2)
+    return CLATTN_ERR_NOMEM;
+  s->def = i;
+  for (int sp = 1; ns < 10 && sp <= 256 && (sp == 1 || d->capacity / sp >= 64);
+       sp *= 2)
+    splits[ns++] = sp;
+  for (int k = 0; k < ns; k++) {
+    for (int a = 0; a < 4; a++)
+      for (int b = 0; b < 2; b++)
+        for (int f = 1; f <= 2; f++)
+          for (int r = 0; r < 4; r++)
+            if (add(t, d, (clattn_params){1, rows1[r], keys1[a], wg1[b],
+                                          splits[k], f},
+                    s) == -2)
+              return CLATTN_ERR_NOMEM;
+    for (int a = 0; a < 5; a++)
+      for (int b = 0; b < 4; b++)
+        if (add(t, d, (clattn_params){2, 0, keys2[b], wg2[a], splits[k], 0},
+                s) == -2)
+          return CLATTN_ERR_NOMEM;
+  }
   return CLATTN_OK;
 }
 
 /* -D options of a decode program; returns its local-memory bytes. */
-static size_t decode_options(const clattn_decode_desc *d,
-                             const clattn__decode_plan *pl, int direct,
-                             char *opts, size_t cap) {
+static size_t options(const clattn_decode_desc *d,
+                      const clattn__decode_plan *pl, int direct, char *opts,
+                      size_t cap) {
   const int g = d->heads_q / d->heads_kv;
   const int dk = d->head_dim_k, dv = d->head_dim_v;
   int len = snprintf(opts, cap,
@@ -61,86 +243,67 @@ static size_t decode_options(const clattn_decode_desc *d,
   return clattn__decode_local_bytes(d, pl);
 }
 
-clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
-                            cl_mem q, cl_mem k_cache, cl_mem v_cache,
-                            cl_mem lens, cl_mem o, const clattn_events *ev) {
-  clattn_status rc = clattn__ctx_check(ctx);
-  if (rc)
-    return rc;
-  ctx->errmsg[0] = '\0';
-  if ((rc = check_cache(ctx, d, k_cache, v_cache)))
-    return rc;
-  const size_t es = clattn_dtype_size(d->dtype);
+static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
+                             int auto_wg, const cl_mem *bufs,
+                             const clattn_events *ev) {
+  const clattn_decode_desc *d = desc;
+  clattn__decode_plan *pl = plan_;
+  clattn_status rc;
   const int b = d->batch, hq = d->heads_q, hkv = d->heads_kv;
   const int dk = d->head_dim_k, dv = d->head_dim_v;
-  if ((rc = clattn__check_buffer(ctx, q, clattn__bytes(es, b, hq, dk, 1),
-                                 "q")) ||
-      (rc = clattn__check_buffer(ctx, o, clattn__bytes(es, b, hq, dv, 1),
-                                 "o")) ||
-      (rc = clattn__check_buffer(ctx, lens, (size_t)b * 4, "lens")))
-    return rc;
-  clattn__decode_plan pl;
-  clattn_choice ch;
-  if ((rc = clattn__choose_decode(ctx, d, &ch, &pl)))
-    return rc;
-  ctx->last = ch;
-  ctx->has_last = 1;
-  const int S = pl.splits, direct = S == 1;
-  const int vwv = clattn__vec_width(dv);
+  const int S = pl->splits, direct = S == 1;
   char opts[256];
-  size_t lbytes = decode_options(d, &pl, direct, opts, sizeof opts);
-  const char *name = pl.variant == 1 ? "decode_split_reg" : "decode_split_local";
+  size_t lbytes = options(d, pl, direct, opts, sizeof opts);
+  const char *name =
+      pl->variant == 1 ? "decode_split_reg" : "decode_split_local";
   cl_kernel kern = NULL, comb = NULL;
-  if ((rc = clattn__kernel(ctx, CLATTN_SRC_DECODE, opts, name, &kern)))
+  if ((rc = clattn__kernel(ctx, "decode.cl", opts, name, &kern)))
     return rc;
-  if (pl.variant == 2 && !ch.params.wg) {
+  if (pl->variant == 2 && auto_wg) {
     /* an automatic work-group may exceed what the compiled kernel allows
      * (registers): rebuild once at the kernel's own limit */
     size_t kwg = 0;
     if ((rc = clattn__kernel_wg(ctx, kern, &kwg)))
       return rc;
-    if (kwg < (size_t)pl.wg) {
-      pl.wg = clattn__pow2_floor(kwg);
-      lbytes = decode_options(d, &pl, direct, opts, sizeof opts);
-      if ((rc = clattn__kernel(ctx, CLATTN_SRC_DECODE, opts, name, &kern)))
+    if (kwg < (size_t)pl->wg) {
+      pl->wg = clattn__pow2_floor(kwg);
+      lbytes = options(d, pl, direct, opts, sizeof opts);
+      if ((rc = clattn__kernel(ctx, "decode.cl", opts, name, &kern)))
         return rc;
     }
   }
-  if ((pl.variant == 2 || pl.wg) &&
-      (rc = clattn__check_wg(ctx, kern, (size_t)pl.wg, lbytes, name)))
+  if ((pl->variant == 2 || pl->wg) &&
+      (rc = clattn__check_wg(ctx, kern, (size_t)pl->wg, lbytes, name)))
     return rc;
   cl_mem opart = NULL, lse = NULL;
   if (!direct) {
     const size_t pb = clattn__bytes(4, b, hq, S, dv);
     if (pb == 0)
       return clattn__fail(ctx, CLATTN_ERR_SHAPE, "partial sizes overflow");
-    if ((rc = clattn__kernel(ctx, CLATTN_SRC_DECODE, opts, "decode_combine",
+    if ((rc = clattn__kernel(ctx, "decode.cl", opts, "decode_combine",
                              &comb)) ||
         (rc = clattn__scratch(ctx, 1, pb, &opart)) ||
         (rc = clattn__scratch(ctx, 2, clattn__bytes(4, b, hq, S, 1), &lse)))
       return rc;
   }
-  const float scale =
-      (d->scale > 0.0f ? d->scale : 1.0f / sqrtf((float)dk)) * LOG2E;
+  const float scale = clattn__kernel_scale(d->scale, dk);
   const clattn__strides ks =
       clattn__layout_strides(d->cache_layout, d->capacity, hkv, dk);
   const clattn__strides vs =
       clattn__layout_strides(d->cache_layout, d->capacity, hkv, dv);
-  const cl_int ci[4] = {d->capacity, hkv, S, pl.chunk};
-  const cl_mem bufs[7] = {q, k_cache, v_cache, lens, o, opart, lse};
+  const cl_int ci[4] = {d->capacity, hkv, S, pl->chunk};
+  const cl_mem kb[7] = {bufs[Q],    bufs[K_CACHE], bufs[V_CACHE], bufs[LENS],
+                        bufs[O],    opart,         lse};
   const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
   cl_uint a = 0;
-  if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), bufs)))
-    return rc;
-  if ((rc = clattn__args(ctx, kern, &a, 4, sizeof(cl_int), ci)))
-    return rc;
-  if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)))
-    return rc;
-  if ((rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), st)))
+  if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), kb)) ||
+      (rc = clattn__args(ctx, kern, &a, 4, sizeof(cl_int), ci)) ||
+      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
+      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), st)))
     return rc;
   const cl_int rows = b * hq;
   if (!direct) {
-    const cl_mem cb[3] = {opart, lse, o};
+    const cl_mem cb[3] = {opart, lse, bufs[O]};
     const cl_int cn[2] = {rows, S};
     cl_uint ca = 0;
     if ((rc = clattn__args(ctx, comb, &ca, 3, sizeof(cl_mem), cb)) ||
@@ -152,67 +315,71 @@ clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
   cl_event *out = ev ? ev->out : NULL;
   /* variant 1 defaults to one work-item per work-group: PoCL otherwise
    * packs the few work-items of a decode step into one group (one core) */
-  const size_t wg1 = pl.wg ? (size_t)pl.wg : 1;
-  size_t gws[2], lws[2] = {pl.variant == 1 ? wg1 : (size_t)pl.wg, 1};
-  if (pl.variant == 1) {
-    gws[0] = ((size_t)S + wg1 - 1) / wg1 * wg1;
-  } else {
-    gws[0] = (size_t)S * (size_t)pl.wg;
-  }
+  const size_t wg1 = pl->wg ? (size_t)pl->wg : 1;
+  size_t gws[2], lws[2] = {pl->variant == 1 ? wg1 : (size_t)pl->wg, 1};
+  gws[0] = pl->variant == 1 ? ((size_t)S + wg1 - 1) / wg1 * wg1
+                            : (size_t)S * (size_t)pl->wg;
   gws[1] = (size_t)b * hkv;
   if ((rc = clattn__launch(ctx, kern, 2, gws, lws, nw, wait,
                            direct ? out : NULL)) ||
       direct)
     return rc;
-  const size_t cg[2] = {(size_t)rows, (size_t)(dv / vwv)};
+  const size_t cg[2] = {(size_t)rows, (size_t)(dv / clattn__vec_width(dv))};
   return clattn__launch(ctx, comb, 2, cg, NULL, 0, NULL, out);
 }
 
-clattn_status clattn_kv_append(clattn_ctx *ctx, const clattn_decode_desc *d,
-                               int n_new, cl_mem k_new, cl_mem v_new,
-                               cl_mem pos, cl_mem k_cache, cl_mem v_cache,
-                               const clattn_events *ev) {
-  clattn_status rc = clattn__ctx_check(ctx);
-  if (rc)
-    return rc;
-  ctx->errmsg[0] = '\0';
-  if ((rc = check_cache(ctx, d, k_cache, v_cache)))
-    return rc;
-  if (n_new < 1)
-    return clattn__fail(ctx, CLATTN_ERR_SHAPE, "n_new (%d) must be >= 1",
-                        n_new);
-  const size_t es = clattn_dtype_size(d->dtype);
-  const int b = d->batch, hkv = d->heads_kv;
-  const int dk = d->head_dim_k, dv = d->head_dim_v;
-  if ((rc = clattn__check_buffer(ctx, k_new,
-                                 clattn__bytes(es, b, n_new, hkv, dk),
-                                 "k_new")) ||
-      (rc = clattn__check_buffer(ctx, v_new,
-                                 clattn__bytes(es, b, n_new, hkv, dv),
-                                 "v_new")) ||
-      (rc = clattn__check_buffer(ctx, pos, (size_t)b * 4, "pos")))
-    return rc;
-  char opts[96];
-  snprintf(opts, sizeof opts, "-DDTYPE=%d -DDK=%d -DDV=%d", (int)d->dtype, dk,
-           dv);
-  cl_kernel kern = NULL;
-  if ((rc = clattn__kernel(ctx, CLATTN_SRC_DECODE, opts, "kv_append", &kern)))
-    return rc;
-  const clattn__strides ks =
-      clattn__layout_strides(d->cache_layout, d->capacity, hkv, dk);
-  const clattn__strides vs =
-      clattn__layout_strides(d->cache_layout, d->capacity, hkv, dv);
-  const cl_mem bufs[5] = {k_new, v_new, pos, k_cache, v_cache};
-  const cl_int ci[3] = {n_new, d->capacity, hkv};
-  const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
-  cl_uint a = 0;
-  if ((rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_mem), bufs)))
-    return rc;
-  if ((rc = clattn__args(ctx, kern, &a, 3, sizeof(cl_int), ci)))
-    return rc;
-  if ((rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), st)))
-    return rc;
-  const size_t gws[2] = {(size_t)n_new * hkv, (size_t)b};
-  return clattn__launch(ctx, kern, 2, gws, NULL, ev ? ev->num_wait : 0,
-                        ev ? ev->wait : NULL, ev ? ev->out : NULL);
+/* A capacity that no block divides, two sequences of different lengths. */
+static void check_case(const void *desc, clattn__check_case *c) {
+  clattn_decode_desc *s = (clattn_decode_desc *)c->desc;
+  const clattn_decode_desc *d = desc;
+  *s = *d;
+  s->params = NULL;
+  s->batch = 2;
+  s->capacity = 301;
+  s->heads_kv = 2;
+  s->heads_q = 2 * (d->heads_q / d->heads_kv);
+  c->ints[0] = 301;
+  c->ints[1] = 188;
 }
+
+static void reference(const void *desc, void *const *b) {
+  const clattn_decode_desc *d = desc;
+  ref_decode(d->batch, d->capacity, d->heads_q, d->heads_kv, d->head_dim_k,
+             d->head_dim_v, (int)d->cache_layout,
+             d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
+             b[LENS], b[Q], b[K_CACHE], b[V_CACHE], b[O]);
+}
+
+static const char *const standard[] = {
+    "batch=1 kv-seq=4096 heads=8 kv-heads=8 head-dim=64",
+    "batch=1 kv-seq=8192 heads=8 kv-heads=1 head-dim=64",
+    "batch=1 kv-seq=4096 heads=32 kv-heads=8 head-dim=128",
+    "batch=8 kv-seq=2048 heads=8 kv-heads=8 head-dim=64", NULL};
+
+const clattn__family clattn__family_decode = {
+    .name = "decode",
+    .summary = "one query per sequence over a KV cache, split-KV "
+               "(clattn_decode)",
+    .api = "clattn_decode",
+    .source = "decode.cl",
+    .desc_size = sizeof(clattn_decode_desc),
+    .plan_size = sizeof(clattn__decode_plan),
+    .nbufs = 5,
+    .tune_method = 2,
+    .standard_shapes = standard,
+    .check = check,
+    .buffers = buffers,
+    .full_int = full_int,
+    .shape_class = shape_class,
+    .parse_shape = parse_shape,
+    .params = params,
+    .with_params = with_params,
+    .plan = plan,
+    .fits = fits,
+    .resolved = resolved,
+    .space = space,
+    .cost = clattn__decode_cost,
+    .enqueue = enqueue,
+    .check_case = check_case,
+    .reference = reference,
+};

@@ -1,16 +1,203 @@
-/* attention.c - fused prefill attention: validate, pick parameters, enqueue.
- */
-#include "runtime/runtime.h"
+/* prefill.c - the prefill family: fused attention over a whole query block
+ * (clattn_attention).  Its plans are in plan.c, its costs in
+ * prefill_cost.c, its kernels in cl/attention.cl. */
+#include "family/common.h"
+#include "family/family.h"
+#include "reference/ref.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
-#define LOG2E 1.4426950408889634f
+enum { Q, K, V, KV_LENS, O };
+
+static clattn_status check(const void *desc, char *why, size_t cap) {
+  const clattn_attn_desc *d = desc;
+  clattn_status rc;
+  if (d->batch < 1 || d->n_q < 1 || d->n_kv < 1) {
+    snprintf(why, cap, "batch (%d), n_q (%d) and n_kv (%d) must be >= 1",
+             d->batch, d->n_q, d->n_kv);
+    return CLATTN_ERR_SHAPE;
+  }
+  if ((rc = clattn__check_heads(d->heads_q, d->heads_kv, d->head_dim_k,
+                                d->head_dim_v, d->dtype, why, cap)))
+    return rc;
+  if (!clattn__is_layout(d->q_layout) || !clattn__is_layout(d->kv_layout)) {
+    snprintf(why, cap, "unknown layout");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  if ((rc = clattn__check_scale(d->scale, why, cap)))
+    return rc;
+  const size_t es = clattn_dtype_size(d->dtype);
+  if (!clattn__bytes(es, d->batch, d->n_q, d->heads_q, d->head_dim_k) ||
+      !clattn__bytes(es, d->batch, d->n_kv, d->heads_kv, d->head_dim_k) ||
+      !clattn__bytes(es, d->batch, d->n_kv, d->heads_kv, d->head_dim_v) ||
+      !clattn__bytes(es, d->batch, d->n_q, d->heads_q, d->head_dim_v) ||
+      (long)d->n_q * d->heads_q > 0x7fffffffL) {
+    snprintf(why, cap, "tensor sizes overflow");
+    return CLATTN_ERR_SHAPE;
+  }
+  return CLATTN_OK;
+}
+
+static void buffers(const void *desc, clattn__buf_spec *b) {
+  const clattn_attn_desc *d = desc;
+  const clattn_dtype dt = d->dtype;
+  const size_t B = (size_t)d->batch, n = (size_t)d->n_q,
+               m = (size_t)d->n_kv;
+  b[Q] = (clattn__buf_spec){"q", CLATTN__BUF_IN,
+                            B * n * d->heads_q * d->head_dim_k, dt, 0, 0};
+  b[K] = (clattn__buf_spec){"k", CLATTN__BUF_IN,
+                            B * m * d->heads_kv * d->head_dim_k, dt, 0, 0};
+  b[V] = (clattn__buf_spec){"v", CLATTN__BUF_IN,
+                            B * m * d->heads_kv * d->head_dim_v, dt, 0, 0};
+  b[KV_LENS] = (clattn__buf_spec){"kv_lens", CLATTN__BUF_INTS, B,
+                                  CLATTN_F32, 1, 0};
+  b[O] = (clattn__buf_spec){"o", CLATTN__BUF_OUT,
+                            B * n * d->heads_q * d->head_dim_v, dt, 0, 0};
+}
+
+static int full_int(const void *desc) {
+  return ((const clattn_attn_desc *)desc)->n_kv;
+}
+
+static void shape_class(const void *desc, char *buf, size_t cap) {
+  clattn_shape_class_attention(desc, buf, cap);
+}
+
+void clattn_shape_class_attention(const clattn_attn_desc *d, char *buf,
+                                  size_t cap) {
+  if (buf == NULL || cap == 0)
+    return;
+  if (d == NULL || d->heads_kv < 1) {
+    buf[0] = '\0';
+    return;
+  }
+  snprintf(buf, cap, "%s k%d v%d g%d bh%ld n%ld m%ld c%d",
+           clattn__dtype_name(d->dtype), d->head_dim_k, d->head_dim_v,
+           d->heads_q / d->heads_kv,
+           clattn__pow2_round((long)d->batch * d->heads_kv),
+           clattn__pow2_round(d->n_q), clattn__pow2_round(d->n_kv),
+           d->causal ? 1 : 0);
+}
+
+static const char *const shape_keys[] = {
+    "batch", "seq", "kv-seq", "heads", "kv-heads", "head-dim", "head-dim-v",
+    "dtype", "causal", "layout", "kv-layout", NULL};
+
+static clattn_status parse_shape(const char *text, void *desc, char *why,
+                                 size_t cap) {
+  clattn_attn_desc d = {1, 0, 0, 0, 0, 0, 0, CLATTN_F32, CLATTN_BSHD,
+                        CLATTN_BSHD, 0.0f, 0, NULL};
+  clattn_status rc;
+  if ((rc = clattn__shape_keys(text, shape_keys, why, cap)) ||
+      (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why,
+                              cap)) ||
+      (rc = clattn__shape_int(text, "seq", 1, 1 << 30, &d.n_q, why, cap)) ||
+      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &d.heads_q, why,
+                              cap)) ||
+      (rc = clattn__shape_int(text, "head-dim", 1, CLATTN_MAX_HEAD_DIM,
+                              &d.head_dim_k, why, cap)))
+    return rc;
+  d.n_kv = d.n_q;
+  d.heads_kv = d.heads_q;
+  d.head_dim_v = d.head_dim_k;
+  if ((rc = clattn__shape_int(text, "kv-seq", 1, 1 << 30, &d.n_kv, why,
+                              cap)) ||
+      (rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &d.heads_kv,
+                              why, cap)) ||
+      (rc = clattn__shape_int(text, "head-dim-v", 1, CLATTN_MAX_HEAD_DIM,
+                              &d.head_dim_v, why, cap)) ||
+      (rc = clattn__shape_int(text, "causal", 0, 1, &d.causal, why, cap)) ||
+      (rc = clattn__shape_dtype(text, &d.dtype, why, cap)) ||
+      (rc = clattn__shape_layout(text, "layout", &d.q_layout, why, cap)))
+    return rc;
+  d.kv_layout = d.q_layout;
+  if ((rc = clattn__shape_layout(text, "kv-layout", &d.kv_layout, why, cap)))
+    return rc;
+  if (d.n_q < 1 || d.heads_q < 1 || d.head_dim_k < 1) {
+    snprintf(why, cap, "the shape needs seq=, heads= and head-dim=");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  *(clattn_attn_desc *)desc = d;
+  return CLATTN_OK;
+}
+
+static const clattn_params *params(const void *desc) {
+  return ((const clattn_attn_desc *)desc)->params;
+}
+
+static void with_params(const void *desc, const clattn_params *p,
+                        void *copy) {
+  clattn_attn_desc *c = copy;
+  *c = *(const clattn_attn_desc *)desc;
+  c->params = p;
+}
+
+static clattn_status plan(const clattn__target *t, const void *desc,
+                          void *pl, char *why, size_t cap) {
+  return clattn__plan_prefill(t, desc, pl, why, cap);
+}
+
+static int fits(const clattn__target *t, const void *desc, const void *pl,
+                char *why, size_t cap) {
+  return clattn__prefill_fits(t, desc, pl, why, cap);
+}
+
+static clattn_params resolved(const void *pl) {
+  return clattn__prefill_resolved(pl);
+}
+
+/* Plan p for d; add the resolved candidate if it fits.  Returns its index,
+ * -1 if pruned, -2 out of memory. */
+static int add(const clattn__target *t, const clattn_attn_desc *d,
+               clattn_params p, clattn__space *s) {
+  clattn_attn_desc c;
+  clattn__prefill_plan pl;
+  char why[160];
+  with_params(d, &p, &c);
+  if (plan(t, &c, &pl, why, sizeof why) != CLATTN_OK ||
+      !fits(t, &c, &pl, why, sizeof why)) {
+    s->pruned++;
+    return -1;
+  }
+  int v[CLATTN__NPARAMS];
+  const clattn_params r = resolved(&pl);
+  clattn__params_values(&r, v);
+  int i = clattn__space_add(s, v);
+  return i < 0 ? -2 : i;
+}
+
+/* Variant 1 (register-blocked): rows {1,2,4,8} x keys {16,32,64,128} x
+ * work-group {1 (written 0),2,4}; variant 2 (local-memory tiles):
+ * work-group {16..256} x keys {8,16,32,64}. */
+static clattn_status space(const clattn__target *t, const void *desc,
+                           clattn__space *s) {
+  static const int rows1[] = {1, 2, 4, 8}, keys1[] = {16, 32, 64, 128},
+                   wg1[] = {1, 2, 4}, wg2[] = {16, 32, 64, 128, 256},
+                   keys2[] = {8, 16, 32, 64};
+  const clattn_attn_desc *d = desc;
+  clattn__space_init_params(s);
+  int i = add(t, d, (clattn_params){0, 0, 0, 0, 0, 0}, s);
+  if (i == -2)
+    return CLATTN_ERR_NOMEM;
+  s->def = i;
+  for (int a = 0; a < 4; a++)
+    for (int b = 0; b < 4; b++)
+      for (int c = 0; c < 3; c++)
+        if (add(t, d, (clattn_params){1, rows1[a], keys1[b], wg1[c], 0, 0},
+                s) == -2)
+          return CLATTN_ERR_NOMEM;
+  for (int a = 0; a < 5; a++)
+    for (int b = 0; b < 4; b++)
+      if (add(t, d, (clattn_params){2, 0, keys2[b], wg2[a], 0, 0}, s) == -2)
+        return CLATTN_ERR_NOMEM;
+  return CLATTN_OK;
+}
 
 /* -D options of a prefill program. */
-static void prefill_options(const clattn_attn_desc *d,
-                            const clattn__prefill_plan *pl,
-                            char *buf, size_t cap) {
+static void options(const clattn_attn_desc *d, const clattn__prefill_plan *pl,
+                    char *buf, size_t cap) {
   int n = snprintf(buf, cap,
                    "-DDTYPE=%d -DDK=%d -DDV=%d -DVWK=%d -DVWV=%d -DCAUSAL=%d",
                    (int)d->dtype, d->head_dim_k, d->head_dim_v,
@@ -24,173 +211,202 @@ static void prefill_options(const clattn_attn_desc *d,
     snprintf(buf + n, cap - (size_t)n, " -DWG=%d -DKT=%d", pl->wg, pl->kt);
 }
 
-static clattn_status check_desc(clattn_ctx *ctx, const clattn_attn_desc *d,
-                                cl_mem q, cl_mem k, cl_mem v, cl_mem kv_lens,
-                                cl_mem o) {
+/* Variant 1: kv_stage writes K^T and V as float32 rows of ld keys, then
+ * attn_fwd_reg runs rb query rows a work-item. */
+static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_attn_desc *d,
+                                 const clattn__prefill_plan *pl,
+                                 const cl_mem *bufs, const char *opts,
+                                 const clattn_events *ev) {
   clattn_status rc;
-  if (d == NULL)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc is NULL");
-  if (d->batch < 1 || d->n_q < 1 || d->n_kv < 1)
-    return clattn__fail(ctx, CLATTN_ERR_SHAPE,
-                        "batch (%d), n_q (%d) and n_kv (%d) must be >= 1",
-                        d->batch, d->n_q, d->n_kv);
-  rc = clattn__check_heads(ctx, d->heads_q, d->heads_kv, d->head_dim_k, d->head_dim_v,
-                   d->dtype);
-  if (rc)
-    return rc;
-  if (!clattn__is_layout(d->q_layout) || !clattn__is_layout(d->kv_layout))
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "unknown layout");
-  if (!(d->scale >= 0.0f) || isinf(d->scale))
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                        "scale must be finite and >= 0 (0: 1/sqrt(k))");
-  const size_t es = clattn_dtype_size(d->dtype);
-  const size_t qb = clattn__bytes(es, d->batch, d->n_q, d->heads_q,
-                                  d->head_dim_k);
-  const size_t kb = clattn__bytes(es, d->batch, d->n_kv, d->heads_kv,
-                                  d->head_dim_k);
-  const size_t vb = clattn__bytes(es, d->batch, d->n_kv, d->heads_kv,
-                                  d->head_dim_v);
-  const size_t ob = clattn__bytes(es, d->batch, d->n_q, d->heads_q,
-                                  d->head_dim_v);
-  if (!qb || !kb || !vb || !ob || (long)d->n_q * d->heads_q > 0x7fffffffL)
-    return clattn__fail(ctx, CLATTN_ERR_SHAPE, "tensor sizes overflow");
-  if ((rc = clattn__check_buffer(ctx, q, qb, "q")) ||
-      (rc = clattn__check_buffer(ctx, k, kb, "k")) ||
-      (rc = clattn__check_buffer(ctx, v, vb, "v")) ||
-      (rc = clattn__check_buffer(ctx, o, ob, "o")))
-    return rc;
-  if (kv_lens &&
-      (rc = clattn__check_buffer(ctx, kv_lens, (size_t)d->batch * 4,
-                                 "kv_lens")))
-    return rc;
-  return CLATTN_OK;
-}
-
-clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
-                               cl_mem q, cl_mem k, cl_mem v, cl_mem kv_lens,
-                               cl_mem o, const clattn_events *ev) {
-  clattn_status rc = clattn__ctx_check(ctx);
-  if (rc)
-    return rc;
-  ctx->errmsg[0] = '\0';
-  if ((rc = check_desc(ctx, d, q, k, v, kv_lens, o)))
-    return rc;
-  clattn__prefill_plan pl;
-  clattn_choice ch;
-  if ((rc = clattn__choose_prefill(ctx, d, &ch, &pl)))
-    return rc;
-  ctx->last = ch;
-  ctx->has_last = 1;
-
-  const int b = d->batch, n = d->n_q, m = d->n_kv;
-  const int hq = d->heads_q, hkv = d->heads_kv, g = hq / hkv;
-  const int dk = d->head_dim_k;
-  const float scale =
-      (d->scale > 0.0f ? d->scale : 1.0f / sqrtf((float)dk)) * LOG2E;
-  const cl_int has_lens = kv_lens != NULL;
-  const clattn__strides qs = clattn__layout_strides(d->q_layout, n, hq, dk);
+  const int b = d->batch, n = d->n_q, m = d->n_kv, hkv = d->heads_kv;
+  const int g = d->heads_q / hkv, dk = d->head_dim_k, ld = pl->ld;
+  const clattn__strides qs = clattn__layout_strides(d->q_layout, n,
+                                                    d->heads_q, dk);
   const clattn__strides ks = clattn__layout_strides(d->kv_layout, m, hkv, dk);
   const clattn__strides vs =
       clattn__layout_strides(d->kv_layout, m, hkv, d->head_dim_v);
   const clattn__strides os =
-      clattn__layout_strides(d->q_layout, n, hq, d->head_dim_v);
-  cl_uint nw = ev ? ev->num_wait : 0;
-  const cl_event *wait = ev ? ev->wait : NULL;
-  cl_event *out = ev ? ev->out : NULL;
-  char opts[256];
-  prefill_options(d, &pl, opts, sizeof opts);
-  const int rows = n * g;
-  cl_kernel kern = NULL;
-
-  if (pl.variant == 1) {
-    cl_kernel st_kern = NULL;
-    cl_mem kt = NULL, vc = NULL;
-    const int ld = pl.ld;
-    const size_t ktb = clattn__bytes(4, b, hkv, dk, ld);
-    const size_t vcb = clattn__bytes(4, b, hkv, d->head_dim_v, ld);
-    if (ktb == 0 || vcb == 0 || ld < m)
-      return clattn__fail(ctx, CLATTN_ERR_SHAPE, "tensor sizes overflow");
-    if ((rc = clattn__kernel(ctx, CLATTN_SRC_ATTENTION, opts, "kv_stage",
-                             &st_kern)) ||
-        (rc = clattn__kernel(ctx, CLATTN_SRC_ATTENTION, opts, "attn_fwd_reg",
-                             &kern)))
-      return rc;
-    if (pl.wg && (rc = clattn__check_wg(ctx, kern, (size_t)pl.wg, 0,
-                                        "attn_fwd_reg")))
-      return rc;
-    if ((rc = clattn__scratch(ctx, 0, ktb, &kt)) ||
-        (rc = clattn__scratch(ctx, 3, vcb, &vc)))
-      return rc;
-    const cl_int si[3] = {m, ld, hkv};
-    const long sst[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
-    const cl_mem sb[4] = {k, v, kt, vc};
-    cl_uint a = 0;
-    if ((rc = clattn__args(ctx, st_kern, &a, 4, sizeof(cl_mem), sb)))
-      return rc;
-    if ((rc = clattn__args(ctx, st_kern, &a, 3, sizeof(cl_int), si)))
-      return rc;
-    if ((rc = clattn__args(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
-      return rc;
-    const cl_int ri[6] = {n, m, ld, hkv, g, has_lens};
-    const cl_mem rb[5] = {q, kt, vc, kv_lens, o};
-    const long rst[6] = {qs.b, qs.s, qs.h, os.b, os.s, os.h};
-    a = 0;
-    if ((rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_mem), rb)))
-      return rc;
-    if ((rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_int), ri)))
-      return rc;
-    if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)))
-      return rc;
-    if ((rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), rst)))
-      return rc;
-    /* default: one work-item per work-group, which PoCL schedules best */
-    const size_t wg1 = pl.wg ? (size_t)pl.wg : 1;
-    size_t blocks = (size_t)(rows + pl.rb - 1) / (size_t)pl.rb;
-    blocks = (blocks + wg1 - 1) / wg1 * wg1;
-    const size_t lws[2] = {wg1, 1}, one[2] = {1, 1};
-    const size_t gws[2] = {blocks, (size_t)b * hkv};
-    const size_t sg[2] = {(size_t)ld / 16, (size_t)b * hkv};
-    if ((rc = clattn__launch(ctx, st_kern, 2, sg, one, nw, wait, NULL)))
-      return rc;
-    return clattn__launch(ctx, kern, 2, gws, lws, 0, NULL, out);
-  }
-
-  /* variant 2 */
-  if ((rc = clattn__kernel(ctx, CLATTN_SRC_ATTENTION, opts, "attn_fwd_local",
+      clattn__layout_strides(d->q_layout, n, d->heads_q, d->head_dim_v);
+  const float scale = clattn__kernel_scale(d->scale, dk);
+  cl_kernel st_kern = NULL, kern = NULL;
+  cl_mem kt = NULL, vc = NULL;
+  const size_t ktb = clattn__bytes(4, b, hkv, dk, ld);
+  const size_t vcb = clattn__bytes(4, b, hkv, d->head_dim_v, ld);
+  if (ktb == 0 || vcb == 0 || ld < m)
+    return clattn__fail(ctx, CLATTN_ERR_SHAPE, "tensor sizes overflow");
+  if ((rc = clattn__kernel(ctx, "attention.cl", opts, "kv_stage",
+                           &st_kern)) ||
+      (rc = clattn__kernel(ctx, "attention.cl", opts, "attn_fwd_reg",
                            &kern)))
     return rc;
-  if (!ch.params.wg) {
+  if (pl->wg && (rc = clattn__check_wg(ctx, kern, (size_t)pl->wg, 0,
+                                       "attn_fwd_reg")))
+    return rc;
+  if ((rc = clattn__scratch(ctx, 0, ktb, &kt)) ||
+      (rc = clattn__scratch(ctx, 3, vcb, &vc)))
+    return rc;
+  const cl_int si[3] = {m, ld, hkv};
+  const long sst[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
+  const cl_mem sb[4] = {bufs[K], bufs[V], kt, vc};
+  cl_uint a = 0;
+  if ((rc = clattn__args(ctx, st_kern, &a, 4, sizeof(cl_mem), sb)) ||
+      (rc = clattn__args(ctx, st_kern, &a, 3, sizeof(cl_int), si)) ||
+      (rc = clattn__args(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
+    return rc;
+  const cl_int ri[6] = {n, m, ld, hkv, g, bufs[KV_LENS] != NULL};
+  const cl_mem rb[5] = {bufs[Q], kt, vc, bufs[KV_LENS], bufs[O]};
+  const long rst[6] = {qs.b, qs.s, qs.h, os.b, os.s, os.h};
+  a = 0;
+  if ((rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_mem), rb)) ||
+      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_int), ri)) ||
+      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
+      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), rst)))
+    return rc;
+  /* default: one work-item per work-group, which PoCL schedules best */
+  const size_t wg1 = pl->wg ? (size_t)pl->wg : 1;
+  size_t blocks = (size_t)(n * g + pl->rb - 1) / (size_t)pl->rb;
+  blocks = (blocks + wg1 - 1) / wg1 * wg1;
+  const size_t lws[2] = {wg1, 1}, one[2] = {1, 1};
+  const size_t gws[2] = {blocks, (size_t)b * hkv};
+  const size_t sg[2] = {(size_t)ld / 16, (size_t)b * hkv};
+  if ((rc = clattn__launch(ctx, st_kern, 2, sg, one, ev ? ev->num_wait : 0,
+                           ev ? ev->wait : NULL, NULL)))
+    return rc;
+  return clattn__launch(ctx, kern, 2, gws, lws, 0, NULL, ev ? ev->out : NULL);
+}
+
+/* Variant 2: attn_fwd_local, work-groups sharing K/V tiles in local
+ * memory. */
+static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_attn_desc *d,
+                                   clattn__prefill_plan *pl, int auto_wg,
+                                   const cl_mem *bufs, char *opts,
+                                   size_t opts_cap, const clattn_events *ev) {
+  clattn_status rc;
+  const int b = d->batch, n = d->n_q, m = d->n_kv, hkv = d->heads_kv;
+  const int g = d->heads_q / hkv, dk = d->head_dim_k;
+  cl_kernel kern = NULL;
+  if ((rc = clattn__kernel(ctx, "attention.cl", opts, "attn_fwd_local",
+                           &kern)))
+    return rc;
+  size_t kwg = 0;
+  if (auto_wg && (rc = clattn__kernel_wg(ctx, kern, &kwg)))
+    return rc;
+  if (auto_wg && kwg < (size_t)pl->wg) {
     /* an automatic work-group may exceed what the compiled kernel allows
      * (registers): rebuild once at the kernel's own limit */
-    size_t kwg = 0;
-    if ((rc = clattn__kernel_wg(ctx, kern, &kwg)))
+    pl->wg = pl->rb = clattn__pow2_floor(kwg);
+    options(d, pl, opts, opts_cap);
+    if ((rc = clattn__kernel(ctx, "attention.cl", opts,
+                             "attn_fwd_local", &kern)))
       return rc;
-    if (kwg < (size_t)pl.wg) {
-      pl.wg = pl.rb = clattn__pow2_floor(kwg);
-      prefill_options(d, &pl, opts, sizeof opts);
-      if ((rc = clattn__kernel(ctx, CLATTN_SRC_ATTENTION, opts,
-                               "attn_fwd_local", &kern)))
-        return rc;
-    }
   }
-  const size_t lbytes = clattn__prefill_local_bytes(d, &pl);
-  if ((rc = clattn__check_wg(ctx, kern, (size_t)pl.wg, lbytes,
+  if ((rc = clattn__check_wg(ctx, kern, (size_t)pl->wg,
+                             clattn__prefill_local_bytes(d, pl),
                              "attn_fwd_local")))
     return rc;
-  const cl_int ci[5] = {n, m, hkv, g, has_lens};
-  const cl_mem bufs[5] = {q, k, v, kv_lens, o};
-  cl_uint a = 0;
-  if ((rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_mem), bufs)) ||
-      (rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_int), ci)))
-    return rc;
-  if ((rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)))
-    return rc;
+  const clattn__strides qs = clattn__layout_strides(d->q_layout, n,
+                                                    d->heads_q, dk);
+  const clattn__strides ks = clattn__layout_strides(d->kv_layout, m, hkv, dk);
+  const clattn__strides vs =
+      clattn__layout_strides(d->kv_layout, m, hkv, d->head_dim_v);
+  const clattn__strides os =
+      clattn__layout_strides(d->q_layout, n, d->heads_q, d->head_dim_v);
+  const float scale = clattn__kernel_scale(d->scale, dk);
+  const cl_int ci[5] = {n, m, hkv, g, bufs[KV_LENS] != NULL};
+  const cl_mem kb[5] = {bufs[Q], bufs[K], bufs[V], bufs[KV_LENS], bufs[O]};
   const long st[12] = {qs.b, qs.s, qs.h, ks.b, ks.s, ks.h,
                        vs.b, vs.s, vs.h, os.b, os.s, os.h};
-  if ((rc = clattn__args(ctx, kern, &a, 12, sizeof(cl_long), st)))
+  cl_uint a = 0;
+  if ((rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_mem), kb)) ||
+      (rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_int), ci)) ||
+      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
+      (rc = clattn__args(ctx, kern, &a, 12, sizeof(cl_long), st)))
     return rc;
-  const size_t groups = (size_t)(rows + pl.wg - 1) / (size_t)pl.wg;
-  const size_t gws[2] = {groups * (size_t)pl.wg, (size_t)b * hkv};
-  const size_t lws[2] = {(size_t)pl.wg, 1};
-  return clattn__launch(ctx, kern, 2, gws, lws, nw, wait, out);
+  const size_t groups = (size_t)(n * g + pl->wg - 1) / (size_t)pl->wg;
+  const size_t gws[2] = {groups * (size_t)pl->wg, (size_t)b * hkv};
+  const size_t lws[2] = {(size_t)pl->wg, 1};
+  return clattn__launch(ctx, kern, 2, gws, lws, ev ? ev->num_wait : 0,
+                        ev ? ev->wait : NULL, ev ? ev->out : NULL);
 }
+
+static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
+                             int auto_wg, const cl_mem *bufs,
+                             const clattn_events *ev) {
+  const clattn_attn_desc *d = desc;
+  clattn__prefill_plan *pl = plan_;
+  char opts[256];
+  options(d, pl, opts, sizeof opts);
+  if (pl->variant == 1)
+    return enqueue_reg(ctx, d, pl, bufs, opts, ev);
+  return enqueue_local(ctx, d, pl, auto_wg, bufs, opts, sizeof opts, ev);
+}
+
+/* Odd sizes that no tile divides, two sequences of different lengths. */
+static void check_case(const void *desc, clattn__check_case *c) {
+  clattn_attn_desc *s = (clattn_attn_desc *)c->desc;
+  const clattn_attn_desc *d = desc;
+  *s = *d;
+  s->params = NULL;
+  s->batch = 2;
+  s->n_q = 19;
+  s->n_kv = 45;
+  s->heads_kv = 2;
+  s->heads_q = 2 * (d->heads_q / d->heads_kv);
+  c->ints[0] = 45;
+  c->ints[1] = 29;
+}
+
+static void reference(const void *desc, void *const *b) {
+  const clattn_attn_desc *d = desc;
+  const ref_attn a = {d->batch,
+                      d->n_q,
+                      d->n_kv,
+                      d->heads_q,
+                      d->heads_kv,
+                      d->head_dim_k,
+                      d->head_dim_v,
+                      (int)d->q_layout,
+                      (int)d->kv_layout,
+                      d->scale > 0 ? d->scale
+                                   : 1.0 / sqrt((double)d->head_dim_k),
+                      d->causal,
+                      b[KV_LENS]};
+  ref_attention(&a, b[Q], b[K], b[V], b[O]);
+}
+
+clattn_status clattn__prefill_cost(const void *desc, const void *plan,
+                                   const int *ints,
+                                   const clattn_profile *prof,
+                                   clattn_prediction *out,
+                                   double *dram_reads);
+
+static const char *const standard[] = {
+    "batch=1 seq=512 heads=8 kv-heads=8 head-dim=64 causal=1",
+    "batch=1 seq=1024 heads=32 kv-heads=8 head-dim=128 causal=1", NULL};
+
+const clattn__family clattn__family_prefill = {
+    .name = "prefill",
+    .summary = "fused attention over a block of queries (clattn_attention)",
+    .api = "clattn_attention",
+    .source = "attention.cl",
+    .desc_size = sizeof(clattn_attn_desc),
+    .plan_size = sizeof(clattn__prefill_plan),
+    .nbufs = 5,
+    .tune_method = 1,
+    .standard_shapes = standard,
+    .check = check,
+    .buffers = buffers,
+    .full_int = full_int,
+    .shape_class = shape_class,
+    .parse_shape = parse_shape,
+    .params = params,
+    .with_params = with_params,
+    .plan = plan,
+    .fits = fits,
+    .resolved = resolved,
+    .space = space,
+    .cost = clattn__prefill_cost,
+    .enqueue = enqueue,
+    .check_case = check_case,
+    .reference = reference,
+};

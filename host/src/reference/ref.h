@@ -33,6 +33,13 @@ void ref_decode(int b, int cap, int hq, int hkv, int dk, int dv, int layout,
                 double scale, const int *lens, const float *q,
                 const float *kc, const float *vc, float *o);
 
+/* The KV append: rows pos[bi] .. pos[bi]+n_new-1 of sequence bi's cache
+ * (capacity cap, layout) get k_new/v_new [b, n_new, hkv, d] (BSHD); rows
+ * outside [0, cap) are not written. */
+void ref_kv_append(int b, int cap, int hkv, int dk, int dv, int layout,
+                   int n_new, const int *pos, const float *k_new,
+                   const float *v_new, float *kc, float *vc);
+
 /* Whole layer, row-major: x [b, n, D]; wq [D, hq*dk]; wk [D, hkv*dk];
  * wv [D, hkv*dv]; wo [hq*dv, D]; y [b, n, D].  Self-attention over the n
  * positions of x, causal or not. */

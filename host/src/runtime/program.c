@@ -33,7 +33,7 @@ typedef struct kernel_entry {
 
 struct clattn__program {
   clattn__program *next;
-  clattn__source src;
+  int src; /* index into clattn__sources */
   char *options;
   cl_program program;
   kernel_entry *kernels;
@@ -66,7 +66,7 @@ void clattn_ctx_clear_programs(clattn_ctx *ctx) {
 
 /* ------------------------------------------------------------ disk cache */
 
-static void cache_path(const clattn_ctx *ctx, clattn__source src,
+static void cache_path(const clattn_ctx *ctx, int src,
                        const char *options, char *out, size_t cap) {
   clattn__hash h = clattn__hash_init();
   uint32_t fmt = CACHE_FORMAT;
@@ -159,7 +159,7 @@ out:
 /* ---------------------------------------------------------------- build */
 
 static clattn_status build_log_fail(clattn_ctx *ctx, cl_program prog,
-                                    cl_int err, clattn__source src,
+                                    cl_int err, int src,
                                     const char *options) {
   char log[CLATTN_ERRMSG_MAX - 512];
   size_t n = 0;
@@ -188,7 +188,7 @@ static clattn_status build_log_fail(clattn_ctx *ctx, cl_program prog,
                       clattn_cl_errstr(err), (int)err, log);
 }
 
-static clattn_status build_from_source(clattn_ctx *ctx, clattn__source src,
+static clattn_status build_from_source(clattn_ctx *ctx, int src,
                                        const char *options, cl_program *out) {
   const char *strs[2] = {clattn__prelude, clattn__sources[src]};
   size_t lens[2] = {clattn__prelude_len, clattn__source_lens[src]};
@@ -248,7 +248,7 @@ static cl_program load_cached(clattn_ctx *ctx, const char *path,
   return prog;
 }
 
-static clattn_status get_program(clattn_ctx *ctx, clattn__source src,
+static clattn_status get_program(clattn_ctx *ctx, int src,
                                  const char *options, clattn__program **out) {
   for (clattn__program *p = ctx->programs; p; p = p->next) {
     if (p->src == src && strcmp(p->options, options) == 0) {
@@ -257,9 +257,6 @@ static clattn_status get_program(clattn_ctx *ctx, clattn__source src,
       return CLATTN_OK;
     }
   }
-  if ((size_t)src >= clattn__source_count)
-    return clattn__fail(ctx, CLATTN_ERR_MISUSE, "no kernel source %d",
-                        (int)src);
   cl_program prog = NULL;
   char path[4200];
   if (ctx->cache_dir) {
@@ -292,10 +289,21 @@ static clattn_status get_program(clattn_ctx *ctx, clattn__source src,
   return CLATTN_OK;
 }
 
-clattn_status clattn__kernel(clattn_ctx *ctx, clattn__source src,
+int clattn__source_index(const char *source) {
+  for (size_t i = 0; source && i < clattn__source_count; i++)
+    if (strcmp(clattn__source_names[i], source) == 0)
+      return (int)i;
+  return -1;
+}
+
+clattn_status clattn__kernel(clattn_ctx *ctx, const char *source,
                              const char *options, const char *name,
                              cl_kernel *out) {
   clattn__program *p = NULL;
+  const int src = clattn__source_index(source);
+  if (src < 0)
+    return clattn__fail(ctx, CLATTN_ERR_MISUSE, "no kernel source \"%s\"",
+                        source ? source : "(null)");
   clattn_status rc = get_program(ctx, src, options, &p);
   if (rc != CLATTN_OK)
     return rc;

@@ -1,7 +1,6 @@
 /* runtime.c - context creation, device selection, errors, launch path. */
 #include "runtime/runtime.h"
 
-#include "db/db.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -381,10 +380,12 @@ static clattn_status setup_cache_dir(clattn_ctx *ctx,
   return CLATTN_OK;
 }
 
-/* The tuning database path: opts, else $CLATTN_DB, else the default of
- * clattn_db_open; none with no_tuning or $CLATTN_NO_TUNING=1. */
-clattn_status clattn_ctx_create(const clattn_ctx_opts *opts,
-                                clattn_ctx **out) {
+void clattn__create_errmsg(const char *msg) {
+  snprintf(create_errmsg, sizeof create_errmsg, "%s", msg);
+}
+
+clattn_status clattn__ctx_open(const clattn_ctx_opts *opts,
+                               clattn_ctx **out) {
   static const clattn_ctx_opts defaults;
   clattn_status rc = CLATTN_OK;
   create_errmsg[0] = '\0';
@@ -438,19 +439,18 @@ clattn_status clattn_ctx_create(const clattn_ctx_opts *opts,
   }
   CLATTN_TRY(read_devinfo(ctx));
   CLATTN_TRY(setup_cache_dir(ctx, o));
-  CLATTN_TRY(clattn__choice_init(ctx, o));
   ctx->errmsg[0] = '\0';
   *out = ctx;
   return CLATTN_OK;
 done:
   memcpy(create_errmsg, ctx->errmsg, sizeof create_errmsg);
-  clattn_ctx_destroy(ctx);
+  clattn__ctx_close(ctx);
   return rc;
 }
 
 void clattn__programs_free(clattn_ctx *ctx);
 
-void clattn_ctx_destroy(clattn_ctx *ctx) {
+void clattn__ctx_close(clattn_ctx *ctx) {
   if (ctx == NULL || ctx->magic != CLATTN_CTX_MAGIC)
     return;
   if (ctx->queue)
@@ -464,7 +464,6 @@ void clattn_ctx_destroy(clattn_ctx *ctx) {
   if (ctx->context)
     clReleaseContext(ctx->context);
   free(ctx->cache_dir);
-  clattn__choice_free(ctx);
   ctx->magic = 0;
   free(ctx);
 }
@@ -662,31 +661,6 @@ done:
 
 /* Validate the shape fields shared by every entry point; returns OK or a
  * recorded SHAPE/UNSUPPORTED failure. */
-clattn_status clattn__check_heads(clattn_ctx *ctx, int hq, int hkv, int dk,
-                                   int dv, clattn_dtype dt) {
-  if (hq < 1 || hkv < 1 || dk < 1 || dv < 1)
-    return clattn__fail(ctx, CLATTN_ERR_SHAPE,
-                        "heads and head dims must be >= 1 (heads_q %d, "
-                        "heads_kv %d, head_dim_k %d, head_dim_v %d)",
-                        hq, hkv, dk, dv);
-  if (hq % hkv != 0)
-    return clattn__fail(ctx, CLATTN_ERR_SHAPE,
-                        "heads_q (%d) is not a multiple of heads_kv (%d)", hq,
-                        hkv);
-  if (dk > CLATTN_MAX_HEAD_DIM || dv > CLATTN_MAX_HEAD_DIM)
-    return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
-                        "head dims k=%d, v=%d: at most %d supported", dk, dv,
-                        CLATTN_MAX_HEAD_DIM);
-  if (clattn_dtype_size(dt) == 0)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "unknown dtype %d",
-                        (int)dt);
-  return CLATTN_OK;
-}
-
-int clattn__is_layout(clattn_layout l) {
-  return l == CLATTN_BSHD || l == CLATTN_BHSD;
-}
-
 clattn__target clattn__ctx_target(const clattn_ctx *ctx) {
   clattn__target t;
   t.is_cpu = (ctx->dev.type & CL_DEVICE_TYPE_CPU) != 0;

@@ -3,20 +3,12 @@
 #define CLATTN_RUNTIME_H
 
 #include "clattn.h"
-#include "family/plan.h"
+#include "base/target.h"
 
 #include <stdarg.h>
 
 #define CLATTN_CTX_MAGIC 0x636c6174u /* "clat" */
 #define CLATTN_ERRMSG_MAX 8192
-
-/* Embedded kernel sources (generated at build time, see cl/meson.build). */
-typedef enum clattn__source {
-  CLATTN_SRC_ATTENTION = 0, /* cl/attention.cl: prefill kernels */
-  CLATTN_SRC_DECODE = 1,    /* cl/decode.cl: split-KV decode, combine, append */
-  CLATTN_SRC_PROBE = 2,     /* cl/probe.cl: device ceilings (clattn_probe) */
-  CLATTN_SRC_COUNT
-} clattn__source;
 
 /* Device facts read once per context, with the types the spec gives them. */
 typedef struct clattn__devinfo {
@@ -42,7 +34,8 @@ typedef struct clattn__devinfo {
 } clattn__devinfo;
 
 typedef struct clattn__program clattn__program; /* in-memory cache entry */
-typedef struct clattn__tuning clattn__tuning;   /* choice.c: entries, picks */
+/* The parameter choice's state (choice/): the runtime only holds it. */
+typedef struct clattn__choice_state clattn__choice_state;
 
 enum { CLATTN_SCRATCH_SLOTS = 4 };
 
@@ -60,14 +53,9 @@ struct clattn_ctx {
   clattn_cache_stats stats;
   cl_mem scratch[CLATTN_SCRATCH_SLOTS];
   size_t scratch_size[CLATTN_SCRATCH_SLOTS];
-  /* Parameter choice (choice.c) */
-  char *tuning_db;          /* tuning database path; NULL: none */
-  clattn__tuning *tuning;   /* its entries, read at the first call */
-  int has_override[2];      /* [0] prefill, [1] decode */
-  clattn_params override[2];
-  char override_from[2][24]; /* "$CLATTN_PARAMS" or "clattn_ctx_set_params" */
+  clattn__choice_state *choice; /* overrides, tuning rows, model picks */
   int has_last;
-  clattn_choice last;       /* the last call's choice */
+  clattn_choice last;       /* the last call's choice, as it ran */
   char errmsg[CLATTN_ERRMSG_MAX];
 };
 
@@ -104,17 +92,29 @@ clattn_status clattn__cl_fail(clattn_ctx *ctx, cl_int err, const char *call,
       goto done;                                                               \
   } while (0)
 
+/* A context on the device (or queue) opts names, without the parameter
+ * choice (call/context.c adds it: clattn_ctx_create); on failure the
+ * message is the thread's create message (clattn_ctx_errmsg(NULL)). */
+clattn_status clattn__ctx_open(const clattn_ctx_opts *opts, clattn_ctx **out);
+void clattn__ctx_close(clattn_ctx *ctx);
+/* Set the thread's create message. */
+void clattn__create_errmsg(const char *msg);
+
 /* The planning facts of the context's device. */
 clattn__target clattn__ctx_target(const clattn_ctx *ctx);
 
 /* Check ctx is a live context; returns CLATTN_ERR_MISUSE otherwise. */
 clattn_status clattn__ctx_check(const clattn_ctx *ctx);
 
-/* Get a kernel from a program built from `src` with `options` (the -D
- * defines).  Programs are cached in memory and on disk.  The returned kernel
+/* The index of an embedded kernel source by its file name
+ * ("attention.cl"), -1 when there is none. */
+int clattn__source_index(const char *source);
+
+/* Get a kernel from a program built from the embedded source named
+ * `source` ("decode.cl") with `options` (the -D defines).  Programs are cached in memory and on disk.  The returned kernel
  * is owned by the context: do not release it.  Kernels are not thread-safe:
  * set the arguments and enqueue before another call on the same context. */
-clattn_status clattn__kernel(clattn_ctx *ctx, clattn__source src,
+clattn_status clattn__kernel(clattn_ctx *ctx, const char *source,
                              const char *options, const char *name,
                              cl_kernel *out);
 
@@ -166,10 +166,6 @@ clattn_status clattn__kernel_wg(clattn_ctx *ctx, cl_kernel k, size_t *out);
 clattn_status clattn__check_wg(clattn_ctx *ctx, cl_kernel k, size_t wg,
                                size_t local_bytes, const char *what);
 
-/* Checks of head counts, head dims and dtype shared by the variants. */
-clattn_status clattn__check_heads(clattn_ctx *ctx, int hq, int hkv, int dk,
-                                  int dv, clattn_dtype dt);
-int clattn__is_layout(clattn_layout l);
 
 /* 128-bit FNV-1a style hash: two independent 64-bit FNV-1a streams (the
  * second with an extra xor-shift), and a separator after every call so that
@@ -199,32 +195,5 @@ int clattn__appendf(char *buf, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
-
-/* ---------------------------------------------------- choice.c */
-
-/* Set up the context's parameter choice from opts and the environment
- * ($CLATTN_DB, $CLATTN_NO_TUNING, $CLATTN_PARAMS); a bad $CLATTN_PARAMS
- * is an error. */
-clattn_status clattn__choice_init(clattn_ctx *ctx, const clattn_ctx_opts *o);
-void clattn__choice_free(clattn_ctx *ctx);
-/* Forget the loaded entries (read again at the next call). */
-void clattn__choice_reload(clattn_ctx *ctx);
-
-/* Choose and plan a call's parameters (see clattn_choice_source).  Errors
- * only for the caller's or an override's invalid params. */
-clattn_status clattn__choose_prefill(clattn_ctx *ctx, const clattn_attn_desc *d,
-                                     clattn_choice *ch,
-                                     clattn__prefill_plan *pl);
-clattn_status clattn__choose_decode(clattn_ctx *ctx,
-                                    const clattn_decode_desc *d,
-                                    clattn_choice *ch,
-                                    clattn__decode_plan *pl);
-
-/* Open the context's tuning database for run-time lookups.  *db is NULL,
- * with the reason in why, when tuning is off, the file does not exist or
- * cannot be read (all CLATTN_OK: the defaults apply); an error only when
- * out of memory. */
-clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
-                                     char *why, size_t cap);
 
 #endif /* CLATTN_RUNTIME_H */

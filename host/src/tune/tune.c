@@ -1,5 +1,6 @@
 /* tune.c - the autotuner's engine (see tune.h): spaces, strategies, the
  * budget, resume from the database, progress. */
+#include "choice/choice.h"
 #include "tune/tune.h"
 
 #include <math.h>
@@ -12,40 +13,6 @@ double clattn__now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* -------------------------------------------------------------- spaces */
-
-int clattn__space_add(clattn__space *s, const int *values) {
-  for (int i = 0; i < s->n; i++)
-    if (memcmp(&s->val[i * s->ndims], values,
-               (size_t)s->ndims * sizeof *values) == 0)
-      return i;
-  if (s->n == s->cap) {
-    int nc = s->cap ? 2 * s->cap : 64;
-    int *g = realloc(s->val, (size_t)nc * (size_t)s->ndims * sizeof *g);
-    if (g == NULL)
-      return -1;
-    s->val = g;
-    s->cap = nc;
-  }
-  memcpy(&s->val[s->n * s->ndims], values, (size_t)s->ndims * sizeof *values);
-  return s->n++;
-}
-
-void clattn__space_free(clattn__space *s) {
-  free(s->val);
-  s->val = NULL;
-  s->n = s->cap = 0;
-}
-
-void clattn__space_format(const clattn__space *s, int i, char *buf,
-                          size_t cap) {
-  if (cap)
-    buf[0] = '\0';
-  for (int d = 0; d < s->ndims; d++)
-    clattn__appendf(buf, cap, "%s%s=%d", d ? " " : "", s->dim[d],
-                    s->val[i * s->ndims + d]);
 }
 
 /* Candidates that differ from i in exactly one dimension. */
@@ -77,20 +44,6 @@ clattn_status clattn__tune_identity(clattn_ctx *ctx, clattn_tune_entry *fp) {
   snprintf(fp->arch, sizeof fp->arch, "%s", p.arch);
   snprintf(fp->driver, sizeof fp->driver, "%s", p.driver);
   return CLATTN_OK;
-}
-
-int clattn_tune_method(const char *kernel) {
-  if (kernel == NULL)
-    return 0;
-  if (strcmp(kernel, "decode") == 0)
-    return 2;
-  if (strcmp(kernel, "prefill") == 0 || strcmp(kernel, "clblast-xgemm") == 0)
-    return 1;
-  return 0;
-}
-
-int clattn__tune_row_current(const clattn_tune_entry *e) {
-  return e->tune_method == clattn_tune_method(e->kernel);
 }
 
 /* --------------------------------------------------------------- engine */

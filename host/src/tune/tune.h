@@ -1,10 +1,11 @@
 /* tune.h - internal: the autotuner's engine, shared by every kernel family
  * (prefill, decode, CLBlast's xgemm).
  *
- * A space is a list of valid candidates, each a vector of values, one per
- * named dimension (pruned by the family before anything is compiled).  The
- * engine walks it with a strategy (exhaustive, random, annealing over
- * candidates that differ in one dimension, model order), asks the family
+ * A space (family/space.h) is a list of valid candidates, each a vector of
+ * values, one per named dimension (pruned by the family before anything is
+ * compiled).  The engine walks it with a strategy (exhaustive, random,
+ * annealing over candidates that differ in one dimension, model order),
+ * asks the family
  * to evaluate each candidate, stores every result in the database as soon
  * as it exists, honours the budget, the candidate cap and the stop flag,
  * and reports progress.  Candidates already stored for the device and
@@ -12,26 +13,10 @@
 #ifndef CLATTN_TUNE_H
 #define CLATTN_TUNE_H
 
-#include "runtime/runtime.h"
+#include "family/family.h"
 
-#define CLATTN_TUNE_MAX_DIMS 20
-
-typedef struct clattn__space {
-  int ndims;
-  const char *dim[CLATTN_TUNE_MAX_DIMS]; /* names, as in the params text */
-  int n;        /* valid candidates */
-  int cap;
-  int *val;     /* n * ndims values */
-  int pruned;   /* candidates rejected by constraints */
-  int def;      /* index of the default candidate, -1 if none */
-} clattn__space;
-
-/* Add a candidate (values[ndims]); returns its index, -1 out of memory. */
-int clattn__space_add(clattn__space *s, const int *values);
-void clattn__space_free(clattn__space *s);
-/* "name=value ..." of candidate i. */
-void clattn__space_format(const clattn__space *s, int i, char *buf,
-                          size_t cap);
+/* The tuning table's kernel column of CLBlast's Xgemm rows. */
+#define CLATTN__XGEMM_KERNEL "clblast-xgemm"
 
 /* What a family gives the engine. */
 typedef struct clattn__tune_family {
@@ -76,30 +61,17 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
 /* The device identity rows are stored under (from the reported profile). */
 clattn_status clattn__tune_identity(clattn_ctx *ctx, clattn_tune_entry *fp);
 
-/* Was row e measured by its kernel's current tuning method
- * (clattn_tune_method)?  Rows that were not are neither reused by a tuning
- * run nor used at run time. */
-int clattn__tune_row_current(const clattn_tune_entry *e);
 
-/* The spaces of the fused kernels (tune_kernels.c): every valid
- * clattn_params candidate for d on the target (dims: clattn_params' fields,
- * clattn__param_names, the order of clattn_params_format), the default
- * first. */
-clattn_status clattn__space_prefill(const clattn__target *t,
-                                    const clattn_attn_desc *d,
-                                    clattn__space *s);
-clattn_status clattn__space_decode(const clattn__target *t,
-                                   const clattn_decode_desc *d,
-                                   clattn__space *s);
-/* Candidate i of such a space as params. */
-clattn_params clattn__space_params(const clattn__space *s, int i);
-
-/* The model's time of a prefill (d NULL) or decode (d) call with params p
- * on prof, and its roofline bound max(t_memory, t_compute) (t_roof may be
- * NULL); 0 when the model cannot predict it. */
-int clattn__predict(const clattn_profile *prof, const clattn_attn_desc *a,
-                    const clattn_decode_desc *d, const clattn_params *p,
-                    double *t_pred, double *t_roof);
+/* Tune family F's call desc on the context's device (harness.c): the
+ * public clattn_tune_* functions and `clattn tune` come here. */
+clattn_status clattn__tune(clattn_ctx *ctx, clattn_db *db,
+                           const clattn__family *F, const void *desc,
+                           const clattn_tune_opts *opts,
+                           clattn_tune_result *out);
+/* Family F's tuning space for desc on the context's device, as params. */
+clattn_status clattn__tune_space(clattn_ctx *ctx, const clattn__family *F,
+                                 const void *desc, clattn_params *out,
+                                 int cap, int *n, int *pruned);
 
 /* Wall clock, seconds. */
 double clattn__now(void);

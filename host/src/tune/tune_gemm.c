@@ -26,6 +26,7 @@
  * whose parameters are never touched).  Every override changes the kernel
  * source, so the first GEMM after it compiles again (20-50 s on PoCL with a
  * cold cache, under a second with a warm one). */
+#include "choice/choice.h"
 #include "tune/tune_gemm.h"
 
 #include "db/db.h"

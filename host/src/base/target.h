@@ -1,0 +1,32 @@
+/* target.h - internal: what planning needs to know about a device, from a
+ * live context (runtime) or from a profile (the model, datasheet GPUs). */
+#ifndef CLATTN_TARGET_H
+#define CLATTN_TARGET_H
+
+#include "clattn.h"
+
+/* What planning needs to know about a device. */
+typedef struct clattn__target {
+  int is_cpu;
+  /* A CPU whose OpenCL compiler wants explicit vectors (preferred float
+   * vector width > 1, as PoCL reports): the register-blocked kernels
+   * (variant 1) are its default.  Elsewhere the work-group kernels
+   * (variant 2): GPUs, and CPU runtimes that vectorise across work-items
+   * and report 1 (Mesa's llvmpipe, where variant 1 ran 6-12x slower). */
+  int cpu_vectors;
+  /* With cpu_vectors: the preferred float vector width and the number of
+   * architectural vector registers (clattn__cpu_vregs). */
+  int vec_width, vregs;
+  unsigned compute_units;
+  size_t max_wg;                /* min(max work-group, max item size 0) */
+  unsigned long long local_mem; /* bytes per work-group */
+} clattn__target;
+
+clattn__target clattn__target_of_profile(const clattn_profile *p);
+
+/* A CPU's vector registers, which OpenCL does not report: 32 where the
+ * preferred float width is 16 (AVX-512) or the vendor is not an x86 one
+ * (AArch64 has 32), else 16 (x86 with SSE or AVX2). */
+int clattn__cpu_vregs(int vec_width, const char *vendor);
+
+#endif /* CLATTN_TARGET_H */

@@ -1,0 +1,109 @@
+/* call.c - the one generic call path (call.h): every public kernel call,
+ * explain and the tuner's candidates run through it. */
+#include "call/call.h"
+#include "choice/choice.h"
+#include "model/model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+size_t clattn__buf_bytes(const clattn__buf_spec *b) {
+  if (b->role == CLATTN__BUF_INTS)
+    return b->elems * sizeof(cl_int);
+  return clattn__bytes(clattn_dtype_size(b->dtype), (long)b->elems, 1, 1, 1);
+}
+
+/* ctx live, desc valid: the checks every entry point starts with. */
+static clattn_status begin(clattn_ctx *ctx, const clattn__family *F,
+                           const void *desc) {
+  char why[256];
+  clattn_status rc = clattn__ctx_check(ctx);
+  if (rc)
+    return rc;
+  ctx->errmsg[0] = '\0';
+  if (desc == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc is NULL");
+  if ((rc = F->check(desc, why, sizeof why)))
+    return clattn__fail(ctx, rc, "%s", why);
+  return CLATTN_OK;
+}
+
+clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
+                           const void *desc, const cl_mem *bufs,
+                           const clattn_events *ev) {
+  clattn__buf_spec spec[CLATTN__MAX_BUFS];
+  _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
+  clattn_choice ch;
+  clattn_status rc = begin(ctx, F, desc);
+  if (rc)
+    return rc;
+  F->buffers(desc, spec);
+  for (int i = 0; i < F->nbufs; i++) {
+    if (bufs[i] == NULL && spec[i].optional)
+      continue;
+    const size_t need = clattn__buf_bytes(&spec[i]);
+    if (need == 0)
+      return clattn__fail(ctx, CLATTN_ERR_SHAPE, "%s: size overflows",
+                          spec[i].name);
+    if ((rc = clattn__check_buffer(ctx, bufs[i], need, spec[i].name)))
+      return rc;
+  }
+  if ((rc = clattn__choose(ctx, F, desc, &ch, plan)))
+    return rc;
+  if ((rc = F->enqueue(ctx, desc, plan, ch.params.wg == 0, bufs, ev)))
+    return rc;
+  ch.resolved = F->resolved(plan);
+  ctx->last = ch;
+  ctx->has_last = 1;
+  return CLATTN_OK;
+}
+
+clattn_status clattn__explain(clattn_ctx *ctx, const clattn__family *F,
+                              const void *desc, clattn_choice *out) {
+  _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
+  clattn_status rc = clattn__ctx_check(ctx);
+  if (rc)
+    return rc;
+  if (out == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc or out is NULL");
+  if ((rc = begin(ctx, F, desc)))
+    return rc;
+  return clattn__choose(ctx, F, desc, out, plan);
+}
+
+clattn_status clattn__model(const clattn__family *F, const void *desc,
+                            const int *ints, const clattn_profile *prof,
+                            clattn_prediction *out) {
+  _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
+  double dram_reads[CLATTN_MODEL_MAX_KERNELS] = {0};
+  if (out == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  memset(out, 0, sizeof *out);
+  if (prof == NULL || desc == NULL)
+    return clattn__model_fail(out, CLATTN_ERR_INVALID_ARG,
+                              "desc or profile is NULL");
+  clattn_status rc = F->check(desc, out->errmsg, sizeof out->errmsg);
+  if (rc)
+    return rc;
+  const clattn__target t = clattn__target_of_profile(prof);
+  if ((rc = F->plan(&t, desc, plan, out->errmsg, sizeof out->errmsg)))
+    return rc;
+  out->params = F->resolved(plan);
+  if ((rc = F->cost(desc, plan, ints, prof, out, dram_reads)))
+    return rc;
+  clattn__model_finish(out, dram_reads, prof);
+  return CLATTN_OK;
+}
+
+int clattn__predict(const clattn__family *F, const void *desc,
+                    const clattn_profile *prof, double *t_pred,
+                    double *t_roof) {
+  clattn_prediction pr;
+  if (clattn__model(F, desc, NULL, prof, &pr) != CLATTN_OK)
+    return 0;
+  *t_pred = pr.total.t_pred;
+  if (t_roof)
+    *t_roof = pr.total.t_memory > pr.total.t_compute ? pr.total.t_memory
+                                                     : pr.total.t_compute;
+  return 1;
+}

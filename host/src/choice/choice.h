@@ -1,0 +1,64 @@
+/* choice.h - internal: which parameters a call runs with, and why (the
+ * order is clattn_choice_source's).  Generic over the kernel families. */
+#ifndef CLATTN_CHOICE_H
+#define CLATTN_CHOICE_H
+
+#include "family/family.h"
+
+/* Set up the context's parameter choice from opts and the environment
+ * ($CLATTN_DB, $CLATTN_NO_TUNING, $CLATTN_PARAMS); a bad $CLATTN_PARAMS
+ * is an error. */
+clattn_status clattn__choice_init(clattn_ctx *ctx, const clattn_ctx_opts *o);
+void clattn__choice_free(clattn_ctx *ctx);
+/* Forget the loaded tuning rows (read again at the next call). */
+void clattn__choice_reload(clattn_ctx *ctx);
+
+/* Choose desc's parameters and plan them (plan: F->plan_size bytes).
+ * Errors only for the caller's or an override's invalid params, recorded
+ * on ctx. */
+clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
+                             const void *desc, clattn_choice *ch, void *plan);
+
+/* Plan desc with params p on t, fitting the device (a copy of desc with p
+ * is made in copy, F->desc_size bytes). */
+clattn_status clattn__try_params(const clattn__family *F,
+                                 const clattn__target *t, const void *desc,
+                                 const clattn_params *p, void *copy,
+                                 void *plan, char *why, size_t cap);
+
+/* Was row e measured by its kernel's current tuning method
+ * (clattn_tune_method)?  Rows that were not are neither reused by a tuning
+ * run nor used at run time. */
+int clattn__tune_row_current(const clattn_tune_entry *e);
+
+/* Open the context's tuning database for run-time lookups.  *db is NULL,
+ * with the reason in why, when tuning is off, the file does not exist or
+ * cannot be read (all CLATTN_OK: the defaults apply); an error only when
+ * out of memory. */
+clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
+                                     char *why, size_t cap);
+
+/* ---- params.c: the params text and the overrides */
+
+/* Whether any field of p (may be NULL) is set. */
+int clattn__params_set(const clattn_params *p);
+/* Parse "name=value" fields into *out (fields not named stay). */
+clattn_status clattn__params_fields(const char *text, clattn_params *out,
+                                    char *why, size_t cap);
+/* The override of family index f, or NULL; from says where it came from. */
+const clattn_params *clattn__override(const clattn_ctx *ctx, int f,
+                                      const char **from);
+/* Parse "fam: fields; fam: fields" into the context's overrides. */
+clattn_status clattn__set_overrides(clattn_ctx *ctx, const char *spec,
+                                    const char *from);
+
+/* The choice's state of a context. */
+struct clattn__choice_state {
+  char *tuning_db;                /* tuning database path; NULL: none */
+  struct clattn__tuning *tuning;  /* its rows, read at the first call */
+  int *has_override;              /* per family of the registry */
+  clattn_params *override;
+  char (*override_from)[24];      /* "$CLATTN_PARAMS", ... */
+};
+
+#endif /* CLATTN_CHOICE_H */

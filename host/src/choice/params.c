@@ -1,0 +1,165 @@
+/* params.c - clattn_params as text, and the per-family overrides of
+ * clattn_ctx_set_params and $CLATTN_PARAMS ("prefill: variant=1; decode:
+ * splits=8"), keyed by the registry's family names. */
+#include "choice/choice.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void clattn_params_format(const clattn_params *p, char *buf, size_t cap) {
+  if (buf == NULL || cap == 0)
+    return;
+  if (p == NULL) {
+    buf[0] = '\0';
+    return;
+  }
+  clattn_params q = *p;
+  buf[0] = '\0';
+  for (int i = 0; i < CLATTN__NPARAMS; i++)
+    clattn__appendf(buf, cap, "%s%s=%d", i ? " " : "", clattn__param_names[i],
+                    *clattn__param(&q, i));
+}
+
+clattn_status clattn__params_fields(const char *text, clattn_params *out,
+                                    char *why, size_t cap) {
+  const char *s = text;
+  while (*s) {
+    while (*s == ' ' || *s == ',' || *s == '\t')
+      s++;
+    if (!*s)
+      break;
+    const char *eq = s;
+    while (*eq && *eq != '=' && *eq != ' ' && *eq != ',')
+      eq++;
+    int f = -1;
+    for (int i = 0; i < CLATTN__NPARAMS; i++)
+      if ((size_t)(eq - s) == strlen(clattn__param_names[i]) &&
+          strncmp(s, clattn__param_names[i], (size_t)(eq - s)) == 0)
+        f = i;
+    if (f < 0 || *eq != '=') {
+      snprintf(why, cap,
+               "\"%.*s\": expected variant=, rows=, keys=, wg=, splits= "
+               "or prefetch=",
+               (int)(eq - s + (*eq == '=')), s);
+      return CLATTN_ERR_INVALID_ARG;
+    }
+    char *end = NULL;
+    long v = strtol(eq + 1, &end, 10);
+    if (end == eq + 1 || v < 0 || v > 1 << 20 ||
+        (*end && *end != ' ' && *end != ',' && *end != '\t')) {
+      snprintf(why, cap, "%s: expected a count >= 0, got \"%.16s\"",
+               clattn__param_names[f], eq + 1);
+      return CLATTN_ERR_INVALID_ARG;
+    }
+    *clattn__param(out, f) = (int)v;
+    s = end;
+  }
+  return CLATTN_OK;
+}
+
+clattn_status clattn_params_parse(const char *text, clattn_params *out) {
+  char why[128];
+  if (text == NULL || out == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  clattn_params p = {0, 0, 0, 0, 0, 0};
+  clattn_status rc = clattn__params_fields(text, &p, why, sizeof why);
+  *out = rc == CLATTN_OK ? p : (clattn_params){0, 0, 0, 0, 0, 0};
+  return rc;
+}
+
+int clattn__params_set(const clattn_params *p) {
+  clattn_params q = p ? *p : (clattn_params){0, 0, 0, 0, 0, 0};
+  for (int i = 0; i < CLATTN__NPARAMS; i++)
+    if (*clattn__param(&q, i))
+      return 1;
+  return 0;
+}
+
+const clattn_params *clattn__override(const clattn_ctx *ctx, int f,
+                                      const char **from) {
+  const clattn__choice_state *c = ctx->choice;
+  if (c == NULL || f < 0 || !c->has_override[f])
+    return NULL;
+  *from = c->override_from[f];
+  return &c->override[f];
+}
+
+/* "prefill: ...", "decode: ..." for every family, for messages. */
+static void expected(char *buf, size_t cap) {
+  buf[0] = '\0';
+  for (int i = 0; i < clattn__family_count(); i++)
+    clattn__appendf(buf, cap, "%s\"%s: ...\"", i ? " or " : "",
+                    clattn__family_at(i)->name);
+}
+
+clattn_status clattn__set_overrides(clattn_ctx *ctx, const char *spec,
+                                    const char *from) {
+  const int nf = clattn__family_count();
+  clattn__choice_state *c = ctx->choice;
+  int *has = calloc((size_t)nf, sizeof *has);
+  clattn_params *ov = calloc((size_t)nf, sizeof *ov);
+  char buf[1024], why[160], names[256];
+  clattn_status rc = CLATTN_OK;
+  if (has == NULL || ov == NULL) {
+    rc = clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
+    goto done;
+  }
+  if (spec && strlen(spec) >= sizeof buf) {
+    rc = clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "%s: too long", from);
+    goto done;
+  }
+  snprintf(buf, sizeof buf, "%s", spec ? spec : "");
+  char *save = NULL;
+  for (char *seg = strtok_r(buf, ";", &save); seg;
+       seg = strtok_r(NULL, ";", &save)) {
+    while (isspace((unsigned char)*seg))
+      seg++;
+    if (!*seg)
+      continue;
+    char *colon = strchr(seg, ':');
+    int f = -1;
+    for (int i = 0; i < nf && colon; i++) {
+      const char *name = clattn__family_at(i)->name;
+      if ((size_t)(colon - seg) == strlen(name) &&
+          strncmp(seg, name, (size_t)(colon - seg)) == 0)
+        f = i;
+    }
+    if (f < 0) {
+      expected(names, sizeof names);
+      rc = clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "%s: \"%.40s\": expected %s", from, seg, names);
+      goto done;
+    }
+    const char *fam = clattn__family_at(f)->name;
+    if (clattn__params_fields(colon + 1, &ov[f], why, sizeof why)) {
+      rc = clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "%s %s: %s", from, fam,
+                        why);
+      goto done;
+    }
+    if (ov[f].variant > 2) {
+      rc = clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "%s %s: variant must be 0, 1 or 2", from, fam);
+      goto done;
+    }
+    has[f] = clattn__params_set(&ov[f]);
+  }
+  for (int f = 0; f < nf; f++) {
+    c->has_override[f] = has[f];
+    c->override[f] = ov[f];
+    snprintf(c->override_from[f], sizeof c->override_from[f], "%s", from);
+  }
+done:
+  free(has);
+  free(ov);
+  return rc;
+}
+
+clattn_status clattn_ctx_set_params(clattn_ctx *ctx, const char *spec) {
+  clattn_status rc = clattn__ctx_check(ctx);
+  if (rc)
+    return rc;
+  ctx->errmsg[0] = '\0';
+  return clattn__set_overrides(ctx, spec, "clattn_ctx_set_params");
+}

@@ -1,0 +1,158 @@
+/* common.c - helpers the family rooms share (common.h). */
+#include "family/common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOG2E 1.4426950408889634f
+
+clattn_status clattn__check_heads(int hq, int hkv, int dk, int dv,
+                                  clattn_dtype dt, char *why, size_t cap) {
+  if (hq < 1 || hkv < 1 || dk < 1 || dv < 1) {
+    snprintf(why, cap,
+             "heads and head dims must be >= 1 (heads_q %d, heads_kv %d, "
+             "head_dim_k %d, head_dim_v %d)",
+             hq, hkv, dk, dv);
+    return CLATTN_ERR_SHAPE;
+  }
+  if (hq % hkv != 0) {
+    snprintf(why, cap, "heads_q (%d) is not a multiple of heads_kv (%d)", hq,
+             hkv);
+    return CLATTN_ERR_SHAPE;
+  }
+  if (dk > CLATTN_MAX_HEAD_DIM || dv > CLATTN_MAX_HEAD_DIM) {
+    snprintf(why, cap, "head dims k=%d, v=%d: at most %d supported", dk, dv,
+             CLATTN_MAX_HEAD_DIM);
+    return CLATTN_ERR_UNSUPPORTED;
+  }
+  if (clattn_dtype_size(dt) == 0) {
+    snprintf(why, cap, "unknown dtype %d", (int)dt);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  return CLATTN_OK;
+}
+
+clattn_status clattn__check_scale(float scale, char *why, size_t cap) {
+  if (!(scale >= 0.0f) || isinf(scale)) {
+    snprintf(why, cap, "scale must be finite and >= 0 (0: 1/sqrt(k))");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  return CLATTN_OK;
+}
+
+int clattn__is_layout(clattn_layout l) {
+  return l == CLATTN_BSHD || l == CLATTN_BHSD;
+}
+
+float clattn__kernel_scale(float scale, int dk) {
+  return (scale > 0.0f ? scale : 1.0f / sqrtf((float)dk)) * LOG2E;
+}
+
+const char *clattn__dtype_name(clattn_dtype dt) {
+  return dt == CLATTN_F16 ? "f16" : dt == CLATTN_BF16 ? "bf16" : "f32";
+}
+
+long clattn__pow2_round(long x) {
+  if (x <= 1)
+    return 1;
+  return 1L << (int)lround(log2((double)x));
+}
+
+/* The value of key in text (NULL when absent), its length in *len. */
+static const char *find_key(const char *text, const char *key, size_t *len) {
+  const size_t kl = strlen(key);
+  for (const char *s = text; s && *s;) {
+    while (*s == ' ' || *s == '\t')
+      s++;
+    const char *w = s;
+    while (*s && *s != ' ' && *s != '\t')
+      s++;
+    const char *eq = memchr(w, '=', (size_t)(s - w));
+    if (eq && (size_t)(eq - w) == kl && strncmp(w, key, kl) == 0) {
+      *len = (size_t)(s - eq - 1);
+      return eq + 1;
+    }
+  }
+  return NULL;
+}
+
+clattn_status clattn__shape_keys(const char *text, const char *const *known,
+                                 char *why, size_t cap) {
+  for (const char *s = text; s && *s;) {
+    while (*s == ' ' || *s == '\t')
+      s++;
+    const char *w = s;
+    while (*s && *s != ' ' && *s != '\t')
+      s++;
+    if (s == w)
+      break;
+    const char *eq = memchr(w, '=', (size_t)(s - w));
+    int ok = 0;
+    for (int i = 0; eq && known[i] && !ok; i++)
+      ok = (size_t)(eq - w) == strlen(known[i]) &&
+           strncmp(w, known[i], (size_t)(eq - w)) == 0;
+    if (!ok) {
+      int n = snprintf(why, cap, "\"%.*s\": expected one of", (int)(s - w),
+                       w);
+      for (int i = 0; known[i] && n > 0 && (size_t)n < cap; i++)
+        n += snprintf(why + n, cap - (size_t)n, " %s=", known[i]);
+      return CLATTN_ERR_INVALID_ARG;
+    }
+  }
+  return CLATTN_OK;
+}
+
+clattn_status clattn__shape_int(const char *text, const char *key, long lo,
+                                long hi, int *out, char *why, size_t cap) {
+  size_t len = 0;
+  const char *v = find_key(text, key, &len);
+  if (v == NULL)
+    return CLATTN_OK;
+  char buf[32];
+  char *end = NULL;
+  snprintf(buf, sizeof buf, "%.*s", (int)(len < 31 ? len : 31), v);
+  long x = strtol(buf, &end, 10);
+  if (len == 0 || len > 30 || *end || x < lo || x > hi) {
+    snprintf(why, cap, "%s: expected an integer in %ld..%ld, got \"%.*s\"",
+             key, lo, hi, (int)(len < 32 ? len : 32), v);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  *out = (int)x;
+  return CLATTN_OK;
+}
+
+clattn_status clattn__shape_dtype(const char *text, clattn_dtype *out,
+                                  char *why, size_t cap) {
+  size_t len = 0;
+  const char *v = find_key(text, "dtype", &len);
+  if (v == NULL)
+    return CLATTN_OK;
+  static const clattn_dtype all[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16};
+  for (int i = 0; i < 3; i++) {
+    const char *n = clattn__dtype_name(all[i]);
+    if (len == strlen(n) && strncmp(v, n, len) == 0) {
+      *out = all[i];
+      return CLATTN_OK;
+    }
+  }
+  snprintf(why, cap, "dtype: expected f32, f16 or bf16, got \"%.*s\"",
+           (int)(len < 16 ? len : 16), v);
+  return CLATTN_ERR_INVALID_ARG;
+}
+
+clattn_status clattn__shape_layout(const char *text, const char *key,
+                                   clattn_layout *out, char *why, size_t cap) {
+  size_t len = 0;
+  const char *v = find_key(text, key, &len);
+  if (v == NULL)
+    return CLATTN_OK;
+  if (len == 4 && (strncmp(v, "bshd", 4) == 0 || strncmp(v, "bhsd", 4) == 0)) {
+    *out = strncmp(v, "bshd", 4) == 0 ? CLATTN_BSHD : CLATTN_BHSD;
+    return CLATTN_OK;
+  }
+  snprintf(why, cap, "%s: expected bshd or bhsd, got \"%.*s\"", key,
+           (int)(len < 16 ? len : 16), v);
+  return CLATTN_ERR_INVALID_ARG;
+}

@@ -1,0 +1,40 @@
+/* common.h - internal: helpers the family rooms share: the checks every
+ * attention-like description starts with, shape-class pieces and the
+ * "key=value" shape text the CLI and the standard shapes use. */
+#ifndef CLATTN_FAMILY_COMMON_H
+#define CLATTN_FAMILY_COMMON_H
+
+#include "clattn.h"
+
+#include <stddef.h>
+
+/* Head counts (heads_q a positive multiple of heads_kv), head dims
+ * (1..CLATTN_MAX_HEAD_DIM) and the storage type; why gets the reason. */
+clattn_status clattn__check_heads(int hq, int hkv, int dk, int dv,
+                                  clattn_dtype dt, char *why, size_t cap);
+/* A logit scale: finite and >= 0 (0: 1/sqrt(k)). */
+clattn_status clattn__check_scale(float scale, char *why, size_t cap);
+int clattn__is_layout(clattn_layout l);
+/* The scale the kernels take: (scale or 1/sqrt(dk)) * log2(e). */
+float clattn__kernel_scale(float scale, int dk);
+
+/* Shape-class pieces: "f32", "f16", "bf16"; x rounded to a power of 2. */
+const char *clattn__dtype_name(clattn_dtype dt);
+long clattn__pow2_round(long x);
+
+/* Shape text: "key=value" words separated by blanks.  Each family reads
+ * the keys it knows with these and refuses the rest: clattn__shape_keys
+ * checks that every key of text is among the NULL-terminated known ones. */
+clattn_status clattn__shape_keys(const char *text, const char *const *known,
+                                 char *why, size_t cap);
+/* *out = the integer of key (left as it is when key is absent); an error
+ * when the value is no integer in [lo, hi]. */
+clattn_status clattn__shape_int(const char *text, const char *key, long lo,
+                                long hi, int *out, char *why, size_t cap);
+/* dtype=f32|f16|bf16 and layout-like keys (bshd|bhsd). */
+clattn_status clattn__shape_dtype(const char *text, clattn_dtype *out,
+                                  char *why, size_t cap);
+clattn_status clattn__shape_layout(const char *text, const char *key,
+                                   clattn_layout *out, char *why, size_t cap);
+
+#endif /* CLATTN_FAMILY_COMMON_H */

@@ -1,0 +1,34 @@
+/* decode.h - internal: what the decode and append rooms share: the cache
+ * checks and the append's description. */
+#ifndef CLATTN_FAMILY_DECODE_H
+#define CLATTN_FAMILY_DECODE_H
+
+#include "family/plan.h"
+
+/* clattn_kv_append's call: the cache it writes and the rows a sequence. */
+typedef struct clattn__append_desc {
+  clattn_decode_desc cache;
+  int n_new;
+} clattn__append_desc;
+
+/* Checks of a cache description (decode and append). */
+clattn_status clattn__check_cache(const clattn_decode_desc *d, char *why,
+                                  size_t cap);
+/* A cache description from shape text: batch=, kv-seq= (the capacity),
+ * heads=, kv-heads=, head-dim=, head-dim-v=, dtype=, layout=; extra: the
+ * further keys a family reads itself (NULL-terminated, may be NULL). */
+clattn_status clattn__parse_cache(const char *text, const char *const *extra,
+                                  clattn_decode_desc *d, char *why,
+                                  size_t cap);
+
+clattn_status clattn__decode_cost(const void *desc, const void *plan,
+                                  const int *lens,
+                                  const clattn_profile *prof,
+                                  clattn_prediction *out,
+                                  double *dram_reads);
+clattn_status clattn__append_cost(const void *desc, const void *plan,
+                                  const int *pos, const clattn_profile *prof,
+                                  clattn_prediction *out,
+                                  double *dram_reads);
+
+#endif /* CLATTN_FAMILY_DECODE_H */

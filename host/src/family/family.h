@@ -1,0 +1,138 @@
+/* family.h - internal: the kernel-family interface and the registry.
+ *
+ * A kernel family (prefill, decode, the KV append, ...) is one module that
+ * fills one clattn__family and is listed in registry.c.  The generic call
+ * path (call/), the parameter choice (choice/), the tuner (tune/), the
+ * model's dispatch and the CLI only ever hold a family pointer: they never
+ * name a family.  A family's operations are pure functions of its
+ * description (a public desc struct, or a small internal one) except
+ * `enqueue`, the only one that touches OpenCL.
+ *
+ * Buffers: a call passes its cl_mem buffers as one array in the order of
+ * the family's buffer specs (clattn__buf_spec).  The tuner's harness
+ * creates them from the same specs, fills the inputs with random data,
+ * runs the family on a small case and compares every output with the
+ * family's plain-C reference. */
+#ifndef CLATTN_FAMILY_H
+#define CLATTN_FAMILY_H
+
+#include "family/plan.h"
+#include "family/space.h"
+#include "runtime/runtime.h"
+
+/* Room enough for any family's description and plan. */
+enum { CLATTN__DESC_MAX = 192, CLATTN__PLAN_MAX = 128, CLATTN__MAX_BUFS = 8 };
+
+/* What a buffer is to the call, for the checks and the tuner's harness. */
+typedef enum clattn__buf_role {
+  CLATTN__BUF_IN,    /* read: random data in the harness */
+  CLATTN__BUF_OUT,   /* written: compared with the reference */
+  CLATTN__BUF_INOUT, /* read and written in place (a cache) */
+  CLATTN__BUF_INTS   /* int32 [batch] (lengths, positions) */
+} clattn__buf_role;
+
+typedef struct clattn__buf_spec {
+  const char *name;  /* as in messages: "q", "k_cache", "kv_lens" */
+  clattn__buf_role role;
+  size_t elems;      /* elements the call needs (0 when sizes overflow) */
+  clattn_dtype dtype; /* storage type (INTS: int32, dtype unused) */
+  int optional;      /* may be NULL (then the kernel uses its default) */
+  int cold;          /* the tuner rotates copies of it larger than the
+                        last-level cache, so timed calls read it cold */
+} clattn__buf_spec;
+
+/* A small case the tuner checks every candidate on: the description of a
+ * call with odd sizes that divide no tile, and its INTS buffers' values
+ * (one per sequence), which the timed call does not use (it passes NULL
+ * for optional INTS and the family's full values otherwise). */
+typedef struct clattn__check_case {
+  _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
+  int ints[8];
+} clattn__check_case;
+
+typedef struct clattn__family {
+  /* The database's kernel column, the override key of $CLATTN_PARAMS and
+   * the CLI's word ("prefill", "decode", "append"). */
+  const char *name;
+  const char *summary;      /* one line for `clattn` listings */
+  const char *api;          /* the public function, for messages */
+  const char *source;       /* its kernel source (runtime's source table) */
+  size_t desc_size, plan_size;
+  int nbufs;
+  int tune_method;          /* clattn_tune_method of its rows */
+  /* Standard shapes of `clattn tune` (NULL-terminated, shape text as
+   * parse_shape reads it); NULL: the family is not tuned by default. */
+  const char *const *standard_shapes;
+
+  /* ---- the description */
+  /* Validate a call's description: shapes, fields, sizes that overflow. */
+  clattn_status (*check)(const void *desc, char *why, size_t cap);
+  /* The buffer specs of a valid description (nbufs of them). */
+  void (*buffers)(const void *desc, clattn__buf_spec *out);
+  /* The values of the INTS buffers of a full call (b per sequence), for
+   * the tuner's timed runs of a non-optional INTS buffer. */
+  int (*full_int)(const void *desc);
+  /* The shape class: the key its tuning rows are stored under. */
+  void (*shape_class)(const void *desc, char *buf, size_t cap);
+  /* A description from "key=value ..." text (the CLI's flags, the
+   * standard shapes); why says which key is wrong. */
+  clattn_status (*parse_shape)(const char *text, void *desc, char *why,
+                               size_t cap);
+  /* The caller's params of a description (NULL: automatic), and a copy of
+   * desc with params p (p must outlive the copy). */
+  const clattn_params *(*params)(const void *desc);
+  void (*with_params)(const void *desc, const clattn_params *p, void *copy);
+
+  /* ---- planning (pure) */
+  /* Resolve desc's params on the target into a plan; an invalid field is
+   * an error with the reason in why.  The model predicts this plan. */
+  clattn_status (*plan)(const clattn__target *t, const void *desc,
+                        void *plan, char *why, size_t cap);
+  /* (optional) Whether the plan fits the device (work-group size, local
+   * memory); 0 with the reason in why if not.  NULL: always. */
+  int (*fits)(const clattn__target *t, const void *desc, const void *plan,
+              char *why, size_t cap);
+  /* The plan as the params that give it (clattn_choice.resolved). */
+  clattn_params (*resolved)(const void *plan);
+  /* Every valid candidate on the target, the default first (space.h). */
+  clattn_status (*space)(const clattn__target *t, const void *desc,
+                         clattn__space *s);
+  /* The model's costs of the plan's kernels (model/model.h), ints: host
+   * copy of the INTS buffer or NULL; out is cleared by the caller and
+   * finished by it (clattn__model_finish). */
+  clattn_status (*cost)(const void *desc, const void *plan, const int *ints,
+                        const clattn_profile *prof, clattn_prediction *out,
+                        double *dram_reads);
+
+  /* ---- running */
+  /* Enqueue the plan's kernels.  The plan may change here (an automatic
+   * work-group lowered to what the compiled kernel allows); the call path
+   * records the plan as it is after this returns.  auto_wg: the caller
+   * left the work-group to the library. */
+  clattn_status (*enqueue)(clattn_ctx *ctx, const void *desc, void *plan,
+                           int auto_wg, const cl_mem *bufs,
+                           const clattn_events *ev);
+
+  /* ---- checking */
+  /* The small case for a call like desc (same head dims, dtype, mask,
+   * layout). */
+  void (*check_case)(const void *desc, clattn__check_case *c);
+  /* The plain-C reference on host data: bufs[i] holds buffer i as float
+   * (INTS as int), inputs filled; it writes the OUT and INOUT buffers. */
+  void (*reference)(const void *desc, void *const *bufs);
+} clattn__family;
+
+/* The registry (registry.c): every family, in listing order. */
+int clattn__family_count(void);
+const clattn__family *clattn__family_at(int i);
+/* By name; NULL when none. */
+const clattn__family *clattn__family_find(const char *name);
+/* Its index in the registry (for per-family state such as overrides). */
+int clattn__family_index(const clattn__family *f);
+
+/* The families, defined in their rooms. */
+extern const clattn__family clattn__family_prefill;
+extern const clattn__family clattn__family_decode;
+extern const clattn__family clattn__family_append;
+
+#endif /* CLATTN_FAMILY_H */

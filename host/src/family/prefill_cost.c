@@ -1,0 +1,127 @@
+/* prefill_cost.c - the model's costs of the prefill family's kernels: the
+ * FLOPs, exp2 evaluations and global bytes each issues, counted from its
+ * plan and the loop structure of cl/attention.cl (the comments name the
+ * loops); tests/test_model.c checks them against Oclgrind's instruction
+ * counts. */
+#include "family/plan.h"
+#include "model/model.h"
+
+/* Keys visible to query position i (cl/attention.cl key_limit). */
+static long key_limit(int causal, long L, long n, long i) {
+  return causal ? (L < L - n + i + 1 ? L : L - n + i + 1) : L;
+}
+
+clattn_status clattn__prefill_cost(const void *desc, const void *plan,
+                                   const int *kv_lens,
+                                   const clattn_profile *prof,
+                                   clattn_prediction *out,
+                                   double *dram_reads) {
+  const clattn_attn_desc *d = desc;
+  const clattn__prefill_plan *pl = plan;
+  const double es = (double)clattn_dtype_size(d->dtype);
+  const long B = d->batch, n = d->n_q, m = d->n_kv;
+  const long hkv = d->heads_kv, g = d->heads_q / d->heads_kv;
+  const double DK = d->head_dim_k, DV = d->head_dim_v;
+  const long rows = n * g;
+  const int causal = d->causal != 0;
+  const double lens_b = kv_lens ? 4.0 : 0.0;
+
+  /* useful work: valid (query, key) pairs */
+  double pairs = 0.0;
+  for (long b = 0; b < B; b++) {
+    const long L = kv_lens ? (long)clattn__dmin(clattn__dmax(kv_lens[b], 0), m) : m;
+    for (long i = 0; i < n; i++)
+      pairs += (double)clattn__dmax(0, key_limit(causal, L, n, i));
+  }
+  pairs *= (double)d->heads_q;
+  const double flops = 2.0 * pairs * (DK + DV);
+  const double q_bytes = es * B * n * d->heads_q * DK;
+  const double o_bytes = es * B * n * d->heads_q * DV;
+  const double kv_bytes = es * B * m * hkv * (DK + DV);
+
+  if (pl->variant == 1) {
+    /* kv_stage: every key row read once, K^T and V written as float32
+     * over the padded row length ld */
+    clattn_cost *st = clattn__model_kernel(out, "kv_stage");
+    st->bytes_read = kv_bytes;
+    st->bytes_written = 4.0 * B * hkv * pl->ld * (DK + DV);
+    st->bytes_compulsory = st->bytes_read + st->bytes_written;
+    dram_reads[0] = st->bytes_read;
+    st->bytes_dram = st->bytes_read + st->bytes_written;
+
+    clattn_cost *c = clattn__model_kernel(out, "attn_fwd_reg");
+    const int RB = pl->rb, KB = pl->kb;
+    double rd = 0, wr = 0, fma = 0, qk = 0, ex = 0, staged_once = 0, ws = 0;
+    const long blocks = (rows + RB - 1) / RB;
+    for (long b = 0; b < B; b++) {
+      const long L = kv_lens ? (long)clattn__dmin(clattn__dmax(kv_lens[b], 0), m) : m;
+      double kmax = 0;
+      for (long blk = 0; blk < blocks; blk++) {
+        const long r0 = blk * RB;
+        const long last = (long)clattn__dmin(r0 + RB - 1, rows - 1);
+        const double kend = (double)key_limit(causal, L, n, last / g);
+        /* q: RB rows of DK (clamped rows are loaded too), kv_lens once */
+        rd += lens_b + es * RB * DK;
+        if (kend > 0) {
+          const double T = clattn__cdiv(kend, KB);
+          /* K^T tiles; V rows, once per row of the block */
+          rd += 4.0 * T * DK * KB + 4.0 * kend * DV * RB;
+          /* QK^T, PV, and per row and tile the running sum's update */
+          const double qkt = T * DK * RB * KB;
+          qk += qkt;
+          fma += qkt + kend * DV * RB + T * RB;
+          ex += T * RB * (1.0 + KB); /* alpha + KB probabilities */
+          kmax = clattn__dmax(kmax, kend);
+        }
+        wr += es * clattn__dmin(RB, rows - r0) * DV;
+      }
+      staged_once += 4.0 * kmax * (DK + DV);
+      ws = clattn__dmax(ws, 4.0 * kmax * (DK + DV));
+    }
+    c->bytes_read = hkv * rd;
+    c->bytes_written = hkv * wr;
+    c->fma_issued = hkv * (fma + CLATTN__EXP2_FMAS * ex);
+    c->fma_spilled = pl->spill * hkv * qk; /* QK^T's spilled accumulators */
+    c->exp2_issued = hkv * ex;
+    c->flops = flops;
+    c->softmax_ops = CLATTN__C_SM * pairs;
+    c->bytes_compulsory = q_bytes + hkv * staged_once + o_bytes;
+    clattn__model_dram(c, c->bytes_compulsory - o_bytes, ws, prof);
+    dram_reads[1] = c->bytes_dram - c->bytes_written;
+  } else {
+    clattn_cost *c = clattn__model_kernel(out, "attn_fwd_local");
+    const int WG = pl->wg, KT = pl->kt;
+    double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0;
+    const long groups = (rows + WG - 1) / WG;
+    for (long b = 0; b < B; b++) {
+      const long L = kv_lens ? (long)clattn__dmin(clattn__dmax(kv_lens[b], 0), m) : m;
+      for (long grp = 0; grp < groups; grp++) {
+        const long last = (long)clattn__dmin(grp * WG + WG - 1, rows - 1);
+        const double kend = (double)key_limit(causal, L, n, last / g);
+        rd += WG * (lens_b + es * DK); /* every item: kv_lens, its q row */
+        if (kend > 0) {
+          const double T = clattn__cdiv(kend, KT);
+          rd += es * kend * (DK + DV); /* tile loads, t < nt only */
+          /* every item scores all KT keys of every tile and updates DV */
+          fma += WG * T * (KT * (DK + DV) + 1.0);
+          ex += WG * T * (1.0 + KT);
+          /* local: tiles stored, then read by every item */
+          loc += 4.0 * T * KT * (DK + DV) * (1.0 + WG);
+          ws = clattn__dmax(ws, es * kend * (DK + DV));
+        }
+        wr += es * clattn__dmin(WG, rows - grp * WG) * DV;
+      }
+    }
+    c->bytes_read = hkv * rd;
+    c->bytes_written = hkv * wr;
+    c->fma_issued = hkv * (fma + CLATTN__EXP2_FMAS * ex);
+    c->exp2_issued = hkv * ex;
+    c->local_bytes = hkv * loc;
+    c->flops = flops;
+    c->softmax_ops = CLATTN__C_SM * pairs;
+    c->bytes_compulsory = q_bytes + kv_bytes + o_bytes;
+    clattn__model_dram(c, q_bytes + kv_bytes, ws, prof);
+    dram_reads[0] = c->bytes_dram - c->bytes_written;
+  }
+  return CLATTN_OK;
+}

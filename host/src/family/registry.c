@@ -1,0 +1,33 @@
+/* registry.c - every kernel family, one line each.  A new family is a new
+ * room (its files in family/) and one line here. */
+#include "family/family.h"
+
+#include <string.h>
+
+static const clattn__family *const families[] = {
+    &clattn__family_prefill,
+    &clattn__family_decode,
+    &clattn__family_append,
+};
+
+enum { COUNT = sizeof families / sizeof families[0] };
+
+int clattn__family_count(void) { return COUNT; }
+
+const clattn__family *clattn__family_at(int i) {
+  return i >= 0 && i < COUNT ? families[i] : NULL;
+}
+
+const clattn__family *clattn__family_find(const char *name) {
+  for (int i = 0; name && i < COUNT; i++)
+    if (strcmp(families[i]->name, name) == 0)
+      return families[i];
+  return NULL;
+}
+
+int clattn__family_index(const clattn__family *f) {
+  for (int i = 0; i < COUNT; i++)
+    if (families[i] == f)
+      return i;
+  return -1;
+}

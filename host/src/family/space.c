@@ -1,0 +1,59 @@
+/* space.c - tuning spaces (space.h). */
+#include "family/space.h"
+#include "runtime/runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int clattn__space_add(clattn__space *s, const int *values) {
+  for (int i = 0; i < s->n; i++)
+    if (memcmp(&s->val[i * s->ndims], values,
+               (size_t)s->ndims * sizeof *values) == 0)
+      return i;
+  if (s->n == s->cap) {
+    int nc = s->cap ? 2 * s->cap : 64;
+    int *g = realloc(s->val, (size_t)nc * (size_t)s->ndims * sizeof *g);
+    if (g == NULL)
+      return -1;
+    s->val = g;
+    s->cap = nc;
+  }
+  memcpy(&s->val[s->n * s->ndims], values, (size_t)s->ndims * sizeof *values);
+  return s->n++;
+}
+
+void clattn__space_free(clattn__space *s) {
+  free(s->val);
+  s->val = NULL;
+  s->n = s->cap = 0;
+}
+
+void clattn__space_format(const clattn__space *s, int i, char *buf,
+                          size_t cap) {
+  if (cap)
+    buf[0] = '\0';
+  for (int d = 0; d < s->ndims; d++)
+    clattn__appendf(buf, cap, "%s%s=%d", d ? " " : "", s->dim[d],
+                    s->val[i * s->ndims + d]);
+}
+
+void clattn__space_init_params(clattn__space *s) {
+  memset(s, 0, sizeof *s);
+  s->ndims = CLATTN__NPARAMS;
+  for (int i = 0; i < CLATTN__NPARAMS; i++)
+    s->dim[i] = clattn__param_names[i];
+  s->def = -1;
+}
+
+clattn_params clattn__space_params(const clattn__space *s, int i) {
+  clattn_params p;
+  for (int d = 0; d < CLATTN__NPARAMS; d++)
+    *clattn__param(&p, d) = s->val[i * s->ndims + d];
+  return p;
+}
+
+void clattn__params_values(const clattn_params *p, int *values) {
+  clattn_params q = *p;
+  for (int d = 0; d < CLATTN__NPARAMS; d++)
+    values[d] = *clattn__param(&q, d);
+}

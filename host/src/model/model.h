@@ -1,0 +1,36 @@
+/* model.h - internal: the roofline model's arithmetic, shared by every
+ * family's cost.  Pure functions of counts and a profile: no OpenCL, no
+ * context. */
+#ifndef CLATTN_MODEL_H
+#define CLATTN_MODEL_H
+
+#include "clattn.h"
+
+#include <math.h>
+
+/* Lanes of FMA in one exp2 evaluation (the Cephes polynomial in
+ * cl/common.cl). */
+#define CLATTN__EXP2_FMAS 6.0
+/* Nominal softmax operations per valid logit (spec 1.2). */
+#define CLATTN__C_SM 5.0
+
+/* A new kernel row of out (launches 1), or NULL when out is full. */
+clattn_cost *clattn__model_kernel(clattn_prediction *out, const char *name);
+/* DRAM bytes of a kernel whose issued reads exceed the compulsory ones by
+ * re-reads of a working set of ws bytes: the cache serves them when the
+ * working set fits in half of it. */
+void clattn__model_dram(clattn_cost *c, double compulsory_reads, double ws,
+                        const clattn_profile *p);
+/* Times, bounds and the total of every kernel of out; dram_reads[i] is
+ * the DRAM read bytes of kernel i. */
+void clattn__model_finish(clattn_prediction *out, const double *dram_reads,
+                          const clattn_profile *p);
+/* Write a failure's reason to out->errmsg and return st. */
+clattn_status clattn__model_fail(clattn_prediction *out, clattn_status st,
+                                 const char *why);
+
+static inline double clattn__dmin(double a, double b) { return a < b ? a : b; }
+static inline double clattn__dmax(double a, double b) { return a > b ? a : b; }
+static inline double clattn__cdiv(double a, double b) { return ceil(a / b); }
+
+#endif /* CLATTN_MODEL_H */

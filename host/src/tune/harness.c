@@ -1,0 +1,565 @@
+/* harness.c - how the tuner measures any kernel family's candidate, from
+ * the family's buffer specs alone (family.h): clattn_tune_attention,
+ * clattn_tune_decode and `clattn tune FAMILY`.
+ *
+ * Evaluation: the candidate runs through the generic call path (the
+ * library's own launch path), first on the family's small check case
+ * against its plain-C reference (double accumulation), then it is timed on
+ * the call's shape: a warm-up, then `repeats` runs, median kept.  Buffers
+ * the family marks cold (a decode's K/V cache) are rotated over copies
+ * larger than twice the device's global-memory cache, one rotation shared
+ * by all candidates, so each call reads cold data; a run is the call on up
+ * to 8 consecutive copies, enqueued back to back and finished once (see
+ * timed_run). */
+#include "call/call.h"
+#include "choice/choice.h"
+#include "reference/ref.h"
+#include "tune/tune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_COPIES = 64, NB = CLATTN__MAX_BUFS };
+
+typedef struct harness {
+  clattn_ctx *ctx;
+  const clattn__family *F;
+  _Alignas(16) unsigned char desc[CLATTN__DESC_MAX]; /* the call */
+  clattn__check_case small;
+  clattn__buf_spec spec[NB], sspec[NB];
+  int copies, next;    /* copies of the cold buffers; the next one to read */
+  cl_mem buf[MAX_COPIES][NB]; /* the call's: [0] all, [i > 0] cold ones */
+  cl_mem sbuf[NB];     /* the small check's */
+  void *shost[NB];     /* its host data; outputs: the reference's */
+  void *sinit[NB];     /* INOUT: the stored form before the call */
+  void *sraw;          /* a device output read back, raw */
+  float *sgot;         /* ... as float */
+  clattn_profile prof;  /* the model's: prof0 scaled to the bandwidth of
+                           the moment (refresh) */
+  clattn_profile prof0; /* as stored */
+  int has_prof;
+  clattn_copy_ref *ref; /* the bandwidth reference of cold families */
+} harness;
+
+/* The tests' tolerances (tests/util.h explains them). */
+static double tolerance(clattn_dtype dt) {
+  return dt == CLATTN_F32 ? 1e-4 : dt == CLATTN_F16 ? 1e-3 : 8e-3;
+}
+
+static int has_cold(const harness *H) {
+  for (int i = 0; i < H->F->nbufs; i++)
+    if (H->spec[i].cold)
+      return 1;
+  return 0;
+}
+
+static unsigned lcg(unsigned *s) {
+  *s = *s * 1664525u + 1013904223u;
+  return *s >> 8;
+}
+
+/* Host data in [-1, 1), rounded to dtype (so the reference sees what the
+ * kernel reads); raw gets the stored form; x may be NULL. */
+static void fill(float *x, void *raw, size_t n, clattn_dtype dt,
+                 unsigned *seed) {
+  for (size_t i = 0; i < n; i++) {
+    float f = (float)lcg(seed) / 8388608.0f - 1.0f;
+    if (dt == CLATTN_F16) {
+      uint16_t h = ref_f32_to_f16(f);
+      ((uint16_t *)raw)[i] = h;
+      f = ref_f16_to_f32(h);
+    } else if (dt == CLATTN_BF16) {
+      uint16_t h = ref_f32_to_bf16(f);
+      ((uint16_t *)raw)[i] = h;
+      f = ref_bf16_to_f32(h);
+    } else {
+      ((float *)raw)[i] = f;
+    }
+    if (x)
+      x[i] = f;
+  }
+}
+
+static void to_float(const void *raw, float *x, size_t n, clattn_dtype dt) {
+  for (size_t i = 0; i < n; i++)
+    x[i] = dt == CLATTN_F16    ? ref_f16_to_f32(((const uint16_t *)raw)[i])
+           : dt == CLATTN_BF16 ? ref_bf16_to_f32(((const uint16_t *)raw)[i])
+                               : ((const float *)raw)[i];
+}
+
+/* A device buffer of spec b: random data for inputs (host values to x if
+ * not NULL, the stored form kept in *keep if not NULL), zeros for
+ * outputs, ints[] (or `fill_int` for all) for INTS. */
+static clattn_status make_buffer(harness *H, const clattn__buf_spec *b,
+                                 const int *ints, int fill_int,
+                                 unsigned *seed, void *x, void **keep,
+                                 cl_mem *out) {
+  clattn_ctx *ctx = H->ctx;
+  clattn_status rc = CLATTN_OK;
+  const size_t bytes = clattn__buf_bytes(b);
+  void *raw = calloc(bytes ? bytes : 1, 1);
+  cl_int err = CL_SUCCESS;
+  if (raw == NULL || bytes == 0)
+    return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
+  if (b->role == CLATTN__BUF_INTS) {
+    for (size_t i = 0; i < b->elems; i++)
+      ((int *)raw)[i] = ints ? ints[i] : fill_int;
+    if (x)
+      memcpy(x, raw, bytes);
+  } else if (b->role != CLATTN__BUF_OUT) {
+    fill(x, raw, b->elems, b->dtype, seed);
+  }
+  *out = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                        bytes, raw, &err);
+  CLATTN_CL(ctx, err);
+  if (keep) {
+    *keep = raw;
+    raw = NULL;
+  }
+done:
+  free(raw);
+  return rc;
+}
+
+static void release(cl_mem *m) {
+  if (*m)
+    clReleaseMemObject(*m);
+  *m = NULL;
+}
+
+static void harness_free(harness *H) {
+  for (int c = 0; c < MAX_COPIES; c++)
+    for (int i = 0; i < NB; i++)
+      release(&H->buf[c][i]);
+  for (int i = 0; i < NB; i++) {
+    release(&H->sbuf[i]);
+    free(H->shost[i]);
+    free(H->sinit[i]);
+  }
+  clattn_copy_ref_destroy(H->ref);
+  free(H->sraw);
+  free(H->sgot);
+}
+
+/* The small check: its buffers, host data and the reference's outputs. */
+static clattn_status setup_check(harness *H) {
+  const clattn__family *F = H->F;
+  unsigned seed = 12345u;
+  size_t most = 1;
+  F->check_case(H->desc, &H->small);
+  F->buffers(H->small.desc, H->sspec);
+  for (int i = 0; i < F->nbufs; i++) {
+    const clattn__buf_spec *b = &H->sspec[i];
+    const size_t each = b->role == CLATTN__BUF_INTS ? sizeof(int)
+                                                    : sizeof(float);
+    H->shost[i] = calloc(b->elems ? b->elems : 1, each);
+    if (H->shost[i] == NULL)
+      return clattn__fail(H->ctx, CLATTN_ERR_NOMEM, "out of host memory");
+    clattn_status rc = make_buffer(
+        H, b, H->small.ints, 0, &seed, H->shost[i],
+        b->role == CLATTN__BUF_INOUT ? &H->sinit[i] : NULL, &H->sbuf[i]);
+    if (rc)
+      return rc;
+    if (b->role == CLATTN__BUF_OUT || b->role == CLATTN__BUF_INOUT)
+      most = b->elems > most ? b->elems : most;
+  }
+  H->sraw = malloc(most * sizeof(float));
+  H->sgot = malloc(most * sizeof *H->sgot);
+  if (!H->sraw || !H->sgot)
+    return clattn__fail(H->ctx, CLATTN_ERR_NOMEM, "out of host memory");
+  F->reference(H->small.desc, H->shost);
+  return CLATTN_OK;
+}
+
+/* The call's buffers; enough copies of the cold ones for cold caches. */
+static clattn_status setup_call(harness *H) {
+  const clattn__family *F = H->F;
+  unsigned seed = 777u;
+  double cold = 0;
+  F->buffers(H->desc, H->spec);
+  for (int i = 0; i < F->nbufs; i++)
+    if (H->spec[i].cold)
+      cold += (double)clattn__buf_bytes(&H->spec[i]);
+  H->copies = 1;
+  if (cold > 0) {
+    double cache = (double)H->ctx->dev.global_cache;
+    if (H->has_prof && H->prof.cache_bytes)
+      cache = (double)H->prof.cache_bytes;
+    H->copies = (int)ceil(2.0 * cache / cold) + 1;
+    if (H->copies > MAX_COPIES)
+      H->copies = MAX_COPIES;
+    while (H->copies > 1 && cold * H->copies > 2e9)
+      H->copies--;
+  }
+  const int full = F->full_int(H->desc);
+  for (int c = 0; c < H->copies; c++)
+    for (int i = 0; i < F->nbufs; i++) {
+      const clattn__buf_spec *b = &H->spec[i];
+      if ((c > 0 && !b->cold) ||
+          (b->role == CLATTN__BUF_INTS && b->optional))
+        continue;
+      clattn_status rc = make_buffer(H, b, NULL, full, &seed, NULL, NULL,
+                                     &H->buf[c][i]);
+      if (rc)
+        return rc;
+    }
+  return CLATTN_OK;
+}
+
+/* One call with params p: the small check's (small 1) or the real one's
+ * on copy `copy` of the cold buffers; finished when `finish`. */
+static clattn_status call(harness *H, const clattn_params *p, int small,
+                          int copy, int finish) {
+  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+  cl_mem bufs[NB];
+  const clattn__family *F = H->F;
+  F->with_params(small ? H->small.desc : H->desc, p, d);
+  for (int i = 0; i < F->nbufs; i++)
+    bufs[i] = small ? H->sbuf[i]
+                    : H->buf[H->spec[i].cold ? copy : 0][i];
+  clattn_status rc = clattn__call(H->ctx, F, d, bufs, NULL);
+  if (rc == CLATTN_OK && finish) {
+    cl_int err = clFinish(H->ctx->queue);
+    if (err != CL_SUCCESS)
+      rc = clattn__cl_fail(H->ctx, err, "clFinish", __FILE__, __LINE__);
+  }
+  return rc;
+}
+
+/* Largest error of the small check's outputs against the reference,
+ * relative to the reference's largest magnitude per buffer; INFINITY for
+ * a non-finite output. */
+static clattn_status check_error(harness *H, double *err_out) {
+  clattn_ctx *ctx = H->ctx;
+  double worst = 0;
+  for (int i = 0; i < H->F->nbufs; i++) {
+    const clattn__buf_spec *b = &H->sspec[i];
+    if (b->role != CLATTN__BUF_OUT && b->role != CLATTN__BUF_INOUT)
+      continue;
+    cl_int err = clEnqueueReadBuffer(ctx->queue, H->sbuf[i], CL_TRUE, 0,
+                                     clattn__buf_bytes(b), H->sraw, 0, NULL,
+                                     NULL);
+    if (err != CL_SUCCESS)
+      return clattn__cl_fail(ctx, err, "clEnqueueReadBuffer", __FILE__,
+                             __LINE__);
+    to_float(H->sraw, H->sgot, b->elems, b->dtype);
+    const float *ref = H->shost[i];
+    double num = 0, den = 1e-30;
+    for (size_t j = 0; j < b->elems; j++) {
+      if (!isfinite(H->sgot[j])) {
+        num = INFINITY;
+        break;
+      }
+      num = fmax(num, fabs((double)H->sgot[j] - (double)ref[j]));
+      den = fmax(den, fabs((double)ref[j]));
+    }
+    worst = fmax(worst, num / den);
+  }
+  *err_out = worst;
+  return CLATTN_OK;
+}
+
+/* Put the INOUT buffers of the small check back as they were, so every
+ * candidate starts from the reference's input. */
+static clattn_status reset_check(harness *H) {
+  for (int i = 0; i < H->F->nbufs; i++) {
+    if (H->sinit[i] == NULL)
+      continue;
+    cl_int err = clEnqueueWriteBuffer(H->ctx->queue, H->sbuf[i], CL_TRUE, 0,
+                                      clattn__buf_bytes(&H->sspec[i]),
+                                      H->sinit[i], 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      return clattn__cl_fail(H->ctx, err, "clEnqueueWriteBuffer", __FILE__,
+                             __LINE__);
+  }
+  return CLATTN_OK;
+}
+
+/* One timed run on the call's shape: the call on the next STREAM copies
+ * of the rotation (every copy when there are fewer), enqueued back to
+ * back and finished once, as a model's layers are; *sec is the time per
+ * call.  A clFinish after each call would add the queue's round trip to
+ * every time and favour parameters with fewer launches over faster ones
+ * (bench/RESULTS.md, tuner). */
+enum { STREAM = 8 };
+
+static clattn_status timed_run(harness *H, const clattn_params *p,
+                               double *sec) {
+  clattn_status rc = CLATTN_OK;
+  const int n = H->copies < STREAM ? H->copies : STREAM;
+  const double a = clattn__now();
+  for (int i = 0; i < n && rc == CLATTN_OK; i++) {
+    /* one rotation over every copy for all candidates: a copy is read
+     * again only after all the others (more than twice the cache) */
+    H->next = (H->next + 1) % H->copies;
+    rc = call(H, p, 0, H->next, i == n - 1);
+  }
+  if (rc != CLATTN_OK) {
+    clFinish(H->ctx->queue); /* drain what was enqueued; rc says why */
+    return rc;
+  }
+  *sec = (clattn__now() - a) / n;
+  return CLATTN_OK;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void reject(clattn_tune_entry *e, const char *status,
+                   const char *msg) {
+  snprintf(e->status, sizeof e->status, "%s", status);
+  snprintf(e->message, sizeof e->message, "%s", msg);
+}
+
+static clattn_params params_of(const int *values) {
+  clattn__space one = {.ndims = CLATTN__NPARAMS, .n = 1,
+                       .val = (int *)values};
+  return clattn__space_params(&one, 0);
+}
+
+static clattn_status eval(void *self, const int *values, double best_s,
+                          double timeout_s, int repeats,
+                          clattn_tune_entry *e) {
+  harness *H = self;
+  const clattn_params p = params_of(values);
+  const double t0 = clattn__now();
+  clattn_status rc;
+  /* 1. correct on the small input? */
+  if ((rc = reset_check(H)))
+    return rc;
+  if ((rc = call(H, &p, 1, 0, 1)) != CLATTN_OK) {
+    if (rc == CLATTN_ERR_NOMEM)
+      return rc;
+    reject(e, "failed", clattn_ctx_errmsg(H->ctx));
+    return CLATTN_OK;
+  }
+  if ((rc = check_error(H, &e->max_err)))
+    return rc;
+  const clattn_dtype dt = H->spec[0].dtype;
+  if (!(e->max_err <= tolerance(dt))) {
+    char msg[128];
+    snprintf(msg, sizeof msg,
+             "relative error %.3g against the reference (tolerance %.3g)",
+             e->max_err, tolerance(dt));
+    reject(e, "wrong", msg);
+    return CLATTN_OK;
+  }
+  /* 2. time it on the call's shape */
+  if ((rc = call(H, &p, 0, 0, 1)) != CLATTN_OK) {
+    if (rc == CLATTN_ERR_NOMEM)
+      return rc;
+    reject(e, "failed", clattn_ctx_errmsg(H->ctx));
+    return CLATTN_OK;
+  }
+  double t[64];
+  int n = repeats < 64 ? repeats : 64;
+  int done = 0;
+  for (int r = 0; r < n; r++) {
+    if ((rc = timed_run(H, &p, &t[done])) != CLATTN_OK) {
+      reject(e, "failed", clattn_ctx_errmsg(H->ctx));
+      return CLATTN_OK;
+    }
+    done++;
+    if (clattn__now() - t0 > timeout_s) {
+      char msg[96];
+      snprintf(msg, sizeof msg, "over the %.3g s candidate timeout",
+               timeout_s);
+      e->median_s = t[0];
+      reject(e, "timeout", msg);
+      return CLATTN_OK;
+    }
+    /* early abandon: clearly slower than the best */
+    double lo = t[0];
+    for (int j = 1; j < done; j++)
+      lo = t[j] < lo ? t[j] : lo;
+    if (best_s > 0 && ((done == 1 && lo > 2.0 * best_s) ||
+                       (done >= 3 && lo > 1.3 * best_s))) {
+      char msg[96];
+      snprintf(msg, sizeof msg, "abandoned after %d runs: %.3g x the best",
+               done, lo / best_s);
+      e->median_s = lo;
+      reject(e, "slow", msg);
+      return CLATTN_OK;
+    }
+  }
+  qsort(t, (size_t)done, sizeof t[0], cmp_double);
+  e->median_s = done % 2 ? t[done / 2] : 0.5 * (t[done / 2 - 1] + t[done / 2]);
+  e->spread = (t[done - 1] - t[0]) / e->median_s;
+  snprintf(e->status, sizeof e->status, "ok");
+  return CLATTN_OK;
+}
+
+static int predict(void *self, const int *values, double *t_pred,
+                   double *t_roof) {
+  harness *H = self;
+  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+  const clattn_params p = params_of(values);
+  if (!H->has_prof)
+    return 0;
+  H->F->with_params(H->desc, &p, d);
+  return clattn__predict(H->F, d, &H->prof, t_pred, t_roof);
+}
+
+/* A cold family's bandwidth of the moment: the best of three launches of
+ * the probe's copy kernel (buffers of at least the profile's last-level
+ * cache, 64 MiB or more), and the stored profile scaled to it.  The
+ * search's roofline stop compares measurements taken now with the
+ * profile's bound, and a shared machine's bandwidth drifts: a profile of a
+ * slower moment would stop the search early.  A failure to time leaves
+ * the profile as it was. */
+static int refresh(void *self) {
+  harness *H = self;
+  if (!has_cold(H) || !H->has_prof || !(H->prof0.bw_copy_gbs > 0))
+    return 0;
+  if (H->ref == NULL) {
+    size_t bytes = (size_t)64 << 20;
+    if (H->prof0.cache_bytes > bytes)
+      bytes = (size_t)H->prof0.cache_bytes / 64 * 64;
+    if (clattn_copy_ref_create(H->ctx, bytes, &H->ref) != CLATTN_OK) {
+      H->ref = NULL;
+      return 0;
+    }
+  }
+  double best = 0.0;
+  for (int r = 0; r < 3; r++) {
+    double g = 0.0;
+    if (clattn_copy_ref_run(H->ref, &g) != CLATTN_OK)
+      return 0;
+    if (g > best)
+      best = g;
+  }
+  H->prof = H->prof0;
+  clattn_profile_at_copy(&H->prof, best);
+  return 1;
+}
+
+/* One timed run of a candidate on the call's shape (timed_run). */
+static double time1(void *self, const int *values) {
+  harness *H = self;
+  const clattn_params p = params_of(values);
+  double t = -1.0;
+  return timed_run(H, &p, &t) == CLATTN_OK ? t : -1.0;
+}
+
+/* Check ctx and the call (valid with automatic params) and set up H. */
+static clattn_status begin(clattn_ctx *ctx, const clattn__family *F,
+                           const void *desc, harness *H) {
+  clattn_choice ch;
+  clattn_status rc = clattn__ctx_check(ctx);
+  if (rc)
+    return rc;
+  ctx->errmsg[0] = '\0';
+  memset(H, 0, sizeof *H);
+  H->ctx = ctx;
+  H->F = F;
+  if (desc == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc is NULL");
+  /* the tuner's candidates replace the caller's params */
+  F->with_params(desc, NULL, H->desc);
+  return clattn__explain(ctx, F, H->desc, &ch);
+}
+
+clattn_status clattn__tune(clattn_ctx *ctx, clattn_db *db,
+                           const clattn__family *F, const void *desc,
+                           const clattn_tune_opts *opts,
+                           clattn_tune_result *out) {
+  harness H;
+  clattn__space s;
+  clattn__tune_family fam;
+  clattn_tune_entry id;
+  clattn_profile prof;
+  clattn_status rc = begin(ctx, F, desc, &H);
+  memset(&s, 0, sizeof s);
+  memset(&fam, 0, sizeof fam);
+  if (rc)
+    goto done;
+  if (db == NULL || out == NULL) {
+    rc = clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "db or out is NULL");
+    goto done;
+  }
+  memset(out, 0, sizeof *out);
+  const clattn__target t = clattn__ctx_target(ctx);
+  if (clattn_profile_for(ctx, db, &prof) == CLATTN_OK &&
+      prof.fp32_gflops > 0 && prof.bw_read_gbs > 0) {
+    H.prof = H.prof0 = prof;
+    H.has_prof = 1;
+  }
+  CLATTN_TRY(clattn__tune_identity(ctx, &id));
+  if ((rc = F->space(&t, H.desc, &s))) {
+    rc = clattn__fail(ctx, rc, "out of host memory");
+    goto done;
+  }
+  CLATTN_TRY(setup_check(&H));
+  CLATTN_TRY(setup_call(&H));
+  fam.kernel = F->name;
+  F->shape_class(H.desc, fam.shape_class, sizeof fam.shape_class);
+  fam.self = &H;
+  fam.eval = eval;
+  fam.predict = predict;
+  fam.refresh = refresh;
+  fam.time1 = time1;
+  rc = clattn__tune_run(ctx, db, &s, &fam, &id, opts, out);
+  /* later calls on ctx see the new entries */
+  clattn__choice_reload(ctx);
+done:
+  clattn__space_free(&s);
+  harness_free(&H);
+  return rc;
+}
+
+clattn_status clattn__tune_space(clattn_ctx *ctx, const clattn__family *F,
+                                 const void *desc, clattn_params *out,
+                                 int cap, int *n, int *pruned) {
+  harness H;
+  clattn__space s;
+  memset(&s, 0, sizeof s);
+  clattn_status rc = begin(ctx, F, desc, &H);
+  if (rc)
+    return rc;
+  const clattn__target t = clattn__ctx_target(ctx);
+  rc = F->space(&t, H.desc, &s);
+  if (rc == CLATTN_OK) {
+    for (int i = 0; i < s.n && i < cap && out; i++)
+      out[i] = clattn__space_params(&s, i);
+    if (n)
+      *n = s.n;
+    if (pruned)
+      *pruned = s.pruned;
+  }
+  clattn__space_free(&s);
+  return rc ? clattn__fail(ctx, rc, "out of host memory") : rc;
+}
+
+clattn_status clattn_tune_attention(clattn_ctx *ctx, clattn_db *db,
+                                    const clattn_attn_desc *d,
+                                    const clattn_tune_opts *opts,
+                                    clattn_tune_result *out) {
+  return clattn__tune(ctx, db, &clattn__family_prefill, d, opts, out);
+}
+
+clattn_status clattn_tune_decode(clattn_ctx *ctx, clattn_db *db,
+                                 const clattn_decode_desc *d,
+                                 const clattn_tune_opts *opts,
+                                 clattn_tune_result *out) {
+  return clattn__tune(ctx, db, &clattn__family_decode, d, opts, out);
+}
+
+clattn_status clattn_tune_space_attention(clattn_ctx *ctx,
+                                          const clattn_attn_desc *d,
+                                          clattn_params *out, int cap, int *n,
+                                          int *pruned) {
+  return clattn__tune_space(ctx, &clattn__family_prefill, d, out, cap, n,
+                            pruned);
+}
+
+clattn_status clattn_tune_space_decode(clattn_ctx *ctx,
+                                       const clattn_decode_desc *d,
+                                       clattn_params *out, int cap, int *n,
+                                       int *pruned) {
+  return clattn__tune_space(ctx, &clattn__family_decode, d, out, cap, n,
+                            pruned);
+}
