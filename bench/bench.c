@@ -614,9 +614,8 @@ static void bench_decode(bench *B)
                                   "MQA (h_kv=1)"};
   /* rounds: each times a copy (clattn_copy_ref, the bandwidth reference)
    * and one pass of every case, so all share the machine's drift (a
-   * shared VM's bandwidth moved by 20-30% within a minute here, the
-   * probe's copy figure between 38 and 69 GB/s within ten) and each ratio
-   * pairs times of one round */
+   * shared VM's bandwidth moves within minutes: bench/RESULTS.md, machine
+   * drift) and each ratio pairs times of one round */
   const int rounds = B->reps < 15 ? 15 : B->reps;
   const size_t copy_b = (size_t)(B->quick ? 64 : 128) << 20;
   decode_arg a[NC];

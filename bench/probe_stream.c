@@ -46,7 +46,7 @@ static int c_triad(size_t n, int reps, double *best, double *median)
     c[i] = (float)(i % 977) * 1e-3f;
   }
   /* restrict: without it GCC's -O2 vectoriser refuses the loop (it would
-   * need run-time alias checks) and the triad ran ~25% slower here */
+   * need run-time alias checks) and the triad runs slower */
   float *restrict ra = a;
   const float *restrict rb = b, *restrict rc = c;
   for (int r = 0; r < reps + 1; r++) { /* pass 0 is a warm-up */

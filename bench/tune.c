@@ -7,8 +7,9 @@
  *     database, capped at 25% of the space;
  *  3. the winners and the default parameters timed again head to head,
  *     interleaved (round-robin over the configurations, so drift hits all
- *     alike; 63 rounds for decode, 31 for prefill: with 31 and 15, two
- *     slots of the same parameters read up to 8% apart), decode on K/V
+ *     alike; 63 rounds for decode, 31 for prefill, since fewer left two
+ *     slots of the same parameters apart by more than the gains measured:
+ *     bench/RESULTS.md, machine drift), decode on K/V
  *     copies larger than twice the last-level cache (cold caches, as a
  *     multi-layer model reads them); a run, as the tuner's, is the call
  *     on up to 8 copies enqueued back to back and finished once (the time

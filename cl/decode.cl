@@ -101,22 +101,15 @@ inline void put_row_scalar(__global stor_t *o, __global float *opart,
  * with 8 heads are reduced together by a shuffle tree, 7 additions a score where a
  * horizontal sum of 16 lanes takes 15 operations and a store; the scores
  * are kept key-major, sc[t * G + h], and the softmax runs on them 8 heads
- * to a vector.  MQA (b=1, h=8, m=8192, d=64, f32) on PoCL (2-core AMD
- * EPYC, AVX2): 331 -> 292 us a step with cold caches, medians of 40
- * alternated runs.  For G = 2 and 4 the same chunking (8 / G keys of G
- * heads) was slower than rows (464 against 448 us cold, GQA-4).  Keys are
- * scored two at a time, the two K rows side by side in a float16: the same
- * operations per key where vectors hold 8 floats (AVX2), half the FMAs and
- * tree steps where they hold 16.  On a 2-core Xeon with AVX-512, MQA's
- * step (m = 8192) with hot caches: 164 -> 142 us; cold: f32 about the same
- * (the memory sets the time), f16 263 -> 217 us, h = 16 over one KV head
- * 388 -> 360 us.  G = 4 with head dims up to 64 also goes in lanes, two
- * keys of 4 heads to a tree of three pair-sums and a fold where rows take
- * 8 horizontal sums; the softmax runs on 2 keys x 4 heads to a float8.
- * The plan (host/src/plan.c, pl->lanes) decides.  GQA h=8/2 (m = 8192, d = 64) on Zen 5, the split kernel alone, paired
- * over 21-31 rounds against rows: with K/V in L3 f32 0.80-0.84, f16 0.77;
- * cold f32 0.99-1.04 (the memory sets that time), f16 0.80; k = 128 with
- * K/V in L3 0.95-1.00, so wider heads keep rows. */
+ * to a vector.  (For G = 2 the same chunking was slower than rows.)  Keys
+ * are scored two at a time, the two K rows side by side in a float16: the
+ * same operations per key where vectors hold 8 floats (AVX2), half the
+ * FMAs and tree steps where they hold 16.  G = 4 with head dims up to 64
+ * also goes in lanes, two keys of 4 heads to a tree of three pair-sums and
+ * a fold where rows take 8 horizontal sums; the softmax runs on 2 keys x 4
+ * heads to a float8; wider heads of 4 keep rows, where lanes gain nothing.
+ * The plan (host/src/family/plan.c, pl->lanes) decides; the figures are in
+ * bench/RESULTS.md, decode defaults. */
 #ifndef LANES
 #define LANES 0
 #endif
@@ -247,9 +240,7 @@ inline void softmax_block(float *sc, int nt, float *mrow, float *lrow,
 #if LANES && (G == 4 || G == 8)
   /* one group of G heads: keys t and t + 1 lie side by side in sc, so
    * each max, exp2 and sum in 2G lanes serves two keys (a lone last key
-   * in G).  MQA (m = 8192, d = 64) hot on Zen 5, alternated rounds: f32
-   * 80.7 -> 78.6 us (8 of 11 faster), f16 92.2 -> 85.9 (8 of 9); cold the
-   * same within noise. */
+   * in G) */
 #define HF FLOATW(G)       /* G heads of one key */
 #define HF2 FLOATW(LANES2) /* the heads of two keys */
   const HF mold = CAT(vload, G)(0, mrow);
@@ -356,15 +347,11 @@ inline void pv_slice(vfloat *a, vfloat vs, const float *sc, int t) {
  * working set: its V rows and the K rows that pass scores.  Without it a
  * core's memory traffic comes in bursts, while the first pass runs, and
  * the cold step costs about its hot time plus its memory time; with it the
- * passes after the first overlap the next block's loads.  MQA (b=1, h=8,
- * m=8192, d=64) cold on PoCL, 2-core AMD EPYC (Zen 5, AVX-512), medians of
- * 9-15 alternated rounds: f32 245-254 -> 207-217 us (14 of 15 rounds
- * faster), f16 191 -> 153, h=16 over one KV head 409 -> 338; GQA-4 f32
- * 383 -> 357, f16 263 -> 229.  With a single pass after the first (G = 2)
- * the prefetches bunch up and the step got 5-8% slower, so the plan asks
- * for them only from two passes on.  Into L2 (PREFETCH_LINE), not L1,
- * which the V rows of the block in flight occupy (locality 3 and 1
- * measured the same). */
+ * passes after the first overlap the next block's loads.  With a single
+ * pass after the first (G = 2) the prefetches bunch up and slow the step,
+ * so the plan asks for them only from two passes on.  Into L2
+ * (PREFETCH_LINE), not L1, which the V rows of the block in flight occupy.
+ * Figures: bench/RESULTS.md, decode defaults. */
 #define LPR (LPR_K > LPR_V ? LPR_K : LPR_V)
 #define NPASS ((G - 1 + PVH - 1) / PVH) /* P V passes after the first */
 #define PFU ((LPR + NPASS - 1) / NPASS) /* lines of each an iteration */
@@ -374,8 +361,7 @@ inline void pv_slice(vfloat *a, vfloat vs, const float *sc, int t) {
  * scores), nv and nk of them: the rows the split has.  A cursor, not an
  * index: the address of line i computed afresh (row i / LPR, line i % LPR,
  * 64-bit row offsets) took as many instructions as the P V pass it rode
- * on.  MQA f32 (m = 8192, d = 64) on Zen 5, 21 paired rounds: hot 99.5 ->
- * 93.6 us (15 faster), cold 136.2 -> 135.9 (12 faster). */
+ * on. */
 typedef struct pf_cursor {
   const __global uchar *v, *k;
   int r, l, nv, nk;
@@ -458,11 +444,7 @@ __kernel void decode_split_reg(__global const stor_t *q,
   /* Scores of the current block and of the next one: the next block's
    * are computed while the current block's P V runs, so each core reads
    * the K and the V stream at once (twice the memory-level parallelism of
-   * a K phase followed by a V phase: a C model of MHA decode here read
-   * 25-34 GB/s this way against 22-25 one phase after the other, and this
-   * kernel's cold MHA step at m = 8192 went from 1517 to 1246 us, medians
-   * of 6 alternated runs; MQA with heads in lanes from 316 to 292 us,
-   * medians of 40). */
+   * a K phase followed by a V phase; bench/RESULTS.md, decode defaults). */
   float sc[2][G * KB];
   float al[G];
   int cur = 0;
@@ -485,10 +467,9 @@ __kernel void decode_split_reg(__global const stor_t *q,
      * VWV-wide slice in registers, each probability a broadcast operand;
      * every V element is loaded once, no pass is padded.  The first pass
      * (slice 0) also scores the next block, and pulls the rest of each V
-     * row into L1 for the passes after it (without that pull, MQA f32's
-     * split kernel alone read 1.13 cold, paired over 31 rounds on Zen 5).
-     * Where it pays, and where the passes by heads below do better: the
-     * plan (host/src/plan.c). */
+     * row into L1 for the passes after it, which would otherwise wait on
+     * memory.  Where it pays, and where the passes by heads below do
+     * better: the plan (host/src/family/plan.c). */
     {
       vfloat a[G];
 #pragma unroll
@@ -529,7 +510,7 @@ __kernel void decode_split_reg(__global const stor_t *q,
      * and spill.  The first head's pass, the one that reads V from memory,
      * also scores the next block (K from memory); it is a loop of its own
      * because one loop for all heads with the scoring under a condition
-     * ran GQA and MQA 5-10% slower on PoCL. */
+     * ran GQA and MQA slower on PoCL. */
     {
       vfloat a[NV];
 #pragma unroll

@@ -1,4 +1,4 @@
-/* probe.cl - device ceilings for clattn_probe (host/src/probe.c).
+/* probe.cl - device ceilings for clattn_probe (host/src/device/probe.c).
  *
  * Built once per vector width VW (1, 2, 4, 8, 16).  PROBE_FP16=1 builds the
  * half-precision FMA kernel only (a separate program, built only on devices
@@ -15,14 +15,12 @@
  * values bounded), and writes the sum of the chains.  Eight chains cover
  * an FMA latency of 4 cycles on 2 pipes; the probe's vector widths then
  * give 8 or 16 chains of the native width (float16 is two AVX2 registers).
- * Sixteen chains plus a and b do not fit 16 AVX2 registers: on a Zen 3
- * they spilled and measured 93-99 GFLOP/s where 8 reach 189, as C with
- * FMA intrinsics does (~191).  The host builds it
- * with -cl-mad-enable, so the compiler contracts each line into the
- * device's fused multiply-add (as clpeak does).  Measured alternatives:
- * fma() must be correctly rounded and rusticl/llvmpipe emulates it in
- * software (~0.5 GFLOP/s); mad() stays a multiply and an add on PoCL
- * (about half the peak). */
+ * Sixteen chains plus a and b do not fit 16 AVX2 registers and spill to
+ * about half the peak.  The host builds it with -cl-mad-enable, so the
+ * compiler contracts each line into the device's fused multiply-add (as
+ * clpeak does): fma() must be correctly rounded, which rusticl/llvmpipe
+ * emulates in software, and mad() stays a multiply and an add on PoCL
+ * (bench/RESULTS.md, probe). */
 #ifndef VW
 #define VW 1
 #endif

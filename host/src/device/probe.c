@@ -7,7 +7,7 @@
  * Slow devices stay bounded: the FMA and local-memory grids grow from one
  * work-group per compute unit only while a launch stays under target_s / 2,
  * and a unit whose warm-up takes over 2 * target_s skips the calibration
- * and gets at most 3 repeats (rusticl/llvmpipe moves ~1 GB/s).
+ * and gets at most 3 repeats (rusticl on llvmpipe is that slow).
  *
  * Bandwidth arrays are filled from the host with splitmix64 floats (so
  * memory compression cannot inflate the figures) and are, by default, 4x

@@ -62,14 +62,10 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
      * accumulators fit the vector registers (a spilled accumulator costs a
      * store per FMA) over 16..64 keys (a multiple of 16).  AVX-512 (16
      * floats, 32 registers): 8 rows x 2 vectors of keys, whatever the head
-     * dims.  Against the earlier 4 x 64 (2 x 32 for k + v > 192), paired
-     * over 15-31 alternated runs on Zen 5: n=512 h=8 k=64 causal 0.94,
-     * GQA n=1024 h=8/2 k=64 0.94, n=2048 k=64 0.89, k=80 n=300 0.96,
-     * k=128/v=64 0.86, n=512 k=128 0.70, Llama-like n=1024 h=32/8 k=128
-     * 0.66, n=512 k=256 0.67, small shapes (n <= 64) the same.  Else 4
-     * vectors of keys and up to 4 rows (2 for wide heads, whose q rows are
-     * large): AVX2 (8 floats, 16 registers) 2 x 32, AArch64 (4 floats, 32
-     * registers) 4 x 16. */
+     * dims, which beat the earlier 4 x 64 on every shape measured
+     * (bench/RESULTS.md, prefill).  Else 4 vectors of keys and up to 4 rows
+     * (2 for wide heads, whose q rows are large): AVX2 (8 floats, 16
+     * registers) 2 x 32, AArch64 (4 floats, 32 registers) 4 x 16. */
     const int vw = t->vec_width > 1 ? t->vec_width : 4;
     const int vr = t->vregs > 0 ? t->vregs : 16;
     const int wide = vw >= 16 && vr >= 32;
@@ -170,17 +166,12 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     /* P V passes after the first head's: with 16-bit storage, whose
      * every V load is also a conversion, as many heads per pass (up to 4)
      * as keep their accumulators and one converted V row in the vector
-     * registers, so one load serves them all (cold steps on AVX-512, m =
-     * 8192, d = 64: MQA f16 214 -> 182 us, GQA-4 f16 303-313 -> 284-287).
-     * In f32, where a V load from L1 costs next to nothing, 2 heads a pass
-     * on CPUs that want prefetch, so that two passes remain to carry the
-     * prefetches (with prefetch, cold, medians of 7-11 alternated rounds:
-     * MQA 158 -> 140 and 165 -> 166 us, GQA-4 294 -> 285, h=16 over one
-     * KV head 331 -> 311).  GQA-4 now runs without prefetch (below) and
-     * keeps 2 heads a pass: 1 measured 1.055 (h=8/2) and 0.998 (h=32/8)
-     * against it, paired, with two splits a core (an older kernel had got
-     * 2-5% slower from the padded pass).  1 where the registers are
-     * unknown or few (AVX2). */
+     * registers, so one load serves them all.  In f32, where a V load from
+     * L1 costs next to nothing, 2 heads a pass on CPUs that want prefetch,
+     * so that two passes remain to carry the prefetches; GQA-4, which runs
+     * without prefetch, keeps 2 as well, since 1 was no faster.  1 where
+     * the registers are unknown or few (AVX2).  Figures: bench/RESULTS.md,
+     * decode defaults. */
     const int es = (int)clattn_dtype_size(d->dtype);
     const int most = es == 2 ? 4 : pf_wanted ? 2 : 1;
     const int heads = es == 2 ? g - 1 : g - 2;
@@ -196,15 +187,9 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     /* P V by slices of the value dims, all the group's heads a pass
      * (cl/decode.cl's SLICES), for groups of 8 scored in lanes with head
      * dims up to 64 on CPUs with 32 vector registers: the 8 accumulators
-     * of a slice fit beside the scoring.  Paired against the heads a pass
-     * above on Zen 5 (AVX-512), new/old over 16-20 alternated
-     * evaluations: MQA m=8192 d=64 f32 0.91 with K/V in L3 (20 of 20
-     * faster); cold, where the memory sets most of the time, 0.97-0.98
-     * in two runs but 1.00-1.07 in a stretch of stalls (m = 4096 to
-     * 16384); f16 0.94 with K/V in L3, 0.97 cold; GQA h=32/4 0.97; MQA
-     * b=4 0.93.  Wider rows lose the next block's prefetch, which the
-     * passes by heads carry: h=16/2 d=80 1.30, h=64/8 d=128 1.57 cold
-     * (f16 1.01); 16 heads spill (h=16/1: 1.05-1.09). */
+     * of a slice fit beside the scoring.  Wider rows keep the passes by
+     * heads, which carry the next block's prefetch, and 16 heads would
+     * spill (bench/RESULTS.md, decode defaults). */
     if (g == 8 && dk % 8 == 0 && dk <= 64 && d->head_dim_v <= 64 &&
         t->vregs >= 32)
       pvh = g;
@@ -215,31 +200,19 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     if (pl->pvh > g)
       pl->pvh = g;
     /* Prefetch of the next block during the P V passes after the first
-     * (cl/decode.cl's pf_step; none without such a pass): by default
+     * (cl/decode.cl's pf_step; none without such a pass): by default only
      * for groups of more than 4 heads with two passes or more, on CPUs
-     * with 32 vector registers (AVX-512: MQA cold 14-20% faster on Zen 5;
-     * with two splits a core, off 1.07-1.33x slower in f32, 1.34x in
-     * f16, h=16/1 f16 1.15x).  For G = 4 it had paid with many short
-     * splits (GQA-4 383 -> 357 us) but no longer with two a core: off, 16
-     * keys, paired over 20 alternated evaluations: GQA h=8/2 0.89 and
-     * 0.96, h=16/4 0.93, h=32/8 k=64 0.82 and 0.89, k=128 0.91, f16 h=8/2
-     * 0.97.  An earlier kernel's prefetches measured 2-10% slower on an
-     * AVX2 Zen 3 and the same within noise on an AVX-512 Xeon; the tuner
+     * with 32 vector registers: smaller groups have too little P V work
+     * after the first pass to hide it in, and with two splits a core GQA-4
+     * runs faster without (bench/RESULTS.md, decode defaults).  The tuner
      * tries both (params prefetch). */
     const int passes = (g - 1 + pl->pvh - 1) / pl->pvh;
     pl->pf = g > 1 && pl->pvh < g && pf_wanted &&
              (p->prefetch == 2 || (g > 4 && passes >= 2));
     /* Keys per block: for groups, blocks of ~4 KiB of K (and of V), 16
-     * to 64 keys; 32 for MHA.  With two splits a core (m = 8192, d = 64,
-     * cold, paired over 20 alternated evaluations), 16 keys against 32:
-     * f32 MQA 0.93 and 0.94, GQA h=8/2 0.92, h=16/1 0.96, GQA h=32/4 0.98,
-     * G = 2 0.97; without prefetch, G = 4, against 64: 0.87; but MHA 1.00,
-     * 1.02 and 1.04 (f16 MHA 64 against 32: 1.04).  f16 MQA 32 keys
-     * against 64: 0.96 (16 keys 0.98; GQA-2 the same).  With 8 splits of
-     * 32 blocks, 8 KiB had beaten 16 KiB (f32 MQA 162-165 us against
-     * 175).  By slices (pvh == g), 16 keys whatever the dtype: MQA cold
-     * against 32, paired over 24 evaluations: f32 0.95, f16 0.91 (24 of
-     * 24 faster each). */
+     * to 64 keys, which beat larger blocks for every group size; 32 for
+     * MHA, which smaller blocks did not speed up; by slices (pvh == g), 16
+     * keys whatever the dtype (bench/RESULTS.md, decode defaults). */
     const int kb4k = 4096 / (dk * es) / 16 * 16;
     pl->kb = p->keys       ? p->keys
              : g == 1      ? 32
@@ -269,11 +242,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
    * GPUs want a few waves), but each split long enough (at least 256 keys)
    * that its partials, g * (dv + 1) floats written and read back by the
    * combine, stay within ~1/16 of the K/V bytes it reads: wide groups
-   * (MQA) need longer splits.  On Zen 5 (2 cores), cold, streamed calls,
-   * paired over 20 alternated evaluations, fewer splits against the
-   * earlier 32 groups a core: MQA m=8192 16 -> 4 splits 0.93, GQA h=32/8
-   * k=128 8 -> 2 0.93, GQA h=8/2 16 -> 4 0.92, MHA m=4096 8 -> 2 0.97;
-   * one group a core was within 1-2% of two. */
+   * (MQA) need longer splits (bench/RESULTS.md, decode defaults). */
   int s = p->splits;
   if (s == 0) {
     long target = (t->is_cpu ? 2L : 4L) * (long)t->compute_units;
@@ -285,8 +254,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     if (min_chunk < 256)
       min_chunk = 256;
     /* with prefetch, at least 16 blocks a split: a split's first block
-     * is never prefetched (MQA f32 cold, m = 8192: 32 splits of 8 blocks
-     * 201 us, 8 splits of 32 blocks 163-165) */
+     * is never prefetched */
     if (pl->variant == 1 && pl->pf && min_chunk < 16L * pl->kb)
       min_chunk = 16L * pl->kb;
     int most = (int)((d->capacity + min_chunk - 1) / min_chunk);
@@ -300,8 +268,9 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   int chunk = (d->capacity + s - 1) / s;
   chunk = (chunk + pl->kb - 1) / pl->kb * pl->kb;
   pl->chunk = chunk;
-  /* heads in lanes (cl/decode.cl's LANES, measured there): groups of 8,
-   * 16, ..., and of 4 with head dims up to 64 */
+  /* heads in lanes (cl/decode.cl's LANES): groups of 8, 16, ..., and of 4
+   * with head dims up to 64; wider heads of 4 gain nothing
+   * (bench/RESULTS.md, decode defaults) */
   pl->lanes = pl->variant == 1 && dk % 8 == 0 &&
               (g % 8 == 0 || (g == 4 && dk <= 64));
   pl->splits = (d->capacity + chunk - 1) / chunk;
