@@ -222,13 +222,13 @@ static double time_median(bench *B, run_fn fn, void *arg, int warm, int reps)
     CK(clFinish(B->queue));
   }
   for (int i = 0; i < reps; i++) {
-    double t0 = now_s();
+    double t0 = clattn__now();
     if (fn(B, arg) != 0) {
       free(t);
       return -1.0;
     }
     CK(clFinish(B->queue));
-    t[i] = now_s() - t0;
+    t[i] = clattn__now() - t0;
   }
   r = median(t, reps);
   free(t);
@@ -388,7 +388,7 @@ static int run_unfused(bench *B, void *p)
   size_t dk = (size_t)d->head_dim_k, dv = (size_t)d->head_dim_v;
   cl_command_queue q = B->queue;
   float scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)dk);
-  double t0 = now_s(), t1, t2;
+  double t0 = clattn__now(), t1, t2;
 
   for (size_t bb = 0; bb < (size_t)d->batch; bb++)
     for (size_t hh = 0; hh < h; hh++)
@@ -398,7 +398,7 @@ static int run_unfused(bench *B, void *p)
                        (bb * m * h + hh) * dk, h * dk, 0.0f, a->s,
                        (bb * h + hh) * n * m, m, &q, NULL));
   CK(clFinish(q));
-  t1 = now_s();
+  t1 = clattn__now();
   {
     cl_int ni = (cl_int)n, mi = (cl_int)m, causal = d->causal;
     size_t gws = (size_t)d->batch * h * n;
@@ -411,7 +411,7 @@ static int run_unfused(bench *B, void *p)
                               NULL));
   }
   CK(clFinish(q));
-  t2 = now_s();
+  t2 = clattn__now();
   for (size_t bb = 0; bb < (size_t)d->batch; bb++)
     for (size_t hh = 0; hh < h; hh++)
       CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
@@ -422,7 +422,7 @@ static int run_unfused(bench *B, void *p)
   CK(clFinish(q));
   a->stage[0] = t1 - t0;
   a->stage[1] = t2 - t1;
-  a->stage[2] = now_s() - t2;
+  a->stage[2] = clattn__now() - t2;
   return 0;
 }
 
@@ -434,9 +434,9 @@ static double time_unfused(bench *B, prefill_arg *a, double stage_med[3])
   double r;
   run_unfused(B, a); /* warm-up */
   for (int i = 0; i < reps; i++) {
-    double t0 = now_s();
+    double t0 = clattn__now();
     run_unfused(B, a);
-    t[i] = now_s() - t0;
+    t[i] = clattn__now() - t0;
     for (int j = 0; j < 3; j++)
       t[reps * (j + 1) + i] = a->stage[j];
   }
@@ -679,12 +679,12 @@ static void bench_decode(bench *B)
       gcopy[r] = gbs;
     for (int c = 0; c < NC; c++) {
       CK(clFinish(B->queue));
-      t0 = now_s();
+      t0 = clattn__now();
       if (run_decode_pass(B, &a[c]) != 0)
         die("clattn_decode failed: %s", clattn_ctx_errmsg(B->ctx));
       CK(clFinish(B->queue));
       if (r >= 0)
-        t[c * rounds + r] = (now_s() - t0) / a[c].layers;
+        t[c * rounds + r] = (clattn__now() - t0) / a[c].layers;
     }
   }
   printf("  %-14s %6s %8s %9s %9s %7s %8s %8s %7s\n", "case", "layers",
@@ -895,7 +895,7 @@ static void bench_warm_clblast(bench *B)
   cl_mem b = buf_new(B, 64 * 64 * sizeof(float));
   cl_mem c = buf_new(B, 64 * 64 * sizeof(float));
   cl_command_queue q = B->queue;
-  double t0 = now_s();
+  double t0 = clattn__now();
   buf_fill(B, a, 64 * 64 * sizeof(float), 1.0f);
   buf_fill(B, b, 64 * 64 * sizeof(float), 1.0f);
   for (int tb = 0; tb < 2; tb++)
@@ -909,7 +909,7 @@ static void bench_warm_clblast(bench *B)
   printf("CLBlast warm-up (SGEMM, SGEMV): %.1f s (its first calls build "
          "kernels, 20-50 s on PoCL with a\ncold ~/.cache/pocl; every figure "
          "below is measured after warm-up runs)\n\n",
-         now_s() - t0);
+         clattn__now() - t0);
   rel(&a);
   rel(&b);
   rel(&c);

@@ -161,7 +161,7 @@ static int measure(clattn_ctx *ctx, const check_case *cc, bufs *B, int reps,
     clattn_status st;
     if (ref && (st = clattn_copy_ref_run(ref, &g[r < 0 ? 0 : r])))
       return cli_lib_fail(ctx, "clattn_copy_ref_run", st);
-    double t0 = cli_now();
+    double t0 = clattn__now();
     st = pass(ctx, cc, B);
     cl_int e = clFinish(q);
     if (st)
@@ -171,7 +171,7 @@ static int measure(clattn_ctx *ctx, const check_case *cc, bufs *B, int reps,
       return CLI_FAIL;
     }
     if (r >= 0)
-      t[r] = (cli_now() - t0) / (B->cycles * B->layers);
+      t[r] = (clattn__now() - t0) / (B->cycles * B->layers);
   }
   return CLI_OK;
 }

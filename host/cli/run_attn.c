@@ -312,7 +312,7 @@ int cli_run_attention(const cli_opts *o)
   if (!times)
     goto done;
   for (int r = 0; r < o->repeat; r++) {
-    double t0 = cli_now();
+    double t0 = clattn__now();
     st = clattn_attention(ctx, &d, bq, bk, bv, bl, bo, NULL);
     if (st) {
       cli_lib_fail(ctx, "clattn_attention", st);
@@ -323,7 +323,7 @@ int cli_run_attention(const cli_opts *o)
       cli_err("clFinish after clattn_attention: %s", clattn_cl_errstr(err));
       goto done;
     }
-    times[r] = cli_now() - t0;
+    times[r] = clattn__now() - t0;
   }
   report_time(o, ctx, &j, times, o->repeat);
 

@@ -21,6 +21,7 @@
  * Also here: clattn_copy_ref, the copy kernel at width 16 as a bandwidth
  * reference that measurements time beside their own passes (one launch,
  * no calibration). */
+#include "base/clock.h"
 #include "device/probe.h"
 #include "runtime/runtime.h"
 
@@ -75,12 +76,6 @@ typedef struct probe {
   size_t host_bytes;
 } probe;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -131,11 +126,11 @@ done:
 /* Time n units and a clFinish. */
 static clattn_status time_units(probe *P, const unit *u, long n, double *t) {
   clattn_status rc = CLATTN_OK;
-  double t0 = now_s();
+  double t0 = clattn__now();
   for (long i = 0; i < n; i++)
     CLATTN_TRY(run_unit(P, u));
   CLATTN_CL(P->ctx, clFinish(P->ctx->queue));
-  *t = now_s() - t0;
+  *t = clattn__now() - t0;
 done:
   return rc;
 }
@@ -460,7 +455,7 @@ clattn_status clattn_probe(clattn_ctx *ctx, const clattn_probe_opts *opts,
   static const clattn_probe_opts defaults;
   clattn_status rc = clattn__ctx_check(ctx);
   probe P;
-  double t_start = now_s();
+  double t_start = clattn__now();
   if (rc != CLATTN_OK)
     return rc;
   if (out == NULL)
@@ -531,7 +526,7 @@ clattn_status clattn_probe(clattn_ctx *ctx, const clattn_probe_opts *opts,
              date, clattn_version(), P.target_s, P.repeats, P.buf / MIB,
              o->thorough ? 1 : 0);
   }
-  out->seconds = now_s() - t_start;
+  out->seconds = clattn__now() - t_start;
 done:
   if (P.a)
     clReleaseMemObject(P.a);
@@ -627,10 +622,10 @@ clattn_status clattn_copy_ref_run(clattn_copy_ref *ref, double *gbs) {
   CLATTN_TRY(clattn__arg(ctx, k, 0, sizeof(cl_mem), &ref->a));
   CLATTN_TRY(clattn__arg(ctx, k, 1, sizeof(cl_mem), &ref->b));
   CLATTN_CL(ctx, clFinish(ctx->queue));
-  const double t0 = now_s();
+  const double t0 = clattn__now();
   CLATTN_TRY(clattn__launch(ctx, k, 1, &ref->gws, &ref->lws, 0, NULL, NULL));
   CLATTN_CL(ctx, clFinish(ctx->queue));
-  const double t = now_s() - t0;
+  const double t = clattn__now() - t0;
   *gbs = moved(CLATTN__PROBE_COPY, REF_VW, ref->gws) / (t > 0 ? t : 1e-9) *
          1e-9;
 done:

@@ -12,6 +12,7 @@
 #ifndef CLATTN_TUNE_H
 #define CLATTN_TUNE_H
 
+#include "base/clock.h"
 #include "runtime/runtime.h"
 
 #define CLATTN_TUNE_MAX_DIMS 20
@@ -100,8 +101,5 @@ clattn_params clattn__space_params(const clattn__space *s, int i);
 int clattn__predict(const clattn_profile *prof, const clattn_attn_desc *a,
                     const clattn_decode_desc *d, const clattn_params *p,
                     double *t_pred, double *t_roof);
-
-/* Wall clock, seconds. */
-double clattn__now(void);
 
 #endif /* CLATTN_TUNE_H */
