@@ -127,13 +127,6 @@ static void die(const char *fmt, ...)
           clattn_status_str(a_), clattn_ctx_errmsg((B)->ctx));                 \
   } while (0)
 
-
-static double median(double *v, int n)
-{
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static void *xmalloc(size_t n)
 {
   void *p = malloc(n != 0 ? n : 1);
@@ -230,7 +223,7 @@ static double time_median(bench *B, run_fn fn, void *arg, int warm, int reps)
     CK(clFinish(B->queue));
     t[i] = clattn__now() - t0;
   }
-  r = median(t, reps);
+  r = clattn__median(t, reps);
   free(t);
   return r;
 }
@@ -441,8 +434,8 @@ static double time_unfused(bench *B, prefill_arg *a, double stage_med[3])
       t[reps * (j + 1) + i] = a->stage[j];
   }
   for (int j = 0; j < 3; j++)
-    stage_med[j] = median(t + reps * (j + 1), reps);
-  r = median(t, reps);
+    stage_med[j] = clattn__median(t + reps * (j + 1), reps);
+  r = clattn__median(t, reps);
   free(t);
   return r;
 }
@@ -695,11 +688,13 @@ static void bench_decode(bench *B)
     double tc, vs, of_copy;
     for (int r = 0; r < rounds; r++)
       ratio[r] = step_bytes / t[c * rounds + r] / (gcopy[r] * 1e9);
-    of_copy = median(ratio, rounds);
+    of_copy = clattn__median(ratio, rounds);
     for (int r = 0; r < rounds; r++)
       ratio[r] = t[r] / t[c * rounds + r];
-    vs = median(ratio, rounds);
-    tc = median(t + (size_t)c * rounds, rounds); /* sorts case c's times */
+    vs = clattn__median(ratio, rounds);
+    /* last: it sorts case c's times, which the ratios above read in round
+     * order */
+    tc = clattn__median(t + (size_t)c * rounds, rounds);
     printf("  %-14s %6d %8.0f %9.1f %9.2f %7.2f %7.1f%% %7.1f%% %6.2fx\n",
            names[c], a[c].layers, step_bytes * a[c].layers / 1048576.0,
            1e6 * tc, step_bytes / 1048576.0, step_bytes / tc * 1e-9,

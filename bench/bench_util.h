@@ -3,12 +3,6 @@
 #define CLATTN_BENCH_UTIL_H
 
 #include "base/clock.h"
-
-/* qsort comparison of doubles. */
-static inline int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+#include "base/stats.h"
 
 #endif

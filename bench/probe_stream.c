@@ -59,7 +59,7 @@ static int c_triad(size_t n, int reps, double *best, double *median)
   }
   volatile float sink = a[n / 2]; /* keep the result observable */
   (void)sink;
-  qsort(t, (size_t)reps, sizeof *t, cmp_double);
+  qsort(t, (size_t)reps, sizeof *t, clattn__cmp_double);
   double bytes = 3.0 * (double)n * sizeof(float);
   *best = bytes / t[0] * 1e-9;
   *median = bytes / t[reps / 2] * 1e-9;
@@ -124,7 +124,7 @@ static double c_fma_peak(int reps, int *lanes_out)
     if (r > 0)
       t[r - 1] = clattn__now() - t0;
   }
-  qsort(t, (size_t)reps, sizeof *t, cmp_double);
+  qsort(t, (size_t)reps, sizeof *t, clattn__cmp_double);
   double flops = 2.0 * lanes * FMA_CHAINS * (double)iters * threads;
   double med = t[reps / 2];
   free(t);

@@ -188,7 +188,7 @@ static void head_to_head(const cls *c, bufs *b, const clattn_params *cfg,
       t[i * rounds + r] = one_run(c, b, &cfg[i], &copy, nc);
     }
   for (int i = 0; i < n; i++) {
-    qsort(&t[i * rounds], (size_t)rounds, sizeof *t, cmp_double);
+    qsort(&t[i * rounds], (size_t)rounds, sizeof *t, clattn__cmp_double);
     med[i] = t[i * rounds + rounds / 2];
     lo[i] = t[i * rounds];
   }

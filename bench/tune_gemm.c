@@ -130,8 +130,7 @@ static double timed(work *w, int (*fn)(work *), const char *what) {
       die(what, w->ctx);
     t[i] = clattn__now() - t0;
   }
-  qsort(t, (size_t)n, sizeof t[0], cmp_double);
-  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  return clattn__median(t, n);
 }
 
 typedef struct figures {

@@ -22,6 +22,7 @@
  * reference that measurements time beside their own passes (one launch,
  * no calibration). */
 #include "base/clock.h"
+#include "base/stats.h"
 #include "device/probe.h"
 #include "runtime/runtime.h"
 
@@ -75,11 +76,6 @@ typedef struct probe {
   void *host; /* transfer source/destination */
   size_t host_bytes;
 } probe;
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* splitmix64 floats uniform in [-1, 1), two per 64-bit output. */
 static void random_fill(uint64_t *state, float *x, size_t n) {
@@ -156,9 +152,7 @@ static clattn_status measure(probe *P, const unit *u, double *sec) {
     CLATTN_TRY(time_units(P, u, n, &t));
     rep[r] = t / (double)n;
   }
-  qsort(rep, (size_t)reps, sizeof *rep, cmp_double);
-  int m = reps;
-  *sec = m % 2 ? rep[m / 2] : 0.5 * (rep[m / 2 - 1] + rep[m / 2]);
+  *sec = clattn__median(rep, reps);
   if (!(*sec > 0))
     *sec = 1e-9; /* below the clock's resolution */
 done:

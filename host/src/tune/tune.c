@@ -2,6 +2,8 @@
  * budget, resume from the database, progress. */
 #include "tune/tune.h"
 
+#include "base/stats.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -383,11 +385,6 @@ done:
  * of the round medians). */
 enum { VERIFY_TOP = 6, VERIFY_ROUNDS = 3, VERIFY_RUNS = 31 };
 
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Interleaved single runs: med[j] gets candidate cand[j]'s median
  * (INFINITY if a run failed); returns the rounds done. */
 static int verify_runs(run *R, const int *cand, int n,
@@ -405,7 +402,7 @@ static int verify_runs(run *R, const int *cand, int n,
     rounds++;
   }
   for (int j = 0; j < n && rounds; j++)
-    qsort(med[j], (size_t)rounds, sizeof med[j][0], cmp_dbl);
+    qsort(med[j], (size_t)rounds, sizeof med[j][0], clattn__cmp_double);
   return rounds;
 }
 
@@ -460,7 +457,7 @@ static clattn_status verify(run *R) {
   for (int j = 0; j < n; j++) {
     double *m = med[j];
     if (!R->f->time1)
-      qsort(m, (size_t)rounds, sizeof m[0], cmp_dbl);
+      qsort(m, (size_t)rounds, sizeof m[0], clattn__cmp_double);
     const int i = cand[j];
     R->t[i] = m[rounds / 2];
     if (R->t[i] < INFINITY && (R->best < 0 || R->t[i] < R->t[R->best]))

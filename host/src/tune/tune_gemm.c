@@ -28,6 +28,7 @@
  * cold cache, under a second with a warm one). */
 #include "tune/tune_gemm.h"
 
+#include "base/stats.h"
 #include "db/db.h"
 
 #include <clblast_c.h>
@@ -373,11 +374,6 @@ static void set_text(char *dst, size_t cap, const char *src) {
   snprintf(dst, cap, "%s", src);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void blast_failed(clattn_tune_entry *e, const char *what,
                          CLBlastStatusCode s) {
   set_text(e->status, sizeof e->status, "failed");
@@ -467,10 +463,7 @@ static clattn_status xg_eval(void *self, const int *values, double best_s,
     CLATTN_CL(ctx, clFinish(ctx->queue));
     times[r] = clattn__now() - t1;
   }
-  qsort(times, (size_t)repeats, sizeof *times, cmp_double);
-  e->median_s = repeats % 2 ? times[repeats / 2]
-                            : 0.5 * (times[repeats / 2 - 1] +
-                                     times[repeats / 2]);
+  e->median_s = clattn__median(times, repeats); /* sorts times */
   e->spread = (times[repeats - 1] - times[0]) / e->median_s;
   set_text(e->status, sizeof e->status, "ok");
 done:
