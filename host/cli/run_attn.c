@@ -2,6 +2,7 @@
  * read from .npy files or generated, optionally checked against
  * ref_attention.  Files always hold [batch, seq, heads, dim] (BSHD);
  * --layout bhsd transposes on the host so the device sees BHSD. */
+#include "base/tolerance.h"
 #include "cli.h"
 #include "reference/ref.h"
 
@@ -227,7 +228,7 @@ static int check(const cli_opts *o, attn_job *j, const void *out)
     cli_from_f16(out, got, no);
   }
   rc = cli_compare("attention", got ? got : out, ref, no,
-                   j->dt == CLATTN_F16 ? 2e-3 : 1e-4);
+                   clattn__tolerance(j->dt));
 done:
   free(ref);
   free(got);

@@ -2,6 +2,7 @@
  * attention, output projection) through clattn_layer_*, optionally as
  * prefill of P positions into a KV cache followed by one decode step per
  * remaining position, checked against ref_layer. */
+#include "base/tolerance.h"
 #include "cli.h"
 #include "reference/ref.h"
 
@@ -307,7 +308,7 @@ int cli_run_gqa(const cli_opts *o)
               j.t[X].data, j.t[WQ].data, j.t[WK].data, j.t[WV].data,
               j.t[WO].data, ref);
     rc = cli_compare(P >= 0 ? "gqa (prefill + decode)" : "gqa", y, ref, ny,
-                     1e-4);
+                     clattn__tolerance(CLATTN_F32)); /* the layer is f32 */
   }
 
 done:
