@@ -28,6 +28,7 @@
  * cold cache, under a second with a warm one). */
 #include "tune/tune_gemm.h"
 
+#include "base/clblast_status.h"
 #include "base/stats.h"
 #include "db/db.h"
 
@@ -304,26 +305,6 @@ clattn_status clattn__xgemm_space(clattn_ctx *ctx, clattn__space *out) {
 
 /* ------------------------------------------------------------ CLBlast */
 
-static const char *blast_status(CLBlastStatusCode s) {
-  switch (s) {
-  case CLBlastSuccess: return "CLBlastSuccess";
-  case CLBlastInvalidOverrideKernel: return "CLBlastInvalidOverrideKernel";
-  case CLBlastMissingOverrideParameter:
-    return "CLBlastMissingOverrideParameter";
-  case CLBlastInvalidLocalMemUsage: return "CLBlastInvalidLocalMemUsage";
-  case CLBlastInsufficientMemoryTemp: return "CLBlastInsufficientMemoryTemp";
-  case CLBlastDatabaseError: return "CLBlastDatabaseError";
-  case CLBlastNotImplemented: return "CLBlastNotImplemented";
-  case CLBlastInvalidDimension: return "CLBlastInvalidDimension";
-  case CLBlastUnknownError: return "CLBlastUnknownError";
-  case CLBlastUnexpectedError: return "CLBlastUnexpectedError";
-  default: break;
-  }
-  if ((int)s > -1000) /* OpenCL's own codes */
-    return clattn_cl_errstr((cl_int)s);
-  return "CLBlast error";
-}
-
 static CLBlastStatusCode override_xgemm(cl_device_id dev, const int *v) {
   size_t val[CLATTN_XGEMM_NPARAMS];
   for (int i = 0; i < CLATTN_XGEMM_NPARAMS; i++)
@@ -378,7 +359,7 @@ static void blast_failed(clattn_tune_entry *e, const char *what,
                          CLBlastStatusCode s) {
   set_text(e->status, sizeof e->status, "failed");
   snprintf(e->message, sizeof e->message, "%s: %s (%d)", what,
-           blast_status(s), (int)s);
+           clattn__clblast_status_str(s), (int)s);
 }
 
 static clattn_status xg_eval(void *self, const int *values, double best_s,
@@ -763,7 +744,8 @@ static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db, int *applied) {
     explain(ctx,
             "CLBlastOverrideParameters refused the tuned entry %s (%s): %s "
             "(%d); CLBlast keeps its earlier parameters",
-            rows[i].shape_class, rows[i].params, blast_status(s), (int)s);
+            rows[i].shape_class, rows[i].params,
+            clattn__clblast_status_str(s), (int)s);
     free(rows);
     return CLATTN_OK;
   }
@@ -839,7 +821,7 @@ static clattn_status restore(clattn_ctx *ctx, clattn_db *db) {
     return clattn__fail(ctx, CLATTN_ERR_CLBLAST,
                         "CLBlastOverrideParameters(GemmRoutine) failed: %s "
                         "(%d)",
-                        blast_status(s), (int)s);
+                        clattn__clblast_status_str(s), (int)s);
   }
   explain(ctx, "CLBlast XgemmDirect only: tuning overrode Xgemm and left no "
                "valid tuned entry");
@@ -856,7 +838,7 @@ static clattn_status force_indirect(clattn_ctx *ctx, int m, int n, int k) {
     return clattn__fail(ctx, CLATTN_ERR_CLBLAST,
                         "CLBlastOverrideParameters(GemmRoutine, "
                         "XGEMM_MIN_INDIRECT_SIZE=%zu) failed: %s (%d)",
-                        size, blast_status(s), (int)s);
+                        size, clattn__clblast_status_str(s), (int)s);
   return CLATTN_OK;
 }
 
