@@ -5,7 +5,7 @@
  *
  * Concurrency: WAL journal, a 10 s busy timeout, and every write is one
  * statement (its own transaction), so several processes can share a file;
- * the JSON import (db_json.c) merges a whole file in one transaction
+ * the JSON import (json_import.c) merges a whole file in one transaction
  * through clattn__db_begin / commit / rollback.
  * Schema: PRAGMA user_version is the number of migrations applied;
  * `migrations` below is append-only - a later table is a new entry, never
