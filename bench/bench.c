@@ -127,13 +127,6 @@ static void die(const char *fmt, ...)
           clattn_status_str(a_), clattn_ctx_errmsg((B)->ctx));                 \
   } while (0)
 
-
-static double median(double *v, int n)
-{
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static void *xmalloc(size_t n)
 {
   void *p = malloc(n != 0 ? n : 1);
@@ -222,15 +215,15 @@ static double time_median(bench *B, run_fn fn, void *arg, int warm, int reps)
     CK(clFinish(B->queue));
   }
   for (int i = 0; i < reps; i++) {
-    double t0 = now_s();
+    double t0 = clattn__now();
     if (fn(B, arg) != 0) {
       free(t);
       return -1.0;
     }
     CK(clFinish(B->queue));
-    t[i] = now_s() - t0;
+    t[i] = clattn__now() - t0;
   }
-  r = median(t, reps);
+  r = clattn__median(t, reps);
   free(t);
   return r;
 }
@@ -388,7 +381,7 @@ static int run_unfused(bench *B, void *p)
   size_t dk = (size_t)d->head_dim_k, dv = (size_t)d->head_dim_v;
   cl_command_queue q = B->queue;
   float scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)dk);
-  double t0 = now_s(), t1, t2;
+  double t0 = clattn__now(), t1, t2;
 
   for (size_t bb = 0; bb < (size_t)d->batch; bb++)
     for (size_t hh = 0; hh < h; hh++)
@@ -398,7 +391,7 @@ static int run_unfused(bench *B, void *p)
                        (bb * m * h + hh) * dk, h * dk, 0.0f, a->s,
                        (bb * h + hh) * n * m, m, &q, NULL));
   CK(clFinish(q));
-  t1 = now_s();
+  t1 = clattn__now();
   {
     cl_int ni = (cl_int)n, mi = (cl_int)m, causal = d->causal;
     size_t gws = (size_t)d->batch * h * n;
@@ -411,7 +404,7 @@ static int run_unfused(bench *B, void *p)
                               NULL));
   }
   CK(clFinish(q));
-  t2 = now_s();
+  t2 = clattn__now();
   for (size_t bb = 0; bb < (size_t)d->batch; bb++)
     for (size_t hh = 0; hh < h; hh++)
       CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
@@ -422,7 +415,7 @@ static int run_unfused(bench *B, void *p)
   CK(clFinish(q));
   a->stage[0] = t1 - t0;
   a->stage[1] = t2 - t1;
-  a->stage[2] = now_s() - t2;
+  a->stage[2] = clattn__now() - t2;
   return 0;
 }
 
@@ -434,15 +427,15 @@ static double time_unfused(bench *B, prefill_arg *a, double stage_med[3])
   double r;
   run_unfused(B, a); /* warm-up */
   for (int i = 0; i < reps; i++) {
-    double t0 = now_s();
+    double t0 = clattn__now();
     run_unfused(B, a);
-    t[i] = now_s() - t0;
+    t[i] = clattn__now() - t0;
     for (int j = 0; j < 3; j++)
       t[reps * (j + 1) + i] = a->stage[j];
   }
   for (int j = 0; j < 3; j++)
-    stage_med[j] = median(t + reps * (j + 1), reps);
-  r = median(t, reps);
+    stage_med[j] = clattn__median(t + reps * (j + 1), reps);
+  r = clattn__median(t, reps);
   free(t);
   return r;
 }
@@ -678,12 +671,12 @@ static void bench_decode(bench *B)
       gcopy[r] = gbs;
     for (int c = 0; c < NC; c++) {
       CK(clFinish(B->queue));
-      t0 = now_s();
+      t0 = clattn__now();
       if (run_decode_pass(B, &a[c]) != 0)
         die("clattn_decode failed: %s", clattn_ctx_errmsg(B->ctx));
       CK(clFinish(B->queue));
       if (r >= 0)
-        t[c * rounds + r] = (now_s() - t0) / a[c].layers;
+        t[c * rounds + r] = (clattn__now() - t0) / a[c].layers;
     }
   }
   printf("  %-14s %6s %8s %9s %9s %7s %8s %8s %7s\n", "case", "layers",
@@ -694,11 +687,13 @@ static void bench_decode(bench *B)
     double tc, vs, of_copy;
     for (int r = 0; r < rounds; r++)
       ratio[r] = step_bytes / t[c * rounds + r] / (gcopy[r] * 1e9);
-    of_copy = median(ratio, rounds);
+    of_copy = clattn__median(ratio, rounds);
     for (int r = 0; r < rounds; r++)
       ratio[r] = t[r] / t[c * rounds + r];
-    vs = median(ratio, rounds);
-    tc = median(t + (size_t)c * rounds, rounds); /* sorts case c's times */
+    vs = clattn__median(ratio, rounds);
+    /* last: it sorts case c's times, which the ratios above read in round
+     * order */
+    tc = clattn__median(t + (size_t)c * rounds, rounds);
     printf("  %-14s %6d %8.0f %9.1f %9.2f %7.2f %7.1f%% %7.1f%% %6.2fx\n",
            names[c], a[c].layers, step_bytes * a[c].layers / 1048576.0,
            1e6 * tc, step_bytes / 1048576.0, step_bytes / tc * 1e-9,
@@ -894,7 +889,7 @@ static void bench_warm_clblast(bench *B)
   cl_mem b = buf_new(B, 64 * 64 * sizeof(float));
   cl_mem c = buf_new(B, 64 * 64 * sizeof(float));
   cl_command_queue q = B->queue;
-  double t0 = now_s();
+  double t0 = clattn__now();
   buf_fill(B, a, 64 * 64 * sizeof(float), 1.0f);
   buf_fill(B, b, 64 * 64 * sizeof(float), 1.0f);
   for (int tb = 0; tb < 2; tb++)
@@ -908,7 +903,7 @@ static void bench_warm_clblast(bench *B)
   printf("CLBlast warm-up (SGEMM, SGEMV): %.1f s (its first calls build "
          "kernels, 20-50 s on PoCL with a\ncold ~/.cache/pocl; every figure "
          "below is measured after warm-up runs)\n\n",
-         now_s() - t0);
+         clattn__now() - t0);
   rel(&a);
   rel(&b);
   rel(&c);

@@ -50,16 +50,16 @@ static int c_triad(size_t n, int reps, double *best, double *median)
   float *restrict ra = a;
   const float *restrict rb = b, *restrict rc = c;
   for (int r = 0; r < reps + 1; r++) { /* pass 0 is a warm-up */
-    double t0 = now_s();
+    double t0 = clattn__now();
 #pragma omp parallel for simd schedule(static)
     for (long i = 0; i < nn; i++)
       ra[i] = rb[i] + s * rc[i];
     if (r > 0)
-      t[r - 1] = now_s() - t0;
+      t[r - 1] = clattn__now() - t0;
   }
   volatile float sink = a[n / 2]; /* keep the result observable */
   (void)sink;
-  qsort(t, (size_t)reps, sizeof *t, cmp_double);
+  qsort(t, (size_t)reps, sizeof *t, clattn__cmp_double);
   double bytes = 3.0 * (double)n * sizeof(float);
   *best = bytes / t[0] * 1e-9;
   *median = bytes / t[reps / 2] * 1e-9;
@@ -114,7 +114,7 @@ static double c_fma_peak(int reps, int *lanes_out)
   if (!t)
     return 0.0;
   for (int r = 0; r < reps + 1; r++) {
-    double t0 = now_s();
+    double t0 = clattn__now();
 #pragma omp parallel
     {
       float v = lanes == 16 ? fma_avx512(iters) : fma_avx2(iters);
@@ -122,9 +122,9 @@ static double c_fma_peak(int reps, int *lanes_out)
       sink += v;
     }
     if (r > 0)
-      t[r - 1] = now_s() - t0;
+      t[r - 1] = clattn__now() - t0;
   }
-  qsort(t, (size_t)reps, sizeof *t, cmp_double);
+  qsort(t, (size_t)reps, sizeof *t, clattn__cmp_double);
   double flops = 2.0 * lanes * FMA_CHAINS * (double)iters * threads;
   double med = t[reps / 2];
   free(t);

@@ -156,13 +156,13 @@ enum { STREAM = 8 };
 static double one_run(const cls *c, bufs *b, const clattn_params *p,
                       int *copy, int nc) {
   const int n = nc < STREAM ? nc : STREAM;
-  double t0 = now_s();
+  double t0 = clattn__now();
   for (int i = 0; i < n; i++) {
     enqueue_call(c, b, p, *copy);
     *copy = (*copy + 1) % nc;
   }
   clFinish(clattn_ctx_queue(ctx));
-  return (now_s() - t0) / n;
+  return (clattn__now() - t0) / n;
 }
 
 static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
@@ -189,7 +189,7 @@ static void head_to_head(const cls *c, bufs *b, const clattn_params *cfg,
       t[i * rounds + r] = one_run(c, b, &cfg[i], &copy, nc);
     }
   for (int i = 0; i < n; i++) {
-    qsort(&t[i * rounds], (size_t)rounds, sizeof *t, cmp_double);
+    qsort(&t[i * rounds], (size_t)rounds, sizeof *t, clattn__cmp_double);
     med[i] = t[i * rounds + rounds / 2];
     lo[i] = t[i * rounds];
   }
@@ -321,11 +321,11 @@ int main(int argc, char **argv) {
          "min:ex", "min:def");
   for (int ci = 0; ci < NCLS; ci++) {
     const cls *c = &classes[ci];
-    double t0 = now_s();
+    double t0 = clattn__now();
     clattn_db *db = fresh_db("exhaustive", &prof);
     clattn_tune_result ex = tune(c, db, CLATTN_TUNE_EXHAUSTIVE, 0);
     drop_db(db);
-    const double t_ex = now_s() - t0;
+    const double t_ex = clattn__now() - t0;
     clattn_params cfg[MAX_CFG];
     clattn_tune_result res[MAX_CFG];
     int n = 0;
@@ -336,11 +336,11 @@ int main(int argc, char **argv) {
     for (int s = 0; s < ns; s++) {
       if (strat[s] == CLATTN_TUNE_MODEL && !has_model)
         continue;
-      t0 = now_s();
+      t0 = clattn__now();
       db = fresh_db(clattn_tune_strategy_str(strat[s]), &prof);
       res[n] = tune(c, db, strat[s], (ex.space + 3) / 4);
       drop_db(db);
-      t_s[n] = now_s() - t0;
+      t_s[n] = clattn__now() - t0;
       cfg[n] = res[n].best;
       n++;
     }

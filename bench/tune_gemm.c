@@ -125,13 +125,12 @@ static double timed(work *w, int (*fn)(work *), const char *what) {
   if (!fn(w) || clFinish(clattn_ctx_queue(w->ctx)) != CL_SUCCESS)
     die(what, w->ctx);
   for (int i = 0; i < n; i++) {
-    double t0 = now_s();
+    double t0 = clattn__now();
     if (!fn(w) || clFinish(clattn_ctx_queue(w->ctx)) != CL_SUCCESS)
       die(what, w->ctx);
-    t[i] = now_s() - t0;
+    t[i] = clattn__now() - t0;
   }
-  qsort(t, (size_t)n, sizeof t[0], cmp_double);
-  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  return clattn__median(t, n);
 }
 
 typedef struct figures {
@@ -230,12 +229,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "clattn_db_open: %s\n", clattn_db_errmsg(NULL));
     return 1;
   }
-  double t0 = now_s(), own_best[NSHAPES];
+  double t0 = clattn__now(), own_best[NSHAPES];
   for (int i = 0; i < NSHAPES; i++) {
     clattn_tune_opts o;
     clattn_tune_result r;
     memset(&o, 0, sizeof o);
-    double left = budget - (now_s() - t0);
+    double left = budget - (clattn__now() - t0);
     o.budget_s = left > 1 ? left / (NSHAPES - i) : 1;
     o.repeats = reps;
     if (clattn_tune_gemm(ctx, db, shapes[i][0], shapes[i][1], shapes[i][2],

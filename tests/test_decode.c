@@ -343,7 +343,7 @@ static void run_case(const dshape *s, unsigned seed) {
   tu_download(ctx, dout, o, no, s->dt);
   ref_decode(b, cap, hq, hkv, dk, dv, s->layout, 1.0 / sqrt((double)dk),
              lens, q, kc, vc, oref);
-  tu_check(what, o, oref, no, tu_tol(s->dt));
+  tu_check(what, o, oref, no, clattn__tolerance(s->dt));
   for (int bi = 0; bi < b; bi++)
     if (lens[bi] == 0)
       for (size_t i = 0; i < (size_t)hq * dv; i++)
@@ -367,7 +367,8 @@ static void run_case(const dshape *s, unsigned seed) {
   snprintf(what2, sizeof what2, "%s: decode vs prefill(n_q=1)", what);
   /* both outputs are rounded to the storage type independently: allow
    * one output rounding each for f16/bf16 */
-  tu_check(what2, o, o2, no, s->dt == CLATTN_F32 ? 1e-4 : 2 * tu_tol(s->dt));
+  tu_check(what2, o, o2, no,
+           (s->dt == CLATTN_F32 ? 1 : 2) * clattn__tolerance(s->dt));
 
 done:
   tu_release(dkc);
@@ -465,7 +466,7 @@ Test(decode, splits_agree, .timeout = 300) {
     tu_download(ctx, dout, o, nq, CLATTN_F32);
     char what[64];
     snprintf(what, sizeof what, "decode splits=%d", splits[i]);
-    tu_check(what, o, oref, nq, 1e-4);
+    tu_check(what, o, oref, nq, clattn__tolerance(CLATTN_F32));
   }
   tu_release(dkc);
   tu_release(dvc);

@@ -2,6 +2,7 @@
  * the SQLite tuning database (round trip, persistence, several handles and
  * processes, schema version, failures). */
 #define _DEFAULT_SOURCE /* mkdtemp, setenv */
+#include "base/clock.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
@@ -14,14 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------ temp dirs */
 
@@ -179,9 +173,9 @@ Test(probe, quick) {
   clattn_probe_opts o = {.target_s = 0.01, .repeats = 3,
                          .buffer_bytes = (size_t)16 << 20};
   clattn_probe_result r;
-  double t0 = now_s();
+  double t0 = clattn__now();
   clattn_status st = clattn_probe(ctx, &o, &r);
-  double wall = now_s() - t0;
+  double wall = clattn__now() - t0;
   cr_assert_eq(st, CLATTN_OK, "clattn_probe: %s: %s", clattn_status_str(st),
                clattn_ctx_errmsg(ctx));
   const clattn_profile *p = &r.profile;

@@ -423,7 +423,8 @@ Test(ctx, application_queue) {
   float *got = tu_alloc(p.no * 4), *want = tu_alloc(p.no * 4);
   tu_download(ctx, p.o, got, p.no, CLATTN_F32);
   prob_ref(&p, want);
-  tu_check("attention on an application queue", got, want, p.no, 1e-4);
+  tu_check("attention on an application queue", got, want, p.no,
+           clattn__tolerance(CLATTN_F32));
   clattn_ctx_destroy(ctx);
 
   /* our queue survives the clattn context (PoCL's own events hold queue
@@ -519,7 +520,7 @@ Test(events, user_event_gates_attention_and_decode, .timeout = 120) {
     cr_assert_eq(clWaitForEvents(1, &done), CL_SUCCESS);
     cr_expect_eq(exec_status(done), CL_COMPLETE);
     tu_download(ctx, p.o, got, p.no, CLATTN_F32);
-    tu_check("gated attention", got, want, p.no, 1e-4);
+    tu_check("gated attention", got, want, p.no, clattn__tolerance(CLATTN_F32));
     clReleaseEvent(done);
     clReleaseEvent(gate);
   }
@@ -563,7 +564,7 @@ Test(events, user_event_gates_attention_and_decode, .timeout = 120) {
   clSetUserEventStatus(gate, CL_COMPLETE);
   cr_assert_eq(clWaitForEvents(1, &done), CL_SUCCESS);
   tu_download(ctx, dout2, o, nq, CLATTN_F32);
-  tu_check("gated decode", o, oref, nq, 1e-4);
+  tu_check("gated decode", o, oref, nq, clattn__tolerance(CLATTN_F32));
   clReleaseEvent(done);
   clReleaseEvent(gate);
   tu_release(dkc);
@@ -659,7 +660,7 @@ static void run_prob(clattn_ctx *ctx, const char *what) {
   float *got = tu_alloc(p.no * 4), *want = tu_alloc(p.no * 4);
   tu_download(ctx, p.o, got, p.no, CLATTN_F32);
   prob_ref(&p, want);
-  tu_check(what, got, want, p.no, 1e-4);
+  tu_check(what, got, want, p.no, clattn__tolerance(CLATTN_F32));
   free(got);
   free(want);
   prob_free(&p);

@@ -781,7 +781,8 @@ static void run_prefill(clattn_ctx *ctx, const clattn_attn_desc *d) {
                 0,             1.0 / sqrt((double)d->head_dim_k),
                 d->causal,     NULL};
   ref_attention(&a, q, k, v, ref);
-  cr_assert(tu_check("tuned prefill", o, ref, no, 1e-4));
+  cr_assert(tu_check("tuned prefill", o, ref, no,
+                     clattn__tolerance(CLATTN_F32)));
   tu_release(bq);
   tu_release(bk);
   tu_release(bv);

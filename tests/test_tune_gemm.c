@@ -240,7 +240,8 @@ Test(tune_gemm, tuned_entry_is_stored_and_applied, .timeout = 600) {
   tu_download(ctx, dy, y, nx, CLATTN_F32);
   ref_layer(B, N, D, HQ, HKV, DK, DK, 1.0 / sqrt((double)DK), 1, x, wq, wk,
             wv, wo, yref);
-  tu_check("layer with tuned Xgemm", y, yref, nx, 1e-4);
+  tu_check("layer with tuned Xgemm", y, yref, nx,
+           clattn__tolerance(CLATTN_F32));
   clattn_layer_destroy(layer);
   cl_mem all[6] = {dq, dk, dv, dwo, dx, dy};
   for (int i = 0; i < 6; i++)

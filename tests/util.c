@@ -171,18 +171,6 @@ const char *tu_dtype_name(clattn_dtype dt) {
   return "?";
 }
 
-double tu_tol(clattn_dtype dt) {
-  switch (dt) {
-  case CLATTN_F32:
-    return 1e-4;
-  case CLATTN_F16:
-    return 1e-3;
-  case CLATTN_BF16:
-    return 8e-3;
-  }
-  return 0.0;
-}
-
 tu_err tu_compare(const float *got, const float *ref, size_t n) {
   tu_err e = {0, 0, 0, 0, 0};
   for (size_t i = 0; i < n; i++) {

@@ -7,21 +7,14 @@
  * so their scale is the scale of V; per-element relative error would blow
  * up on outputs that cancel to ~0).  Any NaN/inf in `got` fails.
  *
- * Tolerances (tu_tol):
- *  - f32:  1e-4.  The issue's requirement: float32 storage, float32
- *    arithmetic, against the double reference.
- *  - f16:  1e-3.  The reference runs on the f16-ROUNDED inputs, so input
- *    rounding is not an error of the kernel; what remains is the rounding of
- *    the output to f16 (half an ulp = 2^-11 ~ 4.9e-4 of |o| <= max|ref|)
- *    plus float32 arithmetic (~1e-6): 1e-3 leaves a 2x margin.
- *  - bf16: 8e-3.  Same argument with bf16's 8-bit significand: the output
- *    rounding is at most half an ulp = 2^-8 ~ 3.9e-3 of |o|; 8e-3 leaves a
- *    2x margin.
+ * Tolerances: clattn__tolerance (host/src/base/tolerance.h, with the
+ * reasons), the same bar as `clattn run --check`.
  * Fully masked rows are checked separately for exact zeros.
  */
 #ifndef CLATTN_TESTS_UTIL_H
 #define CLATTN_TESTS_UTIL_H
 
+#include "base/tolerance.h"
 #include "clattn.h"
 #include "reference/ref.h"
 
@@ -72,8 +65,6 @@ void tu_release(cl_mem m);
 
 /* Storage-type name. */
 const char *tu_dtype_name(clattn_dtype dt);
-/* Relative tolerance of storage type dt (see above). */
-double tu_tol(clattn_dtype dt);
 
 typedef struct tu_err {
   double max_abs;  /* max |got - ref| */

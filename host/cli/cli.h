@@ -2,6 +2,7 @@
 #ifndef CLATTN_CLI_H
 #define CLATTN_CLI_H
 
+#include "base/clock.h"
 #include "clattn.h"
 #include "npy.h"
 
@@ -84,9 +85,6 @@ int cli_compare(const char *what, const float *got, const float *ref,
 
 /* "f32", "f16" or "bf16". */
 const char *cli_dtype_name(clattn_dtype dt);
-
-/* Monotonic clock in seconds. */
-double cli_now(void);
 
 /* A read-only buffer initialised from host memory, or a write-only one when
  * host == NULL; prints the CL error and returns NULL on failure. */

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 void cli_err(const char *fmt, ...)
@@ -177,13 +176,6 @@ int cli_compare(const char *what, const float *got, const float *ref,
          what, max_abs, rel, tol, max_ref, worst, n ? got[worst] : 0.0,
          n ? ref[worst] : 0.0, bad, pass ? "PASS" : "FAIL");
   return pass ? CLI_OK : CLI_CHECK;
-}
-
-double cli_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 cl_mem cli_buffer(cl_context c, size_t bytes, const void *host)

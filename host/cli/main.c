@@ -53,7 +53,7 @@ static const char usage_text[] =
   "  cache, then decode the rest one at a time; implies --causal)\n"
   "common: --out FILE.npy (required with --in), --device SEL ('P:D', 'D'\n"
   "  or a name substring; default $CLATTN_DEVICE), --check (compare with\n"
-  "  the reference; fails above rel. error 1e-4 for f32, 2e-3 for f16),\n"
+  "  the reference; fails above rel. error 1e-4 for f32, 1e-3 for f16),\n"
   "  --seed S, --save-inputs DIR (with --random), --repeat N,\n"
   "  --verbose\n"
   "probe: measure the device's ceilings (memory bandwidth per vector\n"

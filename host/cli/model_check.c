@@ -19,6 +19,8 @@
 #include "cli.h"
 #include "model.h"
 
+#include "base/stats.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,11 +148,6 @@ static clattn_status pass(clattn_ctx *ctx, const check_case *cc, bufs *B) {
   return st;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Times of one call over `reps` passes (after one warm-up pass), in t[];
  * with a copy reference, each pass follows one launch of it, whose GB/s go
  * to g[] (the pair shares the machine's moment). */
@@ -161,7 +158,7 @@ static int measure(clattn_ctx *ctx, const check_case *cc, bufs *B, int reps,
     clattn_status st;
     if (ref && (st = clattn_copy_ref_run(ref, &g[r < 0 ? 0 : r])))
       return cli_lib_fail(ctx, "clattn_copy_ref_run", st);
-    double t0 = cli_now();
+    double t0 = clattn__now();
     st = pass(ctx, cc, B);
     cl_int e = clFinish(q);
     if (st)
@@ -171,16 +168,17 @@ static int measure(clattn_ctx *ctx, const check_case *cc, bufs *B, int reps,
       return CLI_FAIL;
     }
     if (r >= 0)
-      t[r] = (cli_now() - t0) / (B->cycles * B->layers);
+      t[r] = (clattn__now() - t0) / (B->cycles * B->layers);
   }
   return CLI_OK;
 }
 
+/* The median of x on a copy: a round's figures in t, g and err stay at the
+ * same index for the other medians. */
 static double median(const double *x, int n) {
   double v[MAX_REPS];
   memcpy(v, x, (size_t)n * sizeof *v);
-  qsort(v, (size_t)n, sizeof v[0], cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return clattn__median(v, n);
 }
 
 /* The profile with its bandwidths scaled to a copy of `gbs` measured now. */

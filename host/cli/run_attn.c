@@ -2,6 +2,7 @@
  * read from .npy files or generated, optionally checked against
  * ref_attention.  Files always hold [batch, seq, heads, dim] (BSHD);
  * --layout bhsd transposes on the host so the device sees BHSD. */
+#include "base/tolerance.h"
 #include "cli.h"
 #include "reference/ref.h"
 
@@ -227,7 +228,7 @@ static int check(const cli_opts *o, attn_job *j, const void *out)
     cli_from_f16(out, got, no);
   }
   rc = cli_compare("attention", got ? got : out, ref, no,
-                   j->dt == CLATTN_F16 ? 2e-3 : 1e-4);
+                   clattn__tolerance(j->dt));
 done:
   free(ref);
   free(got);
@@ -312,7 +313,7 @@ int cli_run_attention(const cli_opts *o)
   if (!times)
     goto done;
   for (int r = 0; r < o->repeat; r++) {
-    double t0 = cli_now();
+    double t0 = clattn__now();
     st = clattn_attention(ctx, &d, bq, bk, bv, bl, bo, NULL);
     if (st) {
       cli_lib_fail(ctx, "clattn_attention", st);
@@ -323,7 +324,7 @@ int cli_run_attention(const cli_opts *o)
       cli_err("clFinish after clattn_attention: %s", clattn_cl_errstr(err));
       goto done;
     }
-    times[r] = cli_now() - t0;
+    times[r] = clattn__now() - t0;
   }
   report_time(o, ctx, &j, times, o->repeat);
 

@@ -2,6 +2,7 @@
  * attention, output projection) through clattn_layer_*, optionally as
  * prefill of P positions into a KV cache followed by one decode step per
  * remaining position, checked against ref_layer. */
+#include "base/tolerance.h"
 #include "cli.h"
 #include "reference/ref.h"
 
@@ -229,7 +230,7 @@ int cli_run_gqa(const cli_opts *o)
 
   double tp = 0, td = 0; /* prefill / decode time of the last repetition */
   for (int r = 0; r < o->repeat; r++) {
-    double t0 = cli_now();
+    double t0 = clattn__now();
     if (P < 0) {
       st = clattn_layer_prefill(layer, NULL, j.b, j.n, causal, bt[X], by,
                                 NULL);
@@ -239,7 +240,7 @@ int cli_run_gqa(const cli_opts *o)
       }
       if (finish(q))
         goto done;
-      tp = cli_now() - t0;
+      tp = clattn__now() - t0;
       continue;
     }
     clattn_kv_cache_reset(cache);
@@ -252,7 +253,7 @@ int cli_run_gqa(const cli_opts *o)
       if (copy_rows(q, byp, P, 0, by, j.n, 0, P, j.b, j.d) || finish(q))
         goto done;
     }
-    double t1 = cli_now();
+    double t1 = clattn__now();
     for (int p = P; p < j.n; p++) {
       /* x[:, p, :] -> [b, d] and the step's y back into y[:, p, :] */
       if (copy_rows(q, bt[X], j.n, p, bxt, 1, 0, 1, j.b, j.d))
@@ -268,7 +269,7 @@ int cli_run_gqa(const cli_opts *o)
     if (finish(q))
       goto done;
     tp = t1 - t0;
-    td = cli_now() - t1;
+    td = clattn__now() - t1;
   }
   fprintf(stderr, "clattn: gqa b=%d n=%d d_model=%d hq=%d hkv=%d k=%d v=%d"
           "%s: ", j.b, j.n, j.d, j.hq, j.hkv, j.dk, j.dv,
@@ -307,7 +308,7 @@ int cli_run_gqa(const cli_opts *o)
               j.t[X].data, j.t[WQ].data, j.t[WK].data, j.t[WV].data,
               j.t[WO].data, ref);
     rc = cli_compare(P >= 0 ? "gqa (prefill + decode)" : "gqa", y, ref, ny,
-                     1e-4);
+                     clattn__tolerance(CLATTN_F32)); /* the layer is f32 */
   }
 
 done:

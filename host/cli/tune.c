@@ -293,7 +293,7 @@ int cli_tune(int argc, char **argv) {
   }
   t.tty = isatty(STDERR_FILENO);
   t.budget = to.budget_s;
-  t.start = cli_now();
+  t.start = clattn__now();
   to.stop = &stop_flag;
   to.progress = show_progress;
   to.user = &t;
@@ -326,7 +326,7 @@ int cli_tune(int argc, char **argv) {
       clattn_tune_opts co = to;
       if (to.budget_s > 0) {
         /* what is left, shared by the classes left */
-        double left = to.budget_s - (cli_now() - t.start);
+        double left = to.budget_s - (clattn__now() - t.start);
         if (left <= 0)
           break;
         co.budget_s = left / todo;

@@ -17,7 +17,6 @@
 #include "choice/choice.h"
 #include "db/db.h"
 #include "call/call.h"
-#include "tune/tune.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -56,7 +55,7 @@ int clattn_tune_method(const char *kernel) {
   const clattn__family *f = clattn__family_find(kernel);
   if (f)
     return f->tune_method;
-  return strcmp(kernel, CLATTN__XGEMM_KERNEL) == 0 ? 1 : 0;
+  return strcmp(kernel, CLATTN_XGEMM_KERNEL) == 0 ? 1 : 0;
 }
 
 int clattn__tune_row_current(const clattn_tune_entry *e) {

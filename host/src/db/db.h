@@ -7,6 +7,9 @@
 
 #include <stddef.h>
 
+/* The tuning table's kernel column of CLBlast's Xgemm rows. */
+#define CLATTN_XGEMM_KERNEL "clblast-xgemm"
+
 /* Insert the row of e's key, or update the stored one: always (only_newer
  * 0) or only when e.updated is later than the stored row's (only_newer 1,
  * the import's merge).  *changed (may be NULL): 0 when nothing was written,

@@ -21,6 +21,8 @@
  * Also here: clattn_copy_ref, the copy kernel at width 16 as a bandwidth
  * reference that measurements time beside their own passes (one launch,
  * no calibration). */
+#include "base/clock.h"
+#include "base/stats.h"
 #include "device/probe.h"
 #include "runtime/runtime.h"
 
@@ -75,17 +77,6 @@ typedef struct probe {
   size_t host_bytes;
 } probe;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* splitmix64 floats uniform in [-1, 1), two per 64-bit output. */
 static void random_fill(uint64_t *state, float *x, size_t n) {
   for (size_t i = 0; i < n; i += 2) {
@@ -131,11 +122,11 @@ done:
 /* Time n units and a clFinish. */
 static clattn_status time_units(probe *P, const unit *u, long n, double *t) {
   clattn_status rc = CLATTN_OK;
-  double t0 = now_s();
+  double t0 = clattn__now();
   for (long i = 0; i < n; i++)
     CLATTN_TRY(run_unit(P, u));
   CLATTN_CL(P->ctx, clFinish(P->ctx->queue));
-  *t = now_s() - t0;
+  *t = clattn__now() - t0;
 done:
   return rc;
 }
@@ -161,9 +152,7 @@ static clattn_status measure(probe *P, const unit *u, double *sec) {
     CLATTN_TRY(time_units(P, u, n, &t));
     rep[r] = t / (double)n;
   }
-  qsort(rep, (size_t)reps, sizeof *rep, cmp_double);
-  int m = reps;
-  *sec = m % 2 ? rep[m / 2] : 0.5 * (rep[m / 2 - 1] + rep[m / 2]);
+  *sec = clattn__median(rep, reps);
   if (!(*sec > 0))
     *sec = 1e-9; /* below the clock's resolution */
 done:
@@ -460,7 +449,7 @@ clattn_status clattn_probe(clattn_ctx *ctx, const clattn_probe_opts *opts,
   static const clattn_probe_opts defaults;
   clattn_status rc = clattn__ctx_check(ctx);
   probe P;
-  double t_start = now_s();
+  double t_start = clattn__now();
   if (rc != CLATTN_OK)
     return rc;
   if (out == NULL)
@@ -531,7 +520,7 @@ clattn_status clattn_probe(clattn_ctx *ctx, const clattn_probe_opts *opts,
              date, clattn_version(), P.target_s, P.repeats, P.buf / MIB,
              o->thorough ? 1 : 0);
   }
-  out->seconds = now_s() - t_start;
+  out->seconds = clattn__now() - t_start;
 done:
   if (P.a)
     clReleaseMemObject(P.a);
@@ -627,10 +616,10 @@ clattn_status clattn_copy_ref_run(clattn_copy_ref *ref, double *gbs) {
   CLATTN_TRY(clattn__arg(ctx, k, 0, sizeof(cl_mem), &ref->a));
   CLATTN_TRY(clattn__arg(ctx, k, 1, sizeof(cl_mem), &ref->b));
   CLATTN_CL(ctx, clFinish(ctx->queue));
-  const double t0 = now_s();
+  const double t0 = clattn__now();
   CLATTN_TRY(clattn__launch(ctx, k, 1, &ref->gws, &ref->lws, 0, NULL, NULL));
   CLATTN_CL(ctx, clFinish(ctx->queue));
-  const double t = now_s() - t0;
+  const double t = clattn__now() - t0;
   *gbs = moved(CLATTN__PROBE_COPY, REF_VW, ref->gws) / (t > 0 ? t : 1e-9) *
          1e-9;
 done:

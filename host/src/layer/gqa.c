@@ -1,5 +1,6 @@
 /* layer.c - a whole attention layer (float32): CLBlast projections around
  * the fused attention kernels, and the library-owned KV cache. */
+#include "base/clblast_status.h"
 #include "runtime/runtime.h"
 #include "tune/tune_gemm.h"
 
@@ -39,33 +40,6 @@ struct clattn_kv_cache {
 
 /* ------------------------------------------------------------- helpers */
 
-static const char *blast_name(CLBlastStatusCode s)
-{
-  switch (s) {
-  case CLBlastNotImplemented: return "CLBlastNotImplemented";
-  case CLBlastInvalidMatrixA: return "CLBlastInvalidMatrixA";
-  case CLBlastInvalidMatrixB: return "CLBlastInvalidMatrixB";
-  case CLBlastInvalidMatrixC: return "CLBlastInvalidMatrixC";
-  case CLBlastInvalidDimension: return "CLBlastInvalidDimension";
-  case CLBlastInvalidLeadDimA: return "CLBlastInvalidLeadDimA";
-  case CLBlastInvalidLeadDimB: return "CLBlastInvalidLeadDimB";
-  case CLBlastInvalidLeadDimC: return "CLBlastInvalidLeadDimC";
-  case CLBlastInsufficientMemoryA: return "CLBlastInsufficientMemoryA";
-  case CLBlastInsufficientMemoryB: return "CLBlastInsufficientMemoryB";
-  case CLBlastInsufficientMemoryC: return "CLBlastInsufficientMemoryC";
-  case CLBlastInsufficientMemoryTemp: return "CLBlastInsufficientMemoryTemp";
-  case CLBlastInvalidLocalMemUsage: return "CLBlastInvalidLocalMemUsage";
-  case CLBlastDatabaseError: return "CLBlastDatabaseError";
-  case CLBlastUnknownError: return "CLBlastUnknownError";
-  case CLBlastUnexpectedError: return "CLBlastUnexpectedError";
-  default: break;
-  }
-  /* The codes above -1000 are OpenCL's own numbers. */
-  if ((int)s > -1000)
-    return clattn_cl_errstr((cl_int)s);
-  return "unknown CLBlast status";
-}
-
 /* Up to this many rows, a projection runs as one CLBlast GEMV per row:
  * CLBlast's GEMM pads a single row to a whole tile (on PoCL a 1x512x512
  * GEMM costs about ten times the GEMV), which dominated decode steps. */
@@ -97,7 +71,8 @@ static clattn_status gemm(clattn_ctx *ctx, const char *what, size_t m,
         return clattn__fail(ctx, CLATTN_ERR_CLBLAST,
                             "CLBlastSgemv (%s, row %zu, %zux%zu) failed: %s "
                             "(%d)",
-                            what, r, k, n, blast_name(s), (int)s);
+                            what, r, k, n, clattn__clblast_status_str(s),
+                            (int)s);
     }
     return CLATTN_OK;
   }
@@ -107,7 +82,7 @@ static clattn_status gemm(clattn_ctx *ctx, const char *what, size_t m,
   if (s != CLBlastSuccess)
     return clattn__fail(ctx, CLATTN_ERR_CLBLAST,
                         "CLBlastSgemm (%s, %zux%zux%zu) failed: %s (%d)", what,
-                        m, n, k, blast_name(s), (int)s);
+                        m, n, k, clattn__clblast_status_str(s), (int)s);
   return CLATTN_OK;
 }
 

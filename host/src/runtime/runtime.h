@@ -2,6 +2,7 @@
 #ifndef CLATTN_RUNTIME_H
 #define CLATTN_RUNTIME_H
 
+#include "base/base.h"
 #include "clattn.h"
 #include "base/target.h"
 
@@ -143,21 +144,6 @@ clattn_status clattn__scratch(clattn_ctx *ctx, int slot, size_t size,
 clattn_status clattn__check_buffer(clattn_ctx *ctx, cl_mem m, size_t need,
                                    const char *what);
 
-/* Element strides (batch, seq, head) of a [B, S, H, D] tensor in layout. */
-typedef struct clattn__strides {
-  long b, s, h;
-} clattn__strides;
-clattn__strides clattn__layout_strides(clattn_layout lay, long S, long H,
-                                       long D);
-
-/* Largest power of two <= n (1 for n < 2). */
-int clattn__pow2_floor(size_t n);
-
-
-/* elem * a * b * c * d bytes; 0 when a factor is negative or the product
- * passes 2^62. */
-size_t clattn__bytes(size_t elem, long a, long b, long c, long d);
-
 /* CL_KERNEL_WORK_GROUP_SIZE of a built kernel. */
 clattn_status clattn__kernel_wg(clattn_ctx *ctx, cl_kernel k, size_t *out);
 
@@ -167,33 +153,8 @@ clattn_status clattn__check_wg(clattn_ctx *ctx, cl_kernel k, size_t wg,
                                size_t local_bytes, const char *what);
 
 
-/* 128-bit FNV-1a style hash: two independent 64-bit FNV-1a streams (the
- * second with an extra xor-shift), and a separator after every call so that
- * ("ab","c") and ("a","bc") differ.  Used for the program-cache key and the
- * device fingerprint. */
-typedef struct clattn__hash {
-  uint64_t a, b;
-} clattn__hash;
-#define CLATTN_HASH_HEX 33 /* 32 hex digits and a NUL */
-clattn__hash clattn__hash_init(void);
-void clattn__hash_bytes(clattn__hash *h, const void *data, size_t n);
-void clattn__hash_str(clattn__hash *h, const char *s);
-/* 32 lower-case hex digits of h. */
-void clattn__hash_hex(const clattn__hash *h, char out[CLATTN_HASH_HEX]);
-
 /* The device fingerprint of clattn_profile (32 hex digits). */
 void clattn__fingerprint(const clattn__devinfo *d, char *out, size_t cap);
 
-/* Create a directory and its missing parents (mode 0755); 0 on success,
- * -1 with errno set otherwise. */
-int clattn__mkdir_p(const char *dir);
-
-/* Append printf-style text to a bounded buffer; returns 0, or -1 when it
- * did not fit. */
-int clattn__appendf(char *buf, size_t cap, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 #endif /* CLATTN_RUNTIME_H */

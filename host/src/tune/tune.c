@@ -3,17 +3,12 @@
 #include "choice/choice.h"
 #include "tune/tune.h"
 
+#include "base/stats.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-double clattn__now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Candidates that differ from i in exactly one dimension. */
 static int neighbours(const clattn__space *s, int i, int *out) {
@@ -343,11 +338,6 @@ done:
  * of the round medians). */
 enum { VERIFY_TOP = 6, VERIFY_ROUNDS = 3, VERIFY_RUNS = 31 };
 
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Interleaved single runs: med[j] gets candidate cand[j]'s median
  * (INFINITY if a run failed); returns the rounds done. */
 static int verify_runs(run *R, const int *cand, int n,
@@ -365,7 +355,7 @@ static int verify_runs(run *R, const int *cand, int n,
     rounds++;
   }
   for (int j = 0; j < n && rounds; j++)
-    qsort(med[j], (size_t)rounds, sizeof med[j][0], cmp_dbl);
+    qsort(med[j], (size_t)rounds, sizeof med[j][0], clattn__cmp_double);
   return rounds;
 }
 
@@ -420,7 +410,7 @@ static clattn_status verify(run *R) {
   for (int j = 0; j < n; j++) {
     double *m = med[j];
     if (!R->f->time1)
-      qsort(m, (size_t)rounds, sizeof m[0], cmp_dbl);
+      qsort(m, (size_t)rounds, sizeof m[0], clattn__cmp_double);
     const int i = cand[j];
     R->t[i] = m[rounds / 2];
     if (R->t[i] < INFINITY && (R->best < 0 || R->t[i] < R->t[R->best]))

@@ -13,10 +13,8 @@
 #ifndef CLATTN_TUNE_H
 #define CLATTN_TUNE_H
 
+#include "base/clock.h"
 #include "family/family.h"
-
-/* The tuning table's kernel column of CLBlast's Xgemm rows. */
-#define CLATTN__XGEMM_KERNEL "clblast-xgemm"
 
 /* What a family gives the engine. */
 typedef struct clattn__tune_family {
@@ -72,8 +70,5 @@ clattn_status clattn__tune(clattn_ctx *ctx, clattn_db *db,
 clattn_status clattn__tune_space(clattn_ctx *ctx, const clattn__family *F,
                                  const void *desc, clattn_params *out,
                                  int cap, int *n, int *pruned);
-
-/* Wall clock, seconds. */
-double clattn__now(void);
 
 #endif /* CLATTN_TUNE_H */

@@ -1,346 +1,17 @@
-/* tune_gemm.c - CLBlast's single-precision Xgemm kernel: its tuning space on
- * the context's device, the tuner family (clattn_tune_gemm), and applying
- * the tuned parameters before a context's layers run their first GEMM
- * (clattn__gemm_apply, clattn_explain_gemm).
- *
- * How CLBlast 1.5.3 runs a GEMM.  CLBlastSgemm picks one of two kernels:
- * XgemmDirect when m*n*k < XGEMM_MIN_INDIRECT_SIZE^3 (the "GemmRoutine"
- * parameter; 576 for this PoCL CPU device, so 512^3 runs direct), else
- * the "indirect" Xgemm kernel with pre- and post-processing kernels that
- * transpose and pad the operands to multiples of MWG/NWG/KWG.  Only Xgemm
- * is tuned here.  So that the tuner's check and its timing both run Xgemm
- * whatever the shape, tuning overrides GemmRoutine with
- * XGEMM_MIN_INDIRECT_SIZE = the cube root of the smaller of the check's and
- * the class's m*n*k.  Applying a tuned entry sets it to the cube root of
- * the smallest tuned shape class, so every shape from there up runs the
- * tuned Xgemm (the shapes it was measured at) and smaller ones keep
- * XgemmDirect with CLBlast's own parameters.  The value is part of the
- * kernel source, so with one tuned class the applied program is the one
- * the tuner already built (no second build).
- *
- * CLBlast keeps one parameter set per (device, precision, kernel) for the
- * whole process, and its C API (1.5.3) can set parameters but not read
- * them (RetrieveParameters is C++ only), so the defaults cannot be
- * restored once overridden: after a tuning run the device runs the best
- * tuned entry of the database (or, if none is valid, XgemmDirect only,
- * whose parameters are never touched).  Every override changes the kernel
- * source, so the first GEMM after it compiles again (20-50 s on PoCL with a
- * cold cache, under a second with a warm one). */
-#include "choice/choice.h"
+/* tune_gemm.c - the Xgemm tuner family (clattn_tune_gemm): each candidate
+ * checked against a plain-C GEMM, then timed at the class's shape; see
+ * tune_gemm.h for how CLBlast runs what it tunes. */
 #include "tune/tune_gemm.h"
 
-#include "db/db.h"
+#include "base/clblast_status.h"
+#include "base/stats.h"
 
-#include <clblast_c.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define KERNEL "clblast-xgemm"
-
-const char *const clattn__xgemm_names[CLATTN_XGEMM_NPARAMS] = {
-    "GEMMK", "KREG", "KWG",  "KWI", "MDIMA", "MDIMC", "MWG",  "NDIMB",
-    "NDIMC", "NWG",  "SA",   "SB",  "STRM",  "STRN",  "VWM",  "VWN"};
-
-enum {
-  P_GEMMK, P_KREG, P_KWG, P_KWI, P_MDIMA, P_MDIMC, P_MWG, P_NDIMB,
-  P_NDIMC, P_NWG, P_SA, P_SB, P_STRM, P_STRN, P_VWM, P_VWN
-};
-
-/* ------------------------------------------------------------- space */
-
-/* Values tried per parameter (0-terminated lists are awkward with the 0/1
- * flags, so each list carries its length). */
-typedef struct vals {
-  int n;
-  int v[8];
-} vals;
-
-/* CPU devices (PoCL here).  Measured at 2048x512x512 on this machine,
- * where CLBlast's defaults (GEMMK=0 MWG=NWG=64 MDIMC=16 NDIMC=8 VWM=VWN=4
- * KWG=32 KWI=2 SA=SB=0, as its C++ RetrieveParameters reports them) run
- * the indirect path at 7.4 GFLOP/s, and with 20-25 s of build per
- * candidate in mind:
- *  - GEMMK=1 (CLBlast's "kernel 1", 2D register tiles, no local memory)
- *    is the useful one here: it wants A and C in the layers' row-major
- *    orientation, so the pre- and post-processing transposes of A and C
- *    disappear, and it reached 32.7 (8x8 items, 64x64 tiles, VWM=VWN=4,
- *    KREG=4) and 42.5 GFLOP/s (4x4 items, 64x64 tiles, VWM=VWN=8,
- *    KREG=8).  CLBlast's tuner pairs it with KWG=KWI=1 (xgemm.hpp, V=11
- *    and 12), but kernel 1 walks K KREG at a time while the routine pads
- *    K only to a multiple of KWG: with K=53 such candidates read past K
- *    and failed the check (non-finite values).  Here KWG = KREG.
- *  - GEMMK=0 is kept as a small second family around its best here, 25.9
- *    (16x16 items, MWG=NWG=128, VWM=VWN=8, KWG=16); SA=SB=1 (10.8 against
- *    17.4 without: "local" memory is ordinary RAM on a CPU and the staging
- *    barriers cost time), STRM=STRN=1 (8.6: strided loads are gathers) and
- *    8x8 items with 4x4 tiles (6.8) lose, so those are not in the space.
- *  - STRM=STRN=0: a work-item's values are contiguous, loads are vectors.
- * MDIMA/NDIMB only shape the local-memory loads (SA/SB=1); with SA=SB=0
- * they do not change the kernel, so they equal MDIMC/NDIMC (another value
- * would only rebuild the same kernel). */
-static const vals cpu_gemmk1[CLATTN_XGEMM_NPARAMS] = {
-    [P_GEMMK] = {1, {1}},          [P_KREG] = {2, {8, 16}},
-    [P_KWG] = {2, {8, 16}},        [P_KWI] = {1, {1}},
-    [P_MDIMA] = {2, {4, 8}},       [P_MDIMC] = {2, {4, 8}},
-    [P_MWG] = {2, {64, 128}},      [P_NDIMB] = {2, {4, 8}},
-    [P_NDIMC] = {2, {4, 8}},       [P_NWG] = {3, {32, 64, 128}},
-    [P_SA] = {1, {0}},             [P_SB] = {1, {0}},
-    [P_STRM] = {1, {0}},           [P_STRN] = {1, {0}},
-    [P_VWM] = {3, {4, 8, 16}},     [P_VWN] = {3, {4, 8, 16}},
-};
-static const vals cpu_gemmk0[CLATTN_XGEMM_NPARAMS] = {
-    [P_GEMMK] = {1, {0}},          [P_KREG] = {1, {1}},
-    [P_KWG] = {1, {16}},           [P_KWI] = {2, {2, 8}},
-    [P_MDIMA] = {1, {16}},         [P_MDIMC] = {1, {16}},
-    [P_MWG] = {1, {128}},          [P_NDIMB] = {1, {16}},
-    [P_NDIMC] = {1, {16}},         [P_NWG] = {1, {128}},
-    [P_SA] = {1, {0}},             [P_SB] = {1, {0}},
-    [P_STRM] = {1, {0}},           [P_STRN] = {1, {0}},
-    [P_VWM] = {2, {4, 8}},         [P_VWN] = {2, {4, 8}},
-};
-
-/* Other devices: CLBlast's own exhaustive sets (xgemm.hpp, V == 1 and
- * V == 11; their extra rules SA == SB and VWM == VWN are not imposed). */
-static const vals gpu_gemmk0[CLATTN_XGEMM_NPARAMS] = {
-    [P_GEMMK] = {1, {0}},          [P_KREG] = {1, {1}},
-    [P_KWG] = {1, {32}},           [P_KWI] = {1, {2}},
-    [P_MDIMA] = {3, {8, 16, 32}},  [P_MDIMC] = {3, {8, 16, 32}},
-    [P_MWG] = {3, {16, 32, 64}},   [P_NDIMB] = {3, {8, 16, 32}},
-    [P_NDIMC] = {3, {8, 16, 32}},  [P_NWG] = {3, {16, 32, 64}},
-    [P_SA] = {2, {0, 1}},          [P_SB] = {2, {0, 1}},
-    [P_STRM] = {1, {0}},           [P_STRN] = {1, {0}},
-    [P_VWM] = {3, {1, 2, 4}},      [P_VWN] = {3, {1, 2, 4}},
-};
-static const vals gpu_gemmk1[CLATTN_XGEMM_NPARAMS] = {
-    [P_GEMMK] = {1, {1}},          [P_KREG] = {3, {1, 2, 4}},
-    [P_KWG] = {3, {1, 2, 4}},      [P_KWI] = {1, {1}},
-    [P_MDIMA] = {3, {4, 8, 16}},   [P_MDIMC] = {3, {4, 8, 16}},
-    [P_MWG] = {3, {16, 32, 64}},   [P_NDIMB] = {3, {4, 8, 16}},
-    [P_NDIMC] = {3, {4, 8, 16}},   [P_NWG] = {3, {16, 32, 64}},
-    [P_SA] = {1, {0}},             [P_SB] = {1, {0}},
-    [P_STRM] = {1, {0}},           [P_STRN] = {1, {0}},
-    [P_VWM] = {3, {1, 2, 4}},      [P_VWN] = {3, {1, 2, 4}},
-};
-
-static int multiple(long a, long b) { return b > 0 && a % b == 0; }
-
-static int fail_why(char *why, size_t cap, const char *rule) {
-  if (why != NULL && cap > 0)
-    snprintf(why, cap, "%s", rule);
-  return 0;
-}
-
-/* CLBlast's constraints, from src/tuning/kernels/xgemm.hpp
- * (XgemmSetConstraints and XgemmComputeLocalMemSize):
- *   // Requirement for unrolling the KWG loop
- *   {MultipleOfX, {"KWG", "KWI"}}
- *   // Required for integer MWI and NWI
- *   {MultipleOfXMulY, {"MWG", "MDIMC", "VWM"}}
- *   {MultipleOfXMulY, {"NWG", "NDIMC", "VWN"}}
- *   // Required for integer MWIA and NWIB
- *   {MultipleOfXMulY, {"MWG", "MDIMA", "VWM"}}
- *   {MultipleOfXMulY, {"NWG", "NDIMB", "VWN"}}
- *   // KWG has to be a multiple of KDIMA = ((MDIMC*NDIMC)/(MDIMA)) and
- *   // KDIMB = (...)   [kernel 0]
- *   {MultipleOfXMulYDivZ, {"KWG", "MDIMC", "NDIMC", "MDIMA"}}
- *   {MultipleOfXMulYDivZ, {"KWG", "MDIMC", "NDIMC", "NDIMB"}}
- *   // KREG has to be a multiple of VWN   [kernel 1]
- *   {MultipleOfX, {"KREG", "VWN"}}
- *   [kernel 1] {IsEqual, {"MDIMC", "MDIMA"}}, {IsEqual, {"NDIMC", "NDIMB"}}
- *   local memory: sizeof(T) * (SA*KWG*MWG + SB*KWG*NWG)
- * plus one rule of ours for kernel 1 (KWG a multiple of KREG, below) and
- * the device's limits (CLBlast's own launch checks): MDIMC*NDIMC
- * work-items per group, MDIMC and NDIMC per dimension, the local memory. */
-int clattn__xgemm_valid(const clattn_ctx *ctx, const int *v, char *why,
-                        size_t cap) {
-  for (int i = 0; i < CLATTN_XGEMM_NPARAMS; i++)
-    if (v[i] < 0 || v[i] > 4096)
-      return fail_why(why, cap, "a parameter is out of range");
-  if (v[P_GEMMK] > 1 || v[P_SA] > 1 || v[P_SB] > 1 || v[P_STRM] > 1 ||
-      v[P_STRN] > 1)
-    return fail_why(why, cap, "GEMMK, SA, SB, STRM and STRN are 0 or 1");
-  if (v[P_KWG] < 1 || v[P_KWI] < 1 || v[P_MDIMA] < 1 || v[P_MDIMC] < 1 ||
-      v[P_MWG] < 1 || v[P_NDIMB] < 1 || v[P_NDIMC] < 1 || v[P_NWG] < 1 ||
-      v[P_VWM] < 1 || v[P_VWN] < 1 || v[P_KREG] < 1)
-    return fail_why(why, cap, "sizes must be positive");
-  if (!multiple(v[P_KWG], v[P_KWI]))
-    return fail_why(why, cap, "KWG must be a multiple of KWI");
-  if (!multiple(v[P_MWG], (long)v[P_MDIMC] * v[P_VWM]))
-    return fail_why(why, cap, "MWG must be a multiple of MDIMC*VWM");
-  if (!multiple(v[P_NWG], (long)v[P_NDIMC] * v[P_VWN]))
-    return fail_why(why, cap, "NWG must be a multiple of NDIMC*VWN");
-  if (!multiple(v[P_MWG], (long)v[P_MDIMA] * v[P_VWM]))
-    return fail_why(why, cap, "MWG must be a multiple of MDIMA*VWM");
-  if (!multiple(v[P_NWG], (long)v[P_NDIMB] * v[P_VWN]))
-    return fail_why(why, cap, "NWG must be a multiple of NDIMB*VWN");
-  if (v[P_GEMMK] == 0) {
-    long wg = (long)v[P_MDIMC] * v[P_NDIMC];
-    if (!multiple(wg, v[P_MDIMA]) || !multiple(wg, v[P_NDIMB]))
-      return fail_why(why, cap,
-                      "MDIMC*NDIMC must be a multiple of MDIMA and NDIMB");
-    if (!multiple(v[P_KWG], wg / v[P_MDIMA]) ||
-        !multiple(v[P_KWG], wg / v[P_NDIMB]))
-      return fail_why(why, cap,
-                      "KWG must be a multiple of MDIMC*NDIMC/MDIMA and of "
-                      "MDIMC*NDIMC/NDIMB");
-  } else {
-    if (!multiple(v[P_KREG], v[P_VWN]))
-      return fail_why(why, cap, "KREG must be a multiple of VWN");
-    if (v[P_MDIMC] != v[P_MDIMA] || v[P_NDIMC] != v[P_NDIMB])
-      return fail_why(why, cap, "GEMMK=1 needs MDIMA=MDIMC, NDIMB=NDIMC");
-    /* Ours, not CLBlast's: kernel 1 steps K by KREG and the routine pads
-     * K to a multiple of KWG only (found by the correctness check). */
-    if (!multiple(v[P_KWG], v[P_KREG]))
-      return fail_why(why, cap, "GEMMK=1 needs KWG a multiple of KREG");
-  }
-  if (ctx != NULL) {
-    size_t wg = (size_t)v[P_MDIMC] * (size_t)v[P_NDIMC];
-    cl_ulong local = 4ull * ((cl_ulong)v[P_SA] * v[P_KWG] * v[P_MWG] +
-                             (cl_ulong)v[P_SB] * v[P_KWG] * v[P_NWG]);
-    if (wg > ctx->dev.max_wg)
-      return fail_why(why, cap,
-                      "MDIMC*NDIMC exceeds the device's work-group size");
-    if ((size_t)v[P_MDIMC] > ctx->dev.max_item[0] ||
-        (size_t)v[P_NDIMC] > ctx->dev.max_item[1])
-      return fail_why(why, cap,
-                      "MDIMC or NDIMC exceeds the device's work-item sizes");
-    if (local > ctx->dev.local_mem)
-      return fail_why(why, cap,
-                      "the SA/SB tiles exceed the device's local memory");
-  }
-  return 1;
-}
-
-/* Device-specific pruning on top of validity: redundant MDIMA/NDIMB when
- * the tiles are not staged, and on CPUs, to keep the space compact (each
- * candidate costs a 20-25 s build): square work-groups (MDIMC = NDIMC),
- * equal vector widths (VWM = VWN, as CLBlast's own kernel-1 set), and a
- * register budget: the MWI*NWI accumulators of a work-item between 64 and
- * 256 floats (4 to 16 AVX-512 registers, leaving room for the A and B
- * operands; fewer starve the FMA units, more spill).  The winners
- * measured above all had that shape. */
-static int keep(const clattn_ctx *ctx, const int *v) {
-  if (v[P_SA] == 0 && v[P_MDIMA] != v[P_MDIMC])
-    return 0;
-  if (v[P_SB] == 0 && v[P_NDIMB] != v[P_NDIMC])
-    return 0;
-  if (v[P_GEMMK] == 1 && v[P_KWG] != v[P_KREG])
-    return 0; /* a larger KWG only pads K further */
-  if (ctx->dev.type & CL_DEVICE_TYPE_CPU) {
-    if (v[P_MDIMC] != v[P_NDIMC] || v[P_VWM] != v[P_VWN])
-      return 0;
-    /* Kernel 1 computed wrong results on PoCL with MWG=64, NWG=32 (4x4
-     * items, also at 128x64x56, which needs no padding) and right ones
-     * with MWG=NWG: the check rejects such candidates, and leaving them
-     * out saves their builds. */
-    if (v[P_GEMMK] == 1 && v[P_MWG] != v[P_NWG])
-      return 0;
-    long acc = (long)(v[P_MWG] / v[P_MDIMC]) * (v[P_NWG] / v[P_NDIMC]);
-    if (acc < 64 || acc > 256)
-      return 0;
-  }
-  return 1;
-}
-
-clattn_status clattn__xgemm_space(clattn_ctx *ctx, clattn__space *out) {
-  clattn_status rc = clattn__ctx_check(ctx);
-  const vals *tabs[2];
-  int idx[CLATTN_XGEMM_NPARAMS];
-  int v[CLATTN_XGEMM_NPARAMS];
-  if (rc != CLATTN_OK)
-    return rc;
-  if (out == NULL)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                        "clattn__xgemm_space: NULL out");
-  memset(out, 0, sizeof *out);
-  out->def = -1; /* CLBlast's C API cannot report its defaults */
-  out->ndims = CLATTN_XGEMM_NPARAMS;
-  for (int i = 0; i < CLATTN_XGEMM_NPARAMS; i++)
-    out->dim[i] = clattn__xgemm_names[i];
-  /* GEMMK=1 first: on CPUs the promising family comes first in order. */
-  if (ctx->dev.type & CL_DEVICE_TYPE_CPU) {
-    tabs[0] = cpu_gemmk1;
-    tabs[1] = cpu_gemmk0;
-  } else {
-    tabs[0] = gpu_gemmk0;
-    tabs[1] = gpu_gemmk1;
-  }
-  for (int t = 0; t < 2; t++) {
-    const vals *tab = tabs[t];
-    memset(idx, 0, sizeof idx);
-    for (;;) {
-      for (int i = 0; i < CLATTN_XGEMM_NPARAMS; i++)
-        v[i] = tab[i].v[idx[i]];
-      if (clattn__xgemm_valid(ctx, v, NULL, 0) && keep(ctx, v)) {
-        if (clattn__space_add(out, v) < 0) {
-          clattn__space_free(out);
-          return clattn__fail(ctx, CLATTN_ERR_NOMEM,
-                              "Xgemm space: out of host memory");
-        }
-      } else {
-        out->pruned++;
-      }
-      int d = CLATTN_XGEMM_NPARAMS - 1;
-      while (d >= 0 && ++idx[d] == tab[d].n)
-        idx[d--] = 0;
-      if (d < 0)
-        break;
-    }
-  }
-  if (out->n == 0) {
-    clattn__space_free(out);
-    return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
-                        "Xgemm space: no candidate fits this device "
-                        "(work-group size %zu, local memory %llu bytes)",
-                        ctx->dev.max_wg,
-                        (unsigned long long)ctx->dev.local_mem);
-  }
-  return CLATTN_OK;
-}
-
-/* ------------------------------------------------------------ CLBlast */
-
-static const char *blast_status(CLBlastStatusCode s) {
-  switch (s) {
-  case CLBlastSuccess: return "CLBlastSuccess";
-  case CLBlastInvalidOverrideKernel: return "CLBlastInvalidOverrideKernel";
-  case CLBlastMissingOverrideParameter:
-    return "CLBlastMissingOverrideParameter";
-  case CLBlastInvalidLocalMemUsage: return "CLBlastInvalidLocalMemUsage";
-  case CLBlastInsufficientMemoryTemp: return "CLBlastInsufficientMemoryTemp";
-  case CLBlastDatabaseError: return "CLBlastDatabaseError";
-  case CLBlastNotImplemented: return "CLBlastNotImplemented";
-  case CLBlastInvalidDimension: return "CLBlastInvalidDimension";
-  case CLBlastUnknownError: return "CLBlastUnknownError";
-  case CLBlastUnexpectedError: return "CLBlastUnexpectedError";
-  default: break;
-  }
-  if ((int)s > -1000) /* OpenCL's own codes */
-    return clattn_cl_errstr((cl_int)s);
-  return "CLBlast error";
-}
-
-static CLBlastStatusCode override_xgemm(cl_device_id dev, const int *v) {
-  size_t val[CLATTN_XGEMM_NPARAMS];
-  for (int i = 0; i < CLATTN_XGEMM_NPARAMS; i++)
-    val[i] = (size_t)v[i];
-  return CLBlastOverrideParameters(dev, "Xgemm", CLBlastPrecisionSingle,
-                                   CLATTN_XGEMM_NPARAMS,
-                                   (const char **)clattn__xgemm_names, val);
-}
-
-/* GemmRoutine: GEMMs with m*n*k >= size^3 run the indirect Xgemm kernel. */
-static CLBlastStatusCode override_indirect(cl_device_id dev, size_t size) {
-  const char *name[1] = {"XGEMM_MIN_INDIRECT_SIZE"};
-  return CLBlastOverrideParameters(dev, "GemmRoutine", CLBlastPrecisionSingle,
-                                   1, name, &size);
-}
-
-/* The call the layers make (layer.c): row-major C[m,n] = A[m,k] B[k,n]. */
+/* The call the layers make (layer/gqa.c): row-major C[m,n] = A[m,k] B[k,n]. */
 static CLBlastStatusCode sgemm(clattn_ctx *ctx, int m, int n, int k,
                                cl_mem a, cl_mem b, cl_mem c) {
   cl_command_queue q = ctx->queue;
@@ -374,16 +45,11 @@ static void set_text(char *dst, size_t cap, const char *src) {
   snprintf(dst, cap, "%s", src);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void blast_failed(clattn_tune_entry *e, const char *what,
                          CLBlastStatusCode s) {
   set_text(e->status, sizeof e->status, "failed");
   snprintf(e->message, sizeof e->message, "%s: %s (%d)", what,
-           blast_status(s), (int)s);
+           clattn__clblast_status_str(s), (int)s);
 }
 
 static clattn_status xg_eval(void *self, const int *values, double best_s,
@@ -401,7 +67,7 @@ static clattn_status xg_eval(void *self, const int *values, double best_s,
     repeats = 7;
   e->median_s = e->spread = e->max_err = 0.0;
   e->message[0] = '\0';
-  s = override_xgemm(ctx->device, values);
+  s = clattn__xgemm_override(ctx->device, values);
   if (s != CLBlastSuccess) {
     blast_failed(e, "CLBlastOverrideParameters(Xgemm)", s);
     return CLATTN_OK;
@@ -468,10 +134,7 @@ static clattn_status xg_eval(void *self, const int *values, double best_s,
     CLATTN_CL(ctx, clFinish(ctx->queue));
     times[r] = clattn__now() - t1;
   }
-  qsort(times, (size_t)repeats, sizeof *times, cmp_double);
-  e->median_s = repeats % 2 ? times[repeats / 2]
-                            : 0.5 * (times[repeats / 2 - 1] +
-                                     times[repeats / 2]);
+  e->median_s = clattn__median(times, repeats); /* sorts times */
   e->spread = (times[repeats - 1] - times[0]) / e->median_s;
   set_text(e->status, sizeof e->status, "ok");
 done:
@@ -596,275 +259,18 @@ done:
   return rc;
 }
 
-/* -------------------------------------------------------------- apply */
-
-/* Record the line clattn_explain_gemm reports (printf-style). */
-static void explain(clattn_ctx *ctx, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void explain(clattn_ctx *ctx, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(ctx->gemm_explain, sizeof ctx->gemm_explain, fmt, ap);
-  va_end(ap);
-}
-
-/* CLBlast's parameters are per process: what this process last set for
- * each device (a few devices at most), so that a context that applies
- * nothing still reports what CLBlast runs. */
-#define MAX_DEVICES 8
-static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-  cl_device_id dev;
-  char text[sizeof(((clattn_ctx *)0)->gemm_explain)];
-} set_by_us[MAX_DEVICES];
-
-static void note_set(cl_device_id dev, const char *text) {
-  pthread_mutex_lock(&set_lock);
-  for (int i = 0; i < MAX_DEVICES; i++)
-    if (set_by_us[i].dev == dev || set_by_us[i].dev == NULL) {
-      set_by_us[i].dev = dev;
-      snprintf(set_by_us[i].text, sizeof set_by_us[i].text, "%s", text);
-      break;
-    }
-  pthread_mutex_unlock(&set_lock);
-}
-
-/* "CLBlast defaults: <why>", unless this process overrode the device's
- * parameters before: then what it set. */
-static void explain_defaults(clattn_ctx *ctx, const char *why) {
-  char earlier[sizeof ctx->gemm_explain] = "";
-  pthread_mutex_lock(&set_lock);
-  for (int i = 0; i < MAX_DEVICES; i++)
-    if (set_by_us[i].dev == ctx->device)
-      snprintf(earlier, sizeof earlier, "%s", set_by_us[i].text);
-  pthread_mutex_unlock(&set_lock);
-  if (earlier[0] == '\0')
-    explain(ctx, "CLBlast defaults: %s", why);
-  else
-    explain(ctx, "%s (set earlier in this process; here: %s)", earlier, why);
-}
-
-/* "m512 n512 k512" -> its m*n*k (0 when the text is not a GEMM class). */
-static double class_volume(const char *cls) {
-  int m, n, k, used = 0;
-  if (sscanf(cls, "m%d n%d k%d%n", &m, &n, &k, &used) != 3 ||
-      cls[used] != '\0' || m <= 0 || n <= 0 || k <= 0)
-    return 0.0;
-  return (double)m * n * k;
-}
-
-/* "NAME=value ..." with every Xgemm name exactly once; 0 on success. */
-static int parse_params(const char *text, int *v) {
-  int seen[CLATTN_XGEMM_NPARAMS] = {0};
-  const char *p = text;
-  for (;;) {
-    char name[32];
-    int val, used = 0, i;
-    while (*p == ' ')
-      p++;
-    if (*p == '\0')
-      break;
-    if (sscanf(p, "%31[A-Z_]=%d%n", name, &val, &used) != 2)
-      return -1;
-    p += used;
-    for (i = 0; i < CLATTN_XGEMM_NPARAMS; i++)
-      if (strcmp(name, clattn__xgemm_names[i]) == 0)
-        break;
-    if (i == CLATTN_XGEMM_NPARAMS || seen[i])
-      return -1;
-    seen[i] = 1;
-    v[i] = val;
-  }
-  for (int i = 0; i < CLATTN_XGEMM_NPARAMS; i++)
-    if (!seen[i])
-      return -1;
-  return 0;
-}
-
-/* The entry to apply among rows: the best "ok" row of the tuned class with
- * the largest m*n*k (rows are ordered by class, ok first, then time), and
- * the smallest tuned volume.  match: NULL (any row) or a device identity
- * whose vendor and arch rows must share.  Returns the index or -1. */
-static int pick(const clattn_ctx *ctx, const clattn_tune_entry *rows, int n,
-                const clattn_tune_entry *match, double *min_volume) {
-  int best = -1;
-  double best_vol = 0.0;
-  *min_volume = 0.0;
-  for (int i = 0; i < n; i++) {
-    const clattn_tune_entry *r = &rows[i];
-    int v[CLATTN_XGEMM_NPARAMS];
-    double vol = class_volume(r->shape_class);
-    if (strcmp(r->status, "ok") != 0 || vol <= 0 || r->median_s <= 0 ||
-        !clattn__tune_row_current(r))
-      continue;
-    if (match != NULL &&
-        (strcmp(r->vendor, match->vendor) != 0 || match->arch[0] == '\0' ||
-         strcmp(r->arch, match->arch) != 0))
-      continue;
-    if (parse_params(r->params, v) != 0 ||
-        !clattn__xgemm_valid(ctx, v, NULL, 0))
-      continue;
-    if (*min_volume == 0.0 || vol < *min_volume)
-      *min_volume = vol;
-    if (best < 0 || vol > best_vol ||
-        (vol == best_vol && r->median_s < rows[best].median_s)) {
-      best = i;
-      best_vol = vol;
-    }
-  }
-  return best;
-}
-
-/* Apply the best entry of db for the context's device (else one of the
- * same vendor and arch) and record it in ctx->gemm_explain.  *applied
- * (may be NULL): 1 when CLBlast now runs tuned Xgemm parameters. */
-static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db, int *applied) {
-  clattn_status rc;
-  clattn_tune_entry fp, *rows = NULL;
-  int n = 0, i, v[CLATTN_XGEMM_NPARAMS], arch = 0;
-  double min_vol = 0.0;
-  size_t indirect;
-  CLBlastStatusCode s;
-
-  if (applied != NULL)
-    *applied = 0;
-  memset(&fp, 0, sizeof fp);
-  rc = clattn__tune_identity(ctx, &fp);
-  if (rc != CLATTN_OK)
-    return rc;
-  rc = clattn_db_list_tune(db, fp.fingerprint, KERNEL, NULL, &rows, &n);
-  if (rc == CLATTN_OK && (i = pick(ctx, rows, n, NULL, &min_vol)) < 0) {
-    free(rows);
-    rows = NULL;
-    arch = 1;
-    rc = clattn_db_list_tune(db, NULL, KERNEL, NULL, &rows, &n);
-    if (rc == CLATTN_OK)
-      i = pick(ctx, rows, n, &fp, &min_vol);
-  }
-  if (rc != CLATTN_OK) {
-    free(rows);
-    if (rc == CLATTN_ERR_NOMEM)
-      return clattn__fail(ctx, rc, "reading Xgemm tuning entries: %s",
-                          clattn_db_errmsg(db));
-    char why[512];
-    snprintf(why, sizeof why, "tuning database unreadable: %.400s",
-             clattn_db_errmsg(db));
-    explain_defaults(ctx, why);
-    return CLATTN_OK;
-  }
-  if (i < 0) {
-    free(rows);
-    explain_defaults(ctx, "no tuning entry for this device");
-    return CLATTN_OK;
-  }
-  parse_params(rows[i].params, v); /* checked by pick */
-  indirect = (size_t)floor(cbrt(min_vol) + 1e-6);
-  if (indirect < 1)
-    indirect = 1;
-  s = override_xgemm(ctx->device, v);
-  if (s == CLBlastSuccess)
-    s = override_indirect(ctx->device, indirect);
-  if (s != CLBlastSuccess) {
-    explain(ctx,
-            "CLBlastOverrideParameters refused the tuned entry %s (%s): %s "
-            "(%d); CLBlast keeps its earlier parameters",
-            rows[i].shape_class, rows[i].params, blast_status(s), (int)s);
-    free(rows);
-    return CLATTN_OK;
-  }
-  explain(ctx,
-          "clblast-xgemm: tuned entry %s (%sdevice %s, %.3g ms, %.1f "
-          "GFLOP/s): %s; Xgemm from %zu^3 (XGEMM_MIN_INDIRECT_SIZE=%zu)",
-          rows[i].shape_class, arch ? "same vendor and arch, " : "",
-          rows[i].device, rows[i].median_s * 1e3,
-          2.0 * class_volume(rows[i].shape_class) / rows[i].median_s * 1e-9,
-          rows[i].params, indirect, indirect);
-  note_set(ctx->device, ctx->gemm_explain);
-  if (applied != NULL)
-    *applied = 1;
-  free(rows);
-  return CLATTN_OK;
-}
-
-clattn_status clattn__gemm_apply(clattn_ctx *ctx) {
-  clattn_status rc = clattn__ctx_check(ctx);
-  clattn_db *db = NULL;
-  if (rc != CLATTN_OK)
-    return rc;
-  if (ctx->gemm_explain[0] != '\0')
-    return CLATTN_OK; /* once per context */
-  char why[512];
-  rc = clattn__tuning_db_open(ctx, &db, why, sizeof why);
-  if (rc != CLATTN_OK)
-    return clattn__fail(ctx, rc, "%s", why);
-  if (db == NULL) {
-    explain_defaults(ctx, why);
-    return CLATTN_OK;
-  }
-  rc = apply_db(ctx, db, NULL);
-  clattn_db_close(db);
-  return rc;
-}
-
-clattn_status clattn_explain_gemm(clattn_ctx *ctx, char *buf, size_t cap) {
-  clattn_status rc = clattn__ctx_check(ctx);
-  if (rc != CLATTN_OK)
-    return rc;
-  if (buf == NULL || cap == 0)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                        "clattn_explain_gemm: NULL or empty buffer");
-  rc = clattn__gemm_apply(ctx);
-  if (rc != CLATTN_OK)
-    return rc;
-  snprintf(buf, cap, "%s", ctx->gemm_explain);
-  if (strlen(ctx->gemm_explain) >= cap)
-    return clattn__fail(ctx, CLATTN_ERR_BUFFER_TOO_SMALL,
-                        "clattn_explain_gemm: %zu bytes needed, %zu given",
-                        strlen(ctx->gemm_explain) + 1, cap);
-  return CLATTN_OK;
-}
-
 /* --------------------------------------------------------------- tune */
-
-/* After tuning: the device's best entry of db, else XgemmDirect only (the
- * last candidate evaluated may be a wrong one).  db may be NULL. */
-static clattn_status restore(clattn_ctx *ctx, clattn_db *db) {
-  clattn_status rc = CLATTN_OK;
-  CLBlastStatusCode s;
-  int applied = 0;
-  ctx->gemm_explain[0] = '\0';
-  if (db != NULL)
-    rc = apply_db(ctx, db, &applied);
-  if (rc != CLATTN_OK || applied)
-    return rc;
-  s = override_indirect(ctx->device, (size_t)1 << 20);
-  if (s != CLBlastSuccess) {
-    explain(ctx, "CLBlast Xgemm in an unknown state: resetting GemmRoutine "
-                 "failed");
-    return clattn__fail(ctx, CLATTN_ERR_CLBLAST,
-                        "CLBlastOverrideParameters(GemmRoutine) failed: %s "
-                        "(%d)",
-                        blast_status(s), (int)s);
-  }
-  explain(ctx, "CLBlast XgemmDirect only: tuning overrode Xgemm and left no "
-               "valid tuned entry");
-  note_set(ctx->device, ctx->gemm_explain);
-  return CLATTN_OK;
-}
 
 /* Check and timing run the Xgemm kernel (see the top of the file). */
 static clattn_status force_indirect(clattn_ctx *ctx, int m, int n, int k) {
   double vol = (double)m * n * k, check = (double)CHECK_M * CHECK_N * CHECK_K;
   size_t size = (size_t)floor(cbrt(vol < check ? vol : check) + 1e-6);
-  CLBlastStatusCode s = override_indirect(ctx->device, size);
+  CLBlastStatusCode s = clattn__xgemm_min_indirect(ctx->device, size);
   if (s != CLBlastSuccess)
     return clattn__fail(ctx, CLATTN_ERR_CLBLAST,
                         "CLBlastOverrideParameters(GemmRoutine, "
                         "XGEMM_MIN_INDIRECT_SIZE=%zu) failed: %s (%d)",
-                        size, blast_status(s), (int)s);
+                        size, clattn__clblast_status_str(s), (int)s);
   return CLATTN_OK;
 }
 
@@ -891,7 +297,7 @@ clattn_status clattn__xgemm_eval(clattn_ctx *ctx, int m, int n, int k,
   rc = force_indirect(ctx, m, n, k);
   if (rc == CLATTN_OK)
     rc = xg_eval(&t, values, 0.0, 0.0, repeats, e);
-  rc2 = restore(ctx, NULL);
+  rc2 = clattn__gemm_restore(ctx, NULL);
   if (rc == CLATTN_OK)
     rc = rc2;
   tuner_free(&t);
@@ -936,7 +342,7 @@ clattn_status clattn_tune_gemm(clattn_ctx *ctx, clattn_db *db, int m, int n,
     return rc;
   }
   memset(&fam, 0, sizeof fam);
-  fam.kernel = KERNEL;
+  fam.kernel = CLATTN_XGEMM_KERNEL;
   snprintf(fam.shape_class, sizeof fam.shape_class, "m%d n%d k%d", m, n, k);
   fam.self = &t;
   fam.eval = xg_eval;
@@ -945,7 +351,7 @@ clattn_status clattn_tune_gemm(clattn_ctx *ctx, clattn_db *db, int m, int n,
   if (rc == CLATTN_OK)
     rc = clattn__tune_run(ctx, db, &space, &fam, &fp, &o, out);
   /* Leave CLBlast in a defined state whatever happened. */
-  rc2 = restore(ctx, db);
+  rc2 = clattn__gemm_restore(ctx, db);
   if (rc == CLATTN_OK)
     rc = rc2;
   tuner_free(&t);

@@ -1,9 +1,37 @@
-/* tune_gemm.h - internal: CLBlast's Xgemm tuning space and the tuned
- * parameters the layers apply (host/src/tune_gemm.c). */
+/* tune_gemm.h - internal: CLBlast's Xgemm tuning space (gemm_space.c),
+ * the tuner family (tune_gemm.c) and the tuned parameters the layers apply
+ * (gemm_apply.c).
+ *
+ * How CLBlast 1.5.3 runs a GEMM.  CLBlastSgemm picks one of two kernels:
+ * XgemmDirect when m*n*k < XGEMM_MIN_INDIRECT_SIZE^3 (the "GemmRoutine"
+ * parameter; 576 for this PoCL CPU device, so 512^3 runs direct), else
+ * the "indirect" Xgemm kernel with pre- and post-processing kernels that
+ * transpose and pad the operands to multiples of MWG/NWG/KWG.  Only Xgemm
+ * is tuned here.  So that the tuner's check and its timing both run Xgemm
+ * whatever the shape, tuning overrides GemmRoutine with
+ * XGEMM_MIN_INDIRECT_SIZE = the cube root of the smaller of the check's and
+ * the class's m*n*k.  Applying a tuned entry sets it to the cube root of
+ * the smallest tuned shape class, so every shape from there up runs the
+ * tuned Xgemm (the shapes it was measured at) and smaller ones keep
+ * XgemmDirect with CLBlast's own parameters.  The value is part of the
+ * kernel source, so with one tuned class the applied program is the one
+ * the tuner already built (no second build).
+ *
+ * CLBlast keeps one parameter set per (device, precision, kernel) for the
+ * whole process, and its C API (1.5.3) can set parameters but not read
+ * them (RetrieveParameters is C++ only), so the defaults cannot be
+ * restored once overridden: after a tuning run the device runs the best
+ * tuned entry of the database (or, if none is valid, XgemmDirect only,
+ * whose parameters are never touched).  Every override changes the kernel
+ * source, so the first GEMM after it compiles again (20-50 s on PoCL with a
+ * cold cache, under a second with a warm one). */
 #ifndef CLATTN_TUNE_GEMM_H
 #define CLATTN_TUNE_GEMM_H
 
+#include "db/db.h"
 #include "tune/tune.h"
+
+#include <clblast_c.h>
 
 /* CLBlast's Xgemm parameters, in CLBlast's (alphabetical) order: the
  * space's dimension names and the names passed to
@@ -12,7 +40,7 @@
 extern const char *const clattn__xgemm_names[CLATTN_XGEMM_NPARAMS];
 
 /* The Xgemm space of the context's device: every candidate satisfies
- * CLBlast's tuner constraints and the device limits (see tune_gemm.c).
+ * CLBlast's tuner constraints and the device limits (see gemm_space.c).
  * Free with clattn__space_free. */
 clattn_status clattn__xgemm_space(clattn_ctx *ctx, clattn__space *out);
 
@@ -36,5 +64,18 @@ clattn_status clattn__xgemm_eval(clattn_ctx *ctx, int m, int n, int k,
  * happened is recorded for clattn_explain_gemm.  Fails only when out of
  * host memory. */
 clattn_status clattn__gemm_apply(clattn_ctx *ctx);
+
+/* After a tuning run: apply the device's best entry of db, else make
+ * CLBlast run XgemmDirect only (the last candidate evaluated may be a
+ * wrong one).  db may be NULL. */
+clattn_status clattn__gemm_restore(clattn_ctx *ctx, clattn_db *db);
+
+/* Set CLBlast's Xgemm parameters for dev to v (CLATTN_XGEMM_NPARAMS
+ * values, clattn__xgemm_names' order). */
+CLBlastStatusCode clattn__xgemm_override(cl_device_id dev, const int *v);
+
+/* Set CLBlast's GemmRoutine for dev: GEMMs with m*n*k >= size^3 run the
+ * indirect Xgemm kernel, smaller ones XgemmDirect. */
+CLBlastStatusCode clattn__xgemm_min_indirect(cl_device_id dev, size_t size);
 
 #endif /* CLATTN_TUNE_GEMM_H */

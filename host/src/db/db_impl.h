@@ -1,0 +1,44 @@
+/* db_impl.h - internal to host/src/db: the database handle and the
+ * column mapping that the files of the database share (db.c opens and
+ * migrates, db_profile.c and db_tune.c store rows). */
+#ifndef CLATTN_DB_IMPL_H
+#define CLATTN_DB_IMPL_H
+
+#include "db/db.h"
+#include "runtime/runtime.h"
+
+#include <sqlite3.h>
+
+#define CLATTN_DB_MAGIC 0x636c6462u /* "cldb" */
+
+struct clattn_db {
+  unsigned magic;
+  sqlite3 *h;
+  char *path;
+  char errmsg[CLATTN_ERRMSG_MAX];
+};
+
+/* Rows are stored one column per struct field: a table of clattn__col
+ * (db.h) maps the fields of a struct (profile, tuning entry) to its
+ * columns. */
+typedef clattn__col col;
+#define C_TEXT CLATTN_COL_TEXT
+#define C_SOURCE CLATTN_COL_SOURCE
+#define C_INT CLATTN_COL_INT
+#define C_UINT CLATTN_COL_UINT
+#define C_U64 CLATTN_COL_U64
+#define C_SIZE CLATTN_COL_SIZE
+#define C_REAL CLATTN_COL_REAL
+
+/* Record "<what>: <sqlite message> (database <path>)" and return
+ * CLATTN_ERR_DB. */
+clattn_status clattn__db_sql_fail(clattn_db *db, const char *what);
+
+/* Bind field c of the struct at obj to parameter i + 1 (an SQLite code). */
+int clattn__db_bind_col(sqlite3_stmt *st, int i, const col *c,
+                        const void *obj);
+
+/* Read result column i into field c of the struct at obj. */
+void clattn__db_read_col(sqlite3_stmt *st, int i, const col *c, void *obj);
+
+#endif /* CLATTN_DB_IMPL_H */

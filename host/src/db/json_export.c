@@ -1,0 +1,213 @@
+/* json_export.c - the tuning rows written as JSON: clattn_db_export and
+ * clattn_tune_entry_json (json_import.c reads them back).
+ *
+ *   {"clattn_tuning": 1, "library_version": "0.1.0",
+ *    "exported": "2025-01-31T12:00:00Z",
+ *    "entries": [{"fingerprint": "...", ..., "updated": "..."}, ...]}
+ *
+ * An entry has one key per clattn_tune_entry field, named like its column;
+ * both directions walk the one field table of db_tune.c
+ * (clattn__db_tune_cols).
+ * Integers (tune_method) are written as such and must read back whole.
+ * Doubles are written with %.17g, so they read back bit for bit; the
+ * infinities, which JSON lacks, as 1e999 and -1e999 (read back as the
+ * overflow they are).  Strings escape '"', '\' and control characters
+ * (\u00XX); other bytes are copied, so any stored text round-trips. */
+#include "db/db.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- writing */
+
+/* A bounded output buffer that counts what did not fit (like snprintf). */
+typedef struct outbuf {
+  char *buf;
+  size_t cap, len;
+} outbuf;
+
+static void out_ch(outbuf *o, char c) {
+  if (o->len + 1 < o->cap)
+    o->buf[o->len] = c;
+  o->len++;
+}
+
+static void out_str(outbuf *o, const char *s) {
+  while (*s)
+    out_ch(o, *s++);
+}
+
+/* A JSON string of the at most n bytes at s (stopping at a NUL). */
+static void out_json_str(outbuf *o, const char *s, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  out_ch(o, '"');
+  for (size_t i = 0; i < n && s[i]; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\') {
+      out_ch(o, '\\');
+      out_ch(o, (char)c);
+    } else if (c < 0x20 || c == 0x7f) {
+      out_str(o, "\\u00");
+      out_ch(o, hex[c >> 4]);
+      out_ch(o, hex[c & 15]);
+    } else {
+      out_ch(o, (char)c);
+    }
+  }
+  out_ch(o, '"');
+}
+
+static void out_json_num(outbuf *o, double v) {
+  char num[40];
+  if (isnan(v))
+    snprintf(num, sizeof num, "null");
+  else if (isinf(v))
+    snprintf(num, sizeof num, v > 0 ? "1e999" : "-1e999");
+  else
+    snprintf(num, sizeof num, "%.17g", v);
+  out_str(o, num);
+}
+
+size_t clattn_tune_entry_json(const clattn_tune_entry *e, char *buf,
+                              size_t cap) {
+  outbuf o = {buf, buf ? cap : 0, 0};
+  int n = 0;
+  const clattn__col *c = clattn__db_tune_cols(&n);
+  if (e == NULL) {
+    if (o.cap)
+      buf[0] = '\0';
+    return 0;
+  }
+  out_ch(&o, '{');
+  for (int i = 0; i < n; i++) {
+    const char *f = (const char *)e + c[i].off;
+    if (i)
+      out_str(&o, ", ");
+    out_json_str(&o, c[i].name, strlen(c[i].name));
+    out_str(&o, ": ");
+    if (c[i].type == CLATTN_COL_REAL)
+      out_json_num(&o, *(const double *)(const void *)f);
+    else if (c[i].type == CLATTN_COL_INT)
+      out_json_num(&o, (double)*(const int *)(const void *)f);
+    else /* tune_cols holds text, int and real columns only */
+      out_json_str(&o, f, c[i].size);
+  }
+  out_ch(&o, '}');
+  if (o.cap)
+    buf[o.len < o.cap ? o.len : o.cap - 1] = '\0';
+  return o.len;
+}
+
+/* Write the document to f; 0, or -1 on a write error (errno set). */
+static int write_doc(FILE *f, const clattn_tune_entry *rows, int n,
+                     char **line, size_t *line_cap) {
+  char date[32];
+  outbuf o = {*line, *line_cap, 0};
+  clattn__db_iso_now(date, sizeof date);
+  out_str(&o, "{\n  \"clattn_tuning\": 1,\n  \"library_version\": ");
+  out_json_str(&o, clattn_version(), strlen(clattn_version()));
+  out_str(&o, ",\n  \"exported\": ");
+  out_json_str(&o, date, sizeof date);
+  out_str(&o, ",\n  \"entries\": [");
+  if (o.len >= o.cap) /* cannot happen: the buffer is 16 KiB */
+    return -1;
+  o.buf[o.len] = '\0';
+  if (fputs(o.buf, f) == EOF)
+    return -1;
+  for (int i = 0; i < n; i++) {
+    size_t len = clattn_tune_entry_json(&rows[i], *line, *line_cap);
+    if (len >= *line_cap) {
+      char *g = realloc(*line, len + 1);
+      if (g == NULL) {
+        errno = ENOMEM;
+        return -1;
+      }
+      *line = g;
+      *line_cap = len + 1;
+      clattn_tune_entry_json(&rows[i], *line, *line_cap);
+    }
+    if (fprintf(f, "%s\n    %s", i ? "," : "", *line) < 0)
+      return -1;
+  }
+  if (fputs(n ? "\n  ]\n}\n" : "]\n}\n", f) == EOF)
+    return -1;
+  return 0;
+}
+
+clattn_status clattn_db_export(clattn_db *db, const char *path) {
+  clattn_status rc = clattn__db_check(db);
+  clattn_tune_entry *rows = NULL;
+  char *tmp = NULL, *line = NULL;
+  size_t line_cap = 16384;
+  FILE *f = NULL;
+  int n = 0, to_stdout;
+  if (rc != CLATTN_OK)
+    return rc;
+  if (path == NULL || !path[0])
+    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG,
+                           "export: no file name (\"-\" is stdout)");
+  to_stdout = !strcmp(path, "-");
+  rc = clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n);
+  if (rc != CLATTN_OK)
+    return rc;
+  line = malloc(line_cap);
+  if (line == NULL) {
+    rc = clattn__db_fail(db, CLATTN_ERR_NOMEM, "out of host memory");
+    goto done;
+  }
+  if (to_stdout) {
+    f = stdout;
+  } else {
+    size_t len = strlen(path) + 5;
+    tmp = malloc(len);
+    if (tmp == NULL) {
+      rc = clattn__db_fail(db, CLATTN_ERR_NOMEM, "out of host memory");
+      goto done;
+    }
+    snprintf(tmp, len, "%s.tmp", path);
+    f = fopen(tmp, "w");
+    if (f == NULL) {
+      rc = clattn__db_fail(db, CLATTN_ERR_IO, "export: cannot create %s: %s",
+                           tmp, strerror(errno));
+      goto done;
+    }
+  }
+  /* The whole file is written and synced under the temporary name, then
+   * renamed: a reader never sees half a file. */
+  errno = 0;
+  if (write_doc(f, rows, n, &line, &line_cap) != 0 || fflush(f) != 0 ||
+      (!to_stdout && fsync(fileno(f)) != 0)) {
+    rc = clattn__db_fail(db, errno == ENOMEM ? CLATTN_ERR_NOMEM : CLATTN_ERR_IO,
+                         "export: writing %s: %s", to_stdout ? "stdout" : tmp,
+                         errno ? strerror(errno) : "write error");
+    goto done;
+  }
+  if (!to_stdout) {
+    FILE *g = f;
+    f = NULL;
+    if (fclose(g) != 0) {
+      rc = clattn__db_fail(db, CLATTN_ERR_IO, "export: writing %s: %s", tmp,
+                           strerror(errno));
+      goto done;
+    }
+    if (rename(tmp, path) != 0) {
+      rc = clattn__db_fail(db, CLATTN_ERR_IO,
+                           "export: cannot rename %s to %s: %s", tmp, path,
+                           strerror(errno));
+      goto done;
+    }
+  }
+done:
+  if (f != NULL && f != stdout)
+    fclose(f);
+  if (rc != CLATTN_OK && tmp != NULL)
+    unlink(tmp);
+  free(tmp);
+  free(line);
+  free(rows);
+  return rc;
+}

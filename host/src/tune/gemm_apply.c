@@ -1,0 +1,293 @@
+/* gemm_apply.c - applying the tuned Xgemm parameters: before a context's
+ * layers run their first GEMM (clattn__gemm_apply, clattn_explain_gemm)
+ * and after a tuning run (clattn__gemm_restore); see tune_gemm.h for how
+ * CLBlast takes them. */
+#include "choice/choice.h"
+#include "tune/tune_gemm.h"
+
+#include "base/clblast_status.h"
+#include "db/db.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ----------------------------------------------------------- overrides */
+
+CLBlastStatusCode clattn__xgemm_override(cl_device_id dev, const int *v) {
+  size_t val[CLATTN_XGEMM_NPARAMS];
+  for (int i = 0; i < CLATTN_XGEMM_NPARAMS; i++)
+    val[i] = (size_t)v[i];
+  return CLBlastOverrideParameters(dev, "Xgemm", CLBlastPrecisionSingle,
+                                   CLATTN_XGEMM_NPARAMS,
+                                   (const char **)clattn__xgemm_names, val);
+}
+
+CLBlastStatusCode clattn__xgemm_min_indirect(cl_device_id dev, size_t size) {
+  const char *name[1] = {"XGEMM_MIN_INDIRECT_SIZE"};
+  return CLBlastOverrideParameters(dev, "GemmRoutine", CLBlastPrecisionSingle,
+                                   1, name, &size);
+}
+
+/* -------------------------------------------------------------- apply */
+
+/* Record the line clattn_explain_gemm reports (printf-style). */
+static void explain(clattn_ctx *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void explain(clattn_ctx *ctx, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->gemm_explain, sizeof ctx->gemm_explain, fmt, ap);
+  va_end(ap);
+}
+
+/* CLBlast's parameters are per process: what this process last set for
+ * each device (a few devices at most), so that a context that applies
+ * nothing still reports what CLBlast runs. */
+#define MAX_DEVICES 8
+static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  cl_device_id dev;
+  char text[sizeof(((clattn_ctx *)0)->gemm_explain)];
+} set_by_us[MAX_DEVICES];
+
+static void note_set(cl_device_id dev, const char *text) {
+  pthread_mutex_lock(&set_lock);
+  for (int i = 0; i < MAX_DEVICES; i++)
+    if (set_by_us[i].dev == dev || set_by_us[i].dev == NULL) {
+      set_by_us[i].dev = dev;
+      snprintf(set_by_us[i].text, sizeof set_by_us[i].text, "%s", text);
+      break;
+    }
+  pthread_mutex_unlock(&set_lock);
+}
+
+/* "CLBlast defaults: <why>", unless this process overrode the device's
+ * parameters before: then what it set. */
+static void explain_defaults(clattn_ctx *ctx, const char *why) {
+  char earlier[sizeof ctx->gemm_explain] = "";
+  pthread_mutex_lock(&set_lock);
+  for (int i = 0; i < MAX_DEVICES; i++)
+    if (set_by_us[i].dev == ctx->device)
+      snprintf(earlier, sizeof earlier, "%s", set_by_us[i].text);
+  pthread_mutex_unlock(&set_lock);
+  if (earlier[0] == '\0')
+    explain(ctx, "CLBlast defaults: %s", why);
+  else
+    explain(ctx, "%s (set earlier in this process; here: %s)", earlier, why);
+}
+
+/* "m512 n512 k512" -> its m*n*k (0 when the text is not a GEMM class). */
+static double class_volume(const char *cls) {
+  int m, n, k, used = 0;
+  if (sscanf(cls, "m%d n%d k%d%n", &m, &n, &k, &used) != 3 ||
+      cls[used] != '\0' || m <= 0 || n <= 0 || k <= 0)
+    return 0.0;
+  return (double)m * n * k;
+}
+
+/* "NAME=value ..." with every Xgemm name exactly once; 0 on success. */
+static int parse_params(const char *text, int *v) {
+  int seen[CLATTN_XGEMM_NPARAMS] = {0};
+  const char *p = text;
+  for (;;) {
+    char name[32];
+    int val, used = 0, i;
+    while (*p == ' ')
+      p++;
+    if (*p == '\0')
+      break;
+    if (sscanf(p, "%31[A-Z_]=%d%n", name, &val, &used) != 2)
+      return -1;
+    p += used;
+    for (i = 0; i < CLATTN_XGEMM_NPARAMS; i++)
+      if (strcmp(name, clattn__xgemm_names[i]) == 0)
+        break;
+    if (i == CLATTN_XGEMM_NPARAMS || seen[i])
+      return -1;
+    seen[i] = 1;
+    v[i] = val;
+  }
+  for (int i = 0; i < CLATTN_XGEMM_NPARAMS; i++)
+    if (!seen[i])
+      return -1;
+  return 0;
+}
+
+/* The entry to apply among rows: the best "ok" row of the tuned class with
+ * the largest m*n*k (rows are ordered by class, ok first, then time), and
+ * the smallest tuned volume.  match: NULL (any row) or a device identity
+ * whose vendor and arch rows must share.  Returns the index or -1. */
+static int pick(const clattn_ctx *ctx, const clattn_tune_entry *rows, int n,
+                const clattn_tune_entry *match, double *min_volume) {
+  int best = -1;
+  double best_vol = 0.0;
+  *min_volume = 0.0;
+  for (int i = 0; i < n; i++) {
+    const clattn_tune_entry *r = &rows[i];
+    int v[CLATTN_XGEMM_NPARAMS];
+    double vol = class_volume(r->shape_class);
+    if (strcmp(r->status, "ok") != 0 || vol <= 0 || r->median_s <= 0 ||
+        !clattn__tune_row_current(r))
+      continue;
+    if (match != NULL &&
+        (strcmp(r->vendor, match->vendor) != 0 || match->arch[0] == '\0' ||
+         strcmp(r->arch, match->arch) != 0))
+      continue;
+    if (parse_params(r->params, v) != 0 ||
+        !clattn__xgemm_valid(ctx, v, NULL, 0))
+      continue;
+    if (*min_volume == 0.0 || vol < *min_volume)
+      *min_volume = vol;
+    if (best < 0 || vol > best_vol ||
+        (vol == best_vol && r->median_s < rows[best].median_s)) {
+      best = i;
+      best_vol = vol;
+    }
+  }
+  return best;
+}
+
+/* Apply the best entry of db for the context's device (else one of the
+ * same vendor and arch) and record it in ctx->gemm_explain.  *applied
+ * (may be NULL): 1 when CLBlast now runs tuned Xgemm parameters. */
+static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db, int *applied) {
+  clattn_status rc;
+  clattn_tune_entry fp, *rows = NULL;
+  int n = 0, i, v[CLATTN_XGEMM_NPARAMS], arch = 0;
+  double min_vol = 0.0;
+  size_t indirect;
+  CLBlastStatusCode s;
+
+  if (applied != NULL)
+    *applied = 0;
+  memset(&fp, 0, sizeof fp);
+  rc = clattn__tune_identity(ctx, &fp);
+  if (rc != CLATTN_OK)
+    return rc;
+  rc = clattn_db_list_tune(db, fp.fingerprint, CLATTN_XGEMM_KERNEL, NULL,
+                           &rows, &n);
+  if (rc == CLATTN_OK && (i = pick(ctx, rows, n, NULL, &min_vol)) < 0) {
+    free(rows);
+    rows = NULL;
+    arch = 1;
+    rc = clattn_db_list_tune(db, NULL, CLATTN_XGEMM_KERNEL, NULL, &rows,
+                             &n);
+    if (rc == CLATTN_OK)
+      i = pick(ctx, rows, n, &fp, &min_vol);
+  }
+  if (rc != CLATTN_OK) {
+    free(rows);
+    if (rc == CLATTN_ERR_NOMEM)
+      return clattn__fail(ctx, rc, "reading Xgemm tuning entries: %s",
+                          clattn_db_errmsg(db));
+    char why[512];
+    snprintf(why, sizeof why, "tuning database unreadable: %.400s",
+             clattn_db_errmsg(db));
+    explain_defaults(ctx, why);
+    return CLATTN_OK;
+  }
+  if (i < 0) {
+    free(rows);
+    explain_defaults(ctx, "no tuning entry for this device");
+    return CLATTN_OK;
+  }
+  parse_params(rows[i].params, v); /* checked by pick */
+  indirect = (size_t)floor(cbrt(min_vol) + 1e-6);
+  if (indirect < 1)
+    indirect = 1;
+  s = clattn__xgemm_override(ctx->device, v);
+  if (s == CLBlastSuccess)
+    s = clattn__xgemm_min_indirect(ctx->device, indirect);
+  if (s != CLBlastSuccess) {
+    explain(ctx,
+            "CLBlastOverrideParameters refused the tuned entry %s (%s): %s "
+            "(%d); CLBlast keeps its earlier parameters",
+            rows[i].shape_class, rows[i].params,
+            clattn__clblast_status_str(s), (int)s);
+    free(rows);
+    return CLATTN_OK;
+  }
+  explain(ctx,
+          "clblast-xgemm: tuned entry %s (%sdevice %s, %.3g ms, %.1f "
+          "GFLOP/s): %s; Xgemm from %zu^3 (XGEMM_MIN_INDIRECT_SIZE=%zu)",
+          rows[i].shape_class, arch ? "same vendor and arch, " : "",
+          rows[i].device, rows[i].median_s * 1e3,
+          2.0 * class_volume(rows[i].shape_class) / rows[i].median_s * 1e-9,
+          rows[i].params, indirect, indirect);
+  note_set(ctx->device, ctx->gemm_explain);
+  if (applied != NULL)
+    *applied = 1;
+  free(rows);
+  return CLATTN_OK;
+}
+
+clattn_status clattn__gemm_apply(clattn_ctx *ctx) {
+  clattn_status rc = clattn__ctx_check(ctx);
+  clattn_db *db = NULL;
+  if (rc != CLATTN_OK)
+    return rc;
+  if (ctx->gemm_explain[0] != '\0')
+    return CLATTN_OK; /* once per context */
+  char why[512];
+  rc = clattn__tuning_db_open(ctx, &db, why, sizeof why);
+  if (rc != CLATTN_OK)
+    return clattn__fail(ctx, rc, "%s", why);
+  if (db == NULL) {
+    explain_defaults(ctx, why);
+    return CLATTN_OK;
+  }
+  rc = apply_db(ctx, db, NULL);
+  clattn_db_close(db);
+  return rc;
+}
+
+clattn_status clattn_explain_gemm(clattn_ctx *ctx, char *buf, size_t cap) {
+  clattn_status rc = clattn__ctx_check(ctx);
+  if (rc != CLATTN_OK)
+    return rc;
+  if (buf == NULL || cap == 0)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "clattn_explain_gemm: NULL or empty buffer");
+  rc = clattn__gemm_apply(ctx);
+  if (rc != CLATTN_OK)
+    return rc;
+  snprintf(buf, cap, "%s", ctx->gemm_explain);
+  if (strlen(ctx->gemm_explain) >= cap)
+    return clattn__fail(ctx, CLATTN_ERR_BUFFER_TOO_SMALL,
+                        "clattn_explain_gemm: %zu bytes needed, %zu given",
+                        strlen(ctx->gemm_explain) + 1, cap);
+  return CLATTN_OK;
+}
+
+/* -------------------------------------------------------- after tuning */
+
+clattn_status clattn__gemm_restore(clattn_ctx *ctx, clattn_db *db) {
+  clattn_status rc = CLATTN_OK;
+  CLBlastStatusCode s;
+  int applied = 0;
+  ctx->gemm_explain[0] = '\0';
+  if (db != NULL)
+    rc = apply_db(ctx, db, &applied);
+  if (rc != CLATTN_OK || applied)
+    return rc;
+  s = clattn__xgemm_min_indirect(ctx->device, (size_t)1 << 20);
+  if (s != CLBlastSuccess) {
+    explain(ctx, "CLBlast Xgemm in an unknown state: resetting GemmRoutine "
+                 "failed");
+    return clattn__fail(ctx, CLATTN_ERR_CLBLAST,
+                        "CLBlastOverrideParameters(GemmRoutine) failed: %s "
+                        "(%d)",
+                        clattn__clblast_status_str(s), (int)s);
+  }
+  explain(ctx, "CLBlast XgemmDirect only: tuning overrode Xgemm and left no "
+               "valid tuned entry");
+  note_set(ctx->device, ctx->gemm_explain);
+  return CLATTN_OK;
+}
