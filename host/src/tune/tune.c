@@ -554,8 +554,10 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
   }
   nrows = kept;
   unsigned seed = o->seed ? o->seed : 1u;
-  /* the default first: the baseline every result is compared with */
-  if (s->def >= 0 && !should_stop(R)) {
+  /* the default first, whatever the budget: the baseline every result is
+   * compared with, always measured (clattn_tune_opts) even when setting
+   * up the run (the bandwidth refresh, the predictions) spent the budget */
+  if (s->def >= 0 && !(o->stop && *o->stop) && R->limit > 0) {
     EVAL(s->def);
     out->default_s = R->t[s->def] < INFINITY ? R->t[s->def] : 0.0;
   }
