@@ -29,6 +29,8 @@ typedef struct cli_opts {
 } cli_opts;
 
 /* Commands. */
+/* `clattn families`: the registry, a line each. */
+int cli_families(void);
 int cli_devices(int verbose);
 int cli_run_attention(const cli_opts *o);
 int cli_run_gqa(const cli_opts *o);

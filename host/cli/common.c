@@ -1,5 +1,6 @@
 /* common.c - small helpers shared by the clattn commands. */
 #include "cli.h"
+#include "model.h"
 #include "reference/ref.h"
 
 #include <errno.h>
@@ -209,4 +210,48 @@ void *cli_alloc(size_t n, size_t size)
 const char *cli_dtype_name(clattn_dtype dt)
 {
   return dt == CLATTN_F16 ? "f16" : dt == CLATTN_BF16 ? "bf16" : "f32";
+}
+
+int cli_family(const char *word) {
+  if (word && !strcmp(word, "attention"))
+    word = "prefill"; /* the public call's name, kept as the CLI's word */
+  for (int i = 0; word && i < clattn_family_count(); i++)
+    if (!strcmp(clattn_family_name(i), word))
+      return i;
+  return -1;
+}
+
+/* Whether key is one of the blank-separated words of keys. */
+static int has_key(const char *keys, const char *key) {
+  const size_t n = strlen(key);
+  for (const char *s = keys; s && *s;) {
+    while (*s == ' ')
+      s++;
+    const char *e = s;
+    while (*e && *e != ' ')
+      e++;
+    if ((size_t)(e - s) == n && !strncmp(s, key, n))
+      return 1;
+    s = e;
+  }
+  return 0;
+}
+
+int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap) {
+  const char *keys = clattn_family_shape_keys(fam);
+  int rc = cli_shape_defaults(o, has_key(keys, "seq"));
+  if (rc)
+    return rc;
+  const struct {
+    const char *key;
+    int value;
+  } f[] = {{"batch", o->batch},       {"seq", o->seq},
+           {"kv-seq", o->kv_seq},     {"heads", o->heads},
+           {"kv-heads", o->kv_heads}, {"head-dim", o->head_dim},
+           {"head-dim-v", o->head_dim_v}, {"causal", o->causal != 0}};
+  int n = snprintf(buf, cap, "dtype=%s", cli_dtype_name(o->dtype));
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if (has_key(keys, f[i].key) && n > 0 && (size_t)n < cap)
+      n += snprintf(buf + n, cap - (size_t)n, " %s=%d", f[i].key, f[i].value);
+  return 0;
 }

@@ -233,3 +233,14 @@ int cli_devices(int verbose)
   free(plats);
   return CLI_OK;
 }
+
+int cli_families(void) {
+  for (int i = 0; i < clattn_family_count(); i++) {
+    const char *std = clattn_family_standard_shape(i, 0);
+    printf("%-10s %s\n", clattn_family_name(i), clattn_family_summary(i));
+    printf("%-10s   shape keys: %s\n", "", clattn_family_shape_keys(i));
+    if (std)
+      printf("%-10s   e.g. %s\n", "", std);
+  }
+  return CLI_OK;
+}

@@ -23,14 +23,15 @@
 
 static const char usage_text[] =
   "usage: clattn devices [--verbose]\n"
+  "       clattn families\n"
   "       clattn run attention (--in DIR | --random SHAPE) [OPTIONS]\n"
   "       clattn run gqa (--in DIR | --random SHAPE) [OPTIONS]\n"
-  "       clattn model attention|decode|layer|mqa|profiles|check ...\n"
+  "       clattn model FAMILY|layer|mqa|profiles|check ...\n"
   "         (roofline model; 'clattn model help' for its options)\n"
   "       clattn probe [--device SEL] [--json] [--thorough | --quick]\n"
   "                    [--db PATH] [--no-store]\n"
-  "       clattn tune [prefill|decode|all] [SHAPE] [--budget T] ...\n"
-  "       clattn explain attention|decode SHAPE [--db PATH]\n"
+  "       clattn tune [FAMILY|gemm|all] [SHAPE] [--budget T] ...\n"
+  "       clattn explain FAMILY SHAPE [--db PATH]\n"
   "         (autotuner; 'clattn tune help' for its options)\n"
   "       clattn db path | list [--kernel K] [--class C] [--all-devices]\n"
   "                 [--json] | export FILE | import FILE  [--db PATH]\n"
@@ -63,6 +64,8 @@ static const char usage_text[] =
   "  $XDG_DATA_HOME/clattn/tuning.db or ~/.local/share/clattn/tuning.db)\n"
   "  unless --no-store.  --json prints JSON.  --quick: small buffers and\n"
   "  short timings, a smoke test only (implies --no-store).\n"
+  "families: the kernel families (FAMILY above; `attention` names\n"
+  "  prefill), their calls and the shape keys their SHAPE may give.\n"
   "exit status: 0 ok, 1 library/OpenCL failure, 2 usage or input error,\n"
   "  3 --check failed\n";
 
@@ -324,6 +327,8 @@ int main(int argc, char **argv)
     int rc = parse(argc - 2, argv + 2, DEV, &o, given);
     return rc ? rc : cli_devices(o.verbose);
   }
+  if (!strcmp(c, "families"))
+    return argc > 2 ? usage("families takes no arguments") : cli_families();
   if (!strcmp(c, "model"))
     return cli_model(argc - 2, argv + 2);
   if (!strcmp(c, "tune"))

@@ -2,7 +2,7 @@
  * paper's memory/arithmetic analysis, datasheet predictions, and --check
  * (predicted against measured on the present device).
  *
- *   clattn model attention|decode|layer SHAPE [--profile NAME|--device D]
+ *   clattn model FAMILY|layer SHAPE [--profile NAME|--device D]
  *   clattn model mqa [--device D | --no-device]
  *   clattn model profiles
  *   clattn model check [--device D] [--db PATH] [--no-store] [--quick]
@@ -19,7 +19,8 @@
 #include <time.h>
 
 static const char model_usage[] =
-  "usage: clattn model attention|decode|layer SHAPE [OPTIONS]\n"
+  "usage: clattn model FAMILY|layer SHAPE [OPTIONS]\n"
+  "  (FAMILY: attention, decode, append, ...: clattn families)\n"
   "       clattn model mqa [--device D | --no-device]\n"
   "       clattn model profiles\n"
   "       clattn model check|--check [--device D] [--db PATH] [--no-store]\n"
@@ -267,35 +268,20 @@ static int model_call(const char *kind, model_opts *o) {
   clattn_profile prof;
   clattn_prediction pr;
   clattn_status st;
-  char what[256];
+  char what[640];
   int rc;
-  if (!strcmp(kind, "attention")) {
-    if ((rc = cli_shape_defaults(o, 1)))
+  const int fam = cli_family(kind);
+  if (fam >= 0) {
+    char shape[512];
+    const int caller = o->params.variant || o->params.rows ||
+                       o->params.keys || o->params.wg || o->params.splits ||
+                       o->params.prefetch;
+    if ((rc = cli_shape_text(o, fam, shape, sizeof shape)) ||
+        (rc = cli_model_profile(o, &prof)))
       return rc;
-    const clattn_attn_desc d = {o->batch, o->seq, o->kv_seq, o->heads,
-                                o->kv_heads, o->head_dim, o->head_dim_v,
-                                o->dtype, CLATTN_BSHD, CLATTN_BSHD, 0.0f,
-                                o->causal, &o->params};
-    if ((rc = cli_model_profile(o, &prof)))
-      return rc;
-    st = clattn_model_attention(&d, NULL, &prof, &pr);
-    snprintf(what, sizeof what,
-             "attention b=%d n=%d m=%d h=%d h_kv=%d k=%d v=%d %s%s", o->batch,
-             o->seq, o->kv_seq, o->heads, o->kv_heads, o->head_dim,
-             o->head_dim_v, cli_dtype_name(o->dtype),
-             o->causal ? " causal" : "");
-  } else if (!strcmp(kind, "decode")) {
-    if ((rc = cli_shape_defaults(o, 0)))
-      return rc;
-    const clattn_decode_desc d = {o->batch, o->kv_seq, o->heads, o->kv_heads,
-                                  o->head_dim, o->head_dim_v, o->dtype,
-                                  CLATTN_BHSD, 0.0f, &o->params};
-    if ((rc = cli_model_profile(o, &prof)))
-      return rc;
-    st = clattn_model_decode(&d, NULL, &prof, &pr);
-    snprintf(what, sizeof what, "decode b=%d m=%d h=%d h_kv=%d k=%d v=%d %s",
-             o->batch, o->kv_seq, o->heads, o->kv_heads, o->head_dim,
-             o->head_dim_v, cli_dtype_name(o->dtype));
+    st = clattn_model_shape(clattn_family_name(fam), shape,
+                            caller ? &o->params : NULL, &prof, &pr);
+    snprintf(what, sizeof what, "%s %s", kind, shape);
   } else {
     if ((rc = cli_shape_defaults(o, 1)))
       return rc;
@@ -352,8 +338,7 @@ int cli_model(int argc, char **argv) {
   int rc = cli_model_parse(argc - 1, argv + 1, &o);
   if (rc)
     return rc;
-  if (!strcmp(kind, "attention") || !strcmp(kind, "decode") ||
-      !strcmp(kind, "layer"))
+  if (cli_family(kind) >= 0 || !strcmp(kind, "layer"))
     return model_call(kind, &o);
   if (!strcmp(kind, "profiles"))
     return model_profiles();

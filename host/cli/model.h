@@ -30,6 +30,14 @@ int cli_model_parse(int argc, char **argv, model_opts *o);
  * 0 or CLI_USAGE. */
 int cli_shape_defaults(model_opts *o, int need_seq);
 
+/* The registry index of a family word (`attention` names prefill), -1 if
+ * none. */
+int cli_family(const char *word);
+/* The shape text (clattn_tune_shape) of o's SHAPE for family fam: its
+ * defaults filled (cli_shape_defaults), the keys the family reads; 0 or
+ * CLI_USAGE. */
+int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap);
+
 int cli_model_mqa(const model_opts *o);
 int cli_model_check(const model_opts *o);
 

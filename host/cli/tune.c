@@ -1,12 +1,13 @@
 /* tune.c - `clattn tune` (the autotuner) and `clattn explain` (which
  * parameters a call would use, and why).
  *
- *   clattn tune [prefill|decode|gemm|all] [SHAPE] [--strategy S] [--budget T]
+ *   clattn tune [FAMILY|gemm|all] [SHAPE] [--strategy S] [--budget T]
  *               [--timeout T] [--max N] [--seed N] [--fresh] [--db PATH]
  *               [--device D] [--quiet]
- *   clattn explain attention|decode SHAPE [--device D] [--db PATH]
+ *   clattn explain FAMILY SHAPE [--device D] [--db PATH]
  *
- * Without a SHAPE, `clattn tune` runs a standard set of shape classes.
+ * FAMILY is a kernel family of the registry (`attention` names prefill).
+ * Without a SHAPE, `clattn tune` runs the families' standard shapes.
  * Progress is a status line on a terminal and nothing in a pipe; Ctrl-C
  * stops after the running candidate, with every result saved. */
 #include "cli.h"
@@ -21,13 +22,15 @@
 #include <unistd.h>
 
 static const char tune_usage[] =
-  "usage: clattn tune [prefill|decode|gemm|all] [SHAPE] [OPTIONS]\n"
-  "       clattn explain attention|decode SHAPE [--device D] [--db PATH]\n"
+  "usage: clattn tune [FAMILY|gemm|all] [SHAPE] [OPTIONS]\n"
+  "       clattn explain FAMILY SHAPE [--device D] [--db PATH]\n"
+  "FAMILY: a kernel family (clattn families: prefill or its alias\n"
+  "  attention, decode, append, ...)\n"
   "tune: search the kernels' parameters on the device and store every\n"
   "  measured candidate in the tuning database (--db PATH, default\n"
   "  $CLATTN_DB, else $XDG_DATA_HOME/clattn/tuning.db); a rerun resumes.\n"
-  "  Without SHAPE: a standard set of prefill and decode shape classes and\n"
-  "  CLBlast's Xgemm at the layers' projection shapes.\n"
+  "  Without SHAPE: every family's standard shapes and CLBlast's Xgemm at\n"
+  "  the layers' projection shapes.\n"
   "SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
   "  --head-dim K [--head-dim-v V] [--dtype f32|f16|bf16] [--causal];\n"
   "  decode: --kv-seq M is the cache capacity; gemm: --m M --n N --k K\n"
@@ -37,7 +40,7 @@ static const char tune_usage[] =
   "  candidate, default 10s), --max N (candidates per shape class; default\n"
   "  all for exhaustive, else 25% of the space), --seed N, --fresh\n"
   "  (measure again what the database has), --quiet, --device D\n"
-  "explain: the parameters clattn_attention / clattn_decode would use for\n"
+  "explain: the parameters the family's call would use for\n"
   "  SHAPE on the device (--variant/--rows/--keys/--wg/--splits/--prefetch\n"
   "  act as the caller's params), where they come from and why\n";
 
@@ -128,49 +131,28 @@ static void print_result(const char *kernel, const clattn_tune_result *r,
   fflush(stdout);
 }
 
-/* The standard shape classes. */
-typedef struct std_shape {
-  int kind; /* 0 prefill, 1 decode, 2 gemm (m = b*n rows, n = k = m) */
-  int b, n, m, h, hkv, k, causal;
-} std_shape;
-static const std_shape std_shapes[] = {
-    {0, 1, 512, 512, 8, 8, 64, 1},     /* MHA prefill */
-    {0, 1, 1024, 1024, 32, 8, 128, 1}, /* GQA prefill (Llama-like) */
-    {1, 1, 1, 4096, 8, 8, 64, 0},      /* MHA decode */
-    {1, 1, 1, 8192, 8, 1, 64, 0},      /* MQA decode */
-    {1, 1, 1, 4096, 32, 8, 128, 0},    /* GQA decode (Llama-like) */
-    {1, 8, 1, 2048, 8, 8, 64, 0},      /* batched decode */
-    /* the projections of a d_model 512 layer over 512 and 2048 rows */
-    {2, 1, 512, 512, 0, 0, 512, 0},
-    {2, 4, 512, 512, 0, 0, 512, 0},
-};
-static const char *const kind_name[3] = {"prefill", "decode", "gemm"};
+/* CLBlast's Xgemm at the projections of a d_model 512 layer over 512 and
+ * 2048 rows (m, n, k); the kernel families' standard shapes come from the
+ * registry (clattn_family_standard_shape). */
+static const int gemm_shapes[][3] = {{512, 512, 512}, {2048, 512, 512}};
 
-static int run_one(clattn_ctx *ctx, clattn_db *db, int kind,
-                   const model_opts *m, const int *gemm,
-                   const clattn_tune_opts *to, const tune_cli *t) {
+/* Tune family fam (-1: CLBlast's Xgemm at gemm) at shape text. */
+static int run_one(clattn_ctx *ctx, clattn_db *db, int fam, const char *shape,
+                   const int *gemm, const clattn_tune_opts *to,
+                   const tune_cli *t) {
   clattn_tune_result r;
   clattn_status st;
-  if (kind == 2) {
+  const char *name = fam < 0 ? "gemm" : clattn_family_name(fam);
+  if (fam < 0)
     st = clattn_tune_gemm(ctx, db, gemm[0], gemm[1], gemm[2], to, &r);
-  } else if (kind == 1) {
-    const clattn_decode_desc d = {m->batch, m->kv_seq, m->heads, m->kv_heads,
-                                  m->head_dim, m->head_dim_v, m->dtype,
-                                  CLATTN_BHSD, 0.0f, NULL};
-    st = clattn_tune_decode(ctx, db, &d, to, &r);
-  } else {
-    const clattn_attn_desc d = {m->batch, m->seq, m->kv_seq, m->heads,
-                                m->kv_heads, m->head_dim, m->head_dim_v,
-                                m->dtype, CLATTN_BSHD, CLATTN_BSHD, 0.0f,
-                                m->causal, NULL};
-    st = clattn_tune_attention(ctx, db, &d, to, &r);
-  }
+  else
+    st = clattn_tune_shape(ctx, db, name, shape, to, &r);
   if (st != CLATTN_OK) {
     if (t->tty && !t->quiet)
       fprintf(stderr, "\r\033[K");
-    return cli_lib_fail(ctx, kind_name[kind], st);
+    return cli_lib_fail(ctx, name, st);
   }
-  print_result(kind_name[kind], &r, t);
+  print_result(name, &r, t);
   return CLI_OK;
 }
 
@@ -182,23 +164,22 @@ int cli_tune(int argc, char **argv) {
   memset(&to, 0, sizeof to);
   memset(&t, 0, sizeof t);
   m.dtype = CLATTN_F32;
-  int which = 7; /* bits: 1 prefill, 2 decode, 4 gemm */
+  /* which: a family of the registry, GEMM (CLBlast's Xgemm) or ALL */
+  enum { ALL = -2, GEMM = -1 };
+  int which = ALL;
   int gemm[3] = {0, 0, 0};
   int i = 0;
   if (argc > 0 && strncmp(argv[0], "--", 2) != 0) {
-    if (!strcmp(argv[0], "prefill"))
-      which = 1;
-    else if (!strcmp(argv[0], "decode"))
-      which = 2;
-    else if (!strcmp(argv[0], "gemm"))
-      which = 4;
+    if (!strcmp(argv[0], "gemm"))
+      which = GEMM;
     else if (!strcmp(argv[0], "all"))
-      which = 7;
+      which = ALL;
     else if (!strcmp(argv[0], "help")) {
       fputs(tune_usage, stdout);
       return CLI_OK;
-    } else
-      return tune_usage_err("tune: expected prefill, decode, gemm or all");
+    } else if ((which = cli_family(argv[0])) < 0)
+      return tune_usage_err("tune: expected a kernel family (clattn "
+                            "families), gemm or all");
     i = 1;
   }
   /* the tuner's own options; the rest are the model's (SHAPE, --db ...) */
@@ -272,14 +253,16 @@ int cli_tune(int argc, char **argv) {
                           "device is tuned)");
   const int gemm_given = gemm[0] || gemm[1] || gemm[2];
   const int custom = m.heads || m.head_dim || m.seq || m.kv_seq || gemm_given;
-  if (custom && which != 1 && which != 2 && which != 4)
-    return tune_usage_err("tune: with a SHAPE, say prefill, decode or gemm");
-  if (which == 4 && custom && !(gemm[0] && gemm[1] && gemm[2]))
+  char shape[512] = "";
+  if (custom && which == ALL)
+    return tune_usage_err("tune: with a SHAPE, name a family or gemm");
+  if (which == GEMM && custom && !(gemm[0] && gemm[1] && gemm[2]))
     return tune_usage_err("tune gemm: give --m, --n and --k");
-  if ((which == 4) != gemm_given && custom)
+  if ((which == GEMM) != gemm_given && custom)
     return tune_usage_err("tune: --m/--n/--k are for gemm, the attention "
-                          "SHAPE for prefill and decode");
-  if (custom && which != 4 && (rc = cli_shape_defaults(&m, which == 1)))
+                          "SHAPE for the kernel families");
+  if (custom && which >= 0 &&
+      (rc = cli_shape_text(&m, which, shape, sizeof shape)))
     return rc;
 
   clattn_ctx *ctx = NULL;
@@ -304,35 +287,38 @@ int cli_tune(int argc, char **argv) {
     snprintf(rep.name, sizeof rep.name, "the device");
   printf("tuning on %s, database %s\n", rep.name, clattn_db_path(db));
   if (custom) {
-    rc = run_one(ctx, db, which == 4 ? 2 : which - 1, &m, gemm, &to, &t);
+    rc = run_one(ctx, db, which, shape, gemm, &to, &t);
   } else {
-    const int n = (int)(sizeof std_shapes / sizeof std_shapes[0]);
+    /* the standard shapes of the chosen families, then the GEMMs */
+    const int nf = clattn_family_count();
+    const int ng = (int)(sizeof gemm_shapes / sizeof gemm_shapes[0]);
     int todo = 0;
-    for (int k = 0; k < n; k++)
-      todo += (which & (1 << std_shapes[k].kind)) != 0;
-    for (int k = 0; k < n && rc == CLI_OK && !stop_flag; k++) {
-      const std_shape *s = &std_shapes[k];
-      if (!(which & (1 << s->kind)))
-        continue;
-      const int g[3] = {s->b * s->n, s->m, s->k};
-      model_opts c = m;
-      c.batch = s->b;
-      c.seq = s->n;
-      c.kv_seq = s->m;
-      c.heads = s->h;
-      c.kv_heads = s->hkv;
-      c.head_dim = c.head_dim_v = s->k;
-      c.causal = s->causal;
-      clattn_tune_opts co = to;
-      if (to.budget_s > 0) {
-        /* what is left, shared by the classes left */
-        double left = to.budget_s - (clattn__now() - t.start);
-        if (left <= 0)
+    for (int f = 0; f < nf; f++)
+      for (int k = 0; (which == ALL || which == f) &&
+                      clattn_family_standard_shape(f, k);
+           k++)
+        todo++;
+    if (which == ALL || which == GEMM)
+      todo += ng;
+    for (int f = -1; f < nf && rc == CLI_OK && !stop_flag; f++) {
+      const int mine = f < 0 ? which == ALL || which == GEMM
+                             : which == ALL || which == f;
+      const int n = f < 0 ? ng : 1 << 20;
+      for (int k = 0; mine && k < n && rc == CLI_OK && !stop_flag; k++) {
+        const char *std = f < 0 ? "" : clattn_family_standard_shape(f, k);
+        if (std == NULL)
           break;
-        co.budget_s = left / todo;
+        clattn_tune_opts co = to;
+        if (to.budget_s > 0) {
+          /* what is left, shared by the classes left */
+          double left = to.budget_s - (clattn__now() - t.start);
+          if (left <= 0)
+            break;
+          co.budget_s = left / todo;
+        }
+        todo--;
+        rc = run_one(ctx, db, f, std, f < 0 ? gemm_shapes[k] : NULL, &co, &t);
       }
-      todo--;
-      rc = run_one(ctx, db, s->kind, &c, g, &co, &t);
     }
   }
   signal(SIGINT, old);
@@ -348,13 +334,13 @@ int cli_explain(int argc, char **argv) {
   model_opts m;
   memset(&m, 0, sizeof m);
   m.dtype = CLATTN_F32;
-  if (argc < 1 || (strcmp(argv[0], "attention") && strcmp(argv[0], "decode")))
-    return tune_usage_err("explain: expected attention or decode");
-  const int decode = !strcmp(argv[0], "decode");
+  const int fam = argc < 1 ? -1 : cli_family(argv[0]);
+  if (fam < 0)
+    return tune_usage_err("explain: expected a kernel family (attention, "
+                          "decode, ...: clattn families)");
+  char shape[512];
   int rc = cli_model_parse(argc - 1, argv + 1, &m);
-  if (rc)
-    return rc;
-  if ((rc = cli_shape_defaults(&m, !decode)))
+  if (rc || (rc = cli_shape_text(&m, fam, shape, sizeof shape)))
     return rc;
   clattn_ctx *ctx = NULL;
   clattn_ctx_opts co;
@@ -369,19 +355,8 @@ int cli_explain(int argc, char **argv) {
   clattn_choice ch;
   const int caller = m.params.variant || m.params.rows || m.params.keys ||
                      m.params.wg || m.params.splits || m.params.prefetch;
-  if (decode) {
-    const clattn_decode_desc d = {m.batch, m.kv_seq, m.heads, m.kv_heads,
-                                  m.head_dim, m.head_dim_v, m.dtype,
-                                  CLATTN_BHSD, 0.0f,
-                                  caller ? &m.params : NULL};
-    st = clattn_explain_decode(ctx, &d, &ch);
-  } else {
-    const clattn_attn_desc d = {m.batch, m.seq, m.kv_seq, m.heads,
-                                m.kv_heads, m.head_dim, m.head_dim_v,
-                                m.dtype, CLATTN_BSHD, CLATTN_BSHD, 0.0f,
-                                m.causal, caller ? &m.params : NULL};
-    st = clattn_explain_attention(ctx, &d, &ch);
-  }
+  st = clattn_explain_shape(ctx, clattn_family_name(fam), shape,
+                            caller ? &m.params : NULL, &ch);
   if (st != CLATTN_OK) {
     rc = cli_lib_fail(ctx, "explain", st);
     clattn_ctx_destroy(ctx);
@@ -398,8 +373,7 @@ int cli_explain(int argc, char **argv) {
            ch.shape_class, clattn_choice_source_str(ch.source), chosen,
            resolved, ch.entry_class, ch.entry_median_s);
   } else {
-    printf("shape class  %s %s\n", decode ? "decode" : "prefill",
-           ch.shape_class);
+    printf("shape class  %s %s\n", clattn_family_name(fam), ch.shape_class);
     printf("source       %s\n", clattn_choice_source_str(ch.source));
     printf("params       %s\n", chosen);
     printf("resolved     %s\n", resolved);

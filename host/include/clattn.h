@@ -841,6 +841,44 @@ CLATTN_API void clattn_shape_class_attention(const clattn_attn_desc *d,
 CLATTN_API void clattn_shape_class_decode(const clattn_decode_desc *d,
                                           char *buf, size_t cap);
 
+/* ------------------------------------------------------ kernel families */
+
+/* The kernel families the library registers ("prefill", "decode",
+ * "append", ...), each a database kernel name, a $CLATTN_PARAMS key and a
+ * `clattn` word.  Index 0 .. clattn_family_count()-1; out of range: NULL. */
+CLATTN_API int clattn_family_count(void);
+CLATTN_API const char *clattn_family_name(int i);
+/* One line: what the family computes and its public function. */
+CLATTN_API const char *clattn_family_summary(int i);
+/* Standard shape j of family i, the shapes `clattn tune` runs without a
+ * SHAPE (NULL past the last; a family may have none). */
+CLATTN_API const char *clattn_family_standard_shape(int i, int j);
+/* The shape keys family i reads, "batch seq kv-seq ..." (NULL: none). */
+CLATTN_API const char *clattn_family_shape_keys(int i);
+
+/* A call of a family given as shape text, "key=value" words such as
+ * "batch=1 kv-seq=4096 heads=8 kv-heads=1 head-dim=64 dtype=f16" (keys per
+ * family: clattn_family_shape_keys; unnamed sizes take the family's
+ * defaults, e.g. kv-heads = heads).  An unknown family or key, or a value
+ * out of range, is CLATTN_ERR_INVALID_ARG with the reason in the context's
+ * message (the prediction's errmsg for clattn_model_shape).  params: the
+ * caller's params (NULL: automatic). */
+CLATTN_API clattn_status clattn_tune_shape(clattn_ctx *ctx, clattn_db *db,
+                                           const char *family,
+                                           const char *shape,
+                                           const clattn_tune_opts *opts,
+                                           clattn_tune_result *out);
+CLATTN_API clattn_status clattn_explain_shape(clattn_ctx *ctx,
+                                              const char *family,
+                                              const char *shape,
+                                              const clattn_params *params,
+                                              clattn_choice *out);
+CLATTN_API clattn_status clattn_model_shape(const char *family,
+                                            const char *shape,
+                                            const clattn_params *params,
+                                            const clattn_profile *prof,
+                                            clattn_prediction *out);
+
 #ifdef __cplusplus
 }
 #endif

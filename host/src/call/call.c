@@ -2,7 +2,6 @@
  * explain and the tuner's candidates run through it. */
 #include "call/call.h"
 #include "choice/choice.h"
-#include "model/model.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -69,41 +68,4 @@ clattn_status clattn__explain(clattn_ctx *ctx, const clattn__family *F,
   if ((rc = begin(ctx, F, desc)))
     return rc;
   return clattn__choose(ctx, F, desc, out, plan);
-}
-
-clattn_status clattn__model(const clattn__family *F, const void *desc,
-                            const int *ints, const clattn_profile *prof,
-                            clattn_prediction *out) {
-  _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
-  double dram_reads[CLATTN_MODEL_MAX_KERNELS] = {0};
-  if (out == NULL)
-    return CLATTN_ERR_INVALID_ARG;
-  memset(out, 0, sizeof *out);
-  if (prof == NULL || desc == NULL)
-    return clattn__model_fail(out, CLATTN_ERR_INVALID_ARG,
-                              "desc or profile is NULL");
-  clattn_status rc = F->check(desc, out->errmsg, sizeof out->errmsg);
-  if (rc)
-    return rc;
-  const clattn__target t = clattn__target_of_profile(prof);
-  if ((rc = F->plan(&t, desc, plan, out->errmsg, sizeof out->errmsg)))
-    return rc;
-  out->params = F->resolved(plan);
-  if ((rc = F->cost(desc, plan, ints, prof, out, dram_reads)))
-    return rc;
-  clattn__model_finish(out, dram_reads, prof);
-  return CLATTN_OK;
-}
-
-int clattn__predict(const clattn__family *F, const void *desc,
-                    const clattn_profile *prof, double *t_pred,
-                    double *t_roof) {
-  clattn_prediction pr;
-  if (clattn__model(F, desc, NULL, prof, &pr) != CLATTN_OK)
-    return 0;
-  *t_pred = pr.total.t_pred;
-  if (t_roof)
-    *t_roof = pr.total.t_memory > pr.total.t_compute ? pr.total.t_memory
-                                                     : pr.total.t_compute;
-  return 1;
 }

@@ -16,19 +16,6 @@ clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
 clattn_status clattn__explain(clattn_ctx *ctx, const clattn__family *F,
                               const void *desc, clattn_choice *out);
 
-/* The model's prediction of a call: the same validation, the plan the
- * library would choose on prof's target, the family's costs. */
-clattn_status clattn__model(const clattn__family *F, const void *desc,
-                            const int *ints, const clattn_profile *prof,
-                            clattn_prediction *out);
-
-/* The model's time of desc (params included) on prof, and its roofline
- * bound max(t_memory, t_compute) (t_roof may be NULL); 0 when the model
- * cannot predict it. */
-int clattn__predict(const clattn__family *F, const void *desc,
-                    const clattn_profile *prof, double *t_pred,
-                    double *t_roof);
-
 /* Bytes of buffer spec b. */
 size_t clattn__buf_bytes(const clattn__buf_spec *b);
 

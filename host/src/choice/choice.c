@@ -16,7 +16,6 @@
  * model's picks are memoised per family and shape class. */
 #include "choice/choice.h"
 #include "db/db.h"
-#include "call/call.h"
 
 #include <math.h>
 #include <stdio.h>

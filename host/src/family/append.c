@@ -11,6 +11,9 @@
 
 enum { K_NEW, V_NEW, POS, K_CACHE, V_CACHE };
 
+#define SHAPE_KEYS                                                             \
+  "batch kv-seq heads kv-heads head-dim head-dim-v dtype layout new"
+
 typedef struct append_plan {
   int unused; /* the kernel has no parameters */
 } append_plan;
@@ -70,9 +73,8 @@ static void shape_class(const void *desc, char *buf, size_t cap) {
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
-  static const char *const extra[] = {"new", NULL};
   clattn__append_desc a = {{0}, 1};
-  clattn_status rc = clattn__parse_cache(text, extra, &a.cache, why, cap);
+  clattn_status rc = clattn__parse_cache(text, SHAPE_KEYS, &a.cache, why, cap);
   if (rc == CLATTN_OK)
     rc = clattn__shape_int(text, "new", 1, 1 << 30, &a.n_new, why, cap);
   if (rc == CLATTN_OK)
@@ -186,6 +188,7 @@ const clattn__family clattn__family_append = {
     .buffers = buffers,
     .full_int = full_int,
     .shape_class = shape_class,
+    .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
     .params = params,
     .with_params = with_params,

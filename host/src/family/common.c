@@ -78,7 +78,22 @@ static const char *find_key(const char *text, const char *key, size_t *len) {
   return NULL;
 }
 
-clattn_status clattn__shape_keys(const char *text, const char *const *known,
+/* Whether word w (length n) is one of the blank-separated words of list. */
+static int in_list(const char *list, const char *w, size_t n) {
+  for (const char *s = list; *s;) {
+    while (*s == ' ')
+      s++;
+    const char *e = s;
+    while (*e && *e != ' ')
+      e++;
+    if ((size_t)(e - s) == n && n > 0 && strncmp(s, w, n) == 0)
+      return 1;
+    s = e;
+  }
+  return 0;
+}
+
+clattn_status clattn__shape_keys(const char *text, const char *known,
                                  char *why, size_t cap) {
   for (const char *s = text; s && *s;) {
     while (*s == ' ' || *s == '\t')
@@ -89,15 +104,9 @@ clattn_status clattn__shape_keys(const char *text, const char *const *known,
     if (s == w)
       break;
     const char *eq = memchr(w, '=', (size_t)(s - w));
-    int ok = 0;
-    for (int i = 0; eq && known[i] && !ok; i++)
-      ok = (size_t)(eq - w) == strlen(known[i]) &&
-           strncmp(w, known[i], (size_t)(eq - w)) == 0;
-    if (!ok) {
-      int n = snprintf(why, cap, "\"%.*s\": expected one of", (int)(s - w),
-                       w);
-      for (int i = 0; known[i] && n > 0 && (size_t)n < cap; i++)
-        n += snprintf(why + n, cap - (size_t)n, " %s=", known[i]);
+    if (eq == NULL || !in_list(known, w, (size_t)(eq - w))) {
+      snprintf(why, cap, "\"%.*s\": expected key=value with a key of: %s",
+               (int)(s - w), w, known);
       return CLATTN_ERR_INVALID_ARG;
     }
   }

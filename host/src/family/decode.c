@@ -41,20 +41,11 @@ clattn_status clattn__check_cache(const clattn_decode_desc *d, char *why,
   return CLATTN_OK;
 }
 
-static const char *const cache_keys[] = {
-    "batch", "kv-seq", "heads", "kv-heads", "head-dim", "head-dim-v",
-    "dtype", "layout", NULL};
+#define SHAPE_KEYS "batch kv-seq heads kv-heads head-dim head-dim-v dtype layout"
 
-clattn_status clattn__parse_cache(const char *text, const char *const *extra,
+clattn_status clattn__parse_cache(const char *text, const char *known,
                                   clattn_decode_desc *out, char *why,
                                   size_t cap) {
-  const char *known[24];
-  int n = 0;
-  for (int i = 0; cache_keys[i]; i++)
-    known[n++] = cache_keys[i];
-  for (int i = 0; extra && extra[i] && n < 23; i++)
-    known[n++] = extra[i];
-  known[n] = NULL;
   clattn_decode_desc d = {1, 0, 0, 0, 0, 0, CLATTN_F32, CLATTN_BHSD, 0.0f,
                           NULL};
   clattn_status rc;
@@ -132,7 +123,7 @@ void clattn_shape_class_decode(const clattn_decode_desc *d, char *buf,
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
-  return clattn__parse_cache(text, NULL, desc, why, cap);
+  return clattn__parse_cache(text, SHAPE_KEYS, desc, why, cap);
 }
 
 static const clattn_params *params(const void *desc) {
@@ -371,6 +362,7 @@ const clattn__family clattn__family_decode = {
     .buffers = buffers,
     .full_int = full_int,
     .shape_class = shape_class,
+    .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
     .params = params,
     .with_params = with_params,

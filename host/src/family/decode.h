@@ -15,9 +15,9 @@ typedef struct clattn__append_desc {
 clattn_status clattn__check_cache(const clattn_decode_desc *d, char *why,
                                   size_t cap);
 /* A cache description from shape text: batch=, kv-seq= (the capacity),
- * heads=, kv-heads=, head-dim=, head-dim-v=, dtype=, layout=; extra: the
- * further keys a family reads itself (NULL-terminated, may be NULL). */
-clattn_status clattn__parse_cache(const char *text, const char *const *extra,
+ * heads=, kv-heads=, head-dim=, head-dim-v=, dtype=, layout=; known: every
+ * key the family accepts (these and the ones it reads itself). */
+clattn_status clattn__parse_cache(const char *text, const char *known,
                                   clattn_decode_desc *d, char *why,
                                   size_t cap);
 

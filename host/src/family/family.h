@@ -74,8 +74,10 @@ typedef struct clattn__family {
   int (*full_int)(const void *desc);
   /* The shape class: the key its tuning rows are stored under. */
   void (*shape_class)(const void *desc, char *buf, size_t cap);
-  /* A description from "key=value ..." text (the CLI's flags, the
+  /* The keys parse_shape reads, "batch seq ..." (clattn_family_shape_keys),
+   * and a description from "key=value ..." text (the CLI's flags, the
    * standard shapes); why says which key is wrong. */
+  const char *shape_keys;
   clattn_status (*parse_shape)(const char *text, void *desc, char *why,
                                size_t cap);
   /* The caller's params of a description (NULL: automatic), and a copy of
@@ -121,6 +123,19 @@ typedef struct clattn__family {
    * (INTS as int), inputs filled; it writes the OUT and INOUT buffers. */
   void (*reference)(const void *desc, void *const *bufs);
 } clattn__family;
+
+/* The model's prediction of a call (model_call.c): the same validation, the plan the
+ * library would choose on prof's target, the family's costs. */
+clattn_status clattn__model(const clattn__family *F, const void *desc,
+                            const int *ints, const clattn_profile *prof,
+                            clattn_prediction *out);
+
+/* The model's time of desc (params included) on prof, and its roofline
+ * bound max(t_memory, t_compute) (t_roof may be NULL); 0 when the model
+ * cannot predict it. */
+int clattn__predict(const clattn__family *F, const void *desc,
+                    const clattn_profile *prof, double *t_pred,
+                    double *t_roof);
 
 /* The registry (registry.c): every family, in listing order. */
 int clattn__family_count(void);

@@ -81,16 +81,16 @@ void clattn_shape_class_attention(const clattn_attn_desc *d, char *buf,
            d->causal ? 1 : 0);
 }
 
-static const char *const shape_keys[] = {
-    "batch", "seq", "kv-seq", "heads", "kv-heads", "head-dim", "head-dim-v",
-    "dtype", "causal", "layout", "kv-layout", NULL};
+#define SHAPE_KEYS                                                             \
+  "batch seq kv-seq heads kv-heads head-dim head-dim-v dtype causal layout "   \
+  "kv-layout"
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
   clattn_attn_desc d = {1, 0, 0, 0, 0, 0, 0, CLATTN_F32, CLATTN_BSHD,
                         CLATTN_BSHD, 0.0f, 0, NULL};
   clattn_status rc;
-  if ((rc = clattn__shape_keys(text, shape_keys, why, cap)) ||
+  if ((rc = clattn__shape_keys(text, SHAPE_KEYS, why, cap)) ||
       (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why,
                               cap)) ||
       (rc = clattn__shape_int(text, "seq", 1, 1 << 30, &d.n_q, why, cap)) ||
@@ -398,6 +398,7 @@ const clattn__family clattn__family_prefill = {
     .buffers = buffers,
     .full_int = full_int,
     .shape_class = shape_class,
+    .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
     .params = params,
     .with_params = with_params,

@@ -1,0 +1,112 @@
+/* shape_api.c - the registry through the public API: families by name and
+ * calls given as shape text, which `clattn tune`, `explain` and `model`
+ * use without naming a family. */
+#include "call/call.h"
+#include "tune/tune.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int clattn_family_count(void) { return clattn__family_count(); }
+
+const char *clattn_family_name(int i) {
+  const clattn__family *f = clattn__family_at(i);
+  return f ? f->name : NULL;
+}
+
+const char *clattn_family_summary(int i) {
+  const clattn__family *f = clattn__family_at(i);
+  return f ? f->summary : NULL;
+}
+
+const char *clattn_family_standard_shape(int i, int j) {
+  const clattn__family *f = clattn__family_at(i);
+  if (f == NULL || f->standard_shapes == NULL || j < 0)
+    return NULL;
+  for (int k = 0; k < j; k++)
+    if (f->standard_shapes[k] == NULL)
+      return NULL;
+  return f->standard_shapes[j];
+}
+
+const char *clattn_family_shape_keys(int i) {
+  const clattn__family *f = clattn__family_at(i);
+  return f ? f->shape_keys : NULL;
+}
+
+/* desc (CLATTN__DESC_MAX bytes) of family name's shape text with params;
+ * why gets the reason of a failure. */
+static clattn_status parse(const char *family, const char *shape,
+                           const clattn_params *params,
+                           const clattn__family **F, void *desc, char *why,
+                           size_t cap) {
+  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+  *F = clattn__family_find(family);
+  if (*F == NULL) {
+    int n = snprintf(why, cap, "no kernel family \"%.40s\" (families:",
+                     family ? family : "(null)");
+    for (int i = 0; i < clattn__family_count() && n > 0 && (size_t)n < cap;
+         i++)
+      n += snprintf(why + n, cap - (size_t)n, " %s",
+                    clattn__family_at(i)->name);
+    if (n > 0 && (size_t)n < cap)
+      snprintf(why + n, cap - (size_t)n, ")");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  if (shape == NULL) {
+    snprintf(why, cap, "shape is NULL");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  clattn_status rc = (*F)->parse_shape(shape, d, why, cap);
+  if (rc == CLATTN_OK)
+    (*F)->with_params(d, params, desc);
+  return rc;
+}
+
+clattn_status clattn_tune_shape(clattn_ctx *ctx, clattn_db *db,
+                                const char *family, const char *shape,
+                                const clattn_tune_opts *opts,
+                                clattn_tune_result *out) {
+  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+  const clattn__family *F;
+  char why[256];
+  clattn_status rc = clattn__ctx_check(ctx);
+  if (rc)
+    return rc;
+  if ((rc = parse(family, shape, NULL, &F, d, why, sizeof why)))
+    return clattn__fail(ctx, rc, "%s", why);
+  return clattn__tune(ctx, db, F, d, opts, out);
+}
+
+clattn_status clattn_explain_shape(clattn_ctx *ctx, const char *family,
+                                   const char *shape,
+                                   const clattn_params *params,
+                                   clattn_choice *out) {
+  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+  const clattn__family *F;
+  char why[256];
+  clattn_status rc = clattn__ctx_check(ctx);
+  if (rc)
+    return rc;
+  if ((rc = parse(family, shape, params, &F, d, why, sizeof why)))
+    return clattn__fail(ctx, rc, "%s", why);
+  return clattn__explain(ctx, F, d, out);
+}
+
+clattn_status clattn_model_shape(const char *family, const char *shape,
+                                 const clattn_params *params,
+                                 const clattn_profile *prof,
+                                 clattn_prediction *out) {
+  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+  const clattn__family *F;
+  char why[256];
+  if (out == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  clattn_status rc = parse(family, shape, params, &F, d, why, sizeof why);
+  if (rc) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->errmsg, sizeof out->errmsg, "%s", why);
+    return rc;
+  }
+  return clattn__model(F, d, NULL, prof, out);
+}
