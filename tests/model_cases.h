@@ -10,6 +10,14 @@
 
 enum { MC_ATTENTION, MC_DECODE, MC_APPEND, MC_PROBE };
 
+/* The registry's family of a case's kind ("": the probe, no family). */
+static inline const char *model_case_family(int kind) {
+  return kind == MC_ATTENTION ? "prefill"
+         : kind == MC_DECODE  ? "decode"
+         : kind == MC_APPEND  ? "append"
+                              : "";
+}
+
 typedef struct model_case {
   const char *name;
   int kind;

@@ -1,0 +1,197 @@
+/* test_families.c - the registry is complete: every kernel family fills
+ * every operation the generic code calls, names an embedded kernel source,
+ * parses its standard shapes, has a shape class, a tuning space with a
+ * default on CPU- and GPU-shaped targets, a cost, a case in the model's
+ * exact Oclgrind check, and a small check case on which the device's
+ * result equals the family's plain-C reference. */
+#include "call/call.h"
+#include "model_cases.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const clattn__target cpu_target = {1, 1, 16, 32, 2, 4096, 1 << 20};
+static const clattn__target gpu_target = {0, 0, 1, 0, 132, 1024, 48 << 10};
+
+static clattn_profile profile(void) {
+  clattn_profile p;
+  memset(&p, 0, sizeof p);
+  p.source = CLATTN_PROFILE_DATASHEET;
+  p.compute_units = 132;
+  p.max_wg = 1024;
+  p.local_mem_bytes = 48 << 10;
+  p.cache_bytes = 50ull << 20;
+  p.bw_read_gbs = p.bw_copy_gbs = 3000;
+  p.fp32_gflops = 60000;
+  return p;
+}
+
+Test(families, every_operation) {
+  const int n = clattn__family_count();
+  cr_assert(n >= 3, "%d families", n);
+  for (int i = 0; i < n; i++) {
+    const clattn__family *F = clattn__family_at(i);
+    cr_assert_not_null(F);
+    cr_expect(F->name && *F->name && F->summary && F->api && F->source &&
+                  F->shape_keys,
+              "family %d: names", i);
+    cr_expect(F->check && F->buffers && F->full_int && F->shape_class &&
+                  F->parse_shape && F->params && F->with_params && F->plan &&
+                  F->resolved && F->space && F->cost && F->enqueue &&
+                  F->check_case && F->reference,
+              "%s: an operation is missing", F->name);
+    cr_expect(F->desc_size <= CLATTN__DESC_MAX &&
+                  F->plan_size <= CLATTN__PLAN_MAX,
+              "%s: desc %zu or plan %zu too large", F->name, F->desc_size,
+              F->plan_size);
+    cr_expect(F->nbufs >= 1 && F->nbufs <= CLATTN__MAX_BUFS, "%s: %d bufs",
+              F->name, F->nbufs);
+    cr_expect(F->tune_method >= 1, "%s: tune method", F->name);
+    cr_expect_eq(clattn_tune_method(F->name), F->tune_method);
+    cr_expect(clattn__source_index(F->source) >= 0, "%s: no source \"%s\"",
+              F->name, F->source);
+    cr_expect_eq(clattn__family_find(F->name), F, "%s: name not unique",
+                 F->name);
+    cr_expect_eq(clattn__family_index(F), i);
+    cr_expect_str_eq(clattn_family_name(i), F->name);
+  }
+  cr_expect_null(clattn__family_at(n));
+  cr_expect_null(clattn_family_name(-1));
+}
+
+/* Every family is in the model's exact check (tests/model_cases.h). */
+Test(families, exact_model_check) {
+  for (int i = 0; i < clattn__family_count(); i++) {
+    const char *name = clattn__family_at(i)->name;
+    int cases = 0;
+    for (int c = 0; c < MODEL_CASES; c++)
+      cases += strcmp(model_case_family(model_cases[c].kind), name) == 0;
+    cr_expect(cases >= 1, "%s: no case in the exact Oclgrind check", name);
+  }
+}
+
+/* Standard shapes parse and pass the checks; bad keys are refused. */
+Test(families, shapes) {
+  char why[256], cls[96];
+  for (int i = 0; i < clattn__family_count(); i++) {
+    const clattn__family *F = clattn__family_at(i);
+    _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+    for (int j = 0; clattn_family_standard_shape(i, j); j++) {
+      const char *s = clattn_family_standard_shape(i, j);
+      cr_expect_eq(F->parse_shape(s, d, why, sizeof why), CLATTN_OK,
+                   "%s \"%s\": %s", F->name, s, why);
+      cr_expect_eq(F->check(d, why, sizeof why), CLATTN_OK, "%s: %s",
+                   F->name, why);
+      F->shape_class(d, cls, sizeof cls);
+      cr_expect(strlen(cls) > 0, "%s: empty shape class", F->name);
+    }
+    cr_expect_eq(F->parse_shape("no-such-key=3", d, why, sizeof why),
+                 CLATTN_ERR_INVALID_ARG, "%s accepted a bad key", F->name);
+    cr_expect(strstr(why, "no-such-key") != NULL, "%s", why);
+  }
+}
+
+/* The check case: valid, with outputs, a space with its default first on
+ * both shapes of target, and a cost. */
+Test(families, space_and_cost) {
+  const clattn_profile prof = profile();
+  char why[256];
+  for (int i = 0; i < clattn__family_count(); i++) {
+    const clattn__family *F = clattn__family_at(i);
+    clattn__check_case c;
+    clattn__buf_spec spec[CLATTN__MAX_BUFS];
+    _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+    memset(d, 0, sizeof d);
+    const char *s = clattn_family_standard_shape(i, 0);
+    cr_assert_eq(F->parse_shape(s ? s : "kv-seq=64 heads=4 head-dim=16", d,
+                                why, sizeof why),
+                 CLATTN_OK, "%s: %s", F->name, why);
+    F->check_case(d, &c);
+    cr_expect_eq(F->check(c.desc, why, sizeof why), CLATTN_OK, "%s: %s",
+                 F->name, why);
+    F->buffers(c.desc, spec);
+    int outs = 0;
+    for (int b = 0; b < F->nbufs; b++) {
+      cr_expect(spec[b].elems > 0 && spec[b].name, "%s: buffer %d", F->name,
+                b);
+      outs += spec[b].role == CLATTN__BUF_OUT ||
+              spec[b].role == CLATTN__BUF_INOUT;
+    }
+    cr_expect(outs >= 1, "%s: no output", F->name);
+    const clattn__target *tg[2] = {&cpu_target, &gpu_target};
+    for (int t = 0; t < 2; t++) {
+      clattn__space sp;
+      cr_assert_eq(F->space(tg[t], c.desc, &sp), CLATTN_OK);
+      cr_expect(sp.n >= 1 && sp.def >= 0, "%s: no default in its space",
+                F->name);
+      clattn__space_free(&sp);
+    }
+    clattn_prediction pr;
+    cr_expect_eq(clattn__model(F, c.desc, c.ints, &prof, &pr), CLATTN_OK,
+                 "%s: %s", F->name, pr.errmsg);
+    cr_expect(pr.n_kernels >= 1 && pr.total.bytes_read > 0 &&
+                  pr.total.t_pred > 0,
+              "%s: an empty cost", F->name);
+  }
+}
+
+/* On the device, every family's check case equals its reference. */
+Test(families, check_case_on_device) {
+  clattn_ctx *ctx = tu_ctx();
+  char why[256];
+  tu_rng rng = tu_rng_seed(77);
+  for (int i = 0; i < clattn__family_count(); i++) {
+    const clattn__family *F = clattn__family_at(i);
+    _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+    const char *s = clattn_family_standard_shape(i, 0);
+    clattn__check_case c;
+    clattn__buf_spec spec[CLATTN__MAX_BUFS];
+    void *host[CLATTN__MAX_BUFS];
+    cl_mem dev[CLATTN__MAX_BUFS];
+    cr_assert_eq(F->parse_shape(s ? s : "kv-seq=64 heads=4 head-dim=16", d,
+                                why, sizeof why),
+                 CLATTN_OK);
+    F->check_case(d, &c);
+    F->buffers(c.desc, spec);
+    for (int b = 0; b < F->nbufs; b++) {
+      const size_t n = spec[b].elems;
+      if (spec[b].role == CLATTN__BUF_INTS) {
+        int *x = tu_alloc(n * sizeof *x);
+        for (size_t k = 0; k < n; k++)
+          x[k] = c.ints[k];
+        host[b] = x;
+        dev[b] = tu_upload_int(ctx, x, n);
+        continue;
+      }
+      float *x = tu_alloc(n * sizeof *x);
+      if (spec[b].role == CLATTN__BUF_OUT)
+        memset(x, 0, n * sizeof *x);
+      else
+        tu_fill(&rng, x, n, 1.0f);
+      tu_round(x, n, spec[b].dtype);
+      host[b] = x;
+      dev[b] = tu_upload(ctx, x, n, spec[b].dtype);
+    }
+    cr_assert_eq(clattn__call(ctx, F, c.desc, dev, NULL), CLATTN_OK,
+                 "%s: %s", F->name, clattn_ctx_errmsg(ctx));
+    F->reference(c.desc, host);
+    for (int b = 0; b < F->nbufs; b++) {
+      const size_t n = spec[b].elems;
+      if (spec[b].role == CLATTN__BUF_OUT ||
+          spec[b].role == CLATTN__BUF_INOUT) {
+        float *got = tu_alloc(n * sizeof *got);
+        tu_download(ctx, dev[b], got, n, spec[b].dtype);
+        char what[64];
+        snprintf(what, sizeof what, "%s %s", F->name, spec[b].name);
+        tu_check(what, got, host[b], n, clattn__tolerance(spec[b].dtype));
+        free(got);
+      }
+      tu_release(dev[b]);
+      free(host[b]);
+    }
+  }
+  clattn_ctx_destroy(ctx);
+}
