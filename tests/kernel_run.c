@@ -4,8 +4,9 @@
  * instruction counter; it checks nothing itself.
  *
  *   kernel_run INDEX */
-#include "model_cases.h"
+#include "call/call.h"
 #include "device/probe.h"
+#include "model_cases.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,73 +55,41 @@ int main(int argc, char **argv) {
   clattn_status st = clattn_ctx_create(NULL, &ctx);
   if (st)
     return die(NULL, "clattn_ctx_create", st);
-  if (mc->kind == MC_PROBE) {
+  if (mc->family == NULL) {
     st = clattn__probe_launch(ctx, (clattn__probe_kernel)mc->probe, mc->vw,
                               (size_t)mc->items, (size_t)mc->lws);
     int rc = st ? die(ctx, mc->name, st) : 0;
     clattn_ctx_destroy(ctx);
     return rc;
   }
-  cl_context c = clattn_ctx_cl_context(ctx);
-  const size_t es = clattn_dtype_size(mc->dtype);
-  const size_t B = (size_t)mc->batch;
-  cl_int err = CL_SUCCESS, e2 = CL_SUCCESS, e3 = CL_SUCCESS, e4 = CL_SUCCESS;
-  cl_mem bufs[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
-  cl_mem lens = NULL;
-  if (mc->lens[0] >= 0) {
-    cl_int l[2] = {mc->lens[0], mc->lens[1]};
-    lens = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                          B * sizeof(cl_int), l, &err);
-  } else if (mc->kind == MC_DECODE) {
-    cl_int l[2] = {mc->m, mc->m};
-    lens = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                          B * sizeof(cl_int), l, &err);
-  }
-  if (err != CL_SUCCESS) {
-    fprintf(stderr, "kernel_run: clCreateBuffer: %s\n", clattn_cl_errstr(err));
+  const clattn__family *F = NULL;
+  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+  clattn__buf_spec spec[CLATTN__MAX_BUFS];
+  cl_mem bufs[CLATTN__MAX_BUFS] = {NULL};
+  cl_int err = CL_SUCCESS;
+  if ((st = model_case_desc(mc, &F, d))) {
     clattn_ctx_destroy(ctx);
-    return 1;
+    return die(NULL, mc->name, st);
   }
-  const size_t hq = (size_t)mc->hq, hkv = (size_t)mc->hkv;
-  const size_t dk = (size_t)mc->dk, dv = (size_t)mc->dv;
-  if (mc->kind == MC_ATTENTION) {
-    const size_t n = (size_t)mc->n, m = (size_t)mc->m;
-    bufs[0] = random_buffer(c, B * n * hq * dk, es, &err);
-    bufs[1] = random_buffer(c, B * m * hkv * dk, es, &e2);
-    bufs[2] = random_buffer(c, B * m * hkv * dv, es, &e3);
-    bufs[3] = random_buffer(c, B * n * hq * dv, es, &e4);
-    if (!err && !e2 && !e3 && !e4) {
-      const clattn_attn_desc d = {mc->batch, mc->n, mc->m, mc->hq, mc->hkv,
-                                  mc->dk, mc->dv, mc->dtype, mc->layout,
-                                  mc->layout, 0.0f, mc->causal, &mc->params};
-      st = clattn_attention(ctx, &d, bufs[0], bufs[1], bufs[2], lens,
-                            bufs[3], NULL);
-    }
-  } else {
-    const size_t cap = (size_t)mc->m;
-    const clattn_decode_desc d = {mc->batch, mc->m, mc->hq, mc->hkv,
-                                  mc->dk, mc->dv, mc->dtype, mc->layout,
-                                  0.0f, &mc->params};
-    bufs[0] = random_buffer(c, B * cap * hkv * dk, es, &err);
-    bufs[1] = random_buffer(c, B * cap * hkv * dv, es, &e2);
-    if (mc->kind == MC_DECODE) {
-      bufs[2] = random_buffer(c, B * hq * dk, es, &e3);
-      bufs[3] = random_buffer(c, B * hq * dv, es, &e4);
-      if (!err && !e2 && !e3 && !e4)
-        st = clattn_decode(ctx, &d, bufs[2], bufs[0], bufs[1], lens, bufs[3],
-                           NULL);
-    } else {
-      const size_t nn = (size_t)mc->n;
-      bufs[2] = random_buffer(c, B * nn * hkv * dk, es, &e3);
-      bufs[3] = random_buffer(c, B * nn * hkv * dv, es, &e4);
-      if (!err && !e2 && !e3 && !e4)
-        st = clattn_kv_append(ctx, &d, mc->n, bufs[2], bufs[3], lens,
-                              bufs[0], bufs[1], NULL);
+  cl_context c = clattn_ctx_cl_context(ctx);
+  F->buffers(d, spec);
+  for (int i = 0; i < F->nbufs && err == CL_SUCCESS; i++) {
+    const clattn__buf_spec *b = &spec[i];
+    if (b->role != CLATTN__BUF_INTS) {
+      bufs[i] = random_buffer(c, b->elems, clattn_dtype_size(b->dtype), &err);
+    } else if (mc->ints[0] >= 0 || !b->optional) {
+      cl_int v[2] = {mc->ints[0], mc->ints[1]};
+      for (int k = 0; k < 2 && mc->ints[0] < 0; k++)
+        v[k] = F->full_int(d);
+      bufs[i] = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                               b->elems * sizeof(cl_int), v, &err);
     }
   }
+  if (err == CL_SUCCESS)
+    st = clattn__call(ctx, F, d, bufs, NULL);
   int rc = 0;
-  if (err || e2 || e3 || e4) {
-    fprintf(stderr, "kernel_run: clCreateBuffer failed\n");
+  if (err) {
+    fprintf(stderr, "kernel_run: clCreateBuffer: %s\n", clattn_cl_errstr(err));
     rc = 1;
   } else if (st) {
     rc = die(ctx, mc->name, st);
@@ -128,11 +97,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kernel_run: clFinish: %s\n", clattn_cl_errstr(err));
     rc = 1;
   }
-  for (int i = 0; i < 6; i++)
+  for (int i = 0; i < CLATTN__MAX_BUFS; i++)
     if (bufs[i])
       clReleaseMemObject(bufs[i]);
-  if (lens)
-    clReleaseMemObject(lens);
   clattn_ctx_destroy(ctx);
   return rc;
 }

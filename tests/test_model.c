@@ -204,28 +204,19 @@ static clattn_profile test_profile(void) {
 
 static void predict(const model_case *mc, clattn_prediction *pr) {
   const clattn_profile prof = test_profile();
-  const int *lens = mc->lens[0] >= 0 ? mc->lens : NULL;
-  clattn_status st;
-  if (mc->kind == MC_PROBE) {
+  const int *ints = mc->ints[0] >= 0 ? mc->ints : NULL;
+  const clattn__family *F;
+  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+  if (mc->family == NULL) {
     memset(pr, 0, sizeof *pr);
     pr->n_kernels = 1;
     clattn__model_probe((clattn__probe_kernel)mc->probe, mc->vw, mc->items,
                         &pr->kernel[0]);
     return;
   }
-  if (mc->kind == MC_ATTENTION) {
-    const clattn_attn_desc d = {mc->batch, mc->n, mc->m, mc->hq, mc->hkv,
-                                mc->dk, mc->dv, mc->dtype, mc->layout,
-                                mc->layout, 0.0f, mc->causal, &mc->params};
-    st = clattn_model_attention(&d, lens, &prof, pr);
-  } else {
-    const clattn_decode_desc d = {mc->batch, mc->m, mc->hq, mc->hkv, mc->dk,
-                                  mc->dv, mc->dtype, mc->layout, 0.0f,
-                                  &mc->params};
-    st = mc->kind == MC_DECODE
-             ? clattn_model_decode(&d, lens, &prof, pr)
-             : clattn_model_kv_append(&d, mc->n, lens, &prof, pr);
-  }
+  cr_assert_eq(model_case_desc(mc, &F, d), CLATTN_OK, "%s: bad case",
+               mc->name);
+  const clattn_status st = clattn__model(F, d, ints, &prof, pr);
   cr_assert_eq(st, CLATTN_OK, "%s: model failed: %s", mc->name, pr->errmsg);
 }
 
@@ -264,7 +255,7 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
                 mc->name, c->kernel, k->load, c->bytes_read, k->store,
                 c->bytes_written, k->fma, c->fma_issued, k->exp2,
                 c->exp2_issued);
-    if (mc->kind != MC_PROBE)
+    if (mc->family != NULL)
       cr_expect(k->load > 0, "%s / %s: nothing loaded?", mc->name,
                 c->kernel);
     else

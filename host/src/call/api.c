@@ -51,16 +51,14 @@ clattn_status clattn_model_attention(const clattn_attn_desc *d,
   return clattn__model(&clattn__family_prefill, d, kv_lens, prof, out);
 }
 
-clattn_status clattn_model_decode(const clattn_decode_desc *d,
-                                  const int *lens,
+clattn_status clattn_model_decode(const clattn_decode_desc *d, const int *lens,
                                   const clattn_profile *prof,
                                   clattn_prediction *out) {
   return clattn__model(&clattn__family_decode, d, lens, prof, out);
 }
 
 clattn_status clattn_model_kv_append(const clattn_decode_desc *d, int n_new,
-                                     const int *pos,
-                                     const clattn_profile *prof,
+                                     const int *pos, const clattn_profile *prof,
                                      clattn_prediction *out) {
   clattn__append_desc a;
   if (d == NULL)

@@ -3,8 +3,7 @@
  * that the runtime knows nothing of choosing or tuning. */
 #include "choice/choice.h"
 
-clattn_status clattn_ctx_create(const clattn_ctx_opts *opts,
-                                clattn_ctx **out) {
+clattn_status clattn_ctx_create(const clattn_ctx_opts *opts, clattn_ctx **out) {
   static const clattn_ctx_opts defaults;
   clattn_ctx *ctx = NULL;
   if (out == NULL)

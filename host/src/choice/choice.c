@@ -87,8 +87,8 @@ clattn_status clattn__choice_init(clattn_ctx *ctx, const clattn_ctx_opts *o) {
   }
   if (o->no_tuning || env_on("CLATTN_NO_TUNING"))
     return CLATTN_OK;
-  C->tuning_db = o->tuning_db ? strdup(o->tuning_db)
-                              : clattn__db_default_path();
+  C->tuning_db =
+      o->tuning_db ? strdup(o->tuning_db) : clattn__db_default_path();
   if (o->tuning_db && C->tuning_db == NULL)
     return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
   return CLATTN_OK;
@@ -302,8 +302,8 @@ static double class_distance(const char *a, const char *b) {
 
 clattn_status clattn__try_params(const clattn__family *F,
                                  const clattn__target *t, const void *desc,
-                                 const clattn_params *p, void *copy,
-                                 void *plan, char *why, size_t cap) {
+                                 const clattn_params *p, void *copy, void *plan,
+                                 char *why, size_t cap) {
   F->with_params(desc, p, copy);
   clattn_status rc = F->plan(t, copy, plan, why, cap);
   if (rc == CLATTN_OK && F->fits && !F->fits(t, copy, plan, why, cap))
@@ -383,7 +383,8 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
   if (clattn__params_set(caller)) {
     ch->source = CLATTN_CHOICE_CALLER;
     ch->params = *caller;
-    if ((rc = clattn__try_params(F, &t, desc, caller, copy, pl, why, sizeof why)))
+    if ((rc = clattn__try_params(F, &t, desc, caller, copy, pl, why,
+                                 sizeof why)))
       return clattn__fail(ctx, rc, "%s", why);
     snprintf(ch->why, sizeof ch->why, "the caller's desc->params");
     goto resolved;
@@ -391,7 +392,8 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
   if (ov) {
     ch->source = CLATTN_CHOICE_OVERRIDE;
     ch->params = *ov;
-    if ((rc = clattn__try_params(F, &t, desc, &ch->params, copy, pl, why, sizeof why)))
+    if ((rc = clattn__try_params(F, &t, desc, &ch->params, copy, pl, why,
+                                 sizeof why)))
       return clattn__fail(ctx, rc, "%s %s override: %s", from, fam, why);
     snprintf(ch->why, sizeof ch->why, "override from %s", from);
     goto resolved;
@@ -414,7 +416,8 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
           continue;
         clattn_params p;
         if (clattn_params_parse(r->params, &p) != CLATTN_OK ||
-            clattn__try_params(F, &t, desc, &p, copy, pl, why, sizeof why) != CLATTN_OK) {
+            clattn__try_params(F, &t, desc, &p, copy, pl, why, sizeof why) !=
+                CLATTN_OK) {
           if (!tried[0])
             snprintf(tried, sizeof tried, "entry %.96s does not fit: %.120s",
                      r->shape_class, why);
@@ -438,29 +441,28 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
                         pass == 0   ? "exact"
                         : pass == 1 ? "nearest tuned class:"
                                     : "same vendor and architecture:",
-                        best->shape_class, best->device,
-                        best->median_s * 1e3);
+                        best->shape_class, best->device, best->median_s * 1e3);
         goto resolved;
       }
     }
     if (tried[0])
       clattn__appendf(ch->why, sizeof ch->why, "%s; ", tried);
     else
-      clattn__appendf(ch->why, sizeof ch->why, "no %s entry for this "
-                      "device or its architecture; ", fam);
+      clattn__appendf(ch->why, sizeof ch->why,
+                      "no %s entry for this "
+                      "device or its architecture; ",
+                      fam);
     if (T->has_model) {
       const pick *pk = model_pick(T, F, &t, desc, cls, copy);
-      if (pk->picked &&
-          clattn__try_params(F, &t, desc, &pk->p, copy, pl, why, sizeof why) ==
-              CLATTN_OK) {
+      if (pk->picked && clattn__try_params(F, &t, desc, &pk->p, copy, pl, why,
+                                           sizeof why) == CLATTN_OK) {
         ch->source = CLATTN_CHOICE_MODEL;
         ch->params = pk->p;
         clattn__appendf(ch->why, sizeof ch->why,
                         "model (%s profile): %.3g ms predicted against the "
                         "default's %.3g ms",
-                        T->prof.source == CLATTN_PROFILE_MEASURED
-                            ? "measured"
-                            : "datasheet",
+                        T->prof.source == CLATTN_PROFILE_MEASURED ? "measured"
+                                                                  : "datasheet",
                         pk->t_best * 1e3, pk->t_default * 1e3);
         goto resolved;
       }
@@ -473,7 +475,8 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
   }
   ch->source = CLATTN_CHOICE_DEFAULT;
   memset(&ch->params, 0, sizeof ch->params);
-  if ((rc = clattn__try_params(F, &t, desc, &ch->params, copy, pl, why, sizeof why)))
+  if ((rc = clattn__try_params(F, &t, desc, &ch->params, copy, pl, why,
+                               sizeof why)))
     return clattn__fail(ctx, rc, "%s", why);
   clattn__appendf(ch->why, sizeof ch->why, "built-in default");
 resolved:
@@ -483,10 +486,8 @@ resolved:
 }
 
 const char *clattn_choice_source_str(clattn_choice_source s) {
-  static const char *const names[] = {"caller",     "override",
-                                      "tuned",      "tuned-nearest",
-                                      "tuned-arch", "model",
+  static const char *const names[] = {"caller",        "override",   "tuned",
+                                      "tuned-nearest", "tuned-arch", "model",
                                       "default"};
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
 }
-

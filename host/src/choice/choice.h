@@ -23,8 +23,8 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
  * is made in copy, F->desc_size bytes). */
 clattn_status clattn__try_params(const clattn__family *F,
                                  const clattn__target *t, const void *desc,
-                                 const clattn_params *p, void *copy,
-                                 void *plan, char *why, size_t cap);
+                                 const clattn_params *p, void *copy, void *plan,
+                                 char *why, size_t cap);
 
 /* Was row e measured by its kernel's current tuning method
  * (clattn_tune_method)?  Rows that were not are neither reused by a tuning
@@ -54,11 +54,11 @@ clattn_status clattn__set_overrides(clattn_ctx *ctx, const char *spec,
 
 /* The choice's state of a context. */
 struct clattn__choice_state {
-  char *tuning_db;                /* tuning database path; NULL: none */
-  struct clattn__tuning *tuning;  /* its rows, read at the first call */
-  int *has_override;              /* per family of the registry */
+  char *tuning_db;               /* tuning database path; NULL: none */
+  struct clattn__tuning *tuning; /* its rows, read at the first call */
+  int *has_override;             /* per family of the registry */
   clattn_params *override;
-  char (*override_from)[24];      /* "$CLATTN_PARAMS", ... */
+  char (*override_from)[24]; /* "$CLATTN_PARAMS", ... */
 };
 
 #endif /* CLATTN_CHOICE_H */

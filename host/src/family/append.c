@@ -43,19 +43,17 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
   const clattn_dtype dt = d->dtype;
   const size_t B = (size_t)d->batch, n = (size_t)a->n_new,
                m = (size_t)d->capacity;
-  b[K_NEW] = (clattn__buf_spec){"k_new", CLATTN__BUF_IN,
-                                B * n * d->heads_kv * d->head_dim_k, dt, 0,
-                                0};
-  b[V_NEW] = (clattn__buf_spec){"v_new", CLATTN__BUF_IN,
-                                B * n * d->heads_kv * d->head_dim_v, dt, 0,
-                                0};
+  b[K_NEW] = (clattn__buf_spec){
+      "k_new", CLATTN__BUF_IN, B * n * d->heads_kv * d->head_dim_k, dt, 0, 0};
+  b[V_NEW] = (clattn__buf_spec){
+      "v_new", CLATTN__BUF_IN, B * n * d->heads_kv * d->head_dim_v, dt, 0, 0};
   b[POS] = (clattn__buf_spec){"pos", CLATTN__BUF_INTS, B, CLATTN_F32, 0, 0};
-  b[K_CACHE] = (clattn__buf_spec){"k_cache", CLATTN__BUF_INOUT,
-                                  B * m * d->heads_kv * d->head_dim_k, dt, 0,
-                                  0};
-  b[V_CACHE] = (clattn__buf_spec){"v_cache", CLATTN__BUF_INOUT,
-                                  B * m * d->heads_kv * d->head_dim_v, dt, 0,
-                                  0};
+  b[K_CACHE] = (clattn__buf_spec){
+      "k_cache", CLATTN__BUF_INOUT, B * m * d->heads_kv * d->head_dim_k, dt, 0,
+      0};
+  b[V_CACHE] = (clattn__buf_spec){
+      "v_cache", CLATTN__BUF_INOUT, B * m * d->heads_kv * d->head_dim_v, dt, 0,
+      0};
 }
 
 /* A full call appends at the cache's start. */
@@ -88,15 +86,14 @@ static const clattn_params *params(const void *desc) {
   return NULL;
 }
 
-static void with_params(const void *desc, const clattn_params *p,
-                        void *copy) {
+static void with_params(const void *desc, const clattn_params *p, void *copy) {
   clattn__append_desc *c = copy;
   *c = *(const clattn__append_desc *)desc;
   c->cache.params = p;
 }
 
-static clattn_status plan(const clattn__target *t, const void *desc,
-                          void *pl, char *why, size_t cap) {
+static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
+                          char *why, size_t cap) {
   (void)t;
   (void)desc;
   (void)why;
@@ -169,8 +166,8 @@ static void reference(const void *desc, void *const *b) {
   const clattn__append_desc *a = desc;
   const clattn_decode_desc *d = &a->cache;
   ref_kv_append(d->batch, d->capacity, d->heads_kv, d->head_dim_k,
-                d->head_dim_v, (int)d->cache_layout, a->n_new, b[POS],
-                b[K_NEW], b[V_NEW], b[K_CACHE], b[V_CACHE]);
+                d->head_dim_v, (int)d->cache_layout, a->n_new, b[POS], b[K_NEW],
+                b[V_NEW], b[K_CACHE], b[V_CACHE]);
 }
 
 const clattn__family clattn__family_append = {

@@ -93,8 +93,8 @@ static int in_list(const char *list, const char *w, size_t n) {
   return 0;
 }
 
-clattn_status clattn__shape_keys(const char *text, const char *known,
-                                 char *why, size_t cap) {
+clattn_status clattn__shape_keys(const char *text, const char *known, char *why,
+                                 size_t cap) {
   for (const char *s = text; s && *s;) {
     while (*s == ' ' || *s == '\t')
       s++;
@@ -124,8 +124,8 @@ clattn_status clattn__shape_int(const char *text, const char *key, long lo,
   snprintf(buf, sizeof buf, "%.*s", (int)(len < 31 ? len : 31), v);
   long x = strtol(buf, &end, 10);
   if (len == 0 || len > 30 || *end || x < lo || x > hi) {
-    snprintf(why, cap, "%s: expected an integer in %ld..%ld, got \"%.*s\"",
-             key, lo, hi, (int)(len < 32 ? len : 32), v);
+    snprintf(why, cap, "%s: expected an integer in %ld..%ld, got \"%.*s\"", key,
+             lo, hi, (int)(len < 32 ? len : 32), v);
     return CLATTN_ERR_INVALID_ARG;
   }
   *out = (int)x;

@@ -25,8 +25,8 @@ long clattn__pow2_round(long x);
 /* Shape text: "key=value" words separated by blanks.  Each family reads
  * the keys it knows with these and refuses the rest: clattn__shape_keys
  * checks that every key of text is one of the blank-separated known. */
-clattn_status clattn__shape_keys(const char *text, const char *known,
-                                 char *why, size_t cap);
+clattn_status clattn__shape_keys(const char *text, const char *known, char *why,
+                                 size_t cap);
 /* *out = the integer of key (left as it is when key is absent); an error
  * when the value is no integer in [lo, hi]. */
 clattn_status clattn__shape_int(const char *text, const char *key, long lo,

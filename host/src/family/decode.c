@@ -2,8 +2,8 @@
  * split across work-groups and combined with the log-sum-exp rule
  * (clattn_decode).  Its plans are in plan.c, its costs in decode_cost.c,
  * its kernels in cl/decode.cl. */
-#include "family/common.h"
 #include "family/decode.h"
+#include "family/common.h"
 #include "family/family.h"
 #include "reference/ref.h"
 
@@ -41,17 +41,17 @@ clattn_status clattn__check_cache(const clattn_decode_desc *d, char *why,
   return CLATTN_OK;
 }
 
-#define SHAPE_KEYS "batch kv-seq heads kv-heads head-dim head-dim-v dtype layout"
+#define SHAPE_KEYS                                                             \
+  "batch kv-seq heads kv-heads head-dim head-dim-v dtype layout"
 
 clattn_status clattn__parse_cache(const char *text, const char *known,
                                   clattn_decode_desc *out, char *why,
                                   size_t cap) {
-  clattn_decode_desc d = {1, 0, 0, 0, 0, 0, CLATTN_F32, CLATTN_BHSD, 0.0f,
-                          NULL};
+  clattn_decode_desc d = {1, 0,          0,           0,    0,
+                          0, CLATTN_F32, CLATTN_BHSD, 0.0f, NULL};
   clattn_status rc;
   if ((rc = clattn__shape_keys(text, known, why, cap)) ||
-      (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why,
-                              cap)) ||
+      (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why, cap)) ||
       (rc = clattn__shape_int(text, "kv-seq", 1, 1 << 30, &d.capacity, why,
                               cap)) ||
       (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &d.heads_q, why,
@@ -61,8 +61,8 @@ clattn_status clattn__parse_cache(const char *text, const char *known,
     return rc;
   d.heads_kv = d.heads_q;
   d.head_dim_v = d.head_dim_k;
-  if ((rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &d.heads_kv,
-                              why, cap)) ||
+  if ((rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &d.heads_kv, why,
+                              cap)) ||
       (rc = clattn__shape_int(text, "head-dim-v", 1, CLATTN_MAX_HEAD_DIM,
                               &d.head_dim_v, why, cap)) ||
       (rc = clattn__shape_dtype(text, &d.dtype, why, cap)) ||
@@ -84,17 +84,15 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
   const clattn_decode_desc *d = desc;
   const clattn_dtype dt = d->dtype;
   const size_t B = (size_t)d->batch, m = (size_t)d->capacity;
-  b[Q] = (clattn__buf_spec){"q", CLATTN__BUF_IN,
-                            B * d->heads_q * d->head_dim_k, dt, 0, 0};
-  b[K_CACHE] = (clattn__buf_spec){"k_cache", CLATTN__BUF_IN,
-                                  B * m * d->heads_kv * d->head_dim_k, dt, 0,
-                                  1};
-  b[V_CACHE] = (clattn__buf_spec){"v_cache", CLATTN__BUF_IN,
-                                  B * m * d->heads_kv * d->head_dim_v, dt, 0,
-                                  1};
+  b[Q] = (clattn__buf_spec){
+      "q", CLATTN__BUF_IN, B * d->heads_q * d->head_dim_k, dt, 0, 0};
+  b[K_CACHE] = (clattn__buf_spec){
+      "k_cache", CLATTN__BUF_IN, B * m * d->heads_kv * d->head_dim_k, dt, 0, 1};
+  b[V_CACHE] = (clattn__buf_spec){
+      "v_cache", CLATTN__BUF_IN, B * m * d->heads_kv * d->head_dim_v, dt, 0, 1};
   b[LENS] = (clattn__buf_spec){"lens", CLATTN__BUF_INTS, B, CLATTN_F32, 0, 0};
-  b[O] = (clattn__buf_spec){"o", CLATTN__BUF_OUT,
-                            B * d->heads_q * d->head_dim_v, dt, 0, 0};
+  b[O] = (clattn__buf_spec){
+      "o", CLATTN__BUF_OUT, B * d->heads_q * d->head_dim_v, dt, 0, 0};
 }
 
 static int full_int(const void *desc) {
@@ -130,15 +128,14 @@ static const clattn_params *params(const void *desc) {
   return ((const clattn_decode_desc *)desc)->params;
 }
 
-static void with_params(const void *desc, const clattn_params *p,
-                        void *copy) {
+static void with_params(const void *desc, const clattn_params *p, void *copy) {
   clattn_decode_desc *c = copy;
   *c = *(const clattn_decode_desc *)desc;
   c->params = p;
 }
 
-static clattn_status plan(const clattn__target *t, const void *desc,
-                          void *pl, char *why, size_t cap) {
+static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
+                          char *why, size_t cap) {
   return clattn__plan_decode(t, desc, pl, why, cap);
 }
 
@@ -151,22 +148,10 @@ static clattn_params resolved(const void *pl) {
   return clattn__decode_resolved(pl);
 }
 
-static int add(const clattn__target *t, const clattn_decode_desc *d,
-               clattn_params p, clattn__space *s) {
-  clattn_decode_desc c;
-  clattn__decode_plan pl;
-  char why[160];
-  with_params(d, &p, &c);
-  if (plan(t, &c, &pl, why, sizeof why) != CLATTN_OK ||
-      !fits(t, &c, &pl, why, sizeof why)) {
-    s->pruned++;
-    return -1;
-  }
-  int v[CLATTN__NPARAMS];
-  const clattn_params r = resolved(&pl);
-  clattn__params_values(&r, v);
-  int i = clattn__space_add(s, v);
-  return i < 0 ? -2 : i;
+/* Add candidate p of d to s if it plans and fits (clattn__space_try). */
+static int add(const clattn__target *t, const void *d, clattn_params p,
+               clattn__space *s) {
+  return clattn__space_try(&clattn__family_decode, t, d, p, s);
 }
 
 /* Variant 1: keys {16,32,64,128} x work-group {1 (written 0),4} x splits x
@@ -197,8 +182,9 @@ static clattn_status space(const clattn__target *t, const void *desc,
       for (int b = 0; b < 2; b++)
         for (int f = 1; f <= 2; f++)
           for (int r = 0; r < 4; r++)
-            if (add(t, d, (clattn_params){1, rows1[r], keys1[a], wg1[b],
-                                          splits[k], f},
+            if (add(t, d,
+                    (clattn_params){1, rows1[r], keys1[a], wg1[b], splits[k],
+                                    f},
                     s) == -2)
               return CLATTN_ERR_NOMEM;
     for (int a = 0; a < 5; a++)
@@ -229,8 +215,8 @@ static size_t options(const clattn_decode_desc *d,
              pl->lanes);
     return 0;
   }
-  snprintf(opts + len, cap - (size_t)len, " -DWG=%d -DKT=%d -DPAIRS=%d",
-           pl->wg, pl->kb, (g * dv + pl->wg - 1) / pl->wg);
+  snprintf(opts + len, cap - (size_t)len, " -DWG=%d -DKT=%d -DPAIRS=%d", pl->wg,
+           pl->kb, (g * dv + pl->wg - 1) / pl->wg);
   return clattn__decode_local_bytes(d, pl);
 }
 
@@ -271,8 +257,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
     const size_t pb = clattn__bytes(4, b, hq, S, dv);
     if (pb == 0)
       return clattn__fail(ctx, CLATTN_ERR_SHAPE, "partial sizes overflow");
-    if ((rc = clattn__kernel(ctx, "decode.cl", opts, "decode_combine",
-                             &comb)) ||
+    if ((rc =
+             clattn__kernel(ctx, "decode.cl", opts, "decode_combine", &comb)) ||
         (rc = clattn__scratch(ctx, 1, pb, &opart)) ||
         (rc = clattn__scratch(ctx, 2, clattn__bytes(4, b, hq, S, 1), &lse)))
       return rc;
@@ -283,8 +269,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
   const clattn__strides vs =
       clattn__layout_strides(d->cache_layout, d->capacity, hkv, dv);
   const cl_int ci[4] = {d->capacity, hkv, S, pl->chunk};
-  const cl_mem kb[7] = {bufs[Q],    bufs[K_CACHE], bufs[V_CACHE], bufs[LENS],
-                        bufs[O],    opart,         lse};
+  const cl_mem kb[7] = {
+      bufs[Q], bufs[K_CACHE], bufs[V_CACHE], bufs[LENS], bufs[O], opart, lse};
   const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), kb)) ||

@@ -18,17 +18,13 @@ clattn_status clattn__check_cache(const clattn_decode_desc *d, char *why,
  * heads=, kv-heads=, head-dim=, head-dim-v=, dtype=, layout=; known: every
  * key the family accepts (these and the ones it reads itself). */
 clattn_status clattn__parse_cache(const char *text, const char *known,
-                                  clattn_decode_desc *d, char *why,
-                                  size_t cap);
+                                  clattn_decode_desc *d, char *why, size_t cap);
 
 clattn_status clattn__decode_cost(const void *desc, const void *plan,
-                                  const int *lens,
-                                  const clattn_profile *prof,
-                                  clattn_prediction *out,
-                                  double *dram_reads);
+                                  const int *lens, const clattn_profile *prof,
+                                  clattn_prediction *out, double *dram_reads);
 clattn_status clattn__append_cost(const void *desc, const void *plan,
                                   const int *pos, const clattn_profile *prof,
-                                  clattn_prediction *out,
-                                  double *dram_reads);
+                                  clattn_prediction *out, double *dram_reads);
 
 #endif /* CLATTN_FAMILY_DECODE_H */

@@ -6,10 +6,8 @@
 #include "model/model.h"
 
 clattn_status clattn__decode_cost(const void *desc, const void *plan,
-                                  const int *lens,
-                                  const clattn_profile *prof,
-                                  clattn_prediction *out,
-                                  double *dram_reads) {
+                                  const int *lens, const clattn_profile *prof,
+                                  clattn_prediction *out, double *dram_reads) {
   const clattn_decode_desc *d = desc;
   const clattn__decode_plan *pl = plan;
   const double es = (double)clattn_dtype_size(d->dtype);
@@ -22,8 +20,7 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
   /* per split work-group: what its loops issue */
   const double out_row = direct ? es * DV : 4.0 * (DV + 1.0);
   for (long b = 0; b < B; b++) {
-    const long L = lens ? (long)clattn__dmin(clattn__dmax(lens[b], 0), d->capacity)
-                        : d->capacity;
+    const long L = clattn__valid_len(lens, b, d->capacity);
     keys_all += (double)L;
     for (int s = 0; s < S; s++) {
       const long tb = (long)s * pl->chunk;
@@ -62,9 +59,8 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
       wr += G * out_row;
     }
   }
-  clattn_cost *c =
-      clattn__model_kernel(out, pl->variant == 1 ? "decode_split_reg"
-                                      : "decode_split_local");
+  clattn_cost *c = clattn__model_kernel(
+      out, pl->variant == 1 ? "decode_split_reg" : "decode_split_local");
   c->bytes_read = hkv * rd;
   c->bytes_written = hkv * wr;
   c->fma_issued = hkv * (fma + CLATTN__EXP2_FMAS * ex);
@@ -83,8 +79,7 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
     const double items = (double)(DV / VWV);
     double crd = 0, cfma = 0, cex = 0;
     for (long b = 0; b < B; b++) {
-      const long L = lens ? (long)clattn__dmin(clattn__dmax(lens[b], 0), d->capacity)
-                          : d->capacity;
+      const long L = clattn__valid_len(lens, b, d->capacity);
       const double live = L > 0; /* all splits empty: lmax = -inf */
       /* lse read for the maximum, then again with each partial */
       crd += hq * items * (4.0 * S + live * 4.0 * S * (1.0 + VWV));
@@ -104,8 +99,7 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
 
 clattn_status clattn__append_cost(const void *desc, const void *plan,
                                   const int *pos, const clattn_profile *prof,
-                                  clattn_prediction *out,
-                                  double *dram_reads) {
+                                  clattn_prediction *out, double *dram_reads) {
   const clattn__append_desc *a = desc;
   const clattn_decode_desc *d = &a->cache;
   const int n_new = a->n_new;

@@ -32,13 +32,13 @@ typedef enum clattn__buf_role {
 } clattn__buf_role;
 
 typedef struct clattn__buf_spec {
-  const char *name;  /* as in messages: "q", "k_cache", "kv_lens" */
+  const char *name; /* as in messages: "q", "k_cache", "kv_lens" */
   clattn__buf_role role;
-  size_t elems;      /* elements the call needs (0 when sizes overflow) */
+  size_t elems;       /* elements the call needs (0 when sizes overflow) */
   clattn_dtype dtype; /* storage type (INTS: int32, dtype unused) */
-  int optional;      /* may be NULL (then the kernel uses its default) */
-  int cold;          /* the tuner rotates copies of it larger than the
-                        last-level cache, so timed calls read it cold */
+  int optional;       /* may be NULL (then the kernel uses its default) */
+  int cold;           /* the tuner rotates copies of it larger than the
+                         last-level cache, so timed calls read it cold */
 } clattn__buf_spec;
 
 /* A small case the tuner checks every candidate on: the description of a
@@ -54,12 +54,12 @@ typedef struct clattn__family {
   /* The database's kernel column, the override key of $CLATTN_PARAMS and
    * the CLI's word ("prefill", "decode", "append"). */
   const char *name;
-  const char *summary;      /* one line for `clattn` listings */
-  const char *api;          /* the public function, for messages */
-  const char *source;       /* its kernel source (runtime's source table) */
+  const char *summary; /* one line for `clattn` listings */
+  const char *api;     /* the public function, for messages */
+  const char *source;  /* its kernel source (runtime's source table) */
   size_t desc_size, plan_size;
   int nbufs;
-  int tune_method;          /* clattn_tune_method of its rows */
+  int tune_method; /* clattn_tune_method of its rows */
   /* Standard shapes of `clattn tune` (NULL-terminated, shape text as
    * parse_shape reads it); NULL: the family is not tuned by default. */
   const char *const *standard_shapes;
@@ -88,8 +88,8 @@ typedef struct clattn__family {
   /* ---- planning (pure) */
   /* Resolve desc's params on the target into a plan; an invalid field is
    * an error with the reason in why.  The model predicts this plan. */
-  clattn_status (*plan)(const clattn__target *t, const void *desc,
-                        void *plan, char *why, size_t cap);
+  clattn_status (*plan)(const clattn__target *t, const void *desc, void *plan,
+                        char *why, size_t cap);
   /* (optional) Whether the plan fits the device (work-group size, local
    * memory); 0 with the reason in why if not.  NULL: always. */
   int (*fits)(const clattn__target *t, const void *desc, const void *plan,
@@ -124,8 +124,8 @@ typedef struct clattn__family {
   void (*reference)(const void *desc, void *const *bufs);
 } clattn__family;
 
-/* The model's prediction of a call (model_call.c): the same validation, the plan the
- * library would choose on prof's target, the family's costs. */
+/* The model's prediction of a call (model_call.c): the same validation, the
+ * plan the library would choose on prof's target, the family's costs. */
 clattn_status clattn__model(const clattn__family *F, const void *desc,
                             const int *ints, const clattn_profile *prof,
                             clattn_prediction *out);
@@ -134,8 +134,12 @@ clattn_status clattn__model(const clattn__family *F, const void *desc,
  * bound max(t_memory, t_compute) (t_roof may be NULL); 0 when the model
  * cannot predict it. */
 int clattn__predict(const clattn__family *F, const void *desc,
-                    const clattn_profile *prof, double *t_pred,
-                    double *t_roof);
+                    const clattn_profile *prof, double *t_pred, double *t_roof);
+
+/* Plan params p for desc on t; add the resolved candidate to s if it fits
+ * (space.c).  Returns its index, -1 if pruned, -2 out of memory. */
+int clattn__space_try(const clattn__family *F, const clattn__target *t,
+                      const void *desc, clattn_params p, clattn__space *s);
 
 /* The registry (registry.c): every family, in listing order. */
 int clattn__family_count(void);

@@ -43,18 +43,17 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
 static void buffers(const void *desc, clattn__buf_spec *b) {
   const clattn_attn_desc *d = desc;
   const clattn_dtype dt = d->dtype;
-  const size_t B = (size_t)d->batch, n = (size_t)d->n_q,
-               m = (size_t)d->n_kv;
-  b[Q] = (clattn__buf_spec){"q", CLATTN__BUF_IN,
-                            B * n * d->heads_q * d->head_dim_k, dt, 0, 0};
-  b[K] = (clattn__buf_spec){"k", CLATTN__BUF_IN,
-                            B * m * d->heads_kv * d->head_dim_k, dt, 0, 0};
-  b[V] = (clattn__buf_spec){"v", CLATTN__BUF_IN,
-                            B * m * d->heads_kv * d->head_dim_v, dt, 0, 0};
-  b[KV_LENS] = (clattn__buf_spec){"kv_lens", CLATTN__BUF_INTS, B,
-                                  CLATTN_F32, 1, 0};
-  b[O] = (clattn__buf_spec){"o", CLATTN__BUF_OUT,
-                            B * n * d->heads_q * d->head_dim_v, dt, 0, 0};
+  const size_t B = (size_t)d->batch, n = (size_t)d->n_q, m = (size_t)d->n_kv;
+  b[Q] = (clattn__buf_spec){
+      "q", CLATTN__BUF_IN, B * n * d->heads_q * d->head_dim_k, dt, 0, 0};
+  b[K] = (clattn__buf_spec){
+      "k", CLATTN__BUF_IN, B * m * d->heads_kv * d->head_dim_k, dt, 0, 0};
+  b[V] = (clattn__buf_spec){
+      "v", CLATTN__BUF_IN, B * m * d->heads_kv * d->head_dim_v, dt, 0, 0};
+  b[KV_LENS] =
+      (clattn__buf_spec){"kv_lens", CLATTN__BUF_INTS, B, CLATTN_F32, 1, 0};
+  b[O] = (clattn__buf_spec){
+      "o", CLATTN__BUF_OUT, B * n * d->heads_q * d->head_dim_v, dt, 0, 0};
 }
 
 static int full_int(const void *desc) {
@@ -87,12 +86,11 @@ void clattn_shape_class_attention(const clattn_attn_desc *d, char *buf,
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
-  clattn_attn_desc d = {1, 0, 0, 0, 0, 0, 0, CLATTN_F32, CLATTN_BSHD,
-                        CLATTN_BSHD, 0.0f, 0, NULL};
+  clattn_attn_desc d = {1,          0,           0,           0,    0, 0,   0,
+                        CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, NULL};
   clattn_status rc;
   if ((rc = clattn__shape_keys(text, SHAPE_KEYS, why, cap)) ||
-      (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why,
-                              cap)) ||
+      (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why, cap)) ||
       (rc = clattn__shape_int(text, "seq", 1, 1 << 30, &d.n_q, why, cap)) ||
       (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &d.heads_q, why,
                               cap)) ||
@@ -102,10 +100,9 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   d.n_kv = d.n_q;
   d.heads_kv = d.heads_q;
   d.head_dim_v = d.head_dim_k;
-  if ((rc = clattn__shape_int(text, "kv-seq", 1, 1 << 30, &d.n_kv, why,
+  if ((rc = clattn__shape_int(text, "kv-seq", 1, 1 << 30, &d.n_kv, why, cap)) ||
+      (rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &d.heads_kv, why,
                               cap)) ||
-      (rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &d.heads_kv,
-                              why, cap)) ||
       (rc = clattn__shape_int(text, "head-dim-v", 1, CLATTN_MAX_HEAD_DIM,
                               &d.head_dim_v, why, cap)) ||
       (rc = clattn__shape_int(text, "causal", 0, 1, &d.causal, why, cap)) ||
@@ -127,15 +124,14 @@ static const clattn_params *params(const void *desc) {
   return ((const clattn_attn_desc *)desc)->params;
 }
 
-static void with_params(const void *desc, const clattn_params *p,
-                        void *copy) {
+static void with_params(const void *desc, const clattn_params *p, void *copy) {
   clattn_attn_desc *c = copy;
   *c = *(const clattn_attn_desc *)desc;
   c->params = p;
 }
 
-static clattn_status plan(const clattn__target *t, const void *desc,
-                          void *pl, char *why, size_t cap) {
+static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
+                          char *why, size_t cap) {
   return clattn__plan_prefill(t, desc, pl, why, cap);
 }
 
@@ -148,24 +144,10 @@ static clattn_params resolved(const void *pl) {
   return clattn__prefill_resolved(pl);
 }
 
-/* Plan p for d; add the resolved candidate if it fits.  Returns its index,
- * -1 if pruned, -2 out of memory. */
-static int add(const clattn__target *t, const clattn_attn_desc *d,
-               clattn_params p, clattn__space *s) {
-  clattn_attn_desc c;
-  clattn__prefill_plan pl;
-  char why[160];
-  with_params(d, &p, &c);
-  if (plan(t, &c, &pl, why, sizeof why) != CLATTN_OK ||
-      !fits(t, &c, &pl, why, sizeof why)) {
-    s->pruned++;
-    return -1;
-  }
-  int v[CLATTN__NPARAMS];
-  const clattn_params r = resolved(&pl);
-  clattn__params_values(&r, v);
-  int i = clattn__space_add(s, v);
-  return i < 0 ? -2 : i;
+/* Add candidate p of d to s if it plans and fits (clattn__space_try). */
+static int add(const clattn__target *t, const void *d, clattn_params p,
+               clattn__space *s) {
+  return clattn__space_try(&clattn__family_prefill, t, d, p, s);
 }
 
 /* Variant 1 (register-blocked): rows {1,2,4,8} x keys {16,32,64,128} x
@@ -220,8 +202,8 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_attn_desc *d,
   clattn_status rc;
   const int b = d->batch, n = d->n_q, m = d->n_kv, hkv = d->heads_kv;
   const int g = d->heads_q / hkv, dk = d->head_dim_k, ld = pl->ld;
-  const clattn__strides qs = clattn__layout_strides(d->q_layout, n,
-                                                    d->heads_q, dk);
+  const clattn__strides qs =
+      clattn__layout_strides(d->q_layout, n, d->heads_q, dk);
   const clattn__strides ks = clattn__layout_strides(d->kv_layout, m, hkv, dk);
   const clattn__strides vs =
       clattn__layout_strides(d->kv_layout, m, hkv, d->head_dim_v);
@@ -234,13 +216,11 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_attn_desc *d,
   const size_t vcb = clattn__bytes(4, b, hkv, d->head_dim_v, ld);
   if (ktb == 0 || vcb == 0 || ld < m)
     return clattn__fail(ctx, CLATTN_ERR_SHAPE, "tensor sizes overflow");
-  if ((rc = clattn__kernel(ctx, "attention.cl", opts, "kv_stage",
-                           &st_kern)) ||
-      (rc = clattn__kernel(ctx, "attention.cl", opts, "attn_fwd_reg",
-                           &kern)))
+  if ((rc = clattn__kernel(ctx, "attention.cl", opts, "kv_stage", &st_kern)) ||
+      (rc = clattn__kernel(ctx, "attention.cl", opts, "attn_fwd_reg", &kern)))
     return rc;
-  if (pl->wg && (rc = clattn__check_wg(ctx, kern, (size_t)pl->wg, 0,
-                                       "attn_fwd_reg")))
+  if (pl->wg &&
+      (rc = clattn__check_wg(ctx, kern, (size_t)pl->wg, 0, "attn_fwd_reg")))
     return rc;
   if ((rc = clattn__scratch(ctx, 0, ktb, &kt)) ||
       (rc = clattn__scratch(ctx, 3, vcb, &vc)))
@@ -285,8 +265,7 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_attn_desc *d,
   const int b = d->batch, n = d->n_q, m = d->n_kv, hkv = d->heads_kv;
   const int g = d->heads_q / hkv, dk = d->head_dim_k;
   cl_kernel kern = NULL;
-  if ((rc = clattn__kernel(ctx, "attention.cl", opts, "attn_fwd_local",
-                           &kern)))
+  if ((rc = clattn__kernel(ctx, "attention.cl", opts, "attn_fwd_local", &kern)))
     return rc;
   size_t kwg = 0;
   if (auto_wg && (rc = clattn__kernel_wg(ctx, kern, &kwg)))
@@ -296,16 +275,16 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_attn_desc *d,
      * (registers): rebuild once at the kernel's own limit */
     pl->wg = pl->rb = clattn__pow2_floor(kwg);
     options(d, pl, opts, opts_cap);
-    if ((rc = clattn__kernel(ctx, "attention.cl", opts,
-                             "attn_fwd_local", &kern)))
+    if ((rc = clattn__kernel(ctx, "attention.cl", opts, "attn_fwd_local",
+                             &kern)))
       return rc;
   }
   if ((rc = clattn__check_wg(ctx, kern, (size_t)pl->wg,
                              clattn__prefill_local_bytes(d, pl),
                              "attn_fwd_local")))
     return rc;
-  const clattn__strides qs = clattn__layout_strides(d->q_layout, n,
-                                                    d->heads_q, dk);
+  const clattn__strides qs =
+      clattn__layout_strides(d->q_layout, n, d->heads_q, dk);
   const clattn__strides ks = clattn__layout_strides(d->kv_layout, m, hkv, dk);
   const clattn__strides vs =
       clattn__layout_strides(d->kv_layout, m, hkv, d->head_dim_v);
@@ -358,27 +337,25 @@ static void check_case(const void *desc, clattn__check_case *c) {
 
 static void reference(const void *desc, void *const *b) {
   const clattn_attn_desc *d = desc;
-  const ref_attn a = {d->batch,
-                      d->n_q,
-                      d->n_kv,
-                      d->heads_q,
-                      d->heads_kv,
-                      d->head_dim_k,
-                      d->head_dim_v,
-                      (int)d->q_layout,
-                      (int)d->kv_layout,
-                      d->scale > 0 ? d->scale
-                                   : 1.0 / sqrt((double)d->head_dim_k),
-                      d->causal,
-                      b[KV_LENS]};
+  const ref_attn a = {
+      d->batch,
+      d->n_q,
+      d->n_kv,
+      d->heads_q,
+      d->heads_kv,
+      d->head_dim_k,
+      d->head_dim_v,
+      (int)d->q_layout,
+      (int)d->kv_layout,
+      d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
+      d->causal,
+      b[KV_LENS]};
   ref_attention(&a, b[Q], b[K], b[V], b[O]);
 }
 
 clattn_status clattn__prefill_cost(const void *desc, const void *plan,
-                                   const int *ints,
-                                   const clattn_profile *prof,
-                                   clattn_prediction *out,
-                                   double *dram_reads);
+                                   const int *ints, const clattn_profile *prof,
+                                   clattn_prediction *out, double *dram_reads);
 
 static const char *const standard[] = {
     "batch=1 seq=512 heads=8 kv-heads=8 head-dim=64 causal=1",

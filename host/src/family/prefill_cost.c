@@ -14,8 +14,7 @@ static long key_limit(int causal, long L, long n, long i) {
 clattn_status clattn__prefill_cost(const void *desc, const void *plan,
                                    const int *kv_lens,
                                    const clattn_profile *prof,
-                                   clattn_prediction *out,
-                                   double *dram_reads) {
+                                   clattn_prediction *out, double *dram_reads) {
   const clattn_attn_desc *d = desc;
   const clattn__prefill_plan *pl = plan;
   const double es = (double)clattn_dtype_size(d->dtype);
@@ -29,7 +28,7 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
   /* useful work: valid (query, key) pairs */
   double pairs = 0.0;
   for (long b = 0; b < B; b++) {
-    const long L = kv_lens ? (long)clattn__dmin(clattn__dmax(kv_lens[b], 0), m) : m;
+    const long L = clattn__valid_len(kv_lens, b, m);
     for (long i = 0; i < n; i++)
       pairs += (double)clattn__dmax(0, key_limit(causal, L, n, i));
   }
@@ -54,7 +53,7 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
     double rd = 0, wr = 0, fma = 0, qk = 0, ex = 0, staged_once = 0, ws = 0;
     const long blocks = (rows + RB - 1) / RB;
     for (long b = 0; b < B; b++) {
-      const long L = kv_lens ? (long)clattn__dmin(clattn__dmax(kv_lens[b], 0), m) : m;
+      const long L = clattn__valid_len(kv_lens, b, m);
       double kmax = 0;
       for (long blk = 0; blk < blocks; blk++) {
         const long r0 = blk * RB;
@@ -94,7 +93,7 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
     double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0;
     const long groups = (rows + WG - 1) / WG;
     for (long b = 0; b < B; b++) {
-      const long L = kv_lens ? (long)clattn__dmin(clattn__dmax(kv_lens[b], 0), m) : m;
+      const long L = clattn__valid_len(kv_lens, b, m);
       for (long grp = 0; grp < groups; grp++) {
         const long last = (long)clattn__dmin(grp * WG + WG - 1, rows - 1);
         const double kend = (double)key_limit(causal, L, n, last / g);

@@ -1,6 +1,5 @@
 /* space.c - tuning spaces (space.h). */
-#include "family/space.h"
-#include "runtime/runtime.h"
+#include "family/family.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -56,4 +55,22 @@ void clattn__params_values(const clattn_params *p, int *values) {
   clattn_params q = *p;
   for (int d = 0; d < CLATTN__NPARAMS; d++)
     values[d] = *clattn__param(&q, d);
+}
+
+int clattn__space_try(const clattn__family *F, const clattn__target *t,
+                      const void *desc, clattn_params p, clattn__space *s) {
+  _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
+  _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
+  char why[160];
+  F->with_params(desc, &p, copy);
+  if (F->plan(t, copy, plan, why, sizeof why) != CLATTN_OK ||
+      (F->fits && !F->fits(t, copy, plan, why, sizeof why))) {
+    s->pruned++;
+    return -1;
+  }
+  int v[CLATTN__NPARAMS];
+  const clattn_params r = F->resolved(plan);
+  clattn__params_values(&r, v);
+  int i = clattn__space_add(s, v);
+  return i < 0 ? -2 : i;
 }

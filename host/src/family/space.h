@@ -12,11 +12,11 @@
 typedef struct clattn__space {
   int ndims;
   const char *dim[CLATTN_TUNE_MAX_DIMS]; /* names, as in the params text */
-  int n;        /* valid candidates */
+  int n;                                 /* valid candidates */
   int cap;
-  int *val;     /* n * ndims values */
-  int pruned;   /* candidates rejected by constraints */
-  int def;      /* index of the default candidate, -1 if none */
+  int *val;   /* n * ndims values */
+  int pruned; /* candidates rejected by constraints */
+  int def;    /* index of the default candidate, -1 if none */
 } clattn__space;
 
 /* Add a candidate (values[ndims]); returns its index (an equal one's if
@@ -24,8 +24,7 @@ typedef struct clattn__space {
 int clattn__space_add(clattn__space *s, const int *values);
 void clattn__space_free(clattn__space *s);
 /* "name=value ..." of candidate i. */
-void clattn__space_format(const clattn__space *s, int i, char *buf,
-                          size_t cap);
+void clattn__space_format(const clattn__space *s, int i, char *buf, size_t cap);
 
 /* Spaces of clattn_params (the fused kernels'): the dimensions are its
  * fields (clattn__param_names). */

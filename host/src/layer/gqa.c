@@ -1,27 +1,32 @@
-/* layer.c - a whole attention layer (float32): CLBlast projections around
- * the fused attention kernels, and the library-owned KV cache. */
+/* gqa.c - a whole attention layer (float32): CLBlast projections around
+ * the fused attention kernels, and the library-owned KV cache.  What the
+ * layer holds and calls (weights, projections, core families) is its kind
+ * (layer.h, gqa_kind.c); the code here walks it. */
 #include "base/clblast_status.h"
-#include "runtime/runtime.h"
+#include "call/call.h"
+#include "family/decode.h"
+#include "layer/layer.h"
 #include "tune/tune_gemm.h"
 
 #include <clblast_c.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 #include <stdlib.h>
 
 #define CLATTN_LAYER_MAGIC 0x6c617972u /* "layr" */
 #define CLATTN_KVC_MAGIC 0x6b766361u   /* "kvca" */
 
-/* Projection scratch buffers owned by a layer. */
-enum { BUF_Q = 0, BUF_K = 1, BUF_V = 2, BUF_O = 3, BUF_COUNT = 4 };
-
 struct clattn_layer {
   unsigned magic;
   clattn_ctx *ctx;
+  const clattn__layer_kind *kind;
   clattn_layer_desc d;
-  cl_mem w_q, w_k, w_v, w_o;
-  cl_mem buf[BUF_COUNT];
-  size_t buf_size[BUF_COUNT];
+  cl_mem w[CLATTN__MAX_WEIGHTS];
+  /* the activations between the steps, owned by the layer (x and y are
+   * the caller's) */
+  cl_mem buf[CLATTN__ACTS];
+  size_t buf_size[CLATTN__ACTS];
 };
 
 struct clattn_kv_cache {
@@ -86,7 +91,7 @@ static clattn_status gemm(clattn_ctx *ctx, const char *what, size_t m,
   return CLATTN_OK;
 }
 
-/* Make layer scratch buffer i hold at least `size` bytes.  Only allocates;
+/* Make the layer's activation buffer i hold at least `size` bytes.  Only allocates;
  * never enqueues. */
 static clattn_status ensure_buf(clattn_layer *l, int i, size_t size)
 {
@@ -190,7 +195,6 @@ clattn_status clattn_layer_create(clattn_ctx *ctx, const clattn_layer_desc *d,
 {
   clattn_status rc;
   clattn_layer *l;
-  size_t nq, nk, nv, no;
 
   if (out != NULL)
     *out = NULL;
@@ -224,24 +228,23 @@ clattn_status clattn_layer_create(clattn_ctx *ctx, const clattn_layer_desc *d,
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
                         "layer: scale %g must be finite and >= 0 (0: auto)",
                         (double)d->scale);
-  if (!(nq = clattn__bytes(1, d->d_model, d->heads_q, d->head_dim_k, 4)) ||
-      !(nk = clattn__bytes(1, d->d_model, d->heads_kv, d->head_dim_k, 4)) ||
-      !(nv = clattn__bytes(1, d->d_model, d->heads_kv, d->head_dim_v, 4)) ||
-      !(no = clattn__bytes(1, d->heads_q, d->head_dim_v, d->d_model, 4)) ||
-      (long long)d->heads_q * d->head_dim_k > INT32_MAX ||
+  if ((long long)d->heads_q * d->head_dim_k > INT32_MAX ||
       (long long)d->heads_q * d->head_dim_v > INT32_MAX)
     return clattn__fail(ctx, CLATTN_ERR_SHAPE, "layer: weight sizes overflow");
-  rc = clattn__check_buffer(ctx, w_q, nq, "w_q");
-  if (rc == CLATTN_OK)
-    rc = clattn__check_buffer(ctx, w_k, nk, "w_k");
-  if (rc == CLATTN_OK)
-    rc = clattn__check_buffer(ctx, w_v, nv, "w_v");
-  if (rc == CLATTN_OK)
-    rc = clattn__check_buffer(ctx, w_o, no, "w_o");
+  const clattn__layer_kind *K = &clattn__layer_gqa;
+  const cl_mem w[4] = {w_q, w_k, w_v, w_o};
+  for (int i = 0; i < K->nweights; i++) {
+    long inner, cols;
+    K->weight_shape(d, i, &inner, &cols);
+    const size_t bytes = clattn__bytes(4, inner, cols, 1, 1);
+    if (bytes == 0)
+      return clattn__fail(ctx, CLATTN_ERR_SHAPE,
+                          "layer: weight sizes overflow");
+    if ((rc = clattn__check_buffer(ctx, w[i], bytes, K->weights[i])))
+      return rc;
+  }
   /* The device's tuned Xgemm parameters, before the first GEMM. */
-  if (rc == CLATTN_OK)
-    rc = clattn__gemm_apply(ctx);
-  if (rc != CLATTN_OK)
+  if ((rc = clattn__gemm_apply(ctx)))
     return rc;
 
   l = calloc(1, sizeof *l);
@@ -249,20 +252,17 @@ clattn_status clattn_layer_create(clattn_ctx *ctx, const clattn_layer_desc *d,
     return clattn__fail(ctx, CLATTN_ERR_NOMEM, "layer: out of host memory");
   l->magic = CLATTN_LAYER_MAGIC;
   l->ctx = ctx;
+  l->kind = K;
   l->d = *d;
-  {
-    cl_mem w[4] = {w_q, w_k, w_v, w_o};
-    cl_mem *dst[4] = {&l->w_q, &l->w_k, &l->w_v, &l->w_o};
-    for (int i = 0; i < 4; i++) {
-      cl_int err = clRetainMemObject(w[i]);
-      if (err != CL_SUCCESS) {
-        rc = clattn__cl_fail(ctx, err, "clRetainMemObject(weight)", __FILE__,
-                             __LINE__);
-        clattn_layer_destroy(l);
-        return rc;
-      }
-      *dst[i] = w[i];
+  for (int i = 0; i < K->nweights; i++) {
+    cl_int err = clRetainMemObject(w[i]);
+    if (err != CL_SUCCESS) {
+      rc = clattn__cl_fail(ctx, err, "clRetainMemObject(weight)", __FILE__,
+                           __LINE__);
+      clattn_layer_destroy(l);
+      return rc;
     }
+    l->w[i] = w[i];
   }
   *out = l;
   return CLATTN_OK;
@@ -272,11 +272,10 @@ void clattn_layer_destroy(clattn_layer *l)
 {
   if (l == NULL || l->magic != CLATTN_LAYER_MAGIC)
     return;
-  cl_mem w[4] = {l->w_q, l->w_k, l->w_v, l->w_o};
-  for (int i = 0; i < 4; i++)
-    if (w[i] != NULL)
-      clReleaseMemObject(w[i]);
-  for (int i = 0; i < BUF_COUNT; i++)
+  for (int i = 0; i < CLATTN__MAX_WEIGHTS; i++)
+    if (l->w[i] != NULL)
+      clReleaseMemObject(l->w[i]);
+  for (int i = 0; i < CLATTN__ACTS; i++)
     if (l->buf[i] != NULL)
       clReleaseMemObject(l->buf[i]);
   l->magic = 0;
@@ -400,56 +399,62 @@ void clattn_kv_cache_reset(clattn_kv_cache *c)
 /* ---------------------------------------------------------- forward */
 
 /* Sizes of one layer call over `rows` = batch * n positions. */
+/* Bytes of every activation of a call of `rows` positions, from the
+ * projections that read or write it; x and y are checked, the others are
+ * the layer's own buffers. */
 typedef struct call_sizes {
-  size_t x;            /* bytes of x and of y */
-  size_t q, k, v, o;   /* bytes of the projection buffers */
+  size_t act[CLATTN__ACTS];
 } call_sizes;
 
 static clattn_status call_sizes_get(clattn_layer *l, int batch, int n,
                                     call_sizes *s)
 {
-  const clattn_layer_desc *d = &l->d;
-  long long rows = (long long)batch * n;
-  if (!(s->x = clattn__bytes(1, rows, d->d_model, 4, 1)) ||
-      !(s->q = clattn__bytes(1, rows, d->heads_q, d->head_dim_k, 4)) ||
-      !(s->k = clattn__bytes(1, rows, d->heads_kv, d->head_dim_k, 4)) ||
-      !(s->v = clattn__bytes(1, rows, d->heads_kv, d->head_dim_v, 4)) ||
-      !(s->o = clattn__bytes(1, rows, d->heads_q, d->head_dim_v, 4)))
-    return clattn__fail(l->ctx, CLATTN_ERR_SHAPE,
-                        "layer: batch %d x n %d overflows the buffer sizes",
-                        batch, n);
+  const clattn__layer_kind *K = l->kind;
+  const long long rows = (long long)batch * n;
+  memset(s, 0, sizeof *s);
+  for (int i = 0; i < K->nproj; i++) {
+    const clattn__projection *p = &K->proj[i];
+    long inner, cols;
+    K->weight_shape(&l->d, p->weight, &inner, &cols);
+    const size_t in = clattn__bytes(4, rows, inner, 1, 1),
+                 out = clattn__bytes(4, rows, cols, 1, 1);
+    if (in == 0 || out == 0)
+      return clattn__fail(l->ctx, CLATTN_ERR_SHAPE,
+                          "layer: batch %d x n %d overflows the buffer sizes",
+                          batch, n);
+    s->act[p->from] = in > s->act[p->from] ? in : s->act[p->from];
+    s->act[p->to] = out > s->act[p->to] ? out : s->act[p->to];
+  }
   return CLATTN_OK;
 }
 
-/* Allocate the four projection buffers (before anything is enqueued). */
+/* Allocate the layer's activation buffers (before anything is enqueued). */
 static clattn_status ensure_all(clattn_layer *l, const call_sizes *s)
 {
-  clattn_status rc = ensure_buf(l, BUF_Q, s->q);
-  if (rc == CLATTN_OK)
-    rc = ensure_buf(l, BUF_K, s->k);
-  if (rc == CLATTN_OK)
-    rc = ensure_buf(l, BUF_V, s->v);
-  if (rc == CLATTN_OK)
-    rc = ensure_buf(l, BUF_O, s->o);
+  clattn_status rc = CLATTN_OK;
+  for (int a = 0; a < CLATTN__ACTS && rc == CLATTN_OK; a++)
+    if (a != CLATTN__ACT_X && a != CLATTN__ACT_Y && s->act[a] > 0)
+      rc = ensure_buf(l, a, s->act[a]);
   return rc;
 }
 
-/* Q, K, V projections of `rows` rows of x. */
-static clattn_status project_qkv(clattn_layer *l, size_t rows, cl_mem x)
+/* Projections first .. last-1 of the kind over `rows` rows; x and y are
+ * the caller's; the last one's event goes to *event (may be NULL). */
+static clattn_status project(clattn_layer *l, int first, int last,
+                             size_t rows, cl_mem x, cl_mem y,
+                             cl_event *event)
 {
-  const clattn_layer_desc *d = &l->d;
-  size_t dm = (size_t)d->d_model;
-  clattn_status rc = gemm(l->ctx, "x*w_q", rows,
-                          (size_t)d->heads_q * (size_t)d->head_dim_k, dm, x,
-                          l->w_q, l->buf[BUF_Q], NULL);
-  if (rc == CLATTN_OK)
-    rc = gemm(l->ctx, "x*w_k", rows,
-              (size_t)d->heads_kv * (size_t)d->head_dim_k, dm, x, l->w_k,
-              l->buf[BUF_K], NULL);
-  if (rc == CLATTN_OK)
-    rc = gemm(l->ctx, "x*w_v", rows,
-              (size_t)d->heads_kv * (size_t)d->head_dim_v, dm, x, l->w_v,
-              l->buf[BUF_V], NULL);
+  const clattn__layer_kind *K = l->kind;
+  clattn_status rc = CLATTN_OK;
+  for (int i = first; i < last && rc == CLATTN_OK; i++) {
+    const clattn__projection *p = &K->proj[i];
+    long inner, cols;
+    K->weight_shape(&l->d, p->weight, &inner, &cols);
+    const cl_mem in = p->from == CLATTN__ACT_X ? x : l->buf[p->from];
+    const cl_mem out = p->to == CLATTN__ACT_Y ? y : l->buf[p->to];
+    rc = gemm(l->ctx, p->name, rows, (size_t)cols, (size_t)inner, in,
+              l->w[p->weight], out, i == last - 1 ? event : NULL);
+  }
   return rc;
 }
 
@@ -505,22 +510,37 @@ static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c,
   rc = call_sizes_get(l, batch, n, s);
   if (rc != CLATTN_OK)
     return rc;
-  rc = clattn__check_buffer(ctx, x, s->x, "x");
+  rc = clattn__check_buffer(ctx, x, s->act[CLATTN__ACT_X], "x");
   if (rc == CLATTN_OK)
-    rc = clattn__check_buffer(ctx, y, s->x, "y");
+    rc = clattn__check_buffer(ctx, y, s->act[CLATTN__ACT_Y], "y");
   if (rc == CLATTN_OK)
     rc = ensure_all(l, s);
   return rc;
 }
 
-/* Y = O W_o, the last command; its event goes to ev->out. */
+/* The projections before the core, and after it (the last command: its
+ * event goes to ev->out). */
+static clattn_status project_in(clattn_layer *l, size_t rows, cl_mem x)
+{
+  return project(l, 0, l->kind->nproj_in, rows, x, NULL, NULL);
+}
+
 static clattn_status project_out(clattn_layer *l, size_t rows, cl_mem y,
                                  const clattn_events *ev)
 {
-  const clattn_layer_desc *d = &l->d;
-  return gemm(l->ctx, "o*w_o", rows, (size_t)d->d_model,
-              (size_t)d->heads_q * (size_t)d->head_dim_v, l->buf[BUF_O],
-              l->w_o, y, ev != NULL ? ev->out : NULL);
+  return project(l, l->kind->nproj_in, l->kind->nproj, rows, NULL, y,
+                 ev != NULL ? ev->out : NULL);
+}
+
+/* The core's append of the new K/V rows at c->pos. */
+static clattn_status append(clattn_layer *l, clattn_kv_cache *c, int n)
+{
+  clattn__append_desc a;
+  decode_desc_init(l, c, &a.cache);
+  a.n_new = n;
+  const cl_mem b[5] = {l->buf[CLATTN__ACT_K], l->buf[CLATTN__ACT_V], c->pos,
+                       c->k, c->v};
+  return clattn__call(l->ctx, l->kind->append, &a, b, NULL);
 }
 
 clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
@@ -565,31 +585,34 @@ clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
     ad.kv_layout = CLATTN_BSHD;
     rc = wait_barrier(ctx, ev);
     if (rc == CLATTN_OK)
-      rc = project_qkv(l, rows, x);
+      rc = project_in(l, rows, x);
     if (rc == CLATTN_OK)
-      rc = clattn_attention(ctx, &ad, l->buf[BUF_Q], l->buf[BUF_K],
-                            l->buf[BUF_V], NULL, l->buf[BUF_O], NULL);
+      rc = clattn__call(ctx, l->kind->prefill, &ad,
+                        (const cl_mem[5]){l->buf[CLATTN__ACT_Q],
+                                          l->buf[CLATTN__ACT_K],
+                                          l->buf[CLATTN__ACT_V], NULL,
+                                          l->buf[CLATTN__ACT_O]},
+                        NULL);
     if (rc == CLATTN_OK)
       rc = project_out(l, rows, y, ev);
     return rc;
   }
 
   {
-    clattn_decode_desc dd;
-    decode_desc_init(l, c, &dd);
     ad.n_kv = c->capacity;
     ad.kv_layout = CLATTN_BHSD;
     rc = fill_int(ctx, c->pos, batch, c->len, ev);
     if (rc == CLATTN_OK)
       rc = fill_int(ctx, c->lens, batch, c->len + n, NULL);
     if (rc == CLATTN_OK)
-      rc = project_qkv(l, rows, x);
+      rc = project_in(l, rows, x);
     if (rc == CLATTN_OK)
-      rc = clattn_kv_append(ctx, &dd, n, l->buf[BUF_K], l->buf[BUF_V], c->pos,
-                            c->k, c->v, NULL);
+      rc = append(l, c, n);
     if (rc == CLATTN_OK)
-      rc = clattn_attention(ctx, &ad, l->buf[BUF_Q], c->k, c->v, c->lens,
-                            l->buf[BUF_O], NULL);
+      rc = clattn__call(ctx, l->kind->prefill, &ad,
+                        (const cl_mem[5]){l->buf[CLATTN__ACT_Q], c->k, c->v,
+                                          c->lens, l->buf[CLATTN__ACT_O]},
+                        NULL);
     if (rc == CLATTN_OK)
       rc = project_out(l, rows, y, ev);
     if (rc == CLATTN_OK)
@@ -627,15 +650,16 @@ clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c,
   if (rc == CLATTN_OK)
     rc = fill_int(ctx, c->lens, c->batch, c->len + 1, NULL);
   if (rc == CLATTN_OK)
-    rc = project_qkv(l, rows, x);
+    rc = project_in(l, rows, x);
   /* k_new [batch, 1, heads_kv, dim] is the [batch, heads_kv*dim] rows. */
   if (rc == CLATTN_OK)
-    rc = clattn_kv_append(ctx, &dd, 1, l->buf[BUF_K], l->buf[BUF_V], c->pos,
-                          c->k, c->v, NULL);
+    rc = append(l, c, 1);
   /* q [batch, heads_q, dim] and o [batch, heads_q, dim_v] likewise. */
   if (rc == CLATTN_OK)
-    rc = clattn_decode(ctx, &dd, l->buf[BUF_Q], c->k, c->v, c->lens,
-                       l->buf[BUF_O], NULL);
+    rc = clattn__call(ctx, l->kind->decode, &dd,
+                      (const cl_mem[5]){l->buf[CLATTN__ACT_Q], c->k, c->v,
+                                        c->lens, l->buf[CLATTN__ACT_O]},
+                      NULL);
   if (rc == CLATTN_OK)
     rc = project_out(l, rows, y, ev);
   if (rc == CLATTN_OK)

@@ -1,7 +1,9 @@
-/* gqa_model.c - the model of a whole GQA layer call: its projections as
- * ideal GEMMs (or GEMV rows) around the core family's kernels. */
+/* gqa_model.c - the model of a whole GQA layer call: its kind's
+ * projections as ideal GEMMs (or GEMV rows) around the core families'
+ * kernels. */
 #include "family/common.h"
-#include "family/plan.h"
+#include "family/decode.h"
+#include "layer/layer.h"
 #include "model/model.h"
 
 #include <stdio.h>
@@ -24,6 +26,17 @@ static void add_gemm(clattn_prediction *out, double *dram_reads,
   dram_reads[out->n_kernels - 1] = c->bytes_read;
 }
 
+/* Projection i of the kind over `rows` rows, as add_gemm. */
+static void add_projection(clattn_prediction *out, double *dram_reads,
+                           const clattn__layer_kind *K,
+                           const clattn_layer_desc *d, int i, double rows) {
+  long inner, cols;
+  K->weight_shape(d, K->proj[i].weight, &inner, &cols);
+  char name[32];
+  snprintf(name, sizeof name, "gemm %s", K->proj[i].name);
+  add_gemm(out, dram_reads, name, rows, (double)cols, (double)inner);
+}
+
 /* Append the kernels of sub-prediction `sub` to `out`. */
 static void merge(clattn_prediction *out, double *dram_reads,
                   const clattn_prediction *sub) {
@@ -36,8 +49,8 @@ static void merge(clattn_prediction *out, double *dram_reads,
   }
 }
 
-clattn_status clattn_model_layer(const clattn_layer_desc *d, int batch,
-                                 int n, int cache_len, int causal,
+clattn_status clattn_model_layer(const clattn_layer_desc *d, int batch, int n,
+                                 int cache_len, int causal,
                                  const clattn_profile *prof,
                                  clattn_prediction *out) {
   if (prof == NULL || out == NULL || d == NULL)
@@ -52,38 +65,39 @@ clattn_status clattn_model_layer(const clattn_layer_desc *d, int batch,
                                 d->head_dim_v, CLATTN_F32, out->errmsg,
                                 sizeof out->errmsg)))
     return rc;
+  const clattn__layer_kind *K = &clattn__layer_gqa;
   double dram_reads[CLATTN_MODEL_MAX_KERNELS] = {0};
-  const double rows = (double)batch * n, D = d->d_model;
-  add_gemm(out, dram_reads, "gemm x*w_q", rows, d->heads_q * d->head_dim_k, D);
-  add_gemm(out, dram_reads, "gemm x*w_k", rows, d->heads_kv * d->head_dim_k,
-           D);
-  add_gemm(out, dram_reads, "gemm x*w_v", rows, d->heads_kv * d->head_dim_v,
-           D);
+  const double rows = (double)batch * n;
+  for (int i = 0; i < K->nproj_in; i++)
+    add_projection(out, dram_reads, K, d, i, rows);
   clattn_prediction sub;
   const int m = cache_len + n;
   if (cache_len == 0 && n > 1) {
-    const clattn_attn_desc ad = {batch, n, n, d->heads_q, d->heads_kv,
-                                 d->head_dim_k, d->head_dim_v, CLATTN_F32,
-                                 CLATTN_BSHD, CLATTN_BSHD, d->scale,
-                                 causal != 0, NULL};
-    rc = clattn_model_attention(&ad, NULL, prof, &sub);
+    const clattn_attn_desc ad = {batch,         n,           n,
+                                 d->heads_q,    d->heads_kv, d->head_dim_k,
+                                 d->head_dim_v, CLATTN_F32,  CLATTN_BSHD,
+                                 CLATTN_BSHD,   d->scale,    causal != 0,
+                                 NULL};
+    rc = clattn__model(K->prefill, &ad, NULL, prof, &sub);
   } else {
-    const clattn_decode_desc dd = {batch, m, d->heads_q, d->heads_kv,
-                                   d->head_dim_k, d->head_dim_v, CLATTN_F32,
-                                   CLATTN_BHSD, d->scale, NULL};
     /* every sequence appends its n rows at cache_len < m: all are written,
      * as with pos = 0 (NULL) */
-    rc = clattn_model_kv_append(&dd, n, NULL, prof, &sub);
+    const clattn__append_desc a = {{batch, m, d->heads_q, d->heads_kv,
+                                    d->head_dim_k, d->head_dim_v, CLATTN_F32,
+                                    CLATTN_BHSD, d->scale, NULL},
+                                   n};
+    rc = clattn__model(K->append, &a, NULL, prof, &sub);
     if (rc == CLATTN_OK) {
       merge(out, dram_reads, &sub);
       if (n == 1) {
-        rc = clattn_model_decode(&dd, NULL, prof, &sub);
+        rc = clattn__model(K->decode, &a.cache, NULL, prof, &sub);
       } else {
-        const clattn_attn_desc ad = {batch, n, m, d->heads_q, d->heads_kv,
-                                     d->head_dim_k, d->head_dim_v,
-                                     CLATTN_F32, CLATTN_BSHD, CLATTN_BHSD,
-                                     d->scale, causal != 0, NULL};
-        rc = clattn_model_attention(&ad, NULL, prof, &sub);
+        const clattn_attn_desc ad = {batch,         n,           m,
+                                     d->heads_q,    d->heads_kv, d->head_dim_k,
+                                     d->head_dim_v, CLATTN_F32,  CLATTN_BSHD,
+                                     CLATTN_BHSD,   d->scale,    causal != 0,
+                                     NULL};
+        rc = clattn__model(K->prefill, &ad, NULL, prof, &sub);
       }
     }
   }
@@ -92,8 +106,8 @@ clattn_status clattn_model_layer(const clattn_layer_desc *d, int batch,
     return rc;
   }
   merge(out, dram_reads, &sub);
-  add_gemm(out, dram_reads, "gemm o*w_o", rows, D, d->heads_q * d->head_dim_v);
+  for (int i = K->nproj_in; i < K->nproj; i++)
+    add_projection(out, dram_reads, K, d, i, rows);
   clattn__model_finish(out, dram_reads, prof);
   return CLATTN_OK;
 }
-

@@ -32,5 +32,10 @@ clattn_status clattn__model_fail(clattn_prediction *out, clattn_status st,
 static inline double clattn__dmin(double a, double b) { return a < b ? a : b; }
 static inline double clattn__dmax(double a, double b) { return a > b ? a : b; }
 static inline double clattn__cdiv(double a, double b) { return ceil(a / b); }
+/* Sequence b's valid length: lens[b] clamped to [0, cap], cap without
+ * lens (the kernels clamp the same way). */
+static inline long clattn__valid_len(const int *lens, long b, long cap) {
+  return lens ? (long)clattn__dmin(clattn__dmax(lens[b], 0), cap) : cap;
+}
 
 #endif /* CLATTN_MODEL_H */

@@ -29,16 +29,16 @@ typedef struct harness {
   _Alignas(16) unsigned char desc[CLATTN__DESC_MAX]; /* the call */
   clattn__check_case small;
   clattn__buf_spec spec[NB], sspec[NB];
-  int copies, next;    /* copies of the cold buffers; the next one to read */
+  int copies, next; /* copies of the cold buffers; the next one to read */
   cl_mem buf[MAX_COPIES][NB]; /* the call's: [0] all, [i > 0] cold ones */
-  cl_mem sbuf[NB];     /* the small check's */
-  void *shost[NB];     /* its host data; outputs: the reference's */
-  void *sinit[NB];     /* INOUT: the stored form before the call */
-  void *sraw;          /* a device output read back, raw */
-  float *sgot;         /* ... as float */
-  clattn_profile prof;  /* the model's: prof0 scaled to the bandwidth of
-                           the moment (refresh) */
-  clattn_profile prof0; /* as stored */
+  cl_mem sbuf[NB];            /* the small check's */
+  void *shost[NB];            /* its host data; outputs: the reference's */
+  void *sinit[NB];            /* INOUT: the stored form before the call */
+  void *sraw;                 /* a device output read back, raw */
+  float *sgot;                /* ... as float */
+  clattn_profile prof;        /* the model's: prof0 scaled to the bandwidth of
+                                 the moment (refresh) */
+  clattn_profile prof0;       /* as stored */
   int has_prof;
   clattn_copy_ref *ref; /* the bandwidth reference of cold families */
 } harness;
@@ -93,9 +93,8 @@ static void to_float(const void *raw, float *x, size_t n, clattn_dtype dt) {
  * not NULL, the stored form kept in *keep if not NULL), zeros for
  * outputs, ints[] (or `fill_int` for all) for INTS. */
 static clattn_status make_buffer(harness *H, const clattn__buf_spec *b,
-                                 const int *ints, int fill_int,
-                                 unsigned *seed, void *x, void **keep,
-                                 cl_mem *out) {
+                                 const int *ints, int fill_int, unsigned *seed,
+                                 void *x, void **keep, cl_mem *out) {
   clattn_ctx *ctx = H->ctx;
   clattn_status rc = CLATTN_OK;
   const size_t bytes = clattn__buf_bytes(b);
@@ -152,8 +151,8 @@ static clattn_status setup_check(harness *H) {
   F->buffers(H->small.desc, H->sspec);
   for (int i = 0; i < F->nbufs; i++) {
     const clattn__buf_spec *b = &H->sspec[i];
-    const size_t each = b->role == CLATTN__BUF_INTS ? sizeof(int)
-                                                    : sizeof(float);
+    const size_t each =
+        b->role == CLATTN__BUF_INTS ? sizeof(int) : sizeof(float);
     H->shost[i] = calloc(b->elems ? b->elems : 1, each);
     if (H->shost[i] == NULL)
       return clattn__fail(H->ctx, CLATTN_ERR_NOMEM, "out of host memory");
@@ -197,11 +196,10 @@ static clattn_status setup_call(harness *H) {
   for (int c = 0; c < H->copies; c++)
     for (int i = 0; i < F->nbufs; i++) {
       const clattn__buf_spec *b = &H->spec[i];
-      if ((c > 0 && !b->cold) ||
-          (b->role == CLATTN__BUF_INTS && b->optional))
+      if ((c > 0 && !b->cold) || (b->role == CLATTN__BUF_INTS && b->optional))
         continue;
-      clattn_status rc = make_buffer(H, b, NULL, full, &seed, NULL, NULL,
-                                     &H->buf[c][i]);
+      clattn_status rc =
+          make_buffer(H, b, NULL, full, &seed, NULL, NULL, &H->buf[c][i]);
       if (rc)
         return rc;
     }
@@ -217,8 +215,7 @@ static clattn_status call(harness *H, const clattn_params *p, int small,
   const clattn__family *F = H->F;
   F->with_params(small ? H->small.desc : H->desc, p, d);
   for (int i = 0; i < F->nbufs; i++)
-    bufs[i] = small ? H->sbuf[i]
-                    : H->buf[H->spec[i].cold ? copy : 0][i];
+    bufs[i] = small ? H->sbuf[i] : H->buf[H->spec[i].cold ? copy : 0][i];
   clattn_status rc = clattn__call(H->ctx, F, d, bufs, NULL);
   if (rc == CLATTN_OK && finish) {
     cl_int err = clFinish(H->ctx->queue);
@@ -238,9 +235,9 @@ static clattn_status check_error(harness *H, double *err_out) {
     const clattn__buf_spec *b = &H->sspec[i];
     if (b->role != CLATTN__BUF_OUT && b->role != CLATTN__BUF_INOUT)
       continue;
-    cl_int err = clEnqueueReadBuffer(ctx->queue, H->sbuf[i], CL_TRUE, 0,
-                                     clattn__buf_bytes(b), H->sraw, 0, NULL,
-                                     NULL);
+    cl_int err =
+        clEnqueueReadBuffer(ctx->queue, H->sbuf[i], CL_TRUE, 0,
+                            clattn__buf_bytes(b), H->sraw, 0, NULL, NULL);
     if (err != CL_SUCCESS)
       return clattn__cl_fail(ctx, err, "clEnqueueReadBuffer", __FILE__,
                              __LINE__);
@@ -309,21 +306,18 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static void reject(clattn_tune_entry *e, const char *status,
-                   const char *msg) {
+static void reject(clattn_tune_entry *e, const char *status, const char *msg) {
   snprintf(e->status, sizeof e->status, "%s", status);
   snprintf(e->message, sizeof e->message, "%s", msg);
 }
 
 static clattn_params params_of(const int *values) {
-  clattn__space one = {.ndims = CLATTN__NPARAMS, .n = 1,
-                       .val = (int *)values};
+  clattn__space one = {.ndims = CLATTN__NPARAMS, .n = 1, .val = (int *)values};
   return clattn__space_params(&one, 0);
 }
 
 static clattn_status eval(void *self, const int *values, double best_s,
-                          double timeout_s, int repeats,
-                          clattn_tune_entry *e) {
+                          double timeout_s, int repeats, clattn_tune_entry *e) {
   harness *H = self;
   const clattn_params p = params_of(values);
   const double t0 = clattn__now();
@@ -366,8 +360,7 @@ static clattn_status eval(void *self, const int *values, double best_s,
     done++;
     if (clattn__now() - t0 > timeout_s) {
       char msg[96];
-      snprintf(msg, sizeof msg, "over the %.3g s candidate timeout",
-               timeout_s);
+      snprintf(msg, sizeof msg, "over the %.3g s candidate timeout", timeout_s);
       e->median_s = t[0];
       reject(e, "timeout", msg);
       return CLATTN_OK;
@@ -483,8 +476,8 @@ clattn_status clattn__tune(clattn_ctx *ctx, clattn_db *db,
   }
   memset(out, 0, sizeof *out);
   const clattn__target t = clattn__ctx_target(ctx);
-  if (clattn_profile_for(ctx, db, &prof) == CLATTN_OK &&
-      prof.fp32_gflops > 0 && prof.bw_read_gbs > 0) {
+  if (clattn_profile_for(ctx, db, &prof) == CLATTN_OK && prof.fp32_gflops > 0 &&
+      prof.bw_read_gbs > 0) {
     H.prof = H.prof0 = prof;
     H.has_prof = 1;
   }
@@ -512,8 +505,8 @@ done:
 }
 
 clattn_status clattn__tune_space(clattn_ctx *ctx, const clattn__family *F,
-                                 const void *desc, clattn_params *out,
-                                 int cap, int *n, int *pruned) {
+                                 const void *desc, clattn_params *out, int cap,
+                                 int *n, int *pruned) {
   harness H;
   clattn__space s;
   memset(&s, 0, sizeof s);

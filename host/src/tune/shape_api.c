@@ -45,10 +45,9 @@ static clattn_status parse(const char *family, const char *shape,
   if (*F == NULL) {
     int n = snprintf(why, cap, "no kernel family \"%.40s\" (families:",
                      family ? family : "(null)");
-    for (int i = 0; i < clattn__family_count() && n > 0 && (size_t)n < cap;
-         i++)
-      n += snprintf(why + n, cap - (size_t)n, " %s",
-                    clattn__family_at(i)->name);
+    for (int i = 0; i < clattn__family_count() && n > 0 && (size_t)n < cap; i++)
+      n +=
+          snprintf(why + n, cap - (size_t)n, " %s", clattn__family_at(i)->name);
     if (n > 0 && (size_t)n < cap)
       snprintf(why + n, cap - (size_t)n, ")");
     return CLATTN_ERR_INVALID_ARG;
