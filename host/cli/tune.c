@@ -300,12 +300,14 @@ int cli_tune(int argc, char **argv) {
         todo++;
     if (which == ALL || which == GEMM)
       todo += ng;
-    for (int f = -1; f < nf && rc == CLI_OK && !stop_flag; f++) {
-      const int mine = f < 0 ? which == ALL || which == GEMM
-                             : which == ALL || which == f;
-      const int n = f < 0 ? ng : 1 << 20;
+    for (int f = 0; f <= nf && rc == CLI_OK && !stop_flag; f++) {
+      const int gemm_step = f == nf; /* the GEMMs after the families */
+      const int mine = gemm_step ? which == ALL || which == GEMM
+                                 : which == ALL || which == f;
+      const int n = gemm_step ? ng : 1 << 20;
       for (int k = 0; mine && k < n && rc == CLI_OK && !stop_flag; k++) {
-        const char *std = f < 0 ? "" : clattn_family_standard_shape(f, k);
+        const char *std =
+            gemm_step ? "" : clattn_family_standard_shape(f, k);
         if (std == NULL)
           break;
         clattn_tune_opts co = to;
@@ -317,7 +319,8 @@ int cli_tune(int argc, char **argv) {
           co.budget_s = left / todo;
         }
         todo--;
-        rc = run_one(ctx, db, f, std, f < 0 ? gemm_shapes[k] : NULL, &co, &t);
+        rc = run_one(ctx, db, gemm_step ? GEMM : f, std,
+                     gemm_step ? gemm_shapes[k] : NULL, &co, &t);
       }
     }
   }
