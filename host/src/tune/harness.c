@@ -11,6 +11,8 @@
  * by all candidates, so each call reads cold data; a run is the call on up
  * to 8 consecutive copies, enqueued back to back and finished once (see
  * timed_run). */
+#include "base/stats.h"
+#include "base/tolerance.h"
 #include "call/call.h"
 #include "choice/choice.h"
 #include "reference/ref.h"
@@ -42,11 +44,6 @@ typedef struct harness {
   int has_prof;
   clattn_copy_ref *ref; /* the bandwidth reference of cold families */
 } harness;
-
-/* The tests' tolerances (tests/util.h explains them). */
-static double tolerance(clattn_dtype dt) {
-  return dt == CLATTN_F32 ? 1e-4 : dt == CLATTN_F16 ? 1e-3 : 8e-3;
-}
 
 static int has_cold(const harness *H) {
   for (int i = 0; i < H->F->nbufs; i++)
@@ -301,11 +298,6 @@ static clattn_status timed_run(harness *H, const clattn_params *p,
   return CLATTN_OK;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 static void reject(clattn_tune_entry *e, const char *status, const char *msg) {
   snprintf(e->status, sizeof e->status, "%s", status);
   snprintf(e->message, sizeof e->message, "%s", msg);
@@ -334,11 +326,11 @@ static clattn_status eval(void *self, const int *values, double best_s,
   if ((rc = check_error(H, &e->max_err)))
     return rc;
   const clattn_dtype dt = H->spec[0].dtype;
-  if (!(e->max_err <= tolerance(dt))) {
+  if (!(e->max_err <= clattn__tolerance(dt))) {
     char msg[128];
     snprintf(msg, sizeof msg,
              "relative error %.3g against the reference (tolerance %.3g)",
-             e->max_err, tolerance(dt));
+             e->max_err, clattn__tolerance(dt));
     reject(e, "wrong", msg);
     return CLATTN_OK;
   }
@@ -379,8 +371,7 @@ static clattn_status eval(void *self, const int *values, double best_s,
       return CLATTN_OK;
     }
   }
-  qsort(t, (size_t)done, sizeof t[0], cmp_double);
-  e->median_s = done % 2 ? t[done / 2] : 0.5 * (t[done / 2 - 1] + t[done / 2]);
+  e->median_s = clattn__median(t, done);
   e->spread = (t[done - 1] - t[0]) / e->median_s;
   snprintf(e->status, sizeof e->status, "ok");
   return CLATTN_OK;
