@@ -95,6 +95,19 @@ Test(families, shapes) {
   }
 }
 
+/* Family i's check case, for a call of its first standard shape (a small
+ * cache for a family that has none). */
+static void check_case_of(int i, clattn__check_case *c) {
+  const clattn__family *F = clattn__family_at(i);
+  const char *s = clattn_family_standard_shape(i, 0);
+  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+  char why[256];
+  cr_assert_eq(F->parse_shape(s ? s : "kv-seq=64 heads=4 head-dim=16", d, why,
+                              sizeof why),
+               CLATTN_OK, "%s: %s", F->name, why);
+  F->check_case(d, c);
+}
+
 /* The check case: valid, with outputs, a space with its default first on
  * both shapes of target, and a cost. */
 Test(families, space_and_cost) {
@@ -104,13 +117,7 @@ Test(families, space_and_cost) {
     const clattn__family *F = clattn__family_at(i);
     clattn__check_case c;
     clattn__buf_spec spec[CLATTN__MAX_BUFS];
-    _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
-    memset(d, 0, sizeof d);
-    const char *s = clattn_family_standard_shape(i, 0);
-    cr_assert_eq(F->parse_shape(s ? s : "kv-seq=64 heads=4 head-dim=16", d, why,
-                                sizeof why),
-                 CLATTN_OK, "%s: %s", F->name, why);
-    F->check_case(d, &c);
+    check_case_of(i, &c);
     cr_expect_eq(F->check(c.desc, why, sizeof why), CLATTN_OK, "%s: %s",
                  F->name, why);
     F->buffers(c.desc, spec);
@@ -141,20 +148,14 @@ Test(families, space_and_cost) {
 /* On the device, every family's check case equals its reference. */
 Test(families, check_case_on_device) {
   clattn_ctx *ctx = tu_ctx();
-  char why[256];
   tu_rng rng = tu_rng_seed(77);
   for (int i = 0; i < clattn__family_count(); i++) {
     const clattn__family *F = clattn__family_at(i);
-    _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
-    const char *s = clattn_family_standard_shape(i, 0);
     clattn__check_case c;
     clattn__buf_spec spec[CLATTN__MAX_BUFS];
     void *host[CLATTN__MAX_BUFS];
     cl_mem dev[CLATTN__MAX_BUFS];
-    cr_assert_eq(F->parse_shape(s ? s : "kv-seq=64 heads=4 head-dim=16", d, why,
-                                sizeof why),
-                 CLATTN_OK);
-    F->check_case(d, &c);
+    check_case_of(i, &c);
     F->buffers(c.desc, spec);
     for (int b = 0; b < F->nbufs; b++) {
       const size_t n = spec[b].elems;

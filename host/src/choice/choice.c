@@ -300,17 +300,6 @@ static double class_distance(const char *a, const char *b) {
   return dist;
 }
 
-clattn_status clattn__try_params(const clattn__family *F,
-                                 const clattn__target *t, const void *desc,
-                                 const clattn_params *p, void *copy, void *plan,
-                                 char *why, size_t cap) {
-  F->with_params(desc, p, copy);
-  clattn_status rc = F->plan(t, copy, plan, why, cap);
-  if (rc == CLATTN_OK && F->fits && !F->fits(t, copy, plan, why, cap))
-    rc = CLATTN_ERR_UNSUPPORTED;
-  return rc;
-}
-
 /* ------------------------------------------------------------- choosing */
 
 /* The model's pick for this class (memoised). */
@@ -383,8 +372,8 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
   if (clattn__params_set(caller)) {
     ch->source = CLATTN_CHOICE_CALLER;
     ch->params = *caller;
-    if ((rc = clattn__try_params(F, &t, desc, caller, copy, pl, why,
-                                 sizeof why)))
+    if ((rc = clattn__plan_params(F, &t, desc, caller, copy, pl, why,
+                                  sizeof why)))
       return clattn__fail(ctx, rc, "%s", why);
     snprintf(ch->why, sizeof ch->why, "the caller's desc->params");
     goto resolved;
@@ -392,8 +381,8 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
   if (ov) {
     ch->source = CLATTN_CHOICE_OVERRIDE;
     ch->params = *ov;
-    if ((rc = clattn__try_params(F, &t, desc, &ch->params, copy, pl, why,
-                                 sizeof why)))
+    if ((rc = clattn__plan_params(F, &t, desc, &ch->params, copy, pl, why,
+                                  sizeof why)))
       return clattn__fail(ctx, rc, "%s %s override: %s", from, fam, why);
     snprintf(ch->why, sizeof ch->why, "override from %s", from);
     goto resolved;
@@ -416,7 +405,7 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
           continue;
         clattn_params p;
         if (clattn_params_parse(r->params, &p) != CLATTN_OK ||
-            clattn__try_params(F, &t, desc, &p, copy, pl, why, sizeof why) !=
+            clattn__plan_params(F, &t, desc, &p, copy, pl, why, sizeof why) !=
                 CLATTN_OK) {
           if (!tried[0])
             snprintf(tried, sizeof tried, "entry %.96s does not fit: %.120s",
@@ -431,7 +420,8 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
       }
       if (best) {
         clattn_params_parse(best->params, &ch->params);
-        clattn__try_params(F, &t, desc, &ch->params, copy, pl, why, sizeof why);
+        clattn__plan_params(F, &t, desc, &ch->params, copy, pl, why,
+                            sizeof why);
         ch->source = pass == 0   ? CLATTN_CHOICE_TUNED
                      : pass == 1 ? CLATTN_CHOICE_TUNED_NEAREST
                                  : CLATTN_CHOICE_TUNED_ARCH;
@@ -454,8 +444,8 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
                       fam);
     if (T->has_model) {
       const pick *pk = model_pick(T, F, &t, desc, cls, copy);
-      if (pk->picked && clattn__try_params(F, &t, desc, &pk->p, copy, pl, why,
-                                           sizeof why) == CLATTN_OK) {
+      if (pk->picked && clattn__plan_params(F, &t, desc, &pk->p, copy, pl, why,
+                                            sizeof why) == CLATTN_OK) {
         ch->source = CLATTN_CHOICE_MODEL;
         ch->params = pk->p;
         clattn__appendf(ch->why, sizeof ch->why,
@@ -475,8 +465,8 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
   }
   ch->source = CLATTN_CHOICE_DEFAULT;
   memset(&ch->params, 0, sizeof ch->params);
-  if ((rc = clattn__try_params(F, &t, desc, &ch->params, copy, pl, why,
-                               sizeof why)))
+  if ((rc = clattn__plan_params(F, &t, desc, &ch->params, copy, pl, why,
+                                sizeof why)))
     return clattn__fail(ctx, rc, "%s", why);
   clattn__appendf(ch->why, sizeof ch->why, "built-in default");
 resolved:

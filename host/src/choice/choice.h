@@ -19,13 +19,6 @@ void clattn__choice_reload(clattn_ctx *ctx);
 clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
                              const void *desc, clattn_choice *ch, void *plan);
 
-/* Plan desc with params p on t, fitting the device (a copy of desc with p
- * is made in copy, F->desc_size bytes). */
-clattn_status clattn__try_params(const clattn__family *F,
-                                 const clattn__target *t, const void *desc,
-                                 const clattn_params *p, void *copy, void *plan,
-                                 char *why, size_t cap);
-
 /* Was row e measured by its kernel's current tuning method
  * (clattn_tune_method)?  Rows that were not are neither reused by a tuning
  * run nor used at run time. */

@@ -60,57 +60,70 @@ long clattn__pow2_round(long x) {
   return 1L << (int)lround(log2((double)x));
 }
 
+/* The next blank-separated word at or after *s (its length in *n, 0 at the
+ * end of the text); *s moves past it. */
+static const char *next_word(const char **s, size_t *n) {
+  const char *w = *s;
+  while (*w == ' ' || *w == '\t')
+    w++;
+  const char *e = w;
+  while (*e && *e != ' ' && *e != '\t')
+    e++;
+  *n = (size_t)(e - w);
+  *s = e;
+  return w;
+}
+
+/* The key=value word of text whose key is key (length kl), or NULL; the
+ * word's length in *n. */
+static const char *find_word(const char *text, const char *key, size_t kl,
+                             size_t *n) {
+  for (const char *s = text ? text : "";;) {
+    const char *w = next_word(&s, n);
+    if (*n == 0)
+      return NULL;
+    if (*n > kl && w[kl] == '=' && strncmp(w, key, kl) == 0)
+      return w;
+  }
+}
+
 /* The value of key in text (NULL when absent), its length in *len. */
 static const char *find_key(const char *text, const char *key, size_t *len) {
   const size_t kl = strlen(key);
-  for (const char *s = text; s && *s;) {
-    while (*s == ' ' || *s == '\t')
-      s++;
-    const char *w = s;
-    while (*s && *s != ' ' && *s != '\t')
-      s++;
-    const char *eq = memchr(w, '=', (size_t)(s - w));
-    if (eq && (size_t)(eq - w) == kl && strncmp(w, key, kl) == 0) {
-      *len = (size_t)(s - eq - 1);
-      return eq + 1;
-    }
-  }
-  return NULL;
+  size_t n = 0;
+  const char *w = find_word(text, key, kl, &n);
+  if (w == NULL)
+    return NULL;
+  *len = n - kl - 1;
+  return w + kl + 1;
 }
 
-/* Whether word w (length n) is one of the blank-separated words of list. */
-static int in_list(const char *list, const char *w, size_t n) {
-  for (const char *s = list; *s;) {
-    while (*s == ' ')
-      s++;
-    const char *e = s;
-    while (*e && *e != ' ')
-      e++;
-    if ((size_t)(e - s) == n && n > 0 && strncmp(s, w, n) == 0)
+/* Whether word w (length n) is one of the words of list. */
+static int key_known(const char *list, const char *w, size_t n) {
+  size_t k = 0;
+  for (const char *s = list;;) {
+    const char *word = next_word(&s, &k);
+    if (k == 0)
+      return 0;
+    if (k == n && strncmp(word, w, n) == 0)
       return 1;
-    s = e;
   }
-  return 0;
 }
 
 clattn_status clattn__shape_keys(const char *text, const char *known, char *why,
                                  size_t cap) {
-  for (const char *s = text; s && *s;) {
-    while (*s == ' ' || *s == '\t')
-      s++;
-    const char *w = s;
-    while (*s && *s != ' ' && *s != '\t')
-      s++;
-    if (s == w)
-      break;
-    const char *eq = memchr(w, '=', (size_t)(s - w));
-    if (eq == NULL || !in_list(known, w, (size_t)(eq - w))) {
+  size_t n = 0;
+  for (const char *s = text ? text : "";;) {
+    const char *w = next_word(&s, &n);
+    if (n == 0)
+      return CLATTN_OK;
+    const char *eq = memchr(w, '=', n);
+    if (eq == NULL || eq == w || !key_known(known, w, (size_t)(eq - w))) {
       snprintf(why, cap, "\"%.*s\": expected key=value with a key of: %s",
-               (int)(s - w), w, known);
+               (int)n, w, known);
       return CLATTN_ERR_INVALID_ARG;
     }
   }
-  return CLATTN_OK;
 }
 
 clattn_status clattn__shape_int(const char *text, const char *key, long lo,

@@ -136,6 +136,14 @@ clattn_status clattn__model(const clattn__family *F, const void *desc,
 int clattn__predict(const clattn__family *F, const void *desc,
                     const clattn_profile *prof, double *t_pred, double *t_roof);
 
+/* Plan desc with params p on t (a copy of desc with p is made in copy,
+ * F->desc_size bytes) and check that the plan fits the device (space.c);
+ * the choice and the spaces plan candidates only through this. */
+clattn_status clattn__plan_params(const clattn__family *F,
+                                  const clattn__target *t, const void *desc,
+                                  const clattn_params *p, void *copy,
+                                  void *plan, char *why, size_t cap);
+
 /* Plan params p for desc on t; add the resolved candidate to s if it fits
  * (space.c).  Returns its index, -1 if pruned, -2 out of memory. */
 int clattn__space_try(const clattn__family *F, const clattn__target *t,

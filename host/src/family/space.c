@@ -44,11 +44,15 @@ void clattn__space_init_params(clattn__space *s) {
   s->def = -1;
 }
 
-clattn_params clattn__space_params(const clattn__space *s, int i) {
+clattn_params clattn__params_of(const int *values) {
   clattn_params p;
   for (int d = 0; d < CLATTN__NPARAMS; d++)
-    *clattn__param(&p, d) = s->val[i * s->ndims + d];
+    *clattn__param(&p, d) = values[d];
   return p;
+}
+
+clattn_params clattn__space_params(const clattn__space *s, int i) {
+  return clattn__params_of(&s->val[i * s->ndims]);
 }
 
 void clattn__params_values(const clattn_params *p, int *values) {
@@ -57,14 +61,23 @@ void clattn__params_values(const clattn_params *p, int *values) {
     values[d] = *clattn__param(&q, d);
 }
 
+clattn_status clattn__plan_params(const clattn__family *F,
+                                  const clattn__target *t, const void *desc,
+                                  const clattn_params *p, void *copy,
+                                  void *plan, char *why, size_t cap) {
+  F->with_params(desc, p, copy);
+  clattn_status rc = F->plan(t, copy, plan, why, cap);
+  if (rc == CLATTN_OK && F->fits && !F->fits(t, copy, plan, why, cap))
+    rc = CLATTN_ERR_UNSUPPORTED;
+  return rc;
+}
+
 int clattn__space_try(const clattn__family *F, const clattn__target *t,
                       const void *desc, clattn_params p, clattn__space *s) {
   _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
   char why[160];
-  F->with_params(desc, &p, copy);
-  if (F->plan(t, copy, plan, why, sizeof why) != CLATTN_OK ||
-      (F->fits && !F->fits(t, copy, plan, why, sizeof why))) {
+  if (clattn__plan_params(F, t, desc, &p, copy, plan, why, sizeof why)) {
     s->pruned++;
     return -1;
   }

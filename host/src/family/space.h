@@ -29,8 +29,10 @@ void clattn__space_format(const clattn__space *s, int i, char *buf, size_t cap);
 /* Spaces of clattn_params (the fused kernels'): the dimensions are its
  * fields (clattn__param_names). */
 void clattn__space_init_params(clattn__space *s);
-/* Candidate i of such a space as params, and params as values. */
+/* Candidate i of such a space as params; values (CLATTN__NPARAMS of
+ * them) as params, and params as values. */
 clattn_params clattn__space_params(const clattn__space *s, int i);
+clattn_params clattn__params_of(const int *values);
 void clattn__params_values(const clattn_params *p, int *values);
 
 #endif /* CLATTN_SPACE_H */

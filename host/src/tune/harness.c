@@ -303,15 +303,10 @@ static void reject(clattn_tune_entry *e, const char *status, const char *msg) {
   snprintf(e->message, sizeof e->message, "%s", msg);
 }
 
-static clattn_params params_of(const int *values) {
-  clattn__space one = {.ndims = CLATTN__NPARAMS, .n = 1, .val = (int *)values};
-  return clattn__space_params(&one, 0);
-}
-
 static clattn_status eval(void *self, const int *values, double best_s,
                           double timeout_s, int repeats, clattn_tune_entry *e) {
   harness *H = self;
-  const clattn_params p = params_of(values);
+  const clattn_params p = clattn__params_of(values);
   const double t0 = clattn__now();
   clattn_status rc;
   /* 1. correct on the small input? */
@@ -381,7 +376,7 @@ static int predict(void *self, const int *values, double *t_pred,
                    double *t_roof) {
   harness *H = self;
   _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
-  const clattn_params p = params_of(values);
+  const clattn_params p = clattn__params_of(values);
   if (!H->has_prof)
     return 0;
   H->F->with_params(H->desc, &p, d);
@@ -424,7 +419,7 @@ static int refresh(void *self) {
 /* One timed run of a candidate on the call's shape (timed_run). */
 static double time1(void *self, const int *values) {
   harness *H = self;
-  const clattn_params p = params_of(values);
+  const clattn_params p = clattn__params_of(values);
   double t = -1.0;
   return timed_run(H, &p, &t) == CLATTN_OK ? t : -1.0;
 }
