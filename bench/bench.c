@@ -477,12 +477,12 @@ static void bench_prefill(bench *B)
   } cfgs[] = {
       /* the AVX-512 default before 8 rows x 32 keys (and the default on
        * every CPU before the tile was fitted to the vector registers) */
-      {"v1 rows=4 keys=64", {1, 4, 64, 0, 0, 0}},
-      {"v1 rows=4 keys=32", {1, 4, 32, 0, 0, 0}},
-      {"v1 rows=8 keys=64", {1, 8, 64, 0, 0, 0}},
-      {"v1 rows=2 keys=16", {1, 2, 16, 0, 0, 0}},
-      {"v2 (auto tiles)", {2, 0, 0, 0, 0, 0}},
-      {"v2 rows=16 keys=32 wg=16", {2, 16, 32, 16, 0, 0}},
+      {"v1 rows=4 keys=64", {1, 4, 64, 0, 0, 0, 0}},
+      {"v1 rows=4 keys=32", {1, 4, 32, 0, 0, 0, 0}},
+      {"v1 rows=8 keys=64", {1, 8, 64, 0, 0, 0, 0}},
+      {"v1 rows=2 keys=16", {1, 2, 16, 0, 0, 0, 0}},
+      {"v2 (auto tiles)", {2, 0, 0, 0, 0, 0, 0}},
+      {"v2 rows=16 keys=32 wg=16", {2, 16, 32, 16, 0, 0, 0}},
   };
 
   memset(&a, 0, sizeof a);

@@ -23,86 +23,86 @@ typedef struct model_case {
 } model_case;
 
 #define PROBE_CASE(name, k, w, n, l)                                         \
-  {name, NULL, "", {-1, -1}, {0, 0, 0, 0, 0, 0}, k, w, n, l}
+  {name, NULL, "", {-1, -1}, {0, 0, 0, 0, 0, 0, 0}, k, w, n, l}
 
 static const model_case model_cases[] = {
     {"attn reg f32 causal lens", "prefill",
      "batch=2 seq=17 kv-seq=33 heads=4 kv-heads=2 head-dim=16 "
      "head-dim-v=32 dtype=f32 causal=1 layout=bshd",
-     {33, 20}, {1, 4, 16, 0, 0, 0}, 0, 0, 0, 0},
+     {33, 20}, {1, 4, 16, 0, 0, 0, 0}, 0, 0, 0, 0},
     {"attn reg f16 gqa", "prefill",
      "batch=1 seq=9 kv-seq=40 heads=2 kv-heads=1 head-dim=32 "
      "head-dim-v=16 dtype=f16 causal=0 layout=bhsd",
-     {-1, -1}, {1, 2, 32, 0, 0, 0}, 0, 0, 0, 0},
+     {-1, -1}, {1, 2, 32, 0, 0, 0, 0}, 0, 0, 0, 0},
     {"attn reg bf16 dk80", "prefill",
      "batch=1 seq=5 kv-seq=21 heads=1 kv-heads=1 head-dim=80 "
      "head-dim-v=8 dtype=bf16 causal=1 layout=bshd",
-     {-1, -1}, {1, 3, 16, 0, 0, 0}, 0, 0, 0, 0},
+     {-1, -1}, {1, 3, 16, 0, 0, 0, 0}, 0, 0, 0, 0},
     {"attn local f32 causal lens", "prefill",
      "batch=2 seq=17 kv-seq=33 heads=4 kv-heads=2 head-dim=16 "
      "head-dim-v=32 dtype=f32 causal=1 layout=bshd",
-     {33, 0}, {2, 0, 8, 16, 0, 0}, 0, 0, 0, 0},
+     {33, 0}, {2, 0, 8, 16, 0, 0, 0}, 0, 0, 0, 0},
     {"attn local bf16", "prefill",
      "batch=1 seq=5 kv-seq=19 heads=3 kv-heads=3 head-dim=8 "
      "head-dim-v=8 dtype=bf16 causal=0 layout=bhsd",
-     {-1, -1}, {2, 0, 4, 4, 0, 0}, 0, 0, 0, 0},
+     {-1, -1}, {2, 0, 4, 4, 0, 0, 0}, 0, 0, 0, 0},
     {"decode reg f32 splits prefetch", "decode",
      "batch=2 kv-seq=100 heads=8 kv-heads=2 head-dim=16 "
      "head-dim-v=16 dtype=f32 layout=bhsd",
-     {100, 37}, {1, 0, 16, 0, 3, 2}, 0, 0, 0, 0},
+     {100, 37}, {1, 0, 16, 0, 3, 2, 0}, 0, 0, 0, 0},
     {"decode reg f16 direct", "decode",
      "batch=1 kv-seq=50 heads=2 kv-heads=1 head-dim=32 "
      "head-dim-v=16 dtype=f16 layout=bshd",
-     {41, -1}, {1, 0, 16, 0, 1, 0}, 0, 0, 0, 0},
+     {41, -1}, {1, 0, 16, 0, 1, 0, 0}, 0, 0, 0, 0},
     {"decode reg bf16 k12 splits", "decode",
      "batch=1 kv-seq=45 heads=3 kv-heads=1 head-dim=12 "
      "head-dim-v=20 dtype=bf16 layout=bshd",
-     {39, -1}, {1, 0, 16, 0, 2, 0}, 0, 0, 0, 0},
+     {39, -1}, {1, 0, 16, 0, 2, 0, 0}, 0, 0, 0, 0},
     /* heads in lanes (G a multiple of 8, or 4; head_dim_k of 8) */
     {"decode reg f32 lanes g8 splits", "decode",
      "batch=2 kv-seq=70 heads=8 kv-heads=1 head-dim=24 "
      "head-dim-v=16 dtype=f32 layout=bshd",
-     {70, 23}, {1, 0, 16, 0, 3, 0}, 0, 0, 0, 0},
+     {70, 23}, {1, 0, 16, 0, 3, 0, 0}, 0, 0, 0, 0},
     {"decode reg f16 lanes g16 direct", "decode",
      "batch=1 kv-seq=40 heads=16 kv-heads=1 head-dim=16 "
      "head-dim-v=8 dtype=f16 layout=bhsd",
-     {37, -1}, {1, 0, 32, 0, 1, 0}, 0, 0, 0, 0},
+     {37, -1}, {1, 0, 32, 0, 1, 0, 0}, 0, 0, 0, 0},
     {"decode reg f16 lanes g4 splits", "decode",
      "batch=2 kv-seq=53 heads=8 kv-heads=2 head-dim=24 "
      "head-dim-v=16 dtype=f16 layout=bshd",
-     {53, 28}, {1, 0, 16, 0, 2, 0}, 0, 0, 0, 0},
+     {53, 28}, {1, 0, 16, 0, 2, 0, 0}, 0, 0, 0, 0},
     /* several heads per P V pass (rows): 7 = 4 + 3 (one padded head) in
      * lanes, 3 = 2 + 1 per head-major rows */
     {"decode reg f16 lanes g8 pv4", "decode",
      "batch=2 kv-seq=50 heads=8 kv-heads=1 head-dim=16 "
      "head-dim-v=16 dtype=f16 layout=bshd",
-     {47, 19}, {1, 4, 16, 0, 2, 2}, 0, 0, 0, 0},
+     {47, 19}, {1, 4, 16, 0, 2, 2, 0}, 0, 0, 0, 0},
     {"decode reg bf16 g4 pv2", "decode",
      "batch=1 kv-seq=45 heads=4 kv-heads=1 head-dim=12 "
      "head-dim-v=20 dtype=bf16 layout=bhsd",
-     {43, -1}, {1, 2, 16, 0, 3, 0}, 0, 0, 0, 0},
+     {43, -1}, {1, 2, 16, 0, 3, 0, 0}, 0, 0, 0, 0},
     /* all the group's heads a pass (rows = G), by slices of the value
      * dims: 3 slices of 8 in lanes, 5 of 4 per head-major rows */
     {"decode reg f32 lanes g8 slices", "decode",
      "batch=2 kv-seq=61 heads=8 kv-heads=1 head-dim=16 "
      "head-dim-v=24 dtype=f32 layout=bshd",
-     {61, 30}, {1, 8, 16, 0, 2, 0}, 0, 0, 0, 0},
+     {61, 30}, {1, 8, 16, 0, 2, 0, 0}, 0, 0, 0, 0},
     {"decode reg bf16 g4 slices", "decode",
      "batch=1 kv-seq=37 heads=4 kv-heads=1 head-dim=12 "
      "head-dim-v=20 dtype=bf16 layout=bhsd",
-     {35, -1}, {1, 4, 16, 0, 2, 0}, 0, 0, 0, 0},
+     {35, -1}, {1, 4, 16, 0, 2, 0, 0}, 0, 0, 0, 0},
     {"decode local f32 empty seq", "decode",
      "batch=2 kv-seq=70 heads=4 kv-heads=1 head-dim=16 "
      "head-dim-v=32 dtype=f32 layout=bhsd",
-     {70, 0}, {2, 0, 8, 16, 2, 0}, 0, 0, 0, 0},
+     {70, 0}, {2, 0, 8, 16, 2, 0, 0}, 0, 0, 0, 0},
     {"decode local bf16 direct", "decode",
      "batch=1 kv-seq=24 heads=3 kv-heads=1 head-dim=8 "
      "head-dim-v=8 dtype=bf16 layout=bshd",
-     {19, -1}, {2, 0, 4, 8, 1, 0}, 0, 0, 0, 0},
+     {19, -1}, {2, 0, 4, 8, 1, 0, 0}, 0, 0, 0, 0},
     {"append f16 overflow", "append",
      "batch=2 kv-seq=20 new=3 heads=4 kv-heads=2 head-dim=16 "
      "head-dim-v=8 dtype=f16 layout=bhsd",
-     {5, 18}, {0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
+     {5, 18}, {0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
     /* the probe's microkernels (cl/probe.cl); k = clattn__probe_kernel */
     PROBE_CASE("probe read w16", 0, 16, 8, 4),
     PROBE_CASE("probe read w1", 0, 1, 12, 4),

@@ -46,17 +46,17 @@ static const clattn_dtype ax_dtype[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16};
 
 /* Kernel parameters; index 0 is "params = NULL" (automatic). */
 static const clattn_params ax_params[] = {
-    {0, 0, 0, 0, 0, 0},    /* NULL */
-    {1, 0, 0, 0, 0, 0},    /* variant 1, automatic shape */
-    {1, 4, 32, 0, 0, 0},   /* variant 1, 4 rows x 32 keys */
-    {1, 8, 16, 0, 0, 0},   /* variant 1, 8 rows x 16 keys */
-    {1, 1, 64, 0, 0, 0},   /* variant 1, 1 row x 64 keys */
-    {1, 2, 16, 4, 0, 0},   /* variant 1, 2 rows x 16 keys, work-groups of 4 */
-    {2, 0, 0, 0, 0, 0},    /* variant 2, automatic shape */
-    {2, 0, 32, 64, 0, 0},  /* variant 2, 64 items, 32-key tiles */
-    {2, 0, 16, 128, 0, 0}, /* variant 2, 128 items, 16-key tiles */
-    {2, 0, 8, 256, 0, 0},  /* variant 2, 256 items, 8-key tiles */
-    {1, 8, 32, 0, 0, 0},   /* variant 1, 8 rows x 32 keys (AVX-512's) */
+    {0, 0, 0, 0, 0, 0, 0},    /* NULL */
+    {1, 0, 0, 0, 0, 0, 0},    /* variant 1, automatic shape */
+    {1, 4, 32, 0, 0, 0, 0},   /* variant 1, 4 rows x 32 keys */
+    {1, 8, 16, 0, 0, 0, 0},   /* variant 1, 8 rows x 16 keys */
+    {1, 1, 64, 0, 0, 0, 0},   /* variant 1, 1 row x 64 keys */
+    {1, 2, 16, 4, 0, 0, 0},   /* variant 1, 2 rows x 16 keys, work-groups of 4 */
+    {2, 0, 0, 0, 0, 0, 0},    /* variant 2, automatic shape */
+    {2, 0, 32, 64, 0, 0, 0},  /* variant 2, 64 items, 32-key tiles */
+    {2, 0, 16, 128, 0, 0, 0}, /* variant 2, 128 items, 16-key tiles */
+    {2, 0, 8, 256, 0, 0, 0},  /* variant 2, 256 items, 8-key tiles */
+    {1, 8, 32, 0, 0, 0, 0},   /* variant 1, 8 rows x 32 keys (AVX-512's) */
 };
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -417,7 +417,7 @@ Test(sweep, coverage) {
 /* Keys and values past kv_lens hold NaN: they must not influence anything,
  * for both kernel variants and the automatic choice. */
 Test(attention, nan_padding_ignored, .timeout = 300) {
-  static const clattn_params v1 = {1, 0, 0, 0, 0, 0}, v2 = {2, 0, 0, 0, 0, 0};
+  static const clattn_params v1 = {1, 0, 0, 0, 0, 0, 0}, v2 = {2, 0, 0, 0, 0, 0, 0};
   const clattn_params *ps[3] = {NULL, &v1, &v2};
   for (int i = 0; i < 3; i++) {
     for (int causal = 0; causal < 2; causal++) {

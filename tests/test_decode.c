@@ -43,21 +43,21 @@ static const int ax_layout[] = {0, 1};
 static const clattn_dtype ax_dtype[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16};
 /* index 0: params = NULL (automatic) */
 static const clattn_params ax_params[] = {
-    {0, 0, 0, 0, 0, 0},    /* NULL */
-    {0, 0, 0, 0, 1, 0},    /* one split */
-    {0, 0, 0, 0, 3, 0},    /* several */
-    {0, 0, 0, 0, 16, 0},   /* many (more than rows for small caches) */
-    {0, 0, 0, 0, 0, 0},    /* all-zero params: automatic everything */
-    {1, 0, 32, 0, 5, 0},   /* variant 1, 32-key blocks, 5 splits */
-    {1, 0, 16, 8, 0, 0},   /* variant 1, work-groups of 8, automatic splits */
-    {1, 2, 32, 0, 3, 0},   /* variant 1, 2 heads per P V pass (1 if G = 1) */
-    {1, 0, 16, 0, 2, 2},   /* variant 1, prefetch on (none if G = 1) */
-    {1, 2, 16, 0, 3, 1},   /* variant 1, 2 heads a pass, prefetch off */
-    {1, 16, 16, 0, 3, 0},  /* variant 1, the whole group a pass, by slices
+    {0, 0, 0, 0, 0, 0, 0},    /* NULL */
+    {0, 0, 0, 0, 1, 0, 0},    /* one split */
+    {0, 0, 0, 0, 3, 0, 0},    /* several */
+    {0, 0, 0, 0, 16, 0, 0},   /* many (more than rows for small caches) */
+    {0, 0, 0, 0, 0, 0, 0},    /* all-zero params: automatic everything */
+    {1, 0, 32, 0, 5, 0, 0},   /* variant 1, 32-key blocks, 5 splits */
+    {1, 0, 16, 8, 0, 0, 0},   /* variant 1, work-groups of 8, automatic splits */
+    {1, 2, 32, 0, 3, 0, 0},   /* variant 1, 2 heads per P V pass (1 if G = 1) */
+    {1, 0, 16, 0, 2, 2, 0},   /* variant 1, prefetch on (none if G = 1) */
+    {1, 2, 16, 0, 3, 1, 0},   /* variant 1, 2 heads a pass, prefetch off */
+    {1, 16, 16, 0, 3, 0, 0},  /* variant 1, the whole group a pass, by slices
                               of the value dims (1 head if G = 1) */
-    {2, 0, 0, 0, 0, 0},    /* variant 2, automatic */
-    {2, 0, 16, 64, 4, 0},  /* variant 2, 64 items, 16-key tiles, 4 splits */
-    {2, 0, 8, 256, 2, 0},  /* variant 2, 256 items, 8-key tiles, 2 splits */
+    {2, 0, 0, 0, 0, 0, 0},    /* variant 2, automatic */
+    {2, 0, 16, 64, 4, 0, 0},  /* variant 2, 64 items, 16-key tiles, 4 splits */
+    {2, 0, 8, 256, 2, 0, 0},  /* variant 2, 256 items, 8-key tiles, 2 splits */
 };
 static const int ax_nnew[] = {1, 3, 16};
 
@@ -455,7 +455,7 @@ Test(decode, splits_agree, .timeout = 300) {
   cl_mem dout = tu_buffer(ctx, nq * 4);
   const int splits[] = {1, 2, 7, 64, 0};
   for (int i = 0; i < NELEM(splits); i++) {
-    clattn_params p = {0, 0, 0, 0, splits[i], 0};
+    clattn_params p = {0, 0, 0, 0, splits[i], 0, 0};
     clattn_decode_desc dd = {.batch = b, .capacity = cap, .heads_q = hq,
                              .heads_kv = hkv, .head_dim_k = d,
                              .head_dim_v = d, .dtype = CLATTN_F32,

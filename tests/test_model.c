@@ -315,7 +315,7 @@ Test(model, useful_flops) {
 Test(model, bytes_and_rereads) {
   const clattn_profile p = gpu();
   clattn_prediction pr;
-  const clattn_params par = {2, 0, 32, 64, 0, 0};
+  const clattn_params par = {2, 0, 32, 64, 0, 0, 0};
   const clattn_attn_desc d = {1, 200, 500, 8, 2, 64, 64, CLATTN_F16,
                               CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, &par};
   cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK);
@@ -408,7 +408,7 @@ Test(model, cpu_tile_fits_registers) {
    * accumulators beyond the 16 registers */
   const clattn_profile p = cpu(8, "AuthenticAMD");
   clattn_prediction fit, big;
-  const clattn_params bp = {1, 4, 64, 0, 0, 0};
+  const clattn_params bp = {1, 4, 64, 0, 0, 0, 0};
   clattn_attn_desc db = d;
   db.params = &bp;
   cr_assert_eq(clattn_model_attention(&d, NULL, &p, &fit), CLATTN_OK);
@@ -487,7 +487,7 @@ Test(model, errors) {
                CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_model_attention(&d, NULL, NULL, &pr),
                CLATTN_ERR_INVALID_ARG);
-  const clattn_params bad = {1, 0, 24, 0, 0, 0};
+  const clattn_params bad = {1, 0, 24, 0, 0, 0, 0};
   const clattn_decode_desc dd = {1, 64, 8, 8, 64, 64, CLATTN_F32,
                                  CLATTN_BHSD, 0.0f, &bad};
   cr_expect_eq(clattn_model_decode(&dd, NULL, &p, &pr),

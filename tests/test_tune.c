@@ -860,7 +860,7 @@ Test(choice, tuned_entries) {
   cr_assert_eq(ex.source, CLATTN_CHOICE_TUNED);
   cr_assert(memcmp(&ex.resolved, &ch.resolved, sizeof ch.resolved) == 0);
   /* the caller's params come first */
-  const clattn_params mine = {1, 2, 32, 0, 0, 0};
+  const clattn_params mine = {1, 2, 32, 0, 0, 0, 0};
   d.params = &mine;
   run_prefill(ctx, &d);
   cr_assert_eq(last(ctx).source, CLATTN_CHOICE_CALLER);
@@ -1036,7 +1036,7 @@ Test(choice, env_override) {
 }
 
 Test(choice, params_text) {
-  clattn_params p = {2, 0, 32, 64, 8, 2}, q;
+  clattn_params p = {2, 0, 32, 64, 8, 2, 0}, q;
   char buf[128];
   clattn_params_format(&p, buf, sizeof buf);
   cr_assert_str_eq(buf, "variant=2 rows=0 keys=32 wg=64 splits=8 prefetch=2");

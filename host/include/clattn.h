@@ -176,6 +176,10 @@ typedef struct clattn_params {
   int prefetch; /* decode variant 1: 1 off, 2 software prefetch of the next
                    key block during the P V passes after the first (heads
                    per KV head > 1); 0 auto; prefill: unused */
+  int scheme;   /* the family's algorithm where it has several; talking-heads
+                   prefill: 1 one pass with an accumulator per (logit head,
+                   value head), 2 two passes (softmax statistics, then the
+                   exact weights mixed by P_w); 0 auto; others: unused */
 } clattn_params;
 
 /* ---------------------------------------------------------- attention */
@@ -255,6 +259,83 @@ CLATTN_API clattn_status clattn_kv_append(clattn_ctx *ctx, const clattn_decode_d
                                cl_mem pos, cl_mem k_cache, cl_mem v_cache,
                                const clattn_events *ev);
 
+/* --------------------------------------------------- talking-heads */
+
+/* Talking-heads attention (Shazeer et al. 2020): three head counts.
+ *   q  [batch, n_q,  heads_k, head_dim_k]   (layout q_layout; o likewise)
+ *   k  [batch, n_kv, heads_k, head_dim_k]   (layout kv_layout)
+ *   v  [batch, n_kv, heads_v, head_dim_v]
+ *   p_l float32 [heads_k, heads]: mixes the key heads' logits into the
+ *       softmax heads, L[c] = sum_a scale q_a.k_a P_l[a, c]
+ *   p_w float32 [heads, heads_v]: mixes the softmax heads' weights into
+ *       the value heads, U[u] = sum_c softmax(L[c]) P_w[c, u]
+ *   o  [batch, n_q,  heads_v, head_dim_v] = sum_t U[u](t) v[t, u]
+ *   kv_lens: optional int32 [batch], as for clattn_attention.
+ * The masks (causal, kv_lens) apply after P_l, before the softmax; a query
+ * that sees no key gets zeros.  The logits never reach global memory.
+ * Each head count is 1 .. CLATTN_TH_MAX_HEADS. */
+#define CLATTN_TH_MAX_HEADS 32
+
+typedef struct clattn_th_desc {
+  int batch;
+  int n_q;
+  int n_kv;
+  int heads_k; /* h_k: query and key heads */
+  int heads;   /* h: logit (softmax) heads */
+  int heads_v; /* h_v: value heads */
+  int head_dim_k;
+  int head_dim_v;
+  clattn_dtype dtype;
+  clattn_layout q_layout;
+  clattn_layout kv_layout;
+  float scale; /* 0 means 1/sqrt(head_dim_k); applied before P_l */
+  int causal;  /* query i sees key t iff t <= L - n_q + i */
+  const clattn_params *params; /* NULL: automatic */
+} clattn_th_desc;
+
+CLATTN_API clattn_status clattn_talking_heads(clattn_ctx *ctx,
+                                              const clattn_th_desc *d,
+                                              cl_mem q, cl_mem k, cl_mem v,
+                                              cl_mem p_l, cl_mem p_w,
+                                              cl_mem kv_lens, cl_mem o,
+                                              const clattn_events *ev);
+
+/* One new query per sequence against a KV cache (split-KV, exact for
+ * talking-heads: the softmax statistics of every logit head are combined
+ * over the splits before any weight is mixed by P_w).
+ *   q [batch, heads_k, head_dim_k], o [batch, heads_v, head_dim_v]
+ *   k_cache [batch, capacity, heads_k, head_dim_k] (CLATTN_BSHD) or
+ *           [batch, heads_k, capacity, head_dim_k] (CLATTN_BHSD)
+ *   v_cache likewise with heads_v and head_dim_v
+ *   lens int32 [batch]: valid cache rows (clamped to [0, capacity]). */
+typedef struct clattn_th_decode_desc {
+  int batch;
+  int capacity;
+  int heads_k;
+  int heads;
+  int heads_v;
+  int head_dim_k;
+  int head_dim_v;
+  clattn_dtype dtype;
+  clattn_layout cache_layout;
+  float scale; /* 0 means 1/sqrt(head_dim_k) */
+  const clattn_params *params; /* NULL: automatic */
+} clattn_th_decode_desc;
+
+CLATTN_API clattn_status clattn_talking_heads_decode(
+    clattn_ctx *ctx, const clattn_th_decode_desc *d, cl_mem q, cl_mem k_cache,
+    cl_mem v_cache, cl_mem p_l, cl_mem p_w, cl_mem lens, cl_mem o,
+    const clattn_events *ev);
+
+/* clattn_kv_append for a talking-heads cache: k_new [batch, n_new, heads_k,
+ * head_dim_k] and v_new [batch, n_new, heads_v, head_dim_v] (BSHD, the
+ * cache's dtype) written at rows pos[b] .. pos[b]+n_new-1; rows outside
+ * [0, capacity) are not written. */
+CLATTN_API clattn_status clattn_talking_heads_append(
+    clattn_ctx *ctx, const clattn_th_decode_desc *d, int n_new, cl_mem k_new,
+    cl_mem v_new, cl_mem pos, cl_mem k_cache, cl_mem v_cache,
+    const clattn_events *ev);
+
 /* ----------------------------------------------------- layer (GQA/MHA/MQA) */
 
 /* A whole attention layer: y = Attention(x W_q, x W_k, x W_v) W_o, float32,
@@ -279,6 +360,26 @@ CLATTN_API clattn_status clattn_layer_create(clattn_ctx *ctx, const clattn_layer
                                   cl_mem w_q, cl_mem w_k, cl_mem w_v,
                                   cl_mem w_o, clattn_layer **out);
 CLATTN_API void clattn_layer_destroy(clattn_layer *layer);
+
+/* A talking-heads layer: y = TH(x W_q, x W_k, x W_v; P_l, P_w) W_o, with
+ *   w_q, w_k [d_model, heads_k*head_dim_k], w_v [d_model, heads_v*head_dim_v],
+ *   w_o [heads_v*head_dim_v, d_model], p_l [heads_k, heads],
+ *   p_w [heads, heads_v] (float32, row-major).  The returned layer works
+ * with clattn_kv_cache_create, clattn_layer_prefill and clattn_layer_decode
+ * as any other; its cache holds heads_k key and heads_v value heads. */
+typedef struct clattn_th_layer_desc {
+  int d_model;
+  int heads_k;
+  int heads;
+  int heads_v;
+  int head_dim_k;
+  int head_dim_v;
+  float scale; /* 0 means 1/sqrt(head_dim_k) */
+} clattn_th_layer_desc;
+
+CLATTN_API clattn_status clattn_layer_create_talking_heads(
+    clattn_ctx *ctx, const clattn_th_layer_desc *d, cl_mem w_q, cl_mem w_k,
+    cl_mem w_v, cl_mem w_o, cl_mem p_l, cl_mem p_w, clattn_layer **out);
 
 /* A KV cache for a layer: batch sequences of at most `capacity` positions,
  * float32, BHSD, allocated by the library.  Sequence lengths start at 0. */
@@ -626,13 +727,14 @@ CLATTN_API clattn_status clattn_ctx_last_choice(const clattn_ctx *ctx,
 /* Override the parameters of every later call of one kernel family that
  * passes no params of its own.  spec, also the syntax of $CLATTN_PARAMS:
  *   "prefill: variant=2 wg=64 keys=32; decode: keys=64 splits=16"
- * (families prefill and decode; fields variant, rows, keys, wg, splits;
+ * (the families of clattn_family_name; the fields of clattn_params_format;
  * unnamed fields stay automatic).  NULL or "" removes every override. */
 CLATTN_API clattn_status clattn_ctx_set_params(clattn_ctx *ctx,
                                                const char *spec);
 
-/* Parameters as text, "variant=1 rows=4 keys=64 wg=0 splits=0" (the
- * tuning database's form), and back (unknown names are an error). */
+/* Parameters as text, "variant=1 rows=4 keys=64 wg=0 splits=0 prefetch=0"
+ * (the tuning database's form; scheme= follows when it is set), and back
+ * (unknown names are an error). */
 CLATTN_API void clattn_params_format(const clattn_params *p, char *buf,
                                      size_t cap);
 CLATTN_API clattn_status clattn_params_parse(const char *text,

@@ -18,8 +18,9 @@ void clattn_params_format(const clattn_params *p, char *buf, size_t cap) {
   clattn_params q = *p;
   buf[0] = '\0';
   for (int i = 0; i < CLATTN__NPARAMS; i++)
-    clattn__appendf(buf, cap, "%s%s=%d", i ? " " : "", clattn__param_names[i],
-                    *clattn__param(&q, i));
+    if (i < CLATTN__NPARAMS_ALWAYS || *clattn__param(&q, i) != 0)
+      clattn__appendf(buf, cap, "%s%s=%d", i ? " " : "",
+                      clattn__param_names[i], *clattn__param(&q, i));
 }
 
 clattn_status clattn__params_fields(const char *text, clattn_params *out,
@@ -40,8 +41,8 @@ clattn_status clattn__params_fields(const char *text, clattn_params *out,
         f = i;
     if (f < 0 || *eq != '=') {
       snprintf(why, cap,
-               "\"%.*s\": expected variant=, rows=, keys=, wg=, splits= "
-               "or prefetch=",
+               "\"%.*s\": expected variant=, rows=, keys=, wg=, splits=, "
+               "prefetch= or scheme=",
                (int)(eq - s + (*eq == '=')), s);
       return CLATTN_ERR_INVALID_ARG;
     }
@@ -63,14 +64,14 @@ clattn_status clattn_params_parse(const char *text, clattn_params *out) {
   char why[128];
   if (text == NULL || out == NULL)
     return CLATTN_ERR_INVALID_ARG;
-  clattn_params p = {0, 0, 0, 0, 0, 0};
+  clattn_params p = {0, 0, 0, 0, 0, 0, 0};
   clattn_status rc = clattn__params_fields(text, &p, why, sizeof why);
-  *out = rc == CLATTN_OK ? p : (clattn_params){0, 0, 0, 0, 0, 0};
+  *out = rc == CLATTN_OK ? p : (clattn_params){0, 0, 0, 0, 0, 0, 0};
   return rc;
 }
 
 int clattn__params_set(const clattn_params *p) {
-  clattn_params q = p ? *p : (clattn_params){0, 0, 0, 0, 0, 0};
+  clattn_params q = p ? *p : (clattn_params){0, 0, 0, 0, 0, 0, 0};
   for (int i = 0; i < CLATTN__NPARAMS; i++)
     if (*clattn__param(&q, i))
       return 1;

@@ -104,7 +104,7 @@ static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
 
 static clattn_params resolved(const void *pl) {
   (void)pl;
-  return (clattn_params){0, 0, 0, 0, 0, 0};
+  return (clattn_params){0, 0, 0, 0, 0, 0, 0};
 }
 
 static clattn_status space(const clattn__target *t, const void *desc,

@@ -170,7 +170,7 @@ static clattn_status space(const clattn__target *t, const void *desc,
   const int rows1[] = {1, 2, 4, g > 4 ? g : 4};
   int splits[10], ns = 0;
   clattn__space_init_params(s);
-  int i = add(t, d, (clattn_params){0, 0, 0, 0, 0, 0}, s);
+  int i = add(t, d, (clattn_params){0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
@@ -184,12 +184,12 @@ static clattn_status space(const clattn__target *t, const void *desc,
           for (int r = 0; r < 4; r++)
             if (add(t, d,
                     (clattn_params){1, rows1[r], keys1[a], wg1[b], splits[k],
-                                    f},
+                                    f, 0},
                     s) == -2)
               return CLATTN_ERR_NOMEM;
     for (int a = 0; a < 5; a++)
       for (int b = 0; b < 4; b++)
-        if (add(t, d, (clattn_params){2, 0, keys2[b], wg2[a], splits[k], 0},
+        if (add(t, d, (clattn_params){2, 0, keys2[b], wg2[a], splits[k], 0, 0},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
   }

@@ -11,7 +11,10 @@
 /* clattn_params field by field, in the order of its text
  * (clattn_params_format, the tuning database's keys) and of the tuner's
  * space dimensions: the names, and field i of p. */
-enum { CLATTN__NPARAMS = 6 };
+enum { CLATTN__NPARAMS = 7 };
+/* The text writes fields past the first six only when set, so that rows
+ * of families without them read as before. */
+enum { CLATTN__NPARAMS_ALWAYS = 6 };
 extern const char *const clattn__param_names[CLATTN__NPARAMS];
 int *clattn__param(clattn_params *p, int i);
 

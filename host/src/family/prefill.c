@@ -160,19 +160,19 @@ static clattn_status space(const clattn__target *t, const void *desc,
                    keys2[] = {8, 16, 32, 64};
   const clattn_attn_desc *d = desc;
   clattn__space_init_params(s);
-  int i = add(t, d, (clattn_params){0, 0, 0, 0, 0, 0}, s);
+  int i = add(t, d, (clattn_params){0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
   for (int a = 0; a < 4; a++)
     for (int b = 0; b < 4; b++)
       for (int c = 0; c < 3; c++)
-        if (add(t, d, (clattn_params){1, rows1[a], keys1[b], wg1[c], 0, 0},
+        if (add(t, d, (clattn_params){1, rows1[a], keys1[b], wg1[c], 0, 0, 0},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
   for (int a = 0; a < 5; a++)
     for (int b = 0; b < 4; b++)
-      if (add(t, d, (clattn_params){2, 0, keys2[b], wg2[a], 0, 0}, s) == -2)
+      if (add(t, d, (clattn_params){2, 0, keys2[b], wg2[a], 0, 0, 0}, s) == -2)
         return CLATTN_ERR_NOMEM;
   return CLATTN_OK;
 }
