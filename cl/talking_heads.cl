@@ -293,12 +293,12 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
           vstore16(x, v, uw[r][u]);
         }
     }
-    /* P V per (position, value head): that pair's NV accumulators stay
-     * in registers while the tile's V rows (in L1 after the first
-     * position) stream past; all HV * NV at once would spill */
+    /* P V per (value head, position): that pair's NV accumulators stay
+     * in registers while the head's V tile (in L1 after the first
+     * position) streams past; all HV * NV at once would spill */
     const int nt = min(KB, kend - t0);
-    for (int r = 0; r < RB; r++)
-      for (int u = 0; u < HV; u++) {
+    for (int u = 0; u < HV; u++)
+      for (int r = 0; r < RB; r++) {
         __global const float *vu = vcb + ((long)u * ld + t0) * DV;
         vfloat a[NV];
 #pragma unroll
