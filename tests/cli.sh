@@ -39,6 +39,16 @@ run "model decode --json" 0 "$clattn" model decode --kv-seq 4096 --heads 8 \
   --kv-heads 2 --head-dim 64 --json
 json "model decode --json"
 has "model names the decode kernel" decode_split
+run "model talking-heads --json" 0 "$clattn" model talking-heads --seq 512 \
+  --heads 1 --heads-k 8 --heads-v 8 --head-dim 64 --json
+json "model talking-heads --json"
+has "one logit head: one pass" '"scheme": 1'
+run "model talking-heads, 8 logit heads" 0 "$clattn" model talking-heads \
+  --profile h100 --seq 512 --heads 8 --heads-k 8 --head-dim 64
+has "eight logit heads: two passes" "scheme=2"
+run "a family's own key elsewhere" 2 "$clattn" model attention --seq 8 \
+  --heads 8 --head-dim 64 --heads-k 8
+has "names the unknown key" "unknown option '--heads-k'"
 run "model attention on a datasheet GPU" 0 "$clattn" model attention \
   --profile a100 --seq 1024 --heads 32 --kv-heads 8 --head-dim 128 --causal \
   --dtype f16

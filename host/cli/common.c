@@ -253,5 +253,23 @@ int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap) {
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     if (has_key(keys, f[i].key) && n > 0 && (size_t)n < cap)
       n += snprintf(buf + n, cap - (size_t)n, " %s=%d", f[i].key, f[i].value);
+  /* the family's own keys given as flags, after the common ones */
+  for (const char *w = o->shape_extra; *w;) {
+    const size_t len = strcspn(w, " "), klen = strcspn(w, "=");
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", (int)(klen < 63 ? klen : 63), w);
+    if (!has_key(keys, key)) {
+      cli_err("unknown option '--%s' for family %s (its keys: %s)", key,
+              clattn_family_name(fam), keys);
+      return CLI_USAGE;
+    }
+    if (n > 0 && (size_t)n < cap)
+      n += snprintf(buf + n, cap - (size_t)n, " %.*s", (int)len, w);
+    w += len + (w[len] == ' ');
+  }
+  if (n < 0 || (size_t)n >= cap) {
+    cli_err("the shape is too long");
+    return CLI_USAGE;
+  }
   return 0;
 }
