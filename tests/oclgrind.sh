@@ -9,7 +9,8 @@
 # every call of tests/model_cases.h through tests/kernel_run (all kernels
 # in the tree, the probe's microkernels included).
 #
-# The subset: CLATTN_TEST_SUBSET=small makes test_attention / test_decode
+# The subset: CLATTN_TEST_SUBSET=small makes test_attention / test_decode /
+# test_th_decode
 # replace their sweeps by a few small shapes that still cover both kernel
 # variants (1 and 2, several tile/work-group choices), f32 and f16, causal
 # and padded kv_lens, zero-length sequences and split-KV decode.
@@ -62,7 +63,7 @@ unset CLATTN_DEVICE CLATTN_PARAMS
 export CLATTN_DB="$tmp/no-tuning.db" # the built-in defaults, whatever is tuned
 
 rc=0
-for t in attention decode; do
+for t in attention decode th_decode; do
   echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small)"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done

@@ -29,7 +29,7 @@ if ! command -v clinfo >/dev/null 2>&1 || ! clinfo -l 2>/dev/null | grep -qi llv
 fi
 
 rc=0
-for t in runtime attention decode; do
+for t in runtime attention decode th_decode; do
   echo "== rusticl: test_$t"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done

@@ -2,6 +2,7 @@
  * weights (the four projections' and the core's P_l, P_w), heads_k key and
  * heads_v value heads in the cache, and the talking-heads families as its
  * core; its public create. */
+#include "family/th_decode.h"
 #include "layer/layer.h"
 
 #include <math.h>
@@ -13,13 +14,6 @@ enum { W_Q, W_K, W_V, W_O, P_L, P_W };
 
 static const char *const weights[] = {"w_q", "w_k", "w_v",
                                       "w_o", "p_l", "p_w"};
-
-/* The talking-heads append family's description: the cache's and the new
- * rows per sequence, as the GQA append's. */
-typedef struct th_append_desc {
-  clattn_th_decode_desc cache;
-  int n_new;
-} th_append_desc;
 
 static clattn_status check(const void *desc, char *why, size_t cap)
 {
@@ -101,7 +95,7 @@ static clattn_th_decode_desc cache_desc(const clattn_th_layer_desc *d,
 }
 
 _Static_assert(sizeof(clattn_th_desc) <= CLATTN__CORE_DESC_BYTES &&
-                   sizeof(th_append_desc) <= CLATTN__CORE_DESC_BYTES &&
+                   sizeof(clattn__th_append_desc) <= CLATTN__CORE_DESC_BYTES &&
                    sizeof(clattn_th_layer_desc) <= CLATTN__LAYER_DESC_BYTES,
                "the talking-heads descriptions fit the layer's byte stores");
 
@@ -115,7 +109,7 @@ static void core(const void *desc, clattn__core_op op,
   if (op == CLATTN__CORE_APPEND) {
     /* k_new [batch, n, heads_k, dim_k] is the [batch*n, heads_k*dim_k]
      * rows, v_new likewise */
-    const th_append_desc ad = {cache_desc(d, a), a->n};
+    const clattn__th_append_desc ad = {cache_desc(d, a), a->n};
     memcpy(call->desc.bytes, &ad, sizeof ad);
     const cl_mem b[5] = {a->act[CLATTN__ACT_K], a->act[CLATTN__ACT_V], a->pos,
                          a->k_cache, a->v_cache};
