@@ -256,7 +256,7 @@ Test(th_layer, misuse, .timeout = 900) {
     cr_expect(clattn_ctx_errmsg(f.ctx)[0] != '\0', "no error message");
     *h = CLATTN_TH_MAX_HEADS + 1;
     st = create(&f, &bad, w, &l);
-    cr_expect_eq(st, CLATTN_ERR_UNSUPPORTED, "head count %d = %d -> %d",
+    cr_expect_eq(st, CLATTN_ERR_SHAPE, "head count %d = %d -> %d",
                  which, CLATTN_TH_MAX_HEADS + 1, (int)st);
     cr_expect_null(l);
   }

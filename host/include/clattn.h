@@ -368,8 +368,8 @@ CLATTN_API void clattn_layer_destroy(clattn_layer *layer);
  * with clattn_kv_cache_create, clattn_layer_prefill and clattn_layer_decode
  * as any other; its cache holds heads_k key and heads_v value heads.
  * Errors: CLATTN_ERR_INVALID_ARG for a NULL descriptor, weight or out;
- * CLATTN_ERR_SHAPE for a count or dim below 1; CLATTN_ERR_UNSUPPORTED for
- * a head count above CLATTN_TH_MAX_HEADS or a head dim above
+ * CLATTN_ERR_SHAPE for a head count outside 1..CLATTN_TH_MAX_HEADS or a
+ * dim below 1; CLATTN_ERR_UNSUPPORTED for a head dim above
  * CLATTN_MAX_HEAD_DIM; CLATTN_ERR_BUFFER_TOO_SMALL for a weight smaller
  * than its shape. */
 typedef struct clattn_th_layer_desc {

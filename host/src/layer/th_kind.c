@@ -18,22 +18,22 @@ static const char *const weights[] = {"w_q", "w_k", "w_v",
 static clattn_status check(const void *desc, char *why, size_t cap)
 {
   const clattn_th_layer_desc *d = desc;
-  if (d->d_model <= 0 || d->heads_k <= 0 || d->heads <= 0 ||
-      d->heads_v <= 0 || d->head_dim_k <= 0 || d->head_dim_v <= 0) {
+  if (d->heads_k < 1 || d->heads < 1 || d->heads_v < 1 ||
+      d->heads_k > CLATTN_TH_MAX_HEADS || d->heads > CLATTN_TH_MAX_HEADS ||
+      d->heads_v > CLATTN_TH_MAX_HEADS) {
+    /* as the talking-heads families say it */
     snprintf(why, cap,
-             "talking-heads layer: d_model %d, heads %d/%d/%d (key, logit, "
-             "value), head dims %d/%d must all be positive",
-             d->d_model, d->heads_k, d->heads, d->heads_v, d->head_dim_k,
-             d->head_dim_v);
+             "talking-heads layer: head counts must be 1..%d (heads_k %d, "
+             "heads %d, heads_v %d)",
+             CLATTN_TH_MAX_HEADS, d->heads_k, d->heads, d->heads_v);
     return CLATTN_ERR_SHAPE;
   }
-  if (d->heads_k > CLATTN_TH_MAX_HEADS || d->heads > CLATTN_TH_MAX_HEADS ||
-      d->heads_v > CLATTN_TH_MAX_HEADS) {
+  if (d->d_model <= 0 || d->head_dim_k <= 0 || d->head_dim_v <= 0) {
     snprintf(why, cap,
-             "talking-heads layer: heads %d/%d/%d (key, logit, value) exceed "
-             "CLATTN_TH_MAX_HEADS %d",
-             d->heads_k, d->heads, d->heads_v, CLATTN_TH_MAX_HEADS);
-    return CLATTN_ERR_UNSUPPORTED;
+             "talking-heads layer: d_model %d and head dims %d/%d must be "
+             "positive",
+             d->d_model, d->head_dim_k, d->head_dim_v);
+    return CLATTN_ERR_SHAPE;
   }
   if (d->head_dim_k > CLATTN_MAX_HEAD_DIM ||
       d->head_dim_v > CLATTN_MAX_HEAD_DIM) {
