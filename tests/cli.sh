@@ -246,6 +246,23 @@ n2=$(python3 -c 'import sqlite3,sys
 print(sqlite3.connect(sys.argv[1]).execute("select count(*) from tuning").fetchone()[0])' "$tmp/int.db")
 [ "$n2" -ge "$n" ] && ok "Ctrl-C: $n2 rows saved" || bad "Ctrl-C: rows lost"
 
+# clattn run talking-heads: random inputs checked against the reference,
+# the saved inputs read back as a prefill then decode steps, a bad shape
+th=(--seq 6 --d-model 16 --heads-k 3 --heads 5 --head-dim 4)
+run "run talking-heads --random --check" 0 "$clattn" run talking-heads \
+  --random --batch 2 "${th[@]}" --heads-v 2 --head-dim-v 5 --causal --check \
+  --save-inputs "$tmp/th"
+has "talking-heads: check passes" "check talking-heads: .*PASS"
+run "run talking-heads --in --decode-from" 0 "$clattn" run talking-heads \
+  --in "$tmp/th" --out "$tmp/th_y.npy" --decode-from 2 --check
+has "talking-heads: prefill + decode check passes" "(prefill + decode).*PASS"
+"$clattn" run talking-heads --random "${th[@]}" --heads-v 3 \
+  --save-inputs "$tmp/th3" >/dev/null 2>&1
+cp "$tmp/th3/p_w.npy" "$tmp/th/p_w.npy"
+run "run talking-heads with p_w of other value heads" 2 "$clattn" run \
+  talking-heads --in "$tmp/th" --out "$tmp/th_y.npy"
+has "talking-heads: the bad shape is named" "w_v.npy: shape" "$tmp/err"
+
 # Kernel compiler warnings stay off stderr (the library builds with -w)
 # unless CLATTN_KERNEL_WARNINGS=1: PoCL on AVX2 prints "N warnings
 # generated." for the float16 calling convention.  Cold caches both times.
