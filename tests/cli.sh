@@ -48,7 +48,7 @@ run "model talking-heads, 8 logit heads" 0 "$clattn" model talking-heads \
 has "eight logit heads: two passes" "scheme=2"
 run "a family's own key elsewhere" 2 "$clattn" model attention --seq 8 \
   --heads 8 --head-dim 64 --heads-k 8
-has "names the unknown key" "unknown option '--heads-k'"
+has "names the unknown key" "unknown option '--heads-k'" "$tmp/err"
 run "model attention on a datasheet GPU" 0 "$clattn" model attention \
   --profile a100 --seq 1024 --heads 32 --kv-heads 8 --head-dim 128 --causal \
   --dtype f16
