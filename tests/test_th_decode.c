@@ -338,13 +338,14 @@ Test(th_decode, equals_prefill, .timeout = 300) {
 /* Bad calls: a status and a message, nothing run. */
 Test(th_decode, misuse) {
   clattn_ctx *ctx = tu_ctx();
+  /* zero-filled: the calls that succeed run their kernels on them */
   const int b = 1, cap = 8, hk = 2, h = 3, hv = 2, dk = 4, dv = 4;
-  cl_mem q = tu_buffer(ctx, (size_t)hk * dk * 4);
-  cl_mem k = tu_buffer(ctx, (size_t)cap * hk * dk * 4);
-  cl_mem v = tu_buffer(ctx, (size_t)cap * hv * dv * 4);
-  cl_mem pl = tu_buffer(ctx, (size_t)hk * h * 4);
-  cl_mem pw = tu_buffer(ctx, (size_t)h * hv * 4);
-  cl_mem small = tu_buffer(ctx, 4);
+  cl_mem q = tu_sentinel(ctx, (size_t)hk * dk, CLATTN_F32, 0);
+  cl_mem k = tu_sentinel(ctx, (size_t)cap * hk * dk, CLATTN_F32, 0);
+  cl_mem v = tu_sentinel(ctx, (size_t)cap * hv * dv, CLATTN_F32, 0);
+  cl_mem pl = tu_sentinel(ctx, (size_t)hk * h, CLATTN_F32, 0);
+  cl_mem pw = tu_sentinel(ctx, (size_t)h * hv, CLATTN_F32, 0);
+  cl_mem small = tu_sentinel(ctx, 1, CLATTN_F32, 0);
   const int len = cap;
   cl_mem lens = tu_upload_int(ctx, &len, 1);
   cl_mem o = tu_buffer(ctx, (size_t)hv * dv * 4);
