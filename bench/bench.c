@@ -8,7 +8,9 @@
  *   - decode over cold KV caches (MHA, GQA, MQA) vs a copy kernel, all
  *     timed round by round (at least 15 rounds) with ratios paired within
  *     a round;
- *   - the whole layer: projections vs attention core, and a decode step.
+ *   - the whole layer: projections vs attention core, and a decode step;
+ *   - talking-heads (bench_th.c): fused against MHA, an unfused pipeline
+ *     and PyTorch, prefill and decode.
  * Times are medians of --reps runs after warm-up, wall clock around
  * clFinish. */
 #include <math.h>
@@ -662,8 +664,9 @@ static void usage(FILE *f)
              "  --reps N     timed runs per figure (median; default 5, "
              "quick 3)\n"
              "  --json FILE  also write every figure as JSON records\n"
-             "  --only S     run only section S (prefill, decode or layer; "
-             "the ceilings always run)\n");
+             "  --only S     run only section S (prefill, decode, layer or "
+             "talking-heads;\n"
+             "               the ceilings always run)\n");
 }
 
 int main(int argc, char **argv)
@@ -688,7 +691,8 @@ int main(int argc, char **argv)
     } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       only = argv[++i];
       if (strcmp(only, "prefill") != 0 && strcmp(only, "decode") != 0 &&
-          strcmp(only, "layer") != 0) {
+          strcmp(only, "layer") != 0 &&
+          strcmp(only, "talking-heads") != 0) {
         usage(stderr);
         return 2;
       }
@@ -711,7 +715,7 @@ int main(int argc, char **argv)
   print_device(&B);
   print_load("at start (other processes skew every figure)");
 #define RUN(sec) (only == NULL || strcmp(only, sec) == 0)
-  if (RUN("prefill") || RUN("layer"))
+  if (RUN("prefill") || RUN("layer") || RUN("talking-heads"))
     bench_warm_clblast(&B);
   bench_ceilings(&B);
   if (RUN("prefill"))
@@ -720,6 +724,8 @@ int main(int argc, char **argv)
     bench_decode(&B);
   if (RUN("layer"))
     bench_layer(&B);
+  if (RUN("talking-heads"))
+    bench_talking_heads(&B);
 #undef RUN
   print_load("at end");
 

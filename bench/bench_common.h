@@ -93,4 +93,7 @@ void measure_ceilings(bench *B, const char *tag, int with_fma);
 /* The 1-minute load average: the machine may be shared. */
 void print_load(const char *when);
 
+/* Sections. */
+void bench_talking_heads(bench *B);
+
 #endif
