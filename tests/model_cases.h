@@ -1,8 +1,9 @@
 /* model_cases.h - the small calls whose issued work the model predicts and
  * Oclgrind counts (tests/test_model.c runs tests/kernel_run.c on each under
  * Oclgrind's instruction counter).  Between them they launch every kernel
- * of cl/attention.cl, cl/decode.cl and cl/probe.cl, with odd sizes, masks,
- * padding, empty sequences and every storage type. */
+ * of cl/attention.cl, cl/decode.cl, cl/talking_heads.cl, cl/th_decode.cl
+ * and cl/probe.cl, with odd sizes, masks, padding, empty sequences and
+ * every storage type. */
 #ifndef CLATTN_TESTS_MODEL_CASES_H
 #define CLATTN_TESTS_MODEL_CASES_H
 
@@ -103,6 +104,46 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=20 new=3 heads=4 kv-heads=2 head-dim=16 "
      "head-dim-v=8 dtype=f16 layout=bhsd",
      {5, 18}, {0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
+    /* talking-heads: h_k != h != h_v, both variants x both schemes */
+    {"th reg f32 two-pass causal lens", "talking-heads",
+     "batch=2 seq=11 kv-seq=37 heads-k=3 heads=5 heads-v=2 head-dim=16 "
+     "head-dim-v=8 dtype=f32 causal=1 layout=bshd",
+     {37, 0}, {1, 4, 16, 0, 0, 0, 2}, 0, 0, 0, 0},
+    {"th reg f16 one-pass", "talking-heads",
+     "batch=1 seq=7 kv-seq=21 heads-k=2 heads=1 heads-v=3 head-dim=8 "
+     "head-dim-v=12 dtype=f16 causal=0 layout=bhsd",
+     {-1, -1}, {1, 2, 32, 0, 0, 0, 1}, 0, 0, 0, 0},
+    {"th local bf16 two-pass", "talking-heads",
+     "batch=1 seq=9 kv-seq=19 heads-k=2 heads=3 heads-v=2 head-dim=8 "
+     "head-dim-v=4 dtype=bf16 causal=1 layout=bshd",
+     {15, -1}, {2, 0, 4, 4, 0, 0, 2}, 0, 0, 0, 0},
+    {"th local f32 one-pass lens", "talking-heads",
+     "batch=2 seq=6 kv-seq=13 heads-k=3 heads=2 heads-v=1 head-dim=4 "
+     "head-dim-v=8 dtype=f32 causal=0 layout=bhsd",
+     {13, 0}, {2, 0, 8, 4, 0, 0, 1}, 0, 0, 0, 0},
+    /* talking-heads decode: h_k, h, h_v all different, splits 1 and
+     * several, lens 0 and partial, every dtype, both layouts; h = 8 and
+     * h_v = 4 take the vector paths of th_decode.cl */
+    {"th decode f32 3/5/2 splits empty", "talking-heads-decode",
+     "batch=2 kv-seq=45 heads-k=3 heads=5 heads-v=2 head-dim=12 "
+     "head-dim-v=20 dtype=f32 layout=bhsd",
+     {0, 31}, {1, 0, 16, 0, 3, 0, 0}, 0, 0, 0, 0},
+    {"th decode f16 direct", "talking-heads-decode",
+     "batch=1 kv-seq=37 heads-k=2 heads=8 heads-v=4 head-dim=16 "
+     "head-dim-v=8 dtype=f16 layout=bshd",
+     {29, -1}, {1, 0, 32, 0, 1, 0, 0}, 0, 0, 0, 0},
+    {"th decode bf16 splits wg", "talking-heads-decode",
+     "batch=2 kv-seq=50 heads-k=4 heads=4 heads-v=1 head-dim=8 "
+     "head-dim-v=12 dtype=bf16 layout=bshd",
+     {50, 17}, {1, 0, 16, 2, 4, 0, 0}, 0, 0, 0, 0},
+    {"th append bf16 overflow", "talking-heads-append",
+     "batch=2 kv-seq=20 new=3 heads-k=2 heads=5 heads-v=3 head-dim=16 "
+     "head-dim-v=8 dtype=bf16 layout=bshd",
+     {5, 18}, {0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
+    {"th append f32 bhsd", "talking-heads-append",
+     "batch=1 kv-seq=9 new=2 heads-k=3 heads=1 heads-v=1 head-dim=4 "
+     "head-dim-v=12 dtype=f32 layout=bhsd",
+     {7, -1}, {0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
     /* the probe's microkernels (cl/probe.cl); k = clattn__probe_kernel */
     PROBE_CASE("probe read w16", 0, 16, 8, 4),
     PROBE_CASE("probe read w1", 0, 1, 12, 4),

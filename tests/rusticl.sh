@@ -2,9 +2,10 @@
 # tests/rusticl.sh BUILD_DIR - portability run on Mesa's rusticl (llvmpipe):
 # a second OpenCL implementation with a different compiler, OpenCL 3.0,
 # 32 KiB of local memory and 1024-item work-groups.  rusticl is slow (~0.5 ms
-# per launch), so test_attention / test_decode run their small subset
-# (CLATTN_TEST_SUBSET=small: both kernel variants, f32/f16, causal, padded,
-# zero-length sequences, split-KV decode); test_runtime runs whole (status
+# per launch), so test_attention / test_decode / test_talking_heads run
+# their small subset (CLATTN_TEST_SUBSET=small: both kernel variants,
+# f32/f16, causal, padded, zero-length sequences, split-KV decode, both
+# talking-heads schemes); test_runtime runs whole (status
 # codes, misuse, events, application queue, program cache on this driver).
 # The layer test is skipped: CLBlast would first have to build and tune its
 # kernels for llvmpipe.  `clattn probe --quick` and `clattn model` run too
@@ -29,7 +30,7 @@ if ! command -v clinfo >/dev/null 2>&1 || ! clinfo -l 2>/dev/null | grep -qi llv
 fi
 
 rc=0
-for t in runtime attention decode; do
+for t in runtime attention decode talking_heads th_decode; do
   echo "== rusticl: test_$t"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done

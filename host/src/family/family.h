@@ -161,5 +161,8 @@ int clattn__family_index(const clattn__family *f);
 extern const clattn__family clattn__family_prefill;
 extern const clattn__family clattn__family_decode;
 extern const clattn__family clattn__family_append;
+extern const clattn__family clattn__family_talking_heads;
+extern const clattn__family clattn__family_th_decode;
+extern const clattn__family clattn__family_th_append;
 
 #endif /* CLATTN_FAMILY_H */

@@ -8,6 +8,9 @@ static const clattn__family *const families[] = {
     &clattn__family_prefill,
     &clattn__family_decode,
     &clattn__family_append,
+    &clattn__family_talking_heads,
+    &clattn__family_th_decode,
+    &clattn__family_th_append,
 };
 
 enum { COUNT = sizeof families / sizeof families[0] };

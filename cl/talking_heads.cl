@@ -1,0 +1,569 @@
+/* talking_heads.cl - fused talking-heads attention (spec section 5).
+ *
+ * Per query i and visible key t: J_a = q_a.k_a over the HK key heads
+ * (q pre-scaled by scale * log2(e), so logits are in log2 units and P_l,
+ * being linear, keeps that exact), L_c = sum_a P_l[a, c] J_a over the H
+ * logit heads, masked, softmax over t per c, U_u = sum_c P_w[c, u] W_c
+ * over the HV value heads, O_u = sum_t U_u(t) v_u(t).  The logits never
+ * leave the work-item (variant 1) or the work-group (variant 2), which
+ * therefore holds every key head of a key tile.
+ *
+ * SCHEME 2 (two passes over the keys in one launch): pass 1 gathers each
+ * logit head's maximum and sum of exponentials, pass 2 recomputes the
+ * logits, forms the exact weights and accumulates O_u directly.
+ * SCHEME 1 (one pass): online softmax per logit head with an accumulator
+ * per (logit head, value head), mixed by P_w and normalised at the end.
+ *
+ * Compile-time parameters (-D), each with a default:
+ *   HK, H, HV  key, logit and value heads (so the head loops unroll)
+ *   DK, DV     head dims; VWK, VWV vector widths dividing them
+ *   CAUSAL 0/1, SCHEME 1/2
+ *   RB, KB     variant 1: query positions per work-item; keys per tile
+ *              (a multiple of 16)
+ *   WG, KT     variant 2: work-items (= query positions) per work-group;
+ *              keys per tile
+ *
+ * Masking: L = clamp(kv_lens[b], 0, m) valid keys; with CAUSAL, query i
+ * sees key t iff t <= L - n + i.  A query that sees no key gets zeros. */
+#ifndef HK
+#define HK 2
+#endif
+#ifndef H
+#define H 2
+#endif
+#ifndef HV
+#define HV 2
+#endif
+#ifndef DK
+#define DK 64
+#endif
+#ifndef DV
+#define DV 64
+#endif
+#ifndef VWK
+#define VWK 1
+#endif
+#ifndef VWV
+#define VWV 1
+#endif
+#ifndef CAUSAL
+#define CAUSAL 0
+#endif
+#ifndef SCHEME
+#define SCHEME 2
+#endif
+#ifndef RB
+#define RB 4
+#endif
+#ifndef KB
+#define KB 16
+#endif
+#ifndef WG
+#define WG 64
+#endif
+#ifndef KT
+#define KT 16
+#endif
+
+#define NV (DV / VWV)
+#define NKV (KB / 16)
+#define HMAX (HK > HV ? HK : HV)
+typedef FLOATW(VWV) vfloat;
+
+/* Keys visible to query position i: t < limit. */
+inline int th_key_limit(int L, int n, int i) {
+#if CAUSAL
+  return min(L, L - n + i + 1);
+#else
+  (void)n;
+  (void)i;
+  return L;
+#endif
+}
+
+/* P_l and P_w into private arrays: every work-item reads them once. */
+inline void th_load_mix(__global const float *p_l, __global const float *p_w,
+                        float pl[HK][H], float pw[H][HV]) {
+  for (int a = 0; a < HK; a++)
+    for (int c = 0; c < H; c++)
+      pl[a][c] = p_l[a * H + c];
+  for (int c = 0; c < H; c++)
+    for (int u = 0; u < HV; u++)
+      pw[c][u] = p_w[c * HV + u];
+}
+
+/* Staging for variant 1, in float32 per sequence b: K transposed per key
+ * head, kt[b][a][DK][ld] (it streams keys along vectors), and V per value
+ * head, vc[b][u][ld][DV]; zero beyond m.  One work-item per 16 keys and
+ * head x < max(HK, HV): K head x if x < HK, V head x if x < HV.
+ * Global size (ld / 16, batch * max(HK, HV)). */
+__kernel void th_stage(__global const stor_t *k, __global const stor_t *v,
+                       __global float *kt, __global float *vc, int m, int ld,
+                       long k_sb, long k_ss, long k_sh, long v_sb, long v_ss,
+                       long v_sh) {
+  const int t0 = get_global_id(0) * 16;
+  const int b = get_global_id(1) / HMAX, x = get_global_id(1) % HMAX;
+  if (t0 >= ld)
+    return;
+  if (x < HK) {
+    __global float *ko = kt + (long)(b * HK + x) * DK * ld + t0;
+    float blk[DK][16];
+    for (int u = 0; u < 16; u++) {
+      const int t = t0 + u;
+      if (t < m) {
+        const long kb = b * k_sb + t * k_ss + x * k_sh;
+        for (int w = 0; w < DK / VWK; w++) {
+          float tmp[VWK];
+          STF(VWK, LDW(VWK, k, kb + w * VWK), tmp, 0);
+#pragma unroll
+          for (int i = 0; i < VWK; i++)
+            blk[w * VWK + i][u] = tmp[i];
+        }
+      } else {
+        for (int d = 0; d < DK; d++)
+          blk[d][u] = 0.0f;
+      }
+    }
+    for (int d = 0; d < DK; d++)
+      vstore16(vload16(0, blk[d]), 0, ko + (long)d * ld);
+  }
+  if (x < HV) {
+    __global float *vo = vc + ((long)(b * HV + x) * ld + t0) * DV;
+    for (int u = 0; u < 16; u++) {
+      const int t = t0 + u;
+      if (t < m) {
+        const long vb = b * v_sb + t * v_ss + x * v_sh;
+        for (int w = 0; w < DV / VWV; w++)
+          STF(VWV, LDW(VWV, v, vb + w * VWV), vo, u * DV + w * VWV);
+      } else {
+        for (int d = 0; d < DV; d++)
+          vo[u * DV + d] = 0.0f;
+      }
+    }
+  }
+}
+
+/* Variant 1: the masked logits lg[r][c] of the RB positions over the KB
+ * keys from t0: J one key head at a time (its RB x NKV accumulators stay
+ * in registers, as in attn_fwd_reg), then mixed by P_l. */
+inline void th_logits_reg(float qs[RB][HK][DK],
+                          __global const float *ktb, int ld, int t0,
+                          float pl[HK][H], int lim[RB],
+                          float16 lg[RB][H][NKV]) {
+  float16 j[RB][HK][NKV];
+  for (int a = 0; a < HK; a++) {
+    float16 s[RB][NKV];
+#pragma unroll
+    for (int r = 0; r < RB; r++)
+#pragma unroll
+      for (int u = 0; u < NKV; u++)
+        s[r][u] = (float16)(0.0f);
+    __global const float *ka = ktb + (long)a * DK * ld + t0;
+    for (int d = 0; d < DK; d++) {
+      float16 kv[NKV];
+#pragma unroll
+      for (int u = 0; u < NKV; u++)
+        kv[u] = vload16(0, ka + (long)d * ld + 16 * u);
+#pragma unroll
+      for (int r = 0; r < RB; r++) {
+        const float16 qv = (float16)(qs[r][a][d]);
+#pragma unroll
+        for (int u = 0; u < NKV; u++)
+          s[r][u] = fma(qv, kv[u], s[r][u]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < RB; r++)
+#pragma unroll
+      for (int u = 0; u < NKV; u++)
+        j[r][a][u] = s[r][u];
+  }
+  const int16 lane =
+      (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  /* masks are needed only where the tile crosses some row's key limit */
+  const int masked = t0 + KB > lim[0];
+  for (int r = 0; r < RB; r++)
+    for (int c = 0; c < H; c++)
+#pragma unroll
+      for (int u = 0; u < NKV; u++) {
+        float16 x = (float16)(0.0f);
+#pragma unroll
+        for (int a = 0; a < HK; a++)
+          x = fma((float16)(pl[a][c]), j[r][a][u], x);
+        if (masked) {
+          const int16 tidx = lane + (int16)(t0 + 16 * u);
+          x = select(x, (float16)(-INFINITY), tidx >= lim[r]);
+        }
+        lg[r][c][u] = x;
+      }
+}
+
+/* Variant 1 (CPU-shaped): each work-item owns RB consecutive query
+ * positions with all their heads and streams KB-key tiles of the staged
+ * K^T and V (th_stage); no local memory, no barriers.
+ * Global size (position blocks, batch). */
+__kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
+                         __global const float *vc, __global const float *p_l,
+                         __global const float *p_w,
+                         __global const int *kv_lens, __global stor_t *o,
+                         int n, int m, int ld, int has_lens, float scale_log2,
+                         long q_sb, long q_ss, long q_sh, long o_sb,
+                         long o_ss, long o_sh) {
+  const int i0 = get_global_id(0) * RB;
+  const int b = get_global_id(1);
+  if (i0 >= n)
+    return;
+  const int L = has_lens ? clamp(kv_lens[b], 0, m) : m;
+  float pl[HK][H], pw[H][HV];
+  th_load_mix(p_l, p_w, pl, pw);
+  float qs[RB][HK][DK];
+  int lim[RB];
+  for (int r = 0; r < RB; r++) {
+    const int i = min(i0 + r, n - 1);
+    for (int a = 0; a < HK; a++) {
+      const long qb = b * q_sb + i * q_ss + a * q_sh;
+      for (int d = 0; d < DK; d++)
+        qs[r][a][d] = LD1(q, qb + d) * scale_log2;
+    }
+    lim[r] = th_key_limit(L, n, i);
+  }
+  const int kend = lim[RB - 1]; /* positions increase along the block */
+  __global const float *ktb = kt + (long)b * HK * DK * ld;
+  __global const float *vcb = vc + (long)b * HV * ld * DV;
+  float mc[RB][H], lc[RB][H];
+  for (int r = 0; r < RB; r++)
+    for (int c = 0; c < H; c++) {
+      mc[r][c] = -INFINITY;
+      lc[r][c] = 0.0f;
+    }
+  float16 lg[RB][H][NKV];
+#if SCHEME == 2
+  /* pass 1: each logit head's maximum and sum of exponentials */
+  for (int t0 = 0; t0 < kend; t0 += KB) {
+    th_logits_reg(qs, ktb, ld, t0, pl, lim, lg);
+    for (int r = 0; r < RB; r++)
+      for (int c = 0; c < H; c++) {
+        float16 tmax = lg[r][c][0];
+#pragma unroll
+        for (int u = 1; u < NKV; u++)
+          tmax = max(tmax, lg[r][c][u]);
+        const float mnew = max(mc[r][c], hmax16(tmax));
+        const float mref = softmax_ref(mnew);
+        const float alpha = exp2s1(mc[r][c] - mref);
+        float16 psum = (float16)(0.0f);
+#pragma unroll
+        for (int u = 0; u < NKV; u++)
+          psum += exp2s16(lg[r][c][u] - (float16)(mref));
+        lc[r][c] *= alpha;
+        lc[r][c] += hsum16(psum);
+        mc[r][c] = mnew;
+      }
+  }
+  /* the reference points and inverse sums; a fully masked row has sum 0,
+   * reference 0 and weights exp2(-inf) * 0 = 0 */
+  for (int r = 0; r < RB; r++)
+    for (int c = 0; c < H; c++) {
+      mc[r][c] = softmax_ref(mc[r][c]);
+      lc[r][c] = lc[r][c] > 0.0f ? 1.0f / lc[r][c] : 0.0f;
+    }
+  vfloat acc[RB][HV][NV];
+  for (int r = 0; r < RB; r++)
+    for (int u = 0; u < HV; u++)
+#pragma unroll
+      for (int w = 0; w < NV; w++)
+        acc[r][u][w] = (vfloat)(0.0f);
+  float uw[RB][HV][KB];
+  /* pass 2: the exact weights, mixed by P_w, times V */
+  for (int t0 = 0; t0 < kend; t0 += KB) {
+    th_logits_reg(qs, ktb, ld, t0, pl, lim, lg);
+    for (int r = 0; r < RB; r++) {
+      float16 wc[H][NKV];
+      for (int c = 0; c < H; c++)
+#pragma unroll
+        for (int u = 0; u < NKV; u++)
+          wc[c][u] = exp2s16(lg[r][c][u] - (float16)(mc[r][c])) *
+                     (float16)(lc[r][c]);
+      for (int u = 0; u < HV; u++)
+#pragma unroll
+        for (int v = 0; v < NKV; v++) {
+          float16 x = (float16)(0.0f);
+#pragma unroll
+          for (int c = 0; c < H; c++)
+            x = fma((float16)(pw[c][u]), wc[c][v], x);
+          vstore16(x, v, uw[r][u]);
+        }
+    }
+    /* P V per (value head, position): that pair's NV accumulators stay
+     * in registers while the head's V tile (in L1 after the first
+     * position) streams past; all HV * NV at once would spill */
+    const int nt = min(KB, kend - t0);
+    for (int u = 0; u < HV; u++)
+      for (int r = 0; r < RB; r++) {
+        __global const float *vu = vcb + ((long)u * ld + t0) * DV;
+        vfloat a[NV];
+#pragma unroll
+        for (int w = 0; w < NV; w++)
+          a[w] = acc[r][u][w];
+        for (int t = 0; t < nt; t++) {
+          const vfloat pt = (vfloat)(uw[r][u][t]);
+#pragma unroll
+          for (int w = 0; w < NV; w++)
+            a[w] = fma(pt, LDF(VWV, vu, t * DV + w * VWV), a[w]);
+        }
+#pragma unroll
+        for (int w = 0; w < NV; w++)
+          acc[r][u][w] = a[w];
+      }
+  }
+  for (int r = 0; r < RB; r++) {
+    const int i = i0 + r;
+    if (i >= n)
+      break;
+    for (int u = 0; u < HV; u++) {
+      const long ob = b * o_sb + i * o_ss + u * o_sh;
+#pragma unroll
+      for (int w = 0; w < NV; w++)
+        STW(VWV, acc[r][u][w], o, ob + w * VWV);
+    }
+  }
+#else
+  /* one pass: online softmax per logit head, an accumulator per (logit
+   * head, value head) */
+  vfloat acc[RB][H][HV][NV];
+  for (int r = 0; r < RB; r++)
+    for (int c = 0; c < H; c++)
+      for (int u = 0; u < HV; u++)
+#pragma unroll
+        for (int w = 0; w < NV; w++)
+          acc[r][c][u][w] = (vfloat)(0.0f);
+  float pc[RB][H][KB];
+  for (int t0 = 0; t0 < kend; t0 += KB) {
+    th_logits_reg(qs, ktb, ld, t0, pl, lim, lg);
+    for (int r = 0; r < RB; r++)
+      for (int c = 0; c < H; c++) {
+        float16 tmax = lg[r][c][0];
+#pragma unroll
+        for (int u = 1; u < NKV; u++)
+          tmax = max(tmax, lg[r][c][u]);
+        const float mnew = max(mc[r][c], hmax16(tmax));
+        const float mref = softmax_ref(mnew);
+        const float alpha = exp2s1(mc[r][c] - mref);
+        float16 psum = (float16)(0.0f);
+#pragma unroll
+        for (int u = 0; u < NKV; u++) {
+          const float16 e = exp2s16(lg[r][c][u] - (float16)(mref));
+          psum += e;
+          vstore16(e, u, pc[r][c]);
+        }
+        lc[r][c] *= alpha;
+        lc[r][c] += hsum16(psum);
+        mc[r][c] = mnew;
+        for (int u = 0; u < HV; u++)
+#pragma unroll
+          for (int w = 0; w < NV; w++)
+            acc[r][c][u][w] *= alpha;
+      }
+    /* P V per (position, value head), each V row loaded once for the H
+     * logit heads' accumulators */
+    const int nt = min(KB, kend - t0);
+    for (int r = 0; r < RB; r++)
+      for (int u = 0; u < HV; u++) {
+        __global const float *vu = vcb + ((long)u * ld + t0) * DV;
+        for (int t = 0; t < nt; t++)
+#pragma unroll
+          for (int w = 0; w < NV; w++) {
+            const vfloat vt = LDF(VWV, vu, t * DV + w * VWV);
+#pragma unroll
+            for (int c = 0; c < H; c++)
+              acc[r][c][u][w] = fma((vfloat)(pc[r][c][t]), vt, acc[r][c][u][w]);
+          }
+      }
+  }
+  for (int r = 0; r < RB; r++) {
+    const int i = i0 + r;
+    if (i >= n)
+      break;
+    for (int u = 0; u < HV; u++) {
+      const long ob = b * o_sb + i * o_ss + u * o_sh;
+#pragma unroll
+      for (int w = 0; w < NV; w++) {
+        vfloat x = (vfloat)(0.0f);
+#pragma unroll
+        for (int c = 0; c < H; c++) {
+          const float f = lc[r][c] > 0.0f ? pw[c][u] / lc[r][c] : 0.0f;
+          x = fma((vfloat)(f), acc[r][c][u][w], x);
+        }
+        STW(VWV, x, o, ob + w * VWV);
+      }
+    }
+  }
+#endif
+}
+
+/* Variant 2: the masked logits s[c][t] of this item's position over the
+ * KT keys of the tile in local memory (ks[t][a][d]). */
+inline void th_logits_local(float qs[HK][DK], __local const float *ks,
+                            float pl[HK][H], int t0, int nt, int lim,
+                            float s[H][KT]) {
+  for (int t = 0; t < KT; t++) {
+    float j[HK];
+    for (int a = 0; a < HK; a++) {
+      float dot = 0.0f;
+      for (int d = 0; d < DK; d++)
+        dot = fma(qs[a][d], ks[(t * HK + a) * DK + d], dot);
+      j[a] = dot;
+    }
+    const int vis = t0 + t < lim && t < nt;
+    for (int c = 0; c < H; c++) {
+      float x = 0.0f;
+      for (int a = 0; a < HK; a++)
+        x = fma(pl[a][c], j[a], x);
+      s[c][t] = vis ? x : -INFINITY;
+    }
+  }
+}
+
+/* Variant 2 (GPU-shaped): a work-group of WG items owns WG consecutive
+ * query positions (one an item, all its heads); the items load each
+ * KT-key tile of every key head (and, in the pass that needs it, every
+ * value head) into local memory together.  Every item runs the same tiles
+ * so the barriers are uniform.
+ * Global size (position groups * WG, batch), local size (WG, 1). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+th_fwd_local(__global const stor_t *q, __global const stor_t *k,
+             __global const stor_t *v, __global const float *p_l,
+             __global const float *p_w, __global const int *kv_lens,
+             __global stor_t *o, int n, int m, int has_lens, float scale_log2,
+             long q_sb, long q_ss, long q_sh, long k_sb, long k_ss, long k_sh,
+             long v_sb, long v_ss, long v_sh, long o_sb, long o_ss,
+             long o_sh) {
+  __local float ks[KT * HK * DK];
+  __local float vs[KT * HV * DV];
+  const int lid = get_local_id(0);
+  const int grp = get_group_id(0);
+  const int b = get_global_id(1);
+  const int L = has_lens ? clamp(kv_lens[b], 0, m) : m;
+  const int i = min(grp * WG + lid, n - 1);
+  const int lim = th_key_limit(L, n, i);
+  /* the group's last position bounds the keys any item needs */
+  const int kend = th_key_limit(L, n, min(grp * WG + WG - 1, n - 1));
+  float pl[HK][H], pw[H][HV];
+  th_load_mix(p_l, p_w, pl, pw);
+  float qs[HK][DK];
+  for (int a = 0; a < HK; a++) {
+    const long qb = b * q_sb + i * q_ss + a * q_sh;
+    for (int d = 0; d < DK; d++)
+      qs[a][d] = LD1(q, qb + d) * scale_log2;
+  }
+  float mc[H], lc[H], s[H][KT];
+  for (int c = 0; c < H; c++) {
+    mc[c] = -INFINITY;
+    lc[c] = 0.0f;
+  }
+#if SCHEME == 2
+  float acc[HV][DV];
+#else
+  float acc[H][HV][DV];
+#endif
+  for (int e = 0; e < (int)(sizeof acc / sizeof(float)); e++)
+    ((float *)acc)[e] = 0.0f;
+  const long kb = b * k_sb, vb = b * v_sb;
+  for (int pass = SCHEME == 2 ? 1 : 2; pass <= 2; pass++) {
+    for (int t0 = 0; t0 < kend; t0 += KT) {
+      const int nt = min(KT, kend - t0);
+      for (int e = lid; e < KT * HK * DK; e += WG) {
+        const int t = e / (HK * DK), x = e - t * (HK * DK);
+        const int a = x / DK, d = x - a * DK;
+        ks[e] = t < nt ? LD1(k, kb + (t0 + t) * k_ss + a * k_sh + d) : 0.0f;
+      }
+      if (pass == 2)
+        for (int e = lid; e < KT * HV * DV; e += WG) {
+          const int t = e / (HV * DV), x = e - t * (HV * DV);
+          const int u = x / DV, d = x - u * DV;
+          vs[e] = t < nt ? LD1(v, vb + (t0 + t) * v_ss + u * v_sh + d) : 0.0f;
+        }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      th_logits_local(qs, ks, pl, t0, nt, lim, s);
+#if SCHEME == 2
+      if (pass == 1) {
+        for (int c = 0; c < H; c++) {
+          float tmax = -INFINITY;
+          for (int t = 0; t < KT; t++)
+            tmax = max(tmax, s[c][t]);
+          const float mnew = max(mc[c], tmax);
+          const float mref = softmax_ref(mnew);
+          const float alpha = exp2s1(mc[c] - mref);
+          float psum = 0.0f;
+          for (int t = 0; t < KT; t++)
+            psum += exp2s1(s[c][t] - mref);
+          lc[c] *= alpha;
+          lc[c] += psum;
+          mc[c] = mnew;
+        }
+      } else {
+        for (int t = 0; t < KT; t++) {
+          float w[H];
+          for (int c = 0; c < H; c++)
+            w[c] = exp2s1(s[c][t] - mc[c]) * lc[c];
+          for (int u = 0; u < HV; u++) {
+            float x = 0.0f;
+            for (int c = 0; c < H; c++)
+              x = fma(pw[c][u], w[c], x);
+            for (int d = 0; d < DV; d++)
+              acc[u][d] = fma(x, vs[(t * HV + u) * DV + d], acc[u][d]);
+          }
+        }
+      }
+#else
+      for (int c = 0; c < H; c++) {
+        float tmax = -INFINITY;
+        for (int t = 0; t < KT; t++)
+          tmax = max(tmax, s[c][t]);
+        const float mnew = max(mc[c], tmax);
+        const float mref = softmax_ref(mnew);
+        const float alpha = exp2s1(mc[c] - mref);
+        float psum = 0.0f;
+        for (int t = 0; t < KT; t++) {
+          s[c][t] = exp2s1(s[c][t] - mref);
+          psum += s[c][t];
+        }
+        lc[c] *= alpha;
+        lc[c] += psum;
+        mc[c] = mnew;
+        for (int u = 0; u < HV; u++)
+          for (int d = 0; d < DV; d++) {
+            float x = acc[c][u][d] * alpha;
+            for (int t = 0; t < KT; t++)
+              x = fma(s[c][t], vs[(t * HV + u) * DV + d], x);
+            acc[c][u][d] = x;
+          }
+      }
+#endif
+      barrier(CLK_LOCAL_MEM_FENCE); /* tiles are overwritten next */
+    }
+#if SCHEME == 2
+    if (pass == 1)
+      for (int c = 0; c < H; c++) {
+        mc[c] = softmax_ref(mc[c]);
+        lc[c] = lc[c] > 0.0f ? 1.0f / lc[c] : 0.0f;
+      }
+#endif
+  }
+  if (grp * WG + lid >= n)
+    return;
+  for (int u = 0; u < HV; u++) {
+    const long ob = b * o_sb + i * o_ss + u * o_sh;
+    for (int d = 0; d < DV; d++) {
+#if SCHEME == 2
+      ST1(acc[u][d], o, ob + d);
+#else
+      float x = 0.0f;
+      for (int c = 0; c < H; c++) {
+        const float f = lc[c] > 0.0f ? pw[c][u] / lc[c] : 0.0f;
+        x = fma(f, acc[c][u][d], x);
+      }
+      ST1(x, o, ob + d);
+#endif
+    }
+  }
+}

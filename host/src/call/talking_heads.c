@@ -1,0 +1,12 @@
+/* talking_heads.c - the public function of the talking-heads prefill
+ * family: a thin wrapper that puts its arguments in the family's order
+ * and takes the generic path. */
+#include "call/call.h"
+
+clattn_status clattn_talking_heads(clattn_ctx *ctx, const clattn_th_desc *d,
+                                   cl_mem q, cl_mem k, cl_mem v, cl_mem p_l,
+                                   cl_mem p_w, cl_mem kv_lens, cl_mem o,
+                                   const clattn_events *ev) {
+  const cl_mem bufs[7] = {q, k, v, p_l, p_w, kv_lens, o};
+  return clattn__call(ctx, &clattn__family_talking_heads, d, bufs, ev);
+}

@@ -1,0 +1,407 @@
+/* talking_heads.c - the talking-heads prefill family: fused talking-heads
+ * attention over a whole query block (clattn_talking_heads).  Its plan is
+ * in talking_heads_plan.c, its costs in talking_heads_cost.c, its kernels
+ * in cl/talking_heads.cl. */
+#include "family/common.h"
+#include "family/family.h"
+#include "family/talking_heads.h"
+#include "reference/ref_th.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { Q, K, V, P_L, P_W, KV_LENS, O };
+
+/* A head count in 1..CLATTN_TH_MAX_HEADS. */
+static clattn_status check_count(const char *what, int x, char *why,
+                                 size_t cap) {
+  if (x < 1) {
+    snprintf(why, cap, "%s (%d) must be >= 1", what, x);
+    return CLATTN_ERR_SHAPE;
+  }
+  if (x > CLATTN_TH_MAX_HEADS) {
+    snprintf(why, cap, "%s (%d): at most %d supported", what, x,
+             CLATTN_TH_MAX_HEADS);
+    return CLATTN_ERR_UNSUPPORTED;
+  }
+  return CLATTN_OK;
+}
+
+static clattn_status check(const void *desc, char *why, size_t cap) {
+  const clattn_th_desc *d = desc;
+  clattn_status rc;
+  if (d->batch < 1 || d->n_q < 1 || d->n_kv < 1) {
+    snprintf(why, cap, "batch (%d), n_q (%d) and n_kv (%d) must be >= 1",
+             d->batch, d->n_q, d->n_kv);
+    return CLATTN_ERR_SHAPE;
+  }
+  if ((rc = check_count("heads_k", d->heads_k, why, cap)) ||
+      (rc = check_count("heads", d->heads, why, cap)) ||
+      (rc = check_count("heads_v", d->heads_v, why, cap)) ||
+      (rc = clattn__check_heads(d->heads_k, d->heads_k, d->head_dim_k,
+                                d->head_dim_v, d->dtype, why, cap)))
+    return rc;
+  if (!clattn__is_layout(d->q_layout) || !clattn__is_layout(d->kv_layout)) {
+    snprintf(why, cap, "unknown layout");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  if ((rc = clattn__check_scale(d->scale, why, cap)))
+    return rc;
+  const size_t es = clattn_dtype_size(d->dtype);
+  if (!clattn__bytes(es, d->batch, d->n_q, d->heads_k, d->head_dim_k) ||
+      !clattn__bytes(es, d->batch, d->n_kv, d->heads_k, d->head_dim_k) ||
+      !clattn__bytes(es, d->batch, d->n_kv, d->heads_v, d->head_dim_v) ||
+      !clattn__bytes(es, d->batch, d->n_q, d->heads_v, d->head_dim_v) ||
+      !clattn__bytes(4, d->batch, CLATTN_TH_MAX_HEADS, d->n_kv + 256L,
+                     d->head_dim_k + d->head_dim_v)) {
+    snprintf(why, cap, "tensor sizes overflow");
+    return CLATTN_ERR_SHAPE;
+  }
+  return CLATTN_OK;
+}
+
+static void buffers(const void *desc, clattn__buf_spec *b) {
+  const clattn_th_desc *d = desc;
+  const clattn_dtype dt = d->dtype;
+  const size_t B = (size_t)d->batch, n = (size_t)d->n_q, m = (size_t)d->n_kv;
+  const size_t hk = (size_t)d->heads_k, h = (size_t)d->heads,
+               hv = (size_t)d->heads_v;
+  b[Q] = (clattn__buf_spec){"q", CLATTN__BUF_IN, B * n * hk * d->head_dim_k,
+                            dt, 0, 0};
+  b[K] = (clattn__buf_spec){"k", CLATTN__BUF_IN, B * m * hk * d->head_dim_k,
+                            dt, 0, 0};
+  b[V] = (clattn__buf_spec){"v", CLATTN__BUF_IN, B * m * hv * d->head_dim_v,
+                            dt, 0, 0};
+  b[P_L] = (clattn__buf_spec){"p_l", CLATTN__BUF_IN, hk * h, CLATTN_F32, 0, 0};
+  b[P_W] = (clattn__buf_spec){"p_w", CLATTN__BUF_IN, h * hv, CLATTN_F32, 0, 0};
+  b[KV_LENS] =
+      (clattn__buf_spec){"kv_lens", CLATTN__BUF_INTS, B, CLATTN_F32, 1, 0};
+  b[O] = (clattn__buf_spec){"o", CLATTN__BUF_OUT, B * n * hv * d->head_dim_v,
+                            dt, 0, 0};
+}
+
+static int full_int(const void *desc) {
+  return ((const clattn_th_desc *)desc)->n_kv;
+}
+
+static void shape_class(const void *desc, char *buf, size_t cap) {
+  const clattn_th_desc *d = desc;
+  if (buf == NULL || cap == 0)
+    return;
+  snprintf(buf, cap, "%s k%d v%d hk%d h%d hv%d b%ld n%ld m%ld c%d",
+           clattn__dtype_name(d->dtype), d->head_dim_k, d->head_dim_v,
+           d->heads_k, d->heads, d->heads_v, clattn__pow2_round(d->batch),
+           clattn__pow2_round(d->n_q), clattn__pow2_round(d->n_kv),
+           d->causal ? 1 : 0);
+}
+
+#define SHAPE_KEYS                                                             \
+  "batch seq kv-seq heads-k heads heads-v head-dim head-dim-v dtype causal "   \
+  "layout kv-layout"
+
+static clattn_status parse_shape(const char *text, void *desc, char *why,
+                                 size_t cap) {
+  clattn_th_desc d = {1, 0, 0, 0, 0, 0, 0, 0, CLATTN_F32, CLATTN_BSHD,
+                      CLATTN_BSHD, 0.0f, 0, NULL};
+  clattn_status rc;
+  if ((rc = clattn__shape_keys(text, SHAPE_KEYS, why, cap)) ||
+      (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why, cap)) ||
+      (rc = clattn__shape_int(text, "seq", 1, 1 << 30, &d.n_q, why, cap)) ||
+      (rc = clattn__shape_int(text, "heads-k", 1, CLATTN_TH_MAX_HEADS,
+                              &d.heads_k, why, cap)) ||
+      (rc = clattn__shape_int(text, "head-dim", 1, CLATTN_MAX_HEAD_DIM,
+                              &d.head_dim_k, why, cap)))
+    return rc;
+  d.n_kv = d.n_q;
+  d.heads = d.heads_v = d.heads_k;
+  d.head_dim_v = d.head_dim_k;
+  if ((rc = clattn__shape_int(text, "kv-seq", 1, 1 << 30, &d.n_kv, why, cap)) ||
+      (rc = clattn__shape_int(text, "heads", 1, CLATTN_TH_MAX_HEADS, &d.heads,
+                              why, cap)) ||
+      (rc = clattn__shape_int(text, "heads-v", 1, CLATTN_TH_MAX_HEADS,
+                              &d.heads_v, why, cap)) ||
+      (rc = clattn__shape_int(text, "head-dim-v", 1, CLATTN_MAX_HEAD_DIM,
+                              &d.head_dim_v, why, cap)) ||
+      (rc = clattn__shape_int(text, "causal", 0, 1, &d.causal, why, cap)) ||
+      (rc = clattn__shape_dtype(text, &d.dtype, why, cap)) ||
+      (rc = clattn__shape_layout(text, "layout", &d.q_layout, why, cap)))
+    return rc;
+  d.kv_layout = d.q_layout;
+  if ((rc = clattn__shape_layout(text, "kv-layout", &d.kv_layout, why, cap)))
+    return rc;
+  if (d.n_q < 1 || d.heads_k < 1 || d.head_dim_k < 1) {
+    snprintf(why, cap, "the shape needs seq=, heads-k= and head-dim=");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  *(clattn_th_desc *)desc = d;
+  return CLATTN_OK;
+}
+
+static const clattn_params *params(const void *desc) {
+  return ((const clattn_th_desc *)desc)->params;
+}
+
+static void with_params(const void *desc, const clattn_params *p, void *copy) {
+  clattn_th_desc *c = copy;
+  *c = *(const clattn_th_desc *)desc;
+  c->params = p;
+}
+
+static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
+                          char *why, size_t cap) {
+  return clattn__th_plan_make(t, desc, pl, why, cap);
+}
+
+static int fits(const clattn__target *t, const void *desc, const void *pl,
+                char *why, size_t cap) {
+  return clattn__th_fits(t, desc, pl, why, cap);
+}
+
+static clattn_params resolved(const void *pl) {
+  return clattn__th_resolved(pl);
+}
+
+static int add(const clattn__target *t, const void *d, clattn_params p,
+               clattn__space *s) {
+  return clattn__space_try(&clattn__family_talking_heads, t, d, p, s);
+}
+
+/* Both schemes x variant 1 (positions {1,2,4,8} x keys {16,32,64}) and
+ * variant 2 (work-group {16..256} x keys {4,8,16,32}). */
+static clattn_status space(const clattn__target *t, const void *desc,
+                           clattn__space *s) {
+  static const int rows1[] = {1, 2, 4, 8}, keys1[] = {16, 32, 64},
+                   wg2[] = {16, 32, 64, 128, 256}, keys2[] = {4, 8, 16, 32};
+  clattn__space_init_params(s);
+  int i = add(t, desc, (clattn_params){0, 0, 0, 0, 0, 0, 0}, s);
+  if (i == -2)
+    return CLATTN_ERR_NOMEM;
+  s->def = i;
+  for (int sc = 1; sc <= 2; sc++) {
+    for (int a = 0; a < 4; a++)
+      for (int b = 0; b < 3; b++)
+        if (add(t, desc, (clattn_params){1, rows1[a], keys1[b], 0, 0, 0, sc},
+                s) == -2)
+          return CLATTN_ERR_NOMEM;
+    for (int a = 0; a < 5; a++)
+      for (int b = 0; b < 4; b++)
+        if (add(t, desc, (clattn_params){2, 0, keys2[b], wg2[a], 0, 0, sc},
+                s) == -2)
+          return CLATTN_ERR_NOMEM;
+  }
+  return CLATTN_OK;
+}
+
+/* -D options of a talking-heads program. */
+static void options(const clattn_th_desc *d, const clattn__th_plan *pl,
+                    char *buf, size_t cap) {
+  int n = snprintf(buf, cap,
+                   "-DDTYPE=%d -DHK=%d -DH=%d -DHV=%d -DDK=%d -DDV=%d "
+                   "-DVWK=%d -DVWV=%d -DCAUSAL=%d -DSCHEME=%d",
+                   (int)d->dtype, d->heads_k, d->heads, d->heads_v,
+                   d->head_dim_k, d->head_dim_v,
+                   clattn__vec_width(d->head_dim_k),
+                   clattn__vec_width(d->head_dim_v), d->causal ? 1 : 0,
+                   pl->scheme);
+  if (n < 0 || (size_t)n >= cap)
+    return;
+  if (pl->variant == 1)
+    snprintf(buf + n, cap - (size_t)n, " -DRB=%d -DKB=%d", pl->rb, pl->kb);
+  else
+    snprintf(buf + n, cap - (size_t)n, " -DWG=%d -DKT=%d", pl->wg, pl->kt);
+}
+
+/* Variant 1: th_stage writes K^T and V as float32 rows of ld keys, then
+ * th_fwd_reg runs rb query positions a work-item. */
+static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
+                                 const clattn__th_plan *pl, const cl_mem *bufs,
+                                 const char *opts, const clattn_events *ev) {
+  clattn_status rc;
+  const int b = d->batch, n = d->n_q, m = d->n_kv, ld = pl->ld;
+  const int hk = d->heads_k, hv = d->heads_v, dk = d->head_dim_k;
+  const int hmax = hk > hv ? hk : hv;
+  const clattn__strides qs = clattn__layout_strides(d->q_layout, n, hk, dk);
+  const clattn__strides ks = clattn__layout_strides(d->kv_layout, m, hk, dk);
+  const clattn__strides vs =
+      clattn__layout_strides(d->kv_layout, m, hv, d->head_dim_v);
+  const clattn__strides os =
+      clattn__layout_strides(d->q_layout, n, hv, d->head_dim_v);
+  const float scale = clattn__kernel_scale(d->scale, dk);
+  cl_kernel st_kern = NULL, kern = NULL;
+  cl_mem kt = NULL, vc = NULL;
+  const size_t ktb = clattn__bytes(4, b, hk, dk, ld);
+  const size_t vcb = clattn__bytes(4, b, hv, d->head_dim_v, ld);
+  if (ktb == 0 || vcb == 0 || ld < m)
+    return clattn__fail(ctx, CLATTN_ERR_SHAPE, "tensor sizes overflow");
+  if ((rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_stage",
+                           &st_kern)) ||
+      (rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_fwd_reg",
+                           &kern)))
+    return rc;
+  if (pl->wg &&
+      (rc = clattn__check_wg(ctx, kern, (size_t)pl->wg, 0, "th_fwd_reg")))
+    return rc;
+  if ((rc = clattn__scratch(ctx, 0, ktb, &kt)) ||
+      (rc = clattn__scratch(ctx, 3, vcb, &vc)))
+    return rc;
+  const cl_int si[2] = {m, ld};
+  const long sst[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
+  const cl_mem sb[4] = {bufs[K], bufs[V], kt, vc};
+  cl_uint a = 0;
+  if ((rc = clattn__args(ctx, st_kern, &a, 4, sizeof(cl_mem), sb)) ||
+      (rc = clattn__args(ctx, st_kern, &a, 2, sizeof(cl_int), si)) ||
+      (rc = clattn__args(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
+    return rc;
+  const cl_int ri[4] = {n, m, ld, bufs[KV_LENS] != NULL};
+  const cl_mem rb[7] = {bufs[Q],   kt,            vc, bufs[P_L],
+                        bufs[P_W], bufs[KV_LENS],     bufs[O]};
+  const long rst[6] = {qs.b, qs.s, qs.h, os.b, os.s, os.h};
+  a = 0;
+  if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), rb)) ||
+      (rc = clattn__args(ctx, kern, &a, 4, sizeof(cl_int), ri)) ||
+      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
+      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), rst)))
+    return rc;
+  /* default: one work-item per work-group, which PoCL schedules best */
+  const size_t wg1 = pl->wg ? (size_t)pl->wg : 1;
+  size_t blocks = (size_t)(n + pl->rb - 1) / (size_t)pl->rb;
+  blocks = (blocks + wg1 - 1) / wg1 * wg1;
+  const size_t lws[2] = {wg1, 1}, one[2] = {1, 1};
+  const size_t gws[2] = {blocks, (size_t)b};
+  const size_t sg[2] = {(size_t)ld / 16, (size_t)b * hmax};
+  if ((rc = clattn__launch(ctx, st_kern, 2, sg, one, ev ? ev->num_wait : 0,
+                           ev ? ev->wait : NULL, NULL)))
+    return rc;
+  return clattn__launch(ctx, kern, 2, gws, lws, 0, NULL, ev ? ev->out : NULL);
+}
+
+/* Variant 2: th_fwd_local, work-groups sharing K/V tiles of every head in
+ * local memory. */
+static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_th_desc *d,
+                                   clattn__th_plan *pl, int auto_wg,
+                                   const cl_mem *bufs, char *opts,
+                                   size_t opts_cap, const clattn_events *ev) {
+  clattn_status rc;
+  const int b = d->batch, n = d->n_q, m = d->n_kv;
+  const int hk = d->heads_k, hv = d->heads_v, dk = d->head_dim_k;
+  cl_kernel kern = NULL;
+  if ((rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_fwd_local",
+                           &kern)))
+    return rc;
+  size_t kwg = 0;
+  if (auto_wg && (rc = clattn__kernel_wg(ctx, kern, &kwg)))
+    return rc;
+  if (auto_wg && kwg < (size_t)pl->wg) {
+    /* an automatic work-group may exceed what the compiled kernel allows
+     * (registers): rebuild once at the kernel's own limit */
+    pl->wg = clattn__pow2_floor(kwg);
+    options(d, pl, opts, opts_cap);
+    if ((rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_fwd_local",
+                             &kern)))
+      return rc;
+  }
+  if ((rc = clattn__check_wg(ctx, kern, (size_t)pl->wg,
+                             clattn__th_local_bytes(d, pl), "th_fwd_local")))
+    return rc;
+  const clattn__strides qs = clattn__layout_strides(d->q_layout, n, hk, dk);
+  const clattn__strides ks = clattn__layout_strides(d->kv_layout, m, hk, dk);
+  const clattn__strides vs =
+      clattn__layout_strides(d->kv_layout, m, hv, d->head_dim_v);
+  const clattn__strides os =
+      clattn__layout_strides(d->q_layout, n, hv, d->head_dim_v);
+  const float scale = clattn__kernel_scale(d->scale, dk);
+  const cl_int ci[3] = {n, m, bufs[KV_LENS] != NULL};
+  const cl_mem kb[7] = {bufs[Q],   bufs[K],       bufs[V], bufs[P_L],
+                        bufs[P_W], bufs[KV_LENS], bufs[O]};
+  const long st[12] = {qs.b, qs.s, qs.h, ks.b, ks.s, ks.h,
+                       vs.b, vs.s, vs.h, os.b, os.s, os.h};
+  cl_uint a = 0;
+  if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), kb)) ||
+      (rc = clattn__args(ctx, kern, &a, 3, sizeof(cl_int), ci)) ||
+      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
+      (rc = clattn__args(ctx, kern, &a, 12, sizeof(cl_long), st)))
+    return rc;
+  const size_t groups = (size_t)(n + pl->wg - 1) / (size_t)pl->wg;
+  const size_t gws[2] = {groups * (size_t)pl->wg, (size_t)b};
+  const size_t lws[2] = {(size_t)pl->wg, 1};
+  return clattn__launch(ctx, kern, 2, gws, lws, ev ? ev->num_wait : 0,
+                        ev ? ev->wait : NULL, ev ? ev->out : NULL);
+}
+
+static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
+                             int auto_wg, const cl_mem *bufs,
+                             const clattn_events *ev) {
+  const clattn_th_desc *d = desc;
+  clattn__th_plan *pl = plan_;
+  char opts[320];
+  options(d, pl, opts, sizeof opts);
+  if (pl->variant == 1)
+    return enqueue_reg(ctx, d, pl, bufs, opts, ev);
+  return enqueue_local(ctx, d, pl, auto_wg, bufs, opts, sizeof opts, ev);
+}
+
+/* Odd sizes that no tile divides, two sequences of different lengths. */
+static void check_case(const void *desc, clattn__check_case *c) {
+  clattn_th_desc *s = (clattn_th_desc *)c->desc;
+  *s = *(const clattn_th_desc *)desc;
+  s->params = NULL;
+  s->batch = 2;
+  s->n_q = 19;
+  s->n_kv = 45;
+  c->ints[0] = 45;
+  c->ints[1] = 29;
+}
+
+static void reference(const void *desc, void *const *b) {
+  const clattn_th_desc *d = desc;
+  const ref_th a = {
+      d->batch,
+      d->n_q,
+      d->n_kv,
+      d->heads_k,
+      d->heads,
+      d->heads_v,
+      d->head_dim_k,
+      d->head_dim_v,
+      (int)d->q_layout,
+      (int)d->kv_layout,
+      d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
+      d->causal,
+      b[KV_LENS]};
+  ref_talking_heads(&a, b[Q], b[K], b[V], b[P_L], b[P_W], b[O]);
+}
+
+static const char *const standard[] = {
+    "batch=1 seq=512 heads-k=8 head-dim=64 causal=1",
+    "batch=1 seq=1024 heads-k=8 heads=4 heads-v=8 head-dim=64 causal=1",
+    NULL};
+
+const clattn__family clattn__family_talking_heads = {
+    .name = "talking-heads",
+    .summary = "fused talking-heads attention over a block of queries "
+               "(clattn_talking_heads)",
+    .api = "clattn_talking_heads",
+    .source = "talking_heads.cl",
+    .desc_size = sizeof(clattn_th_desc),
+    .plan_size = sizeof(clattn__th_plan),
+    .nbufs = 7,
+    .tune_method = 1,
+    .standard_shapes = standard,
+    .check = check,
+    .buffers = buffers,
+    .full_int = full_int,
+    .shape_class = shape_class,
+    .shape_keys = SHAPE_KEYS,
+    .parse_shape = parse_shape,
+    .params = params,
+    .with_params = with_params,
+    .plan = plan,
+    .fits = fits,
+    .resolved = resolved,
+    .space = space,
+    .cost = clattn__th_cost,
+    .enqueue = enqueue,
+    .check_case = check_case,
+    .reference = reference,
+};

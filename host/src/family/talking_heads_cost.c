@@ -1,0 +1,187 @@
+/* talking_heads_cost.c - the model's costs of the talking-heads prefill
+ * kernels: the FLOPs, exp2 evaluations and global bytes each issues,
+ * counted from its plan and the loop structure of cl/talking_heads.cl
+ * (the comments name the loops); tests/test_model.c checks them against
+ * Oclgrind's instruction counts. */
+#include "family/talking_heads.h"
+#include "model/model.h"
+
+/* Keys visible to query position i (cl/talking_heads.cl th_key_limit). */
+static long key_limit(int causal, long L, long n, long i) {
+  return causal ? (L < L - n + i + 1 ? L : L - n + i + 1) : L;
+}
+
+double clattn__th_pair_work(const clattn_th_desc *d, int scheme) {
+  const double hk = d->heads_k, h = d->heads, hv = d->heads_v;
+  const double dk = d->head_dim_k, dv = d->head_dim_v;
+  const double logits = hk * dk + h * hk, ex = CLATTN__EXP2_FMAS * h;
+  if (scheme == 1) /* logits, exponentials, P V per (c, u) */
+    return logits + ex + h * hv * dv;
+  /* logits twice, exponentials twice, the P_w mix, P V per u */
+  return 2.0 * (logits + ex) + h * hv + hv * dv;
+}
+
+/* Variant 1: th_stage and th_fwd_reg. */
+static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
+                     const int *kv_lens, const clattn_profile *prof,
+                     clattn_prediction *out, double *dram_reads,
+                     double compulsory_in, double o_bytes) {
+  const double es = (double)clattn_dtype_size(d->dtype);
+  const long B = d->batch, n = d->n_q, m = d->n_kv;
+  const double HK = d->heads_k, H = d->heads, HV = d->heads_v;
+  const double DK = d->head_dim_k, DV = d->head_dim_v;
+  const double kvw = HK * DK + HV * DV;
+  const int causal = d->causal != 0;
+  const double lens_b = kv_lens ? 4.0 : 0.0;
+  const double mix_b = 4.0 * (HK * H + H * HV);
+
+  /* th_stage: every key row read once, K^T and V written as float32 over
+   * the padded row length ld */
+  clattn_cost *st = clattn__model_kernel(out, "th_stage");
+  st->bytes_read = es * B * m * kvw;
+  st->bytes_written = 4.0 * B * pl->ld * kvw;
+  st->bytes_compulsory = st->bytes_read + st->bytes_written;
+  dram_reads[0] = st->bytes_read;
+  st->bytes_dram = st->bytes_read + st->bytes_written;
+
+  clattn_cost *c = clattn__model_kernel(out, "th_fwd_reg");
+  const int RB = pl->rb, KB = pl->kb, passes = pl->scheme == 2 ? 2 : 1;
+  double rd = 0, wr = 0, fma = 0, ex = 0, staged = 0, ws = 0;
+  const long blocks = (n + RB - 1) / RB;
+  for (long b = 0; b < B; b++) {
+    const long L = clattn__valid_len(kv_lens, b, m);
+    double kmax = 0;
+    for (long blk = 0; blk < blocks; blk++) {
+      const long i0 = blk * RB;
+      const double kend =
+          (double)key_limit(causal, L, n, (long)clattn__dmin(i0 + RB - 1, n - 1));
+      const double valid = clattn__dmin(RB, n - i0);
+      /* kv_lens, P_l and P_w, RB q rows of every key head (clamped
+       * positions are loaded too) */
+      rd += lens_b + mix_b + es * RB * HK * DK;
+      if (kend > 0) {
+        const double T = clattn__cdiv(kend, KB);
+        /* th_logits_reg a pass: K^T tiles; J and the P_l mix */
+        rd += passes * 4.0 * T * HK * DK * KB;
+        fma += passes * T * RB * KB * (HK * DK + H * HK);
+        /* the statistics (pass 1, or the one pass): alpha + KB
+         * exponentials per position and logit head */
+        ex += T * RB * H * (1.0 + KB);
+        /* P V: V rows per position and value head */
+        rd += 4.0 * RB * HV * kend * DV;
+        if (pl->scheme == 2) {
+          ex += T * RB * H * KB;         /* the exact weights */
+          fma += T * RB * HV * H * KB;   /* the P_w mix */
+          fma += RB * HV * kend * DV;    /* P V */
+        } else {
+          fma += RB * H * HV * kend * DV; /* P V per (c, u) */
+        }
+        kmax = clattn__dmax(kmax, kend);
+      }
+      if (pl->scheme == 1)
+        fma += valid * H * HV * DV; /* the final P_w mix */
+      wr += es * valid * HV * DV;
+    }
+    staged += 4.0 * kmax * kvw;
+    ws = clattn__dmax(ws, 4.0 * kmax * kvw);
+  }
+  c->bytes_read = rd;
+  c->bytes_written = wr;
+  c->fma_issued = fma + CLATTN__EXP2_FMAS * ex;
+  c->exp2_issued = ex;
+  c->bytes_compulsory = compulsory_in - es * B * m * kvw + staged + o_bytes;
+  clattn__model_dram(c, c->bytes_compulsory - o_bytes, ws, prof);
+  dram_reads[1] = c->bytes_dram - c->bytes_written;
+}
+
+/* Variant 2: th_fwd_local. */
+static void cost_local(const clattn_th_desc *d, const clattn__th_plan *pl,
+                       const int *kv_lens, const clattn_profile *prof,
+                       clattn_prediction *out, double *dram_reads,
+                       double compulsory_in, double o_bytes) {
+  const double es = (double)clattn_dtype_size(d->dtype);
+  const long B = d->batch, n = d->n_q, m = d->n_kv;
+  const double HK = d->heads_k, H = d->heads, HV = d->heads_v;
+  const double DK = d->head_dim_k, DV = d->head_dim_v;
+  const int causal = d->causal != 0;
+  const double lens_b = kv_lens ? 4.0 : 0.0;
+  const double mix_b = 4.0 * (HK * H + H * HV);
+  const int WG = pl->wg, KT = pl->kt, passes = pl->scheme == 2 ? 2 : 1;
+  clattn_cost *c = clattn__model_kernel(out, "th_fwd_local");
+  double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0;
+  const long groups = (n + WG - 1) / WG;
+  for (long b = 0; b < B; b++) {
+    const long L = clattn__valid_len(kv_lens, b, m);
+    for (long g = 0; g < groups; g++) {
+      const double kend = (double)key_limit(
+          causal, L, n, (long)clattn__dmin(g * WG + WG - 1, n - 1));
+      const double valid = clattn__dmin(WG, n - g * WG);
+      /* every item: kv_lens, P_l and P_w, its q rows */
+      rd += WG * (lens_b + mix_b + es * HK * DK);
+      if (kend > 0) {
+        const double T = clattn__cdiv(kend, KT);
+        /* tiles, t < nt only: K every pass, V in the last */
+        rd += es * kend * (passes * HK * DK + HV * DV);
+        /* every item scores all KT keys of a tile every pass */
+        fma += WG * passes * T * KT * (HK * DK + H * HK);
+        ex += WG * T * H * (1.0 + KT);
+        loc += 4.0 * T * KT *
+               (passes * HK * DK * (1.0 + WG) + HV * DV);
+        if (pl->scheme == 2) {
+          ex += WG * T * H * KT;
+          fma += WG * T * KT * HV * (H + DV);
+          loc += 4.0 * WG * T * KT * HV * DV;
+        } else {
+          fma += WG * T * KT * H * HV * DV;
+          loc += 4.0 * WG * T * KT * H * HV * DV;
+        }
+        ws = clattn__dmax(ws, es * kend * (HK * DK + HV * DV));
+      }
+      if (pl->scheme == 1)
+        fma += valid * H * HV * DV;
+      wr += es * valid * HV * DV;
+    }
+  }
+  c->bytes_read = rd;
+  c->bytes_written = wr;
+  c->fma_issued = fma + CLATTN__EXP2_FMAS * ex;
+  c->exp2_issued = ex;
+  c->local_bytes = loc;
+  c->bytes_compulsory = compulsory_in + o_bytes;
+  clattn__model_dram(c, compulsory_in, ws, prof);
+  dram_reads[0] = c->bytes_dram - c->bytes_written;
+}
+
+clattn_status clattn__th_cost(const void *desc, const void *plan,
+                              const int *kv_lens, const clattn_profile *prof,
+                              clattn_prediction *out, double *dram_reads) {
+  const clattn_th_desc *d = desc;
+  const clattn__th_plan *pl = plan;
+  const double es = (double)clattn_dtype_size(d->dtype);
+  const long B = d->batch, n = d->n_q, m = d->n_kv;
+  const double HK = d->heads_k, H = d->heads, HV = d->heads_v;
+  const double DK = d->head_dim_k, DV = d->head_dim_v;
+  /* useful work: valid (query, key) pairs, each with spec 5.3's
+   * 2 (d_k h_k + h h_k + h h_v + d_v h_v) FLOPs */
+  double pairs = 0.0;
+  for (long b = 0; b < B; b++) {
+    const long L = clattn__valid_len(kv_lens, b, m);
+    for (long i = 0; i < n; i++)
+      pairs += (double)clattn__dmax(0, key_limit(d->causal != 0, L, n, i));
+  }
+  const double in = es * B * n * HK * DK + es * B * m * (HK * DK + HV * DV) +
+                    4.0 * (HK * H + H * HV);
+  const double o_bytes = es * B * n * HV * DV;
+  const int k0 = out->n_kernels;
+  if (pl->variant == 1)
+    cost_reg(d, pl, kv_lens, prof, out, dram_reads, in, o_bytes);
+  else
+    cost_local(d, pl, kv_lens, prof, out, dram_reads, in, o_bytes);
+  if (out->n_kernels == k0)
+    return clattn__model_fail(out, CLATTN_ERR_UNSUPPORTED,
+                              "the prediction has no room for the kernels");
+  clattn_cost *c = &out->kernel[out->n_kernels - 1];
+  c->flops = 2.0 * pairs * (DK * HK + H * HK + H * HV + DV * HV);
+  c->softmax_ops = CLATTN__C_SM * pairs * H;
+  return CLATTN_OK;
+}

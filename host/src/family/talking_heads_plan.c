@@ -1,0 +1,122 @@
+/* talking_heads_plan.c - kernel shapes of a talking-heads prefill call
+ * (talking_heads.h): the scheme, the variant and its tiles. */
+#include "family/talking_heads.h"
+
+#include <stdio.h>
+
+/* Local memory a kernel may use: the device's, less a margin for what the
+ * compiler adds. */
+static unsigned long long local_budget(const clattn__target *t) {
+  return t->local_mem > 1024 ? t->local_mem - 1024 : 0;
+}
+
+/* Floats of per-position state a work-item keeps (q rows and value
+ * accumulators), which bound variant 1's positions per work-item. */
+static long item_floats(const clattn_th_desc *d, int scheme) {
+  const long acc = (long)d->heads_v * d->head_dim_v;
+  return (long)d->heads_k * d->head_dim_k + (scheme == 1 ? d->heads : 1) * acc;
+}
+
+static size_t local_bytes(const clattn_th_desc *d, int kt) {
+  return (size_t)kt *
+         ((size_t)d->heads_k * d->head_dim_k +
+          (size_t)d->heads_v * d->head_dim_v) *
+         4;
+}
+
+size_t clattn__th_local_bytes(const clattn_th_desc *d,
+                              const clattn__th_plan *pl) {
+  return pl->variant == 2 ? local_bytes(d, pl->kt) : 0;
+}
+
+clattn_status clattn__th_plan_make(const clattn__target *t,
+                                   const clattn_th_desc *d, clattn__th_plan *pl,
+                                   char *why, size_t cap) {
+  static const clattn_params none = {0, 0, 0, 0, 0, 0, 0};
+  const clattn_params *p = d->params ? d->params : &none;
+  *pl = (clattn__th_plan){0, 0, 0, 0, 0, 0, 0};
+  if (p->variant < 0 || p->variant > 2 || p->scheme < 0 || p->scheme > 2 ||
+      p->rows < 0 || p->keys < 0 || p->wg < 0 || p->splits < 0 ||
+      p->prefetch < 0) {
+    snprintf(why, cap,
+             "params: variant and scheme must be 0, 1 or 2 and sizes >= 0");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  /* the scheme that issues less work per visible pair; ties go to the
+   * general two-pass one */
+  pl->scheme = p->scheme ? p->scheme
+               : clattn__th_pair_work(d, 1) < clattn__th_pair_work(d, 2) ? 1
+                                                                          : 2;
+  pl->variant = p->variant ? p->variant : t->cpu_vectors ? 1 : 2;
+  /* a tile of one key that does not fit local memory: the register
+   * kernel still runs it */
+  if (!p->variant && pl->variant == 2 &&
+      local_bytes(d, 1) > local_budget(t))
+    pl->variant = 1;
+  if (pl->variant == 1) {
+    /* Default tile as prefill's attn_fwd_reg per key head: 8 positions x
+     * 32 keys with 32 vector registers of 16 floats, else 4 x 16; fewer
+     * positions where their q rows and accumulators grow past ~64 KiB. */
+    const int wide = t->vec_width >= 16 && t->vregs >= 32;
+    int rb = wide ? 8 : 4;
+    while (rb > 1 && (long)rb * item_floats(d, pl->scheme) > 16384)
+      rb /= 2;
+    pl->rb = p->rows ? p->rows : rb;
+    pl->kb = p->keys ? p->keys : wide ? 32 : 16;
+    pl->wg = p->wg;
+    if (pl->kb % 16 != 0 || pl->kb > 256 || pl->rb > 32) {
+      snprintf(why, cap,
+               "params: variant 1 needs keys a multiple of 16 up to 256 "
+               "(got %d) and rows <= 32 (got %d)",
+               pl->kb, pl->rb);
+      return CLATTN_ERR_INVALID_ARG;
+    }
+    /* staged row length: covers every tile, and an odd number of 64-byte
+     * lines so the rows of a K^T tile spread over the cache sets */
+    long ld = ((long)d->n_kv + pl->kb - 1) / pl->kb * pl->kb;
+    if ((ld / 16) % 2 == 0)
+      ld += 16;
+    if (ld > 0x7fffffffL) {
+      snprintf(why, cap, "n_kv (%d) too large", d->n_kv);
+      return CLATTN_ERR_SHAPE;
+    }
+    pl->ld = (int)ld;
+    return CLATTN_OK;
+  }
+  pl->wg = p->wg ? p->wg : (int)(t->max_wg < 64 ? t->max_wg : 64);
+  if (p->keys) {
+    pl->kt = p->keys;
+  } else {
+    pl->kt = 16;
+    while (pl->kt > 1 && local_bytes(d, pl->kt) > local_budget(t))
+      pl->kt /= 2;
+  }
+  if (pl->kt > 256) {
+    snprintf(why, cap, "params: variant 2 keys per tile must be <= 256");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  return CLATTN_OK;
+}
+
+int clattn__th_fits(const clattn__target *t, const clattn_th_desc *d,
+                    const clattn__th_plan *pl, char *why, size_t cap) {
+  const size_t local = clattn__th_local_bytes(d, pl);
+  if (pl->wg > 0 && (size_t)pl->wg > t->max_wg) {
+    snprintf(why, cap, "work-group %d exceeds the device's %zu", pl->wg,
+             t->max_wg);
+    return 0;
+  }
+  if (local > local_budget(t)) {
+    snprintf(why, cap, "needs %zu B of local memory, the device has %llu",
+             local, t->local_mem);
+    return 0;
+  }
+  return 1;
+}
+
+clattn_params clattn__th_resolved(const clattn__th_plan *pl) {
+  if (pl->variant == 1)
+    return (clattn_params){1, pl->rb, pl->kb, pl->wg == 1 ? 0 : pl->wg,
+                           0, 0, pl->scheme};
+  return (clattn_params){2, 0, pl->kt, pl->wg, 0, 0, pl->scheme};
+}

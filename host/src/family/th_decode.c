@@ -1,0 +1,383 @@
+/* th_decode.c - the talking-heads decode family: one query per sequence
+ * over a KV cache with three head counts, split-KV and exact
+ * (clattn_talking_heads_decode).  Its costs are in th_decode_cost.c, its
+ * kernels in cl/th_decode.cl. */
+#include "family/th_decode.h"
+#include "family/common.h"
+#include "family/family.h"
+#include "reference/ref_th.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { Q, K_CACHE, V_CACHE, P_L, P_W, LENS, O };
+
+#define SHAPE_KEYS                                                             \
+  "batch kv-seq heads-k heads heads-v head-dim head-dim-v dtype layout"
+
+clattn_status clattn__th_check_cache(const clattn_th_decode_desc *d,
+                                     char *why, size_t cap) {
+  clattn_status rc;
+  if (d->batch < 1 || d->capacity < 1) {
+    snprintf(why, cap, "batch (%d) and capacity (%d) must be >= 1", d->batch,
+             d->capacity);
+    return CLATTN_ERR_SHAPE;
+  }
+  if (d->heads_k < 1 || d->heads < 1 || d->heads_v < 1 ||
+      d->heads_k > CLATTN_TH_MAX_HEADS || d->heads > CLATTN_TH_MAX_HEADS ||
+      d->heads_v > CLATTN_TH_MAX_HEADS) {
+    snprintf(why, cap,
+             "head counts must be 1..%d (heads_k %d, heads %d, heads_v %d)",
+             CLATTN_TH_MAX_HEADS, d->heads_k, d->heads, d->heads_v);
+    return CLATTN_ERR_SHAPE;
+  }
+  /* heads_q == heads_kv: the common checks of head dims and dtype */
+  if ((rc = clattn__check_heads(1, 1, d->head_dim_k, d->head_dim_v, d->dtype,
+                                why, cap)))
+    return rc;
+  if (!clattn__is_layout(d->cache_layout)) {
+    snprintf(why, cap, "unknown cache layout");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  if ((rc = clattn__check_scale(d->scale, why, cap)))
+    return rc;
+  const size_t es = clattn_dtype_size(d->dtype);
+  const int hm = d->heads > d->heads_v ? d->heads : d->heads_v;
+  if (!clattn__bytes(es, d->batch, d->capacity, d->heads_k, d->head_dim_k) ||
+      !clattn__bytes(es, d->batch, d->capacity, d->heads_v, d->head_dim_v) ||
+      !clattn__bytes(4, d->batch, d->capacity, hm, 1)) {
+    snprintf(why, cap, "cache sizes overflow");
+    return CLATTN_ERR_SHAPE;
+  }
+  return CLATTN_OK;
+}
+
+clattn_status clattn__th_parse_cache(const char *text, const char *known,
+                                     clattn_th_decode_desc *out, char *why,
+                                     size_t cap) {
+  clattn_th_decode_desc d = {1, 0,          0,           0,    0, 0,
+                             0, CLATTN_F32, CLATTN_BHSD, 0.0f, NULL};
+  clattn_status rc;
+  if ((rc = clattn__shape_keys(text, known, why, cap)) ||
+      (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why, cap)) ||
+      (rc = clattn__shape_int(text, "kv-seq", 1, 1 << 30, &d.capacity, why,
+                              cap)) ||
+      (rc = clattn__shape_int(text, "heads", 1, CLATTN_TH_MAX_HEADS, &d.heads,
+                              why, cap)) ||
+      (rc = clattn__shape_int(text, "head-dim", 1, CLATTN_MAX_HEAD_DIM,
+                              &d.head_dim_k, why, cap)))
+    return rc;
+  d.heads_k = d.heads_v = d.heads;
+  d.head_dim_v = d.head_dim_k;
+  if ((rc = clattn__shape_int(text, "heads-k", 1, CLATTN_TH_MAX_HEADS,
+                              &d.heads_k, why, cap)) ||
+      (rc = clattn__shape_int(text, "heads-v", 1, CLATTN_TH_MAX_HEADS,
+                              &d.heads_v, why, cap)) ||
+      (rc = clattn__shape_int(text, "head-dim-v", 1, CLATTN_MAX_HEAD_DIM,
+                              &d.head_dim_v, why, cap)) ||
+      (rc = clattn__shape_dtype(text, &d.dtype, why, cap)) ||
+      (rc = clattn__shape_layout(text, "layout", &d.cache_layout, why, cap)))
+    return rc;
+  if (d.capacity < 1 || d.heads < 1 || d.head_dim_k < 1) {
+    snprintf(why, cap, "the shape needs kv-seq=, heads= and head-dim=");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  *out = d;
+  return CLATTN_OK;
+}
+
+void clattn__th_shape_class(const clattn_th_decode_desc *d, char *buf,
+                            size_t cap) {
+  snprintf(buf, cap, "%s k%d v%d h%d.%d.%d b%ld m%ld %s",
+           clattn__dtype_name(d->dtype), d->head_dim_k, d->head_dim_v,
+           d->heads_k, d->heads, d->heads_v, clattn__pow2_round(d->batch),
+           clattn__pow2_round(d->capacity),
+           d->cache_layout == CLATTN_BHSD ? "bhsd" : "bshd");
+}
+
+int clattn__th_head_width(int n) {
+  for (int w = 16; w > 1; w /= 2)
+    if (w != 2 && n % w == 0)
+      return w;
+  return 1;
+}
+
+static clattn_status check(const void *desc, char *why, size_t cap) {
+  return clattn__th_check_cache(desc, why, cap);
+}
+
+static void buffers(const void *desc, clattn__buf_spec *b) {
+  const clattn_th_decode_desc *d = desc;
+  const clattn_dtype dt = d->dtype;
+  const size_t B = (size_t)d->batch, m = (size_t)d->capacity;
+  const size_t hk = (size_t)d->heads_k, hv = (size_t)d->heads_v;
+  b[Q] = (clattn__buf_spec){"q", CLATTN__BUF_IN, B * hk * d->head_dim_k, dt,
+                            0, 0};
+  b[K_CACHE] = (clattn__buf_spec){
+      "k_cache", CLATTN__BUF_IN, B * m * hk * d->head_dim_k, dt, 0, 1};
+  b[V_CACHE] = (clattn__buf_spec){
+      "v_cache", CLATTN__BUF_IN, B * m * hv * d->head_dim_v, dt, 0, 1};
+  b[P_L] = (clattn__buf_spec){"p_l", CLATTN__BUF_IN, hk * d->heads,
+                              CLATTN_F32, 0, 0};
+  b[P_W] = (clattn__buf_spec){"p_w", CLATTN__BUF_IN, (size_t)d->heads * hv,
+                              CLATTN_F32, 0, 0};
+  b[LENS] = (clattn__buf_spec){"lens", CLATTN__BUF_INTS, B, CLATTN_F32, 0, 0};
+  b[O] = (clattn__buf_spec){"o", CLATTN__BUF_OUT, B * hv * d->head_dim_v, dt,
+                            0, 0};
+}
+
+static int full_int(const void *desc) {
+  return ((const clattn_th_decode_desc *)desc)->capacity;
+}
+
+static void shape_class(const void *desc, char *buf, size_t cap) {
+  clattn__th_shape_class(desc, buf, cap);
+}
+
+static clattn_status parse_shape(const char *text, void *desc, char *why,
+                                 size_t cap) {
+  return clattn__th_parse_cache(text, SHAPE_KEYS, desc, why, cap);
+}
+
+static const clattn_params *params(const void *desc) {
+  return ((const clattn_th_decode_desc *)desc)->params;
+}
+
+static void with_params(const void *desc, const clattn_params *p, void *copy) {
+  clattn_th_decode_desc *c = copy;
+  *c = *(const clattn_th_decode_desc *)desc;
+  c->params = p;
+}
+
+static clattn_status plan(const clattn__target *t, const void *desc, void *pl_,
+                          char *why, size_t cap) {
+  static const clattn_params none = {0, 0, 0, 0, 0, 0, 0};
+  const clattn_th_decode_desc *d = desc;
+  const clattn_params *p = d->params ? d->params : &none;
+  clattn__th_decode_plan *pl = pl_;
+  *pl = (clattn__th_decode_plan){0, 0, 0, 0};
+  if (p->variant < 0 || p->variant > 1 || p->rows || p->prefetch ||
+      p->scheme || p->keys < 0 || p->keys > 4096 || p->wg < 0 ||
+      p->splits < 0) {
+    snprintf(why, cap,
+             "params: talking-heads decode has variant 1 only, keys 0..4096, "
+             "wg and splits >= 0, and no rows, prefetch or scheme");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  pl->kb = p->keys ? p->keys : 64;
+  pl->wg = p->wg;
+  /* Splits: two a compute unit on a CPU (a few waves on a GPU), each at
+   * least 256 keys long so that the statistics, the partial outputs and
+   * the combine stay small beside the K/V bytes a split reads. */
+  int s = p->splits;
+  if (s == 0) {
+    const long target = (t->is_cpu ? 2L : 4L) * (long)t->compute_units;
+    s = (int)((target + d->batch - 1) / d->batch);
+    const int most = (int)((d->capacity + 255L) / 256L);
+    s = s > most ? most : s;
+    s = s < 1 ? 1 : s;
+  }
+  if (s > d->capacity)
+    s = d->capacity;
+  long chunk = ((long)d->capacity + s - 1) / s;
+  chunk = (chunk + pl->kb - 1) / pl->kb * pl->kb;
+  pl->chunk = (int)(chunk < d->capacity ? chunk : d->capacity);
+  pl->splits = (d->capacity + pl->chunk - 1) / pl->chunk;
+  return CLATTN_OK;
+}
+
+static int fits(const clattn__target *t, const void *desc, const void *pl_,
+                char *why, size_t cap) {
+  const clattn__th_decode_plan *pl = pl_;
+  (void)desc;
+  if (pl->wg > 0 && (size_t)pl->wg > t->max_wg) {
+    snprintf(why, cap, "work-group %d exceeds the device's %zu", pl->wg,
+             t->max_wg);
+    return 0;
+  }
+  return 1;
+}
+
+static clattn_params resolved(const void *pl_) {
+  const clattn__th_decode_plan *pl = pl_;
+  return (clattn_params){1, 0, pl->kb, pl->wg == 1 ? 0 : pl->wg, pl->splits,
+                         0, 0};
+}
+
+/* keys {32, 64, 256} x work-group {1, 2} x splits 1, 2, 4, ... while a
+ * split keeps >= 64 keys (at most 64 splits). */
+static clattn_status space(const clattn__target *t, const void *desc,
+                           clattn__space *s) {
+  static const int keys[] = {32, 64, 256}, wgs[] = {0, 2};
+  const clattn_th_decode_desc *d = desc;
+  clattn__space_init_params(s);
+  int i = clattn__space_try(&clattn__family_th_decode, t, d,
+                            (clattn_params){0, 0, 0, 0, 0, 0, 0}, s);
+  if (i == -2)
+    return CLATTN_ERR_NOMEM;
+  s->def = i;
+  for (int sp = 1; sp <= 64 && (sp == 1 || d->capacity / sp >= 64); sp *= 2)
+    for (int a = 0; a < 3; a++)
+      for (int w = 0; w < 2; w++)
+        if (clattn__space_try(&clattn__family_th_decode, t, d,
+                              (clattn_params){1, 0, keys[a], wgs[w], sp, 0, 0},
+                              s) == -2)
+          return CLATTN_ERR_NOMEM;
+  return CLATTN_OK;
+}
+
+/* -D options of the decode program. */
+static void options(const clattn_th_decode_desc *d, int direct, char *opts,
+                    size_t cap) {
+  snprintf(opts, cap,
+           "-DDTYPE=%d -DDK=%d -DDV=%d -DHK=%d -DH=%d -DHV=%d -DVH=%d "
+           "-DVU=%d -DVWK=%d -DVWV=%d -DDIRECT=%d",
+           (int)d->dtype, d->head_dim_k, d->head_dim_v, d->heads_k, d->heads,
+           d->heads_v, clattn__th_head_width(d->heads),
+           clattn__th_head_width(d->heads_v), clattn__vec_width(d->head_dim_k),
+           clattn__vec_width(d->head_dim_v), direct);
+}
+
+static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
+                             int auto_wg, const cl_mem *bufs,
+                             const clattn_events *ev) {
+  const clattn_th_decode_desc *d = desc;
+  clattn__th_decode_plan *pl = pl_;
+  clattn_status rc;
+  const int b = d->batch, S = pl->splits, direct = S == 1;
+  const int hk = d->heads_k, hv = d->heads_v, dv = d->head_dim_v;
+  (void)auto_wg;
+  char opts[256];
+  options(d, direct, opts, sizeof opts);
+  cl_kernel kl = NULL, kv = NULL, kc = NULL;
+  if ((rc = clattn__kernel(ctx, "th_decode.cl", opts, "th_logits", &kl)) ||
+      (rc = clattn__kernel(ctx, "th_decode.cl", opts, "th_values", &kv)) ||
+      (!direct &&
+       (rc = clattn__kernel(ctx, "th_decode.cl", opts, "th_combine", &kc))))
+    return rc;
+  if (pl->wg && ((rc = clattn__check_wg(ctx, kl, (size_t)pl->wg, 0,
+                                        "th_logits")) ||
+                 (rc = clattn__check_wg(ctx, kv, (size_t)pl->wg, 0,
+                                        "th_values"))))
+    return rc;
+  /* scratch: logits [b][cap][h], statistics [b][S][2][h], U [b][cap][hv],
+   * the splits' shares [b][S][hv][dv] */
+  const size_t lb = clattn__bytes(4, b, d->capacity, d->heads, 1);
+  const size_t sb = clattn__bytes(4, b, S, 2, d->heads);
+  const size_t ub = clattn__bytes(4, b, d->capacity, hv, 1);
+  const size_t pb = clattn__bytes(4, b, S, hv, dv);
+  if (!lb || !sb || !ub || !pb)
+    return clattn__fail(ctx, CLATTN_ERR_SHAPE, "scratch sizes overflow");
+  cl_mem logit = NULL, stats = NULL, uw = NULL, opart = NULL;
+  if ((rc = clattn__scratch(ctx, 0, lb, &logit)) ||
+      (rc = clattn__scratch(ctx, 1, sb, &stats)) ||
+      (rc = clattn__scratch(ctx, 2, ub, &uw)) ||
+      (!direct && (rc = clattn__scratch(ctx, 3, pb, &opart))))
+    return rc;
+  if (direct)
+    opart = stats; /* unused by a DIRECT program, but an argument */
+  const float scale = clattn__kernel_scale(d->scale, d->head_dim_k);
+  const clattn__strides ks = clattn__layout_strides(
+      d->cache_layout, d->capacity, hk, d->head_dim_k);
+  const clattn__strides vs =
+      clattn__layout_strides(d->cache_layout, d->capacity, hv, dv);
+  const cl_int ci[3] = {d->capacity, S, pl->chunk};
+  const cl_mem l_bufs[6] = {bufs[Q],    bufs[K_CACHE], bufs[LENS],
+                            bufs[P_L],  logit,         stats};
+  const long kst[3] = {ks.b, ks.s, ks.h}, vst[3] = {vs.b, vs.s, vs.h};
+  cl_uint a = 0;
+  if ((rc = clattn__args(ctx, kl, &a, 6, sizeof(cl_mem), l_bufs)) ||
+      (rc = clattn__args(ctx, kl, &a, 3, sizeof(cl_int), ci)) ||
+      (rc = clattn__arg(ctx, kl, a++, sizeof(cl_float), &scale)) ||
+      (rc = clattn__args(ctx, kl, &a, 3, sizeof(cl_long), kst)))
+    return rc;
+  const cl_mem v_bufs[8] = {bufs[V_CACHE], bufs[LENS], bufs[P_W], logit,
+                            stats,         uw,         bufs[O],   opart};
+  a = 0;
+  if ((rc = clattn__args(ctx, kv, &a, 8, sizeof(cl_mem), v_bufs)) ||
+      (rc = clattn__args(ctx, kv, &a, 3, sizeof(cl_int), ci)) ||
+      (rc = clattn__args(ctx, kv, &a, 3, sizeof(cl_long), vst)))
+    return rc;
+  const cl_int rows = b * hv;
+  if (!direct) {
+    const cl_mem c_bufs[2] = {opart, bufs[O]};
+    const cl_int cn[2] = {rows, S};
+    a = 0;
+    if ((rc = clattn__args(ctx, kc, &a, 2, sizeof(cl_mem), c_bufs)) ||
+        (rc = clattn__args(ctx, kc, &a, 2, sizeof(cl_int), cn)))
+      return rc;
+  }
+  const cl_uint nw = ev ? ev->num_wait : 0;
+  const cl_event *wait = ev ? ev->wait : NULL;
+  cl_event *out = ev ? ev->out : NULL;
+  /* one work-item a group by default: PoCL otherwise packs a step's few
+   * work-items into one group, which runs on one core */
+  const size_t wg = pl->wg ? (size_t)pl->wg : 1;
+  const size_t gws[2] = {((size_t)S + wg - 1) / wg * wg, (size_t)b};
+  const size_t lws[2] = {wg, 1};
+  if ((rc = clattn__launch(ctx, kl, 2, gws, lws, nw, wait, NULL)) ||
+      (rc = clattn__launch(ctx, kv, 2, gws, lws, 0, NULL,
+                           direct ? out : NULL)) ||
+      direct)
+    return rc;
+  const size_t cg[2] = {(size_t)rows, (size_t)(dv / clattn__vec_width(dv))};
+  return clattn__launch(ctx, kc, 2, cg, NULL, 0, NULL, out);
+}
+
+/* A capacity that no block divides, three head counts that differ, two
+ * sequences of different lengths. */
+static void check_case(const void *desc, clattn__check_case *c) {
+  clattn_th_decode_desc *s = (clattn_th_decode_desc *)c->desc;
+  *s = *(const clattn_th_decode_desc *)desc;
+  s->params = NULL;
+  s->batch = 2;
+  s->capacity = 301;
+  s->heads_k = 3;
+  s->heads = 5;
+  s->heads_v = 2;
+  c->ints[0] = 301;
+  c->ints[1] = 188;
+}
+
+static void reference(const void *desc, void *const *b) {
+  const clattn_th_decode_desc *d = desc;
+  ref_th_decode(d->batch, d->capacity, d->heads_k, d->heads, d->heads_v,
+                d->head_dim_k, d->head_dim_v, (int)d->cache_layout,
+                d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
+                b[LENS], b[Q], b[K_CACHE], b[V_CACHE], b[P_L], b[P_W], b[O]);
+}
+
+static const char *const standard[] = {
+    "batch=1 kv-seq=4096 heads=8 head-dim=64",
+    "batch=1 kv-seq=8192 heads-k=8 heads=16 heads-v=8 head-dim=64",
+    "batch=8 kv-seq=2048 heads=12 head-dim=64", NULL};
+
+const clattn__family clattn__family_th_decode = {
+    .name = "talking-heads-decode",
+    .summary = "talking-heads: one query per sequence over a KV cache, "
+               "split-KV, exact (clattn_talking_heads_decode)",
+    .api = "clattn_talking_heads_decode",
+    .source = "th_decode.cl",
+    .desc_size = sizeof(clattn_th_decode_desc),
+    .plan_size = sizeof(clattn__th_decode_plan),
+    .nbufs = 7,
+    .tune_method = 1,
+    .standard_shapes = standard,
+    .check = check,
+    .buffers = buffers,
+    .full_int = full_int,
+    .shape_class = shape_class,
+    .shape_keys = SHAPE_KEYS,
+    .parse_shape = parse_shape,
+    .params = params,
+    .with_params = with_params,
+    .plan = plan,
+    .fits = fits,
+    .resolved = resolved,
+    .space = space,
+    .cost = clattn__th_decode_cost,
+    .enqueue = enqueue,
+    .check_case = check_case,
+    .reference = reference,
+};

@@ -1,0 +1,230 @@
+/* test_talking_heads.c - clattn_talking_heads against ref_talking_heads.
+ *
+ * Hand-picked cases: sizes that divide no tile, h_k != h != h_v, h = 1,
+ * 8/8/8, causal with n != m, padded kv_lens with a fully masked sequence
+ * (kv_lens 0), every dtype, BSHD and BHSD, both variants x both schemes
+ * forced through params.  Also: with h_k = h = h_v and P_l = P_w = I the
+ * result equals clattn_attention (MHA), and misuse gets its status.
+ *
+ * CLATTN_TEST_SUBSET=small keeps a few small cases (both variants and
+ * schemes, f32/f16, causal, padded) for simulators (tests/oclgrind.sh,
+ * tests/rusticl.sh). */
+#include "reference/ref_th.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct th_case {
+  int b, n, m, hk, h, hv, dk, dv, causal;
+  int lens;       /* 0 none, 1 padded with one sequence of 0 keys */
+  int ql, kl;     /* layouts */
+  clattn_dtype dt;
+  clattn_params p; /* all zero: params NULL */
+  int small;       /* in the simulators' subset */
+} th_case;
+
+#define F32 CLATTN_F32
+#define F16 CLATTN_F16
+#define BF16 CLATTN_BF16
+
+static const th_case cases[] = {
+    /* b  n   m hk  h hv  dk  dv  c lens ql kl dt   params             small */
+    {2, 19, 45, 3, 5, 2, 16, 24, 0, 0, 0, 0, F32, {1, 0, 0, 0, 0, 0, 2}, 1},
+    {2, 19, 45, 3, 5, 2, 16, 24, 1, 1, 0, 0, F32, {1, 0, 0, 0, 0, 0, 1}, 1},
+    {2, 13, 30, 3, 5, 2, 16, 8, 1, 1, 1, 1, F16, {2, 0, 8, 16, 0, 0, 2}, 1},
+    {1, 9, 17, 2, 1, 3, 8, 12, 0, 1, 0, 1, F32, {2, 0, 4, 8, 0, 0, 1}, 1},
+    {2, 33, 70, 3, 5, 2, 64, 64, 1, 1, 0, 0, F32, {1, 4, 32, 0, 0, 0, 2}, 0},
+    {2, 33, 70, 3, 5, 2, 64, 64, 0, 1, 1, 0, F16, {1, 2, 16, 0, 0, 0, 1}, 0},
+    {1, 40, 40, 8, 8, 8, 64, 64, 1, 0, 0, 0, BF16, {0, 0, 0, 0, 0, 0, 0}, 0},
+    {3, 17, 129, 8, 8, 8, 32, 32, 0, 1, 1, 1, F32, {2, 0, 16, 32, 0, 0, 2}, 0},
+    {2, 50, 21, 4, 1, 4, 80, 16, 1, 1, 0, 0, F32, {0, 0, 0, 0, 0, 0, 0}, 0},
+    {2, 50, 21, 4, 1, 4, 80, 16, 1, 0, 1, 0, BF16, {2, 0, 8, 64, 0, 0, 1}, 0},
+    {1, 7, 100, 1, 1, 1, 16, 16, 0, 0, 0, 1, F16, {1, 1, 64, 0, 0, 0, 2}, 0},
+    {2, 65, 65, 2, 3, 5, 12, 20, 1, 1, 1, 1, F32, {1, 8, 16, 0, 0, 0, 1}, 0},
+    {2, 65, 65, 2, 3, 5, 12, 20, 0, 0, 0, 0, F32, {2, 0, 32, 64, 0, 0, 2}, 0},
+};
+
+enum { NCASES = (int)(sizeof cases / sizeof cases[0]) };
+
+static void describe(const th_case *c, char *buf, size_t cap) {
+  snprintf(buf, cap,
+           "b=%d n=%d m=%d hk=%d h=%d hv=%d dk=%d dv=%d causal=%d lens=%d "
+           "layouts=%d/%d %s params={%d,%d,%d,%d,scheme %d}",
+           c->b, c->n, c->m, c->hk, c->h, c->hv, c->dk, c->dv, c->causal,
+           c->lens, c->ql, c->kl, tu_dtype_name(c->dt), c->p.variant,
+           c->p.rows, c->p.keys, c->p.wg, c->p.scheme);
+}
+
+static int has_params(const clattn_params *p) {
+  return p->variant || p->rows || p->keys || p->wg || p->scheme;
+}
+
+static void run_case(const th_case *c, unsigned seed) {
+  char what[256];
+  describe(c, what, sizeof what);
+  cr_log_info("%s", what);
+  tu_rng rng = tu_rng_seed(seed);
+  const size_t nq = (size_t)c->b * c->n * c->hk * c->dk;
+  const size_t nk = (size_t)c->b * c->m * c->hk * c->dk;
+  const size_t nv = (size_t)c->b * c->m * c->hv * c->dv;
+  const size_t no = (size_t)c->b * c->n * c->hv * c->dv;
+  const size_t npl = (size_t)c->hk * c->h, npw = (size_t)c->h * c->hv;
+  float *q = tu_alloc(nq * 4), *k = tu_alloc(nk * 4), *v = tu_alloc(nv * 4);
+  float *pl = tu_alloc(npl * 4), *pw = tu_alloc(npw * 4);
+  float *o = tu_alloc(no * 4), *oref = tu_alloc(no * 4);
+  int *lens = tu_alloc((size_t)c->b * sizeof(int));
+  tu_fill(&rng, q, nq, 1.0f);
+  tu_fill(&rng, k, nk, 1.0f);
+  tu_fill(&rng, v, nv, 1.0f);
+  tu_fill(&rng, pl, npl, 1.0f);
+  tu_fill(&rng, pw, npw, 1.0f);
+  tu_round(q, nq, c->dt);
+  tu_round(k, nk, c->dt);
+  tu_round(v, nv, c->dt);
+  for (int i = 0; i < c->b; i++)
+    lens[i] = i == 0 && c->b > 1 ? 0 : 1 + tu_randint(&rng, c->m);
+  const ref_th ra = {c->b, c->n, c->m, c->hk, c->h, c->hv, c->dk, c->dv,
+                     c->ql, c->kl, 1.0 / sqrt((double)c->dk), c->causal,
+                     c->lens ? lens : NULL};
+  ref_talking_heads(&ra, q, k, v, pl, pw, oref);
+
+  clattn_ctx *ctx = tu_ctx();
+  cl_mem dq = tu_upload(ctx, q, nq, c->dt), dk = tu_upload(ctx, k, nk, c->dt);
+  cl_mem dv = tu_upload(ctx, v, nv, c->dt);
+  cl_mem dpl = tu_upload(ctx, pl, npl, F32), dpw = tu_upload(ctx, pw, npw, F32);
+  cl_mem dl = c->lens ? tu_upload_int(ctx, lens, (size_t)c->b) : NULL;
+  cl_mem dout = tu_sentinel(ctx, no, c->dt, 0xff); /* NaN: must be written */
+  const clattn_th_desc d = {c->b, c->n, c->m, c->hk, c->h, c->hv, c->dk,
+                            c->dv, c->dt, (clattn_layout)c->ql,
+                            (clattn_layout)c->kl, 0.0f, c->causal,
+                            has_params(&c->p) ? &c->p : NULL};
+  const clattn_status st =
+      clattn_talking_heads(ctx, &d, dq, dk, dv, dpl, dpw, dl, dout, NULL);
+  if (!tu_unsupported_ok(ctx, st, d.params)) {
+    cr_assert_eq(st, CLATTN_OK, "%s: %s", what, clattn_ctx_errmsg(ctx));
+    tu_download(ctx, dout, o, no, c->dt);
+    tu_check(what, o, oref, no, clattn__tolerance(c->dt));
+  }
+  tu_release(dq);
+  tu_release(dk);
+  tu_release(dv);
+  tu_release(dpl);
+  tu_release(dpw);
+  tu_release(dl);
+  tu_release(dout);
+  clattn_ctx_destroy(ctx);
+  free(q), free(k), free(v), free(pl), free(pw), free(o), free(oref),
+      free(lens);
+}
+
+ParameterizedTestParameters(talking_heads, vs_reference) {
+  int *idx = malloc(NCASES * sizeof *idx);
+  size_t n = 0;
+  for (int i = 0; i < NCASES; i++)
+    if (!tu_subset("small") || cases[i].small)
+      idx[n++] = i;
+  return cr_make_param_array(int, tu_param_copy(idx, n, sizeof *idx), n);
+}
+
+ParameterizedTest(int *i, talking_heads, vs_reference, .timeout = 600) {
+  run_case(&cases[*i], 1000u + (unsigned)*i);
+}
+
+/* h_k = h = h_v with P_l = P_w = I is multi-head attention. */
+Test(talking_heads, identity_is_mha, .timeout = 600) {
+  const int b = 2, n = 23, m = 37, hh = 4, dd = 16;
+  const size_t nq = (size_t)b * n * hh * dd, nk = (size_t)b * m * hh * dd;
+  tu_rng rng = tu_rng_seed(42);
+  float *q = tu_alloc(nq * 4), *k = tu_alloc(nk * 4), *v = tu_alloc(nk * 4);
+  float eye[16], *o1 = tu_alloc(nq * 4), *o2 = tu_alloc(nq * 4);
+  tu_fill(&rng, q, nq, 1.0f);
+  tu_fill(&rng, k, nk, 1.0f);
+  tu_fill(&rng, v, nk, 1.0f);
+  for (int i = 0; i < 16; i++)
+    eye[i] = i % 5 == 0 ? 1.0f : 0.0f;
+  clattn_ctx *ctx = tu_ctx();
+  cl_mem dq = tu_upload(ctx, q, nq, F32), dk = tu_upload(ctx, k, nk, F32);
+  cl_mem dv = tu_upload(ctx, v, nk, F32), de = tu_upload(ctx, eye, 16, F32);
+  cl_mem a = tu_buffer(ctx, nq * 4), t = tu_buffer(ctx, nq * 4);
+  for (int causal = 0; causal < 2; causal++)
+    for (int variant = 1; variant <= 2; variant++)
+      for (int scheme = 1; scheme <= 2; scheme++) {
+        const clattn_attn_desc ad = {b,   n,           m,           hh,   hh,
+                                     dd,  dd,          F32,         CLATTN_BSHD,
+                                     CLATTN_BSHD, 0.0f, causal, NULL};
+        const clattn_params p = {variant, 0, 0, 0, 0, 0, scheme};
+        const clattn_th_desc td = {b,           n,           m,    hh, hh,
+                                   hh,          dd,          dd,   F32,
+                                   CLATTN_BSHD, CLATTN_BSHD, 0.0f, causal,
+                                   &p};
+        cr_assert_eq(clattn_attention(ctx, &ad, dq, dk, dv, NULL, a, NULL),
+                     CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+        cr_assert_eq(
+            clattn_talking_heads(ctx, &td, dq, dk, dv, de, de, NULL, t, NULL),
+            CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+        tu_download(ctx, a, o1, nq, F32);
+        tu_download(ctx, t, o2, nq, F32);
+        char what[96];
+        snprintf(what, sizeof what, "identity vs MHA causal=%d v%d s%d",
+                 causal, variant, scheme);
+        tu_check(what, o2, o1, nq, 1e-5);
+      }
+  tu_release(dq), tu_release(dk), tu_release(dv), tu_release(de);
+  tu_release(a), tu_release(t);
+  clattn_ctx_destroy(ctx);
+  free(q), free(k), free(v), free(o1), free(o2);
+}
+
+/* Misuse: NULL buffers, bad head counts, a short p_l, a bad scheme. */
+Test(talking_heads, misuse) {
+  clattn_ctx *ctx = tu_ctx();
+  const int b = 1, n = 4, m = 5, hk = 2, h = 3, hv = 2, dd = 8;
+  cl_mem q = tu_buffer(ctx, (size_t)b * n * hk * dd * 4);
+  cl_mem k = tu_buffer(ctx, (size_t)b * m * hk * dd * 4);
+  cl_mem v = tu_buffer(ctx, (size_t)b * m * hv * dd * 4);
+  cl_mem pl = tu_buffer(ctx, (size_t)hk * h * 4);
+  cl_mem pw = tu_buffer(ctx, (size_t)h * hv * 4);
+  cl_mem small = tu_buffer(ctx, 4);
+  cl_mem o = tu_buffer(ctx, (size_t)b * n * hv * dd * 4);
+  clattn_th_desc d = {b,   n,           m,           hk,   h, hv, dd, dd,
+                      F32, CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, NULL};
+  cr_expect_eq(clattn_talking_heads(ctx, NULL, q, k, v, pl, pw, NULL, o, NULL),
+               CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_talking_heads(ctx, &d, NULL, k, v, pl, pw, NULL, o, NULL),
+               CLATTN_ERR_INVALID_ARG, "%s", clattn_ctx_errmsg(ctx));
+  cr_expect_eq(clattn_talking_heads(ctx, &d, q, k, v, NULL, pw, NULL, o, NULL),
+               CLATTN_ERR_INVALID_ARG, "%s", clattn_ctx_errmsg(ctx));
+  cr_expect_eq(clattn_talking_heads(ctx, &d, q, k, v, small, pw, NULL, o,
+                                    NULL),
+               CLATTN_ERR_BUFFER_TOO_SMALL, "%s", clattn_ctx_errmsg(ctx));
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), "p_l") != NULL, "%s",
+            clattn_ctx_errmsg(ctx));
+  clattn_th_desc bad = d;
+  bad.heads = 0;
+  cr_expect_eq(clattn_talking_heads(ctx, &bad, q, k, v, pl, pw, NULL, o, NULL),
+               CLATTN_ERR_SHAPE);
+  bad = d;
+  bad.heads_v = CLATTN_TH_MAX_HEADS + 1;
+  cr_expect_eq(clattn_talking_heads(ctx, &bad, q, k, v, pl, pw, NULL, o, NULL),
+               CLATTN_ERR_UNSUPPORTED);
+  bad = d;
+  bad.heads_k = 0;
+  cr_expect_eq(clattn_talking_heads(ctx, &bad, q, k, v, pl, pw, NULL, o, NULL),
+               CLATTN_ERR_SHAPE);
+  const clattn_params p = {0, 0, 0, 0, 0, 0, 3};
+  bad = d;
+  bad.params = &p;
+  cr_expect_eq(clattn_talking_heads(ctx, &bad, q, k, v, pl, pw, NULL, o, NULL),
+               CLATTN_ERR_INVALID_ARG);
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), "scheme") != NULL, "%s",
+            clattn_ctx_errmsg(ctx));
+  cr_expect_eq(clattn_talking_heads(NULL, &d, q, k, v, pl, pw, NULL, o, NULL),
+               CLATTN_ERR_MISUSE);
+  tu_release(q), tu_release(k), tu_release(v), tu_release(pl);
+  tu_release(pw), tu_release(small), tu_release(o);
+  clattn_ctx_destroy(ctx);
+}
