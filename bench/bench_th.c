@@ -232,23 +232,22 @@ static int th_model(const char *family, const th_key *kv, size_t nkv,
   return 0;
 }
 
+#define TH_KEYS 11
+
 static void th_keys(th_key *kv, char (*val)[16], int b, int n, int m, int hk,
-                    int h, int hv, int dk, int dv, int causal)
+                    int h, int hv, int dk, int dv, int causal,
+                    const char *layout)
 {
-  /* Each size under every name a family of three head counts may give it. */
-  static const char *names[] = {
-      "batch",    "seq",     "kv-seq",  "heads",      "heads-k",
-      "key-heads", "k-heads", "qk-heads", "heads-v",   "value-heads",
-      "v-heads",  "head-dim", "head-dim-k", "head-dim-v", "causal",
-      "dtype",    "layout"};
-  const int vals[] = {b, n, m, h, hk, hk, hk, hk, hv, hv, hv, dk, dk, dv,
-                      causal};
-  for (int i = 0; i < 17; i++) {
+  static const char *names[TH_KEYS] = {
+      "batch",    "seq",        "kv-seq", "heads-k", "heads", "heads-v",
+      "head-dim", "head-dim-v", "causal", "dtype",   "layout"};
+  const int vals[TH_KEYS - 2] = {b, n, m, hk, h, hv, dk, dv, causal};
+  for (int i = 0; i < TH_KEYS; i++) {
     kv[i].key = names[i];
-    if (i < 15)
+    if (i < TH_KEYS - 2)
       snprintf(val[i], sizeof val[i], "%d", vals[i]);
     else
-      snprintf(val[i], sizeof val[i], "%s", i == 15 ? "f32" : "bhsd");
+      snprintf(val[i], sizeof val[i], "%s", i == TH_KEYS - 2 ? "f32" : layout);
     kv[i].value = val[i];
   }
 }
@@ -358,8 +357,8 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
   const double mid = 4.0 * b * plane * (double)(hk + 2 * h + hv);
   const int rounds = B->reps < 7 ? 7 : B->reps;
   char tag[64], why[256], args[256];
-  char val[17][16];
-  th_key kv[17];
+  char val[TH_KEYS][16];
+  th_key kv[TH_KEYS];
   clattn_prediction p_th, p_mha;
   double t_th, t_mha, r_time, t_unf, speedup, pred = -1.0, st[5] = {0};
   th_arg a;
@@ -405,10 +404,10 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
   printf("\n  -- %s: b=%d h_k=h=h_v=%d n=m=%d d_k=d_v=%d f32 BSHD --\n", tag,
          b, H, n, dk);
   time_pair(B, &a, rounds, &t_th, &t_mha, &r_time);
-  th_keys(kv, val, b, n, m, hk, h, hv, dk, dv, causal);
+  th_keys(kv, val, b, n, m, hk, h, hv, dk, dv, causal, "bshd");
   if (clattn_model_attention(&a.md, NULL, &B->prof, &p_mha) != CLATTN_OK)
     snprintf(why, sizeof why, "MHA: %.200s", p_mha.errmsg);
-  else if (th_model("talking-heads", kv, 17, &B->prof, &p_th, why,
+  else if (th_model("talking-heads", kv, TH_KEYS, &B->prof, &p_th, why,
                     sizeof why) == 0)
     pred = p_th.total.t_pred / p_mha.total.t_pred;
   printf("  (a) vs fused MHA (clattn_attention, heads_q = heads_kv = %d), %d "
@@ -475,7 +474,7 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
            "fused", f_th / t_th * 1e-9,
            100.0 * f_th / t_th * 1e-9 / B->fma_gflops, (rd + wr) / t_th * 1e-9,
            100.0 * (rd + wr) / t_th * 1e-9 / B->read_gbs, 1e3 * r_f,
-           100.0 * r_f / t_th, t_unf / t_th);
+           100.0 * r_f / t_th, speedup);
     printf("      %-8s %9.1f %8.1f%% %7.2f %7.1f%% %7.2f %8.1f%% %7.2fx\n",
            "unfused", f_th / t_unf * 1e-9,
            100.0 * f_th / t_unf * 1e-9 / B->fma_gflops,
@@ -547,8 +546,8 @@ static void th_decode(bench *B)
   clattn_copy_ref *ref = NULL;
   clattn_profile prof;
   clattn_prediction p_th, p_mha;
-  char why[256], args[256], val[17][16];
-  th_key kv[17];
+  char why[256], args[256], val[TH_KEYS][16];
+  th_key kv[TH_KEYS];
   cl_int len = m;
   th_dec_arg a;
   clattn_profile bprof = B->prof;
@@ -626,10 +625,10 @@ static void th_decode(bench *B)
   t_th = clattn__median(t, rounds);
   t_mha = clattn__median(t + rounds, rounds);
   prof = bprof;
-  th_keys(kv, val, b, 1, m, H, H, H, d, d, 0);
+  th_keys(kv, val, b, 1, m, H, H, H, d, d, 0, "bhsd");
   if (clattn_model_decode(&a.md, NULL, &prof, &p_mha) != CLATTN_OK)
     snprintf(why, sizeof why, "MHA: %.200s", p_mha.errmsg);
-  else if (th_model("talking-heads-decode", kv, 17, &prof, &p_th, why,
+  else if (th_model("talking-heads-decode", kv, TH_KEYS, &prof, &p_th, why,
                     sizeof why) == 0)
     pred = p_th.total.t_pred / p_mha.total.t_pred;
   printf("      %d paired rounds, each a copy of %zu MiB, a TH pass and an "
