@@ -337,13 +337,7 @@ static int run_decode_pass(bench *B, void *p)
 static void bench_decode(bench *B)
 {
   int m = B->quick ? 2048 : 8192, h = 8, d = 64, b = 1;
-  /* more than twice the last-level cache the device reports, and at
-   * least 512 MiB (256 with --quick) */
-  size_t target = (size_t)(B->quick ? 256 : 512) << 20;
-  clattn_profile prof;
-  if (clattn_profile_reported(B->ctx, &prof) == CLATTN_OK &&
-      2 * (size_t)prof.cache_bytes >= target)
-    target = 2 * (size_t)prof.cache_bytes + ((size_t)64 << 20);
+  const size_t target = cold_bytes(B);
   enum { NC = 3 };
   static const int hkvs[NC] = {8, 2, 1};
   static const char *names[NC] = {"MHA (h_kv=8)", "GQA (h_kv=2)",

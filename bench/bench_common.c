@@ -103,6 +103,18 @@ cl_program bench_program(bench *B, const char *src, const char *what)
   return p;
 }
 
+size_t cold_bytes(bench *B)
+{
+  /* more than twice the last-level cache the device reports, and at least
+   * 512 MiB (256 with --quick) */
+  size_t target = (size_t)(B->quick ? 256 : 512) << 20;
+  clattn_profile prof;
+  if (clattn_profile_reported(B->ctx, &prof) == CLATTN_OK &&
+      2 * (size_t)prof.cache_bytes >= target)
+    target = 2 * (size_t)prof.cache_bytes + ((size_t)64 << 20);
+  return target;
+}
+
 void rel(cl_mem *m)
 {
   if (*m != NULL)

@@ -73,6 +73,9 @@ void buf_fill(bench *B, cl_mem m, size_t bytes, float value);
 /* A buffer of `count` floats, uniform in [-amp, amp], deterministic. */
 cl_mem buf_random(bench *B, size_t count, float amp, unsigned seed);
 void rel(cl_mem *m);
+/* The bytes of K/V a cold-cache decode case rotates over, so that no step
+ * finds its K/V still in the last-level cache. */
+size_t cold_bytes(bench *B);
 /* max |x - y| over `count` floats of two buffers (NaN if either has one). */
 double max_abs_diff(bench *B, cl_mem x, cl_mem y, size_t count);
 
