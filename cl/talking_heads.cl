@@ -67,6 +67,8 @@
 
 #define NV (DV / VWV)
 #define NKV (KB / 16)
+/* positions sharing each V row load in scheme 2's P V */
+#define PR (RB % 4 == 0 ? 4 : RB % 2 == 0 ? 2 : 1)
 #define HMAX (HK > HV ? HK : HV)
 typedef FLOATW(VWV) vfloat;
 
@@ -293,27 +295,33 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
           vstore16(x, v, uw[r][u]);
         }
     }
-    /* P V per (value head, position): that pair's NV accumulators stay
-     * in registers while the head's V tile (in L1 after the first
-     * position) streams past; all HV * NV at once would spill */
+    /* P V per value head and group of PR positions: each V row loaded
+     * once feeds PR positions' accumulators, which stay in registers */
     const int nt = min(KB, kend - t0);
-    for (int u = 0; u < HV; u++)
-      for (int r = 0; r < RB; r++) {
-        __global const float *vu = vcb + ((long)u * ld + t0) * DV;
-        vfloat a[NV];
+    for (int u = 0; u < HV; u++) {
+      __global const float *vu = vcb + ((long)u * ld + t0) * DV;
+      for (int r0 = 0; r0 < RB; r0 += PR) {
+        vfloat a[PR][NV];
 #pragma unroll
-        for (int w = 0; w < NV; w++)
-          a[w] = acc[r][u][w];
-        for (int t = 0; t < nt; t++) {
-          const vfloat pt = (vfloat)(uw[r][u][t]);
+        for (int r = 0; r < PR; r++)
 #pragma unroll
           for (int w = 0; w < NV; w++)
-            a[w] = fma(pt, LDF(VWV, vu, t * DV + w * VWV), a[w]);
-        }
+            a[r][w] = acc[r0 + r][u][w];
+        for (int t = 0; t < nt; t++)
 #pragma unroll
-        for (int w = 0; w < NV; w++)
-          acc[r][u][w] = a[w];
+          for (int w = 0; w < NV; w++) {
+            const vfloat vt = LDF(VWV, vu, t * DV + w * VWV);
+#pragma unroll
+            for (int r = 0; r < PR; r++)
+              a[r][w] = fma((vfloat)(uw[r0 + r][u][t]), vt, a[r][w]);
+          }
+#pragma unroll
+        for (int r = 0; r < PR; r++)
+#pragma unroll
+          for (int w = 0; w < NV; w++)
+            acc[r0 + r][u][w] = a[r][w];
       }
+    }
   }
   for (int r = 0; r < RB; r++) {
     const int i = i0 + r;

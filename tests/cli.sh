@@ -39,6 +39,16 @@ run "model decode --json" 0 "$clattn" model decode --kv-seq 4096 --heads 8 \
   --kv-heads 2 --head-dim 64 --json
 json "model decode --json"
 has "model names the decode kernel" decode_split
+run "model talking-heads --json" 0 "$clattn" model talking-heads --seq 512 \
+  --heads 1 --heads-k 8 --heads-v 8 --head-dim 64 --json
+json "model talking-heads --json"
+has "one logit head: one pass" '"scheme": 1'
+run "model talking-heads, 8 logit heads" 0 "$clattn" model talking-heads \
+  --profile h100 --seq 512 --heads 8 --heads-k 8 --head-dim 64
+has "eight logit heads: two passes" "scheme=2"
+run "a family's own key elsewhere" 2 "$clattn" model attention --seq 8 \
+  --heads 8 --head-dim 64 --heads-k 8
+has "names the unknown key" "unknown option '--heads-k'" "$tmp/err"
 run "model attention on a datasheet GPU" 0 "$clattn" model attention \
   --profile a100 --seq 1024 --heads 32 --kv-heads 8 --head-dim 128 --causal \
   --dtype f16
@@ -235,6 +245,23 @@ has "Ctrl-C: the run reports stop" "stopped: stop"
 n2=$(python3 -c 'import sqlite3,sys
 print(sqlite3.connect(sys.argv[1]).execute("select count(*) from tuning").fetchone()[0])' "$tmp/int.db")
 [ "$n2" -ge "$n" ] && ok "Ctrl-C: $n2 rows saved" || bad "Ctrl-C: rows lost"
+
+# clattn run talking-heads: random inputs checked against the reference,
+# the saved inputs read back as a prefill then decode steps, a bad shape
+th=(--seq 6 --d-model 16 --heads-k 3 --heads 5 --head-dim 4)
+run "run talking-heads --random --check" 0 "$clattn" run talking-heads \
+  --random --batch 2 "${th[@]}" --heads-v 2 --head-dim-v 5 --causal --check \
+  --save-inputs "$tmp/th"
+has "talking-heads: check passes" "check talking-heads: .*PASS"
+run "run talking-heads --in --decode-from" 0 "$clattn" run talking-heads \
+  --in "$tmp/th" --out "$tmp/th_y.npy" --decode-from 2 --check
+has "talking-heads: prefill + decode check passes" "(prefill + decode).*PASS"
+"$clattn" run talking-heads --random "${th[@]}" --heads-v 3 \
+  --save-inputs "$tmp/th3" >/dev/null 2>&1
+cp "$tmp/th3/p_w.npy" "$tmp/th/p_w.npy"
+run "run talking-heads with p_w of other value heads" 2 "$clattn" run \
+  talking-heads --in "$tmp/th" --out "$tmp/th_y.npy"
+has "talking-heads: the bad shape is named" "w_v.npy: shape" "$tmp/err"
 
 # Kernel compiler warnings stay off stderr (the library builds with -w)
 # unless CLATTN_KERNEL_WARNINGS=1: PoCL on AVX2 prints "N warnings

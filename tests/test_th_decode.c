@@ -9,6 +9,7 @@
  * caches are compared element for element with the reference's.
  * steps: a sequence built by appends and decoded after each one equals
  * the reference at every step.
+ * equals_prefill: a decode step equals the causal prefill of its query.
  * misuse: NULL desc or buffers, head counts 0 and 33, buffers too small,
  * bad params give their statuses and a message.
  * CLATTN_TEST_SUBSET=small keeps a few small cases (simulators). */
@@ -286,6 +287,59 @@ Test(th_decode, steps, .timeout = 300) {
   free(kn);
   free(vn);
   free(q);
+}
+
+/* One decode step equals a causal prefill of the one query at the end of
+ * each sequence (clattn_talking_heads over the same cache as keys). */
+Test(th_decode, equals_prefill, .timeout = 300) {
+  const int b = 2, cap = 53, hk = 3, h = 5, hv = 2, dk = 16, dv = 8;
+  const int lens[2] = {53, 20};
+  for (int layout = 0; layout < 2; layout++) {
+    tu_rng r = tu_rng_seed(401 + (unsigned)layout);
+    const size_t nq = (size_t)b * hk * dk, nk = (size_t)b * cap * hk * dk,
+                 nv = (size_t)b * cap * hv * dv, no = (size_t)b * hv * dv;
+    float *q = tu_alloc(nq * 4), *k = tu_alloc(nk * 4), *v = tu_alloc(nv * 4);
+    float pl[15], pw[10], od[32], op[32];
+    tu_fill(&r, q, nq, 1.0f);
+    tu_fill(&r, k, nk, 1.0f);
+    tu_fill(&r, v, nv, 1.0f);
+    tu_fill(&r, pl, 15, 1.0f);
+    tu_fill(&r, pw, 10, 1.0f);
+    clattn_ctx *ctx = tu_ctx();
+    cl_mem dq = tu_upload(ctx, q, nq, CLATTN_F32);
+    cl_mem dk_ = tu_upload(ctx, k, nk, CLATTN_F32);
+    cl_mem dv_ = tu_upload(ctx, v, nv, CLATTN_F32);
+    cl_mem dpl = tu_upload(ctx, pl, 15, CLATTN_F32);
+    cl_mem dpw = tu_upload(ctx, pw, 10, CLATTN_F32);
+    cl_mem dl = tu_upload_int(ctx, lens, 2);
+    cl_mem dod = tu_buffer(ctx, no * 4), dop = tu_buffer(ctx, no * 4);
+    const clattn_th_decode_desc d = {b,  cap,        hk,
+                                     h,  hv,         dk,
+                                     dv, CLATTN_F32, (clattn_layout)layout,
+                                     0.0f, NULL};
+    const clattn_th_desc pd = {b,          1,           cap,
+                               hk,         h,           hv,
+                               dk,         dv,          CLATTN_F32,
+                               CLATTN_BSHD, (clattn_layout)layout, 0.0f,
+                               1,          NULL};
+    cr_assert_eq(clattn_talking_heads_decode(ctx, &d, dq, dk_, dv_, dpl, dpw,
+                                             dl, dod, NULL),
+                 CLATTN_OK, "decode: %s", clattn_ctx_errmsg(ctx));
+    cr_assert_eq(clattn_talking_heads(ctx, &pd, dq, dk_, dv_, dpl, dpw, dl,
+                                      dop, NULL),
+                 CLATTN_OK, "prefill: %s", clattn_ctx_errmsg(ctx));
+    tu_download(ctx, dod, od, no, CLATTN_F32);
+    tu_download(ctx, dop, op, no, CLATTN_F32);
+    tu_check(layout ? "decode == prefill, BHSD" : "decode == prefill, BSHD",
+             od, op, no, clattn__tolerance(CLATTN_F32));
+    cl_mem all[9] = {dq, dk_, dv_, dpl, dpw, dl, dod, dop, NULL};
+    for (int i = 0; all[i]; i++)
+      tu_release(all[i]);
+    clattn_ctx_destroy(ctx);
+    free(q);
+    free(k);
+    free(v);
+  }
 }
 
 /* Bad calls: a status and a message, nothing run. */

@@ -23,6 +23,7 @@ typedef struct cli_opts {
   int dtype;  /* CLATTN_F32 / CLATTN_F16 (attention --random) */
   float scale;
   int batch, seq, kv_seq, heads, kv_heads, head_dim, head_dim_v, d_model;
+  int heads_k, heads_v; /* run talking-heads: key and value heads */
   int decode_from; /* -1: none */
   int repeat;
   unsigned long long seed;
@@ -34,6 +35,7 @@ int cli_families(void);
 int cli_devices(int verbose);
 int cli_run_attention(const cli_opts *o);
 int cli_run_gqa(const cli_opts *o);
+int cli_run_th(const cli_opts *o);
 int cli_model(int argc, char **argv);
 int cli_probe(const cli_opts *o);
 int cli_tune(int argc, char **argv);
@@ -94,5 +96,41 @@ cl_mem cli_buffer(cl_context c, size_t bytes, const void *host);
 
 /* malloc of n * size with overflow check; prints on failure. */
 void *cli_alloc(size_t n, size_t size);
+
+/* --- the layer run commands (common.c) --- */
+
+/* DIR/name.npy for command `cmd`: float32, rank min_ndim .. max_ndim,
+ * every dimension 1 .. 2^30; prints and returns CLI_USAGE when not
+ * (CLI_FAIL when out of memory). */
+int cli_load_f32(const char *dir, const char *name, const char *cmd,
+                 int min_ndim, int max_ndim, npy_array *a);
+
+/* "clattn: DIR/name.npy: shape [..]: why" on stderr; CLI_USAGE. */
+int cli_bad_shape(const char *dir, const char *name, const npy_array *a,
+                  const char *why);
+
+/* A float32 tensor of `shape`, uniform in [-amp, amp) from *seed, also
+ * written to save_dir/name.npy when save_dir is not NULL. */
+int cli_random_tensor(unsigned long long *seed, int ndim, const size_t *shape,
+                      float amp, const char *save_dir, const char *name,
+                      npy_array *a);
+
+/* A layer run: the layer, its input x (shape [b, n, d], or [n, d] with
+ * b = 1), the mask, and decode_from P >= 0 for a prefill of P positions
+ * into a KV cache then one decode step per remaining position (-1: one
+ * prefill); `what` heads the timing line. */
+typedef struct cli_layer_job {
+  clattn_layer *layer;
+  const npy_array *x;
+  int b, n, d;
+  int causal;
+  int decode_from;
+  const char *what;
+} cli_layer_job;
+
+/* Run the job o->repeat times, print the timings, write --out (x's shape)
+ * and return y [b*n*d] of the last repetition in *y (the caller frees). */
+int cli_layer_forward(clattn_ctx *ctx, const cli_layer_job *j,
+                      const cli_opts *o, float **y);
 
 #endif

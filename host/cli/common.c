@@ -253,5 +253,236 @@ int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap) {
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     if (has_key(keys, f[i].key) && n > 0 && (size_t)n < cap)
       n += snprintf(buf + n, cap - (size_t)n, " %s=%d", f[i].key, f[i].value);
+  /* the family's own keys given as flags, after the common ones */
+  for (const char *w = o->shape_extra; *w;) {
+    const size_t len = strcspn(w, " "), klen = strcspn(w, "=");
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", (int)(klen < 63 ? klen : 63), w);
+    if (!has_key(keys, key)) {
+      cli_err("unknown option '--%s' for family %s (its keys: %s)", key,
+              clattn_family_name(fam), keys);
+      return CLI_USAGE;
+    }
+    if (n > 0 && (size_t)n < cap)
+      n += snprintf(buf + n, cap - (size_t)n, " %.*s", (int)len, w);
+    w += len + (w[len] == ' ');
+  }
+  if (n < 0 || (size_t)n >= cap) {
+    cli_err("the shape is too long");
+    return CLI_USAGE;
+  }
   return 0;
+}
+
+/* ------------------------------------------------ the layer run commands */
+
+int cli_load_f32(const char *dir, const char *name, const char *cmd,
+                 int min_ndim, int max_ndim, npy_array *a)
+{
+  char s[96];
+  int rc = cli_load(dir, name, 0, a);
+  if (rc)
+    return rc;
+  if (a->dtype != NPY_F32) {
+    cli_err("%s/%s.npy: dtype '%s' is not supported (%s takes '<f4')", dir,
+            name, npy_dtype_descr(a->dtype), cmd);
+    return CLI_USAGE;
+  }
+  const char *why = NULL;
+  if (a->ndim < min_ndim || a->ndim > max_ndim)
+    why = "wrong rank";
+  for (int k = 0; !why && k < a->ndim; k++)
+    if (a->shape[k] < 1 || a->shape[k] > 1u << 30)
+      why = "dimension out of range";
+  if (why) {
+    if (min_ndim == max_ndim)
+      cli_err("%s/%s.npy: shape %s: %s (expected rank %d)", dir, name,
+              npy_shape_str(a->ndim, a->shape, s, sizeof s), why, min_ndim);
+    else
+      cli_err("%s/%s.npy: shape %s: %s (expected rank %d to %d)", dir, name,
+              npy_shape_str(a->ndim, a->shape, s, sizeof s), why, min_ndim,
+              max_ndim);
+    return CLI_USAGE;
+  }
+  return CLI_OK;
+}
+
+int cli_bad_shape(const char *dir, const char *name, const npy_array *a,
+                  const char *why)
+{
+  char s[96];
+  cli_err("%s/%s.npy: shape %s: %s", dir, name,
+          npy_shape_str(a->ndim, a->shape, s, sizeof s), why);
+  return CLI_USAGE;
+}
+
+int cli_random_tensor(unsigned long long *seed, int ndim, const size_t *shape,
+                      float amp, const char *save_dir, const char *name,
+                      npy_array *a)
+{
+  memset(a, 0, sizeof *a);
+  a->dtype = NPY_F32;
+  a->ndim = ndim;
+  a->count = 1;
+  for (int k = 0; k < ndim; k++) {
+    a->shape[k] = shape[k];
+    a->count *= shape[k];
+  }
+  a->data = cli_alloc(a->count, sizeof(float));
+  if (!a->data)
+    return CLI_FAIL;
+  cli_random_fill(seed, a->data, a->count, amp);
+  if (save_dir && (cli_mkdir(save_dir) ||
+                   cli_save(save_dir, name, NPY_F32, ndim, shape, a->data)))
+    return CLI_FAIL;
+  return CLI_OK;
+}
+
+/* Copy rows [b][p0 .. p0+np) of a [b, src_n, d] float buffer into rows
+ * [b][q0 ..) of a [b, dst_n, d] buffer. */
+static int copy_rows(cl_command_queue q, cl_mem src, int src_n, int p0,
+                     cl_mem dst, int dst_n, int q0, int np, int b, int d)
+{
+  size_t row = (size_t)d * sizeof(float);
+  size_t so[3] = {(size_t)p0 * row, 0, 0}, dor[3] = {(size_t)q0 * row, 0, 0};
+  size_t region[3] = {(size_t)np * row, (size_t)b, 1};
+  cl_int err = clEnqueueCopyBufferRect(q, src, dst, so, dor, region,
+                                       (size_t)src_n * row, 0,
+                                       (size_t)dst_n * row, 0, 0, NULL,
+                                       NULL);
+  if (err != CL_SUCCESS)
+    cli_err("clEnqueueCopyBufferRect: %s", clattn_cl_errstr(err));
+  return err == CL_SUCCESS ? 0 : -1;
+}
+
+static int finish(cl_command_queue q)
+{
+  cl_int err = clFinish(q);
+  if (err != CL_SUCCESS)
+    cli_err("clFinish: %s", clattn_cl_errstr(err));
+  return err == CL_SUCCESS ? 0 : -1;
+}
+
+/* One repetition: a prefill of all n positions, or of the first P into the
+ * cache and one decode step per remaining position; *tp and *td get the
+ * prefill and decode times. */
+static int forward_once(clattn_ctx *ctx, const cli_layer_job *j,
+                        clattn_kv_cache *cache, cl_mem bx, cl_mem by,
+                        cl_mem const stage[4], double *tp, double *td)
+{
+  cl_command_queue q = clattn_ctx_queue(ctx);
+  const int P = j->decode_from;
+  clattn_status st;
+  double t0 = clattn__now();
+  if (P < 0) {
+    st = clattn_layer_prefill(j->layer, NULL, j->b, j->n, j->causal, bx, by,
+                              NULL);
+    if (st)
+      return cli_lib_fail(ctx, "clattn_layer_prefill", st);
+    if (finish(q))
+      return CLI_FAIL;
+    *tp = clattn__now() - t0;
+    return CLI_OK;
+  }
+  /* stage: prefill x and y of the first P positions, one step's x, y */
+  clattn_kv_cache_reset(cache);
+  if (P > 0) {
+    st = clattn_layer_prefill(j->layer, cache, j->b, P, 1, stage[0], stage[1],
+                              NULL);
+    if (st)
+      return cli_lib_fail(ctx, "clattn_layer_prefill", st);
+    if (copy_rows(q, stage[1], P, 0, by, j->n, 0, P, j->b, j->d) || finish(q))
+      return CLI_FAIL;
+  }
+  double t1 = clattn__now();
+  for (int p = P; p < j->n; p++) {
+    /* x[:, p, :] -> [b, d] and the step's y back into y[:, p, :] */
+    if (copy_rows(q, bx, j->n, p, stage[2], 1, 0, 1, j->b, j->d))
+      return CLI_FAIL;
+    st = clattn_layer_decode(j->layer, cache, stage[2], stage[3], NULL);
+    if (st)
+      return cli_lib_fail(ctx, "clattn_layer_decode", st);
+    if (copy_rows(q, stage[3], 1, 0, by, j->n, p, 1, j->b, j->d))
+      return CLI_FAIL;
+  }
+  if (finish(q))
+    return CLI_FAIL;
+  *tp = t1 - t0;
+  *td = clattn__now() - t1;
+  return CLI_OK;
+}
+
+int cli_layer_forward(clattn_ctx *ctx, const cli_layer_job *j,
+                      const cli_opts *o, float **y_out)
+{
+  cl_context c = clattn_ctx_cl_context(ctx);
+  cl_command_queue q = clattn_ctx_queue(ctx);
+  const int P = j->decode_from;
+  const size_t ny = (size_t)j->b * j->n * j->d, bd = (size_t)j->b * j->d;
+  clattn_kv_cache *cache = NULL;
+  cl_mem bx = NULL, by = NULL, stage[4] = {NULL, NULL, NULL, NULL};
+  float *y = NULL;
+  int rc = CLI_FAIL;
+  clattn_status st;
+
+  *y_out = NULL;
+  bx = cli_buffer(c, ny * 4, j->x->data);
+  by = bx ? cli_buffer(c, ny * 4, NULL) : NULL;
+  if (!by)
+    goto done;
+  if (P >= 0) {
+    st = clattn_kv_cache_create(j->layer, j->b, j->n, &cache);
+    if (st) {
+      cli_lib_fail(ctx, "clattn_kv_cache_create", st);
+      goto done;
+    }
+    for (int i = 0; i < 4; i++) {
+      const size_t rows = i < 2 ? (size_t)(P > 0 ? P : 1) : 1;
+      if (!(stage[i] = cli_buffer(c, bd * rows * 4, NULL)))
+        goto done;
+    }
+    if (P > 0 && copy_rows(q, bx, j->n, 0, stage[0], P, 0, P, j->b, j->d))
+      goto done;
+  }
+  if (finish(q))
+    goto done;
+
+  double tp = 0, td = 0; /* prefill / decode time of the last repetition */
+  for (int r = 0; r < o->repeat; r++)
+    if (forward_once(ctx, j, cache, bx, by, stage, &tp, &td))
+      goto done;
+  fprintf(stderr, "clattn: %s: ", j->what);
+  if (P < 0)
+    fprintf(stderr, "prefill %.3f ms", tp * 1e3);
+  else
+    fprintf(stderr, "prefill %d: %.3f ms, decode %d steps: %.3f ms "
+            "(%.3f ms/step)", P, tp * 1e3, j->n - P, td * 1e3,
+            j->n > P ? td * 1e3 / (j->n - P) : 0.0);
+  fprintf(stderr, "%s\n", o->repeat > 1 ? " (last repetition)" : "");
+  if (P >= 0 && o->verbose)
+    fprintf(stderr, "clattn: kv cache length %d\n",
+            clattn_kv_cache_len(cache));
+
+  if (!(y = cli_alloc(ny, sizeof *y)))
+    goto done;
+  cl_int err = clEnqueueReadBuffer(q, by, CL_TRUE, 0, ny * 4, y, 0, NULL,
+                                   NULL);
+  if (err != CL_SUCCESS) {
+    cli_err("clEnqueueReadBuffer: %s", clattn_cl_errstr(err));
+    goto done;
+  }
+  if (o->out && cli_save(NULL, o->out, NPY_F32, j->x->ndim, j->x->shape, y))
+    goto done;
+  *y_out = y;
+  y = NULL;
+  rc = CLI_OK;
+
+done:
+  free(y);
+  clattn_kv_cache_destroy(cache);
+  cl_mem m[6] = {bx, by, stage[0], stage[1], stage[2], stage[3]};
+  for (int i = 0; i < 6; i++)
+    if (m[i])
+      clReleaseMemObject(m[i]);
+  return rc;
 }

@@ -3,6 +3,7 @@
  *   clattn devices [--verbose]
  *   clattn run attention (--in DIR | --random SHAPE...) [options]
  *   clattn run gqa       (--in DIR | --random SHAPE...) [options]
+ *   clattn run talking-heads (--in DIR | --random SHAPE...) [options]
  *   clattn probe [--device D] [--json] [--thorough] [--db PATH] [--no-store]
  *   clattn tune ... / clattn explain ... (tune.c)
  *   clattn db path | list [...] | export FILE | import FILE  [--db PATH]
@@ -26,6 +27,7 @@ static const char usage_text[] =
   "       clattn families\n"
   "       clattn run attention (--in DIR | --random SHAPE) [OPTIONS]\n"
   "       clattn run gqa (--in DIR | --random SHAPE) [OPTIONS]\n"
+  "       clattn run talking-heads (--in DIR | --random SHAPE) [OPTIONS]\n"
   "       clattn model FAMILY|layer|mqa|profiles|check ...\n"
   "         (roofline model; 'clattn model help' for its options)\n"
   "       clattn probe [--device SEL] [--json] [--thorough | --quick]\n"
@@ -52,6 +54,13 @@ static const char usage_text[] =
   "         --head-dim K [--head-dim-v V]\n"
   "  --causal, --scale S, --decode-from P (prefill P positions into a KV\n"
   "  cache, then decode the rest one at a time; implies --causal)\n"
+  "run talking-heads: DIR holds x.npy [b,n,d] or [n,d], w_q.npy and\n"
+  "  w_k.npy [d,Hk*k], w_v.npy [d,Hv*v], w_o.npy [Hv*v,d], p_l.npy\n"
+  "  [Hk,H], p_w.npy [H,Hv] ('<f4'); head counts from p_l and p_w, head\n"
+  "  dims from w_q and w_v; writes y with x's shape.\n"
+  "  SHAPE: --batch B --seq N --d-model D --heads-k Hk --heads H\n"
+  "         --heads-v Hv --head-dim K [--head-dim-v V]\n"
+  "  --causal, --scale S, --decode-from P (as for run gqa)\n"
   "common: --out FILE.npy (required with --in), --device SEL ('P:D', 'D'\n"
   "  or a name substring; default $CLATTN_DEVICE), --check (compare with\n"
   "  the reference; fails above rel. error 1e-4 for f32, 1e-3 for f16),\n"
@@ -78,12 +87,13 @@ static int usage(const char *why)
 }
 
 /* Which command accepts an option. */
-enum { ATT = 1, GQA = 2, DEV = 4, PRB = 8 };
+enum { ATT = 1, GQA = 2, DEV = 4, PRB = 8, TH = 16 };
 
 enum opt_id {
   O_IN, O_OUT, O_DEVICE, O_SAVE, O_CAUSAL, O_CHECK, O_RANDOM, O_VERBOSE,
   O_LAYOUT, O_DTYPE, O_SCALE, O_BATCH, O_SEQ, O_KV_SEQ, O_HEADS, O_KV_HEADS,
-  O_HEAD_DIM, O_HEAD_DIM_V, O_D_MODEL, O_DECODE_FROM, O_REPEAT, O_SEED,
+  O_HEAD_DIM, O_HEAD_DIM_V, O_D_MODEL, O_HEADS_K, O_HEADS_V, O_DECODE_FROM,
+  O_REPEAT, O_SEED,
   O_JSON, O_THOROUGH, O_QUICK, O_DB, O_NO_STORE,
   O_COUNT
 };
@@ -92,28 +102,30 @@ static const struct opt {
   const char *name;
   int has_arg, cmds;
 } opts[O_COUNT] = {
-  [O_IN] = {"in", 1, ATT | GQA},
-  [O_OUT] = {"out", 1, ATT | GQA},
-  [O_DEVICE] = {"device", 1, ATT | GQA | PRB},
-  [O_SAVE] = {"save-inputs", 1, ATT | GQA},
-  [O_CAUSAL] = {"causal", 0, ATT | GQA},
-  [O_CHECK] = {"check", 0, ATT | GQA},
-  [O_RANDOM] = {"random", 0, ATT | GQA},
-  [O_VERBOSE] = {"verbose", 0, ATT | GQA | DEV},
+  [O_IN] = {"in", 1, ATT | GQA | TH},
+  [O_OUT] = {"out", 1, ATT | GQA | TH},
+  [O_DEVICE] = {"device", 1, ATT | GQA | TH | PRB},
+  [O_SAVE] = {"save-inputs", 1, ATT | GQA | TH},
+  [O_CAUSAL] = {"causal", 0, ATT | GQA | TH},
+  [O_CHECK] = {"check", 0, ATT | GQA | TH},
+  [O_RANDOM] = {"random", 0, ATT | GQA | TH},
+  [O_VERBOSE] = {"verbose", 0, ATT | GQA | TH | DEV},
   [O_LAYOUT] = {"layout", 1, ATT},
   [O_DTYPE] = {"dtype", 1, ATT},
-  [O_SCALE] = {"scale", 1, ATT | GQA},
-  [O_BATCH] = {"batch", 1, ATT | GQA},
-  [O_SEQ] = {"seq", 1, ATT | GQA},
+  [O_SCALE] = {"scale", 1, ATT | GQA | TH},
+  [O_BATCH] = {"batch", 1, ATT | GQA | TH},
+  [O_SEQ] = {"seq", 1, ATT | GQA | TH},
   [O_KV_SEQ] = {"kv-seq", 1, ATT},
-  [O_HEADS] = {"heads", 1, ATT | GQA},
+  [O_HEADS] = {"heads", 1, ATT | GQA | TH},
   [O_KV_HEADS] = {"kv-heads", 1, ATT | GQA},
-  [O_HEAD_DIM] = {"head-dim", 1, ATT | GQA},
-  [O_HEAD_DIM_V] = {"head-dim-v", 1, ATT | GQA},
-  [O_D_MODEL] = {"d-model", 1, GQA},
-  [O_DECODE_FROM] = {"decode-from", 1, GQA},
-  [O_REPEAT] = {"repeat", 1, ATT | GQA},
-  [O_SEED] = {"seed", 1, ATT | GQA},
+  [O_HEAD_DIM] = {"head-dim", 1, ATT | GQA | TH},
+  [O_HEAD_DIM_V] = {"head-dim-v", 1, ATT | GQA | TH},
+  [O_D_MODEL] = {"d-model", 1, GQA | TH},
+  [O_HEADS_K] = {"heads-k", 1, TH},
+  [O_HEADS_V] = {"heads-v", 1, TH},
+  [O_DECODE_FROM] = {"decode-from", 1, GQA | TH},
+  [O_REPEAT] = {"repeat", 1, ATT | GQA | TH},
+  [O_SEED] = {"seed", 1, ATT | GQA | TH},
   [O_JSON] = {"json", 0, PRB},
   [O_THOROUGH] = {"thorough", 0, PRB},
   [O_QUICK] = {"quick", 0, PRB},
@@ -194,6 +206,7 @@ static int apply(cli_opts *o, enum opt_id id, const char *v, int *given)
            : id == O_KV_SEQ ? &o->kv_seq : id == O_HEADS ? &o->heads
            : id == O_KV_HEADS ? &o->kv_heads : id == O_HEAD_DIM ? &o->head_dim
            : id == O_HEAD_DIM_V ? &o->head_dim_v : id == O_D_MODEL ? &o->d_model
+           : id == O_HEADS_K ? &o->heads_k : id == O_HEADS_V ? &o->heads_v
            : &o->repeat;
   return parse_int(name, v, 1, INT_MAX, dst) ? usage(NULL) : 0;
 }
@@ -241,12 +254,12 @@ static int parse(int argc, char **argv, int cmd, cli_opts *o, int *given)
   return 0;
 }
 
-/* Cross-option rules shared by both run commands. */
+/* Cross-option rules shared by the run commands. */
 static int validate(int cmd, cli_opts *o, const int *given)
 {
   static const enum opt_id shape_opts[] = {
     O_BATCH, O_SEQ, O_KV_SEQ, O_KV_HEADS, O_HEAD_DIM, O_HEAD_DIM_V,
-    O_D_MODEL, O_DTYPE, O_SEED, O_SAVE, O_HEADS};
+    O_D_MODEL, O_DTYPE, O_SEED, O_SAVE, O_HEADS, O_HEADS_K, O_HEADS_V};
   if (o->in && o->random)
     return usage("--in and --random are exclusive");
   if (!o->in && !o->random)
@@ -269,6 +282,11 @@ static int validate(int cmd, cli_opts *o, const int *given)
       return usage("run gqa: --heads H is required");
     return 0;
   }
+  if (cmd == TH && (!given[O_SEQ] || !given[O_D_MODEL] ||
+                    !given[O_HEADS_K] || !given[O_HEADS] ||
+                    !given[O_HEADS_V] || !given[O_HEAD_DIM]))
+    return usage("--random needs --seq, --d-model, --heads-k, --heads, "
+                 "--heads-v, --head-dim");
   if (!given[O_SEQ] || !given[O_HEADS] || !given[O_HEAD_DIM] ||
       (cmd == GQA && !given[O_D_MODEL]))
     return usage(cmd == GQA
@@ -288,9 +306,14 @@ static int validate(int cmd, cli_opts *o, const int *given)
    * (computed in double; 2^34 elements is already 64 GiB of float). */
   double hd = o->head_dim > o->head_dim_v ? o->head_dim : o->head_dim_v;
   double seq = o->seq > o->kv_seq ? o->seq : o->kv_seq;
-  double big = (double)o->batch * seq * o->heads * hd;
-  if (cmd == GQA) {
-    double w = (double)o->d_model * o->heads * hd;
+  /* the widest projection's heads: query heads, or for talking-heads the
+   * larger of key and value heads (the library checks the counts) */
+  double heads = o->heads;
+  if (cmd == TH)
+    heads = o->heads_k > o->heads_v ? o->heads_k : o->heads_v;
+  double big = (double)o->batch * seq * heads * hd;
+  if (cmd != ATT) {
+    double w = (double)o->d_model * heads * hd;
     double x = (double)o->batch * o->seq * o->d_model;
     big = big > w ? big : w;
     big = big > x ? big : x;
@@ -348,12 +371,14 @@ int main(int argc, char **argv)
     return usage(NULL);
   }
   if (argc < 3)
-    return usage("run: missing kernel (attention or gqa)");
-  int cmd = !strcmp(argv[2], "attention") ? ATT
-            : !strcmp(argv[2], "gqa")     ? GQA
-                                          : 0;
+    return usage("run: missing kernel (attention, gqa or talking-heads)");
+  int cmd = !strcmp(argv[2], "attention")       ? ATT
+            : !strcmp(argv[2], "gqa")           ? GQA
+            : !strcmp(argv[2], "talking-heads") ? TH
+                                                : 0;
   if (!cmd) {
-    cli_err("run: unknown kernel '%s' (expected attention or gqa)", argv[2]);
+    cli_err("run: unknown kernel '%s' (expected attention, gqa or "
+            "talking-heads)", argv[2]);
     return usage(NULL);
   }
   int rc = parse(argc - 3, argv + 3, cmd, &o, given);
@@ -361,5 +386,7 @@ int main(int argc, char **argv)
     rc = validate(cmd, &o, given);
   if (rc)
     return rc;
-  return cmd == ATT ? cli_run_attention(&o) : cli_run_gqa(&o);
+  return cmd == ATT   ? cli_run_attention(&o)
+         : cmd == GQA ? cli_run_gqa(&o)
+                      : cli_run_th(&o);
 }

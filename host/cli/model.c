@@ -27,10 +27,13 @@ static const char model_usage[] =
   "         [--quick] [--probe]\n"
   "SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
   "  --head-dim K [--head-dim-v V]; decode: --kv-seq M is the cache\n"
-  "  length; layer: --d-model D [--cache-len P] (decode: --seq 1)\n"
+  "  length; layer: --d-model D [--cache-len P] (decode: --seq 1);\n"
+  "  any other key of the family's shape as --KEY V (talking-heads:\n"
+  "  --heads-k A --heads-v U; see 'clattn families')\n"
   "OPTIONS: --dtype f32|f16|bf16, --causal, --variant 1|2, --rows R,\n"
-  "  --keys K, --wg W, --splits S, --prefetch 1|2 (off|on; default: what\n"
-  "  the library picks),\n"
+  "  --keys K, --wg W, --splits S, --prefetch 1|2 (off|on), --scheme 1|2\n"
+  "  (talking-heads: one pass|two passes) (default: what the library\n"
+  "  picks),\n"
   "  --profile NAME (a datasheet GPU, see 'clattn model profiles') or\n"
   "  --device D (a present device: its measured profile from the database\n"
   "  when 'clattn probe' stored one, else what it reports), --db PATH,\n"
@@ -82,6 +85,7 @@ int cli_model_parse(int argc, char **argv, model_opts *o) {
       {"wg", offsetof(model_opts, params.wg), 0},
       {"splits", offsetof(model_opts, params.splits), 0},
       {"prefetch", offsetof(model_opts, params.prefetch), 0},
+      {"scheme", offsetof(model_opts, params.scheme), 0},
   };
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -124,8 +128,16 @@ int cli_model_parse(int argc, char **argv, model_opts *o) {
       while (k < n && strcmp(a, ints[k].name) != 0)
         k++;
       if (k == n) {
-        cli_err("unknown option '--%s' for 'clattn model'", a);
-        return model_usage_err(NULL);
+        /* a family's own shape key: cli_shape_text checks the name */
+        size_t used = strlen(o->shape_extra);
+        int w = snprintf(o->shape_extra + used, sizeof o->shape_extra - used,
+                         "%s%s=%s", used ? " " : "", a, v);
+        if (w < 0 || (size_t)w >= sizeof o->shape_extra - used ||
+            strpbrk(a, "= ") || strpbrk(v, "= ")) {
+          cli_err("option '--%s %s' is malformed or too long", a, v);
+          return model_usage_err(NULL);
+        }
+        continue;
       }
       if (int_arg(a, v, ints[k].lo, (int *)((char *)o + ints[k].off)))
         return model_usage_err(NULL);
@@ -215,11 +227,12 @@ static void print_prediction(const char *what, const clattn_profile *p,
     printf("{\n  \"call\": \"%s\",\n  \"profile\": \"%s\",\n  \"source\": "
            "\"%s\",\n  \"ridge\": %.6g,\n  \"params\": {\"variant\": %d, "
            "\"rows\": %d, \"keys\": %d, \"wg\": %d, \"splits\": %d, "
-           "\"prefetch\": %d},\n"
+           "\"prefetch\": %d, \"scheme\": %d},\n"
            "  \"kernels\": [\n",
            what, p->name, cli_profile_source(p->source), pr->ridge,
            pr->params.variant, pr->params.rows, pr->params.keys,
-           pr->params.wg, pr->params.splits, pr->params.prefetch);
+           pr->params.wg, pr->params.splits, pr->params.prefetch,
+           pr->params.scheme);
     for (int i = 0; i < pr->n_kernels; i++)
       print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
     printf("  ],\n  \"total\":\n");
@@ -234,10 +247,9 @@ static void print_prediction(const char *what, const clattn_profile *p,
          (double)p->cache_bytes / 1048576.0,
          p->launch_pipelined_us > 0 ? p->launch_pipelined_us : p->launch_us,
          pr->ridge);
-  printf("  params: variant %d, rows %d, keys %d, wg %d, splits %d, "
-         "prefetch %d\n",
-         pr->params.variant, pr->params.rows, pr->params.keys, pr->params.wg,
-         pr->params.splits, pr->params.prefetch);
+  char params[160];
+  clattn_params_format(&pr->params, params, sizeof params);
+  printf("  params: %s\n", params);
   printf("  %-18s %3s %9s %8s %9s %9s %9s %9s %7s %10s %10s %10s  %s\n",
          "kernel", "n", "GFLOP", "Mexp2", "MiB read", "MiB wr", "MiB comp",
          "MiB DRAM", "FLOP/B", "t_mem us", "t_comp us", "t_pred us",
@@ -275,7 +287,7 @@ static int model_call(const char *kind, model_opts *o) {
     char shape[512];
     const int caller = o->params.variant || o->params.rows ||
                        o->params.keys || o->params.wg || o->params.splits ||
-                       o->params.prefetch;
+                       o->params.prefetch || o->params.scheme;
     if ((rc = cli_shape_text(o, fam, shape, sizeof shape)) ||
         (rc = cli_model_profile(o, &prof)))
       return rc;
@@ -285,6 +297,10 @@ static int model_call(const char *kind, model_opts *o) {
   } else {
     if ((rc = cli_shape_defaults(o, 1)))
       return rc;
+    if (o->shape_extra[0]) {
+      cli_err("unknown option(s) for 'clattn model layer': %s", o->shape_extra);
+      return model_usage_err(NULL);
+    }
     if (!o->d_model)
       return model_usage_err("model layer needs --d-model");
     const clattn_layer_desc d = {o->d_model, o->heads, o->kv_heads,

@@ -12,6 +12,10 @@ typedef struct model_opts {
   int cache_len;
   clattn_dtype dtype;
   clattn_params params;
+  /* "--KEY VALUE" options that are no common SHAPE flag, as "KEY=VALUE"
+   * words: a family's own shape keys (--heads-k), checked against the
+   * family's keys by cli_shape_text. */
+  char shape_extra[256];
 } model_opts;
 
 /* The profile --profile names (a datasheet), else the present device's. */

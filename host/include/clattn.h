@@ -366,7 +366,12 @@ CLATTN_API void clattn_layer_destroy(clattn_layer *layer);
  *   w_o [heads_v*head_dim_v, d_model], p_l [heads_k, heads],
  *   p_w [heads, heads_v] (float32, row-major).  The returned layer works
  * with clattn_kv_cache_create, clattn_layer_prefill and clattn_layer_decode
- * as any other; its cache holds heads_k key and heads_v value heads. */
+ * as any other; its cache holds heads_k key and heads_v value heads.
+ * Errors: CLATTN_ERR_INVALID_ARG for a NULL descriptor, weight or out;
+ * CLATTN_ERR_SHAPE for a head count outside 1..CLATTN_TH_MAX_HEADS or a
+ * dim below 1; CLATTN_ERR_UNSUPPORTED for a head dim above
+ * CLATTN_MAX_HEAD_DIM; CLATTN_ERR_BUFFER_TOO_SMALL for a weight smaller
+ * than its shape. */
 typedef struct clattn_th_layer_desc {
   int d_model;
   int heads_k;

@@ -67,14 +67,16 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
         /* the statistics (pass 1, or the one pass): alpha + KB
          * exponentials per position and logit head */
         ex += T * RB * H * (1.0 + KB);
-        /* P V: V rows per position and value head */
-        rd += 4.0 * RB * HV * kend * DV;
         if (pl->scheme == 2) {
+          /* P V: V rows per group of PR positions and value head */
+          const int PR = RB % 4 == 0 ? 4 : RB % 2 == 0 ? 2 : 1;
+          rd += 4.0 * (RB / PR) * HV * kend * DV;
           ex += T * RB * H * KB;         /* the exact weights */
           fma += T * RB * HV * H * KB;   /* the P_w mix */
           fma += RB * HV * kend * DV;    /* P V */
         } else {
-          fma += RB * H * HV * kend * DV; /* P V per (c, u) */
+          rd += 4.0 * RB * HV * kend * DV; /* V rows per position and u */
+          fma += RB * H * HV * kend * DV;  /* P V per (c, u) */
         }
         kmax = clattn__dmax(kmax, kend);
       }

@@ -54,11 +54,13 @@ clattn_status clattn__th_plan_make(const clattn__target *t,
       local_bytes(d, 1) > local_budget(t))
     pl->variant = 1;
   if (pl->variant == 1) {
-    /* Default tile as prefill's attn_fwd_reg per key head: 8 positions x
-     * 32 keys with 32 vector registers of 16 floats, else 4 x 16; fewer
-     * positions where their q rows and accumulators grow past ~64 KiB. */
+    /* Default tile: 16 positions x 32 keys with 32 vector registers of
+     * 16 floats (each staged K and V line then feeds twice the positions
+     * of attn_fwd_reg's tile, as every item streams all heads' tiles),
+     * else 4 x 16; fewer positions where their q rows and accumulators
+     * grow past ~64 KiB. */
     const int wide = t->vec_width >= 16 && t->vregs >= 32;
-    int rb = wide ? 8 : 4;
+    int rb = wide ? 16 : 4;
     while (rb > 1 && (long)rb * item_floats(d, pl->scheme) > 16384)
       rb /= 2;
     pl->rb = p->rows ? p->rows : rb;

@@ -1,11 +1,14 @@
 /* layer.h - internal: the layer interface, smaller than a family's.  A
- * layer kind names its weights, the projections (GEMMs) around its core
- * and the core families the core calls; the layer's create, call path and
- * model read them here instead of spelling them out. */
+ * layer kind names its weights, the projections (GEMMs) around its core,
+ * the shape of its KV cache and the core calls it makes; the generic layer
+ * (layer.c, kv_cache.c, project.c) and its model (layer_model.c) walk it,
+ * so a new kind is a new room beside gqa_kind.c and th_kind.c. */
 #ifndef CLATTN_LAYER_H
 #define CLATTN_LAYER_H
 
 #include "family/family.h"
+
+#include <stddef.h>
 
 /* The activations a layer call moves between its steps: the input x, the
  * core's operands Q, K, V and output O, and the layer's output y. */
@@ -26,24 +29,144 @@ typedef struct clattn__projection {
   clattn__layer_act from, to;
 } clattn__projection;
 
-enum { CLATTN__MAX_WEIGHTS = 8, CLATTN__MAX_PROJ = 8 };
+/* The core calls a layer makes: a block of queries (over its own K/V or
+ * the cache), one query per sequence over the cache, the cache's append. */
+typedef enum clattn__core_op {
+  CLATTN__CORE_PREFILL,
+  CLATTN__CORE_DECODE,
+  CLATTN__CORE_APPEND,
+  CLATTN__CORE_OPS
+} clattn__core_op;
+
+enum {
+  CLATTN__MAX_WEIGHTS = 8,
+  CLATTN__MAX_PROJ = 8,
+  CLATTN__LAYER_DESC_BYTES = 64,
+  CLATTN__CORE_DESC_BYTES = 128,
+  CLATTN__CORE_MAX_BUFS = 8
+};
+
+/* What one core call works on.  Without a cache, K and V are the layer's
+ * activations ([batch*n rows, heads*dim] row-major is BSHD); with one they
+ * are the cache's BHSD buffers of `capacity` rows.  Buffers may all be
+ * NULL (the model builds descriptions only). */
+typedef struct clattn__core_args {
+  int batch, n;  /* sequences; new positions per sequence */
+  int capacity;  /* the cache's rows per sequence; 0: no cache */
+  int causal;
+  cl_mem act[CLATTN__ACTS]; /* Q, K, V, O (x and y are not the core's) */
+  cl_mem k_cache, v_cache;
+  cl_mem pos;  /* int32 [batch]: where the append writes */
+  cl_mem lens; /* int32 [batch]: valid cache rows */
+  const cl_mem *w; /* the layer's weights, in the kind's order */
+} clattn__core_args;
+
+/* A core call as the kind builds it: the family's description (stored as
+ * bytes, the kind's type) and its buffers in the family's order. */
+typedef struct clattn__core_call {
+  union {
+    max_align_t align;
+    unsigned char bytes[CLATTN__CORE_DESC_BYTES];
+  } desc;
+  cl_mem buf[CLATTN__CORE_MAX_BUFS];
+} clattn__core_call;
+
+/* The KV cache's shape per position: key heads x d_k, value heads x d_v. */
+typedef struct clattn__cache_shape {
+  int heads_k, dim_k, heads_v, dim_v;
+} clattn__cache_shape;
 
 typedef struct clattn__layer_kind {
   const char *name;
+  /* The public description: its size (it is kept as bytes) and its
+   * validation, which writes the reason into why. */
+  size_t desc_size;
+  clattn_status (*check)(const void *desc, char *why, size_t cap);
   int nweights;
   const char *const *weights; /* names, in the create call's order */
   /* Weight i's [inner, cols] (row-major) for the layer's description. */
   void (*weight_shape)(const void *desc, int i, long *inner, long *cols);
   /* The projections: the first nproj_in before the core, the rest after
-   * it (they read the core's output). */
+   * it (they read the core's output).  Weights no projection names are
+   * the core's own (talking-heads' P_l, P_w). */
   int nproj, nproj_in;
   const clattn__projection *proj;
-  /* The core families: a block of queries, one token over the cache, and
-   * the cache's append. */
-  const clattn__family *prefill, *decode, *append;
+  void (*cache_shape)(const void *desc, clattn__cache_shape *s);
+  /* The core families by registry name, and each call's description and
+   * buffers built from the arguments. */
+  const char *family[CLATTN__CORE_OPS];
+  void (*core)(const void *desc, clattn__core_op op,
+               const clattn__core_args *a, clattn__core_call *call);
 } clattn__layer_kind;
 
-/* The GQA/MHA/MQA layer (clattn_layer_*). */
+/* The kinds: GQA/MHA/MQA (clattn_layer_create) and talking-heads
+ * (clattn_layer_create_talking_heads). */
 extern const clattn__layer_kind clattn__layer_gqa;
+extern const clattn__layer_kind clattn__layer_th;
+
+/* Core family `op` of kind K, or NULL (with a message in ctx when given)
+ * when this build lacks it. */
+const clattn__family *clattn__layer_family(clattn_ctx *ctx,
+                                           const clattn__layer_kind *K,
+                                           clattn__core_op op);
+
+/* The public creates' one body: checks the description with K->check,
+ * the weights (non-NULL, large enough) and retains them. */
+clattn_status clattn__layer_create(clattn_ctx *ctx,
+                                   const clattn__layer_kind *K,
+                                   const void *desc, const cl_mem *w,
+                                   clattn_layer **out);
+
+/* The model of a layer call of kind K (the description already valid):
+ * prefill of n positions after cache_len cached ones (cache_len 0 and
+ * n > 1: without a cache), as layer.c runs it. */
+clattn_status clattn__layer_model(const clattn__layer_kind *K,
+                                  const void *desc, int batch, int n,
+                                  int cache_len, int causal,
+                                  const clattn_profile *prof,
+                                  clattn_prediction *out);
+
+/* Row-major C[m, n] = A[m, k] B[k, n] with packed rows through CLBlast
+ * (GEMV rows for short inputs); `event` (may be NULL) receives the last
+ * command's event. */
+clattn_status clattn__layer_gemm(clattn_ctx *ctx, const char *what, size_t m,
+                                 size_t n, size_t k, cl_mem a, cl_mem b,
+                                 cl_mem c, cl_event *event);
+
+/* The handles (layer.c, kv_cache.c). */
+#define CLATTN__LAYER_MAGIC 0x6c617972u /* "layr" */
+#define CLATTN__KVC_MAGIC 0x6b766361u   /* "kvca" */
+
+struct clattn_layer {
+  unsigned magic;
+  clattn_ctx *ctx;
+  const clattn__layer_kind *kind;
+  union {
+    max_align_t align;
+    unsigned char bytes[CLATTN__LAYER_DESC_BYTES];
+  } d; /* the kind's description */
+  cl_mem w[CLATTN__MAX_WEIGHTS];
+  /* the activations between the steps, owned by the layer (x and y are
+   * the caller's) */
+  cl_mem buf[CLATTN__ACTS];
+  size_t buf_size[CLATTN__ACTS];
+};
+
+struct clattn_kv_cache {
+  unsigned magic;
+  clattn_ctx *ctx;
+  int batch;
+  int capacity;
+  clattn__cache_shape shape;
+  int len;     /* positions stored in every sequence (P) */
+  cl_mem k, v; /* [batch, heads, capacity, head_dim] float32 (BHSD) */
+  cl_mem pos;  /* int32 [batch]: append position */
+  cl_mem lens; /* int32 [batch]: valid keys for attention */
+};
+
+/* The cache is live, of l's context and of l's shape (a message in l's
+ * context when not). */
+clattn_status clattn__kv_cache_check(const clattn_layer *l,
+                                     const clattn_kv_cache *c);
 
 #endif /* CLATTN_LAYER_H */

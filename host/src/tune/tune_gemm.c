@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The call the layers make (layer/gqa.c): row-major C[m,n] = A[m,k] B[k,n]. */
+/* The call the layers make (layer/gemm.c): row-major C[m,n] = A[m,k] B[k,n]. */
 static CLBlastStatusCode sgemm(clattn_ctx *ctx, int m, int n, int k,
                                cl_mem a, cl_mem b, cl_mem c) {
   cl_command_queue q = ctx->queue;

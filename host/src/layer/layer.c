@@ -1,0 +1,429 @@
+/* layer.c - a whole attention layer (float32), whatever its kind: CLBlast
+ * projections around the kind's fused core calls, over the layer's own
+ * activations or the library-owned KV cache (kv_cache.c).  What the layer
+ * holds and calls (weights, projections, cache shape, core descriptions)
+ * is its kind (layer.h); the code here walks it. */
+#include "call/call.h"
+#include "layer/layer.h"
+#include "tune/tune_gemm.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- helpers */
+
+/* Make the layer's activation buffer i hold at least `size` bytes.  Only
+ * allocates; never enqueues. */
+static clattn_status ensure_buf(clattn_layer *l, int i, size_t size)
+{
+  clattn_ctx *ctx = l->ctx;
+  cl_int err = CL_SUCCESS;
+  cl_mem m;
+  if (l->buf[i] != NULL && l->buf_size[i] >= size)
+    return CLATTN_OK;
+  m = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, size, NULL, &err);
+  if (err != CL_SUCCESS || m == NULL)
+    return clattn__cl_fail(ctx, err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES,
+                           "clCreateBuffer(layer scratch)", __FILE__,
+                           __LINE__);
+  if (l->buf[i] != NULL)
+    clReleaseMemObject(l->buf[i]); /* in-order queue: freed when idle */
+  l->buf[i] = m;
+  l->buf_size[i] = size;
+  return CLATTN_OK;
+}
+
+/* Common checks on a layer handle (no message: there may be no context). */
+static clattn_status check_layer(const clattn_layer *l)
+{
+  if (l == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  if (l->magic != CLATTN__LAYER_MAGIC)
+    return CLATTN_ERR_MISUSE;
+  return clattn__ctx_check(l->ctx);
+}
+
+static clattn_status check_events(clattn_ctx *ctx, const clattn_events *ev)
+{
+  if (ev == NULL)
+    return CLATTN_OK;
+  if (ev->num_wait > 0 && ev->wait == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "events: num_wait is %u but wait is NULL",
+                        (unsigned)ev->num_wait);
+  for (cl_uint i = 0; i < ev->num_wait; i++)
+    if (ev->wait[i] == NULL)
+      return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                          "events: wait[%u] is NULL", (unsigned)i);
+  return CLATTN_OK;
+}
+
+/* Make the next command on the in-order queue wait for the caller's
+ * events (CLBlast takes no wait list). */
+static clattn_status wait_barrier(clattn_ctx *ctx, const clattn_events *ev)
+{
+  cl_int err;
+  if (ev == NULL || ev->num_wait == 0)
+    return CLATTN_OK;
+  err = clEnqueueBarrierWithWaitList(ctx->queue, ev->num_wait, ev->wait,
+                                     NULL);
+  if (err != CL_SUCCESS)
+    return clattn__cl_fail(ctx, err, "clEnqueueBarrierWithWaitList",
+                           __FILE__, __LINE__);
+  return CLATTN_OK;
+}
+
+/* Fill an int32 [batch] buffer with `value` (the pattern is copied at
+ * enqueue time, so nothing blocks). */
+static clattn_status fill_int(clattn_ctx *ctx, cl_mem m, int batch, int value,
+                              const clattn_events *ev)
+{
+  cl_int v = (cl_int)value;
+  cl_uint nw = ev != NULL ? ev->num_wait : 0;
+  cl_int err = clEnqueueFillBuffer(ctx->queue, m, &v, sizeof v, 0,
+                                   (size_t)batch * sizeof v, nw,
+                                   nw > 0 ? ev->wait : NULL, NULL);
+  if (err != CL_SUCCESS)
+    return clattn__cl_fail(ctx, err, "clEnqueueFillBuffer(int32 lengths)",
+                           __FILE__, __LINE__);
+  return CLATTN_OK;
+}
+
+const clattn__family *clattn__layer_family(clattn_ctx *ctx,
+                                           const clattn__layer_kind *K,
+                                           clattn__core_op op)
+{
+  const clattn__family *F = clattn__family_find(K->family[op]);
+  if (F == NULL && ctx != NULL)
+    clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
+                 "%s layer: its core family '%s' is not in this build",
+                 K->name, K->family[op]);
+  return F;
+}
+
+/* -------------------------------------------------------------- layer */
+
+clattn_status clattn__layer_create(clattn_ctx *ctx,
+                                   const clattn__layer_kind *K,
+                                   const void *d, const cl_mem *w,
+                                   clattn_layer **out)
+{
+  clattn_status rc;
+  char why[200];
+
+  if (out != NULL)
+    *out = NULL;
+  rc = clattn__ctx_check(ctx);
+  if (rc != CLATTN_OK)
+    return rc;
+  if (d == NULL || out == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "%s layer create: NULL %s", K->name,
+                        d == NULL ? "descriptor" : "out pointer");
+  for (int i = 0; i < K->nweights; i++)
+    if (w[i] == NULL)
+      return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                          "%s layer create: NULL weight buffer %s", K->name,
+                          K->weights[i]);
+  why[0] = '\0';
+  if ((rc = K->check(d, why, sizeof why)))
+    return clattn__fail(ctx, rc, "%s", why);
+  for (int i = 0; i < K->nweights; i++) {
+    long inner, cols;
+    K->weight_shape(d, i, &inner, &cols);
+    const size_t bytes = clattn__bytes(4, inner, cols, 1, 1);
+    if (bytes == 0)
+      return clattn__fail(ctx, CLATTN_ERR_SHAPE,
+                          "layer: weight sizes overflow");
+    if ((rc = clattn__check_buffer(ctx, w[i], bytes, K->weights[i])))
+      return rc;
+  }
+  for (int op = 0; op < CLATTN__CORE_OPS; op++)
+    if (clattn__layer_family(ctx, K, (clattn__core_op)op) == NULL)
+      return CLATTN_ERR_UNSUPPORTED;
+  /* The device's tuned Xgemm parameters, before the first GEMM. */
+  if ((rc = clattn__gemm_apply(ctx)))
+    return rc;
+
+  clattn_layer *l = calloc(1, sizeof *l);
+  if (l == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_NOMEM, "layer: out of host memory");
+  l->magic = CLATTN__LAYER_MAGIC;
+  l->ctx = ctx;
+  l->kind = K;
+  memcpy(l->d.bytes, d, K->desc_size);
+  for (int i = 0; i < K->nweights; i++) {
+    cl_int err = clRetainMemObject(w[i]);
+    if (err != CL_SUCCESS) {
+      rc = clattn__cl_fail(ctx, err, "clRetainMemObject(weight)", __FILE__,
+                           __LINE__);
+      clattn_layer_destroy(l);
+      return rc;
+    }
+    l->w[i] = w[i];
+  }
+  *out = l;
+  return CLATTN_OK;
+}
+
+void clattn_layer_destroy(clattn_layer *l)
+{
+  if (l == NULL || l->magic != CLATTN__LAYER_MAGIC)
+    return;
+  for (int i = 0; i < CLATTN__MAX_WEIGHTS; i++)
+    if (l->w[i] != NULL)
+      clReleaseMemObject(l->w[i]);
+  for (int i = 0; i < CLATTN__ACTS; i++)
+    if (l->buf[i] != NULL)
+      clReleaseMemObject(l->buf[i]);
+  l->magic = 0;
+  free(l);
+}
+
+/* ---------------------------------------------------------- forward */
+
+/* Bytes of every activation of a call of batch * n positions, from the
+ * projections that read or write it; x and y are checked, the others are
+ * the layer's own buffers. */
+typedef struct call_sizes {
+  size_t act[CLATTN__ACTS];
+} call_sizes;
+
+static clattn_status call_sizes_get(clattn_layer *l, int batch, int n,
+                                    call_sizes *s)
+{
+  const clattn__layer_kind *K = l->kind;
+  const long long rows = (long long)batch * n;
+  memset(s, 0, sizeof *s);
+  for (int i = 0; i < K->nproj; i++) {
+    const clattn__projection *p = &K->proj[i];
+    long inner, cols;
+    K->weight_shape(l->d.bytes, p->weight, &inner, &cols);
+    const size_t in = clattn__bytes(4, rows, inner, 1, 1),
+                 out = clattn__bytes(4, rows, cols, 1, 1);
+    if (in == 0 || out == 0)
+      return clattn__fail(l->ctx, CLATTN_ERR_SHAPE,
+                          "layer: batch %d x n %d overflows the buffer sizes",
+                          batch, n);
+    s->act[p->from] = in > s->act[p->from] ? in : s->act[p->from];
+    s->act[p->to] = out > s->act[p->to] ? out : s->act[p->to];
+  }
+  return CLATTN_OK;
+}
+
+/* Allocate the layer's activation buffers (before anything is enqueued). */
+static clattn_status ensure_all(clattn_layer *l, const call_sizes *s)
+{
+  clattn_status rc = CLATTN_OK;
+  for (int a = 0; a < CLATTN__ACTS && rc == CLATTN_OK; a++)
+    if (a != CLATTN__ACT_X && a != CLATTN__ACT_Y && s->act[a] > 0)
+      rc = ensure_buf(l, a, s->act[a]);
+  return rc;
+}
+
+/* Projections first .. last-1 of the kind over `rows` rows; x and y are
+ * the caller's; the last one's event goes to *event (may be NULL). */
+static clattn_status project(clattn_layer *l, int first, int last,
+                             size_t rows, cl_mem x, cl_mem y,
+                             cl_event *event)
+{
+  const clattn__layer_kind *K = l->kind;
+  clattn_status rc = CLATTN_OK;
+  for (int i = first; i < last && rc == CLATTN_OK; i++) {
+    const clattn__projection *p = &K->proj[i];
+    long inner, cols;
+    K->weight_shape(l->d.bytes, p->weight, &inner, &cols);
+    const cl_mem in = p->from == CLATTN__ACT_X ? x : l->buf[p->from];
+    const cl_mem out = p->to == CLATTN__ACT_Y ? y : l->buf[p->to];
+    rc = clattn__layer_gemm(l->ctx, p->name, rows, (size_t)cols,
+                            (size_t)inner, in, l->w[p->weight], out,
+                            i == last - 1 ? event : NULL);
+  }
+  return rc;
+}
+
+/* Checks shared by prefill and decode, before anything is enqueued. */
+static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c,
+                                int batch, int n, cl_mem x, cl_mem y,
+                                const clattn_events *ev, call_sizes *s)
+{
+  clattn_ctx *ctx = l->ctx;
+  clattn_status rc;
+  if (x == NULL || y == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "layer: NULL %s buffer",
+                        x == NULL ? "x" : "y");
+  if (c != NULL) {
+    rc = clattn__kv_cache_check(l, c);
+    if (rc != CLATTN_OK)
+      return rc;
+  }
+  if (batch <= 0 || n <= 0)
+    return clattn__fail(ctx, CLATTN_ERR_SHAPE,
+                        "layer: batch %d and n %d must be positive", batch, n);
+  if ((long long)batch * n > INT32_MAX)
+    return clattn__fail(ctx, CLATTN_ERR_SHAPE,
+                        "layer: batch %d x n %d positions is too many", batch,
+                        n);
+  if (c != NULL && batch != c->batch)
+    return clattn__fail(ctx, CLATTN_ERR_SHAPE,
+                        "layer: batch %d differs from the KV cache's %d", batch,
+                        c->batch);
+  if (c != NULL && (long long)c->len + n > c->capacity)
+    return clattn__fail(ctx, CLATTN_ERR_CAPACITY,
+                        "layer: %d cached + %d new positions exceed the KV "
+                        "cache capacity %d",
+                        c->len, n, c->capacity);
+  rc = check_events(ctx, ev);
+  if (rc != CLATTN_OK)
+    return rc;
+  rc = call_sizes_get(l, batch, n, s);
+  if (rc != CLATTN_OK)
+    return rc;
+  rc = clattn__check_buffer(ctx, x, s->act[CLATTN__ACT_X], "x");
+  if (rc == CLATTN_OK)
+    rc = clattn__check_buffer(ctx, y, s->act[CLATTN__ACT_Y], "y");
+  if (rc == CLATTN_OK)
+    rc = ensure_all(l, s);
+  return rc;
+}
+
+/* The projections before the core, and after it (the last command: its
+ * event goes to ev->out). */
+static clattn_status project_in(clattn_layer *l, size_t rows, cl_mem x)
+{
+  return project(l, 0, l->kind->nproj_in, rows, x, NULL, NULL);
+}
+
+static clattn_status project_out(clattn_layer *l, size_t rows, cl_mem y,
+                                 const clattn_events *ev)
+{
+  return project(l, l->kind->nproj_in, l->kind->nproj, rows, NULL, y,
+                 ev != NULL ? ev->out : NULL);
+}
+
+/* The arguments of the core calls of one step: the layer's activations
+ * and, with a cache, its buffers. */
+static void core_args(const clattn_layer *l, const clattn_kv_cache *c,
+                      int batch, int n, int causal, clattn__core_args *a)
+{
+  memset(a, 0, sizeof *a);
+  a->batch = batch;
+  a->n = n;
+  a->causal = causal != 0;
+  for (int i = 0; i < CLATTN__ACTS; i++)
+    if (i != CLATTN__ACT_X && i != CLATTN__ACT_Y)
+      a->act[i] = l->buf[i];
+  a->w = l->w;
+  if (c != NULL) {
+    a->capacity = c->capacity;
+    a->k_cache = c->k;
+    a->v_cache = c->v;
+    a->pos = c->pos;
+    a->lens = c->lens;
+  }
+}
+
+/* Core call `op` of the layer's kind through the family's call path. */
+static clattn_status core(clattn_layer *l, clattn__core_op op,
+                          const clattn__core_args *a)
+{
+  const clattn__family *F = clattn__layer_family(l->ctx, l->kind, op);
+  if (F == NULL)
+    return CLATTN_ERR_UNSUPPORTED;
+  clattn__core_call call;
+  memset(&call, 0, sizeof call);
+  l->kind->core(l->d.bytes, op, a, &call);
+  return clattn__call(l->ctx, F, call.desc.bytes, call.buf, NULL);
+}
+
+clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
+                                   int batch, int n, int causal, cl_mem x,
+                                   cl_mem y, const clattn_events *ev)
+{
+  clattn_status rc;
+  clattn_ctx *ctx;
+  call_sizes s;
+  clattn__core_args a;
+
+  if (ev != NULL && ev->out != NULL)
+    *ev->out = NULL;
+  rc = check_layer(l);
+  if (rc != CLATTN_OK)
+    return rc;
+  ctx = l->ctx;
+  if (c != NULL && c->magic != CLATTN__KVC_MAGIC)
+    return clattn__fail(ctx, CLATTN_ERR_MISUSE,
+                        "KV cache handle is not a live cache");
+  rc = check_call(l, c, batch, n, x, y, ev, &s);
+  if (rc != CLATTN_OK)
+    return rc;
+  const size_t rows = (size_t)batch * (size_t)n;
+  core_args(l, c, batch, n, causal, &a);
+
+  if (c == NULL) {
+    rc = wait_barrier(ctx, ev);
+    if (rc == CLATTN_OK)
+      rc = project_in(l, rows, x);
+    if (rc == CLATTN_OK)
+      rc = core(l, CLATTN__CORE_PREFILL, &a);
+    if (rc == CLATTN_OK)
+      rc = project_out(l, rows, y, ev);
+    return rc;
+  }
+
+  rc = fill_int(ctx, c->pos, batch, c->len, ev);
+  if (rc == CLATTN_OK)
+    rc = fill_int(ctx, c->lens, batch, c->len + n, NULL);
+  if (rc == CLATTN_OK)
+    rc = project_in(l, rows, x);
+  if (rc == CLATTN_OK)
+    rc = core(l, CLATTN__CORE_APPEND, &a);
+  if (rc == CLATTN_OK)
+    rc = core(l, CLATTN__CORE_PREFILL, &a);
+  if (rc == CLATTN_OK)
+    rc = project_out(l, rows, y, ev);
+  if (rc == CLATTN_OK)
+    c->len += n;
+  return rc;
+}
+
+clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c,
+                                  cl_mem x, cl_mem y, const clattn_events *ev)
+{
+  clattn_status rc;
+  clattn_ctx *ctx;
+  call_sizes s;
+  clattn__core_args a;
+
+  if (ev != NULL && ev->out != NULL)
+    *ev->out = NULL;
+  rc = check_layer(l);
+  if (rc != CLATTN_OK)
+    return rc;
+  ctx = l->ctx;
+  if (c == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "clattn_layer_decode: NULL KV cache");
+  rc = check_call(l, c, c->magic == CLATTN__KVC_MAGIC ? c->batch : 1, 1, x, y,
+                  ev, &s);
+  if (rc != CLATTN_OK)
+    return rc;
+  const size_t rows = (size_t)c->batch;
+  core_args(l, c, c->batch, 1, 1, &a);
+
+  rc = fill_int(ctx, c->pos, c->batch, c->len, ev);
+  if (rc == CLATTN_OK)
+    rc = fill_int(ctx, c->lens, c->batch, c->len + 1, NULL);
+  if (rc == CLATTN_OK)
+    rc = project_in(l, rows, x);
+  if (rc == CLATTN_OK)
+    rc = core(l, CLATTN__CORE_APPEND, &a);
+  if (rc == CLATTN_OK)
+    rc = core(l, CLATTN__CORE_DECODE, &a);
+  if (rc == CLATTN_OK)
+    rc = project_out(l, rows, y, ev);
+  if (rc == CLATTN_OK)
+    c->len += 1;
+  return rc;
+}

@@ -1,0 +1,106 @@
+/* layer_model.c - the model of a whole layer call of any kind: its
+ * projections as ideal GEMMs (or GEMV rows) around the kernels of the core
+ * calls the kind builds, in the order layer.c makes them. */
+#include "family/plan.h"
+#include "layer/layer.h"
+#include "model/model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* An ideal GEMM (or the GEMV rows the layer uses for short inputs):
+ * C[m,n] = A[m,k] B[k,n], each matrix moved once, 2mnk FLOPs. */
+static void add_gemm(clattn_prediction *out, double *dram_reads,
+                     const char *name, double m, double n, double k) {
+  clattn_cost *c = clattn__model_kernel(out, name);
+  if (c == NULL)
+    return;
+  c->launches = m <= CLATTN_LAYER_GEMV_ROWS ? (int)m + 1 : 1;
+  c->flops = 2.0 * m * n * k;
+  c->fma_issued = m * n * k;
+  c->bytes_read = 4.0 * (m * k + k * n);
+  c->bytes_written = 4.0 * m * n;
+  c->bytes_compulsory = c->bytes_read + c->bytes_written;
+  c->bytes_dram = c->bytes_compulsory;
+  dram_reads[out->n_kernels - 1] = c->bytes_read;
+}
+
+/* Projection i of the kind over `rows` rows, as add_gemm. */
+static void add_projection(clattn_prediction *out, double *dram_reads,
+                           const clattn__layer_kind *K, const void *d, int i,
+                           double rows) {
+  long inner, cols;
+  K->weight_shape(d, K->proj[i].weight, &inner, &cols);
+  char name[32];
+  snprintf(name, sizeof name, "gemm %s", K->proj[i].name);
+  add_gemm(out, dram_reads, name, rows, (double)cols, (double)inner);
+}
+
+/* Append the kernels of sub-prediction `sub` to `out`. */
+static void merge(clattn_prediction *out, double *dram_reads,
+                  const clattn_prediction *sub) {
+  for (int i = 0; i < sub->n_kernels; i++) {
+    if (out->n_kernels >= CLATTN_MODEL_MAX_KERNELS)
+      return;
+    const clattn_cost *c = &sub->kernel[i];
+    dram_reads[out->n_kernels] = c->bytes_dram - c->bytes_written;
+    out->kernel[out->n_kernels++] = *c;
+  }
+}
+
+/* The model of core call `op` merged into out. */
+static clattn_status add_core(clattn_prediction *out, double *dram_reads,
+                              const clattn__layer_kind *K, const void *d,
+                              clattn__core_op op, const clattn__core_args *a,
+                              const clattn_profile *prof) {
+  const clattn__family *F = clattn__layer_family(NULL, K, op);
+  if (F == NULL)
+    return clattn__model_fail(out, CLATTN_ERR_UNSUPPORTED,
+                              "its core family is not in this build");
+  clattn__core_call call;
+  memset(&call, 0, sizeof call);
+  K->core(d, op, a, &call);
+  clattn_prediction sub;
+  clattn_status rc = clattn__model(F, call.desc.bytes, NULL, prof, &sub);
+  if (rc != CLATTN_OK) {
+    snprintf(out->errmsg, sizeof out->errmsg, "%s", sub.errmsg);
+    return rc;
+  }
+  merge(out, dram_reads, &sub);
+  return CLATTN_OK;
+}
+
+clattn_status clattn__layer_model(const clattn__layer_kind *K,
+                                  const void *d, int batch, int n,
+                                  int cache_len, int causal,
+                                  const clattn_profile *prof,
+                                  clattn_prediction *out) {
+  double dram_reads[CLATTN_MODEL_MAX_KERNELS] = {0};
+  const double rows = (double)batch * n;
+  clattn_status rc;
+  for (int i = 0; i < K->nproj_in; i++)
+    add_projection(out, dram_reads, K, d, i, rows);
+  clattn__core_args a;
+  memset(&a, 0, sizeof a);
+  a.batch = batch;
+  a.n = n;
+  a.causal = causal != 0;
+  if (cache_len == 0 && n > 1) {
+    rc = add_core(out, dram_reads, K, d, CLATTN__CORE_PREFILL, &a, prof);
+  } else {
+    /* every sequence appends its n rows at cache_len < capacity: all are
+     * written, as with pos = 0 (NULL) */
+    a.capacity = cache_len + n;
+    rc = add_core(out, dram_reads, K, d, CLATTN__CORE_APPEND, &a, prof);
+    if (rc == CLATTN_OK)
+      rc = add_core(out, dram_reads, K, d,
+                    n == 1 ? CLATTN__CORE_DECODE : CLATTN__CORE_PREFILL, &a,
+                    prof);
+  }
+  if (rc != CLATTN_OK)
+    return rc;
+  for (int i = K->nproj_in; i < K->nproj; i++)
+    add_projection(out, dram_reads, K, d, i, rows);
+  clattn__model_finish(out, dram_reads, prof);
+  return CLATTN_OK;
+}
