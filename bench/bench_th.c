@@ -4,7 +4,8 @@
  * n=m=2048, d=64, f32, measured in one run against:
  *   (a) the fused MHA kernel at the same shape (clattn_attention): the
  *       time ratio and the FLOP-rate ratio, each side counting its own
- *       FLOPs, beside the model's overhead and predicted time ratio;
+ *       FLOPs, beside the model's overhead and predicted time ratio,
+ *       with the automatic parameters and with each scheme forced;
  *   (b) an unfused pipeline that materialises J, L, W and U in global
  *       memory as the einsum model does (CLBlast batched GEMMs, this
  *       file's head-mix kernel, bench.c's softmax): speed-up, the largest
