@@ -77,14 +77,7 @@ static void run_case(const th_case *c, unsigned seed) {
   float *pl = tu_alloc(npl * 4), *pw = tu_alloc(npw * 4);
   float *o = tu_alloc(no * 4), *oref = tu_alloc(no * 4);
   int *lens = tu_alloc((size_t)c->b * sizeof(int));
-  tu_fill(&rng, q, nq, 1.0f);
-  tu_fill(&rng, k, nk, 1.0f);
-  tu_fill(&rng, v, nv, 1.0f);
-  tu_fill(&rng, pl, npl, 1.0f);
-  tu_fill(&rng, pw, npw, 1.0f);
-  tu_round(q, nq, c->dt);
-  tu_round(k, nk, c->dt);
-  tu_round(v, nv, c->dt);
+  tu_fill_th(&rng, c->dt, q, nq, k, nk, v, nv, pl, npl, pw, npw);
   for (int i = 0; i < c->b; i++)
     lens[i] = i == 0 && c->b > 1 ? 0 : 1 + tu_randint(&rng, c->m);
   const ref_th ra = {c->b, c->n, c->m, c->hk, c->h, c->hv, c->dk, c->dv,

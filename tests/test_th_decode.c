@@ -86,14 +86,7 @@ static void run_decode(const thcase *c) {
   float *o = tu_alloc(no * 4), *oref = tu_alloc(no * 4);
   int *lens = tu_alloc((size_t)c->b * sizeof(int));
   make_lens(c->b, c->cap, &r, lens);
-  tu_fill(&r, q, nq, 1.0f);
-  tu_fill(&r, k, nk, 1.0f);
-  tu_fill(&r, v, nv, 1.0f);
-  tu_fill(&r, pl, npl, 1.0f);
-  tu_fill(&r, pw, npw, 1.0f);
-  tu_round(q, nq, c->dt);
-  tu_round(k, nk, c->dt);
-  tu_round(v, nv, c->dt);
+  tu_fill_th(&r, c->dt, q, nq, k, nk, v, nv, pl, npl, pw, npw);
   clattn_ctx *ctx = tu_ctx();
   cl_mem dq = tu_upload(ctx, q, nq, c->dt), dk = tu_upload(ctx, k, nk, c->dt);
   cl_mem dv = tu_upload(ctx, v, nv, c->dt);

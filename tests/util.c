@@ -59,6 +59,19 @@ void tu_round(float *x, size_t n, clattn_dtype dt) {
       x[i] = ref_bf16_to_f32(ref_f32_to_bf16(x[i]));
 }
 
+void tu_fill_th(tu_rng *r, clattn_dtype dt, float *q, size_t nq, float *k,
+                size_t nk, float *v, size_t nv, float *pl, size_t npl,
+                float *pw, size_t npw) {
+  tu_fill(r, q, nq, 1.0f);
+  tu_fill(r, k, nk, 1.0f);
+  tu_fill(r, v, nv, 1.0f);
+  tu_fill(r, pl, npl, 1.0f);
+  tu_fill(r, pw, npw, 1.0f);
+  tu_round(q, nq, dt);
+  tu_round(k, nk, dt);
+  tu_round(v, nv, dt);
+}
+
 void *tu_alloc(size_t bytes) {
   void *p = malloc(bytes ? bytes : 1);
   cr_assert(p != NULL, "out of host memory (%zu bytes)", bytes);

@@ -40,6 +40,12 @@ void tu_fill(tu_rng *r, float *x, size_t n, float amp);
 
 /* Round x in place to what storage type dt can hold (identity for f32). */
 void tu_round(float *x, size_t n, clattn_dtype dt);
+/* The five inputs of a talking-heads call, each in [-1, 1) from *r in the
+ * order q, k, v, p_l, p_w; q, k and v rounded to dt as the device reads
+ * them (the mixing matrices are float32). */
+void tu_fill_th(tu_rng *r, clattn_dtype dt, float *q, size_t nq, float *k,
+                size_t nk, float *v, size_t nv, float *pl, size_t npl,
+                float *pw, size_t npw);
 
 /* Host allocation that fails the test when out of memory (n may be 0). */
 void *tu_alloc(size_t bytes);

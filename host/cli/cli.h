@@ -115,6 +115,19 @@ int cli_random_tensor(unsigned long long *seed, int ndim, const size_t *shape,
                       float amp, const char *save_dir, const char *name,
                       npy_array *a);
 
+/* Tensor 0 is x [b, n, d] with amplitude 1, tensor i > 0 a weight of
+ * rows[i] x cols[i] scaled by 1/sqrt(rows[i]) so that activations stay
+ * near unit size; all nt drawn from o->seed (cli_random_tensor). */
+int cli_random_layer_tensors(const cli_opts *o, int b, int n, int d, int nt,
+                             const char *const *names, const size_t *rows,
+                             const size_t *cols, npy_array *t);
+
+/* Checks --decode-from against the n positions of x, creates *ctx and
+ * uploads the weights t[1..nt-1] into w[1..nt-1]; the caller releases
+ * *ctx and w whatever this returns. */
+int cli_layer_setup(const cli_opts *o, int n, int nt, const npy_array *t,
+                    clattn_ctx **ctx, cl_mem *w);
+
 /* A layer run: the layer, its input x (shape [b, n, d], or [n, d] with
  * b = 1), the mask, and decode_from P >= 0 for a prefill of P positions
  * into a KV cache then one decode step per remaining position (-1: one

@@ -338,6 +338,40 @@ int cli_random_tensor(unsigned long long *seed, int ndim, const size_t *shape,
   return CLI_OK;
 }
 
+int cli_random_layer_tensors(const cli_opts *o, int b, int n, int d, int nt,
+                             const char *const *names, const size_t *rows,
+                             const size_t *cols, npy_array *t)
+{
+  unsigned long long seed = o->seed;
+  const size_t x[3] = {(size_t)b, (size_t)n, (size_t)d};
+  for (int i = 0; i < nt; i++) {
+    const size_t w[2] = {rows[i], cols[i]};
+    int rc = cli_random_tensor(&seed, i == 0 ? 3 : 2, i == 0 ? x : w,
+                               i == 0 ? 1.0f : 1.0f / sqrtf((float)rows[i]),
+                               o->save_inputs, names[i], &t[i]);
+    if (rc)
+      return rc;
+  }
+  return CLI_OK;
+}
+
+int cli_layer_setup(const cli_opts *o, int n, int nt, const npy_array *t,
+                    clattn_ctx **ctx, cl_mem *w)
+{
+  if (o->decode_from > n) {
+    cli_err("--decode-from %d exceeds the %d positions of x", o->decode_from,
+            n);
+    return CLI_USAGE;
+  }
+  if (cli_ctx_create(o->device, ctx))
+    return CLI_FAIL;
+  cl_context c = clattn_ctx_cl_context(*ctx);
+  for (int i = 1; i < nt; i++)
+    if (!(w[i] = cli_buffer(c, t[i].count * 4, t[i].data)))
+      return CLI_FAIL;
+  return CLI_OK;
+}
+
 /* Copy rows [b][p0 .. p0+np) of a [b, src_n, d] float buffer into rows
  * [b][q0 ..) of a [b, dst_n, d] buffer. */
 static int copy_rows(cl_command_queue q, cl_mem src, int src_n, int p0,

@@ -79,7 +79,6 @@ static int load_inputs(const cli_opts *o, gqa_job *j)
 
 static int make_random(const cli_opts *o, gqa_job *j)
 {
-  unsigned long long seed = o->seed;
   j->b = o->batch;
   j->n = o->seq;
   j->d = o->d_model;
@@ -87,20 +86,12 @@ static int make_random(const cli_opts *o, gqa_job *j)
   j->hkv = o->kv_heads;
   j->dk = o->head_dim;
   j->dv = o->head_dim_v;
-  const int rows[NT] = {j->b * j->n, j->d, j->d, j->d, j->hq * j->dv};
-  const int cols[NT] = {j->d, j->hq * j->dk, j->hkv * j->dk,
-                        j->hkv * j->dv, j->d};
-  for (int i = 0; i < NT; i++) {
-    const size_t x[3] = {(size_t)j->b, (size_t)j->n, (size_t)j->d},
-                 w[2] = {(size_t)rows[i], (size_t)cols[i]};
-    /* weights scaled by 1/sqrt(fan-in) keep activations near unit size */
-    int rc = cli_random_tensor(&seed, i == X ? 3 : 2, i == X ? x : w,
-                               i == X ? 1.0f : 1.0f / sqrtf((float)rows[i]),
-                               o->save_inputs, names[i], &j->t[i]);
-    if (rc)
-      return rc;
-  }
-  return CLI_OK;
+  const size_t rows[NT] = {(size_t)j->b * j->n, j->d, j->d, j->d,
+                           (size_t)j->hq * j->dv};
+  const size_t cols[NT] = {j->d, (size_t)j->hq * j->dk, (size_t)j->hkv * j->dk,
+                           (size_t)j->hkv * j->dv, j->d};
+  return cli_random_layer_tensors(o, j->b, j->n, j->d, NT, names, rows, cols,
+                                  j->t);
 }
 
 int cli_run_gqa(const cli_opts *o)
@@ -116,20 +107,9 @@ int cli_run_gqa(const cli_opts *o)
   if (rc)
     goto done;
   int P = o->decode_from, causal = o->causal || P >= 0;
-  if (P > j.n) {
-    cli_err("--decode-from %d exceeds the %d positions of x", P, j.n);
-    rc = CLI_USAGE;
+  if ((rc = cli_layer_setup(o, j.n, NT, j.t, &ctx, bt)))
     goto done;
-  }
   rc = CLI_FAIL;
-  if (cli_ctx_create(o->device, &ctx))
-    goto done;
-  cl_context c = clattn_ctx_cl_context(ctx);
-  for (int i = WQ; i < NT; i++) {
-    bt[i] = cli_buffer(c, j.t[i].count * 4, j.t[i].data);
-    if (!bt[i])
-      goto done;
-  }
   clattn_layer_desc ld = {.d_model = j.d, .heads_q = j.hq,
                           .heads_kv = j.hkv, .head_dim_k = j.dk,
                           .head_dim_v = j.dv, .scale = o->scale};

@@ -84,23 +84,14 @@ static int load_inputs(const cli_opts *o, th_job *j)
 
 static int make_random(const cli_opts *o, th_job *j)
 {
-  unsigned long long seed = o->seed;
   *j = (th_job){o->batch,     o->seq,  o->d_model, o->heads_k,
                 o->heads,     o->heads_v, o->head_dim, o->head_dim_v,
                 {{0}}};
-  for (int i = 0; i < NT; i++) {
-    size_t rows, cols;
-    expected(j, i, &rows, &cols);
-    const size_t x[3] = {(size_t)j->b, (size_t)j->n, (size_t)j->d},
-                 w[2] = {rows, cols};
-    /* weights scaled by 1/sqrt(fan-in) keep activations near unit size */
-    int rc = cli_random_tensor(&seed, i == X ? 3 : 2, i == X ? x : w,
-                               i == X ? 1.0f : 1.0f / sqrtf((float)rows),
-                               o->save_inputs, names[i], &j->t[i]);
-    if (rc)
-      return rc;
-  }
-  return CLI_OK;
+  size_t rows[NT], cols[NT];
+  for (int i = 0; i < NT; i++)
+    expected(j, i, &rows[i], &cols[i]);
+  return cli_random_layer_tensors(o, j->b, j->n, j->d, NT, names, rows, cols,
+                                  j->t);
 }
 
 int cli_run_th(const cli_opts *o)
@@ -116,18 +107,9 @@ int cli_run_th(const cli_opts *o)
   if (rc)
     goto done;
   int P = o->decode_from, causal = o->causal || P >= 0;
-  if (P > j.n) {
-    cli_err("--decode-from %d exceeds the %d positions of x", P, j.n);
-    rc = CLI_USAGE;
+  if ((rc = cli_layer_setup(o, j.n, NT, j.t, &ctx, bt)))
     goto done;
-  }
   rc = CLI_FAIL;
-  if (cli_ctx_create(o->device, &ctx))
-    goto done;
-  cl_context c = clattn_ctx_cl_context(ctx);
-  for (int i = WQ; i < NT; i++)
-    if (!(bt[i] = cli_buffer(c, j.t[i].count * 4, j.t[i].data)))
-      goto done;
   const clattn_th_layer_desc ld = {
       .d_model = j.d, .heads_k = j.hk, .heads = j.h, .heads_v = j.hv,
       .head_dim_k = j.dk, .head_dim_v = j.dv, .scale = o->scale};

@@ -178,3 +178,29 @@ clattn_status clattn__shape_layout(const char *text, const char *key,
            (int)(len < 16 ? len : 16), v);
   return CLATTN_ERR_INVALID_ARG;
 }
+
+clattn_status clattn__shape_attn(const char *text, const char *known,
+                                 clattn__attn_shape *s, char *why, size_t cap) {
+  clattn__attn_shape d = *s;
+  clattn_status rc;
+  if ((rc = clattn__shape_keys(text, known, why, cap)) ||
+      (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why, cap)) ||
+      (rc = clattn__shape_int(text, "seq", 1, 1 << 30, &d.n_q, why, cap)) ||
+      (rc = clattn__shape_int(text, "head-dim", 1, CLATTN_MAX_HEAD_DIM,
+                              &d.head_dim_k, why, cap)))
+    return rc;
+  d.n_kv = d.n_q;
+  d.head_dim_v = d.head_dim_k;
+  if ((rc = clattn__shape_int(text, "kv-seq", 1, 1 << 30, &d.n_kv, why, cap)) ||
+      (rc = clattn__shape_int(text, "head-dim-v", 1, CLATTN_MAX_HEAD_DIM,
+                              &d.head_dim_v, why, cap)) ||
+      (rc = clattn__shape_int(text, "causal", 0, 1, &d.causal, why, cap)) ||
+      (rc = clattn__shape_dtype(text, &d.dtype, why, cap)) ||
+      (rc = clattn__shape_layout(text, "layout", &d.q_layout, why, cap)))
+    return rc;
+  d.kv_layout = d.q_layout;
+  if ((rc = clattn__shape_layout(text, "kv-layout", &d.kv_layout, why, cap)))
+    return rc;
+  *s = d;
+  return CLATTN_OK;
+}

@@ -37,4 +37,25 @@ clattn_status clattn__shape_dtype(const char *text, clattn_dtype *out,
 clattn_status clattn__shape_layout(const char *text, const char *key,
                                    clattn_layout *out, char *why, size_t cap);
 
+/* The keys every attention-shaped family reads alike; the head counts are
+ * each family's own. */
+typedef struct clattn__attn_shape {
+  int batch;
+  int n_q;
+  int n_kv;
+  int head_dim_k;
+  int head_dim_v;
+  int causal;
+  clattn_dtype dtype;
+  clattn_layout q_layout;
+  clattn_layout kv_layout;
+} clattn__attn_shape;
+
+/* Checks text's keys against known, then reads batch, seq, kv-seq,
+ * head-dim, head-dim-v, causal, dtype, layout and kv-layout over the
+ * defaults *s holds; kv-seq, head-dim-v and kv-layout default to seq,
+ * head-dim and layout. */
+clattn_status clattn__shape_attn(const char *text, const char *known,
+                                 clattn__attn_shape *s, char *why, size_t cap);
+
 #endif /* CLATTN_FAMILY_COMMON_H */

@@ -47,32 +47,26 @@ clattn_status clattn__check_cache(const clattn_decode_desc *d, char *why,
 clattn_status clattn__parse_cache(const char *text, const char *known,
                                   clattn_decode_desc *out, char *why,
                                   size_t cap) {
-  clattn_decode_desc d = {1, 0,          0,           0,    0,
-                          0, CLATTN_F32, CLATTN_BHSD, 0.0f, NULL};
+  clattn__attn_shape s = {1,          0,           0,          0, 0,
+                          0,          CLATTN_F32,  CLATTN_BHSD, CLATTN_BHSD};
+  int heads_q = 0, heads_kv;
   clattn_status rc;
-  if ((rc = clattn__shape_keys(text, known, why, cap)) ||
-      (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why, cap)) ||
-      (rc = clattn__shape_int(text, "kv-seq", 1, 1 << 30, &d.capacity, why,
-                              cap)) ||
-      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &d.heads_q, why,
-                              cap)) ||
-      (rc = clattn__shape_int(text, "head-dim", 1, CLATTN_MAX_HEAD_DIM,
-                              &d.head_dim_k, why, cap)))
+  if ((rc = clattn__shape_attn(text, known, &s, why, cap)) ||
+      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &heads_q, why, cap)))
     return rc;
-  d.heads_kv = d.heads_q;
-  d.head_dim_v = d.head_dim_k;
-  if ((rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &d.heads_kv, why,
-                              cap)) ||
-      (rc = clattn__shape_int(text, "head-dim-v", 1, CLATTN_MAX_HEAD_DIM,
-                              &d.head_dim_v, why, cap)) ||
-      (rc = clattn__shape_dtype(text, &d.dtype, why, cap)) ||
-      (rc = clattn__shape_layout(text, "layout", &d.cache_layout, why, cap)))
+  heads_kv = heads_q;
+  if ((rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &heads_kv, why,
+                              cap)))
     return rc;
-  if (d.capacity < 1 || d.heads_q < 1 || d.head_dim_k < 1) {
+  if (s.n_kv < 1 || heads_q < 1 || s.head_dim_k < 1) {
     snprintf(why, cap, "the shape needs kv-seq=, heads= and head-dim=");
     return CLATTN_ERR_INVALID_ARG;
   }
-  *out = d;
+  *out = (clattn_decode_desc){.batch = s.batch, .capacity = s.n_kv,
+                              .heads_q = heads_q, .heads_kv = heads_kv,
+                              .head_dim_k = s.head_dim_k,
+                              .head_dim_v = s.head_dim_v, .dtype = s.dtype,
+                              .cache_layout = s.q_layout};
   return CLATTN_OK;
 }
 

@@ -86,37 +86,26 @@ void clattn_shape_class_attention(const clattn_attn_desc *d, char *buf,
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
-  clattn_attn_desc d = {1,          0,           0,           0,    0, 0,   0,
-                        CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, NULL};
+  clattn__attn_shape s = {1,          0,           0,          0, 0,
+                          0,          CLATTN_F32,  CLATTN_BSHD, CLATTN_BSHD};
+  int heads_q = 0, heads_kv;
   clattn_status rc;
-  if ((rc = clattn__shape_keys(text, SHAPE_KEYS, why, cap)) ||
-      (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why, cap)) ||
-      (rc = clattn__shape_int(text, "seq", 1, 1 << 30, &d.n_q, why, cap)) ||
-      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &d.heads_q, why,
-                              cap)) ||
-      (rc = clattn__shape_int(text, "head-dim", 1, CLATTN_MAX_HEAD_DIM,
-                              &d.head_dim_k, why, cap)))
+  if ((rc = clattn__shape_attn(text, SHAPE_KEYS, &s, why, cap)) ||
+      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &heads_q, why, cap)))
     return rc;
-  d.n_kv = d.n_q;
-  d.heads_kv = d.heads_q;
-  d.head_dim_v = d.head_dim_k;
-  if ((rc = clattn__shape_int(text, "kv-seq", 1, 1 << 30, &d.n_kv, why, cap)) ||
-      (rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &d.heads_kv, why,
-                              cap)) ||
-      (rc = clattn__shape_int(text, "head-dim-v", 1, CLATTN_MAX_HEAD_DIM,
-                              &d.head_dim_v, why, cap)) ||
-      (rc = clattn__shape_int(text, "causal", 0, 1, &d.causal, why, cap)) ||
-      (rc = clattn__shape_dtype(text, &d.dtype, why, cap)) ||
-      (rc = clattn__shape_layout(text, "layout", &d.q_layout, why, cap)))
+  heads_kv = heads_q;
+  if ((rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &heads_kv, why,
+                              cap)))
     return rc;
-  d.kv_layout = d.q_layout;
-  if ((rc = clattn__shape_layout(text, "kv-layout", &d.kv_layout, why, cap)))
-    return rc;
-  if (d.n_q < 1 || d.heads_q < 1 || d.head_dim_k < 1) {
+  if (s.n_q < 1 || heads_q < 1 || s.head_dim_k < 1) {
     snprintf(why, cap, "the shape needs seq=, heads= and head-dim=");
     return CLATTN_ERR_INVALID_ARG;
   }
-  *(clattn_attn_desc *)desc = d;
+  *(clattn_attn_desc *)desc = (clattn_attn_desc){
+      .batch = s.batch, .n_q = s.n_q, .n_kv = s.n_kv, .heads_q = heads_q,
+      .heads_kv = heads_kv, .head_dim_k = s.head_dim_k,
+      .head_dim_v = s.head_dim_v, .dtype = s.dtype, .q_layout = s.q_layout,
+      .kv_layout = s.kv_layout, .causal = s.causal};
   return CLATTN_OK;
 }
 

@@ -56,34 +56,29 @@ clattn_status clattn__th_check_cache(const clattn_th_decode_desc *d,
 clattn_status clattn__th_parse_cache(const char *text, const char *known,
                                      clattn_th_decode_desc *out, char *why,
                                      size_t cap) {
-  clattn_th_decode_desc d = {1, 0,          0,           0,    0, 0,
-                             0, CLATTN_F32, CLATTN_BHSD, 0.0f, NULL};
+  clattn__attn_shape s = {1,          0,           0,          0, 0,
+                          0,          CLATTN_F32,  CLATTN_BHSD, CLATTN_BHSD};
+  int heads = 0, heads_k, heads_v;
   clattn_status rc;
-  if ((rc = clattn__shape_keys(text, known, why, cap)) ||
-      (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why, cap)) ||
-      (rc = clattn__shape_int(text, "kv-seq", 1, 1 << 30, &d.capacity, why,
-                              cap)) ||
-      (rc = clattn__shape_int(text, "heads", 1, CLATTN_TH_MAX_HEADS, &d.heads,
-                              why, cap)) ||
-      (rc = clattn__shape_int(text, "head-dim", 1, CLATTN_MAX_HEAD_DIM,
-                              &d.head_dim_k, why, cap)))
+  if ((rc = clattn__shape_attn(text, known, &s, why, cap)) ||
+      (rc = clattn__shape_int(text, "heads", 1, CLATTN_TH_MAX_HEADS, &heads,
+                              why, cap)))
     return rc;
-  d.heads_k = d.heads_v = d.heads;
-  d.head_dim_v = d.head_dim_k;
+  heads_k = heads_v = heads;
   if ((rc = clattn__shape_int(text, "heads-k", 1, CLATTN_TH_MAX_HEADS,
-                              &d.heads_k, why, cap)) ||
+                              &heads_k, why, cap)) ||
       (rc = clattn__shape_int(text, "heads-v", 1, CLATTN_TH_MAX_HEADS,
-                              &d.heads_v, why, cap)) ||
-      (rc = clattn__shape_int(text, "head-dim-v", 1, CLATTN_MAX_HEAD_DIM,
-                              &d.head_dim_v, why, cap)) ||
-      (rc = clattn__shape_dtype(text, &d.dtype, why, cap)) ||
-      (rc = clattn__shape_layout(text, "layout", &d.cache_layout, why, cap)))
+                              &heads_v, why, cap)))
     return rc;
-  if (d.capacity < 1 || d.heads < 1 || d.head_dim_k < 1) {
+  if (s.n_kv < 1 || heads < 1 || s.head_dim_k < 1) {
     snprintf(why, cap, "the shape needs kv-seq=, heads= and head-dim=");
     return CLATTN_ERR_INVALID_ARG;
   }
-  *out = d;
+  *out = (clattn_th_decode_desc){.batch = s.batch, .capacity = s.n_kv,
+                                 .heads_k = heads_k, .heads = heads,
+                                 .heads_v = heads_v, .head_dim_k = s.head_dim_k,
+                                 .head_dim_v = s.head_dim_v, .dtype = s.dtype,
+                                 .cache_layout = s.q_layout};
   return CLATTN_OK;
 }
 
