@@ -660,7 +660,10 @@ static void usage(FILE *f)
              "  --json FILE  also write every figure as JSON records\n"
              "  --only S     run only section S (prefill, decode, layer or "
              "talking-heads;\n"
-             "               the ceilings always run)\n");
+             "               the ceilings always run)\n"
+             "  talking-heads' PyTorch peer: the venv of bench/peers/setup.sh "
+             "BUILD_DIR,\n"
+             "  or the Python named by $CLATTN_BENCH_PYTHON\n");
 }
 
 int main(int argc, char **argv)
