@@ -8,20 +8,17 @@
  *   - decode over cold KV caches (MHA, GQA, MQA) vs a copy kernel, all
  *     timed round by round (at least 15 rounds) with ratios paired within
  *     a round;
- *   - the whole layer: projections vs attention core, and a decode step.
+ *   - the whole layer: projections vs attention core, and a decode step;
+ *   - talking-heads (bench_th.c): fused against MHA, an unfused pipeline
+ *     and PyTorch, prefill and decode.
  * Times are medians of --reps runs after warm-up, wall clock around
  * clFinish. */
-#include "clattn.h"
-
-#include <clblast_c.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "bench_util.h"
+#include "bench_common.h"
 
 /* ---------------------------------------------------------- kernels */
 
@@ -67,167 +64,6 @@ static const char bench_cl[] =
     "  for (; t < m; t++) r[t] = 0.0f;\n"
     "}\n";
 
-/* ------------------------------------------------------- plumbing */
-
-typedef struct bench {
-  clattn_ctx *ctx;
-  cl_context context;
-  cl_command_queue queue;
-  cl_device_id device;
-  cl_program prog;
-  cl_kernel k_softmax;
-  int quick;
-  int reps;
-  const char *json_path;
-  double copy_gbs; /* measured ceilings (latest) */
-  double read_gbs;
-  double fma_gflops;
-  /* JSON records */
-  char **recs;
-  size_t nrecs, caprecs;
-} bench;
-
-static bench *g_bench; /* for cleanup on fatal errors only */
-
-static void bench_cleanup(bench *B);
-
-static void die(const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "clattn-bench: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  if (g_bench != NULL)
-    bench_cleanup(g_bench);
-  exit(1);
-}
-
-#define CK(call)                                                               \
-  do {                                                                         \
-    cl_int e_ = (call);                                                        \
-    if (e_ != CL_SUCCESS)                                                      \
-      die("%s:%d: %s failed: %d", __FILE__, __LINE__, #call, (int)e_);         \
-  } while (0)
-
-#define CKB(call)                                                              \
-  do {                                                                         \
-    CLBlastStatusCode s_ = (call);                                             \
-    if (s_ != CLBlastSuccess)                                                  \
-      die("%s:%d: %s failed: CLBlast status %d", __FILE__, __LINE__, #call,    \
-          (int)s_);                                                            \
-  } while (0)
-
-#define CKA(B, call)                                                           \
-  do {                                                                         \
-    clattn_status a_ = (call);                                                 \
-    if (a_ != CLATTN_OK)                                                       \
-      die("%s:%d: %s failed: %s: %s", __FILE__, __LINE__, #call,               \
-          clattn_status_str(a_), clattn_ctx_errmsg((B)->ctx));                 \
-  } while (0)
-
-static void *xmalloc(size_t n)
-{
-  void *p = malloc(n != 0 ? n : 1);
-  if (p == NULL)
-    die("out of host memory (%zu bytes)", n);
-  return p;
-}
-
-/* Record one figure for --json. */
-static void rec(bench *B, const char *section, const char *name,
-                const char *metric, double value)
-{
-  char buf[512];
-  if (B->json_path == NULL)
-    return;
-  snprintf(buf, sizeof buf,
-           "{\"section\": \"%s\", \"case\": \"%s\", \"metric\": \"%s\", "
-           "\"value\": %.6g}",
-           section, name, metric, isfinite(value) ? value : -1.0);
-  if (B->nrecs == B->caprecs) {
-    size_t cap = B->caprecs ? 2 * B->caprecs : 64;
-    char **r = realloc(B->recs, cap * sizeof *r);
-    if (r == NULL)
-      die("out of host memory");
-    B->recs = r;
-    B->caprecs = cap;
-  }
-  B->recs[B->nrecs] = xmalloc(strlen(buf) + 1);
-  memcpy(B->recs[B->nrecs], buf, strlen(buf) + 1);
-  B->nrecs++;
-}
-
-static cl_mem buf_new(bench *B, size_t bytes)
-{
-  cl_int err = CL_SUCCESS;
-  cl_mem m = clCreateBuffer(B->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
-  if (err != CL_SUCCESS || m == NULL)
-    die("clCreateBuffer(%zu bytes) failed: %d", bytes, (int)err);
-  return m;
-}
-
-static void buf_fill(bench *B, cl_mem m, size_t bytes, float value)
-{
-  CK(clEnqueueFillBuffer(B->queue, m, &value, sizeof value, 0, bytes, 0, NULL,
-                         NULL));
-}
-
-/* A buffer of `count` floats, uniform in [-amp, amp], deterministic. */
-static cl_mem buf_random(bench *B, size_t count, float amp, unsigned seed)
-{
-  float *h = xmalloc(count * sizeof *h);
-  unsigned long long s = 0x9e3779b97f4a7c15ull ^ seed;
-  for (size_t i = 0; i < count; i++) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    h[i] = amp * ((float)(s >> 40) / (float)(1u << 24) * 2.0f - 1.0f);
-  }
-  cl_mem m = buf_new(B, count * sizeof *h);
-  CK(clEnqueueWriteBuffer(B->queue, m, CL_TRUE, 0, count * sizeof *h, h, 0,
-                          NULL, NULL));
-  free(h);
-  return m;
-}
-
-static void rel(cl_mem *m)
-{
-  if (*m != NULL)
-    clReleaseMemObject(*m);
-  *m = NULL;
-}
-
-/* A timed workload: enqueue once; nonzero return = failure (the status). */
-typedef int (*run_fn)(bench *B, void *arg);
-
-/* Median wall time in seconds of `reps` runs after `warm` warm-ups, each
- * clFinish'ed.  Returns a negative value if a run failed. */
-static double time_median(bench *B, run_fn fn, void *arg, int warm, int reps)
-{
-  double *t = xmalloc((size_t)reps * sizeof *t);
-  double r;
-  CK(clFinish(B->queue));
-  for (int i = 0; i < warm; i++) {
-    if (fn(B, arg) != 0) {
-      free(t);
-      return -1.0;
-    }
-    CK(clFinish(B->queue));
-  }
-  for (int i = 0; i < reps; i++) {
-    double t0 = clattn__now();
-    if (fn(B, arg) != 0) {
-      free(t);
-      return -1.0;
-    }
-    CK(clFinish(B->queue));
-    t[i] = clattn__now() - t0;
-  }
-  r = clattn__median(t, reps);
-  free(t);
-  return r;
-}
-
 /* ------------------------------------------------------------ setup */
 
 static void bench_init(bench *B, const char *device)
@@ -242,49 +78,9 @@ static void bench_init(bench *B, const char *device)
   B->queue = clattn_ctx_queue(B->ctx);
   B->device = clattn_ctx_device(B->ctx);
 
-  const char *src = bench_cl;
-  B->prog = clCreateProgramWithSource(B->context, 1, &src, NULL, &err);
-  if (err != CL_SUCCESS)
-    die("clCreateProgramWithSource failed: %d", (int)err);
-  err = clBuildProgram(B->prog, 1, &B->device, "-cl-mad-enable", NULL, NULL);
-  if (err != CL_SUCCESS) {
-    char log[8192] = "";
-    clGetProgramBuildInfo(B->prog, B->device, CL_PROGRAM_BUILD_LOG,
-                          sizeof log - 1, log, NULL);
-    die("bench kernels failed to build (%d):\n%s", (int)err, log);
-  }
+  B->prog = bench_program(B, bench_cl, "bench kernels");
   B->k_softmax = clCreateKernel(B->prog, "softmax_rows", &err);
   CK(err);
-}
-
-static void bench_cleanup(bench *B)
-{
-  g_bench = NULL;
-  if (B->queue != NULL)
-    clFinish(B->queue);
-  if (B->k_softmax != NULL)
-    clReleaseKernel(B->k_softmax);
-  if (B->prog != NULL)
-    clReleaseProgram(B->prog);
-  clattn_ctx_destroy(B->ctx);
-  for (size_t i = 0; i < B->nrecs; i++)
-    free(B->recs[i]);
-  free(B->recs);
-  memset(B, 0, sizeof *B);
-}
-
-/* The 1-minute load average ("?" if unknown): the machine may be shared. */
-static void print_load(const char *when)
-{
-  char buf[128] = "?";
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (f != NULL) {
-    if (fgets(buf, sizeof buf, f) == NULL)
-      snprintf(buf, sizeof buf, "?");
-    fclose(f);
-  }
-  buf[strcspn(buf, "\n")] = '\0';
-  printf("load average %s: %s\n", when, buf);
 }
 
 static void print_device(bench *B)
@@ -309,41 +105,6 @@ static void print_device(bench *B)
 }
 
 /* --------------------------------------------------------- ceilings */
-
-/* The device's ceilings, measured now by the library's probe (clattn_probe:
- * clpeak-style, random data, buffers beyond the last-level cache, best of
- * vector widths 1-16): copy and read-only bandwidth and the FP32 FMA rate.
- * Updates B's ceilings and prints them. */
-static void measure_ceilings(bench *B, const char *tag, int with_fma)
-{
-  clattn_probe_opts po;
-  clattn_probe_result r;
-  char name[96];
-  memset(&po, 0, sizeof po);
-  if (B->quick) {
-    po.target_s = 0.02;
-    po.repeats = 3;
-  }
-  CKA(B, clattn_probe(B->ctx, &po, &r));
-  B->copy_gbs = r.profile.bw_copy_gbs;
-  B->read_gbs = r.profile.bw_read_gbs;
-  snprintf(name, sizeof name, "copy%s (read+write)", tag);
-  printf("  %-46s %9.1f GB/s\n", name, B->copy_gbs);
-  snprintf(name, sizeof name, "read%s (read only)", tag);
-  printf("  %-46s %9.1f GB/s\n", name, B->read_gbs);
-  rec(B, "ceiling", tag[0] ? "copy (before decode)" : "copy", "GB/s",
-      B->copy_gbs);
-  rec(B, "ceiling", tag[0] ? "read (before decode)" : "read", "GB/s",
-      B->read_gbs);
-  if (with_fma) {
-    B->fma_gflops = r.profile.fp32_gflops;
-    printf("  %-46s %9.1f GFLOP/s\n", "FP32 FMA peak", B->fma_gflops);
-    rec(B, "ceiling", "fma", "GFLOP/s", B->fma_gflops);
-  }
-  printf("  (clattn_probe, best of vector widths 1-16, %zu MiB per array, "
-         "%.1f s)\n",
-         r.buffer_bytes >> 20, r.seconds);
-}
 
 static void bench_ceilings(bench *B)
 {
@@ -438,24 +199,6 @@ static double time_unfused(bench *B, prefill_arg *a, double stage_med[3])
   r = clattn__median(t, reps);
   free(t);
   return r;
-}
-
-static double max_abs_diff(bench *B, cl_mem x, cl_mem y, size_t count)
-{
-  float *hx = xmalloc(count * sizeof *hx), *hy = xmalloc(count * sizeof *hy);
-  double mx = 0.0;
-  CK(clEnqueueReadBuffer(B->queue, x, CL_TRUE, 0, count * sizeof *hx, hx, 0,
-                         NULL, NULL));
-  CK(clEnqueueReadBuffer(B->queue, y, CL_TRUE, 0, count * sizeof *hy, hy, 0,
-                         NULL, NULL));
-  for (size_t i = 0; i < count; i++) {
-    double e = fabs((double)hx[i] - (double)hy[i]);
-    if (!(e <= mx))
-      mx = e; /* NaN propagates */
-  }
-  free(hx);
-  free(hy);
-  return mx;
 }
 
 static void print_prefill_row(bench *B, const char *name, double t,
@@ -594,13 +337,7 @@ static int run_decode_pass(bench *B, void *p)
 static void bench_decode(bench *B)
 {
   int m = B->quick ? 2048 : 8192, h = 8, d = 64, b = 1;
-  /* more than twice the last-level cache the device reports, and at
-   * least 512 MiB (256 with --quick) */
-  size_t target = (size_t)(B->quick ? 256 : 512) << 20;
-  clattn_profile prof;
-  if (clattn_profile_reported(B->ctx, &prof) == CLATTN_OK &&
-      2 * (size_t)prof.cache_bytes >= target)
-    target = 2 * (size_t)prof.cache_bytes + ((size_t)64 << 20);
+  const size_t target = cold_bytes(B);
   enum { NC = 3 };
   static const int hkvs[NC] = {8, 2, 1};
   static const char *names[NC] = {"MHA (h_kv=8)", "GQA (h_kv=2)",
@@ -921,8 +658,12 @@ static void usage(FILE *f)
              "  --reps N     timed runs per figure (median; default 5, "
              "quick 3)\n"
              "  --json FILE  also write every figure as JSON records\n"
-             "  --only S     run only section S (prefill, decode or layer; "
-             "the ceilings always run)\n");
+             "  --only S     run only section S (prefill, decode, layer or "
+             "talking-heads;\n"
+             "               the ceilings always run)\n"
+             "  talking-heads' PyTorch peer: the venv of bench/peers/setup.sh "
+             "BUILD_DIR,\n"
+             "  or the Python named by $CLATTN_BENCH_PYTHON\n");
 }
 
 int main(int argc, char **argv)
@@ -947,7 +688,8 @@ int main(int argc, char **argv)
     } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       only = argv[++i];
       if (strcmp(only, "prefill") != 0 && strcmp(only, "decode") != 0 &&
-          strcmp(only, "layer") != 0) {
+          strcmp(only, "layer") != 0 &&
+          strcmp(only, "talking-heads") != 0) {
         usage(stderr);
         return 2;
       }
@@ -970,7 +712,7 @@ int main(int argc, char **argv)
   print_device(&B);
   print_load("at start (other processes skew every figure)");
 #define RUN(sec) (only == NULL || strcmp(only, sec) == 0)
-  if (RUN("prefill") || RUN("layer"))
+  if (RUN("prefill") || RUN("layer") || RUN("talking-heads"))
     bench_warm_clblast(&B);
   bench_ceilings(&B);
   if (RUN("prefill"))
@@ -979,6 +721,8 @@ int main(int argc, char **argv)
     bench_decode(&B);
   if (RUN("layer"))
     bench_layer(&B);
+  if (RUN("talking-heads"))
+    bench_talking_heads(&B);
 #undef RUN
   print_load("at end");
 
