@@ -169,7 +169,7 @@ static inline clattn_status model_case_desc(const model_case *mc,
     return CLATTN_ERR_NOT_FOUND;
   clattn_status st = (*F)->parse_shape(mc->shape, d, why, sizeof why);
   if (st == CLATTN_OK)
-    (*F)->with_params(d, &mc->params, desc);
+    clattn__desc_with_params(*F, d, &mc->params, desc);
   return st;
 }
 

@@ -39,10 +39,14 @@ Test(families, every_operation) {
                   F->shape_keys,
               "family %d: names", i);
     cr_expect(F->check && F->buffers && F->full_int && F->shape_class &&
-                  F->parse_shape && F->params && F->with_params && F->plan &&
+                  F->parse_shape &&
+                  (F->params_offset ? !F->params && !F->with_params
+                                    : F->params && F->with_params) &&
+                  F->plan &&
                   F->resolved && F->space && F->cost && F->enqueue &&
                   F->check_case && F->reference,
-              "%s: an operation is missing", F->name);
+              "%s: an operation is missing (or params given twice)",
+              F->name);
     cr_expect(F->desc_size <= CLATTN__DESC_MAX &&
                   F->plan_size <= CLATTN__PLAN_MAX,
               "%s: desc %zu or plan %zu too large", F->name, F->desc_size,

@@ -326,7 +326,7 @@ static const pick *model_pick(clattn__tuning *T, const clattn__family *F,
        * device pays for local memory and barriers (a CPU) */
       if (p.variant != variant)
         continue;
-      F->with_params(desc, &p, copy);
+      clattn__desc_with_params(F, desc, &p, copy);
       if (!clattn__predict(F, copy, &T->prof, &tp, NULL) || tp <= 0)
         continue;
       if (i == s.def)
@@ -359,7 +359,7 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
                              const void *desc, clattn_choice *ch, void *pl) {
   const clattn__target t = clattn__ctx_target(ctx);
   _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
-  const clattn_params *caller = F->params(desc);
+  const clattn_params *caller = clattn__desc_params(F, desc);
   char why[256], cls[96];
   const char *from = NULL;
   clattn_status rc;

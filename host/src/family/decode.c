@@ -8,6 +8,7 @@
 #include "reference/ref.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -116,16 +117,6 @@ void clattn_shape_class_decode(const clattn_decode_desc *d, char *buf,
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
   return clattn__parse_cache(text, SHAPE_KEYS, desc, why, cap);
-}
-
-static const clattn_params *params(const void *desc) {
-  return ((const clattn_decode_desc *)desc)->params;
-}
-
-static void with_params(const void *desc, const clattn_params *p, void *copy) {
-  clattn_decode_desc *c = copy;
-  *c = *(const clattn_decode_desc *)desc;
-  c->params = p;
 }
 
 static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
@@ -344,8 +335,7 @@ const clattn__family clattn__family_decode = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
-    .params = params,
-    .with_params = with_params,
+    .params_offset = offsetof(clattn_decode_desc, params),
     .plan = plan,
     .fits = fits,
     .resolved = resolved,

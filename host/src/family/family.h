@@ -80,8 +80,11 @@ typedef struct clattn__family {
   const char *shape_keys;
   clattn_status (*parse_shape)(const char *text, void *desc, char *why,
                                size_t cap);
-  /* The caller's params of a description (NULL: automatic), and a copy of
-   * desc with params p (p must outlive the copy). */
+  /* Where the description holds its caller's params pointer (offsetof);
+   * clattn__desc_params and clattn__desc_with_params read and set it.  A
+   * family that ignores its caller's params (the appends) gives its own
+   * params / with_params instead and leaves these NULL otherwise. */
+  size_t params_offset;
   const clattn_params *(*params)(const void *desc);
   void (*with_params)(const void *desc, const clattn_params *p, void *copy);
 
@@ -156,6 +159,14 @@ const clattn__family *clattn__family_at(int i);
 const clattn__family *clattn__family_find(const char *name);
 /* Its index in the registry (for per-family state such as overrides). */
 int clattn__family_index(const clattn__family *f);
+
+/* The caller's params of desc (NULL: automatic), and a copy of desc with
+ * params p (p must outlive the copy), through the family's params_offset
+ * or its own operations. */
+const clattn_params *clattn__desc_params(const clattn__family *F,
+                                         const void *desc);
+void clattn__desc_with_params(const clattn__family *F, const void *desc,
+                              const clattn_params *p, void *copy);
 
 /* The families, defined in their rooms. */
 extern const clattn__family clattn__family_prefill;

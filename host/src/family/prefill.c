@@ -6,6 +6,7 @@
 #include "reference/ref.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -107,16 +108,6 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
       .head_dim_v = s.head_dim_v, .dtype = s.dtype, .q_layout = s.q_layout,
       .kv_layout = s.kv_layout, .causal = s.causal};
   return CLATTN_OK;
-}
-
-static const clattn_params *params(const void *desc) {
-  return ((const clattn_attn_desc *)desc)->params;
-}
-
-static void with_params(const void *desc, const clattn_params *p, void *copy) {
-  clattn_attn_desc *c = copy;
-  *c = *(const clattn_attn_desc *)desc;
-  c->params = p;
 }
 
 static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
@@ -366,8 +357,7 @@ const clattn__family clattn__family_prefill = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
-    .params = params,
-    .with_params = with_params,
+    .params_offset = offsetof(clattn_attn_desc, params),
     .plan = plan,
     .fits = fits,
     .resolved = resolved,

@@ -65,7 +65,7 @@ clattn_status clattn__plan_params(const clattn__family *F,
                                   const clattn__target *t, const void *desc,
                                   const clattn_params *p, void *copy,
                                   void *plan, char *why, size_t cap) {
-  F->with_params(desc, p, copy);
+  clattn__desc_with_params(F, desc, p, copy);
   clattn_status rc = F->plan(t, copy, plan, why, cap);
   if (rc == CLATTN_OK && F->fits && !F->fits(t, copy, plan, why, cap))
     rc = CLATTN_ERR_UNSUPPORTED;

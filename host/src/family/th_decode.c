@@ -8,6 +8,7 @@
 #include "reference/ref_th.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -133,16 +134,6 @@ static void shape_class(const void *desc, char *buf, size_t cap) {
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
   return clattn__th_parse_cache(text, SHAPE_KEYS, desc, why, cap);
-}
-
-static const clattn_params *params(const void *desc) {
-  return ((const clattn_th_decode_desc *)desc)->params;
-}
-
-static void with_params(const void *desc, const clattn_params *p, void *copy) {
-  clattn_th_decode_desc *c = copy;
-  *c = *(const clattn_th_decode_desc *)desc;
-  c->params = p;
 }
 
 static clattn_status plan(const clattn__target *t, const void *desc, void *pl_,
@@ -365,8 +356,7 @@ const clattn__family clattn__family_th_decode = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
-    .params = params,
-    .with_params = with_params,
+    .params_offset = offsetof(clattn_th_decode_desc, params),
     .plan = plan,
     .fits = fits,
     .resolved = resolved,

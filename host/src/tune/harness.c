@@ -210,7 +210,7 @@ static clattn_status call(harness *H, const clattn_params *p, int small,
   _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
   cl_mem bufs[NB];
   const clattn__family *F = H->F;
-  F->with_params(small ? H->small.desc : H->desc, p, d);
+  clattn__desc_with_params(F, small ? H->small.desc : H->desc, p, d);
   for (int i = 0; i < F->nbufs; i++)
     bufs[i] = small ? H->sbuf[i] : H->buf[H->spec[i].cold ? copy : 0][i];
   clattn_status rc = clattn__call(H->ctx, F, d, bufs, NULL);
@@ -379,7 +379,7 @@ static int predict(void *self, const int *values, double *t_pred,
   const clattn_params p = clattn__params_of(values);
   if (!H->has_prof)
     return 0;
-  H->F->with_params(H->desc, &p, d);
+  clattn__desc_with_params(H->F, H->desc, &p, d);
   return clattn__predict(H->F, d, &H->prof, t_pred, t_roof);
 }
 
@@ -438,7 +438,7 @@ static clattn_status begin(clattn_ctx *ctx, const clattn__family *F,
   if (desc == NULL)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc is NULL");
   /* the tuner's candidates replace the caller's params */
-  F->with_params(desc, NULL, H->desc);
+  clattn__desc_with_params(F, desc, NULL, H->desc);
   return clattn__explain(ctx, F, H->desc, &ch);
 }
 

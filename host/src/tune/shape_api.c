@@ -58,7 +58,7 @@ static clattn_status parse(const char *family, const char *shape,
   }
   clattn_status rc = (*F)->parse_shape(shape, d, why, cap);
   if (rc == CLATTN_OK)
-    (*F)->with_params(d, params, desc);
+    clattn__desc_with_params(*F, d, params, desc);
   return rc;
 }
 
