@@ -50,17 +50,6 @@
 #define NKV (KB / 16)
 typedef FLOATW(VWV) vfloat;
 
-/* Keys visible to query position i: t < limit. */
-inline int key_limit(int L, int n, int i) {
-#if CAUSAL
-  return min(L, L - n + i + 1);
-#else
-  (void)n;
-  (void)i;
-  return L;
-#endif
-}
-
 /* Staging for the register-blocked kernel, in float32 per (sequence, KV
  * head) bc: K transposed, kt[bc][DK][ld] (it streams keys along vectors),
  * and V contiguous, vc[bc][ld][DV]; zero beyond m.  The host makes ld a

@@ -149,6 +149,18 @@ EXP2_DEF(4, float4, int4, as_int4, as_float4)
 EXP2_DEF(8, float8, int8, as_int8, as_float8)
 EXP2_DEF(16, float16, int16, as_int16, as_float16)
 
+/* Keys visible to query position i of n when L keys are valid: t < limit
+ * (with CAUSAL, the queries are the last n positions). */
+inline int key_limit(int L, int n, int i) {
+#if CAUSAL
+  return min(L, L - n + i + 1);
+#else
+  (void)n;
+  (void)i;
+  return L;
+#endif
+}
+
 /* Online-softmax step guards (spec 8.1): the reference point of a row whose
  * keys so far are all masked is 0, so exp2(-inf - 0) = 0 and no NaN arises. */
 inline float softmax_ref(float m) { return m == -INFINITY ? 0.0f : m; }

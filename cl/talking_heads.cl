@@ -72,17 +72,6 @@
 #define HMAX (HK > HV ? HK : HV)
 typedef FLOATW(VWV) vfloat;
 
-/* Keys visible to query position i: t < limit. */
-inline int th_key_limit(int L, int n, int i) {
-#if CAUSAL
-  return min(L, L - n + i + 1);
-#else
-  (void)n;
-  (void)i;
-  return L;
-#endif
-}
-
 /* P_l and P_w into private arrays: every work-item reads them once. */
 inline void th_load_mix(__global const float *p_l, __global const float *p_w,
                         float pl[HK][H], float pw[H][HV]) {
@@ -227,7 +216,7 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
       for (int d = 0; d < DK; d++)
         qs[r][a][d] = LD1(q, qb + d) * scale_log2;
     }
-    lim[r] = th_key_limit(L, n, i);
+    lim[r] = key_limit(L, n, i);
   }
   const int kend = lim[RB - 1]; /* positions increase along the block */
   __global const float *ktb = kt + (long)b * HK * DK * ld;
@@ -452,9 +441,9 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
   const int b = get_global_id(1);
   const int L = has_lens ? clamp(kv_lens[b], 0, m) : m;
   const int i = min(grp * WG + lid, n - 1);
-  const int lim = th_key_limit(L, n, i);
+  const int lim = key_limit(L, n, i);
   /* the group's last position bounds the keys any item needs */
-  const int kend = th_key_limit(L, n, min(grp * WG + WG - 1, n - 1));
+  const int kend = key_limit(L, n, min(grp * WG + WG - 1, n - 1));
   float pl[HK][H], pw[H][HV];
   th_load_mix(p_l, p_w, pl, pw);
   float qs[HK][DK];
