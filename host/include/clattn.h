@@ -386,6 +386,56 @@ CLATTN_API clattn_status clattn_layer_create_talking_heads(
     clattn_ctx *ctx, const clattn_th_layer_desc *d, cl_mem w_q, cl_mem w_k,
     cl_mem w_v, cl_mem w_o, cl_mem p_l, cl_mem p_w, clattn_layer **out);
 
+/* The attention layers of Hosseini & Hosseini ("You Need to Pay Better
+ * Attention", arXiv 2403.01643), float32: h heads of width D/h (h divides
+ * d_model = D), head i reading the channel slice X_i (columns i*D/h ..
+ * (i+1)*D/h - 1) of x:
+ *   Optimised  Q = x W_q, K = x W_k, V_i = X_i            weights 3 D^2
+ *   Efficient  Q = x W_q, K_i = V_i = X_i                 weights 2 D^2
+ *   Super      Q = x W_q, K_i = X_i, V_i = W_a X_i        2 D^2 + l^2
+ * and y = [H_1 .. H_h] W_o, against 4 D^2 for multi-head attention.
+ *   w_q, w_k, w_o [d_model, d_model]; w_a [max_len, max_len] (row-major),
+ * shared by the heads and applied from the left over positions: V'[t] =
+ * sum_s W_a[t, s] X[s], s over the first n positions of a prefill without
+ * a cache, or s <= t when causal.  Causal calls read only W_a's lower
+ * triangle (its upper one may hold anything).  Super refuses sequences
+ * longer than max_len, a cache of more than max_len positions, and a
+ * non-causal prefill into a cache (cached V' rows must not depend on later
+ * positions).  The caches: Optimised holds K and X (as MHA's, 2D floats a
+ * position), Efficient X alone (D floats), Super X and V' (2D).
+ * Errors: CLATTN_ERR_INVALID_ARG for a NULL descriptor, weight or out;
+ * CLATTN_ERR_SHAPE for d_model or heads below 1, heads not dividing
+ * d_model, a Super max_len below 1 (or a max_len set for the others);
+ * CLATTN_ERR_UNSUPPORTED for a head width above CLATTN_MAX_HEAD_DIM;
+ * CLATTN_ERR_BUFFER_TOO_SMALL for a weight smaller than its shape. */
+typedef struct clattn_hh_layer_desc {
+  int d_model;
+  int heads;
+  int max_len; /* Super: l, W_a's size and the longest sequence; others 0 */
+  float scale; /* 0 means 1/sqrt(d_model / heads) */
+} clattn_hh_layer_desc;
+
+typedef enum clattn_hh_variant {
+  CLATTN_HH_OPTIMISED = 1,
+  CLATTN_HH_EFFICIENT = 2,
+  CLATTN_HH_SUPER = 3
+} clattn_hh_variant;
+
+CLATTN_API clattn_status clattn_layer_create_optimised(
+    clattn_ctx *ctx, const clattn_hh_layer_desc *d, cl_mem w_q, cl_mem w_k,
+    cl_mem w_o, clattn_layer **out);
+CLATTN_API clattn_status clattn_layer_create_efficient(
+    clattn_ctx *ctx, const clattn_hh_layer_desc *d, cl_mem w_q, cl_mem w_o,
+    clattn_layer **out);
+CLATTN_API clattn_status clattn_layer_create_super(
+    clattn_ctx *ctx, const clattn_hh_layer_desc *d, cl_mem w_q, cl_mem w_a,
+    cl_mem w_o, clattn_layer **out);
+
+/* The weights (parameters) of a variant's layer, biases none: 3 D^2, 2 D^2
+ * or 2 D^2 + max_len^2; -1 for an invalid variant or description. */
+CLATTN_API long long clattn_hh_layer_params(clattn_hh_variant v,
+                                            const clattn_hh_layer_desc *d);
+
 /* A KV cache for a layer: batch sequences of at most `capacity` positions,
  * float32, BHSD, allocated by the library.  Sequence lengths start at 0. */
 typedef struct clattn_kv_cache clattn_kv_cache;
@@ -678,6 +728,14 @@ CLATTN_API clattn_status clattn_model_layer(const clattn_layer_desc *d,
                                             int causal,
                                             const clattn_profile *prof,
                                             clattn_prediction *out);
+
+/* Predict a Hosseini & Hosseini layer call as clattn_model_layer does. */
+CLATTN_API clattn_status clattn_model_hh_layer(clattn_hh_variant v,
+                                               const clattn_hh_layer_desc *d,
+                                               int batch, int n,
+                                               int cache_len, int causal,
+                                               const clattn_profile *prof,
+                                               clattn_prediction *out);
 
 /* ------------------------------------------------- parameter choice */
 
