@@ -11,6 +11,8 @@
  *   CAUSAL   0/1
  *   RB, KB   variant 1: rows per work-item; keys per tile (multiple of 16)
  *   WG, KT   variant 2: work-items (= rows) per work-group; keys per tile
+ *   KV_SAME  1: V is K (one buffer, DK == DV; Efficient attention's X),
+ *            each key row read once for both
  *
  * Masking: L = clamp(kv_lens[b], 0, m) valid keys (m without lens); with
  * CAUSAL, row position i sees key t iff t <= L - n + i.  Rows that see no
@@ -45,6 +47,12 @@
 #ifndef KT
 #define KT 16
 #endif
+#ifndef KV_SAME
+#define KV_SAME 0
+#endif
+#if KV_SAME && DK != DV
+#error "KV_SAME needs DK == DV"
+#endif
 
 #define NV (DV / VWV)
 #define NKV (KB / 16)
@@ -77,11 +85,19 @@ __kernel void kv_stage(__global const stor_t *k, __global const stor_t *v,
         float tmp[VWK];
         STF(VWK, LDW(VWK, k, kb + w * VWK), tmp, 0);
 #pragma unroll
-        for (int i = 0; i < VWK; i++)
+        for (int i = 0; i < VWK; i++) {
           blk[w * VWK + i][u] = tmp[i];
+#if KV_SAME
+          vo[u * DV + w * VWK + i] = tmp[i];
+#endif
+        }
       }
+#if !KV_SAME
       for (int w = 0; w < DV / VWV; w++)
         STF(VWV, LDW(VWV, v, vb + w * VWV), vo, u * DV + w * VWV);
+#else
+      (void)vb;
+#endif
     } else {
       for (int d = 0; d < DK; d++)
         blk[d][u] = 0.0f;
@@ -230,7 +246,11 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
                long k_ss, long k_sh, long v_sb, long v_ss, long v_sh,
                long o_sb, long o_ss, long o_sh) {
   __local float ks[KT * DK];
+#if KV_SAME
+#define vs ks
+#else
   __local float vs[KT * DV];
+#endif
   const int lid = get_local_id(0);
   const int grp = get_group_id(0);
   const int bc = get_global_id(1);
@@ -259,10 +279,12 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
       const int t = e / DK, d = e - t * DK;
       ks[e] = t < nt ? LD1(k, kb + (t0 + t) * k_ss + d) : 0.0f;
     }
+#if !KV_SAME
     for (int e = lid; e < KT * DV; e += WG) {
       const int t = e / DV, d = e - t * DV;
       vs[e] = t < nt ? LD1(v, vb + (t0 + t) * v_ss + d) : 0.0f;
     }
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
     float s[KT];
     float tmax = -INFINITY;
@@ -298,4 +320,6 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
     for (int d = 0; d < DV; d++)
       ST1(acc[d] * inv, o, ob + d);
   }
+  (void)vb;
 }
+#undef vs

@@ -62,6 +62,15 @@
 #ifndef DIRECT
 #define DIRECT 0
 #endif
+/* 1: V is K (one cache tensor, DK == DV: Efficient attention's X).  The
+ * local kernel loads each tile once for both; the register kernel's V loads
+ * hit L1, its K loads having read the same rows one block earlier. */
+#ifndef KV_SAME
+#define KV_SAME 0
+#endif
+#if KV_SAME && DK != DV
+#error "KV_SAME needs DK == DV"
+#endif
 
 #define NKB (KB / 16)
 #define NV (DV / VWV)
@@ -597,7 +606,11 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
                    long v_sb, long v_ss, long v_sh) {
   __local float qs[G * DK];
   __local float ks[KT * DK];
+#if KV_SAME
+#define vs ks
+#else
   __local float vs[KT * DV];
+#endif
   __local float ps[G * KT];
   __local float mst[G], lst[G], ast[G];
   const int lid = get_local_id(0);
@@ -628,10 +641,12 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
       const int t = e / DK, d = e - t * DK;
       ks[e] = t < nt ? LD1(k, kb + (t0 + t) * k_ss + d) : 0.0f;
     }
+#if !KV_SAME
     for (int e = lid; e < nt * DV; e += WG) {
       const int t = e / DV, d = e - t * DV;
       vs[e] = LD1(v, vb + (t0 + t) * v_ss + d);
     }
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = lid; e < G * KT; e += WG) {
       const int h = e / KT, t = e - h * KT;
@@ -685,7 +700,9 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
 #endif
     }
   }
+  (void)vb;
 }
+#undef vs
 
 /* Merge S split partials of each (sequence, query head) row:
  * o = sum_s w_s o_s with w_s = exp2(lse_s - max) / sum exp2(lse - max);
@@ -736,6 +753,10 @@ __kernel void kv_append(__global const raw_t *k_new,
   const long vd = b * v_sb + p * v_ss + c * v_sh;
   for (int d = 0; d < DK; d++)
     k_cache[kd + d] = k_new[(src * hkv + c) * DK + d];
+#if !KV_SAME
   for (int d = 0; d < DV; d++)
     v_cache[vd + d] = v_new[(src * hkv + c) * DV + d];
+#else
+  (void)vd;
+#endif
 }

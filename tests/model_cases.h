@@ -144,6 +144,29 @@ static const model_case model_cases[] = {
      "batch=1 kv-seq=9 new=2 heads-k=3 heads=1 heads-v=1 head-dim=4 "
      "head-dim-v=12 dtype=f32 layout=bhsd",
      {7, -1}, {0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
+    /* Efficient attention's K == V core: each X row loaded once for K and
+     * V (the local kernels' tiles, the staging; decode's register kernel
+     * reloads V from L1, which the loads count) */
+    {"efficient reg f32 causal lens", "efficient",
+     "batch=2 seq=17 kv-seq=33 heads=4 kv-heads=2 head-dim=16 dtype=f32 "
+     "causal=1 layout=bshd",
+     {33, 20}, {1, 4, 16, 0, 0, 0, 0}, 0, 0, 0, 0},
+    {"efficient local f16 bhsd", "efficient",
+     "batch=1 seq=9 kv-seq=21 heads=2 kv-heads=2 head-dim=8 dtype=f16 "
+     "causal=0 layout=bshd kv-layout=bhsd",
+     {-1, -1}, {2, 0, 8, 16, 0, 0, 0}, 0, 0, 0, 0},
+    {"efficient decode reg f32 splits", "efficient-decode",
+     "batch=2 kv-seq=70 heads=4 kv-heads=4 head-dim=16 dtype=f32 "
+     "layout=bhsd",
+     {70, 33}, {1, 0, 16, 0, 3, 0, 0}, 0, 0, 0, 0},
+    {"efficient decode local bf16 direct", "efficient-decode",
+     "batch=1 kv-seq=24 heads=3 kv-heads=3 head-dim=8 dtype=bf16 "
+     "layout=bshd",
+     {19, -1}, {2, 0, 8, 16, 1, 0, 0}, 0, 0, 0, 0},
+    {"efficient append f32 overflow", "efficient-append",
+     "batch=2 kv-seq=20 new=3 heads=4 kv-heads=4 head-dim=8 dtype=f32 "
+     "layout=bhsd",
+     {5, 18}, {0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
     /* the probe's microkernels (cl/probe.cl); k = clattn__probe_kernel */
     PROBE_CASE("probe read w16", 0, 16, 8, 4),
     PROBE_CASE("probe read w1", 0, 1, 12, 4),

@@ -14,10 +14,6 @@ enum { K_NEW, V_NEW, POS, K_CACHE, V_CACHE };
 #define SHAPE_KEYS                                                             \
   "batch kv-seq heads kv-heads head-dim head-dim-v dtype layout new"
 
-typedef struct append_plan {
-  int unused; /* the kernel has no parameters */
-} append_plan;
-
 static clattn_status check(const void *desc, char *why, size_t cap) {
   const clattn__append_desc *a = desc;
   clattn_status rc = clattn__check_cache(&a->cache, why, cap);
@@ -98,7 +94,7 @@ static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
   (void)desc;
   (void)why;
   (void)cap;
-  memset(pl, 0, sizeof(append_plan));
+  memset(pl, 0, sizeof(clattn__append_plan));
   return CLATTN_OK;
 }
 
@@ -123,12 +119,12 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl,
   const clattn__append_desc *a = desc;
   const clattn_decode_desc *d = &a->cache;
   const int hkv = d->heads_kv, dk = d->head_dim_k, dv = d->head_dim_v;
+  const clattn__append_plan *plan = pl;
   clattn_status rc;
-  (void)pl;
   (void)auto_wg;
   char opts[96];
-  snprintf(opts, sizeof opts, "-DDTYPE=%d -DDK=%d -DDV=%d", (int)d->dtype, dk,
-           dv);
+  snprintf(opts, sizeof opts, "-DDTYPE=%d -DDK=%d -DDV=%d -DKV_SAME=%d",
+           (int)d->dtype, dk, dv, plan->kv_same);
   cl_kernel kern = NULL;
   if ((rc = clattn__kernel(ctx, "decode.cl", opts, "kv_append", &kern)))
     return rc;
@@ -177,7 +173,7 @@ const clattn__family clattn__family_append = {
     .api = "clattn_kv_append",
     .source = "decode.cl",
     .desc_size = sizeof(clattn__append_desc),
-    .plan_size = sizeof(append_plan),
+    .plan_size = sizeof(clattn__append_plan),
     .nbufs = 5,
     .tune_method = 1,
     .standard_shapes = NULL,

@@ -189,9 +189,9 @@ static size_t options(const clattn_decode_desc *d,
   const int dk = d->head_dim_k, dv = d->head_dim_v;
   int len = snprintf(opts, cap,
                      "-DDTYPE=%d -DDK=%d -DDV=%d -DG=%d -DVWK=%d -DVWV=%d "
-                     "-DDIRECT=%d",
+                     "-DDIRECT=%d -DKV_SAME=%d",
                      (int)d->dtype, dk, dv, g, clattn__vec_width(dk),
-                     clattn__vec_width(dv), direct);
+                     clattn__vec_width(dv), direct, pl->kv_same);
   if (len < 0 || (size_t)len >= cap)
     return 0;
   if (pl->variant == 1) {

@@ -14,6 +14,9 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
   const long B = d->batch, hkv = d->heads_kv, hq = d->heads_q;
   const double G = (double)(hq / hkv);
   const double DK = d->head_dim_k, DV = d->head_dim_v;
+  /* V's own loads from memory (none when V is K: the local kernel uses
+   * the K tile, the register kernel's V loads hit L1) */
+  const double DVL = pl->kv_same ? 0.0 : DV;
   const int S = pl->splits, direct = S == 1;
   const int VWV = clattn__vec_width(d->head_dim_v);
   double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, keys_all = 0;
@@ -50,11 +53,11 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
         const double KT = pl->kb, T = clattn__cdiv(nk, KT);
         /* every item reads lens; q, K and V once each (V staged in local
          * memory, then read by each query head) */
-        rd += 4.0 * pl->wg + es * G * DK + es * nk * (DK + DV);
+        rd += 4.0 * pl->wg + es * G * DK + es * nk * (DK + DVL);
         fma += T * G * KT * DK + nk * G * DV + T * G;
         ex += T * G * (1.0 + KT);
         loc += 4.0 * (G * DK * (1.0 + T * KT) + T * KT * DK * (1.0 + G) +
-                      T * G * KT * 3.0 + nk * G + nk * DV * (1.0 + G));
+                      T * G * KT * 3.0 + nk * G + nk * (DVL + G * DV));
       }
       wr += G * out_row;
     }
@@ -68,10 +71,10 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
   c->local_bytes = hkv * loc;
   c->flops = 2.0 * keys_all * hq * (DK + DV);
   c->softmax_ops = CLATTN__C_SM * keys_all * hq;
-  const double kv = es * keys_all * hkv * (DK + DV);
+  const double kv = es * keys_all * hkv * (DK + DVL);
   const double qb = es * B * hq * DK;
   c->bytes_compulsory = 4.0 * B + qb + kv + es * B * hq * DV;
-  clattn__model_dram(c, 4.0 * B + qb + kv, es * pl->kb * (DK + DV), prof);
+  clattn__model_dram(c, 4.0 * B + qb + kv, es * pl->kb * (DK + DVL), prof);
   dram_reads[0] = c->bytes_dram - c->bytes_written;
   if (!direct) {
     /* decode_combine: one item per (row, VWV-wide slice of DV) */
@@ -102,11 +105,12 @@ clattn_status clattn__append_cost(const void *desc, const void *plan,
                                   clattn_prediction *out, double *dram_reads) {
   const clattn__append_desc *a = desc;
   const clattn_decode_desc *d = &a->cache;
+  const clattn__append_plan *pl = plan;
   const int n_new = a->n_new;
-  (void)plan;
   (void)prof;
   const double es = (double)clattn_dtype_size(d->dtype);
-  const double row = es * (d->head_dim_k + d->head_dim_v);
+  const double row =
+      es * (d->head_dim_k + (pl->kv_same ? 0 : d->head_dim_v));
   double rows = 0;
   for (long b = 0; b < d->batch; b++)
     for (int t = 0; t < n_new; t++) {

@@ -52,7 +52,7 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
   static const clattn_params none = {0, 0, 0, 0, 0, 0, 0};
   const clattn_params *p = d->params ? d->params : &none;
   const int dk = d->head_dim_k, dv = d->head_dim_v;
-  *pl = (clattn__prefill_plan){0, 0, 0, 0, 0, 0, 0};
+  *pl = (clattn__prefill_plan){0, 0, 0, 0, 0, 0, 0, 0};
   if (!params_ok(p)) {
     snprintf(why, cap, PARAMS_RANGE);
     return CLATTN_ERR_INVALID_ARG;
@@ -147,7 +147,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   const clattn_params *p = d->params ? d->params : &none;
   const int g = d->heads_q / d->heads_kv;
   const int dk = d->head_dim_k;
-  *pl = (clattn__decode_plan){0, 0, 0, 0, 0, 0, 1, 0};
+  *pl = (clattn__decode_plan){0, 0, 0, 0, 0, 0, 1, 0, 0};
   if (!params_ok(p)) {
     snprintf(why, cap, PARAMS_RANGE);
     return CLATTN_ERR_INVALID_ARG;

@@ -31,6 +31,7 @@ typedef struct clattn__prefill_plan {
   int wg;      /* work-items per group (variant 2; optional for 1) */
   int kt;      /* variant 2: keys per tile */
   int ld;      /* variant 1: staged row length (>= n_kv, see kv_stage) */
+  int kv_same; /* V is K (the efficient family): each key row read once */
 } clattn__prefill_plan;
 
 /* Resolve the plan; on a bad params field returns the status and writes
@@ -62,7 +63,13 @@ typedef struct clattn__decode_plan {
                   value dims (params rows; cl/decode.cl's PVH) */
   int pf;      /* variant 1: prefetch the next block (params prefetch 2;
                   cl/decode.cl's PF) */
+  int kv_same; /* V is K (one cache tensor: the efficient-decode family) */
 } clattn__decode_plan;
+
+/* The KV append has no tunables; kv_same writes K alone (one tensor). */
+typedef struct clattn__append_plan {
+  int kv_same;
+} clattn__append_plan;
 
 clattn_status clattn__plan_decode(const clattn__target *t,
                                   const clattn_decode_desc *d,

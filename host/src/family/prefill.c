@@ -168,9 +168,13 @@ static void options(const clattn_attn_desc *d, const clattn__prefill_plan *pl,
   if (n < 0 || (size_t)n >= cap)
     return;
   if (pl->variant == 1)
-    snprintf(buf + n, cap - (size_t)n, " -DRB=%d -DKB=%d", pl->rb, pl->kb);
+    n += snprintf(buf + n, cap - (size_t)n, " -DRB=%d -DKB=%d", pl->rb,
+                  pl->kb);
   else
-    snprintf(buf + n, cap - (size_t)n, " -DWG=%d -DKT=%d", pl->wg, pl->kt);
+    n += snprintf(buf + n, cap - (size_t)n, " -DWG=%d -DKT=%d", pl->wg,
+                  pl->kt);
+  if (pl->kv_same && n > 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n, " -DKV_SAME=1");
 }
 
 /* Variant 1: kv_stage writes K^T and V as float32 rows of ld keys, then

@@ -36,7 +36,9 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
   const double flops = 2.0 * pairs * (DK + DV);
   const double q_bytes = es * B * n * d->heads_q * DK;
   const double o_bytes = es * B * n * d->heads_q * DV;
-  const double kv_bytes = es * B * m * hkv * (DK + DV);
+  /* V's own loads (none when V is K) */
+  const double DVL = pl->kv_same ? 0.0 : DV;
+  const double kv_bytes = es * B * m * hkv * (DK + DVL);
 
   if (pl->variant == 1) {
     /* kv_stage: every key row read once, K^T and V written as float32
@@ -100,13 +102,13 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
         rd += WG * (lens_b + es * DK); /* every item: kv_lens, its q row */
         if (kend > 0) {
           const double T = clattn__cdiv(kend, KT);
-          rd += es * kend * (DK + DV); /* tile loads, t < nt only */
+          rd += es * kend * (DK + DVL); /* tile loads, t < nt only */
           /* every item scores all KT keys of every tile and updates DV */
           fma += WG * T * (KT * (DK + DV) + 1.0);
           ex += WG * T * (1.0 + KT);
           /* local: tiles stored, then read by every item */
-          loc += 4.0 * T * KT * (DK + DV) * (1.0 + WG);
-          ws = clattn__dmax(ws, es * kend * (DK + DV));
+          loc += 4.0 * T * KT * (DK + DVL + WG * (DK + DV));
+          ws = clattn__dmax(ws, es * kend * (DK + DVL));
         }
         wr += es * clattn__dmin(WG, rows - grp * WG) * DV;
       }

@@ -4,6 +4,7 @@
 #include "layer/layer.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 clattn_status clattn__kv_cache_check(const clattn_layer *l,
                                      const clattn_kv_cache *c)
@@ -16,15 +17,18 @@ clattn_status clattn__kv_cache_check(const clattn_layer *l,
     return clattn__fail(ctx, CLATTN_ERR_MISUSE,
                         "KV cache belongs to another context");
   clattn__cache_shape s;
+  memset(&s, 0, sizeof s);
   l->kind->cache_shape(l->d.bytes, &s);
   const clattn__cache_shape *h = &c->shape;
   if (h->heads_k != s.heads_k || h->dim_k != s.dim_k ||
-      h->heads_v != s.heads_v || h->dim_v != s.dim_v)
+      h->heads_v != s.heads_v || h->dim_v != s.dim_v ||
+      h->shared != s.shared)
     return clattn__fail(ctx, CLATTN_ERR_SHAPE,
                         "KV cache shape (key heads %d x %d, value heads %d x "
-                        "%d) does not match the layer (%d x %d, %d x %d)",
-                        h->heads_k, h->dim_k, h->heads_v, h->dim_v, s.heads_k,
-                        s.dim_k, s.heads_v, s.dim_v);
+                        "%d%s) does not match the layer (%d x %d, %d x %d%s)",
+                        h->heads_k, h->dim_k, h->heads_v, h->dim_v,
+                        h->shared ? ", one tensor" : "", s.heads_k, s.dim_k,
+                        s.heads_v, s.dim_v, s.shared ? ", one tensor" : "");
   return CLATTN_OK;
 }
 
@@ -75,7 +79,14 @@ clattn_status clattn_kv_cache_create(clattn_layer *l, int batch, int capacity,
                         "KV cache: batch %d and capacity %d must be positive",
                         batch, capacity);
   clattn__cache_shape s;
+  memset(&s, 0, sizeof s);
   l->kind->cache_shape(l->d.bytes, &s);
+  if (l->kind->check_call) {
+    char why[200] = "";
+    if ((rc = l->kind->check_call(l->d.bytes, capacity, 1, 1, why,
+                                  sizeof why)))
+      return clattn__fail(ctx, rc, "KV cache: %s", why);
+  }
   if (!(kb = clattn__bytes(1, batch, s.heads_k, capacity,
                            (long long)s.dim_k * 4)) ||
       !(vb = clattn__bytes(1, batch, s.heads_v, capacity,
@@ -97,7 +108,8 @@ clattn_status clattn_kv_cache_create(clattn_layer *l, int batch, int capacity,
   c->shape = s;
   const size_t ib = (size_t)batch * sizeof(cl_int);
   if ((rc = new_buffer(ctx, kb, 1, "clCreateBuffer(K cache)", &c->k)) ||
-      (rc = new_buffer(ctx, vb, 1, "clCreateBuffer(V cache)", &c->v)) ||
+      (!s.shared &&
+       (rc = new_buffer(ctx, vb, 1, "clCreateBuffer(V cache)", &c->v))) ||
       (rc = new_buffer(ctx, ib, 0, "clCreateBuffer(cache positions)",
                        &c->pos)) ||
       (rc = new_buffer(ctx, ib, 0, "clCreateBuffer(cache lengths)",
@@ -105,6 +117,8 @@ clattn_status clattn_kv_cache_create(clattn_layer *l, int batch, int capacity,
     clattn_kv_cache_destroy(c);
     return rc;
   }
+  if (s.shared)
+    c->v = c->k;
   *out = c;
   return CLATTN_OK;
 }
@@ -113,7 +127,7 @@ void clattn_kv_cache_destroy(clattn_kv_cache *c)
 {
   if (c == NULL || c->magic != CLATTN__KVC_MAGIC)
     return;
-  cl_mem m[4] = {c->k, c->v, c->pos, c->lens};
+  cl_mem m[4] = {c->k, c->v != c->k ? c->v : NULL, c->pos, c->lens};
   for (int i = 0; i < 4; i++)
     if (m[i] != NULL)
       clReleaseMemObject(m[i]);

@@ -94,6 +94,8 @@ const clattn__family *clattn__layer_family(clattn_ctx *ctx,
                                            const clattn__layer_kind *K,
                                            clattn__core_op op)
 {
+  if (K->family[op] == NULL)
+    return NULL;
   const clattn__family *F = clattn__family_find(K->family[op]);
   if (F == NULL && ctx != NULL)
     clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
@@ -140,7 +142,8 @@ clattn_status clattn__layer_create(clattn_ctx *ctx,
       return rc;
   }
   for (int op = 0; op < CLATTN__CORE_OPS; op++)
-    if (clattn__layer_family(ctx, K, (clattn__core_op)op) == NULL)
+    if (K->family[op] != NULL &&
+        clattn__layer_family(ctx, K, (clattn__core_op)op) == NULL)
       return CLATTN_ERR_UNSUPPORTED;
   /* The device's tuned Xgemm parameters, before the first GEMM. */
   if ((rc = clattn__gemm_apply(ctx)))
@@ -209,6 +212,15 @@ static clattn_status call_sizes_get(clattn_layer *l, int batch, int n,
     s->act[p->from] = in > s->act[p->from] ? in : s->act[p->from];
     s->act[p->to] = out > s->act[p->to] ? out : s->act[p->to];
   }
+  for (int a = 0; K->core_act_cols != NULL && a < CLATTN__ACTS; a++) {
+    const long cols = K->core_act_cols(l->d.bytes, (clattn__layer_act)a);
+    const size_t bytes = cols > 0 ? clattn__bytes(4, rows, cols, 1, 1) : 0;
+    if (cols > 0 && bytes == 0)
+      return clattn__fail(l->ctx, CLATTN_ERR_SHAPE,
+                          "layer: batch %d x n %d overflows the buffer sizes",
+                          batch, n);
+    s->act[a] = bytes > s->act[a] ? bytes : s->act[a];
+  }
   return CLATTN_OK;
 }
 
@@ -245,8 +257,9 @@ static clattn_status project(clattn_layer *l, int first, int last,
 
 /* Checks shared by prefill and decode, before anything is enqueued. */
 static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c,
-                                int batch, int n, cl_mem x, cl_mem y,
-                                const clattn_events *ev, call_sizes *s)
+                                int batch, int n, int causal, cl_mem x,
+                                cl_mem y, const clattn_events *ev,
+                                call_sizes *s)
 {
   clattn_ctx *ctx = l->ctx;
   clattn_status rc;
@@ -274,6 +287,13 @@ static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c,
                         "layer: %d cached + %d new positions exceed the KV "
                         "cache capacity %d",
                         c->len, n, c->capacity);
+  if (l->kind->check_call != NULL) {
+    char why[200] = "";
+    rc = l->kind->check_call(l->d.bytes, (c != NULL ? c->len : 0) + n,
+                             c != NULL, causal != 0, why, sizeof why);
+    if (rc != CLATTN_OK)
+      return clattn__fail(ctx, rc, "%s", why);
+  }
   rc = check_events(ctx, ev);
   if (rc != CLATTN_OK)
     return rc;
@@ -305,7 +325,8 @@ static clattn_status project_out(clattn_layer *l, size_t rows, cl_mem y,
 /* The arguments of the core calls of one step: the layer's activations
  * and, with a cache, its buffers. */
 static void core_args(const clattn_layer *l, const clattn_kv_cache *c,
-                      int batch, int n, int causal, clattn__core_args *a)
+                      int batch, int n, int causal, cl_mem x,
+                      clattn__core_args *a)
 {
   memset(a, 0, sizeof *a);
   a->batch = batch;
@@ -314,9 +335,11 @@ static void core_args(const clattn_layer *l, const clattn_kv_cache *c,
   for (int i = 0; i < CLATTN__ACTS; i++)
     if (i != CLATTN__ACT_X && i != CLATTN__ACT_Y)
       a->act[i] = l->buf[i];
+  a->act[CLATTN__ACT_X] = x;
   a->w = l->w;
   if (c != NULL) {
     a->capacity = c->capacity;
+    a->cached = c->len;
     a->k_cache = c->k;
     a->v_cache = c->v;
     a->pos = c->pos;
@@ -324,10 +347,13 @@ static void core_args(const clattn_layer *l, const clattn_kv_cache *c,
   }
 }
 
-/* Core call `op` of the layer's kind through the family's call path. */
+/* Core call `op` of the layer's kind through the family's call path (none
+ * when the kind makes no such call). */
 static clattn_status core(clattn_layer *l, clattn__core_op op,
                           const clattn__core_args *a)
 {
+  if (l->kind->family[op] == NULL)
+    return CLATTN_OK;
   const clattn__family *F = clattn__layer_family(l->ctx, l->kind, op);
   if (F == NULL)
     return CLATTN_ERR_UNSUPPORTED;
@@ -355,16 +381,18 @@ clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
   if (c != NULL && c->magic != CLATTN__KVC_MAGIC)
     return clattn__fail(ctx, CLATTN_ERR_MISUSE,
                         "KV cache handle is not a live cache");
-  rc = check_call(l, c, batch, n, x, y, ev, &s);
+  rc = check_call(l, c, batch, n, causal, x, y, ev, &s);
   if (rc != CLATTN_OK)
     return rc;
   const size_t rows = (size_t)batch * (size_t)n;
-  core_args(l, c, batch, n, causal, &a);
+  core_args(l, c, batch, n, causal, x, &a);
 
   if (c == NULL) {
     rc = wait_barrier(ctx, ev);
     if (rc == CLATTN_OK)
       rc = project_in(l, rows, x);
+    if (rc == CLATTN_OK)
+      rc = core(l, CLATTN__CORE_VALUES, &a);
     if (rc == CLATTN_OK)
       rc = core(l, CLATTN__CORE_PREFILL, &a);
     if (rc == CLATTN_OK)
@@ -379,6 +407,8 @@ clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
     rc = project_in(l, rows, x);
   if (rc == CLATTN_OK)
     rc = core(l, CLATTN__CORE_APPEND, &a);
+  if (rc == CLATTN_OK)
+    rc = core(l, CLATTN__CORE_VALUES, &a);
   if (rc == CLATTN_OK)
     rc = core(l, CLATTN__CORE_PREFILL, &a);
   if (rc == CLATTN_OK)
@@ -405,12 +435,12 @@ clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c,
   if (c == NULL)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
                         "clattn_layer_decode: NULL KV cache");
-  rc = check_call(l, c, c->magic == CLATTN__KVC_MAGIC ? c->batch : 1, 1, x, y,
-                  ev, &s);
+  rc = check_call(l, c, c->magic == CLATTN__KVC_MAGIC ? c->batch : 1, 1, 1,
+                  x, y, ev, &s);
   if (rc != CLATTN_OK)
     return rc;
   const size_t rows = (size_t)c->batch;
-  core_args(l, c, c->batch, 1, 1, &a);
+  core_args(l, c, c->batch, 1, 1, x, &a);
 
   rc = fill_int(ctx, c->pos, c->batch, c->len, ev);
   if (rc == CLATTN_OK)
@@ -419,6 +449,8 @@ clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c,
     rc = project_in(l, rows, x);
   if (rc == CLATTN_OK)
     rc = core(l, CLATTN__CORE_APPEND, &a);
+  if (rc == CLATTN_OK)
+    rc = core(l, CLATTN__CORE_VALUES, &a);
   if (rc == CLATTN_OK)
     rc = core(l, CLATTN__CORE_DECODE, &a);
   if (rc == CLATTN_OK)

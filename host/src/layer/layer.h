@@ -30,11 +30,14 @@ typedef struct clattn__projection {
 } clattn__projection;
 
 /* The core calls a layer makes: a block of queries (over its own K/V or
- * the cache), one query per sequence over the cache, the cache's append. */
+ * the cache), one query per sequence over the cache, the cache's append,
+ * and (optional) values computed from the appended rows before the
+ * attention (Super attention's V' = W_a X). */
 typedef enum clattn__core_op {
   CLATTN__CORE_PREFILL,
   CLATTN__CORE_DECODE,
   CLATTN__CORE_APPEND,
+  CLATTN__CORE_VALUES,
   CLATTN__CORE_OPS
 } clattn__core_op;
 
@@ -53,8 +56,10 @@ enum {
 typedef struct clattn__core_args {
   int batch, n;  /* sequences; new positions per sequence */
   int capacity;  /* the cache's rows per sequence; 0: no cache */
+  int cached;    /* positions already in the cache (P) */
   int causal;
-  cl_mem act[CLATTN__ACTS]; /* Q, K, V, O (x and y are not the core's) */
+  cl_mem act[CLATTN__ACTS]; /* x (the caller's), Q, K, V, O (y is not the
+                               core's) */
   cl_mem k_cache, v_cache;
   cl_mem pos;  /* int32 [batch]: where the append writes */
   cl_mem lens; /* int32 [batch]: valid cache rows */
@@ -71,9 +76,11 @@ typedef struct clattn__core_call {
   cl_mem buf[CLATTN__CORE_MAX_BUFS];
 } clattn__core_call;
 
-/* The KV cache's shape per position: key heads x d_k, value heads x d_v. */
+/* The KV cache's shape per position: key heads x d_k, value heads x d_v;
+ * shared: V is K, one tensor (Efficient attention's X). */
 typedef struct clattn__cache_shape {
   int heads_k, dim_k, heads_v, dim_v;
+  int shared;
 } clattn__cache_shape;
 
 typedef struct clattn__layer_kind {
@@ -92,20 +99,35 @@ typedef struct clattn__layer_kind {
   int nproj, nproj_in;
   const clattn__projection *proj;
   void (*cache_shape)(const void *desc, clattn__cache_shape *s);
-  /* The core families by registry name, and each call's description and
+  /* (optional) Refuse a call the kind cannot make, with the reason in why:
+   * `positions` per sequence (cached ones included), into a cache or not,
+   * causal or not; kv_cache_create asks it for a causal cache of its
+   * capacity.  NULL: every call. */
+  clattn_status (*check_call)(const void *desc, int positions, int cache,
+                              int causal, char *why, size_t cap);
+  /* (optional) Floats per position of activation a that a core call writes
+   * and no projection sizes (Super's V'); 0 for the others.  NULL: none. */
+  long (*core_act_cols)(const void *desc, clattn__layer_act a);
+  /* The core families by registry name (NULL: the kind makes no such
+   * call; only VALUES may be NULL), and each call's description and
    * buffers built from the arguments. */
   const char *family[CLATTN__CORE_OPS];
   void (*core)(const void *desc, clattn__core_op op,
                const clattn__core_args *a, clattn__core_call *call);
 } clattn__layer_kind;
 
-/* The kinds: GQA/MHA/MQA (clattn_layer_create) and talking-heads
- * (clattn_layer_create_talking_heads). */
+/* The kinds: GQA/MHA/MQA (clattn_layer_create), talking-heads
+ * (clattn_layer_create_talking_heads) and Hosseini & Hosseini's Optimised,
+ * Efficient and Super (hh_kind.c). */
 extern const clattn__layer_kind clattn__layer_gqa;
 extern const clattn__layer_kind clattn__layer_th;
+extern const clattn__layer_kind clattn__layer_optimised;
+extern const clattn__layer_kind clattn__layer_efficient;
+extern const clattn__layer_kind clattn__layer_super;
 
 /* Core family `op` of kind K, or NULL (with a message in ctx when given)
- * when this build lacks it. */
+ * when this build lacks it; NULL without a message when K makes no such
+ * call. */
 const clattn__family *clattn__layer_family(clattn_ctx *ctx,
                                            const clattn__layer_kind *K,
                                            clattn__core_op op);
@@ -159,7 +181,8 @@ struct clattn_kv_cache {
   int capacity;
   clattn__cache_shape shape;
   int len;     /* positions stored in every sequence (P) */
-  cl_mem k, v; /* [batch, heads, capacity, head_dim] float32 (BHSD) */
+  cl_mem k, v; /* [batch, heads, capacity, head_dim] float32 (BHSD); v is
+                  k when the shape is shared (not retained twice) */
   cl_mem pos;  /* int32 [batch]: append position */
   cl_mem lens; /* int32 [batch]: valid keys for attention */
 };

@@ -53,6 +53,8 @@ static clattn_status add_core(clattn_prediction *out, double *dram_reads,
                               const clattn__layer_kind *K, const void *d,
                               clattn__core_op op, const clattn__core_args *a,
                               const clattn_profile *prof) {
+  if (K->family[op] == NULL)
+    return CLATTN_OK; /* the kind makes no such call */
   const clattn__family *F = clattn__layer_family(NULL, K, op);
   if (F == NULL)
     return clattn__model_fail(out, CLATTN_ERR_UNSUPPORTED,
@@ -86,12 +88,17 @@ clattn_status clattn__layer_model(const clattn__layer_kind *K,
   a.n = n;
   a.causal = causal != 0;
   if (cache_len == 0 && n > 1) {
-    rc = add_core(out, dram_reads, K, d, CLATTN__CORE_PREFILL, &a, prof);
+    rc = add_core(out, dram_reads, K, d, CLATTN__CORE_VALUES, &a, prof);
+    if (rc == CLATTN_OK)
+      rc = add_core(out, dram_reads, K, d, CLATTN__CORE_PREFILL, &a, prof);
   } else {
     /* every sequence appends its n rows at cache_len < capacity: all are
      * written, as with pos = 0 (NULL) */
     a.capacity = cache_len + n;
+    a.cached = cache_len;
     rc = add_core(out, dram_reads, K, d, CLATTN__CORE_APPEND, &a, prof);
+    if (rc == CLATTN_OK)
+      rc = add_core(out, dram_reads, K, d, CLATTN__CORE_VALUES, &a, prof);
     if (rc == CLATTN_OK)
       rc = add_core(out, dram_reads, K, d,
                     n == 1 ? CLATTN__CORE_DECODE : CLATTN__CORE_PREFILL, &a,
