@@ -23,16 +23,6 @@
 
 #include "bench_common.h"
 
-#ifndef CLATTN_BENCH_SRC
-#define CLATTN_BENCH_SRC "bench"
-#endif
-#ifndef CLATTN_BENCH_BUILD
-#define CLATTN_BENCH_BUILD "build/bench"
-#endif
-
-/* PoCL's worker threads: the peer gets as many (machine.md). */
-#define PEER_THREADS 2
-
 static const char th_cl[] =
     "/* The unfused path's head mix, a contraction over the head axis:\n"
     " * out[b][c][x] = sum_a in[b][a][x] p[a][c] over planes of `plane`\n"
@@ -269,37 +259,14 @@ static double roof_s(bench *B, double rd, double wr, double flops)
  * negative value with the reason printed. */
 static double peer_seconds(const char *args)
 {
-  char py[1024], cmd[2048], line[1024] = "";
-  const char *env = getenv("CLATTN_BENCH_PYTHON");
-  FILE *f;
-  double s = -1.0;
-  const char *p;
-  snprintf(py, sizeof py, "%s",
-           env != NULL ? env : CLATTN_BENCH_BUILD "/peers-venv/bin/python");
-  if (env == NULL && (f = fopen(py, "r")) == NULL) {
-    printf("  peer: torch unavailable (no %s: run bench/peers/setup.sh)\n",
-           py);
+  char line[1024];
+  double s;
+  if (peer_run("talking_heads_torch.py", args, line, sizeof line) != 0)
     return -1.0;
-  } else if (env == NULL) {
-    fclose(f);
-  }
-  snprintf(cmd, sizeof cmd,
-           "%s " CLATTN_BENCH_SRC "/peers/talking_heads_torch.py --threads %d "
-           "%s 2>/dev/null",
-           py, PEER_THREADS, args);
-  printf("  peer: %s\n", cmd);
-  fflush(stdout);
-  f = popen(cmd, "r");
-  if (f == NULL) {
-    printf("  peer: torch unavailable (cannot run it)\n");
-    return -1.0;
-  }
-  while (fgets(line, sizeof line, f) != NULL)
-    if ((p = strstr(line, "\"seconds\": ")) != NULL)
-      s = atof(p + 11);
-  if (pclose(f) != 0 || !(s > 0)) {
-    printf("  peer: torch unavailable (%s)\n",
-           line[0] ? strtok(line, "\n") : "no output");
+  s = peer_number(line, "seconds");
+  if (!(s > 0)) {
+    line[strcspn(line, "\n")] = '\0';
+    printf("  peer: torch unavailable (%s)\n", line);
     return -1.0;
   }
   return s;
