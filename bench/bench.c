@@ -10,7 +10,9 @@
  *     a round;
  *   - the whole layer: projections vs attention core, and a decode step;
  *   - talking-heads (bench_th.c): fused against MHA, an unfused pipeline
- *     and PyTorch, prefill and decode.
+ *     and PyTorch, prefill and decode;
+ *   - hh (bench_hh.c): the Hosseini & Hosseini layers against the MHA
+ *     layer and PyTorch, prefill and decode, beside the model.
  * Times are medians of --reps runs after warm-up, wall clock around
  * clFinish. */
 #include <math.h>
@@ -658,11 +660,11 @@ static void usage(FILE *f)
              "  --reps N     timed runs per figure (median; default 5, "
              "quick 3)\n"
              "  --json FILE  also write every figure as JSON records\n"
-             "  --only S     run only section S (prefill, decode, layer or "
-             "talking-heads;\n"
+             "  --only S     run only section S (prefill, decode, layer, "
+             "talking-heads or hh;\n"
              "               the ceilings always run)\n"
-             "  talking-heads' PyTorch peer: the venv of bench/peers/setup.sh "
-             "BUILD_DIR,\n"
+             "  talking-heads' and hh's PyTorch peers: the venv of "
+             "bench/peers/setup.sh BUILD_DIR,\n"
              "  or the Python named by $CLATTN_BENCH_PYTHON\n");
 }
 
@@ -689,7 +691,7 @@ int main(int argc, char **argv)
       only = argv[++i];
       if (strcmp(only, "prefill") != 0 && strcmp(only, "decode") != 0 &&
           strcmp(only, "layer") != 0 &&
-          strcmp(only, "talking-heads") != 0) {
+          strcmp(only, "talking-heads") != 0 && strcmp(only, "hh") != 0) {
         usage(stderr);
         return 2;
       }
@@ -712,7 +714,7 @@ int main(int argc, char **argv)
   print_device(&B);
   print_load("at start (other processes skew every figure)");
 #define RUN(sec) (only == NULL || strcmp(only, sec) == 0)
-  if (RUN("prefill") || RUN("layer") || RUN("talking-heads"))
+  if (RUN("prefill") || RUN("layer") || RUN("talking-heads") || RUN("hh"))
     bench_warm_clblast(&B);
   bench_ceilings(&B);
   if (RUN("prefill"))
@@ -723,6 +725,8 @@ int main(int argc, char **argv)
     bench_layer(&B);
   if (RUN("talking-heads"))
     bench_talking_heads(&B);
+  if (RUN("hh"))
+    bench_hh(&B);
 #undef RUN
   print_load("at end");
 
