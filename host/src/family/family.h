@@ -175,5 +175,6 @@ extern const clattn__family clattn__family_append;
 extern const clattn__family clattn__family_talking_heads;
 extern const clattn__family clattn__family_th_decode;
 extern const clattn__family clattn__family_th_append;
+extern const clattn__family clattn__family_super_values;
 
 #endif /* CLATTN_FAMILY_H */

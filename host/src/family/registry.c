@@ -11,6 +11,7 @@ static const clattn__family *const families[] = {
     &clattn__family_talking_heads,
     &clattn__family_th_decode,
     &clattn__family_th_append,
+    &clattn__family_super_values,
 };
 
 enum { COUNT = sizeof families / sizeof families[0] };
