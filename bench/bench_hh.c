@@ -205,7 +205,7 @@ static void hh_prefill_case(bench *B, const hh_shape *s)
 {
   const int n = s->max_len, D = s->d_model;
   /* half the rounds before the peer's process and half after it */
-  const int half = B->reps < 4 ? 4 : B->reps, rounds = 2 * half;
+  const int half = B->reps < 8 ? 8 : B->reps, rounds = 2 * half;
   double *t = xmalloc((size_t)HH_KINDS * rounds * sizeof *t);
   double *ratio = xmalloc((size_t)rounds * sizeof *ratio);
   double torch_s[HH_KINDS];
@@ -419,7 +419,7 @@ static void hh_decode_set(bench *B, const hh_shape *s, int m,
                           const int *kinds, int nk)
 {
   const int D = s->d_model;
-  const int rounds = B->reps < 15 ? 15 : B->reps;
+  const int rounds = B->reps < 25 ? 25 : B->reps;
   const size_t copy_b = (size_t)128 << 20;
   const size_t random_bytes = (size_t)4 * D * (m + 1);
   hh_rotation rot[HH_KINDS];
@@ -533,6 +533,27 @@ static void hh_decode_set(bench *B, const hh_shape *s, int m,
   free(ratio);
 }
 
+/* The model's per-kernel split of a call of `kind`: each kernel's share
+ * of the predicted time and its MiB, so that the tables' ratios can be
+ * read as projections against the core. */
+static void print_split(bench *B, int kind, const hh_shape *s, int n,
+                        int cache_len)
+{
+  clattn_prediction p;
+  double all = 0.0;
+  printf("  %-10s %-8s", kind_name[kind], cache_len > 0 ? "decode" : "prefill");
+  if (hh_model(kind, s, n, cache_len, &B->prof, &p) != CLATTN_OK) {
+    printf(" n/a (%s)\n", p.errmsg);
+    return;
+  }
+  for (int i = 0; i < p.n_kernels; i++)
+    all += p.kernel[i].t_pred;
+  for (int i = 0; i < p.n_kernels; i++)
+    printf("%s %s %.0f%% %.2f MiB", i ? "," : "", p.kernel[i].kernel,
+           100.0 * p.kernel[i].t_pred / all, p.kernel[i].bytes_dram / 1048576.0);
+  printf("\n");
+}
+
 void bench_hh(bench *B)
 {
   static const int d_models[2] = {256, 512}, heads[2] = {4, 8};
@@ -550,7 +571,7 @@ void bench_hh(bench *B)
          "clattn/torch: clattn's time over PyTorch's (%d\n  threads, "
          "peers/hh_torch.py), the peer's process run between clattn's "
          "rounds.\n",
-         2 * (B->reps < 4 ? 4 : B->reps), PEER_THREADS);
+         2 * (B->reps < 8 ? 8 : B->reps), PEER_THREADS);
   printf("  %4s %2s %4s %-10s %7s %7s %7s %7s %7s %7s %6s %7s\n", "D", "h",
          "l", "variant", "params", "FLOPs", "bytes", "pred t", "meas t",
          "m/p", "proj", "clattn/");
@@ -571,7 +592,7 @@ void bench_hh(bench *B)
          "(spec 9); model MiB: the model's bytes of the step (weights "
          "too);\n  speed-up = MHA/variant; of copy: model bytes / step "
          "time / the round's copy bandwidth.\n",
-         cold_bytes(B) >> 20, B->reps < 15 ? 15 : B->reps);
+         cold_bytes(B) >> 20, B->reps < 25 ? 25 : B->reps);
   printf("  %4s %2s %-10s %5s %4s %9s %9s %7s %7s %8s %7s %7s\n", "D", "h",
          "variant", "m", "rot", "cache MiB", "model MiB", "pred t", "meas t",
          "speed-up", "m/p", "of copy");
@@ -584,5 +605,16 @@ void bench_hh(bench *B)
       /* Super's cache holds at most l positions */
       hh_decode_set(B, &s, s.max_len - 1, super_kinds, 2);
     }
+  {
+    const hh_shape s = {512, 8, 512};
+    printf("\n  The model's per-kernel split at D=512 h=8 (share of the "
+           "predicted time, DRAM MiB), on the\n  probed profile: prefill n "
+           "= l = 512, decode at m = %d (Super: 511)\n", m_long);
+    for (int k = 0; k < HH_KINDS; k++)
+      print_split(B, k, &s, s.max_len, 0);
+    for (int k = 0; k < HH_KINDS; k++)
+      print_split(B, k, &s, 1, k == HH_SUP ? s.max_len - 1 : m_long);
+    print_split(B, HH_MHA, &s, 1, s.max_len - 1);
+  }
   printf("\n");
 }
