@@ -9,11 +9,11 @@
  *   (2) the measured prefill time over MHA's beside the model's predicted
  *       ratio (pred.total.t_pred on this run's probed profile), and the
  *       model's share of the projections (GEMMs) in the predicted time;
- *   (3) a decode step at cache length m (8192; Super m = l - 1 = 511 with
- *       l = 512, as its cache holds at most l positions) over MHA's at the
- *       same m, cold: every side rotates over enough layers, each with its
- *       own weights and cache, that no step finds its bytes in the
- *       last-level cache;
+ *   (3) a decode step at cache length m (8192; and m = l - 1 = 511 with
+ *       l = 512, where Super, whose cache holds at most l positions,
+ *       joins the others) over MHA's at the same m, cold: every side
+ *       rotates over enough layers, each with its own weights and cache,
+ *       that no step finds its bytes in the last-level cache;
  *   (4) PyTorch on the CPU (peers/hh_torch.py, NMesaC's formulation with
  *       F.scaled_dot_product_attention), prefill at the same shapes.
  * The layers of one shape are timed alternately round by round (the order
@@ -541,7 +541,10 @@ static void print_split(bench *B, int kind, const hh_shape *s, int n,
 {
   clattn_prediction p;
   double all = 0.0;
-  printf("  %-10s %-8s", kind_name[kind], cache_len > 0 ? "decode" : "prefill");
+  if (cache_len > 0)
+    printf("  %-10s decode m=%-5d", kind_name[kind], cache_len);
+  else
+    printf("  %-10s prefill n=%-4d", kind_name[kind], n);
   if (hh_model(kind, s, n, cache_len, &B->prof, &p) != CLATTN_OK) {
     printf(" n/a (%s)\n", p.errmsg);
     return;
@@ -600,16 +603,16 @@ void bench_hh(bench *B)
     for (int hi = 0; hi < 2; hi++) {
       const hh_shape s = {d_models[di], heads[hi], 512};
       static const int long_kinds[3] = {HH_MHA, HH_OPT, HH_EFF};
-      static const int super_kinds[2] = {HH_MHA, HH_SUP};
+      static const int short_kinds[4] = {HH_MHA, HH_OPT, HH_EFF, HH_SUP};
       hh_decode_set(B, &s, m_long, long_kinds, 3);
-      /* Super's cache holds at most l positions */
-      hh_decode_set(B, &s, s.max_len - 1, super_kinds, 2);
+      /* Super's cache holds at most l positions; the others beside it
+       * show how a short cache's step compares with a long one's */
+      hh_decode_set(B, &s, s.max_len - 1, short_kinds, 4);
     }
   {
     const hh_shape s = {512, 8, 512};
-    printf("\n  The model's per-kernel split at D=512 h=8 (share of the "
-           "predicted time, DRAM MiB), on the\n  probed profile: prefill n "
-           "= l = 512, decode at m = %d (Super: 511)\n", m_long);
+    printf("\n  The model's per-kernel split at D=512 h=8, l=512 (share "
+           "of the predicted time, DRAM MiB),\n  on the probed profile:\n");
     for (int k = 0; k < HH_KINDS; k++)
       print_split(B, k, &s, s.max_len, 0);
     for (int k = 0; k < HH_KINDS; k++)
