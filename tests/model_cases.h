@@ -1,9 +1,9 @@
 /* model_cases.h - the small calls whose issued work the model predicts and
  * Oclgrind counts (tests/test_model.c runs tests/kernel_run.c on each under
  * Oclgrind's instruction counter).  Between them they launch every kernel
- * of cl/attention.cl, cl/decode.cl, cl/talking_heads.cl, cl/th_decode.cl
- * and cl/probe.cl, with odd sizes, masks, padding, empty sequences and
- * every storage type. */
+ * of cl/attention.cl, cl/decode.cl, cl/talking_heads.cl, cl/th_decode.cl,
+ * cl/super_values.cl and cl/probe.cl, with odd sizes, masks, padding,
+ * empty sequences and every storage type. */
 #ifndef CLATTN_TESTS_MODEL_CASES_H
 #define CLATTN_TESTS_MODEL_CASES_H
 
@@ -167,6 +167,25 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=20 new=3 heads=4 kv-heads=4 head-dim=8 dtype=f32 "
      "layout=bhsd",
      {5, 18}, {0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
+    /* Super's values: a causal block at pos 5 whose rows divide no tile
+     * (the triangle and a partial last block), a full mix, odd head dims
+     * (vectors of 1), and the automatic plan */
+    {"super-values causal pos bhsd", "super-values",
+     "batch=2 seq=7 pos=5 kv-seq=14 heads=2 head-dim=8 max-len=13 "
+     "causal=1 layout=bhsd kv-layout=bhsd",
+     {-1, -1}, {1, 3, 0, 4, 0, 0, 0}, 0, 0, 0, 0},
+    {"super-values full bshd", "super-values",
+     "batch=1 seq=6 pos=0 kv-seq=9 heads=3 head-dim=4 max-len=6 causal=0 "
+     "layout=bshd kv-layout=bhsd",
+     {-1, -1}, {1, 4, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
+    {"super-values odd dims decode row", "super-values",
+     "batch=2 seq=1 pos=10 kv-seq=11 heads=3 head-dim=5 max-len=11 "
+     "causal=1 layout=bshd kv-layout=bhsd",
+     {-1, -1}, {1, 2, 0, 8, 0, 0, 0}, 0, 0, 0, 0},
+    {"super-values auto", "super-values",
+     "batch=1 seq=9 pos=2 kv-seq=12 heads=2 head-dim=6 max-len=12 causal=1 "
+     "layout=bshd",
+     {-1, -1}, {0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
     /* the probe's microkernels (cl/probe.cl); k = clattn__probe_kernel */
     PROBE_CASE("probe read w16", 0, 16, 8, 4),
     PROBE_CASE("probe read w1", 0, 1, 12, 4),

@@ -1,16 +1,17 @@
 #!/bin/bash
 # tests/oclgrind.sh BUILD_DIR - run a small-shape subset of the attention,
-# decode and talking-heads tests with Oclgrind as the OpenCL driver (not the
-# `oclgrind` wrapper), checking data races (incl. equal-value write-write
-# races), uninitialised reads, OpenCL API misuse and out-of-bounds accesses under
-# GPU-like limits (48 KiB local memory, 256 work-items per group).
+# decode, talking-heads and super-values tests with Oclgrind as the OpenCL
+# driver (not the `oclgrind` wrapper), checking data races (incl.
+# equal-value write-write races), uninitialised reads, OpenCL API misuse
+# and out-of-bounds accesses under GPU-like limits (48 KiB local memory,
+# 256 work-items per group).
 #
 # Also test_layer (without the uninitialised-value check; see below), and
 # every call of tests/model_cases.h through tests/kernel_run (all kernels
 # in the tree, the probe's microkernels included).
 #
 # The subset: CLATTN_TEST_SUBSET=small makes test_attention / test_decode /
-# test_th_decode
+# test_th_decode / test_super_values
 # replace their sweeps by a few small shapes that still cover both kernel
 # variants (1 and 2, several tile/work-group choices), f32 and f16, causal
 # and padded kv_lens, zero-length sequences and split-KV decode.
@@ -63,7 +64,7 @@ unset CLATTN_DEVICE CLATTN_PARAMS
 export CLATTN_DB="$tmp/no-tuning.db" # the built-in defaults, whatever is tuned
 
 rc=0
-for t in attention decode talking_heads th_decode; do
+for t in attention decode talking_heads th_decode super_values; do
   echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small)"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done

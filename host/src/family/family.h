@@ -178,5 +178,6 @@ extern const clattn__family clattn__family_th_append;
 extern const clattn__family clattn__family_efficient;
 extern const clattn__family clattn__family_efficient_decode;
 extern const clattn__family clattn__family_efficient_append;
+extern const clattn__family clattn__family_super_values;
 
 #endif /* CLATTN_FAMILY_H */

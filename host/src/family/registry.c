@@ -14,6 +14,7 @@ static const clattn__family *const families[] = {
     &clattn__family_efficient,
     &clattn__family_efficient_decode,
     &clattn__family_efficient_append,
+    &clattn__family_super_values,
 };
 
 enum { COUNT = sizeof families / sizeof families[0] };
