@@ -318,9 +318,9 @@ run "model super, max_len = d_model" 0 "$clattn" model super --profile h100 \
 grep -Eq "^  super/MHA +0\.75 " "$tmp/out" &&
   ok "model super: 3/4 of MHA's parameters when max_len = d_model" ||
   { bad "model super: parameter ratio not 0.75"; cat "$tmp/out"; }
-run "model efficient without --d-model is the family" 0 "$clattn" model \
-  efficient --profile h100 --seq 64 --heads 2 --head-dim 32
-has "the efficient family's prediction" "^efficient dtype=f32"
+run "model efficient-prefill (the K == V family)" 0 "$clattn" model \
+  efficient-prefill --profile h100 --seq 64 --heads 2 --head-dim 32
+has "the efficient-prefill family's prediction" "^efficient-prefill dtype=f32"
 
 # Kernel compiler warnings stay off stderr (the library builds with -w)
 # unless CLATTN_KERNEL_WARNINGS=1: PoCL on AVX2 prints "N warnings

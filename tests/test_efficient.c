@@ -25,21 +25,21 @@ typedef struct eff_case {
 } eff_case;
 
 static const eff_case cases[] = {
-    {"efficient",
+    {"efficient-prefill",
      "batch=2 seq=19 kv-seq=45 heads=4 head-dim=5 dtype=f32 causal=1",
      {45, 29}, {1, 4, 16, 0, 0, 0, 0}},
-    {"efficient",
+    {"efficient-prefill",
      "batch=1 seq=33 kv-seq=33 heads=3 head-dim=9 dtype=f16 causal=1",
      {-1, -1}, {2, 0, 16, 32, 0, 0, 0}},
-    {"efficient",
+    {"efficient-prefill",
      "batch=2 seq=7 kv-seq=70 heads=4 kv-heads=2 head-dim=64 dtype=bf16 "
      "causal=0 kv-layout=bhsd",
      {70, 0}, {1, 2, 32, 0, 0, 0, 0}},
-    {"efficient",
+    {"efficient-prefill",
      "batch=2 seq=13 kv-seq=40 heads=2 head-dim=16 dtype=f32 causal=1 "
      "layout=bhsd",
      {0, 31}, {2, 0, 8, 16, 0, 0, 0}},
-    {"efficient", "batch=1 seq=100 kv-seq=100 heads=2 head-dim=16 causal=1",
+    {"efficient-prefill", "batch=1 seq=100 kv-seq=100 heads=2 head-dim=16 causal=1",
      {-1, -1}, {0, 0, 0, 0, 0, 0, 0}},
     {"efficient-decode",
      "batch=2 kv-seq=301 heads=4 head-dim=5 dtype=f32 layout=bhsd",
@@ -145,7 +145,7 @@ Test(efficient, matches_reference, .timeout = 900) {
 /* Head dims that differ are refused with a message: K and V are one
  * tensor. */
 Test(efficient, refuses_different_head_dims) {
-  const char *const fams[] = {"efficient", "efficient-decode",
+  const char *const fams[] = {"efficient-prefill", "efficient-decode",
                               "efficient-append"};
   const char *const shapes[] = {
       "seq=4 kv-seq=8 heads=2 head-dim=8 head-dim-v=16",

@@ -25,8 +25,7 @@ static const char model_usage[] =
   "       clattn model optimised|efficient|super --d-model D --heads H\n"
   "         --seq N [--batch B] [--max-len L] [--cache-len C] [--causal]\n"
   "         [OPTIONS]  (a Hosseini & Hosseini layer against MHA of the\n"
-  "         same D and H: parameters, FLOPs, bytes, time and ratios;\n"
-  "         'efficient' without --d-model is the kernel family)\n"
+  "         same D and H: parameters, FLOPs, bytes, time and ratios)\n"
   "       clattn model mqa [--device D | --no-device]\n"
   "       clattn model profiles\n"
   "       clattn model check|--check [--device D] [--db PATH] [--no-store]\n"
@@ -364,10 +363,8 @@ int cli_model(int argc, char **argv) {
   int rc = cli_model_parse(argc - 1, argv + 1, &o);
   if (rc)
     return rc;
-  /* the efficient family shares its word with the layer: --d-model, which
-   * no family's shape takes, selects the layer */
   const int hh = cli_hh_variant(kind);
-  if (hh && (cli_family(kind) < 0 || o.d_model))
+  if (hh)
     return cli_model_hh(&o, (clattn_hh_variant)hh);
   if (cli_family(kind) >= 0 || !strcmp(kind, "layer"))
     return model_call(kind, &o);
