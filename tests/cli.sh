@@ -263,6 +263,65 @@ run "run talking-heads with p_w of other value heads" 2 "$clattn" run \
   talking-heads --in "$tmp/th" --out "$tmp/th_y.npy"
 has "talking-heads: the bad shape is named" "w_v.npy: shape" "$tmp/err"
 
+# clattn run optimised|efficient|super (Hosseini & Hosseini): random
+# weights checked against the reference, a prefill then decode steps, saved
+# inputs read back (x rewritten as [n, d]), Super's max_len and w_a's shape
+# refused, and the model's comparison with MHA.
+npy_f32() { # npy_f32 FILE ROWS COLS: a float32 .npy of small values
+  python3 - "$@" <<'PY'
+import struct, sys
+path, r, c = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+head = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (r, c)
+head += " " * (63 - (10 + len(head)) % 64) + "\n"
+with open(path, "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode())
+    f.write(struct.pack("<%df" % (r * c), *[(i % 7 - 3) / 8 for i in range(r * c)]))
+PY
+}
+hh=(--d-model 16 --heads 4 --seq 6)
+run "run efficient --random --check" 0 "$clattn" run efficient --random \
+  --batch 2 "${hh[@]}" --check
+has "efficient: check passes" "check efficient: .*PASS"
+run "run super --random --causal --decode-from --check" 0 "$clattn" run \
+  super --random "${hh[@]}" --max-len 8 --causal --decode-from 2 --check \
+  --save-inputs "$tmp/super"
+has "super: prefill + decode check passes" \
+  "check super (prefill + decode).*PASS"
+run "run optimised --random --save-inputs" 0 "$clattn" run optimised \
+  --random "${hh[@]}" --save-inputs "$tmp/opt"
+npy_f32 "$tmp/opt/x.npy" 6 16
+run "run optimised --in --check (x [n, d])" 0 "$clattn" run optimised \
+  --in "$tmp/opt" --out "$tmp/opt_y.npy" --heads 4 --causal --check
+has "optimised: check passes" "check optimised: .*PASS"
+head -c 80 "$tmp/opt_y.npy" | grep -aq "'shape': (6, 16)" &&
+  ok "optimised: y has x's shape [n, d]" || bad "optimised: y's shape"
+run "run super --seq over --max-len" 2 "$clattn" run super --random \
+  --d-model 16 --heads 4 --seq 9 --max-len 8
+has "super: the refusal names max_len" "exceeds max_len 8" "$tmp/err"
+npy_f32 "$tmp/super/w_a.npy" 8 7
+run "run super with a w_a of the wrong shape" 2 "$clattn" run super \
+  --in "$tmp/super" --out "$tmp/super_y.npy" --heads 4 --causal
+has "super: the bad w_a is named" "w_a.npy: shape \[8, 7\]" "$tmp/err"
+run "run efficient --heads not dividing d_model" 2 "$clattn" run efficient \
+  --random --d-model 16 --heads 3 --seq 4
+run "model efficient" 0 "$clattn" model efficient --profile h100 \
+  --d-model 512 --heads 8 --seq 1024
+grep -Eq "^  efficient/MHA +0\.5 " "$tmp/out" &&
+  ok "model efficient: half MHA's parameters" ||
+  { bad "model efficient: parameter ratio not 0.5"; cat "$tmp/out"; }
+run "model optimised --json" 0 "$clattn" model optimised --profile h100 \
+  --d-model 512 --heads 8 --seq 1 --cache-len 300 --causal --json
+json "model optimised --json"
+has "model optimised: 3/4 of MHA's parameters" '"params": 0.75,'
+run "model super, max_len = d_model" 0 "$clattn" model super --profile h100 \
+  --d-model 256 --heads 4 --seq 256 --max-len 256 --causal
+grep -Eq "^  super/MHA +0\.75 " "$tmp/out" &&
+  ok "model super: 3/4 of MHA's parameters when max_len = d_model" ||
+  { bad "model super: parameter ratio not 0.75"; cat "$tmp/out"; }
+run "model efficient-prefill (the K == V family)" 0 "$clattn" model \
+  efficient-prefill --profile h100 --seq 64 --heads 2 --head-dim 32
+has "the efficient-prefill family's prediction" "^efficient-prefill dtype=f32"
+
 # Kernel compiler warnings stay off stderr (the library builds with -w)
 # unless CLATTN_KERNEL_WARNINGS=1: PoCL on AVX2 prints "N warnings
 # generated." for the float16 calling convention.  Cold caches both times.

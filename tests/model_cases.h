@@ -147,11 +147,11 @@ static const model_case model_cases[] = {
     /* Efficient attention's K == V core: each X row loaded once for K and
      * V (the local kernels' tiles, the staging; decode's register kernel
      * reloads V from L1, which the loads count) */
-    {"efficient reg f32 causal lens", "efficient",
+    {"efficient reg f32 causal lens", "efficient-prefill",
      "batch=2 seq=17 kv-seq=33 heads=4 kv-heads=2 head-dim=16 dtype=f32 "
      "causal=1 layout=bshd",
      {33, 20}, {1, 4, 16, 0, 0, 0, 0}, 0, 0, 0, 0},
-    {"efficient local f16 bhsd", "efficient",
+    {"efficient local f16 bhsd", "efficient-prefill",
      "batch=1 seq=9 kv-seq=21 heads=2 kv-heads=2 head-dim=8 dtype=f16 "
      "causal=0 layout=bshd kv-layout=bhsd",
      {-1, -1}, {2, 0, 8, 16, 0, 0, 0}, 0, 0, 0, 0},

@@ -102,19 +102,11 @@ static void describe(const lshape *s, const char *tag, char *buf, size_t cap) {
            s->n, s->D, s->hq, s->hkv, s->dk, s->dv);
 }
 
-/* Rows [r0, r0+nr) of every sequence of y [b, n, D] into out [b, nr, D]. */
-static void rows_of(const float *y, int b, int n, int D, int r0, int nr,
-                    float *out) {
-  for (int bi = 0; bi < b; bi++)
-    memcpy(out + (size_t)bi * nr * D, y + ((size_t)bi * n + r0) * D,
-           (size_t)nr * D * 4);
-}
-
 /* [b, nr, D] slice of x at rows r0.. as a fresh device buffer. */
 static cl_mem upload_rows(clattn_ctx *ctx, const float *x, int b, int n,
                           int D, int r0, int nr) {
   float *t = tu_alloc((size_t)b * nr * D * 4);
-  rows_of(x, b, n, D, r0, nr, t);
+  tu_rows_get(x, b, n, D, r0, nr, t);
   cl_mem m = tu_upload(ctx, t, (size_t)b * nr * D, CLATTN_F32);
   free(t);
   return m;
@@ -207,7 +199,7 @@ Test(layer, cache_prefill_then_decode, .timeout = 900) {
     cl_mem dx1 = tu_buffer(f.ctx, (size_t)b * D * 4);
     cl_mem dy1 = tu_buffer(f.ctx, (size_t)b * D * 4);
     for (int t = p0; t < n; t++) {
-      rows_of(x, b, n, D, t, 1, tmp);
+      tu_rows_get(x, b, n, D, t, 1, tmp);
       tu_write(f.ctx, dx1, tmp, (size_t)b * D, CLATTN_F32);
       st = clattn_layer_decode(f.layer, cache, dx1, dy1, NULL);
       cr_assert(st == CLATTN_OK, "decode step %d: %d %s", t, (int)st,
@@ -241,7 +233,7 @@ Test(layer, cache_prefill_then_decode, .timeout = 900) {
     float *got = tu_alloc((size_t)b * (n - c1) * D * 4);
     float *want = tu_alloc((size_t)b * (n - c1) * D * 4);
     tu_download(f.ctx, dyb, got, (size_t)b * (n - c1) * D, CLATTN_F32);
-    rows_of(ync, b, n, D, c1, n - c1, want);
+    tu_rows_get(ync, b, n, D, c1, n - c1, want);
     describe(s, "chunked prefill, non-causal last chunk", what, sizeof what);
     tu_check(what, got, want, (size_t)b * (n - c1) * D,
              clattn__tolerance(CLATTN_F32));
@@ -250,7 +242,7 @@ Test(layer, cache_prefill_then_decode, .timeout = 900) {
     got = tu_alloc((size_t)b * c1 * D * 4 + 4);
     want = tu_alloc((size_t)b * c1 * D * 4 + 4);
     tu_download(f.ctx, dya, got, (size_t)b * c1 * D, CLATTN_F32);
-    rows_of(yref, b, n, D, 0, c1, want);
+    tu_rows_get(yref, b, n, D, 0, c1, want);
     describe(s, "chunked prefill, causal first chunk", what, sizeof what);
     tu_check(what, got, want, (size_t)b * c1 * D,
              clattn__tolerance(CLATTN_F32));

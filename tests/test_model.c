@@ -475,6 +475,62 @@ Test(model, layer_is_sum) {
   cr_expect_eq(pr.kernel[0].launches, 2, "one GEMV row + the zero fill");
 }
 
+/* Hosseini & Hosseini's layers (spec 7.2): a non-causal prefill of l
+ * positions costs 8lD^2 + 4l^2D FLOPs for MHA, 6lD^2 + 4l^2D Optimised,
+ * 4lD^2 + 4l^2D Efficient and Super 2l^2D more (V' = W_a X); causal, the
+ * attention and W_a's triangle count the l(l+1)/2 visible pairs.  A decode
+ * step over m cached positions moves half MHA's cache bytes for Efficient
+ * (X alone, read once for K and V). */
+Test(model, hh_layer_costs) {
+  const clattn_profile p = gpu();
+  const double D = 256, l = 128, pairs = l * (l + 1) / 2;
+  const clattn_layer_desc mha = {256, 4, 4, 64, 64, 0.0f};
+  clattn_hh_layer_desc d = {256, 4, 0, 0.0f};
+  clattn_prediction pr;
+  cr_assert_eq(clattn_model_layer(&mha, 1, (int)l, 0, 0, &p, &pr), CLATTN_OK);
+  cr_expect_eq(pr.total.flops, 8 * l * D * D + 4 * l * l * D);
+  const clattn_hh_variant v[3] = {CLATTN_HH_OPTIMISED, CLATTN_HH_EFFICIENT,
+                                  CLATTN_HH_SUPER};
+  const double proj[3] = {6, 4, 4}, mix[3] = {0, 0, 2};
+  for (int i = 0; i < 3; i++) {
+    d.max_len = v[i] == CLATTN_HH_SUPER ? (int)l : 0;
+    cr_assert_eq(clattn_model_hh_layer(v[i], &d, 1, (int)l, 0, 0, &p, &pr),
+                 CLATTN_OK, "%s", pr.errmsg);
+    cr_expect_eq(pr.total.flops,
+                 proj[i] * l * D * D + 4 * l * l * D + mix[i] * l * l * D,
+                 "variant %d: %.0f", (int)v[i], pr.total.flops);
+    cr_assert_eq(clattn_model_hh_layer(v[i], &d, 1, (int)l, 0, 1, &p, &pr),
+                 CLATTN_OK, "%s", pr.errmsg);
+    cr_expect_eq(pr.total.flops,
+                 proj[i] * l * D * D + 4 * pairs * D + mix[i] * pairs * D,
+                 "variant %d causal: %.0f", (int)v[i], pr.total.flops);
+  }
+  /* decode at m = 8191 cached positions: the core's compulsory cache bytes */
+  const int m = 8191;
+  clattn_prediction pm, pe;
+  d.max_len = 0;
+  cr_assert_eq(clattn_model_layer(&mha, 1, 1, m, 1, &p, &pm), CLATTN_OK);
+  cr_assert_eq(clattn_model_hh_layer(CLATTN_HH_EFFICIENT, &d, 1, 1, m, 1, &p,
+                                     &pe),
+               CLATTN_OK, "%s", pe.errmsg);
+  double core_m = 0, core_e = 0;
+  for (int i = 0; i < pm.n_kernels; i++)
+    if (strncmp(pm.kernel[i].kernel, "decode_split", 12) == 0)
+      core_m = pm.kernel[i].bytes_compulsory;
+  for (int i = 0; i < pe.n_kernels; i++)
+    if (strncmp(pe.kernel[i].kernel, "decode_split", 12) == 0)
+      core_e = pe.kernel[i].bytes_compulsory;
+  const double cache = 4.0 * (m + 1) * D;
+  cr_expect(fabs(core_m - 2 * cache) < 0.01 * cache, "MHA %.0f", core_m);
+  cr_expect(fabs(core_e - cache) < 0.01 * cache, "Efficient %.0f", core_e);
+  /* Super past its max_len is refused with the reason */
+  d.max_len = 64;
+  cr_expect_eq(clattn_model_hh_layer(CLATTN_HH_SUPER, &d, 1, 65, 0, 1, &p,
+                                     &pr),
+               CLATTN_ERR_SHAPE);
+  cr_expect(strstr(pr.errmsg, "max_len") != NULL, "%s", pr.errmsg);
+}
+
 /* Bad descriptions fail with a message, never a prediction. */
 Test(model, errors) {
   const clattn_profile p = gpu();

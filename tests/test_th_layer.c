@@ -98,29 +98,13 @@ static void describe(const thshape *s, const char *tag, char *buf,
            s->b, s->n, s->D, s->hk, s->h, s->hv, s->dk, s->dv);
 }
 
-/* Rows [r0, r0+nr) of every sequence of y [b, n, D] into out [b, nr, D]. */
-static void rows_of(const float *y, int b, int n, int D, int r0, int nr,
-                    float *out) {
-  for (int bi = 0; bi < b; bi++)
-    memcpy(out + (size_t)bi * nr * D, y + ((size_t)bi * n + r0) * D,
-           (size_t)nr * D * 4);
-}
-
-/* out [b, n, D] rows [r0, r0+nr) from in [b, nr, D]. */
-static void put_rows(float *out, int b, int n, int D, int r0, int nr,
-                     const float *in) {
-  for (int bi = 0; bi < b; bi++)
-    memcpy(out + ((size_t)bi * n + r0) * D, in + (size_t)bi * nr * D,
-           (size_t)nr * D * 4);
-}
-
 /* Prefill of rows [r0, r0+nr) through the layer (cache may be NULL). */
 static void prefill_rows(fixture *f, clattn_kv_cache *c, const float *x,
                          int r0, int nr, int causal, float *y) {
   const thshape *s = &f->s;
   const size_t cnt = (size_t)s->b * nr * s->D;
   float *t = tu_alloc(cnt * 4);
-  rows_of(x, s->b, s->n, s->D, r0, nr, t);
+  tu_rows_get(x, s->b, s->n, s->D, r0, nr, t);
   cl_mem dx = tu_upload(f->ctx, t, cnt, CLATTN_F32);
   cl_mem dy = tu_sentinel(f->ctx, cnt, CLATTN_F32, 0xff);
   clattn_status st =
@@ -128,7 +112,7 @@ static void prefill_rows(fixture *f, clattn_kv_cache *c, const float *x,
   cr_assert(st == CLATTN_OK, "prefill rows %d..%d: %d %s: %s", r0, r0 + nr,
             (int)st, clattn_status_str(st), clattn_ctx_errmsg(f->ctx));
   tu_download(f->ctx, dy, t, cnt, CLATTN_F32);
-  put_rows(y, s->b, s->n, s->D, r0, nr, t);
+  tu_rows_put(y, s->b, s->n, s->D, r0, nr, t);
   tu_release(dx);
   tu_release(dy);
   free(t);
@@ -188,14 +172,14 @@ Test(th_layer, cache_prefill_decode_and_chunks, .timeout = 900) {
     cl_mem dx1 = tu_buffer(f.ctx, (size_t)b * D * 4);
     cl_mem dy1 = tu_buffer(f.ctx, (size_t)b * D * 4);
     for (int t = p0; t < n; t++) {
-      rows_of(x, b, n, D, t, 1, tmp);
+      tu_rows_get(x, b, n, D, t, 1, tmp);
       tu_write(f.ctx, dx1, tmp, (size_t)b * D, CLATTN_F32);
       st = clattn_layer_decode(f.layer, cache, dx1, dy1, NULL);
       cr_assert(st == CLATTN_OK, "decode step %d: %d %s", t, (int)st,
                 clattn_ctx_errmsg(f.ctx));
       cr_expect_eq(clattn_kv_cache_len(cache), t + 1);
       tu_download(f.ctx, dy1, tmp, (size_t)b * D, CLATTN_F32);
-      put_rows(yc, b, n, D, t, 1, tmp);
+      tu_rows_put(yc, b, n, D, t, 1, tmp);
     }
     char what[200];
     describe(s, "prefill+decode vs one causal prefill", what, sizeof what);

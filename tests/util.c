@@ -255,3 +255,17 @@ void *tu_param_copy(void *src, size_t n, size_t size) {
   free(src);
   return p;
 }
+
+void tu_rows_get(const float *y, int b, int n, int D, int r0, int nr,
+                 float *out) {
+  for (int bi = 0; bi < b; bi++)
+    memcpy(out + (size_t)bi * nr * D, y + ((size_t)bi * n + r0) * D,
+           (size_t)nr * D * 4);
+}
+
+void tu_rows_put(float *y, int b, int n, int D, int r0, int nr,
+                 const float *in) {
+  for (int bi = 0; bi < b; bi++)
+    memcpy(y + ((size_t)bi * n + r0) * D, in + (size_t)bi * nr * D,
+           (size_t)nr * D * 4);
+}

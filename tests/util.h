@@ -47,6 +47,13 @@ void tu_fill_th(tu_rng *r, clattn_dtype dt, float *q, size_t nq, float *k,
                 size_t nk, float *v, size_t nv, float *pl, size_t npl,
                 float *pw, size_t npw);
 
+/* Rows [r0, r0+nr) of every sequence of y [b, n, D] into out [b, nr, D],
+ * and back (a layer test feeds a sequence's positions in chunks). */
+void tu_rows_get(const float *y, int b, int n, int D, int r0, int nr,
+                 float *out);
+void tu_rows_put(float *y, int b, int n, int D, int r0, int nr,
+                 const float *in);
+
 /* Host allocation that fails the test when out of memory (n may be 0). */
 void *tu_alloc(size_t bytes);
 

@@ -24,6 +24,7 @@ typedef struct cli_opts {
   float scale;
   int batch, seq, kv_seq, heads, kv_heads, head_dim, head_dim_v, d_model;
   int heads_k, heads_v; /* run talking-heads: key and value heads */
+  int max_len; /* run super --random: W_a's size (0: --seq) */
   int decode_from; /* -1: none */
   int repeat;
   unsigned long long seed;
@@ -36,6 +37,8 @@ int cli_devices(int verbose);
 int cli_run_attention(const cli_opts *o);
 int cli_run_gqa(const cli_opts *o);
 int cli_run_th(const cli_opts *o);
+/* `clattn run optimised|efficient|super` (run_hh.c). */
+int cli_run_hh(const cli_opts *o, clattn_hh_variant v);
 int cli_model(int argc, char **argv);
 int cli_probe(const cli_opts *o);
 int cli_tune(int argc, char **argv);
@@ -89,6 +92,11 @@ int cli_compare(const char *what, const float *got, const float *ref,
 
 /* "f32", "f16" or "bf16". */
 const char *cli_dtype_name(clattn_dtype dt);
+
+/* The Hosseini & Hosseini variant a word names ("optimised", "efficient",
+ * "super"), 0 for none; and a variant's word. */
+int cli_hh_variant(const char *word);
+const char *cli_hh_word(clattn_hh_variant v);
 
 /* A read-only buffer initialised from host memory, or a write-only one when
  * host == NULL; prints the CL error and returns NULL on failure. */

@@ -212,6 +212,26 @@ const char *cli_dtype_name(clattn_dtype dt)
   return dt == CLATTN_F16 ? "f16" : dt == CLATTN_BF16 ? "bf16" : "f32";
 }
 
+static const char *const hh_words[] = {
+    [CLATTN_HH_OPTIMISED] = "optimised",
+    [CLATTN_HH_EFFICIENT] = "efficient",
+    [CLATTN_HH_SUPER] = "super",
+};
+
+int cli_hh_variant(const char *word)
+{
+  for (int v = CLATTN_HH_OPTIMISED; word && v <= CLATTN_HH_SUPER; v++)
+    if (!strcmp(word, hh_words[v]))
+      return v;
+  return 0;
+}
+
+const char *cli_hh_word(clattn_hh_variant v)
+{
+  return v >= CLATTN_HH_OPTIMISED && v <= CLATTN_HH_SUPER ? hh_words[v]
+                                                          : "?";
+}
+
 int cli_family(const char *word) {
   if (word && !strcmp(word, "attention"))
     word = "prefill"; /* the public call's name, kept as the CLI's word */

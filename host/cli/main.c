@@ -4,6 +4,7 @@
  *   clattn run attention (--in DIR | --random SHAPE...) [options]
  *   clattn run gqa       (--in DIR | --random SHAPE...) [options]
  *   clattn run talking-heads (--in DIR | --random SHAPE...) [options]
+ *   clattn run optimised|efficient|super (--in DIR | --random SHAPE...)
  *   clattn probe [--device D] [--json] [--thorough] [--db PATH] [--no-store]
  *   clattn tune ... / clattn explain ... (tune.c)
  *   clattn db path | list [...] | export FILE | import FILE  [--db PATH]
@@ -28,6 +29,8 @@ static const char usage_text[] =
   "       clattn run attention (--in DIR | --random SHAPE) [OPTIONS]\n"
   "       clattn run gqa (--in DIR | --random SHAPE) [OPTIONS]\n"
   "       clattn run talking-heads (--in DIR | --random SHAPE) [OPTIONS]\n"
+  "       clattn run optimised|efficient|super (--in DIR | --random SHAPE)\n"
+  "                  [OPTIONS]\n"
   "       clattn model FAMILY|layer|mqa|profiles|check ...\n"
   "         (roofline model; 'clattn model help' for its options)\n"
   "       clattn probe [--device SEL] [--json] [--thorough | --quick]\n"
@@ -61,6 +64,14 @@ static const char usage_text[] =
   "  SHAPE: --batch B --seq N --d-model D --heads-k Hk --heads H\n"
   "         --heads-v Hv --head-dim K [--head-dim-v V]\n"
   "  --causal, --scale S, --decode-from P (as for run gqa)\n"
+  "run optimised|efficient|super (Hosseini & Hosseini layers, head i\n"
+  "  reading x's channel slice i): DIR holds x.npy [b,n,d] or [n,d],\n"
+  "  w_q.npy [d,d], w_k.npy [d,d] (optimised), w_a.npy [l,l] (super:\n"
+  "  l = max_len >= n), w_o.npy [d,d] ('<f4'); --heads H is required;\n"
+  "  writes y with x's shape.\n"
+  "  SHAPE: --batch B --seq N --d-model D --heads H [--max-len L]\n"
+  "         (super; default N)\n"
+  "  --causal, --scale S, --decode-from P (as for run gqa)\n"
   "common: --out FILE.npy (required with --in), --device SEL ('P:D', 'D'\n"
   "  or a name substring; default $CLATTN_DEVICE), --check (compare with\n"
   "  the reference; fails above rel. error 1e-4 for f32, 1e-3 for f16),\n"
@@ -87,12 +98,14 @@ static int usage(const char *why)
 }
 
 /* Which command accepts an option. */
-enum { ATT = 1, GQA = 2, DEV = 4, PRB = 8, TH = 16 };
+enum { ATT = 1, GQA = 2, DEV = 4, PRB = 8, TH = 16, HHO = 32, HHE = 64,
+       HHS = 128, HH = HHO | HHE | HHS };
 
 enum opt_id {
   O_IN, O_OUT, O_DEVICE, O_SAVE, O_CAUSAL, O_CHECK, O_RANDOM, O_VERBOSE,
   O_LAYOUT, O_DTYPE, O_SCALE, O_BATCH, O_SEQ, O_KV_SEQ, O_HEADS, O_KV_HEADS,
-  O_HEAD_DIM, O_HEAD_DIM_V, O_D_MODEL, O_HEADS_K, O_HEADS_V, O_DECODE_FROM,
+  O_HEAD_DIM, O_HEAD_DIM_V, O_D_MODEL, O_HEADS_K, O_HEADS_V, O_MAX_LEN,
+  O_DECODE_FROM,
   O_REPEAT, O_SEED,
   O_JSON, O_THOROUGH, O_QUICK, O_DB, O_NO_STORE,
   O_COUNT
@@ -102,30 +115,31 @@ static const struct opt {
   const char *name;
   int has_arg, cmds;
 } opts[O_COUNT] = {
-  [O_IN] = {"in", 1, ATT | GQA | TH},
-  [O_OUT] = {"out", 1, ATT | GQA | TH},
-  [O_DEVICE] = {"device", 1, ATT | GQA | TH | PRB},
-  [O_SAVE] = {"save-inputs", 1, ATT | GQA | TH},
-  [O_CAUSAL] = {"causal", 0, ATT | GQA | TH},
-  [O_CHECK] = {"check", 0, ATT | GQA | TH},
-  [O_RANDOM] = {"random", 0, ATT | GQA | TH},
-  [O_VERBOSE] = {"verbose", 0, ATT | GQA | TH | DEV},
+  [O_IN] = {"in", 1, ATT | GQA | TH | HH},
+  [O_OUT] = {"out", 1, ATT | GQA | TH | HH},
+  [O_DEVICE] = {"device", 1, ATT | GQA | TH | HH | PRB},
+  [O_SAVE] = {"save-inputs", 1, ATT | GQA | TH | HH},
+  [O_CAUSAL] = {"causal", 0, ATT | GQA | TH | HH},
+  [O_CHECK] = {"check", 0, ATT | GQA | TH | HH},
+  [O_RANDOM] = {"random", 0, ATT | GQA | TH | HH},
+  [O_VERBOSE] = {"verbose", 0, ATT | GQA | TH | HH | DEV},
   [O_LAYOUT] = {"layout", 1, ATT},
   [O_DTYPE] = {"dtype", 1, ATT},
-  [O_SCALE] = {"scale", 1, ATT | GQA | TH},
-  [O_BATCH] = {"batch", 1, ATT | GQA | TH},
-  [O_SEQ] = {"seq", 1, ATT | GQA | TH},
+  [O_SCALE] = {"scale", 1, ATT | GQA | TH | HH},
+  [O_BATCH] = {"batch", 1, ATT | GQA | TH | HH},
+  [O_SEQ] = {"seq", 1, ATT | GQA | TH | HH},
   [O_KV_SEQ] = {"kv-seq", 1, ATT},
-  [O_HEADS] = {"heads", 1, ATT | GQA | TH},
+  [O_HEADS] = {"heads", 1, ATT | GQA | TH | HH},
   [O_KV_HEADS] = {"kv-heads", 1, ATT | GQA},
   [O_HEAD_DIM] = {"head-dim", 1, ATT | GQA | TH},
   [O_HEAD_DIM_V] = {"head-dim-v", 1, ATT | GQA | TH},
-  [O_D_MODEL] = {"d-model", 1, GQA | TH},
+  [O_D_MODEL] = {"d-model", 1, GQA | TH | HH},
   [O_HEADS_K] = {"heads-k", 1, TH},
   [O_HEADS_V] = {"heads-v", 1, TH},
-  [O_DECODE_FROM] = {"decode-from", 1, GQA | TH},
-  [O_REPEAT] = {"repeat", 1, ATT | GQA | TH},
-  [O_SEED] = {"seed", 1, ATT | GQA | TH},
+  [O_MAX_LEN] = {"max-len", 1, HHS},
+  [O_DECODE_FROM] = {"decode-from", 1, GQA | TH | HH},
+  [O_REPEAT] = {"repeat", 1, ATT | GQA | TH | HH},
+  [O_SEED] = {"seed", 1, ATT | GQA | TH | HH},
   [O_JSON] = {"json", 0, PRB},
   [O_THOROUGH] = {"thorough", 0, PRB},
   [O_QUICK] = {"quick", 0, PRB},
@@ -207,7 +221,7 @@ static int apply(cli_opts *o, enum opt_id id, const char *v, int *given)
            : id == O_KV_HEADS ? &o->kv_heads : id == O_HEAD_DIM ? &o->head_dim
            : id == O_HEAD_DIM_V ? &o->head_dim_v : id == O_D_MODEL ? &o->d_model
            : id == O_HEADS_K ? &o->heads_k : id == O_HEADS_V ? &o->heads_v
-           : &o->repeat;
+           : id == O_MAX_LEN ? &o->max_len : &o->repeat;
   return parse_int(name, v, 1, INT_MAX, dst) ? usage(NULL) : 0;
 }
 
@@ -259,17 +273,21 @@ static int validate(int cmd, cli_opts *o, const int *given)
 {
   static const enum opt_id shape_opts[] = {
     O_BATCH, O_SEQ, O_KV_SEQ, O_KV_HEADS, O_HEAD_DIM, O_HEAD_DIM_V,
-    O_D_MODEL, O_DTYPE, O_SEED, O_SAVE, O_HEADS, O_HEADS_K, O_HEADS_V};
+    O_D_MODEL, O_DTYPE, O_SEED, O_SAVE, O_HEADS, O_HEADS_K, O_HEADS_V,
+    O_MAX_LEN};
   if (o->in && o->random)
     return usage("--in and --random are exclusive");
   if (!o->in && !o->random)
     return usage("one of --in DIR or --random is required");
   if (o->in) {
-    /* gqa takes --heads/--kv-heads with --in too; nothing else */
+    /* gqa takes --heads/--kv-heads with --in too, the Hosseini layers
+     * --heads; nothing else */
     size_t n = sizeof shape_opts / sizeof shape_opts[0];
     for (size_t i = 0; i < n; i++) {
       enum opt_id id = shape_opts[i];
       if (cmd == GQA && (id == O_HEADS || id == O_KV_HEADS))
+        continue;
+      if ((cmd & HH) && id == O_HEADS)
         continue;
       if (given[id]) {
         cli_err("--%s is only valid with --random", opts[id].name);
@@ -280,6 +298,25 @@ static int validate(int cmd, cli_opts *o, const int *given)
       return usage("--out FILE.npy is required with --in");
     if (cmd == GQA && !given[O_HEADS])
       return usage("run gqa: --heads H is required");
+    if ((cmd & HH) && !given[O_HEADS])
+      return usage("run optimised|efficient|super: --heads H is required");
+    return 0;
+  }
+  if (cmd & HH) {
+    if (!given[O_SEQ] || !given[O_D_MODEL] || !given[O_HEADS])
+      return usage("--random needs --seq, --d-model, --heads");
+    if (!given[O_BATCH])
+      o->batch = 1;
+    if (cmd == HHS && !given[O_MAX_LEN])
+      o->max_len = o->seq;
+    /* as below: x [b, n, d], the [d, d] weights and W_a [l, l] */
+    double x = (double)o->batch * o->seq * o->d_model;
+    double w = (double)o->d_model * o->d_model;
+    double wa = (double)o->max_len * o->max_len;
+    double big = x > w ? x : w;
+    big = big > wa ? big : wa;
+    if (big > 17179869184.0)
+      return usage("--random: tensors of more than 2^34 elements");
     return 0;
   }
   if (cmd == TH && (!given[O_SEQ] || !given[O_D_MODEL] ||
@@ -371,14 +408,19 @@ int main(int argc, char **argv)
     return usage(NULL);
   }
   if (argc < 3)
-    return usage("run: missing kernel (attention, gqa or talking-heads)");
+    return usage("run: missing kernel (attention, gqa, talking-heads, "
+                 "optimised, efficient or super)");
+  const int hh = cli_hh_variant(argv[2]);
   int cmd = !strcmp(argv[2], "attention")       ? ATT
             : !strcmp(argv[2], "gqa")           ? GQA
             : !strcmp(argv[2], "talking-heads") ? TH
+            : hh == CLATTN_HH_OPTIMISED         ? HHO
+            : hh == CLATTN_HH_EFFICIENT         ? HHE
+            : hh == CLATTN_HH_SUPER             ? HHS
                                                 : 0;
   if (!cmd) {
-    cli_err("run: unknown kernel '%s' (expected attention, gqa or "
-            "talking-heads)", argv[2]);
+    cli_err("run: unknown kernel '%s' (expected attention, gqa, "
+            "talking-heads, optimised, efficient or super)", argv[2]);
     return usage(NULL);
   }
   int rc = parse(argc - 3, argv + 3, cmd, &o, given);
@@ -388,5 +430,6 @@ int main(int argc, char **argv)
     return rc;
   return cmd == ATT   ? cli_run_attention(&o)
          : cmd == GQA ? cli_run_gqa(&o)
-                      : cli_run_th(&o);
+         : cmd == TH  ? cli_run_th(&o)
+                      : cli_run_hh(&o, (clattn_hh_variant)hh);
 }

@@ -3,6 +3,7 @@
  * (predicted against measured on the present device).
  *
  *   clattn model FAMILY|layer SHAPE [--profile NAME|--device D]
+ *   clattn model optimised|efficient|super SHAPE (model_hh.c)
  *   clattn model mqa [--device D | --no-device]
  *   clattn model profiles
  *   clattn model check [--device D] [--db PATH] [--no-store] [--quick]
@@ -21,6 +22,10 @@
 static const char model_usage[] =
   "usage: clattn model FAMILY|layer SHAPE [OPTIONS]\n"
   "  (FAMILY: attention, decode, append, ...: clattn families)\n"
+  "       clattn model optimised|efficient|super --d-model D --heads H\n"
+  "         --seq N [--batch B] [--max-len L] [--cache-len C] [--causal]\n"
+  "         [OPTIONS]  (a Hosseini & Hosseini layer against MHA of the\n"
+  "         same D and H: parameters, FLOPs, bytes, time and ratios)\n"
   "       clattn model mqa [--device D | --no-device]\n"
   "       clattn model profiles\n"
   "       clattn model check|--check [--device D] [--db PATH] [--no-store]\n"
@@ -79,6 +84,7 @@ int cli_model_parse(int argc, char **argv, model_opts *o) {
       {"head-dim-v", offsetof(model_opts, head_dim_v), 1},
       {"d-model", offsetof(model_opts, d_model), 1},
       {"cache-len", offsetof(model_opts, cache_len), 0},
+      {"max-len", offsetof(model_opts, max_len), 1},
       {"variant", offsetof(model_opts, params.variant), 0},
       {"rows", offsetof(model_opts, params.rows), 0},
       {"keys", offsetof(model_opts, params.keys), 0},
@@ -283,6 +289,9 @@ static int model_call(const char *kind, model_opts *o) {
   char what[640];
   int rc;
   const int fam = cli_family(kind);
+  if (o->max_len)
+    return model_usage_err("--max-len is the Super layer's (clattn model "
+                           "super)");
   if (fam >= 0) {
     char shape[512];
     const int caller = o->params.variant || o->params.rows ||
@@ -354,6 +363,9 @@ int cli_model(int argc, char **argv) {
   int rc = cli_model_parse(argc - 1, argv + 1, &o);
   if (rc)
     return rc;
+  const int hh = cli_hh_variant(kind);
+  if (hh)
+    return cli_model_hh(&o, (clattn_hh_variant)hh);
   if (cli_family(kind) >= 0 || !strcmp(kind, "layer"))
     return model_call(kind, &o);
   if (!strcmp(kind, "profiles"))

@@ -10,6 +10,7 @@ typedef struct model_opts {
   int json, no_device, no_store, quick, causal, probe;
   int batch, seq, kv_seq, heads, kv_heads, head_dim, head_dim_v, d_model;
   int cache_len;
+  int max_len; /* the Super layer's W_a size (0: cache_len + seq) */
   clattn_dtype dtype;
   clattn_params params;
   /* "--KEY VALUE" options that are no common SHAPE flag, as "KEY=VALUE"
@@ -43,6 +44,8 @@ int cli_family(const char *word);
 int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap);
 
 int cli_model_mqa(const model_opts *o);
+/* `clattn model optimised|efficient|super`: the layer against MHA. */
+int cli_model_hh(model_opts *o, clattn_hh_variant v);
 int cli_model_check(const model_opts *o);
 
 #endif

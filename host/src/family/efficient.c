@@ -136,7 +136,7 @@ static const char *const prefill_standard[] = {
     "batch=1 seq=512 heads=8 head-dim=64 causal=1", NULL};
 
 const clattn__family clattn__family_efficient = {
-    .name = "efficient",
+    .name = "efficient-prefill",
     .summary = "fused attention with K == V, one tensor X (Efficient "
                "attention's core; clattn_layer_create_efficient)",
     .api = "clattn_layer_prefill (Efficient)",

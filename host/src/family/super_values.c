@@ -17,9 +17,9 @@ enum { W_A, X, V };
 
 /* shape text: seq = n, pos = pos0, kv-seq = capacity (default pos+seq),
  * max-len (default kv-seq), layout = x's, kv-layout = v's (default
- * layout) */
+ * layout); dtype is f32, the only one (the CLI always writes it) */
 #define SHAPE_KEYS                                                             \
-  "batch seq pos kv-seq heads head-dim max-len causal layout kv-layout"
+  "batch seq pos kv-seq heads head-dim max-len causal dtype layout kv-layout"
 
 enum { MAX_ROWS = 32 };
 
@@ -104,6 +104,7 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
   clattn__super_values_desc d = {
       .batch = 1, .n = 1, .causal = 1, .x_layout = CLATTN_BSHD};
+  clattn_dtype dtype = CLATTN_F32;
   clattn_status rc;
   if ((rc = clattn__shape_keys(text, SHAPE_KEYS, why, cap)) ||
       (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &d.batch, why, cap)) ||
@@ -113,9 +114,17 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
       (rc = clattn__shape_int(text, "head-dim", 1, CLATTN_MAX_HEAD_DIM,
                               &d.head_dim, why, cap)) ||
       (rc = clattn__shape_int(text, "causal", 0, 1, &d.causal, why, cap)) ||
+      (rc = clattn__shape_dtype(text, &dtype, why, cap)) ||
       (rc = clattn__shape_layout(text, "layout", &d.x_layout, why, cap)))
     return rc;
-  d.capacity = d.pos0 + d.n;
+  if (dtype != CLATTN_F32) {
+    snprintf(why, cap, "dtype=%s: super-values is float32 only",
+             clattn__dtype_name(dtype));
+    return CLATTN_ERR_UNSUPPORTED;
+  }
+  /* pos0 + n past INT_MAX: a capacity the check refuses */
+  const long rows = (long)d.pos0 + d.n;
+  d.capacity = rows > INT_MAX ? INT_MAX : (int)rows;
   if ((rc = clattn__shape_int(text, "kv-seq", 1, 1 << 30, &d.capacity, why,
                               cap)))
     return rc;
@@ -227,18 +236,24 @@ static clattn_status cost(const void *desc, const void *plan_, const int *ints,
   const double vw = pl->vw, R = pl->rows;
   const double items = (double)d->batch * d->heads * (d->head_dim / pl->vw);
   const double L = (double)d->pos0 + d->n; /* positions of a full row */
-  double xvec = 0, pairs_issued = 0, rows_out = 0;
-  for (long t0 = d->pos0; t0 < d->pos0 + d->n; t0 += (long)R) {
-    const double nr = clattn__dmin(R, (double)(d->pos0 + d->n - t0));
-    if (d->causal) {
-      xvec += (double)t0 + nr;
-      pairs_issued += nr * ((double)t0 + 1.0) + nr * (nr - 1.0) / 2.0;
-    } else {
-      xvec += L;
-      pairs_issued += nr * L;
-    }
-    rows_out += nr;
+  /* F full blocks of R rows at t0 = pos0 + k R, then a block of `tail`
+   * rows; summed in closed form, as n may be large */
+  const double F = (double)(d->n / pl->rows);
+  const double tail = (double)(d->n % pl->rows);
+  double xvec, pairs_issued;
+  if (d->causal) {
+    /* a block at t0 of nr rows: t0 + nr x vectors, nr (t0 + 1) pairs in
+     * its full part and nr (nr - 1) / 2 in its triangle */
+    const double sum_t0 = F * d->pos0 + R * F * (F - 1.0) / 2.0;
+    const double t_tail = d->pos0 + F * R;
+    xvec = sum_t0 + F * R + (tail > 0 ? t_tail + tail : 0.0);
+    pairs_issued = R * (sum_t0 + F) + F * R * (R - 1.0) / 2.0 +
+                   tail * (t_tail + 1.0) + tail * (tail - 1.0) / 2.0;
+  } else {
+    xvec = (F + (tail > 0)) * L;
+    pairs_issued = (double)d->n * L;
   }
+  const double rows_out = d->n;
   /* the pairs the math needs: s <= t, or every s < L */
   const double pairs =
       d->causal ? (double)d->n * d->pos0 + (double)d->n * (d->n + 1.0) / 2.0

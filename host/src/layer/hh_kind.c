@@ -297,7 +297,8 @@ const clattn__layer_kind clattn__layer_efficient = {
     .nproj_in = 1,
     .proj = eff_proj,
     .cache_shape = cache_shape_one,
-    .family = {"efficient", "efficient-decode", "efficient-append", NULL},
+    .family = {"efficient-prefill", "efficient-decode", "efficient-append",
+               NULL},
     .core = core_efficient,
 };
 

@@ -1,0 +1,165 @@
+/* test_efficient.c - Efficient attention's K == V core families
+ * (efficient, efficient-decode, efficient-append: one tensor X serves as K
+ * and V, read once) against the plain-C reference with V = K, through the
+ * library's call path.
+ *
+ * Cases: head dims that divide no tile (5, 9) and 64, both kernel variants
+ * with several tiles and splits and the automatic choice, every storage
+ * type, causal and not, padded and zero-length sequences, both layouts,
+ * grouped heads; the append with a row past the cache's end.  Tolerance:
+ * clattn__tolerance of the storage type.
+ */
+#include "call/call.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct eff_case {
+  const char *family;
+  const char *shape;
+  int ints[2]; /* kv_lens / lens / pos per sequence; -1: none (full) */
+  clattn_params params;
+} eff_case;
+
+static const eff_case cases[] = {
+    {"efficient-prefill",
+     "batch=2 seq=19 kv-seq=45 heads=4 head-dim=5 dtype=f32 causal=1",
+     {45, 29}, {1, 4, 16, 0, 0, 0, 0}},
+    {"efficient-prefill",
+     "batch=1 seq=33 kv-seq=33 heads=3 head-dim=9 dtype=f16 causal=1",
+     {-1, -1}, {2, 0, 16, 32, 0, 0, 0}},
+    {"efficient-prefill",
+     "batch=2 seq=7 kv-seq=70 heads=4 kv-heads=2 head-dim=64 dtype=bf16 "
+     "causal=0 kv-layout=bhsd",
+     {70, 0}, {1, 2, 32, 0, 0, 0, 0}},
+    {"efficient-prefill",
+     "batch=2 seq=13 kv-seq=40 heads=2 head-dim=16 dtype=f32 causal=1 "
+     "layout=bhsd",
+     {0, 31}, {2, 0, 8, 16, 0, 0, 0}},
+    {"efficient-prefill", "batch=1 seq=100 kv-seq=100 heads=2 head-dim=16 causal=1",
+     {-1, -1}, {0, 0, 0, 0, 0, 0, 0}},
+    {"efficient-decode",
+     "batch=2 kv-seq=301 heads=4 head-dim=5 dtype=f32 layout=bhsd",
+     {301, 188}, {1, 0, 16, 0, 3, 0, 0}},
+    {"efficient-decode",
+     "batch=2 kv-seq=37 heads=3 head-dim=9 dtype=f16 layout=bshd",
+     {0, 37}, {2, 0, 8, 16, 1, 0, 0}},
+    {"efficient-decode",
+     "batch=1 kv-seq=90 heads=8 kv-heads=4 head-dim=64 dtype=bf16 "
+     "layout=bhsd",
+     {77, -1}, {2, 0, 16, 64, 2, 0, 0}},
+    {"efficient-decode", "batch=2 kv-seq=200 heads=4 head-dim=16 dtype=f32",
+     {200, 150}, {0, 0, 0, 0, 0, 0, 0}},
+    {"efficient-append",
+     "batch=2 kv-seq=37 new=3 heads=2 head-dim=9 dtype=f16 layout=bshd",
+     {5, 35}, {0, 0, 0, 0, 0, 0, 0}},
+    {"efficient-append",
+     "batch=1 kv-seq=20 new=4 heads=3 head-dim=16 dtype=f32 layout=bhsd",
+     {16, -1}, {0, 0, 0, 0, 0, 0, 0}},
+};
+enum { NCASES = sizeof cases / sizeof cases[0] };
+
+/* One case: random inputs (rounded to the storage type, as the device
+ * reads them), the call through clattn__call, every written buffer
+ * compared with the family's reference on the same inputs. */
+static void run_case(clattn_ctx *ctx, const eff_case *ec, unsigned seed) {
+  const clattn__family *F = clattn__family_find(ec->family);
+  cr_assert_not_null(F, "family %s missing", ec->family);
+  _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
+  _Alignas(16) unsigned char call_desc[CLATTN__DESC_MAX];
+  char why[256];
+  cr_assert_eq(F->parse_shape(ec->shape, desc, why, sizeof why), CLATTN_OK,
+               "%s: %s", ec->shape, why);
+  clattn__desc_with_params(F, desc, &ec->params, call_desc);
+  clattn__buf_spec spec[CLATTN__MAX_BUFS];
+  F->buffers(call_desc, spec);
+  void *host[CLATTN__MAX_BUFS];
+  cl_mem dev[CLATTN__MAX_BUFS];
+  tu_rng rng = tu_rng_seed(seed);
+  for (int b = 0; b < F->nbufs; b++) {
+    const size_t n = spec[b].elems;
+    if (spec[b].role == CLATTN__BUF_INTS) {
+      if (ec->ints[0] < 0) {
+        host[b] = NULL;
+        dev[b] = NULL;
+        continue;
+      }
+      int *x = tu_alloc(n * sizeof *x);
+      for (size_t k = 0; k < n; k++)
+        x[k] = ec->ints[k] >= 0 ? ec->ints[k] : F->full_int(call_desc);
+      host[b] = x;
+      dev[b] = tu_upload_int(ctx, x, n);
+      continue;
+    }
+    float *x = tu_alloc(n * sizeof *x);
+    tu_fill(&rng, x, n, 1.0f);
+    tu_round(x, n, spec[b].dtype);
+    host[b] = x;
+    dev[b] = tu_upload(ctx, x, n, spec[b].dtype);
+  }
+  /* the append's positions are not optional: a full call writes at 0 */
+  for (int b = 0; b < F->nbufs; b++)
+    if (spec[b].role == CLATTN__BUF_INTS && dev[b] == NULL &&
+        !spec[b].optional) {
+      int *x = tu_alloc(spec[b].elems * sizeof *x);
+      for (size_t k = 0; k < spec[b].elems; k++)
+        x[k] = F->full_int(call_desc);
+      host[b] = x;
+      dev[b] = tu_upload_int(ctx, x, spec[b].elems);
+    }
+  const clattn_status st = clattn__call(ctx, F, call_desc, dev, NULL);
+  if (!tu_unsupported_ok(ctx, st, &ec->params)) {
+    cr_assert_eq(st, CLATTN_OK, "%s %s: %s", F->name, ec->shape,
+                 clattn_ctx_errmsg(ctx));
+    F->reference(call_desc, host);
+    for (int b = 0; b < F->nbufs; b++) {
+      if (spec[b].role != CLATTN__BUF_OUT && spec[b].role != CLATTN__BUF_INOUT)
+        continue;
+      const size_t n = spec[b].elems;
+      float *got = tu_alloc(n * sizeof *got);
+      tu_download(ctx, dev[b], got, n, spec[b].dtype);
+      char what[300];
+      snprintf(what, sizeof what, "%s %s [%s]", F->name, ec->shape,
+               spec[b].name);
+      tu_check(what, got, host[b], n, clattn__tolerance(spec[b].dtype));
+      free(got);
+    }
+  }
+  for (int b = 0; b < F->nbufs; b++) {
+    if (dev[b] != NULL)
+      tu_release(dev[b]);
+    free(host[b]);
+  }
+}
+
+Test(efficient, matches_reference, .timeout = 900) {
+  clattn_ctx *ctx = tu_ctx();
+  for (int i = 0; i < NCASES; i++)
+    run_case(ctx, &cases[i], 1000u + (unsigned)i);
+  clattn_ctx_destroy(ctx);
+}
+
+/* Head dims that differ are refused with a message: K and V are one
+ * tensor. */
+Test(efficient, refuses_different_head_dims) {
+  const char *const fams[] = {"efficient-prefill", "efficient-decode",
+                              "efficient-append"};
+  const char *const shapes[] = {
+      "seq=4 kv-seq=8 heads=2 head-dim=8 head-dim-v=16",
+      "kv-seq=8 heads=2 head-dim=8 head-dim-v=16",
+      "kv-seq=8 new=1 heads=2 head-dim=8 head-dim-v=16"};
+  for (int i = 0; i < 3; i++) {
+    const clattn__family *F = clattn__family_find(fams[i]);
+    cr_assert_not_null(F);
+    _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
+    char why[256] = "";
+    cr_assert_eq(F->parse_shape(shapes[i], desc, why, sizeof why), CLATTN_OK,
+                 "%s: %s", fams[i], why);
+    cr_expect_eq(F->check(desc, why, sizeof why), CLATTN_ERR_SHAPE, "%s",
+                 fams[i]);
+    cr_expect(strstr(why, "head-dim-v") != NULL, "%s: %s", fams[i], why);
+  }
+}

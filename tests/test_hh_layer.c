@@ -1,0 +1,382 @@
+/* test_hh_layer.c - Hosseini & Hosseini's Optimised, Efficient and Super
+ * layers (clattn_layer_create_optimised / _efficient / _super with
+ * clattn_layer_prefill / _decode and the KV cache) against ref_hh_layer.
+ *
+ * Shapes: head widths that divide no tile (5, 9), batch 1 and 2; Super at
+ * its length limit (n = max_len) and below it, with W_a's upper triangle
+ * NaN wherever the call is causal (it must never be read).  Tolerance:
+ * clattn__tolerance(CLATTN_F32), as for the other layers.
+ */
+#include "reference/ref_hh.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct hhshape {
+  int b, n, D, h, l; /* l: Super's max_len */
+} hhshape;
+
+static const hhshape shapes[] = {
+    {2, 9, 20, 4, 9},  /* head width 5, n == max_len */
+    {1, 11, 18, 2, 16}, /* head width 9, n < max_len */
+};
+enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
+
+/* Under a simulator (CLATTN_TEST_SUBSET=small) the first shape alone. */
+static int nshapes(void) { return tu_subset("small") ? 1 : NSHAPES; }
+
+static const clattn_hh_variant variants[] = {
+    CLATTN_HH_OPTIMISED, CLATTN_HH_EFFICIENT, CLATTN_HH_SUPER};
+static const char *const variant_names[] = {"", "optimised", "efficient",
+                                            "super"};
+
+enum { W_Q, W_K, W_A, W_O, NW };
+
+typedef struct fixture {
+  clattn_hh_variant v;
+  hhshape s;
+  float *w[NW];
+  clattn_ctx *ctx;
+  cl_mem dw[NW];
+  clattn_layer *layer;
+} fixture;
+
+static clattn_hh_layer_desc desc_of(clattn_hh_variant v, const hhshape *s) {
+  const clattn_hh_layer_desc d = {
+      .d_model = s->D, .heads = s->h,
+      .max_len = v == CLATTN_HH_SUPER ? s->l : 0};
+  return d;
+}
+
+static clattn_status create(clattn_ctx *ctx, clattn_hh_variant v,
+                            const clattn_hh_layer_desc *d, const cl_mem *w,
+                            clattn_layer **out) {
+  switch (v) {
+  case CLATTN_HH_OPTIMISED:
+    return clattn_layer_create_optimised(ctx, d, w[W_Q], w[W_K], w[W_O], out);
+  case CLATTN_HH_EFFICIENT:
+    return clattn_layer_create_efficient(ctx, d, w[W_Q], w[W_O], out);
+  case CLATTN_HH_SUPER:
+    return clattn_layer_create_super(ctx, d, w[W_Q], w[W_A], w[W_O], out);
+  }
+  return CLATTN_ERR_INVALID_ARG;
+}
+
+/* W_a with its upper triangle NaN (upper = 1): a causal call that read it
+ * would give NaN. */
+static void fill_w_a(tu_rng *r, float *w, int l, int upper_nan) {
+  tu_fill(r, w, (size_t)l * l, 1.7f / sqrtf((float)l));
+  for (int t = 0; t < l && upper_nan; t++)
+    for (int s = t + 1; s < l; s++)
+      w[(size_t)t * l + s] = NAN;
+}
+
+static void fx_init(fixture *f, clattn_hh_variant v, const hhshape *s,
+                    int upper_nan, unsigned seed) {
+  memset(f, 0, sizeof *f);
+  f->v = v;
+  f->s = *s;
+  const size_t dd = (size_t)s->D * s->D, ll = (size_t)s->l * s->l;
+  const size_t n[NW] = {dd, dd, ll, dd};
+  tu_rng r = tu_rng_seed(seed);
+  f->ctx = tu_ctx();
+  for (int i = 0; i < NW; i++) {
+    f->w[i] = tu_alloc(n[i] * 4);
+    if (i == W_A)
+      fill_w_a(&r, f->w[i], s->l, upper_nan);
+    else
+      tu_fill(&r, f->w[i], n[i], 1.7f / sqrtf((float)s->D));
+    f->dw[i] = tu_upload(f->ctx, f->w[i], n[i], CLATTN_F32);
+  }
+  const clattn_hh_layer_desc d = desc_of(v, s);
+  clattn_status st = create(f->ctx, v, &d, f->dw, &f->layer);
+  cr_assert(st == CLATTN_OK && f->layer, "create %s: %d %s: %s",
+            variant_names[v], (int)st, clattn_status_str(st),
+            clattn_ctx_errmsg(f->ctx));
+}
+
+static void fx_free(fixture *f) {
+  clattn_layer_destroy(f->layer);
+  for (int i = 0; i < NW; i++) {
+    tu_release(f->dw[i]);
+    free(f->w[i]);
+  }
+  clattn_ctx_destroy(f->ctx);
+}
+
+static void ref_y(const fixture *f, int n, int causal, const float *x,
+                  float *y) {
+  const hhshape *s = &f->s;
+  ref_hh_layer((int)f->v, s->b, n, s->D, s->h, s->l, 0.0, causal, x,
+               f->w[W_Q], f->w[W_K], f->w[W_A], f->w[W_O], y);
+}
+
+static void describe(const fixture *f, const char *tag, char *buf,
+                     size_t cap) {
+  const hhshape *s = &f->s;
+  snprintf(buf, cap, "%s %s b=%d n=%d D=%d h=%d l=%d", variant_names[f->v],
+           tag, s->b, s->n, s->D, s->h, s->l);
+}
+
+/* Prefill of rows [r0, r0+nr) through the layer (cache may be NULL). */
+static void prefill_rows(fixture *f, clattn_kv_cache *c, const float *x,
+                         int r0, int nr, int causal, float *y) {
+  const hhshape *s = &f->s;
+  const size_t cnt = (size_t)s->b * nr * s->D;
+  float *t = tu_alloc(cnt * 4);
+  tu_rows_get(x, s->b, s->n, s->D, r0, nr, t);
+  cl_mem dx = tu_upload(f->ctx, t, cnt, CLATTN_F32);
+  cl_mem dy = tu_sentinel(f->ctx, cnt, CLATTN_F32, 0xff);
+  clattn_status st =
+      clattn_layer_prefill(f->layer, c, s->b, nr, causal, dx, dy, NULL);
+  cr_assert(st == CLATTN_OK, "%s prefill rows %d..%d: %d %s: %s",
+            variant_names[f->v], r0, r0 + nr, (int)st, clattn_status_str(st),
+            clattn_ctx_errmsg(f->ctx));
+  tu_download(f->ctx, dy, t, cnt, CLATTN_F32);
+  tu_rows_put(y, s->b, s->n, s->D, r0, nr, t);
+  tu_release(dx);
+  tu_release(dy);
+  free(t);
+}
+
+/* Prefill without a cache, causal and not, against the reference; Super's
+ * causal call with W_a's upper triangle NaN. */
+Test(hh_layer, prefill_matches_reference, .timeout = 900) {
+  for (int vi = 0; vi < 3; vi++)
+    for (int si = 0; si < nshapes(); si++)
+      for (int causal = 0; causal < 2; causal++) {
+        const hhshape *s = &shapes[si];
+        fixture f;
+        fx_init(&f, variants[vi], s, causal, 10u + (unsigned)si);
+        const size_t nx = (size_t)s->b * s->n * s->D;
+        float *x = tu_alloc(nx * 4), *y = tu_alloc(nx * 4),
+              *yref = tu_alloc(nx * 4);
+        tu_rng r = tu_rng_seed(100u + (unsigned)si);
+        tu_fill(&r, x, nx, 1.0f);
+        char what[160];
+        describe(&f, causal ? "prefill causal" : "prefill", what,
+                 sizeof what);
+        prefill_rows(&f, NULL, x, 0, s->n, causal, y);
+        ref_y(&f, s->n, causal, x, yref);
+        tu_check(what, y, yref, nx, clattn__tolerance(CLATTN_F32));
+        free(x);
+        free(y);
+        free(yref);
+        fx_free(&f);
+      }
+}
+
+/* A prompt prefilled into a cache, then one decode step per remaining
+ * position, equals one causal prefill of the whole sequence (the library's
+ * and the reference); so does a prefill through the cache in two causal
+ * chunks, after clattn_kv_cache_reset. */
+Test(hh_layer, cache_prefill_decode_and_chunks, .timeout = 900) {
+  for (int vi = 0; vi < 3; vi++)
+    for (int si = 0; si < nshapes(); si++) {
+      const hhshape *s = &shapes[si];
+      fixture f;
+      fx_init(&f, variants[vi], s, 1, 20u + (unsigned)si);
+      const int b = s->b, n = s->n, D = s->D;
+      const size_t nx = (size_t)b * n * D;
+      float *x = tu_alloc(nx * 4), *yref = tu_alloc(nx * 4),
+            *ylib = tu_alloc(nx * 4), *yc = tu_alloc(nx * 4),
+            *tmp = tu_alloc((size_t)b * D * 4);
+      tu_rng r = tu_rng_seed(200u + (unsigned)si);
+      tu_fill(&r, x, nx, 1.0f);
+      ref_y(&f, n, 1, x, yref);
+      prefill_rows(&f, NULL, x, 0, n, 1, ylib);
+
+      clattn_kv_cache *cache = NULL;
+      clattn_status st = clattn_kv_cache_create(f.layer, b, n, &cache);
+      cr_assert(st == CLATTN_OK && cache, "kv_cache_create: %d %s", (int)st,
+                clattn_ctx_errmsg(f.ctx));
+      const int p0 = n / 3 + 1;
+      prefill_rows(&f, cache, x, 0, p0, 1, yc);
+      cr_expect_eq(clattn_kv_cache_len(cache), p0);
+      cl_mem dx1 = tu_buffer(f.ctx, (size_t)b * D * 4);
+      cl_mem dy1 = tu_buffer(f.ctx, (size_t)b * D * 4);
+      for (int t = p0; t < n; t++) {
+        tu_rows_get(x, b, n, D, t, 1, tmp);
+        tu_write(f.ctx, dx1, tmp, (size_t)b * D, CLATTN_F32);
+        st = clattn_layer_decode(f.layer, cache, dx1, dy1, NULL);
+        cr_assert(st == CLATTN_OK, "%s decode step %d: %d %s",
+                  variant_names[f.v], t, (int)st, clattn_ctx_errmsg(f.ctx));
+        cr_expect_eq(clattn_kv_cache_len(cache), t + 1);
+        tu_download(f.ctx, dy1, tmp, (size_t)b * D, CLATTN_F32);
+        tu_rows_put(yc, b, n, D, t, 1, tmp);
+      }
+      char what[200];
+      describe(&f, "prefill+decode vs one causal prefill", what, sizeof what);
+      tu_check(what, yc, ylib, nx, clattn__tolerance(CLATTN_F32));
+      describe(&f, "prefill+decode vs ref", what, sizeof what);
+      tu_check(what, yc, yref, nx, clattn__tolerance(CLATTN_F32));
+
+      clattn_kv_cache_reset(cache);
+      const int c1 = n / 2;
+      prefill_rows(&f, cache, x, 0, c1, 1, yc);
+      prefill_rows(&f, cache, x, c1, n - c1, 1, yc);
+      cr_expect_eq(clattn_kv_cache_len(cache), n);
+      describe(&f, "two cached chunks vs one causal prefill", what,
+               sizeof what);
+      tu_check(what, yc, ylib, nx, clattn__tolerance(CLATTN_F32));
+
+      clattn_kv_cache_destroy(cache);
+      tu_release(dx1);
+      tu_release(dy1);
+      free(x);
+      free(yref);
+      free(ylib);
+      free(yc);
+      free(tmp);
+      fx_free(&f);
+    }
+}
+
+/* Super's length limit: n == max_len works (above), max_len + 1 positions
+ * are refused by a prefill, by a cache's capacity and by a decode past
+ * max_len; a non-causal prefill into a cache is refused. */
+Test(hh_layer, super_length_limit, .timeout = 900) {
+  const hhshape s = {1, 5, 8, 2, 5};
+  fixture f;
+  fx_init(&f, CLATTN_HH_SUPER, &s, 1, 7);
+  const size_t nx = (size_t)(s.l + 1) * s.D;
+  cl_mem dx = tu_sentinel(f.ctx, nx, CLATTN_F32, 0);
+  cl_mem dy = tu_buffer(f.ctx, nx * 4);
+  clattn_status st =
+      clattn_layer_prefill(f.layer, NULL, 1, s.l + 1, 1, dx, dy, NULL);
+  cr_expect_eq(st, CLATTN_ERR_SHAPE, "n = max_len + 1 -> %d", (int)st);
+  cr_expect(strstr(clattn_ctx_errmsg(f.ctx), "max_len") != NULL,
+            "message does not name max_len: %s", clattn_ctx_errmsg(f.ctx));
+  st = clattn_layer_prefill(f.layer, NULL, 1, s.l, 0, dx, dy, NULL);
+  cr_expect_eq(st, CLATTN_OK, "n = max_len -> %d: %s", (int)st,
+               clattn_ctx_errmsg(f.ctx));
+
+  clattn_kv_cache *c = NULL;
+  st = clattn_kv_cache_create(f.layer, 1, s.l + 1, &c);
+  cr_expect_eq(st, CLATTN_ERR_SHAPE, "capacity max_len + 1 -> %d", (int)st);
+  cr_expect_null(c);
+  st = clattn_kv_cache_create(f.layer, 1, s.l, &c);
+  cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(f.ctx));
+  st = clattn_layer_prefill(f.layer, c, 1, 2, 0, dx, dy, NULL);
+  cr_expect_eq(st, CLATTN_ERR_UNSUPPORTED, "non-causal into a cache -> %d",
+               (int)st);
+  cr_expect_eq(clattn_kv_cache_len(c), 0);
+  st = clattn_layer_prefill(f.layer, c, 1, s.l, 1, dx, dy, NULL);
+  cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(f.ctx));
+  st = clattn_layer_decode(f.layer, c, dx, dy, NULL);
+  cr_expect_eq(st, CLATTN_ERR_CAPACITY, "decode past max_len -> %d",
+               (int)st);
+  cr_expect_eq(clattn_kv_cache_len(c), s.l);
+  clattn_kv_cache_destroy(c);
+  tu_release(dx);
+  tu_release(dy);
+  fx_free(&f);
+}
+
+/* Bad descriptions and weights, and a cache of another variant, give
+ * their documented statuses, a message, and no layer. */
+Test(hh_layer, misuse, .timeout = 900) {
+  const hhshape s = shapes[0];
+  fixture f;
+  fx_init(&f, CLATTN_HH_SUPER, &s, 0, 41);
+  clattn_layer *l = (clattn_layer *)0x1;
+  cl_mem w[NW];
+  memcpy(w, f.dw, sizeof w);
+  for (int vi = 0; vi < 3; vi++) {
+    const clattn_hh_variant v = variants[vi];
+    const clattn_hh_layer_desc d = desc_of(v, &s);
+    const char *name = variant_names[v];
+    for (int i = 0; i < NW; i++) {
+      if ((i == W_K && v != CLATTN_HH_OPTIMISED) ||
+          (i == W_A && v != CLATTN_HH_SUPER))
+        continue;
+      w[i] = NULL;
+      clattn_status st = create(f.ctx, v, &d, w, &l);
+      cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "%s: NULL weight %d -> %d",
+                   name, i, (int)st);
+      cr_expect_null(l, "out not NULL after failure");
+      w[i] = f.dw[i];
+    }
+    cr_expect_eq(create(f.ctx, v, NULL, w, &l), CLATTN_ERR_INVALID_ARG);
+    clattn_hh_layer_desc bad = d;
+    bad.heads = 3; /* does not divide 20 */
+    clattn_status st = create(f.ctx, v, &bad, w, &l);
+    cr_expect_eq(st, CLATTN_ERR_SHAPE, "%s: heads 3 of D 20 -> %d", name,
+                 (int)st);
+    cr_expect(clattn_ctx_errmsg(f.ctx)[0] != '\0', "no error message");
+    bad = d;
+    bad.heads = 0;
+    cr_expect_eq(create(f.ctx, v, &bad, w, &l), CLATTN_ERR_SHAPE);
+    bad = d;
+    bad.max_len = v == CLATTN_HH_SUPER ? 0 : 7;
+    st = create(f.ctx, v, &bad, w, &l);
+    cr_expect_eq(st, CLATTN_ERR_SHAPE, "%s: max_len %d -> %d", name,
+                 bad.max_len, (int)st);
+    bad = d;
+    bad.d_model = 2 * (CLATTN_MAX_HEAD_DIM + 1);
+    bad.heads = 2;
+    st = create(f.ctx, v, &bad, w, &l);
+    cr_expect_eq(st, CLATTN_ERR_UNSUPPORTED, "%s: head width %d -> %d", name,
+                 CLATTN_MAX_HEAD_DIM + 1, (int)st);
+    bad = d;
+    bad.scale = -1.0f;
+    cr_expect_eq(create(f.ctx, v, &bad, w, &l), CLATTN_ERR_INVALID_ARG);
+    cr_expect_null(l);
+  }
+  /* W_a smaller than max_len^2 is named */
+  clattn_hh_layer_desc big = desc_of(CLATTN_HH_SUPER, &s);
+  big.max_len = s.l + 1;
+  clattn_status st = create(f.ctx, CLATTN_HH_SUPER, &big, w, &l);
+  cr_expect_eq(st, CLATTN_ERR_BUFFER_TOO_SMALL, "small w_a -> %d", (int)st);
+  cr_expect(strstr(clattn_ctx_errmsg(f.ctx), "w_a") != NULL,
+            "message does not name w_a: %s", clattn_ctx_errmsg(f.ctx));
+
+  /* an Efficient cache (X alone) on an Optimised layer (K and X) */
+  const clattn_hh_layer_desc od = desc_of(CLATTN_HH_OPTIMISED, &s);
+  clattn_layer *opt = NULL, *eff = NULL;
+  cr_assert_eq(create(f.ctx, CLATTN_HH_OPTIMISED, &od, w, &opt), CLATTN_OK);
+  cr_assert_eq(create(f.ctx, CLATTN_HH_EFFICIENT, &od, w, &eff), CLATTN_OK);
+  clattn_kv_cache *ec = NULL;
+  cr_assert_eq(clattn_kv_cache_create(eff, s.b, 4, &ec), CLATTN_OK);
+  const size_t nx = (size_t)s.b * s.D;
+  cl_mem dx = tu_sentinel(f.ctx, nx, CLATTN_F32, 0);
+  cl_mem dy = tu_buffer(f.ctx, nx * 4);
+  st = clattn_layer_decode(opt, ec, dx, dy, NULL);
+  cr_expect_eq(st, CLATTN_ERR_SHAPE, "Efficient cache on Optimised -> %d",
+               (int)st);
+  cr_expect(strstr(clattn_ctx_errmsg(f.ctx), "one tensor") != NULL,
+            "message does not say the cache is one tensor: %s",
+            clattn_ctx_errmsg(f.ctx));
+  cr_expect_eq(clattn_kv_cache_len(ec), 0);
+  clattn_kv_cache_destroy(ec);
+  clattn_layer_destroy(opt);
+  clattn_layer_destroy(eff);
+  tu_release(dx);
+  tu_release(dy);
+  fx_free(&f);
+}
+
+/* The paper's parameter counts, exactly: 3/4 and 1/2 of MHA's 4 D^2, and
+ * Super's 2 D^2 + l^2, which is 3/4 of MHA's when l == D. */
+Test(hh_layer, parameter_counts) {
+  const int D = 512, h = 8;
+  const long long mha = 4LL * D * D;
+  clattn_hh_layer_desc d = {D, h, 0, 0.0f};
+  cr_expect_eq(clattn_hh_layer_params(CLATTN_HH_OPTIMISED, &d) * 4, 3 * mha);
+  cr_expect_eq(clattn_hh_layer_params(CLATTN_HH_EFFICIENT, &d) * 2, mha);
+  cr_expect_eq(clattn_hh_layer_params(CLATTN_HH_SUPER, &d), -1,
+               "Super needs max_len");
+  d.max_len = D;
+  cr_expect_eq(clattn_hh_layer_params(CLATTN_HH_SUPER, &d) * 4, 3 * mha);
+  d.max_len = 128;
+  cr_expect_eq(clattn_hh_layer_params(CLATTN_HH_SUPER, &d),
+               2LL * D * D + 128LL * 128);
+  cr_expect_eq(clattn_hh_layer_params(CLATTN_HH_OPTIMISED, &d), -1,
+               "max_len is Super's alone");
+  cr_expect_eq(clattn_hh_layer_params((clattn_hh_variant)9, &d), -1);
+  cr_expect_eq(clattn_hh_layer_params(CLATTN_HH_EFFICIENT, NULL), -1);
+}
