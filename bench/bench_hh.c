@@ -265,8 +265,11 @@ static void hh_prefill_case(bench *B, const hh_shape *s)
     char tag[96];
     snprintf(tag, sizeof tag, "D=%d h=%d l=%d %s", D, s->heads, s->max_len,
              kind_name[k]);
-    printf("  %4d %2d %4d %-10s %7.3f", D, s->heads, s->max_len, kind_name[k],
-           params / (4.0 * D * D));
+    printf("  %4d %2d %4d %-10s", D, s->heads, s->max_len, kind_name[k]);
+    if (params > 0) /* clattn_hh_layer_params is -1 for a refused desc */
+      printf(" %7.3f", params / (4.0 * D * D));
+    else
+      printf(" %7s", "n/a");
     if (have_pred[k]) {
       pr = c->t_pred / cm->t_pred;
       printf(" %7.3f %7.3f %7.3f", c->flops / cm->flops,
@@ -302,7 +305,8 @@ static void hh_prefill_case(bench *B, const hh_shape *s)
     if (why[k][0] != '\0')
       printf("  (%s)", why[k]);
     printf("\n");
-    rec(B, "hh", tag, "params_vs_mha", params / (4.0 * D * D));
+    rec(B, "hh", tag, "params_vs_mha",
+        params > 0 ? params / (4.0 * D * D) : -1.0);
     rec(B, "hh", tag, "model_time_ratio_vs_mha", pr);
     rec(B, "hh", tag, "prefill_time_ratio_vs_mha", meas);
     rec(B, "hh", tag, "prefill_clattn_vs_torch", vs_torch);
