@@ -410,6 +410,28 @@ __attribute__((always_inline)) inline void pf_step(pf_cursor *c, long k_ss,
 }
 #endif
 
+/* With V == K the first pass's V rows come from L1 (they were scored one
+ * block earlier), so memory sees one stream, the next block's keys, where
+ * MHA's step has two: row t of the block after next is fetched into L2
+ * meanwhile, to keep as many lines in flight.  Nothing without KV_SAME. */
+__attribute__((always_inline)) inline void
+prefetch_ahead(__global const stor_t *k, long kb, long k_ss, int t, int te) {
+#if KV_SAME
+  if (t < te) {
+    const __global uchar *row = (const __global uchar *)(k + kb + t * k_ss);
+#pragma unroll
+    for (int l = 0; l < LPR_K; l++)
+      PREFETCH_LINE(row + 64 * l);
+  }
+#else
+  (void)k;
+  (void)kb;
+  (void)k_ss;
+  (void)t;
+  (void)te;
+#endif
+}
+
 /* Variant 1 (CPU-shaped): one work-item per (split, sequence * KV head),
  * the G query heads in registers, no local memory.
  * Global size (S, batch * hkv). */
@@ -495,6 +517,7 @@ __kernel void decode_split_reg(__global const stor_t *q,
         }
         score_key(qv, k, kb + (t1 + t) * k_ss, k_ss, t < nt1, t + 1 < nt1,
                   sc[cur ^ 1], t);
+        prefetch_ahead(k, kb, k_ss, t1 + KB + t, te);
       }
 #pragma unroll
       for (int h = 0; h < G; h++)
@@ -530,6 +553,7 @@ __kernel void decode_split_reg(__global const stor_t *q,
           pv_row(a, v, vb + (t0 + t) * v_ss, sc[cur][SCI(t, 0)]);
         score_key(qv, k, kb + (t1 + t) * k_ss, k_ss, t < nt1, t + 1 < nt1,
                   sc[cur ^ 1], t);
+        prefetch_ahead(k, kb, k_ss, t1 + KB + t, te);
       }
 #pragma unroll
       for (int w = 0; w < NV; w++)
