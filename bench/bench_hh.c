@@ -15,7 +15,9 @@
  *       rotates over enough layers, each with its own weights and cache,
  *       that no step finds its bytes in the last-level cache;
  *   (4) PyTorch on the CPU (peers/hh_torch.py, NMesaC's formulation with
- *       F.scaled_dot_product_attention), prefill at the same shapes.
+ *       F.scaled_dot_product_attention), prefill at the same shapes;
+ *   (5) where MHA's prefill time goes: one projection GEMM and the fused
+ *       core timed alone, each against the model's kernels.
  * The layers of one shape are timed alternately round by round (the order
  * reversed every other round), and each ratio is the median of the
  * rounds' ratios, so that a shared machine's drift hits all of them. */
@@ -201,6 +203,88 @@ static void prefill_rounds(bench *B, hh_prefill *a, int first, int rounds,
     }
 }
 
+/* Where MHA's prefill time goes, measured: one projection GEMM (CLBlast,
+ * as the layer calls it, with whatever Xgemm entry its creation applied)
+ * and the fused core (clattn_attention) at the layer's shapes, each the
+ * median of warm calls, beside the model's kernels of the same call. */
+typedef struct hh_where {
+  hh_shape s;
+  double gemm_s, core_s;         /* measured, one GEMM and the core */
+  double gemm_pred, core_pred;   /* the model's */
+} hh_where;
+
+enum { WHERE_MAX = 8, WHERE_REPS = 9 };
+static hh_where where_rows[WHERE_MAX];
+static int where_count;
+
+static void where_time_goes(bench *B, const hh_prefill *a,
+                            const clattn_prediction *mha)
+{
+  const int n = a->s.max_len, D = a->s.d_model, h = a->s.heads;
+  const clattn_attn_desc ad = {1,  n,           n,           h,
+                               h,  D / h,       D / h,       CLATTN_F32,
+                               CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1,
+                               NULL};
+  cl_mem w = a->L[HH_MHA].w[0], x = a->x, kv = a->y;
+  cl_mem o = buf_new(B, (size_t)n * D * sizeof(float));
+  double tg[WHERE_REPS], tc[WHERE_REPS];
+  hh_where *r;
+  if (where_count >= WHERE_MAX)
+    return;
+  r = &where_rows[where_count++];
+  r->s = a->s;
+  for (int i = -2; i < WHERE_REPS; i++) {
+    double t0, t1, t2;
+    CK(clFinish(B->queue));
+    t0 = clattn__now();
+    CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                     CLBlastTransposeNo, (size_t)n, (size_t)D, (size_t)D,
+                     1.0f, x, 0, (size_t)D, w, 0, (size_t)D, 0.0f, kv, 0,
+                     (size_t)D, &B->queue, NULL));
+    CK(clFinish(B->queue));
+    t1 = clattn__now();
+    CKA(B, clattn_attention(B->ctx, &ad, x, kv, x, NULL, o, NULL));
+    CK(clFinish(B->queue));
+    t2 = clattn__now();
+    if (i >= 0) { /* two warm-up calls first */
+      tg[i] = t1 - t0;
+      tc[i] = t2 - t1;
+    }
+  }
+  r->gemm_s = clattn__median(tg, WHERE_REPS);
+  r->core_s = clattn__median(tc, WHERE_REPS);
+  r->gemm_pred = r->core_pred = 0.0;
+  for (int i = 0; i < mha->n_kernels; i++) {
+    if (strncmp(mha->kernel[i].kernel, "gemm", 4) != 0)
+      r->core_pred += mha->kernel[i].t_pred;
+    else if (r->gemm_pred == 0.0)
+      r->gemm_pred = mha->kernel[i].t_pred;
+  }
+  rel(&o);
+}
+
+static void print_where(void)
+{
+  printf("\n  Where MHA's prefill time goes (h=4): one projection GEMM "
+         "(CLBlast, as the layer calls it)\n  and the fused core "
+         "(clattn_attention), each the median of %d warm calls, against "
+         "the model;\n  proj: the four projections' share of GEMMs + core, "
+         "measured and the model's.\n",
+         WHERE_REPS);
+  printf("  %4s %4s %9s %7s %9s %9s %7s %12s\n", "D", "l", "GEMM ms",
+         "GFLOP/s", "GEMM m/p", "core ms", "core m/p", "proj meas/mod");
+  for (int i = 0; i < where_count; i++) {
+    const hh_where *r = &where_rows[i];
+    const double D = r->s.d_model, n = r->s.max_len;
+    printf("  %4d %4d %9.3f %7.1f %9.2f %9.3f %7.2f %6.0f%%/%.0f%%\n",
+           r->s.d_model, r->s.max_len, 1e3 * r->gemm_s,
+           2.0 * n * D * D / r->gemm_s * 1e-9, r->gemm_s / r->gemm_pred,
+           1e3 * r->core_s, r->core_s / r->core_pred,
+           100.0 * 4 * r->gemm_s / (4 * r->gemm_s + r->core_s),
+           100.0 * 4 * r->gemm_pred / (4 * r->gemm_pred + r->core_pred));
+  }
+}
+
 static void hh_prefill_case(bench *B, const hh_shape *s)
 {
   const int n = s->max_len, D = s->d_model;
@@ -316,6 +400,8 @@ static void hh_prefill_case(bench *B, const hh_shape *s)
           clattn__median(t + k * rounds, rounds));
     rec(B, "hh", tag, "prefill_torch_seconds", torch_s[k]);
   }
+  if (s->heads == 4)
+    where_time_goes(B, &a, &pred[HH_MHA]);
   for (int k = 0; k < HH_KINDS; k++)
     hh_layer_destroy(&a.L[k]);
   rel(&a.x);
@@ -590,6 +676,7 @@ void bench_hh(bench *B)
         const hh_shape s = {d_models[di], heads[hi], max_lens[li]};
         hh_prefill_case(B, &s);
       }
+  print_where();
 
   printf("\n  Decode, cold: each side rotates over `rot` layers, each with "
          "its own weights and a cache of m\n  positions (at least %zu MiB "
