@@ -41,7 +41,7 @@ static int params_ok(const clattn_params *p) {
 
 /* Local memory a kernel may use: the device's, less a margin for what the
  * compiler adds. */
-static unsigned long long local_budget(const clattn__target *t) {
+unsigned long long clattn__local_budget(const clattn__target *t) {
   return t->local_mem > 1024 ? t->local_mem - 1024 : 0;
 }
 
@@ -109,7 +109,7 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
   } else {
     pl->kt = 32;
     while (pl->kt > 1 &&
-           (unsigned long long)pl->kt * (dk + dv) * 4 > local_budget(t))
+           (unsigned long long)pl->kt * (dk + dv) * 4 > clattn__local_budget(t))
       pl->kt /= 2;
   }
   if (pl->kt > 256) {
@@ -156,7 +156,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   /* a group too wide for local memory even with 1-key tiles: the
    * register-blocked kernel still runs it */
   if (!p->variant && pl->variant == 2 &&
-      decode_local(d, 1) > local_budget(t))
+      decode_local(d, 1) > clattn__local_budget(t))
     pl->variant = 1;
   if (pl->variant == 1) {
     pl->wg = p->wg;
@@ -230,7 +230,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     pl->wg = p->wg ? p->wg : (int)(t->max_wg < 64 ? t->max_wg : 64);
     pl->kb = p->keys ? p->keys : 32;
     while (!p->keys && pl->kb > 1 &&
-           decode_local(d, pl->kb) > local_budget(t))
+           decode_local(d, pl->kb) > clattn__local_budget(t))
       pl->kb /= 2;
     if (pl->kb > 256) {
       snprintf(why, cap, "params: variant 2 keys per tile must be <= 256");
@@ -278,15 +278,14 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   return CLATTN_OK;
 }
 
-/* Does a plan fit the device: work-group size and local memory? */
-static int plan_fits(const clattn__target *t, int wg, size_t local,
-                     char *why, size_t cap) {
+int clattn__plan_fits(const clattn__target *t, int wg, size_t local,
+                      char *why, size_t cap) {
   if (wg > 0 && (size_t)wg > t->max_wg) {
     snprintf(why, cap, "work-group %d exceeds the device's %zu", wg,
              t->max_wg);
     return 0;
   }
-  if (local > local_budget(t)) {
+  if (local > clattn__local_budget(t)) {
     snprintf(why, cap, "needs %zu B of local memory, the device has %llu",
              local, t->local_mem);
     return 0;
@@ -297,12 +296,12 @@ static int plan_fits(const clattn__target *t, int wg, size_t local,
 int clattn__prefill_fits(const clattn__target *t, const clattn_attn_desc *d,
                          const clattn__prefill_plan *pl, char *why,
                          size_t cap) {
-  return plan_fits(t, pl->wg, clattn__prefill_local_bytes(d, pl), why, cap);
+  return clattn__plan_fits(t, pl->wg, clattn__prefill_local_bytes(d, pl), why, cap);
 }
 
 int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
                         const clattn__decode_plan *pl, char *why, size_t cap) {
-  return plan_fits(t, pl->wg, clattn__decode_local_bytes(d, pl), why, cap);
+  return clattn__plan_fits(t, pl->wg, clattn__decode_local_bytes(d, pl), why, cap);
 }
 
 clattn_params clattn__prefill_resolved(const clattn__prefill_plan *pl) {

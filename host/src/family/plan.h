@@ -81,7 +81,13 @@ size_t clattn__decode_local_bytes(const clattn_decode_desc *d,
 
 /* Whether a plan fits the device (work-group size, local memory); if not,
  * 0 and the reason in why.  The compiled kernel's own work-group limit is
- * checked at launch. */
+ * checked at launch.  clattn__plan_fits: a work-group of wg items (0: the
+ * runtime's) using `local` bytes of local memory, for any family. */
+int clattn__plan_fits(const clattn__target *t, int wg, size_t local,
+                      char *why, size_t cap);
+/* Local memory a kernel may use: the device's, less a margin for what the
+ * compiler adds. */
+unsigned long long clattn__local_budget(const clattn__target *t);
 int clattn__prefill_fits(const clattn__target *t, const clattn_attn_desc *d,
                          const clattn__prefill_plan *pl, char *why,
                          size_t cap);

@@ -191,12 +191,7 @@ static int fits(const clattn__target *t, const void *desc, const void *pl_,
                 char *why, size_t cap) {
   const sv_plan *pl = pl_;
   (void)desc;
-  if (pl->wg > 0 && (size_t)pl->wg > t->max_wg) {
-    snprintf(why, cap, "work-group %d exceeds the device's %zu", pl->wg,
-             t->max_wg);
-    return 0;
-  }
-  return 1;
+  return clattn__plan_fits(t, pl->wg, 0, why, cap);
 }
 
 static clattn_params resolved(const void *pl_) {

@@ -1,14 +1,9 @@
 /* talking_heads_plan.c - kernel shapes of a talking-heads prefill call
  * (talking_heads.h): the scheme, the variant and its tiles. */
+#include "family/plan.h"
 #include "family/talking_heads.h"
 
 #include <stdio.h>
-
-/* Local memory a kernel may use: the device's, less a margin for what the
- * compiler adds. */
-static unsigned long long local_budget(const clattn__target *t) {
-  return t->local_mem > 1024 ? t->local_mem - 1024 : 0;
-}
 
 /* Floats of per-position state a work-item keeps (q rows and value
  * accumulators), which bound variant 1's positions per work-item. */
@@ -51,7 +46,7 @@ clattn_status clattn__th_plan_make(const clattn__target *t,
   /* a tile of one key that does not fit local memory: the register
    * kernel still runs it */
   if (!p->variant && pl->variant == 2 &&
-      local_bytes(d, 1) > local_budget(t))
+      local_bytes(d, 1) > clattn__local_budget(t))
     pl->variant = 1;
   if (pl->variant == 1) {
     /* Default tile: 16 positions x 32 keys with 32 vector registers of
@@ -90,7 +85,7 @@ clattn_status clattn__th_plan_make(const clattn__target *t,
     pl->kt = p->keys;
   } else {
     pl->kt = 16;
-    while (pl->kt > 1 && local_bytes(d, pl->kt) > local_budget(t))
+    while (pl->kt > 1 && local_bytes(d, pl->kt) > clattn__local_budget(t))
       pl->kt /= 2;
   }
   if (pl->kt > 256) {
@@ -102,18 +97,8 @@ clattn_status clattn__th_plan_make(const clattn__target *t,
 
 int clattn__th_fits(const clattn__target *t, const clattn_th_desc *d,
                     const clattn__th_plan *pl, char *why, size_t cap) {
-  const size_t local = clattn__th_local_bytes(d, pl);
-  if (pl->wg > 0 && (size_t)pl->wg > t->max_wg) {
-    snprintf(why, cap, "work-group %d exceeds the device's %zu", pl->wg,
-             t->max_wg);
-    return 0;
-  }
-  if (local > local_budget(t)) {
-    snprintf(why, cap, "needs %zu B of local memory, the device has %llu",
-             local, t->local_mem);
-    return 0;
-  }
-  return 1;
+  return clattn__plan_fits(t, pl->wg, clattn__th_local_bytes(d, pl), why,
+                           cap);
 }
 
 clattn_params clattn__th_resolved(const clattn__th_plan *pl) {
