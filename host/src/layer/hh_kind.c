@@ -385,9 +385,10 @@ clattn_status clattn_model_hh_layer(clattn_hh_variant v,
     return clattn__model_fail(out, CLATTN_ERR_SHAPE,
                               "batch and n must be >= 1, cache_len >= 0");
   clattn_status rc = K->check(d, out->errmsg, sizeof out->errmsg);
+  /* one position is modelled as a decode step, which is causal */
   if (rc == CLATTN_OK && K->check_call != NULL)
-    rc = K->check_call(d, cache_len + n, cache_len > 0, causal, out->errmsg,
-                       sizeof out->errmsg);
+    rc = K->check_call(d, cache_len + n, cache_len > 0, causal || n == 1,
+                       out->errmsg, sizeof out->errmsg);
   if (rc != CLATTN_OK)
     return rc;
   return clattn__layer_model(K, d, batch, n, cache_len, causal, prof, out);
