@@ -125,12 +125,10 @@ void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
                double scale, int causal, const float *x, const float *wq,
                const float *wk, const float *wv, const float *wo, float *y) {
   int rows = b * n;
-  float *Q = malloc(sizeof(float) * (size_t)rows * hq * dk + 1);
-  float *K = malloc(sizeof(float) * (size_t)rows * hkv * dk + 1);
-  float *V = malloc(sizeof(float) * (size_t)rows * hkv * dv + 1);
-  float *O = malloc(sizeof(float) * (size_t)rows * hq * dv + 1);
-  if (!Q || !K || !V || !O)
-    abort();
+  float *Q = ref_alloc(sizeof(float) * (size_t)rows * hq * dk);
+  float *K = ref_alloc(sizeof(float) * (size_t)rows * hkv * dk);
+  float *V = ref_alloc(sizeof(float) * (size_t)rows * hkv * dv);
+  float *O = ref_alloc(sizeof(float) * (size_t)rows * hq * dv);
   matmul(rows, D, hq * dk, x, wq, Q);
   matmul(rows, D, hkv * dk, x, wk, K);
   matmul(rows, D, hkv * dv, x, wv, V);
@@ -143,6 +141,13 @@ void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
   free(K);
   free(V);
   free(O);
+}
+
+void *ref_alloc(size_t n) {
+  void *p = calloc(n ? n : 1, 1);
+  if (!p)
+    abort();
+  return p;
 }
 
 static uint32_t f2u(float f) {

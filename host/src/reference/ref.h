@@ -47,6 +47,10 @@ void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
                double scale, int causal, const float *x, const float *wq,
                const float *wk, const float *wv, const float *wo, float *y);
 
+/* n zeroed bytes (at least 1); aborts when out of memory, as a test
+ * reference may.  Zeroed, so that no compiler sees a read before a write. */
+void *ref_alloc(size_t n);
+
 /* Storage conversions, round to nearest even. */
 uint16_t ref_f32_to_f16(float f);
 float ref_f16_to_f32(uint16_t h);

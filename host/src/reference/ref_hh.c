@@ -7,13 +7,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p)
-    abort();
-  return p;
-}
-
 void ref_super_values(int b, int n, int pos0, int cap, int heads, int dim,
                       int max_len, int causal, int x_layout, int v_layout,
                       const float *w_a, const float *x, float *v) {
@@ -53,11 +46,11 @@ void ref_hh_layer(int variant, int b, int n, int D, int h, int max_len,
   const size_t rows = (size_t)b * n, width = (size_t)D;
   if (scale == 0.0)
     scale = 1.0 / sqrt((double)dh);
-  float *Q = xmalloc(sizeof(float) * rows * width);
-  float *K = xmalloc(sizeof(float) * rows * width);
-  float *V = xmalloc(sizeof(float) * rows * width);
-  float *H = xmalloc(sizeof(float) * rows * width);
-  double *p = xmalloc(sizeof(double) * (size_t)n);
+  float *Q = ref_alloc(sizeof(float) * rows * width);
+  float *K = ref_alloc(sizeof(float) * rows * width);
+  float *V = ref_alloc(sizeof(float) * rows * width);
+  float *H = ref_alloc(sizeof(float) * rows * width);
+  double *p = ref_alloc(sizeof(double) * (size_t)n);
   matmul(rows, width, width, x, w_q, Q);
   if (variant == 1)
     matmul(rows, width, width, x, w_k, K);

@@ -12,20 +12,13 @@ static int clampi(int x, int lo, int hi) {
   return x < lo ? lo : (x > hi ? hi : x);
 }
 
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p)
-    abort();
-  return p;
-}
-
 void ref_talking_heads(const ref_th *a, const float *q, const float *k,
                        const float *v, const float *p_l, const float *p_w,
                        float *o) {
   const int m = a->m;
-  double *J = xmalloc(sizeof(double) * (size_t)m * a->hk);
-  double *W = xmalloc(sizeof(double) * (size_t)m * a->h);
-  double *U = xmalloc(sizeof(double) * (size_t)m * a->hv);
+  double *J = ref_alloc(sizeof(double) * (size_t)m * a->hk);
+  double *W = ref_alloc(sizeof(double) * (size_t)m * a->h);
+  double *U = ref_alloc(sizeof(double) * (size_t)m * a->hv);
   for (int bi = 0; bi < a->b; bi++) {
     const int L = clampi(a->kv_lens ? a->kv_lens[bi] : m, 0, m);
     for (int i = 0; i < a->n; i++) {
@@ -129,10 +122,10 @@ void ref_th_layer(int b, int n, int D, int hk, int h, int hv, int dk, int dv,
                   const float *wk, const float *wv, const float *wo,
                   const float *p_l, const float *p_w, float *y) {
   const size_t rows = (size_t)b * n;
-  float *Q = xmalloc(sizeof(float) * rows * hk * dk);
-  float *K = xmalloc(sizeof(float) * rows * hk * dk);
-  float *V = xmalloc(sizeof(float) * rows * hv * dv);
-  float *O = xmalloc(sizeof(float) * rows * hv * dv);
+  float *Q = ref_alloc(sizeof(float) * rows * hk * dk);
+  float *K = ref_alloc(sizeof(float) * rows * hk * dk);
+  float *V = ref_alloc(sizeof(float) * rows * hv * dv);
+  float *O = ref_alloc(sizeof(float) * rows * hv * dv);
   matmul(rows, (size_t)D, (size_t)hk * dk, x, wq, Q);
   matmul(rows, (size_t)D, (size_t)hk * dk, x, wk, K);
   matmul(rows, (size_t)D, (size_t)hv * dv, x, wv, V);
