@@ -5,8 +5,8 @@
 # per launch), so test_attention / test_decode / test_talking_heads run
 # their small subset (CLATTN_TEST_SUBSET=small: both kernel variants,
 # f32/f16, causal, padded, zero-length sequences, split-KV decode, both
-# talking-heads schemes); test_efficient (the K == V families) and
-# test_runtime run whole (status
+# talking-heads schemes); test_efficient (the K == V families),
+# test_super_values and test_runtime run whole (status
 # codes, misuse, events, application queue, program cache on this driver).
 # The layer test is skipped: CLBlast would first have to build and tune its
 # kernels for llvmpipe.  `clattn probe --quick` and `clattn model` run too
@@ -31,7 +31,8 @@ if ! command -v clinfo >/dev/null 2>&1 || ! clinfo -l 2>/dev/null | grep -qi llv
 fi
 
 rc=0
-for t in runtime attention decode talking_heads th_decode efficient; do
+for t in runtime attention decode talking_heads th_decode efficient \
+    super_values; do
   echo "== rusticl: test_$t"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done
