@@ -363,6 +363,34 @@ static clattn_status core(clattn_layer *l, clattn__core_op op,
   return clattn__call(l->ctx, F, call.desc.bytes, call.buf, NULL);
 }
 
+/* One call through the cache, n new positions a sequence (decode: 1):
+ * the append position and the lengths, the projections in, the append
+ * and values calls, the attention `op`, the projection out (its event to
+ * ev->out); the cache grows only when everything was enqueued. */
+static clattn_status cached_step(clattn_layer *l, clattn_kv_cache *c,
+                                 clattn__core_op op,
+                                 const clattn__core_args *a, cl_mem x,
+                                 cl_mem y, const clattn_events *ev)
+{
+  const size_t rows = (size_t)a->batch * (size_t)a->n;
+  clattn_status rc = fill_int(l->ctx, c->pos, a->batch, c->len, ev);
+  if (rc == CLATTN_OK)
+    rc = fill_int(l->ctx, c->lens, a->batch, c->len + a->n, NULL);
+  if (rc == CLATTN_OK)
+    rc = project_in(l, rows, x);
+  if (rc == CLATTN_OK)
+    rc = core(l, CLATTN__CORE_APPEND, a);
+  if (rc == CLATTN_OK)
+    rc = core(l, CLATTN__CORE_VALUES, a);
+  if (rc == CLATTN_OK)
+    rc = core(l, op, a);
+  if (rc == CLATTN_OK)
+    rc = project_out(l, rows, y, ev);
+  if (rc == CLATTN_OK)
+    c->len += a->n;
+  return rc;
+}
+
 clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
                                    int batch, int n, int causal, cl_mem x,
                                    cl_mem y, const clattn_events *ev)
@@ -400,22 +428,7 @@ clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
     return rc;
   }
 
-  rc = fill_int(ctx, c->pos, batch, c->len, ev);
-  if (rc == CLATTN_OK)
-    rc = fill_int(ctx, c->lens, batch, c->len + n, NULL);
-  if (rc == CLATTN_OK)
-    rc = project_in(l, rows, x);
-  if (rc == CLATTN_OK)
-    rc = core(l, CLATTN__CORE_APPEND, &a);
-  if (rc == CLATTN_OK)
-    rc = core(l, CLATTN__CORE_VALUES, &a);
-  if (rc == CLATTN_OK)
-    rc = core(l, CLATTN__CORE_PREFILL, &a);
-  if (rc == CLATTN_OK)
-    rc = project_out(l, rows, y, ev);
-  if (rc == CLATTN_OK)
-    c->len += n;
-  return rc;
+  return cached_step(l, c, CLATTN__CORE_PREFILL, &a, x, y, ev);
 }
 
 clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c,
@@ -439,23 +452,6 @@ clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c,
                   x, y, ev, &s);
   if (rc != CLATTN_OK)
     return rc;
-  const size_t rows = (size_t)c->batch;
   core_args(l, c, c->batch, 1, 1, x, &a);
-
-  rc = fill_int(ctx, c->pos, c->batch, c->len, ev);
-  if (rc == CLATTN_OK)
-    rc = fill_int(ctx, c->lens, c->batch, c->len + 1, NULL);
-  if (rc == CLATTN_OK)
-    rc = project_in(l, rows, x);
-  if (rc == CLATTN_OK)
-    rc = core(l, CLATTN__CORE_APPEND, &a);
-  if (rc == CLATTN_OK)
-    rc = core(l, CLATTN__CORE_VALUES, &a);
-  if (rc == CLATTN_OK)
-    rc = core(l, CLATTN__CORE_DECODE, &a);
-  if (rc == CLATTN_OK)
-    rc = project_out(l, rows, y, ev);
-  if (rc == CLATTN_OK)
-    c->len += 1;
-  return rc;
+  return cached_step(l, c, CLATTN__CORE_DECODE, &a, x, y, ev);
 }
