@@ -52,8 +52,7 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
       0};
 }
 
-/* A full call appends at the cache's start. */
-static int full_int(const void *desc) {
+int clattn__append_full_int(const void *desc) {
   (void)desc;
   return 0;
 }
@@ -88,8 +87,9 @@ static void with_params(const void *desc, const clattn_params *p, void *copy) {
   c->cache.params = p;
 }
 
-static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
-                          char *why, size_t cap) {
+clattn_status clattn__append_plan_none(const clattn__target *t,
+                                      const void *desc, void *pl, char *why,
+                                      size_t cap) {
   (void)t;
   (void)desc;
   (void)why;
@@ -98,13 +98,13 @@ static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
   return CLATTN_OK;
 }
 
-static clattn_params resolved(const void *pl) {
+clattn_params clattn__append_resolved(const void *pl) {
   (void)pl;
   return (clattn_params){0, 0, 0, 0, 0, 0, 0};
 }
 
-static clattn_status space(const clattn__target *t, const void *desc,
-                           clattn__space *s) {
+clattn_status clattn__append_space(const clattn__target *t,
+                                  const void *desc, clattn__space *s) {
   (void)t;
   (void)desc;
   clattn__space_init_params(s);
@@ -179,15 +179,15 @@ const clattn__family clattn__family_append = {
     .standard_shapes = NULL,
     .check = check,
     .buffers = buffers,
-    .full_int = full_int,
+    .full_int = clattn__append_full_int,
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
     .params = params,
     .with_params = with_params,
-    .plan = plan,
-    .resolved = resolved,
-    .space = space,
+    .plan = clattn__append_plan_none,
+    .resolved = clattn__append_resolved,
+    .space = clattn__append_space,
     .cost = clattn__append_cost,
     .enqueue = enqueue,
     .check_case = check_case,

@@ -4,6 +4,7 @@
 #define CLATTN_FAMILY_DECODE_H
 
 #include "family/plan.h"
+#include "family/space.h"
 
 /* clattn_kv_append's call: the cache it writes and the rows a sequence. */
 typedef struct clattn__append_desc {
@@ -19,6 +20,18 @@ clattn_status clattn__check_cache(const clattn_decode_desc *d, char *why,
  * key the family accepts (these and the ones it reads itself). */
 clattn_status clattn__parse_cache(const char *text, const char *known,
                                   clattn_decode_desc *d, char *why, size_t cap);
+
+/* The appends' operations of a family without tunables (append.c), which
+ * the talking-heads append shares: a full call writes at the cache's
+ * start; the plan is a clattn__append_plan of zeros; its one candidate
+ * is the default. */
+int clattn__append_full_int(const void *desc);
+clattn_status clattn__append_plan_none(const clattn__target *t,
+                                      const void *desc, void *pl, char *why,
+                                      size_t cap);
+clattn_params clattn__append_resolved(const void *pl);
+clattn_status clattn__append_space(const clattn__target *t,
+                                  const void *desc, clattn__space *s);
 
 clattn_status clattn__decode_cost(const void *desc, const void *plan,
                                   const int *lens, const clattn_profile *prof,

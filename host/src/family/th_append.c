@@ -3,6 +3,7 @@
  * value heads (clattn_talking_heads_append).  It has no tunables: its one
  * candidate is the default. */
 #include "family/common.h"
+#include "family/decode.h"
 #include "family/family.h"
 #include "family/th_decode.h"
 #include "reference/ref_th.h"
@@ -14,10 +15,6 @@ enum { K_NEW, V_NEW, POS, K_CACHE, V_CACHE };
 
 #define SHAPE_KEYS                                                             \
   "batch kv-seq heads-k heads heads-v head-dim head-dim-v dtype layout new"
-
-typedef struct th_append_plan {
-  int unused; /* the kernel has no parameters */
-} th_append_plan;
 
 static clattn_status check(const void *desc, char *why, size_t cap) {
   const clattn__th_append_desc *a = desc;
@@ -57,12 +54,6 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
                                   dt, 0, 0};
 }
 
-/* A full call appends at the cache's start. */
-static int full_int(const void *desc) {
-  (void)desc;
-  return 0;
-}
-
 static void shape_class(const void *desc, char *buf, size_t cap) {
   const clattn__th_append_desc *a = desc;
   char cache[96];
@@ -92,31 +83,6 @@ static void with_params(const void *desc, const clattn_params *p, void *copy) {
   clattn__th_append_desc *c = copy;
   *c = *(const clattn__th_append_desc *)desc;
   c->cache.params = p;
-}
-
-static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
-                          char *why, size_t cap) {
-  (void)t;
-  (void)desc;
-  (void)why;
-  (void)cap;
-  memset(pl, 0, sizeof(th_append_plan));
-  return CLATTN_OK;
-}
-
-static clattn_params resolved(const void *pl) {
-  (void)pl;
-  return (clattn_params){0, 0, 0, 0, 0, 0, 0};
-}
-
-static clattn_status space(const clattn__target *t, const void *desc,
-                           clattn__space *s) {
-  (void)t;
-  (void)desc;
-  clattn__space_init_params(s);
-  const int none[CLATTN__NPARAMS] = {0};
-  s->def = clattn__space_add(s, none);
-  return s->def < 0 ? CLATTN_ERR_NOMEM : CLATTN_OK;
 }
 
 static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl,
@@ -182,21 +148,21 @@ const clattn__family clattn__family_th_append = {
     .api = "clattn_talking_heads_append",
     .source = "th_decode.cl",
     .desc_size = sizeof(clattn__th_append_desc),
-    .plan_size = sizeof(th_append_plan),
+    .plan_size = sizeof(clattn__append_plan),
     .nbufs = 5,
     .tune_method = 1,
     .standard_shapes = NULL,
     .check = check,
     .buffers = buffers,
-    .full_int = full_int,
+    .full_int = clattn__append_full_int,
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
     .params = params,
     .with_params = with_params,
-    .plan = plan,
-    .resolved = resolved,
-    .space = space,
+    .plan = clattn__append_plan_none,
+    .resolved = clattn__append_resolved,
+    .space = clattn__append_space,
     .cost = clattn__th_append_cost,
     .enqueue = enqueue,
     .check_case = check_case,
