@@ -92,30 +92,17 @@ static void ref_y(const fixture *f, int b, int n, int causal, const float *x,
                f->w[W_V], f->w[W_O], f->w[P_L], f->w[P_W], y);
 }
 
+/* Rows [r0, r0+nr) of x through the fixture's layer (c may be NULL). */
+static void prefill_rows(fixture *f, clattn_kv_cache *c, const float *x,
+                         int r0, int nr, int causal, float *y) {
+  tu_layer_prefill_rows(f->ctx, f->layer, c, f->s.b, f->s.n, f->s.D, x, r0,
+                        nr, causal, y);
+}
+
 static void describe(const thshape *s, const char *tag, char *buf,
                      size_t cap) {
   snprintf(buf, cap, "%s b=%d n=%d D=%d hk=%d h=%d hv=%d dk=%d dv=%d", tag,
            s->b, s->n, s->D, s->hk, s->h, s->hv, s->dk, s->dv);
-}
-
-/* Prefill of rows [r0, r0+nr) through the layer (cache may be NULL). */
-static void prefill_rows(fixture *f, clattn_kv_cache *c, const float *x,
-                         int r0, int nr, int causal, float *y) {
-  const thshape *s = &f->s;
-  const size_t cnt = (size_t)s->b * nr * s->D;
-  float *t = tu_alloc(cnt * 4);
-  tu_rows_get(x, s->b, s->n, s->D, r0, nr, t);
-  cl_mem dx = tu_upload(f->ctx, t, cnt, CLATTN_F32);
-  cl_mem dy = tu_sentinel(f->ctx, cnt, CLATTN_F32, 0xff);
-  clattn_status st =
-      clattn_layer_prefill(f->layer, c, s->b, nr, causal, dx, dy, NULL);
-  cr_assert(st == CLATTN_OK, "prefill rows %d..%d: %d %s: %s", r0, r0 + nr,
-            (int)st, clattn_status_str(st), clattn_ctx_errmsg(f->ctx));
-  tu_download(f->ctx, dy, t, cnt, CLATTN_F32);
-  tu_rows_put(y, s->b, s->n, s->D, r0, nr, t);
-  tu_release(dx);
-  tu_release(dy);
-  free(t);
 }
 
 /* Prefill without a cache, causal and not, against the reference. */
@@ -155,8 +142,7 @@ Test(th_layer, cache_prefill_decode_and_chunks, .timeout = 900) {
     const int b = s->b, n = s->n, D = s->D;
     const size_t nx = (size_t)b * n * D;
     float *x = tu_alloc(nx * 4), *yref = tu_alloc(nx * 4),
-          *ylib = tu_alloc(nx * 4), *yc = tu_alloc(nx * 4),
-          *tmp = tu_alloc((size_t)b * D * 4);
+          *ylib = tu_alloc(nx * 4), *yc = tu_alloc(nx * 4);
     tu_rng r = tu_rng_seed(200u + (unsigned)si);
     tu_fill(&r, x, nx, 1.0f);
     ref_y(&f, b, n, 1, x, yref);
@@ -169,18 +155,7 @@ Test(th_layer, cache_prefill_decode_and_chunks, .timeout = 900) {
     const int p0 = n / 3 + 1;
     prefill_rows(&f, cache, x, 0, p0, 1, yc);
     cr_expect_eq(clattn_kv_cache_len(cache), p0);
-    cl_mem dx1 = tu_buffer(f.ctx, (size_t)b * D * 4);
-    cl_mem dy1 = tu_buffer(f.ctx, (size_t)b * D * 4);
-    for (int t = p0; t < n; t++) {
-      tu_rows_get(x, b, n, D, t, 1, tmp);
-      tu_write(f.ctx, dx1, tmp, (size_t)b * D, CLATTN_F32);
-      st = clattn_layer_decode(f.layer, cache, dx1, dy1, NULL);
-      cr_assert(st == CLATTN_OK, "decode step %d: %d %s", t, (int)st,
-                clattn_ctx_errmsg(f.ctx));
-      cr_expect_eq(clattn_kv_cache_len(cache), t + 1);
-      tu_download(f.ctx, dy1, tmp, (size_t)b * D, CLATTN_F32);
-      tu_rows_put(yc, b, n, D, t, 1, tmp);
-    }
+    tu_layer_decode_rows(f.ctx, f.layer, cache, b, n, D, x, p0, yc);
     char what[200];
     describe(s, "prefill+decode vs one causal prefill", what, sizeof what);
     tu_check(what, yc, ylib, nx, clattn__tolerance(CLATTN_F32));
@@ -196,13 +171,10 @@ Test(th_layer, cache_prefill_decode_and_chunks, .timeout = 900) {
     tu_check(what, yc, ylib, nx, clattn__tolerance(CLATTN_F32));
 
     clattn_kv_cache_destroy(cache);
-    tu_release(dx1);
-    tu_release(dy1);
     free(x);
     free(yref);
     free(ylib);
     free(yc);
-    free(tmp);
     fx_free(&f);
   }
 }

@@ -269,3 +269,43 @@ void tu_rows_put(float *y, int b, int n, int D, int r0, int nr,
     memcpy(y + ((size_t)bi * n + r0) * D, in + (size_t)bi * nr * D,
            (size_t)nr * D * 4);
 }
+
+void tu_layer_prefill_rows(clattn_ctx *ctx, clattn_layer *l,
+                           clattn_kv_cache *c, int b, int n, int D,
+                           const float *x, int r0, int nr, int causal,
+                           float *y) {
+  const size_t cnt = (size_t)b * nr * D;
+  float *t = tu_alloc(cnt * 4);
+  tu_rows_get(x, b, n, D, r0, nr, t);
+  cl_mem dx = tu_upload(ctx, t, cnt, CLATTN_F32);
+  cl_mem dy = tu_sentinel(ctx, cnt, CLATTN_F32, 0xff);
+  clattn_status st = clattn_layer_prefill(l, c, b, nr, causal, dx, dy, NULL);
+  cr_assert(st == CLATTN_OK, "prefill rows %d..%d: %d %s: %s", r0, r0 + nr,
+            (int)st, clattn_status_str(st), clattn_ctx_errmsg(ctx));
+  tu_download(ctx, dy, t, cnt, CLATTN_F32);
+  tu_rows_put(y, b, n, D, r0, nr, t);
+  tu_release(dx);
+  tu_release(dy);
+  free(t);
+}
+
+void tu_layer_decode_rows(clattn_ctx *ctx, clattn_layer *l,
+                          clattn_kv_cache *c, int b, int n, int D,
+                          const float *x, int r0, float *y) {
+  float *tmp = tu_alloc((size_t)b * D * 4);
+  cl_mem dx = tu_buffer(ctx, (size_t)b * D * 4);
+  cl_mem dy = tu_buffer(ctx, (size_t)b * D * 4);
+  for (int t = r0; t < n; t++) {
+    tu_rows_get(x, b, n, D, t, 1, tmp);
+    tu_write(ctx, dx, tmp, (size_t)b * D, CLATTN_F32);
+    clattn_status st = clattn_layer_decode(l, c, dx, dy, NULL);
+    cr_assert(st == CLATTN_OK, "decode step %d: %d %s", t, (int)st,
+              clattn_ctx_errmsg(ctx));
+    cr_expect_eq(clattn_kv_cache_len(c), t + 1);
+    tu_download(ctx, dy, tmp, (size_t)b * D, CLATTN_F32);
+    tu_rows_put(y, b, n, D, t, 1, tmp);
+  }
+  tu_release(dx);
+  tu_release(dy);
+  free(tmp);
+}

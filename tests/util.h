@@ -54,6 +54,18 @@ void tu_rows_get(const float *y, int b, int n, int D, int r0, int nr,
 void tu_rows_put(float *y, int b, int n, int D, int r0, int nr,
                  const float *in);
 
+/* Rows [r0, r0+nr) of every sequence of x [b, n, D] through one
+ * clattn_layer_prefill (c may be NULL), into the same rows of y; and
+ * positions r0 .. n-1 one clattn_layer_decode step each, the cache's
+ * length checked after every step.  A failed call fails the test. */
+void tu_layer_prefill_rows(clattn_ctx *ctx, clattn_layer *l,
+                           clattn_kv_cache *c, int b, int n, int D,
+                           const float *x, int r0, int nr, int causal,
+                           float *y);
+void tu_layer_decode_rows(clattn_ctx *ctx, clattn_layer *l,
+                          clattn_kv_cache *c, int b, int n, int D,
+                          const float *x, int r0, float *y);
+
 /* Host allocation that fails the test when out of memory (n may be 0). */
 void *tu_alloc(size_t bytes);
 
