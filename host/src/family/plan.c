@@ -41,6 +41,28 @@ static int params_ok(const clattn_params *p) {
 
 /* Local memory a kernel may use: the device's, less a margin for what the
  * compiler adds. */
+clattn_status clattn__plan_staged(int n_kv, int rb, int kb, int *ld,
+                                  char *why, size_t cap) {
+  if (kb % 16 != 0 || kb > 256 || rb > 32) {
+    snprintf(why, cap,
+             "params: variant 1 needs keys a multiple of 16 up to 256 "
+             "(got %d) and rows <= 32 (got %d)",
+             kb, rb);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  /* covers every tile, and an odd number of 64-byte lines so the rows of a
+   * K^T tile spread over the cache sets */
+  long row = ((long)n_kv + kb - 1) / kb * kb;
+  if ((row / 16) % 2 == 0)
+    row += 16;
+  if (row > 0x7fffffffL) {
+    snprintf(why, cap, "n_kv (%d) too large", n_kv);
+    return CLATTN_ERR_SHAPE;
+  }
+  *ld = (int)row;
+  return CLATTN_OK;
+}
+
 unsigned long long clattn__local_budget(const clattn__target *t) {
   return t->local_mem > 1024 ? t->local_mem - 1024 : 0;
 }
@@ -82,24 +104,7 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
     if (t->cpu_vectors)
       pl->spill = qk_spill(pl->rb, pl->kb, vw, vr);
     pl->wg = p->wg;
-    if (pl->kb % 16 != 0 || pl->kb > 256 || pl->rb > 32) {
-      snprintf(why, cap,
-               "params: variant 1 needs keys a multiple of 16 up to 256 "
-               "(got %d) and rows <= 32 (got %d)",
-               pl->kb, pl->rb);
-      return CLATTN_ERR_INVALID_ARG;
-    }
-    /* staged row length: covers every tile, and an odd number of 64-byte
-     * lines so the rows of a K^T tile spread over the cache sets */
-    long ld = ((long)d->n_kv + pl->kb - 1) / pl->kb * pl->kb;
-    if ((ld / 16) % 2 == 0)
-      ld += 16;
-    if (ld > 0x7fffffffL) {
-      snprintf(why, cap, "n_kv (%d) too large", d->n_kv);
-      return CLATTN_ERR_SHAPE;
-    }
-    pl->ld = (int)ld;
-    return CLATTN_OK;
+    return clattn__plan_staged(d->n_kv, pl->rb, pl->kb, &pl->ld, why, cap);
   }
   /* variant 2: one row per work-item, K/V tiles in local memory */
   pl->wg = p->wg ? p->wg : (int)(t->max_wg < 64 ? t->max_wg : 64);

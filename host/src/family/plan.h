@@ -85,6 +85,11 @@ size_t clattn__decode_local_bytes(const clattn_decode_desc *d,
  * runtime's) using `local` bytes of local memory, for any family. */
 int clattn__plan_fits(const clattn__target *t, int wg, size_t local,
                       char *why, size_t cap);
+/* A register-blocked (variant 1) prefill's tiles, rb rows a work-item and
+ * kb keys a tile, checked, and the staged K^T / V row length *ld for n_kv
+ * keys (kv_stage, th_stage); a bad tile is the status with why. */
+clattn_status clattn__plan_staged(int n_kv, int rb, int kb, int *ld,
+                                  char *why, size_t cap);
 /* Local memory a kernel may use: the device's, less a margin for what the
  * compiler adds. */
 unsigned long long clattn__local_budget(const clattn__target *t);

@@ -61,24 +61,7 @@ clattn_status clattn__th_plan_make(const clattn__target *t,
     pl->rb = p->rows ? p->rows : rb;
     pl->kb = p->keys ? p->keys : wide ? 32 : 16;
     pl->wg = p->wg;
-    if (pl->kb % 16 != 0 || pl->kb > 256 || pl->rb > 32) {
-      snprintf(why, cap,
-               "params: variant 1 needs keys a multiple of 16 up to 256 "
-               "(got %d) and rows <= 32 (got %d)",
-               pl->kb, pl->rb);
-      return CLATTN_ERR_INVALID_ARG;
-    }
-    /* staged row length: covers every tile, and an odd number of 64-byte
-     * lines so the rows of a K^T tile spread over the cache sets */
-    long ld = ((long)d->n_kv + pl->kb - 1) / pl->kb * pl->kb;
-    if ((ld / 16) % 2 == 0)
-      ld += 16;
-    if (ld > 0x7fffffffL) {
-      snprintf(why, cap, "n_kv (%d) too large", d->n_kv);
-      return CLATTN_ERR_SHAPE;
-    }
-    pl->ld = (int)ld;
-    return CLATTN_OK;
+    return clattn__plan_staged(d->n_kv, pl->rb, pl->kb, &pl->ld, why, cap);
   }
   pl->wg = p->wg ? p->wg : (int)(t->max_wg < 64 ? t->max_wg : 64);
   if (p->keys) {
