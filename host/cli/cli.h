@@ -154,4 +154,9 @@ typedef struct cli_layer_job {
 int cli_layer_forward(clattn_ctx *ctx, const cli_layer_job *j,
                       const cli_opts *o, float **y);
 
+/* What a layer run holds at its end, released: the layer, the nt weight
+ * buffers w and tensors t (either may hold NULLs), then the context. */
+void cli_layer_release(clattn_ctx *ctx, clattn_layer *layer, int nt,
+                       cl_mem *w, npy_array *t);
+
 #endif

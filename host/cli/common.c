@@ -540,3 +540,17 @@ done:
       clReleaseMemObject(m[i]);
   return rc;
 }
+
+void cli_layer_release(clattn_ctx *ctx, clattn_layer *layer, int nt,
+                       cl_mem *w, npy_array *t)
+{
+  /* the layer retains its weights: release in any order, the context
+   * last */
+  clattn_layer_destroy(layer);
+  for (int i = 0; i < nt; i++) {
+    if (w[i])
+      clReleaseMemObject(w[i]);
+    npy_free(&t[i]);
+  }
+  clattn_ctx_destroy(ctx);
+}

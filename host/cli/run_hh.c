@@ -194,14 +194,6 @@ int cli_run_hh(const cli_opts *o, clattn_hh_variant v)
 done:
   free(y);
   free(ref);
-  /* the layer retains its weights: release in any order, the context
-   * last */
-  clattn_layer_destroy(layer);
-  for (int i = 0; i < HH_MAX_TENSORS; i++) {
-    if (bt[i])
-      clReleaseMemObject(bt[i]);
-    npy_free(&j.t[i]);
-  }
-  clattn_ctx_destroy(ctx);
+  cli_layer_release(ctx, layer, HH_MAX_TENSORS, bt, j.t);
   return rc;
 }

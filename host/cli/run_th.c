@@ -145,14 +145,6 @@ int cli_run_th(const cli_opts *o)
 done:
   free(y);
   free(ref);
-  /* the layer retains its weights: release in any order, the context
-   * last */
-  clattn_layer_destroy(layer);
-  for (int i = 0; i < NT; i++) {
-    if (bt[i])
-      clReleaseMemObject(bt[i]);
-    npy_free(&j.t[i]);
-  }
-  clattn_ctx_destroy(ctx);
+  cli_layer_release(ctx, layer, NT, bt, j.t);
   return rc;
 }
