@@ -28,6 +28,8 @@ import statistics
 import sys
 import time
 
+from torch_peer import load_torch
+
 VARIANTS = ("mha", "optimised", "efficient", "super")
 
 
@@ -43,18 +45,10 @@ def main():
     ap.add_argument("--min-seconds", type=float, default=0.02)
     a = ap.parse_args()
 
-    try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError as e:
-        print(json.dumps({"peer": "torch", "error": str(e)}))
+    torch = load_torch(a.threads)
+    if torch is None:
         return 1
-    torch.set_num_threads(a.threads)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass
-    torch.manual_seed(0)
+    import torch.nn.functional as F
     D, h, n, ml = a.d_model, a.heads, a.seq, a.max_len
     if D % h != 0 or n > ml:
         print(json.dumps({"peer": "torch",

@@ -21,6 +21,8 @@ import statistics
 import sys
 import time
 
+from torch_peer import load_torch
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -38,17 +40,9 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     a = ap.parse_args()
 
-    try:
-        import torch
-    except ImportError as e:
-        print(json.dumps({"peer": "torch", "error": str(e)}))
+    torch = load_torch(a.threads)
+    if torch is None:
         return 1
-    torch.set_num_threads(a.threads)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass
-    torch.manual_seed(0)
     b, hk, h, hv, d = a.batch, a.heads_k, a.heads, a.heads_v, a.head_dim
     m = a.kv_seq
     n = 1 if a.decode else a.seq
