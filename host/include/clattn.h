@@ -436,6 +436,55 @@ CLATTN_API clattn_status clattn_layer_create_super(
 CLATTN_API long long clattn_hh_layer_params(clattn_hh_variant v,
                                             const clattn_hh_layer_desc *d);
 
+/* SwitchHead (Csordas et al., arXiv 2312.07987): attention whose value and
+ * output projections are mixtures of `experts` experts per head, chosen
+ * per position by sigmoid gates (spec 6), float32:
+ *   Q = x W_q, K = x W_k                (dense: heads of head_dim)
+ *   s_v = sigmoid(x W_s), s_o = sigmoid(x W_d)   ([heads, experts] each)
+ *   V_h[t] = sum over e in top_k(s_v[t, h]) of s_v[t, h, e] x[t] W_v[h, e]
+ *   y[i]   = sum over h, and e in top_k(s_o[i, h]), of
+ *            s_o[i, h, e] (A_h V_h)[i] W_o[h, e]
+ * The gates are the raw sigmoid values of the top-k experts (not
+ * renormalised); a tie in top-k goes to the lower expert index; the value
+ * side is selected from the key's position, the output side from the
+ * query's.  experts == 1 is the official code's dense case: V = x W_v
+ * ungated (w_s is not read and may be NULL) and y = sum_h sigmoid(x W_d)_h
+ * (A_h V_h) W_o[h].
+ *   w_q, w_k [d_model, heads*head_dim]
+ *   w_v [heads, experts, d_model, head_dim]
+ *   w_o [heads, experts, head_dim, d_model]
+ *   w_s, w_d [d_model, heads*experts]  (column h*experts + e: head h's
+ *                                       expert e)
+ * (row-major).  The cache holds K and the already-mixed V, 2 heads*head_dim
+ * floats a position: the experts do not enlarge it.
+ * Errors: CLATTN_ERR_INVALID_ARG for a NULL descriptor, weight (w_s with
+ * one expert excepted) or out; CLATTN_ERR_SHAPE for d_model, heads or
+ * head_dim below 1, experts outside 1..CLATTN_SH_MAX_EXPERTS, or topk
+ * outside 1..experts; CLATTN_ERR_UNSUPPORTED for a head_dim above
+ * CLATTN_MAX_HEAD_DIM; CLATTN_ERR_BUFFER_TOO_SMALL for a weight smaller
+ * than its shape. */
+#define CLATTN_SH_MAX_EXPERTS 64
+
+typedef struct clattn_switchhead_layer_desc {
+  int d_model;
+  int heads;
+  int head_dim;
+  int experts;
+  int topk;    /* experts per head and position, 1 .. experts */
+  float scale; /* 0 means 1/sqrt(head_dim) */
+} clattn_switchhead_layer_desc;
+
+CLATTN_API clattn_status clattn_layer_create_switchhead(
+    clattn_ctx *ctx, const clattn_switchhead_layer_desc *d, cl_mem w_q,
+    cl_mem w_k, cl_mem w_v, cl_mem w_o, cl_mem w_s, cl_mem w_d,
+    clattn_layer **out);
+
+/* The weights of a SwitchHead layer: 2 D H d_h (Q, K) + 2 H E D d_h (the
+ * experts) + 2 H E D (the selections; H D with one expert, which has no
+ * W_s); -1 for an invalid description. */
+CLATTN_API long long clattn_switchhead_layer_params(
+    const clattn_switchhead_layer_desc *d);
+
 /* A KV cache for a layer: batch sequences of at most `capacity` positions,
  * float32, BHSD, allocated by the library.  Sequence lengths start at 0. */
 typedef struct clattn_kv_cache clattn_kv_cache;
@@ -736,6 +785,28 @@ CLATTN_API clattn_status clattn_model_hh_layer(clattn_hh_variant v,
                                                int cache_len, int causal,
                                                const clattn_profile *prof,
                                                clattn_prediction *out);
+
+/* Predict a SwitchHead layer call as clattn_model_layer does (the expert
+ * GEMMs with every expert's weights read once a call, spec 6.3). */
+CLATTN_API clattn_status clattn_model_switchhead_layer(
+    const clattn_switchhead_layer_desc *d, int batch, int n, int cache_len,
+    int causal, const clattn_profile *prof, clattn_prediction *out);
+
+/* The SwitchHead paper's own accounting of one attention layer and one
+ * sequence (RobertCsordas/moe_attention, paper/common.py; spec 6.3 and
+ * 10): MACs and training memory in floats, which reproduce its Tables 1,
+ * 2 and 7 exactly.  experts == 0 is the dense Transformer of the same
+ * accounting (topk unused).  rope: no positional projection term. */
+typedef struct clattn_switchhead_paper {
+  int heads, head_dim, d_model;
+  int seq_len;        /* T */
+  int context_blocks; /* cb = C - 1: earlier chunks (1 for the XL models) */
+  int experts, topk;
+  int rope;
+} clattn_switchhead_paper;
+
+CLATTN_API clattn_status clattn_model_switchhead_paper(
+    const clattn_switchhead_paper *c, long long *macs, long long *mem_floats);
 
 /* ------------------------------------------------- parameter choice */
 
