@@ -88,7 +88,9 @@ clattn_status clattn__layer_model(const clattn__layer_kind *K,
   a.n = n;
   a.causal = causal != 0;
   if (cache_len == 0 && n > 1) {
-    rc = add_core(out, dram_reads, K, d, CLATTN__CORE_VALUES, &a, prof);
+    rc = add_core(out, dram_reads, K, d, CLATTN__CORE_MIX_IN, &a, prof);
+    if (rc == CLATTN_OK)
+      rc = add_core(out, dram_reads, K, d, CLATTN__CORE_VALUES, &a, prof);
     if (rc == CLATTN_OK)
       rc = add_core(out, dram_reads, K, d, CLATTN__CORE_PREFILL, &a, prof);
   } else {
@@ -96,7 +98,9 @@ clattn_status clattn__layer_model(const clattn__layer_kind *K,
      * written, as with pos = 0 (NULL) */
     a.capacity = cache_len + n;
     a.cached = cache_len;
-    rc = add_core(out, dram_reads, K, d, CLATTN__CORE_APPEND, &a, prof);
+    rc = add_core(out, dram_reads, K, d, CLATTN__CORE_MIX_IN, &a, prof);
+    if (rc == CLATTN_OK)
+      rc = add_core(out, dram_reads, K, d, CLATTN__CORE_APPEND, &a, prof);
     if (rc == CLATTN_OK)
       rc = add_core(out, dram_reads, K, d, CLATTN__CORE_VALUES, &a, prof);
     if (rc == CLATTN_OK)
@@ -108,6 +112,9 @@ clattn_status clattn__layer_model(const clattn__layer_kind *K,
     return rc;
   for (int i = K->nproj_in; i < K->nproj; i++)
     add_projection(out, dram_reads, K, d, i, rows);
+  rc = add_core(out, dram_reads, K, d, CLATTN__CORE_MIX_OUT, &a, prof);
+  if (rc != CLATTN_OK)
+    return rc;
   clattn__model_finish(out, dram_reads, prof);
   return CLATTN_OK;
 }
