@@ -130,13 +130,14 @@ typedef struct clattn__layer_kind {
 } clattn__layer_kind;
 
 /* The kinds: GQA/MHA/MQA (clattn_layer_create), talking-heads
- * (clattn_layer_create_talking_heads) and Hosseini & Hosseini's Optimised,
- * Efficient and Super (hh_kind.c). */
+ * (clattn_layer_create_talking_heads), Hosseini & Hosseini's Optimised,
+ * Efficient and Super (hh_kind.c) and SwitchHead (sh_kind.c). */
 extern const clattn__layer_kind clattn__layer_gqa;
 extern const clattn__layer_kind clattn__layer_th;
 extern const clattn__layer_kind clattn__layer_optimised;
 extern const clattn__layer_kind clattn__layer_efficient;
 extern const clattn__layer_kind clattn__layer_super;
+extern const clattn__layer_kind clattn__layer_sh;
 
 /* Core family `op` of kind K, or NULL (with a message in ctx when given)
  * when this build lacks it; NULL without a message when K makes no such
