@@ -4,6 +4,7 @@
  * holds and calls (weights, projections, cache shape, core descriptions)
  * is its kind (layer.h); the code here walks it. */
 #include "call/call.h"
+#include "family/cvmm.h"
 #include "layer/layer.h"
 #include "tune/tune_gemm.h"
 
@@ -260,11 +261,17 @@ static clattn_status project(clattn_layer *l, int first, int last,
     const clattn__projection *p = &K->proj[i];
     long inner, cols;
     K->weight_shape(l->d.bytes, p->weight, &inner, &cols);
-    const cl_mem in = p->from == CLATTN__ACT_X ? x : l->buf[p->from];
-    const cl_mem out = p->to == CLATTN__ACT_Y ? y : l->buf[p->to];
-    rc = clattn__layer_gemm(l->ctx, p->name, rows, (size_t)cols,
-                            (size_t)inner, in, l->w[p->weight], out,
-                            i == last - 1 ? event : NULL);
+    if (inner > INT32_MAX || cols > INT32_MAX)
+      return clattn__fail(l->ctx, CLATTN_ERR_SHAPE,
+                          "layer: projection %s of %ld x %ld is too large",
+                          p->name, inner, cols);
+    /* rows fit an int: check_call refused more */
+    const clattn__gemm_desc d = {(int)rows, (int)cols, (int)inner, NULL};
+    const cl_mem bufs[3] = {p->from == CLATTN__ACT_X ? x : l->buf[p->from],
+                            l->w[p->weight],
+                            p->to == CLATTN__ACT_Y ? y : l->buf[p->to]};
+    const clattn_events ev = {0, NULL, i == last - 1 ? event : NULL};
+    rc = clattn__call(l->ctx, &clattn__family_gemm, &d, bufs, &ev);
   }
   return rc;
 }

@@ -162,13 +162,6 @@ clattn_status clattn__layer_model(const clattn__layer_kind *K,
                                   const clattn_profile *prof,
                                   clattn_prediction *out);
 
-/* Row-major C[m, n] = A[m, k] B[k, n] with packed rows through CLBlast
- * (GEMV rows for short inputs); `event` (may be NULL) receives the last
- * command's event. */
-clattn_status clattn__layer_gemm(clattn_ctx *ctx, const char *what, size_t m,
-                                 size_t n, size_t k, cl_mem a, cl_mem b,
-                                 cl_mem c, cl_event *event);
-
 /* The handles (layer.c, kv_cache.c). */
 #define CLATTN__LAYER_MAGIC 0x6c617972u /* "layr" */
 #define CLATTN__KVC_MAGIC 0x6b766361u   /* "kvca" */
