@@ -322,6 +322,56 @@ run "model efficient-prefill (the K == V family)" 0 "$clattn" model \
   efficient-prefill --profile h100 --seq 64 --heads 2 --head-dim 32
 has "the efficient-prefill family's prediction" "^efficient-prefill dtype=f32"
 
+# clattn run switchhead: random weights checked against the reference (top
+# 2 of 3 experts, batch 2), the saved inputs read back with w_v and w_o as
+# [H*E, ..] as a prefill then decode steps, one expert without w_s, and a
+# top-k above the experts and a bad w_d refused.
+npy_reshape() { # npy_reshape FILE "(a, b, c)": the same data, another shape
+  python3 - "$@" <<'PY'
+import struct, sys
+path, shape = sys.argv[1], sys.argv[2]
+raw = open(path, "rb").read()
+data = raw[10 + struct.unpack("<H", raw[8:10])[0]:]
+head = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape
+head += " " * (63 - (10 + len(head)) % 64) + "\n"
+with open(path, "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode())
+    f.write(data)
+PY
+}
+sh=(--seq 6 --d-model 13 --heads 2 --head-dim 5)
+run "run switchhead --random --check" 0 "$clattn" run switchhead --random \
+  --batch 2 "${sh[@]}" --experts 3 --topk 2 --check --save-inputs "$tmp/sh"
+has "switchhead: check passes" "check switchhead: .*PASS"
+npy_reshape "$tmp/sh/w_v.npy" "(6, 13, 5)"
+npy_reshape "$tmp/sh/w_o.npy" "(6, 5, 13)"
+run "run switchhead --in --decode-from --check ([H*E, ..] experts)" 0 \
+  "$clattn" run switchhead --in "$tmp/sh" --out "$tmp/sh_y.npy" --heads 2 \
+  --topk 2 --decode-from 2 --check
+has "switchhead: prefill + decode check passes" \
+  "check switchhead (prefill + decode).*PASS"
+head -c 80 "$tmp/sh_y.npy" | grep -aq "'shape': (2, 6, 13)" &&
+  ok "switchhead: y has x's shape" || bad "switchhead: y's shape"
+run "run switchhead, one expert, --random --causal --check" 0 "$clattn" run \
+  switchhead --random "${sh[@]}" --experts 1 --topk 1 --causal --check \
+  --save-inputs "$tmp/sh1"
+[ ! -e "$tmp/sh1/w_s.npy" ] && ok "switchhead: one expert saves no w_s" ||
+  bad "switchhead: one expert saved a w_s"
+run "run switchhead --in, one expert without w_s" 0 "$clattn" run \
+  switchhead --in "$tmp/sh1" --out "$tmp/sh1_y.npy" --heads 2 --topk 1 \
+  --check
+has "switchhead: one expert check passes" "check switchhead: .*PASS"
+run "run switchhead --topk above the experts" 2 "$clattn" run switchhead \
+  --in "$tmp/sh1" --out "$tmp/sh1_y.npy" --heads 2 --topk 2
+has "switchhead: the refusal names the experts" "exceeds the 1 experts" \
+  "$tmp/err"
+npy_f32 "$tmp/sh/w_d.npy" 13 5
+run "run switchhead with a w_d of the wrong shape" 2 "$clattn" run \
+  switchhead --in "$tmp/sh" --out "$tmp/sh_y.npy" --heads 2 --topk 2
+has "switchhead: the bad w_d is named" "w_d.npy: shape \[13, 5\]" "$tmp/err"
+run "run switchhead --random without --topk" 2 "$clattn" run switchhead \
+  --random "${sh[@]}" --experts 3
+
 # Kernel compiler warnings stay off stderr (the library builds with -w)
 # unless CLATTN_KERNEL_WARNINGS=1: PoCL on AVX2 prints "N warnings
 # generated." for the float16 calling convention.  Cold caches both times.

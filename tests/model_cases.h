@@ -2,8 +2,8 @@
  * Oclgrind counts (tests/test_model.c runs tests/kernel_run.c on each under
  * Oclgrind's instruction counter).  Between them they launch every kernel
  * of cl/attention.cl, cl/decode.cl, cl/talking_heads.cl, cl/th_decode.cl,
- * cl/super_values.cl and cl/probe.cl, with odd sizes, masks, padding,
- * empty sequences and every storage type. */
+ * cl/super_values.cl, cl/cvmm.cl and cl/probe.cl, with odd sizes, masks,
+ * padding, empty sequences and every storage type. */
 #ifndef CLATTN_TESTS_MODEL_CASES_H
 #define CLATTN_TESTS_MODEL_CASES_H
 
@@ -186,6 +186,33 @@ static const model_case model_cases[] = {
      "batch=1 seq=9 pos=2 kv-seq=12 heads=2 head-dim=6 max-len=12 causal=1 "
      "layout=bshd",
      {-1, -1}, {0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
+    /* the expert-routed GEMM where its routing is deterministic (every
+     * expert chosen, or none routed): both modes and kernel shapes, tiles
+     * and column blocks that divide nothing, register blocks of R and the
+     * remainders below it; and the gemm family's own kernel */
+    {"cvmm reg split all experts", "cvmm",
+     "seq=13 model-dim=9 heads=2 head-dim=11 experts=3 topk=3 mode=split",
+     {-1, -1}, {1, 4, 8, 0, 8, 0, 0}, 0, 0, 0, 0},
+    {"cvmm reg sum all experts", "cvmm",
+     "batch=2 seq=7 model-dim=10 heads=2 head-dim=7 experts=2 topk=2 "
+     "mode=sum",
+     {-1, -1}, {1, 3, 4, 0, 5, 0, 0}, 0, 0, 0, 0},
+    {"cvmm local split all experts", "cvmm",
+     "seq=13 model-dim=9 heads=2 head-dim=11 experts=3 topk=3 mode=split",
+     {-1, -1}, {2, 2, 8, 16, 8, 0, 0}, 0, 0, 0, 0},
+    {"cvmm local sum all experts", "cvmm",
+     "seq=11 model-dim=19 heads=3 head-dim=5 experts=2 topk=2 mode=sum",
+     {-1, -1}, {2, 4, 16, 32, 8, 0, 0}, 0, 0, 0, 0},
+    {"cvmm reg split no routing", "cvmm",
+     "seq=9 model-dim=6 heads=3 head-dim=5 experts=1 gate=none mode=split",
+     {-1, -1}, {1, 2, 4, 0, 3, 0, 0}, 0, 0, 0, 0},
+    {"cvmm local sum no routing", "cvmm",
+     "seq=9 model-dim=6 heads=3 head-dim=5 experts=1 gate=none mode=sum",
+     {-1, -1}, {2, 2, 8, 16, 12, 0, 0}, 0, 0, 0, 0},
+    {"gemm own reg", "gemm", "m=11 n=13 k=9 dtype=f32", {-1, -1},
+     {1, 4, 8, 0, 8, 0, 1}, 0, 0, 0, 0},
+    {"gemm own local", "gemm", "m=10 n=21 k=17 dtype=f32", {-1, -1},
+     {2, 2, 16, 32, 6, 0, 1}, 0, 0, 0, 0},
     /* the probe's microkernels (cl/probe.cl); k = clattn__probe_kernel */
     PROBE_CASE("probe read w16", 0, 16, 8, 4),
     PROBE_CASE("probe read w1", 0, 1, 12, 4),

@@ -6,8 +6,8 @@
 # and out-of-bounds accesses under GPU-like limits (48 KiB local memory,
 # 256 work-items per group).
 #
-# Also test_layer and test_hh_layer (without the uninitialised-value check;
-# see below), and
+# Also test_layer, test_hh_layer and test_sh_layer (without the
+# uninitialised-value check; see below), and
 # every call of tests/model_cases.h through tests/kernel_run (all kernels
 # in the tree, the probe's microkernels included).
 #
@@ -80,6 +80,8 @@ echo "== oclgrind: test_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value 
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_layer" --jobs=2 || rc=1
 echo "== oclgrind: test_hh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check)"
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_hh_layer" --jobs=2 || rc=1
+echo "== oclgrind: test_sh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check)"
+env -u OCLGRIND_UNINITIALIZED "$build/tests/test_sh_layer" --jobs=2 || rc=1
 # Every call of tests/model_cases.h, the probe's microkernels included
 # (kernel_run exits 2 past the last case).
 echo "== oclgrind: kernel_run on every model case"

@@ -25,6 +25,7 @@ typedef struct cli_opts {
   int batch, seq, kv_seq, heads, kv_heads, head_dim, head_dim_v, d_model;
   int heads_k, heads_v; /* run talking-heads: key and value heads */
   int max_len; /* run super --random: W_a's size (0: --seq) */
+  int experts, topk; /* run switchhead: experts a head (--random), top-k */
   int decode_from; /* -1: none */
   int repeat;
   unsigned long long seed;
@@ -39,6 +40,8 @@ int cli_run_gqa(const cli_opts *o);
 int cli_run_th(const cli_opts *o);
 /* `clattn run optimised|efficient|super` (run_hh.c). */
 int cli_run_hh(const cli_opts *o, clattn_hh_variant v);
+/* `clattn run switchhead` (run_sh.c). */
+int cli_run_sh(const cli_opts *o);
 int cli_model(int argc, char **argv);
 int cli_probe(const cli_opts *o);
 int cli_tune(int argc, char **argv);

@@ -5,6 +5,7 @@
  *   clattn run gqa       (--in DIR | --random SHAPE...) [options]
  *   clattn run talking-heads (--in DIR | --random SHAPE...) [options]
  *   clattn run optimised|efficient|super (--in DIR | --random SHAPE...)
+ *   clattn run switchhead (--in DIR | --random SHAPE...) --heads H --topk K
  *   clattn probe [--device D] [--json] [--thorough] [--db PATH] [--no-store]
  *   clattn tune ... / clattn explain ... (tune.c)
  *   clattn db path | list [...] | export FILE | import FILE  [--db PATH]
@@ -31,6 +32,8 @@ static const char usage_text[] =
   "       clattn run talking-heads (--in DIR | --random SHAPE) [OPTIONS]\n"
   "       clattn run optimised|efficient|super (--in DIR | --random SHAPE)\n"
   "                  [OPTIONS]\n"
+  "       clattn run switchhead (--in DIR | --random SHAPE) --heads H\n"
+  "                  --topk K [OPTIONS]\n"
   "       clattn model FAMILY|layer|mqa|profiles|check ...\n"
   "         (roofline model; 'clattn model help' for its options)\n"
   "       clattn probe [--device SEL] [--json] [--thorough | --quick]\n"
@@ -72,6 +75,15 @@ static const char usage_text[] =
   "  SHAPE: --batch B --seq N --d-model D --heads H [--max-len L]\n"
   "         (super; default N)\n"
   "  --causal, --scale S, --decode-from P (as for run gqa)\n"
+  "run switchhead (SwitchHead: V and output mixtures of E experts a head,\n"
+  "  the top K by sigmoid gates): DIR holds x.npy [b,n,d] or [n,d],\n"
+  "  w_q.npy and w_k.npy [d,H*k], w_v.npy [H,E,d,k] or [H*E,d,k], w_o.npy\n"
+  "  [H,E,k,d] or [H*E,k,d], w_s.npy and w_d.npy [d,H*E] (w_s optional\n"
+  "  with E = 1) ('<f4'); --heads H and --topk K are required; head_dim\n"
+  "  and E come from the files; writes y with x's shape.\n"
+  "  SHAPE: --batch B --seq N --d-model D --heads H --head-dim K\n"
+  "         --experts E\n"
+  "  --causal, --scale S, --decode-from P (as for run gqa)\n"
   "common: --out FILE.npy (required with --in), --device SEL ('P:D', 'D'\n"
   "  or a name substring; default $CLATTN_DEVICE), --check (compare with\n"
   "  the reference; fails above rel. error 1e-4 for f32, 1e-3 for f16),\n"
@@ -99,13 +111,13 @@ static int usage(const char *why)
 
 /* Which command accepts an option. */
 enum { ATT = 1, GQA = 2, DEV = 4, PRB = 8, TH = 16, HHO = 32, HHE = 64,
-       HHS = 128, HH = HHO | HHE | HHS };
+       HHS = 128, HH = HHO | HHE | HHS, SH = 256 };
 
 enum opt_id {
   O_IN, O_OUT, O_DEVICE, O_SAVE, O_CAUSAL, O_CHECK, O_RANDOM, O_VERBOSE,
   O_LAYOUT, O_DTYPE, O_SCALE, O_BATCH, O_SEQ, O_KV_SEQ, O_HEADS, O_KV_HEADS,
   O_HEAD_DIM, O_HEAD_DIM_V, O_D_MODEL, O_HEADS_K, O_HEADS_V, O_MAX_LEN,
-  O_DECODE_FROM,
+  O_EXPERTS, O_TOPK, O_DECODE_FROM,
   O_REPEAT, O_SEED,
   O_JSON, O_THOROUGH, O_QUICK, O_DB, O_NO_STORE,
   O_COUNT
@@ -115,31 +127,33 @@ static const struct opt {
   const char *name;
   int has_arg, cmds;
 } opts[O_COUNT] = {
-  [O_IN] = {"in", 1, ATT | GQA | TH | HH},
-  [O_OUT] = {"out", 1, ATT | GQA | TH | HH},
-  [O_DEVICE] = {"device", 1, ATT | GQA | TH | HH | PRB},
-  [O_SAVE] = {"save-inputs", 1, ATT | GQA | TH | HH},
-  [O_CAUSAL] = {"causal", 0, ATT | GQA | TH | HH},
-  [O_CHECK] = {"check", 0, ATT | GQA | TH | HH},
-  [O_RANDOM] = {"random", 0, ATT | GQA | TH | HH},
-  [O_VERBOSE] = {"verbose", 0, ATT | GQA | TH | HH | DEV},
+  [O_IN] = {"in", 1, ATT | GQA | TH | HH | SH},
+  [O_OUT] = {"out", 1, ATT | GQA | TH | HH | SH},
+  [O_DEVICE] = {"device", 1, ATT | GQA | TH | HH | SH | PRB},
+  [O_SAVE] = {"save-inputs", 1, ATT | GQA | TH | HH | SH},
+  [O_CAUSAL] = {"causal", 0, ATT | GQA | TH | HH | SH},
+  [O_CHECK] = {"check", 0, ATT | GQA | TH | HH | SH},
+  [O_RANDOM] = {"random", 0, ATT | GQA | TH | HH | SH},
+  [O_VERBOSE] = {"verbose", 0, ATT | GQA | TH | HH | SH | DEV},
   [O_LAYOUT] = {"layout", 1, ATT},
   [O_DTYPE] = {"dtype", 1, ATT},
-  [O_SCALE] = {"scale", 1, ATT | GQA | TH | HH},
-  [O_BATCH] = {"batch", 1, ATT | GQA | TH | HH},
-  [O_SEQ] = {"seq", 1, ATT | GQA | TH | HH},
+  [O_SCALE] = {"scale", 1, ATT | GQA | TH | HH | SH},
+  [O_BATCH] = {"batch", 1, ATT | GQA | TH | HH | SH},
+  [O_SEQ] = {"seq", 1, ATT | GQA | TH | HH | SH},
   [O_KV_SEQ] = {"kv-seq", 1, ATT},
-  [O_HEADS] = {"heads", 1, ATT | GQA | TH | HH},
+  [O_HEADS] = {"heads", 1, ATT | GQA | TH | HH | SH},
   [O_KV_HEADS] = {"kv-heads", 1, ATT | GQA},
-  [O_HEAD_DIM] = {"head-dim", 1, ATT | GQA | TH},
+  [O_HEAD_DIM] = {"head-dim", 1, ATT | GQA | TH | SH},
   [O_HEAD_DIM_V] = {"head-dim-v", 1, ATT | GQA | TH},
-  [O_D_MODEL] = {"d-model", 1, GQA | TH | HH},
+  [O_D_MODEL] = {"d-model", 1, GQA | TH | HH | SH},
   [O_HEADS_K] = {"heads-k", 1, TH},
   [O_HEADS_V] = {"heads-v", 1, TH},
   [O_MAX_LEN] = {"max-len", 1, HHS},
-  [O_DECODE_FROM] = {"decode-from", 1, GQA | TH | HH},
-  [O_REPEAT] = {"repeat", 1, ATT | GQA | TH | HH},
-  [O_SEED] = {"seed", 1, ATT | GQA | TH | HH},
+  [O_EXPERTS] = {"experts", 1, SH},
+  [O_TOPK] = {"topk", 1, SH},
+  [O_DECODE_FROM] = {"decode-from", 1, GQA | TH | HH | SH},
+  [O_REPEAT] = {"repeat", 1, ATT | GQA | TH | HH | SH},
+  [O_SEED] = {"seed", 1, ATT | GQA | TH | HH | SH},
   [O_JSON] = {"json", 0, PRB},
   [O_THOROUGH] = {"thorough", 0, PRB},
   [O_QUICK] = {"quick", 0, PRB},
@@ -221,7 +235,8 @@ static int apply(cli_opts *o, enum opt_id id, const char *v, int *given)
            : id == O_KV_HEADS ? &o->kv_heads : id == O_HEAD_DIM ? &o->head_dim
            : id == O_HEAD_DIM_V ? &o->head_dim_v : id == O_D_MODEL ? &o->d_model
            : id == O_HEADS_K ? &o->heads_k : id == O_HEADS_V ? &o->heads_v
-           : id == O_MAX_LEN ? &o->max_len : &o->repeat;
+           : id == O_MAX_LEN ? &o->max_len : id == O_EXPERTS ? &o->experts
+           : id == O_TOPK ? &o->topk : &o->repeat;
   return parse_int(name, v, 1, INT_MAX, dst) ? usage(NULL) : 0;
 }
 
@@ -274,7 +289,7 @@ static int validate(int cmd, cli_opts *o, const int *given)
   static const enum opt_id shape_opts[] = {
     O_BATCH, O_SEQ, O_KV_SEQ, O_KV_HEADS, O_HEAD_DIM, O_HEAD_DIM_V,
     O_D_MODEL, O_DTYPE, O_SEED, O_SAVE, O_HEADS, O_HEADS_K, O_HEADS_V,
-    O_MAX_LEN};
+    O_MAX_LEN, O_EXPERTS};
   if (o->in && o->random)
     return usage("--in and --random are exclusive");
   if (!o->in && !o->random)
@@ -287,7 +302,7 @@ static int validate(int cmd, cli_opts *o, const int *given)
       enum opt_id id = shape_opts[i];
       if (cmd == GQA && (id == O_HEADS || id == O_KV_HEADS))
         continue;
-      if ((cmd & HH) && id == O_HEADS)
+      if ((cmd & (HH | SH)) && id == O_HEADS)
         continue;
       if (given[id]) {
         cli_err("--%s is only valid with --random", opts[id].name);
@@ -300,6 +315,22 @@ static int validate(int cmd, cli_opts *o, const int *given)
       return usage("run gqa: --heads H is required");
     if ((cmd & HH) && !given[O_HEADS])
       return usage("run optimised|efficient|super: --heads H is required");
+    if (cmd == SH && (!given[O_HEADS] || !given[O_TOPK]))
+      return usage("run switchhead: --heads H and --topk K are required");
+    return 0;
+  }
+  if (cmd == SH) {
+    if (!given[O_SEQ] || !given[O_D_MODEL] || !given[O_HEADS] ||
+        !given[O_HEAD_DIM] || !given[O_EXPERTS] || !given[O_TOPK])
+      return usage("--random needs --seq, --d-model, --heads, --head-dim, "
+                   "--experts, --topk");
+    if (!given[O_BATCH])
+      o->batch = 1;
+    /* x [b, n, d], w_q [d, H*k] and the experts' w_v [H, E, d, k] */
+    double x = (double)o->batch * o->seq * o->d_model;
+    double w = (double)o->d_model * o->heads * o->head_dim * o->experts;
+    if ((x > w ? x : w) > 17179869184.0)
+      return usage("--random: tensors of more than 2^34 elements");
     return 0;
   }
   if (cmd & HH) {
@@ -409,7 +440,7 @@ int main(int argc, char **argv)
   }
   if (argc < 3)
     return usage("run: missing kernel (attention, gqa, talking-heads, "
-                 "optimised, efficient or super)");
+                 "optimised, efficient, super or switchhead)");
   const int hh = cli_hh_variant(argv[2]);
   int cmd = !strcmp(argv[2], "attention")       ? ATT
             : !strcmp(argv[2], "gqa")           ? GQA
@@ -417,10 +448,12 @@ int main(int argc, char **argv)
             : hh == CLATTN_HH_OPTIMISED         ? HHO
             : hh == CLATTN_HH_EFFICIENT         ? HHE
             : hh == CLATTN_HH_SUPER             ? HHS
+            : !strcmp(argv[2], "switchhead")    ? SH
                                                 : 0;
   if (!cmd) {
     cli_err("run: unknown kernel '%s' (expected attention, gqa, "
-            "talking-heads, optimised, efficient or super)", argv[2]);
+            "talking-heads, optimised, efficient, super or switchhead)",
+            argv[2]);
     return usage(NULL);
   }
   int rc = parse(argc - 3, argv + 3, cmd, &o, given);
@@ -431,5 +464,6 @@ int main(int argc, char **argv)
   return cmd == ATT   ? cli_run_attention(&o)
          : cmd == GQA ? cli_run_gqa(&o)
          : cmd == TH  ? cli_run_th(&o)
+         : cmd == SH  ? cli_run_sh(&o)
                       : cli_run_hh(&o, (clattn_hh_variant)hh);
 }

@@ -448,8 +448,8 @@ CLATTN_API long long clattn_hh_layer_params(clattn_hh_variant v,
  * renormalised); a tie in top-k goes to the lower expert index; the value
  * side is selected from the key's position, the output side from the
  * query's.  experts == 1 is the official code's dense case: V = x W_v
- * ungated (w_s is not read and may be NULL) and y = sum_h sigmoid(x W_d)_h
- * (A_h V_h) W_o[h].
+ * ungated (w_s is not read and may be NULL; a buffer given is ignored) and
+ * y = sum_h sigmoid(x W_d)_h (A_h V_h) W_o[h].
  *   w_q, w_k [d_model, heads*head_dim]
  *   w_v [heads, experts, d_model, head_dim]
  *   w_o [heads, experts, head_dim, d_model]
@@ -458,7 +458,8 @@ CLATTN_API long long clattn_hh_layer_params(clattn_hh_variant v,
  * (row-major).  The cache holds K and the already-mixed V, 2 heads*head_dim
  * floats a position: the experts do not enlarge it.
  * Errors: CLATTN_ERR_INVALID_ARG for a NULL descriptor, weight (w_s with
- * one expert excepted) or out; CLATTN_ERR_SHAPE for d_model, heads or
+ * one expert excepted) or out, or a scale that is negative or not finite;
+ * CLATTN_ERR_SHAPE for d_model, heads or
  * head_dim below 1, experts outside 1..CLATTN_SH_MAX_EXPERTS, or topk
  * outside 1..experts; CLATTN_ERR_UNSUPPORTED for a head_dim above
  * CLATTN_MAX_HEAD_DIM; CLATTN_ERR_BUFFER_TOO_SMALL for a weight smaller

@@ -4,6 +4,7 @@
  * holds and calls (weights, projections, cache shape, core descriptions)
  * is its kind (layer.h); the code here walks it. */
 #include "call/call.h"
+#include "family/cvmm.h"
 #include "layer/layer.h"
 #include "tune/tune_gemm.h"
 
@@ -106,6 +107,15 @@ const clattn__family *clattn__layer_family(clattn_ctx *ctx,
 
 /* -------------------------------------------------------------- layer */
 
+/* Weight i has no columns for this description: the layer does without
+ * it (layer.h). */
+static int weight_absent(const clattn__layer_kind *K, const void *d, int i)
+{
+  long inner, cols;
+  K->weight_shape(d, i, &inner, &cols);
+  return cols == 0;
+}
+
 clattn_status clattn__layer_create(clattn_ctx *ctx,
                                    const clattn__layer_kind *K,
                                    const void *d, const cl_mem *w,
@@ -123,16 +133,19 @@ clattn_status clattn__layer_create(clattn_ctx *ctx,
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
                         "%s layer create: NULL %s", K->name,
                         d == NULL ? "descriptor" : "out pointer");
-  for (int i = 0; i < K->nweights; i++)
-    if (w[i] == NULL)
-      return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                          "%s layer create: NULL weight buffer %s", K->name,
-                          K->weights[i]);
+  /* the description first: it says which weights are absent */
   why[0] = '\0';
   if ((rc = K->check(d, why, sizeof why)))
     return clattn__fail(ctx, rc, "%s", why);
+  for (int i = 0; i < K->nweights; i++)
+    if (w[i] == NULL && !weight_absent(K, d, i))
+      return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                          "%s layer create: NULL weight buffer %s", K->name,
+                          K->weights[i]);
   for (int i = 0; i < K->nweights; i++) {
     long inner, cols;
+    if (weight_absent(K, d, i))
+      continue;
     K->weight_shape(d, i, &inner, &cols);
     const size_t bytes = clattn__bytes(4, inner, cols, 1, 1);
     if (bytes == 0)
@@ -157,6 +170,8 @@ clattn_status clattn__layer_create(clattn_ctx *ctx,
   l->kind = K;
   memcpy(l->d.bytes, d, K->desc_size);
   for (int i = 0; i < K->nweights; i++) {
+    if (weight_absent(K, d, i))
+      continue;
     cl_int err = clRetainMemObject(w[i]);
     if (err != CL_SUCCESS) {
       rc = clattn__cl_fail(ctx, err, "clRetainMemObject(weight)", __FILE__,
@@ -246,11 +261,17 @@ static clattn_status project(clattn_layer *l, int first, int last,
     const clattn__projection *p = &K->proj[i];
     long inner, cols;
     K->weight_shape(l->d.bytes, p->weight, &inner, &cols);
-    const cl_mem in = p->from == CLATTN__ACT_X ? x : l->buf[p->from];
-    const cl_mem out = p->to == CLATTN__ACT_Y ? y : l->buf[p->to];
-    rc = clattn__layer_gemm(l->ctx, p->name, rows, (size_t)cols,
-                            (size_t)inner, in, l->w[p->weight], out,
-                            i == last - 1 ? event : NULL);
+    if (inner > INT32_MAX || cols > INT32_MAX)
+      return clattn__fail(l->ctx, CLATTN_ERR_SHAPE,
+                          "layer: projection %s of %ld x %ld is too large",
+                          p->name, inner, cols);
+    /* rows fit an int: check_call refused more */
+    const clattn__gemm_desc d = {(int)rows, (int)cols, (int)inner, NULL};
+    const cl_mem bufs[3] = {p->from == CLATTN__ACT_X ? x : l->buf[p->from],
+                            l->w[p->weight],
+                            p->to == CLATTN__ACT_Y ? y : l->buf[p->to]};
+    const clattn_events ev = {0, NULL, i == last - 1 ? event : NULL};
+    rc = clattn__call(l->ctx, &clattn__family_gemm, &d, bufs, &ev);
   }
   return rc;
 }
@@ -308,8 +329,8 @@ static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c,
   return rc;
 }
 
-/* The projections before the core, and after it (the last command: its
- * event goes to ev->out). */
+/* The projections before the core, and after it (the last command unless
+ * the kind makes a MIX_OUT call: then that one's event goes to ev->out). */
 static clattn_status project_in(clattn_layer *l, size_t rows, cl_mem x)
 {
   return project(l, 0, l->kind->nproj_in, rows, x, NULL, NULL);
@@ -318,14 +339,15 @@ static clattn_status project_in(clattn_layer *l, size_t rows, cl_mem x)
 static clattn_status project_out(clattn_layer *l, size_t rows, cl_mem y,
                                  const clattn_events *ev)
 {
+  const int last = l->kind->family[CLATTN__CORE_MIX_OUT] == NULL;
   return project(l, l->kind->nproj_in, l->kind->nproj, rows, NULL, y,
-                 ev != NULL ? ev->out : NULL);
+                 last && ev != NULL ? ev->out : NULL);
 }
 
 /* The arguments of the core calls of one step: the layer's activations
  * and, with a cache, its buffers. */
 static void core_args(const clattn_layer *l, const clattn_kv_cache *c,
-                      int batch, int n, int causal, cl_mem x,
+                      int batch, int n, int causal, cl_mem x, cl_mem y,
                       clattn__core_args *a)
 {
   memset(a, 0, sizeof *a);
@@ -336,6 +358,7 @@ static void core_args(const clattn_layer *l, const clattn_kv_cache *c,
     if (i != CLATTN__ACT_X && i != CLATTN__ACT_Y)
       a->act[i] = l->buf[i];
   a->act[CLATTN__ACT_X] = x;
+  a->act[CLATTN__ACT_Y] = y;
   a->w = l->w;
   if (c != NULL) {
     a->capacity = c->capacity;
@@ -348,9 +371,10 @@ static void core_args(const clattn_layer *l, const clattn_kv_cache *c,
 }
 
 /* Core call `op` of the layer's kind through the family's call path (none
- * when the kind makes no such call). */
+ * when the kind makes no such call); `out` (may be NULL) receives its
+ * event. */
 static clattn_status core(clattn_layer *l, clattn__core_op op,
-                          const clattn__core_args *a)
+                          const clattn__core_args *a, cl_event *out)
 {
   if (l->kind->family[op] == NULL)
     return CLATTN_OK;
@@ -360,13 +384,27 @@ static clattn_status core(clattn_layer *l, clattn__core_op op,
   clattn__core_call call;
   memset(&call, 0, sizeof call);
   l->kind->core(l->d.bytes, op, a, &call);
-  return clattn__call(l->ctx, F, call.desc.bytes, call.buf, NULL);
+  const clattn_events ev = {0, NULL, out};
+  return clattn__call(l->ctx, F, call.desc.bytes, call.buf,
+                      out != NULL ? &ev : NULL);
+}
+
+/* The step's end: the projections out, then the MIX_OUT call, the last
+ * command (its event to ev->out; layer.h). */
+static clattn_status step_out(clattn_layer *l, const clattn__core_args *a,
+                              cl_mem y, const clattn_events *ev)
+{
+  const size_t rows = (size_t)a->batch * (size_t)a->n;
+  clattn_status rc = project_out(l, rows, y, ev);
+  if (rc == CLATTN_OK)
+    rc = core(l, CLATTN__CORE_MIX_OUT, a, ev != NULL ? ev->out : NULL);
+  return rc;
 }
 
 /* One call through the cache, n new positions a sequence (decode: 1):
- * the append position and the lengths, the projections in, the append
- * and values calls, the attention `op`, the projection out (its event to
- * ev->out); the cache grows only when everything was enqueued. */
+ * the append position and the lengths, the projections in, the MIX_IN,
+ * append and values calls, the attention `op`, the step's end (step_out);
+ * the cache grows only when everything was enqueued. */
 static clattn_status cached_step(clattn_layer *l, clattn_kv_cache *c,
                                  clattn__core_op op,
                                  const clattn__core_args *a, cl_mem x,
@@ -379,13 +417,15 @@ static clattn_status cached_step(clattn_layer *l, clattn_kv_cache *c,
   if (rc == CLATTN_OK)
     rc = project_in(l, rows, x);
   if (rc == CLATTN_OK)
-    rc = core(l, CLATTN__CORE_APPEND, a);
+    rc = core(l, CLATTN__CORE_MIX_IN, a, NULL);
   if (rc == CLATTN_OK)
-    rc = core(l, CLATTN__CORE_VALUES, a);
+    rc = core(l, CLATTN__CORE_APPEND, a, NULL);
   if (rc == CLATTN_OK)
-    rc = core(l, op, a);
+    rc = core(l, CLATTN__CORE_VALUES, a, NULL);
   if (rc == CLATTN_OK)
-    rc = project_out(l, rows, y, ev);
+    rc = core(l, op, a, NULL);
+  if (rc == CLATTN_OK)
+    rc = step_out(l, a, y, ev);
   if (rc == CLATTN_OK)
     c->len += a->n;
   return rc;
@@ -413,18 +453,20 @@ clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
   if (rc != CLATTN_OK)
     return rc;
   const size_t rows = (size_t)batch * (size_t)n;
-  core_args(l, c, batch, n, causal, x, &a);
+  core_args(l, c, batch, n, causal, x, y, &a);
 
   if (c == NULL) {
     rc = wait_barrier(ctx, ev);
     if (rc == CLATTN_OK)
       rc = project_in(l, rows, x);
     if (rc == CLATTN_OK)
-      rc = core(l, CLATTN__CORE_VALUES, &a);
+      rc = core(l, CLATTN__CORE_MIX_IN, &a, NULL);
     if (rc == CLATTN_OK)
-      rc = core(l, CLATTN__CORE_PREFILL, &a);
+      rc = core(l, CLATTN__CORE_VALUES, &a, NULL);
     if (rc == CLATTN_OK)
-      rc = project_out(l, rows, y, ev);
+      rc = core(l, CLATTN__CORE_PREFILL, &a, NULL);
+    if (rc == CLATTN_OK)
+      rc = step_out(l, &a, y, ev);
     return rc;
   }
 
@@ -452,6 +494,6 @@ clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c,
                   x, y, ev, &s);
   if (rc != CLATTN_OK)
     return rc;
-  core_args(l, c, c->batch, 1, 1, x, &a);
+  core_args(l, c, c->batch, 1, 1, x, y, &a);
   return cached_step(l, c, CLATTN__CORE_DECODE, &a, x, y, ev);
 }

@@ -31,13 +31,23 @@ typedef struct clattn__projection {
 
 /* The core calls a layer makes: a block of queries (over its own K/V or
  * the cache), one query per sequence over the cache, the cache's append,
- * and (optional) values computed from the appended rows before the
- * attention (Super attention's V' = W_a X). */
+ * and the optional ones: values computed from the appended rows before the
+ * attention (Super attention's V' = W_a X), a call after the projections
+ * in and before the append (MIX_IN: SwitchHead's expert-mixed V, which the
+ * cache stores), and one after the attention and the projections out that
+ * writes the caller's y (MIX_OUT: SwitchHead's expert-mixed output).  A
+ * step runs them in this order:
+ *   projections in, MIX_IN, [APPEND], VALUES, PREFILL or DECODE,
+ *   projections out, MIX_OUT
+ * and its last command's event (MIX_OUT's when the kind makes one, else
+ * the last projection's) goes to the caller's ev->out. */
 typedef enum clattn__core_op {
   CLATTN__CORE_PREFILL,
   CLATTN__CORE_DECODE,
   CLATTN__CORE_APPEND,
   CLATTN__CORE_VALUES,
+  CLATTN__CORE_MIX_IN,
+  CLATTN__CORE_MIX_OUT,
   CLATTN__CORE_OPS
 } clattn__core_op;
 
@@ -58,8 +68,7 @@ typedef struct clattn__core_args {
   int capacity;  /* the cache's rows per sequence; 0: no cache */
   int cached;    /* positions already in the cache (P) */
   int causal;
-  cl_mem act[CLATTN__ACTS]; /* x (the caller's), Q, K, V, O (y is not the
-                               core's) */
+  cl_mem act[CLATTN__ACTS]; /* x and y (the caller's), Q, K, V, O */
   cl_mem k_cache, v_cache;
   cl_mem pos;  /* int32 [batch]: where the append writes */
   cl_mem lens; /* int32 [batch]: valid cache rows */
@@ -91,7 +100,10 @@ typedef struct clattn__layer_kind {
   clattn_status (*check)(const void *desc, char *why, size_t cap);
   int nweights;
   const char *const *weights; /* names, in the create call's order */
-  /* Weight i's [inner, cols] (row-major) for the layer's description. */
+  /* Weight i's [inner, cols] (row-major) for the layer's description.  A
+   * weight of 0 columns is absent for this description (SwitchHead's W_s
+   * with one expert): the create accepts NULL for it, and ignores and
+   * does not retain a buffer given anyway, so the kind reads NULL. */
   void (*weight_shape)(const void *desc, int i, long *inner, long *cols);
   /* The projections: the first nproj_in before the core, the rest after
    * it (they read the core's output).  Weights no projection names are
@@ -106,24 +118,26 @@ typedef struct clattn__layer_kind {
   clattn_status (*check_call)(const void *desc, int positions, int cache,
                               int causal, char *why, size_t cap);
   /* (optional) Floats per position of activation a that a core call writes
-   * and no projection sizes (Super's V'); 0 for the others.  NULL: none. */
+   * or reads and no projection sizes (Super's V'; SwitchHead's V, O and
+   * the y its MIX_OUT writes); 0 for the others.  NULL: none. */
   long (*core_act_cols)(const void *desc, clattn__layer_act a);
   /* The core families by registry name (NULL: the kind makes no such
-   * call; only VALUES may be NULL), and each call's description and
-   * buffers built from the arguments. */
+   * call; only VALUES, MIX_IN and MIX_OUT may be NULL), and each call's
+   * description and buffers built from the arguments. */
   const char *family[CLATTN__CORE_OPS];
   void (*core)(const void *desc, clattn__core_op op,
                const clattn__core_args *a, clattn__core_call *call);
 } clattn__layer_kind;
 
 /* The kinds: GQA/MHA/MQA (clattn_layer_create), talking-heads
- * (clattn_layer_create_talking_heads) and Hosseini & Hosseini's Optimised,
- * Efficient and Super (hh_kind.c). */
+ * (clattn_layer_create_talking_heads), Hosseini & Hosseini's Optimised,
+ * Efficient and Super (hh_kind.c) and SwitchHead (sh_kind.c). */
 extern const clattn__layer_kind clattn__layer_gqa;
 extern const clattn__layer_kind clattn__layer_th;
 extern const clattn__layer_kind clattn__layer_optimised;
 extern const clattn__layer_kind clattn__layer_efficient;
 extern const clattn__layer_kind clattn__layer_super;
+extern const clattn__layer_kind clattn__layer_sh;
 
 /* Core family `op` of kind K, or NULL (with a message in ctx when given)
  * when this build lacks it; NULL without a message when K makes no such
@@ -147,13 +161,6 @@ clattn_status clattn__layer_model(const clattn__layer_kind *K,
                                   int cache_len, int causal,
                                   const clattn_profile *prof,
                                   clattn_prediction *out);
-
-/* Row-major C[m, n] = A[m, k] B[k, n] with packed rows through CLBlast
- * (GEMV rows for short inputs); `event` (may be NULL) receives the last
- * command's event. */
-clattn_status clattn__layer_gemm(clattn_ctx *ctx, const char *what, size_t m,
-                                 size_t n, size_t k, cl_mem a, cl_mem b,
-                                 cl_mem c, cl_event *event);
 
 /* The handles (layer.c, kv_cache.c). */
 #define CLATTN__LAYER_MAGIC 0x6c617972u /* "layr" */

@@ -1,51 +1,55 @@
 /* layer_model.c - the model of a whole layer call of any kind: its
- * projections as ideal GEMMs (or GEMV rows) around the kernels of the core
- * calls the kind builds, in the order layer.c makes them. */
-#include "family/plan.h"
+ * projections as the gemm family predicts them (what the layer's calls
+ * run) around the kernels of the core calls the kind builds, in the order
+ * layer.c makes them. */
+#include "family/cvmm.h"
 #include "layer/layer.h"
 #include "model/model.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-/* An ideal GEMM (or the GEMV rows the layer uses for short inputs):
- * C[m,n] = A[m,k] B[k,n], each matrix moved once, 2mnk FLOPs. */
-static void add_gemm(clattn_prediction *out, double *dram_reads,
-                     const char *name, double m, double n, double k) {
-  clattn_cost *c = clattn__model_kernel(out, name);
-  if (c == NULL)
-    return;
-  c->launches = m <= CLATTN_LAYER_GEMV_ROWS ? (int)m + 1 : 1;
-  c->flops = 2.0 * m * n * k;
-  c->fma_issued = m * n * k;
-  c->bytes_read = 4.0 * (m * k + k * n);
-  c->bytes_written = 4.0 * m * n;
-  c->bytes_compulsory = c->bytes_read + c->bytes_written;
-  c->bytes_dram = c->bytes_compulsory;
-  dram_reads[out->n_kernels - 1] = c->bytes_read;
-}
-
-/* Projection i of the kind over `rows` rows, as add_gemm. */
-static void add_projection(clattn_prediction *out, double *dram_reads,
-                           const clattn__layer_kind *K, const void *d, int i,
-                           double rows) {
-  long inner, cols;
-  K->weight_shape(d, K->proj[i].weight, &inner, &cols);
-  char name[32];
-  snprintf(name, sizeof name, "gemm %s", K->proj[i].name);
-  add_gemm(out, dram_reads, name, rows, (double)cols, (double)inner);
-}
-
-/* Append the kernels of sub-prediction `sub` to `out`. */
+/* Append the kernels of sub-prediction `sub` to `out`; name, when not
+ * NULL, replaces their names. */
 static void merge(clattn_prediction *out, double *dram_reads,
-                  const clattn_prediction *sub) {
+                  const clattn_prediction *sub, const char *name) {
   for (int i = 0; i < sub->n_kernels; i++) {
     if (out->n_kernels >= CLATTN_MODEL_MAX_KERNELS)
       return;
     const clattn_cost *c = &sub->kernel[i];
     dram_reads[out->n_kernels] = c->bytes_dram - c->bytes_written;
-    out->kernel[out->n_kernels++] = *c;
+    out->kernel[out->n_kernels] = *c;
+    if (name)
+      snprintf(out->kernel[out->n_kernels].kernel,
+               sizeof out->kernel[0].kernel, "%s", name);
+    out->n_kernels++;
   }
+}
+
+/* Projection i of the kind over `rows` rows: the gemm family's model of
+ * the call the layer makes, its kernels named "gemm <projection>". */
+static clattn_status add_projection(clattn_prediction *out,
+                                    double *dram_reads,
+                                    const clattn__layer_kind *K,
+                                    const void *d, int i, double rows,
+                                    const clattn_profile *prof) {
+  long inner, cols;
+  K->weight_shape(d, K->proj[i].weight, &inner, &cols);
+  if (inner > INT32_MAX || cols > INT32_MAX || rows > INT32_MAX)
+    return clattn__model_fail(out, CLATTN_ERR_SHAPE,
+                              "a projection's sizes overflow");
+  const clattn__gemm_desc g = {(int)rows, (int)cols, (int)inner, NULL};
+  clattn_prediction sub;
+  clattn_status rc = clattn__model(&clattn__family_gemm, &g, NULL, prof, &sub);
+  if (rc != CLATTN_OK) {
+    snprintf(out->errmsg, sizeof out->errmsg, "%s", sub.errmsg);
+    return rc;
+  }
+  char name[32];
+  snprintf(name, sizeof name, "gemm %s", K->proj[i].name);
+  merge(out, dram_reads, &sub, name);
+  return CLATTN_OK;
 }
 
 /* The model of core call `op` merged into out. */
@@ -68,7 +72,7 @@ static clattn_status add_core(clattn_prediction *out, double *dram_reads,
     snprintf(out->errmsg, sizeof out->errmsg, "%s", sub.errmsg);
     return rc;
   }
-  merge(out, dram_reads, &sub);
+  merge(out, dram_reads, &sub, NULL);
   return CLATTN_OK;
 }
 
@@ -79,16 +83,20 @@ clattn_status clattn__layer_model(const clattn__layer_kind *K,
                                   clattn_prediction *out) {
   double dram_reads[CLATTN_MODEL_MAX_KERNELS] = {0};
   const double rows = (double)batch * n;
-  clattn_status rc;
-  for (int i = 0; i < K->nproj_in; i++)
-    add_projection(out, dram_reads, K, d, i, rows);
+  clattn_status rc = CLATTN_OK;
+  for (int i = 0; i < K->nproj_in && rc == CLATTN_OK; i++)
+    rc = add_projection(out, dram_reads, K, d, i, rows, prof);
+  if (rc != CLATTN_OK)
+    return rc;
   clattn__core_args a;
   memset(&a, 0, sizeof a);
   a.batch = batch;
   a.n = n;
   a.causal = causal != 0;
   if (cache_len == 0 && n > 1) {
-    rc = add_core(out, dram_reads, K, d, CLATTN__CORE_VALUES, &a, prof);
+    rc = add_core(out, dram_reads, K, d, CLATTN__CORE_MIX_IN, &a, prof);
+    if (rc == CLATTN_OK)
+      rc = add_core(out, dram_reads, K, d, CLATTN__CORE_VALUES, &a, prof);
     if (rc == CLATTN_OK)
       rc = add_core(out, dram_reads, K, d, CLATTN__CORE_PREFILL, &a, prof);
   } else {
@@ -96,7 +104,9 @@ clattn_status clattn__layer_model(const clattn__layer_kind *K,
      * written, as with pos = 0 (NULL) */
     a.capacity = cache_len + n;
     a.cached = cache_len;
-    rc = add_core(out, dram_reads, K, d, CLATTN__CORE_APPEND, &a, prof);
+    rc = add_core(out, dram_reads, K, d, CLATTN__CORE_MIX_IN, &a, prof);
+    if (rc == CLATTN_OK)
+      rc = add_core(out, dram_reads, K, d, CLATTN__CORE_APPEND, &a, prof);
     if (rc == CLATTN_OK)
       rc = add_core(out, dram_reads, K, d, CLATTN__CORE_VALUES, &a, prof);
     if (rc == CLATTN_OK)
@@ -106,8 +116,12 @@ clattn_status clattn__layer_model(const clattn__layer_kind *K,
   }
   if (rc != CLATTN_OK)
     return rc;
-  for (int i = K->nproj_in; i < K->nproj; i++)
-    add_projection(out, dram_reads, K, d, i, rows);
+  for (int i = K->nproj_in; i < K->nproj && rc == CLATTN_OK; i++)
+    rc = add_projection(out, dram_reads, K, d, i, rows, prof);
+  if (rc == CLATTN_OK)
+    rc = add_core(out, dram_reads, K, d, CLATTN__CORE_MIX_OUT, &a, prof);
+  if (rc != CLATTN_OK)
+    return rc;
   clattn__model_finish(out, dram_reads, prof);
   return CLATTN_OK;
 }

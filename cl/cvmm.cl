@@ -1,0 +1,503 @@
+/* cvmm.cl - the expert-grouped GEMM (SwitchHead's CVMM, spec 6) and its
+ * dense case, float32 (host/src/family/cvmm.h has the semantics).
+ *
+ * Routing, three launches, no host round trip:
+ *   cvmm_route   the H*E logits sel_x W_sel of RR rows a work-item (vectors
+ *                across the columns), each head's top-k (a tie goes to the
+ *                lower expert index; chosen on the logits, as sigmoid is
+ *                monotone) and its raw sigmoid gates -> sel[row, h, slot]
+ *   cvmm_bucket  one work-group: the count of every (head, expert) bucket
+ *                in every row tile of TILE rows, an exclusive prefix sum
+ *                over (bucket, tile), bucket-major, into off[], and a stable
+ *                scatter of (row, gate) into list[]: within a bucket the
+ *                rows ascend, so a tile's rows of a bucket are the
+ *                contiguous list[off[b T + t] .. off[b T + t + 1])
+ * The GEMM (cvmm_gemm_reg, variant 1, or cvmm_gemm_local, variant 2): a
+ * work-item (work-group) owns TILE rows x a block of columns and walks its
+ * buckets (SPLIT: its head's E, SUM: all H*E); an empty bucket is skipped,
+ * so an expert no row of the tile chose is never read.  The bucket's rows
+ * are gathered in blocks, multiplied by W[h, e] and added, times their
+ * gates, into the tile's accumulators (private memory for variant 1, local
+ * for variant 2), stored once at the end: the sums over experts and heads
+ * happen here, in a fixed order, without atomics.
+ * DENSE: no routing; rows in order, gate 1, results stored directly (the
+ * gemm family, and gate NONE).
+ *
+ * The routing scratch (int32): sel at 0 and list at 2n (int2 each, n =
+ * rows*H*TOPK), off at 4n (H*E*T + 1 entries).
+ *
+ * Defines: DENSE, MODE (1 SPLIT, 2 SUM), H, E, TOPK, TILE (rows a tile),
+ * VARIANT (the GEMM kernel compiled: 1 cvmm_gemm_reg, 2 cvmm_gemm_local);
+ * route: RR, RVW (vector width), RNV (vectors over the H*E columns);
+ * bucket: BW (work-group size); variant 1: R (rows a register block), VW,
+ * CV (vectors a work-item: C = CV*VW columns); variant 2: TM (rows a
+ * work-item), CT (columns a group), WG, KT (k-tile). */
+#ifndef DENSE
+#define DENSE 1
+#endif
+#ifndef MODE
+#define MODE 1
+#endif
+#ifndef H
+#define H 1
+#endif
+#ifndef E
+#define E 1
+#endif
+#ifndef TOPK
+#define TOPK 1
+#endif
+#ifndef TILE
+#define TILE 32
+#endif
+#define HE (H * E)
+
+/* ------------------------------------------------------------- routing */
+
+#if !DENSE
+
+#ifndef RR
+#define RR 4
+#endif
+#ifndef RVW
+#define RVW 1
+#endif
+#ifndef RNV
+#define RNV HE
+#endif
+
+typedef FLOATW(RVW) rvec_t;
+
+__kernel void cvmm_route(__global const float *restrict x,
+                         __global const float *restrict ws,
+                         __global int *restrict sched, const int rows,
+                         const int D) {
+  const int r0 = (int)get_global_id(0) * RR;
+  if (r0 >= rows)
+    return; /* padding of the last work-group */
+  const int nr = min(RR, rows - r0);
+  __global int2 *sel = (__global int2 *)sched;
+  /* the last block repeats its last row rather than branch in the loop */
+  __global const float *xp[RR];
+  for (int r = 0; r < RR; r++)
+    xp[r] = x + (long)(r0 + min(r, nr - 1)) * D;
+  /* each vector's first column, the last shifted left to stay in the row */
+  int cof[RNV];
+  for (int v = 0; v < RNV; v++)
+    cof[v] = min(v * RVW, HE - RVW);
+  rvec_t acc[RR][RNV];
+  for (int r = 0; r < RR; r++)
+    for (int v = 0; v < RNV; v++)
+      acc[r][v] = (rvec_t)(0.0f);
+  for (int i = 0; i < D; i++) {
+    rvec_t wv[RNV];
+    for (int v = 0; v < RNV; v++)
+      wv[v] = LDF(RVW, ws, (long)i * HE + cof[v]);
+    for (int r = 0; r < RR; r++) {
+      const rvec_t xv = (rvec_t)(xp[r][i]);
+      for (int v = 0; v < RNV; v++)
+        acc[r][v] = fma(xv, wv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < nr; r++) {
+    float lg[HE];
+    /* an overlapped column gets the same value from both vectors */
+    for (int v = 0; v < RNV; v++) {
+      const float *tp = (const float *)&acc[r][v];
+      for (int l = 0; l < RVW; l++)
+        lg[cof[v] + l] = tp[l];
+    }
+    const long row = (long)(r0 + r);
+    for (int h = 0; h < H; h++) {
+      ulong taken = 0;
+      for (int s = 0; s < TOPK; s++) {
+        int best = -1;
+        float bl = 0.0f;
+        for (int e = 0; e < E; e++) {
+          const float l = lg[h * E + e];
+          if (((taken >> e) & 1) == 0 && (best < 0 || l > bl)) {
+            best = e;
+            bl = l;
+          }
+        }
+        taken |= (ulong)1 << best;
+        const float g = 1.0f / (1.0f + exp(-bl));
+        sel[(row * H + h) * TOPK + s] = (int2)(best, as_int(g));
+      }
+    }
+  }
+}
+
+#ifndef BW
+#define BW 64
+#endif
+
+/* One work-group of BW items; sched's sel is read, off and list written.
+ * A barrier with a global fence orders global memory within a group. */
+__kernel void cvmm_bucket(__global int *restrict sched, const int rows,
+                          const int T) {
+  __local int part[BW];
+  const int lid = (int)get_local_id(0);
+  const long n = (long)rows * H * TOPK;
+  __global const int2 *sel = (__global const int2 *)sched;
+  __global int2 *list = (__global int2 *)(sched + 2 * n);
+  __global int *off = sched + 4 * n;
+  const int nb = HE * T;
+  for (int t = lid; t < T; t += BW) {
+    const int r1 = min(rows, (t + 1) * TILE);
+    for (int h = 0; h < H; h++) {
+      int cnt[E];
+      for (int e = 0; e < E; e++)
+        cnt[e] = 0;
+      for (int r = t * TILE; r < r1; r++)
+        for (int s = 0; s < TOPK; s++)
+          cnt[sel[((long)r * H + h) * TOPK + s].x]++;
+      for (int e = 0; e < E; e++)
+        off[(h * E + e) * T + t] = cnt[e];
+    }
+  }
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  /* exclusive prefix sum: each item a contiguous chunk, after the sums of
+   * the chunks before it */
+  const int chunk = (nb + BW - 1) / BW;
+  const int j0 = min(nb, lid * chunk), j1 = min(nb, j0 + chunk);
+  int sum = 0;
+  for (int j = j0; j < j1; j++)
+    sum += off[j];
+  part[lid] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  int run = 0;
+  for (int i = 0; i < lid; i++)
+    run += part[i];
+  for (int j = j0; j < j1; j++) {
+    const int c = off[j];
+    off[j] = run;
+    run += c;
+  }
+  if (lid == BW - 1)
+    off[nb] = run;
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  /* stable scatter: a tile's rows in order, each to its bucket's next slot */
+  for (int t = lid; t < T; t += BW) {
+    const int r1 = min(rows, (t + 1) * TILE);
+    for (int h = 0; h < H; h++) {
+      int pos[E];
+      for (int e = 0; e < E; e++)
+        pos[e] = off[(h * E + e) * T + t];
+      for (int r = t * TILE; r < r1; r++)
+        for (int s = 0; s < TOPK; s++) {
+          const int2 v = sel[((long)r * H + h) * TOPK + s];
+          list[pos[v.x]++] = (int2)(r, v.y);
+        }
+    }
+  }
+}
+
+#endif /* !DENSE */
+
+/* ------------------------------------------------ variant 1: registers */
+
+#ifndef VARIANT
+#define VARIANT 1
+#endif
+#if VARIANT == 1
+
+#ifndef R
+#define R 4
+#endif
+#ifndef VW
+#define VW 4
+#endif
+#ifndef CV
+#define CV 2
+#endif
+#define C (CV * VW)
+
+typedef FLOATW(VW) vec_t;
+
+/* acc[NR][CV] = the NR rows of ap[] times the block's CV vectors of wb
+ * (the columns at base[]), over K. */
+#define MICRO(NR)                                                              \
+  _Pragma("unroll") for (int r = 0; r < NR; r++) {                             \
+    _Pragma("unroll") for (int v = 0; v < CV; v++) {                           \
+      acc[r][v] = (vec_t)(0.0f);                                               \
+    }                                                                          \
+  }                                                                            \
+  __global const float *wk = wb;                                               \
+  for (int k = 0; k < K; k++) {                                                \
+    vec_t wv[CV];                                                              \
+    _Pragma("unroll") for (int v = 0; v < CV; v++) {                           \
+      wv[v] = LDF(VW, wk, base[v]);                                            \
+    }                                                                          \
+    _Pragma("unroll") for (int r = 0; r < NR; r++) {                           \
+      const vec_t xv = (vec_t)(ap[r][k]);                                      \
+      _Pragma("unroll") for (int v = 0; v < CV; v++) {                         \
+        acc[r][v] = fma(xv, wv[v], acc[r][v]);                                 \
+      }                                                                        \
+    }                                                                          \
+    wk += N;                                                                   \
+  }
+
+/* Store vector x (the block's vector v) into row op: the columns lo .. hi
+ * it owns; a vector shifted left (the row's end) stores lane by lane. */
+#define STORE_VEC(x, op, v)                                                    \
+  {                                                                            \
+    const int lo = c0 + (v) * VW, hi = min(lo + VW, N);                        \
+    if (lo < N) {                                                              \
+      if (base[v] == lo && hi - lo == VW) {                                    \
+        STF(VW, (x), (op), lo);                                                \
+      } else {                                                                 \
+        vec_t tv = (x);                                                        \
+        const float *tp = (const float *)&tv;                                  \
+        for (int l = lo - base[v]; l < VW; l++)                                \
+          (op)[base[v] + l] = tp[l];                                           \
+      }                                                                        \
+    }                                                                          \
+  }
+
+#if DENSE
+/* NR consecutive rows from row j, stored directly. */
+#define BLOCK(NR)                                                              \
+  {                                                                            \
+    __global const float *ap[NR];                                              \
+    _Pragma("unroll") for (int r = 0; r < NR; r++) {                           \
+      ap[r] = a + (long)(j + r) * lda;                                         \
+    }                                                                          \
+    vec_t acc[NR][CV];                                                         \
+    MICRO(NR)                                                                  \
+    _Pragma("unroll") for (int r = 0; r < NR; r++) {                           \
+      __global float *op = out + (long)(j + r) * ldo;                          \
+      _Pragma("unroll") for (int v = 0; v < CV; v++) {                         \
+        STORE_VEC(acc[r][v], op, v)                                            \
+      }                                                                        \
+    }                                                                          \
+    j += NR;                                                                   \
+  }
+#else
+/* The bucket's next NR rows list[j ..], added to the tile times their
+ * gates. */
+#define BLOCK(NR)                                                              \
+  {                                                                            \
+    __global const float *ap[NR];                                              \
+    int lr[NR];                                                                \
+    float gt[NR];                                                              \
+    _Pragma("unroll") for (int r = 0; r < NR; r++) {                           \
+      const int2 en = list[j + r];                                             \
+      lr[r] = en.x - row0;                                                     \
+      gt[r] = as_float(en.y);                                                  \
+      ap[r] = a + (long)en.x * lda + aoff;                                     \
+    }                                                                          \
+    vec_t acc[NR][CV];                                                         \
+    MICRO(NR)                                                                  \
+    _Pragma("unroll") for (int r = 0; r < NR; r++) {                           \
+      _Pragma("unroll") for (int v = 0; v < CV; v++) {                         \
+        tile[lr[r]][v] = fma((vec_t)(gt[r]), acc[r][v], tile[lr[r]][v]);      \
+      }                                                                        \
+    }                                                                          \
+    j += NR;                                                                   \
+  }
+#endif
+
+/* Rows j .. end-1 in blocks of R, then of the powers of two below R. */
+#define BLOCKS(end)                                                            \
+  while (j + R <= (end))                                                       \
+    BLOCK(R)                                                                   \
+  if (R > 8 && j + 8 <= (end))                                                 \
+    BLOCK(8)                                                                   \
+  if (R > 4 && j + 4 <= (end))                                                 \
+    BLOCK(4)                                                                   \
+  if (R > 2 && j + 2 <= (end))                                                 \
+    BLOCK(2)                                                                   \
+  if (R > 1 && j + 1 <= (end))                                                 \
+    BLOCK(1)
+
+/* Grid: dim 0 the column blocks of C (padded to the work-group), dim 1
+ * the row tiles, dim 2 the head (SPLIT, and DENSE with heads) or 0. */
+__kernel void cvmm_gemm_reg(__global const float *restrict a,
+                            __global const float *restrict w,
+                            __global float *restrict out,
+                            __global const int *restrict sched,
+                            const int rows, const int K, const int N,
+                            const int lda, const int ldo, const int T) {
+  const int c0 = (int)get_global_id(0) * C;
+  if (c0 >= N)
+    return;
+  const int t = (int)get_global_id(1);
+  const int z = (int)get_global_id(2);
+  const int row0 = t * TILE;
+  int base[CV];
+  for (int v = 0; v < CV; v++)
+    base[v] = min(c0 + v * VW, N - VW);
+  out += (long)z * N;
+#if DENSE
+  (void)sched;
+  (void)T;
+  __global const float *wb = w + (long)z * K * N;
+  const int end = min(rows, row0 + TILE);
+  int j = row0;
+  BLOCKS(end)
+#else
+  const long n = (long)rows * H * TOPK;
+  __global const int2 *list = (__global const int2 *)(sched + 2 * n);
+  __global const int *off = sched + 4 * n;
+  vec_t tile[TILE][CV];
+  for (int r = 0; r < TILE; r++)
+    for (int v = 0; v < CV; v++)
+      tile[r][v] = (vec_t)(0.0f);
+#if MODE == 1
+  const int b0 = z * E, b1 = b0 + E;
+#else
+  const int b0 = 0, b1 = HE;
+#endif
+  for (int b = b0; b < b1; b++) {
+    const int lo = off[b * T + t], hi = off[b * T + t + 1];
+    if (lo == hi)
+      continue; /* no row of the tile chose this expert: W[b] not read */
+    __global const float *wb = w + (long)b * K * N;
+    const int aoff = MODE == 2 ? (b / E) * K : 0;
+    int j = lo;
+    BLOCKS(hi)
+  }
+  const int nrows = min(TILE, rows - row0);
+  for (int r = 0; r < nrows; r++) {
+    __global float *op = out + (long)(row0 + r) * ldo;
+    for (int v = 0; v < CV; v++)
+      STORE_VEC(tile[r][v], op, v)
+  }
+#endif
+}
+
+#endif /* VARIANT == 1 */
+
+/* --------------------------------------------- variant 2: local memory */
+
+#if VARIANT == 2
+
+#ifndef TM
+#define TM 4
+#endif
+#ifndef CT
+#define CT 16
+#endif
+#ifndef WG
+#define WG 64
+#endif
+#ifndef KT
+#define KT 16
+#endif
+#define RC ((WG / CT) * TM) /* rows of a gathered block */
+
+/* A block of nr rows (a-row index of block row r: AROW(r)) times W's
+ * columns c0 .. c0+CT-1, k-tiles staged in local memory; item (ry, cx)
+ * accumulates rows ry*TM .. +TM-1 of column cx in acc[]. */
+#define LOCAL_MICRO(AROW)                                                      \
+  for (int m = 0; m < TM; m++)                                                 \
+    acc[m] = 0.0f;                                                             \
+  for (int k0 = 0; k0 < K; k0 += KT) {                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                                              \
+    for (int i = lid; i < RC * KT; i += WG) {                                  \
+      const int r = i / KT, kk = i - r * KT;                                   \
+      float x = 0.0f;                                                          \
+      if (r < nr && k0 + kk < K)                                               \
+        x = a[(long)(AROW(r)) * lda + aoff + k0 + kk];                         \
+      as[i] = x;                                                               \
+    }                                                                          \
+    for (int i = lid; i < KT * CT; i += WG) {                                  \
+      const int kk = i / CT, c = i - kk * CT;                                  \
+      float x = 0.0f;                                                          \
+      if (k0 + kk < K && c0 + c < N)                                           \
+        x = wb[(long)(k0 + kk) * N + c0 + c];                                  \
+      wsm[i] = x;                                                              \
+    }                                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                              \
+    for (int kk = 0; kk < KT; kk++) {                                          \
+      const float wv = wsm[kk * CT + cx];                                      \
+      for (int m = 0; m < TM; m++)                                             \
+        acc[m] = fma(as[(ry * TM + m) * KT + kk], wv, acc[m]);                 \
+    }                                                                          \
+  }
+
+/* Grid: dim 0 the column tiles x WG, dim 1 the row tiles, dim 2 the head
+ * (SPLIT, and DENSE with heads) or 0. */
+__kernel void cvmm_gemm_local(__global const float *restrict a,
+                              __global const float *restrict w,
+                              __global float *restrict out,
+                              __global const int *restrict sched,
+                              const int rows, const int K, const int N,
+                              const int lda, const int ldo, const int T) {
+  __local float as[RC * KT];
+  __local float wsm[KT * CT];
+  const int lid = (int)get_local_id(0);
+  const int cx = lid % CT, ry = lid / CT;
+  const int c0 = (int)get_group_id(0) * CT;
+  const int t = (int)get_group_id(1);
+  const int z = (int)get_group_id(2);
+  const int row0 = t * TILE;
+  float acc[TM];
+  out += (long)z * N;
+#if DENSE
+  (void)sched;
+  (void)T;
+  __global const float *wb = w + (long)z * K * N;
+  const int aoff = 0;
+  const int end = min(rows, row0 + TILE);
+  for (int j = row0; j < end; j += RC) {
+    const int nr = min(RC, end - j);
+#define DENSE_ROW(r) (j + (r))
+    LOCAL_MICRO(DENSE_ROW)
+    for (int m = 0; m < TM; m++) {
+      const int r = ry * TM + m;
+      if (r < nr && c0 + cx < N)
+        out[(long)(j + r) * ldo + c0 + cx] = acc[m];
+    }
+  }
+#else
+  __local float ot[TILE * CT];
+  __local int arow[RC];
+  __local int lrow[RC];
+  __local float lg[RC];
+  const long n = (long)rows * H * TOPK;
+  __global const int2 *list = (__global const int2 *)(sched + 2 * n);
+  __global const int *off = sched + 4 * n;
+  for (int i = lid; i < TILE * CT; i += WG)
+    ot[i] = 0.0f;
+#if MODE == 1
+  const int b0 = z * E, b1 = b0 + E;
+#else
+  const int b0 = 0, b1 = HE;
+#endif
+  for (int b = b0; b < b1; b++) {
+    const int lo = off[b * T + t], hi = off[b * T + t + 1];
+    if (lo == hi)
+      continue; /* uniform: every item read the same offsets */
+    __global const float *wb = w + (long)b * K * N;
+    const int aoff = MODE == 2 ? (b / E) * K : 0;
+    for (int j = lo; j < hi; j += RC) {
+      const int nr = min(RC, hi - j);
+      barrier(CLK_LOCAL_MEM_FENCE); /* the last block's epilogue is done */
+      if (lid < nr) {
+        const int2 en = list[j + lid];
+        arow[lid] = en.x;
+        lrow[lid] = en.x - row0;
+        lg[lid] = as_float(en.y);
+      }
+#define GATHER_ROW(r) arow[r]
+      LOCAL_MICRO(GATHER_ROW)
+      /* a bucket holds a row once: the block's rows are distinct */
+      for (int m = 0; m < TM; m++) {
+        const int r = ry * TM + m;
+        if (r < nr)
+          ot[lrow[r] * CT + cx] = fma(lg[r], acc[m], ot[lrow[r] * CT + cx]);
+      }
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int nrows = min(TILE, rows - row0);
+  for (int i = lid; i < TILE * CT; i += WG) {
+    const int r = i / CT, c = i - r * CT;
+    if (r < nrows && c0 + c < N)
+      out[(long)(row0 + r) * ldo + c0 + c] = ot[i];
+  }
+#endif
+}
+#endif /* VARIANT == 2 */

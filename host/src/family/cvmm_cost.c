@@ -1,0 +1,174 @@
+/* cvmm_cost.c - the model's counts of the grouped GEMM's kernels
+ * (cvmm_impl.h), loop by loop as cl/cvmm.cl issues them: global bytes
+ * loaded and stored, FMA lanes.  The rows a tile's bucket holds are
+ * exact when routing is deterministic (top-k of all E, or no routing);
+ * otherwise uniform routing is assumed: a bucket of a tile of nt rows is
+ * non-empty with probability q = 1 - (1 - k/E)^nt and then holds
+ * nt k / (E q) rows on average (spec 6.3: each expert's weights are read
+ * once a tile that chose it). */
+#include "family/cvmm_impl.h"
+#include "model/model.h"
+
+#include <math.h>
+
+/* Register blocks of n rows: blocks of r, then of the powers of two below
+ * r (cl/cvmm.cl's BLOCKS). */
+static double reg_blocks(long n, int r) {
+  long b = n / r, rem = n % r;
+  for (int p = 8; p >= 1; p /= 2)
+    if (p < r && rem >= p) {
+      b++;
+      rem -= p;
+    }
+  return (double)b;
+}
+
+/* A bucket of a tile of nt rows: the probability that it is non-empty
+ * and its rows then (rounded, at least 1). */
+static void bucket_rows(const clattn__gg *g, long nt, double *q, long *n) {
+  if (g->dense || g->topk == g->experts) {
+    *q = 1.0;
+    *n = nt;
+    return;
+  }
+  const double p = (double)g->topk / g->experts;
+  *q = 1.0 - pow(1.0 - p, (double)nt);
+  const double m = *q > 0 ? nt * p / *q : 0.0;
+  *n = m < 1.0 ? 1 : lround(m);
+}
+
+/* What one tile of nt rows and one column block of `valid` columns
+ * issue in the GEMM kernel (per its buckets: `nb` of them), added to c. */
+static void tile_cost(const clattn__gg *g, const clattn__gg_plan *pl, long nt,
+                      double valid, int nb, clattn_cost *c) {
+  const double K = g->K;
+  double q = 1.0;
+  long n = nt;
+  bucket_rows(g, nt, &q, &n);
+  if (pl->variant == 1) {
+    const double C = pl->cols;
+    const double blocks = reg_blocks(n, pl->rows);
+    /* a block: per k, its W vectors and one a-element a row */
+    double rd = K * (blocks * C + (double)n) * 4.0;
+    double fma = K * (double)n * C;
+    if (!g->dense) {
+      rd += (double)n * 8.0; /* its list entries */
+      fma += (double)n * C;  /* gates into the tile */
+      /* every bucket's two offsets, the non-empty ones' work */
+      rd = nb * (q * rd + 8.0);
+      fma = nb * q * fma;
+    }
+    c->bytes_read += rd;
+    c->fma_issued += fma;
+  } else {
+    const double rc = (double)(pl->wg / pl->cols * pl->rows);
+    const double chunks = ceil((double)n / rc);
+    const double ktiles = ceil(K / pl->kt);
+    double rd = (double)n * K * 4.0 + chunks * K * valid * 4.0;
+    double fma = chunks * pl->wg * pl->rows * (double)pl->kt * ktiles;
+    if (!g->dense) {
+      rd += (double)n * 8.0;
+      fma += (double)n * pl->cols;
+      /* every item reads every bucket's offsets */
+      rd = nb * (q * rd + pl->wg * 8.0);
+      fma = nb * q * fma;
+    }
+    c->bytes_read += rd;
+    c->fma_issued += fma;
+  }
+  c->bytes_written += (double)nt * valid * 4.0;
+}
+
+static void gemm_cost(const clattn__gg *g, const clattn__gg_plan *pl,
+                      const clattn_profile *prof, clattn_prediction *out,
+                      double *dram_reads) {
+  clattn_cost *c = clattn__model_kernel(
+      out, pl->variant == 1 ? "cvmm_gemm_reg" : "cvmm_gemm_local");
+  if (c == NULL)
+    return;
+  const long T = clattn__gg_tiles(g, pl);
+  const long last_rows = g->rows - (T - 1) * (long)pl->tile;
+  const long NB = (g->N + pl->cols - 1) / pl->cols;
+  const double last_cols = g->N - (double)(NB - 1) * pl->cols;
+  const int nb = g->dense ? 0
+                 : g->mode == CLATTN__CVMM_SPLIT ? g->experts
+                                                 : g->heads * g->experts;
+  /* every (tile, column block, z) work-item or group; the tiles and the
+   * blocks differ only at their last one */
+  for (int lt = 0; lt < 2; lt++)
+    for (int lc = 0; lc < 2; lc++) {
+      const double ntiles = lt ? 1.0 : (double)(T - 1);
+      const double nblk = lc ? 1.0 : (double)(NB - 1);
+      if (ntiles <= 0 || nblk <= 0)
+        continue;
+      clattn_cost one = {0};
+      tile_cost(g, pl, lt ? last_rows : pl->tile,
+                lc ? last_cols : (double)pl->cols, nb, &one);
+      const double times = ntiles * nblk * g->z;
+      c->bytes_read += times * one.bytes_read;
+      c->fma_issued += times * one.fma_issued;
+      c->bytes_written += times * one.bytes_written;
+    }
+  const double rows = g->rows, K = g->K, N = g->N;
+  const double ent = (double)g->rows * g->heads * g->topk;
+  double a_bytes, w_bytes;
+  if (g->dense) {
+    c->flops = 2.0 * rows * K * N * g->z;
+    a_bytes = 4.0 * rows * K;
+    w_bytes = 4.0 * K * N * g->z;
+  } else {
+    /* the products and their gates */
+    c->flops = ent * (2.0 * K * N + N);
+    a_bytes = 4.0 * rows * g->lda;
+    const double p = (double)g->topk / g->experts;
+    const double touched =
+        (double)g->heads * g->experts * (1.0 - pow(1.0 - p, rows));
+    w_bytes = 4.0 * K * N * touched;
+  }
+  const double sched = g->dense ? 0.0 : ent * 8.0 + 4.0 * (nb + 1) * T * g->z;
+  const double compulsory = a_bytes + w_bytes + sched;
+  c->bytes_compulsory = compulsory + c->bytes_written;
+  clattn__model_dram(c, compulsory, a_bytes + w_bytes, prof);
+  dram_reads[out->n_kernels - 1] = c->bytes_dram - c->bytes_written;
+}
+
+/* cvmm_route and cvmm_bucket. */
+static void route_cost(const clattn__gg *g, const clattn__gg_plan *pl,
+                       const clattn_profile *prof, clattn_prediction *out,
+                       double *dram_reads) {
+  const double D = g->sel_inner, he = (double)g->heads * g->experts;
+  const double ent = (double)g->rows * g->heads * g->topk;
+  clattn_cost *c = clattn__model_kernel(out, "cvmm_route");
+  if (c == NULL)
+    return;
+  const double items = ceil((double)g->rows / pl->rr);
+  const double lanes = (double)pl->rnv * pl->rvw;
+  c->bytes_read = items * D * (pl->rr + lanes) * 4.0;
+  c->fma_issued = items * D * pl->rr * lanes;
+  c->bytes_written = ent * 8.0;
+  c->flops = 2.0 * g->rows * D * he;
+  const double x = 4.0 * g->rows * D, ws = 4.0 * D * he;
+  c->bytes_compulsory = x + ws + c->bytes_written;
+  clattn__model_dram(c, x + ws, ws, prof);
+  dram_reads[out->n_kernels - 1] = c->bytes_dram - c->bytes_written;
+
+  c = clattn__model_kernel(out, "cvmm_bucket");
+  if (c == NULL)
+    return;
+  const double nb = he * clattn__gg_tiles(g, pl);
+  /* counts (sel), the prefix sum (off read twice), the scatter (off, sel) */
+  c->bytes_read = ent * 8.0 + nb * 8.0 + nb * 4.0 + ent * 8.0;
+  c->bytes_written = nb * 4.0 + nb * 4.0 + 4.0 + ent * 8.0;
+  c->bytes_compulsory = ent * 8.0 + c->bytes_written;
+  clattn__model_dram(c, ent * 8.0, ent * 8.0 + nb * 4.0, prof);
+  dram_reads[out->n_kernels - 1] = c->bytes_dram - c->bytes_written;
+}
+
+clattn_status clattn__gg_cost(const clattn__gg *g, const clattn__gg_plan *pl,
+                              const clattn_profile *prof,
+                              clattn_prediction *out, double *dram_reads) {
+  if (!g->dense)
+    route_cost(g, pl, prof, out, dram_reads);
+  gemm_cost(g, pl, prof, out, dram_reads);
+  return CLATTN_OK;
+}

@@ -1,0 +1,148 @@
+/* cvmm_launch.c - the grouped GEMM's launches (cvmm_impl.h): the routing
+ * (cvmm_route, cvmm_bucket) into the context's scratch slot 1, then the
+ * GEMM kernel, all on the context's in-order queue. */
+#include "family/cvmm_impl.h"
+
+#include <stdio.h>
+
+/* The routing scratch: sel, list and off (cl/cvmm.cl). */
+enum { SCHED_SLOT = 1 };
+
+static void options(const clattn__gg *g, const clattn__gg_plan *pl,
+                    char *buf, size_t cap) {
+  int n = snprintf(buf, cap, "-DDENSE=%d -DVARIANT=%d -DTILE=%d", g->dense,
+                   pl->variant, pl->tile);
+  if (!g->dense && n > 0 && (size_t)n < cap)
+    n += snprintf(buf + n, cap - (size_t)n,
+                  " -DMODE=%d -DH=%d -DE=%d -DTOPK=%d -DRR=%d -DRVW=%d "
+                  "-DRNV=%d -DBW=%d",
+                  g->mode, g->heads, g->experts, g->topk, pl->rr, pl->rvw,
+                  pl->rnv, pl->bw);
+  if (n > 0 && (size_t)n < cap) {
+    if (pl->variant == 1)
+      snprintf(buf + n, cap - (size_t)n, " -DR=%d -DVW=%d -DCV=%d", pl->rows,
+               pl->vw, pl->cv);
+    else
+      snprintf(buf + n, cap - (size_t)n, " -DTM=%d -DCT=%d -DWG=%d -DKT=%d",
+               pl->rows, pl->cols, pl->wg, pl->kt);
+  }
+}
+
+static const char *gemm_name(const clattn__gg_plan *pl) {
+  return pl->variant == 1 ? "cvmm_gemm_reg" : "cvmm_gemm_local";
+}
+
+/* The kernels of the plan; an automatic work-group (variant 2) or the
+ * bucket's group larger than its compiled kernel allows is lowered once
+ * and the program rebuilt. */
+static clattn_status kernels(clattn_ctx *ctx, const clattn__gg *g,
+                             clattn__gg_plan *pl, int auto_wg,
+                             cl_kernel *route, cl_kernel *bucket,
+                             cl_kernel *gemm) {
+  char opts[384];
+  clattn_status rc;
+  for (int pass = 0; pass < 2; pass++) {
+    options(g, pl, opts, sizeof opts);
+    if ((rc = clattn__kernel(ctx, "cvmm.cl", opts, gemm_name(pl), gemm)))
+      return rc;
+    if (!g->dense &&
+        ((rc = clattn__kernel(ctx, "cvmm.cl", opts, "cvmm_route", route)) ||
+         (rc = clattn__kernel(ctx, "cvmm.cl", opts, "cvmm_bucket", bucket))))
+      return rc;
+    size_t kwg = 0, bwg = 0;
+    int again = 0;
+    if (pl->variant == 2 && auto_wg) {
+      if ((rc = clattn__kernel_wg(ctx, *gemm, &kwg)))
+        return rc;
+      if (kwg < (size_t)pl->wg) {
+        pl->wg = clattn__pow2_floor(kwg);
+        while (pl->cols > pl->wg)
+          pl->cols /= 2;
+        again = 1;
+      }
+    }
+    if (!g->dense) {
+      if ((rc = clattn__kernel_wg(ctx, *bucket, &bwg)))
+        return rc;
+      if (bwg < (size_t)pl->bw) {
+        pl->bw = clattn__pow2_floor(bwg);
+        again = 1;
+      }
+    }
+    if (!again)
+      break;
+  }
+  if (pl->variant == 2 && pl->wg % pl->cols != 0)
+    return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
+                        "cvmm_gemm_local: its work-group (%d, lowered to the "
+                        "compiled kernel's limit) is no multiple of keys (%d)",
+                        pl->wg, pl->cols);
+  if ((pl->variant == 2 || pl->wg) &&
+      (rc = clattn__check_wg(ctx, *gemm, (size_t)pl->wg,
+                             clattn__gg_local_bytes(g, pl), gemm_name(pl))))
+    return rc;
+  if (!g->dense && (rc = clattn__check_wg(ctx, *bucket, (size_t)pl->bw,
+                                          (size_t)pl->bw * 4, "cvmm_bucket")))
+    return rc;
+  return CLATTN_OK;
+}
+
+clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
+                                 clattn__gg_plan *pl, int auto_wg, cl_mem a,
+                                 cl_mem sel_x, cl_mem w_sel, cl_mem w,
+                                 cl_mem out, const clattn_events *ev) {
+  cl_kernel route = NULL, bucket = NULL, gemm = NULL;
+  cl_mem sched = NULL;
+  clattn_status rc = kernels(ctx, g, pl, auto_wg, &route, &bucket, &gemm);
+  if (rc)
+    return rc;
+  const int T = clattn__gg_tiles(g, pl);
+  cl_uint nw = ev ? ev->num_wait : 0;
+  const cl_event *wait = ev ? ev->wait : NULL;
+  if (!g->dense) {
+    /* at most a few GiB: cvmm's check bounds rows * heads * topk */
+    const size_t ints = clattn__gg_sched_ints(g, pl);
+    if ((rc = clattn__scratch(ctx, SCHED_SLOT, ints * 4, &sched)))
+      return rc;
+    const cl_int ri[2] = {g->rows, g->sel_inner};
+    const cl_mem rb[3] = {sel_x, w_sel, sched};
+    cl_uint k = 0;
+    if ((rc = clattn__args(ctx, route, &k, 3, sizeof(cl_mem), rb)) ||
+        (rc = clattn__args(ctx, route, &k, 2, sizeof(cl_int), ri)))
+      return rc;
+    const cl_int bi[2] = {g->rows, T};
+    k = 0;
+    if ((rc = clattn__arg(ctx, bucket, k++, sizeof(cl_mem), &sched)) ||
+        (rc = clattn__args(ctx, bucket, &k, 2, sizeof(cl_int), bi)))
+      return rc;
+    /* the route's groups are the runtime's; the bucket is one group */
+    const size_t rg = (size_t)((g->rows + pl->rr - 1) / pl->rr);
+    const size_t bl = (size_t)pl->bw;
+    if ((rc = clattn__launch(ctx, route, 1, &rg, NULL, nw, wait, NULL)) ||
+        (rc = clattn__launch(ctx, bucket, 1, &bl, &bl, 0, NULL, NULL)))
+      return rc;
+    nw = 0;
+    wait = NULL;
+  }
+  const cl_int gi[6] = {g->rows, g->K, g->N, g->lda, g->ldo, T};
+  const cl_mem gb[4] = {a, w, out, sched};
+  cl_uint k = 0;
+  if ((rc = clattn__args(ctx, gemm, &k, 4, sizeof(cl_mem), gb)) ||
+      (rc = clattn__args(ctx, gemm, &k, 6, sizeof(cl_int), gi)))
+    return rc;
+  const size_t nb = (size_t)((g->N + pl->cols - 1) / pl->cols);
+  size_t gws[3], lws[3] = {1, 1, 1};
+  if (pl->variant == 1) {
+    const size_t w1 = pl->wg ? (size_t)pl->wg : 1;
+    gws[0] = (nb + w1 - 1) / w1 * w1;
+    lws[0] = w1;
+  } else {
+    gws[0] = nb * (size_t)pl->wg;
+    lws[0] = (size_t)pl->wg;
+  }
+  gws[1] = (size_t)T;
+  gws[2] = (size_t)g->z;
+  return clattn__launch(ctx, gemm, 3, gws,
+                        pl->variant == 2 || pl->wg ? lws : NULL, nw, wait,
+                        ev ? ev->out : NULL);
+}

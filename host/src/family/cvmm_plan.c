@@ -1,0 +1,317 @@
+/* cvmm_plan.c - the grouped GEMM's plan, its fit on the device and its
+ * tuning space (cvmm_impl.h), for the cvmm and gemm families. */
+#include "family/cvmm_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Variant 1's private tile (TILE x C floats) and variant 2's bounds. */
+enum { MAX_TILE_FLOATS = 8192, MAX_TILE = 1024, MAX_CV = 8, MAX_R = 16,
+       MAX_TM = 16, KT = 16 };
+
+clattn__gg clattn__gg_of_cvmm(const clattn__cvmm_desc *d) {
+  clattn__gg g;
+  memset(&g, 0, sizeof g);
+  const int split = d->mode == CLATTN__CVMM_SPLIT;
+  g.rows = d->rows;
+  g.N = d->cols;
+  g.ldo = split ? d->heads * d->cols : d->cols;
+  g.z = split ? d->heads : 1;
+  g.mode = (int)d->mode;
+  g.heads = d->heads;
+  g.experts = d->experts;
+  g.topk = d->topk;
+  g.sel_inner = d->sel_inner;
+  g.dense = d->gate == CLATTN__CVMM_NONE;
+  /* a SUM without routing is one GEMM over the heads' concatenated rows:
+   * W [H, 1, K, N] is [H K, N] */
+  g.K = !split && g.dense ? d->heads * d->inner : d->inner;
+  g.lda = split ? d->inner : d->heads * d->inner;
+  return g;
+}
+
+clattn__gg clattn__gg_of_gemm(const clattn__gemm_desc *d) {
+  clattn__gg g;
+  memset(&g, 0, sizeof g);
+  g.rows = d->m;
+  g.K = d->k;
+  g.N = d->n;
+  g.lda = d->k;
+  g.ldo = d->n;
+  g.z = 1;
+  g.dense = 1;
+  g.heads = g.experts = g.topk = 1;
+  return g;
+}
+
+int clattn__gg_tiles(const clattn__gg *g, const clattn__gg_plan *pl) {
+  return (g->rows + pl->tile - 1) / pl->tile;
+}
+
+size_t clattn__gg_sched_ints(const clattn__gg *g, const clattn__gg_plan *pl) {
+  const size_t n = (size_t)g->rows * (size_t)g->heads * (size_t)g->topk;
+  return 4 * n + (size_t)g->heads * (size_t)g->experts *
+                     (size_t)clattn__gg_tiles(g, pl) +
+         1;
+}
+
+/* Variant 1's default columns a work-item: the vector count (1 to 5, and
+ * no more than a quarter of the registers) that computes the fewest
+ * columns over N, a single vector counted a quarter dearer (its FMAs wait
+ * on one load each); ties go to fewer vectors, so more work-items. */
+static int default_cv(int N, int vw, int vregs) {
+  int best = 1;
+  double bs = 0;
+  for (int cv = 1; cv <= 5 && cv * 4 <= vregs; cv++) {
+    const int c = cv * vw;
+    double s = (double)((N + c - 1) / c) * c;
+    if (cv == 1)
+      s *= 1.25;
+    if (cv == 1 || s < bs) {
+      best = cv;
+      bs = s;
+    }
+  }
+  return best;
+}
+
+/* Variant 1's default tile: routed, enough rows that a bucket's share
+ * (tile k / E) fills a few register blocks, as few as keep every core
+ * busy; dense, four blocks. */
+static int default_tile(const clattn__target *t, const clattn__gg *g,
+                        const clattn__gg_plan *pl) {
+  const int r = pl->rows;
+  const long nb = (g->N + pl->cols - 1) / pl->cols;
+  const long want = 4L * (long)t->compute_units;
+  int tile;
+  if (g->dense) {
+    tile = 4 * r;
+  } else {
+    const long need = (4L * r * g->experts + g->topk - 1) / g->topk;
+    tile = 1;
+    while (tile < need && tile < 128)
+      tile *= 2;
+    while (tile * pl->cols > MAX_TILE_FLOATS && tile > 1)
+      tile /= 2;
+  }
+  while (tile > 2 * r &&
+         nb * ((g->rows + tile - 1) / tile) * g->z < want)
+    tile /= 2;
+  /* no more rows than the call has */
+  while (tile > r && tile / 2 >= g->rows)
+    tile /= 2;
+  return tile < 1 ? 1 : tile;
+}
+
+static clattn_status plan_reg(const clattn__target *t, const clattn__gg *g,
+                              const clattn_params *p, clattn__gg_plan *pl,
+                              char *why, size_t cap) {
+  const int tv = t->vec_width > 1 ? t->vec_width : 4;
+  const int vregs = t->vregs > 0 ? t->vregs : 16;
+  /* vectors no wider than the device's (explicit columns: 16, so that
+   * params alone fix the kernel) nor than a row of W */
+  int vmax = p->keys ? 16 : tv;
+  while (vmax > g->N)
+    vmax /= 2;
+  pl->cols = p->keys ? p->keys : vmax * default_cv(g->N, vmax, vregs);
+  /* columns past N are wasted: at most N rounded up to a vector */
+  if (pl->cols > g->N)
+    pl->cols = (g->N + vmax - 1) / vmax * vmax;
+  pl->vw = vmax;
+  while (pl->cols % pl->vw != 0)
+    pl->vw /= 2;
+  if (pl->cols / pl->vw > MAX_CV) {
+    snprintf(why, cap,
+             "params: variant 1 keys (%d columns a work-item) must be at "
+             "most %d vectors of the widest width dividing it (up to %d)",
+             pl->cols, MAX_CV, vmax);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  pl->cv = pl->cols / pl->vw;
+  int r = (vregs - 2 - pl->cv) / pl->cv;
+  pl->rows = p->rows ? p->rows : r < 1 ? 1 : r > 8 ? 8 : r;
+  if (pl->rows > MAX_R) {
+    snprintf(why, cap, "params: variant 1 rows (%d) must be at most %d",
+             pl->rows, MAX_R);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  pl->tile = p->splits ? p->splits : default_tile(t, g, pl);
+  if (pl->tile > MAX_TILE ||
+      (!g->dense && (long)pl->tile * pl->cols > MAX_TILE_FLOATS)) {
+    snprintf(why, cap,
+             "params: variant 1 splits (%d rows a tile) too large: at most "
+             "%d, and with routing splits x keys at most %d",
+             pl->tile, MAX_TILE, MAX_TILE_FLOATS);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  pl->wg = p->wg;
+  /* routing: 8 rows a work-item unless the logit vectors are many */
+  const int he = g->heads * g->experts;
+  pl->rvw = 16;
+  while (pl->rvw > he)
+    pl->rvw /= 2;
+  pl->rnv = (he + pl->rvw - 1) / pl->rvw;
+  pl->rr = 24 / pl->rnv;
+  pl->rr = pl->rr < 1 ? 1 : pl->rr > 8 ? 8 : pl->rr;
+  return CLATTN_OK;
+}
+
+static clattn_status plan_local(const clattn__target *t, const clattn__gg *g,
+                                const clattn_params *p, clattn__gg_plan *pl,
+                                char *why, size_t cap) {
+  const int most = (int)(t->max_wg < 256 ? t->max_wg : 256);
+  pl->wg = p->wg ? p->wg : clattn__pow2_floor((size_t)(most > 0 ? most : 1));
+  if (p->keys) {
+    pl->cols = p->keys;
+  } else {
+    pl->cols = 64;
+    while (pl->cols > 16 && pl->cols / 2 >= g->N)
+      pl->cols /= 2;
+    while (pl->cols > pl->wg)
+      pl->cols /= 2;
+  }
+  pl->rows = p->rows ? p->rows : 4;
+  pl->kt = KT;
+  if (pl->wg % pl->cols != 0 || pl->rows > MAX_TM) {
+    snprintf(why, cap,
+             "params: variant 2 wg (%d) must be a multiple of keys (%d "
+             "columns a work-group) and rows (%d) at most %d",
+             pl->wg, pl->cols, pl->rows, MAX_TM);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  const int rc = pl->wg / pl->cols * pl->rows;
+  if (p->splits) {
+    pl->tile = p->splits;
+  } else {
+    /* four gathered blocks a tile, fewer if local memory is short */
+    pl->tile = 4 * rc;
+    while (pl->tile > rc && pl->tile / 2 >= g->rows)
+      pl->tile /= 2;
+    while (pl->tile > 1 &&
+           clattn__gg_local_bytes(g, pl) > clattn__local_budget(t))
+      pl->tile /= 2;
+  }
+  if (pl->tile > MAX_TILE) {
+    snprintf(why, cap, "params: variant 2 splits (%d rows a tile) must be "
+                       "at most %d",
+             pl->tile, MAX_TILE);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  pl->rr = 1;
+  const int he = g->heads * g->experts;
+  pl->rvw = 4;
+  while (pl->rvw > he)
+    pl->rvw /= 2;
+  pl->rnv = (he + pl->rvw - 1) / pl->rvw;
+  return CLATTN_OK;
+}
+
+clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
+                              const clattn_params *p, int own,
+                              clattn__gg_plan *pl, char *why, size_t cap) {
+  static const clattn_params none = {0, 0, 0, 0, 0, 0, 0};
+  if (p == NULL)
+    p = &none;
+  memset(pl, 0, sizeof *pl);
+  pl->own_only = own;
+  if (p->variant < 0 || p->variant > 2 || p->rows < 0 || p->keys < 0 ||
+      p->wg < 0 || p->splits < 0 || p->prefetch != 0 || p->scheme < 0 ||
+      p->scheme > (own ? 1 : 2)) {
+    snprintf(why, cap,
+             "params: variant must be 0, 1 or 2, scheme %s, sizes >= 0 and "
+             "no prefetch",
+             own ? "0 or 1 (cvmm has no CLBlast scheme)"
+                 : "0, 1 (own kernel) or 2 (CLBlast)");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  pl->scheme = own || p->scheme == 1 ? CLATTN__GG_SCHEME_OWN
+                                     : CLATTN__GG_SCHEME_CLBLAST;
+  if (pl->scheme == CLATTN__GG_SCHEME_CLBLAST) {
+    if (p->variant || p->rows || p->keys || p->wg || p->splits) {
+      snprintf(why, cap, "params: scheme 2 (CLBlast) takes no variant, "
+                         "rows, keys, wg or splits");
+      return CLATTN_ERR_INVALID_ARG;
+    }
+    return CLATTN_OK;
+  }
+  pl->variant = p->variant ? p->variant : t->cpu_vectors ? 1 : 2;
+  const int most = (int)(t->max_wg < 64 ? t->max_wg : 64);
+  pl->bw = clattn__pow2_floor((size_t)(most > 0 ? most : 1));
+  return pl->variant == 1 ? plan_reg(t, g, p, pl, why, cap)
+                          : plan_local(t, g, p, pl, why, cap);
+}
+
+size_t clattn__gg_local_bytes(const clattn__gg *g, const clattn__gg_plan *pl) {
+  if (pl->scheme != CLATTN__GG_SCHEME_OWN || pl->variant != 2)
+    return 0;
+  const size_t rc = (size_t)(pl->wg / pl->cols * pl->rows);
+  size_t b = (rc * (size_t)pl->kt + (size_t)pl->kt * (size_t)pl->cols) * 4;
+  if (!g->dense)
+    b += ((size_t)pl->tile * (size_t)pl->cols + 3 * rc) * 4;
+  return b;
+}
+
+int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
+                    const clattn__gg_plan *pl, char *why, size_t cap) {
+  if (pl->scheme != CLATTN__GG_SCHEME_OWN)
+    return 1;
+  return clattn__plan_fits(t, pl->wg, clattn__gg_local_bytes(g, pl), why,
+                           cap);
+}
+
+clattn_params clattn__gg_resolved(const clattn__gg_plan *pl) {
+  if (pl->scheme == CLATTN__GG_SCHEME_CLBLAST)
+    return (clattn_params){0, 0, 0, 0, 0, 0, CLATTN__GG_SCHEME_CLBLAST};
+  /* the cvmm family has one scheme and writes none */
+  const int scheme = pl->own_only ? 0 : CLATTN__GG_SCHEME_OWN;
+  return (clattn_params){pl->variant, pl->rows, pl->cols, pl->wg,
+                         pl->tile,    0,        scheme};
+}
+
+/* Variant 1: rows {4, 8, 12} x vectors {1 .. 5} (whose accumulators fit
+ * the registers) x tiles {default, 32, 128} when routed; variant 2 on
+ * GPU-shaped targets: work-groups {64, 128, 256} x columns {16, 32, 64} x
+ * rows {2, 4, 8}; and CLBlast for the gemm family (its default). */
+clattn_status clattn__gg_space(const clattn__family *F,
+                               const clattn__target *t, const void *desc,
+                               const clattn__gg *g, int clblast,
+                               clattn__space *s) {
+  static const int rs[] = {4, 8, 12}, tiles[] = {0, 32, 128};
+  static const int wgs[] = {64, 128, 256}, cts[] = {16, 32, 64},
+                   tms[] = {2, 4, 8};
+  const int own = clblast ? CLATTN__GG_SCHEME_OWN : 0;
+  clattn__space_init_params(s);
+  const int i = clattn__space_try(F, t, desc,
+                                  (clattn_params){0, 0, 0, 0, 0, 0, 0}, s);
+  if (i == -2)
+    return CLATTN_ERR_NOMEM;
+  s->def = i;
+  if (clblast &&
+      clattn__space_try(F, t, desc,
+                        (clattn_params){0, 0, 0, 0, 0, 0,
+                                        CLATTN__GG_SCHEME_CLBLAST},
+                        s) == -2)
+    return CLATTN_ERR_NOMEM;
+  int vw = t->vec_width > 1 ? t->vec_width : 4;
+  while (vw > g->N)
+    vw /= 2;
+  const int vregs = t->vregs > 0 ? t->vregs : 16;
+  for (int r = 0; r < 3; r++)
+    for (int cv = 1; cv <= 5; cv++)
+      for (int k = 0; k < (g->dense ? 1 : 3); k++) {
+        if (rs[r] * cv + cv + 2 > vregs ||
+            (!t->cpu_vectors && (rs[r] > 8 || cv > 2 || k > 0)))
+          continue;
+        const clattn_params p = {1, rs[r], cv * vw, 0, tiles[k], 0, own};
+        if (clattn__space_try(F, t, desc, p, s) == -2)
+          return CLATTN_ERR_NOMEM;
+      }
+  for (int w = 0; !t->cpu_vectors && w < 3; w++)
+    for (int c = 0; c < 3; c++)
+      for (int m = 0; m < 3; m++) {
+        const clattn_params p = {2, tms[m], cts[c], wgs[w], 0, 0, own};
+        if (clattn__space_try(F, t, desc, p, s) == -2)
+          return CLATTN_ERR_NOMEM;
+      }
+  return CLATTN_OK;
+}

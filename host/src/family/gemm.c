@@ -1,0 +1,246 @@
+/* gemm.c - the gemm family: out[m, n] = a[m, k] W[k, n], row-major and
+ * packed (cvmm.h), the layers' projections.  Two schemes (params scheme):
+ * CLBlast's Sgemm, with one Sgemv a row for inputs of at most
+ * CLATTN_LAYER_GEMV_ROWS rows (the default without tuning rows), or the
+ * grouped GEMM of cl/cvmm.cl in its dense case (cvmm_impl.h). */
+#include "base/clblast_status.h"
+#include "family/common.h"
+#include "family/cvmm_impl.h"
+#include "model/model.h"
+#include "reference/ref_cvmm.h"
+
+#include <clblast_c.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { A, W, OUT };
+
+#define SHAPE_KEYS "m n k dtype"
+
+static clattn_status check(const void *desc, char *why, size_t cap) {
+  const clattn__gemm_desc *d = desc;
+  if (d->m < 1 || d->n < 1 || d->k < 1) {
+    snprintf(why, cap, "m (%d), n (%d) and k (%d) must be >= 1", d->m, d->n,
+             d->k);
+    return CLATTN_ERR_SHAPE;
+  }
+  if (!clattn__bytes(4, d->m, d->k, 1, 1) ||
+      !clattn__bytes(4, d->k, d->n, 1, 1) ||
+      !clattn__bytes(4, d->m, d->n, 1, 1)) {
+    snprintf(why, cap, "tensor sizes overflow");
+    return CLATTN_ERR_SHAPE;
+  }
+  return CLATTN_OK;
+}
+
+static void buffers(const void *desc, clattn__buf_spec *b) {
+  const clattn__gemm_desc *d = desc;
+  const size_t m = (size_t)d->m, n = (size_t)d->n, k = (size_t)d->k;
+  b[A] = (clattn__buf_spec){"a", CLATTN__BUF_IN, m * k, CLATTN_F32, 0, 0};
+  b[W] = (clattn__buf_spec){"w", CLATTN__BUF_IN, k * n, CLATTN_F32, 0, 0};
+  b[OUT] = (clattn__buf_spec){"out", CLATTN__BUF_OUT, m * n, CLATTN_F32, 0, 0};
+}
+
+static int full_int(const void *desc) {
+  (void)desc;
+  return 0;
+}
+
+/* The contraction is "in" (a class key "k" would read as a head dim). */
+static void shape_class(const void *desc, char *buf, size_t cap) {
+  const clattn__gemm_desc *d = desc;
+  snprintf(buf, cap, "f32 m%ld n%d in%d", clattn__pow2_round(d->m), d->n,
+           d->k);
+}
+
+static clattn_status parse_shape(const char *text, void *desc, char *why,
+                                 size_t cap) {
+  clattn__gemm_desc d = {0, 0, 0, NULL};
+  clattn_dtype dtype = CLATTN_F32;
+  clattn_status rc;
+  if ((rc = clattn__shape_keys(text, SHAPE_KEYS, why, cap)) ||
+      (rc = clattn__shape_int(text, "m", 1, INT_MAX, &d.m, why, cap)) ||
+      (rc = clattn__shape_int(text, "n", 1, INT_MAX, &d.n, why, cap)) ||
+      (rc = clattn__shape_int(text, "k", 1, INT_MAX, &d.k, why, cap)) ||
+      (rc = clattn__shape_dtype(text, &dtype, why, cap)))
+    return rc;
+  if (dtype != CLATTN_F32) {
+    snprintf(why, cap, "dtype=%s: gemm is float32 only",
+             clattn__dtype_name(dtype));
+    return CLATTN_ERR_UNSUPPORTED;
+  }
+  if (!d.m || !d.n || !d.k) {
+    snprintf(why, cap, "the shape needs m=, n= and k=");
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  *(clattn__gemm_desc *)desc = d;
+  return CLATTN_OK;
+}
+
+static clattn_status plan(const clattn__target *t, const void *desc,
+                          void *pl, char *why, size_t cap) {
+  const clattn__gemm_desc *d = desc;
+  const clattn__gg g = clattn__gg_of_gemm(d);
+  return clattn__gg_make_plan(t, &g, d->params, 0, pl, why, cap);
+}
+
+static int fits(const clattn__target *t, const void *desc, const void *pl,
+                char *why, size_t cap) {
+  const clattn__gg g = clattn__gg_of_gemm(desc);
+  return clattn__gg_fits(t, &g, pl, why, cap);
+}
+
+static clattn_params resolved(const void *pl) {
+  return clattn__gg_resolved(pl);
+}
+
+static clattn_status space(const clattn__target *t, const void *desc,
+                           clattn__space *s) {
+  const clattn__gg g = clattn__gg_of_gemm(desc);
+  return clattn__gg_space(&clattn__family_gemm, t, desc, &g, 1, s);
+}
+
+/* CLBlast's work as an ideal GEMM: each matrix moved once, 2 m n k FLOPs
+ * (its kernels are not the library's to count); GEMV rows launch once a
+ * row after the output's zero fill. */
+static void clblast_cost(const clattn__gemm_desc *d, clattn_prediction *out,
+                         double *dram_reads) {
+  const double m = d->m, n = d->n, k = d->k;
+  const int gemv = d->m <= CLATTN_LAYER_GEMV_ROWS;
+  clattn_cost *c = clattn__model_kernel(out, gemv ? "clblast_sgemv"
+                                                  : "clblast_sgemm");
+  if (c == NULL)
+    return;
+  c->launches = gemv ? d->m + 1 : 1;
+  c->flops = 2.0 * m * n * k;
+  c->fma_issued = m * n * k;
+  c->bytes_read = 4.0 * (m * k + k * n);
+  c->bytes_written = 4.0 * m * n;
+  c->bytes_compulsory = c->bytes_read + c->bytes_written;
+  c->bytes_dram = c->bytes_compulsory;
+  dram_reads[out->n_kernels - 1] = c->bytes_read;
+}
+
+static clattn_status cost(const void *desc, const void *pl_, const int *ints,
+                          const clattn_profile *prof, clattn_prediction *out,
+                          double *dram_reads) {
+  const clattn__gg_plan *pl = pl_;
+  (void)ints;
+  if (pl->scheme == CLATTN__GG_SCHEME_CLBLAST) {
+    clblast_cost(desc, out, dram_reads);
+    return CLATTN_OK;
+  }
+  const clattn__gg g = clattn__gg_of_gemm(desc);
+  return clattn__gg_cost(&g, pl, prof, out, dram_reads);
+}
+
+/* CLBlast takes no wait list: a barrier on the in-order queue waits. */
+static clattn_status clblast_enqueue(clattn_ctx *ctx,
+                                     const clattn__gemm_desc *d,
+                                     const cl_mem *bufs,
+                                     const clattn_events *ev) {
+  cl_command_queue q = ctx->queue;
+  cl_event *event = ev ? ev->out : NULL;
+  const size_t m = (size_t)d->m, n = (size_t)d->n, k = (size_t)d->k;
+  CLBlastStatusCode s;
+  cl_int err;
+  if (ev && ev->num_wait > 0 &&
+      (err = clEnqueueBarrierWithWaitList(q, ev->num_wait, ev->wait, NULL)) !=
+          CL_SUCCESS)
+    return clattn__cl_fail(ctx, err, "clEnqueueBarrierWithWaitList",
+                           __FILE__, __LINE__);
+  /* Up to CLATTN_LAYER_GEMV_ROWS rows, one GEMV per row: CLBlast's GEMM
+   * pads a single row to a whole tile, which dominated decode steps. */
+  if (m <= CLATTN_LAYER_GEMV_ROWS) {
+    /* CLBlast's GEMV computes alpha*A^T x + beta*y even for beta == 0, so
+     * a NaN already in y would survive: zero the rows first. */
+    const float zero = 0.0f;
+    err = clEnqueueFillBuffer(q, bufs[OUT], &zero, sizeof zero, 0,
+                              m * n * sizeof(float), 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      return clattn__cl_fail(ctx, err, "clEnqueueFillBuffer(GEMV output)",
+                             __FILE__, __LINE__);
+    for (size_t r = 0; r < m; r++) {
+      /* out[r, :] = W^T a[r, :], W being [k, n] row-major */
+      s = CLBlastSgemv(CLBlastLayoutRowMajor, CLBlastTransposeYes, k, n, 1.0f,
+                       bufs[W], 0, n, bufs[A], r * k, 1, 0.0f, bufs[OUT],
+                       r * n, 1, &q, r + 1 == m ? event : NULL);
+      if (s != CLBlastSuccess)
+        return clattn__fail(ctx, CLATTN_ERR_CLBLAST,
+                            "CLBlastSgemv (row %zu, %zux%zu) failed: %s (%d)",
+                            r, k, n, clattn__clblast_status_str(s), (int)s);
+    }
+    return CLATTN_OK;
+  }
+  s = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                   CLBlastTransposeNo, m, n, k, 1.0f, bufs[A], 0, k, bufs[W],
+                   0, n, 0.0f, bufs[OUT], 0, n, &q, event);
+  if (s != CLBlastSuccess)
+    return clattn__fail(ctx, CLATTN_ERR_CLBLAST,
+                        "CLBlastSgemm (%zux%zux%zu) failed: %s (%d)", m, n, k,
+                        clattn__clblast_status_str(s), (int)s);
+  return CLATTN_OK;
+}
+
+static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
+                             int auto_wg, const cl_mem *bufs,
+                             const clattn_events *ev) {
+  clattn__gg_plan *pl = pl_;
+  if (pl->scheme == CLATTN__GG_SCHEME_CLBLAST)
+    return clblast_enqueue(ctx, desc, bufs, ev);
+  const clattn__gg g = clattn__gg_of_gemm(desc);
+  return clattn__gg_enqueue(ctx, &g, pl, auto_wg, bufs[A], NULL, NULL,
+                            bufs[W], bufs[OUT], ev);
+}
+
+/* Odd sizes that divide no tile; a few rows for a decode-sized call (the
+ * GEMV path of CLBlast). */
+static void check_case(const void *desc, clattn__check_case *c) {
+  clattn__gemm_desc *s = (clattn__gemm_desc *)c->desc;
+  *s = *(const clattn__gemm_desc *)desc;
+  s->params = NULL;
+  s->m = s->m <= CLATTN_LAYER_GEMV_ROWS ? 3 : 37;
+  s->n = 29;
+  s->k = 23;
+}
+
+static void reference(const void *desc, void *const *b) {
+  const clattn__gemm_desc *d = desc;
+  ref_gemm(d->m, d->n, d->k, b[A], b[W], b[OUT]);
+}
+
+/* A d_model 512 layer's projections over 512 and 2048 rows, and decode
+ * steps of one and four rows. */
+static const char *const standard[] = {
+    "m=512 n=512 k=512", "m=2048 n=512 k=512", "m=1 n=512 k=512",
+    "m=4 n=512 k=512", NULL};
+
+const clattn__family clattn__family_gemm = {
+    .name = "gemm",
+    .summary = "a layer's projection out = a W (CLBlast, or the grouped GEMM "
+               "kernel's dense case)",
+    .api = "clattn_layer_prefill (projections)",
+    .source = "cvmm.cl",
+    .desc_size = sizeof(clattn__gemm_desc),
+    .plan_size = sizeof(clattn__gg_plan),
+    .nbufs = 3,
+    .tune_method = 1,
+    .standard_shapes = standard,
+    .check = check,
+    .buffers = buffers,
+    .full_int = full_int,
+    .shape_class = shape_class,
+    .shape_keys = SHAPE_KEYS,
+    .parse_shape = parse_shape,
+    .params_offset = offsetof(clattn__gemm_desc, params),
+    .plan = plan,
+    .fits = fits,
+    .resolved = resolved,
+    .space = space,
+    .cost = cost,
+    .enqueue = enqueue,
+    .check_case = check_case,
+    .reference = reference,
+};

@@ -1,0 +1,314 @@
+/* test_cvmm.c - the cvmm family (SwitchHead's expert-routed GEMM,
+ * cl/cvmm.cl) against the plain-C reference (ref_cvmm), through the
+ * generic call path: SPLIT and SUM, top-k routing and none, rows, inner
+ * and columns that divide no tile, fewer rows than a tile, top-k of 1 and
+ * of every expert, one expert, exact ties (duplicate selection columns:
+ * the lower expert wins), experts no row chooses, the automatic plan and
+ * explicit CPU-shaped (variant 1) and GPU-shaped (variant 2) params; bad
+ * descriptions get their status and a message naming the problem. */
+#include "call/call.h"
+#include "family/cvmm.h"
+#include "reference/ref_cvmm.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const clattn__family *family(void) {
+  const clattn__family *F = clattn__family_find("cvmm");
+  cr_assert_not_null(F, "cvmm is not registered");
+  return F;
+}
+
+/* How a case's selection weights are made. */
+enum { SEL_RANDOM, SEL_TIES, SEL_DEAD };
+
+typedef struct cv_shape {
+  int rows, inner, cols, heads, experts, topk, sel_inner;
+  clattn__cvmm_mode mode;
+  clattn__cvmm_gate gate;
+  int sel;
+} cv_shape;
+
+static size_t a_elems(const clattn__cvmm_desc *d) {
+  return (size_t)d->rows * d->inner *
+         (d->mode == CLATTN__CVMM_SUM ? (size_t)d->heads : 1);
+}
+
+static size_t out_elems(const clattn__cvmm_desc *d) {
+  return (size_t)d->rows * d->cols *
+         (d->mode == CLATTN__CVMM_SPLIT ? (size_t)d->heads : 1);
+}
+
+/* Selection inputs: random, or with head 0's even experts duplicating
+ * expert 1's column (exact ties in every row), or with experts 1 and 2 of
+ * every head far below the rest (sel_x's column 0 is 1: a bias). */
+static void make_sel(tu_rng *rng, const clattn__cvmm_desc *d, int kind,
+                     float *sx, float *ws) {
+  const int he = d->heads * d->experts;
+  tu_fill(rng, sx, (size_t)d->rows * d->sel_inner, 1.0f);
+  tu_fill(rng, ws, (size_t)d->sel_inner * he, 1.0f);
+  if (kind == SEL_TIES && d->experts > 2)
+    for (int i = 0; i < d->sel_inner; i++)
+      for (int e = 2; e < d->experts; e += 2)
+        ws[(size_t)i * he + e] = ws[(size_t)i * he + 1];
+  if (kind == SEL_DEAD) {
+    for (int r = 0; r < d->rows; r++)
+      sx[(size_t)r * d->sel_inner] = 1.0f;
+    for (int h = 0; h < d->heads; h++)
+      for (int e = 1; e < d->experts && e < 3; e++)
+        ws[h * d->experts + e] = -200.0f;
+  }
+}
+
+/* Run d on the device (the output filled with NaN first) and compare
+ * with the reference. */
+static void run_case(clattn_ctx *ctx, const clattn__cvmm_desc *d, int sel,
+                     const char *what) {
+  tu_rng rng = tu_rng_seed(77u + (uint64_t)d->rows * 131u +
+                           (uint64_t)d->inner * 7u + (uint64_t)d->cols);
+  const int he = d->heads * d->experts;
+  const size_t na = a_elems(d), no = out_elems(d);
+  const size_t nsx = (size_t)d->rows * d->sel_inner;
+  const size_t nws = (size_t)d->sel_inner * he;
+  const size_t nw = (size_t)he * d->inner * d->cols;
+  float *a = tu_alloc(na * 4), *sx = tu_alloc(nsx * 4 + 4);
+  float *ws = tu_alloc(nws * 4 + 4), *w = tu_alloc(nw * 4);
+  float *want = tu_alloc(no * 4), *got = tu_alloc(no * 4);
+  tu_fill(&rng, a, na, 1.0f);
+  tu_fill(&rng, w, nw, 1.0f);
+  const int none = d->gate == CLATTN__CVMM_NONE;
+  if (!none)
+    make_sel(&rng, d, sel, sx, ws);
+  ref_cvmm(d->rows, d->inner, d->cols, d->heads, d->experts, d->topk,
+           d->sel_inner, d->mode == CLATTN__CVMM_SPLIT ? 1 : 2, none, a, sx,
+           ws, w, want);
+  cl_mem bufs[5] = {tu_upload(ctx, a, na, CLATTN_F32),
+                    none ? NULL : tu_upload(ctx, sx, nsx, CLATTN_F32),
+                    none ? NULL : tu_upload(ctx, ws, nws, CLATTN_F32),
+                    tu_upload(ctx, w, nw, CLATTN_F32),
+                    tu_sentinel(ctx, no, CLATTN_F32, 0xff)};
+  const clattn_status st = clattn__call(ctx, family(), d, bufs, NULL);
+  if (!tu_unsupported_ok(ctx, st, d->params)) {
+    cr_assert_eq(st, CLATTN_OK, "%s: %s", what, clattn_ctx_errmsg(ctx));
+    tu_download(ctx, bufs[4], got, no, CLATTN_F32);
+    tu_check(what, got, want, no, clattn__tolerance(CLATTN_F32));
+  }
+  for (int i = 0; i < 5; i++)
+    if (bufs[i])
+      tu_release(bufs[i]);
+  free(a);
+  free(sx);
+  free(ws);
+  free(w);
+  free(want);
+  free(got);
+}
+
+#define SPLIT CLATTN__CVMM_SPLIT
+#define SUM CLATTN__CVMM_SUM
+#define TOPK CLATTN__CVMM_TOPK
+#define NONE CLATTN__CVMM_NONE
+
+static const cv_shape shapes[] = {
+    /* SwitchHead-like, odd sizes: no tile divides rows, inner or cols */
+    {37, 29, 19, 2, 5, 3, 23, SPLIT, TOPK, SEL_RANDOM},
+    {37, 19, 29, 2, 5, 3, 23, SUM, TOPK, SEL_RANDOM},
+    /* fewer rows than any tile; top-1 */
+    {3, 16, 33, 3, 4, 1, 9, SPLIT, TOPK, SEL_RANDOM},
+    {5, 7, 40, 3, 4, 1, 9, SUM, TOPK, SEL_RANDOM},
+    /* every expert (k == E): deterministic buckets */
+    {70, 12, 17, 2, 3, 3, 11, SPLIT, TOPK, SEL_RANDOM},
+    {70, 17, 12, 2, 3, 3, 11, SUM, TOPK, SEL_RANDOM},
+    /* exact ties: duplicate selection columns */
+    {41, 9, 21, 2, 6, 2, 13, SPLIT, TOPK, SEL_TIES},
+    {41, 21, 9, 2, 6, 3, 13, SUM, TOPK, SEL_TIES},
+    /* experts no row chooses (and k == E: gates of ~0) */
+    {53, 15, 18, 2, 5, 2, 10, SPLIT, TOPK, SEL_DEAD},
+    {53, 18, 15, 3, 5, 5, 10, SUM, TOPK, SEL_DEAD},
+    /* one expert: routed (its sigmoid gate) and not */
+    {19, 11, 13, 3, 1, 1, 7, SPLIT, TOPK, SEL_RANDOM},
+    {19, 13, 11, 3, 1, 1, 7, SUM, TOPK, SEL_RANDOM},
+    {23, 11, 13, 3, 1, 1, 7, SPLIT, NONE, SEL_RANDOM},
+    {23, 13, 11, 3, 1, 1, 7, SUM, NONE, SEL_RANDOM},
+    /* one column, one inner, many experts */
+    {33, 1, 1, 1, 9, 4, 5, SPLIT, TOPK, SEL_RANDOM},
+    /* wide: several column blocks and row tiles */
+    {150, 40, 100, 2, 4, 2, 32, SPLIT, TOPK, SEL_RANDOM},
+    {150, 40, 100, 2, 4, 2, 32, SUM, TOPK, SEL_RANDOM},
+};
+
+/* The automatic plan, then CPU-shaped and GPU-shaped explicit params:
+ * {variant, rows, keys, wg, splits, prefetch, scheme}. */
+static const clattn_params params[] = {
+    {1, 4, 16, 0, 0, 0, 0},  {1, 8, 32, 0, 16, 0, 0},
+    {1, 3, 8, 0, 7, 0, 0},   {1, 12, 48, 4, 0, 0, 0},
+    {1, 1, 4, 0, 64, 0, 0},  {2, 4, 16, 64, 0, 0, 0},
+    {2, 2, 32, 64, 24, 0, 0}, {2, 8, 16, 32, 0, 0, 0},
+};
+
+static void sweep(int first, int last) {
+  clattn_ctx *ctx = tu_ctx();
+  const int np = (int)(sizeof params / sizeof params[0]);
+  for (int i = first; i < last; i++)
+    for (int p = -1; p < np; p++) {
+      if (tu_subset("small") && p != -1 && p != 1 && p != 5)
+        continue;
+      const cv_shape *s = &shapes[i];
+      const clattn__cvmm_desc d = {s->rows,  s->inner, s->cols,
+                                   s->heads, s->experts, s->topk,
+                                   s->sel_inner, s->mode, s->gate,
+                                   p < 0 ? NULL : &params[p]};
+      char what[200];
+      snprintf(what, sizeof what,
+               "rows %d K %d N %d H %d E %d k %d D %d %s %s sel %d params %d",
+               s->rows, s->inner, s->cols, s->heads, s->experts, s->topk,
+               s->sel_inner, s->mode == SPLIT ? "split" : "sum",
+               s->gate == TOPK ? "topk" : "none", s->sel, p);
+      run_case(ctx, &d, s->sel, what);
+    }
+  clattn_ctx_destroy(ctx);
+}
+
+enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
+
+Test(cvmm, routed_odd_sizes, .timeout = 900) { sweep(0, 4); }
+Test(cvmm, all_experts_and_ties, .timeout = 900) { sweep(4, 8); }
+Test(cvmm, dead_experts_and_one_expert, .timeout = 900) { sweep(8, 14); }
+Test(cvmm, wide, .timeout = 900) { sweep(14, NSHAPES); }
+
+/* The reference's routing: duplicate columns tie, the lower index wins;
+ * top-k of every expert takes them all, in descending logit order. */
+Test(cvmm, reference_routing) {
+  /* sel_x = [1, 2]; w_sel columns (head 0: e0..e2, head 1: e0..e2) */
+  const float sx[2] = {1.0f, 2.0f};
+  const float ws[12] = {1, 3, 3, 0, -1, 5, /* row 0 */
+                        0, 1, 1, 2, 0, -3}; /* row 1 */
+  int ex[6];
+  double g[6];
+  /* head 0 logits: 1, 5, 5; head 1: 4, -1, -1 */
+  ref_cvmm_route(1, 2, 3, 2, 2, sx, ws, ex, g);
+  cr_expect(ex[0] == 1 && ex[1] == 2, "head 0: %d %d", ex[0], ex[1]);
+  cr_expect(ex[2] == 0 && ex[3] == 1, "head 1: %d %d", ex[2], ex[3]);
+  cr_expect(fabs(g[0] - 1.0 / (1.0 + exp(-5.0))) < 1e-15);
+  cr_expect(fabs(g[3] - 1.0 / (1.0 + exp(1.0))) < 1e-15);
+  ref_cvmm_route(1, 2, 3, 3, 2, sx, ws, ex, g);
+  cr_expect(ex[0] == 1 && ex[1] == 2 && ex[2] == 0);
+}
+
+/* A bad description's status, and a message naming what is wrong. */
+static void expect_refused(clattn_ctx *ctx, const clattn__cvmm_desc *d,
+                           clattn_status want, const char *word) {
+  cl_mem bufs[5];
+  for (int i = 0; i < 5; i++)
+    bufs[i] = tu_buffer(ctx, 1 << 16);
+  const clattn_status st = clattn__call(ctx, family(), d, bufs, NULL);
+  cr_expect_eq(st, want, "status %s, want %s (%s)", clattn_status_str(st),
+               clattn_status_str(want), clattn_ctx_errmsg(ctx));
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), word) != NULL,
+            "message \"%s\" does not name %s", clattn_ctx_errmsg(ctx), word);
+  for (int i = 0; i < 5; i++)
+    tu_release(bufs[i]);
+}
+
+Test(cvmm, misuse) {
+  clattn_ctx *ctx = tu_ctx();
+  const clattn__cvmm_desc ok = {8, 4, 40, 2, 3, 2, 4, SPLIT, TOPK, NULL};
+  clattn__cvmm_desc d = ok;
+  d.rows = 0;
+  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "rows");
+  d = ok;
+  d.cols = -1;
+  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "cols");
+  d = ok;
+  d.experts = CLATTN_SH_MAX_EXPERTS + 1;
+  d.topk = 1;
+  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "experts");
+  d = ok;
+  d.topk = 4;
+  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "topk");
+  d = ok;
+  d.topk = 0;
+  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "topk");
+  d = ok;
+  d.mode = (clattn__cvmm_mode)3;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "mode");
+  d = ok;
+  d.gate = (clattn__cvmm_gate)7;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "gate");
+  d = ok;
+  d.gate = NONE;
+  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "gate NONE");
+  d = ok;
+  d.sel_inner = 0;
+  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "sel_inner");
+  d = ok;
+  d.heads = 64;
+  d.experts = 64;
+  d.topk = 1;
+  expect_refused(ctx, &d, CLATTN_ERR_UNSUPPORTED, "heads x experts");
+  d = ok;
+  d.rows = 1 << 30;
+  d.inner = 1 << 20;
+  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "overflow");
+  const clattn_params clblast = {0, 0, 0, 0, 0, 0, 2};
+  d = ok;
+  d.params = &clblast;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme");
+  const clattn_params keys = {1, 4, 17, 0, 0, 0, 0};
+  d.params = &keys;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "keys");
+  const clattn_params rows = {1, 17, 0, 0, 0, 0, 0};
+  d.params = &rows;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "rows");
+  const clattn_params pf = {1, 0, 0, 0, 0, 2, 0};
+  d.params = &pf;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "prefetch");
+  const clattn_params wg = {2, 4, 48, 64, 0, 0, 0};
+  d.params = &wg;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "multiple of keys");
+  /* routing needs sel_x and w_sel */
+  cl_mem bufs[5];
+  for (int i = 0; i < 5; i++)
+    bufs[i] = tu_buffer(ctx, 1 << 16);
+  cl_mem keep = bufs[1];
+  bufs[1] = NULL;
+  cr_expect_eq(clattn__call(ctx, family(), &ok, bufs, NULL),
+               CLATTN_ERR_INVALID_ARG);
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), "sel_x") != NULL, "%s",
+            clattn_ctx_errmsg(ctx));
+  bufs[1] = keep;
+  /* a buffer smaller than the shape */
+  tu_release(bufs[3]);
+  bufs[3] = tu_buffer(ctx, 16);
+  cr_expect_eq(clattn__call(ctx, family(), &ok, bufs, NULL),
+               CLATTN_ERR_BUFFER_TOO_SMALL, "%s", clattn_ctx_errmsg(ctx));
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), "w") != NULL, "%s",
+            clattn_ctx_errmsg(ctx));
+  for (int i = 0; i < 5; i++)
+    tu_release(bufs[i]);
+  clattn_ctx_destroy(ctx);
+}
+
+/* The model's useful work: 2 K N FLOPs and a gate multiply per (row,
+ * head, chosen expert) and column, and the selection's logits. */
+Test(cvmm, model_flops) {
+  clattn_profile prof;
+  cr_assert_eq(clattn_datasheet_find("A100", &prof), CLATTN_OK);
+  const clattn__cvmm_desc d = {256, 412, 76, 2, 5, 3, 412, SPLIT, TOPK, NULL};
+  clattn_prediction pr;
+  cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK, "%s",
+               pr.errmsg);
+  const double ent = 256.0 * 2 * 3;
+  cr_expect_eq(pr.total.flops,
+               ent * (2.0 * 412 * 76 + 76) + 2.0 * 256 * 412 * 2 * 5);
+  cr_expect_eq(pr.n_kernels, 3);
+  /* without routing: one dense GEMM a head */
+  const clattn__cvmm_desc n = {100, 30, 20, 3, 1, 1, 0, SPLIT, NONE, NULL};
+  cr_assert_eq(clattn__model(family(), &n, NULL, &prof, &pr), CLATTN_OK, "%s",
+               pr.errmsg);
+  cr_expect_eq(pr.total.flops, 2.0 * 100 * 30 * 20 * 3);
+  cr_expect_eq(pr.n_kernels, 1);
+}

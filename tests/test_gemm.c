@@ -1,0 +1,210 @@
+/* test_gemm.c - the gemm family (the layers' projections) against the
+ * plain-C reference (ref_gemm), through the generic call path: the own
+ * kernel's dense case (cl/cvmm.cl) with its automatic plan and explicit
+ * CPU-shaped (variant 1) and GPU-shaped (variant 2) params, and the
+ * CLBlast scheme (Sgemm, Sgemv rows for up to CLATTN_LAYER_GEMV_ROWS
+ * rows), on odd shapes and m = 1 .. 4; bad descriptions and params get
+ * their status and a message naming the problem. */
+#include "call/call.h"
+#include "family/cvmm.h"
+#include "family/plan.h"
+#include "reference/ref_cvmm.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const clattn__family *family(void) {
+  const clattn__family *F = clattn__family_find("gemm");
+  cr_assert_not_null(F, "gemm is not registered");
+  return F;
+}
+
+/* Run m x n x k with params p (NULL: automatic) against the reference,
+ * the output filled with NaN first. */
+static void run_case(clattn_ctx *ctx, int m, int n, int k,
+                     const clattn_params *p, const char *what) {
+  tu_rng rng = tu_rng_seed(11u + (uint64_t)m * 1000u + (uint64_t)n * 7u +
+                           (uint64_t)k);
+  const size_t na = (size_t)m * k, nw = (size_t)k * n, no = (size_t)m * n;
+  float *a = tu_alloc(na * 4), *w = tu_alloc(nw * 4);
+  float *want = tu_alloc(no * 4), *got = tu_alloc(no * 4);
+  tu_fill(&rng, a, na, 1.0f);
+  tu_fill(&rng, w, nw, 1.0f);
+  ref_gemm(m, n, k, a, w, want);
+  cl_mem bufs[3] = {tu_upload(ctx, a, na, CLATTN_F32),
+                    tu_upload(ctx, w, nw, CLATTN_F32),
+                    tu_sentinel(ctx, no, CLATTN_F32, 0xff)};
+  const clattn__gemm_desc d = {m, n, k, p};
+  const clattn_status st = clattn__call(ctx, family(), &d, bufs, NULL);
+  if (!tu_unsupported_ok(ctx, st, p)) {
+    cr_assert_eq(st, CLATTN_OK, "%s: %s", what, clattn_ctx_errmsg(ctx));
+    tu_download(ctx, bufs[2], got, no, CLATTN_F32);
+    tu_check(what, got, want, no, clattn__tolerance(CLATTN_F32));
+  }
+  for (int i = 0; i < 3; i++)
+    tu_release(bufs[i]);
+  free(a);
+  free(w);
+  free(want);
+  free(got);
+}
+
+static const int shapes[][3] = {
+    {1, 1, 1},    {1, 5, 3},    {2, 17, 9},    {3, 29, 23},  {4, 64, 32},
+    {5, 33, 17},  {37, 29, 23}, {64, 64, 64},  {100, 76, 412},
+    {129, 130, 67}, {7, 3, 100},
+};
+enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
+
+/* The own kernel: automatic, then explicit variant 1 and 2 params
+ * {variant, rows, keys, wg, splits, prefetch, scheme}. */
+static const clattn_params own[] = {
+    {0, 0, 0, 0, 0, 0, 1},   {1, 4, 16, 0, 0, 0, 1},
+    {1, 8, 32, 0, 16, 0, 1}, {1, 3, 24, 2, 5, 0, 1},
+    {1, 12, 80, 0, 0, 0, 1}, {1, 1, 7, 0, 1, 0, 1},
+    {2, 4, 16, 64, 0, 0, 1}, {2, 2, 32, 64, 8, 0, 1},
+    {2, 1, 64, 64, 0, 0, 1},
+};
+
+Test(gemm, own_kernel, .timeout = 900) {
+  clattn_ctx *ctx = tu_ctx();
+  const int np = (int)(sizeof own / sizeof own[0]);
+  for (int i = 0; i < NSHAPES; i++)
+    for (int p = 0; p < np; p++) {
+      if (tu_subset("small") && p != 0 && p != 2 && p != 6)
+        continue;
+      char what[128];
+      snprintf(what, sizeof what, "own %dx%dx%d params %d", shapes[i][0],
+               shapes[i][1], shapes[i][2], p);
+      run_case(ctx, shapes[i][0], shapes[i][1], shapes[i][2], &own[p], what);
+    }
+  clattn_ctx_destroy(ctx);
+}
+
+/* CLBlast, the default: GEMV rows up to CLATTN_LAYER_GEMV_ROWS, then
+ * Sgemm (one process: CLBlast builds its kernels once). */
+Test(gemm, clblast, .timeout = 900) {
+  clattn_ctx *ctx = tu_ctx();
+  const clattn_params cb = {0, 0, 0, 0, 0, 0, 2};
+  for (int i = 0; i < NSHAPES; i++) {
+    if (tu_subset("small") && i % 3 != 0)
+      continue;
+    char what[128];
+    snprintf(what, sizeof what, "clblast %dx%dx%d", shapes[i][0],
+             shapes[i][1], shapes[i][2]);
+    run_case(ctx, shapes[i][0], shapes[i][1], shapes[i][2], i % 2 ? &cb : NULL,
+             what);
+    clattn_choice ch;
+    cr_assert_eq(clattn_ctx_last_choice(ctx, &ch), CLATTN_OK);
+    cr_expect_eq(ch.resolved.scheme, 2, "%s: scheme %d", what,
+                 ch.resolved.scheme);
+  }
+  clattn_ctx_destroy(ctx);
+}
+
+/* Events: the caller's wait list and an out event, on both schemes. */
+Test(gemm, events) {
+  clattn_ctx *ctx = tu_ctx();
+  const clattn_params ps[2] = {{0, 0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 2}};
+  for (int s = 0; s < 2; s++) {
+    cl_int err;
+    cl_event user = clCreateUserEvent(clattn_ctx_cl_context(ctx), &err);
+    cr_assert_eq(err, CL_SUCCESS);
+    cl_event done = NULL;
+    const clattn_events ev = {1, &user, &done};
+    cl_mem bufs[3] = {tu_buffer(ctx, 6 * 4 * 4), tu_buffer(ctx, 4 * 5 * 4),
+                      tu_buffer(ctx, 6 * 5 * 4)};
+    const clattn__gemm_desc d = {6, 5, 4, &ps[s]};
+    cr_assert_eq(clattn__call(ctx, family(), &d, bufs, &ev), CLATTN_OK, "%s",
+                 clattn_ctx_errmsg(ctx));
+    cr_assert_not_null(done);
+    cr_assert_eq(clSetUserEventStatus(user, CL_COMPLETE), CL_SUCCESS);
+    cr_expect_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+    clReleaseEvent(done);
+    clReleaseEvent(user);
+    for (int i = 0; i < 3; i++)
+      tu_release(bufs[i]);
+  }
+  clattn_ctx_destroy(ctx);
+}
+
+static void expect_refused(clattn_ctx *ctx, const clattn__gemm_desc *d,
+                           clattn_status want, const char *word) {
+  cl_mem bufs[3] = {tu_buffer(ctx, 1 << 16), tu_buffer(ctx, 1 << 16),
+                    tu_buffer(ctx, 1 << 16)};
+  const clattn_status st = clattn__call(ctx, family(), d, bufs, NULL);
+  cr_expect_eq(st, want, "status %s, want %s (%s)", clattn_status_str(st),
+               clattn_status_str(want), clattn_ctx_errmsg(ctx));
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), word) != NULL,
+            "message \"%s\" does not name %s", clattn_ctx_errmsg(ctx), word);
+  for (int i = 0; i < 3; i++)
+    tu_release(bufs[i]);
+}
+
+Test(gemm, misuse) {
+  clattn_ctx *ctx = tu_ctx();
+  const clattn__gemm_desc ok = {8, 40, 8, NULL};
+  clattn__gemm_desc d = ok;
+  d.m = 0;
+  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "m (0)");
+  d = ok;
+  d.k = -3;
+  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "k (-3)");
+  d = ok;
+  d.m = d.k = INT_MAX;
+  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "overflow");
+  const clattn_params scheme = {0, 0, 0, 0, 0, 0, 3};
+  d = ok;
+  d.params = &scheme;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme");
+  const clattn_params cb = {1, 0, 0, 0, 0, 0, 2};
+  d.params = &cb;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "CLBlast");
+  const clattn_params keys = {1, 4, 17, 0, 0, 0, 1};
+  d.params = &keys;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "keys");
+  const clattn_params big = {1, 4, 16, 0, 4096, 0, 1};
+  d.params = &big;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "splits");
+  /* a buffer smaller than the shape names it */
+  cl_mem small[3] = {tu_buffer(ctx, 1 << 16), tu_buffer(ctx, 16),
+                     tu_buffer(ctx, 1 << 16)};
+  cr_expect_eq(clattn__call(ctx, family(), &ok, small, NULL),
+               CLATTN_ERR_BUFFER_TOO_SMALL, "%s", clattn_ctx_errmsg(ctx));
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), "w") != NULL, "%s",
+            clattn_ctx_errmsg(ctx));
+  for (int i = 0; i < 3; i++)
+    tu_release(small[i]);
+  clattn_ctx_destroy(ctx);
+}
+
+/* The model: CLBlast as an ideal GEMM (GEMV rows and the zero fill for
+ * short inputs), the own kernel with 2 m n k FLOPs; both move every
+ * matrix at least once. */
+Test(gemm, model) {
+  clattn_profile prof;
+  cr_assert_eq(clattn_datasheet_find("A100", &prof), CLATTN_OK);
+  clattn_prediction pr;
+  clattn__gemm_desc d = {512, 256, 128, NULL};
+  cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK);
+  cr_expect_eq(pr.n_kernels, 1);
+  cr_expect_eq(pr.total.flops, 2.0 * 512 * 256 * 128);
+  cr_expect_eq(pr.params.scheme, 2);
+  cr_expect_eq(pr.total.launches, 1);
+  d.m = 3;
+  cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK);
+  cr_expect_eq(pr.total.launches, 4, "3 GEMV rows and the fill");
+  const clattn_params own1 = {0, 0, 0, 0, 0, 0, 1};
+  d.m = 100;
+  d.params = &own1;
+  cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK, "%s",
+               pr.errmsg);
+  cr_expect_eq(pr.total.flops, 2.0 * 100 * 256 * 128);
+  cr_expect(pr.total.bytes_read >= 4.0 * (100 * 128 + 128 * 256));
+  cr_expect_eq(pr.total.bytes_written, 4.0 * 100 * 256);
+  cr_expect_eq(pr.params.scheme, 1);
+}
