@@ -5,6 +5,7 @@
  *   clattn model FAMILY|layer SHAPE [--profile NAME|--device D]
  *   clattn model optimised|efficient|super SHAPE (model_hh.c)
  *   clattn model mqa [--device D | --no-device]
+ *   clattn model switchhead --paper [--json] (model_sh.c)
  *   clattn model profiles
  *   clattn model check [--device D] [--db PATH] [--no-store] [--quick]
  *                      [--probe] */
@@ -27,6 +28,9 @@ static const char model_usage[] =
   "         [OPTIONS]  (a Hosseini & Hosseini layer against MHA of the\n"
   "         same D and H: parameters, FLOPs, bytes, time and ratios)\n"
   "       clattn model mqa [--device D | --no-device]\n"
+  "       clattn model switchhead --paper [--json]  (the SwitchHead paper's\n"
+  "         per-layer MACs and memory, its printed figures beside them,\n"
+  "         and the ratios against the matched dense models)\n"
   "       clattn model profiles\n"
   "       clattn model check|--check [--device D] [--db PATH] [--no-store]\n"
   "         [--quick] [--probe]\n"
@@ -104,6 +108,7 @@ int cli_model_parse(int argc, char **argv, model_opts *o) {
                 : !strcmp(a, "quick")     ? &o->quick
                 : !strcmp(a, "probe")     ? &o->probe
                 : !strcmp(a, "causal")    ? &o->causal
+                : !strcmp(a, "paper")     ? &o->paper
                                           : NULL;
     if (flag) {
       *flag = 1;
@@ -366,6 +371,8 @@ int cli_model(int argc, char **argv) {
   const int hh = cli_hh_variant(kind);
   if (hh)
     return cli_model_hh(&o, (clattn_hh_variant)hh);
+  if (!strcmp(kind, "switchhead"))
+    return cli_model_sh(&o);
   if (cli_family(kind) >= 0 || !strcmp(kind, "layer"))
     return model_call(kind, &o);
   if (!strcmp(kind, "profiles"))

@@ -1,5 +1,5 @@
 /* model.h - shared pieces of `clattn model` (model.c, model_mqa.c,
- * model_check.c). */
+ * model_check.c, model_hh.c, model_sh.c). */
 #ifndef CLATTN_CLI_MODEL_H
 #define CLATTN_CLI_MODEL_H
 
@@ -8,6 +8,7 @@
 typedef struct model_opts {
   const char *profile, *device, *db;
   int json, no_device, no_store, quick, causal, probe;
+  int paper; /* model switchhead: the paper's accounting */
   int batch, seq, kv_seq, heads, kv_heads, head_dim, head_dim_v, d_model;
   int cache_len;
   int max_len; /* the Super layer's W_a size (0: cache_len + seq) */
@@ -47,5 +48,7 @@ int cli_model_mqa(const model_opts *o);
 /* `clattn model optimised|efficient|super`: the layer against MHA. */
 int cli_model_hh(model_opts *o, clattn_hh_variant v);
 int cli_model_check(const model_opts *o);
+/* `clattn model switchhead` (model_sh.c). */
+int cli_model_sh(const model_opts *o);
 
 #endif
