@@ -217,7 +217,7 @@ static void print_cost_row(const clattn_cost *c) {
          c->t_pred * 1e6, cli_bound_name(c->bound));
 }
 
-static void print_cost_json(const clattn_cost *c, const char *sep) {
+void cli_print_cost_json(const clattn_cost *c, const char *sep) {
   printf("    {\"kernel\": \"%s\", \"launches\": %d, \"flops\": %.0f, "
          "\"softmax_ops\": %.0f, \"fma_issued\": %.0f, \"fma_spilled\": "
          "%.0f, \"exp2_issued\": %.0f, \"bytes_read\": %.0f, "
@@ -232,8 +232,8 @@ static void print_cost_json(const clattn_cost *c, const char *sep) {
          cli_bound_name(c->bound), sep);
 }
 
-static void print_prediction(const char *what, const clattn_profile *p,
-                             const clattn_prediction *pr, int json) {
+void cli_print_prediction(const char *what, const clattn_profile *p,
+                          const clattn_prediction *pr, int json) {
   if (json) {
     printf("{\n  \"call\": \"%s\",\n  \"profile\": \"%s\",\n  \"source\": "
            "\"%s\",\n  \"ridge\": %.6g,\n  \"params\": {\"variant\": %d, "
@@ -245,9 +245,9 @@ static void print_prediction(const char *what, const clattn_profile *p,
            pr->params.wg, pr->params.splits, pr->params.prefetch,
            pr->params.scheme);
     for (int i = 0; i < pr->n_kernels; i++)
-      print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
+      cli_print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
     printf("  ],\n  \"total\":\n");
-    print_cost_json(&pr->total, "");
+    cli_print_cost_json(&pr->total, "");
     printf("}\n");
     return;
   }
@@ -333,7 +333,7 @@ static int model_call(const char *kind, model_opts *o) {
     return st == CLATTN_ERR_SHAPE || st == CLATTN_ERR_INVALID_ARG ? CLI_USAGE
                                                                   : CLI_FAIL;
   }
-  print_prediction(what, &prof, &pr, o->json);
+  cli_print_prediction(what, &prof, &pr, o->json);
   return CLI_OK;
 }
 

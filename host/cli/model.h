@@ -27,6 +27,13 @@ int cli_model_profile(const model_opts *o, clattn_profile *p);
 int cli_present_profile(const char *device, const char *dbpath,
                         clattn_profile *p);
 const char *cli_profile_source(clattn_profile_source s);
+/* A prediction as `clattn model FAMILY|layer` prints it: the profile's
+ * ceilings, the parameters, a row per kernel and the total; or one JSON
+ * object. */
+void cli_print_prediction(const char *what, const clattn_profile *p,
+                          const clattn_prediction *pr, int json);
+/* One cost as a JSON object (4 spaces in), then sep. */
+void cli_print_cost_json(const clattn_cost *c, const char *sep);
 const char *cli_bound_name(clattn_bound b);
 
 /* Parse the model's options (SHAPE, --dtype, --causal, params, --device,
