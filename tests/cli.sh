@@ -105,6 +105,18 @@ run "model switchhead --paper --json" 0 "$clattn" model switchhead --paper \
   --json
 json "model switchhead --paper --json"
 has "JSON: 47M WT103's exact MACs" '"macs": 170364928,'
+run "model switchhead (the 47M layer against its dense match)" 0 \
+  "$clattn" model switchhead --profile h100
+has "the 47M layer against MHA h=10" "E=5 k=3 f32 vs MHA h=10 k=v=41"
+has "the ratio row" "^  SwitchHead/MHA"
+run "model switchhead, 262M decode --json" 0 "$clattn" model switchhead \
+  --profile h100 --d-model 1024 --heads 4 --head-dim 112 --experts 4 \
+  --topk 2 --seq 1 --cache-len 511 --causal --dense-heads 16 --json
+json "model switchhead --json"
+has "JSON: the ratios" '"ratio": {"params"'
+run "model switchhead, an unknown key" 2 "$clattn" model switchhead \
+  --profile h100 --expert 4
+has "names the unknown key" "unknown option '--expert'" "$tmp/err"
 run "model switchhead --paper with a shape" 2 "$clattn" model switchhead \
   --paper --heads 4
 has "the refusal says why" "takes no shape" "$tmp/err"

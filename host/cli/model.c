@@ -5,7 +5,7 @@
  *   clattn model FAMILY|layer SHAPE [--profile NAME|--device D]
  *   clattn model optimised|efficient|super SHAPE (model_hh.c)
  *   clattn model mqa [--device D | --no-device]
- *   clattn model switchhead --paper [--json] (model_sh.c)
+ *   clattn model switchhead [SHAPE] | --paper (model_sh.c)
  *   clattn model profiles
  *   clattn model check [--device D] [--db PATH] [--no-store] [--quick]
  *                      [--probe] */
@@ -28,6 +28,12 @@ static const char model_usage[] =
   "         [OPTIONS]  (a Hosseini & Hosseini layer against MHA of the\n"
   "         same D and H: parameters, FLOPs, bytes, time and ratios)\n"
   "       clattn model mqa [--device D | --no-device]\n"
+  "       clattn model switchhead [--d-model D] [--heads H] [--head-dim K]\n"
+  "         [--experts E] [--topk K] [--seq N] [--batch B] [--cache-len C]\n"
+  "         [--causal] [--dense-heads H [--dense-head-dim K]] [OPTIONS]\n"
+  "         (a SwitchHead layer per kernel against its parameter-matched\n"
+  "         dense MHA layer; unset: the paper's 47M model, D=412 H=2\n"
+  "         d_h=76 E=5 k=3 n=256, against H=10 d_h=41)\n"
   "       clattn model switchhead --paper [--json]  (the SwitchHead paper's\n"
   "         per-layer MACs and memory, its printed figures beside them,\n"
   "         and the ratios against the matched dense models)\n"

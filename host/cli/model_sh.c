@@ -1,12 +1,17 @@
-/* model_sh.c - `clattn model switchhead --paper`: the SwitchHead paper's
- * per-layer MACs and training memory (clattn_model_switchhead_paper, its
- * paper/common.py accounting) for every configuration of spec 10, beside
- * the figures its Tables 1, 2 and 7 print and the ratio against the
- * parameter-matched dense model; and Eq. 13, which the tables do not
- * follow (spec 6.3). */
+/* model_sh.c - `clattn model switchhead`: a SwitchHead layer call
+ * predicted per kernel by clattn_model_switchhead_layer, beside its
+ * parameter-matched dense MHA layer (clattn_model_layer) with the ratios;
+ * and with --paper the SwitchHead paper's per-layer MACs and training
+ * memory (clattn_model_switchhead_paper, its paper/common.py accounting)
+ * for every configuration of spec 10, beside the figures its Tables 1, 2
+ * and 7 print and the ratio against the parameter-matched dense model, and
+ * Eq. 13, which the tables do not follow (spec 6.3). */
 #include "cli.h"
 #include "model.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,11 +241,228 @@ static int params_given(const clattn_params *p) {
          p->prefetch || p->scheme;
 }
 
-int cli_model_sh(const model_opts *o) {
-  if (!o->paper) {
-    cli_err("model switchhead: only --paper for now");
+/* ------------------------------------------------ one layer call */
+
+/* The paper's 47M SwitchHead (WT103 selects k = 2, C4 k = 3) and its
+ * parameter-matched dense model (spec 6.2, 6.4). */
+enum { L_D = 412, L_H = 2, L_DH = 76, L_E = 5, L_K = 3, L_N = 256,
+       L_DENSE_H = 10, L_DENSE_DH = 41 };
+
+/* The layer's own keys, passed as --KEY V ("KEY=V" words of
+ * o->shape_extra): experts, topk, dense-heads, dense-head-dim. */
+typedef struct sh_keys {
+  int experts, topk, dense_heads, dense_head_dim;
+} sh_keys;
+
+static int parse_keys(const char *extra, sh_keys *k) {
+  static const struct {
+    const char *name;
+    size_t off;
+  } keys[] = {
+      {"experts", offsetof(sh_keys, experts)},
+      {"topk", offsetof(sh_keys, topk)},
+      {"dense-heads", offsetof(sh_keys, dense_heads)},
+      {"dense-head-dim", offsetof(sh_keys, dense_head_dim)},
+  };
+  /* cli_model_parse wrote each as "KEY=VALUE", neither with '=' or ' ' */
+  const char *w = extra;
+  while (*w) {
+    const char *eq = strchr(w, '='), *end = strchr(w, ' ');
+    if (end == NULL)
+      end = w + strlen(w);
+    if (eq == NULL || eq > end)
+      eq = end;
+    const size_t len = (size_t)(eq - w), n = sizeof keys / sizeof keys[0];
+    size_t i = 0;
+    while (i < n && !(strlen(keys[i].name) == len &&
+                      strncmp(w, keys[i].name, len) == 0))
+      i++;
+    if (i == n || eq == end) {
+      cli_err("model switchhead: unknown option '--%.*s' (the layer's "
+              "keys: --experts, --topk, --dense-heads, --dense-head-dim)",
+              (int)len, w);
+      return CLI_USAGE;
+    }
+    char *stop;
+    errno = 0;
+    long v = strtol(eq + 1, &stop, 10);
+    if (errno || stop != end || v < 1 || v > INT_MAX) {
+      cli_err("--%s: expected an integer >= 1, got '%.*s'", keys[i].name,
+              (int)(end - eq - 1), eq + 1);
+      return CLI_USAGE;
+    }
+    *(int *)((char *)k + keys[i].off) = (int)v;
+    w = *end ? end + 1 : end;
+  }
+  return CLI_OK;
+}
+
+/* One side of the comparison. */
+typedef struct sh_side {
+  const char *name;
+  long long params;
+  clattn_prediction pr;
+} sh_side;
+
+/* Ratio a/b, or -1 (printed as "-") when b is 0 (no ceilings: times 0). */
+static double ratio(double a, double b) { return b > 0 ? a / b : -1; }
+
+static void print_ratio(double r, int width) {
+  if (r < 0)
+    printf(" %*s", width, "-");
+  else
+    printf(" %*.4g", width, r);
+}
+
+static void print_side_row(const sh_side *s) {
+  const clattn_cost *c = &s->pr.total;
+  printf("  %-16s %12lld %10.3f %10.3f %10.3f %11.1f  %s\n", s->name,
+         s->params, c->flops * 0.5e-6, c->bytes_compulsory / 1048576.0,
+         c->bytes_dram / 1048576.0, c->t_pred * 1e6, cli_bound_name(c->bound));
+}
+
+static void print_side_json(const char *key, const sh_side *s,
+                            const char *sep) {
+  const clattn_prediction *pr = &s->pr;
+  printf("  \"%s\": {\"name\": \"%s\", \"params\": %lld, \"macs\": %.0f, "
+         "\"kernels\": [\n", key, s->name, s->params, pr->total.flops / 2);
+  for (int i = 0; i < pr->n_kernels; i++)
+    cli_print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
+  printf("  ], \"total\":\n");
+  cli_print_cost_json(&pr->total, "");
+  printf("  }%s\n", sep);
+}
+
+static void print_ratio_json(const char *key, double r, const char *sep) {
+  if (r < 0)
+    printf("\"%s\": null%s", key, sep);
+  else
+    printf("\"%s\": %.6g%s", key, r, sep);
+}
+
+/* The SwitchHead layer, and the dense one beside it (m: NULL if none). */
+static void print_layer(const char *what, const clattn_profile *p,
+                        const sh_side *v, const sh_side *m, int json) {
+  if (!json) {
+    cli_print_prediction(what, p, &v->pr, 0);
+    if (m == NULL)
+      return;
+  }
+  const clattn_cost *a = &v->pr.total;
+  const clattn_cost *b = m ? &m->pr.total : NULL;
+  const double r[5] = {
+      m ? ratio((double)v->params, (double)m->params) : -1,
+      b ? ratio(a->flops, b->flops) : -1,
+      b ? ratio(a->bytes_compulsory, b->bytes_compulsory) : -1,
+      b ? ratio(a->bytes_dram, b->bytes_dram) : -1,
+      b ? ratio(a->t_pred, b->t_pred) : -1};
+  if (json) {
+    printf("{\n  \"call\": \"%s\",\n  \"profile\": \"%s\",\n  \"source\": "
+           "\"%s\",\n", what, p->name, cli_profile_source(p->source));
+    print_side_json("switchhead", v, m ? "," : "");
+    if (m) {
+      print_side_json("dense", m, ",");
+      printf("  \"ratio\": {");
+      print_ratio_json("params", r[0], ", ");
+      print_ratio_json("macs", r[1], ", ");
+      print_ratio_json("bytes_compulsory", r[2], ", ");
+      print_ratio_json("bytes_dram", r[3], ", ");
+      print_ratio_json("t_pred", r[4], "}\n");
+    }
+    printf("}\n");
+    return;
+  }
+  printf("  against the parameter-matched dense MHA layer (clattn_model_"
+         "layer):\n");
+  printf("  %-16s %12s %10s %10s %10s %11s  %s\n", "layer", "params",
+         "MMAC", "MiB comp", "MiB DRAM", "t_pred us", "bound");
+  print_side_row(v);
+  print_side_row(m);
+  printf("  %-16s", "SwitchHead/MHA");
+  print_ratio(r[0], 12);
+  for (int i = 1; i < 4; i++)
+    print_ratio(r[i], 10);
+  print_ratio(r[4], 11);
+  printf("\n  (params: the attention layer's alone; the paper matches "
+         "them with the FFN, spec 6.2)\n");
+}
+
+/* Prints the failure of a model call as model.c does: CLI_USAGE for a bad
+ * shape, else CLI_FAIL. */
+static int model_fail(clattn_status st, const clattn_prediction *pr) {
+  cli_err("model: %s: %s", clattn_status_str(st), pr->errmsg);
+  return st == CLATTN_ERR_SHAPE || st == CLATTN_ERR_INVALID_ARG ? CLI_USAGE
+                                                                : CLI_FAIL;
+}
+
+static int model_layer(const model_opts *o) {
+  if (o->kv_heads || o->head_dim_v || o->kv_seq || o->max_len ||
+      params_given(&o->params) || o->dtype != CLATTN_F32) {
+    cli_err("model switchhead takes --d-model, --heads, --head-dim, "
+            "--experts, --topk, --batch, --seq, --cache-len, --causal, "
+            "--dense-heads, --dense-head-dim (float32)");
     return CLI_USAGE;
   }
+  sh_keys k = {0, 0, 0, 0};
+  int rc = parse_keys(o->shape_extra, &k);
+  if (rc)
+    return rc;
+  if (k.dense_head_dim && !k.dense_heads) {
+    cli_err("model switchhead: --dense-head-dim needs --dense-heads");
+    return CLI_USAGE;
+  }
+  /* an unset key takes the 47M model's value; the dense side shows with
+   * --dense-heads, or by default for the 47M model itself */
+  const int paper47 =
+      !o->d_model && !o->heads && !o->head_dim && !k.experts && !k.topk;
+  const clattn_switchhead_layer_desc d = {
+      o->d_model ? o->d_model : L_D, o->heads ? o->heads : L_H,
+      o->head_dim ? o->head_dim : L_DH, k.experts ? k.experts : L_E,
+      k.topk ? k.topk : L_K, 0.0f};
+  const int b = o->batch ? o->batch : 1, n = o->seq ? o->seq : L_N;
+  int dh = 0, dd = 0;
+  if (k.dense_heads) {
+    dh = k.dense_heads;
+    dd = k.dense_head_dim ? k.dense_head_dim : d.d_model / dh;
+    if (dd < 1) {
+      cli_err("model switchhead: --dense-heads %d above d_model %d", dh,
+              d.d_model);
+      return CLI_USAGE;
+    }
+  } else if (paper47) {
+    dh = L_DENSE_H;
+    dd = L_DENSE_DH;
+  }
+  clattn_profile prof;
+  if ((rc = cli_model_profile(o, &prof)))
+    return rc;
+  sh_side side[2] = {{"SwitchHead", clattn_switchhead_layer_params(&d), {0}},
+                     {"MHA", 4LL * d.d_model * dh * dd, {0}}};
+  clattn_status st = clattn_model_switchhead_layer(
+      &d, b, n, o->cache_len, o->causal, &prof, &side[0].pr);
+  if (st)
+    return model_fail(st, &side[0].pr);
+  char mha[32] = "";
+  if (dh) {
+    const clattn_layer_desc md = {d.d_model, dh, dh, dd, dd, 0.0f};
+    st = clattn_model_layer(&md, b, n, o->cache_len, o->causal, &prof,
+                            &side[1].pr);
+    if (st)
+      return model_fail(st, &side[1].pr);
+    snprintf(mha, sizeof mha, " vs MHA h=%d k=v=%d", dh, dd);
+  }
+  char what[256];
+  snprintf(what, sizeof what, "switchhead layer b=%d n=%d cache=%d "
+           "d_model=%d h=%d d_h=%d E=%d k=%d%s f32%s", b, n, o->cache_len,
+           d.d_model, d.heads, d.head_dim, d.experts, d.topk,
+           o->causal ? " causal" : "", mha);
+  print_layer(what, &prof, &side[0], dh ? &side[1] : NULL, o->json);
+  return CLI_OK;
+}
+
+int cli_model_sh(const model_opts *o) {
+  if (!o->paper)
+    return model_layer(o);
   if (o->profile || o->device || o->db || o->causal || o->batch || o->seq ||
       o->kv_seq || o->heads || o->kv_heads || o->head_dim || o->head_dim_v ||
       o->d_model || o->cache_len || o->max_len || o->shape_extra[0] ||
