@@ -84,6 +84,43 @@ run "bad shape" 2 "$clattn" model attention --profile a100 --seq 8 \
 has "bad shape says why" multiple "$tmp/err"
 run "missing shape" 2 "$clattn" model decode --profile a100
 
+# clattn model switchhead --paper: the paper's per-layer accounting, every
+# count of spec 10 exact and rounding to the figure the paper prints.
+run "model switchhead --paper" 0 "$clattn" model switchhead --paper
+for v in 453,427,200 5,368,709,120 1,610,612,736 170,364,928 202,506,240 \
+    1,955,627,008 2,358,116,352 709,296,128 560,906,240 6,442,450,944 \
+    285,618,176 4,212,719,616 3,461,120 1,363,968 20,971,520 8,388,608 \
+    6,291,456 10,485,760 762,880 2,924,544 5,578,752 2,793,472 6,082,560 \
+    37,748,736 1,315,840 18,432,000; do
+  grep -q -- " $v " "$tmp/out" || bad "model switchhead --paper: no $v"
+done
+[ "$(grep -c -E '^ +[0-9]+ .* yes +[0-9]+\*? ' "$tmp/out")" = 15 ] &&
+  ok "model switchhead --paper: 15 rows, each the paper's figure" ||
+  { bad "model switchhead --paper: not 15 matching rows"; cat "$tmp/out"; }
+has "47M WT103: 170,364,928 MACs, 0.376 of dense" \
+  "WT103 .*47M .*SwitchHead-XL .* 170,364,928 .*170.4M .* 0.376 "
+has "Eq. 13, 47M" "Eq. 13 instead: SH WT103 47M gives 200,318,976"
+has "Eq. 13, 262M" "2,819,489,792 MACs"
+run "model switchhead --paper --json" 0 "$clattn" model switchhead --paper \
+  --json
+json "model switchhead --paper --json"
+has "JSON: 47M WT103's exact MACs" '"macs": 170364928,'
+run "model switchhead (the 47M layer against its dense match)" 0 \
+  "$clattn" model switchhead --profile h100
+has "the 47M layer against MHA h=10" "E=5 k=3 f32 vs MHA h=10 k=v=41"
+has "the ratio row" "^  SwitchHead/MHA"
+run "model switchhead, 262M decode --json" 0 "$clattn" model switchhead \
+  --profile h100 --d-model 1024 --heads 4 --head-dim 112 --experts 4 \
+  --topk 2 --seq 1 --cache-len 511 --causal --dense-heads 16 --json
+json "model switchhead --json"
+has "JSON: the ratios" '"ratio": {"params"'
+run "model switchhead, an unknown key" 2 "$clattn" model switchhead \
+  --profile h100 --expert 4
+has "names the unknown key" "unknown option '--expert'" "$tmp/err"
+run "model switchhead --paper with a shape" 2 "$clattn" model switchhead \
+  --paper --heads 4
+has "the refusal says why" "takes no shape" "$tmp/err"
+
 # clattn db: import a hand-written file (a quote, a newline and a non-ASCII
 # name, a faster row of an older tuning method), list, export, re-import
 # into a second database, bad files.

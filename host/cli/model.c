@@ -5,6 +5,7 @@
  *   clattn model FAMILY|layer SHAPE [--profile NAME|--device D]
  *   clattn model optimised|efficient|super SHAPE (model_hh.c)
  *   clattn model mqa [--device D | --no-device]
+ *   clattn model switchhead [SHAPE] | --paper (model_sh.c)
  *   clattn model profiles
  *   clattn model check [--device D] [--db PATH] [--no-store] [--quick]
  *                      [--probe] */
@@ -27,6 +28,15 @@ static const char model_usage[] =
   "         [OPTIONS]  (a Hosseini & Hosseini layer against MHA of the\n"
   "         same D and H: parameters, FLOPs, bytes, time and ratios)\n"
   "       clattn model mqa [--device D | --no-device]\n"
+  "       clattn model switchhead [--d-model D] [--heads H] [--head-dim K]\n"
+  "         [--experts E] [--topk K] [--seq N] [--batch B] [--cache-len C]\n"
+  "         [--causal] [--dense-heads H [--dense-head-dim K]] [OPTIONS]\n"
+  "         (a SwitchHead layer per kernel against its parameter-matched\n"
+  "         dense MHA layer; unset: the paper's 47M model, D=412 H=2\n"
+  "         d_h=76 E=5 k=3 n=256, against H=10 d_h=41)\n"
+  "       clattn model switchhead --paper [--json]  (the SwitchHead paper's\n"
+  "         per-layer MACs and memory, its printed figures beside them,\n"
+  "         and the ratios against the matched dense models)\n"
   "       clattn model profiles\n"
   "       clattn model check|--check [--device D] [--db PATH] [--no-store]\n"
   "         [--quick] [--probe]\n"
@@ -104,6 +114,7 @@ int cli_model_parse(int argc, char **argv, model_opts *o) {
                 : !strcmp(a, "quick")     ? &o->quick
                 : !strcmp(a, "probe")     ? &o->probe
                 : !strcmp(a, "causal")    ? &o->causal
+                : !strcmp(a, "paper")     ? &o->paper
                                           : NULL;
     if (flag) {
       *flag = 1;
@@ -212,7 +223,7 @@ static void print_cost_row(const clattn_cost *c) {
          c->t_pred * 1e6, cli_bound_name(c->bound));
 }
 
-static void print_cost_json(const clattn_cost *c, const char *sep) {
+void cli_print_cost_json(const clattn_cost *c, const char *sep) {
   printf("    {\"kernel\": \"%s\", \"launches\": %d, \"flops\": %.0f, "
          "\"softmax_ops\": %.0f, \"fma_issued\": %.0f, \"fma_spilled\": "
          "%.0f, \"exp2_issued\": %.0f, \"bytes_read\": %.0f, "
@@ -227,8 +238,8 @@ static void print_cost_json(const clattn_cost *c, const char *sep) {
          cli_bound_name(c->bound), sep);
 }
 
-static void print_prediction(const char *what, const clattn_profile *p,
-                             const clattn_prediction *pr, int json) {
+void cli_print_prediction(const char *what, const clattn_profile *p,
+                          const clattn_prediction *pr, int json) {
   if (json) {
     printf("{\n  \"call\": \"%s\",\n  \"profile\": \"%s\",\n  \"source\": "
            "\"%s\",\n  \"ridge\": %.6g,\n  \"params\": {\"variant\": %d, "
@@ -240,9 +251,9 @@ static void print_prediction(const char *what, const clattn_profile *p,
            pr->params.wg, pr->params.splits, pr->params.prefetch,
            pr->params.scheme);
     for (int i = 0; i < pr->n_kernels; i++)
-      print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
+      cli_print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
     printf("  ],\n  \"total\":\n");
-    print_cost_json(&pr->total, "");
+    cli_print_cost_json(&pr->total, "");
     printf("}\n");
     return;
   }
@@ -328,7 +339,7 @@ static int model_call(const char *kind, model_opts *o) {
     return st == CLATTN_ERR_SHAPE || st == CLATTN_ERR_INVALID_ARG ? CLI_USAGE
                                                                   : CLI_FAIL;
   }
-  print_prediction(what, &prof, &pr, o->json);
+  cli_print_prediction(what, &prof, &pr, o->json);
   return CLI_OK;
 }
 
@@ -366,6 +377,8 @@ int cli_model(int argc, char **argv) {
   const int hh = cli_hh_variant(kind);
   if (hh)
     return cli_model_hh(&o, (clattn_hh_variant)hh);
+  if (!strcmp(kind, "switchhead"))
+    return cli_model_sh(&o);
   if (cli_family(kind) >= 0 || !strcmp(kind, "layer"))
     return model_call(kind, &o);
   if (!strcmp(kind, "profiles"))

@@ -1,5 +1,5 @@
 /* model.h - shared pieces of `clattn model` (model.c, model_mqa.c,
- * model_check.c). */
+ * model_check.c, model_hh.c, model_sh.c). */
 #ifndef CLATTN_CLI_MODEL_H
 #define CLATTN_CLI_MODEL_H
 
@@ -8,6 +8,7 @@
 typedef struct model_opts {
   const char *profile, *device, *db;
   int json, no_device, no_store, quick, causal, probe;
+  int paper; /* model switchhead: the paper's accounting */
   int batch, seq, kv_seq, heads, kv_heads, head_dim, head_dim_v, d_model;
   int cache_len;
   int max_len; /* the Super layer's W_a size (0: cache_len + seq) */
@@ -26,6 +27,13 @@ int cli_model_profile(const model_opts *o, clattn_profile *p);
 int cli_present_profile(const char *device, const char *dbpath,
                         clattn_profile *p);
 const char *cli_profile_source(clattn_profile_source s);
+/* A prediction as `clattn model FAMILY|layer` prints it: the profile's
+ * ceilings, the parameters, a row per kernel and the total; or one JSON
+ * object. */
+void cli_print_prediction(const char *what, const clattn_profile *p,
+                          const clattn_prediction *pr, int json);
+/* One cost as a JSON object (4 spaces in), then sep. */
+void cli_print_cost_json(const clattn_cost *c, const char *sep);
 const char *cli_bound_name(clattn_bound b);
 
 /* Parse the model's options (SHAPE, --dtype, --causal, params, --device,
@@ -47,5 +55,7 @@ int cli_model_mqa(const model_opts *o);
 /* `clattn model optimised|efficient|super`: the layer against MHA. */
 int cli_model_hh(model_opts *o, clattn_hh_variant v);
 int cli_model_check(const model_opts *o);
+/* `clattn model switchhead` (model_sh.c). */
+int cli_model_sh(const model_opts *o);
 
 #endif
