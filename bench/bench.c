@@ -12,7 +12,10 @@
  *   - talking-heads (bench_th.c): fused against MHA, an unfused pipeline
  *     and PyTorch, prefill and decode;
  *   - hh (bench_hh.c): the Hosseini & Hosseini layers against the MHA
- *     layer and PyTorch, prefill and decode, beside the model.
+ *     layer and PyTorch, prefill and decode, beside the model;
+ *   - switchhead (bench_sh.c): the SwitchHead layer against its
+ *     parameter-matched MHA layer and PyTorch, and its expert GEMM against
+ *     dense GEMMs of the same FLOPs.
  * Times are medians of --reps runs after warm-up, wall clock around
  * clFinish. */
 #include <math.h>
@@ -661,9 +664,10 @@ static void usage(FILE *f)
              "quick 3)\n"
              "  --json FILE  also write every figure as JSON records\n"
              "  --only S     run only section S (prefill, decode, layer, "
-             "talking-heads or hh;\n"
-             "               the ceilings always run)\n"
-             "  talking-heads' and hh's PyTorch peers: the venv of "
+             "talking-heads, hh or\n"
+             "               switchhead; "
+             "the ceilings always run)\n"
+             "  the PyTorch peers: the venv of "
              "bench/peers/setup.sh BUILD_DIR,\n"
              "  or the Python named by $CLATTN_BENCH_PYTHON\n");
 }
@@ -691,7 +695,8 @@ int main(int argc, char **argv)
       only = argv[++i];
       if (strcmp(only, "prefill") != 0 && strcmp(only, "decode") != 0 &&
           strcmp(only, "layer") != 0 &&
-          strcmp(only, "talking-heads") != 0 && strcmp(only, "hh") != 0) {
+          strcmp(only, "talking-heads") != 0 && strcmp(only, "hh") != 0 &&
+          strcmp(only, "switchhead") != 0) {
         usage(stderr);
         return 2;
       }
@@ -714,7 +719,8 @@ int main(int argc, char **argv)
   print_device(&B);
   print_load("at start (other processes skew every figure)");
 #define RUN(sec) (only == NULL || strcmp(only, sec) == 0)
-  if (RUN("prefill") || RUN("layer") || RUN("talking-heads") || RUN("hh"))
+  if (RUN("prefill") || RUN("layer") || RUN("talking-heads") || RUN("hh") ||
+      RUN("switchhead"))
     bench_warm_clblast(&B);
   bench_ceilings(&B);
   if (RUN("prefill"))
@@ -727,6 +733,8 @@ int main(int argc, char **argv)
     bench_talking_heads(&B);
   if (RUN("hh"))
     bench_hh(&B);
+  if (RUN("switchhead"))
+    bench_switchhead(&B);
 #undef RUN
   print_load("at end");
 

@@ -112,5 +112,6 @@ double peer_number(const char *line, const char *key);
 /* Sections. */
 void bench_talking_heads(bench *B);
 void bench_hh(bench *B);
+void bench_switchhead(bench *B);
 
 #endif
