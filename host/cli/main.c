@@ -32,12 +32,9 @@ static const char usage_text[] =
   "       clattn run talking-heads (--in DIR | --random SHAPE) [OPTIONS]\n"
   "       clattn run optimised|efficient|super (--in DIR | --random SHAPE)\n"
   "                  [OPTIONS]\n"
-  "       clattn run switchhead (--in DIR | --random SHAPE) --heads H
-"
-  "                  --topk K [OPTIONS]
-"
-  "       clattn model FAMILY|layer|mqa|switchhead|profiles|check ...
-"
+  "       clattn run switchhead (--in DIR | --random SHAPE) --heads H\n"
+  "                  --topk K [OPTIONS]\n"
+  "       clattn model FAMILY|layer|mqa|switchhead|profiles|check ...\n"
   "         (roofline model; 'clattn model help' for its options)\n"
   "       clattn probe [--device SEL] [--json] [--thorough | --quick]\n"
   "                    [--db PATH] [--no-store]\n"

@@ -1,0 +1,482 @@
+/* bench_sh.c - clattn-bench's SwitchHead section (--only switchhead).
+ *
+ * The SwitchHead layer (spec 6, Decision 6) against its parameter-matched
+ * multi-head attention (MHA) layer at the paper's two configurations,
+ * f32, batch 1:
+ *   47M   D=412:  H=2, E=5, d_h=76, k=3  against H=10, d_h=41, T=256
+ *   262M  D=1024: H=4, E=4, d_h=112, k=2 against H=16, d_h=64, T=512
+ *   (1) a causal prefill of T positions without a cache and a decode step
+ *       at cache length T - 1: the measured time over MHA's beside the
+ *       MACs ratio (the model's FLOPs over MHA's) and the model's
+ *       predicted time ratio; decode cold (every side rotates over enough
+ *       layers, each with its own weights and cache, that no step finds
+ *       its bytes in the last-level cache);
+ *   (2) the same two calls in PyTorch on the CPU (peers/switchhead_torch.py:
+ *       per-expert matmuls over the sorted selections, as the official code
+ *       runs without Triton);
+ *   (3) the expert-grouped GEMM (the cvmm family) of each side of each
+ *       layer against a dense GEMM of the same FLOPs, CLBlast's and the
+ *       gemm family's own kernel, at T and 4 T rows.
+ * Every pair is timed alternately round by round (the order reversed every
+ * other round), and each ratio is the median of the rounds' ratios, so
+ * that a shared machine's drift hits both sides alike. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+#include "call/call.h"
+#include "family/cvmm.h"
+/* The cache's length, set directly before each decode step. */
+#include "layer/layer.h"
+
+typedef struct sh_config {
+  const char *name;
+  clattn_switchhead_layer_desc sh;
+  int dense_heads, dense_head_dim;
+  int seq;
+} sh_config;
+
+static const sh_config configs[] = {
+    {"47M", {412, 2, 76, 5, 3, 0.0f}, 10, 41, 256},
+    {"262M", {1024, 4, 112, 4, 2, 0.0f}, 16, 64, 512},
+};
+
+enum { SIDE_SH, SIDE_MHA, SIDES };
+
+/* A layer with weights of its own and, for decode, a cache. */
+typedef struct sh_layer {
+  clattn_layer *layer;
+  cl_mem w[6];
+  int nw;
+  clattn_kv_cache *cache;
+} sh_layer;
+
+static clattn_layer_desc mha_desc(const sh_config *c)
+{
+  clattn_layer_desc d;
+  memset(&d, 0, sizeof d);
+  d.d_model = c->sh.d_model;
+  d.heads_q = d.heads_kv = c->dense_heads;
+  d.head_dim_k = d.head_dim_v = c->dense_head_dim;
+  return d;
+}
+
+static void sh_layer_destroy(sh_layer *L)
+{
+  clattn_kv_cache_destroy(L->cache);
+  clattn_layer_destroy(L->layer);
+  for (int i = 0; i < L->nw; i++)
+    rel(&L->w[i]);
+  memset(L, 0, sizeof *L);
+}
+
+/* Side `side` of config c with random weights from `seed`; dies when the
+ * library refuses. */
+static void sh_layer_create(bench *B, int side, const sh_config *c,
+                            unsigned seed, sh_layer *L)
+{
+  const size_t D = (size_t)c->sh.d_model;
+  const float amp = 1.0f / sqrtf((float)D);
+  clattn_status st;
+  memset(L, 0, sizeof *L);
+  if (side == SIDE_MHA) {
+    const clattn_layer_desc d = mha_desc(c);
+    const size_t hd = (size_t)d.heads_q * d.head_dim_k;
+    L->nw = 4;
+    for (int i = 0; i < 4; i++)
+      L->w[i] = buf_random(B, D * hd, i == 3 ? 1.0f / sqrtf((float)hd) : amp,
+                           seed + (unsigned)i);
+    st = clattn_layer_create(B->ctx, &d, L->w[0], L->w[1], L->w[2], L->w[3],
+                             &L->layer);
+  } else {
+    const clattn_switchhead_layer_desc *d = &c->sh;
+    const size_t H = (size_t)d->heads, E = (size_t)d->experts,
+                 dh = (size_t)d->head_dim;
+    const size_t count[6] = {D * H * dh, D * H * dh, H * E * D * dh,
+                             H * E * dh * D, D * H * E, D * H * E};
+    L->nw = 6;
+    for (int i = 0; i < 6; i++)
+      L->w[i] = buf_random(B, count[i],
+                           i == 3 ? 1.0f / sqrtf((float)(H * dh)) : amp,
+                           seed + (unsigned)i);
+    st = clattn_layer_create_switchhead(B->ctx, d, L->w[0], L->w[1], L->w[2],
+                                        L->w[3], L->w[4], L->w[5], &L->layer);
+  }
+  if (st != CLATTN_OK)
+    die("creating the %s layer (%s) failed: %s: %s",
+        side == SIDE_SH ? "SwitchHead" : "MHA", c->name,
+        clattn_status_str(st), clattn_ctx_errmsg(B->ctx));
+}
+
+/* The model's prediction of a causal call of n positions after cache_len
+ * cached ones (decode: n = 1). */
+static void sh_model(int side, const sh_config *c, int n, int cache_len,
+                     const clattn_profile *prof, clattn_prediction *p)
+{
+  clattn_status st;
+  if (side == SIDE_MHA) {
+    const clattn_layer_desc d = mha_desc(c);
+    st = clattn_model_layer(&d, 1, n, cache_len, 1, prof, p);
+  } else {
+    st = clattn_model_switchhead_layer(&c->sh, 1, n, cache_len, 1, prof, p);
+  }
+  if (st != CLATTN_OK)
+    die("the model of the %s layer (%s) failed: %s",
+        side == SIDE_SH ? "SwitchHead" : "MHA", c->name, p->errmsg);
+}
+
+/* The figures of one call kind of one config, printed together. */
+typedef struct sh_row {
+  double macs_ratio, pred_ratio, meas_ratio;
+  double clattn_s[SIDES], torch_s[SIDES];
+} sh_row;
+
+/* The ratios of per-round times t[side * rounds + r] and the models'. */
+static void row_finish(double *t, int rounds,
+                       const clattn_prediction *p, sh_row *row)
+{
+  double *ratio = xmalloc((size_t)rounds * sizeof *ratio);
+  for (int r = 0; r < rounds; r++)
+    ratio[r] = t[SIDE_SH * rounds + r] / t[SIDE_MHA * rounds + r];
+  row->meas_ratio = clattn__median(ratio, rounds);
+  for (int s = 0; s < SIDES; s++)
+    row->clattn_s[s] = clattn__median(t + s * rounds, rounds);
+  row->macs_ratio = p[SIDE_SH].total.flops / p[SIDE_MHA].total.flops;
+  row->pred_ratio = p[SIDE_SH].total.t_pred / p[SIDE_MHA].total.t_pred;
+  free(ratio);
+}
+
+/* ---------------------------------------------------------- prefill */
+
+/* `calls` causal prefills of T positions without a cache, finished;
+ * seconds per call. */
+static double prefill_batch(bench *B, sh_layer *L, const sh_config *c,
+                            int calls, cl_mem x, cl_mem y)
+{
+  CK(clFinish(B->queue));
+  const double t0 = clattn__now();
+  for (int i = 0; i < calls; i++)
+    CKA(B, clattn_layer_prefill(L->layer, NULL, 1, c->seq, 1, x, y, NULL));
+  CK(clFinish(B->queue));
+  return (clattn__now() - t0) / calls;
+}
+
+static void prefill_case(bench *B, const sh_config *c, int rounds,
+                         sh_row *row)
+{
+  const size_t D = (size_t)c->sh.d_model, T = (size_t)c->seq;
+  cl_mem x = buf_random(B, T * D, 1.0f, 71), y = buf_new(B, T * D * 4);
+  sh_layer L[SIDES];
+  int calls[SIDES];
+  double *t = xmalloc((size_t)SIDES * rounds * sizeof *t);
+  clattn_prediction p[SIDES];
+  for (int s = 0; s < SIDES; s++) {
+    sh_layer_create(B, s, c, 100 + 10 * (unsigned)s, &L[s]);
+    prefill_batch(B, &L[s], c, 3, x, y); /* warm-up (programs built) */
+    /* batches of at least 20 ms, above the clock's and launches' grain */
+    calls[s] = 1 + (int)(0.02 / prefill_batch(B, &L[s], c, 1, x, y));
+    sh_model(s, c, c->seq, 0, &B->prof, &p[s]);
+  }
+  for (int r = 0; r < rounds; r++)
+    for (int i = 0; i < SIDES; i++) {
+      const int s = r % 2 == 0 ? i : SIDES - 1 - i;
+      t[s * rounds + r] = prefill_batch(B, &L[s], c, calls[s], x, y);
+    }
+  row_finish(t, rounds, p, row);
+  for (int s = 0; s < SIDES; s++)
+    sh_layer_destroy(&L[s]);
+  rel(&x);
+  rel(&y);
+  free(t);
+}
+
+/* ----------------------------------------------------------- decode */
+
+/* The layers a decode side rotates over, each with a cache of T rows. */
+typedef struct sh_rotation {
+  int count;
+  sh_layer *L;
+} sh_rotation;
+
+/* Bytes a decode step of side `side` reads: its weights and its cache of
+ * T positions. */
+static size_t layer_bytes(int side, const sh_config *c)
+{
+  const clattn_switchhead_layer_desc *d = &c->sh;
+  if (side == SIDE_SH)
+    return 4 * (size_t)clattn_switchhead_layer_params(d) +
+           8 * (size_t)c->seq * d->heads * d->head_dim;
+  const size_t hd = (size_t)c->dense_heads * c->dense_head_dim;
+  return 4 * (4 * (size_t)d->d_model * hd + 2 * (size_t)c->seq * hd);
+}
+
+static void rotation_create(bench *B, int side, const sh_config *c,
+                            sh_rotation *rot)
+{
+  const size_t per = layer_bytes(side, c), target = cold_bytes(B);
+  rot->count = (int)((target + per - 1) / per);
+  if (rot->count < 2)
+    rot->count = 2;
+  rot->L = xmalloc((size_t)rot->count * sizeof *rot->L);
+  for (int i = 0; i < rot->count; i++) {
+    sh_layer_create(B, side, c, 1000 + 10 * (unsigned)i, &rot->L[i]);
+    CKA(B, clattn_kv_cache_create(rot->L[i].layer, 1, c->seq,
+                                  &rot->L[i].cache));
+  }
+}
+
+static void rotation_destroy(sh_rotation *rot)
+{
+  for (int i = 0; i < rot->count; i++)
+    sh_layer_destroy(&rot->L[i]);
+  free(rot->L);
+}
+
+/* One decode step at cache length T - 1 on every layer of the rotation,
+ * finished; seconds per step.  A step's time does not depend on the cached
+ * values, so the length is set directly rather than by T - 1 prefills. */
+static double decode_pass(bench *B, sh_rotation *rot, const sh_config *c,
+                          cl_mem x, cl_mem y)
+{
+  CK(clFinish(B->queue));
+  const double t0 = clattn__now();
+  for (int i = 0; i < rot->count; i++) {
+    rot->L[i].cache->len = c->seq - 1;
+    CKA(B, clattn_layer_decode(rot->L[i].layer, rot->L[i].cache, x, y, NULL));
+  }
+  CK(clFinish(B->queue));
+  return (clattn__now() - t0) / rot->count;
+}
+
+static void decode_case(bench *B, const sh_config *c, int rounds,
+                        sh_row *row)
+{
+  const size_t D = (size_t)c->sh.d_model;
+  cl_mem x = buf_random(B, D, 1.0f, 72), y = buf_new(B, D * 4);
+  sh_rotation rot[SIDES];
+  double *t = xmalloc((size_t)SIDES * rounds * sizeof *t);
+  clattn_prediction p[SIDES];
+  for (int s = 0; s < SIDES; s++) {
+    rotation_create(B, s, c, &rot[s]);
+    sh_model(s, c, 1, c->seq - 1, &B->prof, &p[s]);
+  }
+  for (int r = -1; r < rounds; r++) /* -1: warm-up */
+    for (int i = 0; i < SIDES; i++) {
+      const int s = r % 2 == 0 ? i : SIDES - 1 - i;
+      const double ts = decode_pass(B, &rot[s], c, x, y);
+      if (r >= 0)
+        t[s * rounds + r] = ts;
+    }
+  row_finish(t, rounds, p, row);
+  for (int s = 0; s < SIDES; s++)
+    rotation_destroy(&rot[s]);
+  rel(&x);
+  rel(&y);
+  free(t);
+}
+
+/* ------------------------------------------- expert GEMM against dense */
+
+/* The gemm family's params that pick CLBlast and its own kernel (the rest
+ * automatic: the tuned entry of the shape class, if any, else the
+ * default). */
+static const clattn_params gemm_clblast = {.scheme = 2};
+static const clattn_params gemm_own = {.scheme = 1};
+
+enum { G_CVMM, G_CLBLAST, G_OWN, GEMMS };
+static const char *const gemm_name[GEMMS] = {"cvmm", "CLBlast", "own"};
+
+typedef struct gemm_case {
+  const clattn__family *F[GEMMS];
+  clattn__cvmm_desc cv;
+  clattn__gemm_desc dense[GEMMS]; /* [G_CLBLAST], [G_OWN] */
+  cl_mem cv_buf[5], dense_buf[3];
+  int calls[GEMMS];
+} gemm_case;
+
+static double gemm_batch(bench *B, gemm_case *g, int which, int calls)
+{
+  CK(clFinish(B->queue));
+  const double t0 = clattn__now();
+  for (int i = 0; i < calls; i++)
+    CKA(B, which == G_CVMM
+               ? clattn__call(B->ctx, g->F[G_CVMM], &g->cv, g->cv_buf, NULL)
+               : clattn__call(B->ctx, g->F[which], &g->dense[which],
+                              g->dense_buf, NULL));
+  CK(clFinish(B->queue));
+  return (clattn__now() - t0) / calls;
+}
+
+/* One side of a layer (SPLIT: the value side, SUM: the output side) over
+ * `rows` positions: the cvmm call, routing included, and the dense GEMMs
+ * of the same FLOPs, whose inner or output width is the experts' k d_h
+ * (SUM) or k N (SPLIT) plus the routing's H E columns, a head. */
+static void gemm_case_run(bench *B, const sh_config *c, clattn__cvmm_mode mode,
+                          int rows, int rounds)
+{
+  const clattn_switchhead_layer_desc *d = &c->sh;
+  const int D = d->d_model, H = d->heads, E = d->experts, k = d->topk,
+            dh = d->head_dim, split = mode == CLATTN__CVMM_SPLIT;
+  gemm_case g;
+  memset(&g, 0, sizeof g);
+  g.F[G_CVMM] = clattn__family_find("cvmm");
+  g.F[G_CLBLAST] = g.F[G_OWN] = clattn__family_find("gemm");
+  if (g.F[G_CVMM] == NULL || g.F[G_OWN] == NULL)
+    die("the cvmm and gemm families are not in this build");
+  g.cv.rows = rows;
+  g.cv.heads = H;
+  g.cv.experts = E;
+  g.cv.topk = k;
+  g.cv.sel_inner = D;
+  g.cv.mode = mode;
+  g.cv.gate = CLATTN__CVMM_TOPK;
+  g.cv.inner = split ? D : dh;
+  g.cv.cols = split ? dh : D;
+  const int a_cols = split ? D : H * dh, out_cols = split ? H * dh : D;
+  const float amp = 1.0f / sqrtf((float)g.cv.inner);
+  g.cv_buf[0] = buf_random(B, (size_t)rows * a_cols, 1.0f, 81);
+  g.cv_buf[1] = buf_random(B, (size_t)rows * D, 1.0f, 82);
+  g.cv_buf[2] = buf_random(B, (size_t)D * H * E, 1.0f / sqrtf((float)D), 83);
+  g.cv_buf[3] = buf_random(B, (size_t)H * E * g.cv.inner * g.cv.cols, amp, 84);
+  g.cv_buf[4] = buf_new(B, (size_t)rows * out_cols * 4);
+  for (int w = G_CLBLAST; w <= G_OWN; w++) {
+    clattn__gemm_desc *gd = &g.dense[w];
+    gd->m = rows;
+    gd->k = split ? D : H * (k * dh + E);
+    gd->n = split ? H * (k * dh + E) : D;
+    gd->params = w == G_CLBLAST ? &gemm_clblast : &gemm_own;
+  }
+  const clattn__gemm_desc *gd = &g.dense[G_OWN];
+  g.dense_buf[0] = buf_random(B, (size_t)gd->m * gd->k, 1.0f, 85);
+  g.dense_buf[1] = buf_random(B, (size_t)gd->k * gd->n, amp, 86);
+  g.dense_buf[2] = buf_new(B, (size_t)gd->m * gd->n * 4);
+  const double flops = 2.0 * gd->m * gd->n * gd->k;
+
+  double *t = xmalloc((size_t)GEMMS * rounds * sizeof *t);
+  for (int w = 0; w < GEMMS; w++) {
+    gemm_batch(B, &g, w, 3);
+    g.calls[w] = 1 + (int)(0.01 / gemm_batch(B, &g, w, 1));
+  }
+  for (int r = 0; r < rounds; r++)
+    for (int i = 0; i < GEMMS; i++) {
+      const int w = r % 2 == 0 ? i : GEMMS - 1 - i;
+      t[w * rounds + r] = gemm_batch(B, &g, w, g.calls[w]);
+    }
+  double med[GEMMS];
+  for (int w = 0; w < GEMMS; w++)
+    med[w] = clattn__median(t + w * rounds, rounds);
+  const int best = med[G_OWN] < med[G_CLBLAST] ? G_OWN : G_CLBLAST;
+  double *ratio = xmalloc((size_t)rounds * sizeof *ratio);
+  for (int r = 0; r < rounds; r++)
+    ratio[r] = t[best * rounds + r] / t[G_CVMM * rounds + r];
+  const double rate_ratio = clattn__median(ratio, rounds);
+  char tag[96];
+  snprintf(tag, sizeof tag, "%s %s rows=%d", c->name, split ? "V" : "O",
+           rows);
+  printf("  %-5s %-2s %5d %6d x %5d x %5d %8.1f %8.1f %8.1f  %-7s %6.2f%s\n",
+         c->name, split ? "V" : "O", rows, gd->m, gd->n, gd->k,
+         flops / med[G_CVMM] * 1e-9, flops / med[G_CLBLAST] * 1e-9,
+         flops / med[G_OWN] * 1e-9, gemm_name[best], rate_ratio,
+         rate_ratio >= 0.8 ? "*" : " ");
+  rec(B, "switchhead", tag, "cvmm_gflops", flops / med[G_CVMM] * 1e-9);
+  rec(B, "switchhead", tag, "clblast_gflops", flops / med[G_CLBLAST] * 1e-9);
+  rec(B, "switchhead", tag, "own_gemm_gflops", flops / med[G_OWN] * 1e-9);
+  rec(B, "switchhead", tag, "cvmm_rate_vs_best_dense", rate_ratio);
+  for (int i = 0; i < 5; i++)
+    rel(&g.cv_buf[i]);
+  for (int i = 0; i < 3; i++)
+    rel(&g.dense_buf[i]);
+  free(t);
+  free(ratio);
+}
+
+/* ---------------------------------------------------------- section */
+
+static void torch_times(const sh_config *c, int reps, sh_row *prefill,
+                        sh_row *decode)
+{
+  char args[256], line[1024];
+  const clattn_switchhead_layer_desc *d = &c->sh;
+  for (int s = 0; s < SIDES; s++)
+    prefill->torch_s[s] = decode->torch_s[s] = -1.0;
+  snprintf(args, sizeof args,
+           "--d-model %d --heads %d --head-dim %d --experts %d --topk %d "
+           "--dense-heads %d --dense-head-dim %d --seq %d --reps %d",
+           d->d_model, d->heads, d->head_dim, d->experts, d->topk,
+           c->dense_heads, c->dense_head_dim, c->seq, reps);
+  if (peer_run("switchhead_torch.py", args, line, sizeof line) != 0)
+    return;
+  prefill->torch_s[SIDE_SH] = peer_number(line, "sh_prefill_seconds");
+  prefill->torch_s[SIDE_MHA] = peer_number(line, "mha_prefill_seconds");
+  decode->torch_s[SIDE_SH] = peer_number(line, "sh_decode_seconds");
+  decode->torch_s[SIDE_MHA] = peer_number(line, "mha_decode_seconds");
+}
+
+static void print_row(bench *B, const sh_config *c, const char *call,
+                      const sh_row *r)
+{
+  const double of_macs = r->meas_ratio / r->macs_ratio;
+  const int have_torch = r->torch_s[SIDE_SH] > 0 && r->torch_s[SIDE_MHA] > 0;
+  char tag[64];
+  printf("  %-5s %-8s %7.3f %7.3f %7.3f %7.2f%s", c->name, call,
+         r->macs_ratio, r->pred_ratio, r->meas_ratio, of_macs,
+         of_macs <= 1.25 ? "*" : " ");
+  if (have_torch)
+    printf(" %7.3f %7.2f %7.2f\n", r->torch_s[SIDE_SH] / r->torch_s[SIDE_MHA],
+           r->clattn_s[SIDE_SH] / r->torch_s[SIDE_SH],
+           r->clattn_s[SIDE_MHA] / r->torch_s[SIDE_MHA]);
+  else
+    printf(" %7s %7s %7s\n", "n/a", "n/a", "n/a");
+  snprintf(tag, sizeof tag, "%s %s", c->name, call);
+  rec(B, "switchhead", tag, "macs_ratio_vs_mha", r->macs_ratio);
+  rec(B, "switchhead", tag, "model_time_ratio_vs_mha", r->pred_ratio);
+  rec(B, "switchhead", tag, "time_ratio_vs_mha", r->meas_ratio);
+  rec(B, "switchhead", tag, "time_ratio_over_macs_ratio", of_macs);
+  rec(B, "switchhead", tag, "clattn_sh_seconds", r->clattn_s[SIDE_SH]);
+  rec(B, "switchhead", tag, "clattn_mha_seconds", r->clattn_s[SIDE_MHA]);
+  rec(B, "switchhead", tag, "torch_sh_seconds", r->torch_s[SIDE_SH]);
+  rec(B, "switchhead", tag, "torch_mha_seconds", r->torch_s[SIDE_MHA]);
+}
+
+void bench_switchhead(bench *B)
+{
+  enum { NCONF = sizeof configs / sizeof configs[0] };
+  const int rounds = B->reps < 9 ? 9 : B->reps;
+  sh_row prefill[NCONF], decode[NCONF];
+  printf("\n== SwitchHead: the layer against its parameter-matched MHA "
+         "layer (f32, batch 1, causal)\n");
+  print_load("before");
+  for (int i = 0; i < NCONF; i++) {
+    const sh_config *c = &configs[i];
+    printf("  %s: D=%d H=%d E=%d d_h=%d k=%d against H=%d d_h=%d, T=%d\n",
+           c->name, c->sh.d_model, c->sh.heads, c->sh.experts, c->sh.head_dim,
+           c->sh.topk, c->dense_heads, c->dense_head_dim, c->seq);
+    prefill_case(B, c, rounds, &prefill[i]);
+    decode_case(B, c, rounds, &decode[i]);
+    torch_times(c, rounds, &prefill[i], &decode[i]);
+  }
+  printf("\n  Time over MHA's: MACs (the model's FLOPs), the model's "
+         "predicted time, measured\n  (median of %d alternating rounds); "
+         "meas/MAC: * within the issue's 1.25; torch:\n  PyTorch's "
+         "SwitchHead/MHA; SH/tch, MHA/tch: clattn's time over PyTorch's.\n",
+         rounds);
+  printf("  %-5s %-8s %7s %7s %7s %8s %7s %7s %7s\n", "model", "call",
+         "MACs", "pred", "meas", "meas/MAC", "torch", "SH/tch", "MHA/tch");
+  for (int i = 0; i < NCONF; i++) {
+    print_row(B, &configs[i], "prefill", &prefill[i]);
+    print_row(B, &configs[i], "decode", &decode[i]);
+  }
+  printf("\n  The expert GEMM (cvmm, routing included) against dense GEMMs "
+         "of the same FLOPs,\n  GFLOP/s; best: the faster dense one; "
+         "ratio: cvmm's rate over it (* >= 0.8).\n");
+  printf("  %-5s %-2s %5s %22s %8s %8s %8s  %-7s %7s\n", "model", "", "rows",
+         "dense m x n x k", "cvmm", "CLBlast", "own", "best", "ratio");
+  for (int i = 0; i < NCONF; i++)
+    for (int m = CLATTN__CVMM_SPLIT; m <= CLATTN__CVMM_SUM; m++)
+      for (int f = 1; f <= 4; f *= 4)
+        gemm_case_run(B, &configs[i], (clattn__cvmm_mode)m,
+                      f * configs[i].seq, rounds);
+  print_load("after");
+}
