@@ -36,6 +36,30 @@ void cli_print_prediction(const char *what, const clattn_profile *p,
 void cli_print_cost_json(const clattn_cost *c, const char *sep);
 const char *cli_bound_name(clattn_bound b);
 
+/* One side of a layer comparison (model_compare.c): its name, its
+ * parameter count and its prediction. */
+typedef struct cli_layer_side {
+  const char *name;
+  long long params;
+  clattn_prediction pr;
+} cli_layer_side;
+
+/* The ratios v/m of params, FLOPs, compulsory bytes, DRAM bytes and
+ * predicted time; -1 where m's is 0. */
+enum { CLI_COMPARE_RATIOS = 5 };
+void cli_compare_ratios(const cli_layer_side *v, const cli_layer_side *m,
+                        double r[CLI_COMPARE_RATIOS]);
+/* The two sides' rows and the ratio row (labelled `label`), FLOPs shown
+ * times flops_unit under the heading flops_name ("GFLOP": 1e-9). */
+void cli_print_compare_rows(const cli_layer_side *v, const cli_layer_side *m,
+                            const char *label, const char *flops_name,
+                            double flops_unit);
+/* "key": r (null when r < 0), then sep. */
+void cli_print_ratio_json(const char *key, double r, const char *sep);
+/* A failed model call's message; CLI_USAGE for a bad shape, else
+ * CLI_FAIL. */
+int cli_model_fail(clattn_status st, const clattn_prediction *pr);
+
 /* Parse the model's options (SHAPE, --dtype, --causal, params, --device,
  * --db, --json ...) into o; 0 or CLI_USAGE (message printed). */
 int cli_model_parse(int argc, char **argv, model_opts *o);

@@ -9,31 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* One side of the comparison. */
-typedef struct hh_side {
-  const char *name;
-  long long params;
-  clattn_prediction pr;
-} hh_side;
-
-/* Ratio a/b, or -1 (printed as "-") when b is 0 (no ceilings: times 0). */
-static double ratio(double a, double b) { return b > 0 ? a / b : -1; }
-
-static void print_ratio(double r, int width) {
-  if (r < 0)
-    printf(" %*s", width, "-");
-  else
-    printf(" %*.4g", width, r);
-}
-
-static void print_side_row(const hh_side *s) {
-  const clattn_cost *c = &s->pr.total;
-  printf("  %-16s %12lld %10.4f %10.3f %10.3f %11.1f  %s\n", s->name,
-         s->params, c->flops * 1e-9, c->bytes_compulsory / 1048576.0,
-         c->bytes_dram / 1048576.0, c->t_pred * 1e6, cli_bound_name(c->bound));
-}
-
-static void print_side_json(const char *key, const hh_side *s,
+static void print_side_json(const char *key, const cli_layer_side *s,
                             const char *sep) {
   const clattn_cost *c = &s->pr.total;
   printf("  \"%s\": {\"name\": \"%s\", \"params\": %lld, \"flops\": %.0f, "
@@ -43,58 +19,32 @@ static void print_side_json(const char *key, const hh_side *s,
          c->bytes_dram, c->t_pred, cli_bound_name(c->bound), sep);
 }
 
-static void print_ratio_json(const char *key, double r, const char *sep) {
-  if (r < 0)
-    printf("\"%s\": null%s", key, sep);
-  else
-    printf("\"%s\": %.6g%s", key, r, sep);
-}
-
 static void print_comparison(const char *what, const clattn_profile *p,
-                             const hh_side *v, const hh_side *m, int json) {
-  const clattn_cost *a = &v->pr.total, *b = &m->pr.total;
-  const double r[5] = {
-      ratio((double)v->params, (double)m->params), ratio(a->flops, b->flops),
-      ratio(a->bytes_compulsory, b->bytes_compulsory),
-      ratio(a->bytes_dram, b->bytes_dram), ratio(a->t_pred, b->t_pred)};
+                             const cli_layer_side *v,
+                             const cli_layer_side *m, int json) {
   if (json) {
+    double r[CLI_COMPARE_RATIOS];
+    cli_compare_ratios(v, m, r);
     printf("{\n  \"call\": \"%s\",\n  \"profile\": \"%s\",\n  \"source\": "
            "\"%s\",\n", what, p->name, cli_profile_source(p->source));
     print_side_json("variant", v, ",");
     print_side_json("mha", m, ",");
     printf("  \"ratio\": {");
-    print_ratio_json("params", r[0], ", ");
-    print_ratio_json("flops", r[1], ", ");
-    print_ratio_json("bytes_compulsory", r[2], ", ");
-    print_ratio_json("bytes_dram", r[3], ", ");
-    print_ratio_json("t_pred", r[4], "}\n}\n");
+    cli_print_ratio_json("params", r[0], ", ");
+    cli_print_ratio_json("flops", r[1], ", ");
+    cli_print_ratio_json("bytes_compulsory", r[2], ", ");
+    cli_print_ratio_json("bytes_dram", r[3], ", ");
+    cli_print_ratio_json("t_pred", r[4], "}\n}\n");
     return;
   }
   printf("%s on %s (%s profile)\n", what, p->name,
          cli_profile_source(p->source));
-  printf("  %-16s %12s %10s %10s %10s %11s  %s\n", "layer", "params",
-         "GFLOP", "MiB comp", "MiB DRAM", "t_pred us", "bound");
-  print_side_row(v);
-  print_side_row(m);
   char label[32];
   snprintf(label, sizeof label, "%s/MHA", v->name);
-  printf("  %-16s", label);
-  print_ratio(r[0], 12);
-  for (int i = 1; i < 4; i++)
-    print_ratio(r[i], 10);
-  print_ratio(r[4], 11);
-  printf("\n");
+  cli_print_compare_rows(v, m, label, "GFLOP", 1e-9);
   if (p->source == CLATTN_PROFILE_REPORTED)
     printf("  (no measured ceilings: run 'clattn probe' to store them; "
            "times are 0)\n");
-}
-
-/* Prints the failure of a model call as model.c does: CLI_USAGE for a bad
- * shape, else CLI_FAIL. */
-static int model_fail(clattn_status st, const clattn_prediction *pr) {
-  cli_err("model: %s: %s", clattn_status_str(st), pr->errmsg);
-  return st == CLATTN_ERR_SHAPE || st == CLATTN_ERR_INVALID_ARG ? CLI_USAGE
-                                                                : CLI_FAIL;
 }
 
 int cli_model_hh(model_opts *o, clattn_hh_variant v) {
@@ -133,17 +83,17 @@ int cli_model_hh(model_opts *o, clattn_hh_variant v) {
   int rc = cli_model_profile(o, &prof);
   if (rc)
     return rc;
-  hh_side side[2] = {{word, clattn_hh_layer_params(v, &hd), {0}},
+  cli_layer_side side[2] = {{word, clattn_hh_layer_params(v, &hd), {0}},
                      {"MHA", 4LL * o->d_model * o->d_model, {0}}};
   clattn_status st = clattn_model_hh_layer(v, &hd, o->batch, o->seq,
                                            o->cache_len, o->causal, &prof,
                                            &side[0].pr);
   if (st)
-    return model_fail(st, &side[0].pr);
+    return cli_model_fail(st, &side[0].pr);
   st = clattn_model_layer(&md, o->batch, o->seq, o->cache_len, o->causal,
                           &prof, &side[1].pr);
   if (st)
-    return model_fail(st, &side[1].pr);
+    return cli_model_fail(st, &side[1].pr);
   char what[256];
   int w = snprintf(what, sizeof what, "%s layer b=%d n=%d cache=%d "
                    "d_model=%d h=%d k=v=%d", word, o->batch, o->seq,

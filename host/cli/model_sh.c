@@ -297,31 +297,7 @@ static int parse_keys(const char *extra, sh_keys *k) {
   return CLI_OK;
 }
 
-/* One side of the comparison. */
-typedef struct sh_side {
-  const char *name;
-  long long params;
-  clattn_prediction pr;
-} sh_side;
-
-/* Ratio a/b, or -1 (printed as "-") when b is 0 (no ceilings: times 0). */
-static double ratio(double a, double b) { return b > 0 ? a / b : -1; }
-
-static void print_ratio(double r, int width) {
-  if (r < 0)
-    printf(" %*s", width, "-");
-  else
-    printf(" %*.4g", width, r);
-}
-
-static void print_side_row(const sh_side *s) {
-  const clattn_cost *c = &s->pr.total;
-  printf("  %-16s %12lld %10.3f %10.3f %10.3f %11.1f  %s\n", s->name,
-         s->params, c->flops * 0.5e-6, c->bytes_compulsory / 1048576.0,
-         c->bytes_dram / 1048576.0, c->t_pred * 1e6, cli_bound_name(c->bound));
-}
-
-static void print_side_json(const char *key, const sh_side *s,
+static void print_side_json(const char *key, const cli_layer_side *s,
                             const char *sep) {
   const clattn_prediction *pr = &s->pr;
   printf("  \"%s\": {\"name\": \"%s\", \"params\": %lld, \"macs\": %.0f, "
@@ -333,29 +309,18 @@ static void print_side_json(const char *key, const sh_side *s,
   printf("  }%s\n", sep);
 }
 
-static void print_ratio_json(const char *key, double r, const char *sep) {
-  if (r < 0)
-    printf("\"%s\": null%s", key, sep);
-  else
-    printf("\"%s\": %.6g%s", key, r, sep);
-}
-
 /* The SwitchHead layer, and the dense one beside it (m: NULL if none). */
 static void print_layer(const char *what, const clattn_profile *p,
-                        const sh_side *v, const sh_side *m, int json) {
+                        const cli_layer_side *v, const cli_layer_side *m,
+                        int json) {
   if (!json) {
     cli_print_prediction(what, p, &v->pr, 0);
     if (m == NULL)
       return;
   }
-  const clattn_cost *a = &v->pr.total;
-  const clattn_cost *b = m ? &m->pr.total : NULL;
-  const double r[5] = {
-      m ? ratio((double)v->params, (double)m->params) : -1,
-      b ? ratio(a->flops, b->flops) : -1,
-      b ? ratio(a->bytes_compulsory, b->bytes_compulsory) : -1,
-      b ? ratio(a->bytes_dram, b->bytes_dram) : -1,
-      b ? ratio(a->t_pred, b->t_pred) : -1};
+  double r[CLI_COMPARE_RATIOS];
+  if (m != NULL)
+    cli_compare_ratios(v, m, r);
   if (json) {
     printf("{\n  \"call\": \"%s\",\n  \"profile\": \"%s\",\n  \"source\": "
            "\"%s\",\n", what, p->name, cli_profile_source(p->source));
@@ -363,36 +328,20 @@ static void print_layer(const char *what, const clattn_profile *p,
     if (m) {
       print_side_json("dense", m, ",");
       printf("  \"ratio\": {");
-      print_ratio_json("params", r[0], ", ");
-      print_ratio_json("macs", r[1], ", ");
-      print_ratio_json("bytes_compulsory", r[2], ", ");
-      print_ratio_json("bytes_dram", r[3], ", ");
-      print_ratio_json("t_pred", r[4], "}\n");
+      cli_print_ratio_json("params", r[0], ", ");
+      cli_print_ratio_json("macs", r[1], ", ");
+      cli_print_ratio_json("bytes_compulsory", r[2], ", ");
+      cli_print_ratio_json("bytes_dram", r[3], ", ");
+      cli_print_ratio_json("t_pred", r[4], "}\n");
     }
     printf("}\n");
     return;
   }
   printf("  against the parameter-matched dense MHA layer (clattn_model_"
          "layer):\n");
-  printf("  %-16s %12s %10s %10s %10s %11s  %s\n", "layer", "params",
-         "MMAC", "MiB comp", "MiB DRAM", "t_pred us", "bound");
-  print_side_row(v);
-  print_side_row(m);
-  printf("  %-16s", "SwitchHead/MHA");
-  print_ratio(r[0], 12);
-  for (int i = 1; i < 4; i++)
-    print_ratio(r[i], 10);
-  print_ratio(r[4], 11);
-  printf("\n  (params: the attention layer's alone; the paper matches "
+  cli_print_compare_rows(v, m, "SwitchHead/MHA", "MMAC", 0.5e-6);
+  printf("  (params: the attention layer's alone; the paper matches "
          "them with the FFN, spec 6.2)\n");
-}
-
-/* Prints the failure of a model call as model.c does: CLI_USAGE for a bad
- * shape, else CLI_FAIL. */
-static int model_fail(clattn_status st, const clattn_prediction *pr) {
-  cli_err("model: %s: %s", clattn_status_str(st), pr->errmsg);
-  return st == CLATTN_ERR_SHAPE || st == CLATTN_ERR_INVALID_ARG ? CLI_USAGE
-                                                                : CLI_FAIL;
 }
 
 static int model_layer(const model_opts *o) {
@@ -436,19 +385,19 @@ static int model_layer(const model_opts *o) {
   clattn_profile prof;
   if ((rc = cli_model_profile(o, &prof)))
     return rc;
-  sh_side side[2] = {{"SwitchHead", clattn_switchhead_layer_params(&d), {0}},
+  cli_layer_side side[2] = {{"SwitchHead", clattn_switchhead_layer_params(&d), {0}},
                      {"MHA", 4LL * d.d_model * dh * dd, {0}}};
   clattn_status st = clattn_model_switchhead_layer(
       &d, b, n, o->cache_len, o->causal, &prof, &side[0].pr);
   if (st)
-    return model_fail(st, &side[0].pr);
+    return cli_model_fail(st, &side[0].pr);
   char mha[32] = "";
   if (dh) {
     const clattn_layer_desc md = {d.d_model, dh, dh, dd, dd, 0.0f};
     st = clattn_model_layer(&md, b, n, o->cache_len, o->causal, &prof,
                             &side[1].pr);
     if (st)
-      return model_fail(st, &side[1].pr);
+      return cli_model_fail(st, &side[1].pr);
     snprintf(mha, sizeof mha, " vs MHA h=%d k=v=%d", dh, dd);
   }
   char what[256];
