@@ -4,9 +4,7 @@
  * holds mixed V), the attention is the standard GQA families with H heads,
  * and the expert-mixed output is a second "cvmm" call (MIX_OUT) that
  * writes y.  Its public create, parameter count and model. */
-#include "family/common.h"
 #include "family/cvmm.h"
-#include "family/decode.h"
 #include "layer/layer.h"
 #include "model/model.h"
 
@@ -105,20 +103,10 @@ static long core_act_cols(const void *desc, clattn__layer_act a) {
 
 /* ------------------------------------------------- core descriptions */
 
-_Static_assert(sizeof(clattn_attn_desc) <= CLATTN__CORE_DESC_BYTES &&
-                   sizeof(clattn__append_desc) <= CLATTN__CORE_DESC_BYTES &&
-                   sizeof(clattn__cvmm_desc) <= CLATTN__CORE_DESC_BYTES &&
+_Static_assert(sizeof(clattn__cvmm_desc) <= CLATTN__CORE_DESC_BYTES &&
                    sizeof(clattn_switchhead_layer_desc) <=
                        CLATTN__LAYER_DESC_BYTES,
                "the SwitchHead descriptions fit the layer's byte stores");
-
-static clattn_decode_desc cache_desc(const clattn_switchhead_layer_desc *d,
-                                     const clattn__core_args *a) {
-  const clattn_decode_desc dd = {
-      a->batch,    a->capacity, d->heads,    d->heads, d->head_dim,
-      d->head_dim, CLATTN_F32,  CLATTN_BHSD, d->scale, NULL};
-  return dd;
-}
 
 /* The expert mixes: V = the top-k gated sum over x W_v[h, e] a head
  * (SPLIT; one expert: ungated), y = the gated sum over heads and experts
@@ -153,45 +141,19 @@ static void mix(const clattn_switchhead_layer_desc *d, clattn__core_op op,
   }
 }
 
+/* The mixes, or the attention calls, which are a GQA layer's with H
+ * heads of d_h (gqa_kind.c): Q, K, the mixed V and O are its activations
+ * and the cache its cache. */
 static void core(const void *desc, clattn__core_op op,
                  const clattn__core_args *a, clattn__core_call *call) {
   const clattn_switchhead_layer_desc *d = desc;
-  const cl_mem q = a->act[CLATTN__ACT_Q], o = a->act[CLATTN__ACT_O];
-  const int cached = a->capacity > 0;
   if (op == CLATTN__CORE_MIX_IN || op == CLATTN__CORE_MIX_OUT) {
     mix(d, op, a, call);
-  } else if (op == CLATTN__CORE_APPEND) {
-    /* K and the mixed V [batch*n, H*d_h] are BSHD rows */
-    const clattn__append_desc ad = {cache_desc(d, a), a->n};
-    memcpy(call->desc.bytes, &ad, sizeof ad);
-    const cl_mem b[5] = {a->act[CLATTN__ACT_K], a->act[CLATTN__ACT_V], a->pos,
-                         a->k_cache, a->v_cache};
-    memcpy(call->buf, b, sizeof b);
-  } else if (op == CLATTN__CORE_DECODE) {
-    const clattn_decode_desc dd = cache_desc(d, a);
-    memcpy(call->desc.bytes, &dd, sizeof dd);
-    const cl_mem b[5] = {q, a->k_cache, a->v_cache, a->lens, o};
-    memcpy(call->buf, b, sizeof b);
-  } else {
-    const clattn_attn_desc ad = {a->batch,
-                                 a->n,
-                                 cached ? a->capacity : a->n,
-                                 d->heads,
-                                 d->heads,
-                                 d->head_dim,
-                                 d->head_dim,
-                                 CLATTN_F32,
-                                 CLATTN_BSHD,
-                                 cached ? CLATTN_BHSD : CLATTN_BSHD,
-                                 d->scale,
-                                 a->causal,
-                                 NULL};
-    memcpy(call->desc.bytes, &ad, sizeof ad);
-    const cl_mem b[5] = {q, cached ? a->k_cache : a->act[CLATTN__ACT_K],
-                         cached ? a->v_cache : a->act[CLATTN__ACT_V],
-                         cached ? a->lens : NULL, o};
-    memcpy(call->buf, b, sizeof b);
+    return;
   }
+  const clattn_layer_desc gqa = {d->d_model,  d->heads,    d->heads,
+                                 d->head_dim, d->head_dim, d->scale};
+  clattn__layer_gqa.core(&gqa, op, a, call);
 }
 
 const clattn__layer_kind clattn__layer_sh = {
