@@ -200,30 +200,16 @@ Test(sh_layer, cache_prefill_decode_and_chunks, .timeout = 900) {
     ref_rows(&f, x, n, 0, 1, yref);
     prefill_rows(&f, NULL, x, 0, n, 1, ylib);
 
+    char what[200];
+    describe(&f, "", what, sizeof what);
+    tu_layer_cache_checks(f.ctx, f.layer, b, n, D, n, x, ylib, yref, what);
+
+    /* non-causal chunks: the second attends to the first and itself */
     clattn_kv_cache *cache = NULL;
     clattn_status st = clattn_kv_cache_create(f.layer, b, n, &cache);
     cr_assert(st == CLATTN_OK && cache, "kv_cache_create: %d %s", (int)st,
               clattn_ctx_errmsg(f.ctx));
-    const int p0 = n / 3 + 1;
-    prefill_rows(&f, cache, x, 0, p0, 1, yc);
-    cr_expect_eq(clattn_kv_cache_len(cache), p0);
-    tu_layer_decode_rows(f.ctx, f.layer, cache, b, n, D, x, p0, yc);
-    char what[200];
-    describe(&f, "prefill+decode vs one causal prefill", what, sizeof what);
-    tu_check(what, yc, ylib, nx, clattn__tolerance(CLATTN_F32));
-    describe(&f, "prefill+decode vs ref", what, sizeof what);
-    tu_check(what, yc, yref, nx, clattn__tolerance(CLATTN_F32));
-
-    clattn_kv_cache_reset(cache);
     const int c1 = n / 2;
-    prefill_rows(&f, cache, x, 0, c1, 1, yc);
-    prefill_rows(&f, cache, x, c1, n - c1, 1, yc);
-    cr_expect_eq(clattn_kv_cache_len(cache), n);
-    describe(&f, "two cached chunks vs one causal prefill", what,
-             sizeof what);
-    tu_check(what, yc, ylib, nx, clattn__tolerance(CLATTN_F32));
-
-    clattn_kv_cache_reset(cache);
     prefill_rows(&f, cache, x, 0, c1, 0, yc);
     prefill_rows(&f, cache, x, c1, n - c1, 0, yc);
     ref_rows(&f, x, c1, 0, 0, yref);

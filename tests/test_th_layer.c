@@ -142,39 +142,19 @@ Test(th_layer, cache_prefill_decode_and_chunks, .timeout = 900) {
     const int b = s->b, n = s->n, D = s->D;
     const size_t nx = (size_t)b * n * D;
     float *x = tu_alloc(nx * 4), *yref = tu_alloc(nx * 4),
-          *ylib = tu_alloc(nx * 4), *yc = tu_alloc(nx * 4);
+          *ylib = tu_alloc(nx * 4);
     tu_rng r = tu_rng_seed(200u + (unsigned)si);
     tu_fill(&r, x, nx, 1.0f);
     ref_y(&f, b, n, 1, x, yref);
     prefill_rows(&f, NULL, x, 0, n, 1, ylib);
 
-    clattn_kv_cache *cache = NULL;
-    clattn_status st = clattn_kv_cache_create(f.layer, b, n + 2, &cache);
-    cr_assert(st == CLATTN_OK && cache, "kv_cache_create: %d %s", (int)st,
-              clattn_ctx_errmsg(f.ctx));
-    const int p0 = n / 3 + 1;
-    prefill_rows(&f, cache, x, 0, p0, 1, yc);
-    cr_expect_eq(clattn_kv_cache_len(cache), p0);
-    tu_layer_decode_rows(f.ctx, f.layer, cache, b, n, D, x, p0, yc);
     char what[200];
-    describe(s, "prefill+decode vs one causal prefill", what, sizeof what);
-    tu_check(what, yc, ylib, nx, clattn__tolerance(CLATTN_F32));
-    describe(s, "prefill+decode vs ref", what, sizeof what);
-    tu_check(what, yc, yref, nx, clattn__tolerance(CLATTN_F32));
-
-    clattn_kv_cache_reset(cache);
-    const int c1 = n / 2;
-    prefill_rows(&f, cache, x, 0, c1, 1, yc);
-    prefill_rows(&f, cache, x, c1, n - c1, 1, yc);
-    cr_expect_eq(clattn_kv_cache_len(cache), n);
-    describe(s, "two cached chunks vs one causal prefill", what, sizeof what);
-    tu_check(what, yc, ylib, nx, clattn__tolerance(CLATTN_F32));
-
-    clattn_kv_cache_destroy(cache);
+    describe(s, "", what, sizeof what);
+    tu_layer_cache_checks(f.ctx, f.layer, b, n, D, n + 2, x, ylib, yref,
+                          what);
     free(x);
     free(yref);
     free(ylib);
-    free(yc);
     fx_free(&f);
   }
 }

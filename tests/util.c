@@ -3,6 +3,7 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -308,4 +309,37 @@ void tu_layer_decode_rows(clattn_ctx *ctx, clattn_layer *l,
   tu_release(dx);
   tu_release(dy);
   free(tmp);
+}
+
+void tu_layer_cache_checks(clattn_ctx *ctx, clattn_layer *l, int b, int n,
+                           int D, int capacity, const float *x,
+                           const float *ylib, const float *yref,
+                           const char *what) {
+  const size_t nx = (size_t)b * n * D;
+  const double tol = clattn__tolerance(CLATTN_F32);
+  float *yc = tu_alloc(nx * 4);
+  char msg[256];
+  clattn_kv_cache *cache = NULL;
+  clattn_status st = clattn_kv_cache_create(l, b, capacity, &cache);
+  cr_assert(st == CLATTN_OK && cache, "kv_cache_create: %d %s", (int)st,
+            clattn_ctx_errmsg(ctx));
+  const int p0 = n / 3 + 1;
+  tu_layer_prefill_rows(ctx, l, cache, b, n, D, x, 0, p0, 1, yc);
+  cr_expect_eq(clattn_kv_cache_len(cache), p0);
+  tu_layer_decode_rows(ctx, l, cache, b, n, D, x, p0, yc);
+  snprintf(msg, sizeof msg, "prefill+decode vs one causal prefill %s", what);
+  tu_check(msg, yc, ylib, nx, tol);
+  snprintf(msg, sizeof msg, "prefill+decode vs ref %s", what);
+  tu_check(msg, yc, yref, nx, tol);
+
+  clattn_kv_cache_reset(cache);
+  const int c1 = n / 2;
+  tu_layer_prefill_rows(ctx, l, cache, b, n, D, x, 0, c1, 1, yc);
+  tu_layer_prefill_rows(ctx, l, cache, b, n, D, x, c1, n - c1, 1, yc);
+  cr_expect_eq(clattn_kv_cache_len(cache), n);
+  snprintf(msg, sizeof msg, "two cached chunks vs one causal prefill %s",
+           what);
+  tu_check(msg, yc, ylib, nx, tol);
+  clattn_kv_cache_destroy(cache);
+  free(yc);
 }

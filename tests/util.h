@@ -66,6 +66,17 @@ void tu_layer_decode_rows(clattn_ctx *ctx, clattn_layer *l,
                           clattn_kv_cache *c, int b, int n, int D,
                           const float *x, int r0, float *y);
 
+/* The cache's equivalences of layer l on x [b, n, D], in a cache of
+ * `capacity` positions: a causal prefill of n/3 + 1 positions then one
+ * decode step per remaining position, and a causal prefill in two chunks
+ * (after a reset), each equal to ylib (the layer's causal prefill without a
+ * cache); the first also to yref (the reference's).  `what` names the
+ * shape in the messages. */
+void tu_layer_cache_checks(clattn_ctx *ctx, clattn_layer *l, int b, int n,
+                           int D, int capacity, const float *x,
+                           const float *ylib, const float *yref,
+                           const char *what);
+
 /* Host allocation that fails the test when out of memory (n may be 0). */
 void *tu_alloc(size_t bytes);
 
