@@ -7,7 +7,7 @@
  *                lower expert index; chosen on the logits, as sigmoid is
  *                monotone) and its raw sigmoid gates -> sel[row, h, slot]
  *   cvmm_bucket  one work-group: the count of every (head, expert) bucket
- *                in every row tile of TILE rows, an exclusive prefix sum
+ *                over each item's row tiles, their exclusive prefix sum
  *                over (bucket, tile), bucket-major, into off[], and a stable
  *                scatter of (row, gate) into list[]: within a bucket the
  *                rows ascend, so a tile's rows of a bucket are the
@@ -132,64 +132,57 @@ __kernel void cvmm_route(__global const float *restrict x,
 #define BW 64
 #endif
 
-/* One work-group of BW items; sched's sel is read, off and list written.
- * A barrier with a global fence orders global memory within a group. */
+/* One work-group of BW items, item i the contiguous tiles t0 .. t1-1:
+ * its count of every bucket over its rows (into local memory), then each
+ * bucket's offset at its first tile (the buckets before, and the items
+ * before it in this bucket), then its tiles in order, each tile's offsets
+ * written and its rows scattered.  Global memory is only written here,
+ * never read back: the counts live in registers and local memory. */
 __kernel void cvmm_bucket(__global int *restrict sched, const int rows,
                           const int T) {
-  __local int part[BW];
+  __local int part[BW * HE];
   const int lid = (int)get_local_id(0);
   const long n = (long)rows * H * TOPK;
   __global const int2 *sel = (__global const int2 *)sched;
   __global int2 *list = (__global int2 *)(sched + 2 * n);
   __global int *off = sched + 4 * n;
-  const int nb = HE * T;
-  for (int t = lid; t < T; t += BW) {
-    const int r1 = min(rows, (t + 1) * TILE);
-    for (int h = 0; h < H; h++) {
-      int cnt[E];
-      for (int e = 0; e < E; e++)
-        cnt[e] = 0;
-      for (int r = t * TILE; r < r1; r++)
-        for (int s = 0; s < TOPK; s++)
-          cnt[sel[((long)r * H + h) * TOPK + s].x]++;
-      for (int e = 0; e < E; e++)
-        off[(h * E + e) * T + t] = cnt[e];
-    }
-  }
-  barrier(CLK_GLOBAL_MEM_FENCE);
-  /* exclusive prefix sum: each item a contiguous chunk, after the sums of
-   * the chunks before it */
-  const int chunk = (nb + BW - 1) / BW;
-  const int j0 = min(nb, lid * chunk), j1 = min(nb, j0 + chunk);
-  int sum = 0;
-  for (int j = j0; j < j1; j++)
-    sum += off[j];
-  part[lid] = sum;
+  const int chunk = (T + BW - 1) / BW;
+  const int t0 = min(T, lid * chunk), t1 = min(T, t0 + chunk);
+  const int r0 = min(rows, t0 * TILE), r1 = min(rows, t1 * TILE);
+  int run[HE];
+  for (int b = 0; b < HE; b++)
+    run[b] = 0;
+  for (int r = r0; r < r1; r++)
+    for (int h = 0; h < H; h++)
+      for (int s = 0; s < TOPK; s++)
+        run[h * E + sel[((long)r * H + h) * TOPK + s].x]++;
+  for (int b = 0; b < HE; b++)
+    part[lid * HE + b] = run[b];
   barrier(CLK_LOCAL_MEM_FENCE);
-  int run = 0;
-  for (int i = 0; i < lid; i++)
-    run += part[i];
-  for (int j = j0; j < j1; j++) {
-    const int c = off[j];
-    off[j] = run;
-    run += c;
+  int base = 0;
+  for (int b = 0; b < HE; b++) {
+    int total = 0, before = 0;
+    for (int i = 0; i < BW; i++) {
+      const int c = part[i * HE + b];
+      total += c;
+      before += i < lid ? c : 0;
+    }
+    run[b] = base + before;
+    base += total;
   }
-  if (lid == BW - 1)
-    off[nb] = run;
-  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (lid == 0)
+    off[HE * T] = (int)n;
   /* stable scatter: a tile's rows in order, each to its bucket's next slot */
-  for (int t = lid; t < T; t += BW) {
-    const int r1 = min(rows, (t + 1) * TILE);
-    for (int h = 0; h < H; h++) {
-      int pos[E];
-      for (int e = 0; e < E; e++)
-        pos[e] = off[(h * E + e) * T + t];
-      for (int r = t * TILE; r < r1; r++)
+  for (int t = t0; t < t1; t++) {
+    for (int b = 0; b < HE; b++)
+      off[b * T + t] = run[b];
+    const int re = min(rows, (t + 1) * TILE);
+    for (int r = t * TILE; r < re; r++)
+      for (int h = 0; h < H; h++)
         for (int s = 0; s < TOPK; s++) {
           const int2 v = sel[((long)r * H + h) * TOPK + s];
-          list[pos[v.x]++] = (int2)(r, v.y);
+          list[run[h * E + v.x]++] = (int2)(r, v.y);
         }
-    }
   }
 }
 

@@ -60,6 +60,8 @@ clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
                               clattn__gg_plan *pl, char *why, size_t cap);
 /* Local memory of the GEMM kernel (variant 2) and of cvmm_bucket. */
 size_t clattn__gg_local_bytes(const clattn__gg *g, const clattn__gg_plan *pl);
+size_t clattn__gg_bucket_local_bytes(const clattn__gg *g,
+                                     const clattn__gg_plan *pl);
 int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
                     const clattn__gg_plan *pl, char *why, size_t cap);
 clattn_params clattn__gg_resolved(const clattn__gg_plan *pl);

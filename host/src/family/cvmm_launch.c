@@ -81,8 +81,10 @@ static clattn_status kernels(clattn_ctx *ctx, const clattn__gg *g,
       (rc = clattn__check_wg(ctx, *gemm, (size_t)pl->wg,
                              clattn__gg_local_bytes(g, pl), gemm_name(pl))))
     return rc;
-  if (!g->dense && (rc = clattn__check_wg(ctx, *bucket, (size_t)pl->bw,
-                                          (size_t)pl->bw * 4, "cvmm_bucket")))
+  if (!g->dense &&
+      (rc = clattn__check_wg(ctx, *bucket, (size_t)pl->bw,
+                             clattn__gg_bucket_local_bytes(g, pl),
+                             "cvmm_bucket")))
     return rc;
   return CLATTN_OK;
 }
