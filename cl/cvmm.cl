@@ -1,17 +1,19 @@
 /* cvmm.cl - the expert-grouped GEMM (SwitchHead's CVMM, spec 6) and its
  * dense case, float32 (host/src/family/cvmm.h has the semantics).
  *
- * Routing, three launches, no host round trip:
+ * Routing, four launches, no host round trip:
  *   cvmm_route   the H*E logits sel_x W_sel of RR rows a work-item (vectors
  *                across the columns), each head's top-k (a tie goes to the
  *                lower expert index; chosen on the logits, as sigmoid is
  *                monotone) and its raw sigmoid gates -> sel[row, h, slot]
- *   cvmm_bucket  one work-group: the count of every (head, expert) bucket
- *                over each item's row tiles, their exclusive prefix sum
- *                over (bucket, tile), bucket-major, into off[], and a stable
- *                scatter of (row, gate) into list[]: within a bucket the
- *                rows ascend, so a tile's rows of a bucket are the
- *                contiguous list[off[b T + t] .. off[b T + t + 1])
+ *   cvmm_count   the count of every (head, expert) bucket in every row
+ *                tile of TILE rows
+ *   cvmm_scan    one work-group: their exclusive prefix sum over (bucket,
+ *                tile), bucket-major, into off[]
+ *   cvmm_scatter a stable scatter of (row, gate) into list[]: within a
+ *                bucket the rows ascend, so a tile's rows of a bucket are
+ *                the contiguous list[off[b T + t] .. off[b T + t + 1])
+ * (Each kernel reads only what earlier ones wrote.)
  * The GEMM (cvmm_gemm_reg, variant 1, or cvmm_gemm_local, variant 2): a
  * work-item (work-group) owns TILE rows x a block of columns and walks its
  * buckets (SPLIT: its head's E, SUM: all H*E); an empty bucket is skipped,
@@ -29,7 +31,7 @@
  * Defines: DENSE, MODE (1 SPLIT, 2 SUM), H, E, TOPK, TILE (rows a tile),
  * VARIANT (the GEMM kernel compiled: 1 cvmm_gemm_reg, 2 cvmm_gemm_local);
  * route: RR, RVW (vector width), RNV (vectors over the H*E columns);
- * bucket: BW (work-group size); variant 1: R (rows a register block), VW,
+ * scan: BW (work-group size); variant 1: R (rows a register block), VW,
  * CV (vectors a work-item: C = CV*VW columns); variant 2: TM (rows a
  * work-item), CT (columns a group), WG, KT (k-tile). */
 #ifndef DENSE
@@ -79,51 +81,71 @@ __kernel void cvmm_route(__global const float *restrict x,
   __global int2 *sel = (__global int2 *)sched;
   /* the last block repeats its last row rather than branch in the loop */
   __global const float *xp[RR];
-  for (int r = 0; r < RR; r++)
+  _Pragma("unroll") for (int r = 0; r < RR; r++) {
     xp[r] = x + (long)(r0 + min(r, nr - 1)) * D;
+  }
   /* each vector's first column, the last shifted left to stay in the row */
   int cof[RNV];
-  for (int v = 0; v < RNV; v++)
+  _Pragma("unroll") for (int v = 0; v < RNV; v++) {
     cof[v] = min(v * RVW, HE - RVW);
+  }
   rvec_t acc[RR][RNV];
-  for (int r = 0; r < RR; r++)
-    for (int v = 0; v < RNV; v++)
+  _Pragma("unroll") for (int r = 0; r < RR; r++) {
+    _Pragma("unroll") for (int v = 0; v < RNV; v++) {
       acc[r][v] = (rvec_t)(0.0f);
-  for (int i = 0; i < D; i++) {
-    rvec_t wv[RNV];
-    for (int v = 0; v < RNV; v++)
-      wv[v] = LDF(RVW, ws, (long)i * HE + cof[v]);
-    for (int r = 0; r < RR; r++) {
-      const rvec_t xv = (rvec_t)(xp[r][i]);
-      for (int v = 0; v < RNV; v++)
-        acc[r][v] = fma(xv, wv[v], acc[r][v]);
     }
   }
+  __global const float *wi = ws;
+  for (int i = 0; i < D; i++) {
+    rvec_t wv[RNV];
+    _Pragma("unroll") for (int v = 0; v < RNV; v++) {
+      wv[v] = LDF(RVW, wi, cof[v]);
+    }
+    _Pragma("unroll") for (int r = 0; r < RR; r++) {
+      const rvec_t xv = (rvec_t)(xp[r][i]);
+      _Pragma("unroll") for (int v = 0; v < RNV; v++) {
+        acc[r][v] = fma(xv, wv[v], acc[r][v]);
+      }
+    }
+    wi += HE;
+  }
   for (int r = 0; r < nr; r++) {
-    float lg[HE];
-    /* an overlapped column gets the same value from both vectors */
+    /* logits and their sigmoids, a vector at a time (an overlapped column
+     * gets the same value from both vectors) */
+    float lg[HE], sg[HE];
     for (int v = 0; v < RNV; v++) {
+      const rvec_t s = (rvec_t)(1.0f) / ((rvec_t)(1.0f) + exp(-acc[r][v]));
       const float *tp = (const float *)&acc[r][v];
-      for (int l = 0; l < RVW; l++)
+      const float *ts = (const float *)&s;
+      for (int l = 0; l < RVW; l++) {
         lg[cof[v] + l] = tp[l];
+        sg[cof[v] + l] = ts[l];
+      }
     }
     const long row = (long)(r0 + r);
     for (int h = 0; h < H; h++) {
-      ulong taken = 0;
-      for (int s = 0; s < TOPK; s++) {
-        int best = -1;
-        float bl = 0.0f;
-        for (int e = 0; e < E; e++) {
-          const float l = lg[h * E + e];
-          if (((taken >> e) & 1) == 0 && (best < 0 || l > bl)) {
-            best = e;
-            bl = l;
-          }
+      /* the top-k in descending order by insertion: an expert passes an
+       * earlier one only when strictly larger, so ties keep the lower */
+      float tl[TOPK];
+      int te[TOPK];
+      int cnt = 0;
+      for (int e = 0; e < E; e++) {
+        const float l = lg[h * E + e];
+        if (cnt == TOPK && !(l > tl[TOPK - 1]))
+          continue;
+        int p = min(cnt, TOPK - 1);
+        while (p > 0 && l > tl[p - 1]) {
+          tl[p] = tl[p - 1];
+          te[p] = te[p - 1];
+          p--;
         }
-        taken |= (ulong)1 << best;
-        const float g = 1.0f / (1.0f + exp(-bl));
-        sel[(row * H + h) * TOPK + s] = (int2)(best, as_int(g));
+        tl[p] = l;
+        te[p] = e;
+        cnt = min(cnt + 1, TOPK);
       }
+      for (int s = 0; s < TOPK; s++)
+        sel[(row * H + h) * TOPK + s] =
+            (int2)(te[s], as_int(sg[h * E + te[s]]));
     }
   }
 }
@@ -132,57 +154,79 @@ __kernel void cvmm_route(__global const float *restrict x,
 #define BW 64
 #endif
 
-/* One work-group of BW items, item i the contiguous tiles t0 .. t1-1:
- * its count of every bucket over its rows (into local memory), then each
- * bucket's offset at its first tile (the buckets before, and the items
- * before it in this bucket), then its tiles in order, each tile's offsets
- * written and its rows scattered.  Global memory is only written here,
- * never read back: the counts live in registers and local memory. */
-__kernel void cvmm_bucket(__global int *restrict sched, const int rows,
-                          const int T) {
-  __local int part[BW * HE];
+/* Each tile's count of every bucket: off[b T + t] (one work-item a
+ * tile). */
+__kernel void cvmm_count(__global int *restrict sched, const int rows,
+                         const int T) {
+  const int t = (int)get_global_id(0);
+  if (t >= T)
+    return;
+  const long n = (long)rows * H * TOPK;
+  __global const int2 *sel = (__global const int2 *)sched;
+  __global int *off = sched + 4 * n;
+  const int r1 = min(rows, (t + 1) * TILE);
+  for (int h = 0; h < H; h++) {
+    int cnt[E];
+    for (int e = 0; e < E; e++)
+      cnt[e] = 0;
+    for (int r = t * TILE; r < r1; r++)
+      for (int s = 0; s < TOPK; s++)
+        cnt[sel[((long)r * H + h) * TOPK + s].x]++;
+    for (int e = 0; e < E; e++)
+      off[(h * E + e) * T + t] = cnt[e];
+  }
+}
+
+/* The exclusive prefix sum of the counts over (bucket, tile), in place,
+ * by one work-group of BW items: each item a contiguous chunk, after the
+ * sums of the chunks before it. */
+__kernel void cvmm_scan(__global int *restrict sched, const int rows,
+                        const int T) {
+  __local int part[BW];
   const int lid = (int)get_local_id(0);
+  const long n = (long)rows * H * TOPK;
+  __global int *off = sched + 4 * n;
+  const int nb = HE * T;
+  const int chunk = (nb + BW - 1) / BW;
+  const int j0 = min(nb, lid * chunk), j1 = min(nb, j0 + chunk);
+  int sum = 0;
+  for (int j = j0; j < j1; j++)
+    sum += off[j];
+  part[lid] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  int run = 0;
+  for (int i = 0; i < lid; i++)
+    run += part[i];
+  for (int j = j0; j < j1; j++) {
+    const int c = off[j];
+    off[j] = run;
+    run += c;
+  }
+  if (lid == 0)
+    off[nb] = (int)n;
+}
+
+/* A tile's rows in order, each to its bucket's next slot (one work-item a
+ * tile): within a bucket the rows ascend. */
+__kernel void cvmm_scatter(__global int *restrict sched, const int rows,
+                           const int T) {
+  const int t = (int)get_global_id(0);
+  if (t >= T)
+    return;
   const long n = (long)rows * H * TOPK;
   __global const int2 *sel = (__global const int2 *)sched;
   __global int2 *list = (__global int2 *)(sched + 2 * n);
-  __global int *off = sched + 4 * n;
-  const int chunk = (T + BW - 1) / BW;
-  const int t0 = min(T, lid * chunk), t1 = min(T, t0 + chunk);
-  const int r0 = min(rows, t0 * TILE), r1 = min(rows, t1 * TILE);
-  int run[HE];
-  for (int b = 0; b < HE; b++)
-    run[b] = 0;
-  for (int r = r0; r < r1; r++)
-    for (int h = 0; h < H; h++)
-      for (int s = 0; s < TOPK; s++)
-        run[h * E + sel[((long)r * H + h) * TOPK + s].x]++;
-  for (int b = 0; b < HE; b++)
-    part[lid * HE + b] = run[b];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  int base = 0;
-  for (int b = 0; b < HE; b++) {
-    int total = 0, before = 0;
-    for (int i = 0; i < BW; i++) {
-      const int c = part[i * HE + b];
-      total += c;
-      before += i < lid ? c : 0;
-    }
-    run[b] = base + before;
-    base += total;
-  }
-  if (lid == 0)
-    off[HE * T] = (int)n;
-  /* stable scatter: a tile's rows in order, each to its bucket's next slot */
-  for (int t = t0; t < t1; t++) {
-    for (int b = 0; b < HE; b++)
-      off[b * T + t] = run[b];
-    const int re = min(rows, (t + 1) * TILE);
-    for (int r = t * TILE; r < re; r++)
-      for (int h = 0; h < H; h++)
-        for (int s = 0; s < TOPK; s++) {
-          const int2 v = sel[((long)r * H + h) * TOPK + s];
-          list[run[h * E + v.x]++] = (int2)(r, v.y);
-        }
+  __global const int *off = sched + 4 * n;
+  const int r1 = min(rows, (t + 1) * TILE);
+  for (int h = 0; h < H; h++) {
+    int pos[E];
+    for (int e = 0; e < E; e++)
+      pos[e] = off[(h * E + e) * T + t];
+    for (int r = t * TILE; r < r1; r++)
+      for (int s = 0; s < TOPK; s++) {
+        const int2 v = sel[((long)r * H + h) * TOPK + s];
+        list[pos[v.x]++] = (int2)(r, v.y);
+      }
   }
 }
 

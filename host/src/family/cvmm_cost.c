@@ -132,7 +132,21 @@ static void gemm_cost(const clattn__gg *g, const clattn__gg_plan *pl,
   dram_reads[out->n_kernels - 1] = c->bytes_dram - c->bytes_written;
 }
 
-/* cvmm_route and cvmm_bucket. */
+/* A kernel row of out with its counts; its DRAM bytes are the issued
+ * ones (the routing moves little). */
+static clattn_cost *simple_kernel(clattn_prediction *out, double *dram_reads,
+                                  const char *name, double rd, double wr) {
+  clattn_cost *c = clattn__model_kernel(out, name);
+  if (c == NULL)
+    return NULL;
+  c->bytes_read = rd;
+  c->bytes_written = wr;
+  c->bytes_compulsory = c->bytes_dram = rd + wr;
+  dram_reads[out->n_kernels - 1] = rd;
+  return c;
+}
+
+/* cvmm_route, cvmm_count, cvmm_scan and cvmm_scatter. */
 static void route_cost(const clattn__gg *g, const clattn__gg_plan *pl,
                        const clattn_profile *prof, clattn_prediction *out,
                        double *dram_reads) {
@@ -151,17 +165,14 @@ static void route_cost(const clattn__gg *g, const clattn__gg_plan *pl,
   c->bytes_compulsory = x + ws + c->bytes_written;
   clattn__model_dram(c, x + ws, ws, prof);
   dram_reads[out->n_kernels - 1] = c->bytes_dram - c->bytes_written;
-
-  c = clattn__model_kernel(out, "cvmm_bucket");
-  if (c == NULL)
-    return;
+  /* the counts read sel; the scan reads the counts twice and writes the
+   * offsets (and their end); the scatter reads a tile's offsets and sel,
+   * and writes the list */
   const double nb = he * clattn__gg_tiles(g, pl);
-  /* sel read for the counts and for the scatter; off and list written */
-  c->bytes_read = 2.0 * ent * 8.0;
-  c->bytes_written = nb * 4.0 + 4.0 + ent * 8.0;
-  c->bytes_compulsory = ent * 8.0 + c->bytes_written;
-  clattn__model_dram(c, ent * 8.0, ent * 8.0, prof);
-  dram_reads[out->n_kernels - 1] = c->bytes_dram - c->bytes_written;
+  simple_kernel(out, dram_reads, "cvmm_count", ent * 8.0, nb * 4.0);
+  simple_kernel(out, dram_reads, "cvmm_scan", 2.0 * nb * 4.0, nb * 4.0 + 4.0);
+  simple_kernel(out, dram_reads, "cvmm_scatter", nb * 4.0 + ent * 8.0,
+                ent * 8.0);
 }
 
 clattn_status clattn__gg_cost(const clattn__gg *g, const clattn__gg_plan *pl,

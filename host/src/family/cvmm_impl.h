@@ -43,7 +43,7 @@ typedef struct clattn__gg_plan {
   int vw, cv;  /* variant 1: vector width and vectors a work-item */
   int kt;      /* variant 2: k-tile */
   /* routing (routed calls): cvmm_route's rows a work-item, its vector
-   * width and vectors, cvmm_bucket's work-group */
+   * width and vectors, cvmm_scan's work-group */
   int rr, rvw, rnv, bw;
   int own_only; /* the cvmm family: no CLBlast, no scheme in its params */
 } clattn__gg_plan;
@@ -58,10 +58,8 @@ clattn__gg clattn__gg_of_gemm(const clattn__gemm_desc *d);
 clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
                               const clattn_params *p, int own,
                               clattn__gg_plan *pl, char *why, size_t cap);
-/* Local memory of the GEMM kernel (variant 2) and of cvmm_bucket. */
+/* Local memory of the GEMM kernel (variant 2). */
 size_t clattn__gg_local_bytes(const clattn__gg *g, const clattn__gg_plan *pl);
-size_t clattn__gg_bucket_local_bytes(const clattn__gg *g,
-                                     const clattn__gg_plan *pl);
 int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
                     const clattn__gg_plan *pl, char *why, size_t cap);
 clattn_params clattn__gg_resolved(const clattn__gg_plan *pl);
@@ -77,8 +75,8 @@ clattn_status clattn__gg_space(const clattn__family *F,
 int clattn__gg_tiles(const clattn__gg *g, const clattn__gg_plan *pl);
 size_t clattn__gg_sched_ints(const clattn__gg *g, const clattn__gg_plan *pl);
 
-/* The model's kernels of the own kernel's plan: cvmm_route and
- * cvmm_bucket (routed calls), then the GEMM. */
+/* The model's kernels of the own kernel's plan: cvmm_route, cvmm_count,
+ * cvmm_scan and cvmm_scatter (routed calls), then the GEMM. */
 clattn_status clattn__gg_cost(const clattn__gg *g, const clattn__gg_plan *pl,
                               const clattn_profile *prof,
                               clattn_prediction *out, double *dram_reads);

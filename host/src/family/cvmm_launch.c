@@ -1,6 +1,7 @@
 /* cvmm_launch.c - the grouped GEMM's launches (cvmm_impl.h): the routing
- * (cvmm_route, cvmm_bucket) into the context's scratch slot 1, then the
- * GEMM kernel, all on the context's in-order queue. */
+ * (cvmm_route, cvmm_count, cvmm_scan, cvmm_scatter) into the context's
+ * scratch slot 1, then the GEMM kernel, all on the context's in-order
+ * queue. */
 #include "family/cvmm_impl.h"
 
 #include <stdio.h>
@@ -32,24 +33,28 @@ static const char *gemm_name(const clattn__gg_plan *pl) {
   return pl->variant == 1 ? "cvmm_gemm_reg" : "cvmm_gemm_local";
 }
 
+/* The routing kernels, in launch order. */
+enum { ROUTE, COUNT, SCAN, SCATTER, NROUTE };
+static const char *const route_names[NROUTE] = {"cvmm_route", "cvmm_count",
+                                                "cvmm_scan", "cvmm_scatter"};
+
 /* The kernels of the plan; an automatic work-group (variant 2) or the
- * bucket's group larger than its compiled kernel allows is lowered once
- * and the program rebuilt. */
+ * scan's group larger than its compiled kernel allows is lowered once and
+ * the program rebuilt. */
 static clattn_status kernels(clattn_ctx *ctx, const clattn__gg *g,
                              clattn__gg_plan *pl, int auto_wg,
-                             cl_kernel *route, cl_kernel *bucket,
-                             cl_kernel *gemm) {
+                             cl_kernel *route, cl_kernel *gemm) {
   char opts[384];
   clattn_status rc;
   for (int pass = 0; pass < 2; pass++) {
     options(g, pl, opts, sizeof opts);
     if ((rc = clattn__kernel(ctx, "cvmm.cl", opts, gemm_name(pl), gemm)))
       return rc;
-    if (!g->dense &&
-        ((rc = clattn__kernel(ctx, "cvmm.cl", opts, "cvmm_route", route)) ||
-         (rc = clattn__kernel(ctx, "cvmm.cl", opts, "cvmm_bucket", bucket))))
-      return rc;
-    size_t kwg = 0, bwg = 0;
+    for (int i = 0; !g->dense && i < NROUTE; i++)
+      if ((rc = clattn__kernel(ctx, "cvmm.cl", opts, route_names[i],
+                               &route[i])))
+        return rc;
+    size_t kwg = 0, swg = 0;
     int again = 0;
     if (pl->variant == 2 && auto_wg) {
       if ((rc = clattn__kernel_wg(ctx, *gemm, &kwg)))
@@ -62,10 +67,10 @@ static clattn_status kernels(clattn_ctx *ctx, const clattn__gg *g,
       }
     }
     if (!g->dense) {
-      if ((rc = clattn__kernel_wg(ctx, *bucket, &bwg)))
+      if ((rc = clattn__kernel_wg(ctx, route[SCAN], &swg)))
         return rc;
-      if (bwg < (size_t)pl->bw) {
-        pl->bw = clattn__pow2_floor(bwg);
+      if (swg < (size_t)pl->bw) {
+        pl->bw = clattn__pow2_floor(swg);
         again = 1;
       }
     }
@@ -82,9 +87,8 @@ static clattn_status kernels(clattn_ctx *ctx, const clattn__gg *g,
                              clattn__gg_local_bytes(g, pl), gemm_name(pl))))
     return rc;
   if (!g->dense &&
-      (rc = clattn__check_wg(ctx, *bucket, (size_t)pl->bw,
-                             clattn__gg_bucket_local_bytes(g, pl),
-                             "cvmm_bucket")))
+      (rc = clattn__check_wg(ctx, route[SCAN], (size_t)pl->bw,
+                             (size_t)pl->bw * 4, "cvmm_scan")))
     return rc;
   return CLATTN_OK;
 }
@@ -93,9 +97,9 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
                                  clattn__gg_plan *pl, int auto_wg, cl_mem a,
                                  cl_mem sel_x, cl_mem w_sel, cl_mem w,
                                  cl_mem out, const clattn_events *ev) {
-  cl_kernel route = NULL, bucket = NULL, gemm = NULL;
+  cl_kernel route[NROUTE] = {NULL, NULL, NULL, NULL}, gemm = NULL;
   cl_mem sched = NULL;
-  clattn_status rc = kernels(ctx, g, pl, auto_wg, &route, &bucket, &gemm);
+  clattn_status rc = kernels(ctx, g, pl, auto_wg, route, &gemm);
   if (rc)
     return rc;
   const int T = clattn__gg_tiles(g, pl);
@@ -109,19 +113,26 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
     const cl_int ri[2] = {g->rows, g->sel_inner};
     const cl_mem rb[3] = {sel_x, w_sel, sched};
     cl_uint k = 0;
-    if ((rc = clattn__args(ctx, route, &k, 3, sizeof(cl_mem), rb)) ||
-        (rc = clattn__args(ctx, route, &k, 2, sizeof(cl_int), ri)))
+    if ((rc = clattn__args(ctx, route[ROUTE], &k, 3, sizeof(cl_mem), rb)) ||
+        (rc = clattn__args(ctx, route[ROUTE], &k, 2, sizeof(cl_int), ri)))
       return rc;
     const cl_int bi[2] = {g->rows, T};
-    k = 0;
-    if ((rc = clattn__arg(ctx, bucket, k++, sizeof(cl_mem), &sched)) ||
-        (rc = clattn__args(ctx, bucket, &k, 2, sizeof(cl_int), bi)))
-      return rc;
-    /* the route's groups are the runtime's; the bucket is one group */
-    const size_t rg = (size_t)((g->rows + pl->rr - 1) / pl->rr);
-    const size_t bl = (size_t)pl->bw;
-    if ((rc = clattn__launch(ctx, route, 1, &rg, NULL, nw, wait, NULL)) ||
-        (rc = clattn__launch(ctx, bucket, 1, &bl, &bl, 0, NULL, NULL)))
+    for (int i = COUNT; i < NROUTE; i++) {
+      k = 0;
+      if ((rc = clattn__arg(ctx, route[i], k++, sizeof(cl_mem), &sched)) ||
+          (rc = clattn__args(ctx, route[i], &k, 2, sizeof(cl_int), bi)))
+        return rc;
+    }
+    /* the runtime's groups, but one group for the scan */
+    const size_t items = (size_t)((g->rows + pl->rr - 1) / pl->rr);
+    const size_t tiles = (size_t)T, bl = (size_t)pl->bw;
+    if ((rc = clattn__launch(ctx, route[ROUTE], 1, &items, NULL, nw, wait,
+                             NULL)) ||
+        (rc = clattn__launch(ctx, route[COUNT], 1, &tiles, NULL, 0, NULL,
+                             NULL)) ||
+        (rc = clattn__launch(ctx, route[SCAN], 1, &bl, &bl, 0, NULL, NULL)) ||
+        (rc = clattn__launch(ctx, route[SCATTER], 1, &tiles, NULL, 0, NULL,
+                             NULL)))
       return rc;
     nw = 0;
     wait = NULL;

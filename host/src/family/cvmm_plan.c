@@ -235,13 +235,9 @@ clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
     return CLATTN_OK;
   }
   pl->variant = p->variant ? p->variant : t->cpu_vectors ? 1 : 2;
-  /* the bucket kernel's group: up to 64 items, each with a count of every
-   * bucket in local memory */
-  const unsigned long long he = (unsigned long long)g->heads * g->experts;
-  unsigned long long most = t->max_wg < 64 ? t->max_wg : 64;
-  while (most > 1 && most * he * 4 > clattn__local_budget(t))
-    most /= 2;
-  pl->bw = clattn__pow2_floor((size_t)(most > 0 ? most : 1));
+  /* the prefix sum's group */
+  const size_t most = t->max_wg < 64 ? t->max_wg : 64;
+  pl->bw = clattn__pow2_floor(most > 0 ? most : 1);
   return pl->variant == 1 ? plan_reg(t, g, p, pl, why, cap)
                           : plan_local(t, g, p, pl, why, cap);
 }
@@ -256,19 +252,10 @@ size_t clattn__gg_local_bytes(const clattn__gg *g, const clattn__gg_plan *pl) {
   return b;
 }
 
-size_t clattn__gg_bucket_local_bytes(const clattn__gg *g,
-                                     const clattn__gg_plan *pl) {
-  return (size_t)pl->bw * (size_t)g->heads * (size_t)g->experts * 4;
-}
-
 int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
                     const clattn__gg_plan *pl, char *why, size_t cap) {
   if (pl->scheme != CLATTN__GG_SCHEME_OWN)
     return 1;
-  if (!g->dense &&
-      !clattn__plan_fits(t, pl->bw, clattn__gg_bucket_local_bytes(g, pl), why,
-                         cap))
-    return 0;
   return clattn__plan_fits(t, pl->wg, clattn__gg_local_bytes(g, pl), why,
                            cap);
 }
