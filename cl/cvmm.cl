@@ -1,18 +1,20 @@
 /* cvmm.cl - the expert-grouped GEMM (SwitchHead's CVMM, spec 6) and its
  * dense case, float32 (host/src/family/cvmm.h has the semantics).
  *
- * Routing, four launches, no host round trip:
+ * Routing, three launches, no host round trip:
  *   cvmm_route   the H*E logits sel_x W_sel of RR rows a work-item (vectors
  *                across the columns), each head's top-k (a tie goes to the
  *                lower expert index; chosen on the logits, as sigmoid is
  *                monotone) and its raw sigmoid gates -> sel[row, h, slot]
  *   cvmm_count   the count of every (head, expert) bucket in every row
- *                tile of TILE rows
- *   cvmm_scan    one work-group: their exclusive prefix sum over (bucket,
- *                tile), bucket-major, into off[]
- *   cvmm_scatter a stable scatter of (row, gate) into list[]: within a
- *                bucket the rows ascend, so a tile's rows of a bucket are
- *                the contiguous list[off[b T + t] .. off[b T + t + 1])
+ *                tile of TILE rows, into cnt[]
+ *   cvmm_scatter each tile's offsets, the exclusive prefix sum of the
+ *                counts over (bucket, tile), bucket-major, into off[]
+ *                (each tile sums the counts it needs: cheap for the tens
+ *                of tiles of a call), and a stable scatter of (row, gate)
+ *                into list[]: within a bucket the rows ascend, so a tile's
+ *                rows of a bucket are the contiguous
+ *                list[off[b T + t] .. off[b T + t + 1])
  * (Each kernel reads only what earlier ones wrote.)
  * The GEMM (cvmm_gemm_reg, variant 1, or cvmm_gemm_local, variant 2): a
  * work-item (work-group) owns TILE rows x a block of columns and walks its
@@ -26,14 +28,16 @@
  * gemm family, and gate NONE).
  *
  * The routing scratch (int32): sel at 0 and list at 2n (int2 each, n =
- * rows*H*TOPK), off at 4n (H*E*T + 1 entries).
+ * rows*H*TOPK), off at 4n (H*E*T + 1 entries), cnt after it (H*E*T).
  *
  * Defines: DENSE, MODE (1 SPLIT, 2 SUM), H, E, TOPK, TILE (rows a tile),
  * VARIANT (the GEMM kernel compiled: 1 cvmm_gemm_reg, 2 cvmm_gemm_local);
  * route: RR, RVW (vector width), RNV (vectors over the H*E columns);
- * scan: BW (work-group size); variant 1: R (rows a register block), VW,
- * CV (vectors a work-item: C = CV*VW columns); variant 2: TM (rows a
- * work-item), CT (columns a group), WG, KT (k-tile). */
+ * variant 1: R (rows a register block), VW,
+ * CV (vectors a work-item: C = CV*VW columns), KU (the k-loop's unroll),
+ * PACK and KP (= K: W's panel copied into local memory, a work-item a
+ * group); variant 2: TM (rows a work-item), CT (columns a group), WG, KT
+ * (k-tile). */
 #ifndef DENSE
 #define DENSE 1
 #endif
@@ -84,22 +88,31 @@ __kernel void cvmm_route(__global const float *restrict x,
   _Pragma("unroll") for (int r = 0; r < RR; r++) {
     xp[r] = x + (long)(r0 + min(r, nr - 1)) * D;
   }
-  /* each vector's first column, the last shifted left to stay in the row */
-  int cof[RNV];
-  _Pragma("unroll") for (int v = 0; v < RNV; v++) {
-    cof[v] = min(v * RVW, HE - RVW);
-  }
   rvec_t acc[RR][RNV];
   _Pragma("unroll") for (int r = 0; r < RR; r++) {
     _Pragma("unroll") for (int v = 0; v < RNV; v++) {
       acc[r][v] = (rvec_t)(0.0f);
     }
   }
+  /* RNV vectors of RVW columns from each row of W_sel, running past its HE
+   * columns into the next rows (lanes never read); the last rows, whose
+   * vectors would pass W_sel's end, are built lane by lane */
+  const int safe = max(0, D - (RNV * RVW - HE + HE - 1) / HE);
   __global const float *wi = ws;
   for (int i = 0; i < D; i++) {
     rvec_t wv[RNV];
-    _Pragma("unroll") for (int v = 0; v < RNV; v++) {
-      wv[v] = LDF(RVW, wi, cof[v]);
+    if (i < safe) {
+      _Pragma("unroll") for (int v = 0; v < RNV; v++) {
+        wv[v] = LDF(RVW, wi, v * RVW);
+      }
+    } else {
+      for (int v = 0; v < RNV; v++) {
+        rvec_t t = (rvec_t)(0.0f);
+        float *tp = (float *)&t;
+        for (int l = 0; l < RVW && v * RVW + l < HE; l++)
+          tp[l] = wi[v * RVW + l];
+        wv[v] = t;
+      }
     }
     _Pragma("unroll") for (int r = 0; r < RR; r++) {
       const rvec_t xv = (rvec_t)(xp[r][i]);
@@ -110,16 +123,15 @@ __kernel void cvmm_route(__global const float *restrict x,
     wi += HE;
   }
   for (int r = 0; r < nr; r++) {
-    /* logits and their sigmoids, a vector at a time (an overlapped column
-     * gets the same value from both vectors) */
+    /* logits and their sigmoids, a vector at a time */
     float lg[HE], sg[HE];
     for (int v = 0; v < RNV; v++) {
       const rvec_t s = (rvec_t)(1.0f) / ((rvec_t)(1.0f) + exp(-acc[r][v]));
       const float *tp = (const float *)&acc[r][v];
       const float *ts = (const float *)&s;
-      for (int l = 0; l < RVW; l++) {
-        lg[cof[v] + l] = tp[l];
-        sg[cof[v] + l] = ts[l];
+      for (int l = 0; l < RVW && v * RVW + l < HE; l++) {
+        lg[v * RVW + l] = tp[l];
+        sg[v * RVW + l] = ts[l];
       }
     }
     const long row = (long)(r0 + r);
@@ -150,11 +162,8 @@ __kernel void cvmm_route(__global const float *restrict x,
   }
 }
 
-#ifndef BW
-#define BW 64
-#endif
 
-/* Each tile's count of every bucket: off[b T + t] (one work-item a
+/* Each tile's count of every bucket, cnt[b T + t] (one work-item a
  * tile). */
 __kernel void cvmm_count(__global int *restrict sched, const int rows,
                          const int T) {
@@ -163,51 +172,25 @@ __kernel void cvmm_count(__global int *restrict sched, const int rows,
     return;
   const long n = (long)rows * H * TOPK;
   __global const int2 *sel = (__global const int2 *)sched;
-  __global int *off = sched + 4 * n;
+  __global int *cnt = sched + 4 * n + HE * T + 1;
   const int r1 = min(rows, (t + 1) * TILE);
   for (int h = 0; h < H; h++) {
-    int cnt[E];
+    int c[E];
     for (int e = 0; e < E; e++)
-      cnt[e] = 0;
+      c[e] = 0;
     for (int r = t * TILE; r < r1; r++)
       for (int s = 0; s < TOPK; s++)
-        cnt[sel[((long)r * H + h) * TOPK + s].x]++;
+        c[sel[((long)r * H + h) * TOPK + s].x]++;
     for (int e = 0; e < E; e++)
-      off[(h * E + e) * T + t] = cnt[e];
+      cnt[(h * E + e) * T + t] = c[e];
   }
 }
 
-/* The exclusive prefix sum of the counts over (bucket, tile), in place,
- * by one work-group of BW items: each item a contiguous chunk, after the
- * sums of the chunks before it. */
-__kernel void cvmm_scan(__global int *restrict sched, const int rows,
-                        const int T) {
-  __local int part[BW];
-  const int lid = (int)get_local_id(0);
-  const long n = (long)rows * H * TOPK;
-  __global int *off = sched + 4 * n;
-  const int nb = HE * T;
-  const int chunk = (nb + BW - 1) / BW;
-  const int j0 = min(nb, lid * chunk), j1 = min(nb, j0 + chunk);
-  int sum = 0;
-  for (int j = j0; j < j1; j++)
-    sum += off[j];
-  part[lid] = sum;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  int run = 0;
-  for (int i = 0; i < lid; i++)
-    run += part[i];
-  for (int j = j0; j < j1; j++) {
-    const int c = off[j];
-    off[j] = run;
-    run += c;
-  }
-  if (lid == 0)
-    off[nb] = (int)n;
-}
-
-/* A tile's rows in order, each to its bucket's next slot (one work-item a
- * tile): within a bucket the rows ascend. */
+/* One work-item a tile: each bucket's start at this tile, the exclusive
+ * prefix sum of the counts over (bucket, tile), bucket-major (the buckets
+ * before, then this bucket's earlier tiles), into off[b T + t]; then the
+ * tile's rows in order, each to its bucket's next slot, so that within a
+ * bucket the rows ascend. */
 __kernel void cvmm_scatter(__global int *restrict sched, const int rows,
                            const int T) {
   const int t = (int)get_global_id(0);
@@ -216,18 +199,30 @@ __kernel void cvmm_scatter(__global int *restrict sched, const int rows,
   const long n = (long)rows * H * TOPK;
   __global const int2 *sel = (__global const int2 *)sched;
   __global int2 *list = (__global int2 *)(sched + 2 * n);
-  __global const int *off = sched + 4 * n;
+  __global int *off = sched + 4 * n;
+  __global const int *cnt = off + HE * T + 1;
+  int pos[HE];
+  int base = 0;
+  for (int b = 0; b < HE; b++) {
+    int before = 0, total = 0;
+    for (int u = 0; u < T; u++) {
+      const int c = cnt[b * T + u];
+      before += u < t ? c : 0;
+      total += c;
+    }
+    pos[b] = base + before;
+    off[b * T + t] = pos[b];
+    base += total;
+  }
+  if (t == 0)
+    off[HE * T] = (int)n;
   const int r1 = min(rows, (t + 1) * TILE);
-  for (int h = 0; h < H; h++) {
-    int pos[E];
-    for (int e = 0; e < E; e++)
-      pos[e] = off[(h * E + e) * T + t];
-    for (int r = t * TILE; r < r1; r++)
+  for (int r = t * TILE; r < r1; r++)
+    for (int h = 0; h < H; h++)
       for (int s = 0; s < TOPK; s++) {
         const int2 v = sel[((long)r * H + h) * TOPK + s];
-        list[pos[v.x]++] = (int2)(r, v.y);
+        list[pos[h * E + v.x]++] = (int2)(r, v.y);
       }
-  }
 }
 
 #endif /* !DENSE */
@@ -249,22 +244,56 @@ __kernel void cvmm_scatter(__global int *restrict sched, const int rows,
 #define CV 2
 #endif
 #define C (CV * VW)
+#ifndef KU
+#define KU 2
+#endif
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define KUNROLL STR(unroll KU)
 
 typedef FLOATW(VW) vec_t;
 
-/* acc[NR][CV] = the NR rows of ap[] times the block's CV vectors of wb
- * (the columns at base[]), over K. */
+/* PACK: the block's W panel (K x C) is copied once into local memory,
+ * contiguous: rows of W a power-of-two multiple of 512 bytes apart fall
+ * into a few cache sets and would evict each other. */
+#ifndef PACK
+#define PACK 0
+#endif
+#if PACK
+#define WPTR __local const float *
+#define WSTEP C
+#define WOFF(v) ((v) * VW)
+#define PANEL(src)                                                             \
+  {                                                                            \
+    __global const float *ps = (src);                                          \
+    for (int k = 0; k < K; k++) {                                              \
+      _Pragma("unroll") for (int v = 0; v < CV; v++) {                         \
+        STF(VW, LDF(VW, ps, base[v]), wpk, k * C + v * VW);                    \
+      }                                                                        \
+      ps += N;                                                                 \
+    }                                                                          \
+  }                                                                            \
+  WPTR wsrc = wpk;
+#else
+#define WPTR __global const float *
+#define WSTEP N
+#define WOFF(v) base[v]
+#define PANEL(src) WPTR wsrc = (src);
+#endif
+
+/* acc[NR][CV] = the NR rows of ap[] times the block's CV vectors of W
+ * (from wsrc: the packed panel, or W's columns at base[]), over K. */
 #define MICRO(NR)                                                              \
   _Pragma("unroll") for (int r = 0; r < NR; r++) {                             \
     _Pragma("unroll") for (int v = 0; v < CV; v++) {                           \
       acc[r][v] = (vec_t)(0.0f);                                               \
     }                                                                          \
   }                                                                            \
-  __global const float *wk = wb;                                               \
-  for (int k = 0; k < K; k++) {                                                \
+  WPTR wk = wsrc;                                                              \
+  _Pragma(KUNROLL) for (int k = 0; k < K; k++) {                              \
     vec_t wv[CV];                                                              \
     _Pragma("unroll") for (int v = 0; v < CV; v++) {                           \
-      wv[v] = LDF(VW, wk, base[v]);                                            \
+      wv[v] = LDF(VW, wk, WOFF(v));                                            \
     }                                                                          \
     _Pragma("unroll") for (int r = 0; r < NR; r++) {                           \
       const vec_t xv = (vec_t)(ap[r][k]);                                      \
@@ -272,7 +301,7 @@ typedef FLOATW(VW) vec_t;
         acc[r][v] = fma(xv, wv[v], acc[r][v]);                                 \
       }                                                                        \
     }                                                                          \
-    wk += N;                                                                   \
+    wk += WSTEP;                                                               \
   }
 
 /* Store vector x (the block's vector v) into row op: the columns lo .. hi
@@ -298,7 +327,7 @@ typedef FLOATW(VW) vec_t;
   {                                                                            \
     __global const float *ap[NR];                                              \
     _Pragma("unroll") for (int r = 0; r < NR; r++) {                           \
-      ap[r] = a + (long)(j + r) * lda;                                         \
+      ap[r] = a + (long)min(j + r, end - 1) * lda;                             \
     }                                                                          \
     vec_t acc[NR][CV];                                                         \
     MICRO(NR)                                                                  \
@@ -356,6 +385,9 @@ __kernel void cvmm_gemm_reg(__global const float *restrict a,
                             __global const int *restrict sched,
                             const int rows, const int K, const int N,
                             const int lda, const int ldo, const int T) {
+#if PACK
+  __local float wpk[KP * C];
+#endif
   const int c0 = (int)get_global_id(0) * C;
   if (c0 >= N)
     return;
@@ -369,7 +401,7 @@ __kernel void cvmm_gemm_reg(__global const float *restrict a,
 #if DENSE
   (void)sched;
   (void)T;
-  __global const float *wb = w + (long)z * K * N;
+  PANEL(w + (long)z * K * N)
   const int end = min(rows, row0 + TILE);
   int j = row0;
   BLOCKS(end)
@@ -390,7 +422,7 @@ __kernel void cvmm_gemm_reg(__global const float *restrict a,
     const int lo = off[b * T + t], hi = off[b * T + t + 1];
     if (lo == hi)
       continue; /* no row of the tile chose this expert: W[b] not read */
-    __global const float *wb = w + (long)b * K * N;
+    PANEL(w + (long)b * K * N)
     const int aoff = MODE == 2 ? (b / E) * K : 0;
     int j = lo;
     BLOCKS(hi)

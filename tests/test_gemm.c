@@ -57,6 +57,8 @@ static const int shapes[][3] = {
     {1, 1, 1},    {1, 5, 3},    {2, 17, 9},    {3, 29, 23},  {4, 64, 32},
     {5, 33, 17},  {37, 29, 23}, {64, 64, 64},  {100, 76, 412},
     {129, 130, 67}, {7, 3, 100},
+    /* rows of W 512 bytes apart (the register kernel packs W's panel) */
+    {33, 128, 50}, {5, 256, 19},
 };
 enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
 
