@@ -140,7 +140,7 @@ static const cv_shape shapes[] = {
     {150, 40, 100, 2, 4, 2, 32, SUM, TOPK, SEL_RANDOM},
     /* rows of W 512 bytes apart (W's panel packed) */
     {40, 21, 128, 2, 3, 2, 16, SUM, TOPK, SEL_RANDOM},
-    {17, 9, 256, 1, 1, 1, 5, SPLIT, NONE, SEL_RANDOM},
+    {37, 9, 256, 1, 1, 1, 5, SPLIT, NONE, SEL_RANDOM},
 };
 
 /* The automatic plan, then CPU-shaped and GPU-shaped explicit params:

@@ -150,8 +150,9 @@ static clattn_status plan_reg(const clattn__target *t, const clattn__gg *g,
   }
   pl->wg = p->wg;
   /* W's rows a multiple of 512 bytes apart share a few cache sets: copy
-   * the panel (one work-item a group, for its local memory) */
-  pl->pack = g->N % 128 == 0 && pl->wg <= 1 &&
+   * the panel (one work-item a group, for its local memory) when enough
+   * rows reuse it */
+  pl->pack = g->N % 128 == 0 && pl->wg <= 1 && g->rows >= 4 * pl->rows &&
              (unsigned long long)g->K * pl->cols * 4 <=
                  clattn__local_budget(t);
   /* routing: vectors of 16 columns (the last partly past the H E), as
