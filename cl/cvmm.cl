@@ -6,12 +6,16 @@
  *                across the columns), each head's top-k (a tie goes to the
  *                lower expert index; chosen on the logits, as sigmoid is
  *                monotone) and its raw sigmoid gates -> sel[row, h, slot]
- *   cvmm_bucket  one work-group: the count of every (head, expert) bucket
- *                in every row tile of TILE rows, an exclusive prefix sum
- *                over (bucket, tile), bucket-major, into off[], and a stable
- *                scatter of (row, gate) into list[]: within a bucket the
- *                rows ascend, so a tile's rows of a bucket are the
- *                contiguous list[off[b T + t] .. off[b T + t + 1])
+ *   cvmm_count   the count of every (head, expert) bucket in every row
+ *                tile of TILE rows, into cnt[]
+ *   cvmm_scatter each tile's offsets, the exclusive prefix sum of the
+ *                counts over (bucket, tile), bucket-major, into off[]
+ *                (each tile sums the counts it needs: cheap for the tens
+ *                of tiles of a call), and a stable scatter of (row, gate)
+ *                into list[]: within a bucket the rows ascend, so a tile's
+ *                rows of a bucket are the contiguous
+ *                list[off[b T + t] .. off[b T + t + 1])
+ * (Each kernel reads only what earlier ones wrote.)
  * The GEMM (cvmm_gemm_reg, variant 1, or cvmm_gemm_local, variant 2): a
  * work-item (work-group) owns TILE rows x a block of columns and walks its
  * buckets (SPLIT: its head's E, SUM: all H*E); an empty bucket is skipped,
@@ -24,14 +28,16 @@
  * gemm family, and gate NONE).
  *
  * The routing scratch (int32): sel at 0 and list at 2n (int2 each, n =
- * rows*H*TOPK), off at 4n (H*E*T + 1 entries).
+ * rows*H*TOPK), off at 4n (H*E*T + 1 entries), cnt after it (H*E*T).
  *
  * Defines: DENSE, MODE (1 SPLIT, 2 SUM), H, E, TOPK, TILE (rows a tile),
  * VARIANT (the GEMM kernel compiled: 1 cvmm_gemm_reg, 2 cvmm_gemm_local);
  * route: RR, RVW (vector width), RNV (vectors over the H*E columns);
- * bucket: BW (work-group size); variant 1: R (rows a register block), VW,
- * CV (vectors a work-item: C = CV*VW columns); variant 2: TM (rows a
- * work-item), CT (columns a group), WG, KT (k-tile). */
+ * variant 1: R (rows a register block), VW,
+ * CV (vectors a work-item: C = CV*VW columns), KU (the k-loop's unroll),
+ * PACK and KP (= K: W's panel copied into local memory, a work-item a
+ * group); variant 2: TM (rows a work-item), CT (columns a group), WG, KT
+ * (k-tile). */
 #ifndef DENSE
 #define DENSE 1
 #endif
@@ -79,118 +85,144 @@ __kernel void cvmm_route(__global const float *restrict x,
   __global int2 *sel = (__global int2 *)sched;
   /* the last block repeats its last row rather than branch in the loop */
   __global const float *xp[RR];
-  for (int r = 0; r < RR; r++)
+  _Pragma("unroll") for (int r = 0; r < RR; r++) {
     xp[r] = x + (long)(r0 + min(r, nr - 1)) * D;
-  /* each vector's first column, the last shifted left to stay in the row */
-  int cof[RNV];
-  for (int v = 0; v < RNV; v++)
-    cof[v] = min(v * RVW, HE - RVW);
+  }
   rvec_t acc[RR][RNV];
-  for (int r = 0; r < RR; r++)
-    for (int v = 0; v < RNV; v++)
+  _Pragma("unroll") for (int r = 0; r < RR; r++) {
+    _Pragma("unroll") for (int v = 0; v < RNV; v++) {
       acc[r][v] = (rvec_t)(0.0f);
-  for (int i = 0; i < D; i++) {
-    rvec_t wv[RNV];
-    for (int v = 0; v < RNV; v++)
-      wv[v] = LDF(RVW, ws, (long)i * HE + cof[v]);
-    for (int r = 0; r < RR; r++) {
-      const rvec_t xv = (rvec_t)(xp[r][i]);
-      for (int v = 0; v < RNV; v++)
-        acc[r][v] = fma(xv, wv[v], acc[r][v]);
     }
   }
+  /* RNV vectors of RVW columns from each row of W_sel, running past its HE
+   * columns into the next rows (lanes never read); the last rows, whose
+   * vectors would pass W_sel's end, are built lane by lane */
+  const int safe = max(0, D - (RNV * RVW - HE + HE - 1) / HE);
+  __global const float *wi = ws;
+  for (int i = 0; i < D; i++) {
+    rvec_t wv[RNV];
+    if (i < safe) {
+      _Pragma("unroll") for (int v = 0; v < RNV; v++) {
+        wv[v] = LDF(RVW, wi, v * RVW);
+      }
+    } else {
+      for (int v = 0; v < RNV; v++) {
+        rvec_t t = (rvec_t)(0.0f);
+        float *tp = (float *)&t;
+        for (int l = 0; l < RVW && v * RVW + l < HE; l++)
+          tp[l] = wi[v * RVW + l];
+        wv[v] = t;
+      }
+    }
+    _Pragma("unroll") for (int r = 0; r < RR; r++) {
+      const rvec_t xv = (rvec_t)(xp[r][i]);
+      _Pragma("unroll") for (int v = 0; v < RNV; v++) {
+        acc[r][v] = fma(xv, wv[v], acc[r][v]);
+      }
+    }
+    wi += HE;
+  }
   for (int r = 0; r < nr; r++) {
-    float lg[HE];
-    /* an overlapped column gets the same value from both vectors */
+    /* logits and their sigmoids, a vector at a time */
+    float lg[HE], sg[HE];
     for (int v = 0; v < RNV; v++) {
+      const rvec_t s = (rvec_t)(1.0f) / ((rvec_t)(1.0f) + exp(-acc[r][v]));
       const float *tp = (const float *)&acc[r][v];
-      for (int l = 0; l < RVW; l++)
-        lg[cof[v] + l] = tp[l];
+      const float *ts = (const float *)&s;
+      for (int l = 0; l < RVW && v * RVW + l < HE; l++) {
+        lg[v * RVW + l] = tp[l];
+        sg[v * RVW + l] = ts[l];
+      }
     }
     const long row = (long)(r0 + r);
     for (int h = 0; h < H; h++) {
-      ulong taken = 0;
-      for (int s = 0; s < TOPK; s++) {
-        int best = -1;
-        float bl = 0.0f;
-        for (int e = 0; e < E; e++) {
-          const float l = lg[h * E + e];
-          if (((taken >> e) & 1) == 0 && (best < 0 || l > bl)) {
-            best = e;
-            bl = l;
-          }
+      /* the top-k in descending order by insertion: an expert passes an
+       * earlier one only when strictly larger, so ties keep the lower */
+      float tl[TOPK];
+      int te[TOPK];
+      int cnt = 0;
+      for (int e = 0; e < E; e++) {
+        const float l = lg[h * E + e];
+        if (cnt == TOPK && !(l > tl[TOPK - 1]))
+          continue;
+        int p = min(cnt, TOPK - 1);
+        while (p > 0 && l > tl[p - 1]) {
+          tl[p] = tl[p - 1];
+          te[p] = te[p - 1];
+          p--;
         }
-        taken |= (ulong)1 << best;
-        const float g = 1.0f / (1.0f + exp(-bl));
-        sel[(row * H + h) * TOPK + s] = (int2)(best, as_int(g));
+        tl[p] = l;
+        te[p] = e;
+        cnt = min(cnt + 1, TOPK);
       }
+      for (int s = 0; s < TOPK; s++)
+        sel[(row * H + h) * TOPK + s] =
+            (int2)(te[s], as_int(sg[h * E + te[s]]));
     }
   }
 }
 
-#ifndef BW
-#define BW 64
-#endif
 
-/* One work-group of BW items; sched's sel is read, off and list written.
- * A barrier with a global fence orders global memory within a group. */
-__kernel void cvmm_bucket(__global int *restrict sched, const int rows,
-                          const int T) {
-  __local int part[BW];
-  const int lid = (int)get_local_id(0);
+/* Each tile's count of every bucket, cnt[b T + t] (one work-item a
+ * tile). */
+__kernel void cvmm_count(__global int *restrict sched, const int rows,
+                         const int T) {
+  const int t = (int)get_global_id(0);
+  if (t >= T)
+    return;
+  const long n = (long)rows * H * TOPK;
+  __global const int2 *sel = (__global const int2 *)sched;
+  __global int *cnt = sched + 4 * n + HE * T + 1;
+  const int r1 = min(rows, (t + 1) * TILE);
+  for (int h = 0; h < H; h++) {
+    int c[E];
+    for (int e = 0; e < E; e++)
+      c[e] = 0;
+    for (int r = t * TILE; r < r1; r++)
+      for (int s = 0; s < TOPK; s++)
+        c[sel[((long)r * H + h) * TOPK + s].x]++;
+    for (int e = 0; e < E; e++)
+      cnt[(h * E + e) * T + t] = c[e];
+  }
+}
+
+/* One work-item a tile: each bucket's start at this tile, the exclusive
+ * prefix sum of the counts over (bucket, tile), bucket-major (the buckets
+ * before, then this bucket's earlier tiles), into off[b T + t]; then the
+ * tile's rows in order, each to its bucket's next slot, so that within a
+ * bucket the rows ascend. */
+__kernel void cvmm_scatter(__global int *restrict sched, const int rows,
+                           const int T) {
+  const int t = (int)get_global_id(0);
+  if (t >= T)
+    return;
   const long n = (long)rows * H * TOPK;
   __global const int2 *sel = (__global const int2 *)sched;
   __global int2 *list = (__global int2 *)(sched + 2 * n);
   __global int *off = sched + 4 * n;
-  const int nb = HE * T;
-  for (int t = lid; t < T; t += BW) {
-    const int r1 = min(rows, (t + 1) * TILE);
-    for (int h = 0; h < H; h++) {
-      int cnt[E];
-      for (int e = 0; e < E; e++)
-        cnt[e] = 0;
-      for (int r = t * TILE; r < r1; r++)
-        for (int s = 0; s < TOPK; s++)
-          cnt[sel[((long)r * H + h) * TOPK + s].x]++;
-      for (int e = 0; e < E; e++)
-        off[(h * E + e) * T + t] = cnt[e];
+  __global const int *cnt = off + HE * T + 1;
+  int pos[HE];
+  int base = 0;
+  for (int b = 0; b < HE; b++) {
+    int before = 0, total = 0;
+    for (int u = 0; u < T; u++) {
+      const int c = cnt[b * T + u];
+      before += u < t ? c : 0;
+      total += c;
     }
+    pos[b] = base + before;
+    off[b * T + t] = pos[b];
+    base += total;
   }
-  barrier(CLK_GLOBAL_MEM_FENCE);
-  /* exclusive prefix sum: each item a contiguous chunk, after the sums of
-   * the chunks before it */
-  const int chunk = (nb + BW - 1) / BW;
-  const int j0 = min(nb, lid * chunk), j1 = min(nb, j0 + chunk);
-  int sum = 0;
-  for (int j = j0; j < j1; j++)
-    sum += off[j];
-  part[lid] = sum;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  int run = 0;
-  for (int i = 0; i < lid; i++)
-    run += part[i];
-  for (int j = j0; j < j1; j++) {
-    const int c = off[j];
-    off[j] = run;
-    run += c;
-  }
-  if (lid == BW - 1)
-    off[nb] = run;
-  barrier(CLK_GLOBAL_MEM_FENCE);
-  /* stable scatter: a tile's rows in order, each to its bucket's next slot */
-  for (int t = lid; t < T; t += BW) {
-    const int r1 = min(rows, (t + 1) * TILE);
-    for (int h = 0; h < H; h++) {
-      int pos[E];
-      for (int e = 0; e < E; e++)
-        pos[e] = off[(h * E + e) * T + t];
-      for (int r = t * TILE; r < r1; r++)
-        for (int s = 0; s < TOPK; s++) {
-          const int2 v = sel[((long)r * H + h) * TOPK + s];
-          list[pos[v.x]++] = (int2)(r, v.y);
-        }
-    }
-  }
+  if (t == 0)
+    off[HE * T] = (int)n;
+  const int r1 = min(rows, (t + 1) * TILE);
+  for (int r = t * TILE; r < r1; r++)
+    for (int h = 0; h < H; h++)
+      for (int s = 0; s < TOPK; s++) {
+        const int2 v = sel[((long)r * H + h) * TOPK + s];
+        list[pos[h * E + v.x]++] = (int2)(r, v.y);
+      }
 }
 
 #endif /* !DENSE */
@@ -212,22 +244,56 @@ __kernel void cvmm_bucket(__global int *restrict sched, const int rows,
 #define CV 2
 #endif
 #define C (CV * VW)
+#ifndef KU
+#define KU 2
+#endif
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define KUNROLL STR(unroll KU)
 
 typedef FLOATW(VW) vec_t;
 
-/* acc[NR][CV] = the NR rows of ap[] times the block's CV vectors of wb
- * (the columns at base[]), over K. */
+/* PACK: the block's W panel (K x C) is copied once into local memory,
+ * contiguous: rows of W a power-of-two multiple of 512 bytes apart fall
+ * into a few cache sets and would evict each other. */
+#ifndef PACK
+#define PACK 0
+#endif
+#if PACK
+#define WPTR __local const float *
+#define WSTEP C
+#define WOFF(v) ((v) * VW)
+#define PANEL(src)                                                             \
+  {                                                                            \
+    __global const float *ps = (src);                                          \
+    for (int k = 0; k < K; k++) {                                              \
+      _Pragma("unroll") for (int v = 0; v < CV; v++) {                         \
+        STF(VW, LDF(VW, ps, base[v]), wpk, k * C + v * VW);                    \
+      }                                                                        \
+      ps += N;                                                                 \
+    }                                                                          \
+  }                                                                            \
+  WPTR wsrc = wpk;
+#else
+#define WPTR __global const float *
+#define WSTEP N
+#define WOFF(v) base[v]
+#define PANEL(src) WPTR wsrc = (src);
+#endif
+
+/* acc[NR][CV] = the NR rows of ap[] times the block's CV vectors of W
+ * (from wsrc: the packed panel, or W's columns at base[]), over K. */
 #define MICRO(NR)                                                              \
   _Pragma("unroll") for (int r = 0; r < NR; r++) {                             \
     _Pragma("unroll") for (int v = 0; v < CV; v++) {                           \
       acc[r][v] = (vec_t)(0.0f);                                               \
     }                                                                          \
   }                                                                            \
-  __global const float *wk = wb;                                               \
-  for (int k = 0; k < K; k++) {                                                \
+  WPTR wk = wsrc;                                                              \
+  _Pragma(KUNROLL) for (int k = 0; k < K; k++) {                              \
     vec_t wv[CV];                                                              \
     _Pragma("unroll") for (int v = 0; v < CV; v++) {                           \
-      wv[v] = LDF(VW, wk, base[v]);                                            \
+      wv[v] = LDF(VW, wk, WOFF(v));                                            \
     }                                                                          \
     _Pragma("unroll") for (int r = 0; r < NR; r++) {                           \
       const vec_t xv = (vec_t)(ap[r][k]);                                      \
@@ -235,7 +301,7 @@ typedef FLOATW(VW) vec_t;
         acc[r][v] = fma(xv, wv[v], acc[r][v]);                                 \
       }                                                                        \
     }                                                                          \
-    wk += N;                                                                   \
+    wk += WSTEP;                                                               \
   }
 
 /* Store vector x (the block's vector v) into row op: the columns lo .. hi
@@ -261,7 +327,7 @@ typedef FLOATW(VW) vec_t;
   {                                                                            \
     __global const float *ap[NR];                                              \
     _Pragma("unroll") for (int r = 0; r < NR; r++) {                           \
-      ap[r] = a + (long)(j + r) * lda;                                         \
+      ap[r] = a + (long)min(j + r, end - 1) * lda;                             \
     }                                                                          \
     vec_t acc[NR][CV];                                                         \
     MICRO(NR)                                                                  \
@@ -319,6 +385,9 @@ __kernel void cvmm_gemm_reg(__global const float *restrict a,
                             __global const int *restrict sched,
                             const int rows, const int K, const int N,
                             const int lda, const int ldo, const int T) {
+#if PACK
+  __local float wpk[KP * C];
+#endif
   const int c0 = (int)get_global_id(0) * C;
   if (c0 >= N)
     return;
@@ -332,7 +401,7 @@ __kernel void cvmm_gemm_reg(__global const float *restrict a,
 #if DENSE
   (void)sched;
   (void)T;
-  __global const float *wb = w + (long)z * K * N;
+  PANEL(w + (long)z * K * N)
   const int end = min(rows, row0 + TILE);
   int j = row0;
   BLOCKS(end)
@@ -353,7 +422,7 @@ __kernel void cvmm_gemm_reg(__global const float *restrict a,
     const int lo = off[b * T + t], hi = off[b * T + t + 1];
     if (lo == hi)
       continue; /* no row of the tile chose this expert: W[b] not read */
-    __global const float *wb = w + (long)b * K * N;
+    PANEL(w + (long)b * K * N)
     const int aoff = MODE == 2 ? (b / E) * K : 0;
     int j = lo;
     BLOCKS(hi)

@@ -213,6 +213,12 @@ static const model_case model_cases[] = {
      {1, 4, 8, 0, 8, 0, 1}, 0, 0, 0, 0},
     {"gemm own local", "gemm", "m=10 n=21 k=17 dtype=f32", {-1, -1},
      {2, 2, 16, 32, 6, 0, 1}, 0, 0, 0, 0},
+    /* rows of W 512 bytes apart: the register kernel packs W's panel */
+    {"gemm own reg packed", "gemm", "m=13 n=128 k=7 dtype=f32", {-1, -1},
+     {1, 3, 48, 0, 6, 0, 1}, 0, 0, 0, 0},
+    {"cvmm reg sum packed", "cvmm",
+     "seq=11 model-dim=128 heads=2 head-dim=5 experts=2 topk=2 mode=sum",
+     {-1, -1}, {1, 2, 48, 0, 8, 0, 0}, 0, 0, 0, 0},
     /* the probe's microkernels (cl/probe.cl); k = clattn__probe_kernel */
     PROBE_CASE("probe read w16", 0, 16, 8, 4),
     PROBE_CASE("probe read w1", 0, 1, 12, 4),

@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/oclgrind.sh BUILD_DIR - run a small-shape subset of the attention,
-# decode, talking-heads and super-values tests with Oclgrind as the OpenCL
+# decode, talking-heads, super-values, cvmm and gemm tests with Oclgrind as
+# the OpenCL
 # driver (not the `oclgrind` wrapper), checking data races (incl.
 # equal-value write-write races), uninitialised reads, OpenCL API misuse
 # and out-of-bounds accesses under GPU-like limits (48 KiB local memory,
@@ -12,10 +13,11 @@
 # in the tree, the probe's microkernels included).
 #
 # The subset: CLATTN_TEST_SUBSET=small makes test_attention / test_decode /
-# test_th_decode / test_super_values
+# test_th_decode / test_super_values / test_cvmm / test_gemm
 # replace their sweeps by a few small shapes that still cover both kernel
 # variants (1 and 2, several tile/work-group choices), f32 and f16, causal
-# and padded kv_lens, zero-length sequences and split-KV decode.
+# and padded kv_lens, zero-length sequences and split-KV decode, routed
+# and dense GEMMs in both modes.
 #
 # Oclgrind exits 0 even when it reports errors, and opens OCLGRIND_LOG with
 # truncation in every process (Criterion runs each test in its own process),
@@ -65,10 +67,12 @@ unset CLATTN_DEVICE CLATTN_PARAMS
 export CLATTN_DB="$tmp/no-tuning.db" # the built-in defaults, whatever is tuned
 
 rc=0
-for t in attention decode talking_heads th_decode super_values; do
+for t in attention decode talking_heads th_decode super_values cvmm; do
   echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small)"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done
+echo "== oclgrind: test_gemm gemm/own_kernel (CLATTN_TEST_SUBSET=small)"
+"$build/tests/test_gemm" --filter 'gemm/own_kernel' || rc=1
 # The layer (CLBlast's GEMMs around the kernels, the KV cache, decode
 # steps): races, API use and bounds, but not uninitialised values.  Oclgrind
 # 21.10 leaves memory written by clEnqueueFillBuffer marked uninitialised
@@ -82,6 +86,12 @@ echo "== oclgrind: test_hh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-val
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_hh_layer" --jobs=2 || rc=1
 echo "== oclgrind: test_sh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check)"
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_sh_layer" --jobs=2 || rc=1
+# The gemm family's CLBlast scheme zero-fills its GEMV rows the same way.
+echo "== oclgrind: test_gemm gemm/clblast, gemm/events (no uninitialised-value check)"
+for f in clblast events; do
+  env -u OCLGRIND_UNINITIALIZED "$build/tests/test_gemm" --filter "gemm/$f" ||
+    rc=1
+done
 # Every call of tests/model_cases.h, the probe's microkernels included
 # (kernel_run exits 2 past the last case).
 echo "== oclgrind: kernel_run on every model case"

@@ -48,8 +48,9 @@ static void tile_cost(const clattn__gg *g, const clattn__gg_plan *pl, long nt,
   if (pl->variant == 1) {
     const double C = pl->cols;
     const double blocks = reg_blocks(n, pl->rows);
-    /* a block: per k, its W vectors and one a-element a row */
-    double rd = K * (blocks * C + (double)n) * 4.0;
+    /* a block: per k, its W vectors (once a panel when packed) and one
+     * a-element a row */
+    double rd = K * ((pl->pack ? 1.0 : blocks) * C + (double)n) * 4.0;
     double fma = K * (double)n * C;
     if (!g->dense) {
       rd += (double)n * 8.0; /* its list entries */
@@ -132,7 +133,21 @@ static void gemm_cost(const clattn__gg *g, const clattn__gg_plan *pl,
   dram_reads[out->n_kernels - 1] = c->bytes_dram - c->bytes_written;
 }
 
-/* cvmm_route and cvmm_bucket. */
+/* A kernel row of out with its counts; its DRAM bytes are the issued
+ * ones (the routing moves little). */
+static clattn_cost *simple_kernel(clattn_prediction *out, double *dram_reads,
+                                  const char *name, double rd, double wr) {
+  clattn_cost *c = clattn__model_kernel(out, name);
+  if (c == NULL)
+    return NULL;
+  c->bytes_read = rd;
+  c->bytes_written = wr;
+  c->bytes_compulsory = c->bytes_dram = rd + wr;
+  dram_reads[out->n_kernels - 1] = rd;
+  return c;
+}
+
+/* cvmm_route, cvmm_count and cvmm_scatter. */
 static void route_cost(const clattn__gg *g, const clattn__gg_plan *pl,
                        const clattn_profile *prof, clattn_prediction *out,
                        double *dram_reads) {
@@ -143,7 +158,11 @@ static void route_cost(const clattn__gg *g, const clattn__gg_plan *pl,
     return;
   const double items = ceil((double)g->rows / pl->rr);
   const double lanes = (double)pl->rnv * pl->rvw;
-  c->bytes_read = items * D * (pl->rr + lanes) * 4.0;
+  /* the last rows of W_sel, whose vectors would pass its end, load only
+   * their H E columns */
+  const double over = lanes - he;
+  const double tail = clattn__dmin(D, ceil(over / he));
+  c->bytes_read = items * (D * pl->rr + (D - tail) * lanes + tail * he) * 4.0;
   c->fma_issued = items * D * pl->rr * lanes;
   c->bytes_written = ent * 8.0;
   c->flops = 2.0 * g->rows * D * he;
@@ -151,17 +170,13 @@ static void route_cost(const clattn__gg *g, const clattn__gg_plan *pl,
   c->bytes_compulsory = x + ws + c->bytes_written;
   clattn__model_dram(c, x + ws, ws, prof);
   dram_reads[out->n_kernels - 1] = c->bytes_dram - c->bytes_written;
-
-  c = clattn__model_kernel(out, "cvmm_bucket");
-  if (c == NULL)
-    return;
-  const double nb = he * clattn__gg_tiles(g, pl);
-  /* counts (sel), the prefix sum (off read twice), the scatter (off, sel) */
-  c->bytes_read = ent * 8.0 + nb * 8.0 + nb * 4.0 + ent * 8.0;
-  c->bytes_written = nb * 4.0 + nb * 4.0 + 4.0 + ent * 8.0;
-  c->bytes_compulsory = ent * 8.0 + c->bytes_written;
-  clattn__model_dram(c, ent * 8.0, ent * 8.0 + nb * 4.0, prof);
-  dram_reads[out->n_kernels - 1] = c->bytes_dram - c->bytes_written;
+  /* the counts read sel; each tile of the scatter reads every count (its
+   * offsets), then sel, and writes its offsets (the first also their end)
+   * and the list */
+  const double T = clattn__gg_tiles(g, pl), nb = he * T;
+  simple_kernel(out, dram_reads, "cvmm_count", ent * 8.0, nb * 4.0);
+  simple_kernel(out, dram_reads, "cvmm_scatter", T * nb * 4.0 + ent * 8.0,
+                nb * 4.0 + 4.0 + ent * 8.0);
 }
 
 clattn_status clattn__gg_cost(const clattn__gg *g, const clattn__gg_plan *pl,

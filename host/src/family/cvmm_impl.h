@@ -41,10 +41,11 @@ typedef struct clattn__gg_plan {
   int tile;    /* rows a work-item (1) or work-group (2) owns */
   int wg;      /* work-items a group (1: 0 is the runtime's) */
   int vw, cv;  /* variant 1: vector width and vectors a work-item */
+  int pack;    /* variant 1: W's panel copied into local memory */
   int kt;      /* variant 2: k-tile */
   /* routing (routed calls): cvmm_route's rows a work-item, its vector
-   * width and vectors, cvmm_bucket's work-group */
-  int rr, rvw, rnv, bw;
+   * width and vectors */
+  int rr, rvw, rnv;
   int own_only; /* the cvmm family: no CLBlast, no scheme in its params */
 } clattn__gg_plan;
 
@@ -58,7 +59,7 @@ clattn__gg clattn__gg_of_gemm(const clattn__gemm_desc *d);
 clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
                               const clattn_params *p, int own,
                               clattn__gg_plan *pl, char *why, size_t cap);
-/* Local memory of the GEMM kernel (variant 2) and of cvmm_bucket. */
+/* Local memory of the GEMM kernel (variant 2). */
 size_t clattn__gg_local_bytes(const clattn__gg *g, const clattn__gg_plan *pl);
 int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
                     const clattn__gg_plan *pl, char *why, size_t cap);
@@ -71,12 +72,12 @@ clattn_status clattn__gg_space(const clattn__family *F,
                                clattn__space *s);
 
 /* Row tiles of the GEMM and the routing scratch (int32 elements: sel,
- * list, off). */
+ * list, off, cnt). */
 int clattn__gg_tiles(const clattn__gg *g, const clattn__gg_plan *pl);
 size_t clattn__gg_sched_ints(const clattn__gg *g, const clattn__gg_plan *pl);
 
-/* The model's kernels of the own kernel's plan: cvmm_route and
- * cvmm_bucket (routed calls), then the GEMM. */
+/* The model's kernels of the own kernel's plan: cvmm_route, cvmm_count
+ * and cvmm_scatter (routed calls), then the GEMM. */
 clattn_status clattn__gg_cost(const clattn__gg *g, const clattn__gg_plan *pl,
                               const clattn_profile *prof,
                               clattn_prediction *out, double *dram_reads);

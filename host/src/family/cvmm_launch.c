@@ -1,6 +1,6 @@
 /* cvmm_launch.c - the grouped GEMM's launches (cvmm_impl.h): the routing
- * (cvmm_route, cvmm_bucket) into the context's scratch slot 1, then the
- * GEMM kernel, all on the context's in-order queue. */
+ * (cvmm_route, cvmm_count, cvmm_scatter) into the context's scratch slot
+ * 1, then the GEMM kernel, all on the context's in-order queue. */
 #include "family/cvmm_impl.h"
 
 #include <stdio.h>
@@ -15,13 +15,14 @@ static void options(const clattn__gg *g, const clattn__gg_plan *pl,
   if (!g->dense && n > 0 && (size_t)n < cap)
     n += snprintf(buf + n, cap - (size_t)n,
                   " -DMODE=%d -DH=%d -DE=%d -DTOPK=%d -DRR=%d -DRVW=%d "
-                  "-DRNV=%d -DBW=%d",
+                  "-DRNV=%d",
                   g->mode, g->heads, g->experts, g->topk, pl->rr, pl->rvw,
-                  pl->rnv, pl->bw);
+                  pl->rnv);
   if (n > 0 && (size_t)n < cap) {
     if (pl->variant == 1)
-      snprintf(buf + n, cap - (size_t)n, " -DR=%d -DVW=%d -DCV=%d", pl->rows,
-               pl->vw, pl->cv);
+      snprintf(buf + n, cap - (size_t)n,
+               " -DR=%d -DVW=%d -DCV=%d -DPACK=%d -DKP=%d", pl->rows, pl->vw,
+               pl->cv, pl->pack, pl->pack ? g->K : 1);
     else
       snprintf(buf + n, cap - (size_t)n, " -DTM=%d -DCT=%d -DWG=%d -DKT=%d",
                pl->rows, pl->cols, pl->wg, pl->kt);
@@ -32,57 +33,46 @@ static const char *gemm_name(const clattn__gg_plan *pl) {
   return pl->variant == 1 ? "cvmm_gemm_reg" : "cvmm_gemm_local";
 }
 
-/* The kernels of the plan; an automatic work-group (variant 2) or the
- * bucket's group larger than its compiled kernel allows is lowered once
- * and the program rebuilt. */
+/* The routing kernels, in launch order. */
+enum { ROUTE, COUNT, SCATTER, NROUTE };
+static const char *const route_names[NROUTE] = {"cvmm_route", "cvmm_count",
+                                                "cvmm_scatter"};
+
+/* The kernels of the plan; an automatic work-group (variant 2) larger
+ * than its compiled kernel allows is lowered once and the program
+ * rebuilt. */
 static clattn_status kernels(clattn_ctx *ctx, const clattn__gg *g,
                              clattn__gg_plan *pl, int auto_wg,
-                             cl_kernel *route, cl_kernel *bucket,
-                             cl_kernel *gemm) {
+                             cl_kernel *route, cl_kernel *gemm) {
   char opts[384];
   clattn_status rc;
   for (int pass = 0; pass < 2; pass++) {
     options(g, pl, opts, sizeof opts);
     if ((rc = clattn__kernel(ctx, "cvmm.cl", opts, gemm_name(pl), gemm)))
       return rc;
-    if (!g->dense &&
-        ((rc = clattn__kernel(ctx, "cvmm.cl", opts, "cvmm_route", route)) ||
-         (rc = clattn__kernel(ctx, "cvmm.cl", opts, "cvmm_bucket", bucket))))
-      return rc;
-    size_t kwg = 0, bwg = 0;
-    int again = 0;
-    if (pl->variant == 2 && auto_wg) {
-      if ((rc = clattn__kernel_wg(ctx, *gemm, &kwg)))
+    for (int i = 0; !g->dense && i < NROUTE; i++)
+      if ((rc = clattn__kernel(ctx, "cvmm.cl", opts, route_names[i],
+                               &route[i])))
         return rc;
-      if (kwg < (size_t)pl->wg) {
-        pl->wg = clattn__pow2_floor(kwg);
-        while (pl->cols > pl->wg)
-          pl->cols /= 2;
-        again = 1;
-      }
-    }
-    if (!g->dense) {
-      if ((rc = clattn__kernel_wg(ctx, *bucket, &bwg)))
-        return rc;
-      if (bwg < (size_t)pl->bw) {
-        pl->bw = clattn__pow2_floor(bwg);
-        again = 1;
-      }
-    }
-    if (!again)
+    size_t kwg = 0;
+    if (pl->variant != 2 || !auto_wg || pass > 0)
       break;
+    if ((rc = clattn__kernel_wg(ctx, *gemm, &kwg)))
+      return rc;
+    if (kwg >= (size_t)pl->wg)
+      break;
+    pl->wg = clattn__pow2_floor(kwg);
+    while (pl->cols > pl->wg)
+      pl->cols /= 2;
   }
   if (pl->variant == 2 && pl->wg % pl->cols != 0)
     return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
                         "cvmm_gemm_local: its work-group (%d, lowered to the "
                         "compiled kernel's limit) is no multiple of keys (%d)",
                         pl->wg, pl->cols);
-  if ((pl->variant == 2 || pl->wg) &&
-      (rc = clattn__check_wg(ctx, *gemm, (size_t)pl->wg,
+  if ((pl->variant == 2 || pl->wg || pl->pack) &&
+      (rc = clattn__check_wg(ctx, *gemm, (size_t)(pl->wg ? pl->wg : 1),
                              clattn__gg_local_bytes(g, pl), gemm_name(pl))))
-    return rc;
-  if (!g->dense && (rc = clattn__check_wg(ctx, *bucket, (size_t)pl->bw,
-                                          (size_t)pl->bw * 4, "cvmm_bucket")))
     return rc;
   return CLATTN_OK;
 }
@@ -91,9 +81,9 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
                                  clattn__gg_plan *pl, int auto_wg, cl_mem a,
                                  cl_mem sel_x, cl_mem w_sel, cl_mem w,
                                  cl_mem out, const clattn_events *ev) {
-  cl_kernel route = NULL, bucket = NULL, gemm = NULL;
+  cl_kernel route[NROUTE] = {NULL, NULL, NULL}, gemm = NULL;
   cl_mem sched = NULL;
-  clattn_status rc = kernels(ctx, g, pl, auto_wg, &route, &bucket, &gemm);
+  clattn_status rc = kernels(ctx, g, pl, auto_wg, route, &gemm);
   if (rc)
     return rc;
   const int T = clattn__gg_tiles(g, pl);
@@ -107,19 +97,27 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
     const cl_int ri[2] = {g->rows, g->sel_inner};
     const cl_mem rb[3] = {sel_x, w_sel, sched};
     cl_uint k = 0;
-    if ((rc = clattn__args(ctx, route, &k, 3, sizeof(cl_mem), rb)) ||
-        (rc = clattn__args(ctx, route, &k, 2, sizeof(cl_int), ri)))
+    if ((rc = clattn__args(ctx, route[ROUTE], &k, 3, sizeof(cl_mem), rb)) ||
+        (rc = clattn__args(ctx, route[ROUTE], &k, 2, sizeof(cl_int), ri)))
       return rc;
     const cl_int bi[2] = {g->rows, T};
-    k = 0;
-    if ((rc = clattn__arg(ctx, bucket, k++, sizeof(cl_mem), &sched)) ||
-        (rc = clattn__args(ctx, bucket, &k, 2, sizeof(cl_int), bi)))
-      return rc;
-    /* the route's groups are the runtime's; the bucket is one group */
-    const size_t rg = (size_t)((g->rows + pl->rr - 1) / pl->rr);
-    const size_t bl = (size_t)pl->bw;
-    if ((rc = clattn__launch(ctx, route, 1, &rg, NULL, nw, wait, NULL)) ||
-        (rc = clattn__launch(ctx, bucket, 1, &bl, &bl, 0, NULL, NULL)))
+    for (int i = COUNT; i < NROUTE; i++) {
+      k = 0;
+      if ((rc = clattn__arg(ctx, route[i], k++, sizeof(cl_mem), &sched)) ||
+          (rc = clattn__args(ctx, route[i], &k, 2, sizeof(cl_int), bi)))
+        return rc;
+    }
+    /* a work-item a group on a CPU, where a group is a core's task; the
+     * runtime's groups elsewhere */
+    const size_t items = (size_t)((g->rows + pl->rr - 1) / pl->rr);
+    const size_t tiles = (size_t)T, one = 1;
+    const size_t *l1 = pl->variant == 1 ? &one : NULL;
+    if ((rc = clattn__launch(ctx, route[ROUTE], 1, &items, l1, nw, wait,
+                             NULL)) ||
+        (rc = clattn__launch(ctx, route[COUNT], 1, &tiles, l1, 0, NULL,
+                             NULL)) ||
+        (rc = clattn__launch(ctx, route[SCATTER], 1, &tiles, l1, 0, NULL,
+                             NULL)))
       return rc;
     nw = 0;
     wait = NULL;
@@ -133,6 +131,7 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
   const size_t nb = (size_t)((g->N + pl->cols - 1) / pl->cols);
   size_t gws[3], lws[3] = {1, 1, 1};
   if (pl->variant == 1) {
+    /* a packed panel is a group's local memory: one work-item a group */
     const size_t w1 = pl->wg ? (size_t)pl->wg : 1;
     gws[0] = (nb + w1 - 1) / w1 * w1;
     lws[0] = w1;
@@ -143,6 +142,7 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
   gws[1] = (size_t)T;
   gws[2] = (size_t)g->z;
   return clattn__launch(ctx, gemm, 3, gws,
-                        pl->variant == 2 || pl->wg ? lws : NULL, nw, wait,
+                        pl->variant == 2 || pl->wg || pl->pack ? lws : NULL,
+                        nw, wait,
                         ev ? ev->out : NULL);
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 /* Variant 1's private tile (TILE x C floats) and variant 2's bounds. */
-enum { MAX_TILE_FLOATS = 8192, MAX_TILE = 1024, MAX_CV = 8, MAX_R = 16,
+enum { MAX_TILE_FLOATS = 16384, MAX_TILE = 1024, MAX_CV = 8, MAX_R = 16,
        MAX_TM = 16, KT = 16 };
 
 clattn__gg clattn__gg_of_cvmm(const clattn__cvmm_desc *d) {
@@ -50,23 +50,25 @@ int clattn__gg_tiles(const clattn__gg *g, const clattn__gg_plan *pl) {
 
 size_t clattn__gg_sched_ints(const clattn__gg *g, const clattn__gg_plan *pl) {
   const size_t n = (size_t)g->rows * (size_t)g->heads * (size_t)g->topk;
-  return 4 * n + (size_t)g->heads * (size_t)g->experts *
-                     (size_t)clattn__gg_tiles(g, pl) +
-         1;
+  const size_t nb = (size_t)g->heads * (size_t)g->experts *
+                    (size_t)clattn__gg_tiles(g, pl);
+  return 4 * n + 2 * nb + 1;
 }
 
 /* Variant 1's default columns a work-item: the vector count (1 to 5, and
- * no more than a quarter of the registers) that computes the fewest
- * columns over N, a single vector counted a quarter dearer (its FMAs wait
- * on one load each); ties go to fewer vectors, so more work-items. */
-static int default_cv(int N, int vw, int vregs) {
+ * no more than a quarter of the registers) whose columns computed over N,
+ * weighted by its register block's speed as measured on AVX-512, are the
+ * fewest: 3 vectors of 8 rows for a dense GEMM, 4 of 6 with routing
+ * (whose blocks also add into the tile). */
+static int default_cv(int N, int vw, int vregs, int dense) {
+  static const double weight[2][6] = {{0, 1.25, 1.08, 1.04, 1.0, 1.1},
+                                      {0, 1.25, 1.08, 1.0, 1.05, 1.1}};
   int best = 1;
   double bs = 0;
   for (int cv = 1; cv <= 5 && cv * 4 <= vregs; cv++) {
     const int c = cv * vw;
-    double s = (double)((N + c - 1) / c) * c;
-    if (cv == 1)
-      s *= 1.25;
+    const double s =
+        (double)((N + c - 1) / c) * c * weight[dense != 0][cv];
     if (cv == 1 || s < bs) {
       best = cv;
       bs = s;
@@ -75,9 +77,10 @@ static int default_cv(int N, int vw, int vregs) {
   return best;
 }
 
-/* Variant 1's default tile: routed, enough rows that a bucket's share
- * (tile k / E) fills a few register blocks, as few as keep every core
- * busy; dense, four blocks. */
+/* Variant 1's default tile: many rows, so that W's panel, once in the
+ * cache, serves many (dense: about 128 in whole blocks; routed: 256, and
+ * at least enough that a bucket's share, tile k / E, fills a few register
+ * blocks), halved while that leaves a core idle. */
 static int default_tile(const clattn__target *t, const clattn__gg *g,
                         const clattn__gg_plan *pl) {
   const int r = pl->rows;
@@ -85,11 +88,11 @@ static int default_tile(const clattn__target *t, const clattn__gg *g,
   const long want = 4L * (long)t->compute_units;
   int tile;
   if (g->dense) {
-    tile = 4 * r;
+    tile = 128 / r * r;
   } else {
     const long need = (4L * r * g->experts + g->topk - 1) / g->topk;
-    tile = 1;
-    while (tile < need && tile < 128)
+    tile = 256;
+    while (tile < need && tile < 512)
       tile *= 2;
     while (tile * pl->cols > MAX_TILE_FLOATS && tile > 1)
       tile /= 2;
@@ -113,7 +116,8 @@ static clattn_status plan_reg(const clattn__target *t, const clattn__gg *g,
   int vmax = p->keys ? 16 : tv;
   while (vmax > g->N)
     vmax /= 2;
-  pl->cols = p->keys ? p->keys : vmax * default_cv(g->N, vmax, vregs);
+  pl->cols = p->keys ? p->keys : vmax * default_cv(g->N, vmax, vregs,
+                                                   g->dense);
   /* columns past N are wasted: at most N rounded up to a vector */
   if (pl->cols > g->N)
     pl->cols = (g->N + vmax - 1) / vmax * vmax;
@@ -145,14 +149,19 @@ static clattn_status plan_reg(const clattn__target *t, const clattn__gg *g,
     return CLATTN_ERR_INVALID_ARG;
   }
   pl->wg = p->wg;
-  /* routing: 8 rows a work-item unless the logit vectors are many */
+  /* W's rows a multiple of 512 bytes apart share a few cache sets: copy
+   * the panel (one work-item a group, for its local memory) when enough
+   * rows reuse it */
+  pl->pack = g->N % 128 == 0 && pl->wg <= 1 && g->rows >= 4 * pl->rows &&
+             (unsigned long long)g->K * pl->cols * 4 <=
+                 clattn__local_budget(t);
+  /* routing: vectors of 16 columns (the last partly past the H E), as
+   * many rows as keep about 24 accumulators, up to 12 */
   const int he = g->heads * g->experts;
   pl->rvw = 16;
-  while (pl->rvw > he)
-    pl->rvw /= 2;
   pl->rnv = (he + pl->rvw - 1) / pl->rvw;
   pl->rr = 24 / pl->rnv;
-  pl->rr = pl->rr < 1 ? 1 : pl->rr > 8 ? 8 : pl->rr;
+  pl->rr = pl->rr < 1 ? 1 : pl->rr > 12 ? 12 : pl->rr;
   return CLATTN_OK;
 }
 
@@ -200,8 +209,6 @@ static clattn_status plan_local(const clattn__target *t, const clattn__gg *g,
   pl->rr = 1;
   const int he = g->heads * g->experts;
   pl->rvw = 4;
-  while (pl->rvw > he)
-    pl->rvw /= 2;
   pl->rnv = (he + pl->rvw - 1) / pl->rvw;
   return CLATTN_OK;
 }
@@ -235,15 +242,15 @@ clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
     return CLATTN_OK;
   }
   pl->variant = p->variant ? p->variant : t->cpu_vectors ? 1 : 2;
-  const int most = (int)(t->max_wg < 64 ? t->max_wg : 64);
-  pl->bw = clattn__pow2_floor((size_t)(most > 0 ? most : 1));
   return pl->variant == 1 ? plan_reg(t, g, p, pl, why, cap)
                           : plan_local(t, g, p, pl, why, cap);
 }
 
 size_t clattn__gg_local_bytes(const clattn__gg *g, const clattn__gg_plan *pl) {
-  if (pl->scheme != CLATTN__GG_SCHEME_OWN || pl->variant != 2)
+  if (pl->scheme != CLATTN__GG_SCHEME_OWN)
     return 0;
+  if (pl->variant == 1)
+    return pl->pack ? (size_t)g->K * (size_t)pl->cols * 4 : 0;
   const size_t rc = (size_t)(pl->wg / pl->cols * pl->rows);
   size_t b = (rc * (size_t)pl->kt + (size_t)pl->kt * (size_t)pl->cols) * 4;
   if (!g->dense)
@@ -268,15 +275,16 @@ clattn_params clattn__gg_resolved(const clattn__gg_plan *pl) {
                          pl->tile,    0,        scheme};
 }
 
-/* Variant 1: rows {4, 8, 12} x vectors {1 .. 5} (whose accumulators fit
- * the registers) x tiles {default, 32, 128} when routed; variant 2 on
- * GPU-shaped targets: work-groups {64, 128, 256} x columns {16, 32, 64} x
- * rows {2, 4, 8}; and CLBlast for the gemm family (its default). */
+/* Variant 1: rows {4, 6, 8, 12} x vectors {1 .. 5} (a single vector with
+ * 8 rows or more; the accumulators fitting the registers) x tiles
+ * {default, 64, 256}; variant 2 on GPU-shaped targets: work-groups {64,
+ * 128, 256} x columns {16, 32, 64} x rows {2, 4, 8}; and CLBlast for the
+ * gemm family (its default). */
 clattn_status clattn__gg_space(const clattn__family *F,
                                const clattn__target *t, const void *desc,
                                const clattn__gg *g, int clblast,
                                clattn__space *s) {
-  static const int rs[] = {4, 8, 12}, tiles[] = {0, 32, 128};
+  static const int rs[] = {4, 6, 8, 12}, tiles[] = {0, 64, 256};
   static const int wgs[] = {64, 128, 256}, cts[] = {16, 32, 64},
                    tms[] = {2, 4, 8};
   const int own = clblast ? CLATTN__GG_SCHEME_OWN : 0;
@@ -296,10 +304,10 @@ clattn_status clattn__gg_space(const clattn__family *F,
   while (vw > g->N)
     vw /= 2;
   const int vregs = t->vregs > 0 ? t->vregs : 16;
-  for (int r = 0; r < 3; r++)
+  for (int r = 0; r < 4; r++)
     for (int cv = 1; cv <= 5; cv++)
-      for (int k = 0; k < (g->dense ? 1 : 3); k++) {
-        if (rs[r] * cv + cv + 2 > vregs ||
+      for (int k = 0; k < 3; k++) {
+        if (rs[r] * cv + cv + 2 > vregs || (cv == 1 && rs[r] < 8) ||
             (!t->cpu_vectors && (rs[r] > 8 || cv > 2 || k > 0)))
           continue;
         const clattn_params p = {1, rs[r], cv * vw, 0, tiles[k], 0, own};
