@@ -16,7 +16,7 @@
  *       runs without Triton);
  *   (3) the expert-grouped GEMM (the cvmm family) of each side of each
  *       layer against a dense GEMM of the same FLOPs, CLBlast's and the
- *       gemm family's own kernel, at T and 4 T rows.
+ *       projection family's own kernel, at T and 4 T rows.
  * Every pair is timed alternately round by round (the order reversed every
  * other round), and each ratio is the median of the rounds' ratios, so
  * that a shared machine's drift hits both sides alike. */
@@ -279,7 +279,7 @@ static void decode_case(bench *B, const sh_config *c, int rounds,
 
 /* ------------------------------------------- expert GEMM against dense */
 
-/* The gemm family's params that pick CLBlast and its own kernel (the rest
+/* The projection family's params that pick CLBlast and its own kernel (the rest
  * automatic: the tuned entry of the shape class, if any, else the
  * default). */
 static const clattn_params gemm_clblast = {.scheme = 2};
@@ -322,9 +322,9 @@ static void gemm_case_run(bench *B, const sh_config *c, clattn__cvmm_mode mode,
   gemm_case g;
   memset(&g, 0, sizeof g);
   g.F[G_CVMM] = clattn__family_find("cvmm");
-  g.F[G_CLBLAST] = g.F[G_OWN] = clattn__family_find("gemm");
+  g.F[G_CLBLAST] = g.F[G_OWN] = clattn__family_find("projection");
   if (g.F[G_CVMM] == NULL || g.F[G_OWN] == NULL)
-    die("the cvmm and gemm families are not in this build");
+    die("the cvmm and projection families are not in this build");
   g.cv.rows = rows;
   g.cv.heads = H;
   g.cv.experts = E;

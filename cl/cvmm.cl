@@ -25,7 +25,7 @@
  * for variant 2), stored once at the end: the sums over experts and heads
  * happen here, in a fixed order, without atomics.
  * DENSE: no routing; rows in order, gate 1, results stored directly (the
- * gemm family, and gate NONE).
+ * projection family, and gate NONE).
  *
  * The routing scratch (int32): sel at 0 and list at 2n (int2 each, n =
  * rows*H*TOPK), off at 4n (H*E*T + 1 entries), cnt after it (H*E*T).

@@ -229,6 +229,18 @@ has "tune: stale rows counted" \
 has "tune: stale rows measured again" "(3 measured now, 0 from the database)"
 run "explain after the rerun" 0 "$clattn" explain attention "${shape[@]}"
 has "explain: the tuned entry again" "source       tuned"
+# The projection family: its own m n k keys, CLBlast without tuning rows,
+# and both schemes among the tuned candidates.
+run "explain projection (untuned)" 0 "$clattn" explain projection --m 24 \
+  --n 40 --k 36
+has "explain projection: the shape class" "projection f32 m32 n40 in36"
+has "explain projection: CLBlast by default" "resolved .* scheme=2"
+run "tune projection" 0 "$clattn" tune projection --m 24 --n 40 --k 36 \
+  --strategy exhaustive --max 4
+has "tune projection: a best entry" "  best     variant="
+run "explain projection (tuned)" 0 "$clattn" explain projection --m 24 \
+  --n 40 --k 36
+has "explain projection: the tuned entry" "source       tuned"
 run "explain attention --json" 0 "$clattn" explain attention "${shape[@]}" \
   --json
 json "explain --json"

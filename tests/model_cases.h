@@ -189,7 +189,7 @@ static const model_case model_cases[] = {
     /* the expert-routed GEMM where its routing is deterministic (every
      * expert chosen, or none routed): both modes and kernel shapes, tiles
      * and column blocks that divide nothing, register blocks of R and the
-     * remainders below it; and the gemm family's own kernel */
+     * remainders below it; and the projection family's own kernel */
     {"cvmm reg split all experts", "cvmm",
      "seq=13 model-dim=9 heads=2 head-dim=11 experts=3 topk=3 mode=split",
      {-1, -1}, {1, 4, 8, 0, 8, 0, 0}, 0, 0, 0, 0},
@@ -209,12 +209,12 @@ static const model_case model_cases[] = {
     {"cvmm local sum no routing", "cvmm",
      "seq=9 model-dim=6 heads=3 head-dim=5 experts=1 gate=none mode=sum",
      {-1, -1}, {2, 2, 8, 16, 12, 0, 0}, 0, 0, 0, 0},
-    {"gemm own reg", "gemm", "m=11 n=13 k=9 dtype=f32", {-1, -1},
+    {"projection own reg", "projection", "m=11 n=13 k=9 dtype=f32", {-1, -1},
      {1, 4, 8, 0, 8, 0, 1}, 0, 0, 0, 0},
-    {"gemm own local", "gemm", "m=10 n=21 k=17 dtype=f32", {-1, -1},
+    {"projection own local", "projection", "m=10 n=21 k=17 dtype=f32", {-1, -1},
      {2, 2, 16, 32, 6, 0, 1}, 0, 0, 0, 0},
     /* rows of W 512 bytes apart: the register kernel packs W's panel */
-    {"gemm own reg packed", "gemm", "m=13 n=128 k=7 dtype=f32", {-1, -1},
+    {"projection own reg packed", "projection", "m=13 n=128 k=7 dtype=f32", {-1, -1},
      {1, 3, 48, 0, 6, 0, 1}, 0, 0, 0, 0},
     {"cvmm reg sum packed", "cvmm",
      "seq=11 model-dim=128 heads=2 head-dim=5 experts=2 topk=2 mode=sum",

@@ -13,7 +13,7 @@
 # in the tree, the probe's microkernels included).
 #
 # The subset: CLATTN_TEST_SUBSET=small makes test_attention / test_decode /
-# test_th_decode / test_super_values / test_cvmm / test_gemm
+# test_th_decode / test_super_values / test_cvmm / test_projection
 # replace their sweeps by a few small shapes that still cover both kernel
 # variants (1 and 2, several tile/work-group choices), f32 and f16, causal
 # and padded kv_lens, zero-length sequences and split-KV decode, routed
@@ -71,8 +71,8 @@ for t in attention decode talking_heads th_decode super_values cvmm; do
   echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small)"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done
-echo "== oclgrind: test_gemm gemm/own_kernel (CLATTN_TEST_SUBSET=small)"
-"$build/tests/test_gemm" --filter 'gemm/own_kernel' || rc=1
+echo "== oclgrind: test_projection projection/own_kernel (CLATTN_TEST_SUBSET=small)"
+"$build/tests/test_projection" --filter 'projection/own_kernel' || rc=1
 # The layer (CLBlast's GEMMs around the kernels, the KV cache, decode
 # steps): races, API use and bounds, but not uninitialised values.  Oclgrind
 # 21.10 leaves memory written by clEnqueueFillBuffer marked uninitialised
@@ -86,10 +86,10 @@ echo "== oclgrind: test_hh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-val
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_hh_layer" --jobs=2 || rc=1
 echo "== oclgrind: test_sh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check)"
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_sh_layer" --jobs=2 || rc=1
-# The gemm family's CLBlast scheme zero-fills its GEMV rows the same way.
-echo "== oclgrind: test_gemm gemm/clblast, gemm/events (no uninitialised-value check)"
+# The projection family's CLBlast scheme zero-fills its GEMV rows the same way.
+echo "== oclgrind: test_projection projection/clblast, projection/events (no uninitialised-value check)"
 for f in clblast events; do
-  env -u OCLGRIND_UNINITIALIZED "$build/tests/test_gemm" --filter "gemm/$f" ||
+  env -u OCLGRIND_UNINITIALIZED "$build/tests/test_projection" --filter "projection/$f" ||
     rc=1
 done
 # Every call of tests/model_cases.h, the probe's microkernels included

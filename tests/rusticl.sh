@@ -6,7 +6,7 @@
 # their small subset (CLATTN_TEST_SUBSET=small: both kernel variants,
 # f32/f16, causal, padded, zero-length sequences, split-KV decode, both
 # talking-heads schemes); test_efficient (the K == V families),
-# test_super_values, test_cvmm (its subset too), test_gemm's own kernel
+# test_super_values, test_cvmm (its subset too), test_projection's own kernel
 # and test_runtime run whole (status
 # codes, misuse, events, application queue, program cache on this driver).
 # The layer test is skipped: CLBlast would first have to build and tune its
@@ -37,11 +37,11 @@ for t in runtime attention decode talking_heads th_decode efficient \
   echo "== rusticl: test_$t"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done
-# the gemm family's own kernel (its CLBlast scheme is skipped as the layer
+# the projection family's own kernel (its CLBlast scheme is skipped as the layer
 # test is)
 for f in own_kernel misuse model; do
-  echo "== rusticl: test_gemm gemm/$f"
-  "$build/tests/test_gemm" --filter "gemm/$f" || rc=1
+  echo "== rusticl: test_projection projection/$f"
+  "$build/tests/test_projection" --filter "projection/$f" || rc=1
 done
 echo "== rusticl: test_probe (the copy reference)"
 "$build/tests/test_probe" --filter 'probe/copy_ref' || rc=1

@@ -259,7 +259,10 @@ static int has_key(const char *keys, const char *key) {
 
 int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap) {
   const char *keys = clattn_family_shape_keys(fam);
-  int rc = cli_shape_defaults(o, has_key(keys, "seq"));
+  /* a family without attention heads (the projection's m n k) takes its
+   * own keys alone */
+  int rc = has_key(keys, "heads") ? cli_shape_defaults(o, has_key(keys, "seq"))
+                                  : 0;
   if (rc)
     return rc;
   const struct {

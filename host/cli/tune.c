@@ -33,8 +33,10 @@ static const char tune_usage[] =
   "  the layers' projection shapes.\n"
   "SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
   "  --head-dim K [--head-dim-v V] [--dtype f32|f16|bf16] [--causal];\n"
-  "  decode: --kv-seq M is the cache capacity; gemm: --m M --n N --k K\n"
-  "  (row-major C[M,N] = A[M,K] B[K,N], as the layers call it)\n"
+  "  decode: --kv-seq M is the cache capacity; gemm (CLBlast's Xgemm) and\n"
+  "  projection (CLBlast or the own kernel): --m M --n N --k K (row-major\n"
+  "  C[M,N] = A[M,K] B[K,N], as the layers call it); a family's own keys\n"
+  "  as --KEY VALUE (clattn families)\n"
   "OPTIONS: --strategy auto|exhaustive|random|anneal|model (default auto),\n"
   "  --budget T (whole run, e.g. 90s, 5m; default none), --timeout T (per\n"
   "  candidate, default 10s), --max N (candidates per shape class; default\n"
@@ -200,8 +202,11 @@ int cli_tune(int argc, char **argv) {
       return CLI_OK;
     } else if (!strcmp(a, "--strategy") || !strcmp(a, "--budget") ||
                !strcmp(a, "--timeout") || !strcmp(a, "--max") ||
-               !strcmp(a, "--seed") || !strcmp(a, "--m") ||
-               !strcmp(a, "--n") || !strcmp(a, "--k")) {
+               !strcmp(a, "--seed") ||
+               /* Xgemm's sizes; a family's own keys (the projection
+                * family's m n k) go to its SHAPE */
+               (which == GEMM && (!strcmp(a, "--m") || !strcmp(a, "--n") ||
+                                  !strcmp(a, "--k")))) {
       if (!has) {
         free(rest);
         cli_err("%s needs a value", a);
@@ -252,7 +257,8 @@ int cli_tune(int argc, char **argv) {
     return tune_usage_err("tune: --profile does not apply (a present "
                           "device is tuned)");
   const int gemm_given = gemm[0] || gemm[1] || gemm[2];
-  const int custom = m.heads || m.head_dim || m.seq || m.kv_seq || gemm_given;
+  const int custom = m.heads || m.head_dim || m.seq || m.kv_seq ||
+                     m.shape_extra[0] || gemm_given;
   char shape[512] = "";
   if (custom && which == ALL)
     return tune_usage_err("tune: with a SHAPE, name a family or gemm");

@@ -1,6 +1,6 @@
 /* cvmm.h - internal: the expert-grouped GEMM family "cvmm" (SwitchHead's
  * conditional vector-matrix multiply, spec 6) and its dense case, the
- * family "gemm" that the layers' projections call.
+ * family "projection" that the layers' projections call.
  *
  * cvmm, with H heads of E experts, top-k routing and W [H, E, K, N]:
  *   route:  s[r, h, :] = sigmoid(sel_x[r, :] W_sel[:, h*E .. h*E+E-1]),
@@ -17,7 +17,7 @@
  * gate NONE: no routing (E == 1, k == 1, gate 1; sel_x and w_sel unused,
  * may be NULL): SPLIT is a per-head dense GEMM, SUM a dense one.
  *
- * gemm: out[m, n] = a[m, k] W[k, n], row-major, packed; the same kernel
+ * projection: out[m, n] = a[m, k] W[k, n], row-major, packed; the same kernel
  * with one expert and the identity gather, or CLBlast's Xgemm (GEMV rows
  * for short inputs), whichever the tuner measured faster for the shape
  * class (CLBlast without tuning rows). */

@@ -65,7 +65,7 @@ int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
                     const clattn__gg_plan *pl, char *why, size_t cap);
 clattn_params clattn__gg_resolved(const clattn__gg_plan *pl);
 /* Every valid candidate of family F for desc (whose shape is g), the
- * default first; clblast: add the CLBlast candidate (the gemm family). */
+ * default first; clblast: add the CLBlast candidate (the projection family). */
 clattn_status clattn__gg_space(const clattn__family *F,
                                const clattn__target *t, const void *desc,
                                const clattn__gg *g, int clblast,

@@ -279,7 +279,7 @@ clattn_params clattn__gg_resolved(const clattn__gg_plan *pl) {
  * 8 rows or more; the accumulators fitting the registers) x tiles
  * {default, 64, 256}; variant 2 on GPU-shaped targets: work-groups {64,
  * 128, 256} x columns {16, 32, 64} x rows {2, 4, 8}; and CLBlast for the
- * gemm family (its default). */
+ * projection family (its default). */
 clattn_status clattn__gg_space(const clattn__family *F,
                                const clattn__target *t, const void *desc,
                                const clattn__gg *g, int clblast,

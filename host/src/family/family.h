@@ -180,6 +180,6 @@ extern const clattn__family clattn__family_efficient_decode;
 extern const clattn__family clattn__family_efficient_append;
 extern const clattn__family clattn__family_super_values;
 extern const clattn__family clattn__family_cvmm;
-extern const clattn__family clattn__family_gemm;
+extern const clattn__family clattn__family_projection;
 
 #endif /* CLATTN_FAMILY_H */

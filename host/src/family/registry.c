@@ -16,7 +16,7 @@ static const clattn__family *const families[] = {
     &clattn__family_efficient_append,
     &clattn__family_super_values,
     &clattn__family_cvmm,
-    &clattn__family_gemm,
+    &clattn__family_projection,
 };
 
 enum { COUNT = sizeof families / sizeof families[0] };

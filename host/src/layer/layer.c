@@ -271,7 +271,7 @@ static clattn_status project(clattn_layer *l, int first, int last,
                             l->w[p->weight],
                             p->to == CLATTN__ACT_Y ? y : l->buf[p->to]};
     const clattn_events ev = {0, NULL, i == last - 1 ? event : NULL};
-    rc = clattn__call(l->ctx, &clattn__family_gemm, &d, bufs, &ev);
+    rc = clattn__call(l->ctx, &clattn__family_projection, &d, bufs, &ev);
   }
   return rc;
 }

@@ -1,5 +1,5 @@
 /* layer_model.c - the model of a whole layer call of any kind: its
- * projections as the gemm family predicts them (what the layer's calls
+ * projections as the projection family predicts them (what the layer's calls
  * run) around the kernels of the core calls the kind builds, in the order
  * layer.c makes them. */
 #include "family/cvmm.h"
@@ -27,7 +27,7 @@ static void merge(clattn_prediction *out, double *dram_reads,
   }
 }
 
-/* Projection i of the kind over `rows` rows: the gemm family's model of
+/* Projection i of the kind over `rows` rows: the projection family's model of
  * the call the layer makes, its kernels named "gemm <projection>". */
 static clattn_status add_projection(clattn_prediction *out,
                                     double *dram_reads,
@@ -41,7 +41,7 @@ static clattn_status add_projection(clattn_prediction *out,
                               "a projection's sizes overflow");
   const clattn__gemm_desc g = {(int)rows, (int)cols, (int)inner, NULL};
   clattn_prediction sub;
-  clattn_status rc = clattn__model(&clattn__family_gemm, &g, NULL, prof, &sub);
+  clattn_status rc = clattn__model(&clattn__family_projection, &g, NULL, prof, &sub);
   if (rc != CLATTN_OK) {
     snprintf(out->errmsg, sizeof out->errmsg, "%s", sub.errmsg);
     return rc;

@@ -1,4 +1,4 @@
-/* gemm.c - the gemm family: out[m, n] = a[m, k] W[k, n], row-major and
+/* projection.c - the projection family: out[m, n] = a[m, k] W[k, n], row-major and
  * packed (cvmm.h), the layers' projections.  Two schemes (params scheme):
  * CLBlast's Sgemm, with one Sgemv a row for inputs of at most
  * CLATTN_LAYER_GEMV_ROWS rows (the default without tuning rows), or the
@@ -99,7 +99,7 @@ static clattn_params resolved(const void *pl) {
 static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   const clattn__gg g = clattn__gg_of_gemm(desc);
-  return clattn__gg_space(&clattn__family_gemm, t, desc, &g, 1, s);
+  return clattn__gg_space(&clattn__family_projection, t, desc, &g, 1, s);
 }
 
 /* CLBlast's work as an ideal GEMM: each matrix moved once, 2 m n k FLOPs
@@ -217,8 +217,8 @@ static const char *const standard[] = {
     "m=512 n=512 k=512", "m=2048 n=512 k=512", "m=1 n=512 k=512",
     "m=4 n=512 k=512", NULL};
 
-const clattn__family clattn__family_gemm = {
-    .name = "gemm",
+const clattn__family clattn__family_projection = {
+    .name = "projection",
     .summary = "a layer's projection out = a W (CLBlast, or the grouped GEMM "
                "kernel's dense case)",
     .api = "clattn_layer_prefill (projections)",

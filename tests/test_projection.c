@@ -1,4 +1,4 @@
-/* test_gemm.c - the gemm family (the layers' projections) against the
+/* test_projection.c - the projection family (the layers' projections) against the
  * plain-C reference (ref_gemm), through the generic call path: the own
  * kernel's dense case (cl/cvmm.cl) with its automatic plan and explicit
  * CPU-shaped (variant 1) and GPU-shaped (variant 2) params, and the
@@ -18,7 +18,7 @@
 #include <string.h>
 
 static const clattn__family *family(void) {
-  const clattn__family *F = clattn__family_find("gemm");
+  const clattn__family *F = clattn__family_find("projection");
   cr_assert_not_null(F, "gemm is not registered");
   return F;
 }
@@ -77,7 +77,7 @@ static const clattn_params own[] = {
     {2, 1, 64, 64, 0, 0, 1},
 };
 
-Test(gemm, own_kernel, .timeout = 900) {
+Test(projection, own_kernel, .timeout = 900) {
   clattn_ctx *ctx = tu_ctx();
   const int np = (int)(sizeof own / sizeof own[0]);
   for (int i = 0; i < NSHAPES; i++)
@@ -94,7 +94,7 @@ Test(gemm, own_kernel, .timeout = 900) {
 
 /* CLBlast, the default: GEMV rows up to CLATTN_LAYER_GEMV_ROWS, then
  * Sgemm (one process: CLBlast builds its kernels once). */
-Test(gemm, clblast, .timeout = 900) {
+Test(projection, clblast, .timeout = 900) {
   clattn_ctx *ctx = tu_ctx();
   const clattn_params cb = {0, 0, 0, 0, 0, 0, 2};
   for (int i = 0; i < NSHAPES; i++) {
@@ -114,7 +114,7 @@ Test(gemm, clblast, .timeout = 900) {
 }
 
 /* Events: the caller's wait list and an out event, on both schemes. */
-Test(gemm, events) {
+Test(projection, events) {
   clattn_ctx *ctx = tu_ctx();
   const clattn_params ps[2] = {{0, 0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 2}};
   for (int s = 0; s < 2; s++) {
@@ -154,7 +154,7 @@ static void expect_refused(clattn_ctx *ctx, const clattn__gemm_desc *d,
     tu_release(bufs[i]);
 }
 
-Test(gemm, misuse) {
+Test(projection, misuse) {
   clattn_ctx *ctx = tu_ctx();
   const clattn__gemm_desc ok = {8, 40, 8, NULL};
   clattn__gemm_desc d = ok;
@@ -194,7 +194,7 @@ Test(gemm, misuse) {
 /* The model: CLBlast as an ideal GEMM (GEMV rows and the zero fill for
  * short inputs), the own kernel with 2 m n k FLOPs; both move every
  * matrix at least once. */
-Test(gemm, model) {
+Test(projection, model) {
   clattn_profile prof;
   cr_assert_eq(clattn_datasheet_find("A100", &prof), CLATTN_OK);
   clattn_prediction pr;
