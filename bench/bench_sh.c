@@ -148,6 +148,28 @@ static void row_finish(double *t, int rounds,
   free(ratio);
 }
 
+/* Which GEMM the layers' projections of `rows` rows run (the projection
+ * family's choice: CLBlast, or the own kernel where a tuning entry
+ * measured it faster), printed once per config and call. */
+static void print_projections(bench *B, const sh_config *c, int rows)
+{
+  const clattn_switchhead_layer_desc *d = &c->sh;
+  const int D = d->d_model, hd = c->dense_heads * c->dense_head_dim;
+  const int shapes[3][2] = {{d->heads * d->head_dim, D}, {hd, D}, {D, hd}};
+  const char *const what[3] = {"SH in", "MHA in", "MHA out"};
+  printf("    projections (rows=%d):", rows);
+  for (int i = 0; i < 3; i++) {
+    char text[96];
+    clattn_choice ch;
+    snprintf(text, sizeof text, "m=%d n=%d k=%d", rows, shapes[i][0],
+             shapes[i][1]);
+    CKA(B, clattn_explain_shape(B->ctx, "projection", text, NULL, &ch));
+    printf(" %s: %s (%s)%s", what[i],
+           ch.resolved.scheme == 1 ? "own" : "CLBlast",
+           clattn_choice_source_str(ch.source), i < 2 ? ";" : "\n");
+  }
+}
+
 /* ---------------------------------------------------------- prefill */
 
 /* `calls` causal prefills of T positions without a cache, finished;
@@ -453,6 +475,8 @@ void bench_switchhead(bench *B)
     printf("  %s: D=%d H=%d E=%d d_h=%d k=%d against H=%d d_h=%d, T=%d\n",
            c->name, c->sh.d_model, c->sh.heads, c->sh.experts, c->sh.head_dim,
            c->sh.topk, c->dense_heads, c->dense_head_dim, c->seq);
+    print_projections(B, c, c->seq);
+    print_projections(B, c, 1);
     prefill_case(B, c, rounds, &prefill[i]);
     decode_case(B, c, rounds, &decode[i]);
     torch_times(c, rounds, &prefill[i], &decode[i]);
