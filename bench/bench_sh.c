@@ -16,7 +16,12 @@
  *       runs without Triton);
  *   (3) the expert-grouped GEMM (the cvmm family) of each side of each
  *       layer against a dense GEMM of the same FLOPs, CLBlast's and the
- *       projection family's own kernel, at T and 4 T rows.
+ *       projection family's own kernel, at T and 4 T rows (the cvmm call
+ *       and the own kernel each with its tuning entry where the database
+ *       has one).
+ * The layers' projections run what the projection family chooses
+ * (printed): CLBlast without tuning entries, so the layer ratios are only
+ * comparable with the projections tuned (bench/RESULTS.md).
  * Every pair is timed alternately round by round (the order reversed every
  * other round), and each ratio is the median of the rounds' ratios, so
  * that a shared machine's drift hits both sides alike. */
@@ -301,11 +306,21 @@ static void decode_case(bench *B, const sh_config *c, int rounds,
 
 /* ------------------------------------------- expert GEMM against dense */
 
-/* The projection family's params that pick CLBlast and its own kernel (the rest
- * automatic: the tuned entry of the shape class, if any, else the
- * default). */
+/* The projection family's params that pick CLBlast (its Xgemm as the
+ * context applied it).  The own kernel's are the shape's tuning entry when
+ * that entry is the own kernel, else its defaults (own_params), as the
+ * cvmm call takes its own entry. */
 static const clattn_params gemm_clblast = {.scheme = 2};
-static const clattn_params gemm_own = {.scheme = 1};
+
+static clattn_params own_params(bench *B, const clattn__gemm_desc *d)
+{
+  clattn_params p = {.scheme = 1};
+  clattn_choice ch;
+  char text[96];
+  snprintf(text, sizeof text, "m=%d n=%d k=%d", d->m, d->n, d->k);
+  CKA(B, clattn_explain_shape(B->ctx, "projection", text, NULL, &ch));
+  return ch.resolved.scheme == 1 ? ch.resolved : p;
+}
 
 enum { G_CVMM, G_CLBLAST, G_OWN, GEMMS };
 static const char *const gemm_name[GEMMS] = {"cvmm", "CLBlast", "own"};
@@ -314,6 +329,7 @@ typedef struct gemm_case {
   const clattn__family *F[GEMMS];
   clattn__cvmm_desc cv;
   clattn__gemm_desc dense[GEMMS]; /* [G_CLBLAST], [G_OWN] */
+  clattn_params own;
   cl_mem cv_buf[5], dense_buf[3];
   int calls[GEMMS];
 } gemm_case;
@@ -368,8 +384,10 @@ static void gemm_case_run(bench *B, const sh_config *c, clattn__cvmm_mode mode,
     gd->m = rows;
     gd->k = split ? D : H * (k * dh + E);
     gd->n = split ? H * (k * dh + E) : D;
-    gd->params = w == G_CLBLAST ? &gemm_clblast : &gemm_own;
+    gd->params = &gemm_clblast;
   }
+  g.own = own_params(B, &g.dense[G_OWN]);
+  g.dense[G_OWN].params = &g.own;
   const clattn__gemm_desc *gd = &g.dense[G_OWN];
   g.dense_buf[0] = buf_random(B, (size_t)gd->m * gd->k, 1.0f, 85);
   g.dense_buf[1] = buf_random(B, (size_t)gd->k * gd->n, amp, 86);
