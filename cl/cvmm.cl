@@ -162,7 +162,6 @@ __kernel void cvmm_route(__global const float *restrict x,
   }
 }
 
-
 /* Each tile's count of every bucket, cnt[b T + t] (one work-item a
  * tile). */
 __kernel void cvmm_count(__global int *restrict sched, const int rows,
