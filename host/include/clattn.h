@@ -339,7 +339,9 @@ CLATTN_API clattn_status clattn_talking_heads_append(
 /* ----------------------------------------------------- layer (GQA/MHA/MQA) */
 
 /* A whole attention layer: y = Attention(x W_q, x W_k, x W_v) W_o, float32,
- * projections through CLBlast GEMMs, attention through the fused kernels.
+ * projections through CLBlast's GEMM or the library's own GEMM kernel
+ * (whichever `clattn tune` measured faster for the shape; CLBlast without
+ * tuning entries), attention through the fused kernels.
  *   x [batch, n, d_model], y [batch, n, d_model]
  *   w_q [d_model, heads_q*head_dim_k], w_k [d_model, heads_kv*head_dim_k],
  *   w_v [d_model, heads_kv*head_dim_v], w_o [heads_q*head_dim_v, d_model]
@@ -797,7 +799,11 @@ CLATTN_API clattn_status clattn_model_switchhead_layer(
  * sequence (RobertCsordas/moe_attention, paper/common.py; spec 6.3 and
  * 10): MACs and training memory in floats, which reproduce its Tables 1,
  * 2 and 7 exactly.  experts == 0 is the dense Transformer of the same
- * accounting (topk unused).  rope: no positional projection term. */
+ * accounting (topk unused).  rope: no positional projection term.
+ * Errors: CLATTN_ERR_INVALID_ARG for a NULL argument; CLATTN_ERR_SHAPE for
+ * a count below 1, context_blocks or experts below 0, topk outside
+ * 1..experts, or a result beyond long long; the outputs are 0 on
+ * failure. */
 typedef struct clattn_switchhead_paper {
   int heads, head_dim, d_model;
   int seq_len;        /* T */
