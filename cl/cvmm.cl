@@ -26,11 +26,14 @@
  * happen here, in a fixed order, without atomics.
  * DENSE: no routing; rows in order, gate 1, results stored directly (the
  * projection family, and gate NONE).
+ * SMALL (cvmm_small, with variant 1's macros): the whole call in one
+ * launch for a few rows, the routing recomputed by every work-item.
  *
  * The routing scratch (int32): sel at 0 and list at 2n (int2 each, n =
  * rows*H*TOPK), off at 4n (H*E*T + 1 entries), cnt after it (H*E*T).
  *
- * Defines: DENSE, MODE (1 SPLIT, 2 SUM), H, E, TOPK, TILE (rows a tile),
+ * Defines: DENSE, MODE (1 SPLIT, 2 SUM), H, E, TOPK, TILE (rows a tile;
+ * SMALL: the call's rows), SMALL (compile cvmm_small),
  * VARIANT (the GEMM kernel compiled: 1 cvmm_gemm_reg, 2 cvmm_gemm_local);
  * route: RR, RVW (vector width), RNV (vectors over the H*E columns);
  * variant 1: R (rows a register block), VW,
@@ -434,6 +437,113 @@ __kernel void cvmm_gemm_reg(__global const float *restrict a,
   }
 #endif
 }
+
+#if SMALL
+/* The fused small-rows call (scheme 2): one launch, no scratch.  A
+ * work-item owns every row (rows <= TILE) and a block of C columns of head
+ * z (SPLIT) or of the sum over heads (SUM).  It recomputes the routing of
+ * its heads as cvmm_route does (the same fma order, sigmoid and top-k),
+ * then adds each chosen expert's products, times their gates, in bucket
+ * order as cvmm_gemm_reg does, so the two schemes agree; an expert no row
+ * chose is never read.  Grid: dim 0 the column blocks, dim 1 the head
+ * (SPLIT, and DENSE with heads) or 0. */
+#if MODE == 1
+#define NHW 1 /* heads a work-item routes */
+#else
+#define NHW H
+#endif
+__kernel void cvmm_small(__global const float *restrict a,
+                         __global const float *restrict x,
+                         __global const float *restrict ws,
+                         __global const float *restrict w,
+                         __global float *restrict out, const int rows,
+                         const int K, const int N, const int lda,
+                         const int ldo, const int D) {
+  const int c0 = (int)get_global_id(0) * C;
+  if (c0 >= N)
+    return;
+  const int z = (int)get_global_id(1);
+  int base[CV];
+  for (int v = 0; v < CV; v++)
+    base[v] = min(c0 + v * VW, N - VW);
+  out += (long)z * N;
+#if DENSE
+  (void)x;
+  (void)ws;
+  (void)D;
+  PANEL(w + (long)z * K * N)
+  const int end = rows;
+  int j = 0;
+  BLOCKS(end)
+#else
+  const int h0 = MODE == 1 ? z : 0;
+  int2 chosen[TILE][NHW][TOPK];
+  for (int r = 0; r < rows; r++) {
+    for (int hh = 0; hh < NHW; hh++) {
+      const int h = h0 + hh;
+      float lg[E];
+      for (int e = 0; e < E; e++)
+        lg[e] = 0.0f;
+      __global const float *xr = x + (long)r * D;
+      __global const float *wi = ws + h * E;
+      for (int i = 0; i < D; i++) {
+        const float xv = xr[i];
+        for (int e = 0; e < E; e++)
+          lg[e] = fma(xv, wi[e], lg[e]);
+        wi += HE;
+      }
+      /* cvmm_route's top-k: ties keep the lower expert */
+      float tl[TOPK];
+      int te[TOPK];
+      int cnt = 0;
+      for (int e = 0; e < E; e++) {
+        const float l = lg[e];
+        if (cnt == TOPK && !(l > tl[TOPK - 1]))
+          continue;
+        int p = min(cnt, TOPK - 1);
+        while (p > 0 && l > tl[p - 1]) {
+          tl[p] = tl[p - 1];
+          te[p] = te[p - 1];
+          p--;
+        }
+        tl[p] = l;
+        te[p] = e;
+        cnt = min(cnt + 1, TOPK);
+      }
+      for (int s = 0; s < TOPK; s++)
+        chosen[r][hh][s] =
+            (int2)(te[s], as_int(1.0f / (1.0f + exp(-tl[s]))));
+    }
+  }
+  vec_t tile[TILE][CV];
+  for (int r = 0; r < TILE; r++)
+    for (int v = 0; v < CV; v++)
+      tile[r][v] = (vec_t)(0.0f);
+  const int row0 = 0;
+  for (int b = h0 * E; b < (h0 + NHW) * E; b++) {
+    const int hh = b / E - h0, e = b - (b / E) * E;
+    /* the bucket: the rows that chose expert e of head h, ascending */
+    int2 list[TILE];
+    int n = 0;
+    for (int r = 0; r < rows; r++)
+      for (int s = 0; s < TOPK; s++)
+        if (chosen[r][hh][s].x == e)
+          list[n++] = (int2)(r, chosen[r][hh][s].y);
+    if (n == 0)
+      continue; /* no row chose this expert: W[b] not read */
+    PANEL(w + (long)b * K * N)
+    const int aoff = MODE == 2 ? (b / E) * K : 0;
+    int j = 0;
+    BLOCKS(n)
+  }
+  for (int r = 0; r < rows; r++) {
+    __global float *op = out + (long)r * ldo;
+    for (int v = 0; v < CV; v++)
+      STORE_VEC(tile[r][v], op, v)
+  }
+#endif
+}
+#endif /* SMALL */
 
 #endif /* VARIANT == 1 */
 

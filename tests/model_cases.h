@@ -209,6 +209,17 @@ static const model_case model_cases[] = {
     {"cvmm local sum no routing", "cvmm",
      "seq=9 model-dim=6 heads=3 head-dim=5 experts=1 gate=none mode=sum",
      {-1, -1}, {2, 2, 8, 16, 12, 0, 0}, 0, 0, 0, 0},
+    /* the fused small-rows kernel (scheme 2): routing recomputed by each
+     * column block, register blocks of R and a remainder, no routing */
+    {"cvmm small split all experts", "cvmm",
+     "seq=5 model-dim=9 heads=2 head-dim=11 experts=3 topk=3 mode=split",
+     {-1, -1}, {1, 2, 8, 0, 0, 0, 2}, 0, 0, 0, 0},
+    {"cvmm small sum all experts", "cvmm",
+     "seq=5 model-dim=10 heads=2 head-dim=7 experts=2 topk=2 mode=sum",
+     {-1, -1}, {1, 3, 4, 0, 0, 0, 2}, 0, 0, 0, 0},
+    {"cvmm small sum no routing", "cvmm",
+     "seq=3 model-dim=6 heads=3 head-dim=5 experts=1 gate=none mode=sum",
+     {-1, -1}, {1, 2, 4, 0, 0, 0, 2}, 0, 0, 0, 0},
     {"projection own reg", "projection", "m=11 n=13 k=9 dtype=f32", {-1, -1},
      {1, 4, 8, 0, 8, 0, 1}, 0, 0, 0, 0},
     {"projection own local", "projection", "m=10 n=21 k=17 dtype=f32", {-1, -1},

@@ -4,7 +4,9 @@
  * and columns that divide no tile, fewer rows than a tile, top-k of 1 and
  * of every expert, one expert, exact ties (duplicate selection columns:
  * the lower expert wins), experts no row chooses, the automatic plan and
- * explicit CPU-shaped (variant 1) and GPU-shaped (variant 2) params; bad
+ * explicit CPU-shaped (variant 1) and GPU-shaped (variant 2) params, the
+ * fused small-rows path (scheme 2) for every row count it takes, equal
+ * to the bucketed path (scheme 1) on the same inputs; bad
  * descriptions get their status and a message naming the problem. */
 #include "call/call.h"
 #include "family/cvmm.h"
@@ -66,7 +68,7 @@ static void make_sel(tu_rng *rng, const clattn__cvmm_desc *d, int kind,
 /* Run d on the device (the output filled with NaN first) and compare
  * with the reference. */
 static void run_case(clattn_ctx *ctx, const clattn__cvmm_desc *d, int sel,
-                     const char *what) {
+                     const char *what, float *keep) {
   tu_rng rng = tu_rng_seed(77u + (uint64_t)d->rows * 131u +
                            (uint64_t)d->inner * 7u + (uint64_t)d->cols);
   const int he = d->heads * d->experts;
@@ -95,6 +97,8 @@ static void run_case(clattn_ctx *ctx, const clattn__cvmm_desc *d, int sel,
     cr_assert_eq(st, CLATTN_OK, "%s: %s", what, clattn_ctx_errmsg(ctx));
     tu_download(ctx, bufs[4], got, no, CLATTN_F32);
     tu_check(what, got, want, no, clattn__tolerance(CLATTN_F32));
+    if (keep != NULL)
+      memcpy(keep, got, no * 4);
   }
   for (int i = 0; i < 5; i++)
     if (bufs[i])
@@ -179,10 +183,10 @@ static void sweep(int first, int last) {
        * uninitialised: the simulators' subset takes a context a call */
       if (tu_subset("small")) {
         clattn_ctx *one = tu_ctx();
-        run_case(one, &d, s->sel, what);
+        run_case(one, &d, s->sel, what, NULL);
         clattn_ctx_destroy(one);
       } else {
-        run_case(ctx, &d, s->sel, what);
+        run_case(ctx, &d, s->sel, what, NULL);
       }
     }
   clattn_ctx_destroy(ctx);
@@ -194,6 +198,110 @@ Test(cvmm, routed_odd_sizes, .timeout = 900) { sweep(0, 4); }
 Test(cvmm, all_experts_and_ties, .timeout = 900) { sweep(4, 8); }
 Test(cvmm, dead_experts_and_one_expert, .timeout = 900) { sweep(8, 14); }
 Test(cvmm, wide, .timeout = 900) { sweep(14, NSHAPES); }
+
+/* The fused small-rows path: shapes whose rows are varied from 1 to the
+ * path's limit (11). */
+static const cv_shape small_shapes[] = {
+    /* SwitchHead-like, odd K and N */
+    {0, 29, 19, 2, 5, 3, 23, SPLIT, TOPK, SEL_RANDOM},
+    {0, 19, 29, 2, 5, 3, 23, SUM, TOPK, SEL_RANDOM},
+    /* top-1, and top-k of every expert */
+    {0, 16, 33, 3, 4, 1, 9, SPLIT, TOPK, SEL_RANDOM},
+    {0, 7, 40, 3, 4, 4, 9, SUM, TOPK, SEL_RANDOM},
+    /* exact ties, experts no row chooses */
+    {0, 9, 21, 2, 6, 2, 13, SPLIT, TOPK, SEL_TIES},
+    {0, 21, 9, 2, 6, 3, 13, SUM, TOPK, SEL_TIES},
+    {0, 15, 18, 2, 5, 2, 10, SUM, TOPK, SEL_DEAD},
+    /* no routing */
+    {0, 11, 13, 3, 1, 1, 7, SPLIT, NONE, SEL_RANDOM},
+    {0, 13, 11, 3, 1, 1, 7, SUM, NONE, SEL_RANDOM},
+};
+
+/* The fused path's params (the automatic plan, which takes it for these
+ * rows, first; CPU-shaped and with work-groups of 16 and 64 items), and
+ * the bucketed path's for the comparison (variant 1, then variant 2). */
+static const clattn_params fused_params[] = {
+    {0, 0, 0, 0, 0, 0, 2}, {1, 2, 8, 0, 0, 0, 2}, {1, 0, 4, 16, 0, 0, 2},
+    {1, 4, 1, 64, 0, 0, 2}};
+static const clattn_params bucketed_params[] = {{1, 4, 16, 0, 0, 0, 1},
+                                                {2, 4, 16, 64, 0, 0, 1}};
+
+static void small_sweep(int first, int last) {
+  clattn_ctx *ctx = tu_ctx();
+  const int nf = (int)(sizeof fused_params / sizeof fused_params[0]);
+  const int nbk = (int)(sizeof bucketed_params / sizeof bucketed_params[0]);
+  for (int i = first; i < last; i++)
+    for (int rows = 1; rows <= 11; rows++) {
+      /* the simulators' subset: rows 1, 3 and 11 */
+      if (tu_subset("small") && rows != 1 && rows != 3 && rows != 11)
+        continue;
+      const cv_shape *s = &small_shapes[i];
+      const size_t no = (size_t)rows * s->cols *
+                        (s->mode == SPLIT ? (size_t)s->heads : 1);
+      float *fused = tu_alloc(no * 4), *bucketed = tu_alloc(no * 4);
+      for (int p = -1; p < nf + nbk; p++) {
+        if (tu_subset("small") && p != -1 && p != 2 && p != nf)
+          continue;
+        const clattn_params *pp = p < 0    ? NULL
+                                  : p < nf ? &fused_params[p]
+                                           : &bucketed_params[p - nf];
+        const clattn__cvmm_desc d = {rows,     s->inner, s->cols,
+                                     s->heads, s->experts, s->topk,
+                                     s->sel_inner, s->mode, s->gate, pp};
+        char what[200];
+        snprintf(what, sizeof what,
+                 "small rows %d K %d N %d H %d E %d k %d %s %s sel %d "
+                 "params %d",
+                 rows, s->inner, s->cols, s->heads, s->experts, s->topk,
+                 s->mode == SPLIT ? "split" : "sum",
+                 s->gate == TOPK ? "topk" : "none", s->sel, p);
+        /* each call its own context under the simulators (see sweep) */
+        clattn_ctx *one = tu_subset("small") ? tu_ctx() : ctx;
+        float *keep = p < nf ? fused : bucketed;
+        for (size_t j = 0; j < no; j++)
+          keep[j] = NAN;
+        run_case(one, &d, s->sel, what, keep);
+        if (one != ctx)
+          clattn_ctx_destroy(one);
+        /* the same routing and the same sums in the same order: equal but
+         * for the sigmoid's exp, whose vector widths differ (an ulp or
+         * two of a gate) */
+        if (p >= nf && !isnan(fused[0]) && !isnan(bucketed[0]))
+          for (size_t j = 0; j < no; j++)
+            cr_expect(fabsf(fused[j] - bucketed[j]) <=
+                          2e-6f * fmaxf(1.0f, fabsf(bucketed[j])),
+                      "%s: fused %.9g, bucketed %.9g at %zu", what,
+                      (double)fused[j], (double)bucketed[j], j);
+      }
+      free(fused);
+      free(bucketed);
+    }
+  clattn_ctx_destroy(ctx);
+}
+
+enum { NSMALL = sizeof small_shapes / sizeof small_shapes[0] };
+
+Test(cvmm, small_rows_routed, .timeout = 900) { small_sweep(0, 4); }
+Test(cvmm, small_rows_ties_dead_none, .timeout = 900) {
+  small_sweep(4, NSMALL);
+}
+
+/* The plan's choice: fused for a decode step's rows, bucketed above. */
+Test(cvmm, small_rows_plan) {
+  clattn_profile prof;
+  cr_assert_eq(clattn_datasheet_find("A100", &prof), CLATTN_OK);
+  clattn_prediction pr;
+  const clattn__cvmm_desc d = {11, 76, 412, 2, 5, 3, 412, SUM, TOPK, NULL};
+  cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK, "%s",
+               pr.errmsg);
+  cr_expect_eq(pr.n_kernels, 1, "fused: one launch");
+  cr_expect_eq(pr.params.scheme, 2);
+  const clattn__cvmm_desc b = {12, 76, 412, 2, 5, 3, 412, SUM, TOPK, NULL};
+  cr_assert_eq(clattn__model(family(), &b, NULL, &prof, &pr), CLATTN_OK, "%s",
+               pr.errmsg);
+  cr_expect_eq(pr.n_kernels, 4, "route, count, scatter, GEMM");
+  cr_expect_eq(pr.params.scheme, 1);
+}
 
 /* The reference's routing: duplicate columns tie, the lower index wins;
  * top-k of every expert takes them all, in descending logit order. */
@@ -269,10 +377,23 @@ Test(cvmm, misuse) {
   d.rows = 1 << 30;
   d.inner = 1 << 20;
   expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "overflow");
-  const clattn_params clblast = {0, 0, 0, 0, 0, 0, 2};
+  const clattn_params clblast = {0, 0, 0, 0, 0, 0, 3};
   d = ok;
   d.params = &clblast;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme");
+  /* the fused path: at most its rows, variant 1's shape, no splits */
+  const clattn_params fused = {0, 0, 0, 0, 0, 0, 2};
+  d.rows = 12;
+  d.params = &fused;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme 2");
+  d.rows = ok.rows;
+  const clattn_params fused2 = {2, 0, 0, 0, 0, 0, 2};
+  d.params = &fused2;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme 2");
+  const clattn_params fused_splits = {1, 0, 0, 0, 4, 0, 2};
+  d.params = &fused_splits;
+  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme 2");
+  d = ok;
   const clattn_params keys = {1, 4, 17, 0, 0, 0, 0};
   d.params = &keys;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "keys");

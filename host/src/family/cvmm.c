@@ -239,13 +239,14 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl,
                             bufs[W_SEL], bufs[W], bufs[OUT], ev);
 }
 
-/* 29 rows, 13 inner, 19 columns, 11 selection inputs: no tile divides
- * them; the heads, experts, top-k, mode and gate of the call. */
+/* 29 rows (7 for a call the fused small-rows path may take, whose params
+ * may name it), 13 inner, 19 columns, 11 selection inputs: no tile
+ * divides them; the heads, experts, top-k, mode and gate of the call. */
 static void check_case(const void *desc, clattn__check_case *c) {
   clattn__cvmm_desc *s = (clattn__cvmm_desc *)c->desc;
   *s = *(const clattn__cvmm_desc *)desc;
   s->params = NULL;
-  s->rows = 29;
+  s->rows = s->rows <= CLATTN__GG_SMALL_ROWS ? 7 : 29;
   s->inner = 13;
   s->cols = 19;
   s->sel_inner = 11;

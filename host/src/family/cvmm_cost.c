@@ -5,7 +5,8 @@
  * otherwise uniform routing is assumed: a bucket of a tile of nt rows is
  * non-empty with probability q = 1 - (1 - k/E)^nt and then holds
  * nt k / (E q) rows on average (spec 6.3: each expert's weights are read
- * once a tile that chose it). */
+ * once a tile that chose it).  The fused small-rows kernel is one tile of
+ * every row. */
 #include "family/cvmm_impl.h"
 #include "model/model.h"
 
@@ -179,9 +180,65 @@ static void route_cost(const clattn__gg *g, const clattn__gg_plan *pl,
                 nb * 4.0 + 4.0 + ent * 8.0);
 }
 
+/* cvmm_small (scheme 2): every work-item (column block, z) routes every
+ * row for its heads (SPLIT: one, SUM: all H; the logits recomputed by each
+ * work-item, and counted so), then multiplies each bucket that a row chose,
+ * its rows in register blocks, and stores its block of every row. */
+static void small_cost(const clattn__gg *g, const clattn__gg_plan *pl,
+                       const clattn_profile *prof, clattn_prediction *out,
+                       double *dram_reads) {
+  clattn_cost *c = clattn__model_kernel(out, "cvmm_small");
+  if (c == NULL)
+    return;
+  const double K = g->K, N = g->N, rows = g->rows, C = pl->cols;
+  const long NB = (g->N + pl->cols - 1) / pl->cols;
+  const double items = (double)NB * g->z;
+  const double nhw = g->mode == CLATTN__CVMM_SPLIT ? 1.0 : g->heads;
+  const double D = g->sel_inner, E = g->experts;
+  double q = 1.0;
+  long n = g->rows;
+  bucket_rows(g, g->rows, &q, &n);
+  const double nb = g->dense ? 1.0 : nhw * E;
+  /* a bucket: per k, its W vectors once a register block and one
+   * a-element a row; routed, the gates into the tile */
+  const double rd = K * (reg_blocks(n, pl->rows) * C + (double)n) * 4.0;
+  double fma = K * (double)n * C + (g->dense ? 0.0 : (double)n * C);
+  c->bytes_read = items * nb * q * rd;
+  c->fma_issued = items * nb * q * fma;
+  if (!g->dense) {
+    /* the routing: per row, head and sel_x element, that element and its
+     * E weights */
+    c->bytes_read += items * rows * nhw * D * (1.0 + E) * 4.0;
+    c->fma_issued += items * rows * nhw * D * E;
+  }
+  c->bytes_written = rows * N * g->z * 4.0;
+  double a_bytes, w_bytes, sel_bytes = 0.0;
+  if (g->dense) {
+    c->flops = 2.0 * rows * K * N * g->z;
+    a_bytes = 4.0 * rows * K;
+    w_bytes = 4.0 * K * N * g->z;
+  } else {
+    const double ent = rows * g->heads * g->topk;
+    const double he = (double)g->heads * g->experts;
+    c->flops = ent * (2.0 * K * N + N) + 2.0 * rows * D * he * NB;
+    a_bytes = 4.0 * rows * g->lda;
+    const double p = (double)g->topk / g->experts;
+    w_bytes = 4.0 * K * N * he * (1.0 - pow(1.0 - p, rows));
+    sel_bytes = 4.0 * rows * D + 4.0 * D * he;
+  }
+  const double compulsory = a_bytes + w_bytes + sel_bytes;
+  c->bytes_compulsory = compulsory + c->bytes_written;
+  clattn__model_dram(c, compulsory, compulsory, prof);
+  dram_reads[out->n_kernels - 1] = c->bytes_dram - c->bytes_written;
+}
+
 clattn_status clattn__gg_cost(const clattn__gg *g, const clattn__gg_plan *pl,
                               const clattn_profile *prof,
                               clattn_prediction *out, double *dram_reads) {
+  if (pl->scheme == CLATTN__GG_SCHEME_SMALL) {
+    small_cost(g, pl, prof, out, dram_reads);
+    return CLATTN_OK;
+  }
   if (!g->dense)
     route_cost(g, pl, prof, out, dram_reads);
   gemm_cost(g, pl, prof, out, dram_reads);

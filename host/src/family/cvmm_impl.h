@@ -11,8 +11,11 @@
  *   variant 2 (local-memory tiles, GPU-shaped): rows = TM rows a
  *     work-item, keys = CT columns a work-group, splits = TILE rows a
  *     work-group owns, wg = work-items a group;
- *   scheme (gemm only): 1 this kernel, 2 CLBlast (variant and the sizes 0);
- *   0 is CLBlast for gemm and the own kernel for cvmm. */
+ *   scheme: gemm: 1 this kernel, 2 CLBlast (variant and the sizes 0), 0
+ *   CLBlast; cvmm: 1 bucketed (routing, bucketing, then the GEMM), 2 fused
+ *   small rows (cvmm_small: one launch for at most CLATTN__GG_SMALL_ROWS
+ *   rows, variant 1's rows, keys and wg, no splits), 0 fused for that many
+ *   rows or fewer (unless variant 2 or splits are given), else bucketed. */
 #ifndef CLATTN_FAMILY_CVMM_IMPL_H
 #define CLATTN_FAMILY_CVMM_IMPL_H
 
@@ -31,7 +34,15 @@ typedef struct clattn__gg {
   int heads, experts, topk, sel_inner; /* routed */
 } clattn__gg;
 
-enum { CLATTN__GG_SCHEME_OWN = 1, CLATTN__GG_SCHEME_CLBLAST = 2 };
+/* SMALL is the plan's own value (cvmm's params call it scheme 2). */
+enum { CLATTN__GG_SCHEME_OWN = 1, CLATTN__GG_SCHEME_CLBLAST = 2,
+       CLATTN__GG_SCHEME_SMALL = 3 };
+
+/* The most rows the fused small-rows path takes: a decode step's batch,
+ * where the bucketed path's four launches cost more than its GEMM; 11, so
+ * that it takes every call of the shape classes r1 .. r8 (rows rounded to
+ * the nearest power of two) whose tuned params may name it. */
+enum { CLATTN__GG_SMALL_ROWS = 11 };
 
 typedef struct clattn__gg_plan {
   int scheme;  /* CLATTN__GG_SCHEME_* */

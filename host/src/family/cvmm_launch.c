@@ -1,6 +1,7 @@
 /* cvmm_launch.c - the grouped GEMM's launches (cvmm_impl.h): the routing
  * (cvmm_route, cvmm_count, cvmm_scatter) into the context's scratch slot
- * 1, then the GEMM kernel, all on the context's in-order queue. */
+ * 1, then the GEMM kernel, all on the context's in-order queue; or the
+ * fused small-rows kernel cvmm_small alone. */
 #include "family/cvmm_impl.h"
 
 #include <stdio.h>
@@ -10,8 +11,9 @@ enum { SCHED_SLOT = 1 };
 
 static void options(const clattn__gg *g, const clattn__gg_plan *pl,
                     char *buf, size_t cap) {
-  int n = snprintf(buf, cap, "-DDENSE=%d -DVARIANT=%d -DTILE=%d", g->dense,
-                   pl->variant, pl->tile);
+  int n = snprintf(buf, cap, "-DDENSE=%d -DVARIANT=%d -DTILE=%d -DSMALL=%d",
+                   g->dense, pl->variant, pl->tile,
+                   pl->scheme == CLATTN__GG_SCHEME_SMALL);
   if (!g->dense && n > 0 && (size_t)n < cap)
     n += snprintf(buf + n, cap - (size_t)n,
                   " -DMODE=%d -DH=%d -DE=%d -DTOPK=%d -DRR=%d -DRVW=%d "
@@ -30,6 +32,8 @@ static void options(const clattn__gg *g, const clattn__gg_plan *pl,
 }
 
 static const char *gemm_name(const clattn__gg_plan *pl) {
+  if (pl->scheme == CLATTN__GG_SCHEME_SMALL)
+    return "cvmm_small";
   return pl->variant == 1 ? "cvmm_gemm_reg" : "cvmm_gemm_local";
 }
 
@@ -46,11 +50,12 @@ static clattn_status kernels(clattn_ctx *ctx, const clattn__gg *g,
                              cl_kernel *route, cl_kernel *gemm) {
   char opts[384];
   clattn_status rc;
+  const int small = pl->scheme == CLATTN__GG_SCHEME_SMALL;
   for (int pass = 0; pass < 2; pass++) {
     options(g, pl, opts, sizeof opts);
     if ((rc = clattn__kernel(ctx, "cvmm.cl", opts, gemm_name(pl), gemm)))
       return rc;
-    for (int i = 0; !g->dense && i < NROUTE; i++)
+    for (int i = 0; !g->dense && small == 0 && i < NROUTE; i++)
       if ((rc = clattn__kernel(ctx, "cvmm.cl", opts, route_names[i],
                                &route[i])))
         return rc;
@@ -89,6 +94,23 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
   const int T = clattn__gg_tiles(g, pl);
   cl_uint nw = ev ? ev->num_wait : 0;
   const cl_event *wait = ev ? ev->wait : NULL;
+  if (pl->scheme == CLATTN__GG_SCHEME_SMALL) {
+    /* one launch: without routing, a stands in for the unused sel_x and
+     * w_sel */
+    const cl_mem sb[5] = {a, g->dense ? a : sel_x, g->dense ? a : w_sel, w,
+                          out};
+    const cl_int si[6] = {g->rows, g->K, g->N, g->lda, g->ldo, g->sel_inner};
+    cl_uint k = 0;
+    if ((rc = clattn__args(ctx, gemm, &k, 5, sizeof(cl_mem), sb)) ||
+        (rc = clattn__args(ctx, gemm, &k, 6, sizeof(cl_int), si)))
+      return rc;
+    const size_t nb = (size_t)((g->N + pl->cols - 1) / pl->cols);
+    const size_t w1 = pl->wg ? (size_t)pl->wg : 1;
+    const size_t gws[2] = {(nb + w1 - 1) / w1 * w1, (size_t)g->z};
+    const size_t lws[2] = {w1, 1};
+    return clattn__launch(ctx, gemm, 2, gws, pl->wg ? lws : NULL, nw, wait,
+                          ev ? ev->out : NULL);
+  }
   if (!g->dense) {
     /* at most a few GiB: cvmm's check bounds rows * heads * topk */
     const size_t ints = clattn__gg_sched_ints(g, pl);

@@ -223,13 +223,35 @@ clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
   pl->own_only = own;
   if (p->variant < 0 || p->variant > 2 || p->rows < 0 || p->keys < 0 ||
       p->wg < 0 || p->splits < 0 || p->prefetch != 0 || p->scheme < 0 ||
-      p->scheme > (own ? 1 : 2)) {
+      p->scheme > 2) {
     snprintf(why, cap,
              "params: variant must be 0, 1 or 2, scheme %s, sizes >= 0 and "
              "no prefetch",
-             own ? "0 or 1 (cvmm has no CLBlast scheme)"
+             own ? "0 (auto), 1 (bucketed) or 2 (fused small rows)"
                  : "0, 1 (own kernel) or 2 (CLBlast)");
     return CLATTN_ERR_INVALID_ARG;
+  }
+  if (own) {
+    const int small =
+        p->scheme == 2 || (p->scheme == 0 && p->variant != 2 &&
+                           p->splits == 0 && g->rows <= CLATTN__GG_SMALL_ROWS);
+    if (small && (g->rows > CLATTN__GG_SMALL_ROWS || p->variant == 2 ||
+                  p->splits)) {
+      snprintf(why, cap,
+               "params: scheme 2 (fused small rows) takes at most %d rows "
+               "(this call has %d), variant 0 or 1 and no splits",
+               CLATTN__GG_SMALL_ROWS, g->rows);
+      return CLATTN_ERR_INVALID_ARG;
+    }
+    if (small) {
+      /* variant 1's columns and register blocks, every row one tile */
+      pl->scheme = CLATTN__GG_SCHEME_SMALL;
+      pl->variant = 1;
+      clattn_status rc = plan_reg(t, g, p, pl, why, cap);
+      pl->tile = g->rows > 0 ? g->rows : 1;
+      pl->pack = 0;
+      return rc;
+    }
   }
   pl->scheme = own || p->scheme == 1 ? CLATTN__GG_SCHEME_OWN
                                      : CLATTN__GG_SCHEME_CLBLAST;
@@ -248,7 +270,7 @@ clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
 
 size_t clattn__gg_local_bytes(const clattn__gg *g, const clattn__gg_plan *pl) {
   if (pl->scheme != CLATTN__GG_SCHEME_OWN)
-    return 0;
+    return 0; /* CLBlast's own, or the fused kernel's none */
   if (pl->variant == 1)
     return pl->pack ? (size_t)g->K * (size_t)pl->cols * 4 : 0;
   const size_t rc = (size_t)(pl->wg / pl->cols * pl->rows);
@@ -260,7 +282,7 @@ size_t clattn__gg_local_bytes(const clattn__gg *g, const clattn__gg_plan *pl) {
 
 int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
                     const clattn__gg_plan *pl, char *why, size_t cap) {
-  if (pl->scheme != CLATTN__GG_SCHEME_OWN)
+  if (pl->scheme == CLATTN__GG_SCHEME_CLBLAST)
     return 1;
   return clattn__plan_fits(t, pl->wg, clattn__gg_local_bytes(g, pl), why,
                            cap);
@@ -269,17 +291,19 @@ int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
 clattn_params clattn__gg_resolved(const clattn__gg_plan *pl) {
   if (pl->scheme == CLATTN__GG_SCHEME_CLBLAST)
     return (clattn_params){0, 0, 0, 0, 0, 0, CLATTN__GG_SCHEME_CLBLAST};
-  /* the cvmm family has one scheme and writes none */
-  const int scheme = pl->own_only ? 0 : CLATTN__GG_SCHEME_OWN;
+  if (pl->scheme == CLATTN__GG_SCHEME_SMALL)
+    return (clattn_params){1, pl->rows, pl->cols, pl->wg, 0, 0, 2};
   return (clattn_params){pl->variant, pl->rows, pl->cols, pl->wg,
-                         pl->tile,    0,        scheme};
+                         pl->tile,    0,        CLATTN__GG_SCHEME_OWN};
 }
 
-/* Variant 1: rows {4, 6, 8, 12} x vectors {1 .. 5} (a single vector with
- * 8 rows or more; the accumulators fitting the registers) x tiles
+/* Bucketed (scheme 1) variant 1: rows {4, 6, 8, 12} x vectors {1 .. 5}
+ * (a single vector with 8 rows or more; the accumulators fitting the
+ * registers) x tiles
  * {default, 64, 256}; variant 2 on GPU-shaped targets: work-groups {64,
- * 128, 256} x columns {16, 32, 64} x rows {2, 4, 8}; and CLBlast for the
- * projection family (its default). */
+ * 128, 256} x columns {16, 32, 64} x rows {2, 4, 8}; cvmm's fused path
+ * (scheme 2) for small rows: vectors {1 .. 5} (1 .. 2 on GPU-shaped
+ * targets); and CLBlast for the projection family (its default). */
 clattn_status clattn__gg_space(const clattn__family *F,
                                const clattn__target *t, const void *desc,
                                const clattn__gg *g, int clblast,
@@ -287,22 +311,32 @@ clattn_status clattn__gg_space(const clattn__family *F,
   static const int rs[] = {4, 6, 8, 12}, tiles[] = {0, 64, 256};
   static const int wgs[] = {64, 128, 256}, cts[] = {16, 32, 64},
                    tms[] = {2, 4, 8};
-  const int own = clblast ? CLATTN__GG_SCHEME_OWN : 0;
+  const int own = CLATTN__GG_SCHEME_OWN; /* cvmm's bucketed scheme too */
   clattn__space_init_params(s);
   const int i = clattn__space_try(F, t, desc,
                                   (clattn_params){0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
+  int vw = t->vec_width > 1 ? t->vec_width : 4;
+  while (vw > g->N)
+    vw /= 2;
+  /* cvmm's fused small-rows path, early so that a partial search meets
+   * it: its columns a work-item, the default register block */
+  for (int cv = 1; !clblast && g->rows <= CLATTN__GG_SMALL_ROWS && cv <= 5;
+       cv++) {
+    if (!t->cpu_vectors && cv > 2)
+      continue;
+    const clattn_params p = {1, 0, cv * vw, 0, 0, 0, 2};
+    if (clattn__space_try(F, t, desc, p, s) == -2)
+      return CLATTN_ERR_NOMEM;
+  }
   if (clblast &&
       clattn__space_try(F, t, desc,
                         (clattn_params){0, 0, 0, 0, 0, 0,
                                         CLATTN__GG_SCHEME_CLBLAST},
                         s) == -2)
     return CLATTN_ERR_NOMEM;
-  int vw = t->vec_width > 1 ? t->vec_width : 4;
-  while (vw > g->N)
-    vw /= 2;
   const int vregs = t->vregs > 0 ? t->vregs : 16;
   for (int r = 0; r < 4; r++)
     for (int cv = 1; cv <= 5; cv++)
