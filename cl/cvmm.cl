@@ -77,6 +77,27 @@
 
 typedef FLOATW(RVW) rvec_t;
 
+/* The TOPK largest of E logits lg, in descending order by insertion: an
+ * expert passes an earlier one only when strictly larger, so a tie keeps
+ * the lower index (the reference's rule). */
+inline void cvmm_topk(const float *lg, float *tl, int *te) {
+  int cnt = 0;
+  for (int e = 0; e < E; e++) {
+    const float l = lg[e];
+    if (cnt == TOPK && !(l > tl[TOPK - 1]))
+      continue;
+    int p = min(cnt, TOPK - 1);
+    while (p > 0 && l > tl[p - 1]) {
+      tl[p] = tl[p - 1];
+      te[p] = te[p - 1];
+      p--;
+    }
+    tl[p] = l;
+    te[p] = e;
+    cnt = min(cnt + 1, TOPK);
+  }
+}
+
 __kernel void cvmm_route(__global const float *restrict x,
                          __global const float *restrict ws,
                          __global int *restrict sched, const int rows,
@@ -139,25 +160,9 @@ __kernel void cvmm_route(__global const float *restrict x,
     }
     const long row = (long)(r0 + r);
     for (int h = 0; h < H; h++) {
-      /* the top-k in descending order by insertion: an expert passes an
-       * earlier one only when strictly larger, so ties keep the lower */
       float tl[TOPK];
       int te[TOPK];
-      int cnt = 0;
-      for (int e = 0; e < E; e++) {
-        const float l = lg[h * E + e];
-        if (cnt == TOPK && !(l > tl[TOPK - 1]))
-          continue;
-        int p = min(cnt, TOPK - 1);
-        while (p > 0 && l > tl[p - 1]) {
-          tl[p] = tl[p - 1];
-          te[p] = te[p - 1];
-          p--;
-        }
-        tl[p] = l;
-        te[p] = e;
-        cnt = min(cnt + 1, TOPK);
-      }
+      cvmm_topk(lg + h * E, tl, te);
       for (int s = 0; s < TOPK; s++)
         sel[(row * H + h) * TOPK + s] =
             (int2)(te[s], as_int(sg[h * E + te[s]]));
@@ -492,24 +497,9 @@ __kernel void cvmm_small(__global const float *restrict a,
           lg[e] = fma(xv, wi[e], lg[e]);
         wi += HE;
       }
-      /* cvmm_route's top-k: ties keep the lower expert */
       float tl[TOPK];
       int te[TOPK];
-      int cnt = 0;
-      for (int e = 0; e < E; e++) {
-        const float l = lg[e];
-        if (cnt == TOPK && !(l > tl[TOPK - 1]))
-          continue;
-        int p = min(cnt, TOPK - 1);
-        while (p > 0 && l > tl[p - 1]) {
-          tl[p] = tl[p - 1];
-          te[p] = te[p - 1];
-          p--;
-        }
-        tl[p] = l;
-        te[p] = e;
-        cnt = min(cnt + 1, TOPK);
-      }
+      cvmm_topk(lg, tl, te);
       for (int s = 0; s < TOPK; s++)
         chosen[r][hh][s] =
             (int2)(te[s], as_int(1.0f / (1.0f + exp(-tl[s]))));
