@@ -75,8 +75,15 @@ clattn_status clattn_ctx_last_choice(const clattn_ctx *ctx,
     return rc;
   if (out == NULL)
     return CLATTN_ERR_INVALID_ARG;
-  if (!ctx->has_last)
-    return CLATTN_ERR_NOT_FOUND;
-  *out = ctx->last;
-  return CLATTN_OK;
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  if (locked == NULL)
+    return CLATTN_ERR_MISUSE;
+  const clattn__thread_slot *mine = clattn__ctx_thread_slot(locked);
+  rc = CLATTN_ERR_NOT_FOUND;
+  if (mine != NULL && mine->has_last) {
+    *out = mine->last;
+    rc = CLATTN_OK;
+  }
+  clattn__ctx_leave(locked);
+  return rc;
 }

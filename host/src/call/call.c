@@ -27,9 +27,9 @@ static clattn_status begin(clattn_ctx *ctx, const clattn__family *F,
   return CLATTN_OK;
 }
 
-clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
-                           const void *desc, const cl_mem *bufs,
-                           const clattn_events *ev) {
+static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
+                                 const void *desc, const cl_mem *bufs,
+                                 const clattn_events *ev) {
   clattn__buf_spec spec[CLATTN__MAX_BUFS];
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
   clattn_choice ch;
@@ -52,13 +52,24 @@ clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
   if ((rc = F->enqueue(ctx, desc, plan, ch.params.wg == 0, bufs, ev)))
     return rc;
   ch.resolved = F->resolved(plan);
-  ctx->last = ch;
-  ctx->has_last = 1;
+  ctx->cur->last = ch;
+  ctx->cur->has_last = 1;
   return CLATTN_OK;
 }
 
-clattn_status clattn__explain(clattn_ctx *ctx, const clattn__family *F,
-                              const void *desc, clattn_choice *out) {
+/* The context's lock covers the choice, the program cache, the scratch
+ * buffers and the enqueue: kernels' arguments are set, then enqueued. */
+clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
+                           const void *desc, const cl_mem *bufs,
+                           const clattn_events *ev) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = call_locked(ctx, F, desc, bufs, ev);
+  clattn__ctx_leave(locked);
+  return rc;
+}
+
+static clattn_status explain_locked(clattn_ctx *ctx, const clattn__family *F,
+                                    const void *desc, clattn_choice *out) {
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc)
@@ -68,4 +79,12 @@ clattn_status clattn__explain(clattn_ctx *ctx, const clattn__family *F,
   if ((rc = begin(ctx, F, desc)))
     return rc;
   return clattn__choose(ctx, F, desc, out, plan);
+}
+
+clattn_status clattn__explain(clattn_ctx *ctx, const clattn__family *F,
+                              const void *desc, clattn_choice *out) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = explain_locked(ctx, F, desc, out);
+  clattn__ctx_leave(locked);
+  return rc;
 }

@@ -158,9 +158,12 @@ done:
 }
 
 clattn_status clattn_ctx_set_params(clattn_ctx *ctx, const char *spec) {
-  clattn_status rc = clattn__ctx_check(ctx);
-  if (rc)
-    return rc;
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  if (locked == NULL)
+    return CLATTN_ERR_MISUSE;
   ctx->errmsg[0] = '\0';
-  return clattn__set_overrides(ctx, spec, "clattn_ctx_set_params");
+  clattn_status rc =
+      clattn__set_overrides(ctx, spec, "clattn_ctx_set_params");
+  clattn__ctx_leave(locked);
+  return rc;
 }

@@ -444,8 +444,8 @@ static double best_of(const double *v) {
 
 /* ------------------------------------------------------------ the probe */
 
-clattn_status clattn_probe(clattn_ctx *ctx, const clattn_probe_opts *opts,
-                           clattn_probe_result *out) {
+static clattn_status probe_unlocked(clattn_ctx *ctx, const clattn_probe_opts *opts,
+                                    clattn_probe_result *out) {
   static const clattn_probe_opts defaults;
   clattn_status rc = clattn__ctx_check(ctx);
   probe P;
@@ -567,8 +567,8 @@ void clattn_copy_ref_destroy(clattn_copy_ref *ref) {
   free(ref);
 }
 
-clattn_status clattn_copy_ref_create(clattn_ctx *ctx, size_t bytes,
-                                     clattn_copy_ref **out) {
+static clattn_status copy_ref_create_unlocked(clattn_ctx *ctx, size_t bytes,
+                                              clattn_copy_ref **out) {
   clattn_status rc = clattn__ctx_check(ctx);
   clattn_copy_ref *r = NULL;
   cl_kernel k;
@@ -601,7 +601,7 @@ done:
   return rc;
 }
 
-clattn_status clattn_copy_ref_run(clattn_copy_ref *ref, double *gbs) {
+static clattn_status copy_ref_run_unlocked(clattn_copy_ref *ref, double *gbs) {
   if (ref == NULL)
     return CLATTN_ERR_INVALID_ARG;
   clattn_ctx *ctx = ref->ctx;
@@ -695,5 +695,28 @@ done:
   if (out)
     clReleaseMemObject(out);
   free(zeros);
+  return rc;
+}
+
+clattn_status clattn_probe(clattn_ctx *ctx, const clattn_probe_opts *opts,
+                           clattn_probe_result *out) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = probe_unlocked(ctx, opts, out);
+  clattn__ctx_leave(locked);
+  return rc;
+}
+
+clattn_status clattn_copy_ref_create(clattn_ctx *ctx, size_t bytes,
+                                     clattn_copy_ref **out) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = copy_ref_create_unlocked(ctx, bytes, out);
+  clattn__ctx_leave(locked);
+  return rc;
+}
+
+clattn_status clattn_copy_ref_run(clattn_copy_ref *ref, double *gbs) {
+  clattn_ctx *locked = clattn__ctx_enter(ref ? ref->ctx : NULL);
+  clattn_status rc = copy_ref_run_unlocked(ref, gbs);
+  clattn__ctx_leave(locked);
   return rc;
 }

@@ -121,7 +121,7 @@ void clattn__fingerprint(const clattn__devinfo *d, char *out, size_t cap) {
   copy_str(out, cap, hex);
 }
 
-clattn_status clattn_profile_reported(clattn_ctx *ctx, clattn_profile *out) {
+static clattn_status profile_reported_unlocked(clattn_ctx *ctx, clattn_profile *out) {
   clattn_status rc = clattn__ctx_check(ctx);
   char *ext = NULL;
   if (rc != CLATTN_OK)
@@ -213,8 +213,8 @@ static int same_model(const char *sheet, const char *dev) {
   return words > 0;
 }
 
-clattn_status clattn_profile_for(clattn_ctx *ctx, clattn_db *db,
-                                 clattn_profile *out) {
+static clattn_status profile_for_unlocked(clattn_ctx *ctx, clattn_db *db,
+                                          clattn_profile *out) {
   clattn_status rc = clattn_profile_reported(ctx, out);
   if (rc != CLATTN_OK)
     return rc;
@@ -260,4 +260,19 @@ clattn_status clattn_profile_for(clattn_ctx *ctx, clattn_db *db,
              len ? "; " : "", stale);
   }
   return CLATTN_OK;
+}
+
+clattn_status clattn_profile_reported(clattn_ctx *ctx, clattn_profile *out) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = profile_reported_unlocked(ctx, out);
+  clattn__ctx_leave(locked);
+  return rc;
+}
+
+clattn_status clattn_profile_for(clattn_ctx *ctx, clattn_db *db,
+                                 clattn_profile *out) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = profile_for_unlocked(ctx, db, out);
+  clattn__ctx_leave(locked);
+  return rc;
 }

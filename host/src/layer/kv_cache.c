@@ -54,8 +54,8 @@ static clattn_status new_buffer(clattn_ctx *ctx, size_t bytes, int zero,
   return CLATTN_OK;
 }
 
-clattn_status clattn_kv_cache_create(clattn_layer *l, int batch, int capacity,
-                                     clattn_kv_cache **out)
+static clattn_status cache_create(clattn_layer *l, int batch, int capacity,
+                                  clattn_kv_cache **out)
 {
   clattn_status rc;
   clattn_ctx *ctx;
@@ -121,6 +121,17 @@ clattn_status clattn_kv_cache_create(clattn_layer *l, int batch, int capacity,
     c->v = c->k;
   *out = c;
   return CLATTN_OK;
+}
+
+/* The context's lock: the cache is made and cleared on its queue. */
+clattn_status clattn_kv_cache_create(clattn_layer *l, int batch, int capacity,
+                                     clattn_kv_cache **out)
+{
+  clattn_ctx *locked = clattn__ctx_enter(
+      l != NULL && l->magic == CLATTN__LAYER_MAGIC ? l->ctx : NULL);
+  clattn_status rc = cache_create(l, batch, capacity, out);
+  clattn__ctx_leave(locked);
+  return rc;
 }
 
 void clattn_kv_cache_destroy(clattn_kv_cache *c)

@@ -116,10 +116,10 @@ static int weight_absent(const clattn__layer_kind *K, const void *d, int i)
   return cols == 0;
 }
 
-clattn_status clattn__layer_create(clattn_ctx *ctx,
-                                   const clattn__layer_kind *K,
-                                   const void *d, const cl_mem *w,
-                                   clattn_layer **out)
+static clattn_status layer_create(clattn_ctx *ctx,
+                                  const clattn__layer_kind *K,
+                                  const void *d, const cl_mem *w,
+                                  clattn_layer **out)
 {
   clattn_status rc;
   char why[200];
@@ -183,6 +183,19 @@ clattn_status clattn__layer_create(clattn_ctx *ctx,
   }
   *out = l;
   return CLATTN_OK;
+}
+
+/* Every public layer function holds the context's lock for its whole
+ * step: its core calls share the context's scratch buffers. */
+clattn_status clattn__layer_create(clattn_ctx *ctx,
+                                   const clattn__layer_kind *K,
+                                   const void *d, const cl_mem *w,
+                                   clattn_layer **out)
+{
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = layer_create(ctx, K, d, w, out);
+  clattn__ctx_leave(locked);
+  return rc;
 }
 
 void clattn_layer_destroy(clattn_layer *l)
@@ -431,7 +444,7 @@ static clattn_status cached_step(clattn_layer *l, clattn_kv_cache *c,
   return rc;
 }
 
-clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
+static clattn_status layer_prefill(clattn_layer *l, clattn_kv_cache *c,
                                    int batch, int n, int causal, cl_mem x,
                                    cl_mem y, const clattn_events *ev)
 {
@@ -473,7 +486,7 @@ clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
   return cached_step(l, c, CLATTN__CORE_PREFILL, &a, x, y, ev);
 }
 
-clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c,
+static clattn_status layer_decode(clattn_layer *l, clattn_kv_cache *c,
                                   cl_mem x, cl_mem y, const clattn_events *ev)
 {
   clattn_status rc;
@@ -496,4 +509,28 @@ clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c,
     return rc;
   core_args(l, c, c->batch, 1, 1, x, y, &a);
   return cached_step(l, c, CLATTN__CORE_DECODE, &a, x, y, ev);
+}
+
+static clattn_ctx *layer_ctx(const clattn_layer *l)
+{
+  return l != NULL && l->magic == CLATTN__LAYER_MAGIC ? l->ctx : NULL;
+}
+
+clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
+                                   int batch, int n, int causal, cl_mem x,
+                                   cl_mem y, const clattn_events *ev)
+{
+  clattn_ctx *locked = clattn__ctx_enter(layer_ctx(l));
+  clattn_status rc = layer_prefill(l, c, batch, n, causal, x, y, ev);
+  clattn__ctx_leave(locked);
+  return rc;
+}
+
+clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c,
+                                  cl_mem x, cl_mem y, const clattn_events *ev)
+{
+  clattn_ctx *locked = clattn__ctx_enter(layer_ctx(l));
+  clattn_status rc = layer_decode(l, c, x, y, ev);
+  clattn__ctx_leave(locked);
+  return rc;
 }

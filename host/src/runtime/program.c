@@ -60,8 +60,10 @@ void clattn__programs_free(clattn_ctx *ctx) {
 }
 
 void clattn_ctx_clear_programs(clattn_ctx *ctx) {
-  if (clattn__ctx_check(ctx) == CLATTN_OK)
-    clattn__programs_free(ctx);
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  if (locked != NULL)
+    clattn__programs_free(locked);
+  clattn__ctx_leave(locked);
 }
 
 /* ------------------------------------------------------------ disk cache */

@@ -15,7 +15,7 @@ clattn_status clattn__fail(clattn_ctx *ctx, clattn_status st, const char *fmt,
     return st;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
+  vsnprintf(ctx->errmsg, CLATTN_ERRMSG_MAX, fmt, ap);
   va_end(ap);
   return st;
 }
@@ -37,15 +37,65 @@ static _Thread_local char create_errmsg[CLATTN_ERRMSG_MAX];
 const char *clattn_ctx_errmsg(const clattn_ctx *ctx) {
   if (ctx == NULL)
     return create_errmsg;
-  if (ctx->magic != CLATTN_CTX_MAGIC)
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  if (locked == NULL)
     return "not a live clattn context";
-  return ctx->errmsg;
+  /* the slot is written only by this thread and lives as long as ctx */
+  const char *msg = locked->errmsg;
+  clattn__ctx_leave(locked);
+  return msg;
 }
 
 clattn_status clattn__ctx_check(const clattn_ctx *ctx) {
   if (ctx == NULL || ctx->magic != CLATTN_CTX_MAGIC)
     return CLATTN_ERR_MISUSE;
   return CLATTN_OK;
+}
+
+/* ------------------------------------------------------------ threads */
+
+static clattn__thread_slot *find_slot(const clattn_ctx *ctx) {
+  const pthread_t self = pthread_self();
+  for (clattn__thread_slot *t = ctx->slots; t; t = t->next)
+    if (pthread_equal(t->thread, self))
+      return t;
+  return NULL;
+}
+
+/* The calling thread's slot, made on its first use of ctx (under the lock). */
+static clattn__thread_slot *own_slot(clattn_ctx *ctx) {
+  clattn__thread_slot *t = find_slot(ctx);
+  if (t != NULL)
+    return t;
+  t = calloc(1, sizeof *t);
+  if (t == NULL)
+    return &ctx->shared; /* out of memory: messages may mix between threads */
+  t->thread = pthread_self();
+  t->next = ctx->slots;
+  ctx->slots = t;
+  return t;
+}
+
+clattn_ctx *clattn__ctx_enter(const clattn_ctx *c) {
+  if (clattn__ctx_check(c) != CLATTN_OK)
+    return NULL;
+  clattn_ctx *ctx = (clattn_ctx *)c; /* contexts are never const objects */
+  /* a recursive mutex fails only on misuse (the owner's count overflowing,
+   * or ctx destroyed): proceed as a call without the lock would */
+  if (pthread_mutex_lock(&ctx->lock) != 0)
+    return NULL;
+  ctx->cur = own_slot(ctx);
+  ctx->errmsg = ctx->cur->errmsg;
+  return ctx;
+}
+
+void clattn__ctx_leave(clattn_ctx *locked) {
+  if (locked != NULL)
+    pthread_mutex_unlock(&locked->lock);
+}
+
+const clattn__thread_slot *clattn__ctx_thread_slot(const clattn_ctx *ctx) {
+  return find_slot(ctx);
 }
 
 /* ----------------------------------------------------------- device info */
@@ -267,7 +317,24 @@ clattn_status clattn__ctx_open(const clattn_ctx_opts *opts,
     snprintf(create_errmsg, sizeof create_errmsg, "out of host memory");
     return CLATTN_ERR_NOMEM;
   }
+  pthread_mutexattr_t attr;
+  int perr = pthread_mutexattr_init(&attr);
+  if (perr == 0) {
+    perr = pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    if (perr == 0)
+      perr = pthread_mutex_init(&ctx->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+  }
+  if (perr != 0) {
+    snprintf(create_errmsg, sizeof create_errmsg,
+             "cannot create the context's lock (pthread error %d)", perr);
+    free(ctx);
+    return CLATTN_ERR_NOMEM;
+  }
   ctx->magic = CLATTN_CTX_MAGIC;
+  /* the creating thread's slot: the context is not shared yet */
+  ctx->cur = own_slot(ctx);
+  ctx->errmsg = ctx->cur->errmsg;
   if (o->queue != NULL) {
     cl_command_queue_properties props = 0;
     CLATTN_CL(ctx, clGetCommandQueueInfo(o->queue, CL_QUEUE_CONTEXT,
@@ -310,7 +377,7 @@ clattn_status clattn__ctx_open(const clattn_ctx_opts *opts,
   *out = ctx;
   return CLATTN_OK;
 done:
-  memcpy(create_errmsg, ctx->errmsg, sizeof create_errmsg);
+  snprintf(create_errmsg, sizeof create_errmsg, "%s", ctx->errmsg);
   clattn__ctx_close(ctx);
   return rc;
 }
@@ -331,6 +398,12 @@ void clattn__ctx_close(clattn_ctx *ctx) {
   if (ctx->context)
     clReleaseContext(ctx->context);
   free(ctx->cache_dir);
+  while (ctx->slots) {
+    clattn__thread_slot *next = ctx->slots->next;
+    free(ctx->slots);
+    ctx->slots = next;
+  }
+  pthread_mutex_destroy(&ctx->lock);
   ctx->magic = 0;
   free(ctx);
 }
@@ -348,11 +421,13 @@ cl_device_id clattn_ctx_device(const clattn_ctx *ctx) {
 void clattn_ctx_cache_stats(const clattn_ctx *ctx, clattn_cache_stats *out) {
   if (out == NULL)
     return;
-  if (clattn__ctx_check(ctx)) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  if (locked == NULL) {
     memset(out, 0, sizeof *out);
     return;
   }
-  *out = ctx->stats;
+  *out = locked->stats;
+  clattn__ctx_leave(locked);
 }
 
 /* --------------------------------------------------- scratch and launch */

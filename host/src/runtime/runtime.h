@@ -6,6 +6,7 @@
 #include "clattn.h"
 #include "base/target.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 
 #define CLATTN_CTX_MAGIC 0x636c6174u /* "clat" */
@@ -40,6 +41,16 @@ typedef struct clattn__choice_state clattn__choice_state;
 
 enum { CLATTN_SCRATCH_SLOTS = 4 };
 
+/* What clattn_ctx_errmsg and clattn_ctx_last_choice report to one thread:
+ * each thread that used the context has its own, freed with the context. */
+typedef struct clattn__thread_slot {
+  struct clattn__thread_slot *next;
+  pthread_t thread;
+  int has_last;
+  clattn_choice last; /* the thread's last call's choice, as it ran */
+  char errmsg[CLATTN_ERRMSG_MAX];
+} clattn__thread_slot;
+
 struct clattn_ctx {
   unsigned magic;
   cl_context context;
@@ -55,9 +66,13 @@ struct clattn_ctx {
   cl_mem scratch[CLATTN_SCRATCH_SLOTS];
   size_t scratch_size[CLATTN_SCRATCH_SLOTS];
   clattn__choice_state *choice; /* overrides, tuning rows, model picks */
-  int has_last;
-  clattn_choice last;       /* the last call's choice, as it ran */
-  char errmsg[CLATTN_ERRMSG_MAX];
+  /* Serialises every public function's host-side work on the context
+   * (recursive: a public function may call another). */
+  pthread_mutex_t lock;
+  clattn__thread_slot *slots;   /* one per thread that used the context */
+  clattn__thread_slot shared;   /* when a thread's slot cannot be allocated */
+  clattn__thread_slot *cur;     /* the locking thread's slot */
+  char *errmsg;                 /* cur->errmsg: the message being written */
 };
 
 /* Record a failure on ctx (printf-style message) and return st. */
@@ -106,6 +121,17 @@ clattn__target clattn__ctx_target(const clattn_ctx *ctx);
 
 /* Check ctx is a live context; returns CLATTN_ERR_MISUSE otherwise. */
 clattn_status clattn__ctx_check(const clattn_ctx *ctx);
+
+/* Lock ctx for a public function's host-side work and point ctx->errmsg
+ * and ctx->cur at the calling thread's slot.  Returns ctx, or NULL (and
+ * locks nothing) when ctx is not a live context, so a function keeps its
+ * own checks and messages: `clattn_ctx *locked = clattn__ctx_enter(ctx);
+ * ... clattn__ctx_leave(locked);`.  Recursive: nesting is fine. */
+clattn_ctx *clattn__ctx_enter(const clattn_ctx *ctx);
+void clattn__ctx_leave(clattn_ctx *locked);
+
+/* The calling thread's slot of a locked ctx, NULL when the thread has none. */
+const clattn__thread_slot *clattn__ctx_thread_slot(const clattn_ctx *ctx);
 
 /* The index of an embedded kernel source by its file name
  * ("attention.cl"), -1 when there is none. */

@@ -248,7 +248,7 @@ clattn_status clattn__gemm_apply(clattn_ctx *ctx) {
   return rc;
 }
 
-clattn_status clattn_explain_gemm(clattn_ctx *ctx, char *buf, size_t cap) {
+static clattn_status explain_gemm_unlocked(clattn_ctx *ctx, char *buf, size_t cap) {
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc != CLATTN_OK)
     return rc;
@@ -290,4 +290,11 @@ clattn_status clattn__gemm_restore(clattn_ctx *ctx, clattn_db *db) {
                "valid tuned entry");
   note_set(ctx->device, ctx->gemm_explain);
   return CLATTN_OK;
+}
+
+clattn_status clattn_explain_gemm(clattn_ctx *ctx, char *buf, size_t cap) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = explain_gemm_unlocked(ctx, buf, cap);
+  clattn__ctx_leave(locked);
+  return rc;
 }

@@ -442,10 +442,10 @@ static clattn_status begin(clattn_ctx *ctx, const clattn__family *F,
   return clattn__explain(ctx, F, H->desc, &ch);
 }
 
-clattn_status clattn__tune(clattn_ctx *ctx, clattn_db *db,
-                           const clattn__family *F, const void *desc,
-                           const clattn_tune_opts *opts,
-                           clattn_tune_result *out) {
+static clattn_status tune_unlocked(clattn_ctx *ctx, clattn_db *db,
+                                   const clattn__family *F, const void *desc,
+                                   const clattn_tune_opts *opts,
+                                   clattn_tune_result *out) {
   harness H;
   clattn__space s;
   clattn__tune_family fam;
@@ -490,9 +490,9 @@ done:
   return rc;
 }
 
-clattn_status clattn__tune_space(clattn_ctx *ctx, const clattn__family *F,
-                                 const void *desc, clattn_params *out, int cap,
-                                 int *n, int *pruned) {
+static clattn_status tune_space_unlocked(clattn_ctx *ctx, const clattn__family *F,
+                                         const void *desc, clattn_params *out, int cap,
+                                         int *n, int *pruned) {
   harness H;
   clattn__space s;
   memset(&s, 0, sizeof s);
@@ -541,4 +541,23 @@ clattn_status clattn_tune_space_decode(clattn_ctx *ctx,
                                        int *pruned) {
   return clattn__tune_space(ctx, &clattn__family_decode, d, out, cap, n,
                             pruned);
+}
+
+clattn_status clattn__tune(clattn_ctx *ctx, clattn_db *db,
+                           const clattn__family *F, const void *desc,
+                           const clattn_tune_opts *opts,
+                           clattn_tune_result *out) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = tune_unlocked(ctx, db, F, desc, opts, out);
+  clattn__ctx_leave(locked);
+  return rc;
+}
+
+clattn_status clattn__tune_space(clattn_ctx *ctx, const clattn__family *F,
+                                 const void *desc, clattn_params *out, int cap,
+                                 int *n, int *pruned) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = tune_space_unlocked(ctx, F, desc, out, cap, n, pruned);
+  clattn__ctx_leave(locked);
+  return rc;
 }

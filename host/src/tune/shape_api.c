@@ -62,10 +62,10 @@ static clattn_status parse(const char *family, const char *shape,
   return rc;
 }
 
-clattn_status clattn_tune_shape(clattn_ctx *ctx, clattn_db *db,
-                                const char *family, const char *shape,
-                                const clattn_tune_opts *opts,
-                                clattn_tune_result *out) {
+static clattn_status tune_shape_unlocked(clattn_ctx *ctx, clattn_db *db,
+                                         const char *family, const char *shape,
+                                         const clattn_tune_opts *opts,
+                                         clattn_tune_result *out) {
   _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
   const clattn__family *F;
   char why[256];
@@ -77,10 +77,10 @@ clattn_status clattn_tune_shape(clattn_ctx *ctx, clattn_db *db,
   return clattn__tune(ctx, db, F, d, opts, out);
 }
 
-clattn_status clattn_explain_shape(clattn_ctx *ctx, const char *family,
-                                   const char *shape,
-                                   const clattn_params *params,
-                                   clattn_choice *out) {
+static clattn_status explain_shape_unlocked(clattn_ctx *ctx, const char *family,
+                                            const char *shape,
+                                            const clattn_params *params,
+                                            clattn_choice *out) {
   _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
   const clattn__family *F;
   char why[256];
@@ -108,4 +108,24 @@ clattn_status clattn_model_shape(const char *family, const char *shape,
     return rc;
   }
   return clattn__model(F, d, NULL, prof, out);
+}
+
+clattn_status clattn_tune_shape(clattn_ctx *ctx, clattn_db *db,
+                                const char *family, const char *shape,
+                                const clattn_tune_opts *opts,
+                                clattn_tune_result *out) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = tune_shape_unlocked(ctx, db, family, shape, opts, out);
+  clattn__ctx_leave(locked);
+  return rc;
+}
+
+clattn_status clattn_explain_shape(clattn_ctx *ctx, const char *family,
+                                   const char *shape,
+                                   const clattn_params *params,
+                                   clattn_choice *out) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = explain_shape_unlocked(ctx, family, shape, params, out);
+  clattn__ctx_leave(locked);
+  return rc;
 }

@@ -305,9 +305,9 @@ done:
   return rc;
 }
 
-clattn_status clattn_tune_gemm(clattn_ctx *ctx, clattn_db *db, int m, int n,
-                               int k, const clattn_tune_opts *opts,
-                               clattn_tune_result *out) {
+static clattn_status tune_gemm_unlocked(clattn_ctx *ctx, clattn_db *db, int m, int n,
+                                        int k, const clattn_tune_opts *opts,
+                                        clattn_tune_result *out) {
   clattn_status rc = clattn__ctx_check(ctx), rc2;
   clattn__space space;
   clattn__tune_family fam;
@@ -357,5 +357,14 @@ clattn_status clattn_tune_gemm(clattn_ctx *ctx, clattn_db *db, int m, int n,
   tuner_free(&t);
   clattn__space_free(&space);
 done:
+  return rc;
+}
+
+clattn_status clattn_tune_gemm(clattn_ctx *ctx, clattn_db *db, int m, int n,
+                               int k, const clattn_tune_opts *opts,
+                               clattn_tune_result *out) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = tune_gemm_unlocked(ctx, db, m, n, k, opts, out);
+  clattn__ctx_leave(locked);
   return rc;
 }
