@@ -444,7 +444,8 @@ static double best_of(const double *v) {
 
 /* ------------------------------------------------------------ the probe */
 
-static clattn_status probe_unlocked(clattn_ctx *ctx, const clattn_probe_opts *opts,
+static clattn_status probe_unlocked(clattn_ctx *ctx,
+                                    const clattn_probe_opts *opts,
                                     clattn_probe_result *out) {
   static const clattn_probe_opts defaults;
   clattn_status rc = clattn__ctx_check(ctx);

@@ -121,7 +121,8 @@ void clattn__fingerprint(const clattn__devinfo *d, char *out, size_t cap) {
   copy_str(out, cap, hex);
 }
 
-static clattn_status profile_reported_unlocked(clattn_ctx *ctx, clattn_profile *out) {
+static clattn_status profile_reported_unlocked(clattn_ctx *ctx,
+                                               clattn_profile *out) {
   clattn_status rc = clattn__ctx_check(ctx);
   char *ext = NULL;
   if (rc != CLATTN_OK)

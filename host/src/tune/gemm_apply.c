@@ -248,7 +248,8 @@ clattn_status clattn__gemm_apply(clattn_ctx *ctx) {
   return rc;
 }
 
-static clattn_status explain_gemm_unlocked(clattn_ctx *ctx, char *buf, size_t cap) {
+static clattn_status explain_gemm_unlocked(clattn_ctx *ctx, char *buf,
+                                           size_t cap) {
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc != CLATTN_OK)
     return rc;

@@ -490,9 +490,10 @@ done:
   return rc;
 }
 
-static clattn_status tune_space_unlocked(clattn_ctx *ctx, const clattn__family *F,
-                                         const void *desc, clattn_params *out, int cap,
-                                         int *n, int *pruned) {
+static clattn_status tune_space_unlocked(clattn_ctx *ctx,
+                                         const clattn__family *F,
+                                         const void *desc, clattn_params *out,
+                                         int cap, int *n, int *pruned) {
   harness H;
   clattn__space s;
   memset(&s, 0, sizeof s);

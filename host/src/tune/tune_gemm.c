@@ -305,8 +305,9 @@ done:
   return rc;
 }
 
-static clattn_status tune_gemm_unlocked(clattn_ctx *ctx, clattn_db *db, int m, int n,
-                                        int k, const clattn_tune_opts *opts,
+static clattn_status tune_gemm_unlocked(clattn_ctx *ctx, clattn_db *db,
+                                        int m, int n, int k,
+                                        const clattn_tune_opts *opts,
                                         clattn_tune_result *out) {
   clattn_status rc = clattn__ctx_check(ctx), rc2;
   clattn__space space;
