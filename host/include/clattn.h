@@ -44,6 +44,48 @@ extern "C" {
   ((CLATTN_VERSION_MAJOR << 16) | (CLATTN_VERSION_MINOR << 8) |                \
    CLATTN_VERSION_PATCH)
 
+/* Errors and threads
+ *
+ * Every function's comment ends with "Errors: ... Threads: ...": the
+ * statuses it returns besides CLATTN_OK, and whether threads may call it
+ * at once.  Shorthands:
+ *  - "ctx": CLATTN_ERR_MISUSE when the context (or the context of the
+ *    layer, cache or reference passed) is not a live one (NULL, or a
+ *    pointer that is not a context; a destroyed one is undefined).
+ *  - "call": what every kernel call checks and runs into:
+ *    CLATTN_ERR_INVALID_ARG (a NULL descriptor or buffer, an unknown dtype
+ *    or layout, a bad scale or params field), CLATTN_ERR_SHAPE (a size
+ *    below 1, heads that do not divide, sizes that overflow),
+ *    CLATTN_ERR_UNSUPPORTED (a head dim above CLATTN_MAX_HEAD_DIM, params
+ *    or a buffer the device or the compiled kernel cannot take),
+ *    CLATTN_ERR_BUFFER_TOO_SMALL, CLATTN_ERR_BUILD (a kernel did not
+ *    compile; the log is in the message), CLATTN_ERR_OPENCL and
+ *    CLATTN_ERR_NOMEM.  Nothing is enqueued when the checks fail.
+ *  - "db": CLATTN_ERR_MISUSE for a db that is not open, CLATTN_ERR_DB for
+ *    an SQLite failure (the message in clattn_db_errmsg), CLATTN_ERR_NOMEM.
+ * Thread-safety classes:
+ *  - "safe, context-serialised": any thread, any time.  A context may be
+ *    shared between threads: the calls on one context (directly or through
+ *    its layers, KV caches and copy references) take a per-context lock
+ *    for their whole host-side work (the parameter choice, the program
+ *    cache, the scratch buffers, the kernels' arguments, the enqueue), so
+ *    they run one at a time.  They share the context's one in-order queue,
+ *    so this costs the device nothing; for parallel host-side work, give
+ *    each thread its own context.  clattn_ctx_errmsg and
+ *    clattn_ctx_last_choice report the calling thread's own last call on
+ *    the context.  A long call (a tuning run) holds the lock throughout.
+ *  - "pure, safe": reads only its arguments and constant tables; any
+ *    thread, any time.
+ *  - "not with concurrent use of the same X": different X may be used
+ *    from different threads at once, one X by one thread at a time.
+ * Destroying an object (a context, layer, cache, reference or database)
+ * while another thread still uses it is the caller's error.  Process-wide
+ * state is safe: the on-disk program cache (each write to a name of its
+ * own, then renamed), CLBlast's Xgemm parameters (a process-wide lock),
+ * the per-thread messages of clattn_ctx_create and clattn_db_open.  The
+ * environment ($CLATTN_*) is read when a context is created: do not
+ * change it (setenv) from another thread meanwhile. */
+
 /* Largest supported head dimension (k and v). */
 #define CLATTN_MAX_HEAD_DIM 256
 
@@ -71,13 +113,16 @@ typedef enum clattn_status {
 #undef CLATTN_STATUS_ENUM_
 } clattn_status;
 
-/* Short static description of a status ("invalid argument", ...). */
+/* Short static description of a status ("invalid argument", ...).
+ * Errors: none.  Threads: pure, safe. */
 CLATTN_API const char *clattn_status_str(clattn_status st);
 
-/* Name of an OpenCL error code ("CL_INVALID_VALUE", ...). */
+/* Name of an OpenCL error code ("CL_INVALID_VALUE", ...).
+ * Errors: none.  Threads: pure, safe. */
 CLATTN_API const char *clattn_cl_errstr(cl_int err);
 
-/* Library version as "MAJOR.MINOR.PATCH". */
+/* Library version as "MAJOR.MINOR.PATCH".
+ * Errors: none.  Threads: pure, safe. */
 CLATTN_API const char *clattn_version(void);
 
 /* Storage type of tensors. */
@@ -87,7 +132,8 @@ typedef enum clattn_dtype {
   CLATTN_BF16 = 2 /* bfloat16, round-to-nearest-even on store */
 } clattn_dtype;
 
-/* Bytes per element of a storage type (0 for an unknown type). */
+/* Bytes per element of a storage type (0 for an unknown type).
+ * Errors: none (0).  Threads: pure, safe. */
 CLATTN_API size_t clattn_dtype_size(clattn_dtype dt);
 
 /* Memory layout of a [batch, seq, heads, head_dim] tensor. */
@@ -125,21 +171,33 @@ typedef struct clattn_ctx_opts {
   int no_tuning;
 } clattn_ctx_opts;
 
-/* Create a context.  opts may be NULL (all defaults). */
+/* Create a context.  opts may be NULL (all defaults).
+ * create: Errors: CLATTN_ERR_INVALID_ARG (out NULL, a malformed
+ * $CLATTN_PARAMS), CLATTN_ERR_NO_DEVICE, CLATTN_ERR_UNSUPPORTED (an
+ * out-of-order queue), CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM; message:
+ * clattn_ctx_errmsg(NULL).  Threads: safe (any number at once).  destroy:
+ * Errors: none.  Threads: not with concurrent use of the same context. */
 CLATTN_API clattn_status clattn_ctx_create(const clattn_ctx_opts *opts, clattn_ctx **out);
 CLATTN_API void clattn_ctx_destroy(clattn_ctx *ctx);
 
-/* Detailed message of the last failure on ctx ("" if none).  The string is
- * owned by ctx and valid until the next call on it.  With ctx == NULL: the
- * message of the last failed clattn_ctx_create on the calling thread. */
+/* Detailed message of the calling thread's last failure on ctx ("" if
+ * none).  The string is owned by ctx and valid until the thread's next
+ * call on it.  With ctx == NULL: the message of the last failed
+ * clattn_ctx_create on the calling thread.
+ * Errors: none ("not a live clattn context" for a bad ctx).  Threads: safe,
+ * context-serialised; each thread reads its own message, valid until its next
+ * call on ctx. */
 CLATTN_API const char *clattn_ctx_errmsg(const clattn_ctx *ctx);
 
-/* The OpenCL objects in use (not retained for the caller). */
+/* The OpenCL objects in use (not retained for the caller).
+ * Errors: none (NULL for a bad ctx).  Threads: safe (fixed at creation). */
 CLATTN_API cl_context clattn_ctx_cl_context(const clattn_ctx *ctx);
 CLATTN_API cl_command_queue clattn_ctx_queue(const clattn_ctx *ctx);
 CLATTN_API cl_device_id clattn_ctx_device(const clattn_ctx *ctx);
 
-/* Drop every compiled program held in memory (the disk cache stays). */
+/* Drop every compiled program held in memory (the disk cache stays).
+ * Errors: none (a bad ctx is ignored).  Threads: safe, context-serialised
+ * (later calls build again). */
 CLATTN_API void clattn_ctx_clear_programs(clattn_ctx *ctx);
 
 /* Program cache statistics since the context was created. */
@@ -149,6 +207,7 @@ typedef struct clattn_cache_stats {
   unsigned long source_builds; /* programs compiled from source */
   unsigned long disk_writes;  /* binaries written to disk */
 } clattn_cache_stats;
+/* Errors: none (zeros for a bad ctx).  Threads: safe, context-serialised. */
 CLATTN_API void clattn_ctx_cache_stats(const clattn_ctx *ctx, clattn_cache_stats *out);
 
 /* Optional events for one library call: the first kernel it enqueues waits
@@ -214,6 +273,7 @@ typedef struct clattn_attn_desc {
   const clattn_params *params; /* NULL: automatic */
 } clattn_attn_desc;
 
+/* Errors: ctx, call.  Threads: safe, context-serialised. */
 CLATTN_API clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
                                cl_mem q, cl_mem k, cl_mem v, cl_mem kv_lens,
                                cl_mem o, const clattn_events *ev);
@@ -245,6 +305,7 @@ typedef struct clattn_decode_desc {
   const clattn_params *params; /* NULL: automatic */
 } clattn_decode_desc;
 
+/* Errors: ctx, call.  Threads: safe, context-serialised. */
 CLATTN_API clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
                             cl_mem q, cl_mem k_cache, cl_mem v_cache,
                             cl_mem lens, cl_mem o, const clattn_events *ev);
@@ -253,7 +314,9 @@ CLATTN_API clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc
  * pos[b] .. pos[b]+n_new-1.  k_new [batch, n_new, heads_kv, head_dim_k] and
  * v_new [batch, n_new, heads_kv, head_dim_v] are BSHD in the cache's dtype.
  * pos: int32 [batch]; rows that would fall outside [0, capacity) are not
- * written. */
+ * written.
+ * Errors: ctx, call (n_new below 1: CLATTN_ERR_SHAPE).  Threads: safe,
+ * context-serialised. */
 CLATTN_API clattn_status clattn_kv_append(clattn_ctx *ctx, const clattn_decode_desc *d,
                                int n_new, cl_mem k_new, cl_mem v_new,
                                cl_mem pos, cl_mem k_cache, cl_mem v_cache,
@@ -293,6 +356,7 @@ typedef struct clattn_th_desc {
   const clattn_params *params; /* NULL: automatic */
 } clattn_th_desc;
 
+/* Errors: ctx, call.  Threads: safe, context-serialised. */
 CLATTN_API clattn_status clattn_talking_heads(clattn_ctx *ctx,
                                               const clattn_th_desc *d,
                                               cl_mem q, cl_mem k, cl_mem v,
@@ -322,6 +386,7 @@ typedef struct clattn_th_decode_desc {
   const clattn_params *params; /* NULL: automatic */
 } clattn_th_decode_desc;
 
+/* Errors: ctx, call.  Threads: safe, context-serialised. */
 CLATTN_API clattn_status clattn_talking_heads_decode(
     clattn_ctx *ctx, const clattn_th_decode_desc *d, cl_mem q, cl_mem k_cache,
     cl_mem v_cache, cl_mem p_l, cl_mem p_w, cl_mem lens, cl_mem o,
@@ -330,7 +395,9 @@ CLATTN_API clattn_status clattn_talking_heads_decode(
 /* clattn_kv_append for a talking-heads cache: k_new [batch, n_new, heads_k,
  * head_dim_k] and v_new [batch, n_new, heads_v, head_dim_v] (BSHD, the
  * cache's dtype) written at rows pos[b] .. pos[b]+n_new-1; rows outside
- * [0, capacity) are not written. */
+ * [0, capacity) are not written.
+ * Errors: ctx, call (n_new below 1: CLATTN_ERR_SHAPE).  Threads: safe,
+ * context-serialised. */
 CLATTN_API clattn_status clattn_talking_heads_append(
     clattn_ctx *ctx, const clattn_th_decode_desc *d, int n_new, cl_mem k_new,
     cl_mem v_new, cl_mem pos, cl_mem k_cache, cl_mem v_cache,
@@ -357,7 +424,12 @@ typedef struct clattn_layer_desc {
 
 typedef struct clattn_layer clattn_layer;
 
-/* The weights are retained by the layer. */
+/* The weights are retained by the layer.
+ * create: Errors: ctx, CLATTN_ERR_INVALID_ARG (a NULL descriptor, weight or
+ * out), CLATTN_ERR_SHAPE, CLATTN_ERR_UNSUPPORTED, CLATTN_ERR_BUFFER_TOO_SMALL
+ * (a weight smaller than its shape), CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM.
+ * Threads: safe, context-serialised.  destroy: Errors: none.  Threads: not
+ * with concurrent use of the same layer. */
 CLATTN_API clattn_status clattn_layer_create(clattn_ctx *ctx, const clattn_layer_desc *d,
                                   cl_mem w_q, cl_mem w_k, cl_mem w_v,
                                   cl_mem w_o, clattn_layer **out);
@@ -384,6 +456,8 @@ typedef struct clattn_th_layer_desc {
   float scale; /* 0 means 1/sqrt(head_dim_k) */
 } clattn_th_layer_desc;
 
+/* Errors: ctx, those listed above, CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM.
+ * Threads: safe, context-serialised. */
 CLATTN_API clattn_status clattn_layer_create_talking_heads(
     clattn_ctx *ctx, const clattn_th_layer_desc *d, cl_mem w_q, cl_mem w_k,
     cl_mem w_v, cl_mem w_o, cl_mem p_l, cl_mem p_w, clattn_layer **out);
@@ -423,6 +497,8 @@ typedef enum clattn_hh_variant {
   CLATTN_HH_SUPER = 3
 } clattn_hh_variant;
 
+/* Errors: ctx, those listed above, CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM.
+ * Threads: safe, context-serialised. */
 CLATTN_API clattn_status clattn_layer_create_optimised(
     clattn_ctx *ctx, const clattn_hh_layer_desc *d, cl_mem w_q, cl_mem w_k,
     cl_mem w_o, clattn_layer **out);
@@ -434,7 +510,8 @@ CLATTN_API clattn_status clattn_layer_create_super(
     cl_mem w_o, clattn_layer **out);
 
 /* The weights (parameters) of a variant's layer, biases none: 3 D^2, 2 D^2
- * or 2 D^2 + max_len^2; -1 for an invalid variant or description. */
+ * or 2 D^2 + max_len^2; -1 for an invalid variant or description.
+ * Errors: none (-1).  Threads: pure, safe. */
 CLATTN_API long long clattn_hh_layer_params(clattn_hh_variant v,
                                             const clattn_hh_layer_desc *d);
 
@@ -477,6 +554,8 @@ typedef struct clattn_switchhead_layer_desc {
   float scale; /* 0 means 1/sqrt(head_dim) */
 } clattn_switchhead_layer_desc;
 
+/* Errors: ctx, those listed above, CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM.
+ * Threads: safe, context-serialised. */
 CLATTN_API clattn_status clattn_layer_create_switchhead(
     clattn_ctx *ctx, const clattn_switchhead_layer_desc *d, cl_mem w_q,
     cl_mem w_k, cl_mem w_v, cl_mem w_o, cl_mem w_s, cl_mem w_d,
@@ -484,13 +563,21 @@ CLATTN_API clattn_status clattn_layer_create_switchhead(
 
 /* The weights of a SwitchHead layer: 2 D H d_h (Q, K) + 2 H E D d_h (the
  * experts) + 2 H E D (the selections; H D with one expert, which has no
- * W_s); -1 for an invalid description. */
+ * W_s); -1 for an invalid description.
+ * Errors: none (-1).  Threads: pure, safe. */
 CLATTN_API long long clattn_switchhead_layer_params(
     const clattn_switchhead_layer_desc *d);
 
 /* A KV cache for a layer: batch sequences of at most `capacity` positions,
  * float32, BHSD, allocated by the library.  Sequence lengths start at 0. */
 typedef struct clattn_kv_cache clattn_kv_cache;
+/* create: Errors: CLATTN_ERR_INVALID_ARG (layer or out NULL),
+ * CLATTN_ERR_MISUSE (not a live layer), ctx, CLATTN_ERR_SHAPE (batch or
+ * capacity below 1, sizes that overflow, a Super capacity above max_len),
+ * CLATTN_ERR_UNSUPPORTED (beyond the device's allocation limit),
+ * CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM.  Threads: safe, context-serialised.
+ * destroy, len, reset: Errors: none (a bad cache is ignored; len 0).
+ * Threads: not with concurrent use of the same cache. */
 CLATTN_API clattn_status clattn_kv_cache_create(clattn_layer *layer, int batch,
                                      int capacity, clattn_kv_cache **out);
 CLATTN_API void clattn_kv_cache_destroy(clattn_kv_cache *cache);
@@ -501,14 +588,21 @@ CLATTN_API void clattn_kv_cache_reset(clattn_kv_cache *cache);
 /* Prefill: n new positions per sequence.  With cache == NULL, attention is
  * over the n positions of x alone.  With a cache, their K/V are appended
  * after the cache's current length P and the queries attend to the P + n
- * cached positions.  causal selects the causal mask. */
+ * cached positions.  causal selects the causal mask.
+ * Errors: ctx (CLATTN_ERR_MISUSE also for a layer or cache that is not live,
+ * or a cache of another layer), call, CLATTN_ERR_CAPACITY (the cache would
+ * overflow), CLATTN_ERR_CLBLAST (a projection's GEMM).  Threads: safe,
+ * context-serialised; not with concurrent use of the same cache. */
 CLATTN_API clattn_status clattn_layer_prefill(clattn_layer *layer, clattn_kv_cache *cache,
                                    int batch, int n, int causal, cl_mem x,
                                    cl_mem y, const clattn_events *ev);
 
 /* Decode step: one new position per sequence (x, y: [batch, d_model]);
  * its K/V are appended to the cache and it attends causally to the whole
- * cache.  batch must equal the cache's batch. */
+ * cache.  batch must equal the cache's batch.
+ * Errors: as clattn_layer_prefill (a NULL cache: CLATTN_ERR_INVALID_ARG).
+ * Threads: safe, context-serialised; not with concurrent use of the same
+ * cache. */
 CLATTN_API clattn_status clattn_layer_decode(clattn_layer *layer, clattn_kv_cache *cache,
                                   cl_mem x, cl_mem y, const clattn_events *ev);
 
@@ -564,7 +658,9 @@ typedef struct clattn_profile {
 
 /* What the context's device reports (clGetDeviceInfo and vendor queries:
  * NVIDIA warp size and SM count, AMD wavefront width and SIMDs, Intel
- * subgroup sizes); source CLATTN_PROFILE_REPORTED, ceilings 0. */
+ * subgroup sizes); source CLATTN_PROFILE_REPORTED, ceilings 0.
+ * Errors: ctx, CLATTN_ERR_INVALID_ARG (out NULL), CLATTN_ERR_OPENCL,
+ * CLATTN_ERR_NOMEM.  Threads: safe, context-serialised. */
 CLATTN_API clattn_status clattn_profile_reported(clattn_ctx *ctx,
                                                  clattn_profile *out);
 
@@ -578,7 +674,8 @@ CLATTN_API clattn_status clattn_profile_reported(clattn_ctx *ctx,
  * clattn_datasheet: CLATTN_ERR_NOT_FOUND when i is out of range.
  * clattn_datasheet_find: CLATTN_ERR_INVALID_ARG for a NULL or empty name,
  * CLATTN_ERR_NOT_FOUND when no name matches.  Both: CLATTN_ERR_INVALID_ARG
- * for out == NULL; on any failure *out is zeroed.  Thread-safe. */
+ * for out == NULL; on any failure *out is zeroed.  Thread-safe.
+ * Errors: as above.  Threads: pure, safe. */
 CLATTN_API int clattn_datasheet_count(void);
 CLATTN_API clattn_status clattn_datasheet(int i, clattn_profile *out);
 CLATTN_API clattn_status clattn_datasheet_find(const char *name,
@@ -616,7 +713,11 @@ typedef struct clattn_probe_result {
 } clattn_probe_result;
 
 /* clpeak-style device probe: warm-up, calibration to target_s, median of
- * repeats, random data.  Takes under 30 s per device by default. */
+ * repeats, random data.  Takes under 30 s per device by default.
+ * Errors: ctx, CLATTN_ERR_INVALID_ARG (out NULL, options out of range),
+ * CLATTN_ERR_UNSUPPORTED, CLATTN_ERR_BUILD, CLATTN_ERR_OPENCL,
+ * CLATTN_ERR_NOMEM.  Threads: safe, context-serialised (other threads' calls
+ * on ctx wait for the whole probe). */
 CLATTN_API clattn_status clattn_probe(clattn_ctx *ctx,
                                       const clattn_probe_opts *opts,
                                       clattn_probe_result *out);
@@ -632,17 +733,23 @@ CLATTN_API clattn_status clattn_probe(clattn_ctx *ctx,
  * CLATTN_ERR_NOMEM / CLATTN_ERR_OPENCL from the allocations (ctx's message
  * says which).  Destroy it before its context. */
 typedef struct clattn_copy_ref clattn_copy_ref;
+/* Errors: as above, and CLATTN_ERR_BUILD.  Threads: safe,
+ * context-serialised. */
 CLATTN_API clattn_status clattn_copy_ref_create(clattn_ctx *ctx, size_t bytes,
                                                 clattn_copy_ref **out);
 /* One launch between two clFinish on ctx's queue: *gbs is the bytes read
- * plus written over the wall time. */
+ * plus written over the wall time.
+ * Errors: CLATTN_ERR_INVALID_ARG (ref or gbs NULL), ctx, CLATTN_ERR_BUILD,
+ * CLATTN_ERR_OPENCL.  Threads: safe, context-serialised. */
 CLATTN_API clattn_status clattn_copy_ref_run(clattn_copy_ref *ref,
                                              double *gbs);
+/* Errors: none.  Threads: not with concurrent use of the same reference. */
 CLATTN_API void clattn_copy_ref_destroy(clattn_copy_ref *ref);
 /* Scale a measured profile's bandwidths to a copy of `copy_gbs` timed now
  * (read and triad in proportion to the stored copy), so that predictions
  * follow the machine's moment; a profile without a copy bandwidth, or a
- * copy_gbs that is not positive, is left as it is. */
+ * copy_gbs that is not positive, is left as it is.
+ * Errors: none.  Threads: not with concurrent use of the same profile. */
 CLATTN_API void clattn_profile_at_copy(clattn_profile *p, double copy_gbs);
 
 /* ------------------------------------------------------ tuning database */
@@ -652,18 +759,31 @@ CLATTN_API void clattn_profile_at_copy(clattn_profile *p, double copy_gbs);
  * $HOME/.local/share/clattn/tuning.db (directories are created).  Safe for
  * several processes at once; every write is its own transaction. */
 typedef struct clattn_db clattn_db;
+/* open: Errors: CLATTN_ERR_INVALID_ARG (out NULL), CLATTN_ERR_IO (a
+ * directory not made), CLATTN_ERR_DB (not an SQLite file, a newer schema),
+ * CLATTN_ERR_NOMEM; message: clattn_db_errmsg(NULL).  Threads: safe (each
+ * open is its own connection).  close: Errors: none.  Threads: not with
+ * concurrent use of the same db. */
 CLATTN_API clattn_status clattn_db_open(const char *path, clattn_db **out);
 CLATTN_API void clattn_db_close(clattn_db *db);
 /* Detailed message of the last failure on db; with db == NULL, of the last
- * failed clattn_db_open on the calling thread. */
+ * failed clattn_db_open on the calling thread.
+ * Errors: none.  Threads: not with concurrent use of the same db (NULL: the
+ * calling thread's own). */
 CLATTN_API const char *clattn_db_errmsg(const clattn_db *db);
-/* The path of the open database. */
+/* The path of the open database.
+ * Errors: none (NULL for a bad db).  Threads: not with concurrent use of the
+ * same db. */
 CLATTN_API const char *clattn_db_path(const clattn_db *db);
 
-/* Store a measured profile (replacing the one of the same fingerprint). */
+/* Store a measured profile (replacing the one of the same fingerprint).
+ * Errors: db, CLATTN_ERR_INVALID_ARG (p NULL).  Threads: not with concurrent
+ * use of the same db. */
 CLATTN_API clattn_status clattn_db_put_profile(clattn_db *db,
                                                const clattn_profile *p);
-/* The stored profile of a fingerprint: CLATTN_ERR_NOT_FOUND if none. */
+/* The stored profile of a fingerprint: CLATTN_ERR_NOT_FOUND if none.
+ * Errors: db, CLATTN_ERR_INVALID_ARG, CLATTN_ERR_NOT_FOUND.  Threads: not
+ * with concurrent use of the same db. */
 CLATTN_API clattn_status clattn_db_get_profile(clattn_db *db,
                                                const char *fingerprint,
                                                clattn_profile *out);
@@ -681,6 +801,8 @@ typedef struct clattn_check_record {
   double gflops;      /* achieved: useful FLOPs / measured */
   double roofline_fraction; /* max(t_memory, t_compute) / measured */
 } clattn_check_record;
+/* Errors: db, CLATTN_ERR_INVALID_ARG (r NULL).  Threads: not with concurrent
+ * use of the same db. */
 CLATTN_API clattn_status clattn_db_put_check(clattn_db *db,
                                              const clattn_check_record *r);
 
@@ -688,7 +810,10 @@ CLATTN_API clattn_status clattn_db_put_check(clattn_db *db,
  * be NULL) if an up-to-date probe method measured it, else a datasheet
  * whose name matches the device's, else the reported one.  A stored
  * profile of an older probe method is skipped and the returned profile's
- * note says so (run clattn_probe / `clattn probe` again). */
+ * note says so (run clattn_probe / `clattn probe` again).
+ * Errors: as clattn_profile_reported, and CLATTN_ERR_DB / CLATTN_ERR_NOMEM
+ * reading db.  Threads: safe, context-serialised; not with concurrent use of
+ * the same db. */
 CLATTN_API clattn_status clattn_profile_for(clattn_ctx *ctx, clattn_db *db,
                                             clattn_profile *out);
 
@@ -758,7 +883,10 @@ typedef struct clattn_prediction {
 /* Predict clattn_attention.  kv_lens: host copy of the per-sequence key
  * lengths ([batch]) or NULL.  The plan is the one the library would choose
  * on this profile (less what only a compiled kernel can say: its
- * work-group limit). */
+ * work-group limit).
+ * Errors (all the model's calls): CLATTN_ERR_INVALID_ARG (a NULL argument),
+ * CLATTN_ERR_SHAPE, CLATTN_ERR_UNSUPPORTED, as the call they predict, with
+ * the reason in out->errmsg.  Threads: pure, safe. */
 CLATTN_API clattn_status clattn_model_attention(const clattn_attn_desc *d,
                                                 const int *kv_lens,
                                                 const clattn_profile *prof,
@@ -812,6 +940,7 @@ typedef struct clattn_switchhead_paper {
   int rope;
 } clattn_switchhead_paper;
 
+/* Errors: as above.  Threads: pure, safe. */
 CLATTN_API clattn_status clattn_model_switchhead_paper(
     const clattn_switchhead_paper *c, long long *macs, long long *mem_floats);
 
@@ -837,7 +966,8 @@ typedef enum clattn_choice_source {
 } clattn_choice_source;
 
 /* Name of a source ("caller", "override", "tuned", "tuned-nearest",
- * "tuned-arch", "model", "default"). */
+ * "tuned-arch", "model", "default").
+ * Errors: none.  Threads: pure, safe. */
 CLATTN_API const char *clattn_choice_source_str(clattn_choice_source s);
 
 /* How one call's parameters were chosen. */
@@ -853,15 +983,22 @@ typedef struct clattn_choice {
 } clattn_choice;
 
 /* What clattn_attention / clattn_decode would run for d, and why; nothing
- * is enqueued.  d->params is honoured as in the call. */
+ * is enqueued.  d->params is honoured as in the call.
+ * Errors: ctx, CLATTN_ERR_INVALID_ARG, CLATTN_ERR_SHAPE,
+ * CLATTN_ERR_UNSUPPORTED, CLATTN_ERR_NOMEM.  Threads: safe,
+ * context-serialised. */
 CLATTN_API clattn_status clattn_explain_attention(clattn_ctx *ctx,
                                                   const clattn_attn_desc *d,
                                                   clattn_choice *out);
 CLATTN_API clattn_status clattn_explain_decode(clattn_ctx *ctx,
                                                const clattn_decode_desc *d,
                                                clattn_choice *out);
-/* The choice of the context's last clattn_attention or clattn_decode call
- * (CLATTN_ERR_NOT_FOUND before the first). */
+/* The choice of the calling thread's last kernel call on the context
+ * (clattn_attention, clattn_decode, ...; CLATTN_ERR_NOT_FOUND before the
+ * first).
+ * Errors: ctx, CLATTN_ERR_INVALID_ARG (out NULL), CLATTN_ERR_NOT_FOUND (no
+ * call yet on this thread).  Threads: safe, context-serialised; each thread
+ * gets the choice of its own last call on ctx. */
 CLATTN_API clattn_status clattn_ctx_last_choice(const clattn_ctx *ctx,
                                                 clattn_choice *out);
 
@@ -869,13 +1006,17 @@ CLATTN_API clattn_status clattn_ctx_last_choice(const clattn_ctx *ctx,
  * passes no params of its own.  spec, also the syntax of $CLATTN_PARAMS:
  *   "prefill: variant=2 wg=64 keys=32; decode: keys=64 splits=16"
  * (the families of clattn_family_name; the fields of clattn_params_format;
- * unnamed fields stay automatic).  NULL or "" removes every override. */
+ * unnamed fields stay automatic).  NULL or "" removes every override.
+ * Errors: ctx, CLATTN_ERR_INVALID_ARG (a malformed spec; the overrides stay
+ * as they were), CLATTN_ERR_NOMEM.  Threads: safe, context-serialised (the
+ * overrides apply to every thread's later calls). */
 CLATTN_API clattn_status clattn_ctx_set_params(clattn_ctx *ctx,
                                                const char *spec);
 
 /* Parameters as text, "variant=1 rows=4 keys=64 wg=0 splits=0 prefetch=0"
  * (the tuning database's form; scheme= follows when it is set), and back
- * (unknown names are an error). */
+ * (unknown names are an error).
+ * Errors: parse: CLATTN_ERR_INVALID_ARG.  Threads: pure, safe. */
 CLATTN_API void clattn_params_format(const clattn_params *p, char *buf,
                                      size_t cap);
 CLATTN_API clattn_status clattn_params_parse(const char *text,
@@ -914,15 +1055,20 @@ typedef struct clattn_tune_entry {
  * queue's round trip to each).  Rows of another method are neither reused
  * by a tuning run (it measures them again) nor used at run time
  * (clattn_explain_* says how many were passed over).  0 for an unknown
- * kernel. */
+ * kernel.
+ * Errors: none.  Threads: pure, safe. */
 CLATTN_API int clattn_tune_method(const char *kernel);
 
 /* Insert or replace the row of (fingerprint, kernel, shape_class,
- * params): one transaction, so a killed tuner keeps every earlier row. */
+ * params): one transaction, so a killed tuner keeps every earlier row.
+ * Errors: db, CLATTN_ERR_INVALID_ARG (e NULL, a field too long).  Threads:
+ * not with concurrent use of the same db. */
 CLATTN_API clattn_status clattn_db_put_tune(clattn_db *db,
                                             const clattn_tune_entry *e);
 /* Rows matching the non-NULL filters, ordered by kernel, shape class and
- * time; *out is malloc'ed (free() it), *n its length. */
+ * time; *out is malloc'ed (free() it), *n its length.
+ * Errors: db, CLATTN_ERR_INVALID_ARG (out or n NULL).  Threads: not with
+ * concurrent use of the same db. */
 CLATTN_API clattn_status clattn_db_list_tune(clattn_db *db,
                                              const char *fingerprint,
                                              const char *kernel,
@@ -942,7 +1088,9 @@ CLATTN_API clattn_status clattn_db_list_tune(clattn_db *db,
  * type, a string longer than its field) imports nothing and fails with
  * CLATTN_ERR_INVALID_ARG and a message "FILE:LINE:COL: ...";
  * CLATTN_ERR_IO when it cannot be read.  added / updated / unchanged (may
- * be NULL) count the rows of the file. */
+ * be NULL) count the rows of the file.
+ * Errors: db and as above (CLATTN_ERR_IO for a file not written).  Threads:
+ * not with concurrent use of the same db. */
 CLATTN_API clattn_status clattn_db_export(clattn_db *db, const char *path);
 CLATTN_API clattn_status clattn_db_import(clattn_db *db, const char *path,
                                           int *added, int *updated,
@@ -950,7 +1098,8 @@ CLATTN_API clattn_status clattn_db_import(clattn_db *db, const char *path,
 /* One tuning row as a one-line JSON object, one key per field in column
  * order: strings escaped, doubles as %.17g (exact), the infinities as
  * +-1e999.  Like snprintf: returns the length it needs; writes at most
- * cap bytes, NUL included.  16 KiB always suffice. */
+ * cap bytes, NUL included.  16 KiB always suffice.
+ * Errors: none.  Threads: pure, safe. */
 CLATTN_API size_t clattn_tune_entry_json(const clattn_tune_entry *e,
                                          char *buf, size_t cap);
 
@@ -963,6 +1112,7 @@ typedef enum clattn_tune_strategy {
   CLATTN_TUNE_ANNEAL = 3,     /* simulated annealing over neighbours */
   CLATTN_TUNE_MODEL = 4       /* in the roofline model's predicted order */
 } clattn_tune_strategy;
+/* Errors: none.  Threads: pure, safe. */
 CLATTN_API const char *clattn_tune_strategy_str(clattn_tune_strategy s);
 
 /* Progress of a tuning run, reported after every candidate. */
@@ -1038,7 +1188,10 @@ typedef struct clattn_tune_result {
  * device's bandwidth of the moment (a copy timed at the start and before
  * a roofline stop).  A rerun resumes: candidates
  * already in db for this device and shape class are not measured again
- * (unless opts->fresh). */
+ * (unless opts->fresh).
+ * Errors: ctx, call, CLATTN_ERR_INVALID_ARG (db or out NULL, options out of
+ * range), db.  Threads: safe, context-serialised (other threads' calls on ctx
+ * wait for the whole run); not with concurrent use of the same db. */
 CLATTN_API clattn_status clattn_tune_attention(clattn_ctx *ctx, clattn_db *db,
                                                const clattn_attn_desc *d,
                                                const clattn_tune_opts *opts,
@@ -1050,7 +1203,10 @@ CLATTN_API clattn_status clattn_tune_decode(clattn_ctx *ctx, clattn_db *db,
 
 /* The tuning space of a call on the context's device: every valid
  * candidate (at most cap written to out; *n gets the count) and how many
- * were pruned by device and kernel constraints. */
+ * were pruned by device and kernel constraints.
+ * Errors: ctx, CLATTN_ERR_INVALID_ARG, CLATTN_ERR_SHAPE,
+ * CLATTN_ERR_UNSUPPORTED, CLATTN_ERR_NOMEM.  Threads: safe,
+ * context-serialised. */
 CLATTN_API clattn_status clattn_tune_space_attention(clattn_ctx *ctx,
                                                      const clattn_attn_desc *d,
                                                      clattn_params *out,
@@ -1067,7 +1223,15 @@ CLATTN_API clattn_status clattn_tune_space_decode(clattn_ctx *ctx,
  * GEMM first.  Rows: kernel "clblast-xgemm", shape class "m512 n512 k512",
  * params CLBlast's names ("MWG=64 NWG=64 KWG=32 ...").  Contexts apply the
  * device's best entry (see clattn_explain_gemm) before their layers'
- * first GEMM. */
+ * first GEMM.
+ * tune: Errors: ctx, CLATTN_ERR_INVALID_ARG (db NULL, options out of range),
+ * CLATTN_ERR_SHAPE (m, n or k out of range), CLATTN_ERR_CLBLAST,
+ * CLATTN_ERR_OPENCL, db.  Threads: safe, context-serialised; not with
+ * concurrent use of the same db; CLBlast's parameters are per process: layers
+ * of other contexts on the same device should not run during it.  explain:
+ * Errors: ctx, CLATTN_ERR_INVALID_ARG (buf NULL or cap 0),
+ * CLATTN_ERR_BUFFER_TOO_SMALL, CLATTN_ERR_NOMEM.  Threads: safe,
+ * context-serialised. */
 CLATTN_API clattn_status clattn_tune_gemm(clattn_ctx *ctx, clattn_db *db,
                                           int m, int n, int k,
                                           const clattn_tune_opts *opts,
@@ -1078,7 +1242,8 @@ CLATTN_API clattn_status clattn_explain_gemm(clattn_ctx *ctx, char *buf,
 
 /* The shape class of a call: the key its tuning entries are stored under,
  * e.g. "f32 k64 v64 g1 bh8 n512 m512 c1" (prefill) or
- * "f32 k64 v64 g8 bh1 m4096 bhsd" (decode); sizes rounded to powers of 2. */
+ * "f32 k64 v64 g8 bh1 m4096 bhsd" (decode); sizes rounded to powers of 2.
+ * Errors: none ("" for a NULL or invalid d).  Threads: pure, safe. */
 CLATTN_API void clattn_shape_class_attention(const clattn_attn_desc *d,
                                              char *buf, size_t cap);
 CLATTN_API void clattn_shape_class_decode(const clattn_decode_desc *d,
@@ -1088,7 +1253,8 @@ CLATTN_API void clattn_shape_class_decode(const clattn_decode_desc *d,
 
 /* The kernel families the library registers ("prefill", "decode",
  * "append", ...), each a database kernel name, a $CLATTN_PARAMS key and a
- * `clattn` word.  Index 0 .. clattn_family_count()-1; out of range: NULL. */
+ * `clattn` word.  Index 0 .. clattn_family_count()-1; out of range: NULL.
+ * Errors: none (NULL out of range).  Threads: pure, safe. */
 CLATTN_API int clattn_family_count(void);
 CLATTN_API const char *clattn_family_name(int i);
 /* One line: what the family computes and its public function. */
@@ -1105,7 +1271,10 @@ CLATTN_API const char *clattn_family_shape_keys(int i);
  * defaults, e.g. kv-heads = heads).  An unknown family or key, or a value
  * out of range, is CLATTN_ERR_INVALID_ARG with the reason in the context's
  * message (the prediction's errmsg for clattn_model_shape).  params: the
- * caller's params (NULL: automatic). */
+ * caller's params (NULL: automatic).
+ * Errors: as clattn_tune_attention / clattn_explain_attention /
+ * clattn_model_attention, and CLATTN_ERR_INVALID_ARG for the text.  Threads:
+ * as those (clattn_model_shape: pure, safe). */
 CLATTN_API clattn_status clattn_tune_shape(clattn_ctx *ctx, clattn_db *db,
                                            const char *family,
                                            const char *shape,
