@@ -10,6 +10,7 @@
  * back to a build from source. */
 #include "runtime/runtime.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,7 +136,10 @@ static int cache_write(clattn_ctx *ctx, const char *path, cl_program prog) {
     goto out;
   if (clattn__mkdir_p(ctx->cache_dir) != 0)
     goto out;
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  /* a name of this write alone: two threads' contexts may write one key */
+  static atomic_uint tmp_seq;
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(),
+           atomic_fetch_add(&tmp_seq, 1u));
   f = fopen(tmp, "wb");
   if (f == NULL)
     goto out;
