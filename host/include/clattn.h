@@ -73,7 +73,9 @@ extern "C" {
  *    so this costs the device nothing; for parallel host-side work, give
  *    each thread its own context.  clattn_ctx_errmsg and
  *    clattn_ctx_last_choice report the calling thread's own last call on
- *    the context.  A long call (a tuning run) holds the lock throughout.
+ *    the context (a record of about 9 KiB per thread that used it, kept
+ *    until clattn_ctx_destroy).  A long call (a tuning run) holds the lock
+ *    throughout.
  *  - "pure, safe": reads only its arguments and constant tables; any
  *    thread, any time.
  *  - "not with concurrent use of the same X": different X may be used
