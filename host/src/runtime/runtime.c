@@ -3,6 +3,7 @@
 
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,17 @@ clattn_status clattn__ctx_check(const clattn_ctx *ctx) {
 
 /* ------------------------------------------------------------ threads */
 
+/* A number of each thread of the process: the C library gives a new
+ * thread the id of an ended one, whose slot must then start clean. */
+static atomic_ullong thread_count;
+static _Thread_local unsigned long long thread_serial;
+
+static unsigned long long self_serial(void) {
+  if (thread_serial == 0)
+    thread_serial = atomic_fetch_add(&thread_count, 1) + 1;
+  return thread_serial;
+}
+
 static clattn__thread_slot *find_slot(const clattn_ctx *ctx) {
   const pthread_t self = pthread_self();
   for (clattn__thread_slot *t = ctx->slots; t; t = t->next)
@@ -65,14 +77,19 @@ static clattn__thread_slot *find_slot(const clattn_ctx *ctx) {
 /* The calling thread's slot, made on its first use of ctx (under the lock). */
 static clattn__thread_slot *own_slot(clattn_ctx *ctx) {
   clattn__thread_slot *t = find_slot(ctx);
-  if (t != NULL)
-    return t;
-  t = calloc(1, sizeof *t);
-  if (t == NULL)
-    return &ctx->shared; /* out of memory: messages may mix between threads */
-  t->thread = pthread_self();
-  t->next = ctx->slots;
-  ctx->slots = t;
+  if (t == NULL) {
+    t = calloc(1, sizeof *t);
+    if (t == NULL)
+      return &ctx->shared; /* out of memory: messages may mix */
+    t->thread = pthread_self();
+    t->next = ctx->slots;
+    ctx->slots = t;
+  }
+  if (t->serial != self_serial()) { /* new, or an ended thread's */
+    t->serial = self_serial();
+    t->has_last = 0;
+    t->errmsg[0] = '\0';
+  }
   return t;
 }
 

@@ -46,6 +46,8 @@ enum { CLATTN_SCRATCH_SLOTS = 4 };
 typedef struct clattn__thread_slot {
   struct clattn__thread_slot *next;
   pthread_t thread;
+  unsigned long long serial; /* the thread's own (ids of ended threads are
+                                reused) */
   int has_last;
   clattn_choice last; /* the thread's last call's choice, as it ran */
   char errmsg[CLATTN_ERRMSG_MAX];
