@@ -1,0 +1,549 @@
+/* test_faults.c - injected faults (tests/fault.h): every main call, with
+ * its n-th host allocation failing for every n, and with its n-th OpenCL
+ * call failing with CL_OUT_OF_RESOURCES or CL_MEM_OBJECT_ALLOCATION_FAILURE
+ * for every n, returns a status and a message naming the failure, leaks no
+ * host block and no cl_mem / cl_kernel / cl_program, and leaves its context
+ * usable (the same call without a fault then succeeds and gives the clean
+ * run's result).  A kernel that fails to build, a disk that fills during an
+ * export and during a tune. */
+#define _GNU_SOURCE /* mkdtemp, dladdr */
+#include "clattn.h"
+#include "fault.h"
+
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- helpers */
+
+static char tmp_dir[] = "/tmp/clattn-faults-XXXXXX";
+
+static void make_tmp_dir(void) {
+  static int made;
+  if (!made)
+    cr_assert_not_null(mkdtemp(tmp_dir), "mkdtemp failed");
+  made = 1;
+}
+
+/* A context on the default device; tuning_db: NULL for $CLATTN_DB (the
+ * suite's names no file). */
+static clattn_ctx *new_ctx_with(const char *tuning_db) {
+  clattn_ctx_opts o = {0};
+  o.tuning_db = tuning_db;
+  clattn_ctx *ctx = NULL;
+  clattn_status st = clattn_ctx_create(&o, &ctx);
+  cr_assert_eq(st, CLATTN_OK, "clattn_ctx_create: %s",
+               clattn_ctx_errmsg(NULL));
+  return ctx;
+}
+
+static clattn_ctx *new_ctx(void) { return new_ctx_with(NULL); }
+
+/* Deterministic values in [-1, 1). */
+static void fill(float *x, size_t n, unsigned seed) {
+  unsigned s = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    x[i] = (float)((s >> 8) & 0xffff) / 32768.0f - 1.0f;
+  }
+}
+
+static cl_mem floats_buf(clattn_ctx *ctx, size_t n, unsigned seed) {
+  float *h = malloc(n * sizeof *h);
+  cr_assert_not_null(h);
+  fill(h, n, seed);
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(clattn_ctx_cl_context(ctx),
+                            CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                            n * sizeof *h, h, &err);
+  free(h);
+  cr_assert_eq(err, CL_SUCCESS, "clCreateBuffer: %s", clattn_cl_errstr(err));
+  return m;
+}
+
+static cl_mem ints_buf(clattn_ctx *ctx, const int *v, size_t n) {
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(clattn_ctx_cl_context(ctx),
+                            CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                            n * sizeof *v, (void *)v, &err);
+  cr_assert_eq(err, CL_SUCCESS, "clCreateBuffer: %s", clattn_cl_errstr(err));
+  return m;
+}
+
+static void read_floats(clattn_ctx *ctx, cl_mem m, float *out, size_t n) {
+  cl_int err = clEnqueueReadBuffer(clattn_ctx_queue(ctx), m, CL_TRUE, 0,
+                                   n * sizeof *out, out, 0, NULL, NULL);
+  cr_assert_eq(err, CL_SUCCESS, "clEnqueueReadBuffer: %s",
+               clattn_cl_errstr(err));
+}
+
+static void release(cl_mem *m, int n) {
+  for (int i = 0; i < n; i++)
+    if (m[i] != NULL) {
+      clReleaseMemObject(m[i]);
+      m[i] = NULL;
+    }
+}
+
+/* ----------------------------------------------------------- scenarios */
+
+/* One public call (or a short sequence) under test.  setup makes its
+ * inputs (a new context among them, so that the call's first-use paths
+ * run every time); run is the call; undo frees what run made (also after a
+ * failed run); result copies what the call computed (NULL when it computes
+ * nothing the test can read); teardown frees setup's objects. */
+#define OUT_MAX 4096
+typedef struct scenario scenario;
+struct scenario {
+  const char *name;
+  void (*setup)(scenario *s);
+  clattn_status (*run)(scenario *s);
+  void (*undo)(scenario *s);
+  int (*result)(scenario *s, float *out); /* returns the count */
+  void (*teardown)(scenario *s);
+  /* state */
+  clattn_ctx *ctx;
+  clattn_db *db;
+  cl_mem mem[16];
+  clattn_layer *layer;
+  clattn_kv_cache *cache;
+  clattn_ctx *made_ctx;
+  char path[512];
+  int made;
+};
+
+static const char *scenario_errmsg(const scenario *s) {
+  if (strncmp(s->name, "clattn_db", 9) == 0)
+    return clattn_db_errmsg(s->db);
+  if (s->ctx == NULL)
+    return clattn_ctx_errmsg(NULL);
+  return clattn_ctx_errmsg(s->ctx);
+}
+
+static void common_teardown(scenario *s) {
+  if (s->undo)
+    s->undo(s);
+  release(s->mem, 16);
+  if (s->db)
+    clattn_db_close(s->db);
+  s->db = NULL;
+  if (s->ctx)
+    clattn_ctx_destroy(s->ctx);
+  s->ctx = NULL;
+}
+
+/* ---- clattn_ctx_create */
+
+static void ctx_setup(scenario *s) { (void)s; }
+static clattn_status ctx_run(scenario *s) {
+  clattn_ctx_opts o = {0};
+  return clattn_ctx_create(&o, &s->made_ctx);
+}
+static void ctx_undo(scenario *s) {
+  clattn_ctx_destroy(s->made_ctx);
+  s->made_ctx = NULL;
+}
+
+/* ---- clattn_attention: GQA, 2 query heads over 1 KV head */
+
+static const clattn_attn_desc attn_desc = {
+    .batch = 1, .n_q = 3, .n_kv = 5, .heads_q = 2, .heads_kv = 1,
+    .head_dim_k = 8, .head_dim_v = 8, .dtype = CLATTN_F32, .causal = 1};
+enum { ATTN_O = 3 * 2 * 8 };
+
+static void attn_setup(scenario *s) {
+  s->ctx = new_ctx();
+  s->mem[0] = floats_buf(s->ctx, 3 * 2 * 8, 1);
+  s->mem[1] = floats_buf(s->ctx, 5 * 8, 2);
+  s->mem[2] = floats_buf(s->ctx, 5 * 8, 3);
+  s->mem[3] = floats_buf(s->ctx, ATTN_O, 4);
+}
+/* With a tuning database of one row (of another device): the first call
+ * opens it and reads its rows. */
+static void put_row(const char *path, const char *fingerprint) {
+  clattn_db *db = NULL;
+  clattn_status st = clattn_db_open(path, &db);
+  cr_assert_eq(st, CLATTN_OK, "clattn_db_open(%s): %s", path,
+               clattn_db_errmsg(NULL));
+  clattn_tune_entry e;
+  memset(&e, 0, sizeof e);
+  snprintf(e.fingerprint, sizeof e.fingerprint, "%s", fingerprint);
+  snprintf(e.kernel, sizeof e.kernel, "prefill");
+  snprintf(e.shape_class, sizeof e.shape_class, "b1");
+  snprintf(e.params, sizeof e.params, "variant=1 rows=2");
+  snprintf(e.status, sizeof e.status, "ok");
+  e.median_s = 1e-3;
+  snprintf(e.updated, sizeof e.updated, "2020-01-02T03:04:05Z");
+  st = clattn_db_put_tune(db, &e);
+  cr_assert_eq(st, CLATTN_OK, "put_tune: %s", clattn_db_errmsg(db));
+  clattn_db_close(db);
+}
+
+static void tuned_attn_setup(scenario *s) {
+  make_tmp_dir();
+  snprintf(s->path, sizeof s->path, "%s/tuned.db", tmp_dir);
+  if (access(s->path, F_OK) != 0)
+    put_row(s->path, "another-device");
+  s->ctx = new_ctx_with(s->path);
+  s->mem[0] = floats_buf(s->ctx, 3 * 2 * 8, 1);
+  s->mem[1] = floats_buf(s->ctx, 5 * 8, 2);
+  s->mem[2] = floats_buf(s->ctx, 5 * 8, 3);
+  s->mem[3] = floats_buf(s->ctx, ATTN_O, 4);
+}
+
+static clattn_status attn_run(scenario *s) {
+  return clattn_attention(s->ctx, &attn_desc, s->mem[0], s->mem[1],
+                          s->mem[2], NULL, s->mem[3], NULL);
+}
+static int attn_result(scenario *s, float *out) {
+  read_floats(s->ctx, s->mem[3], out, ATTN_O);
+  return ATTN_O;
+}
+
+/* ---- clattn_decode and clattn_kv_append: batch 2, capacity 6 */
+
+static const clattn_decode_desc dec_desc = {
+    .batch = 2, .capacity = 6, .heads_q = 2, .heads_kv = 1, .head_dim_k = 8,
+    .head_dim_v = 8, .dtype = CLATTN_F32, .cache_layout = CLATTN_BSHD};
+enum { DEC_O = 2 * 2 * 8, DEC_CACHE = 2 * 6 * 8 };
+
+static void dec_setup(scenario *s) {
+  static const int lens[2] = {4, 6}, pos[2] = {1, 4};
+  s->ctx = new_ctx();
+  s->mem[0] = floats_buf(s->ctx, 2 * 2 * 8, 1);
+  s->mem[1] = floats_buf(s->ctx, DEC_CACHE, 2);
+  s->mem[2] = floats_buf(s->ctx, DEC_CACHE, 3);
+  s->mem[3] = ints_buf(s->ctx, lens, 2);
+  s->mem[4] = floats_buf(s->ctx, DEC_O, 4);
+  s->mem[5] = floats_buf(s->ctx, 2 * 2 * 8, 5); /* k_new: 2 rows */
+  s->mem[6] = floats_buf(s->ctx, 2 * 2 * 8, 6);
+  s->mem[7] = ints_buf(s->ctx, pos, 2);
+}
+static clattn_status dec_run(scenario *s) {
+  return clattn_decode(s->ctx, &dec_desc, s->mem[0], s->mem[1], s->mem[2],
+                       s->mem[3], s->mem[4], NULL);
+}
+static int dec_result(scenario *s, float *out) {
+  read_floats(s->ctx, s->mem[4], out, DEC_O);
+  return DEC_O;
+}
+static clattn_status append_run(scenario *s) {
+  return clattn_kv_append(s->ctx, &dec_desc, 2, s->mem[5], s->mem[6],
+                          s->mem[7], s->mem[1], s->mem[2], NULL);
+}
+static int append_result(scenario *s, float *out) {
+  read_floats(s->ctx, s->mem[1], out, DEC_CACHE);
+  read_floats(s->ctx, s->mem[2], out + DEC_CACHE, DEC_CACHE);
+  return 2 * DEC_CACHE;
+}
+
+/* ---- clattn_talking_heads */
+
+static const clattn_th_desc th_desc = {
+    .batch = 1, .n_q = 3, .n_kv = 4, .heads_k = 2, .heads = 3, .heads_v = 2,
+    .head_dim_k = 8, .head_dim_v = 8, .dtype = CLATTN_F32, .causal = 1};
+enum { TH_O = 3 * 2 * 8 };
+
+static void th_setup(scenario *s) {
+  s->ctx = new_ctx();
+  s->mem[0] = floats_buf(s->ctx, 3 * 2 * 8, 1);
+  s->mem[1] = floats_buf(s->ctx, 4 * 2 * 8, 2);
+  s->mem[2] = floats_buf(s->ctx, 4 * 2 * 8, 3);
+  s->mem[3] = floats_buf(s->ctx, 2 * 3, 4);
+  s->mem[4] = floats_buf(s->ctx, 3 * 2, 5);
+  s->mem[5] = floats_buf(s->ctx, TH_O, 6);
+}
+static clattn_status th_run(scenario *s) {
+  return clattn_talking_heads(s->ctx, &th_desc, s->mem[0], s->mem[1],
+                              s->mem[2], s->mem[3], s->mem[4], NULL,
+                              s->mem[5], NULL);
+}
+static int th_result(scenario *s, float *out) {
+  read_floats(s->ctx, s->mem[5], out, TH_O);
+  return TH_O;
+}
+
+/* ---- explain */
+
+static clattn_status explain_run(scenario *s) {
+  clattn_choice c;
+  return clattn_explain_attention(s->ctx, &attn_desc, &c);
+}
+
+/* ---- layers: create, a KV cache, a prefill of 3 positions, a decode step */
+
+enum { LAYER_D = 16, LAYER_B = 1 };
+
+static void layer_buffers(scenario *s) {
+  s->mem[8] = floats_buf(s->ctx, LAYER_B * 3 * LAYER_D, 11);  /* x */
+  s->mem[9] = floats_buf(s->ctx, LAYER_B * 3 * LAYER_D, 12);  /* y */
+  s->mem[10] = floats_buf(s->ctx, LAYER_B * LAYER_D, 13);     /* x1 */
+  s->mem[11] = floats_buf(s->ctx, LAYER_B * LAYER_D, 14);     /* y1 */
+}
+
+static void gqa_setup(scenario *s) {
+  s->ctx = new_ctx();
+  /* d_model 16, 2 query heads over 1 KV head of width 8 */
+  s->mem[0] = floats_buf(s->ctx, 16 * 16, 1);
+  s->mem[1] = floats_buf(s->ctx, 16 * 8, 2);
+  s->mem[2] = floats_buf(s->ctx, 16 * 8, 3);
+  s->mem[3] = floats_buf(s->ctx, 16 * 16, 4);
+  layer_buffers(s);
+}
+static clattn_status layer_steps(scenario *s) {
+  clattn_status st = clattn_kv_cache_create(s->layer, LAYER_B, 5, &s->cache);
+  if (st == CLATTN_OK)
+    st = clattn_layer_prefill(s->layer, s->cache, LAYER_B, 3, 1, s->mem[8],
+                              s->mem[9], NULL);
+  if (st == CLATTN_OK)
+    st = clattn_layer_decode(s->layer, s->cache, s->mem[10], s->mem[11],
+                             NULL);
+  return st;
+}
+static clattn_status gqa_run(scenario *s) {
+  const clattn_layer_desc d = {.d_model = 16, .heads_q = 2, .heads_kv = 1,
+                               .head_dim_k = 8, .head_dim_v = 8};
+  clattn_status st = clattn_layer_create(s->ctx, &d, s->mem[0], s->mem[1],
+                                         s->mem[2], s->mem[3], &s->layer);
+  return st == CLATTN_OK ? layer_steps(s) : st;
+}
+static void layer_undo(scenario *s) {
+  clattn_kv_cache_destroy(s->cache);
+  s->cache = NULL;
+  clattn_layer_destroy(s->layer);
+  s->layer = NULL;
+}
+static int layer_result(scenario *s, float *out) {
+  read_floats(s->ctx, s->mem[9], out, LAYER_B * 3 * LAYER_D);
+  read_floats(s->ctx, s->mem[11], out + LAYER_B * 3 * LAYER_D,
+              LAYER_B * LAYER_D);
+  return LAYER_B * 4 * LAYER_D;
+}
+
+static void thl_setup(scenario *s) {
+  s->ctx = new_ctx();
+  /* d_model 16, 2 key heads, 3 logit heads, 2 value heads of width 8 */
+  s->mem[0] = floats_buf(s->ctx, 16 * 16, 1);
+  s->mem[1] = floats_buf(s->ctx, 16 * 16, 2);
+  s->mem[2] = floats_buf(s->ctx, 16 * 16, 3);
+  s->mem[3] = floats_buf(s->ctx, 16 * 16, 4);
+  s->mem[4] = floats_buf(s->ctx, 2 * 3, 5);
+  s->mem[5] = floats_buf(s->ctx, 3 * 2, 6);
+  layer_buffers(s);
+}
+static clattn_status thl_run(scenario *s) {
+  const clattn_th_layer_desc d = {.d_model = 16, .heads_k = 2, .heads = 3,
+                                  .heads_v = 2, .head_dim_k = 8,
+                                  .head_dim_v = 8};
+  clattn_status st = clattn_layer_create_talking_heads(
+      s->ctx, &d, s->mem[0], s->mem[1], s->mem[2], s->mem[3], s->mem[4],
+      s->mem[5], &s->layer);
+  return st == CLATTN_OK ? layer_steps(s) : st;
+}
+
+/* ---- the tuning database: open, put, list, export, import */
+
+static void db_setup(scenario *s) {
+  make_tmp_dir();
+  snprintf(s->path, sizeof s->path, "%s/faults.db", tmp_dir);
+  unlink(s->path);
+}
+static clattn_status db_run(scenario *s) {
+  clattn_status st = clattn_db_open(s->path, &s->db);
+  if (st != CLATTN_OK)
+    return st;
+  clattn_tune_entry e;
+  memset(&e, 0, sizeof e);
+  snprintf(e.fingerprint, sizeof e.fingerprint, "f0");
+  snprintf(e.kernel, sizeof e.kernel, "prefill");
+  snprintf(e.shape_class, sizeof e.shape_class, "b1");
+  snprintf(e.params, sizeof e.params, "variant=1 rows=2");
+  snprintf(e.status, sizeof e.status, "ok");
+  e.median_s = 1e-3;
+  snprintf(e.updated, sizeof e.updated, "2020-01-02T03:04:05Z");
+  if ((st = clattn_db_put_tune(s->db, &e)) != CLATTN_OK)
+    return st;
+  clattn_tune_entry *rows = NULL;
+  int n = 0;
+  st = clattn_db_list_tune(s->db, NULL, NULL, NULL, &rows, &n);
+  free(rows);
+  if (st != CLATTN_OK)
+    return st;
+  if (n != 1)
+    return CLATTN_ERR_DB;
+  char file[600];
+  snprintf(file, sizeof file, "%s.json", s->path);
+  if ((st = clattn_db_export(s->db, file)) != CLATTN_OK)
+    return st;
+  int added = -1, updated = -1, unchanged = -1;
+  st = clattn_db_import(s->db, file, &added, &updated, &unchanged);
+  if (st == CLATTN_OK && (added != 0 || updated != 0 || unchanged != 1))
+    return CLATTN_ERR_DB;
+  return st;
+}
+static void db_undo(scenario *s) {
+  clattn_db_close(s->db);
+  s->db = NULL;
+  unlink(s->path);
+}
+
+#define SCENARIO(n, su, r, u, res)                                             \
+  {.name = n, .setup = su, .run = r, .undo = u, .result = res,                \
+   .teardown = common_teardown}
+static const scenario all_scenarios[] = {
+    SCENARIO("clattn_ctx_create", ctx_setup, ctx_run, ctx_undo, NULL),
+    SCENARIO("clattn_attention", attn_setup, attn_run, NULL, attn_result),
+    SCENARIO("clattn_attention with a tuning database", tuned_attn_setup,
+             attn_run, NULL, attn_result),
+    SCENARIO("clattn_decode", dec_setup, dec_run, NULL, dec_result),
+    SCENARIO("clattn_kv_append", dec_setup, append_run, NULL, append_result),
+    SCENARIO("clattn_talking_heads", th_setup, th_run, NULL, th_result),
+    SCENARIO("clattn_explain_attention", attn_setup, explain_run, NULL, NULL),
+    SCENARIO("GQA layer create + prefill + decode", gqa_setup, gqa_run,
+             layer_undo, layer_result),
+    SCENARIO("talking-heads layer create + prefill + decode", thl_setup,
+             thl_run, layer_undo, layer_result),
+    SCENARIO("clattn_db_open + put + list + export + import", db_setup,
+             db_run, db_undo, NULL),
+};
+
+static scenario find_scenario(const char *name) {
+  for (size_t i = 0; i < sizeof all_scenarios / sizeof all_scenarios[0]; i++)
+    if (strcmp(all_scenarios[i].name, name) == 0)
+      return all_scenarios[i];
+  cr_assert_fail("no scenario %s", name);
+  abort();
+}
+
+/* The clean run's result, and the count of what a clean run does. */
+static int clean_run(scenario *s, float *golden) {
+  s->setup(s);
+  clattn_status st = s->run(s);
+  cr_assert_eq(st, CLATTN_OK, "%s: %s", s->name, scenario_errmsg(s));
+  int n = s->result ? s->result(s, golden) : 0;
+  s->teardown(s);
+  return n;
+}
+
+static void expect_same(scenario *s, const float *golden, int n,
+                        const char *after) {
+  static float got[OUT_MAX];
+  if (s->result == NULL)
+    return;
+  cr_assert_eq(s->result(s, got), n);
+  for (int i = 0; i < n; i++)
+    cr_assert(fabsf(got[i] - golden[i]) <= 1e-5f * (1 + fabsf(golden[i])),
+              "%s after %s: element %d is %g, the clean run's %g", s->name,
+              after, i, got[i], golden[i]);
+}
+
+/* Where the failed allocation was, as the executable's offset (for
+ * addr2line -e test_faults). */
+static const char *alloc_site(void) {
+  static char text[64];
+  Dl_info info;
+  const char *at = fault_alloc_site();
+  if (at != NULL && dladdr(at, &info) != 0 && info.dli_fbase != NULL)
+    snprintf(text, sizeof text, "called from +0x%lx",
+             (unsigned long)(at - (const char *)info.dli_fbase));
+  else
+    snprintf(text, sizeof text, "called from %p", (const void *)at);
+  return text;
+}
+
+/* The n of the sweep after n: every n up to 60, then every 7th. */
+static long next_n(long n) { return n < 60 ? n + 1 : n + 7; }
+
+/* ------------------------------------------------- host allocation sweep */
+
+static void alloc_sweep(const char *name) {
+  scenario s = find_scenario(name);
+  static float golden[OUT_MAX];
+  int n_out = clean_run(&s, golden);
+  long injected = 0, fallbacks = 0;
+  for (long n = 1;; n = next_n(n)) {
+    char after[160];
+    snprintf(after, sizeof after, "failing allocation %ld", n);
+    s.setup(&s);
+    fault_reset();
+    fault_alloc_arm(n);
+    clattn_status st = s.run(&s);
+    long count = fault_alloc_disarm();
+    if (!fault_alloc_fired()) {
+      cr_assert_eq(st, CLATTN_OK, "%s: no failure injected, yet %s: %s",
+                   name, clattn_status_str(st), scenario_errmsg(&s));
+      expect_same(&s, golden, n_out, "a clean run");
+      s.teardown(&s);
+      cr_assert_eq(fault_alloc_live(), 0, "%s: %ld blocks leaked", name,
+                   fault_alloc_live());
+      cr_log_info("%s: %ld allocations, %ld of them failed in turn (%ld "
+                  "program-cache reads: built from source)",
+                  name, count, injected, fallbacks);
+      return;
+    }
+    injected++;
+    snprintf(after, sizeof after, "failing allocation %ld %s", n,
+             alloc_site());
+    /* A failed read of the program-binary cache is a cache miss: the
+     * call builds from source (the suite's cache is warm, so a source
+     * build means exactly that) and must then be right. */
+    clattn_cache_stats cs = {0};
+    if (st == CLATTN_OK && s.ctx != NULL) {
+      clattn_ctx_cache_stats(s.ctx, &cs);
+      if (cs.source_builds > 0) {
+        fallbacks++;
+        expect_same(&s, golden, n_out, after);
+        s.teardown(&s);
+        cr_assert_eq(fault_alloc_live(), 0, "%s %s: %ld blocks leaked", name,
+                     after, fault_alloc_live());
+        continue;
+      }
+    }
+    cr_assert_eq(st, CLATTN_ERR_NOMEM, "%s %s: %s (%s)", name, after,
+                 clattn_status_str(st), scenario_errmsg(&s));
+    cr_assert(scenario_errmsg(&s)[0] != '\0', "%s %s: no message", name,
+              after);
+    /* the context stays usable: the same call again, without a fault */
+    if (s.undo)
+      s.undo(&s);
+    st = s.run(&s);
+    cr_assert_eq(st, CLATTN_OK, "%s %s, then a clean run: %s (%s)", name,
+                 after, clattn_status_str(st), scenario_errmsg(&s));
+    expect_same(&s, golden, n_out, after);
+    s.teardown(&s);
+    cr_assert_eq(fault_alloc_live(), 0, "%s %s: %ld blocks leaked", name,
+                 after, fault_alloc_live());
+  }
+}
+
+Test(alloc, ctx_create, .timeout = 300) { alloc_sweep("clattn_ctx_create"); }
+Test(alloc, attention, .timeout = 300) { alloc_sweep("clattn_attention"); }
+Test(alloc, tuned_attention, .timeout = 300) {
+  alloc_sweep("clattn_attention with a tuning database");
+}
+Test(alloc, decode, .timeout = 300) { alloc_sweep("clattn_decode"); }
+Test(alloc, kv_append, .timeout = 300) { alloc_sweep("clattn_kv_append"); }
+Test(alloc, talking_heads, .timeout = 300) {
+  alloc_sweep("clattn_talking_heads");
+}
+Test(alloc, explain, .timeout = 300) {
+  alloc_sweep("clattn_explain_attention");
+}
+Test(alloc, gqa_layer, .timeout = 300) {
+  alloc_sweep("GQA layer create + prefill + decode");
+}
+Test(alloc, th_layer, .timeout = 300) {
+  alloc_sweep("talking-heads layer create + prefill + decode");
+}
+Test(alloc, db, .timeout = 300) {
+  alloc_sweep("clattn_db_open + put + list + export + import");
+}
