@@ -396,6 +396,26 @@ static void db_undo(scenario *s) {
   unlink(s->path);
 }
 
+/* ---- a tuning run on a tiny budget: two candidates, one timed run each */
+
+static void tune_setup(scenario *s) {
+  make_tmp_dir();
+  snprintf(s->path, sizeof s->path, "%s/tune.db", tmp_dir);
+  unlink(s->path);
+  s->ctx = new_ctx();
+  clattn_status st = clattn_db_open(s->path, &s->db);
+  cr_assert_eq(st, CLATTN_OK, "clattn_db_open: %s", clattn_db_errmsg(NULL));
+}
+static clattn_status tune_run(scenario *s) {
+  clattn_tune_opts o = {0};
+  o.strategy = CLATTN_TUNE_MODEL;
+  o.max_candidates = 2;
+  o.repeats = 1;
+  o.fresh = 1;
+  clattn_tune_result r;
+  return clattn_tune_attention(s->ctx, s->db, &attn_desc, &o, &r);
+}
+
 #define SCENARIO(n, su, r, u, res)                                             \
   {.name = n, .setup = su, .run = r, .undo = u, .result = res,                \
    .teardown = common_teardown}
@@ -412,6 +432,7 @@ static const scenario all_scenarios[] = {
              layer_undo, layer_result),
     SCENARIO("talking-heads layer create + prefill + decode", thl_setup,
              thl_run, layer_undo, layer_result),
+    SCENARIO("clattn_tune_attention", tune_setup, tune_run, NULL, NULL),
     SCENARIO("clattn_db_open + put + list + export + import", db_setup,
              db_run, db_undo, NULL),
 };
@@ -473,6 +494,8 @@ static void alloc_sweep(const char *name) {
   for (long n = 1;; n = next_n(n)) {
     char after[160];
     snprintf(after, sizeof after, "failing allocation %ld", n);
+    if (getenv("FAULT_TRACE"))
+      fprintf(stderr, "%s: failing allocation %ld\n", name, n);
     s.setup(&s);
     fault_reset();
     fault_alloc_arm(n);
@@ -547,3 +570,4 @@ Test(alloc, th_layer, .timeout = 300) {
 Test(alloc, db, .timeout = 300) {
   alloc_sweep("clattn_db_open + put + list + export + import");
 }
+Test(alloc, tune, .timeout = 300) { alloc_sweep("clattn_tune_attention"); }
