@@ -109,7 +109,7 @@ static clattn_status make_buffer(harness *H, const clattn__buf_spec *b,
   }
   *out = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
                         bytes, raw, &err);
-  CLATTN_CL(ctx, err);
+  CLATTN_CL_RET(ctx, err, "clCreateBuffer");
   if (keep) {
     *keep = raw;
     raw = NULL;
