@@ -110,7 +110,11 @@ struct scenario {
   void (*undo)(scenario *s);
   int (*result)(scenario *s, float *out); /* returns the count */
   void (*teardown)(scenario *s);
+  /* whether an injected OpenCL failure of `call` may end in success, and
+   * the call's record of it is there (a tuning run's rejected candidate) */
+  int (*absorbed)(scenario *s, const char *call, const char *code);
   /* state */
+  clattn_tune_result tune;
   clattn_ctx *ctx;
   clattn_db *db;
   cl_mem mem[16];
@@ -412,8 +416,22 @@ static clattn_status tune_run(scenario *s) {
   o.max_candidates = 2;
   o.repeats = 1;
   o.fresh = 1;
-  clattn_tune_result r;
-  return clattn_tune_attention(s->ctx, s->db, &attn_desc, &o, &r);
+  return clattn_tune_attention(s->ctx, s->db, &attn_desc, &o, &s->tune);
+}
+/* A candidate whose call fails is recorded "failed" with the message and
+ * the run goes on; a run that fails among the verification's 31
+ * interleaved rounds is one round of INFINITY, which the median absorbs. */
+static int tune_absorbed(scenario *s, const char *call, const char *code) {
+  clattn_tune_entry *rows = NULL;
+  int n = 0, found = 0;
+  clattn_status st = clattn_db_list_tune(s->db, NULL, NULL, NULL, &rows, &n);
+  cr_assert_eq(st, CLATTN_OK, "list_tune: %s", clattn_db_errmsg(s->db));
+  for (int i = 0; i < n; i++)
+    found |= strcmp(rows[i].status, "ok") != 0 &&
+             strstr(rows[i].message, call) != NULL &&
+             strstr(rows[i].message, code) != NULL;
+  free(rows);
+  return (found && s->tune.rejected > 0) || s->tune.verified > 0;
 }
 
 #define SCENARIO(n, su, r, u, res)                                             \
@@ -432,7 +450,8 @@ static const scenario all_scenarios[] = {
              layer_undo, layer_result),
     SCENARIO("talking-heads layer create + prefill + decode", thl_setup,
              thl_run, layer_undo, layer_result),
-    SCENARIO("clattn_tune_attention", tune_setup, tune_run, NULL, NULL),
+    {.name = "clattn_tune_attention", .setup = tune_setup, .run = tune_run,
+     .teardown = common_teardown, .absorbed = tune_absorbed},
     SCENARIO("clattn_db_open + put + list + export + import", db_setup,
              db_run, db_undo, NULL),
 };
@@ -481,8 +500,8 @@ static const char *alloc_site(void) {
   return text;
 }
 
-/* The n of the sweep after n: every n up to 60, then every 7th. */
-static long next_n(long n) { return n < 60 ? n + 1 : n + 7; }
+/* The n of the sweep after n: every n up to 200, then every 7th. */
+static long next_n(long n) { return n < 200 ? n + 1 : n + 7; }
 
 /* ------------------------------------------------- host allocation sweep */
 
@@ -571,3 +590,90 @@ Test(alloc, db, .timeout = 300) {
   alloc_sweep("clattn_db_open + put + list + export + import");
 }
 Test(alloc, tune, .timeout = 300) { alloc_sweep("clattn_tune_attention"); }
+
+/* ------------------------------------------------------ OpenCL call sweep */
+
+static void cl_sweep(const char *name, cl_int code) {
+  scenario s = find_scenario(name);
+  static float golden[OUT_MAX];
+  int n_out = clean_run(&s, golden);
+  long injected = 0, fallbacks = 0;
+  const char *code_text = clattn_cl_errstr(code);
+  for (long n = 1;; n = next_n(n)) {
+    char after[160];
+    if (getenv("FAULT_TRACE"))
+      fprintf(stderr, "%s: failing OpenCL call %ld\n", name, n);
+    s.setup(&s);
+    fault_reset();
+    fault_alloc_arm(0); /* no allocation fails; the blocks are tracked */
+    fault_cl_arm(n, code, NULL);
+    clattn_status st = s.run(&s);
+    long count = fault_cl_disarm();
+    fault_alloc_disarm();
+    const char *call = fault_cl_fired();
+    snprintf(after, sizeof after, "failing OpenCL call %ld (%s) with %s", n,
+             call, code_text);
+    if (call[0] == '\0') {
+      cr_assert_eq(st, CLATTN_OK, "%s: no failure injected, yet %s: %s",
+                   name, clattn_status_str(st), scenario_errmsg(&s));
+      expect_same(&s, golden, n_out, "a clean run");
+      s.teardown(&s);
+      cr_assert_eq(fault_alloc_live(), 0, "%s: %ld blocks leaked", name,
+                   fault_alloc_live());
+      cr_assert_eq(fault_cl_live(), 0, "%s: %ld OpenCL objects leaked",
+                   name, fault_cl_live());
+      cr_log_info("%s: %ld OpenCL calls, %ld of them failed in turn with %s "
+                  "(%ld program-binary loads: built from source)",
+                  name, count, injected, code_text, fallbacks);
+      return;
+    }
+    injected++;
+    clattn_cache_stats cs = {0};
+    if (st == CLATTN_OK) {
+      /* a program binary that does not load is a cache miss */
+      clattn_ctx_cache_stats(s.ctx, &cs);
+      if (cs.source_builds > 0)
+        fallbacks++;
+      else
+        cr_assert(s.absorbed != NULL && s.absorbed(&s, call, code_text),
+                  "%s %s: success%s", name, after,
+                  s.absorbed ? ", and no rejected candidate names it" : "");
+    } else {
+      const clattn_status want =
+          strcmp(call, "clBuildProgram") == 0 ? CLATTN_ERR_BUILD
+                                              : CLATTN_ERR_OPENCL;
+      cr_assert_eq(st, want, "%s %s: %s (%s)", name, after,
+                   clattn_status_str(st), scenario_errmsg(&s));
+      const char *msg = scenario_errmsg(&s);
+      cr_assert(strstr(msg, call) != NULL && strstr(msg, code_text) != NULL,
+                "%s %s: the message does not name the call and its code: %s",
+                name, after, msg);
+      if (s.undo)
+        s.undo(&s);
+      st = s.run(&s);
+      cr_assert_eq(st, CLATTN_OK, "%s %s, then a clean run: %s (%s)", name,
+                   after, clattn_status_str(st), scenario_errmsg(&s));
+    }
+    expect_same(&s, golden, n_out, after);
+    s.teardown(&s);
+    cr_assert_eq(fault_alloc_live(), 0, "%s %s: %ld blocks leaked", name,
+                 after, fault_alloc_live());
+    cr_assert_eq(fault_cl_live(), 0, "%s %s: %ld OpenCL objects leaked",
+                 name, after, fault_cl_live());
+  }
+}
+
+#define CL_TESTS(id, scenario_name)                                            \
+  Test(cl, id##_out_of_resources, .timeout = 300) {                            \
+    cl_sweep(scenario_name, CL_OUT_OF_RESOURCES);                              \
+  }                                                                            \
+  Test(cl, id##_allocation_failure, .timeout = 300) {                          \
+    cl_sweep(scenario_name, CL_MEM_OBJECT_ALLOCATION_FAILURE);                 \
+  }
+CL_TESTS(attention, "clattn_attention")
+CL_TESTS(decode, "clattn_decode")
+CL_TESTS(kv_append, "clattn_kv_append")
+CL_TESTS(talking_heads, "clattn_talking_heads")
+CL_TESTS(gqa_layer, "GQA layer create + prefill + decode")
+CL_TESTS(th_layer, "talking-heads layer create + prefill + decode")
+CL_TESTS(tune, "clattn_tune_attention")
