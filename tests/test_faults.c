@@ -677,3 +677,67 @@ CL_TESTS(talking_heads, "clattn_talking_heads")
 CL_TESTS(gqa_layer, "GQA layer create + prefill + decode")
 CL_TESTS(th_layer, "talking-heads layer create + prefill + decode")
 CL_TESTS(tune, "clattn_tune_attention")
+
+/* ------------------------------------------------ a kernel that fails */
+
+static int files_in(const char *dir) {
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "find '%s' -type f 2>/dev/null | wc -l", dir);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  int n = -1;
+  cr_assert_eq(fscanf(p, "%d", &n), 1);
+  pclose(p);
+  return n;
+}
+
+/* clBuildProgram fails (with a build log) on a cold program cache: a
+ * CLATTN_ERR_BUILD naming the program and the log's first line, nothing
+ * written to the cache; the next call builds and is right. */
+Test(build, fails_then_builds, .timeout = 300) {
+  scenario s = find_scenario("clattn_attention");
+  static float golden[OUT_MAX];
+  int n_out = clean_run(&s, golden);
+  make_tmp_dir();
+  char cache[600];
+  snprintf(cache, sizeof cache, "%s/cold-cache", tmp_dir);
+  clattn_ctx_opts o = {0};
+  o.cache_dir = cache;
+  fault_reset();
+  fault_alloc_arm(0);
+  cr_assert_eq(clattn_ctx_create(&o, &s.ctx), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(NULL));
+  s.mem[0] = floats_buf(s.ctx, 3 * 2 * 8, 1);
+  s.mem[1] = floats_buf(s.ctx, 5 * 8, 2);
+  s.mem[2] = floats_buf(s.ctx, 5 * 8, 3);
+  s.mem[3] = floats_buf(s.ctx, ATTN_O, 4);
+  fault_cl_arm(1, CL_BUILD_PROGRAM_FAILURE, "clBuildProgram");
+  clattn_status st = attn_run(&s);
+  fault_cl_disarm();
+  cr_assert_str_eq(fault_cl_fired(), "clBuildProgram");
+  const char *msg = clattn_ctx_errmsg(s.ctx);
+  cr_assert_eq(st, CLATTN_ERR_BUILD, "%s (%s)", clattn_status_str(st), msg);
+  cr_assert(strstr(msg, "attention.cl") != NULL, "no program name: %s", msg);
+  cr_assert(strstr(msg, "fault.c: injected build error") != NULL,
+            "no build log: %s", msg);
+  cr_assert(strstr(msg, "CL_BUILD_PROGRAM_FAILURE") != NULL, "%s", msg);
+  cr_assert_eq(files_in(cache), 0, "a failed build left a file in %s",
+               cache);
+  clattn_cache_stats cs;
+  clattn_ctx_cache_stats(s.ctx, &cs);
+  cr_assert_eq(cs.disk_writes, 0);
+  fault_cl_arm(0, CL_SUCCESS, NULL); /* count only: track the objects */
+  st = attn_run(&s);
+  fault_cl_disarm();
+  cr_assert_eq(st, CLATTN_OK, "the next call: %s", clattn_ctx_errmsg(s.ctx));
+  expect_same(&s, golden, n_out, "a failed build");
+  clattn_ctx_cache_stats(s.ctx, &cs);
+  cr_assert_eq(cs.source_builds, 1);
+  cr_assert_eq(cs.disk_writes, 1);
+  cr_assert_eq(files_in(cache), 1);
+  s.teardown(&s);
+  fault_alloc_disarm();
+  cr_assert_eq(fault_alloc_live(), 0, "%ld blocks leaked", fault_alloc_live());
+  cr_assert_eq(fault_cl_live(), 0, "%ld OpenCL objects leaked",
+               fault_cl_live());
+}
