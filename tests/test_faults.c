@@ -741,3 +741,206 @@ Test(build, fails_then_builds, .timeout = 300) {
   cr_assert_eq(fault_cl_live(), 0, "%ld OpenCL objects leaked",
                fault_cl_live());
 }
+
+/* ------------------------------------------------------ a disk that fills */
+
+static long file_size(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+/* A database of `rows` tuning rows of another device. */
+static void fill_db(const char *path, int rows) {
+  clattn_db *db = NULL;
+  unlink(path);
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK, "%s",
+               clattn_db_errmsg(NULL));
+  for (int i = 0; i < rows; i++) {
+    clattn_tune_entry e;
+    memset(&e, 0, sizeof e);
+    snprintf(e.fingerprint, sizeof e.fingerprint, "another-device");
+    snprintf(e.kernel, sizeof e.kernel, "prefill");
+    snprintf(e.shape_class, sizeof e.shape_class, "b1");
+    snprintf(e.params, sizeof e.params, "variant=1 rows=%d", i + 1);
+    snprintf(e.status, sizeof e.status, "ok");
+    snprintf(e.message, sizeof e.message, "%0200d", i);
+    e.median_s = 1e-3 * (i + 1);
+    snprintf(e.updated, sizeof e.updated, "2020-01-02T03:04:05Z");
+    cr_assert_eq(clattn_db_put_tune(db, &e), CLATTN_OK, "%s",
+                 clattn_db_errmsg(db));
+  }
+  clattn_db_close(db);
+}
+
+static int count_rows(const char *path) {
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK, "reopening %s: %s",
+               path, clattn_db_errmsg(NULL));
+  clattn_tune_entry *rows = NULL;
+  int n = 0;
+  clattn_status st = clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n);
+  cr_assert_eq(st, CLATTN_OK, "listing %s: %s", path, clattn_db_errmsg(db));
+  free(rows);
+  clattn_db_close(db);
+  return n;
+}
+
+/* Runs fn in a child whose files may not grow past `limit` bytes (writes
+ * beyond fail with EFBIG; SIGXFSZ ignored); returns its status and copies
+ * its message. */
+typedef clattn_status (*limited_fn)(const char *path, char *msg, size_t cap);
+static clattn_status run_limited(long limit, limited_fn fn, const char *path,
+                                 char *msg, size_t cap) {
+  int fd[2];
+  cr_assert_eq(pipe(fd), 0);
+  pid_t pid = fork();
+  cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    close(fd[0]);
+    struct rlimit rl = {(rlim_t)limit, (rlim_t)limit};
+    signal(SIGXFSZ, SIG_IGN);
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+      _exit(100);
+    char m[1024] = "";
+    clattn_status st = fn(path, m, sizeof m);
+    if (write(fd[1], m, strlen(m) + 1) < 0)
+      _exit(101);
+    _exit(-st);
+  }
+  close(fd[1]);
+  ssize_t got = read(fd[0], msg, cap - 1);
+  msg[got > 0 ? got : 0] = '\0';
+  close(fd[0]);
+  int ws = 0;
+  cr_assert_eq(waitpid(pid, &ws, 0), pid);
+  cr_assert(WIFEXITED(ws), "the child died (signal %d)",
+            WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+  cr_assert(WEXITSTATUS(ws) < 100, "the child's setup failed (%d)",
+            WEXITSTATUS(ws));
+  return (clattn_status)-WEXITSTATUS(ws);
+}
+
+static clattn_status export_fn(const char *path, char *msg, size_t cap) {
+  clattn_db *db = NULL;
+  clattn_status st = clattn_db_open(path, &db);
+  if (st == CLATTN_OK) {
+    char out[600];
+    snprintf(out, sizeof out, "%s.json", path);
+    st = clattn_db_export(db, out);
+    snprintf(msg, cap, "%s", clattn_db_errmsg(db));
+  } else {
+    snprintf(msg, cap, "open: %s", clattn_db_errmsg(NULL));
+  }
+  clattn_db_close(db);
+  return st;
+}
+
+/* The export stops at the file size limit: CLATTN_ERR_IO naming the file,
+ * no file at the target path nor a temporary one, the database intact. */
+Test(disk_full, export, .timeout = 120) {
+  make_tmp_dir();
+  char path[600], out[700], tmp[720];
+  snprintf(path, sizeof path, "%s/full-export.db", tmp_dir);
+  snprintf(out, sizeof out, "%s.json", path);
+  snprintf(tmp, sizeof tmp, "%s.tmp", out);
+  fill_db(path, 300);
+  const long db_bytes = file_size(path);
+  char msg[1024];
+  /* the limit lets the database be read, not the export be written */
+  long limit = 32768;
+  cr_assert(db_bytes > limit, "the database is %ld bytes", db_bytes);
+  clattn_status st = run_limited(limit, export_fn, path, msg, sizeof msg);
+  cr_assert_eq(st, CLATTN_ERR_IO, "%s (%s)", clattn_status_str(st), msg);
+  cr_assert(strstr(msg, out) != NULL, "the message names no file: %s", msg);
+  cr_assert(strstr(msg, "File too large") != NULL, "%s", msg);
+  cr_assert_neq(access(out, F_OK), 0, "a partial export at %s", out);
+  cr_assert_neq(access(tmp, F_OK), 0, "a partial export at %s", tmp);
+  cr_assert_eq(count_rows(path), 300);
+  /* and with room, it exports */
+  st = run_limited(1L << 30, export_fn, path, msg, sizeof msg);
+  cr_assert_eq(st, CLATTN_OK, "%s", msg);
+  cr_assert_eq(access(out, F_OK), 0);
+}
+
+/* An export to a full device (/dev/full as the directory's file is not
+ * possible: the library writes path.tmp; a FIFO-free stand-in is stdout
+ * redirected to /dev/full). */
+static clattn_status export_stdout_fn(const char *path, char *msg,
+                                      size_t cap) {
+  if (freopen("/dev/full", "w", stdout) == NULL)
+    _exit(102);
+  clattn_db *db = NULL;
+  clattn_status st = clattn_db_open(path, &db);
+  if (st == CLATTN_OK) {
+    st = clattn_db_export(db, "-");
+    snprintf(msg, cap, "%s", clattn_db_errmsg(db));
+  }
+  clattn_db_close(db);
+  return st;
+}
+
+Test(disk_full, export_to_dev_full, .timeout = 120) {
+  make_tmp_dir();
+  char path[600], msg[1024];
+  snprintf(path, sizeof path, "%s/devfull.db", tmp_dir);
+  fill_db(path, 20);
+  clattn_status st =
+      run_limited(1L << 30, export_stdout_fn, path, msg, sizeof msg);
+  cr_assert_eq(st, CLATTN_ERR_IO, "%s (%s)", clattn_status_str(st), msg);
+  cr_assert(strstr(msg, "stdout") != NULL, "%s", msg);
+  cr_assert(strstr(msg, "No space left on device") != NULL, "%s", msg);
+}
+
+static clattn_status tune_fn(const char *path, char *msg, size_t cap) {
+  clattn_ctx_opts co = {0};
+  co.no_tuning = 1;
+  clattn_ctx *ctx = NULL;
+  clattn_status st = clattn_ctx_create(&co, &ctx);
+  if (st != CLATTN_OK) {
+    snprintf(msg, cap, "ctx: %s", clattn_ctx_errmsg(NULL));
+    return st;
+  }
+  clattn_db *db = NULL;
+  st = clattn_db_open(path, &db);
+  if (st == CLATTN_OK) {
+    clattn_tune_opts o = {0};
+    o.strategy = CLATTN_TUNE_EXHAUSTIVE;
+    o.repeats = 1;
+    o.fresh = 1;
+    clattn_tune_result r;
+    st = clattn_tune_attention(ctx, db, &attn_desc, &o, &r);
+    snprintf(msg, cap, "%s", clattn_ctx_errmsg(ctx));
+  } else {
+    snprintf(msg, cap, "open: %s", clattn_db_errmsg(NULL));
+  }
+  clattn_db_close(db);
+  clattn_ctx_destroy(ctx);
+  return st;
+}
+
+/* The database file may grow by a few pages only: the tuning run fails
+ * with a status naming the database once a row no longer fits, and every
+ * row stored before is there and readable. */
+Test(disk_full, tune, .timeout = 300) {
+  make_tmp_dir();
+  char path[600], msg[1024];
+  /* the same run with room first: the device compiler's own cache (PoCL
+   * writes one, and dies on a write that fails) and the program cache are
+   * then warm */
+  snprintf(path, sizeof path, "%s/warm-tune.db", tmp_dir);
+  clattn_status warm = run_limited(1L << 30, tune_fn, path, msg, sizeof msg);
+  cr_assert_eq(warm, CLATTN_OK, "%s", msg);
+  snprintf(path, sizeof path, "%s/full-tune.db", tmp_dir);
+  fill_db(path, 20);
+  const long before = file_size(path);
+  clattn_status st =
+      run_limited(before + 3 * 4096, tune_fn, path, msg, sizeof msg);
+  cr_assert(st != CLATTN_OK, "the tuning run fit: %s", msg);
+  cr_assert(strstr(msg, path) != NULL, "the message names no file: %s (%s)",
+            msg, clattn_status_str(st));
+  const int rows = count_rows(path);
+  cr_assert_gt(rows, 20, "no tuning row stored before the disk filled (%s)",
+               msg);
+  cr_log_info("tune on a full disk: %s: %s; %d rows kept",
+              clattn_status_str(st), msg, rows - 20);
+}
