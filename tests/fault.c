@@ -12,7 +12,7 @@
 
 /* Open addressing with tombstones; the tests track at most a few thousand
  * live blocks, far below the table's size. */
-#define SLOTS (1u << 18)
+#define SLOTS (1u << 15)
 #define TOMB ((const void *)1)
 
 typedef struct ptr_set {

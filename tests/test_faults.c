@@ -354,6 +354,37 @@ static clattn_status thl_run(scenario *s) {
   return st == CLATTN_OK ? layer_steps(s) : st;
 }
 
+/* ---- a decode step on a cache that a prefill filled: a failed step
+ * leaves the cache as it was (the retry's result, and its length, are
+ * those of the first clean step) */
+
+static void gqa_cached_setup(scenario *s) {
+  gqa_setup(s);
+  const clattn_layer_desc d = {.d_model = 16, .heads_q = 2, .heads_kv = 1,
+                               .head_dim_k = 8, .head_dim_v = 8};
+  clattn_status st = clattn_layer_create(s->ctx, &d, s->mem[0], s->mem[1],
+                                         s->mem[2], s->mem[3], &s->layer);
+  cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(s->ctx));
+  st = clattn_kv_cache_create(s->layer, LAYER_B, 5, &s->cache);
+  cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(s->ctx));
+  st = clattn_layer_prefill(s->layer, s->cache, LAYER_B, 3, 1, s->mem[8],
+                            s->mem[9], NULL);
+  cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(s->ctx));
+}
+static clattn_status gqa_decode_run(scenario *s) {
+  return clattn_layer_decode(s->layer, s->cache, s->mem[10], s->mem[11],
+                             NULL);
+}
+static int cached_result(scenario *s, float *out) {
+  read_floats(s->ctx, s->mem[11], out, LAYER_B * LAYER_D);
+  out[LAYER_B * LAYER_D] = (float)clattn_kv_cache_len(s->cache);
+  return LAYER_B * LAYER_D + 1;
+}
+static void cached_teardown(scenario *s) {
+  layer_undo(s);
+  common_teardown(s);
+}
+
 /* ---- the tuning database: open, put, list, export, import */
 
 static void db_setup(scenario *s) {
@@ -452,6 +483,9 @@ static const scenario all_scenarios[] = {
              thl_run, layer_undo, layer_result),
     {.name = "clattn_tune_attention", .setup = tune_setup, .run = tune_run,
      .teardown = common_teardown, .absorbed = tune_absorbed},
+    {.name = "GQA layer decode after a prefill", .setup = gqa_cached_setup,
+     .run = gqa_decode_run, .result = cached_result,
+     .teardown = cached_teardown},
     SCENARIO("clattn_db_open + put + list + export + import", db_setup,
              db_run, db_undo, NULL),
 };
@@ -517,9 +551,11 @@ static void alloc_sweep(const char *name) {
       fprintf(stderr, "%s: failing allocation %ld\n", name, n);
     s.setup(&s);
     fault_reset();
+    fault_cl_arm(0, CL_SUCCESS, NULL); /* no call fails; objects tracked */
     fault_alloc_arm(n);
     clattn_status st = s.run(&s);
     long count = fault_alloc_disarm();
+    fault_cl_disarm();
     if (!fault_alloc_fired()) {
       cr_assert_eq(st, CLATTN_OK, "%s: no failure injected, yet %s: %s",
                    name, clattn_status_str(st), scenario_errmsg(&s));
@@ -527,6 +563,8 @@ static void alloc_sweep(const char *name) {
       s.teardown(&s);
       cr_assert_eq(fault_alloc_live(), 0, "%s: %ld blocks leaked", name,
                    fault_alloc_live());
+      cr_assert_eq(fault_cl_live(), 0, "%s: %ld OpenCL objects leaked",
+                   name, fault_cl_live());
       cr_log_info("%s: %ld allocations, %ld of them failed in turn (%ld "
                   "program-cache reads: built from source)",
                   name, count, injected, fallbacks);
@@ -547,6 +585,8 @@ static void alloc_sweep(const char *name) {
         s.teardown(&s);
         cr_assert_eq(fault_alloc_live(), 0, "%s %s: %ld blocks leaked", name,
                      after, fault_alloc_live());
+        cr_assert_eq(fault_cl_live(), 0, "%s %s: %ld OpenCL objects leaked",
+                     name, after, fault_cl_live());
         continue;
       }
     }
@@ -564,6 +604,8 @@ static void alloc_sweep(const char *name) {
     s.teardown(&s);
     cr_assert_eq(fault_alloc_live(), 0, "%s %s: %ld blocks leaked", name,
                  after, fault_alloc_live());
+    cr_assert_eq(fault_cl_live(), 0, "%s %s: %ld OpenCL objects leaked",
+                 name, after, fault_cl_live());
   }
 }
 
@@ -585,6 +627,9 @@ Test(alloc, gqa_layer, .timeout = 300) {
 }
 Test(alloc, th_layer, .timeout = 300) {
   alloc_sweep("talking-heads layer create + prefill + decode");
+}
+Test(alloc, gqa_layer_decode, .timeout = 300) {
+  alloc_sweep("GQA layer decode after a prefill");
 }
 Test(alloc, db, .timeout = 300) {
   alloc_sweep("clattn_db_open + put + list + export + import");
@@ -677,6 +722,7 @@ CL_TESTS(talking_heads, "clattn_talking_heads")
 CL_TESTS(gqa_layer, "GQA layer create + prefill + decode")
 CL_TESTS(th_layer, "talking-heads layer create + prefill + decode")
 CL_TESTS(tune, "clattn_tune_attention")
+CL_TESTS(gqa_layer_decode, "GQA layer decode after a prefill")
 
 /* ------------------------------------------------ a kernel that fails */
 
