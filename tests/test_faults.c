@@ -354,6 +354,40 @@ static clattn_status thl_run(scenario *s) {
   return st == CLATTN_OK ? layer_steps(s) : st;
 }
 
+/* Hosseini & Hosseini's Efficient layer: d_model 16, 2 heads */
+static void eff_setup(scenario *s) {
+  s->ctx = new_ctx();
+  s->mem[0] = floats_buf(s->ctx, 16 * 16, 1);
+  s->mem[1] = floats_buf(s->ctx, 16 * 16, 2);
+  layer_buffers(s);
+}
+static clattn_status eff_run(scenario *s) {
+  const clattn_hh_layer_desc d = {.d_model = 16, .heads = 2};
+  clattn_status st = clattn_layer_create_efficient(s->ctx, &d, s->mem[0],
+                                                   s->mem[1], &s->layer);
+  return st == CLATTN_OK ? layer_steps(s) : st;
+}
+
+/* SwitchHead: d_model 16, 2 heads of 8, top 2 of 4 experts */
+static void sh_setup(scenario *s) {
+  s->ctx = new_ctx();
+  s->mem[0] = floats_buf(s->ctx, 16 * 16, 1);
+  s->mem[1] = floats_buf(s->ctx, 16 * 16, 2);
+  s->mem[2] = floats_buf(s->ctx, 2 * 4 * 16 * 8, 3);
+  s->mem[3] = floats_buf(s->ctx, 2 * 4 * 8 * 16, 4);
+  s->mem[4] = floats_buf(s->ctx, 16 * 8, 5);
+  s->mem[5] = floats_buf(s->ctx, 16 * 8, 6);
+  layer_buffers(s);
+}
+static clattn_status sh_run(scenario *s) {
+  const clattn_switchhead_layer_desc d = {
+      .d_model = 16, .heads = 2, .head_dim = 8, .experts = 4, .topk = 2};
+  clattn_status st = clattn_layer_create_switchhead(
+      s->ctx, &d, s->mem[0], s->mem[1], s->mem[2], s->mem[3], s->mem[4],
+      s->mem[5], &s->layer);
+  return st == CLATTN_OK ? layer_steps(s) : st;
+}
+
 /* ---- a decode step on a cache that a prefill filled: a failed step
  * leaves the cache as it was (the retry's result, and its length, are
  * those of the first clean step) */
@@ -483,6 +517,10 @@ static const scenario all_scenarios[] = {
              thl_run, layer_undo, layer_result),
     {.name = "clattn_tune_attention", .setup = tune_setup, .run = tune_run,
      .teardown = common_teardown, .absorbed = tune_absorbed},
+    SCENARIO("Efficient layer create + prefill + decode", eff_setup, eff_run,
+             layer_undo, layer_result),
+    SCENARIO("SwitchHead layer create + prefill + decode", sh_setup, sh_run,
+             layer_undo, layer_result),
     {.name = "GQA layer decode after a prefill", .setup = gqa_cached_setup,
      .run = gqa_decode_run, .result = cached_result,
      .teardown = cached_teardown},
@@ -628,6 +666,12 @@ Test(alloc, gqa_layer, .timeout = 300) {
 Test(alloc, th_layer, .timeout = 300) {
   alloc_sweep("talking-heads layer create + prefill + decode");
 }
+Test(alloc, efficient_layer, .timeout = 300) {
+  alloc_sweep("Efficient layer create + prefill + decode");
+}
+Test(alloc, switchhead_layer, .timeout = 300) {
+  alloc_sweep("SwitchHead layer create + prefill + decode");
+}
 Test(alloc, gqa_layer_decode, .timeout = 300) {
   alloc_sweep("GQA layer decode after a prefill");
 }
@@ -723,6 +767,14 @@ CL_TESTS(gqa_layer, "GQA layer create + prefill + decode")
 CL_TESTS(th_layer, "talking-heads layer create + prefill + decode")
 CL_TESTS(tune, "clattn_tune_attention")
 CL_TESTS(gqa_layer_decode, "GQA layer decode after a prefill")
+/* the two longer sweeps, one code each (the suite stays within minutes) */
+Test(cl, efficient_layer_allocation_failure, .timeout = 300) {
+  cl_sweep("Efficient layer create + prefill + decode",
+           CL_MEM_OBJECT_ALLOCATION_FAILURE);
+}
+Test(cl, switchhead_layer_out_of_resources, .timeout = 300) {
+  cl_sweep("SwitchHead layer create + prefill + decode", CL_OUT_OF_RESOURCES);
+}
 
 /* ------------------------------------------------ a kernel that fails */
 
