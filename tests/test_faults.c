@@ -27,10 +27,20 @@
 
 static char tmp_dir[] = "/tmp/clattn-faults-XXXXXX";
 
+static void remove_tmp_dir(void) {
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", tmp_dir);
+}
+
+/* A directory of this test's process, removed when it exits. */
 static void make_tmp_dir(void) {
   static int made;
-  if (!made)
+  if (!made) {
     cr_assert_not_null(mkdtemp(tmp_dir), "mkdtemp failed");
+    atexit(remove_tmp_dir);
+  }
   made = 1;
 }
 
