@@ -52,9 +52,10 @@ void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
  * write. */
 void *ref_alloc(size_t n);
 
-/* Set (never cleared) when a reference function ran out of host memory:
- * its outputs are then incomplete.  The tuner, which runs the reference
- * inside the library, clears it before and fails its call after. */
+/* Set when a reference function ran out of host memory (its outputs are
+ * then incomplete); the reference never clears it.  The tuner, which runs
+ * the reference inside the library, clears it before a run and fails its
+ * call when it is set after. */
 extern _Thread_local int ref_out_of_memory;
 
 /* Storage conversions, round to nearest even. */
