@@ -493,6 +493,14 @@ static clattn_status tune_run(scenario *s) {
   o.fresh = 1;
   return clattn_tune_attention(s->ctx, s->db, &attn_desc, &o, &s->tune);
 }
+static clattn_status tune_decode_run(scenario *s) {
+  clattn_tune_opts o = {0};
+  o.strategy = CLATTN_TUNE_MODEL;
+  o.max_candidates = 2;
+  o.repeats = 1;
+  o.fresh = 1;
+  return clattn_tune_decode(s->ctx, s->db, &dec_desc, &o, &s->tune);
+}
 /* A candidate whose call fails is recorded "failed" with the message and
  * the run goes on; a run that fails among the verification's 31
  * interleaved rounds is one round of INFINITY, which the median absorbs. */
@@ -534,6 +542,9 @@ static const scenario all_scenarios[] = {
     {.name = "GQA layer decode after a prefill", .setup = gqa_cached_setup,
      .run = gqa_decode_run, .result = cached_result,
      .teardown = cached_teardown},
+    {.name = "clattn_tune_decode", .setup = tune_setup,
+     .run = tune_decode_run, .teardown = common_teardown,
+     .absorbed = tune_absorbed},
     SCENARIO("clattn_db_open + put + list + export + import", db_setup,
              db_run, db_undo, NULL),
 };
@@ -689,6 +700,9 @@ Test(alloc, db, .timeout = 300) {
   alloc_sweep("clattn_db_open + put + list + export + import");
 }
 Test(alloc, tune, .timeout = 300) { alloc_sweep("clattn_tune_attention"); }
+Test(alloc, tune_decode, .timeout = 300) {
+  alloc_sweep("clattn_tune_decode");
+}
 
 /* ------------------------------------------------------ OpenCL call sweep */
 
