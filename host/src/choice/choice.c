@@ -17,6 +17,7 @@
 #include "choice/choice.h"
 #include "db/db.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,9 +88,10 @@ clattn_status clattn__choice_init(clattn_ctx *ctx, const clattn_ctx_opts *o) {
   }
   if (o->no_tuning || env_on("CLATTN_NO_TUNING"))
     return CLATTN_OK;
+  errno = 0;
   C->tuning_db =
       o->tuning_db ? strdup(o->tuning_db) : clattn__db_default_path();
-  if (o->tuning_db && C->tuning_db == NULL)
+  if (C->tuning_db == NULL && (o->tuning_db || errno == ENOMEM))
     return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
   return CLATTN_OK;
 }
@@ -183,18 +185,24 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
     return NULL;
   C->tuning = T;
   clattn_profile rep;
-  if (clattn_profile_reported(ctx, &rep) == CLATTN_OK) {
+  clattn_status rc = clattn_profile_reported(ctx, &rep);
+  if (rc == CLATTN_ERR_NOMEM) {
+    clattn__choice_reload(ctx);
+    return NULL;
+  }
+  if (rc == CLATTN_OK) {
     snprintf(T->fingerprint, sizeof T->fingerprint, "%s", rep.fingerprint);
     snprintf(T->vendor, sizeof T->vendor, "%s", rep.vendor);
     snprintf(T->arch, sizeof T->arch, "%s", rep.arch);
     T->prof = rep;
   }
   clattn_db *db = NULL;
-  if (clattn__tuning_db_open(ctx, &db, T->note, sizeof T->note) == CLATTN_OK &&
-      db != NULL) {
+  rc = clattn__tuning_db_open(ctx, &db, T->note, sizeof T->note);
+  if (rc == CLATTN_OK && db != NULL) {
     clattn_tune_entry *rows = NULL;
     int n = 0;
-    if (clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n) != CLATTN_OK) {
+    rc = clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n);
+    if (rc != CLATTN_OK) {
       snprintf(T->note, sizeof T->note, "tuning entries unreadable: %.200s",
                clattn_db_errmsg(db));
     } else {
@@ -208,6 +216,13 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
                  stale);
     }
   }
+  /* out of memory is no property of the database: fail this call and read
+   * the entries again at the next one */
+  if (rc == CLATTN_ERR_NOMEM) {
+    clattn_db_close(db);
+    clattn__choice_reload(ctx);
+    return NULL;
+  }
   /* The model may pick parameters with a datasheet profile (an unseen
    * GPU: the best information there is) or with a measured one when
    * `clattn model check` found it predicting this device: the median
@@ -217,8 +232,13 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
   clattn_profile p;
   double err = 0.0;
   int nchecks = 0;
-  if (clattn_profile_for(ctx, db, &p) != CLATTN_OK || p.fp32_gflops <= 0 ||
-      p.bw_read_gbs <= 0) {
+  rc = clattn_profile_for(ctx, db, &p);
+  if (rc == CLATTN_ERR_NOMEM) {
+    clattn_db_close(db);
+    clattn__choice_reload(ctx);
+    return NULL;
+  }
+  if (rc != CLATTN_OK || p.fp32_gflops <= 0 || p.bw_read_gbs <= 0) {
     snprintf(T->model_note, sizeof T->model_note,
              "no measured or datasheet profile for the model");
   } else if (p.source == CLATTN_PROFILE_DATASHEET) {
@@ -389,7 +409,10 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
   }
   clattn__tuning *T = tuning(ctx);
   char tried[256] = "";
-  if (T) {
+  if (T == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_NOMEM,
+                        "out of host memory for the tuning entries");
+  {
     clattn__appendf(ch->why, sizeof ch->why, "%s; ", T->note);
     /* 0: this device, this class; 1: this device, nearest; 2: kin */
     for (int pass = 0; pass < 3; pass++) {

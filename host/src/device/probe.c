@@ -651,11 +651,11 @@ clattn_status clattn__probe_launch(clattn_ctx *ctx, clattn__probe_kernel k,
     m[i] = clCreateBuffer(ctx->context,
                           CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n, zeros,
                           &err);
-    CLATTN_CL(ctx, err);
+    CLATTN_CL_RET(ctx, err, "clCreateBuffer");
   }
   out = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
                        items * sizeof(float), zeros, &err);
-  CLATTN_CL(ctx, err);
+  CLATTN_CL_RET(ctx, err, "clCreateBuffer");
   const float s = 0.25f, fa = 0.999f, fb = 0.001f;
   switch (k) {
   case CLATTN__PROBE_READ:

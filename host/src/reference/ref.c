@@ -60,8 +60,13 @@ void ref_attention(const ref_attn *a, const float *q, const float *k,
   double *logit = malloc(sizeof(double) * (size_t)(a->m > 0 ? a->m : 1));
   double *qv = malloc(sizeof(double) * (size_t)(a->dk > 0 ? a->dk : 1));
   float *row = malloc(sizeof(float) * (size_t)(a->dv > 0 ? a->dv : 1));
-  if (!logit || !qv || !row)
-    abort();
+  if (!logit || !qv || !row) {
+    free(logit);
+    free(qv);
+    free(row);
+    ref_out_of_memory = 1;
+    return;
+  }
   for (int bi = 0; bi < a->b; bi++) {
     int L = clampi(a->kv_lens ? a->kv_lens[bi] : a->m, 0, a->m);
     for (int j = 0; j < a->hq; j++) {
@@ -94,8 +99,12 @@ void ref_decode(int b, int cap, int hq, int hkv, int dk, int dv, int layout,
   int g = hq / hkv;
   double *logit = malloc(sizeof(double) * (size_t)(cap > 0 ? cap : 1));
   double *qv = malloc(sizeof(double) * (size_t)(dk > 0 ? dk : 1));
-  if (!logit || !qv)
-    abort();
+  if (!logit || !qv) {
+    free(logit);
+    free(qv);
+    ref_out_of_memory = 1;
+    return;
+  }
   for (int bi = 0; bi < b; bi++) {
     int L = clampi(lens[bi], 0, cap);
     for (int j = 0; j < hq; j++) {
@@ -129,6 +138,13 @@ void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
   float *K = ref_alloc(sizeof(float) * (size_t)rows * hkv * dk);
   float *V = ref_alloc(sizeof(float) * (size_t)rows * hkv * dv);
   float *O = ref_alloc(sizeof(float) * (size_t)rows * hq * dv);
+  if (!Q || !K || !V || !O) {
+    free(Q);
+    free(K);
+    free(V);
+    free(O);
+    return;
+  }
   matmul(rows, D, hq * dk, x, wq, Q);
   matmul(rows, D, hkv * dk, x, wk, K);
   matmul(rows, D, hkv * dv, x, wv, V);
@@ -143,10 +159,12 @@ void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
   free(O);
 }
 
+_Thread_local int ref_out_of_memory;
+
 void *ref_alloc(size_t n) {
   void *p = calloc(n ? n : 1, 1);
   if (!p)
-    abort();
+    ref_out_of_memory = 1;
   return p;
 }
 

@@ -47,9 +47,16 @@ void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
                double scale, int causal, const float *x, const float *wq,
                const float *wk, const float *wv, const float *wo, float *y);
 
-/* n zeroed bytes (at least 1); aborts when out of memory, as a test
- * reference may.  Zeroed, so that no compiler sees a read before a write. */
+/* n zeroed bytes (at least 1); NULL when out of memory, with
+ * ref_out_of_memory set.  Zeroed, so that no compiler sees a read before a
+ * write. */
 void *ref_alloc(size_t n);
+
+/* Set when a reference function ran out of host memory (its outputs are
+ * then incomplete); the reference never clears it.  The tuner, which runs
+ * the reference inside the library, clears it before a run and fails its
+ * call when it is set after. */
+extern _Thread_local int ref_out_of_memory;
 
 /* Storage conversions, round to nearest even. */
 uint16_t ref_f32_to_f16(float f);

@@ -13,6 +13,11 @@ void ref_cvmm_route(int rows, int heads, int experts, int topk,
   const int he = heads * experts;
   double *l = ref_alloc(sizeof(double) * (size_t)experts);
   int *taken = ref_alloc(sizeof(int) * (size_t)experts);
+  if (!l || !taken) {
+    free(l);
+    free(taken);
+    return;
+  }
   for (int r = 0; r < rows; r++)
     for (int h = 0; h < heads; h++) {
       for (int e = 0; e < experts; e++) {
@@ -45,6 +50,11 @@ void ref_cvmm(int rows, int K, int N, int heads, int experts, int topk,
   const size_t slots = (size_t)rows * heads * topk;
   int *ex = ref_alloc(sizeof(int) * slots);
   double *g = ref_alloc(sizeof(double) * slots);
+  if (!ex || !g) {
+    free(ex);
+    free(g);
+    return;
+  }
   if (gate == 0) {
     ref_cvmm_route(rows, heads, experts, topk, sel_inner, sel_x, w_sel, ex,
                    g);

@@ -19,6 +19,12 @@ void ref_talking_heads(const ref_th *a, const float *q, const float *k,
   double *J = ref_alloc(sizeof(double) * (size_t)m * a->hk);
   double *W = ref_alloc(sizeof(double) * (size_t)m * a->h);
   double *U = ref_alloc(sizeof(double) * (size_t)m * a->hv);
+  if (!J || !W || !U) {
+    free(J);
+    free(W);
+    free(U);
+    return;
+  }
   for (int bi = 0; bi < a->b; bi++) {
     const int L = clampi(a->kv_lens ? a->kv_lens[bi] : m, 0, m);
     for (int i = 0; i < a->n; i++) {

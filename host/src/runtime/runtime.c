@@ -233,7 +233,7 @@ static clattn_status select_device(clattn_ctx *ctx, const char *sel) {
   if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || np == 0)
     return clattn__fail(ctx, CLATTN_ERR_NO_DEVICE,
                         "no OpenCL platform found (is an ICD installed?)");
-  CLATTN_CL(ctx, err);
+  CLATTN_CL_RET(ctx, err, "clGetPlatformIDs");
   if (np > 32)
     np = 32;
   long want_p = -1, want_d = -1;
@@ -249,7 +249,7 @@ static clattn_status select_device(clattn_ctx *ctx, const char *sel) {
     err = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 64, devs, &nd);
     if (err == CL_DEVICE_NOT_FOUND || nd == 0)
       continue;
-    CLATTN_CL(ctx, err);
+    CLATTN_CL_RET(ctx, err, "clGetDeviceIDs");
     if (nd > 64)
       nd = 64;
     char pname[256] = "";
@@ -382,11 +382,11 @@ clattn_status clattn__ctx_open(const clattn_ctx_opts *opts,
     cl_context_properties cp[] = {CL_CONTEXT_PLATFORM,
                                   (cl_context_properties)ctx->platform, 0};
     ctx->context = clCreateContext(cp, 1, &ctx->device, NULL, NULL, &err);
-    CLATTN_CL(ctx, err);
+    CLATTN_CL_RET(ctx, err, "clCreateContext");
     ctx->queue = clCreateCommandQueue(
         ctx->context, ctx->device,
         o->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
-    CLATTN_CL(ctx, err);
+    CLATTN_CL_RET(ctx, err, "clCreateCommandQueue");
   }
   CLATTN_TRY(read_devinfo(ctx));
   CLATTN_TRY(setup_cache_dir(ctx, o));
@@ -470,7 +470,7 @@ clattn_status clattn__scratch(clattn_ctx *ctx, int slot, size_t size,
     cl_int err = CL_SUCCESS;
     cl_mem m = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, size, NULL,
                               &err);
-    CLATTN_CL(ctx, err);
+    CLATTN_CL_RET(ctx, err, "clCreateBuffer");
     ctx->scratch[slot] = m;
     ctx->scratch_size[slot] = size;
   }

@@ -102,6 +102,16 @@ clattn_status clattn__cl_fail(clattn_ctx *ctx, cl_int err, const char *call,
     }                                                                          \
   } while (0)
 
+/* CLATTN_CL for a call that reports through its errcode_ret argument
+ * `err`: the message names the call. */
+#define CLATTN_CL_RET(ctx, err, name)                                          \
+  do {                                                                         \
+    if ((err) != CL_SUCCESS) {                                                 \
+      rc = clattn__cl_fail((ctx), (err), name, __FILE__, __LINE__);            \
+      goto done;                                                               \
+    }                                                                          \
+  } while (0)
+
 /* Run a clattn_status-returning expression; on failure go to `done`. */
 #define CLATTN_TRY(expr)                                                       \
   do {                                                                         \

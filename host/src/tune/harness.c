@@ -109,7 +109,7 @@ static clattn_status make_buffer(harness *H, const clattn__buf_spec *b,
   }
   *out = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
                         bytes, raw, &err);
-  CLATTN_CL(ctx, err);
+  CLATTN_CL_RET(ctx, err, "clCreateBuffer");
   if (keep) {
     *keep = raw;
     raw = NULL;
@@ -165,7 +165,11 @@ static clattn_status setup_check(harness *H) {
   H->sgot = malloc(most * sizeof *H->sgot);
   if (!H->sraw || !H->sgot)
     return clattn__fail(H->ctx, CLATTN_ERR_NOMEM, "out of host memory");
+  ref_out_of_memory = 0;
   F->reference(H->small.desc, H->shost);
+  if (ref_out_of_memory)
+    return clattn__fail(H->ctx, CLATTN_ERR_NOMEM,
+                        "out of host memory for the plain-C reference");
   return CLATTN_OK;
 }
 
@@ -462,8 +466,10 @@ static clattn_status tune_unlocked(clattn_ctx *ctx, clattn_db *db,
   }
   memset(out, 0, sizeof *out);
   const clattn__target t = clattn__ctx_target(ctx);
-  if (clattn_profile_for(ctx, db, &prof) == CLATTN_OK && prof.fp32_gflops > 0 &&
-      prof.bw_read_gbs > 0) {
+  rc = clattn_profile_for(ctx, db, &prof);
+  if (rc == CLATTN_ERR_NOMEM)
+    goto done;
+  if (rc == CLATTN_OK && prof.fp32_gflops > 0 && prof.bw_read_gbs > 0) {
     H.prof = H.prof0 = prof;
     H.has_prof = 1;
   }
