@@ -42,6 +42,8 @@ enum {
   CHILD_NOT_REWRITTEN = 14,
   CHILD_OPENCL = 15,
   CHILD_UNEXPECTED_BUILD = 16,
+  CHILD_SHARED_TEMPORARY = 17, /* two writers wrote through one name */
+  CHILD_ONE_WRITER = 18,       /* only one of two threads wrote */
 };
 
 /* What the child expects of the cache. */
@@ -518,6 +520,23 @@ Test(program_cache, disk_full, .init = setup, .timeout = 300) {
 
 /* ------------------------------------------------ concurrent writers */
 
+/* The library's rename() calls (this executable also links with
+ * -Wl,--wrap=rename): the temporary each cache write renamed. */
+#define MAX_RENAMES 16
+static pthread_mutex_t renames_lock = PTHREAD_MUTEX_INITIALIZER;
+static char renamed_from[MAX_RENAMES][4400];
+static int renames;
+int __real_rename(const char *from, const char *to);
+int __wrap_rename(const char *from, const char *to);
+int __wrap_rename(const char *from, const char *to) {
+  pthread_mutex_lock(&renames_lock);
+  if (renames < MAX_RENAMES)
+    snprintf(renamed_from[renames], sizeof renamed_from[0], "%s", from);
+  renames++;
+  pthread_mutex_unlock(&renames_lock);
+  return __real_rename(from, to);
+}
+
 typedef struct writer {
   const char *dir;
   pthread_barrier_t *start;
@@ -531,12 +550,14 @@ static void *writer_main(void *arg) {
   return NULL;
 }
 
-/* Two contexts of one process, in two threads, build and write the same
- * entries at once: both calls right, every write in place, no torn file
- * (a third context loads them all) and no temporary left.  In a child, so
- * that this process stays free of OpenCL for fork(). */
+/* Two threads of one process, each with its own context, build and write
+ * the same entry at once: both calls right, every write in place, each
+ * through a temporary name of its own, no torn file (a third context
+ * loads it) and no temporary left.  In a child, so that this process
+ * stays free of OpenCL for fork(). */
 Test(program_cache, concurrent_writers, .init = setup, .timeout = 300) {
   enum { ROUNDS = 4 };
+  int two_writers = 0;
   for (int r = 0; r < ROUNDS; r++) {
     char tmpl[] = "/tmp/clattn-cache-race-XXXXXX";
     char *dir = mkdtemp(tmpl);
@@ -555,12 +576,24 @@ Test(program_cache, concurrent_writers, .init = setup, .timeout = 300) {
           _exit(98);
       for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
-      _exit(w[0].rc != CHILD_OK ? w[0].rc : w[1].rc);
+      if (w[0].rc != CHILD_OK || w[1].rc != CHILD_OK)
+        _exit(w[0].rc != CHILD_OK ? w[0].rc : w[1].rc);
+      if (renames < 2) /* the second thread found the first one's file */
+        _exit(CHILD_ONE_WRITER);
+      for (int i = 0; i < renames && i < MAX_RENAMES; i++)
+        for (int j = 0; j < i; j++)
+          if (strcmp(renamed_from[i], renamed_from[j]) == 0) {
+            fprintf(stderr, "two writers renamed %s\n", renamed_from[i]);
+            _exit(CHILD_SHARED_TEMPORARY);
+          }
+      _exit(CHILD_OK);
     }
     int ws = 0;
     cr_assert_eq(waitpid(pid, &ws, 0), pid);
     char buf[96];
-    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == CHILD_OK,
+    const int one = WIFEXITED(ws) && WEXITSTATUS(ws) == CHILD_ONE_WRITER;
+    two_writers += !one;
+    cr_expect(one || (WIFEXITED(ws) && WEXITSTATUS(ws) == CHILD_OK),
               "round %d: two writers: child %s", r,
               child_outcome(ws, buf, sizeof buf));
     cr_expect_eq(count_entries(dir, ".tmp"), 0,
@@ -568,4 +601,5 @@ Test(program_cache, concurrent_writers, .init = setup, .timeout = 300) {
     expect_child_ok(dir, EXPECT_ALL_HITS, "after two writers");
     remove_tree(dir);
   }
+  cr_expect_gt(two_writers, 0, "in no round did both threads write");
 }
