@@ -301,9 +301,10 @@ static void setup(void) { unsetenv("CLATTN_NO_DISK_CACHE"); }
 
 /* --------------------------------------------------------------- cases */
 
-/* Single-bit flips across one real cached binary, header and payload:
- * every flip is caught before the driver sees the file, the call is right,
- * and the file is rewritten whole. */
+/* Single-bit flips across one real cached binary, header and payload
+ * ($CLATTN_TEST_FLIPS trials, 200 by default): every flip is caught before
+ * the driver sees the file, the call is right, and the file is rewritten
+ * whole. */
 Test(program_cache, bit_flips, .init = setup, .timeout = 600) {
   char tmpl[] = "/tmp/clattn-cache-flip-XXXXXX";
   cache_files cf;
@@ -316,8 +317,8 @@ Test(program_cache, bit_flips, .init = setup, .timeout = 600) {
   const size_t bits = cf.len[f] * 8;
   const char *env = getenv("CLATTN_TEST_FLIPS");
   const size_t trials = env ? (size_t)strtoul(env, NULL, 10) : 200;
-  /* the first 1024 bits (the header and the payload's own header) one
-   * trial in 8, the rest spread evenly over the payload */
+  /* one trial in 8 in the first 1024 bits (the header and the start of
+   * the driver's own format), the rest spread evenly over the file */
   size_t crashed = 0, failed = 0, done = 0, loaded = 0, wrong = 0;
   char first[256] = "";
   unsigned char *bad = malloc(cf.len[f]);
@@ -358,6 +359,8 @@ Test(program_cache, bit_flips, .init = setup, .timeout = 600) {
                "were loaded as they were; first: %s",
                failed, done, crashed, wrong, loaded, first);
   cr_expect_eq(count_entries(dir, ".tmp"), 0, "temporary files left behind");
+  /* the last rewrite is a good file: the next context only hits the disk */
+  expect_child_ok(dir, EXPECT_ALL_HITS, "after the last rewrite");
   free_files(&cf);
   remove_tree(dir);
 }
