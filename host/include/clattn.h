@@ -20,9 +20,8 @@
 #ifndef CLATTN_H
 #define CLATTN_H
 
-#ifndef CL_TARGET_OPENCL_VERSION
-#define CL_TARGET_OPENCL_VERSION 120
-#endif
+/* Only OpenCL 1.2 types and calls are used here, so CL_TARGET_OPENCL_VERSION
+ * stays the application's choice (the OpenCL headers default to 3.0). */
 #include <CL/cl.h>
 #include <stddef.h>
 #include <stdint.h>

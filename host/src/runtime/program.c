@@ -4,16 +4,20 @@
  * A program is identified by (source, build options).  In memory the context
  * keeps every program it built, with the kernels made from it.  On disk a
  * program binary is stored under a key hashing the source, the options, the
- * device, its driver and platform, the library version and the file format;
- * files are written to a temporary name and renamed, so readers never see a
- * partial file, and any failure to read, load or build a cached binary falls
- * back to a build from source. */
+ * device, its driver and platform, the library version and the file format,
+ * with a hash of its contents checked before the driver sees it; files are
+ * written to a temporary name of the writer's own and renamed, so readers
+ * never see a partial file, and any failure to read, check, load or build a
+ * cached binary falls back to a build from source (and rewrites the file). */
 #include "runtime/runtime.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 extern const char *const clattn__prelude;
@@ -24,7 +28,7 @@ extern const char *const clattn__source_names[];
 extern const size_t clattn__source_count;
 
 #define CACHE_MAGIC "CLATTNPB"
-#define CACHE_FORMAT 1u
+#define CACHE_FORMAT 2u
 
 typedef struct kernel_entry {
   struct kernel_entry *next;
@@ -67,7 +71,28 @@ void clattn_ctx_clear_programs(clattn_ctx *ctx) {
   clattn__ctx_leave(locked);
 }
 
-/* ------------------------------------------------------------ disk cache */
+/* ------------------------------------------------------------ disk cache
+ *
+ * A cache file is a header of CACHE_HEADER bytes, then the driver's binary
+ * (the payload); numbers are little-endian:
+ *    0  "CLATTNPB"
+ *    8  CACHE_FORMAT (u32), 12  CACHE_HEADER (u32), 16  payload bytes (u64)
+ *   24  the key: the 32 hex digits of the file's name
+ *   56  clattn__hash of bytes 0..55 and the payload (a, then b; u64 each)
+ * Nothing reaches the driver unless every field and the hash match: drivers
+ * trust their binaries (one flipped bit has crashed PoCL inside
+ * clCreateProgramWithBinary), and another key's file is another program. */
+
+#define CACHE_HEADER 72
+#define CACHE_KEY_AT 24
+#define CACHE_HASH_AT 56
+#define CACHE_KEY_LEN 32
+/* Far above any program's binary; a larger file is not ours. */
+#define CACHE_MAX_BYTES ((uint64_t)256 << 20)
+
+/* Per-process count of temporary names, so that writers in one process
+ * (several contexts, several threads) never share one. */
+static atomic_ulong cache_tmp_count;
 
 static void cache_path(const clattn_ctx *ctx, int src,
                        const char *options, char *out, size_t cap) {
@@ -85,78 +110,165 @@ static void cache_path(const clattn_ctx *ctx, int src,
   clattn__hash_str(&h, ctx->dev.driver);
   clattn__hash_str(&h, ctx->dev.version);
   clattn__hash_hex(&h, hex);
-  snprintf(out, cap, "%s/%s.bin", ctx->cache_dir, hex);
+  int n = snprintf(out, cap, "%s/%s.bin", ctx->cache_dir, hex);
+  if (n < 0 || (size_t)n >= cap)
+    out[0] = '\0'; /* too long: no key (cache_key refuses it) */
 }
 
-/* Read a cached binary; returns a malloc'd buffer or NULL. */
+/* The key of a cache path: the 32 hex digits of "<key>.bin"; -1 when path
+ * is not such a name. */
+static int cache_key(const char *path, char key[CACHE_KEY_LEN]) {
+  size_t n = strlen(path);
+  if (n < CACHE_KEY_LEN + 5 || strcmp(path + n - 4, ".bin") != 0 ||
+      path[n - 4 - CACHE_KEY_LEN - 1] != '/')
+    return -1;
+  const char *k = path + n - 4 - CACHE_KEY_LEN;
+  for (int i = 0; i < CACHE_KEY_LEN; i++)
+    if (!((k[i] >= '0' && k[i] <= '9') || (k[i] >= 'a' && k[i] <= 'f')))
+      return -1;
+  memcpy(key, k, CACHE_KEY_LEN);
+  return 0;
+}
+
+static void put_le(unsigned char *p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; i++)
+    p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *p, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; i--)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+/* The hash a header stores: its first CACHE_HASH_AT bytes and the
+ * payload. */
+static void cache_hash(const unsigned char *hdr, const unsigned char *payload,
+                       size_t len, unsigned char out[16]) {
+  clattn__hash h = clattn__hash_init();
+  clattn__hash_bytes(&h, hdr, CACHE_HASH_AT);
+  clattn__hash_bytes(&h, payload, len);
+  put_le(out, h.a, 8);
+  put_le(out + 8, h.b, 8);
+}
+
+/* Read exactly n bytes; 0 on success. */
+static int read_full(int fd, unsigned char *buf, size_t n) {
+  while (n > 0) {
+    ssize_t r = read(fd, buf, n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return -1;
+    buf += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* Write exactly n bytes; 0 on success. */
+static int write_full(int fd, const unsigned char *buf, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, buf, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    buf += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Read and check a cached binary; returns its payload (malloc'd) or NULL.
+ * Only a regular file is read, opened without blocking (a FIFO would block
+ * in open) and without following a link, within a size limit. */
 static unsigned char *cache_read(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
+  char key[CACHE_KEY_LEN];
+  if (cache_key(path, key) != 0)
     return NULL;
-  unsigned char hdr[24];
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return NULL;
+  unsigned char hdr[CACHE_HEADER], hash[16], extra;
   unsigned char *bin = NULL;
-  if (fread(hdr, 1, sizeof hdr, f) != sizeof hdr)
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_size <= CACHE_HEADER || (uint64_t)st.st_size > CACHE_MAX_BYTES ||
+      read_full(fd, hdr, sizeof hdr) != 0)
     goto fail;
-  uint32_t fmt;
-  uint64_t size;
-  memcpy(&fmt, hdr + 8, 4);
-  memcpy(&size, hdr + 16, 8);
-  if (memcmp(hdr, CACHE_MAGIC, 8) != 0 || fmt != CACHE_FORMAT || size == 0 ||
-      size > ((uint64_t)1 << 30))
+  const uint64_t size = get_le(hdr + 16, 8);
+  if (memcmp(hdr, CACHE_MAGIC, 8) != 0 || get_le(hdr + 8, 4) != CACHE_FORMAT ||
+      get_le(hdr + 12, 4) != CACHE_HEADER ||
+      size != (uint64_t)st.st_size - CACHE_HEADER ||
+      memcmp(hdr + CACHE_KEY_AT, key, CACHE_KEY_LEN) != 0)
     goto fail;
   bin = malloc((size_t)size);
-  if (bin == NULL || fread(bin, 1, (size_t)size, f) != (size_t)size)
+  if (bin == NULL || read_full(fd, bin, (size_t)size) != 0 ||
+      read(fd, &extra, 1) != 0) /* grown since fstat: not a file we wrote */
     goto fail;
-  if (fgetc(f) != EOF) /* trailing garbage: not our file */
+  cache_hash(hdr, bin, (size_t)size, hash);
+  if (memcmp(hash, hdr + CACHE_HASH_AT, sizeof hash) != 0)
     goto fail;
-  fclose(f);
+  close(fd);
   *len = (size_t)size;
   return bin;
 fail:
   free(bin);
-  fclose(f);
+  close(fd);
   return NULL;
 }
 
-/* Best effort: a failure to write the cache never fails the call. */
+/* Best effort: a failure to write the cache never fails the call.  Written
+ * under a name of this writer's own, then renamed over the path, so that
+ * readers see a whole file or none; on any failure the temporary is
+ * removed. */
 static int cache_write(clattn_ctx *ctx, const char *path, cl_program prog) {
+  char key[CACHE_KEY_LEN];
+  if (cache_key(path, key) != 0)
+    return -1;
   size_t size = 0;
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
                        NULL) != CL_SUCCESS ||
-      size == 0)
+      size == 0 || (uint64_t)size > CACHE_MAX_BYTES - CACHE_HEADER)
     return -1;
   unsigned char *bin = malloc(size);
   if (bin == NULL)
     return -1;
   int ok = 0;
   char tmp[4300];
-  FILE *f = NULL;
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) !=
       CL_SUCCESS)
     goto out;
   if (clattn__mkdir_p(ctx->cache_dir) != 0)
     goto out;
-  /* a name of this write alone: two threads' contexts may write one key */
-  static atomic_uint tmp_seq;
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(),
-           atomic_fetch_add(&tmp_seq, 1u));
-  f = fopen(tmp, "wb");
-  if (f == NULL)
-    goto out;
-  unsigned char hdr[24] = {0};
-  uint32_t fmt = CACHE_FORMAT;
-  uint64_t size64 = size;
+  unsigned char hdr[CACHE_HEADER] = {0};
   memcpy(hdr, CACHE_MAGIC, 8);
-  memcpy(hdr + 8, &fmt, 4);
-  memcpy(hdr + 16, &size64, 8);
-  ok = fwrite(hdr, 1, sizeof hdr, f) == sizeof hdr &&
-       fwrite(bin, 1, size, f) == size;
-  ok = (fclose(f) == 0) && ok;
-  f = NULL;
+  put_le(hdr + 8, CACHE_FORMAT, 4);
+  put_le(hdr + 12, CACHE_HEADER, 4);
+  put_le(hdr + 16, size, 8);
+  memcpy(hdr + CACHE_KEY_AT, key, CACHE_KEY_LEN);
+  cache_hash(hdr, bin, size, hdr + CACHE_HASH_AT);
+  /* a stale temporary of a dead process with our pid: take the next */
+  int fd = -1;
+  for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(),
+                     atomic_fetch_add(&cache_tmp_count, 1));
+    if (n < 0 || (size_t)n >= sizeof tmp)
+      goto out;
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST)
+      goto out;
+  }
+  if (fd < 0)
+    goto out;
+  ok = write_full(fd, hdr, sizeof hdr) == 0 && write_full(fd, bin, size) == 0;
+  ok = (close(fd) == 0) && ok;
   if (ok && rename(tmp, path) != 0)
     ok = 0;
   if (!ok)
-    remove(tmp);
+    unlink(tmp);
 out:
   free(bin);
   return ok ? 0 : -1;
