@@ -15,6 +15,7 @@
  * memory (the best "ok" rows of each device, kernel and shape class); the
  * model's picks are memoised per family and shape class. */
 #include "choice/choice.h"
+#include "base/clock.h"
 #include "db/db.h"
 
 #include <math.h>
@@ -42,6 +43,11 @@ typedef struct clattn__tuning {
   int has_model;        /* the model may pick (see tuning()) */
   char model_note[160]; /* why it may or may not */
   char note[352];       /* what was loaded, or why nothing */
+  double retry_at;      /* the database was busy: read it again from this
+                           clattn__now() on (0: never) */
+  int cap;              /* of e */
+  int stale, invalid;   /* rows passed over while loading */
+  char invalid_why[160]; /* the first invalid row's reason */
   pick picks[MAX_PICKS];
   int n_picks;
 } clattn__tuning;
@@ -118,41 +124,49 @@ void clattn__choice_free(clattn_ctx *ctx) {
 
 /* Keep the KEEP_PER_CLASS best ok rows of each (device, kernel, class) of
  * this device or its vendor and architecture (a best row that does not fit
- * a call leaves the next ones); rows arrive best first per group. */
+ * a call leaves the next ones); rows arrive best first per group
+ * (clattn__db_scan_usable).  Rows of another tuning method
+ * (clattn_tune_method) and rows that are not valid are counted and
+ * passed over. */
 #define KEEP_PER_CLASS 4
-/* Keep the usable rows; returns how many were passed over for being of
- * another tuning method (clattn_tune_method). */
-static int keep_rows(clattn__tuning *T, clattn_tune_entry *rows, int n) {
-  int k = 0, stale = 0;
-  for (int i = 0; i < n; i++) {
-    const clattn_tune_entry *r = &rows[i];
-    if (strcmp(r->status, "ok") != 0)
-      continue;
-    int mine = strcmp(r->fingerprint, T->fingerprint) == 0;
-    int kin = T->arch[0] && strcmp(r->vendor, T->vendor) == 0 &&
-              strcmp(r->arch, T->arch) == 0;
-    if (!mine && !kin)
-      continue;
-    if (!clattn__tune_row_current(r)) {
-      stale++;
-      continue;
-    }
-    int same = 0;
-    for (int j = 0; j < k; j++)
-      same += strcmp(rows[j].fingerprint, r->fingerprint) == 0 &&
-              strcmp(rows[j].kernel, r->kernel) == 0 &&
-              strcmp(rows[j].shape_class, r->shape_class) == 0;
-    if (same < KEEP_PER_CLASS)
-      rows[k++] = *r;
+static int keep_row(const clattn_tune_entry *r, void *user) {
+  clattn__tuning *T = user;
+  char why[512];
+  if (clattn__tune_entry_check(r, 0, why, sizeof why) != CLATTN_OK) {
+    if (T->invalid++ == 0)
+      snprintf(T->invalid_why, sizeof T->invalid_why, "%.40s %.40s: %.70s",
+               r->kernel, r->shape_class, why);
+    return 0;
   }
-  T->e = rows;
-  T->n = k;
-  return stale;
+  if (!clattn__tune_row_current(r)) {
+    T->stale++;
+    return 0;
+  }
+  int same = 0;
+  for (int j = T->n - 1; j >= 0 && same < KEEP_PER_CLASS; j--) {
+    const clattn_tune_entry *q = &T->e[j];
+    if (strcmp(q->fingerprint, r->fingerprint) != 0 ||
+        strcmp(q->kernel, r->kernel) != 0 ||
+        strcmp(q->shape_class, r->shape_class) != 0)
+      break; /* rows arrive grouped */
+    same++;
+  }
+  if (same >= KEEP_PER_CLASS)
+    return 0;
+  if (T->n == T->cap) {
+    int nc = T->cap ? 2 * T->cap : 16;
+    clattn_tune_entry *g = realloc(T->e, (size_t)nc * sizeof *g);
+    if (g == NULL)
+      return -1; /* out of memory: stop with what is kept */
+    T->e = g;
+    T->cap = nc;
+  }
+  T->e[T->n++] = *r;
+  return 0;
 }
 
 clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
                                      char *why, size_t cap) {
-  struct stat sb;
   clattn_status rc;
   *db = NULL;
   if (ctx->choice->tuning_db == NULL) {
@@ -161,21 +175,31 @@ clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
              "path)");
     return CLATTN_OK;
   }
-  if (stat(ctx->choice->tuning_db, &sb) != 0) {
-    snprintf(why, cap, "no tuning database at %.400s", ctx->choice->tuning_db);
-    return CLATTN_OK;
-  }
-  rc = clattn_db_open(ctx->choice->tuning_db, db);
+  /* read-only: no file or directory is created, no lock is taken for
+   * writing, and a lock held elsewhere is waited for only briefly */
+  rc = clattn_db_open_readonly(ctx->choice->tuning_db, db);
   if (rc == CLATTN_OK)
     return CLATTN_OK;
-  snprintf(why, cap, "tuning database unreadable: %.400s",
-           clattn_db_errmsg(NULL));
+  if (rc == CLATTN_ERR_NOT_FOUND)
+    snprintf(why, cap, "no tuning database at %.400s",
+             ctx->choice->tuning_db);
+  else
+    snprintf(why, cap, "tuning database not used: %.400s",
+             clattn_db_errmsg(NULL));
   return rc == CLATTN_ERR_NOMEM ? rc : CLATTN_OK;
+}
+
+/* Whether a message of the database says another connection's lock. */
+static int busy_message(const char *msg) {
+  return strstr(msg, "busy") != NULL;
 }
 
 /* Read the entries and the device's profile at the first call. */
 static clattn__tuning *tuning(clattn_ctx *ctx) {
   clattn__choice_state *C = ctx->choice;
+  if (C->tuning && C->tuning->retry_at > 0 &&
+      clattn__now() >= C->tuning->retry_at)
+    clattn__choice_reload(ctx); /* the lock may be gone: look again */
   if (C->tuning)
     return C->tuning;
   clattn__tuning *T = calloc(1, sizeof *T);
@@ -192,22 +216,29 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
   clattn_db *db = NULL;
   if (clattn__tuning_db_open(ctx, &db, T->note, sizeof T->note) == CLATTN_OK &&
       db != NULL) {
-    clattn_tune_entry *rows = NULL;
-    int n = 0;
-    if (clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n) != CLATTN_OK) {
-      snprintf(T->note, sizeof T->note, "tuning entries unreadable: %.200s",
+    if (clattn__db_scan_usable(db, T->fingerprint, T->vendor, T->arch,
+                               keep_row, T) != CLATTN_OK) {
+      snprintf(T->note, sizeof T->note, "tuning entries unreadable: %.300s",
                clattn_db_errmsg(db));
+      T->n = 0;
     } else {
-      const int stale = keep_rows(T, rows, n);
       int len = snprintf(T->note, sizeof T->note, "%d tuning entries in %.200s",
                          T->n, C->tuning_db);
-      if (stale > 0 && len > 0 && (size_t)len < sizeof T->note)
+      if (T->stale > 0 && len > 0 && (size_t)len < sizeof T->note)
+        len += snprintf(T->note + len, sizeof T->note - (size_t)len,
+                        " (%d of an older tuning method passed over: run "
+                        "clattn tune again)",
+                        T->stale);
+      if (T->invalid > 0 && len > 0 && (size_t)len < sizeof T->note)
         snprintf(T->note + len, sizeof T->note - (size_t)len,
-                 " (%d of an older tuning method passed over: run clattn "
-                 "tune again)",
-                 stale);
+                 " (%d invalid skipped, the first: %s)", T->invalid,
+                 T->invalid_why);
     }
   }
+  /* A lock held by another connection: the defaults for now, and another
+   * look after a second rather than never. */
+  if (busy_message(T->note))
+    T->retry_at = clattn__now() + 1.0;
   /* The model may pick parameters with a datasheet profile (an unseen
    * GPU: the best information there is) or with a measured one when
    * `clattn model check` found it predicting this device: the median

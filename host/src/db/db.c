@@ -24,9 +24,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define BUSY_TIMEOUT_MS 10000
+/* Readers (clattn_db_open_readonly) wait at most this long for a lock:
+ * WAL readers are not blocked by a writer, so a lock they meet is a
+ * rollback-journal writer or a recovery, and a context's first call should
+ * not wait for it (the defaults apply, and explain says why). */
+#define READ_BUSY_TIMEOUT_MS 200
 
 /* ------------------------------------------------------------- schema */
 
@@ -79,7 +85,12 @@ static const char *const migrations[] = {
     "DEFAULT 1;",
     /* 6: the tuner's method of a row (clattn_tune_method; older rows: 1) */
     "ALTER TABLE tuning ADD COLUMN tune_method INTEGER NOT NULL DEFAULT 1;",
+    /* 7: the run-time reader's lookup of a device's vendor and arch */
+    "CREATE INDEX tuning_device ON tuning (vendor, arch);",
 };
+/* The oldest schema a reader can use (the tuning table's columns of today;
+ * later migrations only add indexes). */
+#define MIN_READ_VERSION 6
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
 /* ------------------------------------------------------------- errors */
@@ -101,8 +112,13 @@ const char *clattn_db_path(const clattn_db *db) {
 }
 
 clattn_status clattn__db_sql_fail(clattn_db *db, const char *what) {
-  snprintf(db->errmsg, sizeof db->errmsg, "%s: %s (database %s)", what,
-           db->h ? sqlite3_errmsg(db->h) : "no connection", db->path);
+  const int code = db->h ? sqlite3_extended_errcode(db->h) & 0xff : 0;
+  snprintf(db->errmsg, sizeof db->errmsg, "%s: %s%s (database %s)", what,
+           db->h ? sqlite3_errmsg(db->h) : "no connection",
+           code == SQLITE_BUSY || code == SQLITE_LOCKED
+               ? " (busy: another connection holds a lock)"
+               : "",
+           db->path);
   return CLATTN_ERR_DB;
 }
 
@@ -229,29 +245,42 @@ done:
   return rc;
 }
 
-clattn_status clattn_db_open(const char *path, clattn_db **out) {
-  clattn_status rc = CLATTN_OK;
-  clattn_db *db = NULL;
+/* A new handle for path (NULL: the default path); NULL with the reason in
+ * open_errmsg and *rc on failure. */
+static clattn_db *new_handle(const char *path, clattn_db **out,
+                             clattn_status *rc) {
   open_errmsg[0] = '\0';
+  *rc = CLATTN_OK;
   if (out == NULL) {
     snprintf(open_errmsg, sizeof open_errmsg, "out is NULL");
-    return CLATTN_ERR_INVALID_ARG;
+    *rc = CLATTN_ERR_INVALID_ARG;
+    return NULL;
   }
   *out = NULL;
-  db = calloc(1, sizeof *db);
+  clattn_db *db = calloc(1, sizeof *db);
   if (db == NULL) {
     snprintf(open_errmsg, sizeof open_errmsg, "out of host memory");
-    return CLATTN_ERR_NOMEM;
+    *rc = CLATTN_ERR_NOMEM;
+    return NULL;
   }
   db->magic = CLATTN_DB_MAGIC;
   db->path = path ? strdup(path) : clattn__db_default_path();
   if (db->path == NULL) {
-    snprintf(db->errmsg, sizeof db->errmsg,
+    snprintf(open_errmsg, sizeof open_errmsg, "%s",
              path ? "out of host memory"
                   : "no database path: set CLATTN_DB, XDG_DATA_HOME or HOME");
-    rc = path ? CLATTN_ERR_NOMEM : CLATTN_ERR_DB;
-    goto done;
+    *rc = path ? CLATTN_ERR_NOMEM : CLATTN_ERR_DB;
+    clattn_db_close(db);
+    return NULL;
   }
+  return db;
+}
+
+clattn_status clattn_db_open(const char *path, clattn_db **out) {
+  clattn_status rc = CLATTN_OK;
+  clattn_db *db = new_handle(path, out, &rc);
+  if (db == NULL)
+    return rc;
   CLATTN_TRY(make_parent(db));
   if (sqlite3_open_v2(db->path, &db->h,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
@@ -265,6 +294,92 @@ clattn_status clattn_db_open(const char *path, clattn_db **out) {
   }
   CLATTN_TRY(set_wal(db));
   CLATTN_TRY(migrate(db));
+  db->errmsg[0] = '\0';
+  *out = db;
+  return CLATTN_OK;
+done:
+  snprintf(open_errmsg, sizeof open_errmsg, "%s", db->errmsg);
+  clattn_db_close(db);
+  return rc;
+}
+
+/* Whether an SQLite result code means another connection holds a lock. */
+static int is_busy(int rc) {
+  return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+}
+
+/* Record why a read-only open failed: the lock of another connection is
+ * named as such, so that explain can say the tuning was skipped for it. */
+static clattn_status read_fail(clattn_db *db, int rc, const char *what) {
+  if (is_busy(rc))
+    return clattn__db_fail(db, CLATTN_ERR_DB,
+                           "database %s is busy (locked by another "
+                           "connection for more than %d ms) while %s",
+                           db->path, READ_BUSY_TIMEOUT_MS, what);
+  return clattn__db_sql_fail(db, what);
+}
+
+/* The schema version of a read-only connection, which must be this
+ * library's: a reader never migrates, so an older file (until a writer
+ * opens it) and a newer one are both refused with the versions named. */
+static clattn_status check_version_readonly(clattn_db *db) {
+  sqlite3_stmt *st = NULL;
+  clattn_status rc = CLATTN_OK;
+  int r = sqlite3_prepare_v2(db->h, "PRAGMA user_version", -1, &st, NULL);
+  if (r == SQLITE_OK)
+    r = sqlite3_step(st);
+  if (r != SQLITE_ROW) {
+    rc = read_fail(db, r, "reading the schema version");
+    goto done;
+  }
+  const int version = sqlite3_column_int(st, 0);
+  if (version > N_MIGRATIONS)
+    rc = clattn__db_fail(db, CLATTN_ERR_DB,
+                         "database %s has schema version %d, newer than this "
+                         "library's (clattn %s, versions up to %d)",
+                         db->path, version, clattn_version(), N_MIGRATIONS);
+  else if (version < MIN_READ_VERSION)
+    rc = clattn__db_fail(db, CLATTN_ERR_DB,
+                         "database %s has schema version %d, older than the "
+                         "%d this library reads: a read-only open does not "
+                         "migrate (open it once for writing, e.g. clattn db "
+                         "import)",
+                         db->path, version, MIN_READ_VERSION);
+done:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+clattn_status clattn_db_open_readonly(const char *path, clattn_db **out) {
+  clattn_status rc = CLATTN_OK;
+  clattn_db *db = new_handle(path, out, &rc);
+  struct stat sb;
+  if (db == NULL)
+    return rc;
+  /* A missing file is "no database", not an error to create it for. */
+  if (stat(db->path, &sb) != 0) {
+    rc = clattn__db_fail(db, errno == ENOENT ? CLATTN_ERR_NOT_FOUND
+                                             : CLATTN_ERR_DB,
+                         "%s database %s: %s",
+                         errno == ENOENT ? "no" : "cannot reach", db->path,
+                         strerror(errno));
+    goto done;
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    rc = clattn__db_fail(db, CLATTN_ERR_DB,
+                         "database %s is not a regular file", db->path);
+    goto done;
+  }
+  int r = sqlite3_open_v2(db->path, &db->h, SQLITE_OPEN_READONLY, NULL);
+  if (r != SQLITE_OK) {
+    rc = read_fail(db, r, "cannot open for reading");
+    goto done;
+  }
+  if (sqlite3_busy_timeout(db->h, READ_BUSY_TIMEOUT_MS) != SQLITE_OK) {
+    rc = clattn__db_sql_fail(db, "setting the busy timeout");
+    goto done;
+  }
+  CLATTN_TRY(check_version_readonly(db));
   db->errmsg[0] = '\0';
   *out = db;
   return CLATTN_OK;
