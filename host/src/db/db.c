@@ -350,6 +350,41 @@ done:
   return rc;
 }
 
+/* Open db->path read-only with the reader's busy timeout; immutable: as
+ * an SQLite URI with immutable=1 (no locking, no -shm file). */
+static clattn_status open_readonly(clattn_db *db, int immutable) {
+  char uri[4200];
+  const char *name = db->path;
+  int flags = SQLITE_OPEN_READONLY;
+  if (immutable) {
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    n += (size_t)snprintf(uri, sizeof uri, "file:");
+    for (const char *p = db->path; *p && n + 4 < sizeof uri; p++) {
+      const unsigned char c = (unsigned char)*p;
+      if (c == '%' || c == '?' || c == '#' || c <= 0x20 || c >= 0x7f) {
+        uri[n++] = '%';
+        uri[n++] = hex[c >> 4];
+        uri[n++] = hex[c & 15];
+      } else {
+        uri[n++] = (char)c;
+      }
+    }
+    uri[n] = '\0';
+    if (clattn__appendf(uri, sizeof uri, "?immutable=1") != 0)
+      return clattn__db_fail(db, CLATTN_ERR_DB, "database path %s too long",
+                             db->path);
+    name = uri;
+    flags |= SQLITE_OPEN_URI;
+  }
+  int r = sqlite3_open_v2(name, &db->h, flags, NULL);
+  if (r != SQLITE_OK)
+    return read_fail(db, r, "cannot open for reading");
+  if (sqlite3_busy_timeout(db->h, READ_BUSY_TIMEOUT_MS) != SQLITE_OK)
+    return clattn__db_sql_fail(db, "setting the busy timeout");
+  return CLATTN_OK;
+}
+
 clattn_status clattn_db_open_readonly(const char *path, clattn_db **out) {
   clattn_status rc = CLATTN_OK;
   clattn_db *db = new_handle(path, out, &rc);
@@ -370,16 +405,22 @@ clattn_status clattn_db_open_readonly(const char *path, clattn_db **out) {
                          "database %s is not a regular file", db->path);
     goto done;
   }
-  int r = sqlite3_open_v2(db->path, &db->h, SQLITE_OPEN_READONLY, NULL);
-  if (r != SQLITE_OK) {
-    rc = read_fail(db, r, "cannot open for reading");
+  CLATTN_TRY(open_readonly(db, 0));
+  rc = check_version_readonly(db);
+  if (rc != CLATTN_OK && db->h != NULL) {
+    /* A WAL file in a directory this process cannot write, whose -shm
+     * file is not there: SQLite can read it only as immutable (no locks),
+     * which is safe there since no writer can create the -wal either. */
+    const int code = sqlite3_extended_errcode(db->h) & 0xff;
+    if (code != SQLITE_READONLY && code != SQLITE_CANTOPEN)
+      goto done;
+    sqlite3_close(db->h);
+    db->h = NULL;
+    CLATTN_TRY(open_readonly(db, 1));
+    CLATTN_TRY(check_version_readonly(db));
+  } else if (rc != CLATTN_OK) {
     goto done;
   }
-  if (sqlite3_busy_timeout(db->h, READ_BUSY_TIMEOUT_MS) != SQLITE_OK) {
-    rc = clattn__db_sql_fail(db, "setting the busy timeout");
-    goto done;
-  }
-  CLATTN_TRY(check_version_readonly(db));
   db->errmsg[0] = '\0';
   *out = db;
   return CLATTN_OK;

@@ -8,8 +8,9 @@
  * strings longer than their field and a version other than 1 are errors,
  * never skipped or truncated; so is an entry whose values are not valid
  * (clattn__tune_entry_check: an impossible or future date, a time that is
- * not finite, params its family refuses, text that is not UTF-8).  The whole file is read and checked before
- * the database is touched, and the merge is one transaction. */
+ * not finite, params its family refuses, text that is not UTF-8).  The
+ * whole file is read and checked before the database is touched, and the
+ * merge is one transaction. */
 #include "db/db.h"
 
 #include <errno.h>
