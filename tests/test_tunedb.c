@@ -1249,3 +1249,35 @@ Test(tunedb, export_is_json_python_reads) {
            file);
   cr_expect_eq(system(cmd), 0, "python3 could not read %s", file);
 }
+
+/* The default path, for `clattn db path` without opening (or creating)
+ * anything. */
+Test(tunedb, default_path) {
+  char buf[512], small[4];
+  char *saved[3];
+  const char *names[3] = {"CLATTN_DB", "XDG_DATA_HOME", "HOME"};
+  for (int i = 0; i < 3; i++)
+    saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+  setenv("CLATTN_DB", "/somewhere/t.db", 1);
+  cr_expect_eq(clattn_db_default_path(buf, sizeof buf), CLATTN_OK);
+  cr_expect_str_eq(buf, "/somewhere/t.db");
+  cr_expect_eq(clattn_db_default_path(small, sizeof small),
+               CLATTN_ERR_BUFFER_TOO_SMALL);
+  cr_expect_str_eq(small, "");
+  unsetenv("CLATTN_DB");
+  setenv("XDG_DATA_HOME", "/xdg", 1);
+  cr_expect_eq(clattn_db_default_path(buf, sizeof buf), CLATTN_OK);
+  cr_expect_str_eq(buf, "/xdg/clattn/tuning.db");
+  unsetenv("XDG_DATA_HOME");
+  setenv("HOME", "/home/u", 1);
+  cr_expect_eq(clattn_db_default_path(buf, sizeof buf), CLATTN_OK);
+  cr_expect_str_eq(buf, "/home/u/.local/share/clattn/tuning.db");
+  unsetenv("HOME");
+  cr_expect_eq(clattn_db_default_path(buf, sizeof buf), CLATTN_ERR_DB);
+  cr_expect_eq(clattn_db_default_path(NULL, 5), CLATTN_ERR_INVALID_ARG);
+  for (int i = 0; i < 3; i++) {
+    if (saved[i])
+      setenv(names[i], saved[i], 1);
+    free(saved[i]);
+  }
+}

@@ -671,6 +671,13 @@ typedef struct clattn_db clattn_db;
 CLATTN_API clattn_status clattn_db_open(const char *path, clattn_db **out);
 CLATTN_API clattn_status clattn_db_open_readonly(const char *path,
                                                  clattn_db **out);
+/* The path that path NULL means for clattn_db_open and
+ * clattn_db_open_readonly (whether or not the file exists), into buf.
+ * Errors: CLATTN_ERR_INVALID_ARG for a NULL buf or cap 0; CLATTN_ERR_DB
+ * when $CLATTN_DB, $XDG_DATA_HOME and $HOME are all unset or empty;
+ * CLATTN_ERR_BUFFER_TOO_SMALL (buf gets ""); CLATTN_ERR_NOMEM.
+ * Thread-safe as getenv is. */
+CLATTN_API clattn_status clattn_db_default_path(char *buf, size_t cap);
 CLATTN_API void clattn_db_close(clattn_db *db);
 /* Detailed message of the last failure on db; with db == NULL, of the last
  * failed clattn_db_open on the calling thread. */

@@ -158,6 +158,28 @@ char *clattn__db_default_path(void) {
   return strdup(buf);
 }
 
+static int env_set(const char *name) {
+  const char *v = getenv(name);
+  return v != NULL && *v != '\0';
+}
+
+clattn_status clattn_db_default_path(char *buf, size_t cap) {
+  if (buf == NULL || cap == 0)
+    return CLATTN_ERR_INVALID_ARG;
+  buf[0] = '\0';
+  char *path = clattn__db_default_path();
+  if (path == NULL)
+    return env_set("CLATTN_DB") || env_set("XDG_DATA_HOME") || env_set("HOME")
+               ? CLATTN_ERR_NOMEM
+               : CLATTN_ERR_DB;
+  const size_t n = strlen(path);
+  clattn_status rc = n < cap ? CLATTN_OK : CLATTN_ERR_BUFFER_TOO_SMALL;
+  if (rc == CLATTN_OK)
+    memcpy(buf, path, n + 1);
+  free(path);
+  return rc;
+}
+
 /* Create the directory holding path (if any). */
 static clattn_status make_parent(clattn_db *db) {
   char *slash = strrchr(db->path, '/');
