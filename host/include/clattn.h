@@ -949,8 +949,10 @@ CLATTN_API int clattn_tune_method(const char *kernel);
  * shape_class, params and status set, status one of the five below,
  * updated ("" : now) a real UTC date at most a day ahead, times finite and
  * >= 0 (an ok row's median > 0; max_err may be infinite on rejected rows),
- * tune_method >= 0, params that the kernel's family plans (or Xgemm's
- * NAME=count fields); else CLATTN_ERR_INVALID_ARG naming the field.
+ * tune_method >= 0, params that the kernel's family plans (Xgemm's:
+ * NAME=count fields; a kernel this library does not know: params text
+ * that clattn_params_parse reads); else CLATTN_ERR_INVALID_ARG naming the
+ * field.
  * Rows that fail these checks when read (stored otherwise) are skipped by
  * the run-time choice, and clattn_explain_* says so. */
 CLATTN_API clattn_status clattn_db_put_tune(clattn_db *db,

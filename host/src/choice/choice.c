@@ -189,9 +189,11 @@ clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
   return rc == CLATTN_ERR_NOMEM ? rc : CLATTN_OK;
 }
 
-/* Whether a message of the database says another connection's lock. */
+/* Whether a message of the database says another connection's lock (the
+ * two forms of db.c). */
 static int busy_message(const char *msg) {
-  return strstr(msg, "busy") != NULL;
+  return strstr(msg, " is busy (locked by another connection") != NULL ||
+         strstr(msg, "(busy: another connection holds a lock)") != NULL;
 }
 
 /* Read the entries and the device's profile at the first call. */

@@ -80,7 +80,8 @@ clattn_status clattn__db_model_error(clattn_db *db, const char *fingerprint,
  * `updated` a real UTC date from 2000 on, at most a day ahead of this
  * clock; a known status; times finite and >= 0 (an ok row's median > 0);
  * tune_method >= 0; with check_params, params its family (the registry)
- * can plan for one of its shapes, or Xgemm's NAME=count fields.
+ * can plan for one of its shapes, Xgemm's NAME=count fields, or for a
+ * kernel the registry does not know, params text that parses.
  * CLATTN_ERR_INVALID_ARG with "\"field\": reason" in why. */
 clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
                                        int check_params, char *why,

@@ -153,30 +153,56 @@ static int check_xgemm_params(const char *s, char *why, size_t cap) {
   return 0;
 }
 
-/* Whether family F plans p for at least one of its standard shapes (or
- * their small check cases); a family without standard shapes takes any
- * parsed params (it ignores them). */
+/* Whether family F plans p for the shape in text or its small check case
+ * (on a device that refuses nothing, so that only the params can fail). */
+static int plans_shape(const clattn__family *F, const char *text,
+                       const clattn_params *p, char *why, size_t cap) {
+  const clattn__target t = {0, 1, 16, 32, 128, 1024, 1ull << 30};
+  _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
+  _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
+  _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
+  clattn__check_case small;
+  char shape_why[128];
+  if (F->parse_shape(text, desc, shape_why, sizeof shape_why) != CLATTN_OK)
+    return 0;
+  F->check_case(desc, &small);
+  const void *shapes[2] = {desc, small.desc};
+  for (int j = 0; j < 2; j++) {
+    clattn__desc_with_params(F, shapes[j], p, copy);
+    if (F->plan(&t, copy, plan, why, cap) == CLATTN_OK)
+      return 1;
+  }
+  return 0;
+}
+
+/* Whether family F plans p for one of its standard shapes, or one of them
+ * with a single size key (of its shape_keys) set to 1: some params are
+ * valid only for small calls (a fused kernel for a few rows).  A family
+ * without standard shapes takes any parsed params (it ignores them). */
 static int check_family_params(const clattn__family *F, const clattn_params *p,
                                char *why, size_t cap) {
-  /* a device that refuses nothing, so that only the params can fail */
-  const clattn__target t = {0, 1, 16, 32, 128, 1024, 1ull << 30};
   if (F->standard_shapes == NULL || F->standard_shapes[0] == NULL)
     return 0;
   why[0] = '\0';
   for (int i = 0; F->standard_shapes[i]; i++) {
-    _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
-    _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
-    _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
-    clattn__check_case small;
-    char shape_why[128];
-    if (F->parse_shape(F->standard_shapes[i], desc, shape_why,
-                       sizeof shape_why) != CLATTN_OK)
-      continue;
-    F->check_case(desc, &small);
-    const void *shapes[2] = {desc, small.desc};
-    for (int j = 0; j < 2; j++) {
-      clattn__desc_with_params(F, shapes[j], p, copy);
-      if (F->plan(&t, copy, plan, why, cap) == CLATTN_OK)
+    const char *text = F->standard_shapes[i];
+    if (plans_shape(F, text, p, why, cap))
+      return 0;
+    for (const char *k = F->shape_keys; k && *k;) {
+      size_t klen = strcspn(k, " ");
+      char key[40], variant[512];
+      snprintf(key, sizeof key, "%.*s=", (int)klen, k);
+      k += klen + (k[klen] == ' ');
+      const char *at = strstr(text, key);
+      while (at && at != text && at[-1] != ' ')
+        at = strstr(at + 1, key);
+      if (at == NULL || klen == 0)
+        continue;
+      const char *end = at + strlen(key);
+      end += strcspn(end, " ");
+      snprintf(variant, sizeof variant, "%.*s%s1%s", (int)(at - text), text,
+               key, end);
+      if (plans_shape(F, variant, p, why, cap))
         return 0;
     }
   }
@@ -261,18 +287,16 @@ clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
       return bad(why, cap, "params", "%s", reason);
     return CLATTN_OK;
   }
+  /* A kernel this library does not know (a newer library's family, a
+   * tuner's own search): its params' text is checked, not their values. */
   const clattn__family *F = clattn__family_find(e->kernel);
-  if (F == NULL)
-    return bad(why, cap, "kernel", "\"%s\" is no kernel family of this "
-                                   "library (clattn families)",
-               e->kernel);
   clattn_params p;
   if (clattn_params_parse(e->params, &p) != CLATTN_OK) {
     clattn_params q = {0, 0, 0, 0, 0, 0, 0};
     clattn__params_fields(e->params, &q, reason, sizeof reason);
     return bad(why, cap, "params", "%s", reason);
   }
-  if (check_family_params(F, &p, reason, sizeof reason) != 0)
+  if (F != NULL && check_family_params(F, &p, reason, sizeof reason) != 0)
     return bad(why, cap, "params", "%s", reason);
   return CLATTN_OK;
 }
