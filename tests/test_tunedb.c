@@ -1187,14 +1187,14 @@ Test(tunedb, put_tune_validates) {
   e = entry(1, "", 1.0);
   put(db, &e);
   e = entry(2, "2025-01-01T00:00:00Z", 1.0);
-  SET(e.message, "log:\nline\tcut \xe2\x9c");
+  SET(e.message, "log:\nline\tcut\x01\xe2\x9c");
   SET(e.status, "failed");
   put(db, &e);
   clattn_tune_entry *rows = list(db, &n);
   cr_assert_eq(n, 2);
   for (int i = 0; i < n; i++)
     if (!strcmp(rows[i].status, "failed"))
-      cr_expect_str_eq(rows[i].message, "log: line cut ??");
+      cr_expect_str_eq(rows[i].message, "log:\nline\tcut ??");
   free(rows);
   clattn_db_close(db);
 }

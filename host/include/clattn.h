@@ -944,8 +944,9 @@ CLATTN_API int clattn_tune_method(const char *kernel);
 
 /* Insert or replace the row of (fingerprint, kernel, shape_class,
  * params): one transaction, so a killed tuner keeps every earlier row.
- * The row must be valid: text UTF-8 without control characters (message's
- * are replaced by spaces, its stray bytes by '?'), fingerprint, kernel,
+ * The row must be valid: text UTF-8 without control characters (message
+ * may hold newlines and tabs; its other control characters are replaced by
+ * spaces and its stray bytes by '?'), fingerprint, kernel,
  * shape_class, params and status set, status one of the five below,
  * updated ("" : now) a real UTC date at most a day ahead, times finite and
  * >= 0 (an ok row's median > 0; max_err may be infinite on rejected rows),

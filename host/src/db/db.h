@@ -75,8 +75,8 @@ char *clattn__db_default_path(void);
 clattn_status clattn__db_model_error(clattn_db *db, const char *fingerprint,
                                      double *median_abs_err, int *n);
 
-/* Whether a tuning row is valid (db_check.c): every text field UTF-8
- * without control characters; the key fields, status and date present;
+/* Whether a tuning row is valid (db_tune.c): every text field UTF-8
+ * without control characters (message may hold newlines and tabs); the key fields, status and date present;
  * `updated` a real UTC date from 2000 on, at most a day ahead of this
  * clock; a known status; times finite and >= 0 (an ok row's median > 0);
  * tune_method >= 0; with check_params, params its family (the registry)
@@ -87,8 +87,8 @@ clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
                                        int check_params, char *why,
                                        size_t cap);
 /* NULL when the at most n bytes at s (to a NUL) are UTF-8 without control
- * characters, else what is wrong. */
-const char *clattn__text_check(const char *s, size_t n);
+ * characters (lines: newline and tab allowed), else what is wrong. */
+const char *clattn__text_check(const char *s, size_t n, int lines);
 
 /* Call row(e, user) for each "ok" tuning row of the device fingerprint, or
  * of another device of the same vendor and arch (none when arch is ""),

@@ -46,11 +46,11 @@ const clattn__col *clattn__db_tune_cols(int *n) {
  * files disagree, but a later date would win every merge. */
 #define FUTURE_SKEW_S (24 * 60 * 60)
 
-const char *clattn__text_check(const char *s, size_t n) {
+const char *clattn__text_check(const char *s, size_t n, int lines) {
   size_t i = 0;
   while (i < n && s[i]) {
     const unsigned char c = (unsigned char)s[i];
-    if (c < 0x20 || c == 0x7f)
+    if ((c < 0x20 || c == 0x7f) && !(lines && (c == '\n' || c == '\t')))
       return "a control character";
     if (c < 0x80) {
       i++;
@@ -230,7 +230,9 @@ clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
     if (cols[i].type != CLATTN_COL_TEXT)
       continue;
     const char *f = (const char *)e + cols[i].off;
-    const char *err = clattn__text_check(f, cols[i].size);
+    /* message is free text: a build log's lines and tabs */
+    const char *err =
+        clattn__text_check(f, cols[i].size, !strcmp(cols[i].name, "message"));
     if (err == NULL && strnlen(f, cols[i].size) == cols[i].size)
       err = "no terminating NUL";
     if (err)
@@ -309,15 +311,15 @@ static void set_field(char *dst, size_t cap, const char *src) {
 }
 
 /* A rejection message is free text that may quote a driver's build log:
- * its control characters become spaces and bytes that are not UTF-8 (a
- * multi-byte character cut by truncation) become '?', so the row stays
- * valid. */
+ * its control characters other than newline and tab become spaces and
+ * bytes that are not UTF-8 (a multi-byte character cut by truncation)
+ * become '?', so the row stays valid. */
 static void clean_message(char *m, size_t cap) {
   size_t n = strnlen(m, cap - 1);
   m[n] = '\0';
   for (size_t i = 0; i < n;) {
     const unsigned char c = (unsigned char)m[i];
-    if (c < 0x20 || c == 0x7f) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
       m[i++] = ' ';
     } else if (c < 0x80) {
       i++;
@@ -326,7 +328,7 @@ static void clean_message(char *m, size_t cap) {
       while (len < 4 && i + len < n &&
              ((unsigned char)m[i + len] & 0xc0) == 0x80)
         len++;
-      if (clattn__text_check(m + i, len) == NULL)
+      if (clattn__text_check(m + i, len, 0) == NULL)
         i += len;
       else
         m[i++] = '?';

@@ -66,9 +66,9 @@ static void out_json_str(outbuf *o, const char *s, size_t n) {
       while (len < 4 && i + len < n && s[i + len] &&
              ((unsigned char)s[i + len] & 0xc0) == 0x80)
         len++;
-      while (len > 1 && clattn__text_check(s + i, len) != NULL)
+      while (len > 1 && clattn__text_check(s + i, len, 0) != NULL)
         len--;
-      if (len == 1 && clattn__text_check(s + i, 1) != NULL) {
+      if (len == 1 && clattn__text_check(s + i, 1, 0) != NULL) {
         out_str(o, "\\ufffd");
         continue;
       }
