@@ -12,8 +12,11 @@
  * family's own operations (family.h): nothing here names a family.
  *
  * The tuning database is read once, at the context's first call, into
- * memory (the best "ok" rows of each device, kernel and shape class); the
- * model's picks are memoised per family and shape class. */
+ * memory: opened read-only, and only the "ok" rows of this device and of
+ * its vendor and architecture, the best few of each device, kernel and
+ * shape class, each checked (clattn__tune_entry_check); a database locked
+ * by another connection is read again a second later.  The model's picks
+ * are memoised per family and shape class. */
 #include "choice/choice.h"
 #include "base/clock.h"
 #include "db/db.h"
@@ -22,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define MAX_PICKS 64
 
@@ -47,6 +49,7 @@ typedef struct clattn__tuning {
                            clattn__now() on (0: never) */
   int cap;              /* of e */
   int stale, invalid;   /* rows passed over while loading */
+  int nomem;            /* out of memory while loading: the rest unread */
   char invalid_why[160]; /* the first invalid row's reason */
   pick picks[MAX_PICKS];
   int n_picks;
@@ -156,8 +159,10 @@ static int keep_row(const clattn_tune_entry *r, void *user) {
   if (T->n == T->cap) {
     int nc = T->cap ? 2 * T->cap : 16;
     clattn_tune_entry *g = realloc(T->e, (size_t)nc * sizeof *g);
-    if (g == NULL)
-      return -1; /* out of memory: stop with what is kept */
+    if (g == NULL) {
+      T->nomem = 1; /* stop with what is kept; the note says so */
+      return -1;
+    }
     T->e = g;
     T->cap = nc;
   }
@@ -231,6 +236,9 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
                         " (%d of an older tuning method passed over: run "
                         "clattn tune again)",
                         T->stale);
+      if (T->nomem && len > 0 && (size_t)len < sizeof T->note)
+        len += snprintf(T->note + len, sizeof T->note - (size_t)len,
+                        " (out of host memory: the rest not read)");
       if (T->invalid > 0 && len > 0 && (size_t)len < sizeof T->note)
         snprintf(T->note + len, sizeof T->note - (size_t)len,
                  " (%d invalid skipped, the first: %s)", T->invalid,
