@@ -415,11 +415,12 @@ clattn_status clattn_db_open_readonly(const char *path, clattn_db **out) {
     return rc;
   /* A missing file is "no database", not an error to create it for. */
   if (stat(db->path, &sb) != 0) {
-    rc = clattn__db_fail(db, errno == ENOENT ? CLATTN_ERR_NOT_FOUND
-                                             : CLATTN_ERR_DB,
+    const int err = errno;
+    rc = clattn__db_fail(db, err == ENOENT ? CLATTN_ERR_NOT_FOUND
+                                           : CLATTN_ERR_DB,
                          "%s database %s: %s",
-                         errno == ENOENT ? "no" : "cannot reach", db->path,
-                         strerror(errno));
+                         err == ENOENT ? "no" : "cannot reach", db->path,
+                         strerror(err));
     goto done;
   }
   if (!S_ISREG(sb.st_mode)) {
