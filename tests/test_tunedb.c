@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------ temp dirs */
@@ -164,12 +165,13 @@ static void import_ok(clattn_db *db, const char *path, int want_added,
 
 /* --------------------------------------------------------- round trip */
 
-/* Rows whose strings and doubles are hard to carry through text. */
+/* Valid rows whose strings and doubles are hard to carry through text
+ * (rows that are not valid are refused: hostile_values_are_refused). */
 static int tricky_rows(clattn_tune_entry *e, int cap) {
   static const double v[] = {0.1,      1.0 / 3.0, 5e-324,
-                              2.2250738585072014e-308, DBL_MAX, -0.0,
-                              INFINITY, 123456789.123456789, 1e-310,
-                              -INFINITY};
+                              2.2250738585072014e-308, DBL_MAX, 7e-3,
+                              1.0, 123456789.123456789, 1e-310,
+                              0.5};
   int n = 0;
   for (int i = 0; i < 10 && n < cap; i++, n++) {
     e[n] = entry(n, "2025-01-02T03:04:05Z", v[i]);
@@ -177,26 +179,30 @@ static int tricky_rows(clattn_tune_entry *e, int cap) {
     e[n].predicted_s = v[(i + 3) % 10];
     e[n].max_err = v[(i + 7) % 10];
   }
-  /* methods: unknown (0), old, current, and the int range's ends */
+  e[8].spread = -0.0;
+  /* methods: unknown (0), old, current, and the int range's end */
   e[0].tune_method = 0;
   e[1].tune_method = 1;
   e[2].tune_method = INT_MAX;
-  e[3].tune_method = INT_MIN;
-  SET(e[0].message, "quote \" backslash \\ slash / newline\nend");
-  SET(e[1].message, "tab\tcr\rformfeed\fbell\x07 del\x7f esc\x1b");
+  SET(e[0].message, "quote \" backslash \\ slash / end");
+  SET(e[1].message, "\\u0041 \\n {\"json\": [1, 2]}");
   SET(e[2].device, "Gr\xc3\xa4" "fikkarte \xe2\x9c\x93 \xf0\x9f\x98\x80");
-  SET(e[3].params, "{\"json\": [1, 2]} wg=\\u0041");
+  SET(e[3].driver, "{\"json\": [1, 2]} wg=\\u0041");
   /* Strings at their fields' full length. */
-  memset(e[4].params, 'p', sizeof e[4].params - 1);
-  e[4].params[sizeof e[4].params - 1] = '\0';
+  memset(e[4].device, 'p', sizeof e[4].device - 1);
+  e[4].device[sizeof e[4].device - 1] = '\0';
   memset(e[4].message, '"', sizeof e[4].message - 1);
   e[4].message[sizeof e[4].message - 1] = '\0';
-  memset(e[4].shape_class, '\n', sizeof e[4].shape_class - 1);
+  memset(e[4].shape_class, '\\', sizeof e[4].shape_class - 1);
   e[4].shape_class[sizeof e[4].shape_class - 1] = '\0';
   SET(e[5].status, "wrong");
+  e[5].max_err = INFINITY; /* a rejected candidate's error may be */
   SET(e[6].status, "timeout");
   SET(e[6].kernel, "prefill");
   SET(e[7].kernel, "clblast-xgemm");
+  SET(e[7].params, "MWG=64 NWG=64 KWG=16");
+  SET(e[9].status, "failed");
+  e[9].median_s = 0.0; /* failed before it was timed */
   return n;
 }
 
@@ -240,7 +246,8 @@ Test(tunedb, round_trip_every_field) {
   char *t1 = read_all(file), *t2 = read_all(file2);
   cr_expect_str_eq(strstr(t1, "\"entries\""), strstr(t2, "\"entries\""));
   cr_expect(strstr(t1, "\"clattn_tuning\": 1") != NULL);
-  cr_expect(strstr(t1, "\\u000a") != NULL, "newline escaped");
+  cr_expect(strstr(t1, "quote \\\" backslash \\\\ slash") != NULL,
+            "quote and backslash escaped");
   free(t1);
   free(t2);
   free(ra);
@@ -363,8 +370,8 @@ static void expect_rejected(const bad_case *c) {
   char file[512], e1[1024], e2[1024], text[8192], want[600];
   clattn_tune_entry stored = entry(1, "2020-01-01T00:00:00Z", 1.0);
   put(db, &stored);
-  entry_text(e1, sizeof e1, "p=1", "");
-  entry_text(e2, sizeof e2, "p=2", "");
+  entry_text(e1, sizeof e1, "rows=1", "");
+  entry_text(e2, sizeof e2, "rows=2", "");
   snprintf(text, sizeof text, c->text, good_head, e1, e2);
   tmp_path(file, sizeof file, "bad.json");
   write_file(file, text);
@@ -422,9 +429,10 @@ typedef struct bad_entry {
 } bad_entry;
 
 static const bad_entry bad_entries[] = {
-    {"unknown key", "p=2", ", \"colour\": \"red\"", "unknown key \"colour\""},
-    {"duplicate key", "p=2", ", \"status\": \"ok\"", "duplicate key"},
-    {"unknown numeric key", "p=2", ", \"x\": 1", "unknown key \"x\""},
+    {"unknown key", "rows=2", ", \"colour\": \"red\"",
+     "unknown key \"colour\""},
+    {"duplicate key", "rows=2", ", \"status\": \"ok\"", "duplicate key"},
+    {"unknown numeric key", "rows=2", ", \"x\": 1", "unknown key \"x\""},
     {"bad escape", "a\\\\qb\\q", "", "invalid escape"},
     {"lone surrogate", "\\ud800x", "", "surrogate"},
     {"low surrogate", "\\udc00", "", "surrogate"},
@@ -667,8 +675,9 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   cr_assert_eq(user_version(path), 3);
 
   clattn_db *db = open_db("old.db");
-  cr_expect_eq(user_version(path), 6,
-               "migrated to the tuning table, the probe and tuning methods");
+  cr_expect_eq(user_version(path), 7,
+               "migrated to the tuning table, the probe and tuning methods "
+               "and the reader's index");
   clattn_profile p;
   cr_assert_eq(clattn_db_get_profile(db, "oldfp", &p), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
@@ -731,7 +740,7 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   free(rows);
   clattn_db_close(db);
   /* Reopening does not migrate again. */
-  cr_expect_eq(user_version(path), 6);
+  cr_expect_eq(user_version(path), 7);
 }
 
 /* Several processes opening one new database at the same moment all
@@ -773,5 +782,503 @@ Test(tunedb, simultaneous_first_opens) {
                 "round %d: process %d failed to open (status %d)", r, k,
                 status);
     }
+  }
+}
+
+/* ------------------------------------------------------ read-only open */
+
+/* A database with one row, closed. */
+static void make_db(const char *path) {
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK, "%s",
+               clattn_db_errmsg(NULL));
+  clattn_tune_entry e = entry(1, "2025-01-01T00:00:00Z", 1.0);
+  put(db, &e);
+  clattn_db_close(db);
+}
+
+/* The names in a directory, sorted, as one string. */
+static void dir_listing(const char *dir, char *out, size_t cap) {
+  struct dirent **names = NULL;
+  int n = scandir(dir, &names, NULL, alphasort);
+  out[0] = '\0';
+  for (int i = 0; i < n; i++) {
+    snprintf(out + strlen(out), cap - strlen(out), "%s ", names[i]->d_name);
+    free(names[i]);
+  }
+  free(names);
+}
+
+/* A path that does not exist, in a directory that does not exist: not
+ * found, and nothing created (clattn_db_open creates both). */
+Test(tunedb, readonly_open_creates_nothing) {
+  char dir[512], path[600];
+  tmp_path(dir, sizeof dir, "no-such-dir");
+  snprintf(path, sizeof path, "%s/x.db", dir);
+  clattn_db *db = (clattn_db *)1;
+  cr_expect_eq(clattn_db_open_readonly(path, &db), CLATTN_ERR_NOT_FOUND);
+  cr_expect_null(db);
+  cr_expect(strstr(clattn_db_errmsg(NULL), "no database") != NULL &&
+                strstr(clattn_db_errmsg(NULL), path) != NULL,
+            "%s", clattn_db_errmsg(NULL));
+  struct stat sb;
+  cr_expect_neq(stat(dir, &sb), 0, "the directory was created");
+  tmp_path(path, sizeof path, "y.db");
+  cr_expect_eq(clattn_db_open_readonly(path, &db), CLATTN_ERR_NOT_FOUND);
+  cr_expect_neq(stat(path, &sb), 0, "the file was created");
+  cr_expect_eq(clattn_db_open_readonly(path, NULL), CLATTN_ERR_INVALID_ARG);
+  /* a directory is not a database */
+  cr_expect_eq(clattn_db_open_readonly(tmp_dir, &db), CLATTN_ERR_DB);
+  /* a file that is not a database */
+  tmp_path(path, sizeof path, "text.db");
+  write_file(path, "not a database, certainly not one of clattn's\n");
+  cr_expect_eq(clattn_db_open_readonly(path, &db), CLATTN_ERR_DB);
+  cr_expect(strstr(clattn_db_errmsg(NULL), "not a database") != NULL, "%s",
+            clattn_db_errmsg(NULL));
+}
+
+/* Read path with clattn_db_open_readonly as this process is: 0 when it
+ * opens, lists its one row and refuses a write, else a code (1..4); the
+ * message on stderr. */
+static int read_only_checks(const char *path) {
+  clattn_db *db = NULL;
+  if (clattn_db_open_readonly(path, &db) != CLATTN_OK) {
+    fprintf(stderr, "open: %s\n", clattn_db_errmsg(NULL));
+    return 1;
+  }
+  clattn_tune_entry *rows = NULL;
+  int n = 0, rc = 0;
+  if (clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n) != CLATTN_OK ||
+      n != 1) {
+    fprintf(stderr, "list: %d rows: %s\n", n, clattn_db_errmsg(db));
+    rc = 2;
+  }
+  free(rows);
+  clattn_tune_entry e = entry(2, "2025-01-01T00:00:00Z", 1.0);
+  if (rc == 0 && clattn_db_put_tune(db, &e) != CLATTN_ERR_DB) {
+    fprintf(stderr, "a write through a read-only handle did not fail\n");
+    rc = 3;
+  }
+  clattn_db_close(db);
+  return rc;
+}
+
+/* A read-only file in a read-only directory (as a user other than root,
+ * for whom permissions do not hold: root's test drops to nobody): read and
+ * listed, writes refused, and no file created beside it, not even
+ * SQLite's -shm and -wal. */
+Test(tunedb, readonly_directory_and_file) {
+  char dir[512], path[600], before[1024], after[1024];
+  tmp_path(dir, sizeof dir, "ro");
+  cr_assert_eq(mkdir(dir, 0755), 0);
+  snprintf(path, sizeof path, "%s/t.db", dir);
+  make_db(path);
+  dir_listing(dir, before, sizeof before);
+  cr_assert_eq(chmod(path, 0444), 0);
+  cr_assert_eq(chmod(dir, 0555), 0);
+  cr_assert_eq(chmod(tmp_dir, 0755), 0);
+  int rc;
+  if (geteuid() == 0) {
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0)
+      _exit(setgid(65534) != 0 || setuid(65534) != 0 ? 9
+                                                      : read_only_checks(path));
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 10;
+  } else {
+    rc = read_only_checks(path);
+  }
+  cr_expect_eq(rc, 0, "reading a read-only database failed (code %d)", rc);
+  dir_listing(dir, after, sizeof after);
+  cr_expect_str_eq(after, before, "files appeared in the directory");
+  /* the writer's open fails there (for a user the permissions bind) */
+  clattn_db *db = NULL;
+  if (geteuid() != 0)
+    cr_expect_eq(clattn_db_open(path, &db), CLATTN_ERR_DB);
+  chmod(dir, 0755);
+  chmod(path, 0644);
+  unlink(path);
+  rmdir(dir);
+}
+
+/* Schema versions a reader does not migrate: older and newer, named. */
+Test(tunedb, readonly_schema_versions) {
+  char path[512];
+  tmp_path(path, sizeof path, "v.db");
+  make_db(path);
+  sqlite3 *h = NULL;
+  clattn_db *db = NULL;
+  cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+  cr_assert_eq(sqlite3_exec(h, "PRAGMA user_version = 99", NULL, NULL, NULL),
+               SQLITE_OK);
+  cr_expect_eq(clattn_db_open_readonly(path, &db), CLATTN_ERR_DB);
+  cr_expect(strstr(clattn_db_errmsg(NULL), "schema version 99, newer") !=
+                NULL,
+            "%s", clattn_db_errmsg(NULL));
+  cr_assert_eq(sqlite3_exec(h, "PRAGMA user_version = 3", NULL, NULL, NULL),
+               SQLITE_OK);
+  cr_expect_eq(clattn_db_open_readonly(path, &db), CLATTN_ERR_DB);
+  cr_expect(strstr(clattn_db_errmsg(NULL), "schema version 3, older") !=
+                NULL,
+            "%s", clattn_db_errmsg(NULL));
+  cr_expect_eq(user_version(path), 3, "a reader migrated");
+  /* 6 (before the reader's index) is read as it is */
+  cr_assert_eq(sqlite3_exec(h, "PRAGMA user_version = 6", NULL, NULL, NULL),
+               SQLITE_OK);
+  sqlite3_close(h);
+  cr_expect_eq(clattn_db_open_readonly(path, &db), CLATTN_OK, "%s",
+               clattn_db_errmsg(NULL));
+  clattn_db_close(db);
+  cr_expect_eq(user_version(path), 6);
+}
+
+/* Holds a lock on path in a child until *release is closed: rollback
+ * journal with BEGIN EXCLUSIVE (wal 0), or a write transaction in WAL. */
+static pid_t hold_lock(const char *path, int wal, int *release) {
+  int ready[2], gate[2];
+  cr_assert_eq(pipe(ready), 0);
+  cr_assert_eq(pipe(gate), 0);
+  pid_t pid = fork();
+  cr_assert_neq(pid, -1);
+  if (pid == 0) {
+    sqlite3 *h = NULL;
+    char c;
+    close(ready[0]);
+    close(gate[1]);
+    if (sqlite3_open(path, &h) != SQLITE_OK ||
+        sqlite3_exec(h,
+                     wal ? "BEGIN IMMEDIATE; DELETE FROM tuning;"
+                         : "PRAGMA journal_mode=DELETE; BEGIN EXCLUSIVE;"
+                           " DELETE FROM tuning;",
+                     NULL, NULL, NULL) != SQLITE_OK)
+      _exit(1);
+    if (write(ready[1], "x", 1) != 1)
+      _exit(2);
+    if (read(gate[0], &c, 1) < 0)
+      _exit(3);
+    sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(h);
+    _exit(0);
+  }
+  close(ready[1]);
+  close(gate[0]);
+  char c;
+  cr_assert_eq(read(ready[0], &c, 1), 1, "the lock holder failed");
+  close(ready[0]);
+  *release = gate[1];
+  return pid;
+}
+
+static void release_lock(pid_t pid, int release) {
+  int status = 0;
+  close(release);
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "holder status %d",
+            status);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Another process's exclusive lock: the reader gives up within a second
+ * and says the database is busy; a WAL writer does not block it. */
+Test(tunedb, readonly_open_under_locks) {
+  char path[512];
+  tmp_path(path, sizeof path, "lock.db");
+  make_db(path);
+  int release;
+  pid_t pid = hold_lock(path, 0, &release);
+  clattn_db *db = NULL;
+  double t0 = now_s();
+  clattn_status st = clattn_db_open_readonly(path, &db);
+  int n = -1;
+  if (st == CLATTN_OK) { /* the lock may only be met by the query */
+    clattn_tune_entry *rows = NULL;
+    st = clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n);
+    free(rows);
+  }
+  double t = now_s() - t0;
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", clattn_db_errmsg(db));
+  clattn_db_close(db);
+  release_lock(pid, release);
+  cr_expect_eq(st, CLATTN_ERR_DB, "read under an exclusive lock: %d rows", n);
+  cr_expect(strstr(msg, "busy") != NULL, "%s", msg);
+  cr_expect(t < 1.0, "waited %.3f s", t);
+
+  /* WAL (the file went back to rollback mode in the child: switch back) */
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
+  clattn_db_close(db);
+  pid = hold_lock(path, 1, &release);
+  t0 = now_s();
+  st = clattn_db_open_readonly(path, &db);
+  cr_expect_eq(st, CLATTN_OK, "%s", clattn_db_errmsg(NULL));
+  if (st == CLATTN_OK) {
+    free(list(db, &n));
+    cr_expect_eq(n, 1, "the committed row");
+    clattn_db_close(db);
+  }
+  t = now_s() - t0;
+  release_lock(pid, release);
+  cr_expect(t < 0.1, "a WAL reader waited %.3f s for a writer", t);
+}
+
+/* ---------------------------------------------------- hostile values */
+
+typedef struct hostile {
+  const char *what;
+  const char *extra; /* keys replacing the entry's (duplicates removed) */
+  const char *field; /* named in the message */
+  const char *want;  /* in the message */
+} hostile;
+
+/* One entry (line 7) with keys of entry_text replaced. */
+static void hostile_entry(char *buf, size_t cap, const hostile *h) {
+  /* the defaults, each key once; h->extra's keys replace them */
+  static const char *const keys[][2] = {
+      {"fingerprint", "\"ffff\""},
+      {"device", "\"d\""},
+      {"vendor", "\"v\""},
+      {"arch", "\"a\""},
+      {"driver", "\"1\""},
+      {"kernel", "\"decode\""},
+      {"shape_class", "\"c\""},
+      {"params", "\"rows=2\""},
+      {"status", "\"ok\""},
+      {"median_s", "0.5"},
+      {"spread", "0"},
+      {"predicted_s", "0"},
+      {"max_err", "0"},
+      {"strategy", "\"random\""},
+      {"message", "\"\""},
+      {"library_version", "\"0.1.0\""},
+      {"updated", "\"2025-01-01T00:00:00Z\""},
+      {"tune_method", "1"}};
+  snprintf(buf, cap, "    {");
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "\"%s\":", keys[i][0]);
+    if (strstr(h->extra, quoted))
+      continue;
+    snprintf(buf + strlen(buf), cap - strlen(buf), "\"%s\": %s, ", keys[i][0],
+             keys[i][1]);
+  }
+  snprintf(buf + strlen(buf), cap - strlen(buf), "%s}", h->extra);
+}
+
+static const hostile hostiles[] = {
+    {"negative median", "\"median_s\": -5",
+     "median_s", "\"median_s\": -5 is not"},
+    {"median past double", "\"median_s\": 1e400",
+     "median_s", "\"median_s\": inf is not a finite time"},
+    {"zero median of an ok row", "\"median_s\": 0",
+     "median_s", "\"median_s\": 0 is not"},
+    {"negative spread", "\"spread\": -1", "spread", "\"spread\""},
+    {"infinite prediction", "\"predicted_s\": 1e999",
+     "predicted_s", "\"predicted_s\""},
+    {"negative error", "\"max_err\": -1", "max_err", "\"max_err\""},
+    {"negative method", "\"tune_method\": -1",
+     "tune_method", "\"tune_method\": -1"},
+    {"year 9999", "\"updated\": \"9999-01-01T00:00:00Z\"",
+     "updated", "lies in the future"},
+    {"30 February", "\"updated\": \"2025-02-30T00:00:00Z\"",
+     "updated", "not a calendar date"},
+    {"hour 24", "\"updated\": \"2025-01-01T24:00:00Z\"",
+     "updated", "not a calendar date"},
+    {"month 13", "\"updated\": \"2025-13-01T00:00:00Z\"",
+     "updated", "not a calendar date"},
+    {"year 0", "\"updated\": \"0000-01-01T00:00:00Z\"",
+     "updated", "not a calendar"},
+    {"variant 9", "\"params\": \"variant=9 rows=3\"",
+     "params", "\"params\": params: variant"},
+    {"negative rows", "\"params\": \"variant=9 rows=-3\"",
+     "params", "rows: expected a count >= 0"},
+    {"unknown param", "\"params\": \"colour=3\"", "params", "\"params\""},
+    {"keys not a multiple of 16", "\"params\": \"variant=1 keys=17\"",
+     "params", "multiple of 16"},
+    {"Xgemm params", "\"kernel\": \"clblast-xgemm\", \"params\": \"rows=2\"",
+     "params", "NAME=count"},
+    {"unknown kernel, bad params",
+     "\"kernel\": \"no-such-family\", \"params\": \"rows=-1\"",
+     "params", "rows: expected a count >= 0"},
+    {"unknown status", "\"status\": \"great\"",
+     "status", "\"status\": \"great\""},
+    {"invalid UTF-8", "\"device\": \"GPU \xff\xfe\"",
+     "device", "\"device\": invalid UTF-8"},
+    {"overlong UTF-8", "\"vendor\": \"\xc0\xaf\"",
+     "vendor", "\"vendor\": invalid"},
+    {"UTF-16 surrogate in UTF-8", "\"arch\": \"\xed\xa0\x80\"",
+     "arch", "\"arch\": invalid UTF-8"},
+    {"cut UTF-8", "\"driver\": \"x\xe2\x9c\"",
+     "driver", "\"driver\": invalid UTF-8"},
+    {"escaped control character", "\"message\": \"a\\u0001b\"",
+     "message", "\"message\": a control character"},
+    {"escaped newline", "\"shape_class\": \"a\\nb\"",
+     "shape_class", "\"shape_class\": a control character"},
+    {"DEL", "\"strategy\": \"\x7f\"", "strategy", "\"strategy\": a control"},
+};
+
+/* Each hostile value: the file is refused with the entry and field named,
+ * and the database is unchanged, byte for byte. */
+Test(tunedb, hostile_values_are_refused) {
+  for (size_t i = 0; i < sizeof hostiles / sizeof hostiles[0]; i++) {
+    char e2[4096], text[8192], want[600];
+    hostile_entry(e2, sizeof e2, &hostiles[i]);
+    snprintf(text, sizeof text, "%%s%%s,\n%s\n  ]\n}\n", e2);
+    snprintf(want, sizeof want, "entry 2: \"%s", hostiles[i].field);
+    bad_case c = {hostiles[i].what, text, want, 7};
+    expect_rejected(&c); /* the entry and field named */
+    bad_case d = {hostiles[i].what, text, hostiles[i].want, 7};
+    expect_rejected(&d); /* and why */
+    /* byte for byte: a failed import writes nothing */
+    char path[512], file[512];
+    tmp_path(path, sizeof path, "bytes.db");
+    clattn_db *db = NULL;
+    cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
+    clattn_tune_entry stored = entry(1, "2020-01-01T00:00:00Z", 1.0);
+    put(db, &stored);
+    clattn_db_close(db);
+    char *before = read_all(path);
+    cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
+    char e1[1024], full[8192];
+    entry_text(e1, sizeof e1, "rows=1", "");
+    snprintf(full, sizeof full, text, good_head, e1);
+    tmp_path(file, sizeof file, "hostile.json");
+    write_file(file, full);
+    cr_expect_eq(clattn_db_import(db, file, NULL, NULL, NULL),
+                 CLATTN_ERR_INVALID_ARG, "%s", hostiles[i].what);
+    clattn_db_close(db);
+    char *after = read_all(path);
+    cr_expect(strcmp(before, after) == 0 || memcmp(before, after, 4096) == 0,
+              "%s: the database file changed", hostiles[i].what);
+    free(before);
+    free(after);
+    unlink(path);
+  }
+}
+
+/* clattn_db_put_tune refuses the same values, naming the field; a
+ * rejection message's control characters and stray bytes are cleaned. */
+Test(tunedb, put_tune_validates) {
+  clattn_db *db = open_db("put.db");
+  clattn_tune_entry e = entry(1, "2025-01-01T00:00:00Z", -5.0);
+  cr_expect_eq(clattn_db_put_tune(db, &e), CLATTN_ERR_INVALID_ARG);
+  cr_expect(strstr(clattn_db_errmsg(db), "\"median_s\": -5") != NULL, "%s",
+            clattn_db_errmsg(db));
+  e = entry(1, "9999-12-31T23:59:59Z", 1.0);
+  cr_expect_eq(clattn_db_put_tune(db, &e), CLATTN_ERR_INVALID_ARG);
+  cr_expect(strstr(clattn_db_errmsg(db), "future") != NULL, "%s",
+            clattn_db_errmsg(db));
+  e = entry(1, "2025-01-01T00:00:00Z", 1.0);
+  SET(e.params, "variant=9");
+  cr_expect_eq(clattn_db_put_tune(db, &e), CLATTN_ERR_INVALID_ARG);
+  e = entry(1, "2025-01-01T00:00:00Z", 1.0);
+  SET(e.device, "bad \xff byte");
+  cr_expect_eq(clattn_db_put_tune(db, &e), CLATTN_ERR_INVALID_ARG);
+  int n = -1;
+  free(list(db, &n));
+  cr_expect_eq(n, 0);
+  /* a date of today (the tuner's) is accepted, as is "" (now) */
+  e = entry(1, "", 1.0);
+  put(db, &e);
+  e = entry(2, "2025-01-01T00:00:00Z", 1.0);
+  SET(e.message, "log:\nline\tcut\x01\xe2\x9c");
+  SET(e.status, "failed");
+  put(db, &e);
+  clattn_tune_entry *rows = list(db, &n);
+  cr_assert_eq(n, 2);
+  for (int i = 0; i < n; i++)
+    if (!strcmp(rows[i].status, "failed"))
+      cr_expect_str_eq(rows[i].message, "log:\nline\tcut ??");
+  free(rows);
+  clattn_db_close(db);
+}
+
+/* Every export is JSON that Python reads, whatever a row written with SQL
+ * directly holds (bytes that are not UTF-8, control characters, an
+ * infinity); rows that fail the checks are written so that import refuses
+ * them by name, never so that a reader chokes. */
+Test(tunedb, export_is_json_python_reads) {
+  char path[512], file[600], cmd[2048];
+  tmp_path(path, sizeof path, "raw.db");
+  make_db(path);
+  sqlite3 *h = NULL;
+  cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+  cr_assert_eq(
+      sqlite3_exec(h,
+                   "INSERT INTO tuning (fingerprint, device, vendor, arch,"
+                   " driver, kernel, shape_class, params, status, median_s,"
+                   " spread, predicted_s, max_err, strategy, message,"
+                   " library_version, updated, tune_method) VALUES ('f',"
+                   " CAST(X'4750550aff20c0af20e29c' AS TEXT), 'v', 'a',"
+                   " CAST(X'22005c' AS TEXT), 'decode', 'c', 'rows=1',"
+                   " 'ok', 1e400, 0, 0, 0, 's', 'tab' || char(9) || 'x', '0',"
+                   " '2025-01-01T00:00:00Z', 1)",
+                   NULL, NULL, NULL),
+      SQLITE_OK, "%s", sqlite3_errmsg(h));
+  sqlite3_close(h);
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
+  tmp_path(file, sizeof file, "raw.json");
+  cr_assert_eq(clattn_db_export(db, file), CLATTN_OK, "%s",
+               clattn_db_errmsg(db));
+  char *text = read_all(file);
+  cr_expect(strstr(text, "\"GPU\\u000a\\ufffd \\ufffd\\ufffd ") != NULL,
+            "%s", text);
+  free(text);
+  /* import refuses the bad row by name, not as bad JSON */
+  clattn_db *other = open_db("other.db");
+  cr_expect_eq(clattn_db_import(other, file, NULL, NULL, NULL),
+               CLATTN_ERR_INVALID_ARG);
+  cr_expect(strstr(clattn_db_errmsg(other),
+                   "entry 1: \"device\": a control") != NULL,
+            "%s", clattn_db_errmsg(other));
+  clattn_db_close(other);
+  clattn_db_close(db);
+  if (system("python3 -c 'import json' >/dev/null 2>&1") != 0) {
+    cr_log_warn("no python3: the JSON is not checked by Python");
+    return;
+  }
+  snprintf(cmd, sizeof cmd,
+           "python3 -c 'import json, sys; d = json.load(open(sys.argv[1], "
+           "encoding=\"utf-8\")); assert len(d[\"entries\"]) == 2' '%s'",
+           file);
+  cr_expect_eq(system(cmd), 0, "python3 could not read %s", file);
+}
+
+/* The default path, for `clattn db path` without opening (or creating)
+ * anything. */
+Test(tunedb, default_path) {
+  char buf[512], small[4];
+  char *saved[3];
+  const char *names[3] = {"CLATTN_DB", "XDG_DATA_HOME", "HOME"};
+  for (int i = 0; i < 3; i++)
+    saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+  setenv("CLATTN_DB", "/somewhere/t.db", 1);
+  cr_expect_eq(clattn_db_default_path(buf, sizeof buf), CLATTN_OK);
+  cr_expect_str_eq(buf, "/somewhere/t.db");
+  cr_expect_eq(clattn_db_default_path(small, sizeof small),
+               CLATTN_ERR_BUFFER_TOO_SMALL);
+  cr_expect_str_eq(small, "");
+  unsetenv("CLATTN_DB");
+  setenv("XDG_DATA_HOME", "/xdg", 1);
+  cr_expect_eq(clattn_db_default_path(buf, sizeof buf), CLATTN_OK);
+  cr_expect_str_eq(buf, "/xdg/clattn/tuning.db");
+  unsetenv("XDG_DATA_HOME");
+  setenv("HOME", "/home/u", 1);
+  cr_expect_eq(clattn_db_default_path(buf, sizeof buf), CLATTN_OK);
+  cr_expect_str_eq(buf, "/home/u/.local/share/clattn/tuning.db");
+  unsetenv("HOME");
+  cr_expect_eq(clattn_db_default_path(buf, sizeof buf), CLATTN_ERR_DB);
+  cr_expect_eq(clattn_db_default_path(NULL, 5), CLATTN_ERR_INVALID_ARG);
+  for (int i = 0; i < 3; i++) {
+    if (saved[i])
+      setenv(names[i], saved[i], 1);
+    free(saved[i]);
   }
 }

@@ -166,7 +166,11 @@ typedef struct clattn_ctx_opts {
   int profiling;
   /* Tuning database whose entries pick each call's parameters (see
    * clattn_explain_attention).  NULL: $CLATTN_DB, else the default path of
-   * clattn_db_open; read only, and only if the file exists. */
+   * clattn_db_open; read at the first call with clattn_db_open_readonly
+   * (nothing created; a lock held elsewhere delays it at most 200 ms, then
+   * the defaults apply and the database is tried again a second later),
+   * only this device's rows and those of its vendor and architecture;
+   * clattn_explain_* says why no tuning was used. */
   const char *tuning_db;
   /* Nonzero: ignore tuning entries (also $CLATTN_NO_TUNING=1). */
   int no_tuning;
@@ -757,15 +761,35 @@ CLATTN_API void clattn_profile_at_copy(clattn_profile *p, double copy_gbs);
 
 /* The SQLite database of probe results, model checks and tuning entries.
  * path NULL: $CLATTN_DB, else $XDG_DATA_HOME/clattn/tuning.db, else
- * $HOME/.local/share/clattn/tuning.db (directories are created).  Safe for
- * several processes at once; every write is its own transaction. */
+ * $HOME/.local/share/clattn/tuning.db.  Safe for several processes at
+ * once; every write is its own transaction.
+ * clattn_db_open is for writing: it creates the file and its directories,
+ * migrates the schema and waits up to 10 s for another writer's lock.
+ * clattn_db_open_readonly is for reading only: it creates nothing, never
+ * migrates, works in a read-only directory or on a read-only file, and
+ * waits at most 200 ms for a lock (WAL readers are normally never
+ * blocked); writes through its handle fail with CLATTN_ERR_DB.
+ * Errors: CLATTN_ERR_INVALID_ARG for out == NULL; CLATTN_ERR_NOMEM;
+ * CLATTN_ERR_DB when the file cannot be created or opened, is not a
+ * database, has a schema newer than this library's (or, read-only, older
+ * than it reads) or stays locked ("busy" in the message);
+ * clattn_db_open_readonly: CLATTN_ERR_NOT_FOUND when the file does not
+ * exist.  The message: clattn_db_errmsg(NULL). */
 typedef struct clattn_db clattn_db;
-/* open: Errors: CLATTN_ERR_INVALID_ARG (out NULL), CLATTN_ERR_IO (a
- * directory not made), CLATTN_ERR_DB (not an SQLite file, a newer schema),
- * CLATTN_ERR_NOMEM; message: clattn_db_errmsg(NULL).  Threads: safe (each
- * open is its own connection).  close: Errors: none.  Threads: not with
- * concurrent use of the same db. */
+/* open, open_readonly: Errors: as above, and CLATTN_ERR_IO when clattn_db_open
+ * cannot make a directory.  Threads: safe (each open is its own
+ * connection).  close: Errors: none.  Threads: not with concurrent use of
+ * the same db. */
 CLATTN_API clattn_status clattn_db_open(const char *path, clattn_db **out);
+CLATTN_API clattn_status clattn_db_open_readonly(const char *path,
+                                                 clattn_db **out);
+/* The path that path NULL means for clattn_db_open and
+ * clattn_db_open_readonly (whether or not the file exists), into buf.
+ * Errors: CLATTN_ERR_INVALID_ARG for a NULL buf or cap 0; CLATTN_ERR_DB
+ * when $CLATTN_DB, $XDG_DATA_HOME and $HOME are all unset or empty;
+ * CLATTN_ERR_BUFFER_TOO_SMALL (buf gets ""); CLATTN_ERR_NOMEM.
+ * Thread-safe as getenv is. */
+CLATTN_API clattn_status clattn_db_default_path(char *buf, size_t cap);
 CLATTN_API void clattn_db_close(clattn_db *db);
 /* Detailed message of the last failure on db; with db == NULL, of the last
  * failed clattn_db_open on the calling thread.
@@ -1062,8 +1086,20 @@ CLATTN_API int clattn_tune_method(const char *kernel);
 
 /* Insert or replace the row of (fingerprint, kernel, shape_class,
  * params): one transaction, so a killed tuner keeps every earlier row.
- * Errors: db, CLATTN_ERR_INVALID_ARG (e NULL, a field too long).  Threads:
- * not with concurrent use of the same db. */
+ * The row must be valid: text UTF-8 without control characters (message
+ * may hold newlines and tabs; its other control characters are replaced by
+ * spaces and its stray bytes by '?'), fingerprint, kernel,
+ * shape_class, params and status set, status one of the five below,
+ * updated ("" : now) a real UTC date at most a day ahead, times finite and
+ * >= 0 (an ok row's median > 0; max_err may be infinite on rejected rows),
+ * tune_method >= 0, params that the kernel's family plans (Xgemm's:
+ * NAME=count fields; a kernel this library does not know: params text
+ * that clattn_params_parse reads); else CLATTN_ERR_INVALID_ARG naming the
+ * field.
+ * Rows that fail these checks when read (stored otherwise) are skipped by
+ * the run-time choice, and clattn_explain_* says so.
+ * Errors: db, CLATTN_ERR_INVALID_ARG (e NULL, a field too long, an invalid
+ * row as above).  Threads: not with concurrent use of the same db. */
 CLATTN_API clattn_status clattn_db_put_tune(clattn_db *db,
                                             const clattn_tune_entry *e);
 /* Rows matching the non-NULL filters, ordered by kernel, shape class and
@@ -1086,7 +1122,10 @@ CLATTN_API clattn_status clattn_db_list_tune(clattn_db *db,
  * kernel, shape_class, params, status and updated (UTC,
  * "YYYY-MM-DDTHH:MM:SSZ"); other fields default to "" and 0.  A malformed
  * file (bad JSON, another version, an unknown or duplicate key, a wrong
- * type, a string longer than its field) imports nothing and fails with
+ * type, a string longer than its field, an entry that clattn_db_put_tune
+ * would refuse: an impossible or future date, a time that is negative or
+ * not finite, params the family refuses, text that is not UTF-8) imports
+ * nothing, leaves the database as it was and fails with
  * CLATTN_ERR_INVALID_ARG and a message "FILE:LINE:COL: ...";
  * CLATTN_ERR_IO when it cannot be read.  added / updated / unchanged (may
  * be NULL) count the rows of the file.
@@ -1097,7 +1136,8 @@ CLATTN_API clattn_status clattn_db_import(clattn_db *db, const char *path,
                                           int *added, int *updated,
                                           int *unchanged);
 /* One tuning row as a one-line JSON object, one key per field in column
- * order: strings escaped, doubles as %.17g (exact), the infinities as
+ * order: strings escaped (a byte that is not UTF-8 as \ufffd, so any
+ * JSON reader accepts it), doubles as %.17g (exact), the infinities as
  * +-1e999.  Like snprintf: returns the length it needs; writes at most
  * cap bytes, NUL included.  16 KiB always suffice.
  * Errors: none.  Threads: pure, safe. */

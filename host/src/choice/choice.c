@@ -12,9 +12,13 @@
  * family's own operations (family.h): nothing here names a family.
  *
  * The tuning database is read once, at the context's first call, into
- * memory (the best "ok" rows of each device, kernel and shape class); the
- * model's picks are memoised per family and shape class. */
+ * memory: opened read-only, and only the "ok" rows of this device and of
+ * its vendor and architecture, the best few of each device, kernel and
+ * shape class, each checked (clattn__tune_entry_check); a database locked
+ * by another connection is read again a second later.  The model's picks
+ * are memoised per family and shape class. */
 #include "choice/choice.h"
+#include "base/clock.h"
 #include "db/db.h"
 
 #include <errno.h>
@@ -22,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define MAX_PICKS 64
 
@@ -43,6 +46,12 @@ typedef struct clattn__tuning {
   int has_model;        /* the model may pick (see tuning()) */
   char model_note[160]; /* why it may or may not */
   char note[352];       /* what was loaded, or why nothing */
+  double retry_at;      /* the database was busy: read it again from this
+                           clattn__now() on (0: never) */
+  int cap;              /* of e */
+  int stale, invalid;   /* rows passed over while loading */
+  int nomem;            /* out of memory while loading: the call fails */
+  char invalid_why[160]; /* the first invalid row's reason */
   pick picks[MAX_PICKS];
   int n_picks;
 } clattn__tuning;
@@ -120,41 +129,51 @@ void clattn__choice_free(clattn_ctx *ctx) {
 
 /* Keep the KEEP_PER_CLASS best ok rows of each (device, kernel, class) of
  * this device or its vendor and architecture (a best row that does not fit
- * a call leaves the next ones); rows arrive best first per group. */
+ * a call leaves the next ones); rows arrive best first per group
+ * (clattn__db_scan_usable).  Rows of another tuning method
+ * (clattn_tune_method) and rows that are not valid are counted and
+ * passed over. */
 #define KEEP_PER_CLASS 4
-/* Keep the usable rows; returns how many were passed over for being of
- * another tuning method (clattn_tune_method). */
-static int keep_rows(clattn__tuning *T, clattn_tune_entry *rows, int n) {
-  int k = 0, stale = 0;
-  for (int i = 0; i < n; i++) {
-    const clattn_tune_entry *r = &rows[i];
-    if (strcmp(r->status, "ok") != 0)
-      continue;
-    int mine = strcmp(r->fingerprint, T->fingerprint) == 0;
-    int kin = T->arch[0] && strcmp(r->vendor, T->vendor) == 0 &&
-              strcmp(r->arch, T->arch) == 0;
-    if (!mine && !kin)
-      continue;
-    if (!clattn__tune_row_current(r)) {
-      stale++;
-      continue;
-    }
-    int same = 0;
-    for (int j = 0; j < k; j++)
-      same += strcmp(rows[j].fingerprint, r->fingerprint) == 0 &&
-              strcmp(rows[j].kernel, r->kernel) == 0 &&
-              strcmp(rows[j].shape_class, r->shape_class) == 0;
-    if (same < KEEP_PER_CLASS)
-      rows[k++] = *r;
+static int keep_row(const clattn_tune_entry *r, void *user) {
+  clattn__tuning *T = user;
+  char why[512];
+  if (clattn__tune_entry_check(r, 0, why, sizeof why) != CLATTN_OK) {
+    if (T->invalid++ == 0)
+      snprintf(T->invalid_why, sizeof T->invalid_why, "%.40s %.40s: %.70s",
+               r->kernel, r->shape_class, why);
+    return 0;
   }
-  T->e = rows;
-  T->n = k;
-  return stale;
+  if (!clattn__tune_row_current(r)) {
+    T->stale++;
+    return 0;
+  }
+  int same = 0;
+  for (int j = T->n - 1; j >= 0 && same < KEEP_PER_CLASS; j--) {
+    const clattn_tune_entry *q = &T->e[j];
+    if (strcmp(q->fingerprint, r->fingerprint) != 0 ||
+        strcmp(q->kernel, r->kernel) != 0 ||
+        strcmp(q->shape_class, r->shape_class) != 0)
+      break; /* rows arrive grouped */
+    same++;
+  }
+  if (same >= KEEP_PER_CLASS)
+    return 0;
+  if (T->n == T->cap) {
+    int nc = T->cap ? 2 * T->cap : 16;
+    clattn_tune_entry *g = realloc(T->e, (size_t)nc * sizeof *g);
+    if (g == NULL) {
+      T->nomem = 1; /* the call fails and the next one reads again */
+      return -1;
+    }
+    T->e = g;
+    T->cap = nc;
+  }
+  T->e[T->n++] = *r;
+  return 0;
 }
 
 clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
                                      char *why, size_t cap) {
-  struct stat sb;
   clattn_status rc;
   *db = NULL;
   if (ctx->choice->tuning_db == NULL) {
@@ -163,21 +182,33 @@ clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
              "path)");
     return CLATTN_OK;
   }
-  if (stat(ctx->choice->tuning_db, &sb) != 0) {
-    snprintf(why, cap, "no tuning database at %.400s", ctx->choice->tuning_db);
-    return CLATTN_OK;
-  }
-  rc = clattn_db_open(ctx->choice->tuning_db, db);
+  /* read-only: no file or directory is created, no lock is taken for
+   * writing, and a lock held elsewhere is waited for only briefly */
+  rc = clattn_db_open_readonly(ctx->choice->tuning_db, db);
   if (rc == CLATTN_OK)
     return CLATTN_OK;
-  snprintf(why, cap, "tuning database unreadable: %.400s",
-           clattn_db_errmsg(NULL));
+  if (rc == CLATTN_ERR_NOT_FOUND)
+    snprintf(why, cap, "no tuning database at %.400s",
+             ctx->choice->tuning_db);
+  else
+    snprintf(why, cap, "tuning database not used: %.400s",
+             clattn_db_errmsg(NULL));
   return rc == CLATTN_ERR_NOMEM ? rc : CLATTN_OK;
+}
+
+/* Whether a message of the database says another connection's lock (the
+ * two forms of db.c). */
+static int busy_message(const char *msg) {
+  return strstr(msg, " is busy (locked by another connection") != NULL ||
+         strstr(msg, "(busy: another connection holds a lock)") != NULL;
 }
 
 /* Read the entries and the device's profile at the first call. */
 static clattn__tuning *tuning(clattn_ctx *ctx) {
   clattn__choice_state *C = ctx->choice;
+  if (C->tuning && C->tuning->retry_at > 0 &&
+      clattn__now() >= C->tuning->retry_at)
+    clattn__choice_reload(ctx); /* the lock may be gone: look again */
   if (C->tuning)
     return C->tuning;
   clattn__tuning *T = calloc(1, sizeof *T);
@@ -199,30 +230,36 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
   clattn_db *db = NULL;
   rc = clattn__tuning_db_open(ctx, &db, T->note, sizeof T->note);
   if (rc == CLATTN_OK && db != NULL) {
-    clattn_tune_entry *rows = NULL;
-    int n = 0;
-    rc = clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n);
-    if (rc != CLATTN_OK) {
-      snprintf(T->note, sizeof T->note, "tuning entries unreadable: %.200s",
+    if (clattn__db_scan_usable(db, T->fingerprint, T->vendor, T->arch,
+                               keep_row, T) != CLATTN_OK && !T->nomem) {
+      snprintf(T->note, sizeof T->note, "tuning entries unreadable: %.300s",
                clattn_db_errmsg(db));
+      T->n = 0;
     } else {
-      const int stale = keep_rows(T, rows, n);
       int len = snprintf(T->note, sizeof T->note, "%d tuning entries in %.200s",
                          T->n, C->tuning_db);
-      if (stale > 0 && len > 0 && (size_t)len < sizeof T->note)
+      if (T->stale > 0 && len > 0 && (size_t)len < sizeof T->note)
+        len += snprintf(T->note + len, sizeof T->note - (size_t)len,
+                        " (%d of an older tuning method passed over: run "
+                        "clattn tune again)",
+                        T->stale);
+      if (T->invalid > 0 && len > 0 && (size_t)len < sizeof T->note)
         snprintf(T->note + len, sizeof T->note - (size_t)len,
-                 " (%d of an older tuning method passed over: run clattn "
-                 "tune again)",
-                 stale);
+                 " (%d invalid skipped, the first: %s)", T->invalid,
+                 T->invalid_why);
     }
   }
   /* out of memory is no property of the database: fail this call and read
    * the entries again at the next one */
-  if (rc == CLATTN_ERR_NOMEM) {
+  if (rc == CLATTN_ERR_NOMEM || T->nomem) {
     clattn_db_close(db);
     clattn__choice_reload(ctx);
     return NULL;
   }
+  /* A lock held by another connection: the defaults for now, and another
+   * look after a second rather than never. */
+  if (busy_message(T->note))
+    T->retry_at = clattn__now() + 1.0;
   /* The model may pick parameters with a datasheet profile (an unseen
    * GPU: the best information there is) or with a measured one when
    * `clattn model check` found it predicting this device: the median

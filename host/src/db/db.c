@@ -24,9 +24,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define BUSY_TIMEOUT_MS 10000
+/* Readers (clattn_db_open_readonly) wait at most this long for a lock:
+ * WAL readers are not blocked by a writer, so a lock they meet is a
+ * rollback-journal writer or a recovery, and a context's first call should
+ * not wait for it (the defaults apply, and explain says why). */
+#define READ_BUSY_TIMEOUT_MS 200
 
 /* ------------------------------------------------------------- schema */
 
@@ -79,7 +85,12 @@ static const char *const migrations[] = {
     "DEFAULT 1;",
     /* 6: the tuner's method of a row (clattn_tune_method; older rows: 1) */
     "ALTER TABLE tuning ADD COLUMN tune_method INTEGER NOT NULL DEFAULT 1;",
+    /* 7: the run-time reader's lookup of a device's vendor and arch */
+    "CREATE INDEX tuning_device ON tuning (vendor, arch);",
 };
+/* The oldest schema a reader can use (the tuning table's columns of today;
+ * later migrations only add indexes). */
+#define MIN_READ_VERSION 6
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
 /* ------------------------------------------------------------- errors */
@@ -101,8 +112,13 @@ const char *clattn_db_path(const clattn_db *db) {
 }
 
 clattn_status clattn__db_sql_fail(clattn_db *db, const char *what) {
-  snprintf(db->errmsg, sizeof db->errmsg, "%s: %s (database %s)", what,
-           db->h ? sqlite3_errmsg(db->h) : "no connection", db->path);
+  const int code = db->h ? sqlite3_extended_errcode(db->h) & 0xff : 0;
+  snprintf(db->errmsg, sizeof db->errmsg, "%s: %s%s (database %s)", what,
+           db->h ? sqlite3_errmsg(db->h) : "no connection",
+           code == SQLITE_BUSY || code == SQLITE_LOCKED
+               ? " (busy: another connection holds a lock)"
+               : "",
+           db->path);
   return CLATTN_ERR_DB;
 }
 
@@ -140,6 +156,28 @@ char *clattn__db_default_path(void) {
   else
     return NULL;
   return strdup(buf);
+}
+
+static int env_set(const char *name) {
+  const char *v = getenv(name);
+  return v != NULL && *v != '\0';
+}
+
+clattn_status clattn_db_default_path(char *buf, size_t cap) {
+  if (buf == NULL || cap == 0)
+    return CLATTN_ERR_INVALID_ARG;
+  buf[0] = '\0';
+  char *path = clattn__db_default_path();
+  if (path == NULL)
+    return env_set("CLATTN_DB") || env_set("XDG_DATA_HOME") || env_set("HOME")
+               ? CLATTN_ERR_NOMEM
+               : CLATTN_ERR_DB;
+  const size_t n = strlen(path);
+  clattn_status rc = n < cap ? CLATTN_OK : CLATTN_ERR_BUFFER_TOO_SMALL;
+  if (rc == CLATTN_OK)
+    memcpy(buf, path, n + 1);
+  free(path);
+  return rc;
 }
 
 /* Create the directory holding path (if any). */
@@ -229,29 +267,42 @@ done:
   return rc;
 }
 
-clattn_status clattn_db_open(const char *path, clattn_db **out) {
-  clattn_status rc = CLATTN_OK;
-  clattn_db *db = NULL;
+/* A new handle for path (NULL: the default path); NULL with the reason in
+ * open_errmsg and *rc on failure. */
+static clattn_db *new_handle(const char *path, clattn_db **out,
+                             clattn_status *rc) {
   open_errmsg[0] = '\0';
+  *rc = CLATTN_OK;
   if (out == NULL) {
     snprintf(open_errmsg, sizeof open_errmsg, "out is NULL");
-    return CLATTN_ERR_INVALID_ARG;
+    *rc = CLATTN_ERR_INVALID_ARG;
+    return NULL;
   }
   *out = NULL;
-  db = calloc(1, sizeof *db);
+  clattn_db *db = calloc(1, sizeof *db);
   if (db == NULL) {
     snprintf(open_errmsg, sizeof open_errmsg, "out of host memory");
-    return CLATTN_ERR_NOMEM;
+    *rc = CLATTN_ERR_NOMEM;
+    return NULL;
   }
   db->magic = CLATTN_DB_MAGIC;
   db->path = path ? strdup(path) : clattn__db_default_path();
   if (db->path == NULL) {
-    snprintf(db->errmsg, sizeof db->errmsg,
+    snprintf(open_errmsg, sizeof open_errmsg, "%s",
              path ? "out of host memory"
                   : "no database path: set CLATTN_DB, XDG_DATA_HOME or HOME");
-    rc = path ? CLATTN_ERR_NOMEM : CLATTN_ERR_DB;
-    goto done;
+    *rc = path ? CLATTN_ERR_NOMEM : CLATTN_ERR_DB;
+    clattn_db_close(db);
+    return NULL;
   }
+  return db;
+}
+
+clattn_status clattn_db_open(const char *path, clattn_db **out) {
+  clattn_status rc = CLATTN_OK;
+  clattn_db *db = new_handle(path, out, &rc);
+  if (db == NULL)
+    return rc;
   CLATTN_TRY(make_parent(db));
   if (sqlite3_open_v2(db->path, &db->h,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
@@ -265,6 +316,134 @@ clattn_status clattn_db_open(const char *path, clattn_db **out) {
   }
   CLATTN_TRY(set_wal(db));
   CLATTN_TRY(migrate(db));
+  db->errmsg[0] = '\0';
+  *out = db;
+  return CLATTN_OK;
+done:
+  snprintf(open_errmsg, sizeof open_errmsg, "%s", db->errmsg);
+  clattn_db_close(db);
+  return rc;
+}
+
+/* Whether an SQLite result code means another connection holds a lock. */
+static int is_busy(int rc) {
+  return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+}
+
+/* Record why a read-only open failed: the lock of another connection is
+ * named as such, so that explain can say the tuning was skipped for it. */
+static clattn_status read_fail(clattn_db *db, int rc, const char *what) {
+  if (is_busy(rc))
+    return clattn__db_fail(db, CLATTN_ERR_DB,
+                           "database %s is busy (locked by another "
+                           "connection for more than %d ms) while %s",
+                           db->path, READ_BUSY_TIMEOUT_MS, what);
+  return clattn__db_sql_fail(db, what);
+}
+
+/* The schema version of a read-only connection, which must be this
+ * library's: a reader never migrates, so an older file (until a writer
+ * opens it) and a newer one are both refused with the versions named. */
+static clattn_status check_version_readonly(clattn_db *db) {
+  sqlite3_stmt *st = NULL;
+  clattn_status rc = CLATTN_OK;
+  int r = sqlite3_prepare_v2(db->h, "PRAGMA user_version", -1, &st, NULL);
+  if (r == SQLITE_OK)
+    r = sqlite3_step(st);
+  if (r != SQLITE_ROW) {
+    rc = read_fail(db, r, "reading the schema version");
+    goto done;
+  }
+  const int version = sqlite3_column_int(st, 0);
+  if (version > N_MIGRATIONS)
+    rc = clattn__db_fail(db, CLATTN_ERR_DB,
+                         "database %s has schema version %d, newer than this "
+                         "library's (clattn %s, versions up to %d)",
+                         db->path, version, clattn_version(), N_MIGRATIONS);
+  else if (version < MIN_READ_VERSION)
+    rc = clattn__db_fail(db, CLATTN_ERR_DB,
+                         "database %s has schema version %d, older than the "
+                         "%d this library reads: a read-only open does not "
+                         "migrate (open it once for writing, e.g. clattn db "
+                         "import)",
+                         db->path, version, MIN_READ_VERSION);
+done:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Open db->path read-only with the reader's busy timeout; immutable: as
+ * an SQLite URI with immutable=1 (no locking, no -shm file). */
+static clattn_status open_readonly(clattn_db *db, int immutable) {
+  char uri[4200];
+  const char *name = db->path;
+  int flags = SQLITE_OPEN_READONLY;
+  if (immutable) {
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    n += (size_t)snprintf(uri, sizeof uri, "file:");
+    for (const char *p = db->path; *p && n + 4 < sizeof uri; p++) {
+      const unsigned char c = (unsigned char)*p;
+      if (c == '%' || c == '?' || c == '#' || c <= 0x20 || c >= 0x7f) {
+        uri[n++] = '%';
+        uri[n++] = hex[c >> 4];
+        uri[n++] = hex[c & 15];
+      } else {
+        uri[n++] = (char)c;
+      }
+    }
+    uri[n] = '\0';
+    if (clattn__appendf(uri, sizeof uri, "?immutable=1") != 0)
+      return clattn__db_fail(db, CLATTN_ERR_DB, "database path %s too long",
+                             db->path);
+    name = uri;
+    flags |= SQLITE_OPEN_URI;
+  }
+  int r = sqlite3_open_v2(name, &db->h, flags, NULL);
+  if (r != SQLITE_OK)
+    return read_fail(db, r, "cannot open for reading");
+  if (sqlite3_busy_timeout(db->h, READ_BUSY_TIMEOUT_MS) != SQLITE_OK)
+    return clattn__db_sql_fail(db, "setting the busy timeout");
+  return CLATTN_OK;
+}
+
+clattn_status clattn_db_open_readonly(const char *path, clattn_db **out) {
+  clattn_status rc = CLATTN_OK;
+  clattn_db *db = new_handle(path, out, &rc);
+  struct stat sb;
+  if (db == NULL)
+    return rc;
+  /* A missing file is "no database", not an error to create it for. */
+  if (stat(db->path, &sb) != 0) {
+    const int err = errno;
+    rc = clattn__db_fail(db, err == ENOENT ? CLATTN_ERR_NOT_FOUND
+                                           : CLATTN_ERR_DB,
+                         "%s database %s: %s",
+                         err == ENOENT ? "no" : "cannot reach", db->path,
+                         strerror(err));
+    goto done;
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    rc = clattn__db_fail(db, CLATTN_ERR_DB,
+                         "database %s is not a regular file", db->path);
+    goto done;
+  }
+  CLATTN_TRY(open_readonly(db, 0));
+  rc = check_version_readonly(db);
+  if (rc != CLATTN_OK && db->h != NULL) {
+    /* A WAL file in a directory this process cannot write, whose -shm
+     * file is not there: SQLite can read it only as immutable (no locks),
+     * which is safe there since no writer can create the -wal either. */
+    const int code = sqlite3_extended_errcode(db->h) & 0xff;
+    if (code != SQLITE_READONLY && code != SQLITE_CANTOPEN)
+      goto done;
+    sqlite3_close(db->h);
+    db->h = NULL;
+    CLATTN_TRY(open_readonly(db, 1));
+    CLATTN_TRY(check_version_readonly(db));
+  } else if (rc != CLATTN_OK) {
+    goto done;
+  }
   db->errmsg[0] = '\0';
   *out = db;
   return CLATTN_OK;

@@ -75,4 +75,30 @@ char *clattn__db_default_path(void);
 clattn_status clattn__db_model_error(clattn_db *db, const char *fingerprint,
                                      double *median_abs_err, int *n);
 
+/* Whether a tuning row is valid (db_tune.c): every text field UTF-8
+ * without control characters (message may hold newlines and tabs); the key fields, status and date present;
+ * `updated` a real UTC date from 2000 on, at most a day ahead of this
+ * clock; a known status; times finite and >= 0 (an ok row's median > 0);
+ * tune_method >= 0; with check_params, params its family (the registry)
+ * can plan for one of its shapes, Xgemm's NAME=count fields, or for a
+ * kernel the registry does not know, params text that parses.
+ * CLATTN_ERR_INVALID_ARG with "\"field\": reason" in why. */
+clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
+                                       int check_params, char *why,
+                                       size_t cap);
+/* NULL when the at most n bytes at s (to a NUL) are UTF-8 without control
+ * characters (lines: newline and tab allowed), else what is wrong. */
+const char *clattn__text_check(const char *s, size_t n, int lines);
+
+/* Call row(e, user) for each "ok" tuning row of the device fingerprint, or
+ * of another device of the same vendor and arch (none when arch is ""),
+ * ordered by fingerprint, kernel, shape class and time: the rows the
+ * run-time choice can use, found through the table's indexes.  A nonzero
+ * return from row stops the scan (CLATTN_OK). */
+clattn_status clattn__db_scan_usable(clattn_db *db, const char *fingerprint,
+                                     const char *vendor, const char *arch,
+                                     int (*row)(const clattn_tune_entry *e,
+                                                void *user),
+                                     void *user);
+
 #endif /* CLATTN_DB_H */

@@ -12,7 +12,9 @@
  * Doubles are written with %.17g, so they read back bit for bit; the
  * infinities, which JSON lacks, as 1e999 and -1e999 (read back as the
  * overflow they are).  Strings escape '"', '\' and control characters
- * (\u00XX); other bytes are copied, so any stored text round-trips. */
+ * (\u00XX) and copy UTF-8; a byte that is not UTF-8 (only a row stored
+ * before rows were checked can hold one) is written as \ufffd, so every
+ * export is JSON that strict readers (Python's json) accept. */
 #include "db/db.h"
 
 #include <errno.h>
@@ -54,8 +56,25 @@ static void out_json_str(outbuf *o, const char *s, size_t n) {
       out_str(o, "\\u00");
       out_ch(o, hex[c >> 4]);
       out_ch(o, hex[c & 15]);
-    } else {
+    } else if (c < 0x80) {
       out_ch(o, (char)c);
+    } else {
+      /* a whole UTF-8 character is copied; a byte that starts none (a
+       * row stored before rows were checked) is U+FFFD, so that every
+       * export is JSON any reader accepts */
+      size_t len = 1;
+      while (len < 4 && i + len < n && s[i + len] &&
+             ((unsigned char)s[i + len] & 0xc0) == 0x80)
+        len++;
+      while (len > 1 && clattn__text_check(s + i, len, 0) != NULL)
+        len--;
+      if (len == 1 && clattn__text_check(s + i, 1, 0) != NULL) {
+        out_str(o, "\\ufffd");
+        continue;
+      }
+      for (size_t k = 0; k < len; k++)
+        out_ch(o, s[i + k]);
+      i += len - 1;
     }
   }
   out_ch(o, '"');

@@ -6,8 +6,11 @@
  * numbers, true/false/null.  Every error names the file, line and column
  * and what was expected there.  Unknown keys, duplicate keys, wrong types,
  * strings longer than their field and a version other than 1 are errors,
- * never skipped or truncated.  The whole file is read and checked before
- * the database is touched, and the merge is one transaction. */
+ * never skipped or truncated; so is an entry whose values are not valid
+ * (clattn__tune_entry_check: an impossible or future date, a time that is
+ * not finite, params its family refuses, text that is not UTF-8).  The
+ * whole file is read and checked before the database is touched, and the
+ * merge is one transaction. */
 #include "db/db.h"
 
 #include <errno.h>
@@ -334,17 +337,6 @@ static clattn_status read_key(reader *r, int first, char *key, size_t cap,
   return CLATTN_OK;
 }
 
-/* The ISO 8601 form of the `updated` columns, "YYYY-MM-DDTHH:MM:SSZ": the
- * merge compares dates as text, so other forms would compare wrongly. */
-static int is_iso_date(const char *s) {
-  static const char pat[] = "dddd-dd-ddTdd:dd:ddZ";
-  for (size_t i = 0; i < sizeof pat; i++) {
-    if (pat[i] == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != pat[i])
-      return 0;
-  }
-  return 1;
-}
-
 /* Parsed entries and the line each started on. */
 typedef struct entries {
   clattn_tune_entry *e;
@@ -429,11 +421,11 @@ static clattn_status read_entry(reader *r, entries *all) {
         return fail_at(r, start, "%s: \"%s\" is empty", in, required[k]);
     }
   }
-  if (!is_iso_date(e->updated))
-    return fail_at(r, start,
-                   "%s: \"updated\" is \"%s\", not a UTC date like "
-                   "2025-01-31T12:00:00Z",
-                   in, e->updated);
+  /* Values: real dates, finite times, parameters the family plans, text
+   * that is UTF-8 (clattn__tune_entry_check). */
+  char why[512];
+  if (clattn__tune_entry_check(e, 1, why, sizeof why) != CLATTN_OK)
+    return fail_at(r, start, "%s: %s", in, why);
   all->line[all->n++] = start.line;
   return CLATTN_OK;
 }
