@@ -6,12 +6,13 @@
 #include "clattn.h"
 #include "npy.h"
 
-/* Exit statuses. */
+/* Exit statuses (docs/CLI.md). */
 enum {
   CLI_OK = 0,
-  CLI_FAIL = 1,  /* library, OpenCL or output-file failure */
-  CLI_USAGE = 2, /* bad command line or bad input file */
-  CLI_CHECK = 3  /* --check: error above the tolerance */
+  CLI_FAIL = 1,  /* run-time failure: device, file, database */
+  CLI_USAGE = 2, /* bad command line, shape or input file */
+  CLI_CHECK = 3, /* --check: error above the tolerance */
+  CLI_INTERRUPTED = 130 /* stopped by SIGINT (tune), the shells' 128 + 2 */
 };
 
 typedef struct cli_opts {

@@ -261,8 +261,9 @@ int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap) {
   const char *keys = clattn_family_shape_keys(fam);
   /* a family without attention heads (the projection's m n k) takes its
    * own keys alone */
-  int rc = cli_has_word(keys, "heads") ? cli_shape_defaults(o, cli_has_word(keys, "seq"))
-                                  : 0;
+  int rc = cli_has_word(keys, "heads")
+               ? cli_shape_defaults(o, cli_has_word(keys, "seq"))
+               : 0;
   if (rc)
     return rc;
   const struct {

@@ -10,8 +10,9 @@
  *   clattn tune ... / clattn explain ... (tune.c)
  *   clattn db path | list [...] | export FILE | import FILE  [--db PATH]
  *
- * Exit status: 0 success, 1 library/OpenCL/output failure, 2 usage error or
- * bad input file, 3 --check error above the tolerance. */
+ * Options: one parser for all (options.c); exit statuses: docs/CLI.md
+ * (0 success, 1 run-time failure, 2 usage error, bad shape or input file,
+ * 3 --check error above the tolerance, 130 interrupted). */
 #include "cli.h"
 #include "options.h"
 
@@ -304,30 +305,32 @@ static int validate(const char *name, int cmd, cli_opts *o,
     if (!o->out)
       return cli_usage_error(name, "--out FILE.npy is required with --in");
     if (cmd == GQA && !given[O_HEADS])
-      return cli_usage_error(name, "run gqa: --heads H is required");
+      return cli_usage_error(name, "--heads H is required");
     if ((cmd & HH) && !given[O_HEADS])
-      return cli_usage_error(name, "run optimised|efficient|super: --heads H is required");
+      return cli_usage_error(name, "--heads H is required");
     if (cmd == SH && (!given[O_HEADS] || !given[O_TOPK]))
-      return cli_usage_error(name, "run switchhead: --heads H and --topk K are required");
+      return cli_usage_error(name, "--heads H and --topk K are required");
     return 0;
   }
   if (cmd == SH) {
     if (!given[O_SEQ] || !given[O_D_MODEL] || !given[O_HEADS] ||
         !given[O_HEAD_DIM] || !given[O_EXPERTS] || !given[O_TOPK])
-      return cli_usage_error(name, "--random needs --seq, --d-model, --heads, --head-dim, "
-                   "--experts, --topk");
+      return cli_usage_error(name, "--random needs --seq, --d-model, "
+                             "--heads, --head-dim, --experts, --topk");
     if (!given[O_BATCH])
       o->batch = 1;
     /* x [b, n, d], w_q [d, H*k] and the experts' w_v [H, E, d, k] */
     double x = (double)o->batch * o->seq * o->d_model;
     double w = (double)o->d_model * o->heads * o->head_dim * o->experts;
     if ((x > w ? x : w) > 17179869184.0)
-      return cli_usage_error(name, "--random: tensors of more than 2^34 elements");
+      return cli_usage_error(name, "--random: tensors of more than 2^34 "
+                           "elements");
     return 0;
   }
   if (cmd & HH) {
     if (!given[O_SEQ] || !given[O_D_MODEL] || !given[O_HEADS])
-      return cli_usage_error(name, "--random needs --seq, --d-model, --heads");
+      return cli_usage_error(name, "--random needs --seq, --d-model, "
+                             "--heads");
     if (!given[O_BATCH])
       o->batch = 1;
     if (cmd == HHS && !given[O_MAX_LEN])
@@ -339,14 +342,15 @@ static int validate(const char *name, int cmd, cli_opts *o,
     double big = x > w ? x : w;
     big = big > wa ? big : wa;
     if (big > 17179869184.0)
-      return cli_usage_error(name, "--random: tensors of more than 2^34 elements");
+      return cli_usage_error(name, "--random: tensors of more than 2^34 "
+                           "elements");
     return 0;
   }
   if (cmd == TH && (!given[O_SEQ] || !given[O_D_MODEL] ||
                     !given[O_HEADS_K] || !given[O_HEADS] ||
                     !given[O_HEADS_V] || !given[O_HEAD_DIM]))
-    return cli_usage_error(name, "--random needs --seq, --d-model, --heads-k, --heads, "
-                 "--heads-v, --head-dim");
+    return cli_usage_error(name, "--random needs --seq, --d-model, "
+                           "--heads-k, --heads, --heads-v, --head-dim");
   if (!given[O_SEQ] || !given[O_HEADS] || !given[O_HEAD_DIM] ||
       (cmd == GQA && !given[O_D_MODEL]))
     return cli_usage_error(name, "%s", cmd == GQA
@@ -379,7 +383,8 @@ static int validate(const char *name, int cmd, cli_opts *o,
     big = big > x ? big : x;
   }
   if (big > 17179869184.0)
-    return cli_usage_error(name, "--random: tensors of more than 2^34 elements");
+    return cli_usage_error(name, "--random: tensors of more than 2^34 "
+                           "elements");
   return 0;
 }
 

@@ -9,10 +9,12 @@
  * FAMILY is a kernel family of the registry (`attention` names prefill).
  * Without a SHAPE, `clattn tune` runs the families' standard shapes.
  * Progress is a status line on a terminal and nothing in a pipe; Ctrl-C
- * stops after the running candidate, with every result saved. */
+ * stops after the running candidate, with every result saved, and exits
+ * 130. */
 #include "cli.h"
 #include "model.h"
 #include "options.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <math.h>
@@ -107,8 +109,7 @@ static volatile int stop_flag;
 
 static void on_sigint(int sig) {
   (void)sig;
-  stop_flag = 1;
-  signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends the process */
+  stop_flag = 1; /* SA_RESETHAND: a second Ctrl-C ends the process */
 }
 
 typedef struct tune_cli {
@@ -121,14 +122,23 @@ static void show_progress(const clattn_tune_progress *p, void *user) {
   const tune_cli *t = user;
   if (!t->tty || t->quiet)
     return;
-  char left[32] = "";
-  if (p->budget_s > 0)
-    snprintf(left, sizeof left, ", %.0f s left",
+  const int tw = cli_term_width(STDERR_FILENO);
+  const int width = tw < 1000 ? tw : 1000;
+  char status[96], tail[64], head[512], line[1024];
+  snprintf(status, sizeof status, ": %d/%d (space %d), best %.3f ms",
+           p->done, p->total, p->space, p->best_s * 1e3);
+  int n = snprintf(tail, sizeof tail, ", %.0f s", p->elapsed_s);
+  if (p->budget_s > 0 && n > 0 && (size_t)n < sizeof tail)
+    snprintf(tail + n, sizeof tail - (size_t)n, ", %.0f s left",
              fmax(0.0, p->budget_s - p->elapsed_s));
-  fprintf(stderr, "\r\033[K%s %.40s: %d/%d (space %d), best %.3f ms %.48s, "
-                  "%.0f s%s",
-          p->kernel, p->shape_class, p->done, p->total, p->space,
-          p->best_s * 1e3, p->best_params, p->elapsed_s, left);
+  /* the shape class gives way to the counts: whole words of it, what is
+   * left of the width after them */
+  const int room = width - (int)strlen(status);
+  cli_fit_line(head, sizeof head - sizeof status, room > 12 ? room : 12,
+               p->kernel, p->shape_class, "");
+  strcat(head, status);
+  cli_fit_line(line, sizeof line, width, head, p->best_params, tail);
+  fprintf(stderr, "\r\033[K%s", line);
   fflush(stderr);
 }
 
@@ -246,13 +256,24 @@ int cli_tune(int argc, char **argv) {
       (rc = cli_shape_text(&m, which, shape, sizeof shape)))
     return rc;
 
+  /* from here on Ctrl-C stops at the next candidate (exit 130) */
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sa.sa_flags = SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  stop_flag = 0;
+  sigaction(SIGINT, &sa, &old);
   clattn_ctx *ctx = NULL;
   clattn_db *db = NULL;
-  if ((rc = cli_ctx_create(m.device, &ctx)))
-    return rc;
+  if ((rc = cli_ctx_create(m.device, &ctx))) {
+    sigaction(SIGINT, &old, NULL);
+    return stop_flag ? CLI_INTERRUPTED : rc;
+  }
   if (clattn_db_open(m.db, &db) != CLATTN_OK) {
     cli_err("tuning database: %s", clattn_db_errmsg(NULL));
     clattn_ctx_destroy(ctx);
+    sigaction(SIGINT, &old, NULL);
     return CLI_FAIL;
   }
   t.tty = isatty(STDERR_FILENO);
@@ -261,13 +282,13 @@ int cli_tune(int argc, char **argv) {
   to.stop = &stop_flag;
   to.progress = show_progress;
   to.user = &t;
-  stop_flag = 0;
-  void (*old)(int) = signal(SIGINT, on_sigint);
   clattn_profile rep;
   if (clattn_profile_reported(ctx, &rep) != CLATTN_OK)
     snprintf(rep.name, sizeof rep.name, "the device");
   printf("tuning on %s, database %s\n", rep.name, clattn_db_path(db));
-  if (custom) {
+  if (stop_flag) {
+    rc = CLI_INTERRUPTED;
+  } else if (custom) {
     rc = run_one(ctx, db, which, shape, gemm, &to, &t);
   } else {
     /* the standard shapes of the chosen families, then the GEMMs */
@@ -305,10 +326,12 @@ int cli_tune(int argc, char **argv) {
       }
     }
   }
-  signal(SIGINT, old);
-  if (stop_flag)
+  sigaction(SIGINT, &old, NULL);
+  if (stop_flag) {
     printf("stopped by Ctrl-C: every measured candidate is saved; run the "
            "same command again to resume\n");
+    rc = CLI_INTERRUPTED;
+  }
   clattn_db_close(db);
   clattn_ctx_destroy(ctx);
   return rc;
