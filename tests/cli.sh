@@ -527,6 +527,10 @@ run "tune projection, a bad shape" 2 "$clattn" tune projection --m 0 \
   --n 4 --k 4
 run "tune decode, heads not a multiple" 2 "$clattn" tune decode \
   --kv-seq 64 --heads 6 --kv-heads 4 --head-dim 32 --max 1
+run "run talking-heads, head counts the layer refuses" 2 "$clattn" run \
+  talking-heads --random --seq 4 --d-model 16 --heads 2 --heads-k 2000 \
+  --heads-v 2 --head-dim 4
+has "the refused shape says why" "head counts must be" "$tmp/err"
 # --out is checked before anything runs: exit 1 (a file problem), at once
 t0=$(date +%s%N)
 run "--out in a missing directory" 1 "$clattn" run attention --random \

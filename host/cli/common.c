@@ -112,7 +112,9 @@ int cli_lib_fail(clattn_ctx *ctx, const char *what, clattn_status st)
     cli_err("%s: %s: %s", what, clattn_status_str(st), msg);
   else
     cli_err("%s: %s", what, clattn_status_str(st));
-  return CLI_FAIL;
+  /* a shape or description the library's checks refuse is bad input */
+  return st == CLATTN_ERR_SHAPE || st == CLATTN_ERR_INVALID_ARG ? CLI_USAGE
+                                                                : CLI_FAIL;
 }
 
 int cli_ctx_create(const char *device, clattn_ctx **ctx)
@@ -121,7 +123,9 @@ int cli_ctx_create(const char *device, clattn_ctx **ctx)
   clattn_status st = clattn_ctx_create(&co, ctx);
   if (st == CLATTN_OK)
     return CLI_OK;
-  return cli_lib_fail(*ctx, "clattn_ctx_create", st);
+  /* the device or the environment ($CLATTN_PARAMS): a run-time failure */
+  cli_lib_fail(*ctx, "clattn_ctx_create", st);
+  return CLI_FAIL;
 }
 
 void cli_random_fill(unsigned long long *state, float *x, size_t n, float amp)
