@@ -517,6 +517,9 @@ run "model layer --dtype (the layer is f32)" 2 "$clattn" model layer \
   --profile a100 --seq 1 --d-model 64 --heads 2 --head-dim 32 --dtype f16
 run "tune prefill --rows (explain's)" 2 "$clattn" tune prefill "${m[@]:2}" \
   --rows 4
+run "tune decode --dtype f16 alone (no silent standard shapes)" 2 "$clattn" \
+  tune decode --dtype f16 --db "$tmp/none.db"
+has "tune: the missing shape is named" "SHAPE needs --heads" "$tmp/err"
 run "a misspelt option (getopt's prefix)" 2 "$clattn" model switchhead \
   --profile h100 --expert 4
 has "the misspelling is named" "unknown option '--expert'" "$tmp/err"

@@ -120,6 +120,8 @@ Test(cli_parse, help_verbose_operands)
   cr_assert_eq(PARSE("-h"), 0);
   cr_expect(a.help);
   cr_assert_eq(PARSE("--he"), 2);
+  cr_assert_eq(PARSE("--help=1"), 2);
+  cr_expect_str_eq(a.error, "--help takes no value");
   cr_assert_eq(PARSE("-v", "FILE"), 0);
   cr_expect(o.verbose);
   cr_expect_eq(a.n_operands, 1);

@@ -161,6 +161,8 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *dst,
       if (optopt >= LONG_BASE)
         return fail(out, "--%s takes no value",
                     cmd->opts[optopt - LONG_BASE].name);
+      if (optopt == 'h' && !strncmp(word, "--", 2))
+        return fail(out, "--help takes no value");
       if (optopt > 0)
         return fail(out, "unknown option '-%c'", optopt);
       len = word_name(word, &name);

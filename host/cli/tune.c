@@ -247,8 +247,11 @@ int cli_tune(int argc, char **argv) {
   t.quiet = ta.quiet;
   const int *gemm = ta.gemm;
   const int gemm_given = gemm[0] || gemm[1] || gemm[2];
+  /* any SHAPE option names one shape: never the standard ones with the
+   * option ignored */
   const int custom = m.heads || m.head_dim || m.seq || m.kv_seq ||
-                     m.shape_extra[0] || gemm_given;
+                     m.batch || m.kv_heads || m.head_dim_v || m.causal ||
+                     m.dtype != CLATTN_F32 || m.shape_extra[0] || gemm_given;
   char shape[512] = "";
   if (which == GEMM && custom && !(gemm[0] && gemm[1] && gemm[2]))
     return cli_usage_error(name, "give --m, --n and --k");
