@@ -57,6 +57,8 @@ static int apply(const cli_option *o, const char *v, void *dst, cli_args *out)
     return 0;
   }
   case CLI_FN:
+    if (!o->parse)
+      return fail(out, "--%s: no parser in the table", o->name);
     if (o->parse(v, field) != 0) {
       if (o->arg && strchr(o->arg, '|'))
         return fail(out, "--%s: expected %s, got '%.40s'", o->name, o->arg,

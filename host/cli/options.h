@@ -15,8 +15,9 @@ typedef enum cli_kind {
   CLI_STR,  /* const char *, the argument itself (not copied) */
   CLI_INT,  /* int in [min, INT_MAX], decimal */
   CLI_FN,   /* parse(value, field): 0, or -1 for a bad value */
-  CLI_KEY   /* char[CLI_KEYS_CAP]: "name=value" appended, blank-separated
-               (a kernel family's own shape keys) */
+  CLI_KEY   /* char[CLI_KEYS_CAP], a string (empty at first):
+               "name=value" appended, blank-separated (a kernel family's
+               own shape keys) */
 } cli_kind;
 
 enum { CLI_KEYS_CAP = 256, CLI_MAX_OPTIONS = 96, CLI_MAX_OPERANDS = 8 };
