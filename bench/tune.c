@@ -263,7 +263,7 @@ int main(int argc, char **argv) {
   }
   clattn_profile prof;
   clattn_db *pdb = NULL;
-  if (clattn_db_open(profile_db, &pdb) == CLATTN_OK) {
+  if (clattn_db_open_readonly(profile_db, &pdb) == CLATTN_OK) {
     CHECK(clattn_profile_for(ctx, pdb, &prof));
     clattn_db_close(pdb);
   } else {

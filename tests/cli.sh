@@ -142,6 +142,16 @@ cat >"$tmp/in.json" <<'JSON'
 JSON
 run "db path" 0 "$clattn" db path
 has "db path is \$CLATTN_DB" "$CLATTN_DB"
+# Readers create nothing: not the file, not its directories.
+run "db path of a missing database" 0 "$clattn" db path --db "$tmp/nodir/x.db"
+has "db path names it" "$tmp/nodir/x.db"
+run "db list of a missing database" 1 "$clattn" db list --db "$tmp/nodir/x.db"
+has "db list says there is none" "no database" "$tmp/err"
+run "db export of a missing database" 1 "$clattn" db export \
+  --db "$tmp/nodir/x.db" "$tmp/never.json"
+[ ! -e "$tmp/nodir" ] && [ ! -e "$tmp/never.json" ] &&
+  ok "db path, list and export created nothing" ||
+  bad "a reader created $tmp/nodir or the export file"
 run "db import" 0 "$clattn" db import "$tmp/in.json"
 has "db import counts" "3 added, 0 updated, 0 unchanged"
 run "db import again" 0 "$clattn" db import "$tmp/in.json"
@@ -274,9 +284,11 @@ print(sqlite3.connect(sys.argv[1]).execute("select count(*) from tuning").fetcho
 [ "$s1" = 0 ] && [ "$s2" = 0 ] && [ "$n" = 6 ] &&
   ok "two tuners on one database: 6 rows" ||
   { bad "two tuners: exit $s1/$s2, $n rows"; cat "$tmp/two1" "$tmp/two2"; }
-# Ctrl-C: stops after the running candidate, everything saved, exit 0
+# Ctrl-C: stops after the running candidate, everything saved, exit 130,
+# and the database stays readable
 "$clattn" tune decode --kv-seq 2048 --heads 4 --kv-heads 1 --head-dim 64 \
-  --strategy exhaustive --db "$tmp/int.db" >"$tmp/out" 2>"$tmp/err" &
+  --strategy exhaustive --budget 5m --db "$tmp/int.db" >"$tmp/out" \
+  2>"$tmp/err" &
 pid=$!
 for _ in $(seq 600); do
   n=$(python3 -c 'import sqlite3,sys
@@ -288,12 +300,15 @@ done
 kill -INT "$pid"
 wait "$pid"
 st=$?
-[ "$st" = 0 ] && ok "Ctrl-C: exit 0" || bad "Ctrl-C: exit $st"
+[ "$st" = 130 ] && ok "Ctrl-C: exit 130" || bad "Ctrl-C: exit $st, want 130"
 has "Ctrl-C: says results are saved" "stopped by Ctrl-C"
 has "Ctrl-C: the run reports stop" "stopped: stop"
 n2=$(python3 -c 'import sqlite3,sys
 print(sqlite3.connect(sys.argv[1]).execute("select count(*) from tuning").fetchone()[0])' "$tmp/int.db")
 [ "$n2" -ge "$n" ] && ok "Ctrl-C: $n2 rows saved" || bad "Ctrl-C: rows lost"
+run "Ctrl-C: db list reads the database" 0 "$clattn" db list --all-devices \
+  --db "$tmp/int.db"
+has "Ctrl-C: db list shows the decode class" "^decode"
 
 # clattn run talking-heads: random inputs checked against the reference,
 # the saved inputs read back as a prefill then decode steps, a bad shape
@@ -445,6 +460,123 @@ for c in probe model tune db devices run; do
   if grep -q '%%' "$tmp/out"; then bad "$c --help shows '%%'"
   else ok "$c --help has no stray '%%'"; fi
 done
+
+# The command line (docs/CLI.md): --help on every command and subcommand
+# (stdout, exit 0), one line on stderr and exit 2 for a usage error.
+families=$("$clattn" families | awk '/^[a-z]/ { print $1 }')
+cmds=("" devices families run probe model tune explain db "db path"
+  "db list" "db export" "db import" "model layer" "model mqa"
+  "model switchhead" "model profiles" "model check" "tune all" "tune gemm")
+for k in attention gqa talking-heads optimised efficient super switchhead; do
+  cmds+=("run $k")
+done
+for k in optimised efficient super; do cmds+=("model $k"); done
+for f in attention $families; do
+  cmds+=("model $f" "tune $f" "explain $f")
+done
+helps=0 unknowns=0
+for c in "${cmds[@]}"; do
+  # shellcheck disable=SC2086
+  "$clattn" $c --help >"$tmp/out" 2>"$tmp/err"; st=$?
+  if [ "$st" = 0 ] && grep -q "^usage: clattn" "$tmp/out" &&
+     [ ! -s "$tmp/err" ]; then helps=$((helps + 1))
+  else bad "'clattn $c --help': exit $st"; cat "$tmp/out" "$tmp/err"; fi
+  [ -z "$c" ] && continue
+  # shellcheck disable=SC2086
+  "$clattn" $c --no-such-option >"$tmp/out" 2>"$tmp/err"; st=$?
+  if [ "$st" = 2 ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
+     grep -q "no-such-option.*; see 'clattn .* --help'" "$tmp/err" &&
+     [ ! -s "$tmp/out" ]; then unknowns=$((unknowns + 1))
+  else bad "'clattn $c --no-such-option': exit $st"; cat "$tmp/err"; fi
+done
+ok "--help exits 0 with a usage on $helps commands"
+ok "an unknown option: exit 2, one line naming it, on $unknowns commands"
+run "clattn -h" 0 "$clattn" -h
+run "run attention -h" 0 "$clattn" run attention -h
+has "run attention -h lists --kv-seq" "--kv-seq M"
+run "model attention --help (not a value)" 0 "$clattn" model attention \
+  --help
+has "model attention --help lists the family's keys" "--kv-layout V"
+# --x=v and --x v are one option
+m=(--profile a100 --seq 64 --heads 2 --head-dim 32)
+"$clattn" model attention "${m[@]}" --budget 1s >/dev/null 2>"$tmp/err"
+grep -q "unknown option '--budget'" "$tmp/err" &&
+  ok "model refuses the tuner's --budget" || bad "model took --budget"
+"$clattn" model attention "${m[@]}" >"$tmp/a" 2>&1
+"$clattn" model attention --profile=a100 --seq=64 --heads=2 \
+  --head-dim=32 >"$tmp/b" 2>&1
+cmp -s "$tmp/a" "$tmp/b" && ok "--x=v is --x v" ||
+  { bad "--x=v differs from --x v"; diff "$tmp/a" "$tmp/b"; }
+run "tune --budget=1s accepted" 2 "$clattn" tune prefill --budget=1s \
+  --strategy=bogus
+has "tune --strategy=bogus: the values" \
+  "expected auto|exhaustive|random|anneal|model" "$tmp/err"
+# a repeated option is an error naming it (never last-wins)
+run "repeated --seq" 2 "$clattn" model attention "${m[@]}" --seq=8
+has "repeated --seq is named" "clattn model attention: --seq given twice" \
+  "$tmp/err"
+run "repeated --causal" 2 "$clattn" run attention --random --seq 4 \
+  --heads 2 --head-dim 8 --causal --causal
+has "repeated --causal is named" "--causal given twice" "$tmp/err"
+# options a subcommand does not read are refused, not ignored
+run "model mqa --json" 2 "$clattn" model mqa --json
+has "model mqa --json names --json" "unknown option '--json'" "$tmp/err"
+run "model decode --seq (decode has no seq)" 2 "$clattn" model decode \
+  --profile a100 --kv-seq 64 --heads 2 --head-dim 32 --seq 8
+run "model layer --dtype (the layer is f32)" 2 "$clattn" model layer \
+  --profile a100 --seq 1 --d-model 64 --heads 2 --head-dim 32 --dtype f16
+run "tune prefill --rows (explain's)" 2 "$clattn" tune prefill "${m[@]:2}" \
+  --rows 4
+run "tune decode --dtype f16 alone (no silent standard shapes)" 2 "$clattn" \
+  tune decode --dtype f16 --db "$tmp/none.db"
+has "tune: the missing shape is named" "SHAPE needs --heads" "$tmp/err"
+run "a misspelt option (getopt's prefix)" 2 "$clattn" model switchhead \
+  --profile h100 --expert 4
+has "the misspelling is named" "unknown option '--expert'" "$tmp/err"
+run "model super-values --max-len (the family's key)" 0 "$clattn" model \
+  super-values --profile h100 --seq 64 --heads 2 --head-dim 32 --max-len 64
+# a shape the library's validation refuses is a usage error (2)
+run "tune projection, a bad shape" 2 "$clattn" tune projection --m 0 \
+  --n 4 --k 4
+run "tune decode, heads not a multiple" 2 "$clattn" tune decode \
+  --kv-seq 64 --heads 6 --kv-heads 4 --head-dim 32 --max 1
+run "run talking-heads, head counts the layer refuses" 2 "$clattn" run \
+  talking-heads --random --seq 4 --d-model 16 --heads 2 --heads-k 2000 \
+  --heads-v 2 --head-dim 4
+has "the refused shape says why" "head counts must be" "$tmp/err"
+# --out is checked before anything runs: exit 1 (a file problem), at once
+t0=$(date +%s%N)
+run "--out in a missing directory" 1 "$clattn" run attention --random \
+  --seq 4096 --heads 16 --head-dim 64 --check --out /nonexistent/dir/y.npy
+t1=$(date +%s%N)
+has "--out: the directory is named" "directory /nonexistent/dir does not" \
+  "$tmp/err"
+grep -q "[0-9] ms\|check attention" "$tmp/out" "$tmp/err" &&
+  bad "--out: the attention ran before the check" ||
+  ok "--out: nothing computed"
+[ $(((t1 - t0) / 1000000)) -lt 1000 ] && ok "--out: refused in under 1 s" ||
+  bad "--out: refused after $(((t1 - t0) / 1000000)) ms"
+run "--out a directory" 1 "$clattn" run attention --random --seq 4 \
+  --heads 2 --head-dim 8 --out "$tmp"
+# The progress line: drawn on a terminal only, within its width, no
+# parameter cut (script(1) gives the tuner a terminal of 60 columns)
+if command -v script >/dev/null; then
+  script -qec "stty cols 60 rows 20; '$clattn' tune prefill --seq 64 \
+    --heads 2 --head-dim 32 --max 4 --strategy random --fresh \
+    --db '$tmp/tty.db'" /dev/null >"$tmp/tty" 2>&1
+  tr '\r' '\n' <"$tmp/tty" | sed 's/\x1b\[K//g' >"$tmp/lines"
+  if grep -q "^prefill .*: [0-9]*/[0-9]* (space" "$tmp/lines"; then
+    ok "progress: drawn on a terminal"
+    awk '/\(space/ && length($0) > 59 { n++ } END { exit n > 0 }' \
+      "$tmp/lines" && ok "progress: within 59 columns" ||
+      bad "progress: wider than the terminal: $(awk 'length($0) > 59' "$tmp/lines")"
+    grep "(space" "$tmp/lines" | grep -Eq '[a-z]=( |,|$)' &&
+      bad "progress: a parameter cut: $(grep '(space' "$tmp/lines")" ||
+      ok "progress: no key=value cut"
+  else bad "progress: no line on a terminal"; cat "$tmp/tty"; fi
+else
+  echo "note: no script(1); the progress line is checked by test_cli_options"
+fi
 
 echo "cli.sh: $fails failure(s)"
 [ "$fails" = 0 ]

@@ -6,12 +6,13 @@
 #include "clattn.h"
 #include "npy.h"
 
-/* Exit statuses. */
+/* Exit statuses (docs/CLI.md). */
 enum {
   CLI_OK = 0,
-  CLI_FAIL = 1,  /* library, OpenCL or output-file failure */
-  CLI_USAGE = 2, /* bad command line or bad input file */
-  CLI_CHECK = 3  /* --check: error above the tolerance */
+  CLI_FAIL = 1,  /* run-time failure: device, file, database */
+  CLI_USAGE = 2, /* bad command line, shape or input file */
+  CLI_CHECK = 3, /* --check: error above the tolerance */
+  CLI_INTERRUPTED = 130 /* stopped by SIGINT (tune), the shells' 128 + 2 */
 };
 
 typedef struct cli_opts {
@@ -74,11 +75,14 @@ int cli_save(const char *dir, const char *name, npy_dtype dt, int ndim,
 /* Create a directory if it does not exist (for --save-inputs). */
 int cli_mkdir(const char *dir);
 
-/* Print a library failure (status text and context message): CLI_FAIL. */
+/* Print a library failure (status text and context message): CLI_USAGE
+ * for CLATTN_ERR_SHAPE and CLATTN_ERR_INVALID_ARG (input the library's
+ * checks refuse), else CLI_FAIL. */
 int cli_lib_fail(clattn_ctx *ctx, const char *what, clattn_status st);
 
 /* clattn_ctx_create on a device selector (NULL: $CLATTN_DEVICE or the
- * first device); prints the failure and returns CLI_FAIL. */
+ * first device); prints the failure and returns CLI_FAIL (whatever the
+ * status: a device or environment problem). */
 int cli_ctx_create(const char *device, clattn_ctx **ctx);
 
 /* Random floats in [-amp, amp) from a splitmix64 state. */

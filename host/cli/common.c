@@ -112,7 +112,9 @@ int cli_lib_fail(clattn_ctx *ctx, const char *what, clattn_status st)
     cli_err("%s: %s: %s", what, clattn_status_str(st), msg);
   else
     cli_err("%s: %s", what, clattn_status_str(st));
-  return CLI_FAIL;
+  /* a shape or description the library's checks refuse is bad input */
+  return st == CLATTN_ERR_SHAPE || st == CLATTN_ERR_INVALID_ARG ? CLI_USAGE
+                                                                : CLI_FAIL;
 }
 
 int cli_ctx_create(const char *device, clattn_ctx **ctx)
@@ -121,7 +123,9 @@ int cli_ctx_create(const char *device, clattn_ctx **ctx)
   clattn_status st = clattn_ctx_create(&co, ctx);
   if (st == CLATTN_OK)
     return CLI_OK;
-  return cli_lib_fail(*ctx, "clattn_ctx_create", st);
+  /* the device or the environment ($CLATTN_PARAMS): a run-time failure */
+  cli_lib_fail(*ctx, "clattn_ctx_create", st);
+  return CLI_FAIL;
 }
 
 void cli_random_fill(unsigned long long *state, float *x, size_t n, float amp)
@@ -242,7 +246,7 @@ int cli_family(const char *word) {
 }
 
 /* Whether key is one of the blank-separated words of keys. */
-static int has_key(const char *keys, const char *key) {
+int cli_has_word(const char *keys, const char *key) {
   const size_t n = strlen(key);
   for (const char *s = keys; s && *s;) {
     while (*s == ' ')
@@ -261,8 +265,9 @@ int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap) {
   const char *keys = clattn_family_shape_keys(fam);
   /* a family without attention heads (the projection's m n k) takes its
    * own keys alone */
-  int rc = has_key(keys, "heads") ? cli_shape_defaults(o, has_key(keys, "seq"))
-                                  : 0;
+  int rc = cli_has_word(keys, "heads")
+               ? cli_shape_defaults(o, cli_has_word(keys, "seq"))
+               : 0;
   if (rc)
     return rc;
   const struct {
@@ -274,14 +279,14 @@ int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap) {
            {"head-dim-v", o->head_dim_v}, {"causal", o->causal != 0}};
   int n = snprintf(buf, cap, "dtype=%s", cli_dtype_name(o->dtype));
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-    if (has_key(keys, f[i].key) && n > 0 && (size_t)n < cap)
+    if (cli_has_word(keys, f[i].key) && n > 0 && (size_t)n < cap)
       n += snprintf(buf + n, cap - (size_t)n, " %s=%d", f[i].key, f[i].value);
   /* the family's own keys given as flags, after the common ones */
   for (const char *w = o->shape_extra; *w;) {
     const size_t len = strcspn(w, " "), klen = strcspn(w, "=");
     char key[64];
     snprintf(key, sizeof key, "%.*s", (int)(klen < 63 ? klen : 63), w);
-    if (!has_key(keys, key)) {
+    if (!cli_has_word(keys, key)) {
       cli_err("unknown option '--%s' for family %s (its keys: %s)", key,
               clattn_family_name(fam), keys);
       return CLI_USAGE;

@@ -6,7 +6,9 @@
  *   clattn db export FILE [--db PATH]     (FILE "-": stdout)
  *   clattn db import FILE [--db PATH]     (FILE "-": stdin) */
 #include "cli.h"
+#include "options.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,85 +33,68 @@ static const char db_usage[] =
   "import: merge a JSON file from export ('-': stdin): new rows are\n"
   "  added, a stored row is replaced only by a newer one; all or nothing.\n";
 
-static int db_usage_err(const char *why) {
-  if (why)
-    cli_err("%s", why);
-  fputs(db_usage, stderr);
-  return CLI_USAGE;
-}
-
 typedef struct db_opts {
   const char *db, *kernel, *shape_class, *device, *file;
   int all_devices, json;
 } db_opts;
 
-/* Options after the action; `action` 'p', 'l', 'e' or 'i'. */
-static int parse_db(int argc, char **argv, int action, db_opts *o) {
-  static const struct {
-    const char *name;
-    int has_arg, list_only;
-  } known[] = {
-      {"db", 1, 0},          {"kernel", 1, 1}, {"class", 1, 1},
-      {"device", 1, 1},      {"json", 0, 1},   {"all-devices", 0, 1},
-  };
-  const int n_known = (int)(sizeof known / sizeof known[0]);
-  int given[6] = {0};
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i], *val = NULL;
-    if (strncmp(a, "--", 2) != 0) {
-      if ((action == 'e' || action == 'i') && o->file == NULL) {
-        o->file = a;
-        continue;
-      }
-      cli_err("db: unexpected argument '%s'", a);
-      return db_usage_err(NULL);
-    }
-    a += 2;
-    size_t len = strcspn(a, "=");
-    int id = -1;
-    for (int j = 0; j < n_known; j++)
-      if (strlen(known[j].name) == len && !strncmp(a, known[j].name, len))
-        id = j;
-    if (id < 0 || (known[id].list_only && action != 'l')) {
-      cli_err("db: unknown option '--%.*s' for this action", (int)len, a);
-      return db_usage_err(NULL);
-    }
-    if (a[len] == '=')
-      val = a + len + 1;
-    if (known[id].has_arg && val == NULL) {
-      if (i + 1 >= argc) {
-        cli_err("--%s needs a value", known[id].name);
-        return db_usage_err(NULL);
-      }
-      val = argv[++i];
-    } else if (!known[id].has_arg && val != NULL) {
-      cli_err("--%s takes no value", known[id].name);
-      return db_usage_err(NULL);
-    }
-    if (given[id]++) {
-      cli_err("--%s given twice", known[id].name);
-      return db_usage_err(NULL);
-    }
-    switch (id) {
-    case 0: o->db = val; break;
-    case 1: o->kernel = val; break;
-    case 2: o->shape_class = val; break;
-    case 3: o->device = val; break;
-    case 4: o->json = 1; break;
-    default: o->all_devices = 1; break;
-    }
-  }
-  if ((action == 'e' || action == 'i') && o->file == NULL)
-    return db_usage_err(action == 'e' ? "db export: missing FILE"
-                                      : "db import: missing FILE");
+/* The actions' bits in cli_option.scope. */
+enum { D_PATH = 1, D_LIST = 2, D_EXPORT = 4, D_IMPORT = 8 };
+
+#define DOFF(f) offsetof(db_opts, f)
+static const cli_option db_options[] = {
+  {"db", CLI_STR, DOFF(db), 0, NULL, 0, "PATH",
+   "the tuning database (default $CLATTN_DB)"},
+  {"kernel", CLI_STR, DOFF(kernel), 0, NULL, D_LIST, "K",
+   "only this kernel's entries"},
+  {"class", CLI_STR, DOFF(shape_class), 0, NULL, D_LIST, "C",
+   "only this shape class's entries"},
+  {"device", CLI_STR, DOFF(device), 0, NULL, D_LIST, "SEL",
+   "this device's entries (default $CLATTN_DEVICE)"},
+  {"json", CLI_FLAG, DOFF(json), 0, NULL, D_LIST, NULL,
+   "print the rows as JSON"},
+  {"all-devices", CLI_FLAG, DOFF(all_devices), 0, NULL, D_LIST, NULL,
+   "every device's entries"},
+};
+
+/* Options and FILE after the action (scope: its bit); 0, CLI_USAGE or
+ * CLI_HELP_SHOWN. */
+static int parse_db(int argc, char **argv, unsigned scope, const char *name,
+                    db_opts *o) {
+  const int file = scope == D_EXPORT || scope == D_IMPORT;
+  const cli_command cmd = {name, db_usage, db_options,
+                           (int)(sizeof db_options / sizeof db_options[0]),
+                           scope, file};
+  cli_args a;
+  int rc = cli_parse_cmd(&cmd, argc, argv, o, &a);
+  if (rc)
+    return rc;
+  if (file && a.n_operands < 1)
+    return cli_usage_error(name, "missing FILE");
+  o->file = file ? a.operand[0] : NULL;
   if (o->all_devices && o->device)
-    return db_usage_err("--all-devices and --device are exclusive");
+    return cli_usage_error(name, "--all-devices and --device are "
+                           "exclusive");
   return CLI_OK;
 }
 
 static int db_fail(clattn_db *db, const char *what, clattn_status st) {
   cli_err("%s: %s: %s", what, clattn_status_str(st), clattn_db_errmsg(db));
   return CLI_FAIL;
+}
+
+static int db_print_path(const char *path) {
+  char buf[4096];
+  if (path == NULL) {
+    clattn_status st = clattn_db_default_path(buf, sizeof buf);
+    if (st != CLATTN_OK) {
+      cli_err("db path: %s", clattn_status_str(st));
+      return CLI_FAIL;
+    }
+    path = buf;
+  }
+  printf("%s\n", path);
+  return CLI_OK;
 }
 
 /* ----------------------------------------------------------------- list */
@@ -277,9 +262,10 @@ int cli_db(int argc, char **argv) {
   int action, rc;
   memset(&o, 0, sizeof o);
   if (argc < 1)
-    return db_usage_err("db: missing action (path, list, export, import)");
+    return cli_usage_error("db", "missing action (path, list, export, "
+                           "import)");
   const char *a = argv[0];
-  if (!strcmp(a, "--help") || !strcmp(a, "help")) {
+  if (!strcmp(a, "--help") || !strcmp(a, "-h") || !strcmp(a, "help")) {
     fputs(db_usage, stdout);
     return CLI_OK;
   }
@@ -288,22 +274,33 @@ int cli_db(int argc, char **argv) {
            : !strcmp(a, "export") ? 'e'
            : !strcmp(a, "import") ? 'i'
                                   : 0;
-  if (!action) {
-    cli_err("db: unknown action '%s' (expected path, list, export or "
-            "import)",
-            a);
-    return db_usage_err(NULL);
-  }
-  rc = parse_db(argc - 1, argv + 1, action, &o);
+  if (!action)
+    return cli_usage_error("db", "unknown action '%.40s' (expected path, "
+                           "list, export or import)", a);
+  char name[16];
+  snprintf(name, sizeof name, "db %s", a);
+  rc = parse_db(argc - 1, argv + 1,
+                action == 'p'   ? D_PATH
+                : action == 'l' ? D_LIST
+                : action == 'e' ? D_EXPORT
+                                : D_IMPORT,
+                name, &o);
   if (rc)
-    return rc;
-  clattn_status st = clattn_db_open(o.db, &db);
+    return rc < 0 ? CLI_OK : rc;
+  if (action == 'p') /* the path alone: nothing is opened or created */
+    return db_print_path(o.db);
+  /* Only import writes: the others read without creating, migrating or
+   * waiting for another process's lock. */
+  clattn_status st = action == 'i' ? clattn_db_open(o.db, &db)
+                                   : clattn_db_open_readonly(o.db, &db);
+  if (st == CLATTN_ERR_NOT_FOUND) {
+    cli_err("db %s: %s", a, clattn_db_errmsg(NULL));
+    return CLI_FAIL;
+  }
   if (st != CLATTN_OK)
-    return db_fail(NULL, "clattn_db_open", st);
+    return db_fail(NULL, action == 'i' ? "clattn_db_open"
+                                       : "clattn_db_open_readonly", st);
   switch (action) {
-  case 'p':
-    printf("%s\n", clattn_db_path(db));
-    break;
   case 'l':
     rc = db_list(db, &o);
     break;

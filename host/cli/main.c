@@ -10,15 +10,21 @@
  *   clattn tune ... / clattn explain ... (tune.c)
  *   clattn db path | list [...] | export FILE | import FILE  [--db PATH]
  *
- * Exit status: 0 success, 1 library/OpenCL/output failure, 2 usage error or
- * bad input file, 3 --check error above the tolerance. */
+ * Options: one parser for all (options.c); exit statuses: docs/CLI.md
+ * (0 success, 1 run-time failure, 2 usage error, bad shape or input file,
+ * 3 --check error above the tolerance, 130 interrupted). */
 #include "cli.h"
+#include "options.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef CLATTN_CLI_VERSION /* set by meson from the project version */
 #define CLATTN_CLI_VERSION "0.1.0"
@@ -45,7 +51,10 @@ static const char usage_text[] =
   "                 [--json] | export FILE | import FILE  [--db PATH]\n"
   "         (tuning database; 'clattn db help' for details)\n"
   "       clattn help | --help | --version\n"
-  "\n"
+  "  ('clattn COMMAND --help': a command's own help and options;\n"
+  "  docs/CLI.md: the option rules and exit statuses)\n";
+
+static const char run_text[] =
   "run attention: DIR holds q.npy [b,n,h_q,k], k.npy [b,m,h_kv,k],\n"
   "  v.npy [b,m,h_kv,v] ('<f4' or '<f2', all alike) and optionally\n"
   "  kv_lens.npy ('<i4' [b]); writes --out FILE.npy [b,n,h_q,v].\n"
@@ -88,30 +97,30 @@ static const char usage_text[] =
   "  or a name substring; default $CLATTN_DEVICE), --check (compare with\n"
   "  the reference; fails above rel. error 1e-4 for f32, 1e-3 for f16),\n"
   "  --seed S, --save-inputs DIR (with --random), --repeat N,\n"
-  "  --verbose\n"
+  "  --verbose\n";
+
+static const char probe_text[] =
   "probe: measure the device's ceilings (memory bandwidth per vector\n"
   "  width, FMA peak, local memory, transfers, launch latency; under 30 s\n"
   "  by default, longer with --thorough) and store them in the tuning\n"
   "  database (--db PATH, default $CLATTN_DB, else\n"
   "  $XDG_DATA_HOME/clattn/tuning.db or ~/.local/share/clattn/tuning.db)\n"
   "  unless --no-store.  --json prints JSON.  --quick: small buffers and\n"
-  "  short timings, a smoke test only (implies --no-store).\n"
+  "  short timings, a smoke test only (implies --no-store).\n";
+
+static const char families_text[] =
   "families: the kernel families (FAMILY above; `attention` names\n"
-  "  prefill), their calls and the shape keys their SHAPE may give.\n"
-  "exit status: 0 ok, 1 library/OpenCL failure, 2 usage or input error,\n"
-  "  3 --check failed\n";
+  "  prefill), their calls and the shape keys their SHAPE may give.\n";
 
-static int usage(const char *why)
-{
-  if (why)
-    cli_err("%s", why);
-  fputs(usage_text, stderr);
-  return CLI_USAGE;
-}
+static const char exit_text[] =
+  "exit status: 0 ok, 1 run-time failure (device, file, database), 2 usage\n"
+  "  or input error (a bad option, shape or file), 3 --check failed,\n"
+  "  130 interrupted (Ctrl-C)\n";
 
-/* Which command accepts an option. */
+/* The subcommands' bits in cli_option.scope. */
 enum { ATT = 1, GQA = 2, DEV = 4, PRB = 8, TH = 16, HHO = 32, HHE = 64,
-       HHS = 128, HH = HHO | HHE | HHS, SH = 256 };
+       HHS = 128, HH = HHO | HHE | HHS, SH = 256,
+       RUN = ATT | GQA | TH | HH | SH };
 
 enum opt_id {
   O_IN, O_OUT, O_DEVICE, O_SAVE, O_CAUSAL, O_CHECK, O_RANDOM, O_VERBOSE,
@@ -123,177 +132,162 @@ enum opt_id {
   O_COUNT
 };
 
-static const struct opt {
-  const char *name;
-  int has_arg, cmds;
-} opts[O_COUNT] = {
-  [O_IN] = {"in", 1, ATT | GQA | TH | HH | SH},
-  [O_OUT] = {"out", 1, ATT | GQA | TH | HH | SH},
-  [O_DEVICE] = {"device", 1, ATT | GQA | TH | HH | SH | PRB},
-  [O_SAVE] = {"save-inputs", 1, ATT | GQA | TH | HH | SH},
-  [O_CAUSAL] = {"causal", 0, ATT | GQA | TH | HH | SH},
-  [O_CHECK] = {"check", 0, ATT | GQA | TH | HH | SH},
-  [O_RANDOM] = {"random", 0, ATT | GQA | TH | HH | SH},
-  [O_VERBOSE] = {"verbose", 0, ATT | GQA | TH | HH | SH | DEV},
-  [O_LAYOUT] = {"layout", 1, ATT},
-  [O_DTYPE] = {"dtype", 1, ATT},
-  [O_SCALE] = {"scale", 1, ATT | GQA | TH | HH | SH},
-  [O_BATCH] = {"batch", 1, ATT | GQA | TH | HH | SH},
-  [O_SEQ] = {"seq", 1, ATT | GQA | TH | HH | SH},
-  [O_KV_SEQ] = {"kv-seq", 1, ATT},
-  [O_HEADS] = {"heads", 1, ATT | GQA | TH | HH | SH},
-  [O_KV_HEADS] = {"kv-heads", 1, ATT | GQA},
-  [O_HEAD_DIM] = {"head-dim", 1, ATT | GQA | TH | SH},
-  [O_HEAD_DIM_V] = {"head-dim-v", 1, ATT | GQA | TH},
-  [O_D_MODEL] = {"d-model", 1, GQA | TH | HH | SH},
-  [O_HEADS_K] = {"heads-k", 1, TH},
-  [O_HEADS_V] = {"heads-v", 1, TH},
-  [O_MAX_LEN] = {"max-len", 1, HHS},
-  [O_EXPERTS] = {"experts", 1, SH},
-  [O_TOPK] = {"topk", 1, SH},
-  [O_DECODE_FROM] = {"decode-from", 1, GQA | TH | HH | SH},
-  [O_REPEAT] = {"repeat", 1, ATT | GQA | TH | HH | SH},
-  [O_SEED] = {"seed", 1, ATT | GQA | TH | HH | SH},
-  [O_JSON] = {"json", 0, PRB},
-  [O_THOROUGH] = {"thorough", 0, PRB},
-  [O_QUICK] = {"quick", 0, PRB},
-  [O_DB] = {"db", 1, PRB},
-  [O_NO_STORE] = {"no-store", 0, PRB},
-};
+static int parse_layout(const char *v, void *field)
+{
+  int *l = field;
+  *l = !strcmp(v, "bshd") ? CLATTN_BSHD : !strcmp(v, "bhsd") ? CLATTN_BHSD
+                                                             : -1;
+  return *l < 0 ? -1 : 0;
+}
 
-/* Strict integer in [lo, hi]; -1 on error (message printed). */
-static int parse_int(const char *name, const char *s, long lo, long hi,
-                     int *out)
+static int parse_run_dtype(const char *v, void *field)
+{
+  int *d = field;
+  *d = !strcmp(v, "f32") ? CLATTN_F32 : !strcmp(v, "f16") ? CLATTN_F16 : -1;
+  return *d < 0 ? -1 : 0;
+}
+
+static int parse_scale(const char *v, void *field)
 {
   char *end;
   errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) {
-    cli_err("--%s: expected an integer in [%ld, %ld], got '%s'", name, lo,
-            hi, s);
+  float x = strtof(v, &end);
+  if (errno || end == v || *end || !(x >= 0) || isinf(x))
     return -1;
-  }
-  *out = (int)v;
+  *(float *)field = x;
   return 0;
 }
 
-/* Apply one option; returns 0 or CLI_USAGE. */
-static int apply(cli_opts *o, enum opt_id id, const char *v, int *given)
+static int parse_seed(const char *v, void *field)
 {
-  const char *name = opts[id].name;
   char *end;
-  given[id] = 1;
-  switch (id) {
-  case O_IN: o->in = v; return 0;
-  case O_OUT: o->out = v; return 0;
-  case O_DEVICE: o->device = v; return 0;
-  case O_SAVE: o->save_inputs = v; return 0;
-  case O_CAUSAL: o->causal = 1; return 0;
-  case O_CHECK: o->check = 1; return 0;
-  case O_RANDOM: o->random = 1; return 0;
-  case O_VERBOSE: o->verbose = 1; return 0;
-  case O_JSON: o->json = 1; return 0;
-  case O_THOROUGH: o->thorough = 1; return 0;
-  case O_QUICK: o->quick = 1; return 0;
-  case O_DB: o->db = v; return 0;
-  case O_NO_STORE: o->no_store = 1; return 0;
-  case O_LAYOUT:
-    if (!strcmp(v, "bshd"))
-      o->layout = CLATTN_BSHD;
-    else if (!strcmp(v, "bhsd"))
-      o->layout = CLATTN_BHSD;
-    else
-      return usage("--layout: expected bshd or bhsd");
-    return 0;
-  case O_DTYPE:
-    if (!strcmp(v, "f32"))
-      o->dtype = CLATTN_F32;
-    else if (!strcmp(v, "f16"))
-      o->dtype = CLATTN_F16;
-    else
-      return usage("--dtype: expected f32 or f16");
-    return 0;
-  case O_SCALE:
-    errno = 0;
-    o->scale = strtof(v, &end);
-    if (errno || end == v || *end || !(o->scale >= 0))
-      return usage("--scale: expected a number >= 0");
-    return 0;
-  case O_SEED:
-    errno = 0;
-    o->seed = strtoull(v, &end, 0);
-    if (errno || end == v || *end || *v == '-')
-      return usage("--seed: expected a non-negative integer");
-    return 0;
-  case O_DECODE_FROM:
-    return parse_int(name, v, 0, INT_MAX, &o->decode_from) ? usage(NULL)
-                                                           : 0;
-  default: break;
-  }
-  int *dst = id == O_BATCH ? &o->batch : id == O_SEQ ? &o->seq
-           : id == O_KV_SEQ ? &o->kv_seq : id == O_HEADS ? &o->heads
-           : id == O_KV_HEADS ? &o->kv_heads : id == O_HEAD_DIM ? &o->head_dim
-           : id == O_HEAD_DIM_V ? &o->head_dim_v : id == O_D_MODEL ? &o->d_model
-           : id == O_HEADS_K ? &o->heads_k : id == O_HEADS_V ? &o->heads_v
-           : id == O_MAX_LEN ? &o->max_len : id == O_EXPERTS ? &o->experts
-           : id == O_TOPK ? &o->topk : &o->repeat;
-  return parse_int(name, v, 1, INT_MAX, dst) ? usage(NULL) : 0;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 0);
+  if (errno || end == v || *end || *v == '-')
+    return -1;
+  *(unsigned long long *)field = x;
+  return 0;
 }
 
-static int parse(int argc, char **argv, int cmd, cli_opts *o, int *given)
+#define OFF(f) offsetof(cli_opts, f)
+#define INT_OPT(n, f, lo, sc, a, h) {n, CLI_INT, OFF(f), lo, NULL, sc, a, h}
+#define STR_OPT(n, f, sc, a, h) {n, CLI_STR, OFF(f), 0, NULL, sc, a, h}
+#define FLAG_OPT(n, f, sc, h) {n, CLI_FLAG, OFF(f), 0, NULL, sc, NULL, h}
+#define FN_OPT(n, f, fn, sc, a, h) {n, CLI_FN, OFF(f), 0, fn, sc, a, h}
+
+/* Every option of devices, probe and run, indexed by opt_id. */
+static const cli_option opts[O_COUNT] = {
+  [O_IN] = STR_OPT("in", in, RUN, "DIR", "read the inputs from DIR/*.npy"),
+  [O_OUT] = STR_OPT("out", out, RUN, "FILE", "write the output .npy "
+                    "(required with --in; its directory is checked first)"),
+  [O_DEVICE] = STR_OPT("device", device, RUN | PRB, "SEL",
+                       "'P:D', 'D' or a name substring "
+                       "(default $CLATTN_DEVICE)"),
+  [O_SAVE] = STR_OPT("save-inputs", save_inputs, RUN, "DIR",
+                     "with --random: write the inputs to DIR"),
+  [O_CAUSAL] = FLAG_OPT("causal", causal, RUN, "causal mask"),
+  [O_CHECK] = FLAG_OPT("check", check, RUN, "compare with the reference "
+                       "(exit 3 above the tolerance)"),
+  [O_RANDOM] = FLAG_OPT("random", random, RUN, "random inputs of SHAPE"),
+  [O_VERBOSE] = FLAG_OPT("verbose", verbose, RUN | DEV, "more detail (-v)"),
+  [O_LAYOUT] = FN_OPT("layout", layout, parse_layout, ATT, "bshd|bhsd",
+                      "the device layout"),
+  [O_DTYPE] = FN_OPT("dtype", dtype, parse_run_dtype, ATT, "f32|f16",
+                     "with --random: the element type"),
+  [O_SCALE] = FN_OPT("scale", scale, parse_scale, RUN, "S",
+                     "softmax scale >= 0 (0: 1/sqrt(head dim))"),
+  [O_BATCH] = INT_OPT("batch", batch, 1, RUN, "B", "SHAPE: batch"),
+  [O_SEQ] = INT_OPT("seq", seq, 1, RUN, "N", "SHAPE: query positions"),
+  [O_KV_SEQ] = INT_OPT("kv-seq", kv_seq, 1, ATT, "M",
+                       "SHAPE: key positions (default N)"),
+  [O_HEADS] = INT_OPT("heads", heads, 1, RUN, "H", "query heads"),
+  [O_KV_HEADS] = INT_OPT("kv-heads", kv_heads, 1, ATT | GQA, "G",
+                         "key/value heads (default H)"),
+  [O_HEAD_DIM] = INT_OPT("head-dim", head_dim, 1, ATT | GQA | TH | SH, "K",
+                         "SHAPE: key head width"),
+  [O_HEAD_DIM_V] = INT_OPT("head-dim-v", head_dim_v, 1, ATT | GQA | TH, "V",
+                           "SHAPE: value head width (default K)"),
+  [O_D_MODEL] = INT_OPT("d-model", d_model, 1, GQA | TH | HH | SH, "D",
+                        "SHAPE: model width"),
+  [O_HEADS_K] = INT_OPT("heads-k", heads_k, 1, TH, "Hk", "SHAPE: key heads"),
+  [O_HEADS_V] = INT_OPT("heads-v", heads_v, 1, TH, "Hv",
+                        "SHAPE: value heads"),
+  [O_MAX_LEN] = INT_OPT("max-len", max_len, 1, HHS, "L",
+                        "SHAPE: W_a's size (default N)"),
+  [O_EXPERTS] = INT_OPT("experts", experts, 1, SH, "E",
+                        "SHAPE: experts a head"),
+  [O_TOPK] = INT_OPT("topk", topk, 1, SH, "K", "experts chosen a position"),
+  [O_DECODE_FROM] = INT_OPT("decode-from", decode_from, 0,
+                            GQA | TH | HH | SH, "P",
+                            "prefill P positions, decode the rest"),
+  [O_REPEAT] = INT_OPT("repeat", repeat, 1, RUN, "N", "run N times"),
+  [O_SEED] = FN_OPT("seed", seed, parse_seed, RUN, "S",
+                    "with --random: the seed"),
+  [O_JSON] = FLAG_OPT("json", json, PRB, "print JSON"),
+  [O_THOROUGH] = FLAG_OPT("thorough", thorough, PRB, "longer timings"),
+  [O_QUICK] = FLAG_OPT("quick", quick, PRB,
+                       "a smoke run, not stored (implies --no-store)"),
+  [O_DB] = STR_OPT("db", db, PRB, "PATH", "the tuning database"),
+  [O_NO_STORE] = FLAG_OPT("no-store", no_store, PRB,
+                          "do not store the profile"),
+};
+
+/* A run's output paths, checked before anything is computed: --out's
+ * directory must exist and be writable (a file there, writable), and
+ * --save-inputs is created.  CLI_FAIL (a file problem) or 0. */
+static int check_outputs(const cli_opts *o)
 {
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i], *val = NULL;
-    if (!strcmp(a, "-v"))
-      a = "--verbose";
-    if (strncmp(a, "--", 2) != 0) {
-      cli_err("unexpected argument '%s'", a);
-      return usage(NULL);
-    }
-    a += 2;
-    size_t n = strcspn(a, "=");
-    int id = -1;
-    for (int j = 0; j < O_COUNT; j++)
-      if (strlen(opts[j].name) == n && !strncmp(a, opts[j].name, n))
-        id = j;
-    if (id < 0 || !(opts[id].cmds & cmd)) {
-      cli_err("unknown option '--%.*s' for this command", (int)n, a);
-      return usage(NULL);
-    }
-    if (a[n] == '=')
-      val = a + n + 1;
-    if (opts[id].has_arg && !val) {
-      if (i + 1 >= argc) {
-        cli_err("--%s needs a value", opts[id].name);
-        return usage(NULL);
+  if (o->out) {
+    struct stat st;
+    if (stat(o->out, &st) == 0) {
+      if (S_ISDIR(st.st_mode) || access(o->out, W_OK) != 0) {
+        cli_err("--out %s: %s", o->out, S_ISDIR(st.st_mode)
+                                             ? "is a directory"
+                                             : strerror(errno));
+        return CLI_FAIL;
       }
-      val = argv[++i];
-    } else if (!opts[id].has_arg && val) {
-      cli_err("--%s takes no value", opts[id].name);
-      return usage(NULL);
+    } else {
+      char dir[PATH_MAX];
+      const char *slash = strrchr(o->out, '/');
+      if (!slash)
+        snprintf(dir, sizeof dir, ".");
+      else if (slash == o->out)
+        snprintf(dir, sizeof dir, "/");
+      else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - o->out), o->out);
+      if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
+          access(dir, W_OK | X_OK) != 0) {
+        cli_err("--out %s: directory %s %s", o->out, dir,
+                stat(dir, &st) != 0   ? "does not exist"
+                : !S_ISDIR(st.st_mode) ? "is not a directory"
+                                       : "is not writable");
+        return CLI_FAIL;
+      }
     }
-    if (given[id]) {
-      cli_err("--%s given twice", opts[id].name);
-      return usage(NULL);
-    }
-    int rc = apply(o, (enum opt_id)id, val, given);
-    if (rc)
-      return rc;
   }
-  return 0;
+  if (o->save_inputs) {
+    if (cli_mkdir(o->save_inputs))
+      return CLI_FAIL;
+    if (access(o->save_inputs, W_OK | X_OK) != 0) {
+      cli_err("--save-inputs %s: %s", o->save_inputs, strerror(errno));
+      return CLI_FAIL;
+    }
+  }
+  return CLI_OK;
 }
 
 /* Cross-option rules shared by the run commands. */
-static int validate(int cmd, cli_opts *o, const int *given)
+static int validate(const char *name, int cmd, cli_opts *o,
+                    const unsigned char *given)
 {
   static const enum opt_id shape_opts[] = {
     O_BATCH, O_SEQ, O_KV_SEQ, O_KV_HEADS, O_HEAD_DIM, O_HEAD_DIM_V,
     O_D_MODEL, O_DTYPE, O_SEED, O_SAVE, O_HEADS, O_HEADS_K, O_HEADS_V,
     O_MAX_LEN, O_EXPERTS};
   if (o->in && o->random)
-    return usage("--in and --random are exclusive");
+    return cli_usage_error(name, "--in and --random are exclusive");
   if (!o->in && !o->random)
-    return usage("one of --in DIR or --random is required");
+    return cli_usage_error(name, "one of --in DIR or --random is required");
   if (o->in) {
     /* gqa takes --heads/--kv-heads with --in too, the Hosseini layers
      * --heads; nothing else */
@@ -304,38 +298,39 @@ static int validate(int cmd, cli_opts *o, const int *given)
         continue;
       if ((cmd & (HH | SH)) && id == O_HEADS)
         continue;
-      if (given[id]) {
-        cli_err("--%s is only valid with --random", opts[id].name);
-        return usage(NULL);
-      }
+      if (given[id])
+        return cli_usage_error(name, "--%s is only valid with --random",
+                               opts[id].name);
     }
     if (!o->out)
-      return usage("--out FILE.npy is required with --in");
+      return cli_usage_error(name, "--out FILE.npy is required with --in");
     if (cmd == GQA && !given[O_HEADS])
-      return usage("run gqa: --heads H is required");
+      return cli_usage_error(name, "--heads H is required");
     if ((cmd & HH) && !given[O_HEADS])
-      return usage("run optimised|efficient|super: --heads H is required");
+      return cli_usage_error(name, "--heads H is required");
     if (cmd == SH && (!given[O_HEADS] || !given[O_TOPK]))
-      return usage("run switchhead: --heads H and --topk K are required");
+      return cli_usage_error(name, "--heads H and --topk K are required");
     return 0;
   }
   if (cmd == SH) {
     if (!given[O_SEQ] || !given[O_D_MODEL] || !given[O_HEADS] ||
         !given[O_HEAD_DIM] || !given[O_EXPERTS] || !given[O_TOPK])
-      return usage("--random needs --seq, --d-model, --heads, --head-dim, "
-                   "--experts, --topk");
+      return cli_usage_error(name, "--random needs --seq, --d-model, "
+                             "--heads, --head-dim, --experts, --topk");
     if (!given[O_BATCH])
       o->batch = 1;
     /* x [b, n, d], w_q [d, H*k] and the experts' w_v [H, E, d, k] */
     double x = (double)o->batch * o->seq * o->d_model;
     double w = (double)o->d_model * o->heads * o->head_dim * o->experts;
     if ((x > w ? x : w) > 17179869184.0)
-      return usage("--random: tensors of more than 2^34 elements");
+      return cli_usage_error(name, "--random: tensors of more than 2^34 "
+                           "elements");
     return 0;
   }
   if (cmd & HH) {
     if (!given[O_SEQ] || !given[O_D_MODEL] || !given[O_HEADS])
-      return usage("--random needs --seq, --d-model, --heads");
+      return cli_usage_error(name, "--random needs --seq, --d-model, "
+                             "--heads");
     if (!given[O_BATCH])
       o->batch = 1;
     if (cmd == HHS && !given[O_MAX_LEN])
@@ -347,17 +342,18 @@ static int validate(int cmd, cli_opts *o, const int *given)
     double big = x > w ? x : w;
     big = big > wa ? big : wa;
     if (big > 17179869184.0)
-      return usage("--random: tensors of more than 2^34 elements");
+      return cli_usage_error(name, "--random: tensors of more than 2^34 "
+                           "elements");
     return 0;
   }
   if (cmd == TH && (!given[O_SEQ] || !given[O_D_MODEL] ||
                     !given[O_HEADS_K] || !given[O_HEADS] ||
                     !given[O_HEADS_V] || !given[O_HEAD_DIM]))
-    return usage("--random needs --seq, --d-model, --heads-k, --heads, "
-                 "--heads-v, --head-dim");
+    return cli_usage_error(name, "--random needs --seq, --d-model, "
+                           "--heads-k, --heads, --heads-v, --head-dim");
   if (!given[O_SEQ] || !given[O_HEADS] || !given[O_HEAD_DIM] ||
       (cmd == GQA && !given[O_D_MODEL]))
-    return usage(cmd == GQA
+    return cli_usage_error(name, "%s", cmd == GQA
                      ? "--random needs --seq, --d-model, --heads, --head-dim"
                      : "--random needs --seq, --heads, --head-dim");
   if (!given[O_BATCH])
@@ -369,7 +365,7 @@ static int validate(int cmd, cli_opts *o, const int *given)
   if (!given[O_HEAD_DIM_V])
     o->head_dim_v = o->head_dim;
   if (o->heads % o->kv_heads)
-    return usage("--heads must be a multiple of --kv-heads");
+    return cli_usage_error(name, "--heads must be a multiple of --kv-heads");
   /* Refuse sizes whose element counts could overflow size_t arithmetic
    * (computed in double; 2^34 elements is already 64 GiB of float). */
   double hd = o->head_dim > o->head_dim_v ? o->head_dim : o->head_dim_v;
@@ -387,17 +383,84 @@ static int validate(int cmd, cli_opts *o, const int *given)
     big = big > x ? big : x;
   }
   if (big > 17179869184.0)
-    return usage("--random: tensors of more than 2^34 elements");
+    return cli_usage_error(name, "--random: tensors of more than 2^34 "
+                           "elements");
   return 0;
+}
+
+static void print_top_help(FILE *f)
+{
+  fputs(usage_text, f);
+  fputs("\n", f);
+  fputs(run_text, f);
+  fputs(probe_text, f);
+  fputs(families_text, f);
+  fputs(exit_text, f);
+}
+
+/* The run kernels, their scope bits and the word naming them. */
+static const struct {
+  const char *word;
+  int scope;
+} kernels[] = {
+  {"attention", ATT}, {"gqa", GQA}, {"talking-heads", TH},
+  {"optimised", HHO}, {"efficient", HHE}, {"super", HHS},
+  {"switchhead", SH},
+};
+
+static const char run_usage[] =
+  "usage: clattn run attention|gqa|talking-heads|optimised|efficient|super|"
+  "switchhead\n"
+  "         (--in DIR | --random SHAPE) [OPTIONS]\n";
+
+static int run_command(int argc, char **argv, cli_opts *o)
+{
+  char name[40];
+  cli_args a;
+  if (argc < 1)
+    return cli_usage_error("run", "missing kernel (attention, gqa, "
+                           "talking-heads, optimised, efficient, super or "
+                           "switchhead)");
+  if (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h") ||
+      !strcmp(argv[0], "help")) {
+    fputs(run_usage, stdout);
+    fputs(run_text, stdout);
+    fputs("(each kernel's options: clattn run KERNEL --help)\n", stdout);
+    return CLI_OK;
+  }
+  int cmd = 0;
+  for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++)
+    if (!strcmp(argv[0], kernels[k].word))
+      cmd = kernels[k].scope;
+  if (!cmd)
+    return cli_usage_error("run", "unknown kernel '%.40s' (expected "
+                           "attention, gqa, talking-heads, optimised, "
+                           "efficient, super or switchhead)", argv[0]);
+  snprintf(name, sizeof name, "run %s", argv[0]);
+  char usage[160];
+  snprintf(usage, sizeof usage, "usage: clattn %s (--in DIR | --random "
+           "SHAPE) [OPTIONS]\n  (details: clattn run --help)\n", name);
+  const cli_command c = {name, usage, opts, O_COUNT, (unsigned)cmd, 0};
+  int rc = cli_parse_cmd(&c, argc - 1, argv + 1, o, &a);
+  if (rc)
+    return rc < 0 ? CLI_OK : rc;
+  if ((rc = validate(name, cmd, o, a.given)) || (rc = check_outputs(o)))
+    return rc;
+  const int hh = cli_hh_variant(argv[0]);
+  return cmd == ATT   ? cli_run_attention(o)
+         : cmd == GQA ? cli_run_gqa(o)
+         : cmd == TH  ? cli_run_th(o)
+         : cmd == SH  ? cli_run_sh(o)
+                      : cli_run_hh(o, (clattn_hh_variant)hh);
 }
 
 int main(int argc, char **argv)
 {
   if (argc < 2)
-    return usage("missing command");
+    return cli_usage_error(NULL, "missing command");
   const char *c = argv[1];
   if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
-    fputs(usage_text, stdout);
+    print_top_help(stdout);
     return CLI_OK;
   }
   if (!strcmp(c, "--version")) {
@@ -406,7 +469,7 @@ int main(int argc, char **argv)
   }
 
   cli_opts o;
-  int given[O_COUNT] = {0};
+  cli_args a;
   memset(&o, 0, sizeof o);
   o.layout = CLATTN_BSHD;
   o.dtype = CLATTN_F32;
@@ -415,11 +478,20 @@ int main(int argc, char **argv)
   o.seed = 1;
 
   if (!strcmp(c, "devices")) {
-    int rc = parse(argc - 2, argv + 2, DEV, &o, given);
-    return rc ? rc : cli_devices(o.verbose);
+    const cli_command cmd = {"devices", "usage: clattn devices [--verbose]\n"
+                             "  the OpenCL devices, a line each\n",
+                             opts, O_COUNT, DEV, 0};
+    int rc = cli_parse_cmd(&cmd, argc - 2, argv + 2, &o, &a);
+    return rc ? (rc < 0 ? CLI_OK : rc) : cli_devices(o.verbose);
   }
-  if (!strcmp(c, "families"))
-    return argc > 2 ? usage("families takes no arguments") : cli_families();
+  if (!strcmp(c, "families")) {
+    const cli_command cmd = {"families", "usage: clattn families\n",
+                             opts, 0, 0, 0};
+    int rc = cli_parse_cmd(&cmd, argc - 2, argv + 2, &o, &a);
+    if (rc < 0)
+      fputs(families_text, stdout);
+    return rc ? (rc < 0 ? CLI_OK : rc) : cli_families();
+  }
   if (!strcmp(c, "model"))
     return cli_model(argc - 2, argv + 2);
   if (!strcmp(c, "tune"))
@@ -429,41 +501,17 @@ int main(int argc, char **argv)
   if (!strcmp(c, "db"))
     return cli_db(argc - 2, argv + 2);
   if (!strcmp(c, "probe")) {
-    int rc = parse(argc - 2, argv + 2, PRB, &o, given);
+    char usage[1024];
+    snprintf(usage, sizeof usage, "usage: clattn probe [--device SEL] "
+             "[--json] [--thorough | --quick] [--db PATH] [--no-store]\n%s",
+             probe_text);
+    const cli_command cmd = {"probe", usage, opts, O_COUNT, PRB, 0};
+    int rc = cli_parse_cmd(&cmd, argc - 2, argv + 2, &o, &a);
     if (!rc && o.thorough && o.quick)
-      rc = usage("--thorough and --quick are exclusive");
-    return rc ? rc : cli_probe(&o);
+      rc = cli_usage_error("probe", "--thorough and --quick are exclusive");
+    return rc ? (rc < 0 ? CLI_OK : rc) : cli_probe(&o);
   }
-  if (strcmp(c, "run") != 0) {
-    cli_err("unknown command '%s'", c);
-    return usage(NULL);
-  }
-  if (argc < 3)
-    return usage("run: missing kernel (attention, gqa, talking-heads, "
-                 "optimised, efficient, super or switchhead)");
-  const int hh = cli_hh_variant(argv[2]);
-  int cmd = !strcmp(argv[2], "attention")       ? ATT
-            : !strcmp(argv[2], "gqa")           ? GQA
-            : !strcmp(argv[2], "talking-heads") ? TH
-            : hh == CLATTN_HH_OPTIMISED         ? HHO
-            : hh == CLATTN_HH_EFFICIENT         ? HHE
-            : hh == CLATTN_HH_SUPER             ? HHS
-            : !strcmp(argv[2], "switchhead")    ? SH
-                                                : 0;
-  if (!cmd) {
-    cli_err("run: unknown kernel '%s' (expected attention, gqa, "
-            "talking-heads, optimised, efficient, super or switchhead)",
-            argv[2]);
-    return usage(NULL);
-  }
-  int rc = parse(argc - 3, argv + 3, cmd, &o, given);
-  if (!rc)
-    rc = validate(cmd, &o, given);
-  if (rc)
-    return rc;
-  return cmd == ATT   ? cli_run_attention(&o)
-         : cmd == GQA ? cli_run_gqa(&o)
-         : cmd == TH  ? cli_run_th(&o)
-         : cmd == SH  ? cli_run_sh(&o)
-                      : cli_run_hh(&o, (clattn_hh_variant)hh);
+  if (!strcmp(c, "run"))
+    return run_command(argc - 2, argv + 2, &o);
+  return cli_usage_error(NULL, "unknown command '%.40s'", c);
 }

@@ -11,9 +11,11 @@
  *                      [--probe] */
 #include "cli.h"
 #include "model.h"
+#include "options.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,110 +63,142 @@ static const char model_usage[] =
   "  (column err@prof: at the stored profile's)\n";
 
 static int model_usage_err(const char *why) {
-  if (why)
-    cli_err("%s", why);
-  fputs(model_usage, stderr);
-  return CLI_USAGE;
+  return cli_usage_error("model", "%s", why);
 }
 
-static int int_arg(const char *name, const char *v, int lo, int *out) {
-  char *end;
-  errno = 0;
-  long x = strtol(v, &end, 10);
-  if (errno || end == v || *end || x < lo || x > INT_MAX) {
-    cli_err("--%s: expected an integer >= %d, got '%s'", name, lo, v);
+static int parse_model_dtype(const char *v, void *field) {
+  clattn_dtype *d = field;
+  if (!strcmp(v, "f32"))
+    *d = CLATTN_F32;
+  else if (!strcmp(v, "f16"))
+    *d = CLATTN_F16;
+  else if (!strcmp(v, "bf16"))
+    *d = CLATTN_BF16;
+  else
     return -1;
-  }
-  *out = (int)x;
   return 0;
 }
 
-int cli_model_parse(int argc, char **argv, model_opts *o) {
-  static const struct {
-    const char *name;
-    size_t off;
-    int lo;
-  } ints[] = {
-      {"batch", offsetof(model_opts, batch), 1},
-      {"seq", offsetof(model_opts, seq), 1},
-      {"kv-seq", offsetof(model_opts, kv_seq), 1},
-      {"heads", offsetof(model_opts, heads), 1},
-      {"kv-heads", offsetof(model_opts, kv_heads), 1},
-      {"head-dim", offsetof(model_opts, head_dim), 1},
-      {"head-dim-v", offsetof(model_opts, head_dim_v), 1},
-      {"d-model", offsetof(model_opts, d_model), 1},
-      {"cache-len", offsetof(model_opts, cache_len), 0},
-      {"max-len", offsetof(model_opts, max_len), 1},
-      {"variant", offsetof(model_opts, params.variant), 0},
-      {"rows", offsetof(model_opts, params.rows), 0},
-      {"keys", offsetof(model_opts, params.keys), 0},
-      {"wg", offsetof(model_opts, params.wg), 0},
-      {"splits", offsetof(model_opts, params.splits), 0},
-      {"prefetch", offsetof(model_opts, params.prefetch), 0},
-      {"scheme", offsetof(model_opts, params.scheme), 0},
-  };
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (strncmp(a, "--", 2) != 0)
-      return model_usage_err("unexpected argument");
-    a += 2;
-    int *flag = !strcmp(a, "json")        ? &o->json
-                : !strcmp(a, "no-device") ? &o->no_device
-                : !strcmp(a, "no-store")  ? &o->no_store
-                : !strcmp(a, "quick")     ? &o->quick
-                : !strcmp(a, "probe")     ? &o->probe
-                : !strcmp(a, "causal")    ? &o->causal
-                : !strcmp(a, "paper")     ? &o->paper
-                                          : NULL;
-    if (flag) {
-      *flag = 1;
+/* The kernel families' subcommands; GATED marks the common SHAPE options,
+ * which a family takes only when its shape keys name them. */
+enum { KEYED = M_FAM | T_FAM | E_FAM, GATED = 1u << 20, FAMS = GATED | KEYED,
+       PRESENT = M_FAM | M_LAYER | M_HH | M_SH,
+       ANY_TUNE = T_FAM | T_GEMM | T_ALL };
+
+#define MOFF(f) offsetof(model_opts, f)
+static const cli_option model_options[] = {
+  {"batch", CLI_INT, MOFF(batch), 1, NULL, FAMS | M_LAYER | M_HH | M_SH,
+   "B", "SHAPE: batch (default 1)"},
+  {"seq", CLI_INT, MOFF(seq), 1, NULL, FAMS | M_LAYER | M_HH | M_SH, "N",
+   "SHAPE: query positions"},
+  {"kv-seq", CLI_INT, MOFF(kv_seq), 1, NULL, FAMS, "M",
+   "SHAPE: key positions (decode: the cache length)"},
+  {"heads", CLI_INT, MOFF(heads), 1, NULL, FAMS | M_LAYER | M_HH | M_SH,
+   "H", "SHAPE: query heads"},
+  {"kv-heads", CLI_INT, MOFF(kv_heads), 1, NULL, FAMS | M_LAYER, "G",
+   "SHAPE: key/value heads (default H)"},
+  {"head-dim", CLI_INT, MOFF(head_dim), 1, NULL, FAMS | M_LAYER | M_SH, "K",
+   "SHAPE: key head width"},
+  {"head-dim-v", CLI_INT, MOFF(head_dim_v), 1, NULL, FAMS | M_LAYER, "V",
+   "SHAPE: value head width (default K)"},
+  {"dtype", CLI_FN, MOFF(dtype), 0, parse_model_dtype, FAMS, "f32|f16|bf16",
+   "element type (default f32)"},
+  {"causal", CLI_FLAG, MOFF(causal), 0, NULL, FAMS | M_LAYER | M_HH | M_SH,
+   NULL, "causal mask"},
+  {"d-model", CLI_INT, MOFF(d_model), 1, NULL, M_LAYER | M_HH | M_SH, "D",
+   "model width"},
+  {"cache-len", CLI_INT, MOFF(cache_len), 0, NULL, M_LAYER | M_HH | M_SH,
+   "C", "positions already cached"},
+  {"max-len", CLI_INT, MOFF(max_len), 1, NULL, M_HH, "L",
+   "super: W_a's size (default cache-len + seq)"},
+  {"experts", CLI_KEY, MOFF(shape_extra), 0, NULL, M_SH, "E",
+   "experts a head"},
+  {"topk", CLI_KEY, MOFF(shape_extra), 0, NULL, M_SH, "K",
+   "experts chosen a position"},
+  {"dense-heads", CLI_KEY, MOFF(shape_extra), 0, NULL, M_SH, "H",
+   "the dense MHA layer's heads"},
+  {"dense-head-dim", CLI_KEY, MOFF(shape_extra), 0, NULL, M_SH, "K",
+   "the dense MHA layer's head width"},
+  {"paper", CLI_FLAG, MOFF(paper), 0, NULL, M_SH, NULL,
+   "the SwitchHead paper's accounting (with --json only)"},
+  {"variant", CLI_INT, MOFF(params.variant), 0, NULL, M_FAM | E_FAM, "1|2",
+   "params: kernel variant (0: the library's)"},
+  {"rows", CLI_INT, MOFF(params.rows), 0, NULL, M_FAM | E_FAM, "R",
+   "params: rows a work-group"},
+  {"keys", CLI_INT, MOFF(params.keys), 0, NULL, M_FAM | E_FAM, "K",
+   "params: keys a tile"},
+  {"wg", CLI_INT, MOFF(params.wg), 0, NULL, M_FAM | E_FAM, "W",
+   "params: work-group size"},
+  {"splits", CLI_INT, MOFF(params.splits), 0, NULL, M_FAM | E_FAM, "S",
+   "params: KV splits"},
+  {"prefetch", CLI_INT, MOFF(params.prefetch), 0, NULL, M_FAM | E_FAM, "1|2",
+   "params: prefetch off|on"},
+  {"scheme", CLI_INT, MOFF(params.scheme), 0, NULL, M_FAM | E_FAM, "1|2",
+   "params: scheme"},
+  {"profile", CLI_STR, MOFF(profile), 0, NULL, PRESENT, "NAME",
+   "a datasheet GPU (clattn model profiles)"},
+  {"device", CLI_STR, MOFF(device), 0, NULL,
+   PRESENT | M_MQA | M_CHECK | ANY_TUNE | E_FAM, "SEL",
+   "a present device (default $CLATTN_DEVICE)"},
+  {"db", CLI_STR, MOFF(db), 0, NULL,
+   PRESENT | M_MQA | M_CHECK | ANY_TUNE | E_FAM, "PATH",
+   "the tuning database (default $CLATTN_DB)"},
+  {"json", CLI_FLAG, MOFF(json), 0, NULL, PRESENT | E_FAM, NULL,
+   "print JSON"},
+  {"no-device", CLI_FLAG, MOFF(no_device), 0, NULL, M_MQA, NULL,
+   "no present-device row"},
+  {"no-store", CLI_FLAG, MOFF(no_store), 0, NULL, M_CHECK, NULL,
+   "do not store the results"},
+  {"quick", CLI_FLAG, MOFF(quick), 0, NULL, M_CHECK, NULL,
+   "a smoke run (implies --no-store)"},
+  {"probe", CLI_FLAG, MOFF(probe), 0, NULL, M_CHECK, NULL,
+   "measure the device's ceilings first"},
+};
+
+int cli_model_options(unsigned scope, int fam, size_t base, cli_option *buf,
+                      int cap) {
+  const char *keys = fam >= 0 ? clattn_family_shape_keys(fam) : NULL;
+  int n = 0;
+  for (size_t i = 0; i < sizeof model_options / sizeof model_options[0];
+       i++) {
+    cli_option o = model_options[i];
+    if (!(o.scope & scope))
       continue;
-    }
-    if (i + 1 >= argc) {
-      cli_err("--%s needs a value", a);
-      return model_usage_err(NULL);
-    }
-    const char *v = argv[++i];
-    if (!strcmp(a, "profile")) {
-      o->profile = v;
-    } else if (!strcmp(a, "device")) {
-      o->device = v;
-    } else if (!strcmp(a, "db")) {
-      o->db = v;
-    } else if (!strcmp(a, "dtype")) {
-      if (!strcmp(v, "f32"))
-        o->dtype = CLATTN_F32;
-      else if (!strcmp(v, "f16"))
-        o->dtype = CLATTN_F16;
-      else if (!strcmp(v, "bf16"))
-        o->dtype = CLATTN_BF16;
-      else
-        return model_usage_err("--dtype: expected f32, f16 or bf16");
-    } else {
-      size_t k = 0, n = sizeof ints / sizeof ints[0];
-      while (k < n && strcmp(a, ints[k].name) != 0)
-        k++;
-      if (k == n) {
-        /* a family's own shape key: cli_shape_text checks the name */
-        size_t used = strlen(o->shape_extra);
-        int w = snprintf(o->shape_extra + used, sizeof o->shape_extra - used,
-                         "%s%s=%s", used ? " " : "", a, v);
-        if (w < 0 || (size_t)w >= sizeof o->shape_extra - used ||
-            strpbrk(a, "= ") || strpbrk(v, "= ")) {
-          cli_err("option '--%s %s' is malformed or too long", a, v);
-          return model_usage_err(NULL);
-        }
-        continue;
-      }
-      if (int_arg(a, v, ints[k].lo, (int *)((char *)o + ints[k].off)))
-        return model_usage_err(NULL);
-    }
+    /* a family takes the common shape options its keys name */
+    if ((scope & KEYED) && (o.scope & GATED) && !cli_has_word(keys, o.name))
+      continue;
+    if (n >= cap)
+      return -1;
+    o.offset += base;
+    o.scope = 0;
+    buf[n++] = o;
   }
-  if (o->profile && o->device)
-    return model_usage_err("--profile and --device are exclusive");
-  return 0;
+  /* the family's own keys (--heads-k, --m ...) as KEY=VALUE words */
+  static char key_names[CLI_MAX_OPTIONS][40];
+  for (const char *w = keys; w && *w;) {
+    while (*w == ' ')
+      w++;
+    const size_t len = strcspn(w, " ");
+    char key[40];
+    snprintf(key, sizeof key, "%.*s", (int)(len < 39 ? len : 39), w);
+    w += len;
+    int dup = 0;
+    for (int k = 0; k < n; k++)
+      dup |= !strcmp(buf[k].name, key);
+    if (!key[0] || dup || !strcmp(key, "dtype") || !strcmp(key, "causal"))
+      continue;
+    /* the registry's keys are one string: each name is copied where it
+     * outlives this call */
+    if (n >= cap || n >= CLI_MAX_OPTIONS)
+      return -1;
+    snprintf(key_names[n], sizeof key_names[n], "%s", key);
+    buf[n] = (cli_option){key_names[n], CLI_KEY, base + MOFF(shape_extra), 0,
+                          NULL, 0, "V",
+                          "a shape key of the family (clattn families)"};
+    n++;
+  }
+  return n;
 }
-
 /* The profile of a present device: the measured one in the database if
  * there is one, else a datasheet whose name matches, else the reported. */
 int cli_present_profile(const char *device, const char *dbpath,
@@ -174,7 +208,7 @@ int cli_present_profile(const char *device, const char *dbpath,
   if (rc)
     return rc;
   clattn_db *db = NULL;
-  if (clattn_db_open(dbpath, &db) != CLATTN_OK) {
+  if (clattn_db_open_readonly(dbpath, &db) != CLATTN_OK) {
     cli_err("note: no tuning database (%s); using the device's reported "
             "profile", clattn_db_errmsg(NULL));
     db = NULL;
@@ -280,8 +314,10 @@ void cli_print_prediction(const char *what, const clattn_profile *p,
 }
 
 int cli_shape_defaults(model_opts *o, int need_seq) {
-  if (!o->heads || !o->head_dim || (need_seq && !o->seq))
-    return model_usage_err("SHAPE needs --heads, --head-dim and --seq");
+  if (!o->heads || !o->head_dim || (need_seq && !o->seq)) {
+    cli_err("SHAPE needs --heads, --head-dim%s", need_seq ? " and --seq" : "");
+    return CLI_USAGE;
+  }
   if (!o->batch)
     o->batch = 1;
   if (!o->kv_heads)
@@ -300,9 +336,6 @@ static int model_call(const char *kind, model_opts *o) {
   char what[640];
   int rc;
   const int fam = cli_family(kind);
-  if (o->max_len)
-    return model_usage_err("--max-len is the Super layer's (clattn model "
-                           "super)");
   if (fam >= 0) {
     char shape[512];
     const int caller = o->params.variant || o->params.rows ||
@@ -317,12 +350,8 @@ static int model_call(const char *kind, model_opts *o) {
   } else {
     if ((rc = cli_shape_defaults(o, 1)))
       return rc;
-    if (o->shape_extra[0]) {
-      cli_err("unknown option(s) for 'clattn model layer': %s", o->shape_extra);
-      return model_usage_err(NULL);
-    }
     if (!o->d_model)
-      return model_usage_err("model layer needs --d-model");
+      return cli_usage_error("model layer", "--d-model is required");
     const clattn_layer_desc d = {o->d_model, o->heads, o->kv_heads,
                                  o->head_dim, o->head_dim_v, 0.0f};
     if ((rc = cli_model_profile(o, &prof)))
@@ -358,35 +387,60 @@ static int model_profiles(void) {
   return CLI_OK;
 }
 
+/* The subcommand a word names, its scope bit; 0 for none. */
+static unsigned model_scope(const char *kind) {
+  return cli_hh_variant(kind)            ? M_HH
+         : !strcmp(kind, "switchhead")   ? M_SH
+         : cli_family(kind) >= 0         ? M_FAM
+         : !strcmp(kind, "layer")        ? M_LAYER
+         : !strcmp(kind, "profiles")     ? M_PROF
+         : !strcmp(kind, "mqa")          ? M_MQA
+         : !strcmp(kind, "check")        ? M_CHECK
+                                         : 0;
+}
+
 int cli_model(int argc, char **argv) {
   if (argc < 1)
-    return model_usage_err("model: missing what (attention, decode, layer, "
-                           "mqa, profiles or check)");
+    return model_usage_err("missing what (a family, layer, mqa, "
+                           "switchhead, profiles or check)");
   model_opts o;
   memset(&o, 0, sizeof o);
   o.dtype = CLATTN_F32;
   /* `clattn model --check` is `clattn model check` */
   const char *kind = !strcmp(argv[0], "--check") ? "check" : argv[0];
-  if (!strcmp(kind, "--help") || !strcmp(kind, "help")) {
+  if (!strcmp(kind, "--help") || !strcmp(kind, "-h") ||
+      !strcmp(kind, "help")) {
     fputs(model_usage, stdout);
+    fputs("(a subcommand's options: clattn model WHAT --help)\n", stdout);
     return CLI_OK;
   }
-  int rc = cli_model_parse(argc - 1, argv + 1, &o);
+  const unsigned scope = model_scope(kind);
+  if (!scope)
+    return cli_usage_error("model", "unknown '%.40s' (a family, layer, mqa, "
+                           "switchhead, profiles or check)", kind);
+  cli_option table[CLI_MAX_OPTIONS];
+  const int fam = scope == M_FAM ? cli_family(kind) : -1;
+  const int n = cli_model_options(scope, fam, 0, table, CLI_MAX_OPTIONS);
+  char name[64];
+  snprintf(name, sizeof name, "model %s", kind);
+  const cli_command cmd = {name, model_usage, table, n, scope, 0};
+  cli_args a;
+  if (n < 0)
+    return cli_usage_error(name, "too many shape keys");
+  int rc = cli_parse_cmd(&cmd, argc - 1, argv + 1, &o, &a);
   if (rc)
-    return rc;
+    return rc < 0 ? CLI_OK : rc;
+  if (o.profile && o.device)
+    return cli_usage_error(name, "--profile and --device are exclusive");
   const int hh = cli_hh_variant(kind);
   if (hh)
     return cli_model_hh(&o, (clattn_hh_variant)hh);
-  if (!strcmp(kind, "switchhead"))
-    return cli_model_sh(&o);
-  if (cli_family(kind) >= 0 || !strcmp(kind, "layer"))
-    return model_call(kind, &o);
-  if (!strcmp(kind, "profiles"))
-    return model_profiles();
-  if (!strcmp(kind, "mqa"))
-    return cli_model_mqa(&o);
-  if (!strcmp(kind, "check"))
-    return cli_model_check(&o);
-  cli_err("model: unknown '%s'", kind);
-  return model_usage_err(NULL);
+  switch (scope) {
+  case M_SH: return cli_model_sh(&o);
+  case M_FAM:
+  case M_LAYER: return model_call(kind, &o);
+  case M_PROF: return model_profiles();
+  case M_MQA: return cli_model_mqa(&o);
+  default: return cli_model_check(&o);
+  }
 }

@@ -4,6 +4,7 @@
 #define CLATTN_CLI_MODEL_H
 
 #include "clattn.h"
+#include "options.h"
 
 typedef struct model_opts {
   const char *profile, *device, *db;
@@ -17,7 +18,7 @@ typedef struct model_opts {
   /* "--KEY VALUE" options that are no common SHAPE flag, as "KEY=VALUE"
    * words: a family's own shape keys (--heads-k), checked against the
    * family's keys by cli_shape_text. */
-  char shape_extra[256];
+  char shape_extra[CLI_KEYS_CAP];
 } model_opts;
 
 /* The profile --profile names (a datasheet), else the present device's. */
@@ -60,13 +61,24 @@ void cli_print_ratio_json(const char *key, double r, const char *sep);
  * CLI_FAIL. */
 int cli_model_fail(clattn_status st, const clattn_prediction *pr);
 
-/* Parse the model's options (SHAPE, --dtype, --causal, params, --device,
- * --db, --json ...) into o; 0 or CLI_USAGE (message printed). */
-int cli_model_parse(int argc, char **argv, model_opts *o);
+/* The subcommands of model, tune and explain (cli_option.scope bits). */
+enum {
+  M_FAM = 1, M_LAYER = 2, M_HH = 4, M_MQA = 8, M_SH = 16, M_PROF = 32,
+  M_CHECK = 64, T_FAM = 128, T_GEMM = 256, T_ALL = 512, E_FAM = 1024
+};
+/* The option table of the model, tune or explain subcommand `scope` into
+ * buf (at most cap): the model_opts options it takes, at `base` +
+ * offsetof(model_opts, field) in the caller's struct; for a kernel family
+ * fam >= 0, the common SHAPE options its shape keys name and its own keys
+ * as CLI_KEY options.  Returns the count, -1 when over cap. */
+int cli_model_options(unsigned scope, int fam, size_t base, cli_option *buf,
+                      int cap);
 /* Fill a shape's defaults (batch 1, kv heads = heads, ...) and check it;
  * 0 or CLI_USAGE. */
 int cli_shape_defaults(model_opts *o, int need_seq);
 
+/* Whether key is one of the blank-separated words of keys. */
+int cli_has_word(const char *keys, const char *key);
 /* The registry index of a family word (`attention` names prefill), -1 if
  * none. */
 int cli_family(const char *word);

@@ -264,7 +264,7 @@ static int parse_keys(const char *extra, sh_keys *k) {
       {"dense-heads", offsetof(sh_keys, dense_heads)},
       {"dense-head-dim", offsetof(sh_keys, dense_head_dim)},
   };
-  /* cli_model_parse wrote each as "KEY=VALUE", neither with '=' or ' ' */
+  /* cli_parse (CLI_KEY) wrote each as "KEY=VALUE", neither with '=' or ' ' */
   const char *w = extra;
   while (*w) {
     const char *eq = strchr(w, '='), *end = strchr(w, ' ');

@@ -316,7 +316,7 @@ int cli_run_attention(const cli_opts *o)
     double t0 = clattn__now();
     st = clattn_attention(ctx, &d, bq, bk, bv, bl, bo, NULL);
     if (st) {
-      cli_lib_fail(ctx, "clattn_attention", st);
+      rc = cli_lib_fail(ctx, "clattn_attention", st);
       goto done;
     }
     err = clFinish(queue);

@@ -116,7 +116,7 @@ int cli_run_gqa(const cli_opts *o)
   clattn_status st = clattn_layer_create(ctx, &ld, bt[WQ], bt[WK], bt[WV],
                                          bt[WO], &layer);
   if (st) {
-    cli_lib_fail(ctx, "clattn_layer_create", st);
+    rc = cli_lib_fail(ctx, "clattn_layer_create", st);
     goto done;
   }
   char what[160];

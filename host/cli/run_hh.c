@@ -159,7 +159,7 @@ int cli_run_hh(const cli_opts *o, clattn_hh_variant v)
   const char *call;
   clattn_status st = create_layer(ctx, &j, &ld, bt, &layer, &call);
   if (st) {
-    cli_lib_fail(ctx, call, st);
+    rc = cli_lib_fail(ctx, call, st);
     goto done;
   }
   char what[160];

@@ -180,7 +180,7 @@ int cli_run_sh(const cli_opts *o)
   clattn_status st = clattn_layer_create_switchhead(
       ctx, &ld, bt[WQ], bt[WK], bt[WV], bt[WO], bt[WS], bt[WD], &layer);
   if (st) {
-    cli_lib_fail(ctx, "clattn_layer_create_switchhead", st);
+    rc = cli_lib_fail(ctx, "clattn_layer_create_switchhead", st);
     goto done;
   }
   char what[160];

@@ -116,7 +116,7 @@ int cli_run_th(const cli_opts *o)
   clattn_status st = clattn_layer_create_talking_heads(
       ctx, &ld, bt[WQ], bt[WK], bt[WV], bt[WO], bt[PL], bt[PW], &layer);
   if (st) {
-    cli_lib_fail(ctx, "clattn_layer_create_talking_heads", st);
+    rc = cli_lib_fail(ctx, "clattn_layer_create_talking_heads", st);
     goto done;
   }
   char what[160];

@@ -9,13 +9,17 @@
  * FAMILY is a kernel family of the registry (`attention` names prefill).
  * Without a SHAPE, `clattn tune` runs the families' standard shapes.
  * Progress is a status line on a terminal and nothing in a pipe; Ctrl-C
- * stops after the running candidate, with every result saved. */
+ * stops after the running candidate, with every result saved, and exits
+ * 130. */
 #include "cli.h"
 #include "model.h"
+#include "options.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,37 +50,66 @@ static const char tune_usage[] =
   "  SHAPE on the device (--variant/--rows/--keys/--wg/--splits/--prefetch\n"
   "  act as the caller's params), where they come from and why\n";
 
-static int tune_usage_err(const char *why) {
-  if (why)
-    cli_err("%s", why);
-  fputs(tune_usage, stderr);
-  return CLI_USAGE;
+static int parse_strategy(const char *v, void *field) {
+  for (int k = 0; k <= CLATTN_TUNE_MODEL; k++)
+    if (!strcmp(v, clattn_tune_strategy_str((clattn_tune_strategy)k))) {
+      *(clattn_tune_strategy *)field = (clattn_tune_strategy)k;
+      return 0;
+    }
+  return -1;
 }
 
-/* "90", "90s", "5m", "1h" in seconds; -1 if malformed. */
-static double parse_duration(const char *s) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || !(v >= 0) || isinf(v))
-    return -1;
-  if (*end == '\0' || !strcmp(end, "s"))
-    return v;
-  if (!strcmp(end, "m"))
-    return v * 60;
-  if (!strcmp(end, "h"))
-    return v * 3600;
-  if (!strcmp(end, "ms"))
-    return v / 1000;
-  return -1;
+/* Everything `clattn tune` parses: the model's SHAPE options, the tuner's
+ * and Xgemm's sizes. */
+typedef struct tune_args {
+  model_opts m;
+  clattn_tune_opts to;
+  int quiet, seed;
+  int gemm[3];
+} tune_args;
+
+#define TOFF(f) offsetof(tune_args, f)
+enum { ANY_TUNE = T_FAM | T_GEMM | T_ALL };
+static const cli_option tune_options[] = {
+  {"strategy", CLI_FN, TOFF(to.strategy), 0, parse_strategy, ANY_TUNE,
+   "auto|exhaustive|random|anneal|model", "the search (default auto)"},
+  {"budget", CLI_FN, TOFF(to.budget_s), 0, cli_parse_duration, ANY_TUNE,
+   "T", "the whole run (90s, 5m, 1h; default none)"},
+  {"timeout", CLI_FN, TOFF(to.timeout_s), 0, cli_parse_duration, ANY_TUNE,
+   "T", "a candidate's limit (default 10s)"},
+  {"max", CLI_INT, TOFF(to.max_candidates), 1, NULL, ANY_TUNE, "N",
+   "candidates a shape class"},
+  {"seed", CLI_INT, TOFF(seed), 1, NULL, ANY_TUNE, "N",
+   "random and anneal strategies' seed"},
+  {"fresh", CLI_FLAG, TOFF(to.fresh), 0, NULL, ANY_TUNE, NULL,
+   "measure again what the database has"},
+  {"quiet", CLI_FLAG, TOFF(quiet), 0, NULL, ANY_TUNE, NULL,
+   "no progress line"},
+  {"m", CLI_INT, TOFF(gemm[0]), 1, NULL, T_GEMM, "M", "C's rows"},
+  {"n", CLI_INT, TOFF(gemm[1]), 1, NULL, T_GEMM, "N", "C's columns"},
+  {"k", CLI_INT, TOFF(gemm[2]), 1, NULL, T_GEMM, "K", "the inner size"},
+};
+
+/* The option table of tune or explain for subcommand `scope` (family fam)
+ * into buf: the model's SHAPE options then, for tune, the tuner's. */
+static int tune_table(unsigned scope, int fam, cli_option *buf) {
+  int n = cli_model_options(scope, fam, TOFF(m), buf, CLI_MAX_OPTIONS);
+  if (n < 0 || !(scope & ANY_TUNE))
+    return n;
+  for (size_t i = 0; i < sizeof tune_options / sizeof tune_options[0]; i++)
+    if (tune_options[i].scope & scope) {
+      if (n >= CLI_MAX_OPTIONS)
+        return -1;
+      buf[n++] = tune_options[i];
+    }
+  return n;
 }
 
 static volatile int stop_flag;
 
 static void on_sigint(int sig) {
   (void)sig;
-  stop_flag = 1;
-  signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends the process */
+  stop_flag = 1; /* SA_RESETHAND: a second Ctrl-C ends the process */
 }
 
 typedef struct tune_cli {
@@ -89,14 +122,23 @@ static void show_progress(const clattn_tune_progress *p, void *user) {
   const tune_cli *t = user;
   if (!t->tty || t->quiet)
     return;
-  char left[32] = "";
-  if (p->budget_s > 0)
-    snprintf(left, sizeof left, ", %.0f s left",
+  const int tw = cli_term_width(STDERR_FILENO);
+  const int width = tw < 1000 ? tw : 1000;
+  char status[96], tail[64], head[512], line[1024];
+  snprintf(status, sizeof status, ": %d/%d (space %d), best %.3f ms",
+           p->done, p->total, p->space, p->best_s * 1e3);
+  int n = snprintf(tail, sizeof tail, ", %.0f s", p->elapsed_s);
+  if (p->budget_s > 0 && n > 0 && (size_t)n < sizeof tail)
+    snprintf(tail + n, sizeof tail - (size_t)n, ", %.0f s left",
              fmax(0.0, p->budget_s - p->elapsed_s));
-  fprintf(stderr, "\r\033[K%s %.40s: %d/%d (space %d), best %.3f ms %.48s, "
-                  "%.0f s%s",
-          p->kernel, p->shape_class, p->done, p->total, p->space,
-          p->best_s * 1e3, p->best_params, p->elapsed_s, left);
+  /* the shape class gives way to the counts: whole words of it, what is
+   * left of the width after them */
+  const int room = width - (int)strlen(status);
+  cli_fit_line(head, sizeof head - sizeof status, room > 12 ? room : 12,
+               p->kernel, p->shape_class, "");
+  strcat(head, status);
+  cli_fit_line(line, sizeof line, width, head, p->best_params, tail);
+  fprintf(stderr, "\r\033[K%s", line);
   fflush(stderr);
 }
 
@@ -152,132 +194,89 @@ static int run_one(clattn_ctx *ctx, clattn_db *db, int fam, const char *shape,
   if (st != CLATTN_OK) {
     if (t->tty && !t->quiet)
       fprintf(stderr, "\r\033[K");
-    return cli_lib_fail(ctx, name, st);
+    cli_lib_fail(ctx, name, st);
+    /* a shape the family's validation refuses is a usage error */
+    return st == CLATTN_ERR_SHAPE || st == CLATTN_ERR_INVALID_ARG ? CLI_USAGE
+                                                                  : CLI_FAIL;
   }
   print_result(name, &r, t);
   return CLI_OK;
 }
 
 int cli_tune(int argc, char **argv) {
-  model_opts m;
-  clattn_tune_opts to;
+  tune_args ta;
   tune_cli t;
-  memset(&m, 0, sizeof m);
-  memset(&to, 0, sizeof to);
+  memset(&ta, 0, sizeof ta);
   memset(&t, 0, sizeof t);
-  m.dtype = CLATTN_F32;
+  ta.m.dtype = CLATTN_F32;
   /* which: a family of the registry, GEMM (CLBlast's Xgemm) or ALL */
   enum { ALL = -2, GEMM = -1 };
   int which = ALL;
-  int gemm[3] = {0, 0, 0};
+  const char *word = "all";
   int i = 0;
-  if (argc > 0 && strncmp(argv[0], "--", 2) != 0) {
-    if (!strcmp(argv[0], "gemm"))
+  if (argc > 0 && argv[0][0] != '-') {
+    word = argv[0];
+    if (!strcmp(word, "gemm"))
       which = GEMM;
-    else if (!strcmp(argv[0], "all"))
+    else if (!strcmp(word, "all"))
       which = ALL;
-    else if (!strcmp(argv[0], "help")) {
+    else if (!strcmp(word, "help")) {
       fputs(tune_usage, stdout);
       return CLI_OK;
-    } else if ((which = cli_family(argv[0])) < 0)
-      return tune_usage_err("tune: expected a kernel family (clattn "
-                            "families), gemm or all");
+    } else if ((which = cli_family(word)) < 0)
+      return cli_usage_error("tune", "unknown '%.40s' (a kernel family: "
+                             "clattn families, gemm or all)", word);
     i = 1;
   }
-  /* the tuner's own options; the rest are the model's (SHAPE, --db ...) */
-  char **rest = calloc((size_t)argc + 1, sizeof *rest);
-  int nrest = 0;
-  if (rest == NULL)
-    return CLI_FAIL;
-  for (; i < argc; i++) {
-    const char *a = argv[i];
-    const int has = i + 1 < argc;
-    if (!strcmp(a, "--quiet")) {
-      t.quiet = 1;
-    } else if (!strcmp(a, "--fresh")) {
-      to.fresh = 1;
-    } else if (!strcmp(a, "--help")) {
-      free(rest);
-      fputs(tune_usage, stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "--strategy") || !strcmp(a, "--budget") ||
-               !strcmp(a, "--timeout") || !strcmp(a, "--max") ||
-               !strcmp(a, "--seed") ||
-               /* Xgemm's sizes; a family's own keys (the projection
-                * family's m n k) go to its SHAPE */
-               (which == GEMM && (!strcmp(a, "--m") || !strcmp(a, "--n") ||
-                                  !strcmp(a, "--k")))) {
-      if (!has) {
-        free(rest);
-        cli_err("%s needs a value", a);
-        return tune_usage_err(NULL);
-      }
-      const char *v = argv[++i];
-      int bad = 0;
-      if (!strcmp(a, "--strategy")) {
-        int k = 0;
-        while (k <= CLATTN_TUNE_MODEL &&
-               strcmp(v, clattn_tune_strategy_str((clattn_tune_strategy)k)))
-          k++;
-        bad = k > CLATTN_TUNE_MODEL;
-        to.strategy = (clattn_tune_strategy)k;
-      } else if (!strcmp(a, "--budget") || !strcmp(a, "--timeout")) {
-        double d = parse_duration(v);
-        bad = !(d > 0);
-        if (!strcmp(a, "--budget"))
-          to.budget_s = d;
-        else
-          to.timeout_s = d;
-      } else {
-        char *end;
-        errno = 0;
-        long x = strtol(v, &end, 10);
-        bad = errno || end == v || *end || x < 1 || x > 1000000000L;
-        if (!strcmp(a, "--max"))
-          to.max_candidates = (int)x;
-        else if (!strcmp(a, "--seed"))
-          to.seed = (unsigned)x;
-        else
-          gemm[a[2] == 'm' ? 0 : a[2] == 'n' ? 1 : 2] = (int)x;
-      }
-      if (bad) {
-        free(rest);
-        cli_err("%s: bad value '%s'", a, v);
-        return tune_usage_err(NULL);
-      }
-    } else {
-      rest[nrest++] = argv[i];
-    }
-  }
-  int rc = cli_model_parse(nrest, rest, &m);
-  free(rest);
+  const unsigned scope = which == ALL ? T_ALL : which == GEMM ? T_GEMM
+                                                              : T_FAM;
+  cli_option table[CLI_MAX_OPTIONS];
+  const int nt = tune_table(scope, which, table);
+  char name[64];
+  snprintf(name, sizeof name, i ? "tune %s" : "tune", word);
+  if (nt < 0)
+    return cli_usage_error(name, "too many shape keys");
+  const cli_command cmd = {name, tune_usage, table, nt, scope, 0};
+  cli_args a;
+  int rc = cli_parse_cmd(&cmd, argc - i, argv + i, &ta, &a);
   if (rc)
-    return rc;
-  if (m.profile)
-    return tune_usage_err("tune: --profile does not apply (a present "
-                          "device is tuned)");
+    return rc < 0 ? CLI_OK : rc;
+  model_opts m = ta.m;
+  clattn_tune_opts to = ta.to;
+  to.seed = (unsigned)ta.seed;
+  t.quiet = ta.quiet;
+  const int *gemm = ta.gemm;
   const int gemm_given = gemm[0] || gemm[1] || gemm[2];
+  /* any SHAPE option names one shape: never the standard ones with the
+   * option ignored */
   const int custom = m.heads || m.head_dim || m.seq || m.kv_seq ||
-                     m.shape_extra[0] || gemm_given;
+                     m.batch || m.kv_heads || m.head_dim_v || m.causal ||
+                     m.dtype != CLATTN_F32 || m.shape_extra[0] || gemm_given;
   char shape[512] = "";
-  if (custom && which == ALL)
-    return tune_usage_err("tune: with a SHAPE, name a family or gemm");
   if (which == GEMM && custom && !(gemm[0] && gemm[1] && gemm[2]))
-    return tune_usage_err("tune gemm: give --m, --n and --k");
-  if ((which == GEMM) != gemm_given && custom)
-    return tune_usage_err("tune: --m/--n/--k are for gemm, the attention "
-                          "SHAPE for the kernel families");
+    return cli_usage_error(name, "give --m, --n and --k");
   if (custom && which >= 0 &&
       (rc = cli_shape_text(&m, which, shape, sizeof shape)))
     return rc;
 
+  /* from here on Ctrl-C stops at the next candidate (exit 130) */
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sa.sa_flags = SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  stop_flag = 0;
+  sigaction(SIGINT, &sa, &old);
   clattn_ctx *ctx = NULL;
   clattn_db *db = NULL;
-  if ((rc = cli_ctx_create(m.device, &ctx)))
-    return rc;
+  if ((rc = cli_ctx_create(m.device, &ctx))) {
+    sigaction(SIGINT, &old, NULL);
+    return stop_flag ? CLI_INTERRUPTED : rc;
+  }
   if (clattn_db_open(m.db, &db) != CLATTN_OK) {
     cli_err("tuning database: %s", clattn_db_errmsg(NULL));
     clattn_ctx_destroy(ctx);
+    sigaction(SIGINT, &old, NULL);
     return CLI_FAIL;
   }
   t.tty = isatty(STDERR_FILENO);
@@ -286,13 +285,13 @@ int cli_tune(int argc, char **argv) {
   to.stop = &stop_flag;
   to.progress = show_progress;
   to.user = &t;
-  stop_flag = 0;
-  void (*old)(int) = signal(SIGINT, on_sigint);
   clattn_profile rep;
   if (clattn_profile_reported(ctx, &rep) != CLATTN_OK)
     snprintf(rep.name, sizeof rep.name, "the device");
   printf("tuning on %s, database %s\n", rep.name, clattn_db_path(db));
-  if (custom) {
+  if (stop_flag) {
+    rc = CLI_INTERRUPTED;
+  } else if (custom) {
     rc = run_one(ctx, db, which, shape, gemm, &to, &t);
   } else {
     /* the standard shapes of the chosen families, then the GEMMs */
@@ -330,26 +329,47 @@ int cli_tune(int argc, char **argv) {
       }
     }
   }
-  signal(SIGINT, old);
-  if (stop_flag)
+  sigaction(SIGINT, &old, NULL);
+  if (stop_flag) {
     printf("stopped by Ctrl-C: every measured candidate is saved; run the "
            "same command again to resume\n");
+    rc = CLI_INTERRUPTED;
+  }
   clattn_db_close(db);
   clattn_ctx_destroy(ctx);
   return rc;
 }
 
 int cli_explain(int argc, char **argv) {
-  model_opts m;
-  memset(&m, 0, sizeof m);
-  m.dtype = CLATTN_F32;
-  const int fam = argc < 1 ? -1 : cli_family(argv[0]);
+  tune_args ta;
+  memset(&ta, 0, sizeof ta);
+  ta.m.dtype = CLATTN_F32;
+  if (argc > 0 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h") ||
+                   !strcmp(argv[0], "help"))) {
+    fputs(tune_usage, stdout);
+    return CLI_OK;
+  }
+  if (argc < 1)
+    return cli_usage_error("explain", "missing FAMILY (attention, decode, "
+                           "...: clattn families)");
+  const int fam = cli_family(argv[0]);
   if (fam < 0)
-    return tune_usage_err("explain: expected a kernel family (attention, "
-                          "decode, ...: clattn families)");
+    return cli_usage_error("explain", "unknown family '%.40s' (clattn "
+                           "families)", argv[0]);
+  cli_option table[CLI_MAX_OPTIONS];
+  const int nt = tune_table(E_FAM, fam, table);
+  char name[64];
+  snprintf(name, sizeof name, "explain %s", argv[0]);
+  if (nt < 0)
+    return cli_usage_error(name, "too many shape keys");
+  const cli_command cmd = {name, tune_usage, table, nt, E_FAM, 0};
+  cli_args a;
+  int rc = cli_parse_cmd(&cmd, argc - 1, argv + 1, &ta, &a);
+  if (rc)
+    return rc < 0 ? CLI_OK : rc;
+  model_opts m = ta.m;
   char shape[512];
-  int rc = cli_model_parse(argc - 1, argv + 1, &m);
-  if (rc || (rc = cli_shape_text(&m, fam, shape, sizeof shape)))
+  if ((rc = cli_shape_text(&m, fam, shape, sizeof shape)))
     return rc;
   clattn_ctx *ctx = NULL;
   clattn_ctx_opts co;
@@ -363,7 +383,8 @@ int cli_explain(int argc, char **argv) {
   }
   clattn_choice ch;
   const int caller = m.params.variant || m.params.rows || m.params.keys ||
-                     m.params.wg || m.params.splits || m.params.prefetch;
+                     m.params.wg || m.params.splits || m.params.prefetch ||
+                     m.params.scheme;
   st = clattn_explain_shape(ctx, clattn_family_name(fam), shape,
                             caller ? &m.params : NULL, &ch);
   if (st != CLATTN_OK) {

@@ -1185,7 +1185,10 @@ typedef struct clattn_tune_opts {
   int repeats;          /* timed runs per candidate (default 7) */
   unsigned seed;        /* random and annealing strategies (0: 1) */
   int fresh;            /* nonzero: measure again what the database has */
-  volatile int *stop;   /* polled between candidates: nonzero stops */
+  volatile int *stop;   /* polled between candidates: nonzero stops after
+                           the running one (set it from a SIGINT handler),
+                           with every candidate measured so far stored and
+                           result->stopped "stop" */
   void (*progress)(const clattn_tune_progress *p, void *user);
   void *user;
 } clattn_tune_opts;
