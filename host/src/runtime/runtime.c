@@ -349,9 +349,16 @@ clattn_status clattn__ctx_open(const clattn_ctx_opts *opts,
     return CLATTN_ERR_NOMEM;
   }
   ctx->magic = CLATTN_CTX_MAGIC;
-  /* the creating thread's slot: the context is not shared yet */
+  /* the creating thread's slot: the context is not shared yet, and out of
+   * memory this early is the creation's failure, not a degraded context */
   ctx->cur = own_slot(ctx);
   ctx->errmsg = ctx->cur->errmsg;
+  if (ctx->cur == &ctx->shared) {
+    snprintf(create_errmsg, sizeof create_errmsg, "out of host memory");
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+    return CLATTN_ERR_NOMEM;
+  }
   if (o->queue != NULL) {
     cl_command_queue_properties props = 0;
     CLATTN_CL(ctx, clGetCommandQueueInfo(o->queue, CL_QUEUE_CONTEXT,
