@@ -426,12 +426,19 @@ static clattn_status verify(run *R) {
     row.predicted_s = R->pred[i];
     row.max_err = R->err[i];
     if (R->t[i] < INFINITY) {
+      /* a round that failed has no time: the spread is of the others */
+      int timed = rounds;
+      while (timed > 1 && !(m[timed - 1] < INFINITY))
+        timed--;
       row.median_s = R->t[i];
-      row.spread = (m[rounds - 1] - m[0]) / R->t[i];
+      row.spread = (m[timed - 1] - m[0]) / R->t[i];
       snprintf(row.status, sizeof row.status, "ok");
-      snprintf(row.message, sizeof row.message,
-               "verified: median of %d interleaved %s", rounds,
-               R->f->time1 ? "runs" : "rounds");
+      int len = snprintf(row.message, sizeof row.message,
+                         "verified: median of %d interleaved %s", rounds,
+                         R->f->time1 ? "runs" : "rounds");
+      if (timed < rounds && len > 0 && (size_t)len < sizeof row.message)
+        snprintf(row.message + len, sizeof row.message - (size_t)len,
+                 " (%d failed)", rounds - timed);
     } else {
       snprintf(row.status, sizeof row.status, "failed");
       snprintf(row.message, sizeof row.message,
