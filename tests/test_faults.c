@@ -882,8 +882,8 @@ static void fill_db(const char *path, int rows) {
     memset(&e, 0, sizeof e);
     snprintf(e.fingerprint, sizeof e.fingerprint, "another-device");
     snprintf(e.kernel, sizeof e.kernel, "prefill");
-    snprintf(e.shape_class, sizeof e.shape_class, "b1");
-    snprintf(e.params, sizeof e.params, "variant=1 rows=%d", i + 1);
+    snprintf(e.shape_class, sizeof e.shape_class, "b%d", i + 1);
+    snprintf(e.params, sizeof e.params, "variant=1 rows=4");
     snprintf(e.status, sizeof e.status, "ok");
     snprintf(e.message, sizeof e.message, "%0200d", i);
     e.median_s = 1e-3 * (i + 1);
