@@ -157,7 +157,10 @@ typedef struct clattn_ctx_opts {
    * platform or device name.  NULL: $CLATTN_DEVICE, else the first device. */
   const char *device;
   /* Program-binary cache directory.  NULL: $CLATTN_CACHE_DIR, else
-   * $XDG_CACHE_HOME/clattn, else $HOME/.cache/clattn. */
+   * $XDG_CACHE_HOME/clattn, else $HOME/.cache/clattn.  A file there reaches
+   * the driver only when its header, key and hash match; anything else
+   * (damaged, another program's, not a regular file) is rebuilt from
+   * source and replaced (docs/KERNELS.md). */
   const char *cache_dir;
   /* Nonzero: never read or write the on-disk program cache (also
    * $CLATTN_NO_DISK_CACHE=1). */
