@@ -16,7 +16,8 @@
  *
  * Masking: L = clamp(kv_lens[b], 0, m) valid keys (m without lens); with
  * CAUSAL, row position i sees key t iff t <= L - n + i.  Rows that see no
- * key produce zeros. */
+ * key produce zeros; masked keys are never weighted, whatever they hold;
+ * NaN and inf follow clattn.h's contract (common.cl softmax_inv). */
 #ifndef DK
 #define DK 64
 #endif
@@ -198,10 +199,12 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
     /* P V row by row: one row's NV accumulators stay in registers while
      * the tile's V rows (staged, contiguous: in L1 after the first row)
      * stream past; all RB * NV of them at once would not fit a CPU's
-     * register file (16 x 256-bit on AVX2) and would spill */
-    const int nt = min(KB, kend - t0);
+     * register file (16 x 256-bit on AVX2) and would spill.  Each row stops
+     * at its own key limit: a masked key's V, though weighted 0, would turn
+     * the row NaN if it held a NaN or inf */
 #pragma unroll
     for (int r = 0; r < RB; r++) {
+      const int nt = min(KB, lim[r] - t0);
       vfloat a[NV];
 #pragma unroll
       for (int w = 0; w < NV; w++)
@@ -225,7 +228,7 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
     if (rho >= rows)
       break;
     const int i = rho / g, j = c * g + rho % g;
-    const float inv = lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f;
+    const float inv = softmax_inv(lrow[r], lim[r] > 0);
     const long ob = b * o_sb + i * o_ss + j * o_sh;
 #pragma unroll
     for (int w = 0; w < NV; w++)
@@ -305,17 +308,30 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
     }
     lrow = alpha * lrow + psum;
     mrow = mnew;
-    for (int d = 0; d < DV; d++) {
-      float a = acc[d] * alpha;
-      for (int t = 0; t < KT; t++)
-        a = fma(s[t], vs[t * DV + d], a);
-      acc[d] = a;
+    if (t0 + KT <= lim) {
+      for (int d = 0; d < DV; d++) {
+        float a = acc[d] * alpha;
+        for (int t = 0; t < KT; t++)
+          a = fma(s[t], vs[t * DV + d], a);
+        acc[d] = a;
+      }
+    } else {
+      /* the tile crosses this row's key limit: stop there, as a masked
+       * key's V, though weighted 0, would turn the row NaN if it held a
+       * NaN or inf (beyond nt the tile is zeros, beyond lim it is not) */
+      const int tl = max(0, lim - t0);
+      for (int d = 0; d < DV; d++) {
+        float a = acc[d] * alpha;
+        for (int t = 0; t < tl; t++)
+          a = fma(s[t], vs[t * DV + d], a);
+        acc[d] = a;
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE); /* tiles are overwritten next */
   }
 
   if (grp * WG + lid < rows) {
-    const float inv = lrow > 0.0f ? 1.0f / lrow : 0.0f;
+    const float inv = softmax_inv(lrow, lim > 0);
     const long ob = b * o_sb + i * o_ss + j * o_sh;
     for (int d = 0; d < DV; d++)
       ST1(acc[d] * inv, o, ob + d);

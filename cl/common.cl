@@ -111,9 +111,10 @@ inline float hsum2(float2 x) { return x.s0 + x.s1; }
 inline float hsum4(float4 x) { return (x.s0 + x.s1) + (x.s2 + x.s3); }
 inline float hsum8(float8 x) { return hsum4(lo8(x) + hi8(x)); }
 inline float hsum16(float16 x) { return hsum8(lo16(x) + hi16(x)); }
-/* Maxima use max(), not fmax(): scores and log-sum-exps are finite or
- * -inf, never NaN, so fmax's NaN handling (a compare and a blend per
- * operation on x86) buys nothing. */
+/* Maxima use max(), not fmax(): whether max() keeps or drops a NaN score
+ * does not matter, because the NaN itself reaches exp2s below, which
+ * propagates it into the row's sum (clattn.h, non-finite inputs); fmax's
+ * NaN handling (a compare and a blend per operation on x86) buys nothing. */
 inline float hmax4(float4 x) { return max(max(x.s0, x.s1), max(x.s2, x.s3)); }
 inline float hmax8(float8 x) { return hmax4(max(lo8(x), hi8(x))); }
 inline float hmax16(float16 x) { return hmax8(max(lo16(x), hi16(x))); }
@@ -122,7 +123,9 @@ inline float hmax16(float16 x) { return hmax8(max(lo16(x), hi16(x))); }
 /* 2^x for the softmax, where x <= 0 (a score minus the running maximum).
  * Cephes' exp2f polynomial on [-0.5, 0.5] (relative error below 2e-7),
  * scaled by building the power of two from its exponent bits; x < -126.5,
- * including -inf, gives exactly 0.  Written out so that it vectorises:
+ * including -inf, gives exactly 0, and NaN (a NaN score, or +inf - +inf)
+ * gives NaN: the clamp is a select that keeps a NaN, where max() may drop
+ * it (on x86 both are one maxps).  Written out so that it vectorises:
  * library exp2 calls are scalarised by some compilers.  x is rounded to
  * the nearest integer by adding and subtracting 1.5 * 2^23 (exact in
  * IEEE arithmetic, which the kernels keep: no fast-math options), whose
@@ -131,7 +134,7 @@ inline float hmax16(float16 x) { return hmax8(max(lo16(x), hi16(x))); }
  * the compiler's library. */
 #define EXP2_DEF(N, FT, IT, ASI, ASF)                                          \
   inline FT CAT(exp2s, N)(FT x) {                                              \
-    const FT xc = max(x, (FT)(-127.0f));                                       \
+    const FT xc = select(x, (FT)(-127.0f), x < (FT)(-127.0f));                 \
     const FT t = xc + (FT)(12582912.0f);                                       \
     const FT f = xc - (t - (FT)(12582912.0f));                                 \
     FT p = (FT)(1.535336188319500e-4f);                                        \
@@ -164,6 +167,15 @@ inline int key_limit(int L, int n, int i) {
 /* Online-softmax step guards (spec 8.1): the reference point of a row whose
  * keys so far are all masked is 0, so exp2(-inf - 0) = 0 and no NaN arises. */
 inline float softmax_ref(float m) { return m == -INFINITY ? 0.0f : m; }
+
+/* The factor 1 / l that normalises a row whose softmax sum is l (NaN when
+ * a visible logit was NaN or +inf), given whether the row sees any key:
+ * a row with no visible key gives 0 (its output is zeros), a row whose
+ * visible logits are all -inf (l == 0) or that met a NaN gives NaN, as
+ * PyTorch does (clattn.h, non-finite inputs). */
+inline float softmax_inv(float l, int visible) {
+  return l > 0.0f ? 1.0f / l : (visible ? NAN : 0.0f);
+}
 
 /* One online-softmax step for one row over nv float16 vectors of scores s
  * (log2 units, masked = -inf) whose maximum is smax: updates the running

@@ -77,6 +77,12 @@
 
 typedef FLOATW(RVW) rvec_t;
 
+/* torch.topk's order: a NaN score above every number (clattn.h), so that
+ * a NaN routing score is selected and its NaN gate reaches the row. */
+inline int cvmm_ranks_above(float a, float b) {
+  return isnan(a) ? !isnan(b) : a > b;
+}
+
 /* The TOPK largest of E logits lg, in descending order by insertion: an
  * expert passes an earlier one only when strictly larger, so a tie keeps
  * the lower index (the reference's rule). */
@@ -84,10 +90,10 @@ inline void cvmm_topk(const float *lg, float *tl, int *te) {
   int cnt = 0;
   for (int e = 0; e < E; e++) {
     const float l = lg[e];
-    if (cnt == TOPK && !(l > tl[TOPK - 1]))
+    if (cnt == TOPK && !cvmm_ranks_above(l, tl[TOPK - 1]))
       continue;
     int p = min(cnt, TOPK - 1);
-    while (p > 0 && l > tl[p - 1]) {
+    while (p > 0 && cvmm_ranks_above(l, tl[p - 1])) {
       tl[p] = tl[p - 1];
       te[p] = te[p - 1];
       p--;

@@ -82,6 +82,32 @@ typedef FLOATW(VWV) vfloat;
 
 /* Write one finished (split of a) row: the output itself, or the partial
  * and its log-sum-exp for the combine kernel. */
+/* The log-sum-exp (log2 units) a split reports for a row with running
+ * maximum m and sum l over its keys [tb, te): -inf when it has none;
+ * LSE_ALL_NEG_INF when they all score -inf, which weighs 0 beside any split
+ * with a finite score and, where every split is so or empty, makes the
+ * combine's row NaN (clattn.h, non-finite inputs); NaN when l is (a NaN or
+ * +inf score).  A real log-sum-exp is never that low unless a logit is
+ * -FLT_MAX in log2 units. */
+#define LSE_ALL_NEG_INF (-FLT_MAX)
+inline float split_lse(float m, float l, int visible) {
+  if (!visible)
+    return -INFINITY;
+  return l == 0.0f ? LSE_ALL_NEG_INF : m + log2(l);
+}
+
+/* The factor of a row's accumulators: the output's softmax_inv with S == 1;
+ * a partial's 1 / l, else 0 (the combine decides such a row from the lse,
+ * and a NaN l has already made the accumulators NaN). */
+inline float split_inv(float l, int visible) {
+#if DIRECT
+  return softmax_inv(l, visible);
+#else
+  (void)visible;
+  return l > 0.0f ? 1.0f / l : 0.0f;
+#endif
+}
+
 inline void put_row_scalar(__global stor_t *o, __global float *opart,
                            __global float *lse, long row, int s, int S,
                            int d, float val) {
@@ -599,14 +625,14 @@ __kernel void decode_split_reg(__global const stor_t *q,
 
   for (int h = 0; h < G; h++) {
     const long row = (long)b * hkv * G + c * G + h;
-    const float inv = lrow[h] > 0.0f ? 1.0f / lrow[h] : 0.0f;
+    const float inv = split_inv(lrow[h], te > tb);
 #if DIRECT
     for (int w = 0; w < NV; w++)
       STW(VWV, acc[h][w] * inv, o, row * DV + w * VWV);
 #else
     for (int w = 0; w < NV; w++)
       STF(VWV, acc[h][w] * inv, opart, (row * S + s) * DV + w * VWV);
-    lse[row * S + s] = lrow[h] > 0.0f ? mrow[h] + log2(lrow[h]) : -INFINITY;
+    lse[row * S + s] = split_lse(mrow[h], lrow[h], te > tb);
 #endif
   }
   (void)o;
@@ -717,10 +743,10 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
       const int h = e / DV, d = e - h * DV;
       const float l = lst[h];
       put_row_scalar(o, opart, lse, row0 + h, s, S, d,
-                     l > 0.0f ? acc[p] / l : 0.0f);
+                     l > 0.0f ? acc[p] / l : acc[p] * split_inv(l, te > tb));
 #if !DIRECT
       if (d == 0)
-        lse[(row0 + h) * S + s] = l > 0.0f ? mst[h] + log2(l) : -INFINITY;
+        lse[(row0 + h) * S + s] = split_lse(mst[h], l, te > tb);
 #endif
     }
   }
@@ -730,7 +756,9 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
 
 /* Merge S split partials of each (sequence, query head) row:
  * o = sum_s w_s o_s with w_s = exp2(lse_s - max) / sum exp2(lse - max);
- * a row whose splits are all empty gives zeros.  Global size (rows, NV). */
+ * a row whose splits are all empty gives zeros, one whose visible keys all
+ * score -inf NaN (split_lse), and a NaN split makes the row NaN.
+ * Global size (rows, NV). */
 __kernel void decode_combine(__global const float *opart,
                              __global const float *lse, __global stor_t *o,
                              int rows, int S) {
@@ -752,7 +780,8 @@ __kernel void decode_combine(__global const float *opart,
                 LDF(VWV, opart, ((long)row * S + s) * DV + w * VWV), sum);
     }
   }
-  const float inv = z > 0.0f ? 1.0f / z : 0.0f;
+  const float inv =
+      lmax == LSE_ALL_NEG_INF ? NAN : (z > 0.0f ? 1.0f / z : 0.0f);
   STW(VWV, sum * inv, o, (long)row * DV + w * VWV);
 }
 

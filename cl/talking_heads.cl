@@ -24,7 +24,9 @@
  *              keys per tile
  *
  * Masking: L = clamp(kv_lens[b], 0, m) valid keys; with CAUSAL, query i
- * sees key t iff t <= L - n + i.  A query that sees no key gets zeros. */
+ * sees key t iff t <= L - n + i.  A query that sees no key gets zeros.
+ * NaN and inf follow clattn.h's contract (common.cl softmax_inv); a logit
+ * head's NaN reaches every value head P_w mixes it into. */
 #ifndef HK
 #define HK 2
 #endif
@@ -255,7 +257,7 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
   for (int r = 0; r < RB; r++)
     for (int c = 0; c < H; c++) {
       mc[r][c] = softmax_ref(mc[r][c]);
-      lc[r][c] = lc[r][c] > 0.0f ? 1.0f / lc[r][c] : 0.0f;
+      lc[r][c] = softmax_inv(lc[r][c], lim[r] > 0);
     }
   vfloat acc[RB][HV][NV];
   for (int r = 0; r < RB; r++)
@@ -285,8 +287,11 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
         }
     }
     /* P V per value head and group of PR positions: each V row loaded
-     * once feeds PR positions' accumulators, which stay in registers */
-    const int nt = min(KB, kend - t0);
+     * once feeds PR positions' accumulators, which stay in registers.
+     * Each position stops at its own key limit (a masked key's V, though
+     * weighted 0, would turn it NaN if it held a NaN or inf): the keys all
+     * the group sees together, then on the causal diagonal each position's
+     * rest alone */
     for (int u = 0; u < HV; u++) {
       __global const float *vu = vcb + ((long)u * ld + t0) * DV;
       for (int r0 = 0; r0 < RB; r0 += PR) {
@@ -296,7 +301,8 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
 #pragma unroll
           for (int w = 0; w < NV; w++)
             a[r][w] = acc[r0 + r][u][w];
-        for (int t = 0; t < nt; t++)
+        const int ng = clamp(lim[r0] - t0, 0, KB);
+        for (int t = 0; t < ng; t++)
 #pragma unroll
           for (int w = 0; w < NV; w++) {
             const vfloat vt = LDF(VWV, vu, t * DV + w * VWV);
@@ -304,6 +310,12 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
             for (int r = 0; r < PR; r++)
               a[r][w] = fma((vfloat)(uw[r0 + r][u][t]), vt, a[r][w]);
           }
+        for (int r = 1; r < PR; r++)
+          for (int t = ng; t < min(KB, lim[r0 + r] - t0); t++)
+#pragma unroll
+            for (int w = 0; w < NV; w++)
+              a[r][w] = fma((vfloat)(uw[r0 + r][u][t]),
+                            LDF(VWV, vu, t * DV + w * VWV), a[r][w]);
 #pragma unroll
         for (int r = 0; r < PR; r++)
 #pragma unroll
@@ -361,11 +373,13 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
             acc[r][c][u][w] *= alpha;
       }
     /* P V per (position, value head), each V row loaded once for the H
-     * logit heads' accumulators */
-    const int nt = min(KB, kend - t0);
+     * logit heads' accumulators; each position stops at its own key limit
+     * (a masked key's V, though weighted 0, would turn it NaN if it held a
+     * NaN or inf) */
     for (int r = 0; r < RB; r++)
       for (int u = 0; u < HV; u++) {
         __global const float *vu = vcb + ((long)u * ld + t0) * DV;
+        const int nt = min(KB, lim[r] - t0);
         for (int t = 0; t < nt; t++)
 #pragma unroll
           for (int w = 0; w < NV; w++) {
@@ -387,7 +401,9 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
         vfloat x = (vfloat)(0.0f);
 #pragma unroll
         for (int c = 0; c < H; c++) {
-          const float f = lc[r][c] > 0.0f ? pw[c][u] / lc[r][c] : 0.0f;
+          const float f = lc[r][c] > 0.0f
+                              ? pw[c][u] / lc[r][c]
+                              : pw[c][u] * softmax_inv(lc[r][c], lim[r] > 0);
           x = fma((vfloat)(f), acc[r][c][u][w], x);
         }
         STW(VWV, x, o, ob + w * VWV);
@@ -457,13 +473,21 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
     mc[c] = -INFINITY;
     lc[c] = 0.0f;
   }
+  /* zeroed by their own indices: Oclgrind checks a flat (float *) walk
+   * against the innermost array's size, and its instruction counter's
+   * run corrupted its heap on such stores */
 #if SCHEME == 2
   float acc[HV][DV];
+  for (int u = 0; u < HV; u++)
+    for (int d = 0; d < DV; d++)
+      acc[u][d] = 0.0f;
 #else
   float acc[H][HV][DV];
+  for (int c = 0; c < H; c++)
+    for (int u = 0; u < HV; u++)
+      for (int d = 0; d < DV; d++)
+        acc[c][u][d] = 0.0f;
 #endif
-  for (int e = 0; e < (int)(sizeof acc / sizeof(float)); e++)
-    ((float *)acc)[e] = 0.0f;
   const long kb = b * k_sb, vb = b * v_sb;
   for (int pass = SCHEME == 2 ? 1 : 2; pass <= 2; pass++) {
     for (int t0 = 0; t0 < kend; t0 += KT) {
@@ -498,7 +522,10 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
           mc[c] = mnew;
         }
       } else {
-        for (int t = 0; t < KT; t++) {
+        /* up to this position's key limit: a masked key's V, though
+         * weighted 0, would turn it NaN if it held a NaN or inf */
+        const int tl = min(KT, max(0, lim - t0));
+        for (int t = 0; t < tl; t++) {
           float w[H];
           for (int c = 0; c < H; c++)
             w[c] = exp2s1(s[c][t] - mc[c]) * lc[c];
@@ -527,10 +554,12 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
         lc[c] *= alpha;
         lc[c] += psum;
         mc[c] = mnew;
+        /* up to this position's key limit, as in scheme 2 */
+        const int tl = min(KT, max(0, lim - t0));
         for (int u = 0; u < HV; u++)
           for (int d = 0; d < DV; d++) {
             float x = acc[c][u][d] * alpha;
-            for (int t = 0; t < KT; t++)
+            for (int t = 0; t < tl; t++)
               x = fma(s[c][t], vs[(t * HV + u) * DV + d], x);
             acc[c][u][d] = x;
           }
@@ -542,12 +571,17 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
     if (pass == 1)
       for (int c = 0; c < H; c++) {
         mc[c] = softmax_ref(mc[c]);
-        lc[c] = lc[c] > 0.0f ? 1.0f / lc[c] : 0.0f;
+        lc[c] = softmax_inv(lc[c], lim > 0);
       }
 #endif
   }
   if (grp * WG + lid >= n)
     return;
+#if SCHEME == 1
+  /* softmax_inv of a sum that is not positive (computed here once: a call
+   * of it in the loop below crashed Oclgrind's instruction counter) */
+  const float unseen = softmax_inv(0.0f, lim > 0);
+#endif
   for (int u = 0; u < HV; u++) {
     const long ob = b * o_sb + i * o_ss + u * o_sh;
     for (int d = 0; d < DV; d++) {
@@ -556,7 +590,7 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
 #else
       float x = 0.0f;
       for (int c = 0; c < H; c++) {
-        const float f = lc[c] > 0.0f ? pw[c][u] / lc[c] : 0.0f;
+        const float f = lc[c] > 0.0f ? pw[c][u] / lc[c] : pw[c][u] * unseen;
         x = fma(f, acc[c][u][d], x);
       }
       ST1(x, o, ob + d);

@@ -84,10 +84,13 @@ __kernel void th_logits(__global const stor_t *q, __global const stor_t *k,
     for (int a = 0; a < HK; a++) {
       const long ko = b * k_sb + t * k_ss + a * k_sh;
       const long qo = ((long)b * HK + a) * DK;
+      /* the scale multiplies q, not the dot, so that a logit that fits
+       * in float32 does not overflow on the way (clattn.h) */
       kfloat acc = (kfloat)(0.0f);
       for (int w = 0; w < NK; w++)
-        acc = fma(LDW(VWK, q, qo + w * VWK), LDW(VWK, k, ko + w * VWK), acc);
-      j[a] = HSUMW(VWK, acc) * scale;
+        acc = fma(LDW(VWK, q, qo + w * VWK) * scale, LDW(VWK, k, ko + w * VWK),
+                  acc);
+      j[a] = HSUMW(VWK, acc);
     }
     for (int n = 0; n < NH; n++) {
       hfloat l = (hfloat)(0.0f);
@@ -122,7 +125,8 @@ __kernel void th_values(__global const stor_t *v, __global const int *lens,
   const int s = get_global_id(0), b = get_global_id(1);
   if (s >= S)
     return;
-  const int t0 = s * chunk, t1 = split_end(lens, b, cap, t0, chunk);
+  const int L = clamp(lens[b], 0, cap);
+  const int t0 = s * chunk, t1 = min(L, t0 + chunk);
   /* every split's statistics give the exact (mu, 1/lambda) of each head;
    * a head whose keys are all absent (lens 0) gets mu 0 and 1/lambda 0 */
   __global const float *st = stats + (long)b * S * 2 * H;
@@ -137,7 +141,11 @@ __kernel void th_values(__global const stor_t *v, __global const int *lens,
       lam = fma(LDF(VH, st, r * 2 * H + H + n * VH),
                 EXP2H(LDF(VH, st, r * 2 * H + n * VH) - m), lam);
     mu[n] = m;
-    inv[n] = lam > (hfloat)(0.0f) ? (hfloat)(1.0f) / lam : (hfloat)(0.0f);
+    /* softmax_inv lane by lane: NaN where the sequence has keys but lam
+     * is 0 (all -inf) or NaN */
+    inv[n] = lam > (hfloat)(0.0f)
+                 ? (hfloat)(1.0f) / lam
+                 : (hfloat)(L > 0 ? NAN : 0.0f);
   }
   __global const float *lg = logit + (long)b * cap * H;
   __global float *ub = uw + (long)b * cap * HV;

@@ -71,6 +71,8 @@ for t in attention decode talking_heads th_decode super_values cvmm; do
   echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small)"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done
+echo "== oclgrind: test_nonfinite nonfinite/prefill (CLATTN_TEST_SUBSET=small)"
+"$build/tests/test_nonfinite" --filter 'nonfinite/prefill' || rc=1
 echo "== oclgrind: test_projection projection/own_kernel (CLATTN_TEST_SUBSET=small)"
 "$build/tests/test_projection" --filter 'projection/own_kernel' || rc=1
 # The layer (CLBlast's GEMMs around the kernels, the KV cache, decode

@@ -5,7 +5,9 @@
  * i.e. the worst absolute error normalised by the tensor's largest
  * reference magnitude (attention outputs are convex combinations of V rows,
  * so their scale is the scale of V; per-element relative error would blow
- * up on outputs that cancel to ~0).  Any NaN/inf in `got` fails.
+ * up on outputs that cancel to ~0), over the elements where the reference
+ * is finite.  Where it is not (clattn.h: NaN propagates), `got` must be
+ * non-finite too; any NaN/inf in `got` where it is finite fails.
  *
  * Tolerances: clattn__tolerance (host/src/base/tolerance.h, with the
  * reasons), the same bar as `clattn run --check`.
@@ -107,7 +109,8 @@ typedef struct tu_err {
   double max_ref;  /* max |ref| */
   double rel;      /* max_abs / max(max_ref, 1e-30) */
   size_t worst;    /* index of max_abs */
-  size_t nonfinite; /* count of NaN/inf in got */
+  size_t nonfinite; /* count of NaN/inf in got where ref is finite */
+  size_t missing;   /* count of finite got where ref is NaN/inf */
 } tu_err;
 tu_err tu_compare(const float *got, const float *ref, size_t n);
 

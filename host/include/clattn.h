@@ -264,7 +264,24 @@ typedef struct clattn_params {
  *
  * With causal != 0 the queries are the last n_q positions of the L valid
  * keys: query i sees key t iff t <= L - n_q + i.  A query that sees no key
- * gets an output of zeros. */
+ * gets an output of zeros.
+ *
+ * Non-finite inputs (this contract holds for every call here that computes
+ * a softmax: attention, decode, talking-heads, the layers):
+ *  - logits are scale * (q . k) with the scale applied to q before the dot
+ *    product, so finite inputs whose logits fit in float32 do not overflow
+ *    even where the unscaled q . k would;
+ *  - NaN propagates as in PyTorch: a row whose visible keys include a NaN or
+ *    +inf logit, or whose visible logits are all -inf, is NaN; a -inf logit
+ *    among finite ones gets weight 0; a row with no visible key is zeros;
+ *  - masked keys (causal future, past kv_lens, past a cache's length) are
+ *    never read into the result, whatever they hold;
+ *  - a NaN or inf V element of a visible key reaches that output channel;
+ *  - talking-heads mixes logits and weights across heads, so a NaN logit
+ *    head reaches every value head mixed with it; SwitchHead's routing
+ *    ranks a NaN score above every number (as torch.topk), so it is chosen
+ *    and its NaN gate reaches the row.
+ * docs/KERNELS.md, "Non-finite inputs", says how. */
 typedef struct clattn_attn_desc {
   int batch;
   int n_q;

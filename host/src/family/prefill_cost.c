@@ -11,6 +11,18 @@ static long key_limit(int causal, long L, long n, long i) {
   return causal ? (L < L - n + i + 1 ? L : L - n + i + 1) : L;
 }
 
+/* Keys visible to rows r0 .. r0 + count - 1 together, rows past the last
+ * counted as the last (the kernels clamp them so). */
+static double rows_keys(int causal, long L, long n, long g, long rows,
+                        long r0, long count) {
+  double keys = 0;
+  for (long r = r0; r < r0 + count; r++) {
+    const long lim = key_limit(causal, L, n, (r < rows ? r : rows - 1) / g);
+    keys += lim > 0 ? (double)lim : 0.0;
+  }
+  return keys;
+}
+
 clattn_status clattn__prefill_cost(const void *desc, const void *plan,
                                    const int *kv_lens,
                                    const clattn_profile *prof,
@@ -61,16 +73,19 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
         const long r0 = blk * RB;
         const long last = (long)clattn__dmin(r0 + RB - 1, rows - 1);
         const double kend = (double)key_limit(causal, L, n, last / g);
+        /* keys each row of the block (clamped rows too) weights in P V:
+         * those below its own key limit */
+        const double row_keys = rows_keys(causal, L, n, g, rows, r0, RB);
         /* q: RB rows of DK (clamped rows are loaded too), kv_lens once */
         rd += lens_b + es * RB * DK;
         if (kend > 0) {
           const double T = clattn__cdiv(kend, KB);
-          /* K^T tiles; V rows, once per row of the block */
-          rd += 4.0 * T * DK * KB + 4.0 * kend * DV * RB;
+          /* K^T tiles; V rows, once per row of the block and visible key */
+          rd += 4.0 * T * DK * KB + 4.0 * row_keys * DV;
           /* QK^T, PV, and per row and tile the running sum's update */
           const double qkt = T * DK * RB * KB;
           qk += qkt;
-          fma += qkt + kend * DV * RB + T * RB;
+          fma += qkt + row_keys * DV + T * RB;
           ex += T * RB * (1.0 + KB); /* alpha + KB probabilities */
           kmax = clattn__dmax(kmax, kend);
         }
@@ -100,14 +115,19 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
         const long last = (long)clattn__dmin(grp * WG + WG - 1, rows - 1);
         const double kend = (double)key_limit(causal, L, n, last / g);
         rd += WG * (lens_b + es * DK); /* every item: kv_lens, its q row */
+        /* keys each item (clamped ones too) weights in P V: those below
+         * its own key limit */
+        const double item_keys =
+            rows_keys(causal, L, n, g, rows, grp * WG, WG);
         if (kend > 0) {
           const double T = clattn__cdiv(kend, KT);
           rd += es * kend * (DK + DVL); /* tile loads, t < nt only */
-          /* every item scores all KT keys of every tile and updates DV */
-          fma += WG * T * (KT * (DK + DV) + 1.0);
+          /* every item scores all KT keys of every tile, updates its
+           * running sum, and accumulates DV per visible key */
+          fma += WG * T * (KT * DK + 1.0) + item_keys * DV;
           ex += WG * T * (1.0 + KT);
           /* local: tiles stored, then read by every item */
-          loc += 4.0 * T * KT * (DK + DVL + WG * (DK + DV));
+          loc += 4.0 * (T * KT * (DK + DVL + WG * DK) + item_keys * DV);
           ws = clattn__dmax(ws, es * kend * (DK + DVL));
         }
         wr += es * clattn__dmin(WG, rows - grp * WG) * DV;

@@ -11,6 +11,13 @@ static long key_limit(int causal, long L, long n, long i) {
   return causal ? (L < L - n + i + 1 ? L : L - n + i + 1) : L;
 }
 
+/* Keys visible to position min(i, n - 1) (the kernels clamp positions past
+ * the last to it), never negative. */
+static double pos_keys(int causal, long L, long n, long i) {
+  const long lim = key_limit(causal, L, n, i < n ? i : n - 1);
+  return lim > 0 ? (double)lim : 0.0;
+}
+
 double clattn__th_pair_work(const clattn_th_desc *d, int scheme) {
   const double hk = d->heads_k, h = d->heads, hv = d->heads_v;
   const double dk = d->head_dim_k, dv = d->head_dim_v;
@@ -67,16 +74,28 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
         /* the statistics (pass 1, or the one pass): alpha + KB
          * exponentials per position and logit head */
         ex += T * RB * H * (1.0 + KB);
+        /* P V: each position up to its own key limit */
+        double row_keys = 0;
+        for (long r = 0; r < RB; r++)
+          row_keys += pos_keys(causal, L, n, i0 + r);
         if (pl->scheme == 2) {
-          /* P V: V rows per group of PR positions and value head */
+          /* V rows per group of PR positions and value head up to the
+           * group's first limit, then per position to its own */
           const int PR = RB % 4 == 0 ? 4 : RB % 2 == 0 ? 2 : 1;
-          rd += 4.0 * (RB / PR) * HV * kend * DV;
+          double v_rows = 0;
+          for (long r0 = 0; r0 < RB; r0 += PR) {
+            const double first = pos_keys(causal, L, n, i0 + r0);
+            v_rows += first;
+            for (long r = 1; r < PR; r++)
+              v_rows += pos_keys(causal, L, n, i0 + r0 + r) - first;
+          }
+          rd += 4.0 * HV * v_rows * DV;
           ex += T * RB * H * KB;         /* the exact weights */
           fma += T * RB * HV * H * KB;   /* the P_w mix */
-          fma += RB * HV * kend * DV;    /* P V */
+          fma += HV * row_keys * DV;     /* P V */
         } else {
-          rd += 4.0 * RB * HV * kend * DV; /* V rows per position and u */
-          fma += RB * H * HV * kend * DV;  /* P V per (c, u) */
+          rd += 4.0 * HV * row_keys * DV; /* V rows per position and u */
+          fma += H * HV * row_keys * DV;  /* P V per (c, u) */
         }
         kmax = clattn__dmax(kmax, kend);
       }
@@ -129,13 +148,17 @@ static void cost_local(const clattn_th_desc *d, const clattn__th_plan *pl,
         ex += WG * T * H * (1.0 + KT);
         loc += 4.0 * T * KT *
                (passes * HK * DK * (1.0 + WG) + HV * DV);
+        /* the weights and P V: each item up to its own key limit */
+        double item_keys = 0;
+        for (long r = 0; r < WG; r++)
+          item_keys += pos_keys(causal, L, n, g * WG + r);
         if (pl->scheme == 2) {
-          ex += WG * T * H * KT;
-          fma += WG * T * KT * HV * (H + DV);
-          loc += 4.0 * WG * T * KT * HV * DV;
+          ex += H * item_keys;
+          fma += item_keys * HV * (H + DV);
+          loc += 4.0 * item_keys * HV * DV;
         } else {
-          fma += WG * T * KT * H * HV * DV;
-          loc += 4.0 * WG * T * KT * H * HV * DV;
+          fma += item_keys * H * HV * DV;
+          loc += 4.0 * item_keys * H * HV * DV;
         }
         ws = clattn__dmax(ws, es * kend * (HK * DK + HV * DV));
       }

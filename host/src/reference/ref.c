@@ -5,6 +5,7 @@
  * no code with the library. */
 #include "reference/ref.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,24 @@ size_t ref_index(int layout, int S, int H, int D, int bi, int s, int h, int d) {
   if (layout == 0) /* BSHD */
     return (((size_t)bi * S + s) * H + h) * D + d;
   return (((size_t)bi * H + h) * S + s) * D + d; /* BHSD */
+}
+
+double ref_logit(double x) {
+  if (fabs(x) * 1.4426950408889634 > FLT_MAX) /* log2(e) */
+    return x > 0 ? INFINITY : -INFINITY;
+  return x;
+}
+
+int ref_softmax_nan(const double *x, size_t stride, int n) {
+  int all_neg_inf = 1;
+  for (int t = 0; t < n; t++) {
+    const double l = x[(size_t)t * stride];
+    if (isnan(l) || l == INFINITY)
+      return 1;
+    if (l != -INFINITY)
+      all_neg_inf = 0;
+  }
+  return n > 0 && all_neg_inf;
 }
 
 static int clampi(int x, int lo, int hi) {
@@ -36,10 +55,15 @@ static void attend_row(const double *qv, int dk, int dv, double scale,
     double s = 0.0;
     for (int d = 0; d < dk; d++)
       s += qv[d] * (double)k[ref_index(kv_layout, S, H, dk, bi, t, c, d)];
-    s *= scale;
+    s = ref_logit(s * scale);
     logit[t] = s;
     if (s > mx)
       mx = s;
+  }
+  if (ref_softmax_nan(logit, 1, nvis)) {
+    for (int d = 0; d < dv; d++)
+      out[d] = NAN;
+    return;
   }
   double sum = 0.0;
   for (int t = 0; t < nvis; t++) {

@@ -23,7 +23,16 @@ typedef struct ref_attn {
 /* Index of element [bi, s, h, d] of a tensor [B, S, H, D] in layout. */
 size_t ref_index(int layout, int S, int H, int D, int bi, int s, int h, int d);
 
-/* o = softmax(scale q k^T + mask) v; fully masked rows give zeros. */
+/* The non-finite contract (clattn.h, clattn_attention): a logit as the
+ * kernels can hold it, x itself unless its magnitude exceeds float32's range
+ * in their base-2 units (|x| log2(e) > FLT_MAX), then +-inf; NaN stays. */
+double ref_logit(double x);
+/* 1 when a softmax over the n > 0 visible logits x[0], x[stride], ...
+ * gives a NaN row: one of them is NaN or +inf, or all are -inf. */
+int ref_softmax_nan(const double *x, size_t stride, int n);
+
+/* o = softmax(scale q k^T + mask) v; fully masked rows give zeros; NaN and
+ * inf as ref_softmax_nan says, non-finite V channels propagate. */
 void ref_attention(const ref_attn *a, const float *q, const float *k,
                    const float *v, float *o);
 

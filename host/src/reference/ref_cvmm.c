@@ -7,6 +7,12 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* torch.topk's order: NaN above every number (ties keep the lower
+ * expert first). */
+static int ranks_above(double a, double b) {
+  return isnan(a) ? !isnan(b) : a > b;
+}
+
 void ref_cvmm_route(int rows, int heads, int experts, int topk,
                     int sel_inner, const float *sel_x, const float *w_sel,
                     int *expert, double *gate) {
@@ -31,7 +37,7 @@ void ref_cvmm_route(int rows, int heads, int experts, int topk,
       for (int s = 0; s < topk; s++) {
         int best = -1;
         for (int e = 0; e < experts; e++)
-          if (!taken[e] && (best < 0 || l[e] > l[best]))
+          if (!taken[e] && (best < 0 || ranks_above(l[e], l[best])))
             best = e;
         taken[best] = 1;
         const size_t o = ((size_t)r * heads + h) * topk + s;

@@ -75,7 +75,7 @@ void ref_hh_layer(int variant, int b, int n, int D, int h, int max_len,
           double dot = 0.0;
           for (int d = 0; d < dh; d++)
             dot += (double)q[d] * (double)k[d];
-          p[s] = scale * dot;
+          p[s] = ref_logit(scale * dot);
           m = p[s] > m ? p[s] : m;
         }
         for (int s = 0; s < nvis; s++) {

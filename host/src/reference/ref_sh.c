@@ -107,7 +107,7 @@ void ref_sh_layer(const ref_sh *s, const float *x, const float *w_q,
           for (int c = 0; c < dh; c++)
             dot += q[(size_t)h * dh + c] *
                    K[(size_t)t * hd + (size_t)h * dh + c];
-          p[t] = scale * dot;
+          p[t] = ref_logit(scale * dot);
           m = p[t] > m ? p[t] : m;
         }
         for (int t = 0; t < nvis; t++) {

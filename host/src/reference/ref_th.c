@@ -38,7 +38,7 @@ void ref_talking_heads(const ref_th *a, const float *q, const float *k,
                                      x, d)] *
                  (double)k[ref_index(a->kv_layout, m, a->hk, a->dk, bi, t, x,
                                      d)];
-          J[(size_t)t * a->hk + x] = s * a->scale;
+          J[(size_t)t * a->hk + x] = ref_logit(s * a->scale);
         }
       /* W[t, c] = softmax over the visible t of L[t, c] = J[t, :] P_l[:, c] */
       for (int c = 0; c < a->h; c++) {
@@ -47,8 +47,15 @@ void ref_talking_heads(const ref_th *a, const float *q, const float *k,
           double l = 0.0;
           for (int x = 0; x < a->hk; x++)
             l += J[(size_t)t * a->hk + x] * (double)p_l[(size_t)x * a->h + c];
+          l = ref_logit(l);
           W[(size_t)t * a->h + c] = l;
           mx = l > mx ? l : mx;
+        }
+        /* a NaN head: P_w then carries it to every value head it mixes */
+        if (ref_softmax_nan(W + c, (size_t)a->h, nvis)) {
+          for (int t = 0; t < nvis; t++)
+            W[(size_t)t * a->h + c] = NAN;
+          continue;
         }
         for (int t = 0; t < nvis; t++) {
           const double e = exp(W[(size_t)t * a->h + c] - mx);
