@@ -8,13 +8,15 @@
  * (UBSan), and a prediction that succeeds has finite, non-negative times.
  *
  * Input: byte 0 picks what is called, byte 1 the datasheet profile; then
- * the fields, each drawn by next_int (mostly small values, some raw). */
+ * the fields in declaration order, each drawn by next_int (mostly small
+ * values, some raw), one statement each so the order is defined. */
 #include "fuzz_util.h"
 
 #include "base/target.h"
 #include "family/family.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 typedef struct input {
@@ -112,10 +114,15 @@ static void fuzz_family(const clattn__family *F, input *in,
     clattn__buf_spec bufs[CLATTN__MAX_BUFS];
     F->shape_class(desc, cls, sizeof cls);
     F->buffers(desc, bufs);
-    size_t n_ints = 0;
-    for (int i = 0; i < F->nbufs; i++)
+    size_t n_ints = 0, largest = 0;
+    for (int i = 0; i < F->nbufs; i++) {
       if (bufs[i].role == CLATTN__BUF_INTS)
         n_ints = bufs[i].elems;
+      if (bufs[i].elems > largest || bufs[i].elems == 0)
+        largest = bufs[i].elems ? bufs[i].elems : SIZE_MAX;
+    }
+    if (largest > FUZZ_MODEL_MAX_ELEMS)
+      return;
     const int *host_ints =
         n_ints <= MAX_INTS ? next_ints(in, (int)n_ints, ints) : NULL;
     clattn_prediction pred;
@@ -136,6 +143,13 @@ static void fuzz_family(const clattn__family *F, input *in,
   }
 }
 
+/* Whether a call of batch sequences of len positions each is small enough
+ * to predict (FUZZ_MODEL_MAX_ELEMS). */
+static int small_enough(long batch, long len) {
+  return batch <= 0 || len <= 0 ||
+         (double)batch * (double)len <= (double)FUZZ_MODEL_MAX_ELEMS;
+}
+
 static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
   clattn_prediction pred;
   clattn_params params;
@@ -144,25 +158,43 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
   clattn_status rc;
   switch (which % 8) {
   case 0: {
-    clattn_attn_desc d = {next_int(in), next_int(in), next_int(in),
-                          next_int(in), next_int(in), next_int(in),
-                          next_int(in), (clattn_dtype)next_int(in),
-                          (clattn_layout)next_int(in),
-                          (clattn_layout)next_int(in), next_float(in),
-                          next_int(in), next_params(in, &params)};
+    clattn_attn_desc d;
+    d.batch = next_int(in);
+    d.n_q = next_int(in);
+    d.n_kv = next_int(in);
+    d.heads_q = next_int(in);
+    d.heads_kv = next_int(in);
+    d.head_dim_k = next_int(in);
+    d.head_dim_v = next_int(in);
+    d.dtype = (clattn_dtype)next_int(in);
+    d.q_layout = (clattn_layout)next_int(in);
+    d.kv_layout = (clattn_layout)next_int(in);
+    d.scale = next_float(in);
+    d.causal = next_int(in);
+    d.params = next_params(in, &params);
     clattn_shape_class_attention(&d, cls, sizeof cls);
+    if (!small_enough(d.batch, (long)d.n_q + d.n_kv))
+      break;
     rc = clattn_model_attention(&d, next_ints(in, d.batch, ints), prof, &pred);
     check_result("clattn_model_attention", rc, &pred);
     break;
   }
   case 1:
   case 2: {
-    clattn_decode_desc d = {next_int(in), next_int(in), next_int(in),
-                            next_int(in), next_int(in), next_int(in),
-                            (clattn_dtype)next_int(in),
-                            (clattn_layout)next_int(in), next_float(in),
-                            next_params(in, &params)};
+    clattn_decode_desc d;
+    d.batch = next_int(in);
+    d.capacity = next_int(in);
+    d.heads_q = next_int(in);
+    d.heads_kv = next_int(in);
+    d.head_dim_k = next_int(in);
+    d.head_dim_v = next_int(in);
+    d.dtype = (clattn_dtype)next_int(in);
+    d.cache_layout = (clattn_layout)next_int(in);
+    d.scale = next_float(in);
+    d.params = next_params(in, &params);
     clattn_shape_class_decode(&d, cls, sizeof cls);
+    if (!small_enough(d.batch, d.capacity))
+      break;
     if (which % 8 == 1) {
       rc = clattn_model_decode(&d, next_ints(in, d.batch, ints), prof, &pred);
       check_result("clattn_model_decode", rc, &pred);
@@ -175,38 +207,64 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
     break;
   }
   case 3: {
-    clattn_layer_desc d = {next_int(in), next_int(in), next_int(in),
-                           next_int(in), next_int(in), next_float(in)};
+    clattn_layer_desc d;
+    d.d_model = next_int(in);
+    d.heads_q = next_int(in);
+    d.heads_kv = next_int(in);
+    d.head_dim_k = next_int(in);
+    d.head_dim_v = next_int(in);
+    d.scale = next_float(in);
     int batch = next_int(in), n = next_int(in), cache = next_int(in);
-    rc = clattn_model_layer(&d, batch, n, cache, next_int(in), prof, &pred);
+    int causal = next_int(in);
+    if (!small_enough(batch, (long)n + cache))
+      break;
+    rc = clattn_model_layer(&d, batch, n, cache, causal, prof, &pred);
     check_result("clattn_model_layer", rc, &pred);
     break;
   }
   case 4: {
-    clattn_hh_layer_desc d = {next_int(in), next_int(in), next_int(in),
-                              next_float(in)};
+    clattn_hh_layer_desc d;
+    d.d_model = next_int(in);
+    d.heads = next_int(in);
+    d.max_len = next_int(in);
+    d.scale = next_float(in);
     clattn_hh_variant v = (clattn_hh_variant)next_int(in);
     int batch = next_int(in), n = next_int(in), cache = next_int(in);
+    int causal = next_int(in);
     (void)clattn_hh_layer_params(v, &d);
-    rc = clattn_model_hh_layer(v, &d, batch, n, cache, next_int(in), prof,
-                               &pred);
+    if (!small_enough(batch, (long)n + cache))
+      break;
+    rc = clattn_model_hh_layer(v, &d, batch, n, cache, causal, prof, &pred);
     check_result("clattn_model_hh_layer", rc, &pred);
     break;
   }
   case 5: {
-    clattn_switchhead_layer_desc d = {next_int(in), next_int(in),
-                                      next_int(in), next_int(in),
-                                      next_int(in), next_float(in)};
+    clattn_switchhead_layer_desc d;
+    d.d_model = next_int(in);
+    d.heads = next_int(in);
+    d.head_dim = next_int(in);
+    d.experts = next_int(in);
+    d.topk = next_int(in);
+    d.scale = next_float(in);
     int batch = next_int(in), n = next_int(in), cache = next_int(in);
-    rc = clattn_model_switchhead_layer(&d, batch, n, cache, next_int(in), prof,
+    int causal = next_int(in);
+    if (!small_enough(batch, (long)n + cache))
+      break;
+    rc = clattn_model_switchhead_layer(&d, batch, n, cache, causal, prof,
                                        &pred);
     check_result("clattn_model_switchhead_layer", rc, &pred);
     break;
   }
   case 6: {
-    clattn_switchhead_paper c = {next_int(in), next_int(in), next_int(in),
-                                 next_int(in), next_int(in), next_int(in),
-                                 next_int(in), next_int(in)};
+    clattn_switchhead_paper c;
+    c.heads = next_int(in);
+    c.head_dim = next_int(in);
+    c.d_model = next_int(in);
+    c.seq_len = next_int(in);
+    c.context_blocks = next_int(in);
+    c.experts = next_int(in);
+    c.topk = next_int(in);
+    c.rope = next_int(in);
     long long macs = -1, mem = -1;
     rc = clattn_model_switchhead_paper(&c, &macs, &mem);
     if (rc != CLATTN_OK && (macs || mem))

@@ -65,6 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (rc != CLATTN_OK && !why[0])
     fuzz_fail("%s: parse_shape refused \"%s\" without a message", F->name,
               text);
+  int predict = 1;
   if (rc == CLATTN_OK) {
     clattn__desc_with_params(F, desc, pp, copy);
     why[0] = '\0';
@@ -73,6 +74,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       clattn__buf_spec bufs[CLATTN__MAX_BUFS];
       F->shape_class(copy, cls, sizeof cls);
       F->buffers(copy, bufs);
+      for (int i = 0; i < F->nbufs; i++)
+        if (bufs[i].elems == 0 || bufs[i].elems > FUZZ_MODEL_MAX_ELEMS)
+          predict = 0;
     } else if (!why[0]) {
       fuzz_fail("%s: check refused a parsed shape without a message",
                 F->name);
@@ -80,12 +84,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
 
   clattn_prediction pred;
-  rc = clattn_model_shape(F->name, text, pp, &prof, &pred);
-  if (rc != CLATTN_OK && !pred.errmsg[0])
-    fuzz_fail("%s: clattn_model_shape failed (%d) without a message",
-              F->name, (int)rc);
-  if (rc == CLATTN_OK)
-    check_prediction(F->name, &pred);
+  if (predict) {
+    rc = clattn_model_shape(F->name, text, pp, &prof, &pred);
+    if (rc != CLATTN_OK && !pred.errmsg[0])
+      fuzz_fail("%s: clattn_model_shape failed (%d) without a message",
+                F->name, (int)rc);
+    if (rc == CLATTN_OK)
+      check_prediction(F->name, &pred);
+  }
   free(text);
   return 0;
 }
