@@ -143,11 +143,13 @@ static void fuzz_family(const clattn__family *F, input *in,
   }
 }
 
-/* Whether a call of batch sequences of len positions each is small enough
- * to predict (FUZZ_MODEL_MAX_ELEMS). */
-static int small_enough(long batch, long len) {
-  return batch <= 0 || len <= 0 ||
-         (double)batch * (double)len <= (double)FUZZ_MODEL_MAX_ELEMS;
+/* Whether a call of batch sequences of len positions of heads heads each
+ * is small enough to predict (FUZZ_MODEL_MAX_ELEMS); the model's loops
+ * run over all three. */
+static int small_enough(long batch, long len, long heads) {
+  return batch <= 0 || len <= 0 || heads <= 0 ||
+         (double)batch * (double)len * (double)heads <=
+             (double)FUZZ_MODEL_MAX_ELEMS;
 }
 
 static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
@@ -173,7 +175,7 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
     d.causal = next_int(in);
     d.params = next_params(in, &params);
     clattn_shape_class_attention(&d, cls, sizeof cls);
-    if (!small_enough(d.batch, (long)d.n_q + d.n_kv))
+    if (!small_enough(d.batch, (long)d.n_q + d.n_kv, d.heads_q))
       break;
     rc = clattn_model_attention(&d, next_ints(in, d.batch, ints), prof, &pred);
     check_result("clattn_model_attention", rc, &pred);
@@ -193,7 +195,7 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
     d.scale = next_float(in);
     d.params = next_params(in, &params);
     clattn_shape_class_decode(&d, cls, sizeof cls);
-    if (!small_enough(d.batch, d.capacity))
+    if (!small_enough(d.batch, d.capacity, d.heads_q))
       break;
     if (which % 8 == 1) {
       rc = clattn_model_decode(&d, next_ints(in, d.batch, ints), prof, &pred);
@@ -216,7 +218,7 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
     d.scale = next_float(in);
     int batch = next_int(in), n = next_int(in), cache = next_int(in);
     int causal = next_int(in);
-    if (!small_enough(batch, (long)n + cache))
+    if (!small_enough(batch, (long)n + cache, d.heads_q))
       break;
     rc = clattn_model_layer(&d, batch, n, cache, causal, prof, &pred);
     check_result("clattn_model_layer", rc, &pred);
@@ -232,7 +234,7 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
     int batch = next_int(in), n = next_int(in), cache = next_int(in);
     int causal = next_int(in);
     (void)clattn_hh_layer_params(v, &d);
-    if (!small_enough(batch, (long)n + cache))
+    if (!small_enough(batch, (long)n + cache, d.heads))
       break;
     rc = clattn_model_hh_layer(v, &d, batch, n, cache, causal, prof, &pred);
     check_result("clattn_model_hh_layer", rc, &pred);
@@ -248,7 +250,8 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
     d.scale = next_float(in);
     int batch = next_int(in), n = next_int(in), cache = next_int(in);
     int causal = next_int(in);
-    if (!small_enough(batch, (long)n + cache))
+    if (!small_enough(batch, (long)n + cache,
+                      (long)d.heads * d.experts))
       break;
     rc = clattn_model_switchhead_layer(&d, batch, n, cache, causal, prof,
                                        &pred);
