@@ -32,7 +32,7 @@ for t in "${targets[@]}"; do
   reg="$here/regressions/$t"
   if compgen -G "$reg/*" >/dev/null; then
     echo "== fuzz: $t: replaying $(ls "$reg" | wc -l) regression inputs"
-    "$exe" -rss_limit_mb=2048 "$reg"/* >"$art/$t-replay.log" 2>&1 || {
+    "$exe" -rss_limit_mb=2048 -timeout=10 "$reg"/* >"$art/$t-replay.log" 2>&1 || {
       rc=1
       tail -n 40 "$art/$t-replay.log"
     }
