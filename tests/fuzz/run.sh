@@ -25,6 +25,10 @@ seconds=${CLATTN_FUZZ_SECONDS:-20}
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}
 art="$build/fuzz-artifacts"
+# The targets' scratch files (tmpfs when there is one), gone afterwards.
+CLATTN_FUZZ_TMP=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
+export CLATTN_FUZZ_TMP
+trap 'rm -rf "$CLATTN_FUZZ_TMP"' EXIT
 mkdir -p "$art"
 rc=0
 for t in "${targets[@]}"; do
