@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define NPY_MAX_HEADER (1u << 20) /* sanity limit on the dict length */
@@ -312,6 +313,16 @@ int npy_read(const char *path, npy_array *a, char *err, size_t len)
     count *= a->shape[i];
   }
   a->count = count;
+  /* A header may claim any shape: compare it with the bytes the file holds
+   * before allocating, so a short file cannot ask for gigabytes. */
+  struct stat st;
+  long at = ftell(f);
+  if (at >= 0 && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+      (st.st_size < at || (uintmax_t)(st.st_size - at) < count * es)) {
+    seterr(err, len, "truncated data: expected %zu bytes, found %jd",
+           count * es, (intmax_t)(st.st_size < at ? 0 : st.st_size - at));
+    goto done;
+  }
   a->data = malloc(count ? count * es : 1);
   if (!a->data) {
     seterr(err, len, "out of memory (%zu bytes of data)", count * es);

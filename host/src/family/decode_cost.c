@@ -111,12 +111,15 @@ clattn_status clattn__append_cost(const void *desc, const void *plan,
   const double es = (double)clattn_dtype_size(d->dtype);
   const double row =
       es * (d->head_dim_k + (pl->kv_same ? 0 : d->head_dim_v));
+  /* Rows written: of pos[b] .. pos[b]+n_new-1, those in [0, capacity),
+   * counted per sequence in closed form (n_new may be large). */
   double rows = 0;
-  for (long b = 0; b < d->batch; b++)
-    for (int t = 0; t < n_new; t++) {
-      const long p = (pos ? pos[b] : 0) + (long)t;
-      rows += p >= 0 && p < d->capacity;
-    }
+  for (long b = 0; b < (pos ? d->batch : 1); b++) {
+    const long p0 = pos ? pos[b] : 0;
+    const long lo = p0 > 0 ? p0 : 0;
+    const long hi = p0 + n_new < d->capacity ? p0 + n_new : d->capacity;
+    rows += (double)(hi > lo ? hi - lo : 0) * (pos ? 1.0 : (double)d->batch);
+  }
   clattn_cost *c = clattn__model_kernel(out, "kv_append");
   const double items = (double)d->batch * n_new * d->heads_kv;
   c->bytes_read = 4.0 * items + d->heads_kv * rows * row;
