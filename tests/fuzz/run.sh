@@ -12,7 +12,7 @@ set -u
 build=${1:?usage: run.sh BUILD_DIR}
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-targets=(fuzz_npy fuzz_json_import fuzz_shape fuzz_calls)
+targets=(fuzz_npy fuzz_json_import fuzz_shape fuzz_calls fuzz_options)
 sb=$(bash "$here/../sanitizers/build.sh" "$build" \
        $(printf 'tests/fuzz/%s ' "${targets[@]}"))
 rc=$?
