@@ -22,7 +22,9 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
   double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, keys_all = 0;
   /* per split work-group: what its loops issue */
   const double out_row = direct ? es * DV : 4.0 * (DV + 1.0);
-  for (long b = 0; b < B; b++) {
+  const long seqs = clattn__distinct_seqs(lens, B);
+  const double per_seq = clattn__seq_weight(lens, B);
+  for (long b = 0; b < seqs; b++) {
     const long L = clattn__valid_len(lens, b, d->capacity);
     keys_all += (double)L;
     for (int s = 0; s < S; s++) {
@@ -62,6 +64,8 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
       wr += G * out_row;
     }
   }
+  rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
+  loc *= per_seq, keys_all *= per_seq;
   clattn_cost *c = clattn__model_kernel(
       out, pl->variant == 1 ? "decode_split_reg" : "decode_split_local");
   c->bytes_read = hkv * rd;
@@ -81,7 +85,7 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
     clattn_cost *cb = clattn__model_kernel(out, "decode_combine");
     const double items = (double)(DV / VWV);
     double crd = 0, cfma = 0, cex = 0;
-    for (long b = 0; b < B; b++) {
+    for (long b = 0; b < seqs; b++) {
       const long L = clattn__valid_len(lens, b, d->capacity);
       const double live = L > 0; /* all splits empty: lmax = -inf */
       /* lse read for the maximum, then again with each partial */
@@ -89,6 +93,7 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
       cfma += hq * items * live * S * (VWV + CLATTN__EXP2_FMAS);
       cex += hq * items * live * S;
     }
+    crd *= per_seq, cfma *= per_seq, cex *= per_seq;
     cb->bytes_read = crd;
     cb->bytes_written = es * B * hq * DV;
     cb->fma_issued = cfma;
@@ -114,12 +119,13 @@ clattn_status clattn__append_cost(const void *desc, const void *plan,
   /* Rows written: of pos[b] .. pos[b]+n_new-1, those in [0, capacity),
    * counted per sequence in closed form (n_new may be large). */
   double rows = 0;
-  for (long b = 0; b < (pos ? d->batch : 1); b++) {
+  for (long b = 0; b < clattn__distinct_seqs(pos, d->batch); b++) {
     const long p0 = pos ? pos[b] : 0;
     const long lo = p0 > 0 ? p0 : 0;
     const long hi = p0 + n_new < d->capacity ? p0 + n_new : d->capacity;
-    rows += (double)(hi > lo ? hi - lo : 0) * (pos ? 1.0 : (double)d->batch);
+    rows += (double)(hi > lo ? hi - lo : 0);
   }
+  rows *= clattn__seq_weight(pos, d->batch);
   clattn_cost *c = clattn__model_kernel(out, "kv_append");
   const double items = (double)d->batch * n_new * d->heads_kv;
   c->bytes_read = 4.0 * items + d->heads_kv * rows * row;

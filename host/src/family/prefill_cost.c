@@ -36,15 +36,17 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
   const long rows = n * g;
   const int causal = d->causal != 0;
   const double lens_b = kv_lens ? 4.0 : 0.0;
+  const long seqs = clattn__distinct_seqs(kv_lens, B);
+  const double per_seq = clattn__seq_weight(kv_lens, B);
 
   /* useful work: valid (query, key) pairs */
   double pairs = 0.0;
-  for (long b = 0; b < B; b++) {
+  for (long b = 0; b < seqs; b++) {
     const long L = clattn__valid_len(kv_lens, b, m);
     for (long i = 0; i < n; i++)
       pairs += (double)clattn__dmax(0, key_limit(causal, L, n, i));
   }
-  pairs *= (double)d->heads_q;
+  pairs *= per_seq * (double)d->heads_q;
   const double flops = 2.0 * pairs * (DK + DV);
   const double q_bytes = es * B * n * d->heads_q * DK;
   const double o_bytes = es * B * n * d->heads_q * DV;
@@ -66,7 +68,7 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
     const int RB = pl->rb, KB = pl->kb;
     double rd = 0, wr = 0, fma = 0, qk = 0, ex = 0, staged_once = 0, ws = 0;
     const long blocks = (rows + RB - 1) / RB;
-    for (long b = 0; b < B; b++) {
+    for (long b = 0; b < seqs; b++) {
       const long L = clattn__valid_len(kv_lens, b, m);
       double kmax = 0;
       for (long blk = 0; blk < blocks; blk++) {
@@ -94,6 +96,8 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
       staged_once += 4.0 * kmax * (DK + DV);
       ws = clattn__dmax(ws, 4.0 * kmax * (DK + DV));
     }
+    rd *= per_seq, wr *= per_seq, fma *= per_seq, qk *= per_seq;
+    ex *= per_seq, staged_once *= per_seq;
     c->bytes_read = hkv * rd;
     c->bytes_written = hkv * wr;
     c->fma_issued = hkv * (fma + CLATTN__EXP2_FMAS * ex);
@@ -109,7 +113,7 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
     const int WG = pl->wg, KT = pl->kt;
     double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0;
     const long groups = (rows + WG - 1) / WG;
-    for (long b = 0; b < B; b++) {
+    for (long b = 0; b < seqs; b++) {
       const long L = clattn__valid_len(kv_lens, b, m);
       for (long grp = 0; grp < groups; grp++) {
         const long last = (long)clattn__dmin(grp * WG + WG - 1, rows - 1);
@@ -133,6 +137,8 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
         wr += es * clattn__dmin(WG, rows - grp * WG) * DV;
       }
     }
+    rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
+    loc *= per_seq;
     c->bytes_read = hkv * rd;
     c->bytes_written = hkv * wr;
     c->fma_issued = hkv * (fma + CLATTN__EXP2_FMAS * ex);

@@ -55,7 +55,8 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
   const int RB = pl->rb, KB = pl->kb, passes = pl->scheme == 2 ? 2 : 1;
   double rd = 0, wr = 0, fma = 0, ex = 0, staged = 0, ws = 0;
   const long blocks = (n + RB - 1) / RB;
-  for (long b = 0; b < B; b++) {
+  const double per_seq = clattn__seq_weight(kv_lens, B);
+  for (long b = 0; b < clattn__distinct_seqs(kv_lens, B); b++) {
     const long L = clattn__valid_len(kv_lens, b, m);
     double kmax = 0;
     for (long blk = 0; blk < blocks; blk++) {
@@ -106,6 +107,8 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
     staged += 4.0 * kmax * kvw;
     ws = clattn__dmax(ws, 4.0 * kmax * kvw);
   }
+  rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
+  staged *= per_seq;
   c->bytes_read = rd;
   c->bytes_written = wr;
   c->fma_issued = fma + CLATTN__EXP2_FMAS * ex;
@@ -131,7 +134,8 @@ static void cost_local(const clattn_th_desc *d, const clattn__th_plan *pl,
   clattn_cost *c = clattn__model_kernel(out, "th_fwd_local");
   double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0;
   const long groups = (n + WG - 1) / WG;
-  for (long b = 0; b < B; b++) {
+  const double per_seq = clattn__seq_weight(kv_lens, B);
+  for (long b = 0; b < clattn__distinct_seqs(kv_lens, B); b++) {
     const long L = clattn__valid_len(kv_lens, b, m);
     for (long g = 0; g < groups; g++) {
       const double kend = (double)key_limit(
@@ -167,6 +171,8 @@ static void cost_local(const clattn_th_desc *d, const clattn__th_plan *pl,
       wr += es * valid * HV * DV;
     }
   }
+  rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
+  loc *= per_seq;
   c->bytes_read = rd;
   c->bytes_written = wr;
   c->fma_issued = fma + CLATTN__EXP2_FMAS * ex;
@@ -189,11 +195,12 @@ clattn_status clattn__th_cost(const void *desc, const void *plan,
   /* useful work: valid (query, key) pairs, each with spec 5.3's
    * 2 (d_k h_k + h h_k + h h_v + d_v h_v) FLOPs */
   double pairs = 0.0;
-  for (long b = 0; b < B; b++) {
+  for (long b = 0; b < clattn__distinct_seqs(kv_lens, B); b++) {
     const long L = clattn__valid_len(kv_lens, b, m);
     for (long i = 0; i < n; i++)
       pairs += (double)clattn__dmax(0, key_limit(d->causal != 0, L, n, i));
   }
+  pairs *= clattn__seq_weight(kv_lens, B);
   const double in = es * B * n * HK * DK + es * B * m * (HK * DK + HV * DV) +
                     4.0 * (HK * H + H * HV);
   const double o_bytes = es * B * n * HV * DV;

@@ -37,5 +37,13 @@ static inline double clattn__cdiv(double a, double b) { return ceil(a / b); }
 static inline long clattn__valid_len(const int *lens, long b, long cap) {
   return lens ? (long)clattn__dmin(clattn__dmax(lens[b], 0), cap) : cap;
 }
+/* Without lens every sequence is the same: the cost loops visit one and
+ * weigh it by the batch, so a huge batch costs no time to predict. */
+static inline long clattn__distinct_seqs(const int *lens, long batch) {
+  return lens ? batch : (batch > 0 ? 1 : 0);
+}
+static inline double clattn__seq_weight(const int *lens, long batch) {
+  return lens ? 1.0 : (double)batch;
+}
 
 #endif /* CLATTN_MODEL_H */
