@@ -158,10 +158,10 @@ void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
                double scale, int causal, const float *x, const float *wq,
                const float *wk, const float *wv, const float *wo, float *y) {
   int rows = b * n;
-  float *Q = ref_alloc(sizeof(float) * (size_t)rows * hq * dk);
-  float *K = ref_alloc(sizeof(float) * (size_t)rows * hkv * dk);
-  float *V = ref_alloc(sizeof(float) * (size_t)rows * hkv * dv);
-  float *O = ref_alloc(sizeof(float) * (size_t)rows * hq * dv);
+  float *Q = ref_alloc_or_abort(sizeof(float) * (size_t)rows * hq * dk);
+  float *K = ref_alloc_or_abort(sizeof(float) * (size_t)rows * hkv * dk);
+  float *V = ref_alloc_or_abort(sizeof(float) * (size_t)rows * hkv * dv);
+  float *O = ref_alloc_or_abort(sizeof(float) * (size_t)rows * hq * dv);
   if (!Q || !K || !V || !O) {
     free(Q);
     free(K);
@@ -189,6 +189,13 @@ void *ref_alloc(size_t n) {
   void *p = calloc(n ? n : 1, 1);
   if (!p)
     ref_out_of_memory = 1;
+  return p;
+}
+
+void *ref_alloc_or_abort(size_t n) {
+  void *p = ref_alloc(n);
+  if (!p)
+    abort();
   return p;
 }
 

@@ -60,6 +60,10 @@ void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
  * ref_out_of_memory set.  Zeroed, so that no compiler sees a read before a
  * write. */
 void *ref_alloc(size_t n);
+/* The same, ending the process when out of memory: for the layer
+ * references, which have no status to return and are called only by the
+ * tests and `clattn run --check`, never inside the library. */
+void *ref_alloc_or_abort(size_t n);
 
 /* Set when a reference function ran out of host memory (its outputs are
  * then incomplete); the reference never clears it.  The tuner, which runs

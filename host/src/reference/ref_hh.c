@@ -46,11 +46,11 @@ void ref_hh_layer(int variant, int b, int n, int D, int h, int max_len,
   const size_t rows = (size_t)b * n, width = (size_t)D;
   if (scale == 0.0)
     scale = 1.0 / sqrt((double)dh);
-  float *Q = ref_alloc(sizeof(float) * rows * width);
-  float *K = ref_alloc(sizeof(float) * rows * width);
-  float *V = ref_alloc(sizeof(float) * rows * width);
-  float *H = ref_alloc(sizeof(float) * rows * width);
-  double *p = ref_alloc(sizeof(double) * (size_t)n);
+  float *Q = ref_alloc_or_abort(sizeof(float) * rows * width);
+  float *K = ref_alloc_or_abort(sizeof(float) * rows * width);
+  float *V = ref_alloc_or_abort(sizeof(float) * rows * width);
+  float *H = ref_alloc_or_abort(sizeof(float) * rows * width);
+  double *p = ref_alloc_or_abort(sizeof(double) * (size_t)n);
   matmul(rows, width, width, x, w_q, Q);
   if (variant == 1)
     matmul(rows, width, width, x, w_k, K);

@@ -62,13 +62,13 @@ void ref_sh_layer(const ref_sh *s, const float *x, const float *w_q,
     abort();
   const size_t hd = (size_t)H * dh;
   const double scale = s->scale != 0.0 ? s->scale : 1.0 / sqrt((double)dh);
-  double *K = ref_alloc(sizeof(double) * (size_t)L * hd);
-  double *V = ref_alloc(sizeof(double) * (size_t)L * hd);
-  double *q = ref_alloc(sizeof(double) * hd);
-  double *o = ref_alloc(sizeof(double) * hd);
-  double *part = ref_alloc(sizeof(double) * (size_t)(D > dh ? D : dh));
-  double *p = ref_alloc(sizeof(double) * (size_t)L);
-  double *yr = ref_alloc(sizeof(double) * (size_t)D);
+  double *K = ref_alloc_or_abort(sizeof(double) * (size_t)L * hd);
+  double *V = ref_alloc_or_abort(sizeof(double) * (size_t)L * hd);
+  double *q = ref_alloc_or_abort(sizeof(double) * hd);
+  double *o = ref_alloc_or_abort(sizeof(double) * hd);
+  double *part = ref_alloc_or_abort(sizeof(double) * (size_t)(D > dh ? D : dh));
+  double *p = ref_alloc_or_abort(sizeof(double) * (size_t)L);
+  double *yr = ref_alloc_or_abort(sizeof(double) * (size_t)D);
   double gate[REF_SH_MAX_EXPERTS];
 
   for (int bi = 0; bi < s->b; bi++) {

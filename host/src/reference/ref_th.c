@@ -135,10 +135,10 @@ void ref_th_layer(int b, int n, int D, int hk, int h, int hv, int dk, int dv,
                   const float *wk, const float *wv, const float *wo,
                   const float *p_l, const float *p_w, float *y) {
   const size_t rows = (size_t)b * n;
-  float *Q = ref_alloc(sizeof(float) * rows * hk * dk);
-  float *K = ref_alloc(sizeof(float) * rows * hk * dk);
-  float *V = ref_alloc(sizeof(float) * rows * hv * dv);
-  float *O = ref_alloc(sizeof(float) * rows * hv * dv);
+  float *Q = ref_alloc_or_abort(sizeof(float) * rows * hk * dk);
+  float *K = ref_alloc_or_abort(sizeof(float) * rows * hk * dk);
+  float *V = ref_alloc_or_abort(sizeof(float) * rows * hv * dv);
+  float *O = ref_alloc_or_abort(sizeof(float) * rows * hv * dv);
   matmul(rows, (size_t)D, (size_t)hk * dk, x, wq, Q);
   matmul(rows, (size_t)D, (size_t)hk * dk, x, wk, K);
   matmul(rows, (size_t)D, (size_t)hv * dv, x, wv, V);
