@@ -85,16 +85,7 @@ clattn_status clattn__th_append_cost(const void *desc, const void *plan,
   const double es = (double)clattn_dtype_size(d->dtype);
   const double row = es * ((double)d->heads_k * d->head_dim_k +
                            (double)d->heads_v * d->head_dim_v);
-  /* rows written: of pos[b] .. pos[b]+n_new-1, those in [0, capacity),
-   * in closed form (n_new and the batch may be large) */
-  double rows = 0;
-  for (long b = 0; b < clattn__distinct_seqs(pos, d->batch); b++) {
-    const long p0 = pos ? pos[b] : 0;
-    const long lo = p0 > 0 ? p0 : 0;
-    const long hi = p0 + n_new < d->capacity ? p0 + n_new : d->capacity;
-    rows += (double)(hi > lo ? hi - lo : 0);
-  }
-  rows *= clattn__seq_weight(pos, d->batch);
+  const double rows = clattn__append_rows(pos, d->batch, n_new, d->capacity);
   clattn_cost *c = clattn__model_kernel(out, "th_kv_append");
   const int hm = d->heads_k > d->heads_v ? d->heads_k : d->heads_v;
   const double items = (double)d->batch * n_new * hm;

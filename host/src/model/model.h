@@ -45,5 +45,18 @@ static inline long clattn__distinct_seqs(const int *lens, long batch) {
 static inline double clattn__seq_weight(const int *lens, long batch) {
   return lens ? 1.0 : (double)batch;
 }
+/* Rows a KV append writes: of pos[b] .. pos[b]+n_new-1 (pos NULL: 0 ..),
+ * those inside [0, capacity), in closed form (n_new may be large). */
+static inline double clattn__append_rows(const int *pos, long batch,
+                                         long n_new, long capacity) {
+  double rows = 0;
+  for (long b = 0; b < clattn__distinct_seqs(pos, batch); b++) {
+    const long p0 = pos ? pos[b] : 0;
+    const long lo = p0 > 0 ? p0 : 0;
+    const long hi = p0 + n_new < capacity ? p0 + n_new : capacity;
+    rows += (double)(hi > lo ? hi - lo : 0);
+  }
+  return rows * clattn__seq_weight(pos, batch);
+}
 
 #endif /* CLATTN_MODEL_H */
