@@ -5,10 +5,10 @@
  * the explanation.  Needs a device (the context's fingerprint); the
  * database is written with the public API and with SQLite directly. */
 #define _DEFAULT_SOURCE /* mkdtemp */
+#include "tmpdir.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,26 +20,9 @@
 
 static char tmp_dir[256];
 
-static void tmp_setup(void) {
-  snprintf(tmp_dir, sizeof tmp_dir, "%s/clattn-test-dbread-XXXXXX",
-           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  cr_assert_not_null(mkdtemp(tmp_dir), "mkdtemp failed");
-}
+static void tmp_setup(void) { tt_mkdtemp(tmp_dir, sizeof tmp_dir, "dbread"); }
 
-static void tmp_teardown(void) {
-  DIR *d = opendir(tmp_dir);
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    char sub[1024];
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-      continue;
-    snprintf(sub, sizeof sub, "%s/%s", tmp_dir, e->d_name);
-    unlink(sub);
-  }
-  if (d)
-    closedir(d);
-  rmdir(tmp_dir);
-}
+static void tmp_teardown(void) { tt_rm_rf(tmp_dir); }
 
 TestSuite(db_read, .init = tmp_setup, .fini = tmp_teardown);
 

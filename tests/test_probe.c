@@ -3,11 +3,11 @@
  * processes, schema version, failures). */
 #define _DEFAULT_SOURCE /* mkdtemp, setenv */
 #include "base/clock.h"
+#include "tmpdir.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
 #include <ctype.h>
-#include <dirent.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -21,37 +21,11 @@
 
 static char tmp_dir[256];
 
-static void tmp_setup(void) {
-  snprintf(tmp_dir, sizeof tmp_dir, "%s/clattn-test-probe-XXXXXX",
-           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  cr_assert_not_null(mkdtemp(tmp_dir), "mkdtemp failed");
-}
-
-static void rm_rf(const char *path) {
-  struct stat sb;
-  if (lstat(path, &sb) != 0)
-    return;
-  if (S_ISDIR(sb.st_mode)) {
-    DIR *d = opendir(path);
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-        continue;
-      char sub[1024];
-      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-      rm_rf(sub);
-    }
-    if (d)
-      closedir(d);
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
+static void tmp_setup(void) { tt_mkdtemp(tmp_dir, sizeof tmp_dir, "probe"); }
 
 static void tmp_teardown(void) {
   if (tmp_dir[0])
-    rm_rf(tmp_dir);
+    tt_rm_rf(tmp_dir);
 }
 
 static void tmp_path(char *out, size_t cap, const char *name) {

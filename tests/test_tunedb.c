@@ -4,6 +4,7 @@
  * tuning table.  No OpenCL device needed. */
 #define _DEFAULT_SOURCE /* mkdtemp */
 #include "clattn.h"
+#include "tmpdir.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -23,26 +24,9 @@
 
 static char tmp_dir[256];
 
-static void tmp_setup(void) {
-  snprintf(tmp_dir, sizeof tmp_dir, "%s/clattn-test-tunedb-XXXXXX",
-           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  cr_assert_not_null(mkdtemp(tmp_dir), "mkdtemp failed");
-}
+static void tmp_setup(void) { tt_mkdtemp(tmp_dir, sizeof tmp_dir, "tunedb"); }
 
-static void tmp_teardown(void) {
-  DIR *d = opendir(tmp_dir);
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    char sub[1024];
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-      continue;
-    snprintf(sub, sizeof sub, "%s/%s", tmp_dir, e->d_name);
-    unlink(sub);
-  }
-  if (d)
-    closedir(d);
-  rmdir(tmp_dir);
-}
+static void tmp_teardown(void) { tt_rm_rf(tmp_dir); }
 
 static void tmp_path(char *out, size_t cap, const char *name) {
   snprintf(out, cap, "%s/%s", tmp_dir, name);
