@@ -163,7 +163,10 @@ static int plans_shape(const clattn__family *F, const char *text,
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
   clattn__check_case small;
   char shape_why[128];
-  if (F->parse_shape(text, desc, shape_why, sizeof shape_why) != CLATTN_OK)
+  /* plans expect valid descriptions: a size key set to 1 may make one
+   * invalid (one query head under eight KV heads) */
+  if (F->parse_shape(text, desc, shape_why, sizeof shape_why) != CLATTN_OK ||
+      F->check(desc, shape_why, sizeof shape_why) != CLATTN_OK)
     return 0;
   F->check_case(desc, &small);
   const void *shapes[2] = {desc, small.desc};
