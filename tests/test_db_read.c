@@ -5,6 +5,7 @@
  * the explanation.  Needs a device (the context's fingerprint); the
  * database is written with the public API and with SQLite directly. */
 #define _DEFAULT_SOURCE /* mkdtemp */
+#include "db_lock.h"
 #include "tmpdir.h"
 #include "util.h"
 
@@ -101,53 +102,6 @@ static clattn_profile reported(void) {
   return p;
 }
 
-/* A child that holds a lock on path until the parent closes `release`:
- * "rollback" (the file in rollback-journal mode, BEGIN EXCLUSIVE: readers
- * are locked out) or "wal" (a write transaction in WAL mode, as an import
- * holds one).  Returns once the lock is held. */
-static pid_t hold_lock(const char *path, int wal, int *release) {
-  int ready[2], gate[2];
-  cr_assert_eq(pipe(ready), 0);
-  cr_assert_eq(pipe(gate), 0);
-  pid_t pid = fork();
-  cr_assert_neq(pid, -1);
-  if (pid == 0) {
-    sqlite3 *h = NULL;
-    char c;
-    close(ready[0]);
-    close(gate[1]);
-    if (sqlite3_open(path, &h) != SQLITE_OK ||
-        sqlite3_exec(h,
-                     wal ? "BEGIN IMMEDIATE; DELETE FROM tuning;"
-                         : "PRAGMA journal_mode=DELETE; BEGIN EXCLUSIVE;"
-                           " DELETE FROM tuning;",
-                     NULL, NULL, NULL) != SQLITE_OK)
-      _exit(1);
-    if (write(ready[1], "x", 1) != 1)
-      _exit(2);
-    if (read(gate[0], &c, 1) < 0) /* EOF: the parent is done */
-      _exit(3);
-    sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
-    sqlite3_close(h);
-    _exit(0);
-  }
-  close(ready[1]);
-  close(gate[0]);
-  char c;
-  cr_assert_eq(read(ready[0], &c, 1), 1, "the lock holder failed");
-  close(ready[0]);
-  *release = gate[1];
-  return pid;
-}
-
-static void release_lock(pid_t pid, int release) {
-  int status = 0;
-  close(release);
-  cr_assert_eq(waitpid(pid, &status, 0), pid);
-  cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "holder status %d",
-            status);
-}
-
 /* Another process's exclusive lock (rollback journal): the first call of a
  * new context waits briefly, not 10 s, uses the defaults, says the
  * database was busy, and uses the tuning once the lock is gone. */
@@ -157,10 +111,10 @@ Test(db_read, exclusive_lock_is_not_waited_for) {
   snprintf(path, sizeof path, "%s/locked.db", tmp_dir);
   make_db(path, &p);
   int release;
-  pid_t pid = hold_lock(path, 0, &release);
+  pid_t pid = tdb_hold_lock(path, 0, &release);
   double t = 0;
   clattn_choice ch = explain_new(path, &t);
-  release_lock(pid, release);
+  tdb_release_lock(pid, release);
   cr_expect(t < 1.0, "the first call waited %.3f s for the lock", t);
   cr_expect_eq(ch.source, CLATTN_CHOICE_DEFAULT, "%s", ch.why);
   cr_expect(strstr(ch.why, "busy") != NULL, "explain does not say busy: %s",
@@ -178,10 +132,10 @@ Test(db_read, busy_context_looks_again) {
   make_db(path, &p);
   clattn_ctx *ctx = ctx_with_db(path);
   int release;
-  pid_t pid = hold_lock(path, 0, &release);
+  pid_t pid = tdb_hold_lock(path, 0, &release);
   clattn_choice ch;
   cr_assert_eq(clattn_explain_attention(ctx, &desc, &ch), CLATTN_OK);
-  release_lock(pid, release);
+  tdb_release_lock(pid, release);
   cr_expect_eq(ch.source, CLATTN_CHOICE_DEFAULT, "%s", ch.why);
   cr_assert_eq(clattn_explain_attention(ctx, &desc, &ch), CLATTN_OK);
   cr_expect_eq(ch.source, CLATTN_CHOICE_DEFAULT,
@@ -200,10 +154,10 @@ Test(db_read, wal_writer_does_not_block) {
   snprintf(path, sizeof path, "%s/wal.db", tmp_dir);
   make_db(path, &p);
   int release;
-  pid_t pid = hold_lock(path, 1, &release);
+  pid_t pid = tdb_hold_lock(path, 1, &release);
   double t = 0;
   clattn_choice ch = explain_new(path, &t);
-  release_lock(pid, release);
+  tdb_release_lock(pid, release);
   cr_expect(t < 1.0, "the first call waited %.3f s", t);
   cr_expect_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
   cr_expect_eq(ch.resolved.rows, 2);

@@ -4,6 +4,7 @@
  * tuning table.  No OpenCL device needed. */
 #define _DEFAULT_SOURCE /* mkdtemp */
 #include "clattn.h"
+#include "db_lock.h"
 #include "tmpdir.h"
 
 #include <criterion/criterion.h>
@@ -918,51 +919,6 @@ Test(tunedb, readonly_schema_versions) {
   cr_expect_eq(user_version(path), 6);
 }
 
-/* Holds a lock on path in a child until *release is closed: rollback
- * journal with BEGIN EXCLUSIVE (wal 0), or a write transaction in WAL. */
-static pid_t hold_lock(const char *path, int wal, int *release) {
-  int ready[2], gate[2];
-  cr_assert_eq(pipe(ready), 0);
-  cr_assert_eq(pipe(gate), 0);
-  pid_t pid = fork();
-  cr_assert_neq(pid, -1);
-  if (pid == 0) {
-    sqlite3 *h = NULL;
-    char c;
-    close(ready[0]);
-    close(gate[1]);
-    if (sqlite3_open(path, &h) != SQLITE_OK ||
-        sqlite3_exec(h,
-                     wal ? "BEGIN IMMEDIATE; DELETE FROM tuning;"
-                         : "PRAGMA journal_mode=DELETE; BEGIN EXCLUSIVE;"
-                           " DELETE FROM tuning;",
-                     NULL, NULL, NULL) != SQLITE_OK)
-      _exit(1);
-    if (write(ready[1], "x", 1) != 1)
-      _exit(2);
-    if (read(gate[0], &c, 1) < 0)
-      _exit(3);
-    sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
-    sqlite3_close(h);
-    _exit(0);
-  }
-  close(ready[1]);
-  close(gate[0]);
-  char c;
-  cr_assert_eq(read(ready[0], &c, 1), 1, "the lock holder failed");
-  close(ready[0]);
-  *release = gate[1];
-  return pid;
-}
-
-static void release_lock(pid_t pid, int release) {
-  int status = 0;
-  close(release);
-  cr_assert_eq(waitpid(pid, &status, 0), pid);
-  cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "holder status %d",
-            status);
-}
-
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -976,7 +932,7 @@ Test(tunedb, readonly_open_under_locks) {
   tmp_path(path, sizeof path, "lock.db");
   make_db(path);
   int release;
-  pid_t pid = hold_lock(path, 0, &release);
+  pid_t pid = tdb_hold_lock(path, 0, &release);
   clattn_db *db = NULL;
   double t0 = now_s();
   clattn_status st = clattn_db_open_readonly(path, &db);
@@ -990,7 +946,7 @@ Test(tunedb, readonly_open_under_locks) {
   char msg[1024];
   snprintf(msg, sizeof msg, "%s", clattn_db_errmsg(db));
   clattn_db_close(db);
-  release_lock(pid, release);
+  tdb_release_lock(pid, release);
   cr_expect_eq(st, CLATTN_ERR_DB, "read under an exclusive lock: %d rows", n);
   cr_expect(strstr(msg, "busy") != NULL, "%s", msg);
   cr_expect(t < 1.0, "waited %.3f s", t);
@@ -998,7 +954,7 @@ Test(tunedb, readonly_open_under_locks) {
   /* WAL (the file went back to rollback mode in the child: switch back) */
   cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
   clattn_db_close(db);
-  pid = hold_lock(path, 1, &release);
+  pid = tdb_hold_lock(path, 1, &release);
   t0 = now_s();
   st = clattn_db_open_readonly(path, &db);
   cr_expect_eq(st, CLATTN_OK, "%s", clattn_db_errmsg(NULL));
@@ -1008,7 +964,7 @@ Test(tunedb, readonly_open_under_locks) {
     clattn_db_close(db);
   }
   t = now_s() - t0;
-  release_lock(pid, release);
+  tdb_release_lock(pid, release);
   cr_expect(t < 0.1, "a WAL reader waited %.3f s for a writer", t);
 }
 
