@@ -1007,11 +1007,15 @@ typedef enum clattn_choice_source {
   CLATTN_CHOICE_TUNED_NEAREST = 3,
   CLATTN_CHOICE_TUNED_ARCH = 4,
   CLATTN_CHOICE_MODEL = 5,
-  CLATTN_CHOICE_DEFAULT = 6
+  CLATTN_CHOICE_DEFAULT = 6,
+  /* The tuning data shipped inside the library (clattn_shipped_*), after
+   * the caller's database and before the model: a row of the same vendor
+   * and architecture, else (a CPU) of a CPU with the same vector ISA. */
+  CLATTN_CHOICE_SHIPPED = 7
 } clattn_choice_source;
 
 /* Name of a source ("caller", "override", "tuned", "tuned-nearest",
- * "tuned-arch", "model", "default").
+ * "tuned-arch", "model", "default", "shipped").
  * Errors: none.  Threads: pure, safe. */
 CLATTN_API const char *clattn_choice_source_str(clattn_choice_source s);
 
@@ -1354,6 +1358,143 @@ CLATTN_API clattn_status clattn_model_shape(const char *family,
                                             const clattn_params *params,
                                             const clattn_profile *prof,
                                             clattn_prediction *out);
+
+/* ------------------------------------------------------ shipped tuning */
+
+/* Tuning rows found by clattn's own runs (PoCL on AVX-512 and AVX2 CPUs,
+ * CLBlast's Xgemm included, and any GPU measured), embedded in the library
+ * as a file in clattn_db_export's format.  They form the tier of the
+ * parameter choice after the caller's database (CLATTN_CHOICE_SHIPPED)
+ * and the Xgemm parameters a context applies when its database has none
+ * for the device.  $CLATTN_SHIPPED: "0" or "off" turns the tier off; a
+ * path reads that file instead of the embedded one (a file that does not
+ * parse leaves the tier empty, and clattn_explain_* says why).
+ * clattn_shipped_count: the rows in use (0 when off); clattn_shipped_row:
+ * row i (CLATTN_ERR_NOT_FOUND out of range).
+ * Errors: as above; CLATTN_ERR_NOMEM.  Threads: safe (read once, then
+ * constant). */
+CLATTN_API int clattn_shipped_count(void);
+CLATTN_API clattn_status clattn_shipped_row(int i, clattn_tune_entry *out);
+
+/* What clattn_db_export_as writes. */
+typedef enum clattn_export_format {
+  CLATTN_EXPORT_JSON = 0,    /* every row, clattn_db_export's format */
+  CLATTN_EXPORT_SHIPPED = 1, /* the same format, only what a shipped file
+                                needs: per device, kernel and shape class
+                                the best "ok" row of the current tuning
+                                method */
+  CLATTN_EXPORT_T4 = 2       /* Kernel Tuner's T4 results format (schema
+                                1.0.0): one result per row, the params as
+                                its configuration, the time in ms */
+} clattn_export_format;
+/* clattn_db_export in another format (fingerprint, kernel: NULL for all;
+ * path "-": stdout; written to path + ".tmp", then renamed).
+ * Errors: db, CLATTN_ERR_INVALID_ARG (an unknown format), CLATTN_ERR_IO.
+ * Threads: not with concurrent use of the same db. */
+CLATTN_API clattn_status clattn_db_export_as(clattn_db *db, const char *path,
+                                             clattn_export_format format,
+                                             const char *fingerprint,
+                                             const char *kernel);
+
+/* ---------------------------------------------------------- benchmarks */
+
+/* One benchmarked call: a row of the bench table.  A run benches a
+ * family's shape with the library's choice ("clattn") and with the
+ * family's baselines ("copy": the probe's copy kernel moving the call's
+ * compulsory bytes, every family; "unfused", "clblast", ...: a family's
+ * own), each timed cold in the same run.  The database adds the date and
+ * library version when the row has none. */
+typedef struct clattn_bench_entry {
+  char fingerprint[40]; /* device (clattn_profile.fingerprint) */
+  char device[128];
+  char vendor[64];
+  char arch[64];
+  char driver[64];
+  char family[32];      /* the registry's name: "prefill", "decode", ... */
+  char shape[256];      /* the shape text as run (clattn_tune_shape's) */
+  char shape_class[96]; /* the family's tuning key */
+  char impl[24];        /* "clattn" or a baseline's name */
+  char params[256];     /* clattn: the resolved params; baselines: "" */
+  char params_source[24]; /* clattn: clattn_choice_source_str (tuned,
+                             shipped, model, default, ...); else "" */
+  char params_device[128]; /* the device of the tuning row used, or "" */
+  double median_s;      /* median of the timed runs */
+  double spread;        /* (max - min) / median */
+  double flops;         /* the model's useful FLOPs of the call */
+  double bytes;         /* the model's DRAM bytes of the call */
+  double predicted_s;   /* the model's time on the device's profile (0:
+                           none); baselines: 0 */
+  double roof_s;        /* max(t_memory, t_compute) on that profile */
+  char bound[16];       /* the model's: "memory", "compute", "launch" */
+  double max_err;       /* clattn: largest error against the plain-C
+                           reference on the family's check case; a
+                           baseline: against clattn's output (copy: 0) */
+  char run[48];         /* the run that measured it ("" : set by put) */
+  char library_version[16];
+  char updated[32];     /* UTC, ISO 8601 ("" : now) */
+} clattn_bench_entry;
+
+/* Insert or replace the row of (fingerprint, family, shape, impl, run).
+ * Text UTF-8 without control characters, fingerprint, family, shape,
+ * impl set, times finite and >= 0 (median > 0), else
+ * CLATTN_ERR_INVALID_ARG naming the field.
+ * Errors: db, CLATTN_ERR_INVALID_ARG.  Threads: not with concurrent use of
+ * the same db. */
+CLATTN_API clattn_status clattn_db_put_bench(clattn_db *db,
+                                             const clattn_bench_entry *e);
+/* Rows matching the non-NULL filters, ordered by device, family, shape,
+ * impl and date (newest first); *out is malloc'ed (free() it).
+ * Errors: db, CLATTN_ERR_INVALID_ARG (out or n NULL).  Threads: not with
+ * concurrent use of the same db. */
+CLATTN_API clattn_status clattn_db_list_bench(clattn_db *db,
+                                              const char *fingerprint,
+                                              const char *family,
+                                              clattn_bench_entry **out,
+                                              int *n);
+/* Every stored profile, ordered by name; *out is malloc'ed (free() it).
+ * Errors: db, CLATTN_ERR_INVALID_ARG (out or n NULL), CLATTN_ERR_NOMEM.
+ * Threads: not with concurrent use of the same db. */
+CLATTN_API clattn_status clattn_db_list_profiles(clattn_db *db,
+                                                 clattn_profile **out,
+                                                 int *n);
+
+/* Bench options; zero fields are the defaults. */
+typedef struct clattn_bench_opts {
+  int repeats;        /* timed runs of each implementation (default 7) */
+  int no_baselines;   /* nonzero: time the library's choice alone */
+  const char *run;    /* the run's name (NULL: "<UTC date> <host> <pid>") */
+} clattn_bench_opts;
+
+enum { CLATTN_BENCH_MAX_IMPLS = 4 };
+
+/* What one bench of a shape measured: rows[0] is clattn's, the rest the
+ * family's baselines (ratio = baseline median / clattn median). */
+typedef struct clattn_bench_result {
+  clattn_bench_entry rows[CLATTN_BENCH_MAX_IMPLS];
+  int n;
+} clattn_bench_result;
+
+/* Bench one call of a family given as shape text (clattn_tune_shape's
+ * text; NULL: bench every standard shape is the CLI's loop, not this):
+ * buffers of random data, the library's choice (as any call of the
+ * context would make it) and the family's baselines timed in turn,
+ * inputs rotated cold as the tuner does, the model's prediction on the
+ * device's profile (clattn_profile_for with db), the error against the
+ * reference on the family's check case; the rows are stored in db (NULL:
+ * not stored) under one run name.
+ * Errors: ctx, CLATTN_ERR_INVALID_ARG (family or shape, out NULL, options
+ * out of range), call (as the family's public function), db.  Threads:
+ * safe, context-serialised; not with concurrent use of the same db. */
+CLATTN_API clattn_status clattn_bench_shape(clattn_ctx *ctx, clattn_db *db,
+                                            const char *family,
+                                            const char *shape,
+                                            const clattn_bench_opts *opts,
+                                            clattn_bench_result *out);
+/* Shape j of the family's bench classes: its standard shapes and the
+ * shapes a report compares (decode: MHA, GQA and MQA of one size).  NULL
+ * past the last.
+ * Errors: none.  Threads: pure, safe. */
+CLATTN_API const char *clattn_family_bench_shape(int i, int j);
 
 #ifdef __cplusplus
 }
