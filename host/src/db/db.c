@@ -12,8 +12,9 @@
  * an edit of an old one.  Opening a database written by a newer library
  * (more migrations than this one knows) fails with CLATTN_ERR_DB.
  *
- * Profiles and tuning entries are stored one column per field.  The column
- * tables `cols` (db_profile.c) and `tune_cols` (db_tune.c) are the one
+ * Profiles, tuning entries and bench rows are stored one column per field.
+ * The column tables `cols` (db_profile.c), `tune_cols` (db_tune.c) and
+ * `bench_cols` (db_bench.c) are the one
  * place that maps struct fields to columns: the upserts and the selects
  * are generated from them, and so is the JSON of the tuning rows
  * (clattn__db_tune_cols). */
@@ -87,9 +88,27 @@ static const char *const migrations[] = {
     "ALTER TABLE tuning ADD COLUMN tune_method INTEGER NOT NULL DEFAULT 1;",
     /* 7: the run-time reader's lookup of a device's vendor and arch */
     "CREATE INDEX tuning_device ON tuning (vendor, arch);",
+    /* 8: benchmark rows of clattn bench (clattn_bench_entry), read by the
+     * report per device and family */
+    "CREATE TABLE bench ("
+    " id INTEGER PRIMARY KEY,"
+    " fingerprint TEXT NOT NULL, device TEXT NOT NULL, vendor TEXT NOT NULL,"
+    " arch TEXT NOT NULL, driver TEXT NOT NULL,"
+    " family TEXT NOT NULL, shape TEXT NOT NULL, shape_class TEXT NOT NULL,"
+    " impl TEXT NOT NULL, params TEXT NOT NULL,"
+    " params_source TEXT NOT NULL, params_device TEXT NOT NULL,"
+    " median_s REAL NOT NULL, spread REAL NOT NULL,"
+    " flops REAL NOT NULL, bytes REAL NOT NULL,"
+    " predicted_s REAL NOT NULL, roof_s REAL NOT NULL,"
+    " bound TEXT NOT NULL, max_err REAL NOT NULL,"
+    " run TEXT NOT NULL, library_version TEXT NOT NULL,"
+    " updated TEXT NOT NULL,"
+    " UNIQUE (fingerprint, family, shape, impl, run));"
+    "CREATE INDEX bench_family ON bench (family, device);",
 };
 /* The oldest schema a reader can use (the tuning table's columns of today;
- * later migrations only add indexes). */
+ * later migrations only add indexes, and the bench table, which a reader of
+ * an older file lists as empty). */
 #define MIN_READ_VERSION 6
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -90,6 +90,14 @@ clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
  * characters (lines: newline and tab allowed), else what is wrong. */
 const char *clattn__text_check(const char *s, size_t n, int lines);
 
+/* "YYYY-MM-DDTHH:MM:SSZ", a real calendar date from 2000 on and at most a
+ * day ahead of this clock: 0, else -1 with the reason in why (db_tune.c). */
+int clattn__db_date_check(const char *s, char *why, size_t cap);
+
+/* The default name of a bench run, "<UTC ISO date> <hostname> <pid>"
+ * (db_bench.c). */
+void clattn__bench_run_name(char *buf, size_t cap);
+
 /* Call row(e, user) for each "ok" tuning row of the device fingerprint, or
  * of another device of the same vendor and arch (none when arch is ""),
  * ordered by fingerprint, kernel, shape class and time: the rows the

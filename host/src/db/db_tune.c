@@ -86,9 +86,7 @@ static int month_days(int y, int m) {
   return m == 2 && leap ? 29 : d[m - 1];
 }
 
-/* "YYYY-MM-DDTHH:MM:SSZ", a real calendar date from 2000 on and not past
- * now plus the skew: 0, else -1 with the reason in why. */
-static int check_date(const char *s, char *why, size_t cap) {
+int clattn__db_date_check(const char *s, char *why, size_t cap) {
   static const char pat[] = "dddd-dd-ddTdd:dd:ddZ";
   int v[6] = {0}, k = 0;
   for (size_t i = 0; i < sizeof pat; i++) {
@@ -249,7 +247,7 @@ clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
       if (!strcmp(cols[i].name, required[k]) &&
           !((const char *)e + cols[i].off)[0])
         return bad(why, cap, required[k], "%s", "is empty");
-  if (check_date(e->updated, reason, sizeof reason) != 0)
+  if (clattn__db_date_check(e->updated, reason, sizeof reason) != 0)
     return bad(why, cap, "updated", "%s", reason);
   static const char *const statuses[] = {"ok", "wrong", "failed", "timeout",
                                          "slow"};
