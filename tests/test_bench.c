@@ -58,7 +58,7 @@ static int valid_source(const char *s) {
 static clattn_bench_result bench_ok(const char *family, const char *shape,
                                     const char *run) {
   clattn_bench_result r;
-  clattn_bench_opts o = {3, 0, run};
+  clattn_bench_opts o = {.repeats = 3, .run = run};
   cr_assert_eq(clattn_bench_shape(ctx, db, family, shape, &o, &r), CLATTN_OK,
                "%s", clattn_ctx_errmsg(ctx));
   cr_assert_geq(r.n, 2, "clattn and at least copy");
@@ -136,25 +136,30 @@ Test(bench, decode_shape) {
 
 Test(bench, no_baselines_and_no_db) {
   clattn_bench_result r;
-  clattn_bench_opts o = {2, 1, NULL};
-  cr_assert_eq(clattn_bench_shape(ctx, NULL, "decode",
-                                  "batch=1 kv-seq=64 heads=2 head-dim=16", &o,
-                                  &r),
+  clattn_bench_opts o = {.repeats = 2, .no_baselines = 1};
+  const char *shape = "batch=1 kv-seq=64 heads=2 head-dim=16";
+  cr_assert_eq(clattn_bench_shape(ctx, NULL, "decode", shape, &o, &r),
                CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
   cr_expect_eq(r.n, 1);
   cr_expect_gt(r.rows[0].median_s, 0);
+  cr_expect_eq(r.rows[0].roof_s, 0, "no database: no measured profile");
   cr_expect_gt(strlen(r.rows[0].run), 20, "a default run name: %s",
                r.rows[0].run);
+  /* no_store: the database's profile, nothing stored */
+  o.no_store = 1;
+  cr_assert_eq(clattn_bench_shape(ctx, db, "decode", shape, &o, &r),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_expect_gt(r.rows[0].roof_s, 0, "the stored profile's roofline");
   clattn_bench_entry *rows = NULL;
   int n = -1;
   cr_assert_eq(clattn_db_list_bench(db, NULL, NULL, &rows, &n), CLATTN_OK);
-  cr_expect_eq(n, 0, "db NULL: nothing stored");
+  cr_expect_eq(n, 0, "db NULL or no_store: nothing stored");
   free(rows);
 }
 
 Test(bench, errors) {
   clattn_bench_result r;
-  clattn_bench_opts o = {0, 0, NULL};
+  clattn_bench_opts o = {.repeats = 0};
   const char *ok = "batch=1 kv-seq=64 heads=2 head-dim=16";
   cr_expect_eq(clattn_bench_shape(ctx, db, "nosuch", ok, &o, &r),
                CLATTN_ERR_INVALID_ARG);

@@ -385,7 +385,7 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
     }
   }
   out->n = B.n;
-  if (db)
+  if (db && !(opts && opts->no_store))
     CLATTN_TRY(store(ctx, db, out));
 done:
   bench_free(&B);
