@@ -1,7 +1,7 @@
 #!/bin/bash
-# tests/cli.sh BUILD_DIR - the probe, model, db, tune and explain commands
-# end to end on the default device (PoCL in CI): every command must succeed,
-# its JSON must parse, and bad input must give exit status 2 with a
+# tests/cli.sh BUILD_DIR - the probe, model, db, tune, explain and bench
+# commands end to end on the default device (PoCL in CI): every command must
+# succeed, its JSON must parse, and bad input must give exit status 2 with a
 # message.  The database is a temporary file.
 set -u
 build=${1:?usage: cli.sh BUILD_DIR}
@@ -577,6 +577,38 @@ if command -v script >/dev/null; then
 else
   echo "note: no script(1); the progress line is checked by test_cli_options"
 fi
+
+# clattn bench: small shapes into the temporary database (its profile is
+# the probe's above), the rows stored under the run's name; bad input: 2
+run "bench prefill" 0 "$clattn" bench prefill --seq 40 --kv-seq 53 \
+  --heads 4 --kv-heads 2 --head-dim 16 --causal --repeats 2 --run cli-run
+has "bench prints the unfused baseline's ratio" "unfused [0-9.]*x"
+has "bench prints the roofline fraction" "% roof"
+run "bench decode as shape text, JSON" 0 "$clattn" bench decode \
+  "batch=1 kv-seq=300 heads=4 kv-heads=1 head-dim=32" --repeats 2 \
+  --run cli-run --json
+json "bench decode --json"
+has "bench JSON has the copy row" '"impl": "copy"'
+n=$(python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+print(c.execute("SELECT count(*) FROM bench WHERE run = ?",
+                ("cli-run",)).fetchone()[0])' "$CLATTN_DB" 2>&1)
+[ "$n" = 5 ] && ok "bench stored 5 rows (clattn, unfused, copy; clattn, copy)" ||
+  bad "bench stored '$n' rows, want 5"
+run "bench --no-store" 0 "$clattn" bench decode \
+  "batch=1 kv-seq=64 heads=2 head-dim=16" --repeats 1 --no-store \
+  --no-baselines --run cli-nostore
+n=$(python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+print(c.execute("SELECT count(*) FROM bench WHERE run = ?",
+                ("cli-nostore",)).fetchone()[0])' "$CLATTN_DB" 2>&1)
+[ "$n" = 0 ] && ok "bench --no-store stored nothing" ||
+  bad "bench --no-store stored '$n' rows"
+run "bench of an unknown family" 2 "$clattn" bench nosuch
+has "bench names the unknown family" "unknown 'nosuch'" "$tmp/err"
+run "bench of a bad shape" 2 "$clattn" bench decode "batch=1 bogus=2"
+has "bench names the bad key" "bogus" "$tmp/err"
+run "bench all with a shape flag" 2 "$clattn" bench all --heads 3
 
 echo "cli.sh: $fails failure(s)"
 [ "$fails" = 0 ]
