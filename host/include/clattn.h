@@ -1443,7 +1443,8 @@ typedef struct clattn_bench_entry {
 CLATTN_API clattn_status clattn_db_put_bench(clattn_db *db,
                                              const clattn_bench_entry *e);
 /* Rows matching the non-NULL filters, ordered by device, family, shape,
- * impl and date (newest first); *out is malloc'ed (free() it).
+ * impl and date (newest first); *out is malloc'ed (free() it).  A
+ * read-only handle lists too (a file older than the bench table: none).
  * Errors: db, CLATTN_ERR_INVALID_ARG (out or n NULL).  Threads: not with
  * concurrent use of the same db. */
 CLATTN_API clattn_status clattn_db_list_bench(clattn_db *db,
