@@ -24,57 +24,13 @@
 #include <string.h>
 
 #include "bench_common.h"
-
-/* ---------------------------------------------------------- kernels */
-
-static const char bench_cl[] =
-    "/* Unfused baseline softmax: one work-item per logits row of length m,\n"
-    " * in place.  Row r is query i = r % n; causal: keys t <= m - n + i. */\n"
-    "__kernel void softmax_rows(__global float *s, int n, int m, float scale,\n"
-    "                           int causal)\n"
-    "{\n"
-    "  size_t row = get_global_id(0);\n"
-    "  int i = (int)(row % (size_t)n);\n"
-    "  int lim = causal ? min(m, m - n + i + 1) : m;\n"
-    "  __global float *r = s + row * (size_t)m;\n"
-    "  int t;\n"
-    "  if (lim <= 0) {\n"
-    "    for (t = 0; t < m; t++) r[t] = 0.0f;\n"
-    "    return;\n"
-    "  }\n"
-    "  float16 mv = (float16)(-INFINITY);\n"
-    "  for (t = 0; t + 16 <= lim; t += 16) mv = fmax(mv, vload16(0, r + t));\n"
-    "  float8 m8 = fmax(mv.lo, mv.hi);\n"
-    "  float4 m4 = fmax(m8.lo, m8.hi);\n"
-    "  float mx = fmax(fmax(m4.x, m4.y), fmax(m4.z, m4.w));\n"
-    "  for (; t < lim; t++) mx = fmax(mx, r[t]);\n"
-    "  float16 sv = (float16)(0.0f);\n"
-    "  for (t = 0; t + 16 <= lim; t += 16) {\n"
-    "    float16 e = exp((vload16(0, r + t) - mx) * scale);\n"
-    "    vstore16(e, 0, r + t);\n"
-    "    sv += e;\n"
-    "  }\n"
-    "  float8 s8 = sv.lo + sv.hi;\n"
-    "  float4 s4 = s8.lo + s8.hi;\n"
-    "  float sum = (s4.x + s4.y) + (s4.z + s4.w);\n"
-    "  for (; t < lim; t++) {\n"
-    "    float e = exp((r[t] - mx) * scale);\n"
-    "    r[t] = e;\n"
-    "    sum += e;\n"
-    "  }\n"
-    "  float inv = 1.0f / sum;\n"
-    "  for (t = 0; t + 16 <= lim; t += 16)\n"
-    "    vstore16(vload16(0, r + t) * inv, 0, r + t);\n"
-    "  for (; t < lim; t++) r[t] *= inv;\n"
-    "  for (; t < m; t++) r[t] = 0.0f;\n"
-    "}\n";
+#include "runtime/runtime.h"
 
 /* ------------------------------------------------------------ setup */
 
 static void bench_init(bench *B, const char *device)
 {
   clattn_ctx_opts o;
-  cl_int err = CL_SUCCESS;
   memset(&o, 0, sizeof o);
   o.device = device;
   o.profiling = 1;
@@ -83,9 +39,10 @@ static void bench_init(bench *B, const char *device)
   B->queue = clattn_ctx_queue(B->ctx);
   B->device = clattn_ctx_device(B->ctx);
 
-  B->prog = bench_program(B, bench_cl, "bench kernels");
-  B->k_softmax = clCreateKernel(B->prog, "softmax_rows", &err);
-  CK(err);
+  /* the library's own unfused softmax (cl/unfused.cl), the one `clattn
+   * bench` runs: the context owns the kernel */
+  CKA(B, clattn__kernel(B->ctx, "unfused.cl", "", "softmax_rows",
+                        &B->k_softmax));
 }
 
 static void print_device(bench *B)

@@ -160,8 +160,6 @@ void bench_cleanup(bench *B)
   g_bench = NULL;
   if (B->queue != NULL)
     clFinish(B->queue);
-  if (B->k_softmax != NULL)
-    clReleaseKernel(B->k_softmax);
   if (B->prog != NULL)
     clReleaseProgram(B->prog);
   clattn_ctx_destroy(B->ctx);

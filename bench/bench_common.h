@@ -17,7 +17,7 @@ typedef struct bench {
   cl_command_queue queue;
   cl_device_id device;
   cl_program prog;
-  cl_kernel k_softmax; /* bench_cl's softmax_rows, for the unfused paths */
+  cl_kernel k_softmax; /* cl/unfused.cl's softmax_rows (the context's) */
   int quick;
   int reps;
   const char *json_path;
