@@ -200,6 +200,15 @@ Test(bench, bench_shapes) {
     if (clattn_family_standard_shape(i, 0))
       cr_expect_not_null(clattn_family_bench_shape(i, 0), "%s",
                          clattn_family_name(i));
+    /* every bench shape is a valid call of its family */
+    for (int j = 0; clattn_family_bench_shape(i, j); j++) {
+      clattn_prediction pred;
+      const char *shape = clattn_family_bench_shape(i, j);
+      cr_expect_eq(clattn_model_shape(clattn_family_name(i), shape, NULL,
+                                      &prof, &pred),
+                   CLATTN_OK, "%s %s: %s", clattn_family_name(i), shape,
+                   pred.errmsg);
+    }
   }
   cr_assert_geq(decode, 0);
   const char *trio[3] = {
