@@ -170,6 +170,12 @@ Test(bench, errors) {
                CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_bench_shape(ctx, db, "decode", NULL, &o, &r),
                CLATTN_ERR_INVALID_ARG);
+  char long_shape[400];
+  snprintf(long_shape, sizeof long_shape, "%s%300s", ok, "");
+  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", long_shape, &o, &r),
+               CLATTN_ERR_INVALID_ARG, "a shape text longer than a row's");
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), "at most") != NULL, "%s",
+            clattn_ctx_errmsg(ctx));
   cr_expect_eq(clattn_bench_shape(ctx, db, "decode", ok, &o, NULL),
                CLATTN_ERR_INVALID_ARG);
   o.repeats = -1;

@@ -277,6 +277,11 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
   if ((rc = clattn__shape_parse(family, shape, NULL, &B.F, B.desc, why,
                                 sizeof why)))
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "%s", why);
+  /* the rows hold the shape text as given */
+  if (strlen(shape) >= sizeof out->rows[0].shape)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "shape text of %zu characters (at most %zu)",
+                        strlen(shape), sizeof out->rows[0].shape - 1);
   B.ctx = ctx;
   if ((rc = clattn__explain(ctx, B.F, B.desc, &ch)))
     return rc;
