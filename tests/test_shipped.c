@@ -194,6 +194,27 @@ Test(shipped, caller_params_win) {
   clattn_ctx_destroy(ctx);
 }
 
+/* The projection family (its own GEMM kernel or CLBlast's) goes through
+ * the choice, and so takes the shipped tier too. */
+Test(shipped, projection_family) {
+  const clattn_profile p = reported();
+  if (!p.arch[0])
+    cr_skip_test("the device reports no arch");
+  clattn_tune_entry e =
+      row("f0", p.vendor, p.arch, "projection", "f32 m64 n64 in64",
+          "variant=1 rows=4 keys=32 wg=0 splits=16 prefetch=0 scheme=1",
+          1e-5);
+  use_shipped(write_shipped("proj.json", &e, 1));
+  clattn_ctx *ctx = ctx_with_db(no_db());
+  clattn_choice ch;
+  cr_assert_eq(clattn_explain_shape(ctx, "projection", "m=64 n=64 k=64",
+                                    NULL, &ch),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_expect_eq(ch.source, CLATTN_CHOICE_SHIPPED, "%s", ch.why);
+  cr_expect_eq(ch.params.scheme, 1, "%s", ch.why);
+  clattn_ctx_destroy(ctx);
+}
+
 /* A row of another vendor and arch is not used. */
 Test(shipped, other_vendor_and_arch_not_used) {
   clattn_tune_entry e = row("f0", "Some GPU Vendor", "gfx1100", "prefill",
