@@ -9,6 +9,7 @@ clattn="$build/host/cli/clattn"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export CLATTN_DB="$tmp/tuning.db"
+export CLATTN_SHIPPED=0 # the sources below are the database's
 export CLATTN_CACHE_DIR="$build/tests/clattn-cache"
 fails=0
 ok() { echo "ok:   $*"; }
@@ -609,6 +610,38 @@ has "bench names the unknown family" "unknown 'nosuch'" "$tmp/err"
 run "bench of a bad shape" 2 "$clattn" bench decode "batch=1 bogus=2"
 has "bench names the bad key" "bogus" "$tmp/err"
 run "bench all with a shape flag" 2 "$clattn" bench all --heads 3
+# db export's formats and filters (tests/t4_check.py: Kernel Tuner's T4
+# results schema).
+run "db export --format shipped" 0 "$clattn" db export "$tmp/shipped.json" \
+  --format shipped
+if python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+keys = [(e["fingerprint"], e["kernel"], e["shape_class"]) for e in d["entries"]]
+sys.exit(0 if d["clattn_tuning"] == 1 and keys and len(keys) == len(set(keys))
+         and all(e["status"] == "ok" for e in d["entries"]) else 1)
+' "$tmp/shipped.json"; then ok "db export --format shipped: one ok row per key"
+else bad "db export --format shipped: not one ok row per key"; fi
+run "shipped export imports" 0 "$clattn" db import "$tmp/shipped.json" \
+  --db "$tmp/shipped.db"
+run "db export --format t4" 0 "$clattn" db export "$tmp/t4.json" --format t4
+run "t4 export passes the schema check" 0 python3 \
+  "$(dirname "$0")/t4_check.py" "$tmp/t4.json"
+run "db export --kernel prefill" 0 "$clattn" db export - --kernel prefill
+python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+sys.exit(0 if d["entries"] and all(e["kernel"] == "prefill"
+                                   for e in d["entries"]) else 1)
+' <"$tmp/out" && ok "db export --kernel filters" ||
+  bad "db export --kernel: other kernels or none"
+run "db export --device (present)" 0 "$clattn" db export - --device 0 \
+  --format t4
+json "db export --device --format t4"
+run "db export --format bogus" 2 "$clattn" db export - --format bogus
+run "db export --device with --all-devices" 2 "$clattn" db export - \
+  --device 0 --all-devices
+run "db export --class (not its option)" 2 "$clattn" db export - --class x
 
 echo "cli.sh: $fails failure(s)"
 [ "$fails" = 0 ]

@@ -22,6 +22,7 @@ ninja -C "$dir" tests/threads_main >"$root/tsan-build.log" 2>&1 ||
   { tail -40 "$root/tsan-build.log"; exit 1; }
 export CLATTN_CACHE_DIR="$root/tests/clattn-cache"
 export CLATTN_DB="$root/tests/no-such-tuning.db"
+export CLATTN_SHIPPED=0
 export CLATTN_PARAMS=
 # every report printed, then exit status 66
 export TSAN_OPTIONS="suppressions=$src/tests/sanitizers/tsan.supp \

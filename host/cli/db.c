@@ -3,7 +3,9 @@
  *   clattn db path   [--db PATH]
  *   clattn db list   [--kernel K] [--class C] [--all-devices | --device D]
  *                    [--json] [--db PATH]
- *   clattn db export FILE [--db PATH]     (FILE "-": stdout)
+ *   clattn db export FILE [--format json|shipped|t4]
+ *                    [--device D | --all-devices] [--kernel K] [--db PATH]
+ *                                         (FILE "-": stdout)
  *   clattn db import FILE [--db PATH]     (FILE "-": stdin) */
 #include "cli.h"
 #include "options.h"
@@ -17,7 +19,9 @@ static const char db_usage[] =
   "usage: clattn db path [--db PATH]\n"
   "       clattn db list [--kernel K] [--class C] [--all-devices |\n"
   "                      --device SEL] [--json] [--db PATH]\n"
-  "       clattn db export FILE [--db PATH]\n"
+  "       clattn db export FILE [--format json|shipped|t4]\n"
+  "                 [--device SEL | --all-devices] [--kernel K]\n"
+  "                 [--db PATH]\n"
   "       clattn db import FILE [--db PATH]\n"
   "path: print the database's path (default $CLATTN_DB, else\n"
   "  $XDG_DATA_HOME/clattn/tuning.db or ~/.local/share/clattn/tuning.db;\n"
@@ -29,14 +33,29 @@ static const char db_usage[] =
   "  clattn tune measures them again).  Only the present device's\n"
   "  (--device SEL, default $CLATTN_DEVICE) unless --all-devices;\n"
   "  --kernel / --class filter; --json prints the rows themselves.\n"
-  "export: write every tuning row as JSON to FILE ('-': stdout).\n"
+  "export: write the tuning rows to FILE ('-': stdout): every row as\n"
+  "  JSON (--format json, the default), only the best 'ok' row of the\n"
+  "  current tuning method per device, kernel and shape class (shipped:\n"
+  "  a file for $CLATTN_SHIPPED), or Kernel Tuner's T4 results (t4);\n"
+  "  every device's rows unless --device, every kernel's unless\n"
+  "  --kernel.\n"
   "import: merge a JSON file from export ('-': stdin): new rows are\n"
   "  added, a stored row is replaced only by a newer one; all or nothing.\n";
 
 typedef struct db_opts {
   const char *db, *kernel, *shape_class, *device, *file;
   int all_devices, json;
+  int format; /* clattn_export_format */
 } db_opts;
+
+static int parse_format(const char *v, void *field) {
+  int *f = field;
+  *f = !strcmp(v, "json")      ? CLATTN_EXPORT_JSON
+       : !strcmp(v, "shipped") ? CLATTN_EXPORT_SHIPPED
+       : !strcmp(v, "t4")      ? CLATTN_EXPORT_T4
+                               : -1;
+  return *f < 0 ? -1 : 0;
+}
 
 /* The actions' bits in cli_option.scope. */
 enum { D_PATH = 1, D_LIST = 2, D_EXPORT = 4, D_IMPORT = 8 };
@@ -45,16 +64,18 @@ enum { D_PATH = 1, D_LIST = 2, D_EXPORT = 4, D_IMPORT = 8 };
 static const cli_option db_options[] = {
   {"db", CLI_STR, DOFF(db), 0, NULL, 0, "PATH",
    "the tuning database (default $CLATTN_DB)"},
-  {"kernel", CLI_STR, DOFF(kernel), 0, NULL, D_LIST, "K",
+  {"kernel", CLI_STR, DOFF(kernel), 0, NULL, D_LIST | D_EXPORT, "K",
    "only this kernel's entries"},
   {"class", CLI_STR, DOFF(shape_class), 0, NULL, D_LIST, "C",
    "only this shape class's entries"},
-  {"device", CLI_STR, DOFF(device), 0, NULL, D_LIST, "SEL",
-   "this device's entries (default $CLATTN_DEVICE)"},
+  {"device", CLI_STR, DOFF(device), 0, NULL, D_LIST | D_EXPORT, "SEL",
+   "this device's entries (list: default $CLATTN_DEVICE)"},
   {"json", CLI_FLAG, DOFF(json), 0, NULL, D_LIST, NULL,
    "print the rows as JSON"},
-  {"all-devices", CLI_FLAG, DOFF(all_devices), 0, NULL, D_LIST, NULL,
-   "every device's entries"},
+  {"all-devices", CLI_FLAG, DOFF(all_devices), 0, NULL, D_LIST | D_EXPORT,
+   NULL, "every device's entries (export: the default)"},
+  {"format", CLI_FN, DOFF(format), 0, parse_format, D_EXPORT,
+   "json|shipped|t4", "what export writes (default json)"},
 };
 
 /* Options and FILE after the action (scope: its bit); 0, CLI_USAGE or
@@ -210,26 +231,34 @@ static int print_rows_json(const clattn_tune_entry *rows, int n) {
   return CLI_OK;
 }
 
+/* The reported profile of device SEL (NULL: $CLATTN_DEVICE); 0 or the
+ * exit status, the problem printed. */
+static int device_profile(const char *what, const char *sel,
+                          clattn_profile *p) {
+  clattn_ctx *ctx = NULL;
+  int rc = cli_ctx_create(sel, &ctx);
+  if (rc) {
+    cli_err("%s: the present device's entries need a device; "
+            "--all-devices takes every device's",
+            what);
+    return rc;
+  }
+  clattn_status st = clattn_profile_reported(ctx, p);
+  if (st != CLATTN_OK)
+    rc = cli_lib_fail(ctx, "clattn_profile_reported", st);
+  clattn_ctx_destroy(ctx);
+  return rc;
+}
+
 static int db_list(clattn_db *db, const db_opts *o) {
   clattn_profile p;
   clattn_tune_entry *rows = NULL;
   const char *fp = NULL;
   int n = 0, rc;
   if (!o->all_devices) {
-    clattn_ctx *ctx = NULL;
-    rc = cli_ctx_create(o->device, &ctx);
-    if (rc) {
-      cli_err("db list: the present device's entries need a device; "
-              "--all-devices lists every device's");
+    rc = device_profile("db list", o->device, &p);
+    if (rc)
       return rc;
-    }
-    clattn_status st = clattn_profile_reported(ctx, &p);
-    if (st != CLATTN_OK) {
-      rc = cli_lib_fail(ctx, "clattn_profile_reported", st);
-      clattn_ctx_destroy(ctx);
-      return rc;
-    }
-    clattn_ctx_destroy(ctx);
     fp = p.fingerprint;
   }
   clattn_status st =
@@ -305,19 +334,25 @@ int cli_db(int argc, char **argv) {
     rc = db_list(db, &o);
     break;
   case 'e': {
-    clattn_tune_entry *rows = NULL;
-    int n = 0;
-    st = clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n);
-    free(rows);
-    if (st == CLATTN_OK)
-      st = clattn_db_export(db, o.file);
+    clattn_profile p;
+    const char *fp = NULL;
+    if (o.device) {
+      rc = device_profile("db export", o.device, &p);
+      if (rc)
+        break;
+      fp = p.fingerprint;
+    }
+    st = clattn_db_export_as(db, o.file, (clattn_export_format)o.format, fp,
+                             o.kernel);
     if (st != CLATTN_OK) {
       cli_err("db export: %s", clattn_db_errmsg(db)); /* names the file */
       rc = CLI_FAIL;
+    } else if (strcmp(o.file, "-") != 0) {
+      static const char *const names[] = {"json", "shipped", "t4"};
+      printf("exported the tuning rows of %s%s%s to %s (%s)\n",
+             clattn_db_path(db), fp ? " for " : "", fp ? p.name : "", o.file,
+             names[o.format]);
     }
-    else if (strcmp(o.file, "-") != 0)
-      printf("exported %d tuning row%s from %s to %s\n", n, n == 1 ? "" : "s",
-             clattn_db_path(db), o.file);
     break;
   }
   default: {

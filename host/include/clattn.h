@@ -996,7 +996,8 @@ CLATTN_API clattn_status clattn_model_switchhead_paper(
  * (clattn_ctx_set_params or $CLATTN_PARAMS), a tuning entry of this device
  * and the call's shape class, of this device and the nearest tuned shape
  * class, of another device of the same vendor and architecture, the
- * model's predicted best candidate of the default's kernel variant (only
+ * shipped tuning data's (clattn_shipped_count), the model's predicted best
+ * candidate of the default's kernel variant (only
  * when the model predicts it at least 10% faster than the default, and
  * only with a datasheet profile or a measured one whose stored model
  * checks are within 30%), and the built-in default. */

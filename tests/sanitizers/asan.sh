@@ -39,6 +39,7 @@ export CLATTN_TEST_SUBSET=small
 # sanitizers watch the host code, and a warm cache keeps the run short.
 export CLATTN_CACHE_DIR="$build/tests/clattn-cache"
 export CLATTN_DB="$logs/no-such-tuning.db"
+export CLATTN_SHIPPED=0
 export CLATTN_PARAMS=
 unset CLATTN_DEVICE
 # LeakSanitizer's tracer, which stops the process's threads with ptrace

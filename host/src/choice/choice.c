@@ -3,7 +3,10 @@
  * Order (clattn_choice_source): the caller's params, an override
  * (clattn_ctx_set_params, $CLATTN_PARAMS), a tuning entry of this device
  * for the call's shape class, of this device for the nearest tuned class,
- * of a device of the same vendor and architecture, the model's predicted
+ * of a device of the same vendor and architecture, the shipped data's row
+ * (db/shipped.c) of the same vendor and architecture, else for a CPU of
+ * the same vector ISA class (each the exact class, else the nearest), the
+ * model's predicted
  * best candidate of the default's kernel variant when it predicts a gain
  * of at least 10% over the default (only with a datasheet profile, or a
  * measured one whose model checks are within 30%), and the default plan.
@@ -19,6 +22,7 @@
  * are memoised per family and shape class. */
 #include "choice/choice.h"
 #include "base/clock.h"
+#include "base/cpu_isa.h"
 #include "db/db.h"
 
 #include <errno.h>
@@ -42,8 +46,10 @@ typedef struct clattn__tuning {
   clattn_tune_entry *e; /* best ok rows per (device, kernel, class) */
   int n;
   char fingerprint[40], vendor[64], arch[64];
+  int is_cpu;
   clattn_profile prof;  /* for the model's pick */
   int has_model;        /* the model may pick (see tuning()) */
+  int no_tuning;        /* tuning is off: no shipped rows either */
   char model_note[160]; /* why it may or may not */
   char note[352];       /* what was loaded, or why nothing */
   double retry_at;      /* the database was busy: read it again from this
@@ -95,8 +101,10 @@ clattn_status clattn__choice_init(clattn_ctx *ctx, const clattn_ctx_opts *o) {
     if (rc)
       return rc;
   }
-  if (o->no_tuning || env_on("CLATTN_NO_TUNING"))
+  if (o->no_tuning || env_on("CLATTN_NO_TUNING")) {
+    C->no_tuning = 1;
     return CLATTN_OK;
+  }
   errno = 0;
   C->tuning_db =
       o->tuning_db ? strdup(o->tuning_db) : clattn__db_default_path();
@@ -225,9 +233,11 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
     snprintf(T->fingerprint, sizeof T->fingerprint, "%s", rep.fingerprint);
     snprintf(T->vendor, sizeof T->vendor, "%s", rep.vendor);
     snprintf(T->arch, sizeof T->arch, "%s", rep.arch);
+    T->is_cpu = rep.is_cpu;
     T->prof = rep;
   }
   clattn_db *db = NULL;
+  T->no_tuning = C->no_tuning;
   rc = clattn__tuning_db_open(ctx, &db, T->note, sizeof T->note);
   if (rc == CLATTN_OK && db != NULL) {
     if (clattn__db_scan_usable(db, T->fingerprint, T->vendor, T->arch,
@@ -412,6 +422,65 @@ static void fill_entry(clattn_choice *ch, const clattn_tune_entry *e) {
   ch->entry_median_s = e->median_s;
 }
 
+/* What a tier's search needs of the call. */
+typedef struct tier_call {
+  const clattn__family *F;
+  const clattn__target *t;
+  const void *desc;
+  const char *cls;
+  void *copy, *pl;
+  char *tried; /* the first row that did not fit, for the why */
+  size_t tried_cap;
+} tier_call;
+
+/* Tier filters: a row of this device (*arg 1) or of another (0); a
+ * shipped row of match level *arg (clattn__shipped_match). */
+static int same_device(const clattn_tune_entry *r, const void *arg,
+                       const clattn__tuning *T) {
+  return (strcmp(r->fingerprint, T->fingerprint) == 0) == *(const int *)arg;
+}
+static int shipped_level(const clattn_tune_entry *r, const void *arg,
+                         const clattn__tuning *T) {
+  return clattn__shipped_match(r, T->vendor, T->arch, T->is_cpu) ==
+         *(const int *)arg;
+}
+
+/* The row of the call's family among rows that keep() accepts, of the
+ * nearest shape class (exact: that class only) and then the fastest,
+ * whose params plan for the call; NULL when none. */
+static const clattn_tune_entry *
+best_row(const tier_call *k, const clattn_tune_entry *rows, int n, int exact,
+         int (*keep)(const clattn_tune_entry *, const void *,
+                     const clattn__tuning *),
+         const void *arg, const clattn__tuning *T) {
+  const clattn_tune_entry *best = NULL;
+  double bd = 0;
+  char why[256];
+  for (int i = 0; i < n; i++) {
+    const clattn_tune_entry *r = &rows[i];
+    if (strcmp(r->kernel, k->F->name) != 0 || !keep(r, arg, T))
+      continue;
+    double dist = class_distance(k->cls, r->shape_class);
+    if (dist < 0 || (exact && dist > 0))
+      continue;
+    clattn_params p;
+    if (clattn_params_parse(r->params, &p) != CLATTN_OK ||
+        clattn__plan_params(k->F, k->t, k->desc, &p, k->copy, k->pl, why,
+                            sizeof why) != CLATTN_OK) {
+      if (!k->tried[0])
+        snprintf(k->tried, k->tried_cap, "entry %.96s does not fit: %.120s",
+                 r->shape_class, why);
+      continue;
+    }
+    if (best == NULL || dist < bd ||
+        (dist == bd && r->median_s < best->median_s)) {
+      best = r;
+      bd = dist;
+    }
+  }
+  return best;
+}
+
 clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
                              const void *desc, clattn_choice *ch, void *pl) {
   const clattn__target t = clattn__ctx_target(ctx);
@@ -451,33 +520,12 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
                         "out of host memory for the tuning entries");
   {
     clattn__appendf(ch->why, sizeof ch->why, "%s; ", T->note);
+    const tier_call k = {F, &t, desc, cls, copy, pl, tried, sizeof tried};
     /* 0: this device, this class; 1: this device, nearest; 2: kin */
     for (int pass = 0; pass < 3; pass++) {
-      const clattn_tune_entry *best = NULL;
-      double bd = 0;
-      for (int i = 0; i < T->n; i++) {
-        const clattn_tune_entry *r = &T->e[i];
-        int mine = strcmp(r->fingerprint, T->fingerprint) == 0;
-        if (strcmp(r->kernel, fam) != 0 || mine != (pass < 2))
-          continue;
-        double dist = class_distance(cls, r->shape_class);
-        if (dist < 0 || (pass == 0 && dist > 0))
-          continue;
-        clattn_params p;
-        if (clattn_params_parse(r->params, &p) != CLATTN_OK ||
-            clattn__plan_params(F, &t, desc, &p, copy, pl, why, sizeof why) !=
-                CLATTN_OK) {
-          if (!tried[0])
-            snprintf(tried, sizeof tried, "entry %.96s does not fit: %.120s",
-                     r->shape_class, why);
-          continue;
-        }
-        if (best == NULL || dist < bd ||
-            (dist == bd && r->median_s < best->median_s)) {
-          best = r;
-          bd = dist;
-        }
-      }
+      const int mine = pass < 2;
+      const clattn_tune_entry *best =
+          best_row(&k, T->e, T->n, pass == 0, same_device, &mine, T);
       if (best) {
         clattn_params_parse(best->params, &ch->params);
         clattn__plan_params(F, &t, desc, &ch->params, copy, pl, why,
@@ -502,6 +550,44 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
                       "no %s entry for this "
                       "device or its architecture; ",
                       fam);
+    tried[0] = '\0';
+    /* The shipped data: the same vendor and arch, else (a CPU) the same
+     * vector ISA class; within each the exact class, else the nearest. */
+    if (!T->no_tuning) {
+      int ns = 0;
+      const char *snote = NULL;
+      const clattn_tune_entry *rows = clattn__shipped_rows(&ns, &snote);
+      for (int level = 2; level >= 1; level--) {
+        const clattn_tune_entry *best =
+            best_row(&k, rows, ns, 0, shipped_level, &level, T);
+        if (best) {
+          clattn_params_parse(best->params, &ch->params);
+          clattn__plan_params(F, &t, desc, &ch->params, copy, pl, why,
+                              sizeof why);
+          ch->source = CLATTN_CHOICE_SHIPPED;
+          fill_entry(ch, best);
+          clattn__appendf(ch->why, sizeof ch->why,
+                          "shipped data: %s, %s class \"%s\" (%.3g ms) (%s "
+                          "%s%s%s)",
+                          best->device,
+                          strcmp(best->shape_class, cls) ? "nearest"
+                                                         : "exact",
+                          best->shape_class, best->median_s * 1e3,
+                          best->vendor, best->arch,
+                          level == 1 ? ": same vector ISA, " : "",
+                          level == 1 ? clattn__cpu_isa_class(best->arch) : "");
+          goto resolved;
+        }
+      }
+      if (tried[0])
+        clattn__appendf(ch->why, sizeof ch->why, "shipped data: %s; ",
+                        tried);
+      else
+        clattn__appendf(ch->why, sizeof ch->why,
+                        "shipped data: no %s entry for %s %s (%s); ", fam,
+                        T->vendor, T->arch[0] ? T->arch : "(no arch)",
+                        snote);
+    }
     if (T->has_model) {
       const pick *pk = model_pick(T, F, &t, desc, cls, copy);
       if (pk->picked && clattn__plan_params(F, &t, desc, &pk->p, copy, pl, why,
@@ -538,6 +624,6 @@ resolved:
 const char *clattn_choice_source_str(clattn_choice_source s) {
   static const char *const names[] = {"caller",        "override",   "tuned",
                                       "tuned-nearest", "tuned-arch", "model",
-                                      "default"};
+                                      "default",       "shipped"};
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
 }

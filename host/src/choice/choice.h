@@ -48,6 +48,8 @@ clattn_status clattn__set_overrides(clattn_ctx *ctx, const char *spec,
 /* The choice's state of a context. */
 struct clattn__choice_state {
   char *tuning_db;               /* tuning database path; NULL: none */
+  int no_tuning;                 /* no_tuning or $CLATTN_NO_TUNING: no
+                                    tuned or shipped rows */
   struct clattn__tuning *tuning; /* its rows, read at the first call */
   int *has_override;             /* per family of the registry */
   clattn_params *override;

@@ -6,6 +6,7 @@
 #include "clattn.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* The tuning table's kernel column of CLBlast's Xgemm rows. */
 #define CLATTN_XGEMM_KERNEL "clblast-xgemm"
@@ -108,5 +109,47 @@ clattn_status clattn__db_scan_usable(clattn_db *db, const char *fingerprint,
                                      int (*row)(const clattn_tune_entry *e,
                                                 void *user),
                                      void *user);
+
+/* ---- json_import.c: the tuning-file parser, without a database */
+
+/* Receives each parsed and checked entry (line: where it starts); a
+ * status other than CLATTN_OK (out of memory) stops the parse. */
+typedef clattn_status (*clattn__tune_row_fn)(const clattn_tune_entry *e,
+                                             int line, void *user);
+/* Parse text (len bytes, NUL-terminated) in clattn_db_export's format,
+ * strictly and with the import's checks (clattn__tune_entry_check with
+ * params); name is the file in messages.  On failure msg (cap bytes) says
+ * "NAME:LINE:COL: ..." and nothing more is handed to row. */
+clattn_status clattn__tune_json_parse(const char *name, const char *text,
+                                      size_t len, clattn__tune_row_fn row,
+                                      void *user, char *msg, size_t cap);
+/* Read all of path ("-": stdin) into a malloc'ed NUL-terminated buffer;
+ * CLATTN_ERR_IO or CLATTN_ERR_NOMEM with the reason in msg. */
+clattn_status clattn__tune_json_slurp(const char *path, char **out,
+                                      size_t *len, char *msg, size_t cap);
+
+/* ---- json_export.c */
+
+/* Write the at most n bytes at s (to a NUL) as a JSON string, as the
+ * export escapes them; 0, or -1 on a write error (errno set). */
+int clattn__json_fput_str(FILE *f, const char *s, size_t n);
+
+/* ---- t4_export.c: Kernel Tuner's T4 results format */
+
+/* Write rows as one T4 document (schema 1.0.0) to f; 0, or -1 on a write
+ * error (errno set). */
+int clattn__t4_write(FILE *f, const clattn_tune_entry *rows, int n);
+
+/* ---- shipped.c: the tuning data embedded in the library */
+
+/* The shipped rows in use (every one valid, "ok" and of its kernel's
+ * current tuning method), read once; *note (may be NULL) says where they
+ * came from, or why there are none ($CLATTN_SHIPPED off, a file that does
+ * not parse). */
+const clattn_tune_entry *clattn__shipped_rows(int *n, const char **note);
+/* How a shipped row matches a device: 2 same vendor and arch, 1 both CPUs
+ * of the same vector ISA class (another arch), 0 not. */
+int clattn__shipped_match(const clattn_tune_entry *r, const char *vendor,
+                          const char *arch, int is_cpu);
 
 #endif /* CLATTN_DB_H */

@@ -1,5 +1,6 @@
-/* json_export.c - the tuning rows written as JSON: clattn_db_export and
- * clattn_tune_entry_json (json_import.c reads them back).
+/* json_export.c - the tuning rows written as JSON: clattn_db_export,
+ * clattn_db_export_as (its JSON and shipped formats; T4 is t4_export.c's)
+ * and clattn_tune_entry_json (json_import.c reads them back).
  *
  *   {"clattn_tuning": 1, "library_version": "0.1.0",
  *    "exported": "2025-01-31T12:00:00Z",
@@ -80,6 +81,27 @@ static void out_json_str(outbuf *o, const char *s, size_t n) {
   out_ch(o, '"');
 }
 
+int clattn__json_fput_str(FILE *f, const char *s, size_t n) {
+  char small[512];
+  outbuf o = {small, sizeof small, 0};
+  out_json_str(&o, s, n);
+  if (o.len < o.cap) {
+    small[o.len] = '\0';
+    return fputs(small, f) == EOF ? -1 : 0;
+  }
+  char *big = malloc(o.len + 1);
+  if (big == NULL) {
+    errno = ENOMEM;
+    return -1;
+  }
+  outbuf b = {big, o.len + 1, 0};
+  out_json_str(&b, s, n);
+  big[b.len] = '\0';
+  int rc = fputs(big, f) == EOF ? -1 : 0;
+  free(big);
+  return rc;
+}
+
 static void out_json_num(outbuf *o, double v) {
   char num[40];
   if (isnan(v))
@@ -157,7 +179,51 @@ static int write_doc(FILE *f, const clattn_tune_entry *rows, int n,
   return 0;
 }
 
-clattn_status clattn_db_export(clattn_db *db, const char *path) {
+/* Only what a shipped file needs: per device, kernel and shape class the
+ * best "ok" row of the kernel's current tuning method (rows arrive
+ * ordered by kernel, class and time).  Returns the rows kept, in place. */
+static int best_rows(clattn_tune_entry *rows, int n) {
+  int kept = 0;
+  for (int i = 0; i < n; i++) {
+    const clattn_tune_entry *r = &rows[i];
+    int dup = 0;
+    if (strcmp(r->status, "ok") != 0 || r->median_s <= 0 ||
+        r->tune_method != clattn_tune_method(r->kernel))
+      continue;
+    for (int j = 0; j < kept && !dup; j++)
+      dup = !strcmp(rows[j].fingerprint, r->fingerprint) &&
+            !strcmp(rows[j].kernel, r->kernel) &&
+            !strcmp(rows[j].shape_class, r->shape_class) &&
+            rows[j].median_s <= r->median_s;
+    if (dup)
+      continue;
+    /* a faster row of the same key replaces the kept one */
+    int at = kept;
+    for (int j = 0; j < kept; j++)
+      if (!strcmp(rows[j].fingerprint, r->fingerprint) &&
+          !strcmp(rows[j].kernel, r->kernel) &&
+          !strcmp(rows[j].shape_class, r->shape_class))
+        at = j;
+    rows[at] = *r;
+    if (at == kept)
+      kept++;
+  }
+  return kept;
+}
+
+/* The document in format to f; 0, or -1 on a write error (errno set). */
+static int write_format(FILE *f, clattn_export_format format,
+                        const clattn_tune_entry *rows, int n, char **line,
+                        size_t *line_cap) {
+  if (format == CLATTN_EXPORT_T4)
+    return clattn__t4_write(f, rows, n);
+  return write_doc(f, rows, n, line, line_cap);
+}
+
+clattn_status clattn_db_export_as(clattn_db *db, const char *path,
+                                  clattn_export_format format,
+                                  const char *fingerprint,
+                                  const char *kernel) {
   clattn_status rc = clattn__db_check(db);
   clattn_tune_entry *rows = NULL;
   char *tmp = NULL, *line = NULL;
@@ -169,10 +235,18 @@ clattn_status clattn_db_export(clattn_db *db, const char *path) {
   if (path == NULL || !path[0])
     return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG,
                            "export: no file name (\"-\" is stdout)");
+  if (format != CLATTN_EXPORT_JSON && format != CLATTN_EXPORT_SHIPPED &&
+      format != CLATTN_EXPORT_T4)
+    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG,
+                           "export: unknown format %d (json 0, shipped 1, "
+                           "t4 2)",
+                           (int)format);
   to_stdout = !strcmp(path, "-");
-  rc = clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n);
+  rc = clattn_db_list_tune(db, fingerprint, kernel, NULL, &rows, &n);
   if (rc != CLATTN_OK)
     return rc;
+  if (format == CLATTN_EXPORT_SHIPPED)
+    n = best_rows(rows, n);
   line = malloc(line_cap);
   if (line == NULL) {
     rc = clattn__db_fail(db, CLATTN_ERR_NOMEM, "out of host memory");
@@ -198,8 +272,8 @@ clattn_status clattn_db_export(clattn_db *db, const char *path) {
   /* The whole file is written and synced under the temporary name, then
    * renamed: a reader never sees half a file. */
   errno = 0;
-  if (write_doc(f, rows, n, &line, &line_cap) != 0 || fflush(f) != 0 ||
-      (!to_stdout && fsync(fileno(f)) != 0)) {
+  if (write_format(f, format, rows, n, &line, &line_cap) != 0 ||
+      fflush(f) != 0 || (!to_stdout && fsync(fileno(f)) != 0)) {
     rc = clattn__db_fail(db, errno == ENOMEM ? CLATTN_ERR_NOMEM : CLATTN_ERR_IO,
                          "export: writing %s: %s", to_stdout ? "stdout" : tmp,
                          errno ? strerror(errno) : "write error");
@@ -229,4 +303,8 @@ done:
   free(line);
   free(rows);
   return rc;
+}
+
+clattn_status clattn_db_export(clattn_db *db, const char *path) {
+  return clattn_db_export_as(db, path, CLATTN_EXPORT_JSON, NULL, NULL);
 }

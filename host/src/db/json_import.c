@@ -9,8 +9,10 @@
  * never skipped or truncated; so is an entry whose values are not valid
  * (clattn__tune_entry_check: an impossible or future date, a time that is
  * not finite, params its family refuses, text that is not UTF-8).  The
- * whole file is read and checked before the database is touched, and the
- * merge is one transaction. */
+ * parser knows no database (clattn__tune_json_parse hands each entry to a
+ * callback; the shipped data, db/shipped.c, reads the same format); the
+ * import reads and checks the whole file before the database is touched,
+ * and the merge is one transaction. */
 #include "db/db.h"
 
 #include <errno.h>
@@ -29,7 +31,8 @@
 
 /* The reader: a whole file in memory (NUL-terminated) and a position. */
 typedef struct reader {
-  clattn_db *db;    /* messages go to db's errmsg */
+  char *msg;        /* messages go here (msg_cap bytes) */
+  size_t msg_cap;
   const char *name; /* the file, for messages */
   const char *s, *end, *p;
   const char *line_start;
@@ -58,8 +61,9 @@ static clattn_status fail_at(reader *r, pos at, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return clattn__db_fail(r->db, CLATTN_ERR_INVALID_ARG, "%s:%d:%d: %s",
-                         r->name, at.line, at.col, msg);
+  snprintf(r->msg, r->msg_cap, "%s:%d:%d: %s", r->name, at.line, at.col,
+           msg);
+  return CLATTN_ERR_INVALID_ARG;
 }
 
 /* What is at the current position, for "expected X, found Y". */
@@ -337,11 +341,11 @@ static clattn_status read_key(reader *r, int first, char *key, size_t cap,
   return CLATTN_OK;
 }
 
-/* Parsed entries and the line each started on. */
+/* Where each parsed entry goes. */
 typedef struct entries {
-  clattn_tune_entry *e;
-  int *line;
-  int n, cap;
+  clattn__tune_row_fn row;
+  void *user;
+  int n; /* entries read so far */
 } entries;
 
 static clattn_status read_entry(reader *r, entries *all) {
@@ -354,19 +358,7 @@ static clattn_status read_entry(reader *r, entries *all) {
   pos start = here(r);
   if (!accept(r, '{'))
     return expected(r, "an entry object or ']'");
-  if (all->n == all->cap) {
-    int nc = all->cap ? 2 * all->cap : 64;
-    clattn_tune_entry *g = realloc(all->e, (size_t)nc * sizeof *g);
-    if (g == NULL)
-      return clattn__db_fail(r->db, CLATTN_ERR_NOMEM, "out of host memory");
-    all->e = g;
-    int *l = realloc(all->line, (size_t)nc * sizeof *l);
-    if (l == NULL)
-      return clattn__db_fail(r->db, CLATTN_ERR_NOMEM, "out of host memory");
-    all->line = l;
-    all->cap = nc;
-  }
-  clattn_tune_entry *e = &all->e[all->n];
+  clattn_tune_entry entry, *e = &entry;
   memset(e, 0, sizeof *e);
   snprintf(in, sizeof in, "entry %d", all->n + 1);
   for (int first = 1;; first = 0) {
@@ -397,11 +389,12 @@ static clattn_status read_entry(reader *r, entries *all) {
       rc = read_int(r, (int *)(void *)f, what);
     else if (cols[i].type == CLATTN_COL_TEXT)
       rc = read_string(r, f, cols[i].size, what);
-    else
-      rc = clattn__db_fail(r->db, CLATTN_ERR_MISUSE,
-                           "tuning column %s has a type the JSON reader "
-                           "does not know",
-                           key);
+    else {
+      snprintf(r->msg, r->msg_cap,
+               "tuning column %s has a type the JSON reader does not know",
+               key);
+      rc = CLATTN_ERR_MISUSE;
+    }
     if (rc != CLATTN_OK)
       return rc;
   }
@@ -426,8 +419,12 @@ static clattn_status read_entry(reader *r, entries *all) {
   char why[512];
   if (clattn__tune_entry_check(e, 1, why, sizeof why) != CLATTN_OK)
     return fail_at(r, start, "%s: %s", in, why);
-  all->line[all->n++] = start.line;
-  return CLATTN_OK;
+  all->n++;
+  rc = all->row(e, start.line, all->user);
+  if (rc != CLATTN_OK)
+    snprintf(r->msg, r->msg_cap, "%s:%d: entry %d: out of host memory",
+             r->name, start.line, all->n);
+  return rc;
 }
 
 static clattn_status read_entries(reader *r, entries *all) {
@@ -514,42 +511,53 @@ static clattn_status read_doc(reader *r, entries *all) {
   return CLATTN_OK;
 }
 
-/* Read all of path ("-": stdin) into a NUL-terminated buffer. */
-static clattn_status slurp(clattn_db *db, const char *path, char **out,
-                           size_t *len) {
+clattn_status clattn__tune_json_parse(const char *name, const char *text,
+                                     size_t len, clattn__tune_row_fn row,
+                                     void *user, char *msg, size_t cap) {
+  reader r = {msg, cap, name, text, text + len, text, text, 1};
+  entries all = {row, user, 0};
+  msg[0] = '\0';
+  return read_doc(&r, &all);
+}
+
+clattn_status clattn__tune_json_slurp(const char *path, char **out,
+                                      size_t *len, char *msg, size_t cap) {
   int is_stdin = !strcmp(path, "-");
   FILE *f = is_stdin ? stdin : fopen(path, "rb");
   char *buf = NULL;
-  size_t n = 0, cap = 0;
+  size_t n = 0, bcap = 0;
   clattn_status rc = CLATTN_OK;
-  if (f == NULL)
-    return clattn__db_fail(db, CLATTN_ERR_IO, "import: cannot open %s: %s",
-                           path, strerror(errno));
+  if (f == NULL) {
+    snprintf(msg, cap, "cannot open %s: %s", path, strerror(errno));
+    return CLATTN_ERR_IO;
+  }
   for (;;) {
-    if (cap - n < 65536) {
-      size_t nc = cap ? 2 * cap : 65536;
+    if (bcap - n < 65536) {
+      size_t nc = bcap ? 2 * bcap : 65536;
       if (nc > MAX_FILE_BYTES + 1) {
-        rc = clattn__db_fail(db, CLATTN_ERR_IO,
-                             "import: %s is larger than %zu MiB", path,
-                             MAX_FILE_BYTES >> 20);
+        snprintf(msg, cap, "%s is larger than %zu MiB", path,
+                 MAX_FILE_BYTES >> 20);
+        rc = CLATTN_ERR_IO;
         goto done;
       }
       char *g = realloc(buf, nc);
       if (g == NULL) {
-        rc = clattn__db_fail(db, CLATTN_ERR_NOMEM, "out of host memory");
+        snprintf(msg, cap, "out of host memory");
+        rc = CLATTN_ERR_NOMEM;
         goto done;
       }
       buf = g;
-      cap = nc;
+      bcap = nc;
     }
-    size_t got = fread(buf + n, 1, cap - n - 1, f);
+    size_t got = fread(buf + n, 1, bcap - n - 1, f);
     n += got;
     if (got == 0)
       break;
   }
   if (ferror(f)) {
-    rc = clattn__db_fail(db, CLATTN_ERR_IO, "import: reading %s: %s",
-                         is_stdin ? "stdin" : path, strerror(errno));
+    snprintf(msg, cap, "reading %s: %s", is_stdin ? "stdin" : path,
+             strerror(errno));
+    rc = CLATTN_ERR_IO;
     goto done;
   }
   buf[n] = '\0';
@@ -563,10 +571,38 @@ done:
   return rc;
 }
 
+/* The import's rows, all parsed before the database is touched. */
+typedef struct collected {
+  clattn_tune_entry *e;
+  int *line;
+  int n, cap;
+} collected;
+
+static clattn_status collect(const clattn_tune_entry *e, int line,
+                             void *user) {
+  collected *all = user;
+  if (all->n == all->cap) {
+    int nc = all->cap ? 2 * all->cap : 64;
+    clattn_tune_entry *g = realloc(all->e, (size_t)nc * sizeof *g);
+    if (g == NULL)
+      return CLATTN_ERR_NOMEM;
+    all->e = g;
+    int *l = realloc(all->line, (size_t)nc * sizeof *l);
+    if (l == NULL)
+      return CLATTN_ERR_NOMEM;
+    all->line = l;
+    all->cap = nc;
+  }
+  all->e[all->n] = *e;
+  all->line[all->n++] = line;
+  return CLATTN_OK;
+}
+
 clattn_status clattn_db_import(clattn_db *db, const char *path, int *added,
                                int *updated, int *unchanged) {
   clattn_status rc = clattn__db_check(db);
-  entries all = {NULL, NULL, 0, 0};
+  collected all = {NULL, NULL, 0, 0};
+  char msg[8192];
   char *text = NULL;
   size_t len = 0;
   int count[3] = {0, 0, 0}; /* unchanged, added, updated: by *changed */
@@ -581,14 +617,16 @@ clattn_status clattn_db_import(clattn_db *db, const char *path, int *added,
   if (path == NULL || !path[0])
     return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG,
                            "import: no file name (\"-\" is stdin)");
-  rc = slurp(db, path, &text, &len);
+  rc = clattn__tune_json_slurp(path, &text, &len, msg, sizeof msg);
   if (rc != CLATTN_OK)
-    return rc;
-  reader r = {db, strcmp(path, "-") ? path : "<stdin>", text, text + len,
-              text, text, 1};
-  rc = read_doc(&r, &all);
-  if (rc != CLATTN_OK)
+    return clattn__db_fail(db, rc, "import: %s", msg);
+  const char *name = strcmp(path, "-") ? path : "<stdin>";
+  rc = clattn__tune_json_parse(name, text, len, collect, &all, msg,
+                               sizeof msg);
+  if (rc != CLATTN_OK) {
+    clattn__db_fail(db, rc, "%s", msg);
     goto done;
+  }
   /* All or nothing: one transaction over every row. */
   rc = clattn__db_begin(db);
   if (rc != CLATTN_OK)
@@ -597,11 +635,10 @@ clattn_status clattn_db_import(clattn_db *db, const char *path, int *added,
     int changed = 0;
     rc = clattn__db_upsert_tune(db, &all.e[i], 1, &changed);
     if (rc != CLATTN_OK) {
-      char msg[1024];
       snprintf(msg, sizeof msg, "%s", clattn_db_errmsg(db));
       clattn__db_rollback(db);
       clattn__db_fail(db, rc, "%s:%d: entry %d: %s (nothing imported)",
-                      r.name, all.line[i], i + 1, msg);
+                      name, all.line[i], i + 1, msg);
       goto done;
     }
     count[changed]++;

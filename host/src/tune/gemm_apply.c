@@ -154,16 +154,46 @@ static int pick(const clattn_ctx *ctx, const clattn_tune_entry *rows, int n,
   return best;
 }
 
-/* Apply the best entry of db for the context's device (else one of the
- * same vendor and arch) and record it in ctx->gemm_explain.  *applied
- * (may be NULL): 1 when CLBlast now runs tuned Xgemm parameters. */
-static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db, int *applied) {
-  clattn_status rc;
+/* The shipped Xgemm rows that match the device at level (2: vendor and
+ * arch, 1: a CPU of the same vector ISA class; clattn__shipped_match),
+ * copied into *out (malloc'ed; NULL when none). */
+static clattn_status shipped_rows(const clattn_tune_entry *fp, int is_cpu,
+                                  int level, clattn_tune_entry **out,
+                                  int *n) {
+  int ns = 0;
+  const clattn_tune_entry *rows = clattn__shipped_rows(&ns, NULL);
+  *out = NULL;
+  *n = 0;
+  for (int i = 0; i < ns; i++) {
+    if (strcmp(rows[i].kernel, CLATTN_XGEMM_KERNEL) != 0 ||
+        clattn__shipped_match(&rows[i], fp->vendor, fp->arch, is_cpu) !=
+            level)
+      continue;
+    if (*out == NULL) {
+      *out = malloc((size_t)ns * sizeof **out);
+      if (*out == NULL)
+        return CLATTN_ERR_NOMEM;
+    }
+    (*out)[(*n)++] = rows[i];
+  }
+  return CLATTN_OK;
+}
+
+/* Apply the best Xgemm entry for the context's device: of db (may be
+ * NULL; why_no_db says why there is none) for the device, else one of the
+ * same vendor and arch, else the shipped data's (unless tuning is off),
+ * and record it in ctx->gemm_explain.  *applied (may be NULL): 1 when
+ * CLBlast now runs tuned Xgemm parameters. */
+static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db,
+                              const char *why_no_db, int *applied) {
+  clattn_status rc = CLATTN_OK;
   clattn_tune_entry fp, *rows = NULL;
-  int n = 0, i, v[CLATTN_XGEMM_NPARAMS], arch = 0;
+  int n = 0, i = -1, v[CLATTN_XGEMM_NPARAMS], level = 0;
+  const char *from = "";
   double min_vol = 0.0;
   size_t indirect;
   CLBlastStatusCode s;
+  char why[640];
 
   if (applied != NULL)
     *applied = 0;
@@ -171,31 +201,59 @@ static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db, int *applied) {
   rc = clattn__tune_identity(ctx, &fp);
   if (rc != CLATTN_OK)
     return rc;
-  rc = clattn_db_list_tune(db, fp.fingerprint, CLATTN_XGEMM_KERNEL, NULL,
-                           &rows, &n);
-  if (rc == CLATTN_OK && (i = pick(ctx, rows, n, NULL, &min_vol)) < 0) {
-    free(rows);
-    rows = NULL;
-    arch = 1;
-    rc = clattn_db_list_tune(db, NULL, CLATTN_XGEMM_KERNEL, NULL, &rows,
-                             &n);
-    if (rc == CLATTN_OK)
-      i = pick(ctx, rows, n, &fp, &min_vol);
+  snprintf(why, sizeof why, "%s", db ? "no tuning entry for this device"
+                                     : why_no_db);
+  if (db != NULL) {
+    rc = clattn_db_list_tune(db, fp.fingerprint, CLATTN_XGEMM_KERNEL, NULL,
+                             &rows, &n);
+    if (rc == CLATTN_OK && (i = pick(ctx, rows, n, NULL, &min_vol)) < 0) {
+      free(rows);
+      rows = NULL;
+      from = "same vendor and arch, ";
+      rc = clattn_db_list_tune(db, NULL, CLATTN_XGEMM_KERNEL, NULL, &rows,
+                               &n);
+      if (rc == CLATTN_OK)
+        i = pick(ctx, rows, n, &fp, &min_vol);
+    }
+    if (rc != CLATTN_OK) {
+      free(rows);
+      rows = NULL;
+      if (rc == CLATTN_ERR_NOMEM)
+        return clattn__fail(ctx, rc, "reading Xgemm tuning entries: %s",
+                            clattn_db_errmsg(db));
+      snprintf(why, sizeof why, "tuning database unreadable: %.400s",
+               clattn_db_errmsg(db));
+      i = -1;
+    }
   }
-  if (rc != CLATTN_OK) {
-    free(rows);
-    if (rc == CLATTN_ERR_NOMEM)
-      return clattn__fail(ctx, rc, "reading Xgemm tuning entries: %s",
-                          clattn_db_errmsg(db));
-    char why[512];
-    snprintf(why, sizeof why, "tuning database unreadable: %.400s",
-             clattn_db_errmsg(db));
-    explain_defaults(ctx, why);
-    return CLATTN_OK;
+  /* none of the user's own: the shipped data's, matched as the choice
+   * matches it (db/shipped.c) */
+  if (i < 0 && !ctx->choice->no_tuning) {
+    clattn_profile rep;
+    rc = clattn_profile_reported(ctx, &rep);
+    if (rc != CLATTN_OK)
+      return rc;
+    for (level = 2; level >= 1 && i < 0; level--) {
+      free(rows);
+      rc = shipped_rows(&fp, rep.is_cpu, level, &rows, &n);
+      if (rc != CLATTN_OK)
+        return clattn__fail(ctx, rc, "out of host memory");
+      i = pick(ctx, rows, n, NULL, &min_vol);
+      if (i >= 0)
+        from = level == 2 ? "shipped data, " : "shipped data, same vector "
+                                               "ISA, ";
+    }
+    if (i < 0) {
+      const char *note = NULL;
+      int ns = 0;
+      clattn__shipped_rows(&ns, &note);
+      clattn__appendf(why, sizeof why, "; shipped data: none for %s %s (%s)",
+                      fp.vendor, fp.arch[0] ? fp.arch : "(no arch)", note);
+    }
   }
   if (i < 0) {
     free(rows);
-    explain_defaults(ctx, "no tuning entry for this device");
+    explain_defaults(ctx, why);
     return CLATTN_OK;
   }
   parse_params(rows[i].params, v); /* checked by pick */
@@ -215,10 +273,11 @@ static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db, int *applied) {
     return CLATTN_OK;
   }
   explain(ctx,
-          "clblast-xgemm: tuned entry %s (%sdevice %s, %.3g ms, %.1f "
+          "clblast-xgemm: %s entry %s (%sdevice %s, %s %s, %.3g ms, %.1f "
           "GFLOP/s): %s; Xgemm from %zu^3 (XGEMM_MIN_INDIRECT_SIZE=%zu)",
-          rows[i].shape_class, arch ? "same vendor and arch, " : "",
-          rows[i].device, rows[i].median_s * 1e3,
+          strstr(from, "shipped") ? "shipped" : "tuned",
+          rows[i].shape_class, from, rows[i].device, rows[i].vendor,
+          rows[i].arch, rows[i].median_s * 1e3,
           2.0 * class_volume(rows[i].shape_class) / rows[i].median_s * 1e-9,
           rows[i].params, indirect, indirect);
   note_set(ctx->device, ctx->gemm_explain);
@@ -239,11 +298,7 @@ clattn_status clattn__gemm_apply(clattn_ctx *ctx) {
   rc = clattn__tuning_db_open(ctx, &db, why, sizeof why);
   if (rc != CLATTN_OK)
     return clattn__fail(ctx, rc, "%s", why);
-  if (db == NULL) {
-    explain_defaults(ctx, why);
-    return CLATTN_OK;
-  }
-  rc = apply_db(ctx, db, NULL);
+  rc = apply_db(ctx, db, why, NULL);
   clattn_db_close(db);
   return rc;
 }
@@ -275,7 +330,7 @@ clattn_status clattn__gemm_restore(clattn_ctx *ctx, clattn_db *db) {
   int applied = 0;
   ctx->gemm_explain[0] = '\0';
   if (db != NULL)
-    rc = apply_db(ctx, db, &applied);
+    rc = apply_db(ctx, db, "", &applied);
   if (rc != CLATTN_OK || applied)
     return rc;
   s = clattn__xgemm_min_indirect(ctx->device, (size_t)1 << 20);
