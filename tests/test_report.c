@@ -476,7 +476,7 @@ Test(report, html_numbers_are_the_rows) {
   do {
     mqa = strstr(mqa + 1, "data-shape=\"" MQA "\"");
     cr_assert(mqa != NULL, "no MQA row of A");
-  } while (strncmp(strstr(mqa, "<td>") + 4, NAME_A_HTML,
+  } while (strncmp(strchr(strstr(mqa, "<td"), '>') + 1, NAME_A_HTML,
                    strlen(NAME_A_HTML)));
   const clattn_bench_entry *q = latest(rows, n, DEV_A, "decode", MQA);
   c = next_cell(mqa, strstr(mqa, "</tr>"), key, sizeof key, &v[0]);

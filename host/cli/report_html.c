@@ -30,13 +30,22 @@ static void num(FILE *f, const char *key, double v, const char *fmt) {
     return;
   }
   fprintf(f, "\" data-v=\"%.17g\">", v);
+  /* %g would write large figures as 1.2e+04 */
+  if (!strcmp(fmt, "%.4g") && fabs(v) >= 1e4)
+    fmt = "%.0f";
   fprintf(f, fmt, v);
   fputs("</td>", f);
 }
 
 static void text_cell(FILE *f, const char *s) {
-  fputs("<td>", f);
+  fputs("<td class=\"t\">", f);
   rep_html_text(f, s && *s ? s : "");
+  fputs("</td>", f);
+}
+
+static void shape_cell(FILE *f, const char *s) {
+  fputs("<td class=\"t shape\">", f);
+  rep_html_text(f, s);
   fputs("</td>", f);
 }
 
@@ -47,6 +56,8 @@ static const char css[] =
   "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}\n"
   "th{background:#f2f2f2}td.t,th.t{text-align:left}\n"
   "td:first-child{text-align:left}td.na{color:#999}\n"
+  "div.wide{overflow-x:auto;max-width:100%}td.shape{min-width:16em}\n"
+  "td[data-k]{white-space:nowrap}\n"
   "section.device{border-top:3px solid #888;margin-top:2em}\n"
   "svg.roofline{max-width:100%;height:auto;display:block}\n"
   ".note{color:#555;font-size:13px}\n";
@@ -162,7 +173,7 @@ static void family_table(FILE *f, const rep_data *d, int k,
   const int nb = rep_baselines(d, k, family, base, MAX_BASELINES);
   fputs("<h4>", f);
   rep_html_text(f, family);
-  fputs("</h4>\n<table class=\"family\"><tr><th class=\"t\">shape</th>"
+  fputs("</h4>\n<div class=\"wide\"><table class=\"family\"><tr><th class=\"t\">shape</th>"
         "<th>time (ms)</th><th>GFLOP/s</th><th>GB/s</th><th>% of roofline"
         "</th><th>bound</th><th class=\"t\">params</th><th class=\"t\">"
         "from</th><th>predicted (ms)</th><th>model error</th><th>max error"
@@ -187,7 +198,7 @@ static void family_table(FILE *f, const rep_data *d, int k,
     fputs("\" data-shape=\"", f);
     rep_html_text(f, r->shape);
     fputs("\">", f);
-    text_cell(f, r->shape);
+    shape_cell(f, r->shape);
     num(f, "median_ms", g.median_ms, "%.4g");
     num(f, "gflops", g.gflops, "%.4g");
     num(f, "gbs", g.gbs, "%.4g");
@@ -221,7 +232,7 @@ static void family_table(FILE *f, const rep_data *d, int k,
     rep_html_text(f, r->run);
     fputs("</td></tr>\n", f);
   }
-  fputs("</table>\n", f);
+  fputs("</table></div>\n", f);
 }
 
 static void device_section(FILE *f, const rep_data *d, int k,
@@ -261,7 +272,7 @@ static void cross_table(FILE *f, const rep_data *d) {
   fputs("<h2>Across devices</h2>\n<p class=\"note\">Times of the newest "
         "clattn row of each device; speed-up = the first device's time / "
         "this device's time; datasheet columns are the model's "
-        "predictions.</p>\n<table class=\"cross\"><tr><th class=\"t\">"
+        "predictions.</p>\n<div class=\"wide\"><table class=\"cross\"><tr><th class=\"t\">"
         "family</th><th class=\"t\">shape</th>", f);
   for (int k = 0; k < d->n_devs; k++) {
     fputs("<th>", f);
@@ -284,7 +295,7 @@ static void cross_table(FILE *f, const rep_data *d) {
     rep_html_text(f, sh->shape);
     fputs("\">", f);
     text_cell(f, sh->family);
-    text_cell(f, sh->shape);
+    shape_cell(f, sh->shape);
     const int i0 = d->n_devs ? rep_find(d, 0, sh->family, sh->shape) : -1;
     for (int k = 0; k < d->n_devs; k++) {
       const int i = rep_find(d, k, sh->family, sh->shape);
@@ -301,7 +312,7 @@ static void cross_table(FILE *f, const rep_data *d) {
     }
     fputs("</tr>\n", f);
   }
-  fputs("</table>\n", f);
+  fputs("</table></div>\n", f);
 }
 
 /* Speed-ups of shapes that differ only in kv-heads against kv-heads ==
@@ -347,8 +358,8 @@ static void kv_table(FILE *f, const rep_data *d) {
         fputs("\">", f);
         text_cell(f, pass ? d->sheets[k].profile.name : d->devs[k].name);
         text_cell(f, sh->family);
-        text_cell(f, sh->shape);
-        text_cell(f, d->shapes[rq].shape);
+        shape_cell(f, sh->shape);
+        shape_cell(f, d->shapes[rq].shape);
         num(f, "kv_speedup", meas, "%.3g");
         num(f, "kv_speedup_pred", pred, "%.3g");
         fputs("</tr>\n", f);
@@ -407,7 +418,7 @@ static void sheet_section(FILE *f, const rep_data *d, int s,
     rep_html_text(f, d->shapes[q].shape);
     fputs("\">", f);
     text_cell(f, d->shapes[q].family);
-    text_cell(f, d->shapes[q].shape);
+    shape_cell(f, d->shapes[q].shape);
     num(f, "pred_ms", g.pred_ms, "%.4g");
     num(f, "pred_gflops", g.pred_gflops, "%.4g");
     text_cell(f, sh->pred[q].ok ? sh->pred[q].bound : sh->pred[q].errmsg);

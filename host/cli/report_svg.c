@@ -37,6 +37,11 @@ static void widen(double *lo, double *hi, double v) {
     *hi = v;
 }
 
+/* Decimals for a roof's value: about four significant digits. */
+static int decimals(double v) {
+  return v >= 1000 ? 0 : v >= 100 ? 1 : v >= 10 ? 2 : 3;
+}
+
 /* A decade's label: 0.001 .. 1000000 written out, else 1e-5. */
 static void decade_label(char *buf, size_t cap, int k) {
   if (k >= 0 && k <= 6)
@@ -167,8 +172,9 @@ static void draw_roofs(FILE *f, const rep_chart *c, const axes *a) {
                               (a->px1 - a->px0) / (a->lx1 - a->lx0)) *
                        180 / 3.14159265358979;
     fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(%.1f)\">"
-            "memory %.4g GB/s (%s read)</text>\n",
-            sx(a, xm), sy(a, c->bw_gbs * xm) - 6, ang, c->bw_gbs, note);
+            "memory %.*f GB/s (%s read)</text>\n",
+            sx(a, xm), sy(a, c->bw_gbs * xm) - 6, ang, decimals(c->bw_gbs),
+            c->bw_gbs, note);
   }
   if (peak) {
     const double xs = bw ? fmax(c->peak_gflops / c->bw_gbs, xlo) : xlo;
@@ -177,8 +183,9 @@ static void draw_roofs(FILE *f, const rep_chart *c, const axes *a) {
             sx(a, xs), sy(a, c->peak_gflops), sx(a, xhi),
             sy(a, c->peak_gflops));
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">FP32 peak "
-            "%.4g GFLOP/s (%s)</text>\n",
-            a->px1 - 4, sy(a, c->peak_gflops) - 6, c->peak_gflops, note);
+            "%.*f GFLOP/s (%s)</text>\n",
+            a->px1 - 4, sy(a, c->peak_gflops) - 6,
+            decimals(c->peak_gflops), c->peak_gflops, note);
   }
   fprintf(f, "</g>\n");
 }
@@ -236,18 +243,29 @@ int rep_svg_roofline(FILE *f, const rep_chart *c) {
   }
   fprintf(f, "</g>\n<g class=\"legend\" font-size=\"12\">\n");
   const double ly = a.py0 + 56;
+  int shown = 0, any_measured = 0;
+  for (int i = 0; i < c->n; i++)
+    any_measured |= usable(c->pts[i].measured);
   for (int s = 0; s < c->n_series; s++) {
-    const double x = LEFT + (s % per_row) * 190.0,
-                 y = ly + (s / per_row) * LEGEND_ROW;
+    int present = 0;
+    for (int i = 0; i < c->n && !present; i++)
+      present = c->pts[i].series == s;
+    if (!present)
+      continue;
+    const double x = LEFT + (shown % per_row) * 190.0,
+                 y = ly + (shown / per_row) * LEGEND_ROW;
+    shown++;
     marker(f, s, x, y - 4, 1);
     fputs("/>", f);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", x + 10, y);
     rep_html_text(f, c->series[s]);
     fputs("</text>\n", f);
   }
-  fprintf(f, "<text x=\"%d\" y=\"%.1f\">filled: measured median; hollow: "
-          "the model's prediction; dashed: the same call</text>\n",
-          LEFT, ly + (legend_rows - 1) * LEGEND_ROW);
+  fprintf(f, "<text x=\"%d\" y=\"%.1f\">%s</text>\n", LEFT,
+          ly + ((shown + per_row - 1) / per_row) * LEGEND_ROW,
+          any_measured ? "filled: measured median; hollow: the model's "
+                         "prediction; dashed: the same call"
+                       : "hollow: the model's prediction (no measurement)");
   fprintf(f, "</g>\n</svg>\n");
   return skipped;
 }
