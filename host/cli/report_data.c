@@ -123,6 +123,37 @@ int rep_shape_index(const rep_data *d, const char *family,
   return -1;
 }
 
+void rep_cross(const rep_data *d, int dev, int q, double *ms,
+               double *speedup) {
+  const rep_shape *sh = &d->shapes[q];
+  const int i = rep_find(d, dev, sh->family, sh->shape);
+  const int i0 = rep_find(d, 0, sh->family, sh->shape);
+  const double t = i >= 0 ? d->rows[i].median_s : NAN;
+  *ms = t * 1e3;
+  *speedup = rep_ratio(i0 >= 0 ? d->rows[i0].median_s : NAN, t);
+}
+
+int rep_kv_speedup(const rep_data *d, int dev, int sheet, int q, int *ref,
+                   double *measured, double *predicted) {
+  *ref = rep_kv_reference_shape(d, q);
+  *measured = *predicted = NAN;
+  if (*ref < 0)
+    return 0;
+  if (sheet >= 0) {
+    const rep_pred *p = d->sheets[sheet].pred;
+    *predicted = rep_ratio(p[*ref].ok ? p[*ref].t_s : NAN,
+                           p[q].ok ? p[q].t_s : NAN);
+    return 1;
+  }
+  const int i = rep_find(d, dev, d->shapes[q].family, d->shapes[q].shape);
+  const int j = i >= 0 ? rep_kv_reference(d, i) : -1;
+  if (j < 0)
+    return 0;
+  *measured = rep_ratio(d->rows[j].median_s, d->rows[i].median_s);
+  *predicted = rep_ratio(d->rows[j].predicted_s, d->rows[i].predicted_s);
+  return 1;
+}
+
 /* ------------------------------------------------------------- lookups */
 
 int rep_find(const rep_data *d, int dev, const char *family,

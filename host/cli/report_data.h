@@ -122,6 +122,21 @@ int rep_kv_reference(const rep_data *d, int i);
 /* The same for shapes[k] among the report's shapes (datasheet devices). */
 int rep_kv_reference_shape(const rep_data *d, int k);
 
+/* Across devices, shapes[q] on device dev: its newest clattn time (ms)
+ * and the speed-up over device 0 (device 0's time / this one's); NAN
+ * where a row is absent. */
+void rep_cross(const rep_data *d, int dev, int q, double *ms,
+               double *speedup);
+
+/* The kv-heads speed-up of shapes[q] on measured device dev (sheet < 0)
+ * or datasheet device sheet: time of the kv-heads == heads shape / time
+ * of this one, measured (medians; NAN for a datasheet) and predicted
+ * (predicted_s, or the model's time); *ref the reference's index in
+ * shapes.  0 when there is nothing to compare (no reference shape, or the
+ * device has no row of this shape or of its reference). */
+int rep_kv_speedup(const rep_data *d, int dev, int sheet, int q, int *ref,
+                   double *measured, double *predicted);
+
 /* The kv-heads and heads values of a shape text (kv-heads absent: heads;
  * 0 when a value is absent). */
 void rep_kv_heads(const char *shape, int *heads, int *kv_heads);

@@ -296,14 +296,12 @@ static void cross_table(FILE *f, const rep_data *d) {
     fputs("\">", f);
     text_cell(f, sh->family);
     shape_cell(f, sh->shape);
-    const int i0 = d->n_devs ? rep_find(d, 0, sh->family, sh->shape) : -1;
     for (int k = 0; k < d->n_devs; k++) {
-      const int i = rep_find(d, k, sh->family, sh->shape);
-      const double t = i >= 0 ? d->rows[i].median_s : NAN;
-      num(f, "median_ms", t * 1e3, "%.4g");
+      double ms, speedup;
+      rep_cross(d, k, q, &ms, &speedup);
+      num(f, "median_ms", ms, "%.4g");
       if (k)
-        num(f, "speedup_first",
-            rep_ratio(i0 >= 0 ? d->rows[i0].median_s : NAN, t), "%.3g");
+        num(f, "speedup_first", speedup, "%.3g");
     }
     for (int s = 0; s < d->n_sheets; s++) {
       rep_figures g;
@@ -324,22 +322,11 @@ static void kv_table(FILE *f, const rep_data *d) {
     for (int k = 0; k < n; k++)
       for (int q = 0; q < d->n_shapes; q++) {
         const rep_shape *sh = &d->shapes[q];
-        const int rq = rep_kv_reference_shape(d, q);
-        if (rq < 0)
+        int rq;
+        double meas, pred;
+        if (!rep_kv_speedup(d, pass ? -1 : k, pass ? k : -1, q, &rq, &meas,
+                            &pred))
           continue;
-        double meas = NAN, pred;
-        if (!pass) {
-          const int i = rep_find(d, k, sh->family, sh->shape);
-          const int j = i >= 0 ? rep_kv_reference(d, i) : -1;
-          if (j < 0)
-            continue;
-          meas = rep_ratio(d->rows[j].median_s, d->rows[i].median_s);
-          pred = rep_ratio(d->rows[j].predicted_s, d->rows[i].predicted_s);
-        } else {
-          const rep_pred *p = d->sheets[k].pred;
-          pred = rep_ratio(p[rq].ok ? p[rq].t_s : NAN,
-                           p[q].ok ? p[q].t_s : NAN);
-        }
         if (!header) {
           fputs("<h2>Fewer key/value heads</h2>\n<p class=\"note\">Calls of "
                 "one family whose shapes differ only in kv-heads: speed-up "

@@ -118,6 +118,33 @@ static void md_device(FILE *f, const rep_data *d, int k,
   fputs("\n", f);
 }
 
+/* The kv-heads speed-ups, as the page's table. */
+static void md_kv(FILE *f, const rep_data *d) {
+  int header = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < (pass ? d->n_sheets : d->n_devs); k++)
+      for (int q = 0; q < d->n_shapes; q++) {
+        int rq;
+        double meas, pred;
+        if (!rep_kv_speedup(d, pass ? -1 : k, pass ? k : -1, q, &rq, &meas,
+                            &pred))
+          continue;
+        if (!header)
+          fputs("\n## Fewer key/value heads\n\n| device | family | shape | "
+                "against | measured speed-up | predicted speed-up |\n"
+                "|---|---|---|---|---:|---:|\n", f);
+        header = 1;
+        fputs("|", f);
+        md_cell(f, pass ? d->sheets[k].profile.name : d->devs[k].name);
+        md_cell(f, d->shapes[q].family);
+        md_cell(f, d->shapes[q].shape);
+        md_cell(f, d->shapes[rq].shape);
+        md_num(f, meas, "%.3g");
+        md_num(f, pred, "%.3g");
+        fputs("\n", f);
+      }
+}
+
 int rep_write_markdown(FILE *f, const rep_data *d) {
   const char *fams[MAX_FAMILIES];
   const int nf = rep_families(d, fams, MAX_FAMILIES);
@@ -165,14 +192,12 @@ int rep_write_markdown(FILE *f, const rep_data *d) {
       fputs("|", f);
       md_cell(f, d->shapes[q].family);
       md_cell(f, d->shapes[q].shape);
-      const int i0 = rep_find(d, 0, d->shapes[q].family, d->shapes[q].shape);
       for (int k = 0; k < d->n_devs; k++) {
-        const int i = rep_find(d, k, d->shapes[q].family, d->shapes[q].shape);
-        const double t = i >= 0 ? d->rows[i].median_s : NAN;
-        md_num(f, t * 1e3, "%.4g");
+        double ms, speedup;
+        rep_cross(d, k, q, &ms, &speedup);
+        md_num(f, ms, "%.4g");
         if (k)
-          md_num(f, rep_ratio(i0 >= 0 ? d->rows[i0].median_s : NAN, t),
-                 "%.3g");
+          md_num(f, speedup, "%.3g");
       }
       for (int s = 0; s < d->n_sheets; s++) {
         rep_figures g;
@@ -182,6 +207,7 @@ int rep_write_markdown(FILE *f, const rep_data *d) {
       fputs("\n", f);
     }
   }
+  md_kv(f, d);
   return ferror(f) ? -1 : 0;
 }
 
