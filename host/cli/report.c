@@ -66,24 +66,33 @@ static int write_fmt(FILE *f, enum fmt fmt, const rep_data *d) {
   }
 }
 
-static int write_file(const char *path, enum fmt fmt, const rep_data *d) {
+/* path + ".tmp" opened for writing, before anything is read, so that an
+ * unwritable path fails at once; NULL after printing why. */
+static FILE *open_tmp(const char *path, char **tmp) {
   const size_t n = strlen(path) + 5;
-  char *tmp = malloc(n);
-  if (!tmp) {
+  *tmp = malloc(n);
+  if (!*tmp) {
     cli_err("report: out of memory");
-    return CLI_FAIL;
+    return NULL;
   }
-  snprintf(tmp, n, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
+  snprintf(*tmp, n, "%s.tmp", path);
+  FILE *f = fopen(*tmp, "w");
   if (!f) {
     cli_err("report: %s: cannot write: %s", path, strerror(errno));
-    free(tmp);
-    return CLI_FAIL;
+    free(*tmp);
+    *tmp = NULL;
   }
-  int bad = write_fmt(f, fmt, d);
+  return f;
+}
+
+/* Write the report into f (tmp) and rename it to path; or remove tmp. */
+static int finish_file(FILE *f, char *tmp, const char *path, enum fmt fmt,
+                       const rep_data *d) {
+  int bad = d ? write_fmt(f, fmt, d) : -1;
   bad |= fclose(f) != 0;
   if (bad || rename(tmp, path) != 0) {
-    cli_err("report: %s: cannot write: %s", path, strerror(errno));
+    if (d)
+      cli_err("report: %s: cannot write: %s", path, strerror(errno));
     remove(tmp);
     free(tmp);
     return CLI_FAIL;
@@ -133,15 +142,18 @@ int cli_report(int argc, char **argv) {
       sel.names = o.datasheets;
     }
   }
+  char *tmp = NULL;
+  FILE *out = o.out ? open_tmp(o.out, &tmp) : stdout;
+  if (!out)
+    return CLI_FAIL;
   rep_data d;
   rc = rep_load((const char *const *)a.operand, a.n_operands, &sel, &d);
-  if (rc == CLI_OK) {
-    if (o.out) {
-      rc = write_file(o.out, fmt, &d);
-    } else if (write_fmt(stdout, fmt, &d) || fflush(stdout)) {
-      cli_err("report: writing stdout: %s", strerror(errno));
-      rc = CLI_FAIL;
-    }
+  if (o.out) {
+    const int wrc = finish_file(out, tmp, o.out, fmt, rc ? NULL : &d);
+    rc = rc ? rc : wrc;
+  } else if (rc == CLI_OK && (write_fmt(stdout, fmt, &d) || fflush(stdout))) {
+    cli_err("report: writing stdout: %s", strerror(errno));
+    rc = CLI_FAIL;
   }
   rep_free(&d);
   return rc;
