@@ -47,6 +47,7 @@ int cli_model(int argc, char **argv);
 int cli_probe(const cli_opts *o);
 int cli_tune(int argc, char **argv);
 int cli_explain(int argc, char **argv);
+int cli_bench(int argc, char **argv);
 int cli_db(int argc, char **argv);
 /* `clattn report DB ...` (report.c). */
 int cli_report(int argc, char **argv);
@@ -76,6 +77,10 @@ int cli_save(const char *dir, const char *name, npy_dtype dt, int ndim,
              const size_t *shape, const void *data);
 /* Create a directory if it does not exist (for --save-inputs). */
 int cli_mkdir(const char *dir);
+
+/* s as a JSON string on stdout (quotes, backslashes and control
+ * characters escaped). */
+void cli_json_str(const char *s);
 
 /* Print a library failure (status text and context message): CLI_USAGE
  * for CLATTN_ERR_SHAPE and CLATTN_ERR_INVALID_ARG (input the library's

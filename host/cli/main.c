@@ -8,6 +8,7 @@
  *   clattn run switchhead (--in DIR | --random SHAPE...) --heads H --topk K
  *   clattn probe [--device D] [--json] [--thorough] [--db PATH] [--no-store]
  *   clattn tune ... / clattn explain ... (tune.c)
+ *   clattn bench ... (bench.c)
  *   clattn db path | list [...] | export FILE | import FILE  [--db PATH]
  *   clattn report DB [DB ...] [-o FILE] [--html|--markdown|--csv|--json]
  *
@@ -47,6 +48,8 @@ static const char usage_text[] =
   "                    [--db PATH] [--no-store]\n"
   "       clattn tune [FAMILY|gemm|all] [SHAPE] [--budget T] ...\n"
   "       clattn explain FAMILY SHAPE [--db PATH]\n"
+  "       clattn bench [FAMILY|all] [SHAPE] [--db PATH] [--repeats N] ...\n"
+  "         (the library against its baselines, stored for the report)\n"
   "         (autotuner; 'clattn tune help' for its options)\n"
   "       clattn db path | list [--kernel K] [--class C] [--all-devices]\n"
   "                 [--json] | export FILE | import FILE  [--db PATH]\n"
@@ -499,6 +502,8 @@ int main(int argc, char **argv)
     return cli_model(argc - 2, argv + 2);
   if (!strcmp(c, "tune"))
     return cli_tune(argc - 2, argv + 2);
+  if (!strcmp(c, "bench"))
+    return cli_bench(argc - 2, argv + 2);
   if (!strcmp(c, "explain"))
     return cli_explain(argc - 2, argv + 2);
   if (!strcmp(c, "db"))

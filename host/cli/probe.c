@@ -11,19 +11,6 @@ static const int widths[CLATTN_PROBE_WIDTHS] = {1, 2, 4, 8, 16};
 
 /* ---------------------------------------------------------------- JSON */
 
-static void json_str(const char *s)
-{
-  putchar('"');
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      printf("\\%c", *p);
-    else if (*p < 0x20)
-      printf("\\u%04x", *p);
-    else
-      putchar(*p);
-  }
-  putchar('"');
-}
 
 static void json_num(double v)
 {
@@ -47,17 +34,17 @@ static void print_json(const clattn_probe_result *r, const char *stored)
 {
   const clattn_profile *p = &r->profile;
   printf("{\n  \"device\": {\"name\": ");
-  json_str(p->name);
+  cli_json_str(p->name);
   printf(", \"vendor\": ");
-  json_str(p->vendor);
+  cli_json_str(p->vendor);
   printf(", \"platform\": ");
-  json_str(p->platform);
+  cli_json_str(p->platform);
   printf(", \"driver\": ");
-  json_str(p->driver);
+  cli_json_str(p->driver);
   printf(", \"arch\": ");
-  json_str(p->arch);
+  cli_json_str(p->arch);
   printf(",\n    \"fingerprint\": ");
-  json_str(p->fingerprint);
+  cli_json_str(p->fingerprint);
   printf(", \"is_cpu\": %s, \"compute_units\": %u, \"clock_mhz\": %u,\n",
          p->is_cpu ? "true" : "false", p->compute_units, p->clock_mhz);
   printf("    \"wave_width\": %u, \"simds_per_cu\": %u, "
@@ -89,12 +76,12 @@ static void print_json(const clattn_probe_result *r, const char *stored)
     json_num(ceil[i].v);
   }
   printf(",\n    \"probe_method\": %d, \"note\": ", p->probe_method);
-  json_str(p->note);
+  cli_json_str(p->note);
   printf("},\n  \"buffer_bytes\": %zu,\n  \"seconds\": ", r->buffer_bytes);
   json_num(r->seconds);
   printf(",\n  \"stored\": ");
   if (stored)
-    json_str(stored);
+    cli_json_str(stored);
   else
     printf("null");
   printf("\n}\n");

@@ -1463,6 +1463,8 @@ typedef struct clattn_bench_opts {
   int repeats;        /* timed runs of each implementation (default 7) */
   int no_baselines;   /* nonzero: time the library's choice alone */
   const char *run;    /* the run's name (NULL: "<UTC date> <host> <pid>") */
+  int no_store;       /* nonzero: db gives the profile only, no row is
+                         stored */
 } clattn_bench_opts;
 
 enum { CLATTN_BENCH_MAX_IMPLS = 4 };

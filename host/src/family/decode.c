@@ -318,6 +318,16 @@ static const char *const standard[] = {
     "batch=1 kv-seq=4096 heads=32 kv-heads=8 head-dim=128",
     "batch=8 kv-seq=2048 heads=8 kv-heads=8 head-dim=64", NULL};
 
+/* The standard shapes and the MHA / GQA / MQA trio of one size that a
+ * report compares (its GQA member is standard[2]). */
+static const char *const bench[] = {
+    "batch=1 kv-seq=4096 heads=8 kv-heads=8 head-dim=64",
+    "batch=1 kv-seq=8192 heads=8 kv-heads=1 head-dim=64",
+    "batch=1 kv-seq=4096 heads=32 kv-heads=8 head-dim=128",
+    "batch=8 kv-seq=2048 heads=8 kv-heads=8 head-dim=64",
+    "batch=1 kv-seq=4096 heads=32 kv-heads=32 head-dim=128",
+    "batch=1 kv-seq=4096 heads=32 kv-heads=1 head-dim=128", NULL};
+
 const clattn__family clattn__family_decode = {
     .name = "decode",
     .summary = "one query per sequence over a KV cache, split-KV "
@@ -329,6 +339,7 @@ const clattn__family clattn__family_decode = {
     .nbufs = 5,
     .tune_method = 2,
     .standard_shapes = standard,
+    .bench_shapes = bench,
     .check = check,
     .buffers = buffers,
     .full_int = full_int,

@@ -50,6 +50,22 @@ typedef struct clattn__check_case {
   int ints[8];
 } clattn__check_case;
 
+/* A family's own baseline of `clattn bench` (tune/bench.c): another way
+ * to compute the same call on the same buffers (family.h's order), timed
+ * beside the library's choice; "copy" is every family's and lives in
+ * bench.c. */
+typedef struct clattn__baseline {
+  const char *name; /* the bench row's impl: "unfused", "clblast" */
+  /* Prepare for desc (a work buffer, a program) into *state (may stay
+   * NULL).  CLATTN_ERR_UNSUPPORTED with the reason in the context's message:
+   * the baseline cannot compute this call (no row, not an error). */
+  clattn_status (*create)(clattn_ctx *ctx, const void *desc, void **state);
+  /* Enqueue one call on bufs (not finished). */
+  clattn_status (*enqueue)(clattn_ctx *ctx, const void *desc, void *state,
+                           const cl_mem *bufs);
+  void (*destroy)(void *state); /* NULL state: nothing */
+} clattn__baseline;
+
 typedef struct clattn__family {
   /* The database's kernel column, the override key of $CLATTN_PARAMS and
    * the CLI's word ("prefill", "decode", "append"). */
@@ -63,6 +79,12 @@ typedef struct clattn__family {
   /* Standard shapes of `clattn tune` (NULL-terminated, shape text as
    * parse_shape reads it); NULL: the family is not tuned by default. */
   const char *const *standard_shapes;
+  /* (optional) The shapes of `clattn bench` (NULL-terminated); NULL: the
+   * standard shapes. */
+  const char *const *bench_shapes;
+  /* (optional) Its baselines of `clattn bench` beside "copy"
+   * (NULL-terminated); NULL: none. */
+  const clattn__baseline *const *baselines;
 
   /* ---- the description */
   /* Validate a call's description: shapes, fields, sizes that overflow. */

@@ -341,6 +341,11 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
                                    const int *ints, const clattn_profile *prof,
                                    clattn_prediction *out, double *dram_reads);
 
+/* The unfused baseline of `clattn bench` (prefill_unfused.c). */
+extern const clattn__baseline clattn__prefill_unfused;
+static const clattn__baseline *const baselines[] = {&clattn__prefill_unfused,
+                                                    NULL};
+
 static const char *const standard[] = {
     "batch=1 seq=512 heads=8 kv-heads=8 head-dim=64 causal=1",
     "batch=1 seq=1024 heads=32 kv-heads=8 head-dim=128 causal=1", NULL};
@@ -355,6 +360,7 @@ const clattn__family clattn__family_prefill = {
     .nbufs = 5,
     .tune_method = 1,
     .standard_shapes = standard,
+    .baselines = baselines,
     .check = check,
     .buffers = buffers,
     .full_int = full_int,

@@ -211,6 +211,29 @@ static void reference(const void *desc, void *const *b) {
   ref_gemm(d->m, d->n, d->k, b[A], b[W], b[OUT]);
 }
 
+/* The "clblast" baseline of `clattn bench`: the family's CLBlast scheme
+ * whatever the choice, on the call's buffers. */
+static clattn_status clblast_base_create(clattn_ctx *ctx, const void *desc,
+                                         void **state) {
+  (void)ctx;
+  (void)desc;
+  *state = NULL;
+  return CLATTN_OK;
+}
+
+static clattn_status clblast_base_enqueue(clattn_ctx *ctx, const void *desc,
+                                          void *state, const cl_mem *bufs) {
+  (void)state;
+  return clblast_enqueue(ctx, desc, bufs, NULL);
+}
+
+static const clattn__baseline clblast_base = {
+    .name = "clblast",
+    .create = clblast_base_create,
+    .enqueue = clblast_base_enqueue,
+};
+static const clattn__baseline *const baselines[] = {&clblast_base, NULL};
+
 /* A d_model 512 layer's projections over 512 and 2048 rows, and decode
  * steps of one and four rows. */
 static const char *const standard[] = {
@@ -228,6 +251,7 @@ const clattn__family clattn__family_projection = {
     .nbufs = 3,
     .tune_method = 1,
     .standard_shapes = standard,
+    .baselines = baselines,
     .check = check,
     .buffers = buffers,
     .full_int = full_int,

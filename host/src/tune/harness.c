@@ -10,7 +10,8 @@
  * larger than twice the device's global-memory cache, one rotation shared
  * by all candidates, so each call reads cold data; a run is the call on up
  * to 8 consecutive copies, enqueued back to back and finished once (see
- * timed_run). */
+ * timed_run).  The bench (bench.c) measures the library's choice and its
+ * baselines with the same harness (clattn__harness_*, tune.h). */
 #include "base/stats.h"
 #include "base/tolerance.h"
 #include "call/call.h"
@@ -25,7 +26,7 @@
 
 enum { MAX_COPIES = 64, NB = CLATTN__MAX_BUFS };
 
-typedef struct harness {
+typedef struct clattn__harness {
   clattn_ctx *ctx;
   const clattn__family *F;
   _Alignas(16) unsigned char desc[CLATTN__DESC_MAX]; /* the call */
@@ -207,6 +208,12 @@ static clattn_status setup_call(harness *H) {
   return CLATTN_OK;
 }
 
+/* The call's buffers with copy `copy` of the cold ones. */
+static void call_buffers(const harness *H, int copy, cl_mem *bufs) {
+  for (int i = 0; i < H->F->nbufs; i++)
+    bufs[i] = H->buf[H->spec[i].cold ? copy : 0][i];
+}
+
 /* One call with params p: the small check's (small 1) or the real one's
  * on copy `copy` of the cold buffers; finished when `finish`. */
 static clattn_status call(harness *H, const clattn_params *p, int small,
@@ -215,8 +222,10 @@ static clattn_status call(harness *H, const clattn_params *p, int small,
   cl_mem bufs[NB];
   const clattn__family *F = H->F;
   clattn__desc_with_params(F, small ? H->small.desc : H->desc, p, d);
-  for (int i = 0; i < F->nbufs; i++)
-    bufs[i] = small ? H->sbuf[i] : H->buf[H->spec[i].cold ? copy : 0][i];
+  if (small)
+    memcpy(bufs, H->sbuf, sizeof bufs);
+  else
+    call_buffers(H, copy, bufs);
   clattn_status rc = clattn__call(H->ctx, F, d, bufs, NULL);
   if (rc == CLATTN_OK && finish) {
     cl_int err = clFinish(H->ctx->queue);
@@ -283,23 +292,47 @@ static clattn_status reset_check(harness *H) {
  * (bench/RESULTS.md, tuner). */
 enum { STREAM = 8 };
 
-static clattn_status timed_run(harness *H, const clattn_params *p,
-                               double *sec) {
+static clattn_status time_stream(harness *H, clattn__harness_run run,
+                                 void *user, double *sec) {
   clattn_status rc = CLATTN_OK;
+  cl_mem bufs[NB];
   const int n = H->copies < STREAM ? H->copies : STREAM;
   const double a = clattn__now();
   for (int i = 0; i < n && rc == CLATTN_OK; i++) {
     /* one rotation over every copy for all candidates: a copy is read
      * again only after all the others (more than twice the cache) */
     H->next = (H->next + 1) % H->copies;
-    rc = call(H, p, 0, H->next, i == n - 1);
+    call_buffers(H, H->next, bufs);
+    rc = run(user, bufs);
   }
   if (rc != CLATTN_OK) {
     clFinish(H->ctx->queue); /* drain what was enqueued; rc says why */
     return rc;
   }
+  cl_int err = clFinish(H->ctx->queue);
+  if (err != CL_SUCCESS)
+    return clattn__cl_fail(H->ctx, err, "clFinish", __FILE__, __LINE__);
   *sec = (clattn__now() - a) / n;
   return CLATTN_OK;
+}
+
+/* The library's call with params p on bufs (a clattn__harness_run). */
+typedef struct params_run {
+  harness *H;
+  const clattn_params *p;
+} params_run;
+
+static clattn_status run_params(void *user, const cl_mem *bufs) {
+  const params_run *r = user;
+  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+  clattn__desc_with_params(r->H->F, r->H->desc, r->p, d);
+  return clattn__call(r->H->ctx, r->H->F, d, bufs, NULL);
+}
+
+static clattn_status timed_run(harness *H, const clattn_params *p,
+                               double *sec) {
+  params_run r = {H, p};
+  return time_stream(H, run_params, &r, sec);
 }
 
 static void reject(clattn_tune_entry *e, const char *status, const char *msg) {
@@ -567,4 +600,111 @@ clattn_status clattn__tune_space(clattn_ctx *ctx, const clattn__family *F,
   clattn_status rc = tune_space_unlocked(ctx, F, desc, out, cap, n, pruned);
   clattn__ctx_leave(locked);
   return rc;
+}
+
+/* ------------------------------------------------ the bench's harness */
+
+clattn_status clattn__harness_open(clattn_ctx *ctx, const clattn__family *F,
+                                   const void *desc,
+                                   const clattn_profile *prof,
+                                   clattn__harness **out) {
+  clattn_status rc = CLATTN_OK;
+  harness *H = calloc(1, sizeof *H);
+  *out = NULL;
+  if (H == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
+  H->ctx = ctx;
+  H->F = F;
+  memcpy(H->desc, desc, F->desc_size);
+  if (prof && prof->fp32_gflops > 0 && prof->bw_read_gbs > 0) {
+    H->prof = H->prof0 = *prof;
+    H->has_prof = 1;
+  }
+  CLATTN_TRY(setup_check(H));
+  CLATTN_TRY(setup_call(H));
+  *out = H;
+  return CLATTN_OK;
+done:
+  clattn__harness_close(H);
+  return rc;
+}
+
+void clattn__harness_close(clattn__harness *H) {
+  if (H == NULL)
+    return;
+  harness_free(H);
+  free(H);
+}
+
+clattn_status clattn__harness_check(clattn__harness *H,
+                                    const clattn_params *p, double *max_err) {
+  clattn_status rc;
+  if ((rc = reset_check(H)) || (rc = call(H, p, 1, 0, 1)))
+    return rc;
+  return check_error(H, max_err);
+}
+
+clattn_status clattn__harness_time(clattn__harness *H,
+                                   clattn__harness_run run, void *user,
+                                   double *sec) {
+  return time_stream(H, run, user, sec);
+}
+
+clattn_status clattn__harness_time_params(clattn__harness *H,
+                                          const clattn_params *p,
+                                          double *sec) {
+  return timed_run(H, p, sec);
+}
+
+clattn_status clattn__harness_run_params(clattn__harness *H,
+                                         const clattn_params *p,
+                                         const cl_mem *bufs) {
+  params_run r = {H, p};
+  return run_params(&r, bufs);
+}
+
+size_t clattn__harness_out_elems(const clattn__harness *H) {
+  size_t n = 0;
+  for (int i = 0; i < H->F->nbufs; i++)
+    if (H->spec[i].role == CLATTN__BUF_OUT)
+      n += H->spec[i].elems;
+  return n;
+}
+
+clattn_status clattn__harness_output(clattn__harness *H,
+                                     clattn__harness_run run, void *user,
+                                     float *out) {
+  clattn_ctx *ctx = H->ctx;
+  cl_mem bufs[NB];
+  clattn_status rc;
+  call_buffers(H, 0, bufs);
+  if ((rc = run(user, bufs)) != CLATTN_OK) {
+    clFinish(ctx->queue);
+    return rc;
+  }
+  for (int i = 0; i < H->F->nbufs; i++) {
+    const clattn__buf_spec *b = &H->spec[i];
+    if (b->role != CLATTN__BUF_OUT)
+      continue;
+    const size_t bytes = clattn__buf_bytes(b);
+    void *raw = malloc(bytes ? bytes : 1);
+    if (raw == NULL)
+      return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
+    cl_int err = clEnqueueReadBuffer(ctx->queue, bufs[i], CL_TRUE, 0, bytes,
+                                     raw, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+      to_float(raw, out, b->elems, b->dtype);
+    free(raw);
+    if (err != CL_SUCCESS)
+      return clattn__cl_fail(ctx, err, "clEnqueueReadBuffer", __FILE__,
+                             __LINE__);
+    out += b->elems;
+  }
+  return CLATTN_OK;
+}
+
+size_t clattn__harness_cache_bytes(const clattn__harness *H) {
+  if (H->has_prof && H->prof.cache_bytes)
+    return (size_t)H->prof.cache_bytes;
+  return (size_t)H->ctx->dev.global_cache;
 }

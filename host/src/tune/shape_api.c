@@ -29,17 +29,27 @@ const char *clattn_family_standard_shape(int i, int j) {
   return f->standard_shapes[j];
 }
 
+const char *clattn_family_bench_shape(int i, int j) {
+  const clattn__family *f = clattn__family_at(i);
+  if (f == NULL || f->bench_shapes == NULL)
+    return clattn_family_standard_shape(i, j);
+  if (j < 0)
+    return NULL;
+  for (int k = 0; k < j; k++)
+    if (f->bench_shapes[k] == NULL)
+      return NULL;
+  return f->bench_shapes[j];
+}
+
 const char *clattn_family_shape_keys(int i) {
   const clattn__family *f = clattn__family_at(i);
   return f ? f->shape_keys : NULL;
 }
 
-/* desc (CLATTN__DESC_MAX bytes) of family name's shape text with params;
- * why gets the reason of a failure. */
-static clattn_status parse(const char *family, const char *shape,
-                           const clattn_params *params,
-                           const clattn__family **F, void *desc, char *why,
-                           size_t cap) {
+clattn_status clattn__shape_parse(const char *family, const char *shape,
+                                 const clattn_params *params,
+                                 const clattn__family **F, void *desc,
+                                 char *why, size_t cap) {
   _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
   *F = clattn__family_find(family);
   if (*F == NULL) {
@@ -72,7 +82,8 @@ static clattn_status tune_shape_unlocked(clattn_ctx *ctx, clattn_db *db,
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc)
     return rc;
-  if ((rc = parse(family, shape, NULL, &F, d, why, sizeof why)))
+  if ((rc = clattn__shape_parse(family, shape, NULL, &F, d, why,
+                                sizeof why)))
     return clattn__fail(ctx, rc, "%s", why);
   return clattn__tune(ctx, db, F, d, opts, out);
 }
@@ -87,7 +98,8 @@ static clattn_status explain_shape_unlocked(clattn_ctx *ctx, const char *family,
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc)
     return rc;
-  if ((rc = parse(family, shape, params, &F, d, why, sizeof why)))
+  if ((rc = clattn__shape_parse(family, shape, params, &F, d, why,
+                                sizeof why)))
     return clattn__fail(ctx, rc, "%s", why);
   return clattn__explain(ctx, F, d, out);
 }
@@ -101,7 +113,8 @@ clattn_status clattn_model_shape(const char *family, const char *shape,
   char why[256];
   if (out == NULL)
     return CLATTN_ERR_INVALID_ARG;
-  clattn_status rc = parse(family, shape, params, &F, d, why, sizeof why);
+  clattn_status rc =
+      clattn__shape_parse(family, shape, params, &F, d, why, sizeof why);
   if (rc) {
     memset(out, 0, sizeof *out);
     snprintf(out->errmsg, sizeof out->errmsg, "%s", why);

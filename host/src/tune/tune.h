@@ -71,4 +71,55 @@ clattn_status clattn__tune_space(clattn_ctx *ctx, const clattn__family *F,
                                  const void *desc, clattn_params *out,
                                  int cap, int *n, int *pruned);
 
+/* desc (CLATTN__DESC_MAX bytes) of family name's shape text with params
+ * (shape_api.c); why gets the reason of a failure (CLATTN_ERR_INVALID_ARG
+ * for an unknown family or NULL shape, else the family's parse status). */
+clattn_status clattn__shape_parse(const char *family, const char *shape,
+                                  const clattn_params *params,
+                                  const clattn__family **F, void *desc,
+                                  char *why, size_t cap);
+
+/* The tuner's measuring harness (harness.c), shared with the bench
+ * (bench.c): the call's buffers from the family's specs with random
+ * inputs, the cold ones rotated over copies larger than the last-level
+ * cache, and the small check case with its plain-C reference. */
+typedef struct clattn__harness clattn__harness;
+/* Enqueue one call on bufs (the family's order), not finished. */
+typedef clattn_status (*clattn__harness_run)(void *user, const cl_mem *bufs);
+
+/* A harness for F's call desc (its params are the library's calls'; prof:
+ * the cache size of the rotation, NULL: the device's). */
+clattn_status clattn__harness_open(clattn_ctx *ctx, const clattn__family *F,
+                                   const void *desc,
+                                   const clattn_profile *prof,
+                                   clattn__harness **out);
+void clattn__harness_close(clattn__harness *H);
+/* The library's call with params p (NULL: automatic) on the check case:
+ * the largest error of its outputs against the reference, relative to
+ * the reference's magnitude (INFINITY: a non-finite output). */
+clattn_status clattn__harness_check(clattn__harness *H,
+                                    const clattn_params *p, double *max_err);
+/* One timed run: run on the next copies of the rotation, back to back,
+ * finished once; *sec per call. */
+clattn_status clattn__harness_time(clattn__harness *H,
+                                   clattn__harness_run run, void *user,
+                                   double *sec);
+/* The same for the library's call with params p (NULL: automatic), and
+ * that call enqueued on bufs. */
+clattn_status clattn__harness_time_params(clattn__harness *H,
+                                          const clattn_params *p,
+                                          double *sec);
+clattn_status clattn__harness_run_params(clattn__harness *H,
+                                         const clattn_params *p,
+                                         const cl_mem *bufs);
+/* The elements of the call's OUT buffers, and their values (as float, in
+ * buffer order, out holding clattn__harness_out_elems) after one run on
+ * the first copy. */
+size_t clattn__harness_out_elems(const clattn__harness *H);
+clattn_status clattn__harness_output(clattn__harness *H,
+                                     clattn__harness_run run, void *user,
+                                     float *out);
+/* The last-level cache the rotation covers, in bytes. */
+size_t clattn__harness_cache_bytes(const clattn__harness *H);
+
 #endif /* CLATTN_TUNE_H */
