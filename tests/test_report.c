@@ -84,8 +84,27 @@ static void put_profile(clattn_db *db) {
   check(db, clattn_db_put_profile(db, &p), "put_profile");
 }
 
+/* A tuning row of device A: the page counts them per device. */
+static void put_tune(clattn_db *db, int i, const char *status) {
+  clattn_tune_entry e;
+  memset(&e, 0, sizeof e);
+  snprintf(e.fingerprint, sizeof e.fingerprint, DEV_A);
+  snprintf(e.device, sizeof e.device, NAME_A);
+  snprintf(e.kernel, sizeof e.kernel, "decode");
+  snprintf(e.shape_class, sizeof e.shape_class, "f32 k64 v64 g8 bh1 m4096 "
+           "bhsd");
+  snprintf(e.params, sizeof e.params, "rows=%d wg=64", i + 1);
+  snprintf(e.status, sizeof e.status, "%s", status);
+  e.median_s = 1e-3;
+  snprintf(e.strategy, sizeof e.strategy, "exhaustive");
+  snprintf(e.updated, sizeof e.updated, "2026-11-20T10:00:00Z");
+  e.tune_method = clattn_tune_method("decode");
+  check(db, clattn_db_put_tune(db, &e), "put_tune");
+}
+
 /* db1: device A's profile and rows (two runs of the prefill shape, a row
- * without FLOPs or bytes); db2: device B's rows and a newer run of A. */
+ * without FLOPs or bytes); db2: device B's rows, a newer run of A and two
+ * tuning rows of A. */
 static void make_dbs(void) {
   tt_mkdtemp(dir, sizeof dir, "report");
   snprintf(db1, sizeof db1, "%s/one.db", dir);
@@ -118,6 +137,8 @@ static void make_dbs(void) {
           1.0e-3, 1.34e8, 6.7e7, 0.9e-3, 0.8e-3);
   put_row(db, DEV_B, "Other device", "decode", MQA, "clattn", "r2", t2,
           0.25e-3, 1.34e8, 0.9e7, 0.2e-3, 0.1e-3);
+  put_tune(db, 0, "ok");
+  put_tune(db, 1, "slow");
   put_row(db, DEV_A, NAME_A, "prefill", PREFILL, "clattn", "r2", t2, 7.0e-3,
           1.1e9, 2.2e7, 6e-3, 5e-3);
   clattn_db_close(db);
@@ -434,6 +455,8 @@ Test(report, html_numbers_are_the_rows) {
     cr_assert_eq(svgs, 1, "one roofline chart in %s's section", fps[k]);
     check_family_tables(html, fps[k], rows, n);
   }
+  /* A's tuning rows, read from the other database than its profile */
+  cr_assert(strstr(html, "2 tuning rows in the databases (1 ok)") != NULL);
   /* the newest prefill run (r2, from the second database) is shown */
   cr_assert(strstr(html, ">r2</td>") != NULL);
   /* device A's measured ceilings */

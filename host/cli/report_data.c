@@ -365,8 +365,10 @@ static int check_sheet_names(const char *names) {
   return CLI_OK;
 }
 
-static int read_db(const char *path, rep_data *d, clattn_bench_entry **rows,
-                   int *n_rows) {
+/* Pass 0: the profiles and bench rows; pass 1 (every device known by
+ * then, whichever file holds its rows): the tuning rows' counts. */
+static int read_db(const char *path, int pass, rep_data *d,
+                   clattn_bench_entry **rows, int *n_rows) {
   clattn_db *db = NULL;
   clattn_status st = clattn_db_open_readonly(path, &db);
   if (st != CLATTN_OK) {
@@ -379,15 +381,12 @@ static int read_db(const char *path, rep_data *d, clattn_bench_entry **rows,
   clattn_bench_entry *bench = NULL;
   clattn_tune_entry *tune = NULL;
   int np = 0, nb = 0, nt = 0, rc = CLI_OK;
-  const char *what = "profiles";
-  st = clattn_db_list_profiles(db, &prof, &np);
-  if (st == CLATTN_OK) {
+  const char *what = pass ? "tuning rows" : "profiles";
+  st = pass ? clattn_db_list_tune(db, NULL, NULL, NULL, &tune, &nt)
+            : clattn_db_list_profiles(db, &prof, &np);
+  if (st == CLATTN_OK && !pass) {
     what = "bench rows";
     st = clattn_db_list_bench(db, NULL, NULL, &bench, &nb);
-  }
-  if (st == CLATTN_OK) {
-    what = "tuning rows";
-    st = clattn_db_list_tune(db, NULL, NULL, NULL, &tune, &nt);
   }
   if (st != CLATTN_OK) {
     cli_err("report: %s: reading its %s: %s: %s", path, what,
@@ -565,9 +564,10 @@ int rep_load(const char *const *paths, int n, const rep_sheet_sel *sel,
     strftime(d->generated, sizeof d->generated, "%Y-%m-%dT%H:%M:%SZ", &tm);
   if (!sel->all && sel->names && check_sheet_names(sel->names))
     return CLI_USAGE;
-  for (int k = 0; k < n; k++)
-    if (read_db(paths[k], d, &d->rows, &d->n_rows))
-      return CLI_FAIL;
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < n; k++)
+      if (read_db(paths[k], pass, d, &d->rows, &d->n_rows))
+        return CLI_FAIL;
   for (int k = 0; k < d->n_devs; k++) {
     rep_device *v = &d->devs[k];
     if (v->has_profile) {
