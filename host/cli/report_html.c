@@ -368,8 +368,8 @@ static void sheet_section(FILE *f, const rep_data *d, int s,
   rep_html_text(f, p->vendor);
   fputs(" ", f);
   rep_html_text(f, p->arch);
-  fprintf(f, "; %u compute units, %u MHz; %.4g GB/s, FP32 %.4g GFLOP/s, "
-          "FP16 %.4g GFLOP/s. Sources: ", p->compute_units, p->clock_mhz,
+  fprintf(f, "; %u compute units, %u MHz; %.0f GB/s, FP32 %.0f GFLOP/s, "
+          "FP16 %.0f GFLOP/s. Sources: ", p->compute_units, p->clock_mhz,
           p->bw_read_gbs, p->fp32_gflops, p->fp16_gflops);
   rep_html_text(f, p->note);
   fputs("</p>\n", f);
