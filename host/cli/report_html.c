@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { MAX_FAMILIES = 64, MAX_BASELINES = 8 };
@@ -136,12 +137,14 @@ static void chart_note(FILE *f, int skipped, int bw, int peak) {
                               : !bw       ? "memory" : "compute");
 }
 
-static void device_chart(FILE *f, const rep_data *d, int k,
+static int device_chart(FILE *f, const rep_data *d, int k,
                          const char *const *fams, int nf) {
   const rep_device *v = &d->devs[k];
-  rep_plot_point pts[512];
+  rep_plot_point *pts = calloc((size_t)v->n + 1, sizeof *pts);
   int n = 0;
-  for (int i = v->first; i < v->first + v->n && n < 512; i++) {
+  if (!pts)
+    return -1;
+  for (int i = v->first; i < v->first + v->n; i++) {
     const clattn_bench_entry *r = &d->rows[i];
     if (!d->latest[i] || strcmp(r->impl, "clattn"))
       continue;
@@ -164,6 +167,8 @@ static void device_chart(FILE *f, const rep_data *d, int k,
   rep_chart c = {id, bw, peak, "measured", fams, nf, pts, n};
   int skipped = rep_svg_roofline(f, &c);
   chart_note(f, skipped, bw > 0, peak > 0);
+  free(pts);
+  return 0;
 }
 
 static void family_table(FILE *f, const rep_data *d, int k,
@@ -235,7 +240,7 @@ static void family_table(FILE *f, const rep_data *d, int k,
   fputs("</table></div>\n", f);
 }
 
-static void device_section(FILE *f, const rep_data *d, int k,
+static int device_section(FILE *f, const rep_data *d, int k,
                            const char *const *fams, int nf) {
   const rep_device *v = &d->devs[k];
   fputs("<section class=\"device\" data-kind=\"measured\" "
@@ -254,7 +259,8 @@ static void device_section(FILE *f, const rep_data *d, int k,
     fputs("</p>\n", f);
   }
   fputs("<h3>Roofline</h3>\n", f);
-  device_chart(f, d, k, fams, nf);
+  if (device_chart(f, d, k, fams, nf))
+    return -1;
   fputs("<h3>Kernels</h3>\n", f);
   int any = 0;
   for (int q = 0; q < nf; q++)
@@ -266,6 +272,7 @@ static void device_section(FILE *f, const rep_data *d, int k,
     fputs("<p class=\"note\">No bench rows for this device (run "
           "<code>clattn bench</code>).</p>\n", f);
   fputs("</section>\n", f);
+  return 0;
 }
 
 static void cross_table(FILE *f, const rep_data *d) {
@@ -356,7 +363,7 @@ static void kv_table(FILE *f, const rep_data *d) {
     fputs("</table>\n", f);
 }
 
-static void sheet_section(FILE *f, const rep_data *d, int s,
+static int sheet_section(FILE *f, const rep_data *d, int s,
                           const char *const *fams, int nf) {
   const rep_sheet *sh = &d->sheets[s];
   const clattn_profile *p = &sh->profile;
@@ -373,9 +380,11 @@ static void sheet_section(FILE *f, const rep_data *d, int s,
           p->bw_read_gbs, p->fp32_gflops, p->fp16_gflops);
   rep_html_text(f, p->note);
   fputs("</p>\n", f);
-  rep_plot_point pts[512];
+  rep_plot_point *pts = calloc((size_t)d->n_shapes + 1, sizeof *pts);
   int n = 0;
-  for (int q = 0; q < d->n_shapes && n < 512; q++) {
+  if (!pts)
+    return -1;
+  for (int q = 0; q < d->n_shapes; q++) {
     rep_figures g;
     rep_pred_figures(&sh->pred[q], &g);
     rep_plot_point *pt = &pts[n++];
@@ -393,6 +402,7 @@ static void sheet_section(FILE *f, const rep_data *d, int s,
                  pts, n};
   chart_note(f, rep_svg_roofline(f, &c), p->bw_read_gbs > 0,
              p->fp32_gflops > 0);
+  free(pts);
   fputs("<table class=\"predicted\"><tr><th class=\"t\">family</th><th "
         "class=\"t\">shape</th><th>predicted (ms)</th><th>predicted "
         "GFLOP/s</th><th>bound</th></tr>\n", f);
@@ -412,6 +422,7 @@ static void sheet_section(FILE *f, const rep_data *d, int s,
     fputs("</tr>\n", f);
   }
   fputs("</table>\n</section>\n", f);
+  return 0;
 }
 
 int rep_write_html(FILE *f, const rep_data *d) {
@@ -451,12 +462,14 @@ int rep_write_html(FILE *f, const rep_data *d) {
         "the newest clattn row and the baselines of the same run; "
         "docs/REPORT.md says how each figure is derived.</p>\n", f);
   for (int k = 0; k < d->n_devs; k++)
-    device_section(f, d, k, fams, nf);
+    if (device_section(f, d, k, fams, nf))
+      return -1;
   if (d->n_shapes && d->n_devs + d->n_sheets >= 2)
     cross_table(f, d);
   kv_table(f, d);
   for (int s = 0; s < d->n_sheets; s++)
-    sheet_section(f, d, s, fams, nf);
+    if (sheet_section(f, d, s, fams, nf))
+      return -1;
   fputs("</body></html>\n", f);
   return ferror(f) ? -1 : 0;
 }
