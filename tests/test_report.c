@@ -455,6 +455,25 @@ Test(report, html_numbers_are_the_rows) {
     cr_assert_eq(svgs, 1, "one roofline chart in %s's section", fps[k]);
     check_family_tables(html, fps[k], rows, n);
   }
+  /* the runs: each one's row count */
+  const char *runs = strstr(html, "<table class=\"runs\">");
+  cr_assert(runs != NULL);
+  const char *runs_end = strstr(runs, "</table>");
+  static const char *const run_names[] = {"r0", "r1", "r2"};
+  for (int k = 0; k < 3; k++) {
+    char cell[64];
+    snprintf(cell, sizeof cell, "<td class=\"t\">%s</td>", run_names[k]);
+    const char *tr = strstr(runs, cell);
+    cr_assert(tr && tr < runs_end, "run %s not listed", run_names[k]);
+    int stored = 0;
+    for (int i = 0; i < n; i++)
+      stored += !strcmp(rows[i].run, run_names[k]);
+    char key[32];
+    double v;
+    cr_assert(next_cell(tr, strstr(tr, "</tr>"), key, sizeof key, &v));
+    cr_assert_str_eq(key, "rows");
+    expect_equal(v, stored, run_names[k]);
+  }
   /* A's tuning rows, read from the other database than its profile */
   cr_assert(strstr(html, "2 tuning rows in the databases (1 ok)") != NULL);
   /* the newest prefill run (r2, from the second database) is shown */

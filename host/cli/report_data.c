@@ -509,8 +509,10 @@ static int index_rows(rep_data *d) {
     u->n_rows++;
     if (strcmp(r->updated, u->first) < 0)
       COPY(u->first, r->updated);
-    if (strcmp(r->updated, u->last) > 0)
+    if (strcmp(r->updated, u->last) >= 0) {
       COPY(u->last, r->updated);
+      COPY(u->library_version, r->library_version);
+    }
   }
   if (d->n_runs > 1)
     qsort(d->runs, (size_t)d->n_runs, sizeof *d->runs, run_cmp);

@@ -53,6 +53,7 @@ typedef struct rep_device {
 typedef struct rep_run {
   char run[48];
   char first[32], last[32]; /* the oldest and newest row's date */
+  char library_version[16]; /* of its newest row */
   int n_rows;
 } rep_run;
 

@@ -443,13 +443,15 @@ int rep_write_html(FILE *f, const rep_data *d) {
   fputs("</ul>\n", f);
   if (d->n_runs) {
     fputs("<table class=\"runs\"><tr><th class=\"t\">run</th><th class=\"t"
-          "\">first row</th><th class=\"t\">last row</th><th>rows</th></tr>"
+          "\">first row</th><th class=\"t\">last row</th><th class=\"t\">"
+          "library</th><th>rows</th></tr>"
           "\n", f);
     for (int k = 0; k < d->n_runs; k++) {
       fputs("<tr>", f);
       text_cell(f, d->runs[k].run);
       text_cell(f, d->runs[k].first);
       text_cell(f, d->runs[k].last);
+      text_cell(f, d->runs[k].library_version);
       num(f, "rows", d->runs[k].n_rows, "%.0f");
       fputs("</tr>\n", f);
     }

@@ -156,12 +156,14 @@ int rep_write_markdown(FILE *f, const rep_data *d) {
     fputs("\n", f);
   }
   if (d->n_runs) {
-    fputs("\n| run | first row | last row | rows |\n|---|---|---|---:|\n", f);
+    fputs("\n| run | first row | last row | library | rows |\n"
+          "|---|---|---|---|---:|\n", f);
     for (int k = 0; k < d->n_runs; k++) {
       fputs("|", f);
       md_cell(f, d->runs[k].run);
       md_cell(f, d->runs[k].first);
       md_cell(f, d->runs[k].last);
+      md_cell(f, d->runs[k].library_version);
       fprintf(f, " %d |\n", d->runs[k].n_rows);
     }
   }
@@ -322,6 +324,7 @@ int rep_write_json(FILE *f, const rep_data *d) {
     json_key_str(f, "run", d->runs[k].run, 0);
     json_key_str(f, "first", d->runs[k].first, 1);
     json_key_str(f, "last", d->runs[k].last, 1);
+    json_key_str(f, "library_version", d->runs[k].library_version, 1);
     json_key_num(f, "rows", d->runs[k].n_rows);
     fputs("}", f);
   }
