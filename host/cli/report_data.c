@@ -241,11 +241,10 @@ static int row_cmp(const void *pa, const void *pb) {
     c = strcmp(a->family, b->family);
   if (!c)
     c = strcmp(a->shape, b->shape);
-  if (!c)
-    c = strcmp(a->impl, b->impl) && (!strcmp(a->impl, "clattn") ||
-                                     !strcmp(b->impl, "clattn"))
-            ? (strcmp(a->impl, "clattn") ? 1 : -1)
-            : strcmp(a->impl, b->impl);
+  if (!c) { /* clattn's row first, then the baselines by name */
+    const int ca = !strcmp(a->impl, "clattn"), cb = !strcmp(b->impl, "clattn");
+    c = ca != cb ? cb - ca : strcmp(a->impl, b->impl);
+  }
   return c ? c : newer_first(a, b);
 }
 
