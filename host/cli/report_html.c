@@ -92,9 +92,11 @@ static void profile_table(FILE *f, const rep_device *v) {
   text_cell(f, v->has_sheet ? s->name : "no datasheet");
   fputs("</tr>\n<tr><td>vendor / arch</td>", f);
   char buf[160];
-  snprintf(buf, sizeof buf, "%s / %s", v->vendor, v->arch);
+  snprintf(buf, sizeof buf, "%s%s%s", v->vendor, v->arch[0] ? " / " : "",
+           v->arch);
   text_cell(f, buf);
-  snprintf(buf, sizeof buf, "%s / %s", s->vendor, s->arch);
+  snprintf(buf, sizeof buf, "%s%s%s", s->vendor, s->arch[0] ? " / " : "",
+           s->arch);
   text_cell(f, v->has_sheet ? buf : "");
   fputs("</tr>\n<tr><td>driver</td>", f);
   text_cell(f, v->driver);
