@@ -81,7 +81,7 @@ static void marker(FILE *f, int series, double x, double y, int filled) {
   fprintf(f, " fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\"", fill, c);
 }
 
-static void axes_for(const rep_chart *c, int legend_rows, axes *a) {
+static void axes_for(const rep_chart *c, axes *a) {
   double x0 = INFINITY, x1 = 0, y0 = INFINITY, y1 = 0;
   for (int i = 0; i < c->n; i++) {
     const rep_plot_point *p = &c->pts[i];
@@ -118,7 +118,6 @@ static void axes_for(const rep_chart *c, int legend_rows, axes *a) {
   a->px1 = W - RIGHT;
   a->py1 = TOP;
   a->py0 = TOP + PLOT_H;
-  (void)legend_rows;
 }
 
 static void draw_axes(FILE *f, const axes *a) {
@@ -190,13 +189,25 @@ static void draw_roofs(FILE *f, const rep_chart *c, const axes *a) {
   fprintf(f, "</g>\n");
 }
 
+/* Does the chart draw a point of series s (its legend lists it)? */
+static int series_present(const rep_chart *c, int s) {
+  for (int i = 0; i < c->n; i++)
+    if (c->pts[i].series == s && usable(c->pts[i].intensity) &&
+        (usable(c->pts[i].measured) || usable(c->pts[i].predicted)))
+      return 1;
+  return 0;
+}
+
 int rep_svg_roofline(FILE *f, const rep_chart *c) {
   const int per_row = 4;
-  const int legend_rows = (c->n_series + per_row - 1) / per_row + 1;
+  int n_present = 0;
+  for (int s = 0; s < c->n_series; s++)
+    n_present += series_present(c, s);
+  const int legend_rows = (n_present + per_row - 1) / per_row + 1;
   const int h = TOP + PLOT_H + 50 + legend_rows * LEGEND_ROW;
   axes a;
   int skipped = 0;
-  axes_for(c, legend_rows, &a);
+  axes_for(c, &a);
   fprintf(f, "<svg class=\"roofline\" xmlns=\"http://www.w3.org/2000/svg\" "
           "viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" "
           "font-family=\"sans-serif\">\n",
@@ -247,10 +258,7 @@ int rep_svg_roofline(FILE *f, const rep_chart *c) {
   for (int i = 0; i < c->n; i++)
     any_measured |= usable(c->pts[i].measured);
   for (int s = 0; s < c->n_series; s++) {
-    int present = 0;
-    for (int i = 0; i < c->n && !present; i++)
-      present = c->pts[i].series == s;
-    if (!present)
+    if (!series_present(c, s))
       continue;
     const double x = LEFT + (shown % per_row) * 190.0,
                  y = ly + (shown / per_row) * LEGEND_ROW;
