@@ -49,6 +49,8 @@ int cli_tune(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_db(int argc, char **argv);
+/* `clattn report DB ...` (report.c). */
+int cli_report(int argc, char **argv);
 
 /* clattn_probe's options for `clattn probe [--quick] [--thorough]` (quick:
  * a smoke run whose figures are not stored). */

@@ -10,6 +10,7 @@
  *   clattn tune ... / clattn explain ... (tune.c)
  *   clattn bench ... (bench.c)
  *   clattn db path | list [...] | export FILE | import FILE  [--db PATH]
+ *   clattn report DB [DB ...] [-o FILE] [--html|--markdown|--csv|--json]
  *
  * Options: one parser for all (options.c); exit statuses: docs/CLI.md
  * (0 success, 1 run-time failure, 2 usage error, bad shape or input file,
@@ -53,6 +54,8 @@ static const char usage_text[] =
   "       clattn db path | list [--kernel K] [--class C] [--all-devices]\n"
   "                 [--json] | export FILE | import FILE  [--db PATH]\n"
   "         (tuning database; 'clattn db help' for details)\n"
+  "       clattn report DB [DB ...] [-o FILE] [--html | --markdown | --csv\n"
+  "                     | --json] [--datasheets all|none|NAME,...]\n"
   "       clattn help | --help | --version\n"
   "  ('clattn COMMAND --help': a command's own help and options;\n"
   "  docs/CLI.md: the option rules and exit statuses)\n";
@@ -505,6 +508,8 @@ int main(int argc, char **argv)
     return cli_explain(argc - 2, argv + 2);
   if (!strcmp(c, "db"))
     return cli_db(argc - 2, argv + 2);
+  if (!strcmp(c, "report"))
+    return cli_report(argc - 2, argv + 2);
   if (!strcmp(c, "probe")) {
     char usage[1024];
     snprintf(usage, sizeof usage, "usage: clattn probe [--device SEL] "
