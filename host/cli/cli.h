@@ -19,6 +19,7 @@ typedef struct cli_opts {
   const char *in, *out, *device, *save_inputs;
   const char *db; /* probe: database path (NULL: default) */
   int json, thorough, quick, no_store; /* probe */
+  int list; /* devices --list */
   int causal, check, random, verbose;
   int layout; /* CLATTN_BSHD / CLATTN_BHSD, device layout (attention) */
   int dtype;  /* CLATTN_F32 / CLATTN_F16 (attention --random) */
@@ -36,6 +37,9 @@ typedef struct cli_opts {
 /* `clattn families`: the registry, a line each. */
 int cli_families(void);
 int cli_devices(int verbose);
+/* `clattn devices --list`: a line per device,
+ * "P:D<TAB>CPU|GPU|ACCEL|OTHER<TAB>platform<TAB>name". */
+int cli_devices_list(void);
 int cli_run_attention(const cli_opts *o);
 int cli_run_gqa(const cli_opts *o);
 int cli_run_th(const cli_opts *o);

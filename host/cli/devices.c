@@ -1,9 +1,11 @@
 /* devices.c - `clattn devices`: every OpenCL platform and device with the
  * limits the attention kernels depend on.  Indices are printed as "P:D",
  * the selector syntax of clattn_ctx_opts.device, plus the global index
- * "#D" (the "D" form of the selector). */
+ * "#D" (the "D" form of the selector).  `clattn devices --list` prints the
+ * same devices a line each for scripts (the survey). */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,30 +175,114 @@ static int print_device(cl_device_id d, cl_uint pi, cl_uint di, int global,
   return failed;
 }
 
+/* Every platform into *plats (the caller frees) and their count into *np;
+ * CLI_OK, or CLI_FAIL after printing why (`none` is printed on stdout when
+ * there are no platforms at all, on stderr with `to_stderr`). */
+static int get_platforms(cl_platform_id **plats, cl_uint *np, int to_stderr)
+{
+  *plats = NULL;
+  *np = 0;
+  cl_int err = clGetPlatformIDs(0, NULL, np);
+  if (err == -1001 || (err == CL_SUCCESS && *np == 0)) { /* no ICDs */
+    if (to_stderr)
+      cli_err("no OpenCL platforms found");
+    else
+      printf("no OpenCL platforms found\n");
+    return CLI_FAIL;
+  }
+  if (err != CL_SUCCESS) {
+    cli_err("clGetPlatformIDs: %s", clattn_cl_errstr(err));
+    return CLI_FAIL;
+  }
+  *plats = cli_alloc(*np, sizeof **plats);
+  if (!*plats)
+    return CLI_FAIL;
+  err = clGetPlatformIDs(*np, *plats, NULL);
+  if (err != CL_SUCCESS) {
+    cli_err("clGetPlatformIDs: %s", clattn_cl_errstr(err));
+    free(*plats);
+    *plats = NULL;
+    return CLI_FAIL;
+  }
+  return CLI_OK;
+}
+
+/* A field of a --list line: tabs and line breaks become spaces so that
+ * the line keeps its four fields. */
+static void put_field(const char *s)
+{
+  for (; *s; s++)
+    putchar(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s);
+}
+
+int cli_devices_list(void)
+{
+  cl_uint np = 0;
+  cl_platform_id *plats = NULL;
+  int rc = get_platforms(&plats, &np, 1);
+  for (cl_uint p = 0; rc == CLI_OK && p < np; p++) {
+    int failed = 0;
+    char *pname = plat_str(plats[p], CL_PLATFORM_NAME, &failed);
+    cl_uint nd = 0;
+    cl_device_id *devs = NULL;
+    cl_int err = failed ? CL_SUCCESS
+                        : clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0,
+                                         NULL, &nd);
+    if (err == CL_DEVICE_NOT_FOUND)
+      nd = 0; /* a platform without devices (Clover here): nothing to list */
+    else if (err != CL_SUCCESS)
+      failed = 1;
+    else if (nd > 0) {
+      devs = cli_alloc(nd, sizeof *devs);
+      err = devs ? clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs,
+                                  NULL)
+                 : CL_OUT_OF_HOST_MEMORY;
+      failed = err != CL_SUCCESS;
+    }
+    for (cl_uint d = 0; !failed && d < nd; d++) {
+      cl_device_type type = 0;
+      char *name = dev_str(devs[d], CL_DEVICE_NAME, &failed);
+      if (!failed && dev_val(devs[d], CL_DEVICE_TYPE, &type, sizeof type,
+                             &failed)) {
+        printf("%u:%u\t%s\t", p, d,
+               type & CL_DEVICE_TYPE_GPU ? "GPU"
+               : type & CL_DEVICE_TYPE_CPU ? "CPU"
+               : type & CL_DEVICE_TYPE_ACCELERATOR ? "ACCEL" : "OTHER");
+        put_field(pname);
+        putchar('\t');
+        put_field(name);
+        putchar('\n');
+      }
+      free(name);
+    }
+    /* a script acts on this list: a device it cannot see is an error,
+     * never a shorter list */
+    if (failed) {
+      cli_err("platform %u (%s): listing its devices failed: %s", p,
+              or_q(pname), err != CL_SUCCESS ? clattn_cl_errstr(err)
+                                             : "an info query failed");
+      rc = CLI_FAIL;
+    }
+    free(devs);
+    free(pname);
+  }
+  free(plats);
+  if (rc == CLI_OK && fflush(stdout) != 0) {
+    cli_err("writing the list: %s", strerror(errno));
+    rc = CLI_FAIL;
+  }
+  return rc;
+}
+
 int cli_devices(int verbose)
 {
   cl_uint np = 0;
   cl_platform_id *plats = NULL;
   int global = 0;
 
-  cl_int err = clGetPlatformIDs(0, NULL, &np);
-  if (err == -1001 || (err == CL_SUCCESS && np == 0)) { /* no ICDs */
-    printf("no OpenCL platforms found\n");
+  if (get_platforms(&plats, &np, 0) != CLI_OK)
     return CLI_FAIL;
-  }
-  if (err != CL_SUCCESS) {
-    cli_err("clGetPlatformIDs: %s", clattn_cl_errstr(err));
-    return CLI_FAIL;
-  }
-  plats = cli_alloc(np, sizeof *plats);
-  if (!plats)
-    return CLI_FAIL;
-  err = clGetPlatformIDs(np, plats, NULL);
-  if (err != CL_SUCCESS) {
-    cli_err("clGetPlatformIDs: %s", clattn_cl_errstr(err));
-    free(plats);
-    return CLI_FAIL;
-  }
+  cl_int err;
   for (cl_uint p = 0; p < np; p++) {
     int failed = 0;
     char *pname = plat_str(plats[p], CL_PLATFORM_NAME, &failed);

@@ -1,6 +1,6 @@
 /* main.c - the clattn command: parse the command line and dispatch.
  *
- *   clattn devices [--verbose]
+ *   clattn devices [--verbose | --list]
  *   clattn run attention (--in DIR | --random SHAPE...) [options]
  *   clattn run gqa       (--in DIR | --random SHAPE...) [options]
  *   clattn run talking-heads (--in DIR | --random SHAPE...) [options]
@@ -33,7 +33,7 @@
 #endif
 
 static const char usage_text[] =
-  "usage: clattn devices [--verbose]\n"
+  "usage: clattn devices [--verbose | --list]\n"
   "       clattn families\n"
   "       clattn run attention (--in DIR | --random SHAPE) [OPTIONS]\n"
   "       clattn run gqa (--in DIR | --random SHAPE) [OPTIONS]\n"
@@ -134,7 +134,7 @@ enum opt_id {
   O_HEAD_DIM, O_HEAD_DIM_V, O_D_MODEL, O_HEADS_K, O_HEADS_V, O_MAX_LEN,
   O_EXPERTS, O_TOPK, O_DECODE_FROM,
   O_REPEAT, O_SEED,
-  O_JSON, O_THOROUGH, O_QUICK, O_DB, O_NO_STORE,
+  O_JSON, O_THOROUGH, O_QUICK, O_DB, O_NO_STORE, O_LIST,
   O_COUNT
 };
 
@@ -236,6 +236,9 @@ static const cli_option opts[O_COUNT] = {
   [O_DB] = STR_OPT("db", db, PRB, "PATH", "the tuning database"),
   [O_NO_STORE] = FLAG_OPT("no-store", no_store, PRB,
                           "do not store the profile"),
+  [O_LIST] = FLAG_OPT("list", list, DEV, "a line per device for scripts: "
+                      "P:D, CPU|GPU|ACCEL|OTHER, platform, name "
+                      "(tab-separated)"),
 };
 
 /* A run's output paths, checked before anything is computed: --out's
@@ -484,11 +487,14 @@ int main(int argc, char **argv)
   o.seed = 1;
 
   if (!strcmp(c, "devices")) {
-    const cli_command cmd = {"devices", "usage: clattn devices [--verbose]\n"
-                             "  the OpenCL devices, a line each\n",
-                             opts, O_COUNT, DEV, 0};
+    const cli_command cmd = {"devices", "usage: clattn devices [--verbose "
+                             "| --list]\n  the OpenCL devices and their "
+                             "limits\n", opts, O_COUNT, DEV, 0};
     int rc = cli_parse_cmd(&cmd, argc - 2, argv + 2, &o, &a);
-    return rc ? (rc < 0 ? CLI_OK : rc) : cli_devices(o.verbose);
+    if (!rc && o.verbose && o.list)
+      rc = cli_usage_error("devices", "--verbose and --list are exclusive");
+    return rc ? (rc < 0 ? CLI_OK : rc)
+              : o.list ? cli_devices_list() : cli_devices(o.verbose);
   }
   if (!strcmp(c, "families")) {
     const cli_command cmd = {"families", "usage: clattn families\n",
