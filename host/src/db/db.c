@@ -565,3 +565,63 @@ void clattn__db_read_col(sqlite3_stmt *st, int i, const col *c, void *obj) {
     break;
   }
 }
+
+clattn_status clattn__db_select_rows(clattn_db *db, const col *cols,
+                                     int ncols, const char *tail,
+                                     const char *const *filters,
+                                     int nfilters, size_t row_size,
+                                     const char *what, void **out, int *n) {
+  clattn_status rc = CLATTN_OK;
+  sqlite3_stmt *st = NULL;
+  char sql[2048] = "SELECT ", msg[96];
+  unsigned char *rows = NULL;
+  int count = 0, cap = 0, r;
+  *out = NULL;
+  *n = 0;
+  for (int i = 0; i < ncols; i++)
+    clattn__appendf(sql, sizeof sql, i ? ", %s" : "%s", cols[i].name);
+  if (clattn__appendf(sql, sizeof sql, " %s", tail) != 0)
+    return CLATTN_ERR_MISUSE; /* cannot happen: the buffer fits the tables */
+  snprintf(msg, sizeof msg, "preparing the query of the %s", what);
+  if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK)
+    return clattn__db_sql_fail(db, msg);
+  for (int i = 0; i < nfilters; i++) {
+    r = filters[i] ? sqlite3_bind_text(st, i + 1, filters[i], -1,
+                                       SQLITE_TRANSIENT)
+                   : sqlite3_bind_null(st, i + 1);
+    if (r != SQLITE_OK) {
+      snprintf(msg, sizeof msg, "binding a filter of the %s", what);
+      rc = clattn__db_sql_fail(db, msg);
+      goto done;
+    }
+  }
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (count == cap) {
+      int nc = cap ? 2 * cap : 16;
+      unsigned char *g = realloc(rows, (size_t)nc * row_size);
+      if (g == NULL) {
+        rc = clattn__db_fail(db, CLATTN_ERR_NOMEM, "out of host memory");
+        goto done;
+      }
+      rows = g;
+      cap = nc;
+    }
+    void *row = rows + (size_t)count * row_size;
+    memset(row, 0, row_size);
+    for (int i = 0; i < ncols; i++)
+      clattn__db_read_col(st, i, &cols[i], row);
+    count++;
+  }
+  if (r != SQLITE_DONE) {
+    snprintf(msg, sizeof msg, "reading the %s", what);
+    rc = clattn__db_sql_fail(db, msg);
+    goto done;
+  }
+  *out = rows;
+  *n = count;
+  rows = NULL;
+done:
+  free(rows);
+  sqlite3_finalize(st);
+  return rc;
+}

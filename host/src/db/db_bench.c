@@ -160,10 +160,6 @@ clattn_status clattn_db_list_bench(clattn_db *db, const char *fingerprint,
                                    const char *family,
                                    clattn_bench_entry **out, int *n) {
   clattn_status rc = clattn__db_check(db);
-  sqlite3_stmt *st = NULL;
-  char sql[2048] = "SELECT ";
-  clattn_bench_entry *rows = NULL;
-  int count = 0, cap = 0;
   if (rc != CLATTN_OK)
     return rc;
   if (out == NULL || n == NULL)
@@ -175,55 +171,16 @@ clattn_status clattn_db_list_bench(clattn_db *db, const char *fingerprint,
     return clattn__db_sql_fail(db, "looking for the bench table");
   if (has == 0)
     return CLATTN_OK;
-  for (int i = 0; i < N_BENCH_COLS; i++)
-    clattn__appendf(sql, sizeof sql, i ? ", %s" : "%s", bench_cols[i].name);
   /* NULL filters match every row: "?1 IS NULL OR column = ?1" */
-  if (clattn__appendf(sql, sizeof sql,
-                      " FROM bench WHERE (?1 IS NULL OR fingerprint = ?1)"
-                      " AND (?2 IS NULL OR family = ?2)"
-                      " ORDER BY device, fingerprint, family, shape, impl,"
-                      " updated DESC, run") != 0)
-    return CLATTN_ERR_MISUSE;
   const char *filter[2] = {fingerprint, family};
-  if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
-    rc = clattn__db_sql_fail(db, "preparing the bench query");
-    goto done;
-  }
-  for (int i = 0; i < 2; i++) {
-    int r = filter[i] ? sqlite3_bind_text(st, i + 1, filter[i], -1,
-                                          SQLITE_TRANSIENT)
-                      : sqlite3_bind_null(st, i + 1);
-    if (r != SQLITE_OK) {
-      rc = clattn__db_sql_fail(db, "binding a bench filter");
-      goto done;
-    }
-  }
-  int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-    if (count == cap) {
-      int nc = cap ? 2 * cap : 64;
-      clattn_bench_entry *g = realloc(rows, (size_t)nc * sizeof *rows);
-      if (g == NULL) {
-        rc = clattn__db_fail(db, CLATTN_ERR_NOMEM, "out of host memory");
-        goto done;
-      }
-      rows = g;
-      cap = nc;
-    }
-    memset(&rows[count], 0, sizeof rows[count]);
-    for (int i = 0; i < N_BENCH_COLS; i++)
-      clattn__db_read_col(st, i, &bench_cols[i], &rows[count]);
-    count++;
-  }
-  if (r != SQLITE_DONE) {
-    rc = clattn__db_sql_fail(db, "reading the bench rows");
-    goto done;
-  }
+  void *rows = NULL;
+  rc = clattn__db_select_rows(
+      db, bench_cols, N_BENCH_COLS,
+      "FROM bench WHERE (?1 IS NULL OR fingerprint = ?1)"
+      " AND (?2 IS NULL OR family = ?2)"
+      " ORDER BY device, fingerprint, family, shape, impl,"
+      " updated DESC, run",
+      filter, 2, sizeof **out, "bench rows", &rows, n);
   *out = rows;
-  *n = count;
-  rows = NULL;
-done:
-  free(rows);
-  sqlite3_finalize(st);
   return rc;
 }

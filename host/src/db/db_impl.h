@@ -41,4 +41,14 @@ int clattn__db_bind_col(sqlite3_stmt *st, int i, const col *c,
 /* Read result column i into field c of the struct at obj. */
 void clattn__db_read_col(sqlite3_stmt *st, int i, const col *c, void *obj);
 
+/* Every row of "SELECT <the ncols columns> <tail>", the non-NULL filters
+ * bound to ?1 .. ?nfilters (a NULL filter binds NULL), read into a
+ * malloc'ed array of row_size-byte structs through the column table;
+ * what names the rows in messages.  The list functions' one reader. */
+clattn_status clattn__db_select_rows(clattn_db *db, const col *cols,
+                                     int ncols, const char *tail,
+                                     const char *const *filters,
+                                     int nfilters, size_t row_size,
+                                     const char *what, void **out, int *n);
+
 #endif /* CLATTN_DB_IMPL_H */

@@ -232,51 +232,14 @@ done:
 clattn_status clattn_db_list_profiles(clattn_db *db, clattn_profile **out,
                                       int *n) {
   clattn_status rc = clattn__db_check(db);
-  sqlite3_stmt *st = NULL;
-  char sql[2048] = "SELECT ";
-  clattn_profile *rows = NULL;
-  int count = 0, cap = 0;
   if (rc != CLATTN_OK)
     return rc;
   if (out == NULL || n == NULL)
     return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG, "out or n is NULL");
-  *out = NULL;
-  *n = 0;
-  for (int i = 0; i < N_COLS; i++)
-    clattn__appendf(sql, sizeof sql, i ? ", %s" : "%s", cols[i].name);
-  if (clattn__appendf(sql, sizeof sql,
-                      " FROM profiles ORDER BY name, fingerprint") != 0)
-    return CLATTN_ERR_MISUSE; /* cannot happen: the buffer fits cols[] */
-  if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
-    rc = clattn__db_sql_fail(db, "preparing the profile list");
-    goto done;
-  }
-  int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-    if (count == cap) {
-      int nc = cap ? 2 * cap : 8;
-      clattn_profile *g = realloc(rows, (size_t)nc * sizeof *rows);
-      if (g == NULL) {
-        rc = clattn__db_fail(db, CLATTN_ERR_NOMEM, "out of host memory");
-        goto done;
-      }
-      rows = g;
-      cap = nc;
-    }
-    memset(&rows[count], 0, sizeof rows[count]);
-    for (int i = 0; i < N_COLS; i++)
-      clattn__db_read_col(st, i, &cols[i], &rows[count]);
-    count++;
-  }
-  if (r != SQLITE_DONE) {
-    rc = clattn__db_sql_fail(db, "reading the profiles");
-    goto done;
-  }
+  void *rows = NULL;
+  rc = clattn__db_select_rows(db, cols, N_COLS,
+                              "FROM profiles ORDER BY name, fingerprint",
+                              NULL, 0, sizeof **out, "profiles", &rows, n);
   *out = rows;
-  *n = count;
-  rows = NULL;
-done:
-  free(rows);
-  sqlite3_finalize(st);
   return rc;
 }

@@ -441,68 +441,22 @@ clattn_status clattn_db_list_tune(clattn_db *db, const char *fingerprint,
                                   const char *kernel, const char *shape_class,
                                   clattn_tune_entry **out, int *n) {
   clattn_status rc = clattn__db_check(db);
-  sqlite3_stmt *st = NULL;
-  char sql[2048] = "SELECT ";
-  clattn_tune_entry *rows = NULL;
-  int count = 0, cap = 0;
   if (rc != CLATTN_OK)
     return rc;
   if (out == NULL || n == NULL)
     return CLATTN_ERR_INVALID_ARG;
-  *out = NULL;
-  *n = 0;
-  for (int i = 0; i < N_TUNE_COLS; i++)
-    clattn__appendf(sql, sizeof sql, i ? ", %s" : "%s", tune_cols[i].name);
   /* NULL filters match every row: "?1 IS NULL OR column = ?1" */
-  if (clattn__appendf(sql, sizeof sql,
-                      " FROM tuning WHERE (?1 IS NULL OR fingerprint = ?1)"
-                      " AND (?2 IS NULL OR kernel = ?2)"
-                      " AND (?3 IS NULL OR shape_class = ?3)"
-                      " ORDER BY kernel, shape_class, fingerprint,"
-                      " status != 'ok', median_s, params") != 0)
-    return CLATTN_ERR_MISUSE;
   const char *filter[3] = {fingerprint, kernel, shape_class};
-  if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
-    rc = clattn__db_sql_fail(db, "preparing the tuning query");
-    goto done;
-  }
-  for (int i = 0; i < 3; i++) {
-    int r = filter[i] ? sqlite3_bind_text(st, i + 1, filter[i], -1,
-                                          SQLITE_TRANSIENT)
-                      : sqlite3_bind_null(st, i + 1);
-    if (r != SQLITE_OK) {
-      rc = clattn__db_sql_fail(db, "binding a tuning filter");
-      goto done;
-    }
-  }
-  int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-    if (count == cap) {
-      int nc = cap ? 2 * cap : 64;
-      clattn_tune_entry *g = realloc(rows, (size_t)nc * sizeof *rows);
-      if (g == NULL) {
-        snprintf(db->errmsg, sizeof db->errmsg, "out of host memory");
-        rc = CLATTN_ERR_NOMEM;
-        goto done;
-      }
-      rows = g;
-      cap = nc;
-    }
-    memset(&rows[count], 0, sizeof rows[count]);
-    for (int i = 0; i < N_TUNE_COLS; i++)
-      clattn__db_read_col(st, i, &tune_cols[i], &rows[count]);
-    count++;
-  }
-  if (r != SQLITE_DONE) {
-    rc = clattn__db_sql_fail(db, "reading the tuning entries");
-    goto done;
-  }
+  void *rows = NULL;
+  rc = clattn__db_select_rows(
+      db, tune_cols, N_TUNE_COLS,
+      "FROM tuning WHERE (?1 IS NULL OR fingerprint = ?1)"
+      " AND (?2 IS NULL OR kernel = ?2)"
+      " AND (?3 IS NULL OR shape_class = ?3)"
+      " ORDER BY kernel, shape_class, fingerprint,"
+      " status != 'ok', median_s, params",
+      filter, 3, sizeof **out, "tuning entries", &rows, n);
   *out = rows;
-  *n = count;
-  rows = NULL;
-done:
-  free(rows);
-  sqlite3_finalize(st);
   return rc;
 }
 
