@@ -113,6 +113,26 @@ Test(projection, clblast, .timeout = 900) {
   clattn_ctx_destroy(ctx);
 }
 
+/* The CLBlast scheme applies the device's tuned Xgemm parameters before
+ * its first GEMM, as a layer does (else a direct call, the tuner's and the
+ * bench's included, ran CLBlast's defaults), and the own kernel does not
+ * touch CLBlast. */
+Test(projection, clblast_applies_xgemm) {
+  clattn_ctx *ctx = tu_ctx();
+  cr_assert_not_null(ctx->gemm_prepare);
+  const clattn_params own_p = {0, 0, 0, 0, 0, 0, 1};
+  run_case(ctx, 5, 33, 17, &own_p, "own before the CLBlast call");
+  cr_expect_eq(ctx->gemm_explain[0], '\0',
+               "the own kernel applied Xgemm parameters: %s",
+               ctx->gemm_explain);
+  const clattn_params cb = {0, 0, 0, 0, 0, 0, 2};
+  run_case(ctx, 37, 29, 23, &cb, "clblast after the own kernel");
+  cr_expect_neq(ctx->gemm_explain[0], '\0',
+                "the CLBlast scheme ran without applying the Xgemm "
+                "parameters");
+  clattn_ctx_destroy(ctx);
+}
+
 /* Events: the caller's wait list and an out event, on both schemes. */
 Test(projection, events) {
   clattn_ctx *ctx = tu_ctx();

@@ -2,6 +2,7 @@
  * context (devices, programs, launch) with the parameter choice added, so
  * that the runtime knows nothing of choosing or tuning. */
 #include "choice/choice.h"
+#include "tune/tune_gemm.h"
 
 clattn_status clattn_ctx_create(const clattn_ctx_opts *opts, clattn_ctx **out) {
   static const clattn_ctx_opts defaults;
@@ -17,6 +18,7 @@ clattn_status clattn_ctx_create(const clattn_ctx_opts *opts, clattn_ctx **out) {
     clattn_ctx_destroy(ctx);
     return rc;
   }
+  ctx->gemm_prepare = clattn__gemm_apply;
   *out = ctx;
   return CLATTN_OK;
 }

@@ -146,6 +146,10 @@ static clattn_status clblast_enqueue(clattn_ctx *ctx,
   const size_t m = (size_t)d->m, n = (size_t)d->n, k = (size_t)d->k;
   CLBlastStatusCode s;
   cl_int err;
+  clattn_status rc;
+  /* the tuned Xgemm parameters, as a layer's projections run them */
+  if (ctx->gemm_prepare && (rc = ctx->gemm_prepare(ctx)) != CLATTN_OK)
+    return rc;
   if (ev && ev->num_wait > 0 &&
       (err = clEnqueueBarrierWithWaitList(q, ev->num_wait, ev->wait, NULL)) !=
           CL_SUCCESS)

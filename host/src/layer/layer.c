@@ -6,7 +6,6 @@
 #include "call/call.h"
 #include "family/cvmm.h"
 #include "layer/layer.h"
-#include "tune/tune_gemm.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -159,7 +158,7 @@ static clattn_status layer_create(clattn_ctx *ctx,
         clattn__layer_family(ctx, K, (clattn__core_op)op) == NULL)
       return CLATTN_ERR_UNSUPPORTED;
   /* The device's tuned Xgemm parameters, before the first GEMM. */
-  if ((rc = clattn__gemm_apply(ctx)))
+  if (ctx->gemm_prepare && (rc = ctx->gemm_prepare(ctx)))
     return rc;
 
   clattn_layer *l = calloc(1, sizeof *l);

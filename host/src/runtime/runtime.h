@@ -68,6 +68,10 @@ struct clattn_ctx {
   cl_mem scratch[CLATTN_SCRATCH_SLOTS];
   size_t scratch_size[CLATTN_SCRATCH_SLOTS];
   clattn__choice_state *choice; /* overrides, tuning rows, model picks */
+  /* Applies the device's tuned CLBlast Xgemm parameters once, before the
+   * context's first CLBlast call (tune/gemm_apply.c, set by
+   * clattn_ctx_create: the runtime and the families do not reach up). */
+  clattn_status (*gemm_prepare)(clattn_ctx *ctx);
   /* Serialises every public function's host-side work on the context
    * (recursive: a public function may call another). */
   pthread_mutex_t lock;
