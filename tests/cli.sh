@@ -596,6 +596,12 @@ print(c.execute("SELECT count(*) FROM bench WHERE run = ?",
                 ("cli-run",)).fetchone()[0])' "$CLATTN_DB" 2>&1)
 [ "$n" = 5 ] && ok "bench stored 5 rows (clattn, unfused, copy; clattn, copy)" ||
   bad "bench stored '$n' rows, want 5"
+# --db's tuning rows pick the parameters (the tuned prefill class above),
+# whatever $CLATTN_DB says
+main_db=$CLATTN_DB
+CLATTN_DB=$tmp/elsewhere.db run "bench with --db" 0 "$clattn" bench prefill \
+  "${shape[@]}" --db "$main_db" --no-baselines --repeats 1 --no-store --json
+has "bench takes --db's tuned row" '"params_source": "tuned"'
 run "bench --no-store" 0 "$clattn" bench decode \
   "batch=1 kv-seq=64 heads=2 head-dim=16" --repeats 1 --no-store \
   --no-baselines --run cli-nostore

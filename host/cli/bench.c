@@ -195,7 +195,9 @@ int cli_bench(int argc, char **argv) {
 
   clattn_ctx *ctx = NULL;
   clattn_db *db = NULL;
-  if ((rc = cli_ctx_create(m.device, &ctx)))
+  /* the database's tuning rows pick the parameters, as they would for an
+   * application pointed at it */
+  if ((rc = cli_ctx_create_db(m.device, m.db, &ctx)))
     return rc;
   if (clattn_db_open(m.db, &db) != CLATTN_OK) {
     cli_err("bench database: %s", clattn_db_errmsg(NULL));

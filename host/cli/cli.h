@@ -95,6 +95,10 @@ int cli_lib_fail(clattn_ctx *ctx, const char *what, clattn_status st);
  * first device); prints the failure and returns CLI_FAIL (whatever the
  * status: a device or environment problem). */
 int cli_ctx_create(const char *device, clattn_ctx **ctx);
+/* The same with the tuning database whose rows pick the calls' parameters
+ * (NULL: the default, as cli_ctx_create). */
+int cli_ctx_create_db(const char *device, const char *tuning_db,
+                      clattn_ctx **ctx);
 
 /* Random floats in [-amp, amp) from a splitmix64 state. */
 void cli_random_fill(unsigned long long *state, float *x, size_t n, float amp);

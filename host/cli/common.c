@@ -119,7 +119,13 @@ int cli_lib_fail(clattn_ctx *ctx, const char *what, clattn_status st)
 
 int cli_ctx_create(const char *device, clattn_ctx **ctx)
 {
-  clattn_ctx_opts co = {.device = device};
+  return cli_ctx_create_db(device, NULL, ctx);
+}
+
+int cli_ctx_create_db(const char *device, const char *tuning_db,
+                      clattn_ctx **ctx)
+{
+  clattn_ctx_opts co = {.device = device, .tuning_db = tuning_db};
   clattn_status st = clattn_ctx_create(&co, ctx);
   if (st == CLATTN_OK)
     return CLI_OK;

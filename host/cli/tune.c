@@ -372,21 +372,14 @@ int cli_explain(int argc, char **argv) {
   if ((rc = cli_shape_text(&m, fam, shape, sizeof shape)))
     return rc;
   clattn_ctx *ctx = NULL;
-  clattn_ctx_opts co;
-  memset(&co, 0, sizeof co);
-  co.device = m.device;
-  co.tuning_db = m.db;
-  clattn_status st = clattn_ctx_create(&co, &ctx);
-  if (st != CLATTN_OK) {
-    cli_err("%s: %s", clattn_status_str(st), clattn_ctx_errmsg(NULL));
+  if (cli_ctx_create_db(m.device, m.db, &ctx))
     return CLI_FAIL;
-  }
   clattn_choice ch;
   const int caller = m.params.variant || m.params.rows || m.params.keys ||
                      m.params.wg || m.params.splits || m.params.prefetch ||
                      m.params.scheme;
-  st = clattn_explain_shape(ctx, clattn_family_name(fam), shape,
-                            caller ? &m.params : NULL, &ch);
+  clattn_status st = clattn_explain_shape(ctx, clattn_family_name(fam), shape,
+                                          caller ? &m.params : NULL, &ch);
   if (st != CLATTN_OK) {
     rc = cli_lib_fail(ctx, "explain", st);
     clattn_ctx_destroy(ctx);
