@@ -26,10 +26,13 @@
 
 enum {
   DEFAULT_REPEATS = 7,
+  SLOW_REPEATS = 3, /* the default for a call longer than SLOW_CALL_S */
   MAX_REPEATS = 1000,
   MAX_COPY_REFS = 64,
   MAX_IMPLS = CLATTN_BENCH_MAX_IMPLS
 };
+
+#define SLOW_CALL_S 0.25
 
 /* The copy baseline: copy references rotated past the cache. */
 typedef struct copy_base {
@@ -258,7 +261,7 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
   if (out == NULL)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "out is NULL");
   memset(out, 0, sizeof *out);
-  const int repeats = opts && opts->repeats ? opts->repeats : DEFAULT_REPEATS;
+  int repeats = opts && opts->repeats ? opts->repeats : DEFAULT_REPEATS;
   if (repeats < 1 || repeats > MAX_REPEATS)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
                         "repeats %d out of range (1 .. %d; 0: %d)", repeats,
@@ -302,6 +305,10 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
   double t0;
   CLATTN_TRY(clattn__harness_time_params(B.H, NULL, &t0));
   CLATTN_TRY(clattn_ctx_last_choice(ctx, &ch));
+  /* a call of seconds (a slow device) varies little against its length,
+   * and seven rounds of every implementation would take minutes */
+  if (!(opts && opts->repeats) && t0 > SLOW_CALL_S)
+    repeats = SLOW_REPEATS;
   /* the model's prediction of that plan */
   _Alignas(16) unsigned char planned[CLATTN__DESC_MAX];
   clattn__desc_with_params(B.F, B.desc, &ch.resolved, planned);
