@@ -269,7 +269,9 @@ int cli_tune(int argc, char **argv) {
   sigaction(SIGINT, &sa, &old);
   clattn_ctx *ctx = NULL;
   clattn_db *db = NULL;
-  if ((rc = cli_ctx_create(m.device, &ctx))) {
+  /* the database's Xgemm rows are the parameters the CLBlast candidates of
+   * the projection family run with, as a layer on that database would */
+  if ((rc = cli_ctx_create_db(m.device, m.db, &ctx))) {
     sigaction(SIGINT, &old, NULL);
     return stop_flag ? CLI_INTERRUPTED : rc;
   }
