@@ -62,21 +62,6 @@ typedef struct clattn__tuning {
   int n_picks;
 } clattn__tuning;
 
-/* ---------------------------------------------------- tuning methods */
-
-int clattn_tune_method(const char *kernel) {
-  if (kernel == NULL)
-    return 0;
-  const clattn__family *f = clattn__family_find(kernel);
-  if (f)
-    return f->tune_method;
-  return strcmp(kernel, CLATTN_XGEMM_KERNEL) == 0 ? 1 : 0;
-}
-
-int clattn__tune_row_current(const clattn_tune_entry *e) {
-  return e->tune_method == clattn_tune_method(e->kernel);
-}
-
 /* -------------------------------------------------------------- set-up */
 
 static int env_on(const char *name) {

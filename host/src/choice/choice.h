@@ -19,11 +19,6 @@ void clattn__choice_reload(clattn_ctx *ctx);
 clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
                              const void *desc, clattn_choice *ch, void *plan);
 
-/* Was row e measured by its kernel's current tuning method
- * (clattn_tune_method)?  Rows that were not are neither reused by a tuning
- * run nor used at run time. */
-int clattn__tune_row_current(const clattn_tune_entry *e);
-
 /* Open the context's tuning database for run-time lookups.  *db is NULL,
  * with the reason in why, when tuning is off, the file does not exist or
  * cannot be read (all CLATTN_OK: the defaults apply); an error only when
@@ -31,13 +26,8 @@ int clattn__tune_row_current(const clattn_tune_entry *e);
 clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
                                      char *why, size_t cap);
 
-/* ---- params.c: the params text and the overrides */
+/* ---- params.c: the overrides */
 
-/* Whether any field of p (may be NULL) is set. */
-int clattn__params_set(const clattn_params *p);
-/* Parse "name=value" fields into *out (fields not named stay). */
-clattn_status clattn__params_fields(const char *text, clattn_params *out,
-                                    char *why, size_t cap);
 /* The override of family index f, or NULL; from says where it came from. */
 const clattn_params *clattn__override(const clattn_ctx *ctx, int f,
                                       const char **from);

@@ -11,6 +11,11 @@
 /* The tuning table's kernel column of CLBlast's Xgemm rows. */
 #define CLATTN_XGEMM_KERNEL "clblast-xgemm"
 
+/* Was row e measured by its kernel's current tuning method
+ * (clattn_tune_method)?  Rows that were not are neither reused by a tuning
+ * run nor used at run time. */
+int clattn__tune_row_current(const clattn_tune_entry *e);
+
 /* Insert the row of e's key, or update the stored one: always (only_newer
  * 0) or only when e.updated is later than the stored row's (only_newer 1,
  * the import's merge).  *changed (may be NULL): 0 when nothing was written,

@@ -5,7 +5,6 @@
  * through the registry (family.h), never by a family's name here. */
 #include "db/db_impl.h"
 
-#include "choice/choice.h" /* the params text (params.c) */
 #include "family/family.h"
 
 #include <math.h>
@@ -505,4 +504,19 @@ clattn_status clattn__db_scan_usable(clattn_db *db, const char *fingerprint,
 done:
   sqlite3_finalize(st);
   return rc;
+}
+
+/* ---------------------------------------------------- tuning methods */
+
+int clattn_tune_method(const char *kernel) {
+  if (kernel == NULL)
+    return 0;
+  const clattn__family *f = clattn__family_find(kernel);
+  if (f)
+    return f->tune_method;
+  return strcmp(kernel, CLATTN_XGEMM_KERNEL) == 0 ? 1 : 0;
+}
+
+int clattn__tune_row_current(const clattn_tune_entry *e) {
+  return e->tune_method == clattn_tune_method(e->kernel);
 }

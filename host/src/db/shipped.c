@@ -6,7 +6,6 @@
  * (tune/gemm_apply.c) match to a device by vendor and arch, else, for a
  * CPU, by vector ISA class (base/cpu_isa.c). */
 #include "base/cpu_isa.h"
-#include "choice/choice.h" /* clattn__tune_row_current */
 #include "db/db.h"
 
 #include <pthread.h>

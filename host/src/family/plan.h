@@ -18,6 +18,13 @@ enum { CLATTN__NPARAMS_ALWAYS = 6 };
 extern const char *const clattn__param_names[CLATTN__NPARAMS];
 int *clattn__param(clattn_params *p, int i);
 
+/* The params text (params_text.c; clattn_params_format / _parse are the
+ * public forms): whether any field of p (may be NULL) is set, and
+ * "name=value" fields parsed into *out (fields not named stay). */
+int clattn__params_set(const clattn_params *p);
+clattn_status clattn__params_fields(const char *text, clattn_params *out,
+                                    char *why, size_t cap);
+
 /* Largest of 16, 8, 4, 2, 1 that divides n: the vector width the kernels
  * are built with for a head dim of n (the launches' VWK and VWV). */
 int clattn__vec_width(int n);

@@ -1,6 +1,7 @@
 /* tune.c - the autotuner's engine (see tune.h): spaces, strategies, the
  * budget, resume from the database, progress. */
 #include "choice/choice.h"
+#include "db/db.h"
 #include "tune/tune.h"
 
 #include "base/stats.h"
