@@ -9,7 +9,8 @@
  *   clattn probe [--device D] [--json] [--thorough] [--db PATH] [--no-store]
  *   clattn tune ... / clattn explain ... (tune.c)
  *   clattn bench ... (bench.c)
- *   clattn db path | list [...] | export FILE | import FILE  [--db PATH]
+ *   clattn db path | list [...] | export FILE [--format F] | import FILE
+ *     [--db PATH]
  *   clattn report DB [DB ...] [-o FILE] [--html|--markdown|--csv|--json]
  *
  * Options: one parser for all (options.c); exit statuses: docs/CLI.md
@@ -48,11 +49,12 @@ static const char usage_text[] =
   "                    [--db PATH] [--no-store]\n"
   "       clattn tune [FAMILY|gemm|all] [SHAPE] [--budget T] ...\n"
   "       clattn explain FAMILY SHAPE [--db PATH]\n"
+  "         (autotuner; 'clattn tune help' for its options)\n"
   "       clattn bench [FAMILY|all] [SHAPE] [--db PATH] [--repeats N] ...\n"
   "         (the library against its baselines, stored for the report)\n"
-  "         (autotuner; 'clattn tune help' for its options)\n"
   "       clattn db path | list [--kernel K] [--class C] [--all-devices]\n"
-  "                 [--json] | export FILE | import FILE  [--db PATH]\n"
+  "                 [--json] | export FILE [--format json|shipped|t4]\n"
+  "                 | import FILE  [--db PATH]\n"
   "         (tuning database; 'clattn db help' for details)\n"
   "       clattn report DB [DB ...] [-o FILE] [--html | --markdown | --csv\n"
   "                     | --json] [--datasheets all|none|NAME,...]\n"
