@@ -48,3 +48,17 @@ void tdb_release_lock(pid_t pid, int release) {
   cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "holder status %d",
             status);
 }
+
+int tdb_user_version(const char *path) {
+  sqlite3 *h = NULL;
+  sqlite3_stmt *st = NULL;
+  int v = -1;
+  cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+  if (sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &st, NULL) ==
+          SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return v;
+}

@@ -1,5 +1,5 @@
-/* db_lock.h - another process's lock on a tuning database, for the tests
- * of how readers and writers wait. */
+/* db_lock.h - the database tests' own SQLite: another process's lock on
+ * a tuning database (how readers and writers wait), the schema version. */
 #ifndef CLATTN_TESTS_DB_LOCK_H
 #define CLATTN_TESTS_DB_LOCK_H
 
@@ -14,5 +14,8 @@ pid_t tdb_hold_lock(const char *path, int wal, int *release);
 
 /* Let the child go and check that it exited cleanly. */
 void tdb_release_lock(pid_t pid, int release);
+
+/* The file's schema version (PRAGMA user_version). */
+int tdb_user_version(const char *path);
 
 #endif

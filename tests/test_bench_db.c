@@ -3,6 +3,7 @@
  * each field, listing through a read-only handle, and the migration of a
  * schema-7 file.  Public API and SQLite only, no device. */
 #include "clattn.h"
+#include "db_lock.h"
 #include "tmpdir.h"
 
 #include <criterion/criterion.h>
@@ -295,21 +296,6 @@ Test(bench_db, readonly_handle_lists_rows_and_profiles) {
   clattn_db_close(db);
 }
 
-/* The file's schema version, read with SQLite. */
-static int user_version(const char *path) {
-  sqlite3 *h = NULL;
-  sqlite3_stmt *st = NULL;
-  int v = -1;
-  cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
-  if (sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &st, NULL) ==
-          SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    v = sqlite3_column_int(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return v;
-}
-
 Test(bench_db, schema7_file_lists_empty_then_migrates) {
   char path[512];
   clattn_db *db = open_db("old.db");
@@ -328,7 +314,7 @@ Test(bench_db, schema7_file_lists_empty_then_migrates) {
                             NULL, NULL, NULL),
                SQLITE_OK, "%s", sqlite3_errmsg(h));
   sqlite3_close(h);
-  cr_assert_eq(user_version(path), 7);
+  cr_assert_eq(tdb_user_version(path), 7);
 
   /* a reader does not migrate, and lists no bench rows */
   cr_assert_eq(clattn_db_open_readonly(path, &db), CLATTN_OK, "%s",
@@ -337,10 +323,10 @@ Test(bench_db, schema7_file_lists_empty_then_migrates) {
   free(list(db, NULL, NULL, &n));
   cr_expect_eq(n, 0);
   clattn_db_close(db);
-  cr_expect_eq(user_version(path), 7);
+  cr_expect_eq(tdb_user_version(path), 7);
 
   db = open_db("old.db");
-  cr_expect_eq(user_version(path), 8, "migrated to the bench table");
+  cr_expect_eq(tdb_user_version(path), 8, "migrated to the bench table");
   clattn_profile got;
   cr_assert_eq(clattn_db_get_profile(db, "oldfp", &got), CLATTN_OK);
   cr_expect_str_eq(got.name, "Old device");

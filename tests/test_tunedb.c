@@ -635,20 +635,6 @@ static const char schema3[] =
     " '2024-01-01T00:00:00Z', '0.0.9');"
     "PRAGMA user_version = 3;";
 
-static int user_version(const char *path) {
-  sqlite3 *h = NULL;
-  sqlite3_stmt *st = NULL;
-  int v = -1;
-  cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
-  if (sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &st, NULL) ==
-          SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    v = sqlite3_column_int(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return v;
-}
-
 Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   char path[512];
   sqlite3 *h = NULL;
@@ -657,10 +643,10 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   cr_assert_eq(sqlite3_exec(h, schema3, NULL, NULL, NULL), SQLITE_OK, "%s",
                sqlite3_errmsg(h));
   sqlite3_close(h);
-  cr_assert_eq(user_version(path), 3);
+  cr_assert_eq(tdb_user_version(path), 3);
 
   clattn_db *db = open_db("old.db");
-  cr_expect_eq(user_version(path), 8,
+  cr_expect_eq(tdb_user_version(path), 8,
                "migrated to the tuning table, the probe and tuning methods "
                "the reader's index and the bench table");
   clattn_profile p;
@@ -725,7 +711,7 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   free(rows);
   clattn_db_close(db);
   /* Reopening does not migrate again. */
-  cr_expect_eq(user_version(path), 8);
+  cr_expect_eq(tdb_user_version(path), 8);
 }
 
 /* Several processes opening one new database at the same moment all
@@ -908,7 +894,7 @@ Test(tunedb, readonly_schema_versions) {
   cr_expect(strstr(clattn_db_errmsg(NULL), "schema version 3, older") !=
                 NULL,
             "%s", clattn_db_errmsg(NULL));
-  cr_expect_eq(user_version(path), 3, "a reader migrated");
+  cr_expect_eq(tdb_user_version(path), 3, "a reader migrated");
   /* 6 (before the reader's index) is read as it is */
   cr_assert_eq(sqlite3_exec(h, "PRAGMA user_version = 6", NULL, NULL, NULL),
                SQLITE_OK);
@@ -916,7 +902,7 @@ Test(tunedb, readonly_schema_versions) {
   cr_expect_eq(clattn_db_open_readonly(path, &db), CLATTN_OK, "%s",
                clattn_db_errmsg(NULL));
   clattn_db_close(db);
-  cr_expect_eq(user_version(path), 6);
+  cr_expect_eq(tdb_user_version(path), 6);
 }
 
 static double now_s(void) {
