@@ -286,6 +286,7 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
                         "shape text of %zu characters (at most %zu)",
                         strlen(shape), sizeof out->rows[0].shape - 1);
   B.ctx = ctx;
+  /* the call's own checks, before any buffer is allocated */
   if ((rc = clattn__explain(ctx, B.F, B.desc, &ch)))
     return rc;
   rc = clattn_profile_for(ctx, db, &prof);

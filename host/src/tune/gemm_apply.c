@@ -188,7 +188,7 @@ static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db,
                               const char *why_no_db, int *applied) {
   clattn_status rc = CLATTN_OK;
   clattn_tune_entry fp, *rows = NULL;
-  int n = 0, i = -1, v[CLATTN_XGEMM_NPARAMS], level = 0;
+  int n = 0, i = -1, v[CLATTN_XGEMM_NPARAMS], level = 0, shipped = 0;
   const char *from = "";
   double min_vol = 0.0;
   size_t indirect;
@@ -239,9 +239,11 @@ static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db,
       if (rc != CLATTN_OK)
         return clattn__fail(ctx, rc, "out of host memory");
       i = pick(ctx, rows, n, NULL, &min_vol);
-      if (i >= 0)
+      if (i >= 0) {
+        shipped = 1;
         from = level == 2 ? "shipped data, " : "shipped data, same vector "
                                                "ISA, ";
+      }
     }
     if (i < 0) {
       const char *note = NULL;
@@ -275,7 +277,7 @@ static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db,
   explain(ctx,
           "clblast-xgemm: %s entry %s (%sdevice %s, %s %s, %.3g ms, %.1f "
           "GFLOP/s): %s; Xgemm from %zu^3 (XGEMM_MIN_INDIRECT_SIZE=%zu)",
-          strstr(from, "shipped") ? "shipped" : "tuned",
+          shipped ? "shipped" : "tuned",
           rows[i].shape_class, from, rows[i].device, rows[i].vendor,
           rows[i].arch, rows[i].median_s * 1e3,
           2.0 * class_volume(rows[i].shape_class) / rows[i].median_s * 1e-9,
