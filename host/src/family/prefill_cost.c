@@ -11,16 +11,35 @@ static long key_limit(int causal, long L, long n, long i) {
   return causal ? (L < L - n + i + 1 ? L : L - n + i + 1) : L;
 }
 
+/* Keys visible to the first x rows of a causal call, key limit c + i for
+ * query i = row / g (c = L - n + 1), clamped at 0: g rows a query, summed
+ * as an arithmetic series. */
+static double prefix_keys(long c, long g, long x) {
+  const long q = x / g, t = x % g, i0 = c < 0 ? -c : 0;
+  double full = 0;
+  if (q > i0)
+    full = (double)(q - i0) * (double)c +
+           (double)(i0 + q - 1) * (double)(q - i0) / 2.0;
+  const long hq = c + q;
+  return (double)g * full + (double)t * (hq > 0 ? (double)hq : 0.0);
+}
+
 /* Keys visible to rows r0 .. r0 + count - 1 together, rows past the last
- * counted as the last (the kernels clamp them so). */
+ * counted as the last (the kernels clamp them so); in closed form, since
+ * a loop over the rows made the model's time grow with the call's. */
 static double rows_keys(int causal, long L, long n, long g, long rows,
                         long r0, long count) {
-  double keys = 0;
-  for (long r = r0; r < r0 + count; r++) {
-    const long lim = key_limit(causal, L, n, (r < rows ? r : rows - 1) / g);
-    keys += lim > 0 ? (double)lim : 0.0;
-  }
-  return keys;
+  if (count <= 0)
+    return 0;
+  if (!causal)
+    return (double)count * (L > 0 ? (double)L : 0.0);
+  const long end = r0 + count < rows ? r0 + count : rows;
+  double keys =
+      end > r0 ? prefix_keys(L - n + 1, g, end) - prefix_keys(L - n + 1, g, r0)
+               : 0.0;
+  const long past = r0 + count - (end > r0 ? end : r0);
+  const long last = key_limit(causal, L, n, (rows - 1) / g);
+  return keys + (double)past * (last > 0 ? (double)last : 0.0);
 }
 
 clattn_status clattn__prefill_cost(const void *desc, const void *plan,
