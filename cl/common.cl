@@ -167,6 +167,9 @@ inline int key_limit(int L, int n, int i) {
 /* Online-softmax step guards (spec 8.1): the reference point of a row whose
  * keys so far are all masked is 0, so exp2(-inf - 0) = 0 and no NaN arises. */
 inline float softmax_ref(float m) { return m == -INFINITY ? 0.0f : m; }
+inline float16 softmax_ref16(float16 m) {
+  return select(m, (float16)(0.0f), m == (float16)(-INFINITY));
+}
 
 /* The factor 1 / l that normalises a row whose softmax sum is l (NaN when
  * a visible logit was NaN or +inf), given whether the row sees any key:

@@ -13,11 +13,14 @@
  * logits, forms the exact weights and accumulates O_u directly.
  * SCHEME 1 (one pass): online softmax per logit head with an accumulator
  * per (logit head, value head), mixed by P_w and normalised at the end.
+ * SCHEME 3 (variant 1 only): scheme 2 with pass 1's masked logits kept in
+ * local memory, so pass 2 reads them instead of recomputing them; it
+ * needs RB * H * ld floats of local memory per work-item.
  *
  * Compile-time parameters (-D), each with a default:
  *   HK, H, HV  key, logit and value heads (so the head loops unroll)
  *   DK, DV     head dims; VWK, VWV vector widths dividing them
- *   CAUSAL 0/1, SCHEME 1/2
+ *   CAUSAL 0/1, SCHEME 1/2/3
  *   RB, KB     variant 1: query positions per work-item; keys per tile
  *              (a multiple of 16)
  *   WG, KT     variant 2: work-items (= query positions) per work-group;
@@ -68,8 +71,10 @@
 #endif
 
 #define NV (DV / VWV)
+/* KB-key tiles of a staged row of ld keys */
+#define TILES(ld) (((ld) + KB - 1) / KB)
 #define NKV (KB / 16)
-/* positions sharing each V row load in scheme 2's P V */
+/* positions sharing each V row load in the P V of schemes 2 and 3 */
 #define PR (RB % 4 == 0 ? 4 : RB % 2 == 0 ? 2 : 1)
 #define HMAX (HK > HV ? HK : HV)
 typedef FLOATW(VWV) vfloat;
@@ -85,11 +90,13 @@ inline void th_load_mix(__global const float *p_l, __global const float *p_w,
       pw[c][u] = p_w[c * HV + u];
 }
 
-/* Staging for variant 1, in float32 per sequence b: K transposed per key
- * head, kt[b][a][DK][ld] (it streams keys along vectors), and V per value
- * head, vc[b][u][ld][DV]; zero beyond m.  One work-item per 16 keys and
- * head x < max(HK, HV): K head x if x < HK, V head x if x < HV.
- * Global size (ld / 16, batch * max(HK, HV)). */
+/* Staging for variant 1, in float32 per sequence b and KB-key tile T
+ * (TILES(ld) of them): K transposed, kt[b][T][a][DK][KB] (it streams keys
+ * along vectors), and V, vc[b][T][u][KB][DV]; zero beyond m.  A tile of
+ * every head is one contiguous block, so a work-item's walk over the tiles
+ * is one stream the hardware prefetches rather than one per (head, dim).
+ * One work-item per 16 keys and head x < max(HK, HV): K head x if x < HK,
+ * V head x if x < HV.  Global size (ld / 16, batch * max(HK, HV)). */
 __kernel void th_stage(__global const stor_t *k, __global const stor_t *v,
                        __global float *kt, __global float *vc, int m, int ld,
                        long k_sb, long k_ss, long k_sh, long v_sb, long v_ss,
@@ -98,8 +105,9 @@ __kernel void th_stage(__global const stor_t *k, __global const stor_t *v,
   const int b = get_global_id(1) / HMAX, x = get_global_id(1) % HMAX;
   if (t0 >= ld)
     return;
+  const long tile = (long)b * TILES(ld) + t0 / KB;
   if (x < HK) {
-    __global float *ko = kt + (long)(b * HK + x) * DK * ld + t0;
+    __global float *ko = kt + (tile * HK + x) * DK * KB + t0 % KB;
     float blk[DK][16];
     for (int u = 0; u < 16; u++) {
       const int t = t0 + u;
@@ -118,10 +126,10 @@ __kernel void th_stage(__global const stor_t *k, __global const stor_t *v,
       }
     }
     for (int d = 0; d < DK; d++)
-      vstore16(vload16(0, blk[d]), 0, ko + (long)d * ld);
+      vstore16(vload16(0, blk[d]), 0, ko + d * KB);
   }
   if (x < HV) {
-    __global float *vo = vc + ((long)(b * HV + x) * ld + t0) * DV;
+    __global float *vo = vc + ((tile * HV + x) * KB + t0 % KB) * DV;
     for (int u = 0; u < 16; u++) {
       const int t = t0 + u;
       if (t < m) {
@@ -140,7 +148,7 @@ __kernel void th_stage(__global const stor_t *k, __global const stor_t *v,
  * keys from t0: J one key head at a time (its RB x NKV accumulators stay
  * in registers, as in attn_fwd_reg), then mixed by P_l. */
 inline void th_logits_reg(float qs[RB][HK][DK],
-                          __global const float *ktb, int ld, int t0,
+                          __global const float *ktb, int t0,
                           float pl[HK][H], int lim[RB],
                           float16 lg[RB][H][NKV]) {
   float16 j[RB][HK][NKV];
@@ -151,12 +159,12 @@ inline void th_logits_reg(float qs[RB][HK][DK],
 #pragma unroll
       for (int u = 0; u < NKV; u++)
         s[r][u] = (float16)(0.0f);
-    __global const float *ka = ktb + (long)a * DK * ld + t0;
+    __global const float *ka = ktb + ((long)(t0 / KB) * HK + a) * DK * KB;
     for (int d = 0; d < DK; d++) {
       float16 kv[NKV];
 #pragma unroll
       for (int u = 0; u < NKV; u++)
-        kv[u] = vload16(0, ka + (long)d * ld + 16 * u);
+        kv[u] = vload16(0, ka + d * KB + 16 * u);
 #pragma unroll
       for (int r = 0; r < RB; r++) {
         const float16 qv = (float16)(qs[r][a][d]);
@@ -175,20 +183,27 @@ inline void th_logits_reg(float qs[RB][HK][DK],
       (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   /* masks are needed only where the tile crosses some row's key limit */
   const int masked = t0 + KB > lim[0];
+  /* one vector of every key head's J in registers across the logit heads,
+   * so each FMA of the mix loads only its P_l broadcast */
   for (int r = 0; r < RB; r++)
-    for (int c = 0; c < H; c++)
 #pragma unroll
-      for (int u = 0; u < NKV; u++) {
+    for (int u = 0; u < NKV; u++) {
+      float16 ja[HK];
+#pragma unroll
+      for (int a = 0; a < HK; a++)
+        ja[a] = j[r][a][u];
+      for (int c = 0; c < H; c++) {
         float16 x = (float16)(0.0f);
 #pragma unroll
         for (int a = 0; a < HK; a++)
-          x = fma((float16)(pl[a][c]), j[r][a][u], x);
+          x = fma((float16)(pl[a][c]), ja[a], x);
         if (masked) {
           const int16 tidx = lane + (int16)(t0 + 16 * u);
           x = select(x, (float16)(-INFINITY), tidx >= lim[r]);
         }
         lg[r][c][u] = x;
       }
+    }
 }
 
 /* Variant 1 (CPU-shaped): each work-item owns RB consecutive query
@@ -201,7 +216,12 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
                          __global const int *kv_lens, __global stor_t *o,
                          int n, int m, int ld, int has_lens, float scale_log2,
                          long q_sb, long q_ss, long q_sh, long o_sb,
-                         long o_ss, long o_sh) {
+                         long o_ss, long o_sh
+#if SCHEME == 3
+                         ,
+                         __local float *lgs
+#endif
+) {
   const int i0 = get_global_id(0) * RB;
   const int b = get_global_id(1);
   if (i0 >= n)
@@ -221,8 +241,8 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
     lim[r] = key_limit(L, n, i);
   }
   const int kend = lim[RB - 1]; /* positions increase along the block */
-  __global const float *ktb = kt + (long)b * HK * DK * ld;
-  __global const float *vcb = vc + (long)b * HV * ld * DV;
+  __global const float *ktb = kt + (long)b * TILES(ld) * HK * DK * KB;
+  __global const float *vcb = vc + (long)b * TILES(ld) * HV * KB * DV;
   float mc[RB][H], lc[RB][H];
   for (int r = 0; r < RB; r++)
     for (int c = 0; c < H; c++) {
@@ -230,34 +250,53 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
       lc[r][c] = 0.0f;
     }
   float16 lg[RB][H][NKV];
-#if SCHEME == 2
-  /* pass 1: each logit head's maximum and sum of exponentials */
+#if SCHEME >= 2
+#if SCHEME == 3
+  /* this item's logits, tile by tile: [T][r][c][KB] */
+  __local float *lgi = lgs + (long)get_local_id(0) * RB * H * ld;
+#endif
+  /* pass 1: each logit head's maximum and sum of exponentials, per lane
+   * (keys t = lane mod 16) so that no tile needs a horizontal reduction or
+   * a scalar exponential; the lanes are combined once at the end */
+  float16 mv[RB][H], lv[RB][H];
+  for (int r = 0; r < RB; r++)
+    for (int c = 0; c < H; c++) {
+      mv[r][c] = (float16)(-INFINITY);
+      lv[r][c] = (float16)(0.0f);
+    }
   for (int t0 = 0; t0 < kend; t0 += KB) {
-    th_logits_reg(qs, ktb, ld, t0, pl, lim, lg);
+    th_logits_reg(qs, ktb, t0, pl, lim, lg);
+#if SCHEME == 3
     for (int r = 0; r < RB; r++)
-      for (int c = 0; c < H; c++) {
-        float16 tmax = lg[r][c][0];
-#pragma unroll
-        for (int u = 1; u < NKV; u++)
-          tmax = max(tmax, lg[r][c][u]);
-        const float mnew = max(mc[r][c], hmax16(tmax));
-        const float mref = softmax_ref(mnew);
-        const float alpha = exp2s1(mc[r][c] - mref);
-        float16 psum = (float16)(0.0f);
+      for (int c = 0; c < H; c++)
 #pragma unroll
         for (int u = 0; u < NKV; u++)
-          psum += exp2s16(lg[r][c][u] - (float16)(mref));
-        lc[r][c] *= alpha;
-        lc[r][c] += hsum16(psum);
-        mc[r][c] = mnew;
+          vstore16(lg[r][c][u], 0,
+                   lgi + ((long)(t0 / KB) * RB * H + r * H + c) * KB +
+                       16 * u);
+#endif
+    for (int r = 0; r < RB; r++)
+      for (int c = 0; c < H; c++) {
+        float16 mnew = mv[r][c];
+#pragma unroll
+        for (int u = 0; u < NKV; u++)
+          mnew = max(mnew, lg[r][c][u]);
+        const float16 mref = softmax_ref16(mnew);
+        float16 l = lv[r][c] * exp2s16(mv[r][c] - mref);
+#pragma unroll
+        for (int u = 0; u < NKV; u++)
+          l += exp2s16(lg[r][c][u] - mref);
+        lv[r][c] = l;
+        mv[r][c] = mnew;
       }
   }
   /* the reference points and inverse sums; a fully masked row has sum 0,
    * reference 0 and weights exp2(-inf) * 0 = 0 */
   for (int r = 0; r < RB; r++)
     for (int c = 0; c < H; c++) {
-      mc[r][c] = softmax_ref(mc[r][c]);
-      lc[r][c] = softmax_inv(lc[r][c], lim[r] > 0);
+      mc[r][c] = softmax_ref(hmax16(mv[r][c]));
+      const float l = hsum16(lv[r][c] * exp2s16(mv[r][c] - (float16)(mc[r][c])));
+      lc[r][c] = softmax_inv(l, lim[r] > 0);
     }
   vfloat acc[RB][HV][NV];
   for (int r = 0; r < RB; r++)
@@ -268,24 +307,35 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
   float uw[RB][HV][KB];
   /* pass 2: the exact weights, mixed by P_w, times V */
   for (int t0 = 0; t0 < kend; t0 += KB) {
-    th_logits_reg(qs, ktb, ld, t0, pl, lim, lg);
-    for (int r = 0; r < RB; r++) {
-      float16 wc[H][NKV];
+#if SCHEME == 3
+    for (int r = 0; r < RB; r++)
       for (int c = 0; c < H; c++)
 #pragma unroll
         for (int u = 0; u < NKV; u++)
-          wc[c][u] = exp2s16(lg[r][c][u] - (float16)(mc[r][c])) *
-                     (float16)(lc[r][c]);
-      for (int u = 0; u < HV; u++)
+          lg[r][c][u] =
+              vload16(0, lgi + ((long)(t0 / KB) * RB * H + r * H + c) * KB +
+                             16 * u);
+#else
+    th_logits_reg(qs, ktb, t0, pl, lim, lg);
+#endif
+    /* one vector of every logit head's weights in registers across the
+     * value heads, as for the P_l mix */
+    for (int r = 0; r < RB; r++)
 #pragma unroll
-        for (int v = 0; v < NKV; v++) {
+      for (int v = 0; v < NKV; v++) {
+        float16 wc[H];
+#pragma unroll
+        for (int c = 0; c < H; c++)
+          wc[c] = exp2s16(lg[r][c][v] - (float16)(mc[r][c])) *
+                  (float16)(lc[r][c]);
+        for (int u = 0; u < HV; u++) {
           float16 x = (float16)(0.0f);
 #pragma unroll
           for (int c = 0; c < H; c++)
-            x = fma((float16)(pw[c][u]), wc[c][v], x);
+            x = fma((float16)(pw[c][u]), wc[c], x);
           vstore16(x, v, uw[r][u]);
         }
-    }
+      }
     /* P V per value head and group of PR positions: each V row loaded
      * once feeds PR positions' accumulators, which stay in registers.
      * Each position stops at its own key limit (a masked key's V, though
@@ -293,7 +343,7 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
      * the group sees together, then on the causal diagonal each position's
      * rest alone */
     for (int u = 0; u < HV; u++) {
-      __global const float *vu = vcb + ((long)u * ld + t0) * DV;
+      __global const float *vu = vcb + ((long)(t0 / KB) * HV + u) * KB * DV;
       for (int r0 = 0; r0 < RB; r0 += PR) {
         vfloat a[PR][NV];
 #pragma unroll
@@ -347,7 +397,7 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
           acc[r][c][u][w] = (vfloat)(0.0f);
   float pc[RB][H][KB];
   for (int t0 = 0; t0 < kend; t0 += KB) {
-    th_logits_reg(qs, ktb, ld, t0, pl, lim, lg);
+    th_logits_reg(qs, ktb, t0, pl, lim, lg);
     for (int r = 0; r < RB; r++)
       for (int c = 0; c < H; c++) {
         float16 tmax = lg[r][c][0];
@@ -378,7 +428,7 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
      * NaN or inf) */
     for (int r = 0; r < RB; r++)
       for (int u = 0; u < HV; u++) {
-        __global const float *vu = vcb + ((long)u * ld + t0) * DV;
+        __global const float *vu = vcb + ((long)(t0 / KB) * HV + u) * KB * DV;
         const int nt = min(KB, lim[r] - t0);
         for (int t = 0; t < nt; t++)
 #pragma unroll
@@ -476,7 +526,7 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
   /* zeroed by their own indices: Oclgrind checks a flat (float *) walk
    * against the innermost array's size, and its instruction counter's
    * run corrupted its heap on such stores */
-#if SCHEME == 2
+#if SCHEME != 1
   float acc[HV][DV];
   for (int u = 0; u < HV; u++)
     for (int d = 0; d < DV; d++)
@@ -505,7 +555,7 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
         }
       barrier(CLK_LOCAL_MEM_FENCE);
       th_logits_local(qs, ks, pl, t0, nt, lim, s);
-#if SCHEME == 2
+#if SCHEME != 1
       if (pass == 1) {
         for (int c = 0; c < H; c++) {
           float tmax = -INFINITY;
@@ -567,7 +617,7 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
 #endif
       barrier(CLK_LOCAL_MEM_FENCE); /* tiles are overwritten next */
     }
-#if SCHEME == 2
+#if SCHEME != 1
     if (pass == 1)
       for (int c = 0; c < H; c++) {
         mc[c] = softmax_ref(mc[c]);
@@ -585,7 +635,7 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
   for (int u = 0; u < HV; u++) {
     const long ob = b * o_sb + i * o_ss + u * o_sh;
     for (int d = 0; d < DV; d++) {
-#if SCHEME == 2
+#if SCHEME != 1
       ST1(acc[u][d], o, ob + d);
 #else
       float x = 0.0f;

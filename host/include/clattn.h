@@ -246,7 +246,10 @@ typedef struct clattn_params {
   int scheme;   /* the family's algorithm where it has several; talking-heads
                    prefill: 1 one pass with an accumulator per (logit head,
                    value head), 2 two passes (softmax statistics, then the
-                   exact weights mixed by P_w); 0 auto; others: unused */
+                   exact weights mixed by P_w), 3 (variant 1 only) two
+                   passes with pass 1's logits kept in local memory for
+                   pass 2, rows x heads x n_kv floats a work-item; 0 auto;
+                   others: unused */
 } clattn_params;
 
 /* ---------------------------------------------------------- attention */

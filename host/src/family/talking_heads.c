@@ -148,24 +148,25 @@ static int add(const clattn__target *t, const void *d, clattn_params p,
   return clattn__space_try(&clattn__family_talking_heads, t, d, p, s);
 }
 
-/* Both schemes x variant 1 (positions {1,2,4,8} x keys {16,32,64}) and
- * variant 2 (work-group {16..256} x keys {4,8,16,32}). */
+/* Every scheme x variant 1 (positions {1,2,4,8,16} x keys {16,32,64}; a
+ * scheme 3 candidate whose logits overflow local memory does not fit) and
+ * schemes 1 and 2 x variant 2 (work-group {16..256} x keys {4,8,16,32}). */
 static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
-  static const int rows1[] = {1, 2, 4, 8}, keys1[] = {16, 32, 64},
+  static const int rows1[] = {1, 2, 4, 8, 16}, keys1[] = {16, 32, 64},
                    wg2[] = {16, 32, 64, 128, 256}, keys2[] = {4, 8, 16, 32};
   clattn__space_init_params(s);
   int i = add(t, desc, (clattn_params){0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
-  for (int sc = 1; sc <= 2; sc++) {
-    for (int a = 0; a < 4; a++)
+  for (int sc = 1; sc <= 3; sc++) {
+    for (int a = 0; a < 5; a++)
       for (int b = 0; b < 3; b++)
         if (add(t, desc, (clattn_params){1, rows1[a], keys1[b], 0, 0, 0, sc},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
-    for (int a = 0; a < 5; a++)
+    for (int a = 0; sc <= 2 && a < 5; a++)
       for (int b = 0; b < 4; b++)
         if (add(t, desc, (clattn_params){2, 0, keys2[b], wg2[a], 0, 0, sc},
                 s) == -2)
@@ -211,8 +212,10 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
   const float scale = clattn__kernel_scale(d->scale, dk);
   cl_kernel st_kern = NULL, kern = NULL;
   cl_mem kt = NULL, vc = NULL;
-  const size_t ktb = clattn__bytes(4, b, hk, dk, ld);
-  const size_t vcb = clattn__bytes(4, b, hv, d->head_dim_v, ld);
+  /* whole tiles of kb keys (th_stage's layout) */
+  const int tiled = (ld + pl->kb - 1) / pl->kb * pl->kb;
+  const size_t ktb = clattn__bytes(4, b, hk, dk, tiled);
+  const size_t vcb = clattn__bytes(4, b, hv, d->head_dim_v, tiled);
   if (ktb == 0 || vcb == 0 || ld < m)
     return clattn__fail(ctx, CLATTN_ERR_SHAPE, "tensor sizes overflow");
   if ((rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_stage",
@@ -220,8 +223,10 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
       (rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_fwd_reg",
                            &kern)))
     return rc;
-  if (pl->wg &&
-      (rc = clattn__check_wg(ctx, kern, (size_t)pl->wg, 0, "th_fwd_reg")))
+  const size_t lgs = clattn__th_local_bytes(d, pl);
+  if ((pl->wg || lgs) &&
+      (rc = clattn__check_wg(ctx, kern, pl->wg ? (size_t)pl->wg : 1, lgs,
+                             "th_fwd_reg")))
     return rc;
   if ((rc = clattn__scratch(ctx, 0, ktb, &kt)) ||
       (rc = clattn__scratch(ctx, 3, vcb, &vc)))
@@ -242,7 +247,8 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
   if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), rb)) ||
       (rc = clattn__args(ctx, kern, &a, 4, sizeof(cl_int), ri)) ||
       (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
-      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), rst)))
+      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), rst)) ||
+      (lgs && (rc = clattn__arg(ctx, kern, a++, lgs, NULL))))
     return rc;
   /* default: one work-item per work-group, which PoCL schedules best */
   const size_t wg1 = pl->wg ? (size_t)pl->wg : 1;

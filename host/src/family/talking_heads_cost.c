@@ -24,6 +24,8 @@ double clattn__th_pair_work(const clattn_th_desc *d, int scheme) {
   const double logits = hk * dk + h * hk, ex = CLATTN__EXP2_FMAS * h;
   if (scheme == 1) /* logits, exponentials, P V per (c, u) */
     return logits + ex + h * hv * dv;
+  if (scheme == 3) /* logits once, exponentials twice, the P_w mix, P V */
+    return logits + 2.0 * ex + h * hv + hv * dv;
   /* logits twice, exponentials twice, the P_w mix, P V per u */
   return 2.0 * (logits + ex) + h * hv + hv * dv;
 }
@@ -53,7 +55,7 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
 
   clattn_cost *c = clattn__model_kernel(out, "th_fwd_reg");
   const int RB = pl->rb, KB = pl->kb, passes = pl->scheme == 2 ? 2 : 1;
-  double rd = 0, wr = 0, fma = 0, ex = 0, staged = 0, ws = 0;
+  double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, staged = 0, ws = 0;
   const long blocks = (n + RB - 1) / RB;
   const double per_seq = clattn__seq_weight(kv_lens, B);
   for (long b = 0; b < clattn__distinct_seqs(kv_lens, B); b++) {
@@ -72,14 +74,17 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
         /* th_logits_reg a pass: K^T tiles; J and the P_l mix */
         rd += passes * 4.0 * T * HK * DK * KB;
         fma += passes * T * RB * KB * (HK * DK + H * HK);
-        /* the statistics (pass 1, or the one pass): alpha + KB
-         * exponentials per position and logit head */
-        ex += T * RB * H * (1.0 + KB);
+        /* the statistics per position and logit head: the one pass's
+         * alpha + KB exponentials, pass 1's lane-wise 16 + KB */
+        ex += T * RB * H * ((pl->scheme == 1 ? 1.0 : 16.0) + KB);
         /* P V: each position up to its own key limit */
         double row_keys = 0;
         for (long r = 0; r < RB; r++)
           row_keys += pos_keys(causal, L, n, i0 + r);
-        if (pl->scheme == 2) {
+        /* scheme 3: pass 1's logits stored and read back */
+        if (pl->scheme == 3)
+          loc += 2.0 * 4.0 * T * RB * H * KB;
+        if (pl->scheme != 1) {
           /* V rows per group of PR positions and value head up to the
            * group's first limit, then per position to its own */
           const int PR = RB % 4 == 0 ? 4 : RB % 2 == 0 ? 2 : 1;
@@ -102,17 +107,20 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
       }
       if (pl->scheme == 1)
         fma += valid * H * HV * DV; /* the final P_w mix */
+      else
+        ex += RB * H * 16.0; /* pass 1's lanes combined */
       wr += es * valid * HV * DV;
     }
     staged += 4.0 * kmax * kvw;
     ws = clattn__dmax(ws, 4.0 * kmax * kvw);
   }
   rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
-  staged *= per_seq;
+  loc *= per_seq, staged *= per_seq;
   c->bytes_read = rd;
   c->bytes_written = wr;
   c->fma_issued = fma + CLATTN__EXP2_FMAS * ex;
   c->exp2_issued = ex;
+  c->local_bytes = loc;
   c->bytes_compulsory = compulsory_in - es * B * m * kvw + staged + o_bytes;
   clattn__model_dram(c, c->bytes_compulsory - o_bytes, ws, prof);
   dram_reads[1] = c->bytes_dram - c->bytes_written;

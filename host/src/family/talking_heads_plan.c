@@ -19,9 +19,47 @@ static size_t local_bytes(const clattn_th_desc *d, int kt) {
          4;
 }
 
+/* Scheme 3's logits of one work-item: rb positions x every logit head x
+ * ld keys. */
+static size_t logits_bytes(const clattn_th_desc *d, int rb, int ld) {
+  return (size_t)rb * (size_t)d->heads * (size_t)ld * 4;
+}
+
 size_t clattn__th_local_bytes(const clattn_th_desc *d,
                               const clattn__th_plan *pl) {
-  return pl->variant == 2 ? local_bytes(d, pl->kt) : 0;
+  if (pl->variant == 2)
+    return local_bytes(d, pl->kt);
+  if (pl->scheme == 3)
+    return (size_t)(pl->wg ? pl->wg : 1) * logits_bytes(d, pl->rb, pl->ld);
+  return 0;
+}
+
+/* Variant 1's automatic scheme and rows: scheme 3 (pass 1's logits kept in
+ * local memory) at the most rows up to the register default whose logits
+ * fit, down to a quarter of it; else the scheme issuing less work per
+ * visible pair (ties to the general two-pass one). */
+static void pick_reg(const clattn__target *t, const clattn_th_desc *d,
+                     const clattn_params *p, int rb_default,
+                     clattn__th_plan *pl) {
+  const unsigned long long budget = clattn__local_budget(t);
+  const int items = p->wg ? p->wg : 1;
+  int rb = p->rows ? p->rows : rb_default;
+  if (!p->scheme || p->scheme == 3) {
+    const int floor = p->rows ? rb : rb_default / 4 ? rb_default / 4 : 1;
+    while (rb > floor &&
+           (unsigned long long)items * logits_bytes(d, rb, pl->ld) > budget)
+      rb /= 2;
+    if (p->scheme == 3 ||
+        (unsigned long long)items * logits_bytes(d, rb, pl->ld) <= budget) {
+      pl->scheme = 3;
+      pl->rb = rb;
+      return;
+    }
+  }
+  pl->scheme = p->scheme ? p->scheme
+               : clattn__th_pair_work(d, 1) < clattn__th_pair_work(d, 2) ? 1
+                                                                          : 2;
+  pl->rb = p->rows ? p->rows : rb_default;
 }
 
 clattn_status clattn__th_plan_make(const clattn__target *t,
@@ -30,24 +68,26 @@ clattn_status clattn__th_plan_make(const clattn__target *t,
   static const clattn_params none = {0, 0, 0, 0, 0, 0, 0};
   const clattn_params *p = d->params ? d->params : &none;
   *pl = (clattn__th_plan){0, 0, 0, 0, 0, 0, 0};
-  if (p->variant < 0 || p->variant > 2 || p->scheme < 0 || p->scheme > 2 ||
+  if (p->variant < 0 || p->variant > 2 || p->scheme < 0 || p->scheme > 3 ||
       p->rows < 0 || p->keys < 0 || p->wg < 0 || p->splits < 0 ||
       p->prefetch < 0) {
-    snprintf(why, cap,
-             "params: variant and scheme must be 0, 1 or 2 and sizes >= 0");
+    snprintf(why, cap, "params: variant must be 0, 1 or 2, scheme 0 to 3 "
+                       "and sizes >= 0");
     return CLATTN_ERR_INVALID_ARG;
   }
-  /* the scheme that issues less work per visible pair; ties go to the
-   * general two-pass one */
-  pl->scheme = p->scheme ? p->scheme
-               : clattn__th_pair_work(d, 1) < clattn__th_pair_work(d, 2) ? 1
-                                                                          : 2;
-  pl->variant = p->variant ? p->variant : t->cpu_vectors ? 1 : 2;
+  pl->variant = p->variant ? p->variant
+                : t->cpu_vectors || p->scheme == 3 ? 1
+                                                   : 2;
   /* a tile of one key that does not fit local memory: the register
    * kernel still runs it */
   if (!p->variant && pl->variant == 2 &&
       local_bytes(d, 1) > clattn__local_budget(t))
     pl->variant = 1;
+  if (pl->variant == 2 && p->scheme == 3) {
+    snprintf(why, cap, "params: scheme 3 (logits in local memory) runs on "
+                       "variant 1 only");
+    return CLATTN_ERR_INVALID_ARG;
+  }
   if (pl->variant == 1) {
     /* Default tile: 16 positions x 32 keys with 32 vector registers of
      * 16 floats (each staged K and V line then feeds twice the positions
@@ -55,14 +95,22 @@ clattn_status clattn__th_plan_make(const clattn__target *t,
      * else 4 x 16; fewer positions where their q rows and accumulators
      * grow past ~64 KiB. */
     const int wide = t->vec_width >= 16 && t->vregs >= 32;
+    const int sc = p->scheme == 1 ? 1 : 2;
     int rb = wide ? 16 : 4;
-    while (rb > 1 && (long)rb * item_floats(d, pl->scheme) > 16384)
+    while (rb > 1 && (long)rb * item_floats(d, sc) > 16384)
       rb /= 2;
-    pl->rb = p->rows ? p->rows : rb;
     pl->kb = p->keys ? p->keys : wide ? 32 : 16;
     pl->wg = p->wg;
-    return clattn__plan_staged(d->n_kv, pl->rb, pl->kb, &pl->ld, why, cap);
+    clattn_status rc =
+        clattn__plan_staged(d->n_kv, p->rows ? p->rows : rb, pl->kb, &pl->ld,
+                            why, cap);
+    if (rc == CLATTN_OK)
+      pick_reg(t, d, p, rb, pl);
+    return rc;
   }
+  pl->scheme = p->scheme ? p->scheme
+               : clattn__th_pair_work(d, 1) < clattn__th_pair_work(d, 2) ? 1
+                                                                          : 2;
   pl->wg = p->wg ? p->wg : (int)(t->max_wg < 64 ? t->max_wg : 64);
   if (p->keys) {
     pl->kt = p->keys;
