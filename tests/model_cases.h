@@ -104,11 +104,15 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=20 new=3 heads=4 kv-heads=2 head-dim=16 "
      "head-dim-v=8 dtype=f16 layout=bhsd",
      {5, 18}, {0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
-    /* talking-heads: h_k != h != h_v, both variants x both schemes */
+    /* talking-heads: h_k != h != h_v, both variants x every scheme */
     {"th reg f32 two-pass causal lens", "talking-heads",
      "batch=2 seq=11 kv-seq=37 heads-k=3 heads=5 heads-v=2 head-dim=16 "
      "head-dim-v=8 dtype=f32 causal=1 layout=bshd",
      {37, 0}, {1, 4, 16, 0, 0, 0, 2}, 0, 0, 0, 0},
+    {"th reg bf16 logits-in-local causal lens", "talking-heads",
+     "batch=2 seq=10 kv-seq=29 heads-k=2 heads=3 heads-v=4 head-dim=8 "
+     "head-dim-v=16 dtype=bf16 causal=1 layout=bhsd",
+     {29, 5}, {1, 3, 16, 0, 0, 0, 3}, 0, 0, 0, 0},
     {"th reg f16 one-pass", "talking-heads",
      "batch=1 seq=7 kv-seq=21 heads-k=2 heads=1 heads-v=3 head-dim=8 "
      "head-dim-v=12 dtype=f16 causal=0 layout=bhsd",

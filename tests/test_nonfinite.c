@@ -3,7 +3,7 @@
  * library's call path, against the plain-C reference on the same inputs.
  *
  * Each configuration (family, shape, params: both kernel variants, split
- * and direct decode, both talking-heads schemes, f32 and a 16-bit type,
+ * and direct decode, every talking-heads scheme, f32 and a 16-bit type,
  * causal and not) runs every injection: NaN in one K element, a NaN and a
  * -inf query row, a +inf logit, every visible logit -inf, -inf logits
  * among finite ones (a whole decode split of them), finite inputs whose
@@ -109,12 +109,16 @@ static const nf_case cases[] = {
      1, 40, 4, 2, 2, 64, 64, 0, {37, 0}, CLATTN_F32},
     {"efficient-decode", DECODE_SHAPE "dtype=f16", {2, 0, 8, 16, 3, 0, 0}, 2,
      1, 40, 4, 2, 2, 64, 64, 0, {37, 0}, CLATTN_F16},
-    /* talking-heads: both variants, both schemes */
+    /* talking-heads: both variants, every scheme */
     {"talking-heads", TH_SHAPE "dtype=f32 causal=1", {1, 4, 16, 0, 0, 0, 1},
      2, 5, 9, 2, 2, 2, 64, 8, 1, {9, 3}, CLATTN_F32},
     {"talking-heads", TH_SHAPE "dtype=f16 causal=1", {1, 4, 16, 0, 0, 0, 2},
      2, 5, 9, 2, 2, 2, 64, 8, 1, {9, 3}, CLATTN_F16},
     {"talking-heads", TH_SHAPE "dtype=f32 causal=0", {1, 2, 16, 0, 0, 0, 2},
+     2, 5, 9, 2, 2, 2, 64, 8, 0, {9, 0}, CLATTN_F32},
+    {"talking-heads", TH_SHAPE "dtype=f16 causal=1", {1, 4, 16, 0, 0, 0, 3},
+     2, 5, 9, 2, 2, 2, 64, 8, 1, {9, 3}, CLATTN_F16},
+    {"talking-heads", TH_SHAPE "dtype=f32 causal=0", {1, 2, 16, 0, 0, 0, 3},
      2, 5, 9, 2, 2, 2, 64, 8, 0, {9, 0}, CLATTN_F32},
     {"talking-heads", TH_SHAPE "dtype=bf16 causal=1", {2, 0, 4, 16, 0, 0, 1},
      2, 5, 9, 2, 2, 2, 64, 8, 1, {9, 3}, CLATTN_BF16},

@@ -2,12 +2,13 @@
  *
  * Hand-picked cases: sizes that divide no tile, h_k != h != h_v, h = 1,
  * 8/8/8, causal with n != m, padded kv_lens with a fully masked sequence
- * (kv_lens 0), every dtype, BSHD and BHSD, both variants x both schemes
- * forced through params.  Also: with h_k = h = h_v and P_l = P_w = I the
+ * (kv_lens 0), every dtype, BSHD and BHSD, both variants x schemes 1 and
+ * 2 and variant 1 x scheme 3 (logits in local memory, also with several
+ * work-items a group) forced through params.  Also: with h_k = h = h_v and P_l = P_w = I the
  * result equals clattn_attention (MHA), and misuse gets its status.
  *
- * CLATTN_TEST_SUBSET=small keeps a few small cases (both variants and
- * schemes, f32/f16, causal, padded) for simulators (tests/oclgrind.sh,
+ * CLATTN_TEST_SUBSET=small keeps a few small cases (both variants, every
+ * scheme, f32/f16/bf16, causal, padded) for simulators (tests/oclgrind.sh,
  * tests/rusticl.sh). */
 #include "reference/ref_th.h"
 #include "util.h"
@@ -35,10 +36,14 @@ static const th_case cases[] = {
     /* b  n   m hk  h hv  dk  dv  c lens ql kl dt   params             small */
     {2, 19, 45, 3, 5, 2, 16, 24, 0, 0, 0, 0, F32, {1, 0, 0, 0, 0, 0, 2}, 1},
     {2, 19, 45, 3, 5, 2, 16, 24, 1, 1, 0, 0, F32, {1, 0, 0, 0, 0, 0, 1}, 1},
+    {2, 19, 45, 3, 5, 2, 16, 24, 1, 1, 1, 0, BF16, {1, 0, 0, 0, 0, 0, 3}, 1},
+    {1, 21, 50, 2, 3, 4, 8, 16, 0, 0, 0, 1, F32, {1, 2, 16, 4, 0, 0, 3}, 1},
     {2, 13, 30, 3, 5, 2, 16, 8, 1, 1, 1, 1, F16, {2, 0, 8, 16, 0, 0, 2}, 1},
     {1, 9, 17, 2, 1, 3, 8, 12, 0, 1, 0, 1, F32, {2, 0, 4, 8, 0, 0, 1}, 1},
     {2, 33, 70, 3, 5, 2, 64, 64, 1, 1, 0, 0, F32, {1, 4, 32, 0, 0, 0, 2}, 0},
     {2, 33, 70, 3, 5, 2, 64, 64, 0, 1, 1, 0, F16, {1, 2, 16, 0, 0, 0, 1}, 0},
+    {2, 33, 70, 3, 5, 2, 64, 64, 1, 1, 0, 1, F16, {1, 8, 32, 0, 0, 0, 3}, 0},
+    {2, 65, 65, 2, 3, 5, 12, 20, 1, 0, 1, 1, F32, {1, 16, 64, 0, 0, 0, 3}, 0},
     {1, 40, 40, 8, 8, 8, 64, 64, 1, 0, 0, 0, BF16, {0, 0, 0, 0, 0, 0, 0}, 0},
     {3, 17, 129, 8, 8, 8, 32, 32, 0, 1, 1, 1, F32, {2, 0, 16, 32, 0, 0, 2}, 0},
     {2, 50, 21, 4, 1, 4, 80, 16, 1, 1, 0, 0, F32, {0, 0, 0, 0, 0, 0, 0}, 0},
@@ -145,7 +150,9 @@ Test(talking_heads, identity_is_mha, .timeout = 600) {
   cl_mem a = tu_buffer(ctx, nq * 4), t = tu_buffer(ctx, nq * 4);
   for (int causal = 0; causal < 2; causal++)
     for (int variant = 1; variant <= 2; variant++)
-      for (int scheme = 1; scheme <= 2; scheme++) {
+      for (int scheme = 1; scheme <= 3; scheme++) {
+        if (variant == 2 && scheme == 3)
+          continue; /* scheme 3 is variant 1's */
         const clattn_attn_desc ad = {b,   n,           m,           hh,   hh,
                                      dd,  dd,          F32,         CLATTN_BSHD,
                                      CLATTN_BSHD, 0.0f, causal, NULL};
@@ -172,7 +179,8 @@ Test(talking_heads, identity_is_mha, .timeout = 600) {
   free(q), free(k), free(v), free(o1), free(o2);
 }
 
-/* Misuse: NULL buffers, bad head counts, a short p_l, a bad scheme. */
+/* Misuse: NULL buffers, bad head counts, a short p_l, a bad scheme, scheme
+ * 3 on variant 2 or with more logits than local memory holds. */
 Test(talking_heads, misuse) {
   clattn_ctx *ctx = tu_ctx();
   const int b = 1, n = 4, m = 5, hk = 2, h = 3, hv = 2, dd = 8;
@@ -208,13 +216,32 @@ Test(talking_heads, misuse) {
   bad.heads_k = 0;
   cr_expect_eq(clattn_talking_heads(ctx, &bad, q, k, v, pl, pw, NULL, o, NULL),
                CLATTN_ERR_SHAPE);
-  const clattn_params p = {0, 0, 0, 0, 0, 0, 3};
+  const clattn_params p = {0, 0, 0, 0, 0, 0, 4};
   bad = d;
   bad.params = &p;
   cr_expect_eq(clattn_talking_heads(ctx, &bad, q, k, v, pl, pw, NULL, o, NULL),
                CLATTN_ERR_INVALID_ARG);
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "scheme") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
+  const clattn_params local2 = {2, 0, 0, 0, 0, 0, 3};
+  bad.params = &local2;
+  cr_expect_eq(clattn_talking_heads(ctx, &bad, q, k, v, pl, pw, NULL, o, NULL),
+               CLATTN_ERR_INVALID_ARG);
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), "variant 1") != NULL, "%s",
+            clattn_ctx_errmsg(ctx));
+  /* 32 positions x 32 logit heads x 8192 keys of logits: 32 MiB */
+  const int lm = 8192, lh = 32;
+  cl_mem lk = tu_buffer(ctx, (size_t)lm * dd * 4);
+  cl_mem lpl = tu_buffer(ctx, (size_t)lh * 4);
+  const clattn_params big = {1, 32, 16, 0, 0, 0, 3};
+  const clattn_th_desc ld = {1,   n,           lm,          1,    lh, 1, dd, dd,
+                             F32, CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, &big};
+  cr_expect_eq(
+      clattn_talking_heads(ctx, &ld, q, lk, lk, lpl, lpl, NULL, o, NULL),
+      CLATTN_ERR_UNSUPPORTED);
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), "local memory") != NULL, "%s",
+            clattn_ctx_errmsg(ctx));
+  tu_release(lk), tu_release(lpl);
   cr_expect_eq(clattn_talking_heads(NULL, &d, q, k, v, pl, pw, NULL, o, NULL),
                CLATTN_ERR_MISUSE);
   tu_release(q), tu_release(k), tu_release(v), tu_release(pl);
