@@ -48,9 +48,9 @@ static const char model_usage[] =
   "  any other key of the family's shape as --KEY V (talking-heads:\n"
   "  --heads-k A --heads-v U; see 'clattn families')\n"
   "OPTIONS: --dtype f32|f16|bf16, --causal, --variant 1|2, --rows R,\n"
-  "  --keys K, --wg W, --splits S, --prefetch 1|2 (off|on), --scheme 1|2\n"
-  "  (talking-heads: one pass|two passes) (default: what the library\n"
-  "  picks),\n"
+  "  --keys K, --wg W, --splits S, --prefetch 1|2 (off|on), --scheme N\n"
+  "  (talking-heads: 1 one pass, 2 two passes, 3 two passes with the\n"
+  "  logits kept in local memory) (default: what the library picks),\n"
   "  --profile NAME (a datasheet GPU, see 'clattn model profiles') or\n"
   "  --device D (a present device: its measured profile from the database\n"
   "  when 'clattn probe' stored one, else what it reports), --db PATH,\n"
@@ -133,7 +133,7 @@ static const cli_option model_options[] = {
    "params: KV splits"},
   {"prefetch", CLI_INT, MOFF(params.prefetch), 0, NULL, M_FAM | E_FAM, "1|2",
    "params: prefetch off|on"},
-  {"scheme", CLI_INT, MOFF(params.scheme), 0, NULL, M_FAM | E_FAM, "1|2",
+  {"scheme", CLI_INT, MOFF(params.scheme), 0, NULL, M_FAM | E_FAM, "N",
    "params: scheme"},
   {"profile", CLI_STR, MOFF(profile), 0, NULL, PRESENT, "NAME",
    "a datasheet GPU (clattn model profiles)"},
