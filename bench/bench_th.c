@@ -404,9 +404,10 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
       (f_th / f_mha) / r_time);
   rec(B, "talking-heads", tag, "model_time_ratio_vs_mha", pred);
   /* Each scheme forced (spec 5.3 options A and B: one pass with an
-   * accumulator per (logit head, value head), or two passes), paired with
-   * MHA again, beside the model's prediction for that scheme. */
-  for (int sc = 1; sc <= 2; sc++) {
+   * accumulator per (logit head, value head), or two passes; and scheme 3,
+   * B with pass 1's logits kept in local memory), paired with MHA again,
+   * beside the model's prediction for that scheme. */
+  for (int sc = 1; sc <= 3; sc++) {
     clattn_params prm;
     double ts_th, ts_mha, rs, ps = -1.0;
     memset(&prm, 0, sizeof prm);
