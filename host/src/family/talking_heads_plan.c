@@ -34,18 +34,40 @@ size_t clattn__th_local_bytes(const clattn_th_desc *d,
   return 0;
 }
 
+/* The scheme that issues less work per visible pair of 1 and 2; ties go
+ * to the general two-pass one. */
+static int lighter_scheme(const clattn_th_desc *d) {
+  return clattn__th_pair_work(d, 1) < clattn__th_pair_work(d, 2) ? 1 : 2;
+}
+
+/* Variant 1's default positions per work-item: 16 with 32 vector
+ * registers of 16 floats (each staged K and V line then feeds twice the
+ * positions of attn_fwd_reg's tile, as every item streams all heads'
+ * tiles), else 4; fewer where their q rows and accumulators grow past
+ * ~64 KiB. */
+static int rows_default(const clattn__target *t, const clattn_th_desc *d,
+                        int scheme) {
+  int rb = t->vec_width >= 16 && t->vregs >= 32 ? 16 : 4;
+  while (rb > 1 && (long)rb * item_floats(d, scheme) > 16384)
+    rb /= 2;
+  return rb;
+}
+
 /* Variant 1's automatic scheme and rows: scheme 3 (pass 1's logits kept in
- * local memory) at the most rows up to the register default whose logits
- * fit, down to a quarter of it; else the scheme issuing less work per
- * visible pair (ties to the general two-pass one). */
+ * local memory) unless scheme 1 issues less work per visible pair, at the
+ * most rows up to the default whose logits fit, down to a quarter of it;
+ * else the lighter of schemes 1 and 2. */
 static void pick_reg(const clattn__target *t, const clattn_th_desc *d,
-                     const clattn_params *p, int rb_default,
-                     clattn__th_plan *pl) {
+                     const clattn_params *p, clattn__th_plan *pl) {
   const unsigned long long budget = clattn__local_budget(t);
   const int items = p->wg ? p->wg : 1;
-  int rb = p->rows ? p->rows : rb_default;
-  if (!p->scheme || p->scheme == 3) {
-    const int floor = p->rows ? rb : rb_default / 4 ? rb_default / 4 : 1;
+  const int lighter = lighter_scheme(d);
+  if (p->scheme == 3 ||
+      (!p->scheme && clattn__th_pair_work(d, 3) <=
+                         clattn__th_pair_work(d, lighter))) {
+    const int def = rows_default(t, d, 3);
+    const int floor = p->rows ? p->rows : def / 4 ? def / 4 : 1;
+    int rb = p->rows ? p->rows : def;
     while (rb > floor &&
            (unsigned long long)items * logits_bytes(d, rb, pl->ld) > budget)
       rb /= 2;
@@ -56,10 +78,8 @@ static void pick_reg(const clattn__target *t, const clattn_th_desc *d,
       return;
     }
   }
-  pl->scheme = p->scheme ? p->scheme
-               : clattn__th_pair_work(d, 1) < clattn__th_pair_work(d, 2) ? 1
-                                                                          : 2;
-  pl->rb = p->rows ? p->rows : rb_default;
+  pl->scheme = p->scheme ? p->scheme : lighter;
+  pl->rb = p->rows ? p->rows : rows_default(t, d, pl->scheme);
 }
 
 clattn_status clattn__th_plan_make(const clattn__target *t,
@@ -89,28 +109,18 @@ clattn_status clattn__th_plan_make(const clattn__target *t,
     return CLATTN_ERR_INVALID_ARG;
   }
   if (pl->variant == 1) {
-    /* Default tile: 16 positions x 32 keys with 32 vector registers of
-     * 16 floats (each staged K and V line then feeds twice the positions
-     * of attn_fwd_reg's tile, as every item streams all heads' tiles),
-     * else 4 x 16; fewer positions where their q rows and accumulators
-     * grow past ~64 KiB. */
+    /* 32 keys a tile with 32 vector registers of 16 floats, else 16 */
     const int wide = t->vec_width >= 16 && t->vregs >= 32;
-    const int sc = p->scheme == 1 ? 1 : 2;
-    int rb = wide ? 16 : 4;
-    while (rb > 1 && (long)rb * item_floats(d, sc) > 16384)
-      rb /= 2;
     pl->kb = p->keys ? p->keys : wide ? 32 : 16;
     pl->wg = p->wg;
-    clattn_status rc =
-        clattn__plan_staged(d->n_kv, p->rows ? p->rows : rb, pl->kb, &pl->ld,
-                            why, cap);
+    clattn_status rc = clattn__plan_staged(
+        d->n_kv, p->rows ? p->rows : rows_default(t, d, 2), pl->kb, &pl->ld,
+        why, cap);
     if (rc == CLATTN_OK)
-      pick_reg(t, d, p, rb, pl);
+      pick_reg(t, d, p, pl);
     return rc;
   }
-  pl->scheme = p->scheme ? p->scheme
-               : clattn__th_pair_work(d, 1) < clattn__th_pair_work(d, 2) ? 1
-                                                                          : 2;
+  pl->scheme = p->scheme ? p->scheme : lighter_scheme(d);
   pl->wg = p->wg ? p->wg : (int)(t->max_wg < 64 ? t->max_wg : 64);
   if (p->keys) {
     pl->kt = p->keys;
