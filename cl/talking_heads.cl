@@ -13,9 +13,9 @@
  * logits, forms the exact weights and accumulates O_u directly.
  * SCHEME 1 (one pass): online softmax per logit head with an accumulator
  * per (logit head, value head), mixed by P_w and normalised at the end.
- * SCHEME 3 (variant 1 only): scheme 2 with pass 1's masked logits kept in
- * local memory, so pass 2 reads them instead of recomputing them; it
- * needs RB * H * ld floats of local memory per work-item.
+ * SCHEME 3 (variant 1 only): scheme 2 with pass 1's masked logits of the
+ * first `keep` keys (whole tiles) kept in local memory, RB * H * keep floats
+ * a work-item, so pass 2 reads them back and recomputes only the rest.
  *
  * Compile-time parameters (-D), each with a default:
  *   HK, H, HV  key, logit and value heads (so the head loops unroll)
@@ -219,7 +219,7 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
                          long o_ss, long o_sh
 #if SCHEME == 3
                          ,
-                         __local float *lgs
+                         __local float *lgs, int keep
 #endif
 ) {
   const int i0 = get_global_id(0) * RB;
@@ -252,8 +252,8 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
   float16 lg[RB][H][NKV];
 #if SCHEME >= 2
 #if SCHEME == 3
-  /* this item's logits, tile by tile: [T][r][c][KB] */
-  __local float *lgi = lgs + (long)get_local_id(0) * RB * H * ld;
+  /* this item's kept logits, tile by tile: [T][r][c][KB] */
+  __local float *lgi = lgs + (long)get_local_id(0) * RB * H * keep;
 #endif
   /* pass 1: each logit head's maximum and sum of exponentials, per lane
    * (keys t = lane mod 16) so that no tile needs a horizontal reduction or
@@ -267,13 +267,14 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
   for (int t0 = 0; t0 < kend; t0 += KB) {
     th_logits_reg(qs, ktb, t0, pl, lim, lg);
 #if SCHEME == 3
-    for (int r = 0; r < RB; r++)
-      for (int c = 0; c < H; c++)
+    if (t0 < keep)
+      for (int r = 0; r < RB; r++)
+        for (int c = 0; c < H; c++)
 #pragma unroll
-        for (int u = 0; u < NKV; u++)
-          vstore16(lg[r][c][u], 0,
-                   lgi + ((long)(t0 / KB) * RB * H + r * H + c) * KB +
-                       16 * u);
+          for (int u = 0; u < NKV; u++)
+            vstore16(lg[r][c][u], 0,
+                     lgi + ((long)(t0 / KB) * RB * H + r * H + c) * KB +
+                         16 * u);
 #endif
     for (int r = 0; r < RB; r++)
       for (int c = 0; c < H; c++) {
@@ -308,16 +309,16 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
   /* pass 2: the exact weights, mixed by P_w, times V */
   for (int t0 = 0; t0 < kend; t0 += KB) {
 #if SCHEME == 3
-    for (int r = 0; r < RB; r++)
-      for (int c = 0; c < H; c++)
+    if (t0 < keep)
+      for (int r = 0; r < RB; r++)
+        for (int c = 0; c < H; c++)
 #pragma unroll
-        for (int u = 0; u < NKV; u++)
-          lg[r][c][u] =
-              vload16(0, lgi + ((long)(t0 / KB) * RB * H + r * H + c) * KB +
-                             16 * u);
-#else
-    th_logits_reg(qs, ktb, t0, pl, lim, lg);
+          for (int u = 0; u < NKV; u++)
+            lg[r][c][u] = vload16(
+                0, lgi + ((long)(t0 / KB) * RB * H + r * H + c) * KB + 16 * u);
+    else
 #endif
+      th_logits_reg(qs, ktb, t0, pl, lim, lg);
     /* one vector of every logit head's weights in registers across the
      * value heads, as for the P_l mix */
     for (int r = 0; r < RB; r++)

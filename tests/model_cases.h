@@ -113,6 +113,10 @@ static const model_case model_cases[] = {
      "batch=2 seq=10 kv-seq=29 heads-k=2 heads=3 heads-v=4 head-dim=8 "
      "head-dim-v=16 dtype=bf16 causal=1 layout=bhsd",
      {29, 5}, {1, 3, 16, 0, 0, 0, 3}, 0, 0, 0, 0},
+    {"th reg f32 logits partly kept", "talking-heads",
+     "batch=1 seq=8 kv-seq=80 heads-k=2 heads=32 heads-v=2 head-dim=4 "
+     "head-dim-v=4 dtype=f32 causal=0 layout=bshd",
+     {-1, -1}, {1, 8, 16, 0, 0, 0, 3}, 0, 0, 0, 0},
     {"th reg f16 one-pass", "talking-heads",
      "batch=1 seq=7 kv-seq=21 heads-k=2 heads=1 heads-v=3 head-dim=8 "
      "head-dim-v=12 dtype=f16 causal=0 layout=bhsd",

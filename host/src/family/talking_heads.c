@@ -248,7 +248,8 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
       (rc = clattn__args(ctx, kern, &a, 4, sizeof(cl_int), ri)) ||
       (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
       (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), rst)) ||
-      (lgs && (rc = clattn__arg(ctx, kern, a++, lgs, NULL))))
+      (lgs && ((rc = clattn__arg(ctx, kern, a++, lgs, NULL)) ||
+               (rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &pl->keep)))))
     return rc;
   /* default: one work-item per work-group, which PoCL schedules best */
   const size_t wg1 = pl->wg ? (size_t)pl->wg : 1;

@@ -10,11 +10,14 @@
 typedef struct clattn__th_plan {
   int variant; /* 1 register-blocked (th_stage + th_fwd_reg), 2 local */
   int scheme;  /* 1 one pass, per-(logit head, value head) accumulators;
-                  2 two passes (statistics, then exact weights) */
+                  2 two passes (statistics, then exact weights); 3 two
+                  passes, pass 1's logits of the first keep keys kept in
+                  local memory (variant 1) */
   int rb, kb;  /* variant 1: query positions per work-item, keys per tile */
   int wg;      /* work-items per group (variant 2; optional for 1) */
   int kt;      /* variant 2: keys per tile */
   int ld;      /* variant 1: staged row length (>= n_kv, see th_stage) */
+  int keep;    /* scheme 3: keys (whole tiles) whose logits are kept */
 } clattn__th_plan;
 
 clattn_status clattn__th_plan_make(const clattn__target *t,
@@ -23,7 +26,7 @@ clattn_status clattn__th_plan_make(const clattn__target *t,
 int clattn__th_fits(const clattn__target *t, const clattn_th_desc *d,
                     const clattn__th_plan *pl, char *why, size_t cap);
 clattn_params clattn__th_resolved(const clattn__th_plan *pl);
-/* Local memory of th_fwd_local. */
+/* Local memory of th_fwd_local, or of th_fwd_reg's kept logits. */
 size_t clattn__th_local_bytes(const clattn_th_desc *d,
                               const clattn__th_plan *pl);
 

@@ -71,9 +71,12 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
       rd += lens_b + mix_b + es * RB * HK * DK;
       if (kend > 0) {
         const double T = clattn__cdiv(kend, KB);
-        /* th_logits_reg a pass: K^T tiles; J and the P_l mix */
-        rd += passes * 4.0 * T * HK * DK * KB;
-        fma += passes * T * RB * KB * (HK * DK + H * HK);
+        /* th_logits_reg: K^T tiles; J and the P_l mix, in each pass (a
+         * kept tile of scheme 3 only in pass 1) */
+        const double kept = pl->scheme == 3 ? clattn__dmin(T, pl->keep / KB) : 0;
+        const double tiles = passes * T + (pl->scheme == 3 ? T - kept : 0);
+        rd += 4.0 * tiles * HK * DK * KB;
+        fma += tiles * RB * KB * (HK * DK + H * HK);
         /* the statistics per position and logit head: the one pass's
          * alpha + KB exponentials, pass 1's lane-wise 16 + KB */
         ex += T * RB * H * ((pl->scheme == 1 ? 1.0 : 16.0) + KB);
@@ -81,9 +84,8 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
         double row_keys = 0;
         for (long r = 0; r < RB; r++)
           row_keys += pos_keys(causal, L, n, i0 + r);
-        /* scheme 3: pass 1's logits stored and read back */
-        if (pl->scheme == 3)
-          loc += 2.0 * 4.0 * T * RB * H * KB;
+        /* scheme 3: pass 1's kept logits stored and read back */
+        loc += 2.0 * 4.0 * kept * RB * H * KB;
         if (pl->scheme != 1) {
           /* V rows per group of PR positions and value head up to the
            * group's first limit, then per position to its own */

@@ -19,19 +19,25 @@ static size_t local_bytes(const clattn_th_desc *d, int kt) {
          4;
 }
 
-/* Scheme 3's logits of one work-item: rb positions x every logit head x
- * ld keys. */
-static size_t logits_bytes(const clattn_th_desc *d, int rb, int ld) {
-  return (size_t)rb * (size_t)d->heads * (size_t)ld * 4;
-}
-
 size_t clattn__th_local_bytes(const clattn_th_desc *d,
                               const clattn__th_plan *pl) {
   if (pl->variant == 2)
     return local_bytes(d, pl->kt);
-  if (pl->scheme == 3)
-    return (size_t)(pl->wg ? pl->wg : 1) * logits_bytes(d, pl->rb, pl->ld);
+  if (pl->scheme == 3) /* at least one float: a __local argument has a size */
+    return (size_t)(pl->wg ? pl->wg : 1) * (size_t)pl->rb *
+           (size_t)d->heads * (size_t)(pl->keep ? pl->keep : 1) * 4;
   return 0;
+}
+
+/* Scheme 3's kept keys: the whole tiles of every work-item's logits that
+ * the local memory holds, up to the tiles covering n_kv. */
+static int keys_kept(const clattn__target *t, const clattn_th_desc *d,
+                     int items, int rb, int kb) {
+  const unsigned long long tile =
+      (unsigned long long)items * rb * d->heads * kb * 4;
+  const unsigned long long need = ((unsigned long long)d->n_kv + kb - 1) / kb;
+  const unsigned long long fit = clattn__local_budget(t) / tile;
+  return (int)(need < fit ? need : fit) * kb;
 }
 
 /* The scheme that issues less work per visible pair of 1 and 2; ties go
@@ -44,39 +50,33 @@ static int lighter_scheme(const clattn_th_desc *d) {
  * registers of 16 floats (each staged K and V line then feeds twice the
  * positions of attn_fwd_reg's tile, as every item streams all heads'
  * tiles), else 4; fewer where their q rows and accumulators grow past
- * ~64 KiB. */
+ * ~128 KiB, a share of a core's L2: the reuse of each K and V line
+ * streamed matters more than keeping them in L1. */
 static int rows_default(const clattn__target *t, const clattn_th_desc *d,
                         int scheme) {
   int rb = t->vec_width >= 16 && t->vregs >= 32 ? 16 : 4;
-  while (rb > 1 && (long)rb * item_floats(d, scheme) > 16384)
+  while (rb > 1 && (long)rb * item_floats(d, scheme) > 32768)
     rb /= 2;
   return rb;
 }
 
-/* Variant 1's automatic scheme and rows: scheme 3 (pass 1's logits kept in
- * local memory) unless scheme 1 issues less work per visible pair, at the
- * most rows up to the default whose logits fit, down to a quarter of it;
- * else the lighter of schemes 1 and 2. */
+/* Variant 1's automatic scheme: scheme 3 (pass 1's logits kept in local
+ * memory for as many keys as it holds, the rest recomputed as in scheme 2)
+ * unless scheme 1 issues less work per visible pair or no tile fits; else
+ * the lighter of schemes 1 and 2. */
 static void pick_reg(const clattn__target *t, const clattn_th_desc *d,
                      const clattn_params *p, clattn__th_plan *pl) {
-  const unsigned long long budget = clattn__local_budget(t);
-  const int items = p->wg ? p->wg : 1;
   const int lighter = lighter_scheme(d);
   if (p->scheme == 3 ||
       (!p->scheme && clattn__th_pair_work(d, 3) <=
                          clattn__th_pair_work(d, lighter))) {
-    const int def = rows_default(t, d, 3);
-    const int floor = p->rows ? p->rows : def / 4 ? def / 4 : 1;
-    int rb = p->rows ? p->rows : def;
-    while (rb > floor &&
-           (unsigned long long)items * logits_bytes(d, rb, pl->ld) > budget)
-      rb /= 2;
-    if (p->scheme == 3 ||
-        (unsigned long long)items * logits_bytes(d, rb, pl->ld) <= budget) {
+    pl->rb = p->rows ? p->rows : rows_default(t, d, 3);
+    pl->keep = keys_kept(t, d, p->wg ? p->wg : 1, pl->rb, pl->kb);
+    if (p->scheme == 3 || pl->keep > 0) {
       pl->scheme = 3;
-      pl->rb = rb;
       return;
     }
+    pl->keep = 0;
   }
   pl->scheme = p->scheme ? p->scheme : lighter;
   pl->rb = p->rows ? p->rows : rows_default(t, d, pl->scheme);
@@ -87,7 +87,7 @@ clattn_status clattn__th_plan_make(const clattn__target *t,
                                    char *why, size_t cap) {
   static const clattn_params none = {0, 0, 0, 0, 0, 0, 0};
   const clattn_params *p = d->params ? d->params : &none;
-  *pl = (clattn__th_plan){0, 0, 0, 0, 0, 0, 0};
+  *pl = (clattn__th_plan){0, 0, 0, 0, 0, 0, 0, 0};
   if (p->variant < 0 || p->variant > 2 || p->scheme < 0 || p->scheme > 3 ||
       p->rows < 0 || p->keys < 0 || p->wg < 0 || p->splits < 0 ||
       p->prefetch < 0) {
