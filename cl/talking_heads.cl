@@ -206,6 +206,12 @@ inline void th_logits_reg(float qs[RB][HK][DK],
     }
 }
 
+/* Scheme 3: where a work-item's kept logits of position r and logit head c
+ * over the tile from t0 start ([tile][r][c][KB]). */
+inline __local float *th_kept(__local float *lgi, int t0, int r, int c) {
+  return lgi + ((long)(t0 / KB) * RB * H + r * H + c) * KB;
+}
+
 /* Variant 1 (CPU-shaped): each work-item owns RB consecutive query
  * positions with all their heads and streams KB-key tiles of the staged
  * K^T and V (th_stage); no local memory, no barriers.
@@ -252,7 +258,7 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
   float16 lg[RB][H][NKV];
 #if SCHEME >= 2
 #if SCHEME == 3
-  /* this item's kept logits, tile by tile: [T][r][c][KB] */
+  /* this item's kept logits (th_kept) */
   __local float *lgi = lgs + (long)get_local_id(0) * RB * H * keep;
 #endif
   /* pass 1: each logit head's maximum and sum of exponentials, per lane
@@ -272,9 +278,7 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
         for (int c = 0; c < H; c++)
 #pragma unroll
           for (int u = 0; u < NKV; u++)
-            vstore16(lg[r][c][u], 0,
-                     lgi + ((long)(t0 / KB) * RB * H + r * H + c) * KB +
-                         16 * u);
+            vstore16(lg[r][c][u], u, th_kept(lgi, t0, r, c));
 #endif
     for (int r = 0; r < RB; r++)
       for (int c = 0; c < H; c++) {
@@ -314,8 +318,7 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
         for (int c = 0; c < H; c++)
 #pragma unroll
           for (int u = 0; u < NKV; u++)
-            lg[r][c][u] = vload16(
-                0, lgi + ((long)(t0 / KB) * RB * H + r * H + c) * KB + 16 * u);
+            lg[r][c][u] = vload16(u, th_kept(lgi, t0, r, c));
     else
 #endif
       th_logits_reg(qs, ktb, t0, pl, lim, lg);
