@@ -248,7 +248,8 @@ typedef struct clattn_params {
                    value head), 2 two passes (softmax statistics, then the
                    exact weights mixed by P_w), 3 (variant 1 only) two
                    passes with pass 1's logits kept in local memory for
-                   pass 2, rows x heads x n_kv floats a work-item; 0 auto;
+                   pass 2, for as many keys (rows x heads floats a key and
+                   work-item) as it holds, the rest recomputed; 0 auto;
                    others: unused */
 } clattn_params;
 

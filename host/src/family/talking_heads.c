@@ -148,8 +148,7 @@ static int add(const clattn__target *t, const void *d, clattn_params p,
   return clattn__space_try(&clattn__family_talking_heads, t, d, p, s);
 }
 
-/* Every scheme x variant 1 (positions {1,2,4,8,16} x keys {16,32,64}; a
- * scheme 3 candidate whose logits overflow local memory does not fit) and
+/* Every scheme x variant 1 (positions {1,2,4,8,16} x keys {16,32,64}) and
  * schemes 1 and 2 x variant 2 (work-group {16..256} x keys {4,8,16,32}). */
 static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
