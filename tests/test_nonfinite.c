@@ -282,6 +282,12 @@ static void run_case(clattn_ctx *ctx, const nf_case *c, inj j,
     float *x = tu_alloc(n * sizeof *x);
     tu_fill(&rng, x, n, 1.0f);
     host[b] = x;
+    /* talking-heads: P_l's row of key head 0, where the injections go,
+     * positive, so that an injected logit reaches every logit head with
+     * its own sign (with random signs an +inf could turn -inf everywhere) */
+    if (!strcmp(spec[b].name, "p_l"))
+      for (size_t e = 0; e < n / (size_t)c->hq; e++)
+        x[e] = fabsf(x[e]) + 0.25f;
     if (!strcmp(spec[b].name, "q"))
       q = x;
     if (is_k(spec[b].name))
