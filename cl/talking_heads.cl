@@ -249,12 +249,7 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
   const int kend = lim[RB - 1]; /* positions increase along the block */
   __global const float *ktb = kt + (long)b * TILES(ld) * HK * DK * KB;
   __global const float *vcb = vc + (long)b * TILES(ld) * HV * KB * DV;
-  float mc[RB][H], lc[RB][H];
-  for (int r = 0; r < RB; r++)
-    for (int c = 0; c < H; c++) {
-      mc[r][c] = -INFINITY;
-      lc[r][c] = 0.0f;
-    }
+  float mc[RB][H], lc[RB][H]; /* each logit head's maximum and sum */
   float16 lg[RB][H][NKV];
 #if SCHEME >= 2
 #if SCHEME == 3
@@ -300,7 +295,8 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
   for (int r = 0; r < RB; r++)
     for (int c = 0; c < H; c++) {
       mc[r][c] = softmax_ref(hmax16(mv[r][c]));
-      const float l = hsum16(lv[r][c] * exp2s16(mv[r][c] - (float16)(mc[r][c])));
+      const float l =
+          hsum16(lv[r][c] * exp2s16(mv[r][c] - (float16)(mc[r][c])));
       lc[r][c] = softmax_inv(l, lim[r] > 0);
     }
   vfloat acc[RB][HV][NV];
@@ -392,6 +388,11 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
 #else
   /* one pass: online softmax per logit head, an accumulator per (logit
    * head, value head) */
+  for (int r = 0; r < RB; r++)
+    for (int c = 0; c < H; c++) {
+      mc[r][c] = -INFINITY;
+      lc[r][c] = 0.0f;
+    }
   vfloat acc[RB][H][HV][NV];
   for (int r = 0; r < RB; r++)
     for (int c = 0; c < H; c++)

@@ -5,8 +5,9 @@
  * (kv_lens 0), every dtype, BSHD and BHSD, both variants x schemes 1 and
  * 2 and variant 1 x scheme 3 (logits in local memory, also with several
  * work-items a group, and for only some of the keys where the local memory
- * holds fewer) forced through params.  Also: with h_k = h = h_v and P_l = P_w = I the
- * result equals clattn_attention (MHA), and misuse gets its status.
+ * holds fewer) forced through params.  Also: with h_k = h = h_v and
+ * P_l = P_w = I the result equals clattn_attention (MHA), and misuse gets
+ * its status.
  *
  * CLATTN_TEST_SUBSET=small keeps a few small cases (both variants, every
  * scheme, f32/f16/bf16, causal, padded) for simulators (tests/oclgrind.sh,

@@ -73,7 +73,8 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
         const double T = clattn__cdiv(kend, KB);
         /* th_logits_reg: K^T tiles; J and the P_l mix, in each pass (a
          * kept tile of scheme 3 only in pass 1) */
-        const double kept = pl->scheme == 3 ? clattn__dmin(T, pl->keep / KB) : 0;
+        const double kept =
+            pl->scheme == 3 ? clattn__dmin(T, pl->keep / KB) : 0;
         const double tiles = passes * T + (pl->scheme == 3 ? T - kept : 0);
         rd += 4.0 * tiles * HK * DK * KB;
         fma += tiles * RB * KB * (HK * DK + H * HK);

@@ -76,7 +76,6 @@ static void pick_reg(const clattn__target *t, const clattn_th_desc *d,
       pl->scheme = 3;
       return;
     }
-    pl->keep = 0;
   }
   pl->scheme = p->scheme ? p->scheme : lighter;
   pl->rb = p->rows ? p->rows : rows_default(t, d, pl->scheme);
