@@ -30,8 +30,7 @@
 
 static void bench_init(bench *B, const char *device)
 {
-  clattn_ctx_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.device = device;
   o.profiling = 1;
   CKA(B, clattn_ctx_create(&o, &B->ctx));
@@ -182,12 +181,12 @@ static void bench_prefill(bench *B)
   } cfgs[] = {
       /* the AVX-512 default before 8 rows x 32 keys (and the default on
        * every CPU before the tile was fitted to the vector registers) */
-      {"v1 rows=4 keys=64", {1, 4, 64, 0, 0, 0, 0}},
-      {"v1 rows=4 keys=32", {1, 4, 32, 0, 0, 0, 0}},
-      {"v1 rows=8 keys=64", {1, 8, 64, 0, 0, 0, 0}},
-      {"v1 rows=2 keys=16", {1, 2, 16, 0, 0, 0, 0}},
-      {"v2 (auto tiles)", {2, 0, 0, 0, 0, 0, 0}},
-      {"v2 rows=16 keys=32 wg=16", {2, 16, 32, 16, 0, 0, 0}},
+      {"v1 rows=4 keys=64", {sizeof(clattn_params), 1, 4, 64, 0, 0, 0, 0}},
+      {"v1 rows=4 keys=32", {sizeof(clattn_params), 1, 4, 32, 0, 0, 0, 0}},
+      {"v1 rows=8 keys=64", {sizeof(clattn_params), 1, 8, 64, 0, 0, 0, 0}},
+      {"v1 rows=2 keys=16", {sizeof(clattn_params), 1, 2, 16, 0, 0, 0, 0}},
+      {"v2 (auto tiles)", {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0}},
+      {"v2 rows=16 keys=32 wg=16", {sizeof(clattn_params), 2, 16, 32, 16, 0, 0, 0}},
   };
 
   memset(&a, 0, sizeof a);
@@ -219,7 +218,7 @@ static void bench_prefill(bench *B)
     double flops = 4.0 * b * h * A * d;
     double bytes = 4.0 * b * ((double)n * h * d * 2 + (double)n * h * 2 * d);
     double st[3], tu, tf;
-    char name[96];
+    char name[320];
     const char *cs = causal ? "causal" : "non-causal";
     a.d.causal = causal;
     a.d.params = NULL;
@@ -230,10 +229,9 @@ static void bench_prefill(bench *B)
       die("fused attention failed: %s", clattn_ctx_errmsg(B->ctx));
     printf("\n  %-34s %9s %9s %8s %8s %9s\n", cs, "ms", "GFLOP/s", "GB/s",
            "of FMA", "vs unfus");
-    clattn_choice ch;
+    clattn_choice ch = {.size = sizeof(clattn_choice)};
     if (clattn_ctx_last_choice(B->ctx, &ch) == CLATTN_OK)
-      snprintf(name, sizeof name, "fused, auto (v%d rows=%d keys=%d)",
-               ch.resolved.variant, ch.resolved.rows, ch.resolved.keys);
+      snprintf(name, sizeof name, "fused, auto (%s)", ch.resolved);
     else
       snprintf(name, sizeof name, "fused, auto");
     print_prefill_row(B, name, tf, flops, bytes, tu);
@@ -497,7 +495,7 @@ static void bench_layer(bench *B)
          "proj ms", "core ms", "proj %", "GFLOP/s", "core GF", "decode us");
   for (int c = 0; c < 2; c++) {
     layer_arg a;
-    clattn_layer_desc ld;
+    clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc)};
     int hkv = hkvs[c];
     float wamp = 1.0f / sqrtf((float)dm);
     double tt, tp, tc, td, fproj, fcore;
@@ -510,6 +508,7 @@ static void bench_layer(bench *B)
     a.hkv = hkv;
     a.d = d;
     memset(&ld, 0, sizeof ld);
+    ld.size = sizeof ld;
     ld.d_model = dm;
     ld.heads_q = h;
     ld.heads_kv = hkv;

@@ -115,7 +115,7 @@ size_t cold_bytes(bench *B)
   /* more than twice the last-level cache the device reports, and at least
    * 512 MiB (256 with --quick) */
   size_t target = (size_t)(B->quick ? 256 : 512) << 20;
-  clattn_profile prof;
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
   if (clattn_profile_reported(B->ctx, &prof) == CLATTN_OK &&
       2 * (size_t)prof.cache_bytes >= target)
     target = 2 * (size_t)prof.cache_bytes + ((size_t)64 << 20);
@@ -189,17 +189,19 @@ void print_load(const char *when)
  * Updates B's ceilings and prints them. */
 void measure_ceilings(bench *B, const char *tag, int with_fma)
 {
-  clattn_probe_opts po;
-  clattn_probe_result r;
+  clattn_probe_opts po = {.size = sizeof(clattn_probe_opts)};
+  clattn_probe_result r = {.size = sizeof(clattn_probe_result)};
+  clattn_profile r_prof = {.size = sizeof(clattn_profile)};
   char name[96];
   memset(&po, 0, sizeof po);
+  po.size = sizeof po;
   if (B->quick) {
     po.target_s = 0.02;
     po.repeats = 3;
   }
-  CKA(B, clattn_probe(B->ctx, &po, &r));
-  B->copy_gbs = r.profile.bw_copy_gbs;
-  B->read_gbs = r.profile.bw_read_gbs;
+  CKA(B, clattn_probe(B->ctx, &po, &r_prof, &r));
+  B->copy_gbs = r_prof.bw_copy_gbs;
+  B->read_gbs = r_prof.bw_read_gbs;
   snprintf(name, sizeof name, "copy%s (read+write)", tag);
   printf("  %-46s %9.1f GB/s\n", name, B->copy_gbs);
   snprintf(name, sizeof name, "read%s (read only)", tag);
@@ -211,8 +213,8 @@ void measure_ceilings(bench *B, const char *tag, int with_fma)
   rec(B, "ceiling", tag[0] ? "read (before decode)" : "read", "GB/s",
       B->read_gbs);
   if (with_fma) {
-    B->prof = r.profile;
-    B->fma_gflops = r.profile.fp32_gflops;
+    B->prof = r_prof;
+    B->fma_gflops = r_prof.fp32_gflops;
     printf("  %-46s %9.1f GFLOP/s\n", "FP32 FMA peak", B->fma_gflops);
     rec(B, "ceiling", "fma", "GFLOP/s", B->fma_gflops);
   }

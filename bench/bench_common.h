@@ -4,7 +4,7 @@
 #ifndef CLATTN_BENCH_COMMON_H
 #define CLATTN_BENCH_COMMON_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 #include <clblast_c.h>
 #include <stddef.h>

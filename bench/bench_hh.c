@@ -54,8 +54,7 @@ typedef struct hh_layer {
 
 static clattn_layer_desc mha_desc(const hh_shape *s)
 {
-  clattn_layer_desc d;
-  memset(&d, 0, sizeof d);
+  clattn_layer_desc d = {.size = sizeof(clattn_layer_desc)};
   d.d_model = s->d_model;
   d.heads_q = s->heads;
   d.heads_kv = s->heads;
@@ -66,8 +65,7 @@ static clattn_layer_desc mha_desc(const hh_shape *s)
 
 static clattn_hh_layer_desc hh_desc(int kind, const hh_shape *s)
 {
-  clattn_hh_layer_desc d;
-  memset(&d, 0, sizeof d);
+  clattn_hh_layer_desc d = {.size = sizeof(clattn_hh_layer_desc)};
   d.d_model = s->d_model;
   d.heads = s->heads;
   d.max_len = kind == HH_SUP ? s->max_len : 0;
@@ -221,7 +219,7 @@ static void where_time_goes(bench *B, const hh_prefill *a,
                             const clattn_prediction *mha)
 {
   const int n = a->s.max_len, D = a->s.d_model, h = a->s.heads;
-  const clattn_attn_desc ad = {1,  n,           n,           h,
+  const clattn_attn_desc ad = {sizeof(clattn_attn_desc), 1,  n,           n,           h,
                                h,  D / h,       D / h,       CLATTN_F32,
                                CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1,
                                NULL};
@@ -560,7 +558,7 @@ static void hh_decode_set(bench *B, const hh_shape *s, int m,
 
   for (int i = 0; i < nk; i++) {
     const int k = kinds[i];
-    clattn_prediction p, pm;
+    clattn_prediction p = {.size = sizeof(clattn_prediction)}, pm = {.size = sizeof(clattn_prediction)};
     if (k == HH_MHA && available == 0)
       continue;
     double pr = -1.0, meas = -1.0, model_mib = -1.0, of_copy = -1.0;
@@ -629,7 +627,7 @@ static void hh_decode_set(bench *B, const hh_shape *s, int m,
 static void print_split(bench *B, int kind, const hh_shape *s, int n,
                         int cache_len)
 {
-  clattn_prediction p;
+  clattn_prediction p = {.size = sizeof(clattn_prediction)};
   double all = 0.0;
   if (cache_len > 0)
     printf("  %-10s decode m=%-5d", kind_name[kind], cache_len);

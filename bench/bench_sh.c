@@ -44,8 +44,8 @@ typedef struct sh_config {
 } sh_config;
 
 static const sh_config configs[] = {
-    {"47M", {412, 2, 76, 5, 3, 0.0f}, 10, 41, 256},
-    {"262M", {1024, 4, 112, 4, 2, 0.0f}, 16, 64, 512},
+    {"47M", {sizeof(clattn_switchhead_layer_desc), 412, 2, 76, 5, 3, 0.0f}, 10, 41, 256},
+    {"262M", {sizeof(clattn_switchhead_layer_desc), 1024, 4, 112, 4, 2, 0.0f}, 16, 64, 512},
 };
 
 enum { SIDE_SH, SIDE_MHA, SIDES };
@@ -60,8 +60,7 @@ typedef struct sh_layer {
 
 static clattn_layer_desc mha_desc(const sh_config *c)
 {
-  clattn_layer_desc d;
-  memset(&d, 0, sizeof d);
+  clattn_layer_desc d = {.size = sizeof(clattn_layer_desc)};
   d.d_model = c->sh.d_model;
   d.heads_q = d.heads_kv = c->dense_heads;
   d.head_dim_k = d.head_dim_v = c->dense_head_dim;
@@ -165,12 +164,13 @@ static void print_projections(bench *B, const sh_config *c, int rows)
   printf("    projections (rows=%d):", rows);
   for (int i = 0; i < 3; i++) {
     char text[96];
-    clattn_choice ch;
+    clattn_choice ch = {.size = sizeof(clattn_choice)};
     snprintf(text, sizeof text, "m=%d n=%d k=%d", rows, shapes[i][0],
              shapes[i][1]);
     CKA(B, clattn_explain_shape(B->ctx, "projection", text, NULL, &ch));
-    printf(" %s: %s (%s)%s", what[i],
-           ch.resolved.scheme == 1 ? "own" : "CLBlast",
+    clattn_params r = {.size = sizeof r};
+    clattn_params_parse(ch.resolved, &r);
+    printf(" %s: %s (%s)%s", what[i], r.scheme == 1 ? "own" : "CLBlast",
            clattn_choice_source_str(ch.source), i < 2 ? ";" : "\n");
   }
 }
@@ -310,16 +310,18 @@ static void decode_case(bench *B, const sh_config *c, int rounds,
  * context applied it).  The own kernel's are the shape's tuning entry when
  * that entry is the own kernel, else its defaults (own_params), as the
  * cvmm call takes its own entry. */
-static const clattn_params gemm_clblast = {.scheme = 2};
+static const clattn_params gemm_clblast = {.size = sizeof(clattn_params), .scheme = 2};
 
 static clattn_params own_params(bench *B, const clattn__gemm_desc *d)
 {
-  clattn_params p = {.scheme = 1};
-  clattn_choice ch;
+  clattn_params p = {.size = sizeof(clattn_params), .scheme = 1};
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
   char text[96];
   snprintf(text, sizeof text, "m=%d n=%d k=%d", d->m, d->n, d->k);
   CKA(B, clattn_explain_shape(B->ctx, "projection", text, NULL, &ch));
-  return ch.resolved.scheme == 1 ? ch.resolved : p;
+  clattn_params r = {.size = sizeof r};
+  clattn_params_parse(ch.resolved, &r);
+  return r.scheme == 1 ? r : p;
 }
 
 enum { G_CVMM, G_CLBLAST, G_OWN, GEMMS };

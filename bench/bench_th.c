@@ -327,7 +327,7 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
   char tag[64], why[256], args[256];
   char val[TH_KEYS][16];
   th_key kv[TH_KEYS];
-  clattn_prediction p_th, p_mha;
+  clattn_prediction p_th = {.size = sizeof(clattn_prediction)}, p_mha = {.size = sizeof(clattn_prediction)};
   double t_th, t_mha, r_time, t_unf, speedup, pred = -1.0, st[5] = {0};
   th_arg a;
 
@@ -381,11 +381,10 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
   printf("  (a) vs fused MHA (clattn_attention, heads_q = heads_kv = %d), %d "
          "paired rounds, ratios the medians of the rounds':\n", H, rounds);
   {
-    clattn_choice ch;
+    clattn_choice ch = {.size = sizeof(clattn_choice)};
     if (run_th(B, &a) == 0 && clattn_ctx_last_choice(B->ctx, &ch) == CLATTN_OK)
-      printf("      TH ran variant %d scheme %d rows=%d keys=%d (%s)\n",
-             ch.resolved.variant, ch.resolved.scheme, ch.resolved.rows,
-             ch.resolved.keys, clattn_choice_source_str(ch.source));
+      printf("      TH ran %s (%s)\n", ch.resolved,
+             clattn_choice_source_str(ch.source));
   }
   printf("      time TH/MHA       %6.2fx  ", r_time);
   if (pred > 0)
@@ -408,9 +407,8 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
    * B with pass 1's logits kept in local memory), paired with MHA again,
    * beside the model's prediction for that scheme. */
   for (int sc = 1; sc <= 3; sc++) {
-    clattn_params prm;
+    clattn_params prm = {.size = sizeof(clattn_params)};
     double ts_th, ts_mha, rs, ps = -1.0;
-    memset(&prm, 0, sizeof prm);
     prm.scheme = sc;
     a.d.params = &prm;
     time_pair(B, &a, rounds, &ts_th, &ts_mha, &rs);
@@ -551,8 +549,8 @@ static void th_decode(bench *B)
   double *t = xmalloc((size_t)rounds * 4 * sizeof *t);
   double gbs = 0, r_time, of_copy, t_th, t_mha, pred = -1.0;
   clattn_copy_ref *ref = NULL;
-  clattn_profile prof;
-  clattn_prediction p_th, p_mha;
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
+  clattn_prediction p_th = {.size = sizeof(clattn_prediction)}, p_mha = {.size = sizeof(clattn_prediction)};
   char why[256], args[256], val[TH_KEYS][16];
   th_key kv[TH_KEYS];
   cl_int len = m;

@@ -11,7 +11,7 @@
  * CPU device).
  *
  * usage: clattn-bench-probe [--device SEL] [--reps N] [--mib M] */
-#include "clattn.h"
+#include "clattn_tools.h"
 
 #include <omp.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -176,40 +176,41 @@ int main(int argc, char **argv)
            "AVX-512)\n");
 
   clattn_ctx *ctx = NULL;
-  clattn_ctx_opts co = {.device = device};
+  clattn_ctx_opts co = {.size = sizeof(clattn_ctx_opts), .device = device};
   clattn_status st = clattn_ctx_create(&co, &ctx);
   if (st != CLATTN_OK) {
     fprintf(stderr, "clattn-bench-probe: clattn_ctx_create: %s: %s\n",
             clattn_status_str(st), clattn_ctx_errmsg(NULL));
     return 1;
   }
-  clattn_probe_opts po = {.buffer_bytes = mib << 20};
-  clattn_probe_result r;
-  st = clattn_probe(ctx, &po, &r);
+  clattn_probe_opts po = {.size = sizeof(clattn_probe_opts), .buffer_bytes = mib << 20};
+  clattn_probe_result r = {.size = sizeof(clattn_probe_result)};
+  clattn_profile r_prof = {.size = sizeof(clattn_profile)};
+  st = clattn_probe(ctx, &po, &r_prof, &r);
   if (st != CLATTN_OK) {
     fprintf(stderr, "clattn-bench-probe: clattn_probe: %s: %s\n",
             clattn_status_str(st), clattn_ctx_errmsg(ctx));
     clattn_ctx_destroy(ctx);
     return 1;
   }
-  printf("clattn_probe on %s: 3 x %zu MiB, %.1f s\n", r.profile.name,
+  printf("clattn_probe on %s: 3 x %zu MiB, %.1f s\n", r_prof.name,
          r.buffer_bytes >> 20, r.seconds);
   printf("  triad GB/s per width 1/2/4/8/16:");
   for (int i = 0; i < CLATTN_PROBE_WIDTHS; i++)
     printf(" %.2f", r.triad_gbs[i]);
-  printf("\n  best %.2f GB/s (copy %.2f, read %.2f)\n", r.profile.bw_triad_gbs,
-         r.profile.bw_copy_gbs, r.profile.bw_read_gbs);
-  double ratio = r.profile.bw_triad_gbs / c_best;
+  printf("\n  best %.2f GB/s (copy %.2f, read %.2f)\n", r_prof.bw_triad_gbs,
+         r_prof.bw_copy_gbs, r_prof.bw_read_gbs);
+  double ratio = r_prof.bw_triad_gbs / c_best;
   printf("ratio probe / C triad (best): %.2f (%s 30%%); vs C median: %.2f\n",
          ratio, ratio >= 0.7 && ratio <= 1.3 ? "within" : "NOT within",
-         r.profile.bw_triad_gbs / c_med);
+         r_prof.bw_triad_gbs / c_med);
   printf("  FMA GFLOP/s per width 1/2/4/8/16:");
   for (int i = 0; i < CLATTN_PROBE_WIDTHS; i++)
     printf(" %.1f", r.fma_gflops[i]);
   printf("\n");
   if (c_fma > 0)
     printf("ratio probe / C FMA peak: %.2f (probe best %.1f GFLOP/s)\n",
-           r.profile.fp32_gflops / c_fma, r.profile.fp32_gflops);
+           r_prof.fp32_gflops / c_fma, r_prof.fp32_gflops);
   clattn_ctx_destroy(ctx);
   return 0;
 }

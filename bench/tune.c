@@ -25,7 +25,7 @@
  * its ceilings.  Databases of the run are temporary files. */
 #include "bench_util.h"
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,11 +222,20 @@ static void drop_db(clattn_db *db) {
   unlink(side);
 }
 
+/* A tuning run's winner as params (zero: none). */
+static clattn_params best_of(const clattn_tune_result *r) {
+  clattn_params p = {.size = sizeof p};
+  if (r->best_params[0])
+    clattn_params_parse(r->best_params, &p);
+  return p;
+}
+
 static clattn_tune_result tune(const cls *c, clattn_db *db,
                                clattn_tune_strategy s, int max) {
-  clattn_tune_opts o;
-  clattn_tune_result r;
+  clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
+  clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
   memset(&o, 0, sizeof o);
+  o.size = sizeof o;
   o.strategy = s;
   o.max_candidates = max;
   o.seed = 7;
@@ -253,15 +262,14 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  clattn_ctx_opts co;
-  memset(&co, 0, sizeof co);
+  clattn_ctx_opts co = {.size = sizeof(clattn_ctx_opts)};
   co.device = device;
   co.no_tuning = 1; /* the default parameters are the built-in ones */
   if (clattn_ctx_create(&co, &ctx) != CLATTN_OK) {
     fprintf(stderr, "clattn-bench-tune: %s\n", clattn_ctx_errmsg(NULL));
     return 1;
   }
-  clattn_profile prof;
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
   clattn_db *pdb = NULL;
   if (clattn_db_open_readonly(profile_db, &pdb) == CLATTN_OK) {
     CHECK(clattn_profile_for(ctx, pdb, &prof));
@@ -283,26 +291,26 @@ int main(int argc, char **argv) {
   cls classes[NCLS];
   memset(classes, 0, sizeof classes);
   classes[0].name = "prefill MHA b1 h8 n512 k64 causal";
-  classes[0].a = (clattn_attn_desc){1, 512, 512, 8, 8, 64, 64, CLATTN_F32,
+  classes[0].a = (clattn_attn_desc){sizeof(clattn_attn_desc), 1, 512, 512, 8, 8, 64, 64, CLATTN_F32,
                                     CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
   classes[1].name = "prefill GQA b1 h8/2 n1024 k64 causal";
-  classes[1].a = (clattn_attn_desc){1, 1024, 1024, 8, 2, 64, 64, CLATTN_F32,
+  classes[1].a = (clattn_attn_desc){sizeof(clattn_attn_desc), 1, 1024, 1024, 8, 2, 64, 64, CLATTN_F32,
                                     CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
   classes[2].name = "decode MHA b1 h8 m4096 k64";
   classes[2].decode = 1;
-  classes[2].d = (clattn_decode_desc){1, 4096, 8, 8, 64, 64, CLATTN_F32,
+  classes[2].d = (clattn_decode_desc){sizeof(clattn_decode_desc), 1, 4096, 8, 8, 64, 64, CLATTN_F32,
                                       CLATTN_BHSD, 0.0f, NULL};
   classes[3].name = "decode MQA b1 h8/1 m8192 k64";
   classes[3].decode = 1;
-  classes[3].d = (clattn_decode_desc){1, 8192, 8, 1, 64, 64, CLATTN_F32,
+  classes[3].d = (clattn_decode_desc){sizeof(clattn_decode_desc), 1, 8192, 8, 1, 64, 64, CLATTN_F32,
                                       CLATTN_BHSD, 0.0f, NULL};
   classes[4].name = "decode GQA b1 h32/8 m4096 k128";
   classes[4].decode = 1;
-  classes[4].d = (clattn_decode_desc){1, 4096, 32, 8, 128, 128, CLATTN_F32,
+  classes[4].d = (clattn_decode_desc){sizeof(clattn_decode_desc), 1, 4096, 32, 8, 128, 128, CLATTN_F32,
                                       CLATTN_BHSD, 0.0f, NULL};
   classes[5].name = "decode MHA b8 h8 m2048 k64";
   classes[5].decode = 1;
-  classes[5].d = (clattn_decode_desc){8, 2048, 8, 8, 64, 64, CLATTN_F32,
+  classes[5].d = (clattn_decode_desc){sizeof(clattn_decode_desc), 8, 2048, 8, 8, 64, 64, CLATTN_F32,
                                       CLATTN_BHSD, 0.0f, NULL};
   if (quick) {
     classes[0].a.n_q = classes[0].a.n_kv = 128;
@@ -330,8 +338,8 @@ int main(int argc, char **argv) {
     clattn_tune_result res[MAX_CFG];
     int n = 0;
     memset(cfg, 0, sizeof cfg);
-    cfg[n++] = (clattn_params){0, 0, 0, 0, 0, 0, 0}; /* the default */
-    cfg[n++] = ex.best;
+    cfg[n++] = (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}; /* the default */
+    cfg[n++] = best_of(&ex);
     double t_s[MAX_CFG];
     for (int s = 0; s < ns; s++) {
       if (strat[s] == CLATTN_TUNE_MODEL && !has_model)
@@ -341,13 +349,13 @@ int main(int argc, char **argv) {
       res[n] = tune(c, db, strat[s], (ex.space + 3) / 4);
       drop_db(db);
       t_s[n] = clattn__now() - t0;
-      cfg[n] = res[n].best;
+      cfg[n] = best_of(&res[n]);
       n++;
     }
     /* a control: the exhaustive best once more, so the noise of the
      * head-to-head figures is printed next to them */
     const int control = n;
-    cfg[n++] = ex.best;
+    cfg[n++] = best_of(&ex);
     bufs b;
     bufs_make(c, llc, &b);
     double med[MAX_CFG], lo[MAX_CFG];

@@ -12,7 +12,7 @@
  *     before its layers' first GEMM) and the same figures are measured.
  * Times: one warm-up (it builds the kernels), then the median of --reps.
  * The database: --db PATH, else $CLATTN_DB, else /tmp/clattn-gemm.db. */
-#include "clattn.h"
+#include "clattn_tools.h"
 
 #include <clblast_c.h>
 #include <math.h>
@@ -96,8 +96,7 @@ static int run_proj(work *w) {
 }
 
 static clattn_attn_desc core_desc(int batch) {
-  clattn_attn_desc d;
-  memset(&d, 0, sizeof d);
+  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc)};
   d.batch = batch;
   d.n_q = d.n_kv = SEQ;
   d.heads_q = d.heads_kv = HEADS;
@@ -139,9 +138,8 @@ typedef struct figures {
 } figures;
 
 static clattn_ctx *new_ctx(const char *db, int tuned) {
-  clattn_ctx_opts o;
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   clattn_ctx *ctx = NULL;
-  memset(&o, 0, sizeof o);
   o.tuning_db = db;
   o.no_tuning = !tuned;
   if (clattn_ctx_create(&o, &ctx) != CLATTN_OK)
@@ -161,7 +159,7 @@ static void measure(clattn_ctx *ctx, figures *f) {
   w.v = buffer(ctx, big, 5);
   w.o = buffer(ctx, big, 6);
   w.w = buffer(ctx, wsz, 7);
-  clattn_layer_desc ld = {.d_model = D_MODEL, .heads_q = HEADS,
+  clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc), .d_model = D_MODEL, .heads_q = HEADS,
                           .heads_kv = HEADS, .head_dim_k = HEAD_DIM,
                           .head_dim_v = HEAD_DIM, .scale = 0};
   if (clattn_layer_create(ctx, &ld, w.w, w.w, w.w, w.w, &w.layer) !=
@@ -231,9 +229,10 @@ int main(int argc, char **argv) {
   }
   double t0 = clattn__now(), own_best[NSHAPES];
   for (int i = 0; i < NSHAPES; i++) {
-    clattn_tune_opts o;
-    clattn_tune_result r;
+    clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
+    clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
     memset(&o, 0, sizeof o);
+    o.size = sizeof o;
     double left = budget - (clattn__now() - t0);
     o.budget_s = left > 1 ? left / (NSHAPES - i) : 1;
     o.repeats = reps;

@@ -30,13 +30,13 @@ lib=$(find "$dest" -name libclattn.so | head -1)
 libdir=$(dirname "${lib:-/nonexistent/x}")
 soname=$(readelf -d "$lib" 2>/dev/null |
   sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
-if [ "$soname" = libclattn.so.0 ]; then ok "SONAME is libclattn.so.0"
-else bad "SONAME of the installed libclattn.so is '$soname', want libclattn.so.0"; fi
+if [ "$soname" = libclattn.so.1 ]; then ok "SONAME is libclattn.so.1"
+else bad "SONAME of the installed libclattn.so is '$soname', want libclattn.so.1"; fi
 if [ -f "$libdir/libclattn.so.$version" ] &&
-  [ "$(readlink "$libdir/libclattn.so.0")" = "libclattn.so.$version" ] &&
-  [ "$(readlink "$libdir/libclattn.so")" = libclattn.so.0 ]
-then ok "installed libclattn.so -> libclattn.so.0 -> libclattn.so.$version"
-else bad "no installed libclattn.so -> .so.0 -> .so.$version chain"
+  [ "$(readlink "$libdir/libclattn.so.1")" = "libclattn.so.$version" ] &&
+  [ "$(readlink "$libdir/libclattn.so")" = libclattn.so.1 ]
+then ok "installed libclattn.so -> libclattn.so.1 -> libclattn.so.$version"
+else bad "no installed libclattn.so -> .so.1 -> .so.$version chain"
   ls -l "$libdir" | grep libclattn; fi
 for f in include/clattn.h share/doc/clattn/LICENSE; do
   if [ -n "$(find "$dest" -path "*/$f")" ]; then ok "installed $f"
@@ -83,8 +83,8 @@ if flags=$(pcflags --cflags --libs) &&
   $cc -std=c11 -Wall -Wextra -Werror -DCL_TARGET_OPENCL_VERSION=300 \
     "$tmp/app.c" -o "$tmp/app" $flags 2>"$tmp/err"; then
   needed=$(readelf -d "$tmp/app" | sed -n 's/.*(NEEDED).*\[\(libclattn.*\)\].*/\1/p')
-  if [ "$needed" = libclattn.so.0 ]; then ok "an application records libclattn.so.0"
-  else bad "an application records '$needed', want libclattn.so.0"; fi
+  if [ "$needed" = libclattn.so.1 ]; then ok "an application records libclattn.so.1"
+  else bad "an application records '$needed', want libclattn.so.1"; fi
   if out=$(LD_LIBRARY_PATH="$libdir" "$tmp/app") &&
     [ "$out" = "$version success" ]; then ok "and runs: $out"
   else bad "the application printed '$out'"; fi
@@ -160,19 +160,22 @@ int unused_;'
   # Whatever version the application chose, the header (1.2 types only)
   # compiles, in C and in C++.
   for v in 100 110 120 200 210 220 300; do
-    if compile "header_$v" -DCL_TARGET_OPENCL_VERSION=$v <<<'#include <clattn.h>
-int unused_;'
-    then ok "$hcc: clattn.h with CL_TARGET_OPENCL_VERSION=$v"
-    else bad "$hcc: clattn.h with CL_TARGET_OPENCL_VERSION=$v"; cat "$tmp/header_$v.err"; fi
+    for h in clattn clattn_tools; do
+      if compile "header_${h}_$v" -DCL_TARGET_OPENCL_VERSION=$v <<<"#include <$h.h>
+int unused_;"
+      then ok "$hcc: $h.h with CL_TARGET_OPENCL_VERSION=$v"
+      else bad "$hcc: $h.h with CL_TARGET_OPENCL_VERSION=$v"
+        cat "$tmp/header_${h}_$v.err"; fi
+    done
   done
 done
 if command -v c++ >/dev/null; then
-  printf '#include <clattn.h>\nint unused_;\n' >"$tmp/header.cc"
+  printf '#include <clattn_tools.h>\nint unused_;\n' >"$tmp/header.cc"
   if c++ -Wall -Wextra -Werror -DCL_TARGET_OPENCL_VERSION=300 \
     -I"$src/host/include" $cl_cflags -c "$tmp/header.cc" -o "$tmp/header_cc.o" \
     2>"$tmp/header_cc.err"
-  then ok "clattn.h in C++"
-  else bad "clattn.h in C++"; cat "$tmp/header_cc.err"; fi
+  then ok "clattn.h and clattn_tools.h in C++"
+  else bad "clattn.h and clattn_tools.h in C++"; cat "$tmp/header_cc.err"; fi
 fi
 
 # ------------------------------------------------------------- LICENSE

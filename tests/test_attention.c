@@ -46,17 +46,17 @@ static const clattn_dtype ax_dtype[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16};
 
 /* Kernel parameters; index 0 is "params = NULL" (automatic). */
 static const clattn_params ax_params[] = {
-    {0, 0, 0, 0, 0, 0, 0},    /* NULL */
-    {1, 0, 0, 0, 0, 0, 0},    /* variant 1, automatic shape */
-    {1, 4, 32, 0, 0, 0, 0},   /* variant 1, 4 rows x 32 keys */
-    {1, 8, 16, 0, 0, 0, 0},   /* variant 1, 8 rows x 16 keys */
-    {1, 1, 64, 0, 0, 0, 0},   /* variant 1, 1 row x 64 keys */
-    {1, 2, 16, 4, 0, 0, 0},   /* variant 1, 2 rows x 16 keys, work-groups of 4 */
-    {2, 0, 0, 0, 0, 0, 0},    /* variant 2, automatic shape */
-    {2, 0, 32, 64, 0, 0, 0},  /* variant 2, 64 items, 32-key tiles */
-    {2, 0, 16, 128, 0, 0, 0}, /* variant 2, 128 items, 16-key tiles */
-    {2, 0, 8, 256, 0, 0, 0},  /* variant 2, 256 items, 8-key tiles */
-    {1, 8, 32, 0, 0, 0, 0},   /* variant 1, 8 rows x 32 keys (AVX-512's) */
+    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},    /* NULL */
+    {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 0},    /* variant 1, automatic shape */
+    {sizeof(clattn_params), 1, 4, 32, 0, 0, 0, 0},   /* variant 1, 4 rows x 32 keys */
+    {sizeof(clattn_params), 1, 8, 16, 0, 0, 0, 0},   /* variant 1, 8 rows x 16 keys */
+    {sizeof(clattn_params), 1, 1, 64, 0, 0, 0, 0},   /* variant 1, 1 row x 64 keys */
+    {sizeof(clattn_params), 1, 2, 16, 4, 0, 0, 0},   /* variant 1, 2 rows x 16 keys, work-groups of 4 */
+    {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0},    /* variant 2, automatic shape */
+    {sizeof(clattn_params), 2, 0, 32, 64, 0, 0, 0},  /* variant 2, 64 items, 32-key tiles */
+    {sizeof(clattn_params), 2, 0, 16, 128, 0, 0, 0}, /* variant 2, 128 items, 16-key tiles */
+    {sizeof(clattn_params), 2, 0, 8, 256, 0, 0, 0},  /* variant 2, 256 items, 8-key tiles */
+    {sizeof(clattn_params), 1, 8, 32, 0, 0, 0, 0},   /* variant 1, 8 rows x 32 keys (AVX-512's) */
 };
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -313,7 +313,7 @@ static void run_case(const shape *s, unsigned seed, int nan_pad) {
   cl_mem dv = tu_upload(ctx, v, nv, s->dt);
   cl_mem dl = s->lens_mode ? tu_upload_int(ctx, lens, (size_t)s->b) : NULL;
   cl_mem dout = tu_sentinel(ctx, no, s->dt, 0xff); /* NaN: must be written */
-  clattn_attn_desc d = {.batch = s->b, .n_q = s->n, .n_kv = s->m,
+  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc), .batch = s->b, .n_q = s->n, .n_kv = s->m,
                         .heads_q = s->hq, .heads_kv = s->hkv,
                         .head_dim_k = s->dk, .head_dim_v = s->dv,
                         .dtype = s->dt, .q_layout = (clattn_layout)s->ql,
@@ -417,7 +417,7 @@ Test(sweep, coverage) {
 /* Keys and values past kv_lens hold NaN: they must not influence anything,
  * for both kernel variants and the automatic choice. */
 Test(attention, nan_padding_ignored, .timeout = 300) {
-  static const clattn_params v1 = {1, 0, 0, 0, 0, 0, 0}, v2 = {2, 0, 0, 0, 0, 0, 0};
+  static const clattn_params v1 = {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 0}, v2 = {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0};
   const clattn_params *ps[3] = {NULL, &v1, &v2};
   for (int i = 0; i < 3; i++) {
     for (int causal = 0; causal < 2; causal++) {
@@ -449,7 +449,7 @@ Test(attention, deterministic, .timeout = 120) {
   cl_mem dv = tu_upload(ctx, v, nk, CLATTN_F32);
   cl_mem da = tu_sentinel(ctx, nq, CLATTN_F32, 0xff);
   cl_mem db = tu_sentinel(ctx, nq, CLATTN_F32, 0x00);
-  clattn_attn_desc desc = {.batch = b, .n_q = n, .n_kv = m, .heads_q = h,
+  clattn_attn_desc desc = {.size = sizeof(clattn_attn_desc), .batch = b, .n_q = n, .n_kv = m, .heads_q = h,
                            .heads_kv = h, .head_dim_k = d, .head_dim_v = d,
                            .dtype = CLATTN_F32, .causal = 1};
   cr_assert_eq(clattn_attention(ctx, &desc, dq, dk, dv, NULL, da, NULL),

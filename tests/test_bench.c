@@ -2,7 +2,7 @@
  * small odd prefill shape and a decode shape (clattn's and the baselines'),
  * their figures against the model and the reference, the rows stored
  * equal to the returned ones, and the errors of bad arguments. */
-#include "clattn.h"
+#include "clattn_tools.h"
 #include "tmpdir.h"
 #include "util.h"
 
@@ -11,6 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The rows of one clattn_bench_shape. */
+typedef struct bench_rows {
+  clattn_bench_entry rows[CLATTN_BENCH_MAX_IMPLS];
+  int n;
+} bench_rows;
 
 static char tmp_dir[256];
 static clattn_ctx *ctx;
@@ -26,6 +32,7 @@ static void setup(void) {
   ctx = tu_ctx();
   cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK, "%s",
                clattn_db_errmsg(NULL));
+  prof.size = sizeof prof;
   cr_assert_eq(clattn_profile_reported(ctx, &prof), CLATTN_OK);
   prof.source = CLATTN_PROFILE_MEASURED;
   prof.probe_method = CLATTN_PROBE_METHOD;
@@ -55,17 +62,17 @@ static int valid_source(const char *s) {
 
 /* Bench family/shape; check the rows against the model and the stored
  * ones; return the result. */
-static clattn_bench_result bench_ok(const char *family, const char *shape,
+static bench_rows bench_ok(const char *family, const char *shape,
                                     const char *run) {
-  clattn_bench_result r;
-  clattn_bench_opts o = {.repeats = 3, .run = run};
-  cr_assert_eq(clattn_bench_shape(ctx, db, family, shape, &o, &r), CLATTN_OK,
+  bench_rows r;
+  clattn_bench_opts o = {.size = sizeof(clattn_bench_opts), .repeats = 3, .run = run};
+  cr_assert_eq(clattn_bench_shape(ctx, db, family, shape, &o, sizeof r.rows[0], r.rows, &r.n), CLATTN_OK,
                "%s", clattn_ctx_errmsg(ctx));
   cr_assert_geq(r.n, 2, "clattn and at least copy");
   cr_expect_str_eq(r.rows[0].impl, "clattn");
   cr_expect_str_eq(r.rows[r.n - 1].impl, "copy");
 
-  clattn_prediction pred;
+  clattn_prediction pred = {.size = sizeof(clattn_prediction)};
   cr_assert_eq(clattn_model_shape(family, shape, NULL, &prof, &pred),
                CLATTN_OK, "%s", pred.errmsg);
   const clattn_dtype dt = strstr(shape, "f16") ? CLATTN_F16 : CLATTN_F32;
@@ -98,7 +105,7 @@ static clattn_bench_result bench_ok(const char *family, const char *shape,
   /* stored: exactly these rows */
   clattn_bench_entry *rows = NULL;
   int n = 0;
-  cr_assert_eq(clattn_db_list_bench(db, prof.fingerprint, family, &rows, &n),
+  cr_assert_eq(clattn_db_list_bench(db, prof.fingerprint, family, sizeof *rows, &rows, &n),
                CLATTN_OK);
   int matched = 0;
   for (int i = 0; i < r.n; i++)
@@ -111,14 +118,14 @@ static clattn_bench_result bench_ok(const char *family, const char *shape,
         matched++;
       }
   cr_expect_eq(matched, r.n);
-  free(rows);
+  clattn_free(rows);
   return r;
 }
 
 Test(bench, prefill_odd_shape_with_unfused) {
   const char *shape = "batch=2 seq=37 kv-seq=53 heads=4 kv-heads=2 "
                       "head-dim=24 causal=1";
-  clattn_bench_result r = bench_ok("prefill", shape, "test run 1");
+  bench_rows r = bench_ok("prefill", shape, "test run 1");
   cr_assert_eq(r.n, 3, "clattn, unfused, copy");
   cr_expect_str_eq(r.rows[1].impl, "unfused");
   cr_expect_lt(r.rows[1].max_err, 1e-4, "unfused against clattn: %g",
@@ -128,17 +135,17 @@ Test(bench, prefill_odd_shape_with_unfused) {
 }
 
 Test(bench, decode_shape) {
-  clattn_bench_result r = bench_ok(
+  bench_rows r = bench_ok(
       "decode", "batch=1 kv-seq=300 heads=4 kv-heads=1 head-dim=32",
       "test run 2");
   cr_expect_eq(r.n, 2, "clattn and copy");
 }
 
 Test(bench, no_baselines_and_no_db) {
-  clattn_bench_result r;
-  clattn_bench_opts o = {.repeats = 2, .no_baselines = 1};
+  bench_rows r;
+  clattn_bench_opts o = {.size = sizeof(clattn_bench_opts), .repeats = 2, .no_baselines = 1};
   const char *shape = "batch=1 kv-seq=64 heads=2 head-dim=16";
-  cr_assert_eq(clattn_bench_shape(ctx, NULL, "decode", shape, &o, &r),
+  cr_assert_eq(clattn_bench_shape(ctx, NULL, "decode", shape, &o, sizeof r.rows[0], r.rows, &r.n),
                CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
   cr_expect_eq(r.n, 1);
   cr_expect_gt(r.rows[0].median_s, 0);
@@ -147,53 +154,54 @@ Test(bench, no_baselines_and_no_db) {
                r.rows[0].run);
   /* no_store: the database's profile, nothing stored */
   o.no_store = 1;
-  cr_assert_eq(clattn_bench_shape(ctx, db, "decode", shape, &o, &r),
+  cr_assert_eq(clattn_bench_shape(ctx, db, "decode", shape, &o, sizeof r.rows[0], r.rows, &r.n),
                CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
   cr_expect_gt(r.rows[0].roof_s, 0, "the stored profile's roofline");
   clattn_bench_entry *rows = NULL;
   int n = -1;
-  cr_assert_eq(clattn_db_list_bench(db, NULL, NULL, &rows, &n), CLATTN_OK);
+  cr_assert_eq(clattn_db_list_bench(db, NULL, NULL, sizeof *rows, &rows, &n), CLATTN_OK);
   cr_expect_eq(n, 0, "db NULL or no_store: nothing stored");
-  free(rows);
+  clattn_free(rows);
 }
 
 Test(bench, errors) {
-  clattn_bench_result r;
-  clattn_bench_opts o = {.repeats = 0};
+  bench_rows r;
+  clattn_bench_opts o = {.size = sizeof(clattn_bench_opts), .repeats = 0};
   const char *ok = "batch=1 kv-seq=64 heads=2 head-dim=16";
-  cr_expect_eq(clattn_bench_shape(ctx, db, "nosuch", ok, &o, &r),
+  cr_expect_eq(clattn_bench_shape(ctx, db, "nosuch", ok, &o, sizeof r.rows[0], r.rows, &r.n),
                CLATTN_ERR_INVALID_ARG);
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "nosuch") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
   cr_expect_eq(clattn_bench_shape(ctx, db, "decode", "batch=1 bogus=3", &o,
-                                  &r),
+                                  sizeof r.rows[0], r.rows, &r.n),
                CLATTN_ERR_INVALID_ARG);
-  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", NULL, &o, &r),
+  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", NULL, &o, sizeof r.rows[0], r.rows, &r.n),
                CLATTN_ERR_INVALID_ARG);
   char long_shape[400];
   snprintf(long_shape, sizeof long_shape, "%s%300s", ok, "");
-  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", long_shape, &o, &r),
+  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", long_shape, &o, sizeof r.rows[0], r.rows, &r.n),
                CLATTN_ERR_INVALID_ARG, "a shape text longer than a row's");
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "at most") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
-  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", ok, &o, NULL),
+  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", ok, &o, sizeof r.rows[0],
+                                  NULL, &r.n),
                CLATTN_ERR_INVALID_ARG);
   o.repeats = -1;
-  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", ok, &o, &r),
+  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", ok, &o, sizeof r.rows[0], r.rows, &r.n),
                CLATTN_ERR_INVALID_ARG);
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "repeats") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
   o.repeats = 1;
   o.run = "bad\nname";
-  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", ok, &o, &r),
+  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", ok, &o, sizeof r.rows[0], r.rows, &r.n),
                CLATTN_ERR_INVALID_ARG);
-  cr_expect_eq(clattn_bench_shape(NULL, db, "decode", ok, &o, &r),
+  cr_expect_eq(clattn_bench_shape(NULL, db, "decode", ok, &o, sizeof r.rows[0], r.rows, &r.n),
                CLATTN_ERR_MISUSE, "a NULL context, as every call's");
   clattn_bench_entry *rows = NULL;
   int n = -1;
-  cr_assert_eq(clattn_db_list_bench(db, NULL, NULL, &rows, &n), CLATTN_OK);
+  cr_assert_eq(clattn_db_list_bench(db, NULL, NULL, sizeof *rows, &rows, &n), CLATTN_OK);
   cr_expect_eq(n, 0, "nothing stored by a failed bench");
-  free(rows);
+  clattn_free(rows);
 }
 
 Test(bench, bench_shapes) {
@@ -208,7 +216,7 @@ Test(bench, bench_shapes) {
                          clattn_family_name(i));
     /* every bench shape is a valid call of its family */
     for (int j = 0; clattn_family_bench_shape(i, j); j++) {
-      clattn_prediction pred;
+      clattn_prediction pred = {.size = sizeof(clattn_prediction)};
       const char *shape = clattn_family_bench_shape(i, j);
       cr_expect_eq(clattn_model_shape(clattn_family_name(i), shape, NULL,
                                       &prof, &pred),

@@ -2,7 +2,7 @@
  * exact round trip of every field, filters and order, the validation of
  * each field, listing through a read-only handle, and the migration of a
  * schema-7 file.  Public API and SQLite only, no device. */
-#include "clattn.h"
+#include "clattn_tools.h"
 #include "db_lock.h"
 #include "tmpdir.h"
 
@@ -38,8 +38,7 @@ static clattn_db *open_db(const char *name) {
  * 17 digits, so that any rounding shows). */
 static clattn_bench_entry row(const char *fp, const char *family,
                               const char *impl, const char *run, int k) {
-  clattn_bench_entry e;
-  memset(&e, 0, sizeof e);
+  clattn_bench_entry e = {.size = sizeof(clattn_bench_entry)};
   snprintf(e.fingerprint, sizeof e.fingerprint, "%s", fp);
   snprintf(e.device, sizeof e.device, "Device %s \xc3\xa9", fp);
   snprintf(e.vendor, sizeof e.vendor, "Vendor %d", k);
@@ -75,7 +74,7 @@ static clattn_bench_entry *list(clattn_db *db, const char *fp,
                                 const char *family, int *n) {
   clattn_bench_entry *rows = NULL;
   *n = -1;
-  cr_assert_eq(clattn_db_list_bench(db, fp, family, &rows, n), CLATTN_OK,
+  cr_assert_eq(clattn_db_list_bench(db, fp, family, sizeof *rows, &rows, n), CLATTN_OK,
                "%s", clattn_db_errmsg(db));
   return rows;
 }
@@ -92,14 +91,14 @@ Test(bench_db, round_trip_is_exact) {
   cr_expect_str_eq(rows[0].device, e.device);
   cr_expect_eq(rows[0].median_s, e.median_s);
   cr_expect_eq(rows[0].flops, e.flops);
-  free(rows);
+  clattn_free(rows);
   /* The same key replaces the row. */
   e.median_s = 0.5;
   put_ok(db, &e);
   rows = list(db, NULL, NULL, &n);
   cr_assert_eq(n, 1);
   cr_expect_eq(rows[0].median_s, 0.5);
-  free(rows);
+  clattn_free(rows);
   clattn_db_close(db);
 }
 
@@ -119,7 +118,7 @@ Test(bench_db, defaults_date_version_and_run) {
                 rows[0].run[20] == ' ',
             "the run is named after the date, host and pid: %s",
             rows[0].run);
-  free(rows);
+  clattn_free(rows);
   clattn_db_close(db);
 }
 
@@ -151,25 +150,25 @@ Test(bench_db, filters_and_order) {
     cr_expect_str_eq(rows[i].impl, want[i][2], "row %d", i);
     cr_expect_str_eq(rows[i].run, want[i][3], "row %d", i);
   }
-  free(rows);
+  clattn_free(rows);
   rows = list(db, "a", NULL, &n);
   cr_expect_eq(n, 4);
-  free(rows);
+  clattn_free(rows);
   rows = list(db, NULL, "prefill", &n);
   cr_expect_eq(n, 4);
-  free(rows);
+  clattn_free(rows);
   rows = list(db, "a", "decode", &n);
   cr_expect_eq(n, 1);
-  free(rows);
+  clattn_free(rows);
   rows = list(db, "zzz", NULL, &n);
   cr_expect_eq(n, 0);
   cr_expect_null(rows);
   clattn_bench_entry *out = NULL;
-  cr_expect_eq(clattn_db_list_bench(db, NULL, NULL, NULL, &n),
+  cr_expect_eq(clattn_db_list_bench(db, NULL, NULL, sizeof(clattn_bench_entry), NULL, &n),
                CLATTN_ERR_INVALID_ARG);
-  cr_expect_eq(clattn_db_list_bench(db, NULL, NULL, &out, NULL),
+  cr_expect_eq(clattn_db_list_bench(db, NULL, NULL, sizeof *out, &out, NULL),
                CLATTN_ERR_INVALID_ARG);
-  cr_expect_eq(clattn_db_list_bench(NULL, NULL, NULL, &out, &n),
+  cr_expect_eq(clattn_db_list_bench(NULL, NULL, NULL, sizeof *out, &out, &n),
                CLATTN_ERR_INVALID_ARG);
   clattn_db_close(db);
 }
@@ -192,7 +191,7 @@ static void refused(clattn_db *db, const clattn_bench_entry *e,
 Test(bench_db, each_invalid_field_is_named) {
   clattn_db *db = open_db("valid.db");
   const clattn_bench_entry good = row("fp", "prefill", "clattn", "r", 1);
-  clattn_bench_entry e;
+  clattn_bench_entry e = {.size = sizeof(clattn_bench_entry)};
   static const char *const required[] = {"fingerprint", "family", "shape",
                                          "impl"};
   for (size_t k = 0; k < 4; k++) {
@@ -261,6 +260,7 @@ Test(bench_db, readonly_handle_lists_rows_and_profiles) {
   put_ok(db, &e);
   clattn_profile p[2];
   memset(p, 0, sizeof p);
+  p[0].size = p[1].size = sizeof p[0];
   snprintf(p[0].fingerprint, sizeof p[0].fingerprint, "zz");
   snprintf(p[0].name, sizeof p[0].name, "Alpha device");
   p[0].source = CLATTN_PROFILE_MEASURED;
@@ -280,18 +280,18 @@ Test(bench_db, readonly_handle_lists_rows_and_profiles) {
   clattn_bench_entry *rows = list(db, NULL, NULL, &n);
   cr_assert_eq(n, 1);
   cr_expect_eq(memcmp(&rows[0], &e, sizeof e), 0);
-  free(rows);
+  clattn_free(rows);
   clattn_profile *ps = NULL;
-  cr_assert_eq(clattn_db_list_profiles(db, &ps, &n), CLATTN_OK, "%s",
+  cr_assert_eq(clattn_db_list_profiles(db, sizeof *ps, &ps, &n), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
   cr_assert_eq(n, 2);
   cr_expect_str_eq(ps[0].name, "Alpha device", "ordered by name");
   cr_expect_eq(ps[0].bw_copy_gbs, 12.25);
   cr_expect_str_eq(ps[1].fingerprint, "aa");
   cr_expect_eq(ps[1].compute_units, 16);
-  free(ps);
-  cr_expect_eq(clattn_db_list_profiles(db, NULL, &n), CLATTN_ERR_INVALID_ARG);
-  cr_expect_eq(clattn_db_list_profiles(db, &ps, NULL),
+  clattn_free(ps);
+  cr_expect_eq(clattn_db_list_profiles(db, sizeof(clattn_profile), NULL, &n), CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_db_list_profiles(db, sizeof *ps, &ps, NULL),
                CLATTN_ERR_INVALID_ARG);
   clattn_db_close(db);
 }
@@ -299,8 +299,7 @@ Test(bench_db, readonly_handle_lists_rows_and_profiles) {
 Test(bench_db, schema7_file_lists_empty_then_migrates) {
   char path[512];
   clattn_db *db = open_db("old.db");
-  clattn_profile p;
-  memset(&p, 0, sizeof p);
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   snprintf(p.fingerprint, sizeof p.fingerprint, "oldfp");
   snprintf(p.name, sizeof p.name, "Old device");
   cr_assert_eq(clattn_db_put_profile(db, &p), CLATTN_OK);
@@ -327,13 +326,13 @@ Test(bench_db, schema7_file_lists_empty_then_migrates) {
 
   db = open_db("old.db");
   cr_expect_eq(tdb_user_version(path), 8, "migrated to the bench table");
-  clattn_profile got;
+  clattn_profile got = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_db_get_profile(db, "oldfp", &got), CLATTN_OK);
   cr_expect_str_eq(got.name, "Old device");
   clattn_bench_entry e = row("oldfp", "prefill", "clattn", "r", 0);
   put_ok(db, &e);
   clattn_bench_entry *rows = list(db, "oldfp", "prefill", &n);
   cr_expect_eq(n, 1);
-  free(rows);
+  clattn_free(rows);
   clattn_db_close(db);
 }

@@ -150,10 +150,10 @@ static const cv_shape shapes[] = {
 /* The automatic plan, then CPU-shaped and GPU-shaped explicit params:
  * {variant, rows, keys, wg, splits, prefetch, scheme}. */
 static const clattn_params params[] = {
-    {1, 4, 16, 0, 0, 0, 0},  {1, 8, 32, 0, 16, 0, 0},
-    {1, 3, 8, 0, 7, 0, 0},   {1, 12, 48, 4, 0, 0, 0},
-    {1, 1, 4, 0, 64, 0, 0},  {2, 4, 16, 64, 0, 0, 0},
-    {2, 2, 32, 64, 24, 0, 0}, {2, 8, 16, 32, 0, 0, 0},
+    {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 0},  {sizeof(clattn_params), 1, 8, 32, 0, 16, 0, 0},
+    {sizeof(clattn_params), 1, 3, 8, 0, 7, 0, 0},   {sizeof(clattn_params), 1, 12, 48, 4, 0, 0, 0},
+    {sizeof(clattn_params), 1, 1, 4, 0, 64, 0, 0},  {sizeof(clattn_params), 2, 4, 16, 64, 0, 0, 0},
+    {sizeof(clattn_params), 2, 2, 32, 64, 24, 0, 0}, {sizeof(clattn_params), 2, 8, 16, 32, 0, 0, 0},
 };
 
 static void sweep(int first, int last) {
@@ -221,10 +221,10 @@ static const cv_shape small_shapes[] = {
  * rows, first; CPU-shaped and with work-groups of 16 and 64 items), and
  * the bucketed path's for the comparison (variant 1, then variant 2). */
 static const clattn_params fused_params[] = {
-    {0, 0, 0, 0, 0, 0, 2}, {1, 2, 8, 0, 0, 0, 2}, {1, 0, 4, 16, 0, 0, 2},
-    {1, 4, 1, 64, 0, 0, 2}};
-static const clattn_params bucketed_params[] = {{1, 4, 16, 0, 0, 0, 1},
-                                                {2, 4, 16, 64, 0, 0, 1}};
+    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2}, {sizeof(clattn_params), 1, 2, 8, 0, 0, 0, 2}, {sizeof(clattn_params), 1, 0, 4, 16, 0, 0, 2},
+    {sizeof(clattn_params), 1, 4, 1, 64, 0, 0, 2}};
+static const clattn_params bucketed_params[] = {{sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 1},
+                                                {sizeof(clattn_params), 2, 4, 16, 64, 0, 0, 1}};
 
 static void small_sweep(int first, int last) {
   clattn_ctx *ctx = tu_ctx();
@@ -288,19 +288,19 @@ Test(cvmm, small_rows_ties_dead_none, .timeout = 900) {
 
 /* The plan's choice: fused for a decode step's rows, bucketed above. */
 Test(cvmm, small_rows_plan) {
-  clattn_profile prof;
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("A100", &prof), CLATTN_OK);
-  clattn_prediction pr;
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)};
   const clattn__cvmm_desc d = {11, 76, 412, 2, 5, 3, 412, SUM, TOPK, NULL};
   cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK, "%s",
                pr.errmsg);
   cr_expect_eq(pr.n_kernels, 1, "fused: one launch");
-  cr_expect_eq(pr.params.scheme, 2);
+  cr_expect_eq(tu_params(pr.params).scheme, 2);
   const clattn__cvmm_desc b = {12, 76, 412, 2, 5, 3, 412, SUM, TOPK, NULL};
   cr_assert_eq(clattn__model(family(), &b, NULL, &prof, &pr), CLATTN_OK, "%s",
                pr.errmsg);
   cr_expect_eq(pr.n_kernels, 4, "route, count, scatter, GEMM");
-  cr_expect_eq(pr.params.scheme, 1);
+  cr_expect_eq(tu_params(pr.params).scheme, 1);
 }
 
 /* The reference's routing: duplicate columns tie, the lower index wins;
@@ -377,33 +377,33 @@ Test(cvmm, misuse) {
   d.rows = 1 << 30;
   d.inner = 1 << 20;
   expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "overflow");
-  const clattn_params clblast = {0, 0, 0, 0, 0, 0, 3};
+  const clattn_params clblast = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 3};
   d = ok;
   d.params = &clblast;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme");
   /* the fused path: at most its rows, variant 1's shape, no splits */
-  const clattn_params fused = {0, 0, 0, 0, 0, 0, 2};
+  const clattn_params fused = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2};
   d.rows = 12;
   d.params = &fused;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme 2");
   d.rows = ok.rows;
-  const clattn_params fused2 = {2, 0, 0, 0, 0, 0, 2};
+  const clattn_params fused2 = {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 2};
   d.params = &fused2;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme 2");
-  const clattn_params fused_splits = {1, 0, 0, 0, 4, 0, 2};
+  const clattn_params fused_splits = {sizeof(clattn_params), 1, 0, 0, 0, 4, 0, 2};
   d.params = &fused_splits;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme 2");
   d = ok;
-  const clattn_params keys = {1, 4, 17, 0, 0, 0, 0};
+  const clattn_params keys = {sizeof(clattn_params), 1, 4, 17, 0, 0, 0, 0};
   d.params = &keys;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "keys");
-  const clattn_params rows = {1, 17, 0, 0, 0, 0, 0};
+  const clattn_params rows = {sizeof(clattn_params), 1, 17, 0, 0, 0, 0, 0};
   d.params = &rows;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "rows");
-  const clattn_params pf = {1, 0, 0, 0, 0, 2, 0};
+  const clattn_params pf = {sizeof(clattn_params), 1, 0, 0, 0, 0, 2, 0};
   d.params = &pf;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "prefetch");
-  const clattn_params wg = {2, 4, 48, 64, 0, 0, 0};
+  const clattn_params wg = {sizeof(clattn_params), 2, 4, 48, 64, 0, 0, 0};
   d.params = &wg;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "multiple of keys");
   /* routing needs sel_x and w_sel */
@@ -432,10 +432,10 @@ Test(cvmm, misuse) {
 /* The model's useful work: 2 K N FLOPs and a gate multiply per (row,
  * head, chosen expert) and column, and the selection's logits. */
 Test(cvmm, model_flops) {
-  clattn_profile prof;
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("A100", &prof), CLATTN_OK);
   const clattn__cvmm_desc d = {256, 412, 76, 2, 5, 3, 412, SPLIT, TOPK, NULL};
-  clattn_prediction pr;
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)};
   cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK, "%s",
                pr.errmsg);
   const double ent = 256.0 * 2 * 3;

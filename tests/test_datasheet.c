@@ -5,7 +5,7 @@
  * line fails to load); the tests below re-check them on the parsed entries
  * through the internal header, and feed broken texts to the parser to see
  * the errors and their line numbers. */
-#include "clattn.h"
+#include "clattn_tools.h"
 #include "device/datasheet.h"
 
 #include <criterion/criterion.h>
@@ -169,9 +169,10 @@ Test(datasheet, names_unique) {
 
 Test(datasheet, by_index) {
   sheets *all = embedded();
-  clattn_profile p;
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   for (int i = 0; i < all->n; i++) {
     memset(&p, 0xab, sizeof p);
+    p.size = sizeof p;
     cr_assert_eq(clattn_datasheet(i, &p), CLATTN_OK, "index %d", i);
     const clattn_profile *q = &all->s[i].p;
     cr_expect_str_eq(p.name, q->name, "index %d", i);
@@ -192,6 +193,7 @@ Test(datasheet, by_index) {
               "index %d: fields differ", i);
   }
   memset(&p, 0xab, sizeof p);
+  p.size = sizeof p;
   cr_expect_eq(clattn_datasheet(all->n, &p), CLATTN_ERR_NOT_FOUND);
   cr_expect_eq(p.name[0], '\0', "out not cleared on NOT_FOUND");
   cr_expect_eq(clattn_datasheet(-1, &p), CLATTN_ERR_NOT_FOUND);
@@ -220,7 +222,7 @@ Test(datasheet, find) {
       {"iris xe", "Intel", "Iris"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    clattn_profile p;
+    clattn_profile p = {.size = sizeof(clattn_profile)};
     clattn_status st = clattn_datasheet_find(cases[i].query, &p);
     cr_expect_eq(st, CLATTN_OK, "find '%s': %s", cases[i].query,
                  clattn_status_str(st));
@@ -232,7 +234,7 @@ Test(datasheet, find) {
     cr_expect_eq(p.source, CLATTN_PROFILE_DATASHEET);
   }
   /* The first match wins: "nvidia" is the first NVIDIA entry. */
-  clattn_profile first, p;
+  clattn_profile first = {.size = sizeof(clattn_profile)}, p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("NVIDIA", &p), CLATTN_OK);
   sheets *all = embedded();
   int k = 0;
@@ -244,8 +246,9 @@ Test(datasheet, find) {
 }
 
 Test(datasheet, find_errors) {
-  clattn_profile p;
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   memset(&p, 0xab, sizeof p);
+  p.size = sizeof p;
   cr_expect_eq(clattn_datasheet_find("no such gpu 9000", &p),
                CLATTN_ERR_NOT_FOUND);
   cr_expect_eq(p.name[0], '\0', "out not cleared on NOT_FOUND");

@@ -12,8 +12,7 @@
 #include <string.h>
 
 static clattn_tune_entry row(const clattn__family *F, const char *params) {
-  clattn_tune_entry e;
-  memset(&e, 0, sizeof e);
+  clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
   snprintf(e.fingerprint, sizeof e.fingerprint, "f");
   snprintf(e.kernel, sizeof e.kernel, "%s", F->name);
   snprintf(e.shape_class, sizeof e.shape_class, "c");

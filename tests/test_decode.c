@@ -43,21 +43,21 @@ static const int ax_layout[] = {0, 1};
 static const clattn_dtype ax_dtype[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16};
 /* index 0: params = NULL (automatic) */
 static const clattn_params ax_params[] = {
-    {0, 0, 0, 0, 0, 0, 0},    /* NULL */
-    {0, 0, 0, 0, 1, 0, 0},    /* one split */
-    {0, 0, 0, 0, 3, 0, 0},    /* several */
-    {0, 0, 0, 0, 16, 0, 0},   /* many (more than rows for small caches) */
-    {0, 0, 0, 0, 0, 0, 0},    /* all-zero params: automatic everything */
-    {1, 0, 32, 0, 5, 0, 0},   /* variant 1, 32-key blocks, 5 splits */
-    {1, 0, 16, 8, 0, 0, 0},   /* variant 1, work-groups of 8, automatic splits */
-    {1, 2, 32, 0, 3, 0, 0},   /* variant 1, 2 heads per P V pass (1 if G = 1) */
-    {1, 0, 16, 0, 2, 2, 0},   /* variant 1, prefetch on (none if G = 1) */
-    {1, 2, 16, 0, 3, 1, 0},   /* variant 1, 2 heads a pass, prefetch off */
-    {1, 16, 16, 0, 3, 0, 0},  /* variant 1, the whole group a pass, by slices
+    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},    /* NULL */
+    {sizeof(clattn_params), 0, 0, 0, 0, 1, 0, 0},    /* one split */
+    {sizeof(clattn_params), 0, 0, 0, 0, 3, 0, 0},    /* several */
+    {sizeof(clattn_params), 0, 0, 0, 0, 16, 0, 0},   /* many (more than rows for small caches) */
+    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},    /* all-zero params: automatic everything */
+    {sizeof(clattn_params), 1, 0, 32, 0, 5, 0, 0},   /* variant 1, 32-key blocks, 5 splits */
+    {sizeof(clattn_params), 1, 0, 16, 8, 0, 0, 0},   /* variant 1, work-groups of 8, automatic splits */
+    {sizeof(clattn_params), 1, 2, 32, 0, 3, 0, 0},   /* variant 1, 2 heads per P V pass (1 if G = 1) */
+    {sizeof(clattn_params), 1, 0, 16, 0, 2, 2, 0},   /* variant 1, prefetch on (none if G = 1) */
+    {sizeof(clattn_params), 1, 2, 16, 0, 3, 1, 0},   /* variant 1, 2 heads a pass, prefetch off */
+    {sizeof(clattn_params), 1, 16, 16, 0, 3, 0, 0},  /* variant 1, the whole group a pass, by slices
                               of the value dims (1 head if G = 1) */
-    {2, 0, 0, 0, 0, 0, 0},    /* variant 2, automatic */
-    {2, 0, 16, 64, 4, 0, 0},  /* variant 2, 64 items, 16-key tiles, 4 splits */
-    {2, 0, 8, 256, 2, 0, 0},  /* variant 2, 256 items, 8-key tiles, 2 splits */
+    {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0},    /* variant 2, automatic */
+    {sizeof(clattn_params), 2, 0, 16, 64, 4, 0, 0},  /* variant 2, 64 items, 16-key tiles, 4 splits */
+    {sizeof(clattn_params), 2, 0, 8, 256, 2, 0, 0},  /* variant 2, 256 items, 8-key tiles, 2 splits */
 };
 static const int ax_nnew[] = {1, 3, 16};
 
@@ -291,7 +291,7 @@ static void run_case(const dshape *s, unsigned seed) {
   cl_mem dlens = tu_upload_int(ctx, lens, (size_t)b);
   cl_mem dout = tu_sentinel(ctx, no, s->dt, 0xff);
   cl_mem dout2 = tu_sentinel(ctx, no, s->dt, 0xff);
-  clattn_decode_desc dd = {.batch = b, .capacity = cap, .heads_q = hq,
+  clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc), .batch = b, .capacity = cap, .heads_q = hq,
                            .heads_kv = hkv, .head_dim_k = dk,
                            .head_dim_v = dv, .dtype = s->dt,
                            .cache_layout = (clattn_layout)s->layout,
@@ -354,7 +354,7 @@ static void run_case(const dshape *s, unsigned seed) {
         }
 
   /* decode == prefill with one query */
-  clattn_attn_desc ad = {.batch = b, .n_q = 1, .n_kv = cap, .heads_q = hq,
+  clattn_attn_desc ad = {.size = sizeof(clattn_attn_desc), .batch = b, .n_q = 1, .n_kv = cap, .heads_q = hq,
                          .heads_kv = hkv, .head_dim_k = dk, .head_dim_v = dv,
                          .dtype = s->dt, .q_layout = CLATTN_BSHD,
                          .kv_layout = (clattn_layout)s->layout, .scale = 0.0f,
@@ -455,8 +455,8 @@ Test(decode, splits_agree, .timeout = 300) {
   cl_mem dout = tu_buffer(ctx, nq * 4);
   const int splits[] = {1, 2, 7, 64, 0};
   for (int i = 0; i < NELEM(splits); i++) {
-    clattn_params p = {0, 0, 0, 0, splits[i], 0, 0};
-    clattn_decode_desc dd = {.batch = b, .capacity = cap, .heads_q = hq,
+    clattn_params p = {sizeof(clattn_params), 0, 0, 0, 0, splits[i], 0, 0};
+    clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc), .batch = b, .capacity = cap, .heads_q = hq,
                              .heads_kv = hkv, .head_dim_k = d,
                              .head_dim_v = d, .dtype = CLATTN_F32,
                              .cache_layout = CLATTN_BHSD, .params = &p};

@@ -17,8 +17,7 @@ static const clattn__target cpu_target = {1, 1, 16, 32, 2, 4096, 1 << 20};
 static const clattn__target gpu_target = {0, 0, 1, 0, 132, 1024, 48 << 10};
 
 static clattn_profile profile(void) {
-  clattn_profile p;
-  memset(&p, 0, sizeof p);
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   p.source = CLATTN_PROFILE_DATASHEET;
   p.compute_units = 132;
   p.max_wg = 1024;
@@ -140,7 +139,7 @@ Test(families, space_and_cost) {
                 F->name);
       clattn__space_free(&sp);
     }
-    clattn_prediction pr;
+    clattn_prediction pr = {.size = sizeof(clattn_prediction)};
     cr_expect_eq(clattn__model(F, c.desc, c.ints, &prof, &pr), CLATTN_OK,
                  "%s: %s", F->name, pr.errmsg);
     cr_expect(pr.n_kernels >= 1 && pr.total.bytes_read > 0 &&

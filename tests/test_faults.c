@@ -7,7 +7,7 @@
  * run's result).  A kernel that fails to build, a disk that fills during an
  * export and during a tune. */
 #define _GNU_SOURCE /* mkdtemp, dladdr */
-#include "clattn.h"
+#include "clattn_tools.h"
 #include "fault.h"
 
 #include <criterion/criterion.h>
@@ -47,7 +47,7 @@ static void make_tmp_dir(void) {
 /* A context on the default device; tuning_db: NULL for $CLATTN_DB (the
  * suite's names no file). */
 static clattn_ctx *new_ctx_with(const char *tuning_db) {
-  clattn_ctx_opts o = {0};
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.tuning_db = tuning_db;
   clattn_ctx *ctx = NULL;
   clattn_status st = clattn_ctx_create(&o, &ctx);
@@ -159,7 +159,7 @@ static void common_teardown(scenario *s) {
 
 static void ctx_setup(scenario *s) { (void)s; }
 static clattn_status ctx_run(scenario *s) {
-  clattn_ctx_opts o = {0};
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   return clattn_ctx_create(&o, &s->made_ctx);
 }
 static void ctx_undo(scenario *s) {
@@ -169,7 +169,7 @@ static void ctx_undo(scenario *s) {
 
 /* ---- clattn_attention: GQA, 2 query heads over 1 KV head */
 
-static const clattn_attn_desc attn_desc = {
+static const clattn_attn_desc attn_desc = {.size = sizeof(clattn_attn_desc), 
     .batch = 1, .n_q = 3, .n_kv = 5, .heads_q = 2, .heads_kv = 1,
     .head_dim_k = 8, .head_dim_v = 8, .dtype = CLATTN_F32, .causal = 1};
 enum { ATTN_O = 3 * 2 * 8 };
@@ -188,8 +188,7 @@ static void put_row(const char *path, const char *fingerprint) {
   clattn_status st = clattn_db_open(path, &db);
   cr_assert_eq(st, CLATTN_OK, "clattn_db_open(%s): %s", path,
                clattn_db_errmsg(NULL));
-  clattn_tune_entry e;
-  memset(&e, 0, sizeof e);
+  clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
   snprintf(e.fingerprint, sizeof e.fingerprint, "%s", fingerprint);
   snprintf(e.kernel, sizeof e.kernel, "prefill");
   snprintf(e.shape_class, sizeof e.shape_class, "b1");
@@ -225,7 +224,7 @@ static int attn_result(scenario *s, float *out) {
 
 /* ---- clattn_decode and clattn_kv_append: batch 2, capacity 6 */
 
-static const clattn_decode_desc dec_desc = {
+static const clattn_decode_desc dec_desc = {.size = sizeof(clattn_decode_desc), 
     .batch = 2, .capacity = 6, .heads_q = 2, .heads_kv = 1, .head_dim_k = 8,
     .head_dim_v = 8, .dtype = CLATTN_F32, .cache_layout = CLATTN_BSHD};
 enum { DEC_O = 2 * 2 * 8, DEC_CACHE = 2 * 6 * 8 };
@@ -262,7 +261,7 @@ static int append_result(scenario *s, float *out) {
 
 /* ---- clattn_talking_heads */
 
-static const clattn_th_desc th_desc = {
+static const clattn_th_desc th_desc = {.size = sizeof(clattn_th_desc), 
     .batch = 1, .n_q = 3, .n_kv = 4, .heads_k = 2, .heads = 3, .heads_v = 2,
     .head_dim_k = 8, .head_dim_v = 8, .dtype = CLATTN_F32, .causal = 1};
 enum { TH_O = 3 * 2 * 8 };
@@ -289,7 +288,7 @@ static int th_result(scenario *s, float *out) {
 /* ---- explain */
 
 static clattn_status explain_run(scenario *s) {
-  clattn_choice c;
+  clattn_choice c = {.size = sizeof(clattn_choice)};
   return clattn_explain_attention(s->ctx, &attn_desc, &c);
 }
 
@@ -324,7 +323,7 @@ static clattn_status layer_steps(scenario *s) {
   return st;
 }
 static clattn_status gqa_run(scenario *s) {
-  const clattn_layer_desc d = {.d_model = 16, .heads_q = 2, .heads_kv = 1,
+  const clattn_layer_desc d = {.size = sizeof(clattn_layer_desc), .d_model = 16, .heads_q = 2, .heads_kv = 1,
                                .head_dim_k = 8, .head_dim_v = 8};
   clattn_status st = clattn_layer_create(s->ctx, &d, s->mem[0], s->mem[1],
                                          s->mem[2], s->mem[3], &s->layer);
@@ -355,7 +354,7 @@ static void thl_setup(scenario *s) {
   layer_buffers(s);
 }
 static clattn_status thl_run(scenario *s) {
-  const clattn_th_layer_desc d = {.d_model = 16, .heads_k = 2, .heads = 3,
+  const clattn_th_layer_desc d = {.size = sizeof(clattn_th_layer_desc), .d_model = 16, .heads_k = 2, .heads = 3,
                                   .heads_v = 2, .head_dim_k = 8,
                                   .head_dim_v = 8};
   clattn_status st = clattn_layer_create_talking_heads(
@@ -372,7 +371,7 @@ static void eff_setup(scenario *s) {
   layer_buffers(s);
 }
 static clattn_status eff_run(scenario *s) {
-  const clattn_hh_layer_desc d = {.d_model = 16, .heads = 2};
+  const clattn_hh_layer_desc d = {.size = sizeof(clattn_hh_layer_desc), .d_model = 16, .heads = 2};
   clattn_status st = clattn_layer_create_efficient(s->ctx, &d, s->mem[0],
                                                    s->mem[1], &s->layer);
   return st == CLATTN_OK ? layer_steps(s) : st;
@@ -390,7 +389,7 @@ static void sh_setup(scenario *s) {
   layer_buffers(s);
 }
 static clattn_status sh_run(scenario *s) {
-  const clattn_switchhead_layer_desc d = {
+  const clattn_switchhead_layer_desc d = {.size = sizeof(clattn_switchhead_layer_desc), 
       .d_model = 16, .heads = 2, .head_dim = 8, .experts = 4, .topk = 2};
   clattn_status st = clattn_layer_create_switchhead(
       s->ctx, &d, s->mem[0], s->mem[1], s->mem[2], s->mem[3], s->mem[4],
@@ -404,7 +403,7 @@ static clattn_status sh_run(scenario *s) {
 
 static void gqa_cached_setup(scenario *s) {
   gqa_setup(s);
-  const clattn_layer_desc d = {.d_model = 16, .heads_q = 2, .heads_kv = 1,
+  const clattn_layer_desc d = {.size = sizeof(clattn_layer_desc), .d_model = 16, .heads_q = 2, .heads_kv = 1,
                                .head_dim_k = 8, .head_dim_v = 8};
   clattn_status st = clattn_layer_create(s->ctx, &d, s->mem[0], s->mem[1],
                                          s->mem[2], s->mem[3], &s->layer);
@@ -440,8 +439,7 @@ static clattn_status db_run(scenario *s) {
   clattn_status st = clattn_db_open(s->path, &s->db);
   if (st != CLATTN_OK)
     return st;
-  clattn_tune_entry e;
-  memset(&e, 0, sizeof e);
+  clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
   snprintf(e.fingerprint, sizeof e.fingerprint, "f0");
   snprintf(e.kernel, sizeof e.kernel, "prefill");
   snprintf(e.shape_class, sizeof e.shape_class, "b1");
@@ -453,8 +451,8 @@ static clattn_status db_run(scenario *s) {
     return st;
   clattn_tune_entry *rows = NULL;
   int n = 0;
-  st = clattn_db_list_tune(s->db, NULL, NULL, NULL, &rows, &n);
-  free(rows);
+  st = clattn_db_list_tune(s->db, NULL, NULL, NULL, sizeof *rows, &rows, &n);
+  clattn_free(rows);
   if (st != CLATTN_OK)
     return st;
   if (n != 1)
@@ -486,15 +484,16 @@ static void tune_setup(scenario *s) {
   cr_assert_eq(st, CLATTN_OK, "clattn_db_open: %s", clattn_db_errmsg(NULL));
 }
 static clattn_status tune_run(scenario *s) {
-  clattn_tune_opts o = {0};
+  clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   o.strategy = CLATTN_TUNE_MODEL;
   o.max_candidates = 2;
   o.repeats = 1;
   o.fresh = 1;
+  s->tune.size = sizeof s->tune;
   return clattn_tune_attention(s->ctx, s->db, &attn_desc, &o, &s->tune);
 }
 static clattn_status tune_decode_run(scenario *s) {
-  clattn_tune_opts o = {0};
+  clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   o.strategy = CLATTN_TUNE_MODEL;
   o.max_candidates = 2;
   o.repeats = 1;
@@ -507,13 +506,13 @@ static clattn_status tune_decode_run(scenario *s) {
 static int tune_absorbed(scenario *s, const char *call, const char *code) {
   clattn_tune_entry *rows = NULL;
   int n = 0, found = 0;
-  clattn_status st = clattn_db_list_tune(s->db, NULL, NULL, NULL, &rows, &n);
+  clattn_status st = clattn_db_list_tune(s->db, NULL, NULL, NULL, sizeof *rows, &rows, &n);
   cr_assert_eq(st, CLATTN_OK, "list_tune: %s", clattn_db_errmsg(s->db));
   for (int i = 0; i < n; i++)
     found |= strcmp(rows[i].status, "ok") != 0 &&
              strstr(rows[i].message, call) != NULL &&
              strstr(rows[i].message, code) != NULL;
-  free(rows);
+  clattn_free(rows);
   return (found && s->tune.rejected > 0) || s->tune.verified > 0;
 }
 
@@ -635,7 +634,7 @@ static void alloc_sweep(const char *name) {
     /* A failed read of the program-binary cache is a cache miss: the
      * call builds from source (the suite's cache is warm, so a source
      * build means exactly that) and must then be right. */
-    clattn_cache_stats cs = {0};
+    clattn_cache_stats cs = {.size = sizeof(clattn_cache_stats)};
     if (st == CLATTN_OK && s.ctx != NULL) {
       clattn_ctx_cache_stats(s.ctx, &cs);
       if (cs.source_builds > 0) {
@@ -741,7 +740,7 @@ static void cl_sweep(const char *name, cl_int code) {
       return;
     }
     injected++;
-    clattn_cache_stats cs = {0};
+    clattn_cache_stats cs = {.size = sizeof(clattn_cache_stats)};
     if (st == CLATTN_OK) {
       /* a program binary that does not load is a cache miss */
       clattn_ctx_cache_stats(s.ctx, &cs);
@@ -823,7 +822,7 @@ Test(build, fails_then_builds, .timeout = 300) {
   make_tmp_dir();
   char cache[600];
   snprintf(cache, sizeof cache, "%s/cold-cache", tmp_dir);
-  clattn_ctx_opts o = {0};
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.cache_dir = cache;
   fault_reset();
   fault_alloc_arm(0);
@@ -845,7 +844,7 @@ Test(build, fails_then_builds, .timeout = 300) {
   cr_assert(strstr(msg, "CL_BUILD_PROGRAM_FAILURE") != NULL, "%s", msg);
   cr_assert_eq(files_in(cache), 0, "a failed build left a file in %s",
                cache);
-  clattn_cache_stats cs;
+  clattn_cache_stats cs = {.size = sizeof(clattn_cache_stats)};
   clattn_ctx_cache_stats(s.ctx, &cs);
   cr_assert_eq(cs.disk_writes, 0);
   fault_cl_arm(0, CL_SUCCESS, NULL); /* count only: track the objects */
@@ -878,8 +877,7 @@ static void fill_db(const char *path, int rows) {
   cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK, "%s",
                clattn_db_errmsg(NULL));
   for (int i = 0; i < rows; i++) {
-    clattn_tune_entry e;
-    memset(&e, 0, sizeof e);
+    clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
     snprintf(e.fingerprint, sizeof e.fingerprint, "another-device");
     snprintf(e.kernel, sizeof e.kernel, "prefill");
     snprintf(e.shape_class, sizeof e.shape_class, "b%d", i + 1);
@@ -900,9 +898,9 @@ static int count_rows(const char *path) {
                path, clattn_db_errmsg(NULL));
   clattn_tune_entry *rows = NULL;
   int n = 0;
-  clattn_status st = clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n);
+  clattn_status st = clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *rows, &rows, &n);
   cr_assert_eq(st, CLATTN_OK, "listing %s: %s", path, clattn_db_errmsg(db));
-  free(rows);
+  clattn_free(rows);
   clattn_db_close(db);
   return n;
 }
@@ -1014,7 +1012,7 @@ Test(disk_full, export_to_dev_full, .timeout = 120) {
 }
 
 static clattn_status tune_fn(const char *path, char *msg, size_t cap) {
-  clattn_ctx_opts co = {0};
+  clattn_ctx_opts co = {.size = sizeof(clattn_ctx_opts)};
   co.no_tuning = 1;
   clattn_ctx *ctx = NULL;
   clattn_status st = clattn_ctx_create(&co, &ctx);
@@ -1025,11 +1023,11 @@ static clattn_status tune_fn(const char *path, char *msg, size_t cap) {
   clattn_db *db = NULL;
   st = clattn_db_open(path, &db);
   if (st == CLATTN_OK) {
-    clattn_tune_opts o = {0};
+    clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
     o.strategy = CLATTN_TUNE_EXHAUSTIVE;
     o.repeats = 1;
     o.fresh = 1;
-    clattn_tune_result r;
+    clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
     st = clattn_tune_attention(ctx, db, &attn_desc, &o, &r);
     snprintf(msg, cap, "%s", clattn_ctx_errmsg(ctx));
   } else {

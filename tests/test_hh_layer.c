@@ -46,7 +46,7 @@ typedef struct fixture {
 } fixture;
 
 static clattn_hh_layer_desc desc_of(clattn_hh_variant v, const hhshape *s) {
-  const clattn_hh_layer_desc d = {
+  const clattn_hh_layer_desc d = {.size = sizeof(clattn_hh_layer_desc), 
       .d_model = s->D, .heads = s->h,
       .max_len = v == CLATTN_HH_SUPER ? s->l : 0};
   return d;
@@ -314,7 +314,7 @@ Test(hh_layer, misuse, .timeout = 900) {
 Test(hh_layer, parameter_counts) {
   const int D = 512, h = 8;
   const long long mha = 4LL * D * D;
-  clattn_hh_layer_desc d = {D, h, 0, 0.0f};
+  clattn_hh_layer_desc d = {sizeof(clattn_hh_layer_desc), D, h, 0, 0.0f};
   cr_expect_eq(clattn_hh_layer_params(CLATTN_HH_OPTIMISED, &d) * 4, 3 * mha);
   cr_expect_eq(clattn_hh_layer_params(CLATTN_HH_EFFICIENT, &d) * 2, mha);
   cr_expect_eq(clattn_hh_layer_params(CLATTN_HH_SUPER, &d), -1,

@@ -72,7 +72,7 @@ static void fx_init(fixture *f, const lshape *s, unsigned seed) {
   f->dwk = tu_upload(f->ctx, f->wk, nk, CLATTN_F32);
   f->dwv = tu_upload(f->ctx, f->wv, nv, CLATTN_F32);
   f->dwo = tu_upload(f->ctx, f->wo, no, CLATTN_F32);
-  clattn_layer_desc d = {.d_model = s->D, .heads_q = s->hq,
+  clattn_layer_desc d = {.size = sizeof(clattn_layer_desc), .d_model = s->D, .heads_q = s->hq,
                          .heads_kv = s->hkv, .head_dim_k = s->dk,
                          .head_dim_v = s->dv, .scale = 0.0f};
   clattn_status st = clattn_layer_create(f->ctx, &d, f->dwq, f->dwk, f->dwv,
@@ -346,7 +346,7 @@ Test(layer, misuse, .timeout = 900) {
   fixture f;
   fx_init(&f, s, 41);
   clattn_layer *l = (clattn_layer *)0x1;
-  clattn_layer_desc d = {.d_model = s->D, .heads_q = s->hq,
+  clattn_layer_desc d = {.size = sizeof(clattn_layer_desc), .d_model = s->D, .heads_q = s->hq,
                          .heads_kv = s->hkv, .head_dim_k = s->dk,
                          .head_dim_v = s->dv};
   /* hq % hkv != 0 */

@@ -189,8 +189,7 @@ static void run_under_oclgrind(int idx, const char *dir, const char *out) {
 /* A profile with GPU-like limits (the cases set every parameter, so only
  * the kernels' structure matters). */
 static clattn_profile test_profile(void) {
-  clattn_profile p;
-  memset(&p, 0, sizeof p);
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   p.source = CLATTN_PROFILE_DATASHEET;
   snprintf(p.name, sizeof p.name, "test");
   p.compute_units = 4;
@@ -238,7 +237,7 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
   run_under_oclgrind(*idx, dir, out);
   counted got[8];
   const int nk = parse_counts(out, got, 8);
-  clattn_prediction pr;
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)};
   predict(mc, &pr);
   cr_expect_eq(nk, pr.n_kernels, "%s: Oclgrind counted %d kernels, model %d",
                mc->name, nk, pr.n_kernels);
@@ -283,7 +282,7 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
 /* ---------------------------------------------------------------- units */
 
 static clattn_profile gpu(void) {
-  clattn_profile p;
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("A100", &p), CLATTN_OK);
   return p;
 }
@@ -291,8 +290,8 @@ static clattn_profile gpu(void) {
 /* Useful FLOPs follow spec 2.3: 2*B*H*A*(dk+dv), A the valid pairs. */
 Test(model, useful_flops) {
   const clattn_profile p = gpu();
-  clattn_prediction pr;
-  clattn_attn_desc d = {2, 100, 300, 8, 2, 64, 32, CLATTN_F16, CLATTN_BSHD,
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)};
+  clattn_attn_desc d = {sizeof(clattn_attn_desc), 2, 100, 300, 8, 2, 64, 32, CLATTN_F16, CLATTN_BSHD,
                         CLATTN_BSHD, 0.0f, 0, NULL};
   cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK, "%s",
                pr.errmsg);
@@ -315,9 +314,9 @@ Test(model, useful_flops) {
  * tensor (spec 1.2), with the g heads of a group packed into the rows. */
 Test(model, bytes_and_rereads) {
   const clattn_profile p = gpu();
-  clattn_prediction pr;
-  const clattn_params par = {2, 0, 32, 64, 0, 0, 0};
-  const clattn_attn_desc d = {1, 200, 500, 8, 2, 64, 64, CLATTN_F16,
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)};
+  const clattn_params par = {sizeof(clattn_params), 2, 0, 32, 64, 0, 0, 0};
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 200, 500, 8, 2, 64, 64, CLATTN_F16,
                               CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, &par};
   cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK);
   const double q = 2.0 * 200 * 8 * 64, kv = 2.0 * 500 * 2 * 128;
@@ -339,8 +338,8 @@ Test(model, decode_intensity) {
   const int hkvs[3] = {32, 8, 1};
   double t[3];
   for (int i = 0; i < 3; i++) {
-    clattn_prediction pr;
-    const clattn_decode_desc d = {1, 32768, 32, hkvs[i], 128, 128,
+    clattn_prediction pr = {.size = sizeof(clattn_prediction)};
+    const clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 32768, 32, hkvs[i], 128, 128,
                                   CLATTN_F16, CLATTN_BHSD, 0.0f, NULL};
     cr_assert_eq(clattn_model_decode(&d, NULL, &p, &pr), CLATTN_OK, "%s",
                  pr.errmsg);
@@ -364,8 +363,7 @@ Test(model, decode_intensity) {
 
 /* A CPU profile as PoCL reports one: preferred float width `vw`. */
 static clattn_profile cpu(unsigned vw, const char *vendor) {
-  clattn_profile p;
-  memset(&p, 0, sizeof p);
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   p.is_cpu = 1;
   p.wave_width = vw;
   snprintf(p.vendor, sizeof p.vendor, "%s", vendor);
@@ -391,25 +389,25 @@ Test(model, cpu_tile_fits_registers) {
            {16, "GenuineIntel", 8, 32},
            {4, "ARM", 4, 16},
            {4, "GenuineIntel", 2, 16}};
-  const clattn_attn_desc d = {1, 300, 300, 4, 4, 64, 64, CLATTN_F32,
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 300, 300, 4, 4, 64, 64, CLATTN_F32,
                               CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     const clattn_profile p = cpu(c[i].vw, c[i].vendor);
-    clattn_prediction pr;
+    clattn_prediction pr = {.size = sizeof(clattn_prediction)};
     cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK, "%s",
                  pr.errmsg);
-    cr_expect_eq(pr.params.variant, 1);
-    cr_expect(pr.params.rows == c[i].rows && pr.params.keys == c[i].keys,
+    cr_expect_eq(tu_params(pr.params).variant, 1);
+    cr_expect(tu_params(pr.params).rows == c[i].rows && tu_params(pr.params).keys == c[i].keys,
               "width %u %s: rows %d keys %d, expected %d x %d", c[i].vw,
-              c[i].vendor, pr.params.rows, pr.params.keys, c[i].rows,
+              c[i].vendor, tu_params(pr.params).rows, tu_params(pr.params).keys, c[i].rows,
               c[i].keys);
     cr_expect_eq(pr.total.fma_spilled, 0.0);
   }
   /* AVX2 with the AVX-512 tile: 5 * 8 + 1 = 41 vectors live, 25 of its 32
    * accumulators beyond the 16 registers */
   const clattn_profile p = cpu(8, "AuthenticAMD");
-  clattn_prediction fit, big;
-  const clattn_params bp = {1, 4, 64, 0, 0, 0, 0};
+  clattn_prediction fit = {.size = sizeof(clattn_prediction)}, big = {.size = sizeof(clattn_prediction)};
+  const clattn_params bp = {sizeof(clattn_params), 1, 4, 64, 0, 0, 0, 0};
   clattn_attn_desc db = d;
   db.params = &bp;
   cr_assert_eq(clattn_model_attention(&d, NULL, &p, &fit), CLATTN_OK);
@@ -429,8 +427,8 @@ Test(model, cpu_tile_fits_registers) {
  * larger term; prefill of long sequences is compute-bound on a GPU. */
 Test(model, roofline) {
   const clattn_profile p = gpu();
-  clattn_prediction pr;
-  const clattn_attn_desc d = {1, 4096, 4096, 32, 32, 128, 128, CLATTN_F16,
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)};
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 4096, 4096, 32, 32, 128, 128, CLATTN_F16,
                               CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, NULL};
   cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK);
   const clattn_cost *c = &pr.kernel[0];
@@ -441,7 +439,7 @@ Test(model, roofline) {
             "t_compute %g", c->t_compute);
   cr_expect(fabs(pr.ridge - 19490.0 / 1555.0) < 1e-9, "ridge %g", pr.ridge);
   /* one tiny call is launch-bound */
-  const clattn_attn_desc s = {1, 1, 8, 1, 1, 16, 16, CLATTN_F32,
+  const clattn_attn_desc s = {sizeof(clattn_attn_desc), 1, 1, 8, 1, 1, 16, 16, CLATTN_F32,
                               CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, NULL};
   cr_assert_eq(clattn_model_attention(&s, NULL, &p, &pr), CLATTN_OK);
   cr_expect_eq(pr.total.bound, CLATTN_BOUND_LAUNCH);
@@ -450,11 +448,11 @@ Test(model, roofline) {
 /* A layer is the sum of its kernels: four projections and the core. */
 Test(model, layer_is_sum) {
   const clattn_profile p = gpu();
-  clattn_prediction pr, core;
-  const clattn_layer_desc L = {512, 8, 2, 64, 64, 0.0f};
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)}, core = {.size = sizeof(clattn_prediction)};
+  const clattn_layer_desc L = {sizeof(clattn_layer_desc), 512, 8, 2, 64, 64, 0.0f};
   cr_assert_eq(clattn_model_layer(&L, 2, 128, 0, 1, &p, &pr), CLATTN_OK,
                "%s", pr.errmsg);
-  const clattn_attn_desc d = {2, 128, 128, 8, 2, 64, 64, CLATTN_F32,
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 2, 128, 128, 8, 2, 64, 64, CLATTN_F32,
                               CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
   cr_assert_eq(clattn_model_attention(&d, NULL, &p, &core), CLATTN_OK);
   const double proj = 2.0 * 256 * 512 * (512 + 128 + 128) +
@@ -485,9 +483,9 @@ Test(model, layer_is_sum) {
 Test(model, hh_layer_costs) {
   const clattn_profile p = gpu();
   const double D = 256, l = 128, pairs = l * (l + 1) / 2;
-  const clattn_layer_desc mha = {256, 4, 4, 64, 64, 0.0f};
-  clattn_hh_layer_desc d = {256, 4, 0, 0.0f};
-  clattn_prediction pr;
+  const clattn_layer_desc mha = {sizeof(clattn_layer_desc), 256, 4, 4, 64, 64, 0.0f};
+  clattn_hh_layer_desc d = {sizeof(clattn_hh_layer_desc), 256, 4, 0, 0.0f};
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)};
   cr_assert_eq(clattn_model_layer(&mha, 1, (int)l, 0, 0, &p, &pr), CLATTN_OK);
   cr_expect_eq(pr.total.flops, 8 * l * D * D + 4 * l * l * D);
   const clattn_hh_variant v[3] = {CLATTN_HH_OPTIMISED, CLATTN_HH_EFFICIENT,
@@ -508,7 +506,7 @@ Test(model, hh_layer_costs) {
   }
   /* decode at m = 8191 cached positions: the core's compulsory cache bytes */
   const int m = 8191;
-  clattn_prediction pm, pe;
+  clattn_prediction pm = {.size = sizeof(clattn_prediction)}, pe = {.size = sizeof(clattn_prediction)};
   d.max_len = 0;
   cr_assert_eq(clattn_model_layer(&mha, 1, 1, m, 1, &p, &pm), CLATTN_OK);
   cr_assert_eq(clattn_model_hh_layer(CLATTN_HH_EFFICIENT, &d, 1, 1, m, 1, &p,
@@ -535,8 +533,8 @@ Test(model, hh_layer_costs) {
 /* Bad descriptions fail with a message, never a prediction. */
 Test(model, errors) {
   const clattn_profile p = gpu();
-  clattn_prediction pr;
-  const clattn_attn_desc d = {1, 8, 8, 6, 4, 64, 64, CLATTN_F32, CLATTN_BSHD,
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)};
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 8, 8, 6, 4, 64, 64, CLATTN_F32, CLATTN_BSHD,
                               CLATTN_BSHD, 0.0f, 0, NULL};
   cr_expect_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_ERR_SHAPE);
   cr_expect(strstr(pr.errmsg, "multiple") != NULL, "%s", pr.errmsg);
@@ -544,8 +542,8 @@ Test(model, errors) {
                CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_model_attention(&d, NULL, NULL, &pr),
                CLATTN_ERR_INVALID_ARG);
-  const clattn_params bad = {1, 0, 24, 0, 0, 0, 0};
-  const clattn_decode_desc dd = {1, 64, 8, 8, 64, 64, CLATTN_F32,
+  const clattn_params bad = {sizeof(clattn_params), 1, 0, 24, 0, 0, 0, 0};
+  const clattn_decode_desc dd = {sizeof(clattn_decode_desc), 1, 64, 8, 8, 64, 64, CLATTN_F32,
                                  CLATTN_BHSD, 0.0f, &bad};
   cr_expect_eq(clattn_model_decode(&dd, NULL, &p, &pr),
                CLATTN_ERR_INVALID_ARG);
@@ -568,7 +566,7 @@ Test(model, huge_batch_is_instant) {
     const char *rest = strstr(std, "batch=1 ") + strlen("batch=1 ");
     char big[512];
     snprintf(big, sizeof big, "batch=1048576 %s", rest);
-    clattn_prediction one, many;
+    clattn_prediction one = {.size = sizeof(clattn_prediction)}, many = {.size = sizeof(clattn_prediction)};
     cr_assert_eq(clattn_model_shape(fam, std, NULL, &p, &one), CLATTN_OK,
                  "%s %s: %s", fam, std, one.errmsg);
     const double t0 = clattn__now();

@@ -42,8 +42,7 @@ static clattn_db *db_open_ok(const char *path) {
 
 /* A profile with a distinct value in every field. */
 static clattn_profile sample_profile(const char *fp, double scale) {
-  clattn_profile p;
-  memset(&p, 0, sizeof p);
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   p.source = CLATTN_PROFILE_MEASURED;
   snprintf(p.fingerprint, sizeof p.fingerprint, "%s", fp);
   snprintf(p.name, sizeof p.name, "Test \"GPU\" 'quoted'; DROP TABLE x");
@@ -144,15 +143,16 @@ static double best(const double *v) {
 
 Test(probe, quick) {
   clattn_ctx *ctx = tu_ctx();
-  clattn_probe_opts o = {.target_s = 0.01, .repeats = 3,
+  clattn_probe_opts o = {.size = sizeof(clattn_probe_opts), .target_s = 0.01, .repeats = 3,
                          .buffer_bytes = (size_t)16 << 20};
-  clattn_probe_result r;
+  clattn_probe_result r = {.size = sizeof(clattn_probe_result)};
+  clattn_profile r_prof = {.size = sizeof(clattn_profile)};
   double t0 = clattn__now();
-  clattn_status st = clattn_probe(ctx, &o, &r);
+  clattn_status st = clattn_probe(ctx, &o, &r_prof, &r);
   double wall = clattn__now() - t0;
   cr_assert_eq(st, CLATTN_OK, "clattn_probe: %s: %s", clattn_status_str(st),
                clattn_ctx_errmsg(ctx));
-  const clattn_profile *p = &r.profile;
+  const clattn_profile *p = &r_prof;
   for (int i = 0; i < CLATTN_PROBE_WIDTHS; i++) {
     cr_expect(positive(r.read_gbs[i]), "read[%d] = %g", i, r.read_gbs[i]);
     cr_expect(positive(r.copy_gbs[i]), "copy[%d] = %g", i, r.copy_gbs[i]);
@@ -185,7 +185,7 @@ Test(probe, quick) {
             "probe seconds %g, wall %g", r.seconds, wall);
   cr_expect(r.seconds < 40, "quick probe took %g s", r.seconds);
   cr_expect(strstr(p->note, "repeats 3") != NULL, "note: %s", p->note);
-  clattn_profile rep;
+  clattn_profile rep = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_profile_reported(ctx, &rep), CLATTN_OK);
   cr_expect_str_eq(p->fingerprint, rep.fingerprint);
   cr_expect_eq(p->compute_units, rep.compute_units);
@@ -193,20 +193,21 @@ Test(probe, quick) {
 }
 
 Test(probe, invalid_args) {
-  clattn_probe_result r;
-  cr_expect_eq(clattn_probe(NULL, NULL, &r), CLATTN_ERR_MISUSE);
+  clattn_probe_result r = {.size = sizeof(clattn_probe_result)};
+  clattn_profile r_prof = {.size = sizeof(clattn_profile)};
+  cr_expect_eq(clattn_probe(NULL, NULL, &r_prof, &r), CLATTN_ERR_MISUSE);
   clattn_ctx *ctx = tu_ctx();
-  cr_expect_eq(clattn_probe(ctx, NULL, NULL), CLATTN_ERR_INVALID_ARG);
-  clattn_probe_opts o = {.target_s = -1};
-  cr_expect_eq(clattn_probe(ctx, &o, &r), CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_probe(ctx, NULL, NULL, &r), CLATTN_ERR_INVALID_ARG);
+  clattn_probe_opts o = {.size = sizeof(clattn_probe_opts), .target_s = -1};
+  cr_expect_eq(clattn_probe(ctx, &o, &r_prof, &r), CLATTN_ERR_INVALID_ARG);
   o.target_s = NAN;
-  cr_expect_eq(clattn_probe(ctx, &o, &r), CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_probe(ctx, &o, &r_prof, &r), CLATTN_ERR_INVALID_ARG);
   o.target_s = 0;
   o.repeats = -2;
-  cr_expect_eq(clattn_probe(ctx, &o, &r), CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_probe(ctx, &o, &r_prof, &r), CLATTN_ERR_INVALID_ARG);
   o.repeats = 0;
   o.buffer_bytes = 1000; /* under 1 MiB */
-  cr_expect_eq(clattn_probe(ctx, &o, &r), CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_probe(ctx, &o, &r_prof, &r), CLATTN_ERR_INVALID_ARG);
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "1 MiB") != NULL, "message: %s",
             clattn_ctx_errmsg(ctx));
   clattn_ctx_destroy(ctx);
@@ -255,7 +256,7 @@ Test(probe, copy_ref) {
 
 Test(profile, fingerprint) {
   clattn_ctx *a = tu_ctx(), *b = tu_ctx();
-  clattn_profile pa, pb;
+  clattn_profile pa = {.size = sizeof(clattn_profile)}, pb = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_profile_reported(a, &pa), CLATTN_OK);
   cr_assert_eq(clattn_profile_reported(b, &pb), CLATTN_OK);
   cr_expect(is_hex32(pa.fingerprint), "fingerprint \"%s\"", pa.fingerprint);
@@ -269,7 +270,7 @@ Test(profile, fingerprint) {
 Test(profile, reported_fields) {
   clattn_ctx *ctx = tu_ctx();
   cl_device_id dev = clattn_ctx_device(ctx);
-  clattn_profile p;
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   cl_uint cu = 0, clock = 0;
   cl_ulong lmem = 0, gmem = 0;
   size_t wg = 0;
@@ -316,7 +317,7 @@ Test(profile, stale_probe_method_not_used, .init = tmp_setup,
   tmp_path(path, sizeof path, "tuning.db");
   clattn_ctx *ctx = tu_ctx();
   clattn_db *db = db_open_ok(path);
-  clattn_profile rep, p, got;
+  clattn_profile rep = {.size = sizeof(clattn_profile)}, p = {.size = sizeof(clattn_profile)}, got = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_profile_reported(ctx, &rep), CLATTN_OK);
   static const int methods[3] = {1, CLATTN_PROBE_METHOD, 0};
   for (int i = 0; i < 3; i++) {
@@ -360,10 +361,11 @@ Test(db, round_trip) {
   clattn_db *db = db_open_ok(path);
   cr_expect_str_eq(clattn_db_path(db), path);
   clattn_profile p = sample_profile("00112233445566778899aabbccddeeff", 1.0);
-  clattn_profile q;
+  clattn_profile q = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_db_put_profile(db, &p), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
   memset(&q, 0xab, sizeof q);
+  q.size = sizeof q;
   cr_assert_eq(clattn_db_get_profile(db, p.fingerprint, &q), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
   expect_profile_eq(&p, &q);
@@ -380,7 +382,7 @@ Test(db, not_found) {
   char path[512];
   tmp_path(path, sizeof path, "tuning.db");
   clattn_db *db = db_open_ok(path);
-  clattn_profile q;
+  clattn_profile q = {.size = sizeof(clattn_profile)};
   cr_expect_eq(clattn_db_get_profile(db, "ffffffffffffffffffffffffffffffff",
                                      &q), CLATTN_ERR_NOT_FOUND);
   cr_expect(strstr(clattn_db_errmsg(db), "ffffffff") != NULL, "message: %s",
@@ -391,7 +393,7 @@ Test(db, not_found) {
 Test(db, persists) {
   char path[512];
   tmp_path(path, sizeof path, "tuning.db");
-  clattn_profile p = sample_profile("aaaa", 3.0), q;
+  clattn_profile p = sample_profile("aaaa", 3.0), q = {.size = sizeof q};
   clattn_db *db = db_open_ok(path);
   cr_assert_eq(clattn_db_put_profile(db, &p), CLATTN_OK);
   clattn_db_close(db);
@@ -436,7 +438,7 @@ Test(db, two_handles_alternate) {
   char path[512];
   tmp_path(path, sizeof path, "tuning.db");
   clattn_db *a = db_open_ok(path), *b = db_open_ok(path);
-  clattn_profile q;
+  clattn_profile q = {.size = sizeof(clattn_profile)};
   for (int i = 0; i < 20; i++) {
     char fp[40];
     snprintf(fp, sizeof fp, "fp%02d", i);
@@ -483,7 +485,7 @@ Test(db, two_processes) {
               "writer %d failed (status %d)", k, status);
   }
   clattn_db *db = db_open_ok(path);
-  clattn_profile q;
+  clattn_profile q = {.size = sizeof(clattn_profile)};
   for (int k = 0; k < 2; k++)
     for (int i = 0; i < 40; i++) {
       char fp[40];
@@ -515,7 +517,7 @@ Test(db, unwritable_path) {
 Test(db, null_args) {
   char path[512];
   tmp_path(path, sizeof path, "tuning.db");
-  clattn_profile p = sample_profile("abc", 1.0), q;
+  clattn_profile p = sample_profile("abc", 1.0), q = {.size = sizeof q};
   cr_expect_eq(clattn_db_open(path, NULL), CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_db_put_profile(NULL, &p), CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_db_get_profile(NULL, "abc", &q),
@@ -572,8 +574,7 @@ Test(db, migrates_and_stores_checks) {
                SQLITE_OK);
   sqlite3_close(h);
   clattn_db *db = db_open_ok(path);
-  clattn_check_record r;
-  memset(&r, 0, sizeof r);
+  clattn_check_record r = {.size = sizeof(clattn_check_record)};
   snprintf(r.fingerprint, sizeof r.fingerprint, "old");
   snprintf(r.call, sizeof r.call, "decode b=1 m=4096");
   snprintf(r.bound, sizeof r.bound, "memory");

@@ -7,7 +7,7 @@
  * child is killed by alarm() if it stalls), checks its output against the
  * plain-C reference, and checks that the bad file was rebuilt from source
  * and rewritten.  The parent never initialises OpenCL, so fork() is safe. */
-#include "clattn.h"
+#include "clattn_tools.h"
 #include "reference/ref.h"
 
 #include <criterion/criterion.h>
@@ -65,8 +65,7 @@ static cl_mem upload(cl_context clc, const float *x, size_t n) {
 /* One context on cache directory `dir` (NULL: no disk cache) and one attention call checked
  * against the reference; a CHILD_* status. */
 static int call_once(const char *dir, expect want) {
-  clattn_ctx_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.cache_dir = dir;
   o.no_disk_cache = dir == NULL;
   clattn_ctx *ctx = NULL;
@@ -92,7 +91,7 @@ static int call_once(const char *dir, expect want) {
     rc = CHILD_OPENCL;
     goto out;
   }
-  clattn_attn_desc d = {.batch = B, .n_q = N, .n_kv = M, .heads_q = H,
+  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc), .batch = B, .n_q = N, .n_kv = M, .heads_q = H,
                         .heads_kv = H, .head_dim_k = dk, .head_dim_v = dk,
                         .dtype = CLATTN_F32, .causal = 1};
   if (clattn_attention(ctx, &d, bq, bk, bv, NULL, bo, NULL) != CLATTN_OK) {
@@ -115,7 +114,7 @@ static int call_once(const char *dir, expect want) {
       rc = CHILD_WRONG_OUTPUT;
       goto out;
     }
-  clattn_cache_stats s;
+  clattn_cache_stats s = {.size = sizeof(clattn_cache_stats)};
   clattn_ctx_cache_stats(ctx, &s);
   if ((want == EXPECT_REBUILT || want == EXPECT_UNWRITABLE) &&
       s.source_builds == 0)

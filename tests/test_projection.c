@@ -70,11 +70,11 @@ static int big(int i) {
 /* The own kernel: automatic, then explicit variant 1 and 2 params
  * {variant, rows, keys, wg, splits, prefetch, scheme}. */
 static const clattn_params own[] = {
-    {0, 0, 0, 0, 0, 0, 1},   {1, 4, 16, 0, 0, 0, 1},
-    {1, 8, 32, 0, 16, 0, 1}, {1, 3, 24, 2, 5, 0, 1},
-    {1, 12, 80, 0, 0, 0, 1}, {1, 1, 7, 0, 1, 0, 1},
-    {2, 4, 16, 64, 0, 0, 1}, {2, 2, 32, 64, 8, 0, 1},
-    {2, 1, 64, 64, 0, 0, 1},
+    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1},   {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 1},
+    {sizeof(clattn_params), 1, 8, 32, 0, 16, 0, 1}, {sizeof(clattn_params), 1, 3, 24, 2, 5, 0, 1},
+    {sizeof(clattn_params), 1, 12, 80, 0, 0, 0, 1}, {sizeof(clattn_params), 1, 1, 7, 0, 1, 0, 1},
+    {sizeof(clattn_params), 2, 4, 16, 64, 0, 0, 1}, {sizeof(clattn_params), 2, 2, 32, 64, 8, 0, 1},
+    {sizeof(clattn_params), 2, 1, 64, 64, 0, 0, 1},
 };
 
 Test(projection, own_kernel, .timeout = 900) {
@@ -96,7 +96,7 @@ Test(projection, own_kernel, .timeout = 900) {
  * Sgemm (one process: CLBlast builds its kernels once). */
 Test(projection, clblast, .timeout = 900) {
   clattn_ctx *ctx = tu_ctx();
-  const clattn_params cb = {0, 0, 0, 0, 0, 0, 2};
+  const clattn_params cb = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2};
   for (int i = 0; i < NSHAPES; i++) {
     if (tu_subset("small") && (i % 3 != 0 || big(i)))
       continue;
@@ -105,10 +105,10 @@ Test(projection, clblast, .timeout = 900) {
              shapes[i][1], shapes[i][2]);
     run_case(ctx, shapes[i][0], shapes[i][1], shapes[i][2], i % 2 ? &cb : NULL,
              what);
-    clattn_choice ch;
+    clattn_choice ch = {.size = sizeof(clattn_choice)};
     cr_assert_eq(clattn_ctx_last_choice(ctx, &ch), CLATTN_OK);
-    cr_expect_eq(ch.resolved.scheme, 2, "%s: scheme %d", what,
-                 ch.resolved.scheme);
+    cr_expect_eq(tu_params(ch.resolved).scheme, 2, "%s: scheme %d", what,
+                 tu_params(ch.resolved).scheme);
   }
   clattn_ctx_destroy(ctx);
 }
@@ -120,12 +120,12 @@ Test(projection, clblast, .timeout = 900) {
 Test(projection, clblast_applies_xgemm) {
   clattn_ctx *ctx = tu_ctx();
   cr_assert_not_null(ctx->gemm_prepare);
-  const clattn_params own_p = {0, 0, 0, 0, 0, 0, 1};
+  const clattn_params own_p = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1};
   run_case(ctx, 5, 33, 17, &own_p, "own before the CLBlast call");
   cr_expect_eq(ctx->gemm_explain[0], '\0',
                "the own kernel applied Xgemm parameters: %s",
                ctx->gemm_explain);
-  const clattn_params cb = {0, 0, 0, 0, 0, 0, 2};
+  const clattn_params cb = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2};
   run_case(ctx, 37, 29, 23, &cb, "clblast after the own kernel");
   cr_expect_neq(ctx->gemm_explain[0], '\0',
                 "the CLBlast scheme ran without applying the Xgemm "
@@ -136,13 +136,14 @@ Test(projection, clblast_applies_xgemm) {
 /* Events: the caller's wait list and an out event, on both schemes. */
 Test(projection, events) {
   clattn_ctx *ctx = tu_ctx();
-  const clattn_params ps[2] = {{0, 0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 2}};
+  const clattn_params ps[2] = {{sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1},
+                                 {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2}};
   for (int s = 0; s < 2; s++) {
     cl_int err;
     cl_event user = clCreateUserEvent(clattn_ctx_cl_context(ctx), &err);
     cr_assert_eq(err, CL_SUCCESS);
     cl_event done = NULL;
-    const clattn_events ev = {1, &user, &done};
+    const clattn_events ev = {sizeof(clattn_events), 1, &user, &done};
     const float x[30] = {0};
     cl_mem bufs[3] = {tu_upload(ctx, x, 6 * 4, CLATTN_F32),
                       tu_upload(ctx, x, 4 * 5, CLATTN_F32),
@@ -186,17 +187,17 @@ Test(projection, misuse) {
   d = ok;
   d.m = d.k = INT_MAX;
   expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "overflow");
-  const clattn_params scheme = {0, 0, 0, 0, 0, 0, 3};
+  const clattn_params scheme = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 3};
   d = ok;
   d.params = &scheme;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme");
-  const clattn_params cb = {1, 0, 0, 0, 0, 0, 2};
+  const clattn_params cb = {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 2};
   d.params = &cb;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "CLBlast");
-  const clattn_params keys = {1, 4, 17, 0, 0, 0, 1};
+  const clattn_params keys = {sizeof(clattn_params), 1, 4, 17, 0, 0, 0, 1};
   d.params = &keys;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "keys");
-  const clattn_params big = {1, 4, 16, 0, 4096, 0, 1};
+  const clattn_params big = {sizeof(clattn_params), 1, 4, 16, 0, 4096, 0, 1};
   d.params = &big;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "splits");
   /* a buffer smaller than the shape names it */
@@ -215,19 +216,19 @@ Test(projection, misuse) {
  * short inputs), the own kernel with 2 m n k FLOPs; both move every
  * matrix at least once. */
 Test(projection, model) {
-  clattn_profile prof;
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("A100", &prof), CLATTN_OK);
-  clattn_prediction pr;
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)};
   clattn__gemm_desc d = {512, 256, 128, NULL};
   cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK);
   cr_expect_eq(pr.n_kernels, 1);
   cr_expect_eq(pr.total.flops, 2.0 * 512 * 256 * 128);
-  cr_expect_eq(pr.params.scheme, 2);
+  cr_expect_eq(tu_params(pr.params).scheme, 2);
   cr_expect_eq(pr.total.launches, 1);
   d.m = 3;
   cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK);
   cr_expect_eq(pr.total.launches, 4, "3 GEMV rows and the fill");
-  const clattn_params own1 = {0, 0, 0, 0, 0, 0, 1};
+  const clattn_params own1 = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1};
   d.m = 100;
   d.params = &own1;
   cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK, "%s",
@@ -235,5 +236,5 @@ Test(projection, model) {
   cr_expect_eq(pr.total.flops, 2.0 * 100 * 256 * 128);
   cr_expect(pr.total.bytes_read >= 4.0 * (100 * 128 + 128 * 256));
   cr_expect_eq(pr.total.bytes_written, 4.0 * 100 * 256);
-  cr_expect_eq(pr.params.scheme, 1);
+  cr_expect_eq(tu_params(pr.params).scheme, 1);
 }

@@ -4,7 +4,7 @@
  * CSV and of the HTML tables (their data-v) compared exactly with the
  * figure computed here from the rows; the page's device sections and
  * roofline charts counted; escaping, merging, an empty database, errors. */
-#include "clattn.h"
+#include "clattn_tools.h"
 #include "tmpdir.h"
 
 #include <criterion/criterion.h>
@@ -35,8 +35,7 @@ static void put_row(clattn_db *db, const char *fp, const char *dev,
                     const char *family, const char *shape, const char *impl,
                     const char *run, const char *updated, double median,
                     double flops, double bytes, double pred, double roof) {
-  clattn_bench_entry e;
-  memset(&e, 0, sizeof e);
+  clattn_bench_entry e = {.size = sizeof(clattn_bench_entry)};
   snprintf(e.fingerprint, sizeof e.fingerprint, "%s", fp);
   snprintf(e.device, sizeof e.device, "%s", dev);
   snprintf(e.vendor, sizeof e.vendor, "Vendor & Co");
@@ -63,8 +62,7 @@ static void put_row(clattn_db *db, const char *fp, const char *dev,
 }
 
 static void put_profile(clattn_db *db) {
-  clattn_profile p;
-  memset(&p, 0, sizeof p);
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   p.source = CLATTN_PROFILE_MEASURED;
   snprintf(p.fingerprint, sizeof p.fingerprint, DEV_A);
   snprintf(p.name, sizeof p.name, NAME_A);
@@ -86,8 +84,7 @@ static void put_profile(clattn_db *db) {
 
 /* A tuning row of device A: the page counts them per device. */
 static void put_tune(clattn_db *db, int i, const char *status) {
-  clattn_tune_entry e;
-  memset(&e, 0, sizeof e);
+  clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
   snprintf(e.fingerprint, sizeof e.fingerprint, DEV_A);
   snprintf(e.device, sizeof e.device, NAME_A);
   snprintf(e.kernel, sizeof e.kernel, "decode");
@@ -206,12 +203,12 @@ static clattn_bench_entry *all_rows(int *n) {
     clattn_bench_entry *r;
     int m;
     check(NULL, clattn_db_open_readonly(paths[k], &db), "open");
-    check(db, clattn_db_list_bench(db, NULL, NULL, &r, &m), "list");
+    check(db, clattn_db_list_bench(db, NULL, NULL, sizeof *r, &r, &m), "list");
     rows = realloc(rows, (size_t)(*n + m) * sizeof *rows);
     cr_assert(rows != NULL);
     memcpy(rows + *n, r, (size_t)m * sizeof *r);
     *n += m;
-    free(r);
+    clattn_free(r);
     clattn_db_close(db);
   }
   /* a key of two files once: the newest */
@@ -565,7 +562,7 @@ Test(report, datasheet_devices_are_predicted) {
   cr_assert_eq(count(html, "data-kind=\"datasheet\""), sheets);
   cr_assert_eq(count(html, "<svg class=\"roofline\""), 2 + sheets);
   /* the first datasheet's predictions are the model's */
-  clattn_profile p;
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet(0, &p), CLATTN_OK);
   const char *sec = strstr(html, "id=\"sheet0\"");
   cr_assert(sec != NULL);
@@ -573,7 +570,7 @@ Test(report, datasheet_devices_are_predicted) {
   const char *shapes[][2] = {{"decode", MHA}, {"decode", MQA},
                              {"prefill", PREFILL}};
   for (int k = 0; k < 3; k++) {
-    clattn_prediction pr;
+    clattn_prediction pr = {.size = sizeof(clattn_prediction)};
     cr_assert_eq(clattn_model_shape(shapes[k][0], shapes[k][1], NULL, &p, &pr),
                  CLATTN_OK, "%s", pr.errmsg);
     char attr[400];

@@ -64,8 +64,9 @@ Test(ctx, null_handles) {
   cr_expect_null(clattn_ctx_cl_context(NULL));
   cr_expect_null(clattn_ctx_queue(NULL));
   cr_expect_null(clattn_ctx_device(NULL));
-  clattn_cache_stats cs;
+  clattn_cache_stats cs = {.size = sizeof(clattn_cache_stats)};
   memset(&cs, 0xab, sizeof cs);
+  cs.size = sizeof cs;
   clattn_ctx_cache_stats(NULL, &cs);
   cr_expect(cs.memory_hits == 0 && cs.source_builds == 0);
   clattn_ctx_destroy(NULL);
@@ -119,7 +120,7 @@ static void prob_init(prob *p, clattn_ctx *ctx) {
   p->lens = tu_upload_int(ctx, lens, 2);
   p->o = tu_sentinel(ctx, p->no, CLATTN_F32, SENT);
   p->small = tu_buffer(ctx, 4); /* < batch int32 */
-  clattn_attn_desc d = {.batch = p->b, .n_q = p->n, .n_kv = p->m,
+  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc), .batch = p->b, .n_q = p->n, .n_kv = p->m,
                         .heads_q = p->h, .heads_kv = p->h,
                         .head_dim_k = p->dk, .head_dim_v = p->dk,
                         .dtype = CLATTN_F32, .causal = 1};
@@ -167,8 +168,8 @@ Test(misuse, attention) {
   clattn_ctx *ctx = tu_ctx();
   prob p;
   prob_init(&p, ctx);
-  clattn_attn_desc d;
-  clattn_params prm;
+  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc)};
+  clattn_params prm = {.size = sizeof(clattn_params)};
 #define ATT(desc) clattn_attention(ctx, &(desc), p.q, p.k, p.v, p.lens, p.o, NULL)
   EXPECT_FAIL(&p, clattn_attention(NULL, &p.d, p.q, p.k, p.v, p.lens, p.o,
                                    NULL),
@@ -234,33 +235,33 @@ Test(misuse, attention) {
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_BUFFER_TOO_SMALL, "f16, too big");
   /* parameters */
   d = p.d; d.params = &prm;
-  prm = (clattn_params){3, 0, 0, 0, 0, 0, 0};
+  prm = (clattn_params){sizeof(clattn_params), 3, 0, 0, 0, 0, 0, 0};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant 3");
-  prm = (clattn_params){-1, 0, 0, 0, 0, 0, 0};
+  prm = (clattn_params){sizeof(clattn_params), -1, 0, 0, 0, 0, 0, 0};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant -1");
-  prm = (clattn_params){1, -2, 0, 0, 0, 0, 0};
+  prm = (clattn_params){sizeof(clattn_params), 1, -2, 0, 0, 0, 0, 0};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "rows -2");
-  prm = (clattn_params){1, 4, 24, 0, 0, 0, 0};
+  prm = (clattn_params){sizeof(clattn_params), 1, 4, 24, 0, 0, 0, 0};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant 1 keys 24");
-  prm = (clattn_params){1, 64, 16, 0, 0, 0, 0};
+  prm = (clattn_params){sizeof(clattn_params), 1, 64, 16, 0, 0, 0, 0};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant 1 rows 64");
-  prm = (clattn_params){2, 0, 512, 64, 0, 0, 0};
+  prm = (clattn_params){sizeof(clattn_params), 2, 0, 512, 64, 0, 0, 0};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant 2 keys 512");
   size_t maxwg = 0;
   cl_int err = clGetDeviceInfo(clattn_ctx_device(ctx),
                                CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof maxwg,
                                &maxwg, NULL);
   cr_assert_eq(err, CL_SUCCESS);
-  prm = (clattn_params){2, 0, 16, (int)maxwg * 2, 0, 0, 0};
+  prm = (clattn_params){sizeof(clattn_params), 2, 0, 16, (int)maxwg * 2, 0, 0, 0};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "variant 2 wg > device");
-  prm = (clattn_params){1, 4, 16, (int)maxwg * 2, 0, 0, 0};
+  prm = (clattn_params){sizeof(clattn_params), 1, 4, 16, (int)maxwg * 2, 0, 0, 0};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "variant 1 wg > device");
   cl_ulong lmem = 0;
   clGetDeviceInfo(clattn_ctx_device(ctx), CL_DEVICE_LOCAL_MEM_SIZE,
                   sizeof lmem, &lmem, NULL);
   d.head_dim_k = d.head_dim_v = 16; /* 256 keys x 32 floats = 32 KiB */
   if (lmem < 256 * 32 * 4) {
-    prm = (clattn_params){2, 0, 256, 1, 0, 0, 0};
+    prm = (clattn_params){sizeof(clattn_params), 2, 0, 256, 1, 0, 0, 0};
     EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "local memory");
   }
   /* the valid call works and writes o (so the checks above mean
@@ -293,11 +294,11 @@ Test(misuse, decode_and_append) {
   p.ctx = ctx;
   p.no = nq;
   p.o = tu_sentinel(ctx, nq, CLATTN_F32, SENT);
-  clattn_decode_desc dd = {.batch = b, .capacity = cap, .heads_q = h,
+  clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc), .batch = b, .capacity = cap, .heads_q = h,
                            .heads_kv = h, .head_dim_k = d, .head_dim_v = d,
                            .dtype = CLATTN_F32};
-  clattn_decode_desc x;
-  clattn_params prm;
+  clattn_decode_desc x = {.size = sizeof(clattn_decode_desc)};
+  clattn_params prm = {.size = sizeof(clattn_params)};
 #define DEC(desc) clattn_decode(ctx, &(desc), q, kc, vc, lens, p.o, NULL)
   EXPECT_FAIL(&p, clattn_decode(NULL, &dd, q, kc, vc, lens, p.o, NULL),
               CLATTN_ERR_MISUSE, "decode NULL ctx");
@@ -326,13 +327,13 @@ Test(misuse, decode_and_append) {
   x = dd; x.cache_layout = (clattn_layout)9;
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_INVALID_ARG, "decode layout 9");
   x = dd; x.params = &prm;
-  prm = (clattn_params){0, 0, 0, 0, -2, 0, 0};
+  prm = (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, -2, 0, 0};
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_INVALID_ARG, "decode splits -2");
-  prm = (clattn_params){7, 0, 0, 0, 0, 0, 0};
+  prm = (clattn_params){sizeof(clattn_params), 7, 0, 0, 0, 0, 0, 0};
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_INVALID_ARG, "decode variant 7");
-  prm = (clattn_params){1, 0, 0, 0, 0, 3, 0};
+  prm = (clattn_params){sizeof(clattn_params), 1, 0, 0, 0, 0, 3, 0};
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_INVALID_ARG, "decode prefetch 3");
-  prm = (clattn_params){2, 0, 0, 1 << 20, 0, 0, 0};
+  prm = (clattn_params){sizeof(clattn_params), 2, 0, 0, 1 << 20, 0, 0, 0};
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_UNSUPPORTED, "decode wg 2^20");
 
   /* kv_append: the caches must stay as they were */
@@ -404,8 +405,7 @@ Test(ctx, application_queue) {
   cl_command_queue cq = clCreateCommandQueue(clc, dev, 0, &err);
   cr_assert_eq(err, CL_SUCCESS);
 
-  clattn_ctx_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.queue = cq;
   o.device = "no-such-device-is-ignored-with-a-queue";
   clattn_ctx *ctx = NULL;
@@ -490,7 +490,7 @@ Test(events, user_event_gates_attention_and_decode, .timeout = 120) {
                CLATTN_OK);
   cr_assert_eq(clFinish(clattn_ctx_queue(ctx)), CL_SUCCESS);
   for (int variant = 1; variant <= 2; variant++) {
-    clattn_params prm = {variant, 0, 0, 0, 0, 0, 0};
+    clattn_params prm = {sizeof(clattn_params), variant, 0, 0, 0, 0, 0, 0};
     clattn_attn_desc d = p.d;
     d.params = &prm;
     /* prefill o with the sentinel again */
@@ -503,7 +503,7 @@ Test(events, user_event_gates_attention_and_decode, .timeout = 120) {
     cl_event gate = clCreateUserEvent(clattn_ctx_cl_context(ctx), &err);
     cr_assert_eq(err, CL_SUCCESS);
     cl_event done = NULL;
-    clattn_events ev = {1, &gate, &done};
+    clattn_events ev = {sizeof(clattn_events), 1, &gate, &done};
     clattn_status st =
         clattn_attention(ctx, &d, p.q, p.k, p.v, p.lens, p.o, &ev);
     cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
@@ -542,8 +542,8 @@ Test(events, user_event_gates_attention_and_decode, .timeout = 120) {
   cl_mem dq = tu_upload(ctx, q, nq, CLATTN_F32);
   cl_mem dl = tu_upload_int(ctx, lens_h, 2);
   cl_mem dout = tu_sentinel(ctx, nq, CLATTN_F32, 0xff);
-  clattn_params prm = {0, 0, 0, 0, 4, 0, 0}; /* split + combine: two kernels */
-  clattn_decode_desc dd = {.batch = b, .capacity = cap, .heads_q = h,
+  clattn_params prm = {sizeof(clattn_params), 0, 0, 0, 0, 4, 0, 0}; /* split + combine: two kernels */
+  clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc), .batch = b, .capacity = cap, .heads_q = h,
                            .heads_kv = h, .head_dim_k = dd_,
                            .head_dim_v = dd_, .dtype = CLATTN_F32,
                            .params = &prm};
@@ -553,7 +553,7 @@ Test(events, user_event_gates_attention_and_decode, .timeout = 120) {
   cl_mem dout2 = tu_sentinel(ctx, nq, CLATTN_F32, 0xff);
   cl_event gate = clCreateUserEvent(clattn_ctx_cl_context(ctx), &err);
   cl_event done = NULL;
-  clattn_events ev = {1, &gate, &done};
+  clattn_events ev = {sizeof(clattn_events), 1, &gate, &done};
   cr_assert_eq(clattn_decode(ctx, &dd, dq, dkc, dvc, dl, dout2, &ev),
                CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
   cr_assert_not_null(done);
@@ -640,8 +640,7 @@ static void remove_dir(const char *dir) {
 }
 
 static clattn_ctx *ctx_with(const char *dir, int no_disk) {
-  clattn_ctx_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.cache_dir = dir;
   o.no_disk_cache = no_disk;
   clattn_ctx *ctx = NULL;
@@ -671,7 +670,7 @@ Test(cache, memory_disk_and_corrupt, .timeout = 300) {
   char tmpl[] = "/tmp/clattn-test-cache-XXXXXX";
   char *dir = mkdtemp(tmpl);
   cr_assert_not_null(dir);
-  clattn_cache_stats s0, s1, s2;
+  clattn_cache_stats s0 = {.size = sizeof(clattn_cache_stats)}, s1 = {.size = sizeof(clattn_cache_stats)}, s2 = {.size = sizeof(clattn_cache_stats)};
 
   /* fresh: source builds, written to disk */
   clattn_ctx *a = ctx_with(dir, 0);
@@ -876,8 +875,7 @@ Test(device, selection) {
     cr_expect_null(c2);
   }
   /* opts.device wins over the environment */
-  clattn_ctx_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.device = "no-such-device-xyz";
   unsetenv("CLATTN_DEVICE");
   c2 = (clattn_ctx *)0x1;

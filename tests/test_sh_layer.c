@@ -51,7 +51,7 @@ typedef struct fixture {
 } fixture;
 
 static clattn_switchhead_layer_desc desc_of(const shshape *s) {
-  const clattn_switchhead_layer_desc d = {.d_model = s->D,
+  const clattn_switchhead_layer_desc d = {.size = sizeof(clattn_switchhead_layer_desc), .d_model = s->D,
                                           .heads = s->H,
                                           .head_dim = s->dh,
                                           .experts = s->E,
@@ -240,7 +240,7 @@ Test(sh_layer, events, .timeout = 900) {
   cl_mem dx = tu_upload(f.ctx, x, nx, CLATTN_F32);
   cl_mem dy = tu_sentinel(f.ctx, nx, CLATTN_F32, 0xff);
   cl_event done = NULL;
-  const clattn_events ev = {0, NULL, &done};
+  const clattn_events ev = {sizeof(clattn_events), 0, NULL, &done};
   clattn_status st =
       clattn_layer_prefill(f.layer, NULL, s->b, s->n, 1, dx, dy, &ev);
   cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(f.ctx));
@@ -419,7 +419,7 @@ Test(sh_layer, misuse, .timeout = 900) {
  * d_ff 2053) both have 2,536,272 a layer. */
 Test(sh_layer, parameter_counts) {
   const long long D = 412;
-  clattn_switchhead_layer_desc d = {(int)D, 2, 76, 5, 3, 0.0f};
+  clattn_switchhead_layer_desc d = {sizeof(clattn_switchhead_layer_desc), (int)D, 2, 76, 5, 3, 0.0f};
   const long long sh = clattn_switchhead_layer_params(&d);
   cr_expect_eq(sh, 2 * D * 2 * 76 + 2LL * 2 * 5 * D * 76 + 2LL * 2 * 5 * D);
   cr_expect_eq(sh + 2 * 76 * D + 2 * D * 2080, 2536272LL);
@@ -435,11 +435,11 @@ Test(sh_layer, parameter_counts) {
  * value mix, the attention core and the output mix; a decode step has the
  * append and the decode core. */
 Test(sh_layer, model_is_sum) {
-  clattn_profile p;
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("h100", &p), CLATTN_OK);
-  const clattn_switchhead_layer_desc d = {1024, 4, 112, 4, 2, 0.0f};
+  const clattn_switchhead_layer_desc d = {sizeof(clattn_switchhead_layer_desc), 1024, 4, 112, 4, 2, 0.0f};
   const int b = 2, n = 128, rows = b * n;
-  clattn_prediction pr, sub;
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)}, sub = {.size = sizeof(clattn_prediction)};
   cr_assert_eq(clattn_model_switchhead_layer(&d, b, n, 0, 1, &p, &pr),
                CLATTN_OK, "%s", pr.errmsg);
   cr_expect_str_eq(pr.kernel[0].kernel, "gemm x*w_q");
@@ -459,7 +459,7 @@ Test(sh_layer, model_is_sum) {
     flops += sub.total.flops;
     kernels += sub.n_kernels;
   }
-  const clattn_attn_desc core = {b,    n,          n,           4,
+  const clattn_attn_desc core = {sizeof(clattn_attn_desc), b,    n,          n,           4,
                                  4,    112,        112,         CLATTN_F32,
                                  CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1,
                                  NULL};

@@ -24,7 +24,7 @@ static void tmp_teardown(void) { tt_rm_rf(tmp_dir); }
 TestSuite(shipped, .init = tmp_setup, .fini = tmp_teardown);
 
 /* The prefill call the tests explain, and its shape class. */
-static const clattn_attn_desc desc = {1, 50, 50, 4, 2, 32, 32, CLATTN_F32,
+static const clattn_attn_desc desc = {sizeof(clattn_attn_desc), 1, 50, 50, 4, 2, 32, 32, CLATTN_F32,
                                       CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
 #define CLS "f32 k32 v32 g2 bh2 n64 m64 c1"
 #define SHIPPED_PARAMS "variant=1 rows=2 keys=16 wg=0 splits=0"
@@ -36,7 +36,7 @@ static const clattn_attn_desc desc = {1, 50, 50, 4, 2, 32, 32, CLATTN_F32,
 
 static clattn_profile reported(void) {
   clattn_ctx *ctx = tu_ctx();
-  clattn_profile p;
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_profile_reported(ctx, &p), CLATTN_OK);
   clattn_ctx_destroy(ctx);
   return p;
@@ -46,8 +46,7 @@ static clattn_profile reported(void) {
 static clattn_tune_entry row(const char *fp, const char *vendor,
                              const char *arch, const char *kernel,
                              const char *cls, const char *params, double t) {
-  clattn_tune_entry e;
-  memset(&e, 0, sizeof e);
+  clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
   snprintf(e.fingerprint, sizeof e.fingerprint, "%s", fp);
   snprintf(e.device, sizeof e.device, "shipped %s %s", vendor, arch);
   snprintf(e.vendor, sizeof e.vendor, "%s", vendor);
@@ -88,8 +87,7 @@ static void use_shipped(const char *path) {
 
 /* A context whose tuning database is path (need not exist). */
 static clattn_ctx *ctx_with_db(const char *path) {
-  clattn_ctx_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.tuning_db = path;
   clattn_ctx *ctx = NULL;
   cr_assert_eq(clattn_ctx_create(&o, &ctx), CLATTN_OK, "%s",
@@ -99,7 +97,7 @@ static clattn_ctx *ctx_with_db(const char *path) {
 
 static clattn_choice explain_with(const char *db_path) {
   clattn_ctx *ctx = ctx_with_db(db_path);
-  clattn_choice ch;
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
   cr_assert_eq(clattn_explain_attention(ctx, &desc, &ch), CLATTN_OK, "%s",
                clattn_ctx_errmsg(ctx));
   clattn_ctx_destroy(ctx);
@@ -120,7 +118,7 @@ Test(shipped, row_of_this_vendor_and_arch_is_used) {
       row("f0", p.vendor, p.arch, "prefill", CLS, SHIPPED_PARAMS, 2e-3);
   use_shipped(write_shipped("one.json", &e, 1));
   cr_assert_eq(clattn_shipped_count(), 1);
-  clattn_tune_entry got;
+  clattn_tune_entry got = {.size = sizeof(clattn_tune_entry)};
   cr_assert_eq(clattn_shipped_row(0, &got), CLATTN_OK);
   cr_expect_str_eq(got.params, SHIPPED_PARAMS);
   cr_expect_eq(clattn_shipped_row(1, &got), CLATTN_ERR_NOT_FOUND);
@@ -130,8 +128,8 @@ Test(shipped, row_of_this_vendor_and_arch_is_used) {
   clattn_choice ch = explain_with(no_db());
   cr_expect_eq(ch.source, CLATTN_CHOICE_SHIPPED, "%s", ch.why);
   cr_expect_str_eq(clattn_choice_source_str(ch.source), "shipped");
-  cr_expect_eq(ch.params.rows, 2, "%s", ch.why);
-  cr_expect_eq(ch.params.keys, 16, "%s", ch.why);
+  cr_expect_eq(tu_params(ch.params).rows, 2, "%s", ch.why);
+  cr_expect_eq(tu_params(ch.params).keys, 16, "%s", ch.why);
   cr_expect_str_eq(ch.entry_device, e.device);
   cr_expect(strstr(ch.why, "shipped data: ") != NULL, "%s", ch.why);
   cr_expect(strstr(ch.why, p.arch) != NULL, "%s", ch.why);
@@ -170,8 +168,8 @@ Test(shipped, user_row_wins) {
   clattn_db_close(db);
   clattn_choice ch = explain_with(path);
   cr_expect_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
-  cr_expect_eq(ch.params.rows, 4);
-  cr_expect_eq(ch.params.keys, 32);
+  cr_expect_eq(tu_params(ch.params).rows, 4);
+  cr_expect_eq(tu_params(ch.params).keys, 32);
 }
 
 /* Caller params win over the shipped row. */
@@ -181,10 +179,10 @@ Test(shipped, caller_params_win) {
       row("f0", p.vendor, p.arch, "prefill", CLS, SHIPPED_PARAMS, 1e-3);
   use_shipped(write_shipped("one.json", &e, 1));
   clattn_ctx *ctx = ctx_with_db(no_db());
-  clattn_params mine = {1, 4, 32, 0, 0, 0, 0};
+  clattn_params mine = {sizeof(clattn_params), 1, 4, 32, 0, 0, 0, 0};
   clattn_attn_desc d = desc;
   d.params = &mine;
-  clattn_choice ch;
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
   cr_assert_eq(clattn_explain_attention(ctx, &d, &ch), CLATTN_OK);
   cr_expect_eq(ch.source, CLATTN_CHOICE_CALLER);
   cr_assert_eq(clattn_ctx_set_params(ctx, "prefill: rows=4 keys=32"),
@@ -206,12 +204,12 @@ Test(shipped, projection_family) {
           1e-5);
   use_shipped(write_shipped("proj.json", &e, 1));
   clattn_ctx *ctx = ctx_with_db(no_db());
-  clattn_choice ch;
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
   cr_assert_eq(clattn_explain_shape(ctx, "projection", "m=64 n=64 k=64",
                                     NULL, &ch),
                CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
   cr_expect_eq(ch.source, CLATTN_CHOICE_SHIPPED, "%s", ch.why);
-  cr_expect_eq(ch.params.scheme, 1, "%s", ch.why);
+  cr_expect_eq(tu_params(ch.params).scheme, 1, "%s", ch.why);
   clattn_ctx_destroy(ctx);
 }
 
@@ -256,7 +254,7 @@ Test(shipped, cpu_of_the_same_isa_class) {
   clattn_choice ch = explain_with(no_db());
   cr_expect_eq(ch.source, CLATTN_CHOICE_SHIPPED, "%s", ch.why);
   cr_expect_str_eq(ch.entry_device, e[0].device, "%s", ch.why);
-  cr_expect_eq(ch.params.rows, 2, "%s", ch.why);
+  cr_expect_eq(tu_params(ch.params).rows, 2, "%s", ch.why);
   cr_expect(strstr(ch.why, "same vector ISA") != NULL, "%s", ch.why);
 }
 
@@ -292,7 +290,7 @@ Test(shipped, off) {
 Test(shipped, off_word) {
   use_shipped("off");
   cr_expect_eq(clattn_shipped_count(), 0);
-  clattn_tune_entry got;
+  clattn_tune_entry got = {.size = sizeof(clattn_tune_entry)};
   cr_expect_eq(clattn_shipped_row(0, &got), CLATTN_ERR_NOT_FOUND);
 }
 
@@ -346,7 +344,7 @@ Test(shipped, embedded_rows_are_valid) {
   clattn_db *db = NULL;
   cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
   for (int i = 0; i < n; i++) {
-    clattn_tune_entry e;
+    clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
     cr_assert_eq(clattn_shipped_row(i, &e), CLATTN_OK);
     cr_expect_str_eq(e.status, "ok");
     cr_expect_eq(e.tune_method, clattn_tune_method(e.kernel));
@@ -421,7 +419,7 @@ static int read_back(const char *file, clattn_tune_entry **rows) {
   cr_assert_eq(clattn_db_import(db, file, NULL, NULL, NULL), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
   int n = 0;
-  cr_assert_eq(clattn_db_list_tune(db, NULL, NULL, NULL, rows, &n),
+  cr_assert_eq(clattn_db_list_tune(db, NULL, NULL, NULL, sizeof **(rows), rows, &n),
                CLATTN_OK);
   clattn_db_close(db);
   return n;

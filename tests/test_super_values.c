@@ -108,10 +108,10 @@ static const sv_shape shapes[] = {
 };
 
 /* The automatic plan and explicit rows x work-groups. */
-static const clattn_params explicit_params[] = {{1, 1, 0, 0, 0, 0, 0},
-                                                {1, 3, 0, 0, 0, 0, 0},
-                                                {1, 16, 0, 32, 0, 0, 0},
-                                                {1, 5, 0, 8, 0, 0, 0}};
+static const clattn_params explicit_params[] = {{sizeof(clattn_params), 1, 1, 0, 0, 0, 0, 0},
+                                                {sizeof(clattn_params), 1, 3, 0, 0, 0, 0, 0},
+                                                {sizeof(clattn_params), 1, 16, 0, 32, 0, 0, 0},
+                                                {sizeof(clattn_params), 1, 5, 0, 8, 0, 0, 0}};
 
 Test(super_values, matches_reference, .timeout = 600) {
   clattn_ctx *ctx = tu_ctx();
@@ -151,7 +151,7 @@ Test(super_values, upper_triangle_never_read) {
   clattn_ctx *ctx = tu_ctx();
   const int rows[] = {1, 2, 4, 7, 16};
   for (int r = 0; r < 5; r++) {
-    const clattn_params p = {1, rows[r], 0, 0, 0, 0, 0};
+    const clattn_params p = {sizeof(clattn_params), 1, rows[r], 0, 0, 0, 0, 0};
     const clattn__super_values_desc d = {2,  9, 3,           12,          2, 8,
                                          12, 1, CLATTN_BSHD, CLATTN_BHSD, &p};
     char what[64];
@@ -254,11 +254,11 @@ Test(super_values, misuse) {
   d.heads = 1 << 16;
   expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "overflow");
   d = ok;
-  const clattn_params keys = {1, 4, 16, 0, 0, 0, 0};
+  const clattn_params keys = {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 0};
   d.params = &keys;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "keys");
   d = ok;
-  const clattn_params rows = {1, 33, 0, 0, 0, 0, 0};
+  const clattn_params rows = {sizeof(clattn_params), 1, 33, 0, 0, 0, 0, 0};
   d.params = &rows;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "rows");
   /* buffers smaller than the shape */
@@ -276,11 +276,11 @@ Test(super_values, misuse) {
 /* The model's useful work: 2 FLOPs per (row, visible position, channel),
  * the triangle only when causal. */
 Test(super_values, model_flops) {
-  clattn_profile prof;
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("A100", &prof), CLATTN_OK);
   clattn__super_values_desc d = {2,  10, 6,           16,          4,   16,
                                  16, 1,  CLATTN_BSHD, CLATTN_BHSD, NULL};
-  clattn_prediction pr;
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)};
   cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK, "%s",
                pr.errmsg);
   const double pairs = 10.0 * 6 + 10.0 * 11 / 2; /* t = 6..15: t + 1 each */

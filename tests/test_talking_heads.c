@@ -36,29 +36,29 @@ typedef struct th_case {
 
 static const th_case cases[] = {
     /* b  n   m hk  h hv  dk  dv  c lens ql kl dt   params             small */
-    {2, 19, 45, 3, 5, 2, 16, 24, 0, 0, 0, 0, F32, {1, 0, 0, 0, 0, 0, 2}, 1},
-    {2, 19, 45, 3, 5, 2, 16, 24, 1, 1, 0, 0, F32, {1, 0, 0, 0, 0, 0, 1}, 1},
-    {2, 19, 45, 3, 5, 2, 16, 24, 1, 1, 1, 0, BF16, {1, 0, 0, 0, 0, 0, 3}, 0},
-    {1, 21, 50, 2, 3, 4, 8, 16, 0, 0, 0, 1, F32, {1, 2, 16, 4, 0, 0, 3}, 0},
-    {2, 13, 30, 3, 5, 2, 16, 8, 1, 1, 1, 1, F16, {2, 0, 8, 16, 0, 0, 2}, 1},
-    {1, 9, 17, 2, 1, 3, 8, 12, 0, 1, 0, 1, F32, {2, 0, 4, 8, 0, 0, 1}, 1},
-    {2, 33, 70, 3, 5, 2, 64, 64, 1, 1, 0, 0, F32, {1, 4, 32, 0, 0, 0, 2}, 0},
-    {2, 33, 70, 3, 5, 2, 64, 64, 0, 1, 1, 0, F16, {1, 2, 16, 0, 0, 0, 1}, 0},
-    {2, 33, 70, 3, 5, 2, 64, 64, 1, 1, 0, 1, F16, {1, 8, 32, 0, 0, 0, 3}, 0},
-    {2, 65, 65, 2, 3, 5, 12, 20, 1, 0, 1, 1, F32, {1, 16, 64, 0, 0, 0, 3}, 0},
+    {2, 19, 45, 3, 5, 2, 16, 24, 0, 0, 0, 0, F32, {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 2}, 1},
+    {2, 19, 45, 3, 5, 2, 16, 24, 1, 1, 0, 0, F32, {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 1}, 1},
+    {2, 19, 45, 3, 5, 2, 16, 24, 1, 1, 1, 0, BF16, {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 3}, 0},
+    {1, 21, 50, 2, 3, 4, 8, 16, 0, 0, 0, 1, F32, {sizeof(clattn_params), 1, 2, 16, 4, 0, 0, 3}, 0},
+    {2, 13, 30, 3, 5, 2, 16, 8, 1, 1, 1, 1, F16, {sizeof(clattn_params), 2, 0, 8, 16, 0, 0, 2}, 1},
+    {1, 9, 17, 2, 1, 3, 8, 12, 0, 1, 0, 1, F32, {sizeof(clattn_params), 2, 0, 4, 8, 0, 0, 1}, 1},
+    {2, 33, 70, 3, 5, 2, 64, 64, 1, 1, 0, 0, F32, {sizeof(clattn_params), 1, 4, 32, 0, 0, 0, 2}, 0},
+    {2, 33, 70, 3, 5, 2, 64, 64, 0, 1, 1, 0, F16, {sizeof(clattn_params), 1, 2, 16, 0, 0, 0, 1}, 0},
+    {2, 33, 70, 3, 5, 2, 64, 64, 1, 1, 0, 1, F16, {sizeof(clattn_params), 1, 8, 32, 0, 0, 0, 3}, 0},
+    {2, 65, 65, 2, 3, 5, 12, 20, 1, 0, 1, 1, F32, {sizeof(clattn_params), 1, 16, 64, 0, 0, 0, 3}, 0},
     /* scheme 3 keeping part of the keys' logits: 32 x 32 x 600 floats pass
      * 2 MiB (PoCL), 2 items x 2 x 4 x 1600 pass Oclgrind's 48 KiB; the
      * simulators' one scheme 3 case (few positions and logit heads:
      * llvmpipe takes minutes to compile a talking-heads program) */
-    {1, 40, 600, 2, 32, 2, 8, 8, 1, 1, 0, 0, F32, {1, 32, 16, 0, 0, 0, 3}, 0},
-    {2, 9, 1600, 2, 4, 2, 8, 8, 1, 1, 0, 1, F16, {1, 2, 16, 2, 0, 0, 3}, 1},
-    {1, 40, 40, 8, 8, 8, 64, 64, 1, 0, 0, 0, BF16, {0, 0, 0, 0, 0, 0, 0}, 0},
-    {3, 17, 129, 8, 8, 8, 32, 32, 0, 1, 1, 1, F32, {2, 0, 16, 32, 0, 0, 2}, 0},
-    {2, 50, 21, 4, 1, 4, 80, 16, 1, 1, 0, 0, F32, {0, 0, 0, 0, 0, 0, 0}, 0},
-    {2, 50, 21, 4, 1, 4, 80, 16, 1, 0, 1, 0, BF16, {2, 0, 8, 64, 0, 0, 1}, 0},
-    {1, 7, 100, 1, 1, 1, 16, 16, 0, 0, 0, 1, F16, {1, 1, 64, 0, 0, 0, 2}, 0},
-    {2, 65, 65, 2, 3, 5, 12, 20, 1, 1, 1, 1, F32, {1, 8, 16, 0, 0, 0, 1}, 0},
-    {2, 65, 65, 2, 3, 5, 12, 20, 0, 0, 0, 0, F32, {2, 0, 32, 64, 0, 0, 2}, 0},
+    {1, 40, 600, 2, 32, 2, 8, 8, 1, 1, 0, 0, F32, {sizeof(clattn_params), 1, 32, 16, 0, 0, 0, 3}, 0},
+    {2, 9, 1600, 2, 4, 2, 8, 8, 1, 1, 0, 1, F16, {sizeof(clattn_params), 1, 2, 16, 2, 0, 0, 3}, 1},
+    {1, 40, 40, 8, 8, 8, 64, 64, 1, 0, 0, 0, BF16, {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, 0},
+    {3, 17, 129, 8, 8, 8, 32, 32, 0, 1, 1, 1, F32, {sizeof(clattn_params), 2, 0, 16, 32, 0, 0, 2}, 0},
+    {2, 50, 21, 4, 1, 4, 80, 16, 1, 1, 0, 0, F32, {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, 0},
+    {2, 50, 21, 4, 1, 4, 80, 16, 1, 0, 1, 0, BF16, {sizeof(clattn_params), 2, 0, 8, 64, 0, 0, 1}, 0},
+    {1, 7, 100, 1, 1, 1, 16, 16, 0, 0, 0, 1, F16, {sizeof(clattn_params), 1, 1, 64, 0, 0, 0, 2}, 0},
+    {2, 65, 65, 2, 3, 5, 12, 20, 1, 1, 1, 1, F32, {sizeof(clattn_params), 1, 8, 16, 0, 0, 0, 1}, 0},
+    {2, 65, 65, 2, 3, 5, 12, 20, 0, 0, 0, 0, F32, {sizeof(clattn_params), 2, 0, 32, 64, 0, 0, 2}, 0},
 };
 
 enum { NCASES = (int)(sizeof cases / sizeof cases[0]) };
@@ -104,7 +104,7 @@ static void run_case(const th_case *c, unsigned seed) {
   cl_mem dpl = tu_upload(ctx, pl, npl, F32), dpw = tu_upload(ctx, pw, npw, F32);
   cl_mem dl = c->lens ? tu_upload_int(ctx, lens, (size_t)c->b) : NULL;
   cl_mem dout = tu_sentinel(ctx, no, c->dt, 0xff); /* NaN: must be written */
-  const clattn_th_desc d = {c->b, c->n, c->m, c->hk, c->h, c->hv, c->dk,
+  const clattn_th_desc d = {sizeof(clattn_th_desc), c->b, c->n, c->m, c->hk, c->h, c->hv, c->dk,
                             c->dv, c->dt, (clattn_layout)c->ql,
                             (clattn_layout)c->kl, 0.0f, c->causal,
                             has_params(&c->p) ? &c->p : NULL};
@@ -163,11 +163,11 @@ Test(talking_heads, identity_is_mha, .timeout = 900) {
       for (int scheme = 1; scheme <= 3; scheme++) {
         if (variant == 2 && scheme == 3)
           continue; /* scheme 3 is variant 1's */
-        const clattn_attn_desc ad = {b,   n,           m,           hh,   hh,
+        const clattn_attn_desc ad = {sizeof(clattn_attn_desc), b,   n,           m,           hh,   hh,
                                      dd,  dd,          F32,         CLATTN_BSHD,
                                      CLATTN_BSHD, 0.0f, causal, NULL};
-        const clattn_params p = {variant, 0, 0, 0, 0, 0, scheme};
-        const clattn_th_desc td = {b,           n,           m,    hh, hh,
+        const clattn_params p = {sizeof(clattn_params), variant, 0, 0, 0, 0, 0, scheme};
+        const clattn_th_desc td = {sizeof(clattn_th_desc), b,           n,           m,    hh, hh,
                                    hh,          dd,          dd,   F32,
                                    CLATTN_BSHD, CLATTN_BSHD, 0.0f, causal,
                                    &p};
@@ -201,7 +201,7 @@ Test(talking_heads, misuse) {
   cl_mem pw = tu_buffer(ctx, (size_t)h * hv * 4);
   cl_mem small = tu_buffer(ctx, 4);
   cl_mem o = tu_buffer(ctx, (size_t)b * n * hv * dd * 4);
-  clattn_th_desc d = {b,   n,           m,           hk,   h, hv, dd, dd,
+  clattn_th_desc d = {sizeof(clattn_th_desc), b,   n,           m,           hk,   h, hv, dd, dd,
                       F32, CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, NULL};
   cr_expect_eq(clattn_talking_heads(ctx, NULL, q, k, v, pl, pw, NULL, o, NULL),
                CLATTN_ERR_INVALID_ARG);
@@ -226,14 +226,14 @@ Test(talking_heads, misuse) {
   bad.heads_k = 0;
   cr_expect_eq(clattn_talking_heads(ctx, &bad, q, k, v, pl, pw, NULL, o, NULL),
                CLATTN_ERR_SHAPE);
-  const clattn_params p = {0, 0, 0, 0, 0, 0, 4};
+  const clattn_params p = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 4};
   bad = d;
   bad.params = &p;
   cr_expect_eq(clattn_talking_heads(ctx, &bad, q, k, v, pl, pw, NULL, o, NULL),
                CLATTN_ERR_INVALID_ARG);
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "scheme") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
-  const clattn_params local2 = {2, 0, 0, 0, 0, 0, 3};
+  const clattn_params local2 = {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 3};
   bad.params = &local2;
   cr_expect_eq(clattn_talking_heads(ctx, &bad, q, k, v, pl, pw, NULL, o, NULL),
                CLATTN_ERR_INVALID_ARG);

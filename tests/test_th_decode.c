@@ -94,9 +94,9 @@ static void run_decode(const thcase *c) {
   cl_mem dpw = tu_upload(ctx, pw, npw, CLATTN_F32);
   cl_mem dl = tu_upload_int(ctx, lens, (size_t)c->b);
   cl_mem dout = tu_sentinel(ctx, no, c->dt, 0xff);
-  const clattn_params p = {c->variant, 0, c->keys, c->wg, c->splits, 0, 0};
+  const clattn_params p = {sizeof(clattn_params), c->variant, 0, c->keys, c->wg, c->splits, 0, 0};
   const int has_p = c->variant || c->keys || c->wg || c->splits;
-  const clattn_th_decode_desc d = {c->b,  c->cap, c->hk,
+  const clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc), c->b,  c->cap, c->hk,
                                    c->h,  c->hv,  c->dk,
                                    c->dv, c->dt,  (clattn_layout)c->layout,
                                    0.0f,  has_p ? &p : NULL};
@@ -177,7 +177,7 @@ static void run_append(int b, int cap, int hk, int hv, int dk, int dv,
   cl_mem bk = tu_upload(ctx, k, nk, dt), dv_ = tu_upload(ctx, v, nv, dt);
   cl_mem dkn = tu_upload(ctx, kn, nkn, dt), dvn = tu_upload(ctx, vn, nvn, dt);
   cl_mem dpos = tu_upload_int(ctx, pos, (size_t)b);
-  const clattn_th_decode_desc d = {b,  cap, hk, 1,    hv,
+  const clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc), b,  cap, hk, 1,    hv,
                                    dk, dv,  dt, (clattn_layout)layout,
                                    0.0f, NULL};
   clattn_status st =
@@ -237,8 +237,8 @@ Test(th_decode, steps, .timeout = 300) {
   cl_mem dq = tu_buffer(ctx, (size_t)hk * dk * 4);
   cl_mem dpl = tu_upload(ctx, pl, 15, dt), dpw = tu_upload(ctx, pw, 10, dt);
   cl_mem dout = tu_buffer(ctx, (size_t)hv * dv * 4);
-  const clattn_params p = {1, 0, 16, 0, 3, 0, 0};
-  const clattn_th_decode_desc d = {1,  cap, hk, h,    hv,  dk,
+  const clattn_params p = {sizeof(clattn_params), 1, 0, 16, 0, 3, 0, 0};
+  const clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc), 1,  cap, hk, h,    hv,  dk,
                                    dv, dt,  CLATTN_BHSD, 0.0f, &p};
   for (int s = 0; s < steps; s++) {
     const int len = s + 1;
@@ -306,11 +306,11 @@ Test(th_decode, equals_prefill, .timeout = 300) {
     cl_mem dpw = tu_upload(ctx, pw, 10, CLATTN_F32);
     cl_mem dl = tu_upload_int(ctx, lens, 2);
     cl_mem dod = tu_buffer(ctx, no * 4), dop = tu_buffer(ctx, no * 4);
-    const clattn_th_decode_desc d = {b,  cap,        hk,
+    const clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc), b,  cap,        hk,
                                      h,  hv,         dk,
                                      dv, CLATTN_F32, (clattn_layout)layout,
                                      0.0f, NULL};
-    const clattn_th_desc pd = {b,          1,           cap,
+    const clattn_th_desc pd = {sizeof(clattn_th_desc), b,          1,           cap,
                                hk,         h,           hv,
                                dk,         dv,          CLATTN_F32,
                                CLATTN_BSHD, (clattn_layout)layout, 0.0f,
@@ -349,7 +349,7 @@ Test(th_decode, misuse) {
   const int len = cap;
   cl_mem lens = tu_upload_int(ctx, &len, 1);
   cl_mem o = tu_buffer(ctx, (size_t)hv * dv * 4);
-  clattn_th_decode_desc d = {b,  cap,        hk,          h,    hv,  dk,
+  clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc), b,  cap,        hk,          h,    hv,  dk,
                              dv, CLATTN_F32, CLATTN_BHSD, 0.0f, NULL};
   cr_expect_eq(clattn_talking_heads_decode(ctx, &d, q, k, v, pl, pw, lens, o,
                                            NULL),
@@ -392,10 +392,10 @@ Test(th_decode, misuse) {
                                                NULL),
                    CLATTN_ERR_SHAPE);
     }
-  const clattn_params bad_p[] = {{2, 0, 0, 0, 0, 0, 0},
-                                 {0, 2, 0, 0, 0, 0, 0},
-                                 {0, 0, 0, 0, 0, 0, 1},
-                                 {0, 0, -16, 0, 0, 0, 0}};
+  const clattn_params bad_p[] = {{sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0},
+                                 {sizeof(clattn_params), 0, 2, 0, 0, 0, 0, 0},
+                                 {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1},
+                                 {sizeof(clattn_params), 0, 0, -16, 0, 0, 0, 0}};
   for (int i = 0; i < 4; i++) {
     clattn_th_decode_desc e = d;
     e.params = &bad_p[i];

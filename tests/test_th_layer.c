@@ -38,7 +38,7 @@ typedef struct fixture {
 } fixture;
 
 static clattn_th_layer_desc desc_of(const thshape *s) {
-  const clattn_th_layer_desc d = {.d_model = s->D, .heads_k = s->hk,
+  const clattn_th_layer_desc d = {.size = sizeof(clattn_th_layer_desc), .d_model = s->D, .heads_k = s->hk,
                                   .heads = s->h, .heads_v = s->hv,
                                   .head_dim_k = s->dk, .head_dim_v = s->dv};
   return d;
@@ -220,7 +220,7 @@ Test(th_layer, misuse, .timeout = 900) {
 
   /* a cache of a GQA layer (h_k key and value heads) on the talking-heads
    * layer: the value heads differ */
-  clattn_layer_desc gd = {.d_model = s->D, .heads_q = s->hk,
+  clattn_layer_desc gd = {.size = sizeof(clattn_layer_desc), .d_model = s->D, .heads_q = s->hk,
                           .heads_kv = s->hk, .head_dim_k = s->dk,
                           .head_dim_v = s->dv};
   cl_mem gw = tu_buffer(f.ctx, (size_t)s->D * s->hk * s->dv * 4 +

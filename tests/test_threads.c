@@ -38,10 +38,10 @@ typedef struct later {
 
 static void *later_run(void *arg) {
   later *l = arg;
-  clattn_choice ch;
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
   l->id = pthread_self();
   if (l->fail) {
-    clattn_attn_desc bad = {.batch = 1, .n_q = 1, .n_kv = 1, .heads_q = 3,
+    clattn_attn_desc bad = {.size = sizeof(clattn_attn_desc), .batch = 1, .n_q = 1, .n_kv = 1, .heads_q = 3,
                             .heads_kv = 2, .head_dim_k = 8, .head_dim_v = 8};
     clattn_attention(l->ctx, &bad, NULL, NULL, NULL, NULL, NULL, NULL);
   }

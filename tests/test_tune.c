@@ -47,7 +47,7 @@ static void check_space(const clattn__target *t, const clattn__space *s,
   for (int i = 0; i < s->n; i++) {
     clattn_params p = clattn__space_params(s, i);
     char why[160];
-    clattn_params r;
+    clattn_params r = {.size = sizeof(clattn_params)};
     if (decode) {
       clattn_decode_desc d = *(const clattn_decode_desc *)desc;
       clattn__decode_plan pl;
@@ -85,7 +85,7 @@ Test(space, prefill_constraints) {
   int pruned_small = 0;
   for (int ti = 0; ti < 4; ti++)
     for (int di = 0; di < 4; di++) {
-      clattn_attn_desc d = {1, 300, 300, 8, 2, dims[di], dims[di],
+      clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 300, 300, 8, 2, dims[di], dims[di],
                             CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1,
                             NULL};
       clattn__space s;
@@ -105,7 +105,7 @@ Test(space, decode_constraints) {
   int pruned_small = 0;
   for (int ti = 0; ti < 4; ti++)
     for (int gi = 0; gi < 4; gi++) {
-      clattn_decode_desc d = {2, 3000, 2 * g[gi], 2, 128, 128, CLATTN_F16,
+      clattn_decode_desc d = {sizeof(clattn_decode_desc), 2, 3000, 2 * g[gi], 2, 128, 128, CLATTN_F16,
                               CLATTN_BHSD, 0.0f, NULL};
       clattn__space s;
       cr_assert_eq(clattn__family_decode.space(&targets[ti], &d, &s), CLATTN_OK);
@@ -124,14 +124,14 @@ Test(space, default_variant) {
   static const int expect[] = {1, 2, 2, 2};
   for (int ti = 0; ti < 4; ti++) {
     char why[160];
-    clattn_attn_desc a = {1, 100, 100, 8, 2, 64, 64, CLATTN_F32, CLATTN_BSHD,
+    clattn_attn_desc a = {sizeof(clattn_attn_desc), 1, 100, 100, 8, 2, 64, 64, CLATTN_F32, CLATTN_BSHD,
                           CLATTN_BSHD, 0.0f, 1, NULL};
     clattn__prefill_plan pp;
     cr_assert_eq(clattn__plan_prefill(&targets[ti], &a, &pp, why, sizeof why),
                  CLATTN_OK, "%s", why);
     cr_assert_eq(pp.variant, expect[ti], "target %d: prefill variant %d", ti,
                  pp.variant);
-    clattn_decode_desc d = {1, 1000, 8, 1, 64, 64, CLATTN_F32, CLATTN_BHSD,
+    clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 1000, 8, 1, 64, 64, CLATTN_F32, CLATTN_BHSD,
                             0.0f, NULL};
     clattn__decode_plan dp;
     cr_assert_eq(clattn__plan_decode(&targets[ti], &d, &dp, why, sizeof why),
@@ -140,8 +140,7 @@ Test(space, default_variant) {
                  dp.variant);
   }
   /* a CPU profile keeps its preferred vector width as wave_width */
-  clattn_profile prof;
-  memset(&prof, 0, sizeof prof);
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
   prof.is_cpu = 1;
   prof.wave_width = 16;
   cr_assert(clattn__target_of_profile(&prof).cpu_vectors);
@@ -192,27 +191,27 @@ static char *tmp_db(const char *name) {
 static void set_method(clattn_db *db, const char *kernel, int method) {
   clattn_tune_entry *e = NULL;
   int n = 0;
-  cr_assert_eq(clattn_db_list_tune(db, NULL, kernel, NULL, &e, &n), CLATTN_OK);
+  cr_assert_eq(clattn_db_list_tune(db, NULL, kernel, NULL, sizeof *e, &e, &n), CLATTN_OK);
   for (int i = 0; i < n; i++) {
     e[i].tune_method = method;
     cr_assert_eq(clattn_db_put_tune(db, &e[i]), CLATTN_OK);
   }
-  free(e);
+  clattn_free(e);
 }
 
 static int count_rows(clattn_db *db, const char *kernel) {
   clattn_tune_entry *e = NULL;
   int n = 0;
-  cr_assert_eq(clattn_db_list_tune(db, NULL, kernel, NULL, &e, &n),
+  cr_assert_eq(clattn_db_list_tune(db, NULL, kernel, NULL, sizeof *e, &e, &n),
                CLATTN_OK, "%s", clattn_db_errmsg(db));
-  free(e);
+  clattn_free(e);
   return n;
 }
 
 static void check_rows(clattn_db *db, const char *kernel, double tol) {
   clattn_tune_entry *e = NULL;
   int n = 0;
-  cr_assert_eq(clattn_db_list_tune(db, NULL, kernel, NULL, &e, &n),
+  cr_assert_eq(clattn_db_list_tune(db, NULL, kernel, NULL, sizeof *e, &e, &n),
                CLATTN_OK);
   for (int i = 0; i < n; i++) {
     cr_assert(!strcmp(e[i].status, "ok") || !strcmp(e[i].status, "slow") ||
@@ -227,22 +226,21 @@ static void check_rows(clattn_db *db, const char *kernel, double tol) {
     cr_assert(e[i].fingerprint[0] && e[i].updated[0] &&
               e[i].library_version[0]);
   }
-  free(e);
+  clattn_free(e);
 }
 
 Test(tune, prefill_resume) {
   clattn_ctx *ctx = tu_ctx();
   clattn_db *db = NULL;
   cr_assert_eq(clattn_db_open(tmp_db("prefill"), &db), CLATTN_OK);
-  const clattn_attn_desc d = {1,  40, 70,         2,          2,
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1,  40, 70,         2,          2,
                               32, 32, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD,
                               0.0f, 1, NULL};
-  clattn_tune_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   o.strategy = CLATTN_TUNE_RANDOM;
   o.max_candidates = 4;
   o.repeats = 3;
-  clattn_tune_result r;
+  clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
   cr_assert_eq(clattn_tune_attention(ctx, db, &d, &o, &r), CLATTN_OK, "%s",
                clattn_ctx_errmsg(ctx));
   cr_assert_eq(r.measured, 4);
@@ -251,7 +249,7 @@ Test(tune, prefill_resume) {
   cr_assert_eq(count_rows(db, "prefill"), 4);
   check_rows(db, "prefill", 1e-4);
   /* the rerun resumes: the same candidates, none measured again */
-  clattn_tune_result r2;
+  clattn_tune_result r2 = {.size = sizeof(clattn_tune_result)};
   cr_assert_eq(clattn_tune_attention(ctx, db, &d, &o, &r2), CLATTN_OK);
   cr_assert_eq(r2.measured, 0);
   cr_assert_eq(r2.reused, 4);
@@ -284,8 +282,7 @@ static clattn_status fake_eval(void *self, const int *v, double best_s,
 }
 
 static double fake_time1(void *self, const int *v) {
-  clattn_tune_entry e;
-  memset(&e, 0, sizeof e);
+  clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
   fake_eval(self, v, 0, 0, 1, &e);
   return e.median_s;
 }
@@ -323,7 +320,7 @@ Test(tune, cap_honoured) {
   bowl_space(&s);
   clattn__tune_family f;
   bowl_family(&f, NULL);
-  clattn_tune_entry fp;
+  clattn_tune_entry fp = {.size = sizeof(clattn_tune_entry)};
   cr_assert_eq(clattn__tune_identity(ctx, &fp), CLATTN_OK);
   static const clattn_tune_strategy strat[] = {
       CLATTN_TUNE_AUTO, CLATTN_TUNE_ANNEAL, CLATTN_TUNE_RANDOM};
@@ -331,12 +328,11 @@ Test(tune, cap_honoured) {
     for (int cap = 2; cap <= 40; cap++) {
       clattn_db *db = NULL;
       cr_assert_eq(clattn_db_open(tmp_db("cap"), &db), CLATTN_OK);
-      clattn_tune_opts o;
-      memset(&o, 0, sizeof o);
+      clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
       o.strategy = strat[k];
       o.max_candidates = cap;
       o.seed = 3u + (unsigned)cap;
-      clattn_tune_result r;
+      clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
       cr_assert_eq(clattn__tune_run(ctx, db, &s, &f, &fp, &o, &r), CLATTN_OK,
                    "%s", clattn_ctx_errmsg(ctx));
       cr_expect(r.measured == cap, "%s, cap %d: %d measured",
@@ -363,16 +359,15 @@ static int fake_predict(void *self, const int *v, double *t_pred,
 static clattn_tune_result model_walk(clattn_ctx *ctx, const clattn__space *s,
                                      const clattn__tune_family *f,
                                      const char *db_name) {
-  clattn_tune_entry fp;
+  clattn_tune_entry fp = {.size = sizeof(clattn_tune_entry)};
   cr_assert_eq(clattn__tune_identity(ctx, &fp), CLATTN_OK);
   clattn_db *db = NULL;
   unlink(tmp_db(db_name));
   cr_assert_eq(clattn_db_open(tmp_db(db_name), &db), CLATTN_OK);
-  clattn_tune_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   o.strategy = CLATTN_TUNE_MODEL;
   o.max_candidates = 20;
-  clattn_tune_result r;
+  clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
   cr_assert_eq(clattn__tune_run(ctx, db, s, f, &fp, &o, &r), CLATTN_OK, "%s",
                clattn_ctx_errmsg(ctx));
   clattn_db_close(db);
@@ -466,7 +461,7 @@ Test(tune, roofline_refresh) {
  * profile as stored. */
 Test(tune, decode_roofline_at_copy) {
   clattn_ctx *ctx = tu_ctx();
-  clattn_profile p;
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_profile_reported(ctx, &p), CLATTN_OK);
   p.source = CLATTN_PROFILE_MEASURED;
   p.bw_read_gbs = p.bw_copy_gbs = p.bw_triad_gbs = 0.5;
@@ -475,22 +470,21 @@ Test(tune, decode_roofline_at_copy) {
   cr_assert_eq(clattn_db_open(tmp_db("at-copy"), &db), CLATTN_OK);
   cr_assert_eq(clattn_db_put_profile(db, &p), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
-  const clattn_decode_desc d = {1, 4096, 8, 2, 64, 64, CLATTN_F32,
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 4096, 8, 2, 64, 64, CLATTN_F32,
                                 CLATTN_BHSD, 0.0f, NULL};
   const double kv = 4096.0 * 2 * (64 + 64) * 4;
-  clattn_tune_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   o.strategy = CLATTN_TUNE_MODEL;
   o.max_candidates = 3;
   o.repeats = 3;
-  clattn_tune_result r;
+  clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
   cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK, "%s",
                clattn_ctx_errmsg(ctx));
   cr_expect(r.refreshes >= 1, "refreshes %d", r.refreshes);
   cr_expect(r.roofline_s > 0 && r.roofline_s < kv / 0.5e9 / 4,
             "roofline %g s; the stored profile's K/V read alone %g s",
             r.roofline_s, kv / 0.5e9);
-  const clattn_attn_desc a = {1, 64, 64, 2, 2, 16, 16, CLATTN_F32,
+  const clattn_attn_desc a = {sizeof(clattn_attn_desc), 1, 64, 64, 2, 2, 16, 16, CLATTN_F32,
                               CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, NULL};
   cr_assert_eq(clattn_tune_attention(ctx, db, &a, &o, &r), CLATTN_OK, "%s",
                clattn_ctx_errmsg(ctx));
@@ -503,14 +497,13 @@ Test(tune, decode_fresh_anneal) {
   clattn_ctx *ctx = tu_ctx();
   clattn_db *db = NULL;
   cr_assert_eq(clattn_db_open(tmp_db("decode"), &db), CLATTN_OK);
-  const clattn_decode_desc d = {2, 600, 4, 2, 64, 64, CLATTN_F16,
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc), 2, 600, 4, 2, 64, 64, CLATTN_F16,
                                 CLATTN_BHSD, 0.0f, NULL};
-  clattn_tune_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   o.strategy = CLATTN_TUNE_ANNEAL;
   o.max_candidates = 5;
   o.repeats = 3;
-  clattn_tune_result r;
+  clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
   cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK, "%s",
                clattn_ctx_errmsg(ctx));
   cr_assert_eq(r.measured + r.reused, 5);
@@ -532,7 +525,7 @@ Test(tune, decode_fresh_anneal) {
    * if they are ok and stored their figures; the winner's is the result's */
   clattn_tune_entry *v = NULL;
   int nv = 0, ok = 0, verified = 0, winner = 0;
-  cr_assert_eq(clattn_db_list_tune(db, NULL, "decode", NULL, &v, &nv),
+  cr_assert_eq(clattn_db_list_tune(db, NULL, "decode", NULL, sizeof *v, &v, &nv),
                CLATTN_OK);
   for (int i = 0; i < nv; i++) {
     if (strcmp(v[i].status, "ok") != 0)
@@ -542,7 +535,7 @@ Test(tune, decode_fresh_anneal) {
     winner += strcmp(v[i].params, r.best_params) == 0 &&
               v[i].median_s == r.best_s;
   }
-  free(v);
+  clattn_free(v);
   cr_assert(ok >= 2, "ok candidates: %d", ok);
   cr_assert_eq(r.verified, ok, "verified %d of %d", r.verified, ok);
   cr_assert_eq(verified, r.verified);
@@ -557,12 +550,12 @@ Test(tune, decode_fresh_anneal) {
   cr_assert_eq(r.measured, 5);
   clattn_tune_entry *rows = NULL;
   int n = 0;
-  cr_assert_eq(clattn_db_list_tune(db, NULL, "decode", NULL, &rows, &n),
+  cr_assert_eq(clattn_db_list_tune(db, NULL, "decode", NULL, sizeof *rows, &rows, &n),
                CLATTN_OK);
   cr_assert_eq(n, 5, "the measured rows replace the old ones: %d", n);
   for (int i = 0; i < n; i++)
     cr_expect_eq(rows[i].tune_method, clattn_tune_method("decode"));
-  free(rows);
+  clattn_free(rows);
   clattn_db_close(db);
   clattn_ctx_destroy(ctx);
 }
@@ -571,14 +564,13 @@ Test(tune, stop_and_budget) {
   clattn_ctx *ctx = tu_ctx();
   clattn_db *db = NULL;
   cr_assert_eq(clattn_db_open(tmp_db("stop"), &db), CLATTN_OK);
-  clattn_decode_desc d = {1, 1000, 2, 1, 32, 32, CLATTN_F32, CLATTN_BSHD,
+  clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 1000, 2, 1, 32, 32, CLATTN_F32, CLATTN_BSHD,
                           0.0f, NULL};
   volatile int stop = 1;
-  clattn_tune_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   o.strategy = CLATTN_TUNE_EXHAUSTIVE;
   o.stop = &stop;
-  clattn_tune_result r;
+  clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
   cr_assert_eq(clattn_tune_decode(ctx, db, &d, &o, &r), CLATTN_OK);
   cr_assert_eq(r.measured, 0);
   cr_assert_str_eq(r.stopped, "stop");
@@ -589,7 +581,7 @@ Test(tune, stop_and_budget) {
    * a candidate (one compile, which cannot be interrupted, and its runs)
    * has 4 s */
   stop = 0;
-  d = (clattn_decode_desc){1, 32768, 8, 1, 64, 64, CLATTN_F32, CLATTN_BSHD,
+  d = (clattn_decode_desc){sizeof(clattn_decode_desc), 1, 32768, 8, 1, 64, 64, CLATTN_F32, CLATTN_BSHD,
                            0.0f, NULL};
   o.budget_s = 2.0;
   o.timeout_s = 4.0;
@@ -610,17 +602,16 @@ Test(tune, bad_input) {
   clattn_ctx *ctx = tu_ctx();
   clattn_db *db = NULL;
   cr_assert_eq(clattn_db_open(tmp_db("bad"), &db), CLATTN_OK);
-  clattn_attn_desc d = {1, 8, 8, 3, 2, 32, 32, CLATTN_F32, CLATTN_BSHD,
+  clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 8, 8, 3, 2, 32, 32, CLATTN_F32, CLATTN_BSHD,
                         CLATTN_BSHD, 0.0f, 0, NULL};
-  clattn_tune_result r;
+  clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
   cr_assert_neq(clattn_tune_attention(ctx, db, &d, NULL, &r), CLATTN_OK);
   cr_assert(strstr(clattn_ctx_errmsg(ctx), "head") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
   d.heads_q = 2;
   cr_assert_eq(clattn_tune_attention(ctx, NULL, &d, NULL, &r),
                CLATTN_ERR_INVALID_ARG);
-  clattn_tune_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   o.strategy = (clattn_tune_strategy)42;
   cr_assert_eq(clattn_tune_attention(ctx, db, &d, &o, &r),
                CLATTN_ERR_INVALID_ARG);
@@ -728,10 +719,9 @@ Test(tune, sigkill_resume, .timeout = 600) {
 static void put_entry(clattn_db *db, clattn_ctx *ctx, int kin,
                       const char *kernel, const char *cls,
                       const char *params, const char *status, double t) {
-  clattn_profile p;
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_profile_reported(ctx, &p), CLATTN_OK);
-  clattn_tune_entry e;
-  memset(&e, 0, sizeof e);
+  clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
   snprintf(e.fingerprint, sizeof e.fingerprint, "%s",
            kin ? "0123456789abcdef0123456789abcdef" : p.fingerprint);
   snprintf(e.device, sizeof e.device, "%s", kin ? "a sibling" : p.name);
@@ -749,8 +739,7 @@ static void put_entry(clattn_db *db, clattn_ctx *ctx, int kin,
 }
 
 static clattn_ctx *ctx_with_db(const char *path) {
-  clattn_ctx_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.tuning_db = path;
   clattn_ctx *ctx = NULL;
   cr_assert_eq(clattn_ctx_create(&o, &ctx), CLATTN_OK, "%s",
@@ -789,13 +778,13 @@ static void run_prefill(clattn_ctx *ctx, const clattn_attn_desc *d) {
   tu_release(bo);
   free(q);
   free(k);
-  free(v);
+  clattn_free(v);
   free(o);
   free(ref);
 }
 
 static clattn_choice last(clattn_ctx *ctx) {
-  clattn_choice ch;
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
   cr_assert_eq(clattn_ctx_last_choice(ctx, &ch), CLATTN_OK);
   return ch;
 }
@@ -803,7 +792,7 @@ static clattn_choice last(clattn_ctx *ctx) {
 Test(choice, tuned_entries) {
   const char *path = tmp_db("choice");
   clattn_ctx *probe_ctx = tu_ctx();
-  clattn_attn_desc d = {1, 50, 50, 4, 2, 32, 32, CLATTN_F32, CLATTN_BSHD,
+  clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 50, 50, 4, 2, 32, 32, CLATTN_F32, CLATTN_BSHD,
                         CLATTN_BSHD, 0.0f, 1, NULL};
   char cls[96];
   clattn_shape_class_attention(&d, cls, sizeof cls);
@@ -824,8 +813,8 @@ Test(choice, tuned_entries) {
   run_prefill(ctx, &d);
   clattn_choice ch = last(ctx);
   cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED_ARCH, "%s", ch.why);
-  cr_assert_eq(ch.params.rows, 2);
-  cr_assert_eq(ch.params.keys, 16);
+  cr_assert_eq(tu_params(ch.params).rows, 2);
+  cr_assert_eq(tu_params(ch.params).keys, 16);
   cr_assert_str_eq(ch.entry_device, "a sibling");
   clattn_ctx_destroy(ctx);
 
@@ -839,7 +828,7 @@ Test(choice, tuned_entries) {
   run_prefill(ctx, &d);
   ch = last(ctx);
   cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED_NEAREST, "%s", ch.why);
-  cr_assert_eq(ch.params.rows, 8);
+  cr_assert_eq(tu_params(ch.params).rows, 8);
   cr_assert_str_eq(ch.entry_class, "f32 k32 v32 g2 bh2 n128 m128 c1");
   clattn_ctx_destroy(ctx);
 
@@ -850,17 +839,17 @@ Test(choice, tuned_entries) {
   run_prefill(ctx, &d);
   ch = last(ctx);
   cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
-  cr_assert_eq(ch.resolved.variant, 1);
-  cr_assert_eq(ch.resolved.rows, 1);
-  cr_assert_eq(ch.resolved.keys, 48);
-  cr_assert_eq(ch.resolved.wg, 4);
+  cr_assert_eq(tu_params(ch.resolved).variant, 1);
+  cr_assert_eq(tu_params(ch.resolved).rows, 1);
+  cr_assert_eq(tu_params(ch.resolved).keys, 48);
+  cr_assert_eq(tu_params(ch.resolved).wg, 4);
   /* explain says the same without running */
-  clattn_choice ex;
+  clattn_choice ex = {.size = sizeof(clattn_choice)};
   cr_assert_eq(clattn_explain_attention(ctx, &d, &ex), CLATTN_OK);
   cr_assert_eq(ex.source, CLATTN_CHOICE_TUNED);
   cr_assert(memcmp(&ex.resolved, &ch.resolved, sizeof ch.resolved) == 0);
   /* the caller's params come first */
-  const clattn_params mine = {1, 2, 32, 0, 0, 0, 0};
+  const clattn_params mine = {sizeof(clattn_params), 1, 2, 32, 0, 0, 0, 0};
   d.params = &mine;
   run_prefill(ctx, &d);
   cr_assert_eq(last(ctx).source, CLATTN_CHOICE_CALLER);
@@ -871,8 +860,8 @@ Test(choice, tuned_entries) {
   run_prefill(ctx, &d);
   ch = last(ctx);
   cr_assert_eq(ch.source, CLATTN_CHOICE_OVERRIDE);
-  cr_assert_eq(ch.resolved.rows, 2);
-  cr_assert_eq(ch.resolved.keys, 64);
+  cr_assert_eq(tu_params(ch.resolved).rows, 2);
+  cr_assert_eq(tu_params(ch.resolved).keys, 64);
   cr_assert_eq(clattn_ctx_set_params(ctx, "prefill: rows=two"),
                CLATTN_ERR_INVALID_ARG);
   cr_assert(strstr(clattn_ctx_errmsg(ctx), "rows") != NULL);
@@ -890,12 +879,11 @@ Test(choice, tuned_entries) {
   run_prefill(ctx, &d);
   ch = last(ctx);
   cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
-  cr_assert_eq(ch.resolved.keys, 48, "took the entry that does not fit");
+  cr_assert_eq(tu_params(ch.resolved).keys, 48, "took the entry that does not fit");
   clattn_ctx_destroy(ctx);
 
   /* no_tuning: the default again */
-  clattn_ctx_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.tuning_db = path;
   o.no_tuning = 1;
   cr_assert_eq(clattn_ctx_create(&o, &ctx), CLATTN_OK);
@@ -910,7 +898,7 @@ Test(choice, tuned_entries) {
  * whose predictions are off by `err` (relative). */
 static void model_db(const char *path, double err) {
   clattn_ctx *ctx = tu_ctx();
-  clattn_profile p;
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_profile_reported(ctx, &p), CLATTN_OK);
   p.source = CLATTN_PROFILE_MEASURED;
   p.bw_read_gbs = p.bw_copy_gbs = p.bw_triad_gbs = 20.0;
@@ -922,8 +910,7 @@ static void model_db(const char *path, double err) {
   cr_assert_eq(clattn_db_put_profile(db, &p), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
   for (int i = 0; i < 3; i++) {
-    clattn_check_record r;
-    memset(&r, 0, sizeof r);
+    clattn_check_record r = {.size = sizeof(clattn_check_record)};
     snprintf(r.fingerprint, sizeof r.fingerprint, "%s", p.fingerprint);
     snprintf(r.call, sizeof r.call, "check %d", i);
     snprintf(r.bound, sizeof r.bound, "memory");
@@ -940,7 +927,7 @@ static void model_db(const char *path, double err) {
 Test(choice, older_method_passed_over) {
   const char *path = tmp_db("method");
   clattn_ctx *probe_ctx = tu_ctx();
-  const clattn_decode_desc d = {1, 4096, 8, 1, 64, 64, CLATTN_F32,
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 4096, 8, 1, 64, 64, CLATTN_F32,
                                 CLATTN_BHSD, 0.0f, NULL};
   char cls[96];
   clattn_shape_class_decode(&d, cls, sizeof cls);
@@ -950,10 +937,10 @@ Test(choice, older_method_passed_over) {
             "variant=1 rows=1 keys=48 wg=0 splits=3", "ok", 1e-4);
   set_method(db, "decode", clattn_tune_method("decode") - 1);
   clattn_ctx *ctx = ctx_with_db(path);
-  clattn_choice ch;
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
   cr_assert_eq(clattn_explain_decode(ctx, &d, &ch), CLATTN_OK);
   cr_assert_neq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
-  cr_assert_neq(ch.resolved.keys, 48);
+  cr_assert_neq(tu_params(ch.resolved).keys, 48);
   cr_assert(strstr(ch.why, "(1 of an older tuning method passed over") !=
                 NULL,
             "%s", ch.why);
@@ -962,8 +949,8 @@ Test(choice, older_method_passed_over) {
   ctx = ctx_with_db(path);
   cr_assert_eq(clattn_explain_decode(ctx, &d, &ch), CLATTN_OK);
   cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
-  cr_assert_eq(ch.resolved.keys, 48);
-  cr_assert_eq(ch.resolved.splits, 3);
+  cr_assert_eq(tu_params(ch.resolved).keys, 48);
+  cr_assert_eq(tu_params(ch.resolved).splits, 3);
   cr_assert(strstr(ch.why, "older tuning method") == NULL, "%s", ch.why);
   clattn_ctx_destroy(ctx);
   clattn_db_close(db);
@@ -978,9 +965,9 @@ Test(choice, model_pick) {
   const char *path = tmp_db("model");
   model_db(path, 0.1);
   clattn_ctx *ctx = ctx_with_db(path);
-  const clattn_decode_desc d = {1, 4096, 8, 1, 64, 64, CLATTN_F32,
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 4096, 8, 1, 64, 64, CLATTN_F32,
                                 CLATTN_BHSD, 0.0f, NULL};
-  clattn_choice ch, def;
+  clattn_choice ch = {.size = sizeof(clattn_choice)}, def = {.size = sizeof(clattn_choice)};
   cr_assert_eq(clattn_explain_decode(ctx, &d, &ch), CLATTN_OK);
   cr_assert(ch.source == CLATTN_CHOICE_MODEL ||
                 ch.source == CLATTN_CHOICE_DEFAULT,
@@ -993,21 +980,20 @@ Test(choice, model_pick) {
   path = tmp_db("model-off");
   model_db(path, -0.6);
   ctx = ctx_with_db(path);
-  clattn_choice off;
+  clattn_choice off = {.size = sizeof(clattn_choice)};
   cr_assert_eq(clattn_explain_decode(ctx, &d, &off), CLATTN_OK);
   cr_assert_eq(off.source, CLATTN_CHOICE_DEFAULT);
   cr_assert(strstr(off.why, "median error on this device is 60%") != NULL,
             "%s", off.why);
   clattn_ctx_destroy(ctx);
-  clattn_ctx_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.no_tuning = 1;
   cr_assert_eq(clattn_ctx_create(&o, &ctx), CLATTN_OK);
   cr_assert_eq(clattn_explain_decode(ctx, &d, &def), CLATTN_OK);
   if (ch.source == CLATTN_CHOICE_MODEL) {
     cr_assert(memcmp(&ch.resolved, &def.resolved, sizeof def.resolved) != 0,
               "the model's pick is the default");
-    cr_assert_eq(ch.resolved.variant, def.resolved.variant);
+    cr_assert_eq(tu_params(ch.resolved).variant, tu_params(def.resolved).variant);
   }
   else
     cr_assert(memcmp(&ch.resolved, &def.resolved, sizeof def.resolved) == 0);
@@ -1017,13 +1003,13 @@ Test(choice, model_pick) {
 Test(choice, env_override) {
   setenv("CLATTN_PARAMS", "decode: variant=1 keys=16 splits=3", 1);
   clattn_ctx *ctx = tu_ctx();
-  const clattn_decode_desc d = {1, 500, 2, 1, 32, 32, CLATTN_F32,
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 500, 2, 1, 32, 32, CLATTN_F32,
                                 CLATTN_BSHD, 0.0f, NULL};
-  clattn_choice ch;
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
   cr_assert_eq(clattn_explain_decode(ctx, &d, &ch), CLATTN_OK);
   cr_assert_eq(ch.source, CLATTN_CHOICE_OVERRIDE);
-  cr_assert_eq(ch.resolved.keys, 16);
-  cr_assert_eq(ch.resolved.splits, 3);
+  cr_assert_eq(tu_params(ch.resolved).keys, 16);
+  cr_assert_eq(tu_params(ch.resolved).splits, 3);
   cr_assert(strstr(ch.why, "CLATTN_PARAMS") != NULL, "%s", ch.why);
   clattn_ctx_destroy(ctx);
   /* a bad variable is an error that names it */
@@ -1036,7 +1022,8 @@ Test(choice, env_override) {
 }
 
 Test(choice, params_text) {
-  clattn_params p = {2, 0, 32, 64, 8, 2, 0}, q;
+  clattn_params p = {sizeof(clattn_params), 2, 0, 32, 64, 8, 2, 0},
+                q = {.size = sizeof q};
   char buf[128];
   clattn_params_format(&p, buf, sizeof buf);
   cr_assert_str_eq(buf, "variant=2 rows=0 keys=32 wg=64 splits=8 prefetch=2");

@@ -115,8 +115,7 @@ Test(tune_gemm, space_respects_constraints, .timeout = 120) {
 Test(tune_gemm, wrong_candidate_is_not_ok, .timeout = 300) {
   clattn_ctx *ctx = tu_ctx();
   int v[16] = {1, 8, 8, 1, 4, 4, 64, 4, 4, 32, 0, 0, 0, 0, 4, 4};
-  clattn_tune_entry e;
-  memset(&e, 0, sizeof e);
+  clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
   if (!(ctx->dev.type & CL_DEVICE_TYPE_CPU))
     v[KWG] = 1; /* elsewhere kernel 1 may be right with NWG != MWG */
   if (v[KWG] == 1)
@@ -146,9 +145,8 @@ Test(tune_gemm, wrong_candidate_is_not_ok, .timeout = 300) {
 #define DK 16
 
 static clattn_ctx *ctx_with_db(const char *path) {
-  clattn_ctx_opts o;
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   clattn_ctx *ctx = NULL;
-  memset(&o, 0, sizeof o);
   o.tuning_db = path;
   clattn_status st = clattn_ctx_create(&o, &ctx);
   cr_assert(st == CLATTN_OK, "ctx: %s", clattn_ctx_errmsg(NULL));
@@ -174,13 +172,12 @@ Test(tune_gemm, tuned_entry_is_stored_and_applied, .timeout = 600) {
   cr_expect(clattn_explain_gemm(ctx, tiny, sizeof tiny) ==
             CLATTN_ERR_BUFFER_TOO_SMALL);
 
-  clattn_tune_opts o;
-  memset(&o, 0, sizeof o);
+  clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   o.strategy = CLATTN_TUNE_EXHAUSTIVE;
   o.max_candidates = 2;
   o.repeats = 3;
   o.budget_s = 240;
-  clattn_tune_result r;
+  clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
   clattn_status st = clattn_tune_gemm(ctx, db, 64, 96, 80, &o, &r);
   cr_assert(st == CLATTN_OK, "tune: %d %s", (int)st, clattn_ctx_errmsg(ctx));
   cr_log_info("tuned m64 n96 k80: best %s, %.3g ms, %d measured",
@@ -191,6 +188,7 @@ Test(tune_gemm, tuned_entry_is_stored_and_applied, .timeout = 600) {
   clattn_tune_entry *rows = NULL;
   int n = 0, found = 0;
   cr_assert(clattn_db_list_tune(db, NULL, "clblast-xgemm", "m64 n96 k80",
+                                sizeof *rows,
                                 &rows, &n) == CLATTN_OK);
   cr_expect_geq(n, 1);
   for (int i = 0; i < n; i++)
@@ -199,7 +197,7 @@ Test(tune_gemm, tuned_entry_is_stored_and_applied, .timeout = 600) {
         fabs(rows[i].median_s - r.best_s) <= 1e-12)
       found = 1;
   cr_expect(found, "the best candidate is stored as ok");
-  free(rows);
+  clattn_free(rows);
   /* The tuning context now runs the tuned entry too. */
   cr_assert(clattn_explain_gemm(ctx, buf, sizeof buf) == CLATTN_OK);
   cr_expect(strstr(buf, "tuned entry m64 n96 k80") != NULL, "%s", buf);
@@ -225,7 +223,7 @@ Test(tune_gemm, tuned_entry_is_stored_and_applied, .timeout = 600) {
          dwo = tu_upload(ctx, wo, no, CLATTN_F32),
          dx = tu_upload(ctx, x, nx, CLATTN_F32),
          dy = tu_sentinel(ctx, nx, CLATTN_F32, 0xff);
-  clattn_layer_desc ld = {.d_model = D, .heads_q = HQ, .heads_kv = HKV,
+  clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc), .d_model = D, .heads_q = HQ, .heads_kv = HKV,
                           .head_dim_k = DK, .head_dim_v = DK, .scale = 0};
   clattn_layer *layer = NULL;
   st = clattn_layer_create(ctx, &ld, dq, dk, dv, dwo, &layer);

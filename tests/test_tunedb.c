@@ -3,7 +3,7 @@
  * files with nothing imported) and the migration of a schema-3 file to the
  * tuning table.  No OpenCL device needed. */
 #define _DEFAULT_SOURCE /* mkdtemp */
-#include "clattn.h"
+#include "clattn_tools.h"
 #include "db_lock.h"
 #include "tmpdir.h"
 
@@ -76,9 +76,10 @@ static void set(char *dst, size_t cap, const char *src) {
 
 /* A row with every field set; key by i. */
 static clattn_tune_entry entry(int i, const char *updated, double median) {
-  clattn_tune_entry e;
+  clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
   char params[64];
   memset(&e, 0, sizeof e);
+  e.size = sizeof e;
   SET(e.fingerprint, "0123456789abcdef0123456789abcdef");
   SET(e.device, "Test GPU");
   SET(e.vendor, "Vendor");
@@ -107,7 +108,7 @@ static void put(clattn_db *db, const clattn_tune_entry *e) {
 
 static clattn_tune_entry *list(clattn_db *db, int *n) {
   clattn_tune_entry *rows = NULL;
-  clattn_status st = clattn_db_list_tune(db, NULL, NULL, NULL, &rows, n);
+  clattn_status st = clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *rows, &rows, n);
   cr_assert_eq(st, CLATTN_OK, "list_tune: %s", clattn_db_errmsg(db));
   return rows;
 }
@@ -282,7 +283,7 @@ static double median_of(clattn_db *db, const char *params) {
   for (int i = 0; i < n; i++)
     if (!strcmp(rows[i].params, params))
       m = rows[i].median_s;
-  free(rows);
+  clattn_free(rows);
   return m;
 }
 
@@ -377,7 +378,7 @@ static void expect_rejected(const bad_case *c) {
   clattn_tune_entry *rows = list(db, &n);
   cr_expect_eq(n, 1, "%s: %d rows after a failed import", c->what, n);
   expect_entry_eq(&stored, &rows[0], 0);
-  free(rows);
+  clattn_free(rows);
   clattn_db_close(db);
 }
 
@@ -534,7 +535,7 @@ Test(tunedb, failed_merge_rolls_back) {
   clattn_tune_entry *rows = list(db, &n);
   cr_expect_eq(n, 1, "%d rows after a rolled-back import", n);
   expect_entry_eq(&stored, &rows[0], 0);
-  free(rows);
+  clattn_free(rows);
   /* The handle is usable afterwards (no transaction left open). */
   put(db, &b);
   clattn_db_close(db);
@@ -577,6 +578,7 @@ Test(tunedb, entry_json_is_snprintf_like) {
   cr_expect_eq(clattn_tune_entry_json(&e, NULL, 0), n);
   /* The worst case fits 16 KiB: every byte of every field escaped. */
   memset(&e, 0x01, sizeof e);
+  e.size = sizeof e;
   e.fingerprint[sizeof e.fingerprint - 1] = '\0';
   e.device[sizeof e.device - 1] = '\0';
   e.vendor[sizeof e.vendor - 1] = '\0';
@@ -649,7 +651,7 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   cr_expect_eq(tdb_user_version(path), 8,
                "migrated to the tuning table, the probe and tuning methods "
                "the reader's index and the bench table");
-  clattn_profile p;
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_db_get_profile(db, "oldfp", &p), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
   cr_expect_str_eq(p.name, "Old GPU");
@@ -704,11 +706,11 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   db = open_db("old.db");
   clattn_tune_entry *rows = NULL;
   int nr = 0;
-  cr_assert_eq(clattn_db_list_tune(db, "oldfp", NULL, NULL, &rows, &nr),
+  cr_assert_eq(clattn_db_list_tune(db, "oldfp", NULL, NULL, sizeof *rows, &rows, &nr),
                CLATTN_OK);
   cr_assert_eq(nr, 1);
   cr_expect_eq(rows[0].tune_method, 1);
-  free(rows);
+  clattn_free(rows);
   clattn_db_close(db);
   /* Reopening does not migrate again. */
   cr_expect_eq(tdb_user_version(path), 8);
@@ -819,12 +821,12 @@ static int read_only_checks(const char *path) {
   }
   clattn_tune_entry *rows = NULL;
   int n = 0, rc = 0;
-  if (clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n) != CLATTN_OK ||
+  if (clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *rows, &rows, &n) != CLATTN_OK ||
       n != 1) {
     fprintf(stderr, "list: %d rows: %s\n", n, clattn_db_errmsg(db));
     rc = 2;
   }
-  free(rows);
+  clattn_free(rows);
   clattn_tune_entry e = entry(2, "2025-01-01T00:00:00Z", 1.0);
   if (rc == 0 && clattn_db_put_tune(db, &e) != CLATTN_ERR_DB) {
     fprintf(stderr, "a write through a read-only handle did not fail\n");
@@ -925,8 +927,8 @@ Test(tunedb, readonly_open_under_locks) {
   int n = -1;
   if (st == CLATTN_OK) { /* the lock may only be met by the query */
     clattn_tune_entry *rows = NULL;
-    st = clattn_db_list_tune(db, NULL, NULL, NULL, &rows, &n);
-    free(rows);
+    st = clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *rows, &rows, &n);
+    clattn_free(rows);
   }
   double t = now_s() - t0;
   char msg[1024];
@@ -1121,7 +1123,7 @@ Test(tunedb, put_tune_validates) {
   for (int i = 0; i < n; i++)
     if (!strcmp(rows[i].status, "failed"))
       cr_expect_str_eq(rows[i].message, "log:\nline\tcut ??");
-  free(rows);
+  clattn_free(rows);
   clattn_db_close(db);
 }
 

@@ -88,7 +88,7 @@ static int ok(worker *w, clattn_status st, const char *what, int it) {
 /* Attention, its choice, its explanation, a failing call's message. */
 static void attention_round(worker *w, int it) {
   const int dk = 8 * (w->id + 1);
-  clattn_attn_desc d = {.batch = 2, .n_q = 9, .n_kv = 13, .heads_q = 4,
+  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc), .batch = 2, .n_q = 9, .n_kv = 13, .heads_q = 4,
                         .heads_kv = 2, .head_dim_k = dk, .head_dim_v = dk,
                         .dtype = CLATTN_F32, .causal = it & 1};
   const size_t nq = 2 * 9 * 4 * (size_t)dk, nk = 2 * 13 * 2 * (size_t)dk;
@@ -108,7 +108,7 @@ static void attention_round(worker *w, int it) {
     goto done;
 
   char want[96];
-  clattn_choice ch;
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
   clattn_shape_class_attention(&d, want, sizeof want);
   if (ok(w, clattn_ctx_last_choice(w->ctx, &ch), "clattn_ctx_last_choice",
          it) &&
@@ -154,7 +154,7 @@ done:
 
 static void decode_round(worker *w, int it) {
   const int dk = 8 * (w->id + 1), cap = 16;
-  clattn_decode_desc d = {.batch = 2, .capacity = cap, .heads_q = 4,
+  clattn_decode_desc d = {.size = sizeof(clattn_decode_desc), .batch = 2, .capacity = cap, .heads_q = 4,
                           .heads_kv = 2, .head_dim_k = dk, .head_dim_v = dk,
                           .dtype = CLATTN_F32, .cache_layout = CLATTN_BSHD};
   const int lens[2] = {cap - it % 5, 5 + w->id};
@@ -210,7 +210,7 @@ static void layer_round(worker *w) {
   m[3] = up(w, wo, nwo * 4);
   if (!m[0] || !m[1] || !m[2] || !m[3])
     goto done;
-  clattn_layer_desc d = {.d_model = D, .heads_q = HQ, .heads_kv = HKV,
+  clattn_layer_desc d = {.size = sizeof(clattn_layer_desc), .d_model = D, .heads_q = HQ, .heads_kv = HKV,
                          .head_dim_k = DK, .head_dim_v = DK};
   if (!ok(w, clattn_layer_create(w->ctx, &d, m[0], m[1], m[2], m[3], &layer),
           "clattn_layer_create", 0) ||

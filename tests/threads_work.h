@@ -3,7 +3,7 @@
 #ifndef CLATTN_TESTS_THREADS_WORK_H
 #define CLATTN_TESTS_THREADS_WORK_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 #include <stddef.h>
 

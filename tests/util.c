@@ -353,3 +353,10 @@ void tu_layer_cache_checks(clattn_ctx *ctx, clattn_layer *l, int b, int n,
   clattn_kv_cache_destroy(cache);
   free(yc);
 }
+
+clattn_params tu_params(const char *text) {
+  clattn_params p = {.size = sizeof p};
+  cr_assert_eq(clattn_params_parse(text, &p), CLATTN_OK, "params \"%s\"",
+               text);
+  return p;
+}

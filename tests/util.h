@@ -17,7 +17,7 @@
 #define CLATTN_TESTS_UTIL_H
 
 #include "base/tolerance.h"
-#include "clattn.h"
+#include "clattn_tools.h"
 #include "reference/ref.h"
 
 #include <stddef.h>
@@ -26,6 +26,10 @@
 /* A context on the default device ($CLATTN_DEVICE, else the first); fails
  * the test (with clattn_ctx_errmsg) when creation fails. */
 clattn_ctx *tu_ctx(void);
+
+/* Params text (clattn_choice.params, .resolved) read back as a struct;
+ * a text that does not parse fails the test. */
+clattn_params tu_params(const char *text);
 
 /* Deterministic xorshift64* generator. */
 typedef struct tu_rng {

@@ -20,6 +20,12 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The rows of one clattn_bench_shape. */
+typedef struct bench_rows {
+  clattn_bench_entry rows[CLATTN_BENCH_MAX_IMPLS];
+  int n;
+} bench_rows;
+
 static const char bench_usage[] =
   "usage: clattn bench [FAMILY|all] [SHAPE] [OPTIONS]\n"
   "Time the library's choice for each shape beside the family's baselines\n"
@@ -98,7 +104,7 @@ static void json_num(const char *key, double v, const char *sep) {
   printf("\"%s\": %.9g%s", key, v, sep);
 }
 
-static void print_json(bench_cli *b, const clattn_bench_result *r) {
+static void print_json(bench_cli *b, const bench_rows *r) {
   printf("%s\n  {\"family\": ", b->printed++ ? "," : "");
   cli_json_str(r->rows[0].family);
   printf(", \"shape\": ");
@@ -127,7 +133,7 @@ static void print_json(bench_cli *b, const clattn_bench_result *r) {
   printf("]}");
 }
 
-static void print_line(const clattn_bench_result *r) {
+static void print_line(const bench_rows *r) {
   const clattn_bench_entry *c = &r->rows[0];
   const double t = c->median_s;
   printf("%-10s %-52s %9.4f ms %8.2f GFLOP/s %8.2f GB/s", c->family,
@@ -206,9 +212,9 @@ int cli_bench(int argc, char **argv) {
   }
   b.tty = isatty(STDERR_FILENO) && !ba.quiet;
   b.json = ba.json;
-  clattn_bench_opts bo = {ba.repeats, ba.no_baselines, ba.run, ba.no_store};
+  clattn_bench_opts bo = {sizeof(clattn_bench_opts), ba.repeats, ba.no_baselines, ba.run, ba.no_store};
   char run[64] = "";
-  clattn_profile rep;
+  clattn_profile rep = {.size = sizeof(clattn_profile)};
   if (clattn_profile_reported(ctx, &rep) != CLATTN_OK)
     snprintf(rep.name, sizeof rep.name, "the device");
   if (b.json)
@@ -238,10 +244,10 @@ int cli_bench(int argc, char **argv) {
                              : clattn_family_bench_shape(f, k);
       if (s == NULL)
         break;
-      clattn_bench_result r;
+      bench_rows r;
       show_progress(&b, ++done, total, clattn_family_name(f), s);
       clattn_status st =
-          clattn_bench_shape(ctx, db, clattn_family_name(f), s, &bo, &r);
+          clattn_bench_shape(ctx, db, clattn_family_name(f), s, &bo, sizeof r.rows[0], r.rows, &r.n);
       clear_progress(&b);
       if (st != CLATTN_OK) {
         char what[600];

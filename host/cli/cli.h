@@ -3,7 +3,7 @@
 #define CLATTN_CLI_H
 
 #include "base/clock.h"
-#include "clattn.h"
+#include "clattn_tools.h"
 #include "npy.h"
 
 /* Exit statuses (docs/CLI.md). */

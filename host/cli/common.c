@@ -125,7 +125,7 @@ int cli_ctx_create(const char *device, clattn_ctx **ctx)
 int cli_ctx_create_db(const char *device, const char *tuning_db,
                       clattn_ctx **ctx)
 {
-  clattn_ctx_opts co = {.device = device, .tuning_db = tuning_db};
+  clattn_ctx_opts co = {.size = sizeof(clattn_ctx_opts), .device = device, .tuning_db = tuning_db};
   clattn_status st = clattn_ctx_create(&co, ctx);
   if (st == CLATTN_OK)
     return CLI_OK;
@@ -273,12 +273,17 @@ int cli_has_word(const char *keys, const char *key) {
 int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap) {
   const char *keys = clattn_family_shape_keys(fam);
   /* a family without attention heads (the projection's m n k) takes its
-   * own keys alone */
-  int rc = cli_has_word(keys, "heads")
+   * own keys alone; one whose own keys carry its heads (talking-heads'
+   * --heads-k) may leave --heads out, and the library's own defaults and
+   * checks apply to the sizes not given */
+  const int own_heads = !o->heads && o->shape_extra[0] != '\0';
+  int rc = cli_has_word(keys, "heads") && !own_heads
                ? cli_shape_defaults(o, cli_has_word(keys, "seq"))
                : 0;
   if (rc)
     return rc;
+  if (own_heads && !o->batch)
+    o->batch = 1;
   const struct {
     const char *key;
     int value;
@@ -288,7 +293,8 @@ int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap) {
            {"head-dim-v", o->head_dim_v}, {"causal", o->causal != 0}};
   int n = snprintf(buf, cap, "dtype=%s", cli_dtype_name(o->dtype));
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-    if (cli_has_word(keys, f[i].key) && n > 0 && (size_t)n < cap)
+    if (cli_has_word(keys, f[i].key) && n > 0 && (size_t)n < cap &&
+        !(own_heads && f[i].value == 0 && strcmp(f[i].key, "causal")))
       n += snprintf(buf + n, cap - (size_t)n, " %s=%d", f[i].key, f[i].value);
   /* the family's own keys given as flags, after the common ones */
   for (const char *w = o->shape_extra; *w;) {

@@ -251,7 +251,7 @@ static int device_profile(const char *what, const char *sel,
 }
 
 static int db_list(clattn_db *db, const db_opts *o) {
-  clattn_profile p;
+  clattn_profile p = {.size = sizeof(clattn_profile)};
   clattn_tune_entry *rows = NULL;
   const char *fp = NULL;
   int n = 0, rc;
@@ -262,7 +262,7 @@ static int db_list(clattn_db *db, const db_opts *o) {
     fp = p.fingerprint;
   }
   clattn_status st =
-      clattn_db_list_tune(db, fp, o->kernel, o->shape_class, &rows, &n);
+      clattn_db_list_tune(db, fp, o->kernel, o->shape_class, sizeof *rows, &rows, &n);
   if (st != CLATTN_OK)
     return db_fail(db, "clattn_db_list_tune", st);
   if (o->json) {
@@ -279,7 +279,7 @@ static int db_list(clattn_db *db, const db_opts *o) {
     printf("database: %s\n\n", clattn_db_path(db));
     rc = print_table(rows, n, !fp);
   }
-  free(rows);
+  clattn_free(rows);
   return rc;
 }
 
@@ -334,7 +334,7 @@ int cli_db(int argc, char **argv) {
     rc = db_list(db, &o);
     break;
   case 'e': {
-    clattn_profile p;
+    clattn_profile p = {.size = sizeof(clattn_profile)};
     const char *fp = NULL;
     if (o.device) {
       rc = device_profile("db export", o.device, &p);

@@ -4,6 +4,7 @@
  * "#D" (the "D" form of the selector).  `clattn devices --list` prints the
  * same devices a line each for scripts (the survey). */
 #include "cli.h"
+#include "model.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -320,13 +321,30 @@ int cli_devices(int verbose)
   return CLI_OK;
 }
 
+/* Shape text ("batch=1 causal=1 ...") as the commands' flags ("--batch 1
+ * --causal ..."). */
+static void print_flags(const char *shape) {
+  char key[64], value[64];
+  int used = 0;
+  while (sscanf(shape, " %63[^= ]=%63s%n", key, value, &used) == 2) {
+    shape += used;
+    if (!cli_shape_key_is_flag(key))
+      printf(" --%s %s", key, value);
+    else if (strcmp(value, "0") != 0)
+      printf(" --%s", key);
+  }
+}
+
 int cli_families(void) {
   for (int i = 0; i < clattn_family_count(); i++) {
     const char *std = clattn_family_standard_shape(i, 0);
     printf("%-10s %s\n", clattn_family_name(i), clattn_family_summary(i));
     printf("%-10s   shape keys: %s\n", "", clattn_family_shape_keys(i));
-    if (std)
-      printf("%-10s   e.g. %s\n", "", std);
+    if (std) {
+      printf("%-10s   e.g. clattn explain %s", "", clattn_family_name(i));
+      print_flags(std);
+      printf("\n");
+    }
   }
   return CLI_OK;
 }

@@ -155,6 +155,13 @@ static const cli_option model_options[] = {
    "measure the device's ceilings first"},
 };
 
+int cli_shape_key_is_flag(const char *key) {
+  for (size_t i = 0; i < sizeof model_options / sizeof model_options[0]; i++)
+    if (!strcmp(model_options[i].name, key))
+      return model_options[i].kind == CLI_FLAG;
+  return 0;
+}
+
 int cli_model_options(unsigned scope, int fam, size_t base, cli_option *buf,
                       int cap) {
   const char *keys = fam >= 0 ? clattn_family_shape_keys(fam) : NULL;
@@ -275,15 +282,16 @@ void cli_print_cost_json(const clattn_cost *c, const char *sep) {
 void cli_print_prediction(const char *what, const clattn_profile *p,
                           const clattn_prediction *pr, int json) {
   if (json) {
+    clattn_params pp = {.size = sizeof pp};
+    clattn_params_parse(pr->params, &pp);
     printf("{\n  \"call\": \"%s\",\n  \"profile\": \"%s\",\n  \"source\": "
            "\"%s\",\n  \"ridge\": %.6g,\n  \"params\": {\"variant\": %d, "
            "\"rows\": %d, \"keys\": %d, \"wg\": %d, \"splits\": %d, "
            "\"prefetch\": %d, \"scheme\": %d},\n"
            "  \"kernels\": [\n",
            what, p->name, cli_profile_source(p->source), pr->ridge,
-           pr->params.variant, pr->params.rows, pr->params.keys,
-           pr->params.wg, pr->params.splits, pr->params.prefetch,
-           pr->params.scheme);
+           pp.variant, pp.rows, pp.keys, pp.wg, pp.splits, pp.prefetch,
+           pp.scheme);
     for (int i = 0; i < pr->n_kernels; i++)
       cli_print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
     printf("  ],\n  \"total\":\n");
@@ -298,9 +306,7 @@ void cli_print_prediction(const char *what, const clattn_profile *p,
          (double)p->cache_bytes / 1048576.0,
          p->launch_pipelined_us > 0 ? p->launch_pipelined_us : p->launch_us,
          pr->ridge);
-  char params[160];
-  clattn_params_format(&pr->params, params, sizeof params);
-  printf("  params: %s\n", params);
+  printf("  params: %s\n", pr->params);
   printf("  %-18s %3s %9s %8s %9s %9s %9s %9s %7s %10s %10s %10s  %s\n",
          "kernel", "n", "GFLOP", "Mexp2", "MiB read", "MiB wr", "MiB comp",
          "MiB DRAM", "FLOP/B", "t_mem us", "t_comp us", "t_pred us",
@@ -330,8 +336,8 @@ int cli_shape_defaults(model_opts *o, int need_seq) {
 }
 
 static int model_call(const char *kind, model_opts *o) {
-  clattn_profile prof;
-  clattn_prediction pr;
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)};
   clattn_status st;
   char what[640];
   int rc;
@@ -344,6 +350,7 @@ static int model_call(const char *kind, model_opts *o) {
     if ((rc = cli_shape_text(o, fam, shape, sizeof shape)) ||
         (rc = cli_model_profile(o, &prof)))
       return rc;
+    o->params.size = sizeof o->params; /* the flags fill its fields */
     st = clattn_model_shape(clattn_family_name(fam), shape,
                             caller ? &o->params : NULL, &prof, &pr);
     snprintf(what, sizeof what, "%s %s", kind, shape);
@@ -352,7 +359,7 @@ static int model_call(const char *kind, model_opts *o) {
       return rc;
     if (!o->d_model)
       return cli_usage_error("model layer", "--d-model is required");
-    const clattn_layer_desc d = {o->d_model, o->heads, o->kv_heads,
+    const clattn_layer_desc d = {sizeof(clattn_layer_desc), o->d_model, o->heads, o->kv_heads,
                                  o->head_dim, o->head_dim_v, 0.0f};
     if ((rc = cli_model_profile(o, &prof)))
       return rc;
@@ -377,7 +384,7 @@ static int model_profiles(void) {
          "vendor", "CUs", "MHz", "BW GB/s", "FP32 GF/s", "FP16 GF/s",
          "LLC MiB");
   for (int i = 0; i < clattn_datasheet_count(); i++) {
-    clattn_profile p;
+    clattn_profile p = {.size = sizeof(clattn_profile)};
     if (clattn_datasheet(i, &p) != CLATTN_OK)
       continue;
     printf("%-52s %-7s %5u %6u %9.1f %10.0f %10.0f %8.1f\n", p.name,

@@ -3,7 +3,7 @@
 #ifndef CLATTN_CLI_MODEL_H
 #define CLATTN_CLI_MODEL_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 #include "options.h"
 
 typedef struct model_opts {
@@ -93,5 +93,9 @@ int cli_model_hh(model_opts *o, clattn_hh_variant v);
 int cli_model_check(const model_opts *o);
 /* `clattn model switchhead` (model_sh.c). */
 int cli_model_sh(const model_opts *o);
+
+/* Whether a shape key is a flag of the commands (--causal): shape text's
+ * causal=1 is written --causal. */
+int cli_shape_key_is_flag(const char *key);
 
 #endif

@@ -115,7 +115,7 @@ static int bufs_alloc(cl_context c, bufs *B, int layers, int cycles,
 /* The call's descriptions (prefill; decode and append), with params p. */
 static clattn_attn_desc attn_desc(const check_case *cc,
                                   const clattn_params *p) {
-  const clattn_attn_desc d = {cc->b,       cc->n,       cc->m, cc->h,
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc), cc->b,       cc->n,       cc->m, cc->h,
                               cc->hkv,     cc->k,       cc->k, CLATTN_F32,
                               CLATTN_BSHD, CLATTN_BSHD, 0.0f,  cc->causal,
                               p};
@@ -123,7 +123,7 @@ static clattn_attn_desc attn_desc(const check_case *cc,
 }
 static clattn_decode_desc decode_desc(const check_case *cc,
                                       const clattn_params *p) {
-  const clattn_decode_desc d = {cc->b, cc->m,      cc->h,       cc->hkv, cc->k,
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc), cc->b, cc->m,      cc->h,       cc->hkv, cc->k,
                                 cc->k, CLATTN_F32, CLATTN_BHSD, 0.0f,    p};
   return d;
 }
@@ -206,8 +206,9 @@ static void describe(const check_case *cc, char *buf, size_t cap) {
 static int resolve(clattn_ctx *ctx, const check_case *cc,
                    clattn_params *params) {
   clattn_status st = CLATTN_OK;
-  clattn_choice ch;
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
   memset(params, 0, sizeof *params);
+  params->size = sizeof *params;
   if (cc->kind == 1) {
     const clattn_attn_desc d = attn_desc(cc, NULL);
     if ((st = clattn_explain_attention(ctx, &d, &ch)))
@@ -219,7 +220,8 @@ static int resolve(clattn_ctx *ctx, const check_case *cc,
   } else {
     return CLI_OK;
   }
-  *params = ch.resolved;
+  if ((st = clattn_params_parse(ch.resolved, params)))
+    return cli_lib_fail(ctx, "clattn_params_parse", st);
   return CLI_OK;
 }
 
@@ -261,19 +263,20 @@ int cli_model_check(const model_opts *o) {
             clattn_db_errmsg(NULL));
     db = NULL;
   }
-  clattn_profile prof;
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
   clattn_status st;
   if (o->probe) {
     /* ceilings of this run: the machine's bandwidth drifts (22.8-33.2
      * GB/s over one session here), and the check's error is a ratio */
-    clattn_probe_opts po;
-    clattn_probe_result r;
+    clattn_probe_opts po = {.size = sizeof(clattn_probe_opts)};
+    clattn_probe_result r = {.size = sizeof(clattn_probe_result)};
+    clattn_profile r_prof = {.size = sizeof(clattn_profile)};
     cli_probe_opts(o->quick, 0, &po);
-    if ((st = clattn_probe(ctx, &po, &r)) != CLATTN_OK) {
+    if ((st = clattn_probe(ctx, &po, &r_prof, &r)) != CLATTN_OK) {
       rc = cli_lib_fail(ctx, "clattn_probe", st);
       goto done;
     }
-    prof = r.profile;
+    prof = r_prof;
     if (db && !o->no_store && !o->quick &&
         (st = clattn_db_put_profile(db, &prof)) != CLATTN_OK) {
       cli_err("storing the probe: %s", clattn_db_errmsg(db));
@@ -333,8 +336,8 @@ int cli_model_check(const model_opts *o) {
     const check_case *cc = &cases[i];
     const int paired = cc->kind != 1 && ref != NULL;
     const int n = cc->kind == 1 ? reps : dreps;
-    clattn_prediction pr, pp;
-    clattn_params params;
+    clattn_prediction pr = {.size = sizeof(clattn_prediction)}, pp = {.size = sizeof(clattn_prediction)};
+    clattn_params params = {.size = sizeof(clattn_params)};
     char call[128];
     describe(cc, call, sizeof call);
     if ((rc = resolve(ctx, cc, &params)) ||
@@ -389,8 +392,7 @@ int cli_model_check(const model_opts *o) {
            100.0 * e, 100.0 * e_prof, tot->bytes_dram / tm * 1e-9,
            tot->flops / tm * 1e-9, 100.0 * roof, copy);
     if (db && !o->no_store) {
-      clattn_check_record r;
-      memset(&r, 0, sizeof r);
+      clattn_check_record r = {.size = sizeof(clattn_check_record)};
       snprintf(r.fingerprint, sizeof r.fingerprint, "%s", prof.fingerprint);
       snprintf(r.call, sizeof r.call, "%s", call);
       snprintf(r.bound, sizeof r.bound, "%s", cli_bound_name(tot->bound));

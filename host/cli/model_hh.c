@@ -74,17 +74,17 @@ int cli_model_hh(model_opts *o, clattn_hh_variant v) {
   /* W_a just covers the cached and the new positions unless told */
   if (v == CLATTN_HH_SUPER && !o->max_len)
     o->max_len = o->cache_len + o->seq;
-  const clattn_hh_layer_desc hd = {o->d_model, o->heads, o->max_len, 0.0f};
+  const clattn_hh_layer_desc hd = {sizeof(clattn_hh_layer_desc), o->d_model, o->heads, o->max_len, 0.0f};
   const int k = o->heads > 0 && o->d_model % o->heads == 0
                     ? o->d_model / o->heads
                     : 0;
-  const clattn_layer_desc md = {o->d_model, o->heads, o->heads, k, k, 0.0f};
-  clattn_profile prof;
+  const clattn_layer_desc md = {sizeof(clattn_layer_desc), o->d_model, o->heads, o->heads, k, k, 0.0f};
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
   int rc = cli_model_profile(o, &prof);
   if (rc)
     return rc;
-  cli_layer_side side[2] = {{word, clattn_hh_layer_params(v, &hd), {0}},
-                     {"MHA", 4LL * o->d_model * o->d_model, {0}}};
+  cli_layer_side side[2] = {{word, clattn_hh_layer_params(v, &hd), {.size = sizeof(clattn_prediction)}},
+                     {"MHA", 4LL * o->d_model * o->d_model, {.size = sizeof(clattn_prediction)}}};
   clattn_status st = clattn_model_hh_layer(v, &hd, o->batch, o->seq,
                                            o->cache_len, o->causal, &prof,
                                            &side[0].pr);

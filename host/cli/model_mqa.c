@@ -18,10 +18,10 @@ enum { P_D = 1024, P_H = 8, P_K = 128, P_N = 128 };
  * K/V cache read; the appended row) over its FLOPs / 2. */
 static int model_ratio(int b, int hkv, const clattn_profile *prof,
                        double *ratio) {
-  const clattn_layer_desc d = {P_D, P_H, hkv, P_K, P_K, 0.0f};
+  const clattn_layer_desc d = {sizeof(clattn_layer_desc), P_D, P_H, hkv, P_K, P_K, 0.0f};
   double bytes = 0, flops = 0;
   for (int t = 0; t < P_N; t++) {
-    clattn_prediction pr;
+    clattn_prediction pr = {.size = sizeof(clattn_prediction)};
     clattn_status st = clattn_model_layer(&d, b, 1, t, 1, prof, &pr);
     if (st) {
       cli_err("model: %s", pr.errmsg);
@@ -45,8 +45,9 @@ static double theta_ratio(int b, int hkv) {
 }
 
 static int analysis(void) {
-  clattn_profile prof; /* the counts do not depend on the device */
+  clattn_profile prof = {.size = sizeof(clattn_profile)}; /* the counts do not depend on the device */
   memset(&prof, 0, sizeof prof);
+  prof.size = sizeof prof;
   prof.is_cpu = 0;
   prof.compute_units = 1;
   prof.max_wg = 256;
@@ -104,9 +105,9 @@ static int speedup_row(const clattn_profile *p, const speed_shape *s) {
   double t[3];
   clattn_bound bound[3];
   for (int v = 0; v < 3; v++) {
-    const clattn_decode_desc d = {s->b, s->m, s->h, hkv[v], s->k, s->k,
+    const clattn_decode_desc d = {sizeof(clattn_decode_desc), s->b, s->m, s->h, hkv[v], s->k, s->k,
                                   s->dt, CLATTN_BHSD, 0.0f, NULL};
-    clattn_prediction pr;
+    clattn_prediction pr = {.size = sizeof(clattn_prediction)};
     if (clattn_model_decode(&d, NULL, p, &pr) != CLATTN_OK) {
       cli_err("model: %s", pr.errmsg);
       return CLI_FAIL;
@@ -128,7 +129,7 @@ int cli_model_mqa(const model_opts *o) {
   int rc = analysis();
   if (rc)
     return rc;
-  clattn_profile present;
+  clattn_profile present = {.size = sizeof(clattn_profile)};
   int have_present = 0;
   if (!o->no_device) {
     rc = cli_present_profile(o->device, o->db, &present);
@@ -145,7 +146,7 @@ int cli_model_mqa(const model_opts *o) {
     printf("  (GQA has h_kv=%d; datasheet = theoretical peaks, measured = "
            "'clattn probe')\n", s->gqa_kv);
     for (int i = 0; i < clattn_datasheet_count(); i++) {
-      clattn_profile p;
+      clattn_profile p = {.size = sizeof(clattn_profile)};
       if (clattn_datasheet(i, &p) == CLATTN_OK && (rc = speedup_row(&p, s)))
         return rc;
     }

@@ -28,36 +28,36 @@ typedef struct paper_row {
 enum { R_XL47, R_XL262 = 2, R_XL41 = 5, R_ROPE45 = 11, R_ROPE244 };
 
 static const paper_row rows[] = {
-    {"C4,WT103", "47M", "Transformer-XL", {10, 41, 412, 256, 1, 0, 0, 0},
+    {"C4,WT103", "47M", "Transformer-XL", {sizeof(clattn_switchhead_paper), 10, 41, 412, 256, 1, 0, 0, 0},
      "453.4M", "3.5M", R_XL47},
-    {"C4", "47M", "Transformer-XL", {2, 205, 412, 256, 1, 0, 0, 0}, "453M",
+    {"C4", "47M", "Transformer-XL", {sizeof(clattn_switchhead_paper), 2, 205, 412, 256, 1, 0, 0, 0}, "453M",
      "1.4M", R_XL47},
     {"C4,WT103,peS2o", "262M", "Transformer-XL",
-     {16, 64, 1024, 512, 1, 0, 0, 0}, "5.4G", "21.0M", R_XL262},
-    {"C4", "262M", "Transformer-XL", {4, 256, 1024, 512, 1, 0, 0, 0}, "5.4G",
+     {sizeof(clattn_switchhead_paper), 16, 64, 1024, 512, 1, 0, 0, 0}, "5.4G", "21.0M", R_XL262},
+    {"C4", "262M", "Transformer-XL", {sizeof(clattn_switchhead_paper), 4, 256, 1024, 512, 1, 0, 0, 0}, "5.4G",
      "8.4M", R_XL262},
-    {"-", "262M", "Transformer-XL", {2, 512, 1024, 512, 1, 0, 0, 0}, "5.4G",
+    {"-", "262M", "Transformer-XL", {sizeof(clattn_switchhead_paper), 2, 512, 1024, 512, 1, 0, 0, 0}, "5.4G",
      "6.3M", R_XL262},
-    {"Enwik8", "41M", "Transformer-XL", {8, 64, 512, 512, 1, 0, 0, 0},
+    {"Enwik8", "41M", "Transformer-XL", {sizeof(clattn_switchhead_paper), 8, 64, 512, 512, 1, 0, 0, 0},
      "1.6G", "10M", R_XL41},
-    {"WT103", "47M", "SwitchHead-XL", {2, 76, 412, 256, 1, 5, 2, 0},
+    {"WT103", "47M", "SwitchHead-XL", {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 2, 0},
      "170.4M", "0.8M", R_XL47},
-    {"C4", "47M", "SwitchHead-XL", {2, 76, 412, 256, 1, 5, 3, 0}, "203M",
+    {"C4", "47M", "SwitchHead-XL", {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 3, 0}, "203M",
      "0.8M", R_XL47},
-    {"WT103", "262M", "SwitchHead-XL", {2, 132, 1024, 512, 1, 8, 4, 0},
+    {"WT103", "262M", "SwitchHead-XL", {sizeof(clattn_switchhead_paper), 2, 132, 1024, 512, 1, 8, 4, 0},
      "2.0G", "2.9M", R_XL262},
-    {"C4,peS2o", "262M", "SwitchHead-XL", {4, 112, 1024, 512, 1, 4, 2, 0},
+    {"C4,peS2o", "262M", "SwitchHead-XL", {sizeof(clattn_switchhead_paper), 4, 112, 1024, 512, 1, 4, 2, 0},
      "2.4G", "5.6M", R_XL262},
-    {"Enwik8", "41M", "SwitchHead-XL", {2, 112, 512, 512, 1, 4, 2, 0},
+    {"Enwik8", "41M", "SwitchHead-XL", {sizeof(clattn_switchhead_paper), 2, 112, 512, 512, 1, 4, 2, 0},
      "709M", "2.8M", R_XL41},
-    {"WT103", "45M", "Transformer RoPE", {10, 41, 412, 512, 0, 0, 0, 1},
+    {"WT103", "45M", "Transformer RoPE", {sizeof(clattn_switchhead_paper), 10, 41, 412, 512, 0, 0, 0, 1},
      "560.9M", "6.1M", R_ROPE45},
-    {"WT103", "244M", "Transformer RoPE", {16, 64, 1024, 1024, 0, 0, 0, 1},
+    {"WT103", "244M", "Transformer RoPE", {sizeof(clattn_switchhead_paper), 16, 64, 1024, 1024, 0, 0, 0, 1},
      "6.4G", "37.7M", R_ROPE244},
-    {"WT103", "45M", "SwitchHead RoPE", {2, 64, 412, 512, 0, 5, 3, 1},
+    {"WT103", "45M", "SwitchHead RoPE", {sizeof(clattn_switchhead_paper), 2, 64, 412, 512, 0, 5, 3, 1},
      "285.6M", "1.3M", R_ROPE45},
     /* trained with an XL cache, unlike its dense match (spec 6.5) */
-    {"WT103", "243M", "SwitchHead RoPE", {4, 100, 1024, 1024, 1, 4, 2, 1},
+    {"WT103", "243M", "SwitchHead RoPE", {sizeof(clattn_switchhead_paper), 4, 100, 1024, 1024, 1, 4, 2, 1},
      "4.2G", "18.4M", R_ROPE244},
 };
 enum { N_ROWS = sizeof rows / sizeof rows[0], R_SH47 = 6, R_SH262 = 9,
@@ -364,7 +364,7 @@ static int model_layer(const model_opts *o) {
    * --dense-heads, or by default for the 47M model itself */
   const int paper47 =
       !o->d_model && !o->heads && !o->head_dim && !k.experts && !k.topk;
-  const clattn_switchhead_layer_desc d = {
+  const clattn_switchhead_layer_desc d = {sizeof(clattn_switchhead_layer_desc), 
       o->d_model ? o->d_model : L_D, o->heads ? o->heads : L_H,
       o->head_dim ? o->head_dim : L_DH, k.experts ? k.experts : L_E,
       k.topk ? k.topk : L_K, 0.0f};
@@ -382,18 +382,18 @@ static int model_layer(const model_opts *o) {
     dh = L_DENSE_H;
     dd = L_DENSE_DH;
   }
-  clattn_profile prof;
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
   if ((rc = cli_model_profile(o, &prof)))
     return rc;
-  cli_layer_side side[2] = {{"SwitchHead", clattn_switchhead_layer_params(&d), {0}},
-                     {"MHA", 4LL * d.d_model * dh * dd, {0}}};
+  cli_layer_side side[2] = {{"SwitchHead", clattn_switchhead_layer_params(&d), {.size = sizeof(clattn_prediction)}},
+                     {"MHA", 4LL * d.d_model * dh * dd, {.size = sizeof(clattn_prediction)}}};
   clattn_status st = clattn_model_switchhead_layer(
       &d, b, n, o->cache_len, o->causal, &prof, &side[0].pr);
   if (st)
     return cli_model_fail(st, &side[0].pr);
   char mha[32] = "";
   if (dh) {
-    const clattn_layer_desc md = {d.d_model, dh, dh, dd, dd, 0.0f};
+    const clattn_layer_desc md = {sizeof(clattn_layer_desc), d.d_model, dh, dh, dd, dd, 0.0f};
     st = clattn_model_layer(&md, b, n, o->cache_len, o->causal, &prof,
                             &side[1].pr);
     if (st)

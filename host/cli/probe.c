@@ -30,9 +30,9 @@ static void json_arr(const char *key, const double *v)
   printf("],\n");
 }
 
-static void print_json(const clattn_probe_result *r, const char *stored)
+static void print_json(const clattn_profile *p, const clattn_probe_result *r,
+                       const char *stored)
 {
-  const clattn_profile *p = &r->profile;
   printf("{\n  \"device\": {\"name\": ");
   cli_json_str(p->name);
   printf(", \"vendor\": ");
@@ -97,9 +97,9 @@ static void row(const char *what, const double *v, double best)
   printf(" %8.1f\n", best);
 }
 
-static void print_table(const clattn_probe_result *r, const char *stored)
+static void print_table(const clattn_profile *p, const clattn_probe_result *r,
+                       const char *stored)
 {
-  const clattn_profile *p = &r->profile;
   printf("device:       %s (%s, %s)\n", p->name, p->platform, p->vendor);
   printf("driver:       %s; %u compute units at %u MHz; wave width %u\n",
          p->driver, p->compute_units, p->clock_mhz, p->wave_width);
@@ -137,6 +137,7 @@ static void print_table(const clattn_probe_result *r, const char *stored)
 void cli_probe_opts(int quick, int thorough, clattn_probe_opts *po)
 {
   memset(po, 0, sizeof *po);
+  po->size = sizeof *po;
   po->thorough = thorough;
   if (quick) { /* a smoke run: figures too rough to store */
     po->target_s = 0.01;
@@ -149,14 +150,15 @@ int cli_probe(const cli_opts *o)
 {
   clattn_ctx *ctx = NULL;
   clattn_db *db = NULL;
-  clattn_probe_result r;
-  clattn_probe_opts po;
+  clattn_probe_result r = {.size = sizeof(clattn_probe_result)};
+  clattn_profile r_prof = {.size = sizeof(clattn_profile)};
+  clattn_probe_opts po = {.size = sizeof(clattn_probe_opts)};
   const char *stored = NULL;
   int rc = cli_ctx_create(o->device, &ctx);
   if (rc)
     return rc;
   cli_probe_opts(o->quick, o->thorough, &po);
-  clattn_status st = clattn_probe(ctx, &po, &r);
+  clattn_status st = clattn_probe(ctx, &po, &r_prof, &r);
   if (st != CLATTN_OK) {
     rc = cli_lib_fail(ctx, "clattn_probe", st);
     goto out;
@@ -168,7 +170,7 @@ int cli_probe(const cli_opts *o)
               clattn_db_errmsg(NULL));
       rc = CLI_FAIL;
     } else {
-      st = clattn_db_put_profile(db, &r.profile);
+      st = clattn_db_put_profile(db, &r_prof);
       if (st == CLATTN_OK) {
         stored = clattn_db_path(db);
       } else {
@@ -179,9 +181,9 @@ int cli_probe(const cli_opts *o)
     }
   }
   if (o->json)
-    print_json(&r, stored);
+    print_json(&r_prof, &r, stored);
   else
-    print_table(&r, stored);
+    print_table(&r_prof, &r, stored);
 out:
   clattn_db_close(db);
   clattn_ctx_destroy(ctx);

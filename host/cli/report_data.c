@@ -310,6 +310,7 @@ static int contains(const char *s, const char *word) {
 /* A datasheet for a measured device: clattn_datasheet_find by its name,
  * else one whose name holds the device's or the other way round. */
 static int device_sheet(const rep_device *v, clattn_profile *out) {
+  out->size = sizeof *out;
   if (!v->name[0] || (v->has_profile && v->profile.is_cpu))
     return 0;
   if (clattn_datasheet_find(v->name, out) == CLATTN_OK)
@@ -352,7 +353,7 @@ static int check_sheet_names(const char *names) {
       n = sizeof word - 1;
     memcpy(word, p, n);
     word[n] = '\0';
-    clattn_profile s;
+    clattn_profile s = {.size = sizeof(clattn_profile)};
     for (int i = 0; n && !found && i < clattn_datasheet_count(); i++)
       found = clattn_datasheet(i, &s) == CLATTN_OK && contains(s.name, word);
     if (!found) {
@@ -381,11 +382,11 @@ static int read_db(const char *path, int pass, rep_data *d,
   clattn_tune_entry *tune = NULL;
   int np = 0, nb = 0, nt = 0, rc = CLI_OK;
   const char *what = pass ? "tuning rows" : "profiles";
-  st = pass ? clattn_db_list_tune(db, NULL, NULL, NULL, &tune, &nt)
-            : clattn_db_list_profiles(db, &prof, &np);
+  st = pass ? clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *tune, &tune, &nt)
+            : clattn_db_list_profiles(db, sizeof *prof, &prof, &np);
   if (st == CLATTN_OK && !pass) {
     what = "bench rows";
-    st = clattn_db_list_bench(db, NULL, NULL, &bench, &nb);
+    st = clattn_db_list_bench(db, NULL, NULL, sizeof *bench, &bench, &nb);
   }
   if (st != CLATTN_OK) {
     cli_err("report: %s: reading its %s: %s: %s", path, what,
@@ -423,9 +424,9 @@ static int read_db(const char *path, int pass, rep_data *d,
   }
   if (rc == CLI_FAIL && st == CLATTN_OK)
     cli_err("report: out of memory");
-  free(prof);
-  free(bench);
-  free(tune);
+  clattn_free(prof);
+  clattn_free(bench);
+  clattn_free(tune);
   clattn_db_close(db);
   return rc;
 }
@@ -520,7 +521,7 @@ static int index_rows(rep_data *d) {
 
 static int predict_sheets(const rep_sheet_sel *sel, rep_data *d) {
   for (int i = 0; i < clattn_datasheet_count(); i++) {
-    clattn_profile p;
+    clattn_profile p = {.size = sizeof(clattn_profile)};
     if (clattn_datasheet(i, &p) != CLATTN_OK || !sheet_selected(sel, p.name))
       continue;
     d->sheets = grow(d->sheets, d->n_sheets, sizeof *d->sheets);
@@ -532,9 +533,10 @@ static int predict_sheets(const rep_sheet_sel *sel, rep_data *d) {
     if (!s->pred)
       return CLI_FAIL;
     for (int k = 0; k < d->n_shapes; k++) {
-      clattn_prediction pr;
+      clattn_prediction pr = {.size = sizeof(clattn_prediction)};
       rep_pred *o = &s->pred[k];
       memset(&pr, 0, sizeof pr);
+      pr.size = sizeof pr;
       clattn_status st = clattn_model_shape(d->shapes[k].family,
                                             d->shapes[k].shape, NULL, &p, &pr);
       if (st != CLATTN_OK || !(pr.total.t_pred > 0)) {

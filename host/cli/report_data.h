@@ -4,7 +4,7 @@
 #ifndef CLATTN_CLI_REPORT_DATA_H
 #define CLATTN_CLI_REPORT_DATA_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 #include <stdio.h>
 

@@ -246,7 +246,7 @@ static void report_time(const cli_opts *o, clattn_ctx *ctx, const attn_job *j,
   double best = t[nt > 1 ? 1 : 0];
   for (int i = 2; i < nt; i++)
     best = t[i] < best ? t[i] : best;
-  clattn_cache_stats cs;
+  clattn_cache_stats cs = {.size = sizeof(clattn_cache_stats)};
   clattn_ctx_cache_stats(ctx, &cs);
   fprintf(stderr, "clattn: attention b=%d n=%d m=%d hq=%d hkv=%d k=%d v=%d "
           "%s%s on %s: %.3f ms", j->b, j->n, j->m, j->hq, j->hkv, j->dk,
@@ -298,7 +298,7 @@ int cli_run_attention(const cli_opts *o)
   if (!bo || (j.lens.data && !bl))
     goto done;
 
-  clattn_attn_desc d = {
+  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc), 
     .batch = j.b, .n_q = j.n, .n_kv = j.m, .heads_q = j.hq,
     .heads_kv = j.hkv, .head_dim_k = j.dk, .head_dim_v = j.dv,
     .dtype = j.dt, .q_layout = (clattn_layout)o->layout,

@@ -110,7 +110,7 @@ int cli_run_gqa(const cli_opts *o)
   if ((rc = cli_layer_setup(o, j.n, NT, j.t, &ctx, bt)))
     goto done;
   rc = CLI_FAIL;
-  clattn_layer_desc ld = {.d_model = j.d, .heads_q = j.hq,
+  clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc), .d_model = j.d, .heads_q = j.hq,
                           .heads_kv = j.hkv, .head_dim_k = j.dk,
                           .head_dim_v = j.dv, .scale = o->scale};
   clattn_status st = clattn_layer_create(ctx, &ld, bt[WQ], bt[WK], bt[WV],

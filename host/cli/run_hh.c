@@ -154,7 +154,7 @@ int cli_run_hh(const cli_opts *o, clattn_hh_variant v)
   if ((rc = cli_layer_setup(o, j.n, vi->nt, j.t, &ctx, bt)))
     goto done;
   rc = CLI_FAIL;
-  const clattn_hh_layer_desc ld = {.d_model = j.d, .heads = j.h,
+  const clattn_hh_layer_desc ld = {.size = sizeof(clattn_hh_layer_desc), .d_model = j.d, .heads = j.h,
                                    .max_len = j.max_len, .scale = o->scale};
   const char *call;
   clattn_status st = create_layer(ctx, &j, &ld, bt, &layer, &call);

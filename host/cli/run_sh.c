@@ -174,7 +174,7 @@ int cli_run_sh(const cli_opts *o)
   if ((rc = cli_layer_setup(o, j.n, nt, j.t, &ctx, bt)))
     goto done;
   rc = CLI_FAIL;
-  const clattn_switchhead_layer_desc ld = {
+  const clattn_switchhead_layer_desc ld = {.size = sizeof(clattn_switchhead_layer_desc), 
       .d_model = j.d, .heads = j.h, .head_dim = j.dh, .experts = j.e,
       .topk = o->topk, .scale = o->scale};
   clattn_status st = clattn_layer_create_switchhead(

@@ -110,7 +110,7 @@ int cli_run_th(const cli_opts *o)
   if ((rc = cli_layer_setup(o, j.n, NT, j.t, &ctx, bt)))
     goto done;
   rc = CLI_FAIL;
-  const clattn_th_layer_desc ld = {
+  const clattn_th_layer_desc ld = {.size = sizeof(clattn_th_layer_desc), 
       .d_model = j.d, .heads_k = j.hk, .heads = j.h, .heads_v = j.hv,
       .head_dim_k = j.dk, .head_dim_v = j.dv, .scale = o->scale};
   clattn_status st = clattn_layer_create_talking_heads(

@@ -184,7 +184,7 @@ static const int gemm_shapes[][3] = {{512, 512, 512}, {2048, 512, 512}};
 static int run_one(clattn_ctx *ctx, clattn_db *db, int fam, const char *shape,
                    const int *gemm, const clattn_tune_opts *to,
                    const tune_cli *t) {
-  clattn_tune_result r;
+  clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
   clattn_status st;
   const char *name = fam < 0 ? "gemm" : clattn_family_name(fam);
   if (fam < 0)
@@ -207,6 +207,7 @@ int cli_tune(int argc, char **argv) {
   tune_args ta;
   tune_cli t;
   memset(&ta, 0, sizeof ta);
+  ta.to.size = sizeof ta.to;
   memset(&t, 0, sizeof t);
   ta.m.dtype = CLATTN_F32;
   /* which: a family of the registry, GEMM (CLBlast's Xgemm) or ALL */
@@ -287,7 +288,7 @@ int cli_tune(int argc, char **argv) {
   to.stop = &stop_flag;
   to.progress = show_progress;
   to.user = &t;
-  clattn_profile rep;
+  clattn_profile rep = {.size = sizeof(clattn_profile)};
   if (clattn_profile_reported(ctx, &rep) != CLATTN_OK)
     snprintf(rep.name, sizeof rep.name, "the device");
   printf("tuning on %s, database %s\n", rep.name, clattn_db_path(db));
@@ -345,6 +346,7 @@ int cli_tune(int argc, char **argv) {
 int cli_explain(int argc, char **argv) {
   tune_args ta;
   memset(&ta, 0, sizeof ta);
+  ta.to.size = sizeof ta.to;
   ta.m.dtype = CLATTN_F32;
   if (argc > 0 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h") ||
                    !strcmp(argv[0], "help"))) {
@@ -376,7 +378,8 @@ int cli_explain(int argc, char **argv) {
   clattn_ctx *ctx = NULL;
   if (cli_ctx_create_db(m.device, m.db, &ctx))
     return CLI_FAIL;
-  clattn_choice ch;
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
+  m.params.size = sizeof m.params; /* the flags fill its fields */
   const int caller = m.params.variant || m.params.rows || m.params.keys ||
                      m.params.wg || m.params.splits || m.params.prefetch ||
                      m.params.scheme;
@@ -388,9 +391,8 @@ int cli_explain(int argc, char **argv) {
     return st == CLATTN_ERR_SHAPE || st == CLATTN_ERR_INVALID_ARG ? CLI_USAGE
                                                                   : rc;
   }
-  char chosen[128], resolved[128];
-  clattn_params_format(&ch.params, chosen, sizeof chosen);
-  clattn_params_format(&ch.resolved, resolved, sizeof resolved);
+  const char *chosen = ch.params[0] ? ch.params : "(automatic)";
+  const char *resolved = ch.resolved;
   if (m.json) {
     printf("{\"shape_class\": \"%s\", \"source\": \"%s\", \"params\": "
            "\"%s\", \"resolved\": \"%s\", \"entry_class\": \"%s\", "

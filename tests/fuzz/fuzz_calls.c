@@ -100,7 +100,7 @@ static void fuzz_family(const clattn__family *F, input *in,
                         const clattn_profile *prof) {
   _Alignas(16) unsigned char raw[CLATTN__DESC_MAX], desc[CLATTN__DESC_MAX];
   int ints[MAX_INTS];
-  clattn_params params;
+  clattn_params params = {.size = sizeof(clattn_params)};
   memset(raw, 0, sizeof raw);
   for (size_t o = 0; o + sizeof(int) <= F->desc_size; o += sizeof(int)) {
     int v = next_int(in);
@@ -125,7 +125,7 @@ static void fuzz_family(const clattn__family *F, input *in,
       return;
     const int *host_ints =
         n_ints <= MAX_INTS ? next_ints(in, (int)n_ints, ints) : NULL;
-    clattn_prediction pred;
+    clattn_prediction pred = {.size = sizeof(clattn_prediction)};
     rc = clattn__model(F, desc, host_ints, prof, &pred);
     check_result(F->name, rc, &pred);
     if (next_byte(in) >= 192) {
@@ -153,14 +153,14 @@ static int small_enough(long batch, long len, long heads) {
 }
 
 static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
-  clattn_prediction pred;
-  clattn_params params;
+  clattn_prediction pred = {.size = sizeof(clattn_prediction)};
+  clattn_params params = {.size = sizeof(clattn_params)};
   int ints[MAX_INTS];
   char cls[128];
   clattn_status rc;
   switch (which % 8) {
   case 0: {
-    clattn_attn_desc d;
+    clattn_attn_desc d = {.size = sizeof(clattn_attn_desc)};
     d.batch = next_int(in);
     d.n_q = next_int(in);
     d.n_kv = next_int(in);
@@ -183,7 +183,7 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
   }
   case 1:
   case 2: {
-    clattn_decode_desc d;
+    clattn_decode_desc d = {.size = sizeof(clattn_decode_desc)};
     d.batch = next_int(in);
     d.capacity = next_int(in);
     d.heads_q = next_int(in);
@@ -209,7 +209,7 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
     break;
   }
   case 3: {
-    clattn_layer_desc d;
+    clattn_layer_desc d = {.size = sizeof(clattn_layer_desc)};
     d.d_model = next_int(in);
     d.heads_q = next_int(in);
     d.heads_kv = next_int(in);
@@ -225,7 +225,7 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
     break;
   }
   case 4: {
-    clattn_hh_layer_desc d;
+    clattn_hh_layer_desc d = {.size = sizeof(clattn_hh_layer_desc)};
     d.d_model = next_int(in);
     d.heads = next_int(in);
     d.max_len = next_int(in);
@@ -241,7 +241,7 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
     break;
   }
   case 5: {
-    clattn_switchhead_layer_desc d;
+    clattn_switchhead_layer_desc d = {.size = sizeof(clattn_switchhead_layer_desc)};
     d.d_model = next_int(in);
     d.heads = next_int(in);
     d.head_dim = next_int(in);
@@ -259,7 +259,7 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
     break;
   }
   case 6: {
-    clattn_switchhead_paper c;
+    clattn_switchhead_paper c = {.size = sizeof(clattn_switchhead_paper)};
     c.heads = next_int(in);
     c.head_dim = next_int(in);
     c.d_model = next_int(in);
@@ -280,8 +280,7 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
   }
   default: {
     /* The NULL arguments every model function refuses. */
-    clattn_attn_desc d;
-    memset(&d, 0, sizeof d);
+    clattn_attn_desc d = {.size = sizeof(clattn_attn_desc)};
     if (clattn_model_attention(NULL, NULL, prof, &pred) == CLATTN_OK ||
         clattn_model_attention(&d, NULL, NULL, &pred) == CLATTN_OK ||
         clattn_model_attention(&d, NULL, prof, NULL) == CLATTN_OK)
@@ -294,7 +293,7 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   input in = {data, data + size};
   unsigned which = next_byte(&in);
-  clattn_profile prof;
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
   if (clattn_datasheet((int)(next_byte(&in) % clattn_datasheet_count()),
                        &prof))
     fuzz_fail("clattn_datasheet failed");

@@ -5,7 +5,7 @@
  * second time changes nothing. */
 #include "fuzz_util.h"
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@ static clattn_db *db;
 static char *snapshot(int *rows) {
   clattn_tune_entry *e = NULL;
   int n = 0;
-  if (clattn_db_list_tune(db, NULL, NULL, NULL, &e, &n) != CLATTN_OK)
+  if (clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *e, &e, &n) != CLATTN_OK)
     fuzz_fail("clattn_db_list_tune: %s", clattn_db_errmsg(db));
   size_t cap = (size_t)n * 16384 + 1, len = 0;
   char *s = malloc(cap);
@@ -26,7 +26,7 @@ static char *snapshot(int *rows) {
   s[0] = '\0';
   for (int i = 0; i < n; i++)
     len += clattn_tune_entry_json(&e[i], s + len, cap - len);
-  free(e);
+  clattn_free(e);
   *rows = n;
   return s;
 }
@@ -35,8 +35,7 @@ static void open_db(void) {
   if (clattn_db_open(fuzz_scratch_path("tuning.db"), &db) != CLATTN_OK)
     fuzz_fail("clattn_db_open failed");
   /* One row the imports may replace or keep. */
-  clattn_tune_entry e;
-  memset(&e, 0, sizeof e);
+  clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
   strcpy(e.fingerprint, "fuzz0000");
   strcpy(e.device, "fuzz device");
   strcpy(e.kernel, "prefill");

@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   const clattn__family *F =
       clattn__family_at(data[0] % clattn__family_count());
-  clattn_profile prof;
+  clattn_profile prof = {.size = sizeof(clattn_profile)};
   if (clattn_datasheet(data[1] % clattn_datasheet_count(), &prof))
     fuzz_fail("clattn_datasheet failed");
   char *text = malloc(size - 2 + 1);
@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (params_text)
     *params_text++ = '\0';
 
-  clattn_params p, p2;
+  clattn_params p = {.size = sizeof(clattn_params)}, p2 = {.size = sizeof(clattn_params)};
   const clattn_params *pp = NULL;
   if (params_text) {
     if (clattn_params_parse(params_text, &p) == CLATTN_OK) {
@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
   }
 
-  clattn_prediction pred;
+  clattn_prediction pred = {.size = sizeof(clattn_prediction)};
   if (predict) {
     rc = clattn_model_shape(F->name, text, pp, &prof, &pred);
     if (rc != CLATTN_OK && !pred.errmsg[0])

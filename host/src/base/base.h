@@ -6,7 +6,7 @@
 #ifndef CLATTN_BASE_H
 #define CLATTN_BASE_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 #include <stddef.h>
 #include <stdint.h>

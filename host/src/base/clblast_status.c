@@ -1,7 +1,7 @@
 /* clblast_status.c - CLBlast's status codes by name (clblast_status.h). */
 #include "base/clblast_status.h"
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 const char *clattn__clblast_status_str(CLBlastStatusCode s) {
   switch (s) {

@@ -3,7 +3,7 @@
 #ifndef CLATTN_TARGET_H
 #define CLATTN_TARGET_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 /* What planning needs to know about a device. */
 typedef struct clattn__target {

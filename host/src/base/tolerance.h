@@ -8,7 +8,7 @@
 #ifndef CLATTN_BASE_TOLERANCE_H
 #define CLATTN_BASE_TOLERANCE_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 /* Relative tolerance of storage type dt:
  *  - f32:  1e-4.  The issue's requirement: float32 storage, float32

@@ -1,33 +1,59 @@
 /* api.c - the public functions of the kernel families: thin wrappers that
- * put their arguments in the family's order and take the generic path. */
+ * read the caller's versioned structs (args_in.c), put the buffers in the
+ * family's order and take the generic path. */
+#include "base/versioned.h"
 #include "call/call.h"
+#include "choice/choice.h"
 #include "family/decode.h"
 
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+
+#define ATTN_PARAMS ((long)offsetof(clattn_attn_desc, params))
+#define DECODE_PARAMS ((long)offsetof(clattn_decode_desc, params))
 
 clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
                                cl_mem q, cl_mem k, cl_mem v, cl_mem kv_lens,
                                cl_mem o, const clattn_events *ev) {
+  clattn__public_args own;
+  const void *desc = d;
+  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_attn_desc", &desc,
+                                         sizeof *d, ATTN_PARAMS, &ev);
+  if (rc)
+    return rc;
   const cl_mem bufs[5] = {q, k, v, kv_lens, o};
-  return clattn__call(ctx, &clattn__family_prefill, d, bufs, ev);
+  return clattn__call(ctx, &clattn__family_prefill, desc, bufs, ev);
 }
 
 clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
                             cl_mem q, cl_mem k_cache, cl_mem v_cache,
                             cl_mem lens, cl_mem o, const clattn_events *ev) {
+  clattn__public_args own;
+  const void *desc = d;
+  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_decode_desc",
+                                         &desc, sizeof *d, DECODE_PARAMS, &ev);
+  if (rc)
+    return rc;
   const cl_mem bufs[5] = {q, k_cache, v_cache, lens, o};
-  return clattn__call(ctx, &clattn__family_decode, d, bufs, ev);
+  return clattn__call(ctx, &clattn__family_decode, desc, bufs, ev);
 }
 
 clattn_status clattn_kv_append(clattn_ctx *ctx, const clattn_decode_desc *d,
                                int n_new, cl_mem k_new, cl_mem v_new,
                                cl_mem pos, cl_mem k_cache, cl_mem v_cache,
                                const clattn_events *ev) {
+  clattn__public_args own;
+  const void *desc = d;
+  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_decode_desc",
+                                         &desc, sizeof *d, DECODE_PARAMS, &ev);
+  if (rc)
+    return rc;
   const cl_mem bufs[5] = {k_new, v_new, pos, k_cache, v_cache};
   clattn__append_desc a;
-  if (d == NULL)
+  if (desc == NULL)
     return clattn__call(ctx, &clattn__family_append, NULL, bufs, ev);
-  a.cache = *d;
+  memcpy(&a.cache, desc, sizeof a.cache);
   a.n_new = n_new;
   return clattn__call(ctx, &clattn__family_append, &a, bufs, ev);
 }
@@ -35,41 +61,77 @@ clattn_status clattn_kv_append(clattn_ctx *ctx, const clattn_decode_desc *d,
 clattn_status clattn_explain_attention(clattn_ctx *ctx,
                                        const clattn_attn_desc *d,
                                        clattn_choice *out) {
-  return clattn__explain(ctx, &clattn__family_prefill, d, out);
+  clattn__public_args own;
+  const void *desc = d;
+  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_attn_desc", &desc,
+                                         sizeof *d, ATTN_PARAMS, NULL);
+  if (rc)
+    return rc;
+  return clattn__explain_public(ctx, &clattn__family_prefill, desc, out);
 }
 
 clattn_status clattn_explain_decode(clattn_ctx *ctx,
                                     const clattn_decode_desc *d,
                                     clattn_choice *out) {
-  return clattn__explain(ctx, &clattn__family_decode, d, out);
+  clattn__public_args own;
+  const void *desc = d;
+  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_decode_desc",
+                                         &desc, sizeof *d, DECODE_PARAMS, NULL);
+  if (rc)
+    return rc;
+  return clattn__explain_public(ctx, &clattn__family_decode, desc, out);
+}
+
+/* The model's calls have no context: a failure's reason goes to the
+ * prediction's message. */
+static clattn_status model_call(const clattn__family *F, const char *type,
+                                const void *d, size_t size, long params,
+                                const int *ints, const clattn_profile *prof,
+                                clattn_prediction *out, int n_new) {
+  clattn__public_args own_args;
+  clattn_prediction own;
+  clattn_profile own_prof;
+  const void *desc = d;
+  clattn_status rc = clattn__model_in(&prof, &own_prof, out, &own);
+  if (rc == CLATTN_OK)
+    rc = clattn__args_in(&own_args, type, &desc, size, params, NULL,
+                         own.errmsg, sizeof own.errmsg);
+  if (rc == CLATTN_OK && desc != NULL && F == &clattn__family_append) {
+    clattn__append_desc a;
+    memcpy(&a.cache, desc, sizeof a.cache);
+    a.n_new = n_new;
+    rc = clattn__model(F, &a, ints, prof, &own);
+  } else if (rc == CLATTN_OK) {
+    rc = clattn__model(F, desc, ints, prof, &own);
+  }
+  return clattn__model_out(rc, &own, out);
 }
 
 clattn_status clattn_model_attention(const clattn_attn_desc *d,
                                      const int *kv_lens,
                                      const clattn_profile *prof,
                                      clattn_prediction *out) {
-  return clattn__model(&clattn__family_prefill, d, kv_lens, prof, out);
+  return model_call(&clattn__family_prefill, "clattn_attn_desc", d, sizeof *d,
+                    ATTN_PARAMS, kv_lens, prof, out, 0);
 }
 
 clattn_status clattn_model_decode(const clattn_decode_desc *d, const int *lens,
                                   const clattn_profile *prof,
                                   clattn_prediction *out) {
-  return clattn__model(&clattn__family_decode, d, lens, prof, out);
+  return model_call(&clattn__family_decode, "clattn_decode_desc", d,
+                    sizeof *d, DECODE_PARAMS, lens, prof, out, 0);
 }
 
 clattn_status clattn_model_kv_append(const clattn_decode_desc *d, int n_new,
                                      const int *pos, const clattn_profile *prof,
                                      clattn_prediction *out) {
-  clattn__append_desc a;
-  if (d == NULL)
-    return clattn__model(&clattn__family_append, NULL, pos, prof, out);
-  a.cache = *d;
-  a.n_new = n_new;
-  return clattn__model(&clattn__family_append, &a, pos, prof, out);
+  return model_call(&clattn__family_append, "clattn_decode_desc", d,
+                    sizeof *d, DECODE_PARAMS, pos, prof, out, n_new);
 }
 
 clattn_status clattn_ctx_last_choice(const clattn_ctx *ctx,
                                      clattn_choice *out) {
+  char why[256];
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc)
     return rc;
@@ -80,10 +142,9 @@ clattn_status clattn_ctx_last_choice(const clattn_ctx *ctx,
     return CLATTN_ERR_MISUSE;
   const clattn__thread_slot *mine = clattn__ctx_thread_slot(locked);
   rc = CLATTN_ERR_NOT_FOUND;
-  if (mine != NULL && mine->has_last) {
-    *out = mine->last;
-    rc = CLATTN_OK;
-  }
+  if (mine != NULL && mine->has_last &&
+      (rc = clattn__choice_out(&mine->last, out, why, sizeof why)))
+    clattn__fail(locked, rc, "%s", why);
   clattn__ctx_leave(locked);
   return rc;
 }

@@ -32,7 +32,7 @@ static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
                                  const clattn_events *ev) {
   clattn__buf_spec spec[CLATTN__MAX_BUFS];
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
-  clattn_choice ch;
+  clattn__choice ch;
   clattn_status rc = begin(ctx, F, desc);
   if (rc)
     return rc;
@@ -69,7 +69,7 @@ clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
 }
 
 static clattn_status explain_locked(clattn_ctx *ctx, const clattn__family *F,
-                                    const void *desc, clattn_choice *out) {
+                                    const void *desc, clattn__choice *out) {
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc)
@@ -82,9 +82,21 @@ static clattn_status explain_locked(clattn_ctx *ctx, const clattn__family *F,
 }
 
 clattn_status clattn__explain(clattn_ctx *ctx, const clattn__family *F,
-                              const void *desc, clattn_choice *out) {
+                              const void *desc, clattn__choice *out) {
   clattn_ctx *locked = clattn__ctx_enter(ctx);
   clattn_status rc = explain_locked(ctx, F, desc, out);
+  clattn__ctx_leave(locked);
+  return rc;
+}
+
+clattn_status clattn__explain_public(clattn_ctx *ctx, const clattn__family *F,
+                                     const void *desc, clattn_choice *out) {
+  clattn__choice ch;
+  char why[256];
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = explain_locked(ctx, F, desc, out ? &ch : NULL);
+  if (rc == CLATTN_OK && (rc = clattn__choice_out(&ch, out, why, sizeof why)))
+    clattn__fail(ctx, rc, "%s", why);
   clattn__ctx_leave(locked);
   return rc;
 }

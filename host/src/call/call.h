@@ -14,9 +14,40 @@ clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
 
 /* What clattn__call would run for desc, and why; nothing is enqueued. */
 clattn_status clattn__explain(clattn_ctx *ctx, const clattn__family *F,
-                              const void *desc, clattn_choice *out);
+                              const void *desc, clattn__choice *out);
+/* clattn__explain into the public form (the params as text). */
+clattn_status clattn__explain_public(clattn_ctx *ctx, const clattn__family *F,
+                                     const void *desc, clattn_choice *out);
 
 /* Bytes of buffer spec b. */
 size_t clattn__buf_bytes(const clattn__buf_spec *b);
+
+/* A public function's versioned arguments (base/versioned.h) as the
+ * library's own: the description (of public type `type`, desc_size bytes,
+ * its params pointer at params_offset or CLATTN__NO_PARAMS) with its
+ * params, and the events.  A NULL description or events stays NULL. */
+enum { CLATTN__NO_PARAMS = -1 };
+typedef struct clattn__public_args {
+  _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
+  clattn_params params;
+  clattn_events ev;
+} clattn__public_args;
+
+/* Read *desc and *ev into own and point them at own's copies; the reason
+ * of a failure in why. */
+clattn_status clattn__args_in(clattn__public_args *own, const char *type,
+                              const void **desc, size_t desc_size,
+                              long params_offset, const clattn_events **ev,
+                              char *why, size_t cap);
+/* The same, recording a failure on a live ctx (a context that is not
+ * live is left to the call's own check). */
+clattn_status clattn__ctx_args_in(clattn_ctx *ctx, clattn__public_args *own,
+                                  const char *type, const void **desc,
+                                  size_t desc_size, long params_offset,
+                                  const clattn_events **ev);
+/* The same for a public function's one versioned struct (a layer's
+ * description): *p read into own (size bytes). */
+clattn_status clattn__ctx_struct_in(clattn_ctx *ctx, const void **p, void *own,
+                                    size_t size, const char *type);
 
 #endif /* CLATTN_CALL_H */

@@ -1,26 +1,45 @@
 /* th_decode.c - the public functions of the talking-heads decode and
- * append families: thin wrappers that put their arguments in the family's
- * order and take the generic path. */
+ * append families: thin wrappers that read the caller's versioned structs,
+ * put their arguments in the family's order and take the generic path. */
 #include "call/call.h"
 #include "family/th_decode.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define TH_DECODE_PARAMS ((long)offsetof(clattn_th_decode_desc, params))
 
 clattn_status clattn_talking_heads_decode(
     clattn_ctx *ctx, const clattn_th_decode_desc *d, cl_mem q, cl_mem k_cache,
     cl_mem v_cache, cl_mem p_l, cl_mem p_w, cl_mem lens, cl_mem o,
     const clattn_events *ev) {
+  clattn__public_args own;
+  const void *desc = d;
+  clattn_status rc =
+      clattn__ctx_args_in(ctx, &own, "clattn_th_decode_desc", &desc, sizeof *d,
+                          TH_DECODE_PARAMS, &ev);
+  if (rc)
+    return rc;
   const cl_mem bufs[7] = {q, k_cache, v_cache, p_l, p_w, lens, o};
-  return clattn__call(ctx, &clattn__family_th_decode, d, bufs, ev);
+  return clattn__call(ctx, &clattn__family_th_decode, desc, bufs, ev);
 }
 
 clattn_status clattn_talking_heads_append(
     clattn_ctx *ctx, const clattn_th_decode_desc *d, int n_new, cl_mem k_new,
     cl_mem v_new, cl_mem pos, cl_mem k_cache, cl_mem v_cache,
     const clattn_events *ev) {
+  clattn__public_args own;
+  const void *desc = d;
+  clattn_status rc =
+      clattn__ctx_args_in(ctx, &own, "clattn_th_decode_desc", &desc, sizeof *d,
+                          TH_DECODE_PARAMS, &ev);
+  if (rc)
+    return rc;
   const cl_mem bufs[5] = {k_new, v_new, pos, k_cache, v_cache};
   clattn__th_append_desc a;
-  if (d == NULL)
+  if (desc == NULL)
     return clattn__call(ctx, &clattn__family_th_append, NULL, bufs, ev);
-  a.cache = *d;
+  memcpy(&a.cache, desc, sizeof a.cache);
   a.n_new = n_new;
   return clattn__call(ctx, &clattn__family_th_append, &a, bufs, ev);
 }

@@ -21,8 +21,10 @@
  * by another connection is read again a second later.  The model's picks
  * are memoised per family and shape class. */
 #include "choice/choice.h"
+#include "device/profile.h"
 #include "base/clock.h"
 #include "base/cpu_isa.h"
+#include "base/versioned.h"
 #include "db/db.h"
 
 #include <errno.h>
@@ -209,7 +211,7 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
     return NULL;
   C->tuning = T;
   clattn_profile rep;
-  clattn_status rc = clattn_profile_reported(ctx, &rep);
+  clattn_status rc = clattn__profile_reported(ctx, &rep);
   if (rc == CLATTN_ERR_NOMEM) {
     clattn__choice_reload(ctx);
     return NULL;
@@ -264,7 +266,7 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
   clattn_profile p;
   double err = 0.0;
   int nchecks = 0;
-  rc = clattn_profile_for(ctx, db, &p);
+  rc = clattn__profile_for(ctx, db, &p);
   if (rc == CLATTN_ERR_NOMEM) {
     clattn_db_close(db);
     clattn__choice_reload(ctx);
@@ -401,7 +403,7 @@ static const pick *model_pick(clattn__tuning *T, const clattn__family *F,
   return &T->picks[T->n_picks++];
 }
 
-static void fill_entry(clattn_choice *ch, const clattn_tune_entry *e) {
+static void fill_entry(clattn__choice *ch, const clattn_tune_entry *e) {
   snprintf(ch->entry_class, sizeof ch->entry_class, "%s", e->shape_class);
   snprintf(ch->entry_device, sizeof ch->entry_device, "%s", e->device);
   ch->entry_median_s = e->median_s;
@@ -449,7 +451,7 @@ best_row(const tier_call *k, const clattn_tune_entry *rows, int n, int exact,
     if (dist < 0 || (exact && dist > 0))
       continue;
     clattn_params p;
-    if (clattn_params_parse(r->params, &p) != CLATTN_OK ||
+    if (clattn__params_parse(r->params, &p) != CLATTN_OK ||
         clattn__plan_params(k->F, k->t, k->desc, &p, k->copy, k->pl, why,
                             sizeof why) != CLATTN_OK) {
       if (!k->tried[0])
@@ -467,7 +469,7 @@ best_row(const tier_call *k, const clattn_tune_entry *rows, int n, int exact,
 }
 
 clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
-                             const void *desc, clattn_choice *ch, void *pl) {
+                             const void *desc, clattn__choice *ch, void *pl) {
   const clattn__target t = clattn__ctx_target(ctx);
   _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
   const clattn_params *caller = clattn__desc_params(F, desc);
@@ -512,7 +514,7 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
       const clattn_tune_entry *best =
           best_row(&k, T->e, T->n, pass == 0, same_device, &mine, T);
       if (best) {
-        clattn_params_parse(best->params, &ch->params);
+        clattn__params_parse(best->params, &ch->params);
         clattn__plan_params(F, &t, desc, &ch->params, copy, pl, why,
                             sizeof why);
         ch->source = pass == 0   ? CLATTN_CHOICE_TUNED
@@ -546,7 +548,7 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
         const clattn_tune_entry *best =
             best_row(&k, rows, ns, 0, shipped_level, &level, T);
         if (best) {
-          clattn_params_parse(best->params, &ch->params);
+          clattn__params_parse(best->params, &ch->params);
           clattn__plan_params(F, &t, desc, &ch->params, copy, pl, why,
                               sizeof why);
           ch->source = CLATTN_CHOICE_SHIPPED;
@@ -611,4 +613,20 @@ const char *clattn_choice_source_str(clattn_choice_source s) {
                                       "tuned-nearest", "tuned-arch", "model",
                                       "default",       "shipped"};
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
+}
+
+clattn_status clattn__choice_out(const clattn__choice *ch, clattn_choice *out,
+                                 char *why, size_t cap) {
+  clattn_choice pub;
+  memset(&pub, 0, sizeof pub);
+  pub.source = ch->source;
+  if (clattn__params_set(&ch->params))
+    clattn__params_format(&ch->params, pub.params, sizeof pub.params);
+  clattn__params_format(&ch->resolved, pub.resolved, sizeof pub.resolved);
+  snprintf(pub.shape_class, sizeof pub.shape_class, "%s", ch->shape_class);
+  snprintf(pub.entry_class, sizeof pub.entry_class, "%s", ch->entry_class);
+  snprintf(pub.entry_device, sizeof pub.entry_device, "%s", ch->entry_device);
+  pub.entry_median_s = ch->entry_median_s;
+  snprintf(pub.why, sizeof pub.why, "%s", ch->why);
+  return clattn__struct_out(out, &pub, sizeof pub, "clattn_choice", why, cap);
 }

@@ -17,7 +17,12 @@ void clattn__choice_reload(clattn_ctx *ctx);
  * Errors only for the caller's or an override's invalid params, recorded
  * on ctx. */
 clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
-                             const void *desc, clattn_choice *ch, void *plan);
+                             const void *desc, clattn__choice *ch, void *plan);
+
+/* The public form of a choice (the params as text) into the caller's
+ * versioned out; CLATTN_ERR_INVALID_ARG for an unset out->size. */
+clattn_status clattn__choice_out(const clattn__choice *ch, clattn_choice *out,
+                                 char *why, size_t cap);
 
 /* Open the context's tuning database for run-time lookups.  *db is NULL,
  * with the reason in why, when tuning is off, the file does not exist or

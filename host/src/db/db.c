@@ -19,6 +19,7 @@
  * are generated from them, and so is the JSON of the tuning rows
  * (clattn__db_tune_cols). */
 #include "db/db_impl.h"
+#include "base/versioned.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -624,4 +625,16 @@ done:
   free(rows);
   sqlite3_finalize(st);
   return rc;
+}
+
+clattn_status clattn__db_rows_out(clattn_db *db, const void *rows,
+                                  size_t own_size, int n, size_t entry_size,
+                                  void **out) {
+  *out = NULL;
+  if (n == 0) /* an empty list is NULL, as before any row */
+    return CLATTN_OK;
+  *out = clattn__rows_out(rows, own_size, n, entry_size);
+  if (*out == NULL)
+    return clattn__db_fail(db, CLATTN_ERR_NOMEM, "out of memory");
+  return CLATTN_OK;
 }

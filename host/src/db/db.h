@@ -3,7 +3,7 @@
 #ifndef CLATTN_DB_H
 #define CLATTN_DB_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -57,6 +57,25 @@ clattn_status clattn__db_fail(clattn_db *db, clattn_status st,
 /* Check db is a live handle and clear its message: CLATTN_ERR_INVALID_ARG
  * for NULL, CLATTN_ERR_MISUSE for a dead handle. */
 clattn_status clattn__db_check(clattn_db *db);
+
+/* clattn_db_put_tune, clattn_db_list_tune, clattn_tune_entry_json and
+ * clattn_db_put_bench on the library's own whole structs (the public ones
+ * read and write the caller's versioned ones). */
+clattn_status clattn__db_put_tune(clattn_db *db, const clattn_tune_entry *e);
+clattn_status clattn__db_list_tune(clattn_db *db, const char *fingerprint,
+                                   const char *kernel, const char *shape_class,
+                                   clattn_tune_entry **out, int *n);
+size_t clattn__tune_entry_json(const clattn_tune_entry *e, char *buf,
+                               size_t cap);
+clattn_status clattn__db_put_bench(clattn_db *db,
+                                   const clattn_bench_entry *e);
+
+/* A list's n rows of the library's struct (own_size bytes each) as the
+ * caller's rows of entry_size bytes (base/versioned.h) in a new *out;
+ * CLATTN_ERR_NOMEM recorded on db. */
+clattn_status clattn__db_rows_out(clattn_db *db, const void *rows,
+                                  size_t own_size, int n, size_t entry_size,
+                                  void **out);
 
 /* One write transaction over several calls (BEGIN IMMEDIATE, so a second
  * writer waits for the busy timeout instead of failing at COMMIT).  On any

@@ -4,6 +4,7 @@
  * fields to the bench table's columns (migration 8). */
 #define _DEFAULT_SOURCE /* gethostname */
 #include "db/db_impl.h"
+#include "base/versioned.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -91,7 +92,7 @@ static clattn_status check_row(clattn_db *db, const clattn_bench_entry *e) {
   return CLATTN_OK;
 }
 
-clattn_status clattn_db_put_bench(clattn_db *db,
+clattn_status clattn__db_put_bench(clattn_db *db,
                                   const clattn_bench_entry *in) {
   clattn_status rc = clattn__db_check(db);
   sqlite3_stmt *st = NULL;
@@ -156,9 +157,9 @@ static int has_bench_table(clattn_db *db) {
   return r;
 }
 
-clattn_status clattn_db_list_bench(clattn_db *db, const char *fingerprint,
-                                   const char *family,
-                                   clattn_bench_entry **out, int *n) {
+static clattn_status list_bench(clattn_db *db, const char *fingerprint,
+                                const char *family, clattn_bench_entry **out,
+                                int *n) {
   clattn_status rc = clattn__db_check(db);
   if (rc != CLATTN_OK)
     return rc;
@@ -182,5 +183,39 @@ clattn_status clattn_db_list_bench(clattn_db *db, const char *fingerprint,
       " updated DESC, run",
       filter, 2, sizeof **out, "bench rows", &rows, n);
   *out = rows;
+  return rc;
+}
+
+/* ------------------------------------------------ the versioned boundary */
+
+clattn_status clattn_db_put_bench(clattn_db *db, const clattn_bench_entry *e) {
+  clattn_bench_entry own;
+  char why[128];
+  clattn_status rc = clattn__db_check(db);
+  if (rc != CLATTN_OK || e == NULL)
+    return rc ? rc : clattn__db_fail(db, CLATTN_ERR_INVALID_ARG, "e is NULL");
+  if ((rc = clattn__struct_in(&own, sizeof own, e, "clattn_bench_entry", why,
+                              sizeof why)))
+    return clattn__db_fail(db, rc, "%s", why);
+  return clattn__db_put_bench(db, &own);
+}
+
+clattn_status clattn_db_list_bench(clattn_db *db, const char *fingerprint,
+                                   const char *family, size_t entry_size,
+                                   clattn_bench_entry **out, int *n) {
+  clattn_bench_entry *rows = NULL;
+  clattn_status rc = clattn__db_check(db);
+  if (rc != CLATTN_OK)
+    return rc;
+  if (entry_size < sizeof(size_t) || out == NULL || n == NULL)
+    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG,
+                           "out or n is NULL, or entry_size below "
+                           "sizeof(size_t)");
+  *out = NULL;
+  rc = list_bench(db, fingerprint, family, &rows, n);
+  if (rc == CLATTN_OK)
+    rc = clattn__db_rows_out(db, rows, sizeof *rows, *n, entry_size,
+                             (void **)out);
+  free(rows);
   return rc;
 }

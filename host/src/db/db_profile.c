@@ -2,6 +2,7 @@
  * clattn_db_get_profile and clattn_db_list_profiles) and the model checks
  * (clattn_db_put_check, clattn__db_model_error) in the database. */
 #include "db/db_impl.h"
+#include "base/versioned.h"
 
 #include "base/stats.h"
 
@@ -33,7 +34,7 @@ static const col cols[] = {
 #undef COL_
 #define N_COLS ((int)(sizeof cols / sizeof cols[0]))
 
-clattn_status clattn_db_put_profile(clattn_db *db, const clattn_profile *p) {
+static clattn_status put_profile(clattn_db *db, const clattn_profile *p) {
   clattn_status rc = clattn__db_check(db);
   sqlite3_stmt *st = NULL;
   char sql[4096] = "INSERT INTO profiles (";
@@ -94,8 +95,9 @@ done:
   return rc;
 }
 
-clattn_status clattn_db_get_profile(clattn_db *db, const char *fingerprint,
-                                    clattn_profile *out) {
+static clattn_status get_profile(clattn_db *db,
+                                            const char *fingerprint,
+                                            clattn_profile *out) {
   clattn_status rc = clattn__db_check(db);
   sqlite3_stmt *st = NULL;
   char sql[2048] = "SELECT ";
@@ -134,8 +136,7 @@ done:
   return rc;
 }
 
-clattn_status clattn_db_put_check(clattn_db *db,
-                                  const clattn_check_record *r) {
+static clattn_status put_check(clattn_db *db, const clattn_check_record *r) {
   clattn_status rc = clattn__db_check(db);
   sqlite3_stmt *st = NULL;
   char date[32];
@@ -229,17 +230,67 @@ done:
   return rc;
 }
 
-clattn_status clattn_db_list_profiles(clattn_db *db, clattn_profile **out,
-                                      int *n) {
+clattn_status clattn_db_list_profiles(clattn_db *db, size_t entry_size,
+                                      clattn_profile **out, int *n) {
   clattn_status rc = clattn__db_check(db);
   if (rc != CLATTN_OK)
     return rc;
-  if (out == NULL || n == NULL)
-    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG, "out or n is NULL");
+  if (out == NULL || n == NULL || entry_size < sizeof(size_t))
+    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG,
+                           "out or n is NULL, or entry_size below "
+                           "sizeof(size_t)");
   void *rows = NULL;
+  *out = NULL;
   rc = clattn__db_select_rows(db, cols, N_COLS,
                               "FROM profiles ORDER BY name, fingerprint",
                               NULL, 0, sizeof **out, "profiles", &rows, n);
-  *out = rows;
+  if (rc == CLATTN_OK)
+    rc = clattn__db_rows_out(db, rows, sizeof **out, *n, entry_size,
+                             (void **)out);
+  free(rows);
   return rc;
+}
+
+/* ------------------------------------------------ the versioned boundary */
+
+clattn_status clattn_db_put_profile(clattn_db *db, const clattn_profile *p) {
+  clattn_profile own;
+  char why[128];
+  clattn_status rc = clattn__db_check(db);
+  if (rc != CLATTN_OK || p == NULL)
+    return rc ? rc : CLATTN_ERR_INVALID_ARG;
+  if ((rc = clattn__struct_in(&own, sizeof own, p, "clattn_profile", why,
+                              sizeof why)))
+    return clattn__db_fail(db, rc, "%s", why);
+  return put_profile(db, &own);
+}
+
+clattn_status clattn_db_get_profile(clattn_db *db, const char *fingerprint,
+                                    clattn_profile *out) {
+  clattn_profile own;
+  char why[128];
+  if (out != NULL && clattn__struct_size(out) < sizeof(size_t))
+    return clattn__db_check(db) ? clattn__db_check(db)
+                                : clattn__db_fail(db, CLATTN_ERR_INVALID_ARG,
+                                                  "clattn_profile.size is 0");
+  memset(&own, 0, sizeof own);
+  clattn_status rc =
+      get_profile(db, fingerprint, out ? &own : NULL);
+  if (out != NULL)
+    clattn__struct_out(out, &own, sizeof own, "clattn_profile", why,
+                       sizeof why);
+  return rc;
+}
+
+clattn_status clattn_db_put_check(clattn_db *db,
+                                  const clattn_check_record *r) {
+  clattn_check_record own;
+  char why[128];
+  clattn_status rc = clattn__db_check(db);
+  if (rc != CLATTN_OK || r == NULL)
+    return rc ? rc : CLATTN_ERR_INVALID_ARG;
+  if ((rc = clattn__struct_in(&own, sizeof own, r, "clattn_check_record", why,
+                              sizeof why)))
+    return clattn__db_fail(db, rc, "%s", why);
+  return put_check(db, &own);
 }

@@ -4,6 +4,7 @@
  * scan (clattn__db_scan_usable).  Parameters are checked by their family
  * through the registry (family.h), never by a family's name here. */
 #include "db/db_impl.h"
+#include "base/versioned.h"
 
 #include "family/family.h"
 
@@ -293,8 +294,8 @@ clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
    * tuner's own search): its params' text is checked, not their values. */
   const clattn__family *F = clattn__family_find(e->kernel);
   clattn_params p;
-  if (clattn_params_parse(e->params, &p) != CLATTN_OK) {
-    clattn_params q = {0, 0, 0, 0, 0, 0, 0};
+  if (clattn__params_parse(e->params, &p) != CLATTN_OK) {
+    clattn_params q = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
     clattn__params_fields(e->params, &q, reason, sizeof reason);
     return bad(why, cap, "params", "%s", reason);
   }
@@ -432,13 +433,47 @@ done:
   return rc;
 }
 
-clattn_status clattn_db_put_tune(clattn_db *db, const clattn_tune_entry *e) {
+clattn_status clattn__db_put_tune(clattn_db *db, const clattn_tune_entry *e) {
+  if (e == NULL)
+    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG, "e is NULL");
   return clattn__db_upsert_tune(db, e, 0, NULL);
+}
+
+clattn_status clattn_db_put_tune(clattn_db *db, const clattn_tune_entry *e) {
+  clattn_tune_entry own;
+  char why[128];
+  clattn_status rc = clattn__db_check(db);
+  if (rc != CLATTN_OK || e == NULL)
+    return rc ? rc : clattn__db_fail(db, CLATTN_ERR_INVALID_ARG, "e is NULL");
+  if ((rc = clattn__struct_in(&own, sizeof own, e, "clattn_tune_entry", why,
+                              sizeof why)))
+    return clattn__db_fail(db, rc, "%s", why);
+  return clattn__db_put_tune(db, &own);
 }
 
 clattn_status clattn_db_list_tune(clattn_db *db, const char *fingerprint,
                                   const char *kernel, const char *shape_class,
-                                  clattn_tune_entry **out, int *n) {
+                                  size_t entry_size, clattn_tune_entry **out,
+                                  int *n) {
+  clattn_tune_entry *rows = NULL;
+  clattn_status rc = clattn__db_check(db);
+  if (rc != CLATTN_OK)
+    return rc;
+  if (entry_size < sizeof(size_t) || out == NULL)
+    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG,
+                           "out is NULL or entry_size below sizeof(size_t)");
+  *out = NULL;
+  rc = clattn__db_list_tune(db, fingerprint, kernel, shape_class, &rows, n);
+  if (rc == CLATTN_OK)
+    rc = clattn__db_rows_out(db, rows, sizeof *rows, *n, entry_size,
+                             (void **)out);
+  free(rows);
+  return rc;
+}
+
+clattn_status clattn__db_list_tune(clattn_db *db, const char *fingerprint,
+                                   const char *kernel, const char *shape_class,
+                                   clattn_tune_entry **out, int *n) {
   clattn_status rc = clattn__db_check(db);
   if (rc != CLATTN_OK)
     return rc;

@@ -17,6 +17,7 @@
  * before rows were checked can hold one) is written as \ufffd, so every
  * export is JSON that strict readers (Python's json) accept. */
 #include "db/db.h"
+#include "base/versioned.h"
 
 #include <errno.h>
 #include <math.h>
@@ -115,6 +116,19 @@ static void out_json_num(outbuf *o, double v) {
 
 size_t clattn_tune_entry_json(const clattn_tune_entry *e, char *buf,
                               size_t cap) {
+  clattn_tune_entry own;
+  char why[128];
+  if (e != NULL && clattn__struct_in(&own, sizeof own, e, "clattn_tune_entry",
+                                     why, sizeof why) != CLATTN_OK) {
+    if (buf != NULL && cap > 0)
+      buf[0] = '\0';
+    return 0;
+  }
+  return clattn__tune_entry_json(e ? &own : NULL, buf, cap);
+}
+
+size_t clattn__tune_entry_json(const clattn_tune_entry *e, char *buf,
+                               size_t cap) {
   outbuf o = {buf, buf ? cap : 0, 0};
   int n = 0;
   const clattn__col *c = clattn__db_tune_cols(&n);
@@ -160,7 +174,7 @@ static int write_doc(FILE *f, const clattn_tune_entry *rows, int n,
   if (fputs(o.buf, f) == EOF)
     return -1;
   for (int i = 0; i < n; i++) {
-    size_t len = clattn_tune_entry_json(&rows[i], *line, *line_cap);
+    size_t len = clattn__tune_entry_json(&rows[i], *line, *line_cap);
     if (len >= *line_cap) {
       char *g = realloc(*line, len + 1);
       if (g == NULL) {
@@ -169,7 +183,7 @@ static int write_doc(FILE *f, const clattn_tune_entry *rows, int n,
       }
       *line = g;
       *line_cap = len + 1;
-      clattn_tune_entry_json(&rows[i], *line, *line_cap);
+      clattn__tune_entry_json(&rows[i], *line, *line_cap);
     }
     if (fprintf(f, "%s\n    %s", i ? "," : "", *line) < 0)
       return -1;
@@ -242,7 +256,7 @@ clattn_status clattn_db_export_as(clattn_db *db, const char *path,
                            "t4 2)",
                            (int)format);
   to_stdout = !strcmp(path, "-");
-  rc = clattn_db_list_tune(db, fingerprint, kernel, NULL, &rows, &n);
+  rc = clattn__db_list_tune(db, fingerprint, kernel, NULL, &rows, &n);
   if (rc != CLATTN_OK)
     return rc;
   if (format == CLATTN_EXPORT_SHIPPED)

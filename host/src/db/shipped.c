@@ -6,6 +6,7 @@
  * (tune/gemm_apply.c) match to a device by vendor and arch, else, for a
  * CPU, by vector ISA class (base/cpu_isa.c). */
 #include "base/cpu_isa.h"
+#include "base/versioned.h"
 #include "db/db.h"
 
 #include <pthread.h>
@@ -121,13 +122,14 @@ int clattn_shipped_count(void) {
 
 clattn_status clattn_shipped_row(int i, clattn_tune_entry *out) {
   int n = 0;
+  char why[128];
   const clattn_tune_entry *e = clattn__shipped_rows(&n, NULL);
-  if (out == NULL)
+  if (out == NULL || clattn__struct_size(out) < sizeof(size_t))
     return CLATTN_ERR_INVALID_ARG;
   if (n == 0 && shipped.nomem)
     return CLATTN_ERR_NOMEM;
   if (i < 0 || i >= n)
     return CLATTN_ERR_NOT_FOUND;
-  *out = e[i];
-  return CLATTN_OK;
+  return clattn__struct_out(out, &e[i], sizeof e[i], "clattn_tune_entry", why,
+                            sizeof why);
 }

@@ -4,7 +4,10 @@
  * call (a dozen entries: microseconds), so there is no global mutable state
  * and the functions are thread-safe.  The parser is strict; see the format
  * at the top of datasheets.txt and the contract in datasheet.h. */
+#include "base/versioned.h"
 #include "device/datasheet.h"
+#include "device/profile.h"
+#include "device/profile.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -493,7 +496,7 @@ int clattn_datasheet_count(void) {
   return n;
 }
 
-clattn_status clattn_datasheet(int i, clattn_profile *out) {
+clattn_status clattn__datasheet(int i, clattn_profile *out) {
   if (!out)
     return CLATTN_ERR_INVALID_ARG;
   pick pk = {.want = i, .needle = NULL, .idx = 0, .found = 0, .out = out};
@@ -504,13 +507,34 @@ clattn_status clattn_datasheet(int i, clattn_profile *out) {
   return run_pick(&pk);
 }
 
-clattn_status clattn_datasheet_find(const char *name, clattn_profile *out) {
-  if (!out)
-    return CLATTN_ERR_INVALID_ARG;
+static clattn_status datasheet_find(const char *name, clattn_profile *out) {
   if (!name || *name == '\0') {
     memset(out, 0, sizeof *out);
     return CLATTN_ERR_INVALID_ARG;
   }
   pick pk = {.want = -1, .needle = name, .idx = 0, .found = 0, .out = out};
   return run_pick(&pk);
+}
+
+/* The public forms write the caller's versioned profile. */
+static clattn_status public_out(clattn_status rc, const clattn_profile *own,
+                                clattn_profile *out) {
+  char why[128];
+  clattn__struct_out(out, own, sizeof *own, "clattn_profile", why,
+                     sizeof why);
+  return rc;
+}
+
+clattn_status clattn_datasheet(int i, clattn_profile *out) {
+  clattn_profile own;
+  if (!out || clattn__struct_size(out) < sizeof(size_t))
+    return CLATTN_ERR_INVALID_ARG;
+  return public_out(clattn__datasheet(i, &own), &own, out);
+}
+
+clattn_status clattn_datasheet_find(const char *name, clattn_profile *out) {
+  clattn_profile own;
+  if (!out || clattn__struct_size(out) < sizeof(size_t))
+    return CLATTN_ERR_INVALID_ARG;
+  return public_out(datasheet_find(name, &own), &own, out);
 }

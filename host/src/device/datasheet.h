@@ -6,7 +6,7 @@
 #ifndef CLATTN_DATASHEET_H
 #define CLATTN_DATASHEET_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 #include <stddef.h>
 

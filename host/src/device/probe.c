@@ -23,7 +23,9 @@
  * no calibration). */
 #include "base/clock.h"
 #include "base/stats.h"
+#include "base/versioned.h"
 #include "device/probe.h"
+#include "device/profile.h"
 #include "runtime/runtime.h"
 
 #include <math.h>
@@ -444,9 +446,15 @@ static double best_of(const double *v) {
 
 /* ------------------------------------------------------------ the probe */
 
+/* What a probe writes: the profile and the figures behind it. */
+typedef struct probe_out {
+  clattn_profile profile;
+  clattn_probe_result detail;
+} probe_out;
+
 static clattn_status probe_unlocked(clattn_ctx *ctx,
                                     const clattn_probe_opts *opts,
-                                    clattn_probe_result *out) {
+                                    probe_out *out) {
   static const clattn_probe_opts defaults;
   clattn_status rc = clattn__ctx_check(ctx);
   probe P;
@@ -469,9 +477,9 @@ static clattn_status probe_unlocked(clattn_ctx *ctx,
   P.target_s = o->target_s > 0 ? o->target_s : o->thorough ? 0.2 : 0.05;
   P.repeats = o->repeats > 0 ? o->repeats : o->thorough ? 11 : 5;
   P.calib_rounds = o->thorough ? 2 : 1;
-  CLATTN_TRY(clattn_profile_reported(ctx, &out->profile));
+  CLATTN_TRY(clattn__profile_reported(ctx, &out->profile));
   CLATTN_TRY(choose_buffer(&P, o));
-  out->buffer_bytes = P.buf;
+  out->detail.buffer_bytes = P.buf;
 
   /* read kernel: one float per NREAD scalars; FMA and local kernels: one
    * float per work-item (grid_items keeps within this) */
@@ -490,9 +498,9 @@ static clattn_status probe_unlocked(clattn_ctx *ctx,
   double local[CLATTN_PROBE_WIDTHS] = {0}, half[CLATTN_PROBE_WIDTHS] = {0};
   for (int i = 0; i < CLATTN_PROBE_WIDTHS; i++) {
     int vw = probe_widths[i];
-    CLATTN_TRY(bandwidth(&P, vw, &out->read_gbs[i], &out->copy_gbs[i],
-                         &out->triad_gbs[i]));
-    CLATTN_TRY(fma_rate(&P, vw, 0, &out->fma_gflops[i]));
+    CLATTN_TRY(bandwidth(&P, vw, &out->detail.read_gbs[i], &out->detail.copy_gbs[i],
+                         &out->detail.triad_gbs[i]));
+    CLATTN_TRY(fma_rate(&P, vw, 0, &out->detail.fma_gflops[i]));
     if (ctx->dev.has_fp16)
       CLATTN_TRY(fma_rate(&P, vw, 1, &half[i]));
     CLATTN_TRY(local_rate(&P, vw, &local[i]));
@@ -500,14 +508,14 @@ static clattn_status probe_unlocked(clattn_ctx *ctx,
   CLATTN_TRY(transfers(&P, &pr->h2d_gbs, &pr->d2h_gbs));
   CLATTN_TRY(launch_latency(&P, &pr->launch_us, &pr->launch_pipelined_us));
 
-  out->fp16_gflops = best_of(half);
+  out->detail.fp16_gflops = best_of(half);
   pr->source = CLATTN_PROFILE_MEASURED;
   pr->probe_method = CLATTN_PROBE_METHOD;
-  pr->bw_read_gbs = best_of(out->read_gbs);
-  pr->bw_copy_gbs = best_of(out->copy_gbs);
-  pr->bw_triad_gbs = best_of(out->triad_gbs);
-  pr->fp32_gflops = best_of(out->fma_gflops);
-  pr->fp16_gflops = out->fp16_gflops;
+  pr->bw_read_gbs = best_of(out->detail.read_gbs);
+  pr->bw_copy_gbs = best_of(out->detail.copy_gbs);
+  pr->bw_triad_gbs = best_of(out->detail.triad_gbs);
+  pr->fp32_gflops = best_of(out->detail.fma_gflops);
+  pr->fp16_gflops = out->detail.fp16_gflops;
   pr->local_gbs = best_of(local);
   {
     char date[32] = "unknown-date";
@@ -521,7 +529,7 @@ static clattn_status probe_unlocked(clattn_ctx *ctx,
              date, clattn_version(), P.target_s, P.repeats, P.buf / MIB,
              o->thorough ? 1 : 0);
   }
-  out->seconds = clattn__now() - t_start;
+  out->detail.seconds = clattn__now() - t_start;
 done:
   if (P.a)
     clReleaseMemObject(P.a);
@@ -550,6 +558,16 @@ struct clattn_copy_ref {
 };
 
 void clattn_profile_at_copy(clattn_profile *p, double copy_gbs) {
+  clattn_profile own;
+  char why[128];
+  if (p == NULL || clattn__struct_in(&own, sizeof own, p, "clattn_profile",
+                                     why, sizeof why) != CLATTN_OK)
+    return;
+  clattn__profile_at_copy(&own, copy_gbs);
+  clattn__struct_out(p, &own, sizeof own, "clattn_profile", why, sizeof why);
+}
+
+void clattn__profile_at_copy(clattn_profile *p, double copy_gbs) {
   if (p == NULL || !(p->bw_copy_gbs > 0) || !(copy_gbs > 0))
     return;
   const double f = copy_gbs / p->bw_copy_gbs;
@@ -700,10 +718,36 @@ done:
 }
 
 clattn_status clattn_probe(clattn_ctx *ctx, const clattn_probe_opts *opts,
-                           clattn_probe_result *out) {
+                           clattn_profile *profile,
+                           clattn_probe_result *detail) {
+  clattn_probe_opts own_opts;
+  probe_out out;
+  char why[256];
+  clattn_status rc = clattn__ctx_check(ctx);
+  if (rc)
+    return rc;
+  if (profile == NULL)
+    return clattn__fail_outside(ctx, CLATTN_ERR_INVALID_ARG,
+                                "profile is NULL");
+  if (clattn__struct_size(profile) < sizeof(size_t) ||
+      (detail && clattn__struct_size(detail) < sizeof(size_t)))
+    return clattn__fail_outside(ctx, CLATTN_ERR_INVALID_ARG,
+                                "clattn_profile.size or "
+                                "clattn_probe_result.size is 0: set it to "
+                                "the struct's sizeof");
+  if ((rc = clattn__struct_in_ptr((const void **)&opts, &own_opts,
+                                  sizeof own_opts, "clattn_probe_opts", why,
+                                  sizeof why)))
+    return clattn__fail_outside(ctx, rc, why);
+  memset(&out, 0, sizeof out);
   clattn_ctx *locked = clattn__ctx_enter(ctx);
-  clattn_status rc = probe_unlocked(ctx, opts, out);
+  rc = probe_unlocked(ctx, opts, &out);
   clattn__ctx_leave(locked);
+  clattn__struct_out(profile, &out.profile, sizeof out.profile,
+                     "clattn_profile", why, sizeof why);
+  if (detail)
+    clattn__struct_out(detail, &out.detail, sizeof out.detail,
+                       "clattn_probe_result", why, sizeof why);
   return rc;
 }
 

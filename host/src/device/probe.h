@@ -4,7 +4,7 @@
 #ifndef CLATTN_PROBE_H
 #define CLATTN_PROBE_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 #define CLATTN__PROBE_NREAD 16        /* vectors read per item (probe_read) */
 #define CLATTN__PROBE_FMA_ITERS 1024  /* loop trips of probe_fma */

@@ -14,7 +14,9 @@
  *
  * The fingerprint is the 128-bit clattn__hash of
  * "platform|vendor|device|driver|compute_units|clock_mhz" in hex. */
+#include "base/versioned.h"
 #include "runtime/runtime.h"
+#include "device/profile.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -216,10 +218,10 @@ static int same_model(const char *sheet, const char *dev) {
 
 static clattn_status profile_for_unlocked(clattn_ctx *ctx, clattn_db *db,
                                           clattn_profile *out) {
-  clattn_status rc = clattn_profile_reported(ctx, out);
+  clattn_status rc = clattn__profile_reported(ctx, out);
   if (rc != CLATTN_OK)
     return rc;
-  clattn_profile p;
+  clattn_profile p = {.size = sizeof p}; /* through the public API */
   char stale[sizeof out->note] = "";
   if (db != NULL) {
     rc = clattn_db_get_profile(db, out->fingerprint, &p);
@@ -242,7 +244,7 @@ static clattn_status profile_for_unlocked(clattn_ctx *ctx, clattn_db *db,
                           clattn_db_errmsg(db));
   }
   for (int i = 0; !out->is_cpu && i < clattn_datasheet_count(); i++) {
-    if (clattn_datasheet(i, &p) != CLATTN_OK || !same_model(p.name, out->name))
+    if (clattn__datasheet(i, &p) != CLATTN_OK || !same_model(p.name, out->name))
       continue;
     /* the datasheet's ceilings, the device's own identity and limits */
     clattn_profile r = *out;
@@ -263,17 +265,60 @@ static clattn_status profile_for_unlocked(clattn_ctx *ctx, clattn_db *db,
   return CLATTN_OK;
 }
 
-clattn_status clattn_profile_reported(clattn_ctx *ctx, clattn_profile *out) {
+clattn_status clattn__profile_reported(clattn_ctx *ctx, clattn_profile *out) {
   clattn_ctx *locked = clattn__ctx_enter(ctx);
   clattn_status rc = profile_reported_unlocked(ctx, out);
   clattn__ctx_leave(locked);
   return rc;
 }
 
-clattn_status clattn_profile_for(clattn_ctx *ctx, clattn_db *db,
-                                 clattn_profile *out) {
+clattn_status clattn__profile_for(clattn_ctx *ctx, clattn_db *db,
+                                  clattn_profile *out) {
   clattn_ctx *locked = clattn__ctx_enter(ctx);
   clattn_status rc = profile_for_unlocked(ctx, db, out);
   clattn__ctx_leave(locked);
+  return rc;
+}
+
+/* The public forms: the caller's versioned out written from the library's
+ * own; a NULL out is left to the internal ones' checks. */
+static int out_unset(clattn_ctx *ctx, const clattn_profile *out,
+                     clattn_status *rc) {
+  if (out == NULL || clattn__struct_size(out) >= sizeof(size_t))
+    return 0;
+  *rc = clattn__ctx_check(ctx);
+  if (*rc == CLATTN_OK)
+    *rc = clattn__fail_outside(ctx, CLATTN_ERR_INVALID_ARG,
+                               "clattn_profile.size is 0: set it to "
+                               "sizeof(clattn_profile)");
+  return 1;
+}
+
+clattn_status clattn_profile_reported(clattn_ctx *ctx, clattn_profile *out) {
+  clattn_profile own;
+  char why[128];
+  clattn_status rc;
+  if (out_unset(ctx, out, &rc))
+    return rc;
+  memset(&own, 0, sizeof own);
+  rc = clattn__profile_reported(ctx, out ? &own : NULL);
+  if (out)
+    clattn__struct_out(out, &own, sizeof own, "clattn_profile", why,
+                       sizeof why);
+  return rc;
+}
+
+clattn_status clattn_profile_for(clattn_ctx *ctx, clattn_db *db,
+                                 clattn_profile *out) {
+  clattn_profile own;
+  char why[128];
+  clattn_status rc;
+  if (out_unset(ctx, out, &rc))
+    return rc;
+  memset(&own, 0, sizeof own);
+  rc = clattn__profile_for(ctx, db, out ? &own : NULL);
+  if (out)
+    clattn__struct_out(out, &own, sizeof own, "clattn_profile", why,
+                       sizeof why);
   return rc;
 }

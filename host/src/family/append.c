@@ -60,7 +60,7 @@ int clattn__append_full_int(const void *desc) {
 static void shape_class(const void *desc, char *buf, size_t cap) {
   const clattn__append_desc *a = desc;
   char cache[96];
-  clattn_shape_class_decode(&a->cache, cache, sizeof cache);
+  clattn__shape_class_decode(&a->cache, cache, sizeof cache);
   snprintf(buf, cap, "%s t%ld", cache, clattn__pow2_round(a->n_new));
 }
 
@@ -100,7 +100,7 @@ clattn_status clattn__append_plan_none(const clattn__target *t,
 
 clattn_params clattn__append_resolved(const void *pl) {
   (void)pl;
-  return (clattn_params){0, 0, 0, 0, 0, 0, 0};
+  return (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
 }
 
 clattn_status clattn__append_space(const clattn__target *t,

@@ -4,7 +4,7 @@
 #ifndef CLATTN_FAMILY_COMMON_H
 #define CLATTN_FAMILY_COMMON_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 #include <stddef.h>
 

@@ -24,7 +24,7 @@
 #ifndef CLATTN_FAMILY_CVMM_H
 #define CLATTN_FAMILY_CVMM_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 typedef enum clattn__cvmm_mode {
   CLATTN__CVMM_SPLIT = 1, /* one output slice per head (SwitchHead's V) */

@@ -216,7 +216,7 @@ static clattn_status plan_local(const clattn__target *t, const clattn__gg *g,
 clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
                               const clattn_params *p, int own,
                               clattn__gg_plan *pl, char *why, size_t cap) {
-  static const clattn_params none = {0, 0, 0, 0, 0, 0, 0};
+  static const clattn_params none = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
   if (p == NULL)
     p = &none;
   memset(pl, 0, sizeof *pl);
@@ -290,10 +290,10 @@ int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
 
 clattn_params clattn__gg_resolved(const clattn__gg_plan *pl) {
   if (pl->scheme == CLATTN__GG_SCHEME_CLBLAST)
-    return (clattn_params){0, 0, 0, 0, 0, 0, CLATTN__GG_SCHEME_CLBLAST};
+    return (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, CLATTN__GG_SCHEME_CLBLAST};
   if (pl->scheme == CLATTN__GG_SCHEME_SMALL)
-    return (clattn_params){1, pl->rows, pl->cols, pl->wg, 0, 0, 2};
-  return (clattn_params){pl->variant, pl->rows, pl->cols, pl->wg,
+    return (clattn_params){sizeof(clattn_params), 1, pl->rows, pl->cols, pl->wg, 0, 0, 2};
+  return (clattn_params){sizeof(clattn_params), pl->variant, pl->rows, pl->cols, pl->wg,
                          pl->tile,    0,        CLATTN__GG_SCHEME_OWN};
 }
 
@@ -314,7 +314,7 @@ clattn_status clattn__gg_space(const clattn__family *F,
   const int own = CLATTN__GG_SCHEME_OWN; /* cvmm's bucketed scheme too */
   clattn__space_init_params(s);
   const int i = clattn__space_try(F, t, desc,
-                                  (clattn_params){0, 0, 0, 0, 0, 0, 0}, s);
+                                  (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
@@ -327,13 +327,13 @@ clattn_status clattn__gg_space(const clattn__family *F,
        cv++) {
     if (!t->cpu_vectors && cv > 2)
       continue;
-    const clattn_params p = {1, 0, cv * vw, 0, 0, 0, 2};
+    const clattn_params p = {sizeof(clattn_params), 1, 0, cv * vw, 0, 0, 0, 2};
     if (clattn__space_try(F, t, desc, p, s) == -2)
       return CLATTN_ERR_NOMEM;
   }
   if (clblast &&
       clattn__space_try(F, t, desc,
-                        (clattn_params){0, 0, 0, 0, 0, 0,
+                        (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0,
                                         CLATTN__GG_SCHEME_CLBLAST},
                         s) == -2)
     return CLATTN_ERR_NOMEM;
@@ -344,14 +344,14 @@ clattn_status clattn__gg_space(const clattn__family *F,
         if (rs[r] * cv + cv + 2 > vregs || (cv == 1 && rs[r] < 8) ||
             (!t->cpu_vectors && (rs[r] > 8 || cv > 2 || k > 0)))
           continue;
-        const clattn_params p = {1, rs[r], cv * vw, 0, tiles[k], 0, own};
+        const clattn_params p = {sizeof(clattn_params), 1, rs[r], cv * vw, 0, tiles[k], 0, own};
         if (clattn__space_try(F, t, desc, p, s) == -2)
           return CLATTN_ERR_NOMEM;
       }
   for (int w = 0; !t->cpu_vectors && w < 3; w++)
     for (int c = 0; c < 3; c++)
       for (int m = 0; m < 3; m++) {
-        const clattn_params p = {2, tms[m], cts[c], wgs[w], 0, 0, own};
+        const clattn_params p = {sizeof(clattn_params), 2, tms[m], cts[c], wgs[w], 0, 0, own};
         if (clattn__space_try(F, t, desc, p, s) == -2)
           return CLATTN_ERR_NOMEM;
       }

@@ -3,6 +3,7 @@
  * (clattn_decode).  Its plans are in plan.c, its costs in decode_cost.c,
  * its kernels in cl/decode.cl. */
 #include "family/decode.h"
+#include "base/versioned.h"
 #include "family/common.h"
 #include "family/family.h"
 #include "reference/ref.h"
@@ -95,14 +96,25 @@ static int full_int(const void *desc) {
 }
 
 static void shape_class(const void *desc, char *buf, size_t cap) {
-  clattn_shape_class_decode(desc, buf, cap);
+  clattn__shape_class_decode(desc, buf, cap);
 }
 
 void clattn_shape_class_decode(const clattn_decode_desc *d, char *buf,
                                size_t cap) {
+  clattn_decode_desc own;
+  char why[160];
   if (buf == NULL || cap == 0)
     return;
-  if (d == NULL || d->heads_kv < 1) {
+  buf[0] = '\0';
+  if (d != NULL &&
+      clattn__struct_in(&own, sizeof own, d, "clattn_decode_desc", why,
+                        sizeof why) == CLATTN_OK)
+    clattn__shape_class_decode(&own, buf, cap);
+}
+
+void clattn__shape_class_decode(const clattn_decode_desc *d, char *buf,
+                                size_t cap) {
+  if (d->heads_kv < 1) {
     buf[0] = '\0';
     return;
   }
@@ -155,7 +167,7 @@ static clattn_status space(const clattn__target *t, const void *desc,
   const int rows1[] = {1, 2, 4, g > 4 ? g : 4};
   int splits[10], ns = 0;
   clattn__space_init_params(s);
-  int i = add(t, d, (clattn_params){0, 0, 0, 0, 0, 0, 0}, s);
+  int i = add(t, d, (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
@@ -168,13 +180,13 @@ static clattn_status space(const clattn__target *t, const void *desc,
         for (int f = 1; f <= 2; f++)
           for (int r = 0; r < 4; r++)
             if (add(t, d,
-                    (clattn_params){1, rows1[r], keys1[a], wg1[b], splits[k],
+                    (clattn_params){sizeof(clattn_params), 1, rows1[r], keys1[a], wg1[b], splits[k],
                                     f, 0},
                     s) == -2)
               return CLATTN_ERR_NOMEM;
     for (int a = 0; a < 5; a++)
       for (int b = 0; b < 4; b++)
-        if (add(t, d, (clattn_params){2, 0, keys2[b], wg2[a], splits[k], 0, 0},
+        if (add(t, d, (clattn_params){sizeof(clattn_params), 2, 0, keys2[b], wg2[a], splits[k], 0, 0},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
   }

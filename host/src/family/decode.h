@@ -13,6 +13,10 @@ typedef struct clattn__append_desc {
 } clattn__append_desc;
 
 /* Checks of a cache description (decode and append). */
+/* clattn_shape_class_decode of a whole description (the library's own). */
+void clattn__shape_class_decode(const clattn_decode_desc *d, char *buf,
+                                size_t cap);
+
 clattn_status clattn__check_cache(const clattn_decode_desc *d, char *why,
                                   size_t cap);
 /* A cache description from shape text: batch=, kv-seq= (the capacity),

@@ -155,6 +155,17 @@ clattn_status clattn__model(const clattn__family *F, const void *desc,
                             const int *ints, const clattn_profile *prof,
                             clattn_prediction *out);
 
+/* A public model call's versioned structs: the caller's profile read into
+ * own_prof (*prof pointed at it) and the prediction made in own, then
+ * written into the caller's out (its size set, else
+ * CLATTN_ERR_INVALID_ARG) by clattn__model_out, which returns rc. */
+clattn_status clattn__model_in(const clattn_profile **prof,
+                               clattn_profile *own_prof,
+                               const clattn_prediction *out,
+                               clattn_prediction *own);
+clattn_status clattn__model_out(clattn_status rc, const clattn_prediction *own,
+                                clattn_prediction *out);
+
 /* The model's time of desc (params included) on prof, and its roofline
  * bound max(t_memory, t_compute) (t_roof may be NULL); 0 when the model
  * cannot predict it. */

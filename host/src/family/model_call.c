@@ -1,6 +1,7 @@
 /* model_call.c - the model's dispatch (family.h): the same validation as
  * a call, the plan the library would choose on the profile's target, the
  * family's own costs, summed by the model's arithmetic. */
+#include "base/versioned.h"
 #include "family/family.h"
 #include "model/model.h"
 
@@ -23,7 +24,8 @@ clattn_status clattn__model(const clattn__family *F, const void *desc,
   const clattn__target t = clattn__target_of_profile(prof);
   if ((rc = F->plan(&t, desc, plan, out->errmsg, sizeof out->errmsg)))
     return rc;
-  out->params = F->resolved(plan);
+  const clattn_params resolved = F->resolved(plan);
+  clattn__params_format(&resolved, out->params, sizeof out->params);
   if ((rc = F->cost(desc, plan, ints, prof, out, dram_reads)))
     return rc;
   clattn__model_finish(out, dram_reads, prof);
@@ -41,4 +43,25 @@ int clattn__predict(const clattn__family *F, const void *desc,
     *t_roof = pr.total.t_memory > pr.total.t_compute ? pr.total.t_memory
                                                      : pr.total.t_compute;
   return 1;
+}
+
+clattn_status clattn__model_in(const clattn_profile **prof,
+                               clattn_profile *own_prof,
+                               const clattn_prediction *out,
+                               clattn_prediction *own) {
+  memset(own, 0, sizeof *own);
+  if (out == NULL || clattn__struct_size(out) < sizeof(size_t))
+    return CLATTN_ERR_INVALID_ARG;
+  return clattn__struct_in_ptr((const void **)prof, own_prof,
+                               sizeof *own_prof, "clattn_profile", own->errmsg,
+                               sizeof own->errmsg);
+}
+
+clattn_status clattn__model_out(clattn_status rc, const clattn_prediction *own,
+                                clattn_prediction *out) {
+  char why[128];
+  if (out != NULL)
+    clattn__struct_out(out, own, sizeof *own, "clattn_prediction", why,
+                       sizeof why);
+  return rc;
 }

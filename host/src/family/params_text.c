@@ -2,25 +2,35 @@
  * tuning database's params column, the overrides' fields and the CLI's;
  * pure, below the database and the choice that read it. */
 #include "base/base.h"
+#include "base/versioned.h"
 #include "family/plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void clattn_params_format(const clattn_params *p, char *buf, size_t cap) {
+void clattn__params_format(const clattn_params *p, char *buf, size_t cap) {
   if (buf == NULL || cap == 0)
     return;
-  if (p == NULL) {
-    buf[0] = '\0';
-    return;
-  }
-  clattn_params q = *p;
   buf[0] = '\0';
+  if (p == NULL)
+    return;
+  clattn_params q = *p;
   for (int i = 0; i < CLATTN__NPARAMS; i++)
     if (i < CLATTN__NPARAMS_ALWAYS || *clattn__param(&q, i) != 0)
       clattn__appendf(buf, cap, "%s%s=%d", i ? " " : "",
                       clattn__param_names[i], *clattn__param(&q, i));
+}
+
+void clattn_params_format(const clattn_params *p, char *buf, size_t cap) {
+  clattn_params own;
+  char why[128];
+  if (buf == NULL || cap == 0)
+    return;
+  buf[0] = '\0';
+  if (p != NULL && clattn__struct_in(&own, sizeof own, p, "clattn_params", why,
+                                     sizeof why) == CLATTN_OK)
+    clattn__params_format(&own, buf, cap);
 }
 
 clattn_status clattn__params_fields(const char *text, clattn_params *out,
@@ -60,18 +70,33 @@ clattn_status clattn__params_fields(const char *text, clattn_params *out,
   return CLATTN_OK;
 }
 
-clattn_status clattn_params_parse(const char *text, clattn_params *out) {
+clattn_status clattn__params_parse(const char *text, clattn_params *out) {
   char why[128];
-  if (text == NULL || out == NULL)
-    return CLATTN_ERR_INVALID_ARG;
-  clattn_params p = {0, 0, 0, 0, 0, 0, 0};
+  clattn_params p;
+  memset(&p, 0, sizeof p);
   clattn_status rc = clattn__params_fields(text, &p, why, sizeof why);
-  *out = rc == CLATTN_OK ? p : (clattn_params){0, 0, 0, 0, 0, 0, 0};
+  if (rc != CLATTN_OK)
+    memset(&p, 0, sizeof p);
+  *out = p;
   return rc;
 }
 
+clattn_status clattn_params_parse(const char *text, clattn_params *out) {
+  clattn_params own;
+  char why[128];
+  if (text == NULL || out == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  clattn_status rc = clattn__params_parse(text, &own);
+  clattn_status wrc =
+      clattn__struct_out(out, &own, sizeof own, "clattn_params", why, sizeof why);
+  return wrc ? wrc : rc;
+}
+
 int clattn__params_set(const clattn_params *p) {
-  clattn_params q = p ? *p : (clattn_params){0, 0, 0, 0, 0, 0, 0};
+  clattn_params q;
+  if (p == NULL)
+    return 0;
+  q = *p;
   for (int i = 0; i < CLATTN__NPARAMS; i++)
     if (*clattn__param(&q, i))
       return 1;

@@ -71,7 +71,7 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
                                    const clattn_attn_desc *d,
                                    clattn__prefill_plan *pl, char *why,
                                    size_t cap) {
-  static const clattn_params none = {0, 0, 0, 0, 0, 0, 0};
+  static const clattn_params none = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
   const clattn_params *p = d->params ? d->params : &none;
   const int dk = d->head_dim_k, dv = d->head_dim_v;
   *pl = (clattn__prefill_plan){0, 0, 0, 0, 0, 0, 0, 0};
@@ -148,7 +148,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
                                   const clattn_decode_desc *d,
                                   clattn__decode_plan *pl, char *why,
                                   size_t cap) {
-  static const clattn_params none = {0, 0, 0, 0, 0, 0, 0};
+  static const clattn_params none = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
   const clattn_params *p = d->params ? d->params : &none;
   const int g = d->heads_q / d->heads_kv;
   const int dk = d->head_dim_k;
@@ -311,12 +311,12 @@ int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
 
 clattn_params clattn__prefill_resolved(const clattn__prefill_plan *pl) {
   if (pl->variant == 1)
-    return (clattn_params){1, pl->rb, pl->kb, pl->wg == 1 ? 0 : pl->wg, 0, 0, 0};
-  return (clattn_params){2, 0, pl->kt, pl->wg, 0, 0, 0};
+    return (clattn_params){sizeof(clattn_params), 1, pl->rb, pl->kb, pl->wg == 1 ? 0 : pl->wg, 0, 0, 0};
+  return (clattn_params){sizeof(clattn_params), 2, 0, pl->kt, pl->wg, 0, 0, 0};
 }
 
 clattn_params clattn__decode_resolved(const clattn__decode_plan *pl) {
-  return (clattn_params){pl->variant, pl->variant == 1 ? pl->pvh : 0, pl->kb,
+  return (clattn_params){sizeof(clattn_params), pl->variant, pl->variant == 1 ? pl->pvh : 0, pl->kb,
                          pl->variant == 1 && pl->wg == 1 ? 0 : pl->wg,
                          pl->splits,
                          pl->variant == 1 ? (pl->pf ? 2 : 1) : 0, 0};

@@ -6,7 +6,7 @@
 #define CLATTN_PLAN_H
 
 #include "base/target.h"
-#include "clattn.h"
+#include "clattn_tools.h"
 
 /* clattn_params field by field, in the order of its text
  * (clattn_params_format, the tuning database's keys) and of the tuner's
@@ -22,6 +22,9 @@ int *clattn__param(clattn_params *p, int i);
  * public forms): whether any field of p (may be NULL) is set, and
  * "name=value" fields parsed into *out (fields not named stay). */
 int clattn__params_set(const clattn_params *p);
+/* clattn_params_format / _parse on the library's own whole struct. */
+void clattn__params_format(const clattn_params *p, char *buf, size_t cap);
+clattn_status clattn__params_parse(const char *text, clattn_params *out);
 clattn_status clattn__params_fields(const char *text, clattn_params *out,
                                     char *why, size_t cap);
 

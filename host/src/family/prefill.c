@@ -1,6 +1,7 @@
 /* prefill.c - the prefill family: fused attention over a whole query block
  * (clattn_attention).  Its plans are in plan.c, its costs in
  * prefill_cost.c, its kernels in cl/attention.cl. */
+#include "base/versioned.h"
 #include "family/common.h"
 #include "family/family.h"
 #include "reference/ref.h"
@@ -62,14 +63,8 @@ static int full_int(const void *desc) {
 }
 
 static void shape_class(const void *desc, char *buf, size_t cap) {
-  clattn_shape_class_attention(desc, buf, cap);
-}
-
-void clattn_shape_class_attention(const clattn_attn_desc *d, char *buf,
-                                  size_t cap) {
-  if (buf == NULL || cap == 0)
-    return;
-  if (d == NULL || d->heads_kv < 1) {
+  const clattn_attn_desc *d = desc;
+  if (d->heads_kv < 1) {
     buf[0] = '\0';
     return;
   }
@@ -79,6 +74,19 @@ void clattn_shape_class_attention(const clattn_attn_desc *d, char *buf,
            clattn__pow2_round((long)d->batch * d->heads_kv),
            clattn__pow2_round(d->n_q), clattn__pow2_round(d->n_kv),
            d->causal ? 1 : 0);
+}
+
+void clattn_shape_class_attention(const clattn_attn_desc *d, char *buf,
+                                  size_t cap) {
+  clattn_attn_desc own;
+  char why[160];
+  if (buf == NULL || cap == 0)
+    return;
+  buf[0] = '\0';
+  if (d != NULL &&
+      clattn__struct_in(&own, sizeof own, d, "clattn_attn_desc", why,
+                        sizeof why) == CLATTN_OK)
+    shape_class(&own, buf, cap);
 }
 
 #define SHAPE_KEYS                                                             \
@@ -140,19 +148,19 @@ static clattn_status space(const clattn__target *t, const void *desc,
                    keys2[] = {8, 16, 32, 64};
   const clattn_attn_desc *d = desc;
   clattn__space_init_params(s);
-  int i = add(t, d, (clattn_params){0, 0, 0, 0, 0, 0, 0}, s);
+  int i = add(t, d, (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
   for (int a = 0; a < 4; a++)
     for (int b = 0; b < 4; b++)
       for (int c = 0; c < 3; c++)
-        if (add(t, d, (clattn_params){1, rows1[a], keys1[b], wg1[c], 0, 0, 0},
+        if (add(t, d, (clattn_params){sizeof(clattn_params), 1, rows1[a], keys1[b], wg1[c], 0, 0, 0},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
   for (int a = 0; a < 5; a++)
     for (int b = 0; b < 4; b++)
-      if (add(t, d, (clattn_params){2, 0, keys2[b], wg2[a], 0, 0, 0}, s) == -2)
+      if (add(t, d, (clattn_params){sizeof(clattn_params), 2, 0, keys2[b], wg2[a], 0, 0, 0}, s) == -2)
         return CLATTN_ERR_NOMEM;
   return CLATTN_OK;
 }

@@ -5,7 +5,7 @@
 #ifndef CLATTN_FAMILY_SUPER_VALUES_H
 #define CLATTN_FAMILY_SUPER_VALUES_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 /* Rows pos0 .. pos0+n-1 of every sequence:
  *   V'[b, t, c] = sum_s W_a[t, s] x[b, s, c]

@@ -155,19 +155,19 @@ static clattn_status space(const clattn__target *t, const void *desc,
   static const int rows1[] = {1, 2, 4, 8, 16}, keys1[] = {16, 32, 64},
                    wg2[] = {16, 32, 64, 128, 256}, keys2[] = {4, 8, 16, 32};
   clattn__space_init_params(s);
-  int i = add(t, desc, (clattn_params){0, 0, 0, 0, 0, 0, 0}, s);
+  int i = add(t, desc, (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
   for (int sc = 1; sc <= 3; sc++) {
     for (int a = 0; a < 5; a++)
       for (int b = 0; b < 3; b++)
-        if (add(t, desc, (clattn_params){1, rows1[a], keys1[b], 0, 0, 0, sc},
+        if (add(t, desc, (clattn_params){sizeof(clattn_params), 1, rows1[a], keys1[b], 0, 0, 0, sc},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
     for (int a = 0; sc <= 2 && a < 5; a++)
       for (int b = 0; b < 4; b++)
-        if (add(t, desc, (clattn_params){2, 0, keys2[b], wg2[a], 0, 0, sc},
+        if (add(t, desc, (clattn_params){sizeof(clattn_params), 2, 0, keys2[b], wg2[a], 0, 0, sc},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
   }

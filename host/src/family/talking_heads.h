@@ -5,7 +5,7 @@
 #define CLATTN_FAMILY_TALKING_HEADS_H
 
 #include "base/target.h"
-#include "clattn.h"
+#include "clattn_tools.h"
 
 typedef struct clattn__th_plan {
   int variant; /* 1 register-blocked (th_stage + th_fwd_reg), 2 local */

@@ -84,7 +84,7 @@ static void pick_reg(const clattn__target *t, const clattn_th_desc *d,
 clattn_status clattn__th_plan_make(const clattn__target *t,
                                    const clattn_th_desc *d, clattn__th_plan *pl,
                                    char *why, size_t cap) {
-  static const clattn_params none = {0, 0, 0, 0, 0, 0, 0};
+  static const clattn_params none = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
   const clattn_params *p = d->params ? d->params : &none;
   *pl = (clattn__th_plan){0, 0, 0, 0, 0, 0, 0, 0};
   if (p->variant < 0 || p->variant > 2 || p->scheme < 0 || p->scheme > 3 ||
@@ -143,7 +143,7 @@ int clattn__th_fits(const clattn__target *t, const clattn_th_desc *d,
 
 clattn_params clattn__th_resolved(const clattn__th_plan *pl) {
   if (pl->variant == 1)
-    return (clattn_params){1, pl->rb, pl->kb, pl->wg == 1 ? 0 : pl->wg,
+    return (clattn_params){sizeof(clattn_params), 1, pl->rb, pl->kb, pl->wg == 1 ? 0 : pl->wg,
                            0, 0, pl->scheme};
-  return (clattn_params){2, 0, pl->kt, pl->wg, 0, 0, pl->scheme};
+  return (clattn_params){sizeof(clattn_params), 2, 0, pl->kt, pl->wg, 0, 0, pl->scheme};
 }

@@ -138,7 +138,7 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
 
 static clattn_status plan(const clattn__target *t, const void *desc, void *pl_,
                           char *why, size_t cap) {
-  static const clattn_params none = {0, 0, 0, 0, 0, 0, 0};
+  static const clattn_params none = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
   const clattn_th_decode_desc *d = desc;
   const clattn_params *p = d->params ? d->params : &none;
   clattn__th_decode_plan *pl = pl_;
@@ -182,7 +182,7 @@ static int fits(const clattn__target *t, const void *desc, const void *pl_,
 
 static clattn_params resolved(const void *pl_) {
   const clattn__th_decode_plan *pl = pl_;
-  return (clattn_params){1, 0, pl->kb, pl->wg == 1 ? 0 : pl->wg, pl->splits,
+  return (clattn_params){sizeof(clattn_params), 1, 0, pl->kb, pl->wg == 1 ? 0 : pl->wg, pl->splits,
                          0, 0};
 }
 
@@ -194,7 +194,7 @@ static clattn_status space(const clattn__target *t, const void *desc,
   const clattn_th_decode_desc *d = desc;
   clattn__space_init_params(s);
   int i = clattn__space_try(&clattn__family_th_decode, t, d,
-                            (clattn_params){0, 0, 0, 0, 0, 0, 0}, s);
+                            (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
@@ -202,7 +202,7 @@ static clattn_status space(const clattn__target *t, const void *desc,
     for (int a = 0; a < 3; a++)
       for (int w = 0; w < 2; w++)
         if (clattn__space_try(&clattn__family_th_decode, t, d,
-                              (clattn_params){1, 0, keys[a], wgs[w], sp, 0, 0},
+                              (clattn_params){sizeof(clattn_params), 1, 0, keys[a], wgs[w], sp, 0, 0},
                               s) == -2)
           return CLATTN_ERR_NOMEM;
   return CLATTN_OK;

@@ -2,6 +2,7 @@
  * weights, the Q, K, V projections before the core and the output one
  * after it, heads_kv key and value heads in the cache, and the prefill,
  * decode and append families as its core; its public create and model. */
+#include "base/versioned.h"
 #include "family/common.h"
 #include "family/decode.h"
 #include "layer/layer.h"
@@ -82,7 +83,7 @@ static void cache_shape(const void *desc, clattn__cache_shape *s)
 static clattn_decode_desc cache_desc(const clattn_layer_desc *d,
                                      const clattn__core_args *a)
 {
-  const clattn_decode_desc dd = {a->batch,      a->capacity,   d->heads_q,
+  const clattn_decode_desc dd = {sizeof dd,    a->batch,      a->capacity,   d->heads_q,
                                  d->heads_kv,   d->head_dim_k, d->head_dim_v,
                                  CLATTN_F32,    CLATTN_BHSD,   d->scale,
                                  NULL};
@@ -115,7 +116,7 @@ static void core(const void *desc, clattn__core_op op,
   } else {
     const int cached = a->capacity > 0;
     const clattn_attn_desc ad = {
-        a->batch,      a->n,          cached ? a->capacity : a->n,
+        sizeof ad,     a->batch,      a->n,          cached ? a->capacity : a->n,
         d->heads_q,    d->heads_kv,   d->head_dim_k,
         d->head_dim_v, CLATTN_F32,    CLATTN_BSHD,
         cached ? CLATTN_BHSD : CLATTN_BSHD,
@@ -131,6 +132,7 @@ static void core(const void *desc, clattn__core_op op,
 const clattn__layer_kind clattn__layer_gqa = {
     .name = "gqa",
     .desc_size = sizeof(clattn_layer_desc),
+    .desc_type = "clattn_layer_desc",
     .check = check,
     .nweights = 4,
     .weights = weights,
@@ -151,15 +153,20 @@ clattn_status clattn_layer_create(clattn_ctx *ctx, const clattn_layer_desc *d,
   return clattn__layer_create(ctx, &clattn__layer_gqa, d, w, out);
 }
 
-clattn_status clattn_model_layer(const clattn_layer_desc *d, int batch, int n,
+static clattn_status model_layer(const clattn_layer_desc *d, int batch, int n,
                                  int cache_len, int causal,
                                  const clattn_profile *prof,
                                  clattn_prediction *out)
 {
+  clattn_layer_desc own;
   if (prof == NULL || out == NULL || d == NULL)
     return CLATTN_ERR_INVALID_ARG;
   memset(out, 0, sizeof *out);
-  clattn_status rc;
+  clattn_status rc = clattn__struct_in(&own, sizeof own, d, "clattn_layer_desc",
+                                       out->errmsg, sizeof out->errmsg);
+  if (rc)
+    return rc;
+  d = &own;
   if (d->d_model < 1 || batch < 1 || n < 1 || cache_len < 0)
     return clattn__model_fail(out, CLATTN_ERR_SHAPE,
                               "d_model, batch and n must be >= 1, "
@@ -170,4 +177,17 @@ clattn_status clattn_model_layer(const clattn_layer_desc *d, int batch, int n,
     return rc;
   return clattn__layer_model(&clattn__layer_gqa, d, batch, n, cache_len,
                              causal, prof, out);
+}
+
+clattn_status clattn_model_layer(const clattn_layer_desc *d, int batch, int n,
+                                 int cache_len, int causal,
+                                 const clattn_profile *prof,
+                                 clattn_prediction *out)
+{
+  clattn_prediction own;
+  clattn_profile own_prof;
+  clattn_status rc = clattn__model_in(&prof, &own_prof, out, &own);
+  if (rc == CLATTN_OK)
+    rc = model_layer(d, batch, n, cache_len, causal, prof, &own);
+  return clattn__model_out(rc, &own, out);
 }

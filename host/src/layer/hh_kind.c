@@ -4,6 +4,7 @@
  * of D/h that serves as V (Optimised), as K and V (Efficient) or as K and
  * the source of V' = W_a X (Super).  Their public creates, parameter
  * counts and model. */
+#include "base/versioned.h"
 #include "family/common.h"
 #include "family/decode.h"
 #include "family/super_values.h"
@@ -145,7 +146,7 @@ static long core_act_cols_super(const void *desc, clattn__layer_act a) {
 static clattn_decode_desc cache_desc(const clattn_hh_layer_desc *d,
                                      const clattn__core_args *a) {
   const int dh = head_dim(d);
-  const clattn_decode_desc dd = {a->batch, a->capacity, d->heads,   d->heads,
+  const clattn_decode_desc dd = {sizeof dd, a->batch, a->capacity, d->heads,   d->heads,
                                  dh,       dh,          CLATTN_F32, CLATTN_BHSD,
                                  d->scale, NULL};
   return dd;
@@ -154,7 +155,8 @@ static clattn_decode_desc cache_desc(const clattn_hh_layer_desc *d,
 static clattn_attn_desc attn_desc(const clattn_hh_layer_desc *d,
                                   const clattn__core_args *a) {
   const int cached = a->capacity > 0, dh = head_dim(d);
-  const clattn_attn_desc ad = {a->batch,
+  const clattn_attn_desc ad = {sizeof ad,
+                               a->batch,
                                a->n,
                                cached ? a->capacity : a->n,
                                d->heads,
@@ -274,6 +276,7 @@ static void core_super(const void *desc, clattn__core_op op,
 const clattn__layer_kind clattn__layer_optimised = {
     .name = "optimised",
     .desc_size = sizeof(clattn_hh_layer_desc),
+    .desc_type = "clattn_hh_layer_desc",
     .check = check_plain,
     .nweights = 3,
     .weights = opt_weights,
@@ -289,6 +292,7 @@ const clattn__layer_kind clattn__layer_optimised = {
 const clattn__layer_kind clattn__layer_efficient = {
     .name = "efficient",
     .desc_size = sizeof(clattn_hh_layer_desc),
+    .desc_type = "clattn_hh_layer_desc",
     .check = check_plain,
     .nweights = 2,
     .weights = eff_weights,
@@ -305,6 +309,7 @@ const clattn__layer_kind clattn__layer_efficient = {
 const clattn__layer_kind clattn__layer_super = {
     .name = "super",
     .desc_size = sizeof(clattn_hh_layer_desc),
+    .desc_type = "clattn_hh_layer_desc",
     .check = check_super,
     .nweights = 3,
     .weights = sup_weights,
@@ -357,9 +362,13 @@ clattn_status clattn_layer_create_super(clattn_ctx *ctx,
 long long clattn_hh_layer_params(clattn_hh_variant v,
                                  const clattn_hh_layer_desc *d) {
   const clattn__layer_kind *K = kind_of(v);
+  clattn_hh_layer_desc own;
   char why[160];
-  if (K == NULL || d == NULL || K->check(d, why, sizeof why) != CLATTN_OK)
+  if (K == NULL || d == NULL ||
+      clattn__struct_in(&own, sizeof own, d, K->desc_type, why, sizeof why) ||
+      K->check(&own, why, sizeof why) != CLATTN_OK)
     return -1;
+  d = &own;
   long long n = 0;
   for (int i = 0; i < K->nweights; i++) {
     long inner, cols;
@@ -369,11 +378,12 @@ long long clattn_hh_layer_params(clattn_hh_variant v,
   return n;
 }
 
-clattn_status clattn_model_hh_layer(clattn_hh_variant v,
+static clattn_status model_hh_layer(clattn_hh_variant v,
                                     const clattn_hh_layer_desc *d, int batch,
                                     int n, int cache_len, int causal,
                                     const clattn_profile *prof,
                                     clattn_prediction *out) {
+  clattn_hh_layer_desc own;
   if (prof == NULL || out == NULL || d == NULL)
     return CLATTN_ERR_INVALID_ARG;
   memset(out, 0, sizeof *out);
@@ -381,10 +391,15 @@ clattn_status clattn_model_hh_layer(clattn_hh_variant v,
   if (K == NULL)
     return clattn__model_fail(out, CLATTN_ERR_INVALID_ARG,
                               "unknown Hosseini & Hosseini variant");
+  clattn_status rc = clattn__struct_in(&own, sizeof own, d, K->desc_type,
+                                       out->errmsg, sizeof out->errmsg);
+  if (rc)
+    return rc;
+  d = &own;
   if (batch < 1 || n < 1 || cache_len < 0)
     return clattn__model_fail(out, CLATTN_ERR_SHAPE,
                               "batch and n must be >= 1, cache_len >= 0");
-  clattn_status rc = K->check(d, out->errmsg, sizeof out->errmsg);
+  rc = K->check(d, out->errmsg, sizeof out->errmsg);
   /* one position is modelled as a decode step, which is causal */
   if (rc == CLATTN_OK && K->check_call != NULL)
     rc = K->check_call(d, cache_len + n, cache_len > 0, causal || n == 1,
@@ -392,4 +407,17 @@ clattn_status clattn_model_hh_layer(clattn_hh_variant v,
   if (rc != CLATTN_OK)
     return rc;
   return clattn__layer_model(K, d, batch, n, cache_len, causal, prof, out);
+}
+
+clattn_status clattn_model_hh_layer(clattn_hh_variant v,
+                                    const clattn_hh_layer_desc *d, int batch,
+                                    int n, int cache_len, int causal,
+                                    const clattn_profile *prof,
+                                    clattn_prediction *out) {
+  clattn_prediction own;
+  clattn_profile own_prof;
+  clattn_status rc = clattn__model_in(&prof, &own_prof, out, &own);
+  if (rc == CLATTN_OK)
+    rc = model_hh_layer(v, d, batch, n, cache_len, causal, prof, &own);
+  return clattn__model_out(rc, &own, out);
 }

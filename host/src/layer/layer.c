@@ -191,8 +191,13 @@ clattn_status clattn__layer_create(clattn_ctx *ctx,
                                    const void *d, const cl_mem *w,
                                    clattn_layer **out)
 {
+  _Alignas(16) unsigned char own[CLATTN__LAYER_DESC_BYTES];
+  clattn_status rc = clattn__ctx_struct_in(ctx, &d, own, K->desc_size,
+                                           K->desc_type);
+  if (rc)
+    return rc;
   clattn_ctx *locked = clattn__ctx_enter(ctx);
-  clattn_status rc = layer_create(ctx, K, d, w, out);
+  rc = layer_create(ctx, K, d, w, out);
   clattn__ctx_leave(locked);
   return rc;
 }
@@ -282,7 +287,8 @@ static clattn_status project(clattn_layer *l, int first, int last,
     const cl_mem bufs[3] = {p->from == CLATTN__ACT_X ? x : l->buf[p->from],
                             l->w[p->weight],
                             p->to == CLATTN__ACT_Y ? y : l->buf[p->to]};
-    const clattn_events ev = {0, NULL, i == last - 1 ? event : NULL};
+    const clattn_events ev = {sizeof ev, 0, NULL,
+                              i == last - 1 ? event : NULL};
     rc = clattn__call(l->ctx, &clattn__family_projection, &d, bufs, &ev);
   }
   return rc;
@@ -396,7 +402,7 @@ static clattn_status core(clattn_layer *l, clattn__core_op op,
   clattn__core_call call;
   memset(&call, 0, sizeof call);
   l->kind->core(l->d.bytes, op, a, &call);
-  const clattn_events ev = {0, NULL, out};
+  const clattn_events ev = {sizeof ev, 0, NULL, out};
   return clattn__call(l->ctx, F, call.desc.bytes, call.buf,
                       out != NULL ? &ev : NULL);
 }
@@ -519,8 +525,14 @@ clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
                                    int batch, int n, int causal, cl_mem x,
                                    cl_mem y, const clattn_events *ev)
 {
+  clattn__public_args own;
+  const void *none = NULL;
+  clattn_status rc = clattn__ctx_args_in(layer_ctx(l), &own, "", &none, 0,
+                                         CLATTN__NO_PARAMS, &ev);
+  if (rc)
+    return rc;
   clattn_ctx *locked = clattn__ctx_enter(layer_ctx(l));
-  clattn_status rc = layer_prefill(l, c, batch, n, causal, x, y, ev);
+  rc = layer_prefill(l, c, batch, n, causal, x, y, ev);
   clattn__ctx_leave(locked);
   return rc;
 }
@@ -528,8 +540,14 @@ clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
 clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c,
                                   cl_mem x, cl_mem y, const clattn_events *ev)
 {
+  clattn__public_args own;
+  const void *none = NULL;
+  clattn_status rc = clattn__ctx_args_in(layer_ctx(l), &own, "", &none, 0,
+                                         CLATTN__NO_PARAMS, &ev);
+  if (rc)
+    return rc;
   clattn_ctx *locked = clattn__ctx_enter(layer_ctx(l));
-  clattn_status rc = layer_decode(l, c, x, y, ev);
+  rc = layer_decode(l, c, x, y, ev);
   clattn__ctx_leave(locked);
   return rc;
 }

@@ -97,6 +97,7 @@ typedef struct clattn__layer_kind {
   /* The public description: its size (it is kept as bytes) and its
    * validation, which writes the reason into why. */
   size_t desc_size;
+  const char *desc_type; /* its public name, for messages */
   clattn_status (*check)(const void *desc, char *why, size_t cap);
   int nweights;
   const char *const *weights; /* names, in the create call's order */

@@ -4,6 +4,7 @@
  * holds mixed V), the attention is the standard GQA families with H heads,
  * and the expert-mixed output is a second "cvmm" call (MIX_OUT) that
  * writes y.  Its public create, parameter count and model. */
+#include "base/versioned.h"
 #include "family/cvmm.h"
 #include "layer/layer.h"
 #include "model/model.h"
@@ -151,7 +152,7 @@ static void core(const void *desc, clattn__core_op op,
     mix(d, op, a, call);
     return;
   }
-  const clattn_layer_desc gqa = {d->d_model,  d->heads,    d->heads,
+  const clattn_layer_desc gqa = {sizeof gqa, d->d_model,  d->heads,    d->heads,
                                  d->head_dim, d->head_dim, d->scale};
   clattn__layer_gqa.core(&gqa, op, a, call);
 }
@@ -159,6 +160,7 @@ static void core(const void *desc, clattn__core_op op,
 const clattn__layer_kind clattn__layer_sh = {
     .name = "switchhead",
     .desc_size = sizeof(clattn_switchhead_layer_desc),
+    .desc_type = "clattn_switchhead_layer_desc",
     .check = check,
     .nweights = 6,
     .weights = weights,
@@ -189,9 +191,13 @@ clattn_status clattn_layer_create_switchhead(
 long long clattn_switchhead_layer_params(
     const clattn_switchhead_layer_desc *d) {
   const clattn__layer_kind *K = &clattn__layer_sh;
+  clattn_switchhead_layer_desc own;
   char why[160];
-  if (d == NULL || K->check(d, why, sizeof why) != CLATTN_OK)
+  if (d == NULL ||
+      clattn__struct_in(&own, sizeof own, d, K->desc_type, why, sizeof why) ||
+      K->check(&own, why, sizeof why) != CLATTN_OK)
     return -1;
+  d = &own;
   long long n = 0;
   for (int i = 0; i < K->nweights; i++) {
     long inner, cols;
@@ -201,22 +207,39 @@ long long clattn_switchhead_layer_params(
   return n;
 }
 
-clattn_status clattn_model_switchhead_layer(
+static clattn_status model_switchhead_layer(
     const clattn_switchhead_layer_desc *d, int batch, int n, int cache_len,
     int causal, const clattn_profile *prof, clattn_prediction *out) {
+  clattn_switchhead_layer_desc own;
   if (prof == NULL || out == NULL || d == NULL)
     return CLATTN_ERR_INVALID_ARG;
   memset(out, 0, sizeof *out);
+  clattn_status rc =
+      clattn__struct_in(&own, sizeof own, d, clattn__layer_sh.desc_type,
+                        out->errmsg, sizeof out->errmsg);
+  if (rc)
+    return rc;
+  d = &own;
   if (batch < 1 || n < 1 || cache_len < 0)
     return clattn__model_fail(out, CLATTN_ERR_SHAPE,
                               "batch and n must be >= 1, cache_len >= 0");
   if ((long long)batch * n > INT32_MAX)
     return clattn__model_fail(out, CLATTN_ERR_SHAPE,
                               "batch x n positions is too many");
-  const clattn_status rc =
-      clattn__layer_sh.check(d, out->errmsg, sizeof out->errmsg);
+  rc = clattn__layer_sh.check(d, out->errmsg, sizeof out->errmsg);
   if (rc != CLATTN_OK)
     return rc;
   return clattn__layer_model(&clattn__layer_sh, d, batch, n, cache_len,
                              causal, prof, out);
+}
+
+clattn_status clattn_model_switchhead_layer(
+    const clattn_switchhead_layer_desc *d, int batch, int n, int cache_len,
+    int causal, const clattn_profile *prof, clattn_prediction *out) {
+  clattn_prediction own;
+  clattn_profile own_prof;
+  clattn_status rc = clattn__model_in(&prof, &own_prof, out, &own);
+  if (rc == CLATTN_OK)
+    rc = model_switchhead_layer(d, batch, n, cache_len, causal, prof, &own);
+  return clattn__model_out(rc, &own, out);
 }

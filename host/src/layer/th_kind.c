@@ -88,7 +88,7 @@ static clattn_th_decode_desc cache_desc(const clattn_th_layer_desc *d,
                                         const clattn__core_args *a)
 {
   const clattn_th_decode_desc dd = {
-      a->batch,      a->capacity,   d->heads_k, d->heads,    d->heads_v,
+      sizeof dd,     a->batch,      a->capacity,   d->heads_k, d->heads,    d->heads_v,
       d->head_dim_k, d->head_dim_v, CLATTN_F32, CLATTN_BHSD, d->scale,
       NULL};
   return dd;
@@ -122,7 +122,8 @@ static void core(const void *desc, clattn__core_op op,
     memcpy(call->buf, b, sizeof b);
   } else {
     const int cached = a->capacity > 0;
-    const clattn_th_desc td = {a->batch,
+    const clattn_th_desc td = {sizeof td,
+                               a->batch,
                                a->n,
                                cached ? a->capacity : a->n,
                                d->heads_k,
@@ -151,6 +152,7 @@ static void core(const void *desc, clattn__core_op op,
 const clattn__layer_kind clattn__layer_th = {
     .name = "talking-heads",
     .desc_size = sizeof(clattn_th_layer_desc),
+    .desc_type = "clattn_th_layer_desc",
     .check = check,
     .nweights = 6,
     .weights = weights,

@@ -4,7 +4,7 @@
 #ifndef CLATTN_MODEL_H
 #define CLATTN_MODEL_H
 
-#include "clattn.h"
+#include "clattn_tools.h"
 
 #include <math.h>
 

@@ -4,7 +4,8 @@
  * which reproduce the MACs and memory figures of the paper's Tables 1, 2
  * and 7 exactly (spec 10), not its Eq. 13.  Pure arithmetic: no OpenCL,
  * no context. */
-#include "clattn.h"
+#include "clattn_tools.h"
+#include "base/versioned.h"
 
 #include <limits.h>
 #include <stddef.h>
@@ -41,15 +42,23 @@ static void term(acc *a, const long long *f, size_t n) {
  * heads, head_dim, d_model or seq_len below 1, context_blocks or experts
  * below 0, topk outside 1..experts (experts >= 1), or a count beyond long
  * long.  *macs and *mem_floats are 0 on failure. */
-clattn_status clattn_model_switchhead_paper(const clattn_switchhead_paper *c,
+clattn_status clattn_model_switchhead_paper(const clattn_switchhead_paper *in,
                                             long long *macs,
                                             long long *mem_floats) {
+  clattn_switchhead_paper own;
+  char why[128];
+  const clattn_switchhead_paper *c = &own;
   if (macs)
     *macs = 0;
   if (mem_floats)
     *mem_floats = 0;
-  if (c == NULL || macs == NULL || mem_floats == NULL)
+  if (in == NULL || macs == NULL || mem_floats == NULL)
     return CLATTN_ERR_INVALID_ARG;
+  clattn_status rc = clattn__struct_in(&own, sizeof own, in,
+                                       "clattn_switchhead_paper", why,
+                                       sizeof why);
+  if (rc)
+    return rc;
   if (c->heads < 1 || c->head_dim < 1 || c->d_model < 1 || c->seq_len < 1 ||
       c->context_blocks < 0 || c->experts < 0)
     return CLATTN_ERR_SHAPE;

@@ -1,5 +1,6 @@
 /* runtime.c - context creation, device selection, errors, launch path. */
 #include "runtime/runtime.h"
+#include "base/versioned.h"
 
 
 #include <ctype.h>
@@ -18,6 +19,16 @@ clattn_status clattn__fail(clattn_ctx *ctx, clattn_status st, const char *fmt,
   va_start(ap, fmt);
   vsnprintf(ctx->errmsg, CLATTN_ERRMSG_MAX, fmt, ap);
   va_end(ap);
+  return st;
+}
+
+clattn_status clattn__fail_outside(clattn_ctx *ctx, clattn_status st,
+                                   const char *msg) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  if (locked != NULL) {
+    clattn__fail(locked, st, "%s", msg);
+    clattn__ctx_leave(locked);
+  }
   return st;
 }
 
@@ -443,15 +454,18 @@ cl_device_id clattn_ctx_device(const clattn_ctx *ctx) {
 }
 
 void clattn_ctx_cache_stats(const clattn_ctx *ctx, clattn_cache_stats *out) {
+  clattn_cache_stats own;
+  char why[128];
   if (out == NULL)
     return;
+  memset(&own, 0, sizeof own);
   clattn_ctx *locked = clattn__ctx_enter(ctx);
-  if (locked == NULL) {
-    memset(out, 0, sizeof *out);
-    return;
+  if (locked != NULL) {
+    own = locked->stats;
+    clattn__ctx_leave(locked);
   }
-  *out = locked->stats;
-  clattn__ctx_leave(locked);
+  clattn__struct_out(out, &own, sizeof own, "clattn_cache_stats", why,
+                     sizeof why);
 }
 
 /* --------------------------------------------------- scratch and launch */

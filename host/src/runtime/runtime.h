@@ -3,7 +3,7 @@
 #define CLATTN_RUNTIME_H
 
 #include "base/base.h"
-#include "clattn.h"
+#include "clattn_tools.h"
 #include "base/target.h"
 
 #include <pthread.h>
@@ -41,6 +41,20 @@ typedef struct clattn__choice_state clattn__choice_state;
 
 enum { CLATTN_SCRATCH_SLOTS = 4 };
 
+/* How one call's parameters were chosen: clattn_choice with the params as
+ * the library holds them (choice/ writes it; clattn__choice_out gives the
+ * public struct, with the params as text). */
+typedef struct clattn__choice {
+  clattn_choice_source source;
+  clattn_params params;   /* as chosen (before the plan fills zeros) */
+  clattn_params resolved; /* every field as the kernels run it */
+  char shape_class[96];
+  char entry_class[96];
+  char entry_device[128];
+  double entry_median_s;
+  char why[512];
+} clattn__choice;
+
 /* What clattn_ctx_errmsg and clattn_ctx_last_choice report to one thread:
  * each thread that used the context has its own, freed with the context. */
 typedef struct clattn__thread_slot {
@@ -49,7 +63,7 @@ typedef struct clattn__thread_slot {
   unsigned long long serial; /* the thread's own (ids of ended threads are
                                 reused) */
   int has_last;
-  clattn_choice last; /* the thread's last call's choice, as it ran */
+  clattn__choice last; /* the thread's last call's choice, as it ran */
   char errmsg[CLATTN_ERRMSG_MAX];
 } clattn__thread_slot;
 
@@ -88,6 +102,11 @@ clattn_status clattn__fail(clattn_ctx *ctx, clattn_status st, const char *fmt,
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* clattn__fail from outside ctx's lock (it takes it, for the calling
+ * thread's message); a ctx that is not live records nothing. */
+clattn_status clattn__fail_outside(clattn_ctx *ctx, clattn_status st,
+                                   const char *msg);
 
 /* Record a failed OpenCL call and return CLATTN_ERR_OPENCL (or NOMEM for
  * CL_OUT_OF_HOST_MEMORY). */

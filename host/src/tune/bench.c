@@ -14,6 +14,8 @@
  * (clattn__baseline, family.h) run on the call's buffers, and their error
  * is taken against the library's output on the same inputs. */
 #include "base/stats.h"
+#include "base/versioned.h"
+#include "device/profile.h"
 #include "base/tolerance.h"
 #include "call/call.h"
 #include "db/db.h"
@@ -226,12 +228,19 @@ static clattn_status baseline_errors(bench *B, double *err) {
   return CLATTN_OK;
 }
 
+/* What one bench of a shape measured: rows[0] is clattn's, the rest the
+ * family's baselines. */
+typedef struct bench_result {
+  clattn_bench_entry rows[CLATTN_BENCH_MAX_IMPLS];
+  int n;
+} bench_result;
+
 /* Store the rows in one transaction: all or none. */
 static clattn_status store(clattn_ctx *ctx, clattn_db *db,
-                           const clattn_bench_result *r) {
+                           const bench_result *r) {
   clattn_status rc = clattn__db_begin(db);
   for (int i = 0; rc == CLATTN_OK && i < r->n; i++)
-    rc = clattn_db_put_bench(db, &r->rows[i]);
+    rc = clattn__db_put_bench(db, &r->rows[i]);
   if (rc == CLATTN_OK)
     rc = clattn__db_commit(db);
   if (rc != CLATTN_OK) {
@@ -245,9 +254,9 @@ static clattn_status store(clattn_ctx *ctx, clattn_db *db,
 static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
                                     const char *family, const char *shape,
                                     const clattn_bench_opts *opts,
-                                    clattn_bench_result *out) {
+                                    bench_result *out) {
   bench B;
-  clattn_choice ch;
+  clattn__choice ch;
   clattn_profile prof;
   clattn_tune_entry id;
   clattn_prediction pred;
@@ -289,7 +298,7 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
   /* the call's own checks, before any buffer is allocated */
   if ((rc = clattn__explain(ctx, B.F, B.desc, &ch)))
     return rc;
-  rc = clattn_profile_for(ctx, db, &prof);
+  rc = clattn__profile_for(ctx, db, &prof);
   if (rc == CLATTN_ERR_NOMEM)
     return rc;
   const int has_prof =
@@ -305,7 +314,11 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
    * choice as it ran */
   double t0;
   CLATTN_TRY(clattn__harness_time_params(B.H, NULL, &t0));
-  CLATTN_TRY(clattn_ctx_last_choice(ctx, &ch));
+  const clattn__thread_slot *mine = clattn__ctx_thread_slot(ctx);
+  if (mine == NULL || !mine->has_last)
+    CLATTN_TRY(clattn__fail(ctx, CLATTN_ERR_NOMEM, "the call's choice was "
+                                                   "not recorded"));
+  ch = mine->last;
   /* a call of seconds (a slow device) varies little against its length,
    * and seven rounds of every implementation would take minutes */
   if (!(opts && opts->repeats) && t0 > SLOW_CALL_S)
@@ -318,7 +331,7 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
     rc = clattn__model(B.F, planned, NULL, &prof, &pred);
   else {
     clattn_profile rep;
-    rc = clattn_profile_reported(ctx, &rep);
+    rc = clattn__profile_reported(ctx, &rep);
     if (rc == CLATTN_OK)
       rc = clattn__model(B.F, planned, NULL, &rep, &pred);
   }
@@ -394,7 +407,7 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
       snprintf(e->bound, sizeof e->bound, "%s", bound_str(pred.total.bound));
     }
     if (i == 0) {
-      clattn_params_format(&ch.resolved, e->params, sizeof e->params);
+      clattn__params_format(&ch.resolved, e->params, sizeof e->params);
       snprintf(e->params_source, sizeof e->params_source, "%s",
                clattn_choice_source_str(ch.source));
       snprintf(e->params_device, sizeof e->params_device, "%s",
@@ -416,9 +429,32 @@ done:
 clattn_status clattn_bench_shape(clattn_ctx *ctx, clattn_db *db,
                                  const char *family, const char *shape,
                                  const clattn_bench_opts *opts,
-                                 clattn_bench_result *out) {
+                                 size_t row_size, clattn_bench_entry *rows,
+                                 int *n) {
+  clattn_bench_opts own_opts;
+  bench_result out;
+  char why[256];
+  clattn_status rc = clattn__ctx_check(ctx);
+  if (rc)
+    return rc;
+  if (rows == NULL || n == NULL || row_size < sizeof(size_t))
+    return clattn__fail_outside(ctx, CLATTN_ERR_INVALID_ARG,
+                                "rows or n is NULL, or row_size below "
+                                "sizeof(size_t)");
+  if ((rc = clattn__struct_in_ptr((const void **)&opts, &own_opts,
+                                  sizeof own_opts, "clattn_bench_opts", why,
+                                  sizeof why)))
+    return clattn__fail_outside(ctx, rc, why);
+  memset(&out, 0, sizeof out);
   clattn_ctx *locked = clattn__ctx_enter(ctx);
-  clattn_status rc = bench_unlocked(ctx, db, family, shape, opts, out);
+  rc = bench_unlocked(ctx, db, family, shape, opts, &out);
   clattn__ctx_leave(locked);
+  *n = out.n;
+  for (int i = 0; i < out.n; i++) {
+    void *row = (unsigned char *)rows + (size_t)i * row_size;
+    memcpy(row, &row_size, sizeof row_size);
+    clattn__struct_out(row, &out.rows[i], sizeof out.rows[i],
+                       "clattn_bench_entry", why, sizeof why);
+  }
   return rc;
 }

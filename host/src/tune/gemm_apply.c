@@ -3,6 +3,7 @@
  * and after a tuning run (clattn__gemm_restore); see tune_gemm.h for how
  * CLBlast takes them. */
 #include "choice/choice.h"
+#include "device/profile.h"
 #include "tune/tune_gemm.h"
 
 #include "base/clblast_status.h"
@@ -204,13 +205,13 @@ static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db,
   snprintf(why, sizeof why, "%s", db ? "no tuning entry for this device"
                                      : why_no_db);
   if (db != NULL) {
-    rc = clattn_db_list_tune(db, fp.fingerprint, CLATTN_XGEMM_KERNEL, NULL,
+    rc = clattn__db_list_tune(db, fp.fingerprint, CLATTN_XGEMM_KERNEL, NULL,
                              &rows, &n);
     if (rc == CLATTN_OK && (i = pick(ctx, rows, n, NULL, &min_vol)) < 0) {
       free(rows);
       rows = NULL;
       from = "same vendor and arch, ";
-      rc = clattn_db_list_tune(db, NULL, CLATTN_XGEMM_KERNEL, NULL, &rows,
+      rc = clattn__db_list_tune(db, NULL, CLATTN_XGEMM_KERNEL, NULL, &rows,
                                &n);
       if (rc == CLATTN_OK)
         i = pick(ctx, rows, n, &fp, &min_vol);
@@ -230,7 +231,7 @@ static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db,
    * matches it (db/shipped.c) */
   if (i < 0 && !ctx->choice->no_tuning) {
     clattn_profile rep;
-    rc = clattn_profile_reported(ctx, &rep);
+    rc = clattn__profile_reported(ctx, &rep);
     if (rc != CLATTN_OK)
       return rc;
     for (level = 2; level >= 1 && i < 0; level--) {

@@ -13,6 +13,7 @@
  * timed_run).  The bench (bench.c) measures the library's choice and its
  * baselines with the same harness (clattn__harness_*, tune.h). */
 #include "base/stats.h"
+#include "device/profile.h"
 #include "base/tolerance.h"
 #include "call/call.h"
 #include "choice/choice.h"
@@ -20,6 +21,7 @@
 #include "tune/tune.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -449,7 +451,7 @@ static int refresh(void *self) {
       best = g;
   }
   H->prof = H->prof0;
-  clattn_profile_at_copy(&H->prof, best);
+  clattn__profile_at_copy(&H->prof, best);
   return 1;
 }
 
@@ -464,7 +466,7 @@ static double time1(void *self, const int *values) {
 /* Check ctx and the call (valid with automatic params) and set up H. */
 static clattn_status begin(clattn_ctx *ctx, const clattn__family *F,
                            const void *desc, harness *H) {
-  clattn_choice ch;
+  clattn__choice ch;
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc)
     return rc;
@@ -499,7 +501,7 @@ static clattn_status tune_unlocked(clattn_ctx *ctx, clattn_db *db,
   }
   memset(out, 0, sizeof *out);
   const clattn__target t = clattn__ctx_target(ctx);
-  rc = clattn_profile_for(ctx, db, &prof);
+  rc = clattn__profile_for(ctx, db, &prof);
   if (rc == CLATTN_ERR_NOMEM)
     goto done;
   if (rc == CLATTN_OK && prof.fp32_gflops > 0 && prof.bw_read_gbs > 0) {
@@ -529,77 +531,47 @@ done:
   return rc;
 }
 
-static clattn_status tune_space_unlocked(clattn_ctx *ctx,
-                                         const clattn__family *F,
-                                         const void *desc, clattn_params *out,
-                                         int cap, int *n, int *pruned) {
-  harness H;
-  clattn__space s;
-  memset(&s, 0, sizeof s);
-  clattn_status rc = begin(ctx, F, desc, &H);
-  if (rc)
-    return rc;
-  const clattn__target t = clattn__ctx_target(ctx);
-  rc = F->space(&t, H.desc, &s);
-  if (rc == CLATTN_OK) {
-    for (int i = 0; i < s.n && i < cap && out; i++)
-      out[i] = clattn__space_params(&s, i);
-    if (n)
-      *n = s.n;
-    if (pruned)
-      *pruned = s.pruned;
-  }
-  clattn__space_free(&s);
-  return rc ? clattn__fail(ctx, rc, "out of host memory") : rc;
-}
-
 clattn_status clattn_tune_attention(clattn_ctx *ctx, clattn_db *db,
                                     const clattn_attn_desc *d,
                                     const clattn_tune_opts *opts,
                                     clattn_tune_result *out) {
-  return clattn__tune(ctx, db, &clattn__family_prefill, d, opts, out);
+  clattn__public_args own;
+  const void *desc = d;
+  clattn_status rc = clattn__ctx_args_in(
+      ctx, &own, "clattn_attn_desc", &desc, sizeof *d,
+      (long)offsetof(clattn_attn_desc, params), NULL);
+  if (rc)
+    return rc;
+  return clattn__tune(ctx, db, &clattn__family_prefill, desc, opts, out);
 }
 
 clattn_status clattn_tune_decode(clattn_ctx *ctx, clattn_db *db,
                                  const clattn_decode_desc *d,
                                  const clattn_tune_opts *opts,
                                  clattn_tune_result *out) {
-  return clattn__tune(ctx, db, &clattn__family_decode, d, opts, out);
+  clattn__public_args own;
+  const void *desc = d;
+  clattn_status rc = clattn__ctx_args_in(
+      ctx, &own, "clattn_decode_desc", &desc, sizeof *d,
+      (long)offsetof(clattn_decode_desc, params), NULL);
+  if (rc)
+    return rc;
+  return clattn__tune(ctx, db, &clattn__family_decode, desc, opts, out);
 }
 
-clattn_status clattn_tune_space_attention(clattn_ctx *ctx,
-                                          const clattn_attn_desc *d,
-                                          clattn_params *out, int cap, int *n,
-                                          int *pruned) {
-  return clattn__tune_space(ctx, &clattn__family_prefill, d, out, cap, n,
-                            pruned);
-}
-
-clattn_status clattn_tune_space_decode(clattn_ctx *ctx,
-                                       const clattn_decode_desc *d,
-                                       clattn_params *out, int cap, int *n,
-                                       int *pruned) {
-  return clattn__tune_space(ctx, &clattn__family_decode, d, out, cap, n,
-                            pruned);
+static clattn_status tune_run(clattn_ctx *ctx, const clattn__tune_call *c,
+                              const clattn_tune_opts *opts,
+                              clattn_tune_result *out) {
+  return tune_unlocked(ctx, c->db, c->F, c->desc, opts, out);
 }
 
 clattn_status clattn__tune(clattn_ctx *ctx, clattn_db *db,
                            const clattn__family *F, const void *desc,
                            const clattn_tune_opts *opts,
                            clattn_tune_result *out) {
-  clattn_ctx *locked = clattn__ctx_enter(ctx);
-  clattn_status rc = tune_unlocked(ctx, db, F, desc, opts, out);
-  clattn__ctx_leave(locked);
-  return rc;
-}
-
-clattn_status clattn__tune_space(clattn_ctx *ctx, const clattn__family *F,
-                                 const void *desc, clattn_params *out, int cap,
-                                 int *n, int *pruned) {
-  clattn_ctx *locked = clattn__ctx_enter(ctx);
-  clattn_status rc = tune_space_unlocked(ctx, F, desc, out, cap, n, pruned);
-  clattn__ctx_leave(locked);
-  return rc;
+  const clattn__tune_call c = {.run = tune_run, .db = db, .F = F,
+                               .desc = desc};
+  return clattn__tune_public(ctx, &c, opts, out);
 }
 
 /* ------------------------------------------------ the bench's harness */

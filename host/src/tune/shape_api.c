@@ -1,6 +1,7 @@
 /* shape_api.c - the registry through the public API: families by name and
  * calls given as shape text, which `clattn tune`, `explain` and `model`
  * use without naming a family. */
+#include "base/versioned.h"
 #include "call/call.h"
 #include "tune/tune.h"
 
@@ -93,15 +94,18 @@ static clattn_status explain_shape_unlocked(clattn_ctx *ctx, const char *family,
                                             const clattn_params *params,
                                             clattn_choice *out) {
   _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+  clattn_params own;
   const clattn__family *F;
   char why[256];
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc)
     return rc;
-  if ((rc = clattn__shape_parse(family, shape, params, &F, d, why,
+  if ((rc = clattn__struct_in_ptr((const void **)&params, &own, sizeof own,
+                                  "clattn_params", why, sizeof why)) ||
+      (rc = clattn__shape_parse(family, shape, params, &F, d, why,
                                 sizeof why)))
     return clattn__fail(ctx, rc, "%s", why);
-  return clattn__explain(ctx, F, d, out);
+  return clattn__explain_public(ctx, F, d, out);
 }
 
 clattn_status clattn_model_shape(const char *family, const char *shape,
@@ -109,18 +113,21 @@ clattn_status clattn_model_shape(const char *family, const char *shape,
                                  const clattn_profile *prof,
                                  clattn_prediction *out) {
   _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+  clattn_params own_params;
+  clattn_profile own_prof;
+  clattn_prediction own;
   const clattn__family *F;
-  char why[256];
-  if (out == NULL)
-    return CLATTN_ERR_INVALID_ARG;
-  clattn_status rc =
-      clattn__shape_parse(family, shape, params, &F, d, why, sizeof why);
-  if (rc) {
-    memset(out, 0, sizeof *out);
-    snprintf(out->errmsg, sizeof out->errmsg, "%s", why);
-    return rc;
-  }
-  return clattn__model(F, d, NULL, prof, out);
+  clattn_status rc = clattn__model_in(&prof, &own_prof, out, &own);
+  if (rc == CLATTN_OK)
+    rc = clattn__struct_in_ptr((const void **)&params, &own_params,
+                               sizeof own_params, "clattn_params", own.errmsg,
+                               sizeof own.errmsg);
+  if (rc == CLATTN_OK)
+    rc = clattn__shape_parse(family, shape, params, &F, d, own.errmsg,
+                             sizeof own.errmsg);
+  if (rc == CLATTN_OK)
+    rc = clattn__model(F, d, NULL, prof, &own);
+  return clattn__model_out(rc, &own, out);
 }
 
 clattn_status clattn_tune_shape(clattn_ctx *ctx, clattn_db *db,

@@ -1,6 +1,8 @@
 /* tune.c - the autotuner's engine (see tune.h): spaces, strategies, the
  * budget, resume from the database, progress. */
 #include "choice/choice.h"
+#include "base/versioned.h"
+#include "device/profile.h"
 #include "db/db.h"
 #include "tune/tune.h"
 
@@ -30,7 +32,7 @@ static int neighbours(const clattn__space *s, int i, int *out) {
 
 clattn_status clattn__tune_identity(clattn_ctx *ctx, clattn_tune_entry *fp) {
   clattn_profile p;
-  clattn_status rc = clattn_profile_reported(ctx, &p);
+  clattn_status rc = clattn__profile_reported(ctx, &p);
   if (rc != CLATTN_OK)
     return rc;
   memset(fp, 0, sizeof *fp);
@@ -100,6 +102,7 @@ static void progress(run *R, const clattn_tune_entry *last) {
     return;
   clattn_tune_progress p;
   memset(&p, 0, sizeof p);
+  p.size = sizeof p;
   p.kernel = R->f->kernel;
   p.shape_class = R->f->shape_class;
   p.done = R->evaluated;
@@ -170,7 +173,7 @@ static clattn_status evaluate(run *R, int i, const clattn_tune_entry *stored) {
     return CLATTN_OK;
   }
   R->r->measured++;
-  if ((rc = clattn_db_put_tune(R->db, &e)) != CLATTN_OK)
+  if ((rc = clattn__db_put_tune(R->db, &e)) != CLATTN_OK)
     return clattn__fail(R->ctx, rc, "storing a tuning result: %s",
                         clattn_db_errmsg(R->db));
   note_result(R, i, &e);
@@ -445,7 +448,7 @@ static clattn_status verify(run *R) {
       snprintf(row.message, sizeof row.message,
                "failed when timed again in the verification");
     }
-    clattn_status rc = clattn_db_put_tune(R->db, &row);
+    clattn_status rc = clattn__db_put_tune(R->db, &row);
     if (rc != CLATTN_OK)
       return clattn__fail(R->ctx, rc, "storing a tuning result: %s",
                           clattn_db_errmsg(R->db));
@@ -546,7 +549,7 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
   }
   rebound(R);
   if (!o->fresh &&
-      (rc = clattn_db_list_tune(db, fp->fingerprint, f->kernel,
+      (rc = clattn__db_list_tune(db, fp->fingerprint, f->kernel,
                                 f->shape_class, &rows, &nrows))) {
     rc = clattn__fail(ctx, rc, "reading earlier tuning results: %s",
                       clattn_db_errmsg(db));
@@ -621,7 +624,6 @@ done:
   if (R->best >= 0) {
     out->best_s = R->t[R->best];
     clattn__space_format(s, R->best, out->best_params, sizeof out->best_params);
-    clattn_params_parse(out->best_params, &out->best); /* kernels only */
   }
   out->stopped = R->stopped ? R->stopped : "done";
   out->elapsed_s = elapsed(R);
@@ -632,5 +634,32 @@ done:
   free(R->pred);
   free(R->roof);
   free(R->err);
+  return rc;
+}
+
+clattn_status clattn__tune_public(clattn_ctx *ctx, const clattn__tune_call *c,
+                                  const clattn_tune_opts *opts,
+                                  clattn_tune_result *out) {
+  clattn_tune_opts own_opts;
+  clattn_tune_result own;
+  char why[256];
+  clattn_status rc = clattn__ctx_check(ctx);
+  if (rc)
+    return rc;
+  if (out != NULL && clattn__struct_size(out) < sizeof(size_t))
+    return clattn__fail_outside(ctx, CLATTN_ERR_INVALID_ARG,
+                                "clattn_tune_result.size is 0: set it to "
+                                "sizeof(clattn_tune_result)");
+  if ((rc = clattn__struct_in_ptr((const void **)&opts, &own_opts,
+                                  sizeof own_opts, "clattn_tune_opts", why,
+                                  sizeof why)))
+    return clattn__fail_outside(ctx, rc, why);
+  memset(&own, 0, sizeof own);
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  rc = c->run(ctx, c, opts, out ? &own : NULL);
+  clattn__ctx_leave(locked);
+  if (out != NULL)
+    clattn__struct_out(out, &own, sizeof own, "clattn_tune_result", why,
+                       sizeof why);
   return rc;
 }

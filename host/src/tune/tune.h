@@ -57,6 +57,22 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
                                clattn_tune_result *out);
 
 /* The device identity rows are stored under (from the reported profile). */
+/* A public tuning call: the caller's versioned options read and its result
+ * written around c->run, which runs under the context's lock on the
+ * library's own structs (out NULL when the caller's is). */
+typedef struct clattn__tune_call clattn__tune_call;
+struct clattn__tune_call {
+  clattn_status (*run)(clattn_ctx *ctx, const clattn__tune_call *c,
+                       const clattn_tune_opts *opts, clattn_tune_result *out);
+  clattn_db *db;
+  const clattn__family *F; /* the kernel families' */
+  const void *desc;
+  int m, n, k;             /* Xgemm's */
+};
+clattn_status clattn__tune_public(clattn_ctx *ctx, const clattn__tune_call *c,
+                                  const clattn_tune_opts *opts,
+                                  clattn_tune_result *out);
+
 clattn_status clattn__tune_identity(clattn_ctx *ctx, clattn_tune_entry *fp);
 
 
@@ -66,11 +82,6 @@ clattn_status clattn__tune(clattn_ctx *ctx, clattn_db *db,
                            const clattn__family *F, const void *desc,
                            const clattn_tune_opts *opts,
                            clattn_tune_result *out);
-/* Family F's tuning space for desc on the context's device, as params. */
-clattn_status clattn__tune_space(clattn_ctx *ctx, const clattn__family *F,
-                                 const void *desc, clattn_params *out,
-                                 int cap, int *n, int *pruned);
-
 /* desc (CLATTN__DESC_MAX bytes) of family name's shape text with params
  * (shape_api.c); why gets the reason of a failure (CLATTN_ERR_INVALID_ARG
  * for an unknown family or NULL shape, else the family's parse status). */

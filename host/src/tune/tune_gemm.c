@@ -2,6 +2,7 @@
  * checked against a plain-C GEMM, then timed at the class's shape; see
  * tune_gemm.h for how CLBlast runs what it tunes. */
 #include "tune/tune_gemm.h"
+#include "device/profile.h"
 
 #include "base/clblast_status.h"
 #include "base/stats.h"
@@ -248,7 +249,7 @@ static clattn_status tuner_init(clattn_ctx *ctx, clattn_db *db, int m, int n,
   fill_random(big, sb / 4, 2);
   CLATTN_TRY(make_buffer(ctx, sb, big, &t->b));
   CLATTN_TRY(make_buffer(ctx, sc, NULL, &t->c));
-  CLATTN_TRY(clattn_profile_for(ctx, db, &prof));
+  CLATTN_TRY(clattn__profile_for(ctx, db, &prof));
   t->peak = prof.fp32_gflops * 1e9;
 done:
   free(ha);
@@ -361,11 +362,16 @@ done:
   return rc;
 }
 
+static clattn_status tune_gemm_run(clattn_ctx *ctx, const clattn__tune_call *c,
+                                   const clattn_tune_opts *opts,
+                                   clattn_tune_result *out) {
+  return tune_gemm_unlocked(ctx, c->db, c->m, c->n, c->k, opts, out);
+}
+
 clattn_status clattn_tune_gemm(clattn_ctx *ctx, clattn_db *db, int m, int n,
                                int k, const clattn_tune_opts *opts,
                                clattn_tune_result *out) {
-  clattn_ctx *locked = clattn__ctx_enter(ctx);
-  clattn_status rc = tune_gemm_unlocked(ctx, db, m, n, k, opts, out);
-  clattn__ctx_leave(locked);
-  return rc;
+  const clattn__tune_call c = {.run = tune_gemm_run, .db = db, .m = m,
+                               .n = n, .k = k};
+  return clattn__tune_public(ctx, &c, opts, out);
 }

@@ -1,0 +1,49 @@
+/* args_in.c - a public function's versioned structs read into the
+ * library's own at the boundary (call.h), so that the families, the choice
+ * and the tuner only ever see whole structs of this library's version. */
+#include "base/versioned.h"
+#include "call/call.h"
+
+#include <string.h>
+
+clattn_status clattn__args_in(clattn__public_args *own, const char *type,
+                              const void **desc, size_t desc_size,
+                              long params_offset, const clattn_events **ev,
+                              char *why, size_t cap) {
+  clattn_status rc;
+  if (ev != NULL &&
+      (rc = clattn__struct_in_ptr((const void **)ev, &own->ev, sizeof own->ev,
+                                  "clattn_events", why, cap)))
+    return rc;
+  if (*desc == NULL)
+    return CLATTN_OK;
+  if ((rc = clattn__struct_in(own->desc, desc_size, *desc, type, why, cap)))
+    return rc;
+  *desc = own->desc;
+  if (params_offset == CLATTN__NO_PARAMS)
+    return CLATTN_OK;
+  const void **params = (const void **)(own->desc + params_offset);
+  return clattn__struct_in_ptr(params, &own->params, sizeof own->params,
+                               "clattn_params", why, cap);
+}
+
+clattn_status clattn__ctx_args_in(clattn_ctx *ctx, clattn__public_args *own,
+                                  const char *type, const void **desc,
+                                  size_t desc_size, long params_offset,
+                                  const clattn_events **ev) {
+  char why[256];
+  if (clattn__ctx_check(ctx) != CLATTN_OK)
+    return CLATTN_OK;
+  clattn_status rc = clattn__args_in(own, type, desc, desc_size, params_offset,
+                                     ev, why, sizeof why);
+  return rc ? clattn__fail_outside(ctx, rc, why) : CLATTN_OK;
+}
+
+clattn_status clattn__ctx_struct_in(clattn_ctx *ctx, const void **p, void *own,
+                                    size_t size, const char *type) {
+  char why[256];
+  if (clattn__ctx_check(ctx) != CLATTN_OK)
+    return CLATTN_OK;
+  clattn_status rc = clattn__struct_in_ptr(p, own, size, type, why, sizeof why);
+  return rc ? clattn__fail_outside(ctx, rc, why) : CLATTN_OK;
+}
