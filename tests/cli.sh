@@ -491,6 +491,16 @@ for c in "${cmds[@]}"; do
   else bad "'clattn $c --no-such-option': exit $st"; cat "$tmp/err"; fi
 done
 ok "--help exits 0 with a usage on $helps commands"
+# every example `clattn families` prints runs as printed
+examples=0
+while read -r line; do
+  # shellcheck disable=SC2086
+  if "$clattn" ${line#clattn } >"$tmp/out" 2>"$tmp/err"; then
+    examples=$((examples + 1))
+  else bad "families' example '$line' failed"; cat "$tmp/err"; fi
+done < <("$clattn" families | sed -n 's/^ *e\.g\. //p')
+[ "$examples" -gt 5 ] && ok "the $examples examples of 'clattn families' run" ||
+  bad "only $examples examples of 'clattn families' ran"
 ok "an unknown option: exit 2, one line naming it, on $unknowns commands"
 run "clattn -h" 0 "$clattn" -h
 run "run attention -h" 0 "$clattn" run attention -h
