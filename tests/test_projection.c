@@ -133,6 +133,50 @@ Test(projection, clblast_applies_xgemm) {
   clattn_ctx_destroy(ctx);
 }
 
+/* Where a tuned Xgemm entry covers a GEMM and the context leaves CLBlast
+ * alone (gemm_own_from), the automatic plan is the own kernel's and the
+ * CLBlast scheme does not fit the library's own picks; GEMV rows and
+ * smaller GEMMs keep CLBlast; explicit CLBlast params still run it. */
+Test(projection, own_kernel_where_xgemm_is_tuned) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn__target t = clattn__ctx_target(ctx);
+  t.gemm_own_from = 16.0 * 16 * 16;
+  _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
+  _Alignas(16) unsigned char pl[CLATTN__PLAN_MAX];
+  char why[256] = "";
+  const clattn_params cb = {0, 0, 0, 0, 0, 0, 2};
+  const struct {
+    int m, n, k, own;
+  } cases[] = {{24, 32, 32, 1}, {16, 16, 16, 1}, {4, 512, 512, 0},
+               {15, 16, 16, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const clattn__gemm_desc d = {cases[i].m, cases[i].n, cases[i].k, NULL};
+    cr_assert_eq(clattn__plan_params(family(), &t, &d, NULL, copy, pl, why,
+                                     sizeof why),
+                 CLATTN_OK, "%s", why);
+    cr_expect_eq(family()->resolved(pl).scheme, cases[i].own ? 1 : 2,
+                 "%dx%dx%d", cases[i].m, cases[i].n, cases[i].k);
+    const clattn_status st = clattn__plan_params(family(), &t, &d, &cb, copy,
+                                                 pl, why, sizeof why);
+    cr_expect_eq(st, cases[i].own ? CLATTN_ERR_UNSUPPORTED : CLATTN_OK,
+                 "%dx%dx%d: %s", cases[i].m, cases[i].n, cases[i].k, why);
+    if (cases[i].own)
+      cr_expect(strstr(why, "clblast_override") != NULL, "%s", why);
+  }
+  /* through the call: the context as gemm_apply.c leaves it without the
+   * opt-in when an entry covers 16^3 and up */
+  snprintf(ctx->gemm_explain, sizeof ctx->gemm_explain, "settled");
+  ctx->gemm_own_from = 16.0 * 16 * 16;
+  clattn_choice ch;
+  run_case(ctx, 37, 29, 23, NULL, "automatic in the tuned range");
+  cr_assert_eq(clattn_ctx_last_choice(ctx, &ch), CLATTN_OK);
+  cr_expect_eq(ch.resolved.scheme, 1, "%s", ch.why);
+  run_case(ctx, 37, 29, 23, &cb, "explicit CLBlast in the tuned range");
+  cr_assert_eq(clattn_ctx_last_choice(ctx, &ch), CLATTN_OK);
+  cr_expect_eq(ch.resolved.scheme, 2, "%s", ch.why);
+  clattn_ctx_destroy(ctx);
+}
+
 /* Events: the caller's wait list and an out event, on both schemes. */
 Test(projection, events) {
   clattn_ctx *ctx = tu_ctx();

@@ -64,6 +64,9 @@ struct clattn_ctx {
   char *cache_dir; /* NULL: disk cache off */
   char gemm_explain[640]; /* Xgemm parameters in use (clattn_explain_gemm);
                              "" until the first layer applies them */
+  /* m*n*k from which the projections' own picks run the library's GEMM
+   * kernel rather than CLBlast (0: none). */
+  double gemm_own_from;
   clattn_cache_stats stats;
   cl_mem scratch[CLATTN_SCRATCH_SLOTS];
   size_t scratch_size[CLATTN_SCRATCH_SLOTS];
