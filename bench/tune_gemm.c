@@ -8,8 +8,9 @@
  *     GFLOP/s per shape; the layer's time, its four projection GEMMs and
  *     clattn_attention alone (the core) at the layer's shapes.
  *  2. clattn_tune_gemm per shape, the budget (--budget s) shared out.
- *  3. A new context applies the database's entry (as every context does
- *     before its layers' first GEMM) and the same figures are measured.
+ *  3. A new context applies the database's entry (as a context with
+ *     clattn_ctx_opts.clblast_override does before its layers' first GEMM)
+ *     and the same figures are measured.
  * Times: one warm-up (it builds the kernels), then the median of --reps.
  * The database: --db PATH, else $CLATTN_DB, else /tmp/clattn-gemm.db. */
 #include "clattn.h"
@@ -144,6 +145,7 @@ static clattn_ctx *new_ctx(const char *db, int tuned) {
   memset(&o, 0, sizeof o);
   o.tuning_db = db;
   o.no_tuning = !tuned;
+  o.clblast_override = tuned; /* the tuned CLBlast is what is measured */
   if (clattn_ctx_create(&o, &ctx) != CLATTN_OK)
     die("clattn_ctx_create", NULL);
   return ctx;

@@ -113,12 +113,20 @@ Test(projection, clblast, .timeout = 900) {
   clattn_ctx_destroy(ctx);
 }
 
-/* The CLBlast scheme applies the device's tuned Xgemm parameters before
- * its first GEMM, as a layer does (else a direct call, the tuner's and the
- * bench's included, ran CLBlast's defaults), and the own kernel does not
- * touch CLBlast. */
+/* With the opt-in (clattn_ctx_opts.clblast_override), the CLBlast scheme
+ * applies the device's tuned Xgemm parameters before its first GEMM, as a
+ * layer does (else a direct call, the tuner's and the bench's included,
+ * ran CLBlast's defaults), and the own kernel does not touch CLBlast.
+ * Without it, the choice settles the context's GEMMs at its first call,
+ * whatever the scheme, and (no tuned entry here) keeps no range off
+ * CLBlast. */
 Test(projection, clblast_applies_xgemm) {
-  clattn_ctx *ctx = tu_ctx();
+  clattn_ctx_opts o;
+  clattn_ctx *ctx = NULL;
+  memset(&o, 0, sizeof o);
+  o.clblast_override = 1;
+  cr_assert_eq(clattn_ctx_create(&o, &ctx), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(NULL));
   cr_assert_not_null(ctx->gemm_prepare);
   const clattn_params own_p = {0, 0, 0, 0, 0, 0, 1};
   run_case(ctx, 5, 33, 17, &own_p, "own before the CLBlast call");
@@ -130,6 +138,14 @@ Test(projection, clblast_applies_xgemm) {
   cr_expect_neq(ctx->gemm_explain[0], '\0',
                 "the CLBlast scheme ran without applying the Xgemm "
                 "parameters");
+  clattn_ctx_destroy(ctx);
+
+  ctx = tu_ctx();
+  run_case(ctx, 5, 33, 17, &own_p, "own, default options");
+  cr_expect_neq(ctx->gemm_explain[0], '\0', "the choice did not settle");
+  cr_expect_eq(ctx->gemm_own_from, 0.0);
+  cr_expect(strstr(ctx->gemm_explain, "CLBlast defaults") != NULL, "%s",
+            ctx->gemm_explain);
   clattn_ctx_destroy(ctx);
 }
 

@@ -177,6 +177,13 @@ typedef struct clattn_ctx_opts {
   const char *tuning_db;
   /* Nonzero: ignore tuning entries (also $CLATTN_NO_TUNING=1). */
   int no_tuning;
+  /* Nonzero: the context applies the device's tuned Xgemm parameters to
+   * CLBlast itself (CLBlastOverrideParameters, before its layers' first
+   * GEMM).  That is process-wide and cannot be undone: every CLBlast user
+   * in the process on that device then runs with them.  0: CLBlast is
+   * never re-parameterised; where a tuned entry covers a projection, the
+   * library's own GEMM kernel runs it instead (clattn_explain_gemm). */
+  int clblast_override;
 } clattn_ctx_opts;
 
 /* Create a context.  opts may be NULL (all defaults).
@@ -437,7 +444,10 @@ CLATTN_API clattn_status clattn_talking_heads_append(
 /* A whole attention layer: y = Attention(x W_q, x W_k, x W_v) W_o, float32,
  * projections through CLBlast's GEMM or the library's own GEMM kernel
  * (whichever `clattn tune` measured faster for the shape; CLBlast without
- * tuning entries), attention through the fused kernels.
+ * tuning entries, except that the own kernel runs where a tuned Xgemm
+ * entry covers the GEMM and the context does not opt in to setting it on
+ * CLBlast: clattn_ctx_opts.clblast_override, clattn_explain_gemm),
+ * attention through the fused kernels.
  *   x [batch, n, d_model], y [batch, n, d_model]
  *   w_q [d_model, heads_q*head_dim_k], w_k [d_model, heads_kv*head_dim_k],
  *   w_v [d_model, heads_kv*head_dim_v], w_o [heads_q*head_dim_v, d_model]
@@ -453,7 +463,11 @@ typedef struct clattn_layer_desc {
 
 typedef struct clattn_layer clattn_layer;
 
-/* The weights are retained by the layer.
+/* The weights are retained by the layer.  With clattn_ctx_opts.
+ * clblast_override, the first layer of a context sets the device's tuned
+ * Xgemm parameters on CLBlast: process-wide, for every CLBlast user on that
+ * device, and not undone by destroying the layer or the context; without
+ * it no layer call changes CLBlast's parameters.
  * create: Errors: ctx, CLATTN_ERR_INVALID_ARG (a NULL descriptor, weight or
  * out), CLATTN_ERR_SHAPE, CLATTN_ERR_UNSUPPORTED, CLATTN_ERR_BUFFER_TOO_SMALL
  * (a weight smaller than its shape), CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM.
@@ -1294,9 +1308,13 @@ CLATTN_API clattn_status clattn_tune_space_decode(clattn_ctx *ctx,
  * row-major C[m,n] = A[m,k] B[k,n]) on the context's device through
  * CLBlastOverrideParameters; every candidate is checked against a plain-C
  * GEMM first.  Rows: kernel "clblast-xgemm", shape class "m512 n512 k512",
- * params CLBlast's names ("MWG=64 NWG=64 KWG=32 ...").  Contexts apply the
- * device's best entry (see clattn_explain_gemm) before their layers'
- * first GEMM.
+ * params CLBlast's names ("MWG=64 NWG=64 KWG=32 ...").  Process-wide: it
+ * re-parameterises CLBlast for every user in the process while it runs,
+ * and leaves the device's CLBlast on the best entry of db (else
+ * XgemmDirect only), since CLBlast's defaults cannot be restored.  A
+ * context with clattn_ctx_opts.clblast_override applies the device's best
+ * entry before its layers' first GEMM; one without runs the projections
+ * the entry covers on the own GEMM kernel (see clattn_explain_gemm).
  * tune: Errors: ctx, CLATTN_ERR_INVALID_ARG (db NULL, options out of range),
  * CLATTN_ERR_SHAPE (m, n or k out of range), CLATTN_ERR_CLBLAST,
  * CLATTN_ERR_OPENCL, db.  Threads: safe, context-serialised; not with
@@ -1309,7 +1327,11 @@ CLATTN_API clattn_status clattn_tune_gemm(clattn_ctx *ctx, clattn_db *db,
                                           int m, int n, int k,
                                           const clattn_tune_opts *opts,
                                           clattn_tune_result *out);
-/* Which Xgemm parameters the context's layers use, and why (one line). */
+/* What the context's layers' projection GEMMs use, and why (one line):
+ * the own GEMM kernel where a tuned Xgemm entry covers them, or with
+ * clblast_override the entry set on CLBlast (this call sets it then, as
+ * the first layer would), or CLBlast's defaults or what this process set
+ * earlier. */
 CLATTN_API clattn_status clattn_explain_gemm(clattn_ctx *ctx, char *buf,
                                              size_t cap);
 

@@ -468,15 +468,26 @@ best_row(const tier_call *k, const clattn_tune_entry *rows, int n, int exact,
   return best;
 }
 
+clattn_status clattn__choice_target(clattn_ctx *ctx, const clattn__family *F,
+                                    clattn__target *t) {
+  clattn_status rc = CLATTN_OK;
+  if (F->clblast && ctx->gemm_prepare)
+    rc = ctx->gemm_prepare(ctx, 0);
+  *t = clattn__ctx_target(ctx);
+  return rc;
+}
+
 clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
                              const void *desc, clattn_choice *ch, void *pl) {
-  const clattn__target t = clattn__ctx_target(ctx);
+  clattn__target t;
   _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
   const clattn_params *caller = clattn__desc_params(F, desc);
   char why[256], cls[96];
   const char *from = NULL;
   clattn_status rc;
   memset(ch, 0, sizeof *ch);
+  if ((rc = clattn__choice_target(ctx, F, &t)))
+    return rc;
   /* Explicit params run as given: gemm_own_from steers only the library's
    * own picks (tuning rows, the model, the default) away from CLBlast. */
   clattn__target te = t;

@@ -173,8 +173,9 @@ static clattn_status clblast_enqueue(clattn_ctx *ctx,
   CLBlastStatusCode s;
   cl_int err;
   clattn_status rc;
-  /* the tuned Xgemm parameters, as a layer's projections run them */
-  if (ctx->gemm_prepare && (rc = ctx->gemm_prepare(ctx)) != CLATTN_OK)
+  /* settled as a layer's projections run them (with the context's opt-in,
+   * the tuned Xgemm parameters set on CLBlast) */
+  if (ctx->gemm_prepare && (rc = ctx->gemm_prepare(ctx, 1)) != CLATTN_OK)
     return rc;
   if (ev && ev->num_wait > 0 &&
       (err = clEnqueueBarrierWithWaitList(q, ev->num_wait, ev->wait, NULL)) !=
@@ -280,6 +281,7 @@ const clattn__family clattn__family_projection = {
     .plan_size = sizeof(clattn__gg_plan),
     .nbufs = 3,
     .tune_method = 1,
+    .clblast = 1,
     .standard_shapes = standard,
     .baselines = baselines,
     .check = check,
