@@ -234,8 +234,6 @@ static clattn_tune_result tune(const cls *c, clattn_db *db,
                                clattn_tune_strategy s, int max) {
   clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
-  memset(&o, 0, sizeof o);
-  o.size = sizeof o;
   o.strategy = s;
   o.max_candidates = max;
   o.seed = 7;

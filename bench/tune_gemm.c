@@ -8,8 +8,9 @@
  *     GFLOP/s per shape; the layer's time, its four projection GEMMs and
  *     clattn_attention alone (the core) at the layer's shapes.
  *  2. clattn_tune_gemm per shape, the budget (--budget s) shared out.
- *  3. A new context applies the database's entry (as every context does
- *     before its layers' first GEMM) and the same figures are measured.
+ *  3. A new context applies the database's entry (as a context with
+ *     clattn_ctx_opts.clblast_override does before its layers' first GEMM)
+ *     and the same figures are measured.
  * Times: one warm-up (it builds the kernels), then the median of --reps.
  * The database: --db PATH, else $CLATTN_DB, else /tmp/clattn-gemm.db. */
 #include "clattn_tools.h"
@@ -142,6 +143,7 @@ static clattn_ctx *new_ctx(const char *db, int tuned) {
   clattn_ctx *ctx = NULL;
   o.tuning_db = db;
   o.no_tuning = !tuned;
+  o.clblast_override = tuned; /* the tuned CLBlast is what is measured */
   if (clattn_ctx_create(&o, &ctx) != CLATTN_OK)
     die("clattn_ctx_create", NULL);
   return ctx;
@@ -231,8 +233,6 @@ int main(int argc, char **argv) {
   for (int i = 0; i < NSHAPES; i++) {
     clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
     clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
     double left = budget - (clattn__now() - t0);
     o.budget_s = left > 1 ? left / (NSHAPES - i) : 1;
     o.repeats = reps;

@@ -26,9 +26,9 @@ static clattn_tune_entry row(const clattn__family *F, const char *params) {
 /* Every candidate of F's space for shape text on three targets. */
 static int check_space(const clattn__family *F, const char *text) {
   static const clattn__target targets[3] = {
-      {1, 1, 16, 32, 16, 4096, 1 << 20}, /* AVX-512 CPU */
-      {1, 1, 8, 16, 4, 4096, 32768},     /* AVX2 CPU */
-      {0, 0, 1, 0, 80, 1024, 49152}};    /* GPU */
+      {1, 1, 16, 32, 16, 4096, 1 << 20, 0}, /* AVX-512 CPU */
+      {1, 1, 8, 16, 4, 4096, 32768, 0},     /* AVX2 CPU */
+      {0, 0, 1, 0, 80, 1024, 49152, 0}};    /* GPU */
   _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
   char why[512];
   int n = 0;

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const clattn__target cpu_target = {1, 1, 16, 32, 2, 4096, 1 << 20};
-static const clattn__target gpu_target = {0, 0, 1, 0, 132, 1024, 48 << 10};
+static const clattn__target cpu_target = {1, 1, 16, 32, 2, 4096, 1 << 20, 0};
+static const clattn__target gpu_target = {0, 0, 1, 0, 132, 1024, 48 << 10, 0};
 
 static clattn_profile profile(void) {
   clattn_profile p = {.size = sizeof(clattn_profile)};

@@ -113,12 +113,19 @@ Test(projection, clblast, .timeout = 900) {
   clattn_ctx_destroy(ctx);
 }
 
-/* The CLBlast scheme applies the device's tuned Xgemm parameters before
- * its first GEMM, as a layer does (else a direct call, the tuner's and the
- * bench's included, ran CLBlast's defaults), and the own kernel does not
- * touch CLBlast. */
+/* With the opt-in (clattn_ctx_opts.clblast_override), the CLBlast scheme
+ * applies the device's tuned Xgemm parameters before its first GEMM, as a
+ * layer does (else a direct call, the tuner's and the bench's included,
+ * ran CLBlast's defaults), and the own kernel does not touch CLBlast.
+ * Without it, the choice settles the context's GEMMs at its first call,
+ * whatever the scheme, and (no tuned entry here) keeps no range off
+ * CLBlast. */
 Test(projection, clblast_applies_xgemm) {
-  clattn_ctx *ctx = tu_ctx();
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
+  clattn_ctx *ctx = NULL;
+  o.clblast_override = 1;
+  cr_assert_eq(clattn_ctx_create(&o, &ctx), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(NULL));
   cr_assert_not_null(ctx->gemm_prepare);
   const clattn_params own_p = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1};
   run_case(ctx, 5, 33, 17, &own_p, "own before the CLBlast call");
@@ -130,6 +137,58 @@ Test(projection, clblast_applies_xgemm) {
   cr_expect_neq(ctx->gemm_explain[0], '\0',
                 "the CLBlast scheme ran without applying the Xgemm "
                 "parameters");
+  clattn_ctx_destroy(ctx);
+
+  ctx = tu_ctx();
+  run_case(ctx, 5, 33, 17, &own_p, "own, default options");
+  cr_expect_neq(ctx->gemm_explain[0], '\0', "the choice did not settle");
+  cr_expect_eq(ctx->gemm_own_from, 0.0);
+  cr_expect(strstr(ctx->gemm_explain, "CLBlast defaults") != NULL, "%s",
+            ctx->gemm_explain);
+  clattn_ctx_destroy(ctx);
+}
+
+/* Where a tuned Xgemm entry covers a GEMM and the context leaves CLBlast
+ * alone (gemm_own_from), the automatic plan is the own kernel's and the
+ * CLBlast scheme does not fit the library's own picks; GEMV rows and
+ * smaller GEMMs keep CLBlast; explicit CLBlast params still run it. */
+Test(projection, own_kernel_where_xgemm_is_tuned) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn__target t = clattn__ctx_target(ctx);
+  t.gemm_own_from = 16.0 * 16 * 16;
+  _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
+  _Alignas(16) unsigned char pl[CLATTN__PLAN_MAX];
+  char why[256] = "";
+  const clattn_params cb = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2};
+  const struct {
+    int m, n, k, own;
+  } cases[] = {{24, 32, 32, 1}, {16, 16, 16, 1}, {4, 512, 512, 0},
+               {15, 16, 16, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const clattn__gemm_desc d = {cases[i].m, cases[i].n, cases[i].k, NULL};
+    cr_assert_eq(clattn__plan_params(family(), &t, &d, NULL, copy, pl, why,
+                                     sizeof why),
+                 CLATTN_OK, "%s", why);
+    cr_expect_eq(family()->resolved(pl).scheme, cases[i].own ? 1 : 2,
+                 "%dx%dx%d", cases[i].m, cases[i].n, cases[i].k);
+    const clattn_status st = clattn__plan_params(family(), &t, &d, &cb, copy,
+                                                 pl, why, sizeof why);
+    cr_expect_eq(st, cases[i].own ? CLATTN_ERR_UNSUPPORTED : CLATTN_OK,
+                 "%dx%dx%d: %s", cases[i].m, cases[i].n, cases[i].k, why);
+    if (cases[i].own)
+      cr_expect(strstr(why, "clblast_override") != NULL, "%s", why);
+  }
+  /* through the call: the context as gemm_apply.c leaves it without the
+   * opt-in when an entry covers 16^3 and up */
+  snprintf(ctx->gemm_explain, sizeof ctx->gemm_explain, "settled");
+  ctx->gemm_own_from = 16.0 * 16 * 16;
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
+  run_case(ctx, 37, 29, 23, NULL, "automatic in the tuned range");
+  cr_assert_eq(clattn_ctx_last_choice(ctx, &ch), CLATTN_OK);
+  cr_expect_eq(tu_params(ch.resolved).scheme, 1, "%s", ch.why);
+  run_case(ctx, 37, 29, 23, &cb, "explicit CLBlast in the tuned range");
+  cr_assert_eq(clattn_ctx_last_choice(ctx, &ch), CLATTN_OK);
+  cr_expect_eq(tu_params(ch.resolved).scheme, 2, "%s", ch.why);
   clattn_ctx_destroy(ctx);
 }
 

@@ -355,7 +355,8 @@ Test(shipped, embedded_rows_are_valid) {
 }
 
 /* CLBlast's Xgemm: with no row in the user's database, the shipped row of
- * this device's vendor and arch is applied. */
+ * this device's vendor and arch is used: its range runs the own GEMM
+ * kernel by default, and with the opt-in it is applied to CLBlast. */
 Test(shipped, xgemm_from_the_shipped_data) {
   const clattn_profile p = reported();
   if (!p.arch[0])
@@ -367,7 +368,18 @@ Test(shipped, xgemm_from_the_shipped_data) {
   char buf[1024];
   cr_assert_eq(clattn_explain_gemm(ctx, buf, sizeof buf), CLATTN_OK, "%s",
                clattn_ctx_errmsg(ctx));
-  cr_expect(strstr(buf, "shipped") != NULL, "%s", buf);
+  cr_expect(strstr(buf, "own GEMM kernel") != NULL, "%s", buf);
+  cr_expect(strstr(buf, "shipped entry m128 n128 k128") != NULL, "%s", buf);
+  clattn_ctx_destroy(ctx);
+
+  clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
+  o.tuning_db = no_db();
+  o.clblast_override = 1;
+  cr_assert_eq(clattn_ctx_create(&o, &ctx), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(NULL));
+  cr_assert_eq(clattn_explain_gemm(ctx, buf, sizeof buf), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(ctx));
+  cr_expect(strstr(buf, "clblast-xgemm: shipped entry") != NULL, "%s", buf);
   cr_expect(strstr(buf, XGEMM_PARAMS) != NULL, "%s", buf);
   clattn_ctx_destroy(ctx);
 }

@@ -34,10 +34,10 @@
 /* ------------------------------------------------------------- spaces */
 
 static const clattn__target targets[] = {
-    {1, 1, 8, 16, 2, 4096, 4u << 20},  /* PoCL-like CPU (AVX2) */
-    {0, 0, 1, 0, 80, 1024, 48u << 10}, /* a GPU */
-    {0, 0, 1, 0, 8, 64, 16u << 10},    /* a small GPU */
-    {1, 0, 1, 0, 8, 1024, 32u << 10},  /* llvmpipe-like CPU (implicit SIMD) */
+    {1, 1, 8, 16, 2, 4096, 4u << 20, 0},  /* PoCL-like CPU (AVX2) */
+    {0, 0, 1, 0, 80, 1024, 48u << 10, 0}, /* a GPU */
+    {0, 0, 1, 0, 8, 64, 16u << 10, 0},    /* a small GPU */
+    {1, 0, 1, 0, 8, 1024, 32u << 10, 0},  /* llvmpipe-like: implicit SIMD */
 };
 
 static void check_space(const clattn__target *t, const clattn__space *s,

@@ -4,8 +4,10 @@
  * constraints (written out again here) and the device's limits; a
  * candidate that breaks them computes a wrong GEMM and must not come out
  * "ok"; a tiny tuning run (two candidates, m=64 n=96 k=80 forced through
- * the indirect Xgemm path) stores its entries, and a new context's layer
- * applies the best one and still matches the plain-C reference.
+ * the indirect Xgemm path) stores its entries; a new context's layer
+ * applies the best one with the opt-in (clattn_ctx_opts.clblast_override)
+ * and runs the own GEMM kernel where it covers the projections without
+ * it, and matches the plain-C reference either way.
  * Each new Xgemm candidate builds CLBlast's GEMM program: 20-50 s with a
  * cold PoCL cache, under a second with a warm one.
  */
@@ -144,13 +146,63 @@ Test(tune_gemm, wrong_candidate_is_not_ok, .timeout = 300) {
 #define HKV 2
 #define DK 16
 
-static clattn_ctx *ctx_with_db(const char *path) {
+static clattn_ctx *ctx_with_db(const char *path, int clblast_override) {
   clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   clattn_ctx *ctx = NULL;
   o.tuning_db = path;
+  o.clblast_override = clblast_override;
   clattn_status st = clattn_ctx_create(&o, &ctx);
   cr_assert(st == CLATTN_OK, "ctx: %s", clattn_ctx_errmsg(NULL));
   return ctx;
+}
+
+/* A layer on ctx whose x*w_q GEMM is the tuned class: its causal prefill
+ * against the reference; *ch: the choice of its last call (the output
+ * projection); buf: clattn_explain_gemm after the layer's create. */
+static void layer_prefill(clattn_ctx *ctx, const char *what,
+                          clattn_choice *ch, char *buf, size_t cap) {
+  size_t nq = (size_t)D * HQ * DK, nk = (size_t)D * HKV * DK,
+         no = (size_t)HQ * DK * D, nx = (size_t)B * N * D;
+  float *wq = tu_alloc(nq * 4), *wk = tu_alloc(nk * 4), *wv = tu_alloc(nk * 4),
+        *wo = tu_alloc(no * 4), *x = tu_alloc(nx * 4), *y = tu_alloc(nx * 4),
+        *yref = tu_alloc(nx * 4);
+  tu_rng g = tu_rng_seed(7);
+  tu_fill(&g, wq, nq, 1.7f / sqrtf((float)D));
+  tu_fill(&g, wk, nk, 1.7f / sqrtf((float)D));
+  tu_fill(&g, wv, nk, 1.7f / sqrtf((float)D));
+  tu_fill(&g, wo, no, 1.7f / sqrtf((float)(HQ * DK)));
+  tu_fill(&g, x, nx, 1.0f);
+  cl_mem dq = tu_upload(ctx, wq, nq, CLATTN_F32),
+         dk = tu_upload(ctx, wk, nk, CLATTN_F32),
+         dv = tu_upload(ctx, wv, nk, CLATTN_F32),
+         dwo = tu_upload(ctx, wo, no, CLATTN_F32),
+         dx = tu_upload(ctx, x, nx, CLATTN_F32),
+         dy = tu_sentinel(ctx, nx, CLATTN_F32, 0xff);
+  clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc), .d_model = D, .heads_q = HQ, .heads_kv = HKV,
+                          .head_dim_k = DK, .head_dim_v = DK, .scale = 0};
+  clattn_layer *layer = NULL;
+  clattn_status st = clattn_layer_create(ctx, &ld, dq, dk, dv, dwo, &layer);
+  cr_assert(st == CLATTN_OK, "layer: %s", clattn_ctx_errmsg(ctx));
+  cr_assert(clattn_explain_gemm(ctx, buf, cap) == CLATTN_OK);
+  cr_log_info("%s: %s", what, buf);
+  st = clattn_layer_prefill(layer, NULL, B, N, 1, dx, dy, NULL);
+  cr_assert(st == CLATTN_OK, "prefill: %s", clattn_ctx_errmsg(ctx));
+  cr_assert_eq(clattn_ctx_last_choice(ctx, ch), CLATTN_OK);
+  tu_download(ctx, dy, y, nx, CLATTN_F32);
+  ref_layer(B, N, D, HQ, HKV, DK, DK, 1.0 / sqrt((double)DK), 1, x, wq, wk,
+            wv, wo, yref);
+  tu_check(what, y, yref, nx, clattn__tolerance(CLATTN_F32));
+  clattn_layer_destroy(layer);
+  cl_mem all[6] = {dq, dk, dv, dwo, dx, dy};
+  for (int i = 0; i < 6; i++)
+    tu_release(all[i]);
+  free(wq);
+  free(wk);
+  free(wv);
+  free(wo);
+  free(x);
+  free(y);
+  free(yref);
 }
 
 Test(tune_gemm, tuned_entry_is_stored_and_applied, .timeout = 600) {
@@ -163,7 +215,7 @@ Test(tune_gemm, tuned_entry_is_stored_and_applied, .timeout = 600) {
             clattn_db_errmsg(NULL));
 
   /* Before any entry: CLBlast's defaults. */
-  clattn_ctx *ctx = ctx_with_db(path);
+  clattn_ctx *ctx = ctx_with_db(path, 0);
   char buf[640];
   cr_assert(clattn_explain_gemm(ctx, buf, sizeof buf) == CLATTN_OK);
   cr_expect(strncmp(buf, "CLBlast defaults: no tuning entry", 33) == 0, "%s",
@@ -188,8 +240,7 @@ Test(tune_gemm, tuned_entry_is_stored_and_applied, .timeout = 600) {
   clattn_tune_entry *rows = NULL;
   int n = 0, found = 0;
   cr_assert(clattn_db_list_tune(db, NULL, "clblast-xgemm", "m64 n96 k80",
-                                sizeof *rows,
-                                &rows, &n) == CLATTN_OK);
+                                sizeof *rows, &rows, &n) == CLATTN_OK);
   cr_expect_geq(n, 1);
   for (int i = 0; i < n; i++)
     if (strcmp(rows[i].status, "ok") == 0 &&
@@ -198,64 +249,43 @@ Test(tune_gemm, tuned_entry_is_stored_and_applied, .timeout = 600) {
       found = 1;
   cr_expect(found, "the best candidate is stored as ok");
   clattn_free(rows);
-  /* The tuning context now runs the tuned entry too. */
+  /* The tuning context, without the opt-in, runs the own kernel where
+   * the entry covers its projections; the tuning left CLBlast itself on
+   * the entry, for the whole process. */
   cr_assert(clattn_explain_gemm(ctx, buf, sizeof buf) == CLATTN_OK);
+  cr_expect(strstr(buf, "own GEMM kernel") != NULL, "%s", buf);
   cr_expect(strstr(buf, "tuned entry m64 n96 k80") != NULL, "%s", buf);
+  cr_expect(strstr(buf, "set earlier: clblast-xgemm: tuned entry m64 n96 "
+                        "k80") != NULL,
+            "%s", buf);
   clattn_ctx_destroy(ctx);
   clattn_db_close(db);
 
-  /* A new context and layer apply it, and the layer stays right. */
-  ctx = ctx_with_db(path);
-  size_t nq = (size_t)D * HQ * DK, nk = (size_t)D * HKV * DK,
-         no = (size_t)HQ * DK * D, nx = (size_t)B * N * D;
-  float *wq = tu_alloc(nq * 4), *wk = tu_alloc(nk * 4), *wv = tu_alloc(nk * 4),
-        *wo = tu_alloc(no * 4), *x = tu_alloc(nx * 4), *y = tu_alloc(nx * 4),
-        *yref = tu_alloc(nx * 4);
-  tu_rng g = tu_rng_seed(7);
-  tu_fill(&g, wq, nq, 1.7f / sqrtf((float)D));
-  tu_fill(&g, wk, nk, 1.7f / sqrtf((float)D));
-  tu_fill(&g, wv, nk, 1.7f / sqrtf((float)D));
-  tu_fill(&g, wo, no, 1.7f / sqrtf((float)(HQ * DK)));
-  tu_fill(&g, x, nx, 1.0f);
-  cl_mem dq = tu_upload(ctx, wq, nq, CLATTN_F32),
-         dk = tu_upload(ctx, wk, nk, CLATTN_F32),
-         dv = tu_upload(ctx, wv, nk, CLATTN_F32),
-         dwo = tu_upload(ctx, wo, no, CLATTN_F32),
-         dx = tu_upload(ctx, x, nx, CLATTN_F32),
-         dy = tu_sentinel(ctx, nx, CLATTN_F32, 0xff);
-  clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc), .d_model = D, .heads_q = HQ, .heads_kv = HKV,
-                          .head_dim_k = DK, .head_dim_v = DK, .scale = 0};
-  clattn_layer *layer = NULL;
-  st = clattn_layer_create(ctx, &ld, dq, dk, dv, dwo, &layer);
-  cr_assert(st == CLATTN_OK, "layer: %s", clattn_ctx_errmsg(ctx));
-  cr_assert(clattn_explain_gemm(ctx, buf, sizeof buf) == CLATTN_OK);
-  cr_log_info("%s", buf);
+  /* A new context with the opt-in applies it to its layer's CLBlast
+   * GEMMs, and the layer stays right. */
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
+  ctx = ctx_with_db(path, 1);
+  layer_prefill(ctx, "layer with tuned Xgemm", &ch, buf, sizeof buf);
   cr_expect(strstr(buf, "clblast-xgemm: tuned entry m64 n96 k80") != NULL,
             "%s", buf);
   cr_expect(strstr(buf, r.best_params) != NULL, "%s", buf);
-  st = clattn_layer_prefill(layer, NULL, B, N, 1, dx, dy, NULL);
-  cr_assert(st == CLATTN_OK, "prefill: %s", clattn_ctx_errmsg(ctx));
-  tu_download(ctx, dy, y, nx, CLATTN_F32);
-  ref_layer(B, N, D, HQ, HKV, DK, DK, 1.0 / sqrt((double)DK), 1, x, wq, wk,
-            wv, wo, yref);
-  tu_check("layer with tuned Xgemm", y, yref, nx,
-           clattn__tolerance(CLATTN_F32));
-  clattn_layer_destroy(layer);
-  cl_mem all[6] = {dq, dk, dv, dwo, dx, dy};
-  for (int i = 0; i < 6; i++)
-    tu_release(all[i]);
-  free(wq);
-  free(wk);
-  free(wv);
-  free(wo);
-  free(x);
-  free(y);
-  free(yref);
+  cr_expect(strstr(buf, "whole process") != NULL, "%s", buf);
+  cr_expect_eq(tu_params(ch.resolved).scheme, 2, "%s", ch.why);
+  clattn_ctx_destroy(ctx);
+
+  /* Without it, the projections the entry covers run the own kernel, and
+   * the layer stays right. */
+  ctx = ctx_with_db(path, 0);
+  layer_prefill(ctx, "layer, own kernel for the tuned range", &ch, buf,
+                sizeof buf);
+  cr_expect(strstr(buf, "own GEMM kernel") != NULL, "%s", buf);
+  cr_expect(strstr(buf, "tuned entry m64 n96 k80") != NULL, "%s", buf);
+  cr_expect_eq(tu_params(ch.resolved).scheme, 1, "%s", ch.why);
   clattn_ctx_destroy(ctx);
 
   /* Tuning off: no entry is applied. */
   setenv("CLATTN_NO_TUNING", "1", 1);
-  ctx = ctx_with_db(path);
+  ctx = ctx_with_db(path, 0);
   cr_assert(clattn_explain_gemm(ctx, buf, sizeof buf) == CLATTN_OK);
   cr_expect(strstr(buf, "tuning is off") != NULL, "%s", buf);
   clattn_ctx_destroy(ctx);

@@ -78,8 +78,6 @@ static void set(char *dst, size_t cap, const char *src) {
 static clattn_tune_entry entry(int i, const char *updated, double median) {
   clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
   char params[64];
-  memset(&e, 0, sizeof e);
-  e.size = sizeof e;
   SET(e.fingerprint, "0123456789abcdef0123456789abcdef");
   SET(e.device, "Test GPU");
   SET(e.vendor, "Vendor");

@@ -535,8 +535,6 @@ static int predict_sheets(const rep_sheet_sel *sel, rep_data *d) {
     for (int k = 0; k < d->n_shapes; k++) {
       clattn_prediction pr = {.size = sizeof(clattn_prediction)};
       rep_pred *o = &s->pred[k];
-      memset(&pr, 0, sizeof pr);
-      pr.size = sizeof pr;
       clattn_status st = clattn_model_shape(d->shapes[k].family,
                                             d->shapes[k].shape, NULL, &p, &pr);
       if (st != CLATTN_OK || !(pr.total.t_pred > 0)) {

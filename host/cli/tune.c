@@ -270,8 +270,9 @@ int cli_tune(int argc, char **argv) {
   sigaction(SIGINT, &sa, &old);
   clattn_ctx *ctx = NULL;
   clattn_db *db = NULL;
-  /* the database's Xgemm rows are the parameters the CLBlast candidates of
-   * the projection family run with, as a layer on that database would */
+  /* a context without clblast_override, as a serving engine's would be:
+   * the projection family's CLBlast candidates run CLBlast's own
+   * parameters, and the own kernel where a tuned Xgemm entry covers them */
   if ((rc = cli_ctx_create_db(m.device, m.db, &ctx))) {
     sigaction(SIGINT, &old, NULL);
     return stop_flag ? CLI_INTERRUPTED : rc;

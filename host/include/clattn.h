@@ -206,6 +206,13 @@ typedef struct clattn_ctx_opts {
   const char *tuning_db;
   /* Nonzero: ignore tuning entries (also $CLATTN_NO_TUNING=1). */
   int no_tuning;
+  /* Nonzero: the context applies the device's tuned Xgemm parameters to
+   * CLBlast itself (CLBlastOverrideParameters, before its layers' first
+   * GEMM).  That is process-wide and cannot be undone: every CLBlast user
+   * in the process on that device then runs with them.  0: CLBlast is
+   * never re-parameterised; where a tuned entry covers a projection, the
+   * library's own GEMM kernel runs it instead (clattn_explain_gemm). */
+  int clblast_override;
 } clattn_ctx_opts;
 
 /* Create a context.  opts may be NULL (all defaults).
@@ -473,7 +480,10 @@ CLATTN_API clattn_status clattn_talking_heads_append(
 /* A whole attention layer: y = Attention(x W_q, x W_k, x W_v) W_o, float32,
  * projections through CLBlast's GEMM or the library's own GEMM kernel
  * (whichever `clattn tune` measured faster for the shape; CLBlast without
- * tuning entries), attention through the fused kernels.
+ * tuning entries, except that the own kernel runs where a tuned Xgemm
+ * entry covers the GEMM and the context does not opt in to setting it on
+ * CLBlast: clattn_ctx_opts.clblast_override, clattn_explain_gemm),
+ * attention through the fused kernels.
  *   x [batch, n, d_model], y [batch, n, d_model]
  *   w_q [d_model, heads_q*head_dim_k], w_k [d_model, heads_kv*head_dim_k],
  *   w_v [d_model, heads_kv*head_dim_v], w_o [heads_q*head_dim_v, d_model]
@@ -490,7 +500,11 @@ typedef struct clattn_layer_desc {
 
 typedef struct clattn_layer clattn_layer;
 
-/* The weights are retained by the layer.
+/* The weights are retained by the layer.  With clattn_ctx_opts.
+ * clblast_override, the first layer of a context sets the device's tuned
+ * Xgemm parameters on CLBlast: process-wide, for every CLBlast user on that
+ * device, and not undone by destroying the layer or the context; without
+ * it no layer call changes CLBlast's parameters.
  * create: Errors: ctx, CLATTN_ERR_INVALID_ARG (a NULL descriptor, weight or
  * out), CLATTN_ERR_SHAPE, CLATTN_ERR_UNSUPPORTED, CLATTN_ERR_BUFFER_TOO_SMALL
  * (a weight smaller than its shape), CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM.

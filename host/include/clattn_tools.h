@@ -596,9 +596,13 @@ CLATTN_API clattn_status clattn_tune_decode(clattn_ctx *ctx, clattn_db *db,
  * row-major C[m,n] = A[m,k] B[k,n]) on the context's device through
  * CLBlastOverrideParameters; every candidate is checked against a plain-C
  * GEMM first.  Rows: kernel "clblast-xgemm", shape class "m512 n512 k512",
- * params CLBlast's names ("MWG=64 NWG=64 KWG=32 ...").  Contexts apply the
- * device's best entry (see clattn_explain_gemm) before their layers'
- * first GEMM.
+ * params CLBlast's names ("MWG=64 NWG=64 KWG=32 ...").  Process-wide: it
+ * re-parameterises CLBlast for every user in the process while it runs,
+ * and leaves the device's CLBlast on the best entry of db (else
+ * XgemmDirect only), since CLBlast's defaults cannot be restored.  A
+ * context with clattn_ctx_opts.clblast_override applies the device's best
+ * entry before its layers' first GEMM; one without runs the projections
+ * the entry covers on the own GEMM kernel (see clattn_explain_gemm).
  * tune: Errors: ctx, CLATTN_ERR_INVALID_ARG (db NULL, options out of range),
  * CLATTN_ERR_SHAPE (m, n or k out of range), CLATTN_ERR_CLBLAST,
  * CLATTN_ERR_OPENCL, db.  Threads: safe, context-serialised; not with
@@ -611,7 +615,11 @@ CLATTN_API clattn_status clattn_tune_gemm(clattn_ctx *ctx, clattn_db *db,
                                           int m, int n, int k,
                                           const clattn_tune_opts *opts,
                                           clattn_tune_result *out);
-/* Which Xgemm parameters the context's layers use, and why (one line). */
+/* What the context's layers' projection GEMMs use, and why (one line):
+ * the own GEMM kernel where a tuned Xgemm entry covers them, or with
+ * clblast_override the entry set on CLBlast (this call sets it then, as
+ * the first layer would), or CLBlast's defaults or what this process set
+ * earlier. */
 CLATTN_API clattn_status clattn_explain_gemm(clattn_ctx *ctx, char *buf,
                                              size_t cap);
 

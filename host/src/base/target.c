@@ -13,6 +13,7 @@ clattn__target clattn__target_of_profile(const clattn_profile *p) {
   t.compute_units = p->compute_units ? p->compute_units : 1;
   t.max_wg = p->max_wg ? p->max_wg : 256;
   t.local_mem = p->local_mem_bytes;
+  t.gemm_own_from = 0; /* a profile knows no context's CLBlast */
   return t;
 }
 

@@ -21,6 +21,9 @@ typedef struct clattn__target {
   unsigned compute_units;
   size_t max_wg;                /* min(max work-group, max item size 0) */
   unsigned long long local_mem; /* bytes per work-group */
+  /* m*n*k from which the projection family's own picks run its GEMM
+   * kernel rather than CLBlast (0: none; a context's gemm_own_from). */
+  double gemm_own_from;
 } clattn__target;
 
 clattn__target clattn__target_of_profile(const clattn_profile *p);

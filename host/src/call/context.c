@@ -28,7 +28,8 @@ clattn_status clattn_ctx_create(const clattn_ctx_opts *opts, clattn_ctx **out) {
     clattn_ctx_destroy(ctx);
     return rc;
   }
-  ctx->gemm_prepare = clattn__gemm_apply;
+  ctx->clblast_override = opts != NULL && opts->clblast_override != 0;
+  ctx->gemm_prepare = clattn__gemm_prepare;
   *out = ctx;
   return CLATTN_OK;
 }

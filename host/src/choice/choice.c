@@ -11,8 +11,10 @@
  * of at least 10% over the default (only with a datasheet profile, or a
  * measured one whose model checks are within 30%), and the default plan.
  * A tuned entry that does not fit the call (local memory, work-group
- * size, an invalid field) is passed over.  Every step goes through the
- * family's own operations (family.h): nothing here names a family.
+ * size, an invalid field, CLBlast where the target's gemm_own_from keeps
+ * the library's own picks off it) is passed over.  Every step goes
+ * through the family's own operations (family.h): nothing here names a
+ * family.
  *
  * The tuning database is read once, at the context's first call, into
  * memory: opened read-only, and only the "ok" rows of this device and of
@@ -468,15 +470,30 @@ best_row(const tier_call *k, const clattn_tune_entry *rows, int n, int exact,
   return best;
 }
 
+clattn_status clattn__choice_target(clattn_ctx *ctx, const clattn__family *F,
+                                    clattn__target *t) {
+  clattn_status rc = CLATTN_OK;
+  if (F->clblast && ctx->gemm_prepare)
+    rc = ctx->gemm_prepare(ctx, 0);
+  *t = clattn__ctx_target(ctx);
+  return rc;
+}
+
 clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
                              const void *desc, clattn__choice *ch, void *pl) {
-  const clattn__target t = clattn__ctx_target(ctx);
+  clattn__target t;
   _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
   const clattn_params *caller = clattn__desc_params(F, desc);
   char why[256], cls[96];
   const char *from = NULL;
   clattn_status rc;
   memset(ch, 0, sizeof *ch);
+  if ((rc = clattn__choice_target(ctx, F, &t)))
+    return rc;
+  /* Explicit params run as given: gemm_own_from steers only the library's
+   * own picks (tuning rows, the model, the default) away from CLBlast. */
+  clattn__target te = t;
+  te.gemm_own_from = 0;
   F->shape_class(desc, cls, sizeof cls);
   snprintf(ch->shape_class, sizeof ch->shape_class, "%s", cls);
   const char *fam = F->name;
@@ -485,7 +502,7 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
   if (clattn__params_set(caller)) {
     ch->source = CLATTN_CHOICE_CALLER;
     ch->params = *caller;
-    if ((rc = clattn__plan_params(F, &t, desc, caller, copy, pl, why,
+    if ((rc = clattn__plan_params(F, &te, desc, caller, copy, pl, why,
                                   sizeof why)))
       return clattn__fail(ctx, rc, "%s", why);
     snprintf(ch->why, sizeof ch->why, "the caller's desc->params");
@@ -494,7 +511,7 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
   if (ov) {
     ch->source = CLATTN_CHOICE_OVERRIDE;
     ch->params = *ov;
-    if ((rc = clattn__plan_params(F, &t, desc, &ch->params, copy, pl, why,
+    if ((rc = clattn__plan_params(F, &te, desc, &ch->params, copy, pl, why,
                                   sizeof why)))
       return clattn__fail(ctx, rc, "%s %s override: %s", from, fam, why);
     snprintf(ch->why, sizeof ch->why, "override from %s", from);

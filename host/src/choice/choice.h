@@ -13,6 +13,14 @@ void clattn__choice_free(clattn_ctx *ctx);
 /* Forget the loaded tuning rows (read again at the next call). */
 void clattn__choice_reload(clattn_ctx *ctx);
 
+/* The target the choice and the tuner plan F on: the device's, for a
+ * family that may run CLBlast (F->clblast) once the context has settled
+ * its GEMMs (ctx->gemm_prepare, which sets gemm_own_from and touches no
+ * CLBlast parameter).  Errors only when out of host memory, recorded on
+ * ctx. */
+clattn_status clattn__choice_target(clattn_ctx *ctx, const clattn__family *F,
+                                    clattn__target *t);
+
 /* Choose desc's parameters and plan them (plan: F->plan_size bytes).
  * Errors only for the caller's or an override's invalid params, recorded
  * on ctx. */

@@ -155,7 +155,7 @@ static int check_xgemm_params(const char *s, char *why, size_t cap) {
  * (on a device that refuses nothing, so that only the params can fail). */
 static int plans_shape(const clattn__family *F, const char *text,
                        const clattn_params *p, char *why, size_t cap) {
-  const clattn__target t = {0, 1, 16, 32, 128, 1024, 1ull << 30};
+  const clattn__target t = {0, 1, 16, 32, 128, 1024, 1ull << 30, 0};
   _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
   _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];

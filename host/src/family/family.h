@@ -76,6 +76,9 @@ typedef struct clattn__family {
   size_t desc_size, plan_size;
   int nbufs;
   int tune_method; /* clattn_tune_method of its rows */
+  /* Nonzero: a plan may run CLBlast's GEMM, so the choice settles the
+   * context's GEMMs before planning (clattn__choice_target). */
+  int clblast;
   /* Standard shapes of `clattn tune` (NULL-terminated, shape text as
    * parse_shape reads it); NULL: the family is not tuned by default. */
   const char *const *standard_shapes;

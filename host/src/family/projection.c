@@ -2,7 +2,14 @@
  * packed (cvmm.h), the layers' projections.  Two schemes (params scheme):
  * CLBlast's Sgemm, with one Sgemv a row for inputs of at most
  * CLATTN_LAYER_GEMV_ROWS rows (the default without tuning rows), or the
- * grouped GEMM of cl/cvmm.cl in its dense case (cvmm_impl.h). */
+ * grouped GEMM of cl/cvmm.cl in its dense case (cvmm_impl.h).
+ *
+ * Where a tuned Xgemm entry covers a call's Sgemm and the context does not
+ * set it on CLBlast (target gemm_own_from: setting it would change CLBlast
+ * for every user in the process), the library's own picks leave CLBlast
+ * out: CLBlast's tuning rows there do not fit, and the automatic plan is
+ * the own kernel's.  Explicit params (the caller's, an override) still run
+ * CLBlast when they name it. */
 #include "base/clblast_status.h"
 #include "family/common.h"
 #include "family/cvmm_impl.h"
@@ -79,16 +86,36 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   return CLATTN_OK;
 }
 
+/* Whether the library's own picks keep d off CLBlast: its Sgemm lies
+ * where tuning found other Xgemm parameters that the context leaves
+ * unset (GEMV rows run CLBlast's Sgemv, which was never tuned). */
+static int own_gemm(const clattn__target *t, const clattn__gemm_desc *d) {
+  return t->gemm_own_from > 0 && d->m > CLATTN_LAYER_GEMV_ROWS &&
+         (double)d->m * d->n * d->k >= t->gemm_own_from;
+}
+
 static clattn_status plan(const clattn__target *t, const void *desc,
                           void *pl, char *why, size_t cap) {
+  static const clattn_params own = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0,
+                                    CLATTN__GG_SCHEME_OWN};
   const clattn__gemm_desc *d = desc;
   const clattn__gg g = clattn__gg_of_gemm(d);
-  return clattn__gg_make_plan(t, &g, d->params, 0, pl, why, cap);
+  const clattn_params *p = d->params;
+  if (!clattn__params_set(p) && own_gemm(t, d))
+    p = &own; /* the automatic plan there */
+  return clattn__gg_make_plan(t, &g, p, 0, pl, why, cap);
 }
 
 static int fits(const clattn__target *t, const void *desc, const void *pl,
                 char *why, size_t cap) {
   const clattn__gg g = clattn__gg_of_gemm(desc);
+  const clattn__gg_plan *p = pl;
+  if (p->scheme == CLATTN__GG_SCHEME_CLBLAST && own_gemm(t, desc)) {
+    snprintf(why, cap, "CLBlast here would need tuned Xgemm parameters "
+                       "that the context does not set "
+                       "(clattn_ctx_opts.clblast_override)");
+    return 0;
+  }
   return clattn__gg_fits(t, &g, pl, why, cap);
 }
 
@@ -147,8 +174,9 @@ static clattn_status clblast_enqueue(clattn_ctx *ctx,
   CLBlastStatusCode s;
   cl_int err;
   clattn_status rc;
-  /* the tuned Xgemm parameters, as a layer's projections run them */
-  if (ctx->gemm_prepare && (rc = ctx->gemm_prepare(ctx)) != CLATTN_OK)
+  /* settled as a layer's projections run them (with the context's opt-in,
+   * the tuned Xgemm parameters set on CLBlast) */
+  if (ctx->gemm_prepare && (rc = ctx->gemm_prepare(ctx, 1)) != CLATTN_OK)
     return rc;
   if (ev && ev->num_wait > 0 &&
       (err = clEnqueueBarrierWithWaitList(q, ev->num_wait, ev->wait, NULL)) !=
@@ -254,6 +282,7 @@ const clattn__family clattn__family_projection = {
     .plan_size = sizeof(clattn__gg_plan),
     .nbufs = 3,
     .tune_method = 1,
+    .clblast = 1,
     .standard_shapes = standard,
     .baselines = baselines,
     .check = check,

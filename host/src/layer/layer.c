@@ -157,8 +157,9 @@ static clattn_status layer_create(clattn_ctx *ctx,
     if (K->family[op] != NULL &&
         clattn__layer_family(ctx, K, (clattn__core_op)op) == NULL)
       return CLATTN_ERR_UNSUPPORTED;
-  /* The device's tuned Xgemm parameters, before the first GEMM. */
-  if (ctx->gemm_prepare && (rc = ctx->gemm_prepare(ctx)))
+  /* The projections' GEMMs settled before the first one (with the
+   * context's opt-in, the tuned Xgemm parameters set on CLBlast). */
+  if (ctx->gemm_prepare && (rc = ctx->gemm_prepare(ctx, 1)))
     return rc;
 
   clattn_layer *l = calloc(1, sizeof *l);

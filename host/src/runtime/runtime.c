@@ -618,5 +618,6 @@ clattn__target clattn__ctx_target(const clattn_ctx *ctx) {
   t.max_wg = ctx->dev.max_wg < ctx->dev.max_item[0] ? ctx->dev.max_wg
                                                     : ctx->dev.max_item[0];
   t.local_mem = ctx->dev.local_mem;
+  t.gemm_own_from = ctx->gemm_own_from;
   return t;
 }

@@ -76,16 +76,23 @@ struct clattn_ctx {
   clattn__devinfo dev;
   clattn__program *programs;
   char *cache_dir; /* NULL: disk cache off */
-  char gemm_explain[640]; /* Xgemm parameters in use (clattn_explain_gemm);
-                             "" until the first layer applies them */
+  char gemm_explain[640]; /* what the projections' GEMMs run
+                             (clattn_explain_gemm); "" until settled */
+  int clblast_override;   /* clattn_ctx_opts.clblast_override */
+  /* m*n*k from which the projections' own picks run the library's GEMM
+   * kernel rather than CLBlast (0: none): a tuned Xgemm entry covers them
+   * and the context does not set it on CLBlast (tune/gemm_apply.c). */
+  double gemm_own_from;
   clattn_cache_stats stats;
   cl_mem scratch[CLATTN_SCRATCH_SLOTS];
   size_t scratch_size[CLATTN_SCRATCH_SLOTS];
   clattn__choice_state *choice; /* overrides, tuning rows, model picks */
-  /* Applies the device's tuned CLBlast Xgemm parameters once, before the
-   * context's first CLBlast call (tune/gemm_apply.c, set by
-   * clattn_ctx_create: the runtime and the families do not reach up). */
-  clattn_status (*gemm_prepare)(clattn_ctx *ctx);
+  /* Settles the projections' GEMMs once (tune/gemm_apply.c, set by
+   * clattn_ctx_create: the runtime and the families do not reach up):
+   * gemm_own_from, and with clblast_override the device's tuned Xgemm
+   * parameters set on CLBlast.  apply: 1 before a CLBlast call or a
+   * layer's first GEMM, 0 when only planning (CLBlast is not touched). */
+  clattn_status (*gemm_prepare)(clattn_ctx *ctx, int apply);
   /* Serialises every public function's host-side work on the context
    * (recursive: a public function may call another). */
   pthread_mutex_t lock;
@@ -151,7 +158,8 @@ void clattn__ctx_close(clattn_ctx *ctx);
 /* Set the thread's create message. */
 void clattn__create_errmsg(const char *msg);
 
-/* The planning facts of the context's device. */
+/* The planning facts of the context's device (gemm_own_from as settled
+ * so far: the choice settles it first, clattn__choice_target). */
 clattn__target clattn__ctx_target(const clattn_ctx *ctx);
 
 /* Check ctx is a live context; returns CLATTN_ERR_MISUSE otherwise. */

@@ -1,7 +1,16 @@
-/* gemm_apply.c - applying the tuned Xgemm parameters: before a context's
- * layers run their first GEMM (clattn__gemm_apply, clattn_explain_gemm)
- * and after a tuning run (clattn__gemm_restore); see tune_gemm.h for how
- * CLBlast takes them. */
+/* gemm_apply.c - what the projections' GEMMs run, settled once per
+ * context (clattn__gemm_prepare, clattn_explain_gemm), and CLBlast's state
+ * after a tuning run (clattn__gemm_restore); see tune_gemm.h for how
+ * CLBlast takes Xgemm parameters.
+ *
+ * CLBlast holds one parameter set per device for the whole process and
+ * cannot give its defaults back, so a context sets the device's tuned
+ * Xgemm entry on CLBlast only when it opts in (clattn_ctx_opts.
+ * clblast_override).  Otherwise the entry's range, the GEMMs the override
+ * would have re-parameterised, becomes ctx->gemm_own_from: there the
+ * projections run the library's own GEMM kernel with its own tuned
+ * parameters, and every CLBlast call in the process keeps CLBlast's own
+ * parameters. */
 #include "choice/choice.h"
 #include "device/profile.h"
 #include "tune/tune_gemm.h"
@@ -42,10 +51,13 @@ static void explain(clattn_ctx *ctx, const char *fmt, ...)
 #endif
     ;
 static void explain(clattn_ctx *ctx, const char *fmt, ...) {
+  const size_t cap = sizeof ctx->gemm_explain;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(ctx->gemm_explain, sizeof ctx->gemm_explain, fmt, ap);
+  const int n = vsnprintf(ctx->gemm_explain, cap, fmt, ap);
   va_end(ap);
+  if (n >= (int)cap) /* a line cut short says so */
+    memcpy(ctx->gemm_explain + cap - 4, "...", 4);
 }
 
 /* CLBlast's parameters are per process: what this process last set for
@@ -69,15 +81,21 @@ static void note_set(cl_device_id dev, const char *text) {
   pthread_mutex_unlock(&set_lock);
 }
 
+/* What this process set on dev's CLBlast, into buf ("" when nothing). */
+static void set_earlier(cl_device_id dev, char *buf, size_t cap) {
+  buf[0] = '\0';
+  pthread_mutex_lock(&set_lock);
+  for (int i = 0; i < MAX_DEVICES; i++)
+    if (set_by_us[i].dev == dev)
+      snprintf(buf, cap, "%s", set_by_us[i].text);
+  pthread_mutex_unlock(&set_lock);
+}
+
 /* "CLBlast defaults: <why>", unless this process overrode the device's
  * parameters before: then what it set. */
 static void explain_defaults(clattn_ctx *ctx, const char *why) {
-  char earlier[sizeof ctx->gemm_explain] = "";
-  pthread_mutex_lock(&set_lock);
-  for (int i = 0; i < MAX_DEVICES; i++)
-    if (set_by_us[i].dev == ctx->device)
-      snprintf(earlier, sizeof earlier, "%s", set_by_us[i].text);
-  pthread_mutex_unlock(&set_lock);
+  char earlier[sizeof ctx->gemm_explain];
+  set_earlier(ctx->device, earlier, sizeof earlier);
   if (earlier[0] == '\0')
     explain(ctx, "CLBlast defaults: %s", why);
   else
@@ -180,13 +198,16 @@ static clattn_status shipped_rows(const clattn_tune_entry *fp, int is_cpu,
   return CLATTN_OK;
 }
 
-/* Apply the best Xgemm entry for the context's device: of db (may be
+/* Settle the best Xgemm entry for the context's device: of db (may be
  * NULL; why_no_db says why there is none) for the device, else one of the
- * same vendor and arch, else the shipped data's (unless tuning is off),
- * and record it in ctx->gemm_explain.  *applied (may be NULL): 1 when
- * CLBlast now runs tuned Xgemm parameters. */
-static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db,
-                              const char *why_no_db, int *applied) {
+ * same vendor and arch, else the shipped data's (unless tuning is off).
+ * override: set it on CLBlast (`by` names who asked, for the record);
+ * else its range becomes ctx->gemm_own_from.  What happened goes to
+ * ctx->gemm_explain.  *applied (may be NULL): 1 when CLBlast now runs
+ * tuned Xgemm parameters. */
+static clattn_status settle(clattn_ctx *ctx, clattn_db *db,
+                            const char *why_no_db, int override,
+                            const char *by, int *applied) {
   clattn_status rc = CLATTN_OK;
   clattn_tune_entry fp, *rows = NULL;
   int n = 0, i = -1, v[CLATTN_XGEMM_NPARAMS], level = 0, shipped = 0;
@@ -263,6 +284,24 @@ static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db,
   indirect = (size_t)floor(cbrt(min_vol) + 1e-6);
   if (indirect < 1)
     indirect = 1;
+  if (!override) {
+    char earlier[sizeof ctx->gemm_explain];
+    set_earlier(ctx->device, earlier, sizeof earlier);
+    ctx->gemm_own_from = (double)indirect * (double)indirect * indirect;
+    explain(ctx,
+            "own GEMM kernel for projections of m*n*k >= %zu^3 and over %d "
+            "rows, where the %s entry %s (%sdevice %s, %s %s, %.3g ms) "
+            "would re-parameterise CLBlast, which this context does not "
+            "do (clattn_ctx_opts.clblast_override); CLBlast's calls run "
+            "%s%s",
+            indirect, CLATTN_LAYER_GEMV_ROWS, shipped ? "shipped" : "tuned",
+            rows[i].shape_class, from, rows[i].device, rows[i].vendor,
+            rows[i].arch, rows[i].median_s * 1e3,
+            earlier[0] ? "what this process set earlier: " : "its defaults",
+            earlier);
+    free(rows);
+    return CLATTN_OK;
+  }
   s = clattn__xgemm_override(ctx->device, v);
   if (s == CLBlastSuccess)
     s = clattn__xgemm_min_indirect(ctx->device, indirect);
@@ -277,12 +316,13 @@ static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db,
   }
   explain(ctx,
           "clblast-xgemm: %s entry %s (%sdevice %s, %s %s, %.3g ms, %.1f "
-          "GFLOP/s): %s; Xgemm from %zu^3 (XGEMM_MIN_INDIRECT_SIZE=%zu)",
+          "GFLOP/s): %s; Xgemm from %zu^3 (XGEMM_MIN_INDIRECT_SIZE=%zu), "
+          "set on CLBlast for the whole process (%s)",
           shipped ? "shipped" : "tuned",
           rows[i].shape_class, from, rows[i].device, rows[i].vendor,
           rows[i].arch, rows[i].median_s * 1e3,
           2.0 * class_volume(rows[i].shape_class) / rows[i].median_s * 1e-9,
-          rows[i].params, indirect, indirect);
+          rows[i].params, indirect, indirect, by);
   note_set(ctx->device, ctx->gemm_explain);
   if (applied != NULL)
     *applied = 1;
@@ -290,18 +330,23 @@ static clattn_status apply_db(clattn_ctx *ctx, clattn_db *db,
   return CLATTN_OK;
 }
 
-clattn_status clattn__gemm_apply(clattn_ctx *ctx) {
+clattn_status clattn__gemm_prepare(clattn_ctx *ctx, int apply) {
   clattn_status rc = clattn__ctx_check(ctx);
   clattn_db *db = NULL;
   if (rc != CLATTN_OK)
     return rc;
   if (ctx->gemm_explain[0] != '\0')
     return CLATTN_OK; /* once per context */
+  /* an opted-in context plans as if CLBlast ran the entry (gemm_own_from
+   * stays 0), and sets it on CLBlast only where a GEMM is to run */
+  if (ctx->clblast_override && !apply)
+    return CLATTN_OK;
   char why[512];
   rc = clattn__tuning_db_open(ctx, &db, why, sizeof why);
   if (rc != CLATTN_OK)
     return clattn__fail(ctx, rc, "%s", why);
-  rc = apply_db(ctx, db, why, NULL);
+  rc = settle(ctx, db, why, ctx->clblast_override,
+              "clattn_ctx_opts.clblast_override", NULL);
   clattn_db_close(db);
   return rc;
 }
@@ -314,7 +359,7 @@ static clattn_status explain_gemm_unlocked(clattn_ctx *ctx, char *buf,
   if (buf == NULL || cap == 0)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
                         "clattn_explain_gemm: NULL or empty buffer");
-  rc = clattn__gemm_apply(ctx);
+  rc = clattn__gemm_prepare(ctx, 1);
   if (rc != CLATTN_OK)
     return rc;
   snprintf(buf, cap, "%s", ctx->gemm_explain);
@@ -327,28 +372,38 @@ static clattn_status explain_gemm_unlocked(clattn_ctx *ctx, char *buf,
 
 /* -------------------------------------------------------- after tuning */
 
+/* Tuning leaves CLBlast on its last candidate, which may compute wrong
+ * results, and CLBlast's defaults cannot be restored: the best entry of db
+ * is set instead (else XgemmDirect only, whose parameters tuning never
+ * touches), for the whole process, and recorded as what this process set.
+ * The context itself settles again at its next use, from its own database
+ * and its own opt-in. */
 clattn_status clattn__gemm_restore(clattn_ctx *ctx, clattn_db *db) {
   clattn_status rc = CLATTN_OK;
   CLBlastStatusCode s;
   int applied = 0;
   ctx->gemm_explain[0] = '\0';
+  ctx->gemm_own_from = 0;
   if (db != NULL)
-    rc = apply_db(ctx, db, "", &applied);
-  if (rc != CLATTN_OK || applied)
-    return rc;
-  s = clattn__xgemm_min_indirect(ctx->device, (size_t)1 << 20);
-  if (s != CLBlastSuccess) {
-    explain(ctx, "CLBlast Xgemm in an unknown state: resetting GemmRoutine "
-                 "failed");
-    return clattn__fail(ctx, CLATTN_ERR_CLBLAST,
+    rc = settle(ctx, db, "", 1, "left by clattn_tune_gemm", &applied);
+  if (rc == CLATTN_OK && !applied) {
+    s = clattn__xgemm_min_indirect(ctx->device, (size_t)1 << 20);
+    if (s != CLBlastSuccess) {
+      explain(ctx, "CLBlast Xgemm in an unknown state: resetting "
+                   "GemmRoutine after tuning failed");
+      rc = clattn__fail(ctx, CLATTN_ERR_CLBLAST,
                         "CLBlastOverrideParameters(GemmRoutine) failed: %s "
                         "(%d)",
                         clattn__clblast_status_str(s), (int)s);
+    } else {
+      explain(ctx, "CLBlast XgemmDirect only: tuning overrode Xgemm and "
+                   "left no valid tuned entry");
+    }
+    note_set(ctx->device, ctx->gemm_explain);
   }
-  explain(ctx, "CLBlast XgemmDirect only: tuning overrode Xgemm and left no "
-               "valid tuned entry");
-  note_set(ctx->device, ctx->gemm_explain);
-  return CLATTN_OK;
+  ctx->gemm_explain[0] = '\0';
+  clattn__choice_reload(ctx); /* the projections' picks depend on it */
+  return rc;
 }
 
 clattn_status clattn_explain_gemm(clattn_ctx *ctx, char *buf, size_t cap) {

@@ -500,6 +500,7 @@ static clattn_status tune_unlocked(clattn_ctx *ctx, clattn_db *db,
     goto done;
   }
   memset(out, 0, sizeof *out);
+  /* begin's explain settled the context's GEMMs (clattn__choice_target) */
   const clattn__target t = clattn__ctx_target(ctx);
   rc = clattn__profile_for(ctx, db, &prof);
   if (rc == CLATTN_ERR_NOMEM)

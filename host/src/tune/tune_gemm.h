@@ -1,6 +1,6 @@
 /* tune_gemm.h - internal: CLBlast's Xgemm tuning space (gemm_space.c),
- * the tuner family (tune_gemm.c) and the tuned parameters the layers apply
- * (gemm_apply.c).
+ * the tuner family (tune_gemm.c) and what the layers' projections do with
+ * the tuned parameters (gemm_apply.c).
  *
  * How CLBlast 1.5.3 runs a GEMM.  CLBlastSgemm picks one of two kernels:
  * XgemmDirect when m*n*k < XGEMM_MIN_INDIRECT_SIZE^3 (the "GemmRoutine"
@@ -20,11 +20,15 @@
  * CLBlast keeps one parameter set per (device, precision, kernel) for the
  * whole process, and its C API (1.5.3) can set parameters but not read
  * them (RetrieveParameters is C++ only), so the defaults cannot be
- * restored once overridden: after a tuning run the device runs the best
- * tuned entry of the database (or, if none is valid, XgemmDirect only,
- * whose parameters are never touched).  Every override changes the kernel
- * source, so the first GEMM after it compiles again (20-50 s on PoCL with a
- * cold cache, under a second with a warm one). */
+ * restored once overridden.  Hence a context applies a tuned entry only
+ * with clattn_ctx_opts.clblast_override; without it, the projections in
+ * the entry's range (the same cube root) run the library's own GEMM
+ * kernel instead.  A tuning run overrides while it measures and leaves the
+ * device on the best tuned entry of the database (or, if none is valid,
+ * XgemmDirect only, whose parameters are never touched), for the whole
+ * process.  Every override changes the kernel source, so the first GEMM
+ * after it compiles again (20-50 s on PoCL with a cold cache, under a
+ * second with a warm one). */
 #ifndef CLATTN_TUNE_GEMM_H
 #define CLATTN_TUNE_GEMM_H
 
@@ -58,16 +62,20 @@ clattn_status clattn__xgemm_eval(clattn_ctx *ctx, int m, int n, int k,
                                  const int *values, int repeats,
                                  clattn_tune_entry *e);
 
-/* Apply the device's best tuned Xgemm entry from the context's tuning
- * database (once per context; later calls return at once).  A missing or
- * unreadable database, or no entry, leaves CLBlast's own parameters; what
- * happened is recorded for clattn_explain_gemm.  Fails only when out of
- * host memory. */
-clattn_status clattn__gemm_apply(clattn_ctx *ctx);
+/* Settle the projections' GEMMs from the device's best tuned Xgemm entry
+ * of the context's tuning database, else the shipped data (once per
+ * context; later calls return at once): with clblast_override, set it on
+ * CLBlast (apply 1 only: before a GEMM); without, never touch CLBlast and
+ * set ctx->gemm_own_from to the entry's range.  A missing or unreadable
+ * database, or no entry, leaves CLBlast's own parameters; what happened is
+ * recorded for clattn_explain_gemm.  Fails only when out of host memory.
+ * The context's gemm_prepare hook. */
+clattn_status clattn__gemm_prepare(clattn_ctx *ctx, int apply);
 
-/* After a tuning run: apply the device's best entry of db, else make
- * CLBlast run XgemmDirect only (the last candidate evaluated may be a
- * wrong one).  db may be NULL. */
+/* After a tuning run: set the device's best entry of db on CLBlast, else
+ * make it run XgemmDirect only (the last candidate evaluated may be a
+ * wrong one), for the whole process; the context settles again at its
+ * next use.  db may be NULL. */
 clattn_status clattn__gemm_restore(clattn_ctx *ctx, clattn_db *db);
 
 /* Set CLBlast's Xgemm parameters for dev to v (CLATTN_XGEMM_NPARAMS
