@@ -463,6 +463,7 @@ Test(sh_layer, model_is_sum) {
                                  4,    112,        112,         CLATTN_F32,
                                  CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1,
                                  NULL};
+  sub.size = sizeof sub; /* clattn__model above wrote a whole struct */
   cr_assert_eq(clattn_model_attention(&core, NULL, &p, &sub), CLATTN_OK);
   flops += sub.total.flops;
   kernels += sub.n_kernels;

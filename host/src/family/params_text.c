@@ -72,11 +72,10 @@ clattn_status clattn__params_fields(const char *text, clattn_params *out,
 
 clattn_status clattn__params_parse(const char *text, clattn_params *out) {
   char why[128];
-  clattn_params p;
-  memset(&p, 0, sizeof p);
+  clattn_params p = {.size = sizeof p};
   clattn_status rc = clattn__params_fields(text, &p, why, sizeof why);
   if (rc != CLATTN_OK)
-    memset(&p, 0, sizeof p);
+    p = (clattn_params){.size = sizeof p};
   *out = p;
   return rc;
 }

@@ -45,7 +45,7 @@ void clattn__space_init_params(clattn__space *s) {
 }
 
 clattn_params clattn__params_of(const int *values) {
-  clattn_params p;
+  clattn_params p = {.size = sizeof p};
   for (int d = 0; d < CLATTN__NPARAMS; d++)
     *clattn__param(&p, d) = values[d];
   return p;
