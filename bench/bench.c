@@ -190,6 +190,7 @@ static void bench_prefill(bench *B)
   };
 
   memset(&a, 0, sizeof a);
+  a.d.size = sizeof a.d;
   a.d.batch = b;
   a.d.n_q = n;
   a.d.n_kv = n;
@@ -339,6 +340,7 @@ static void bench_decode(bench *B)
     x->layers = (int)((target + 2 * cache_b - 1) / (2 * cache_b));
     if (x->layers < 2)
       x->layers = 2;
+    x->d.size = sizeof x->d;
     x->d.batch = b;
     x->d.capacity = m;
     x->d.heads_q = h;
@@ -526,6 +528,7 @@ static void bench_layer(bench *B)
     a.po = buf_new(B, (size_t)n * h * d * sizeof(float));
     CKA(B, clattn_layer_create(B->ctx, &ld, a.wq, a.wk, a.wv, a.wo,
                                &a.layer));
+    a.ad.size = sizeof a.ad;
     a.ad.batch = 1;
     a.ad.n_q = n;
     a.ad.n_kv = n;

@@ -143,6 +143,7 @@ static clattn_status hh_model(int kind, const hh_shape *s, int n,
                               int cache_len, const clattn_profile *prof,
                               clattn_prediction *p)
 {
+  *p = (clattn_prediction){.size = sizeof *p};
   if (kind == HH_MHA) {
     const clattn_layer_desc ld = mha_desc(s);
     return clattn_model_layer(&ld, 1, n, cache_len, 1, prof, p);

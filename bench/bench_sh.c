@@ -120,6 +120,7 @@ static void sh_model(int side, const sh_config *c, int n, int cache_len,
                      const clattn_profile *prof, clattn_prediction *p)
 {
   clattn_status st;
+  *p = (clattn_prediction){.size = sizeof *p};
   if (side == SIDE_MHA) {
     const clattn_layer_desc d = mha_desc(c);
     st = clattn_model_layer(&d, 1, n, cache_len, 1, prof, p);

@@ -334,6 +334,7 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
   snprintf(tag, sizeof tag, "H=%d %s", H, causal ? "causal" : "non-causal");
   memset(&a, 0, sizeof a);
   a.k_mix = k_mix;
+  a.d.size = sizeof a.d;
   a.d.batch = b;
   a.d.n_q = n;
   a.d.n_kv = m;
@@ -346,6 +347,7 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
   a.d.q_layout = CLATTN_BSHD;
   a.d.kv_layout = CLATTN_BSHD;
   a.d.causal = causal;
+  a.md.size = sizeof a.md;
   a.md.batch = b;
   a.md.n_q = n;
   a.md.n_kv = m;
@@ -561,6 +563,7 @@ static void th_decode(bench *B)
   a.layers = (int)((target + step_bytes - 1) / step_bytes);
   if (a.layers < 2)
     a.layers = 2;
+  a.d.size = sizeof a.d;
   a.d.batch = b;
   a.d.capacity = m;
   a.d.heads_k = H;
@@ -570,6 +573,7 @@ static void th_decode(bench *B)
   a.d.head_dim_v = d;
   a.d.dtype = CLATTN_F32;
   a.d.cache_layout = CLATTN_BHSD;
+  a.md.size = sizeof a.md;
   a.md.batch = b;
   a.md.capacity = m;
   a.md.heads_q = H;
