@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_common.h"
+#include "bench_harness.h"
 #include "runtime/runtime.h"
 
 /* ------------------------------------------------------------ setup */
@@ -141,25 +141,21 @@ static int run_unfused(bench *B, void *p)
   return 0;
 }
 
-/* Unfused timing with per-stage medians. */
+/* Unfused timing, one warm-up run first: the median time and each
+ * stage's. */
 static double time_unfused(bench *B, prefill_arg *a, double stage_med[3])
 {
-  int reps = B->reps;
-  double *t = xmalloc((size_t)reps * 4 * sizeof *t);
-  double r;
-  run_unfused(B, a); /* warm-up */
-  for (int i = 0; i < reps; i++) {
-    double t0 = clattn__now();
-    run_unfused(B, a);
-    t[i] = clattn__now() - t0;
-    for (int j = 0; j < 3; j++)
-      t[reps * (j + 1) + i] = a->stage[j];
-  }
+  const bench_side side = {"the unfused pipeline", run_unfused, a, 1, 1,
+                           a->stage, 3};
+  bench_rounds R;
+  double t;
+  rounds_init(B, &R, &side, 1, B->reps, 0, 0);
+  rounds_run(&R, -1, B->reps + 1);
   for (int j = 0; j < 3; j++)
-    stage_med[j] = clattn__median(t + reps * (j + 1), reps);
-  r = clattn__median(t, reps);
-  free(t);
-  return r;
+    stage_med[j] = rounds_stage(&R, 0, j);
+  t = rounds_time(&R, 0);
+  rounds_free(&R);
+  return t;
 }
 
 static void print_prefill_row(bench *B, const char *name, double t,
@@ -190,16 +186,9 @@ static void bench_prefill(bench *B)
   };
 
   memset(&a, 0, sizeof a);
-  a.d.batch = b;
-  a.d.n_q = n;
-  a.d.n_kv = n;
-  a.d.heads_q = h;
-  a.d.heads_kv = h;
-  a.d.head_dim_k = d;
-  a.d.head_dim_v = d;
-  a.d.dtype = CLATTN_F32;
-  a.d.q_layout = CLATTN_BSHD;
-  a.d.kv_layout = CLATTN_BSHD;
+  a.d = (clattn_attn_desc){.size = sizeof a.d, .batch = b, .n_q = n, .n_kv = n,
+      .heads_q = h, .heads_kv = h, .head_dim_k = d, .head_dim_v = d,
+      .dtype = CLATTN_F32, .q_layout = CLATTN_BSHD, .kv_layout = CLATTN_BSHD};
   a.q = buf_random(B, elems, 1.0f, 1);
   a.k = buf_random(B, elems, 1.0f, 2);
   a.v = buf_random(B, elems, 1.0f, 3);
@@ -276,22 +265,15 @@ static void bench_prefill(bench *B)
 
 typedef struct decode_arg {
   clattn_decode_desc d;
-  int layers;
-  cl_mem *kc, *vc;
+  kv_rotation kv;
   cl_mem q, o, lens;
 } decode_arg;
 
-/* One pass over all layers' caches, round-robin. */
-static int run_decode_pass(bench *B, void *p)
+/* One step of a case on one layer's caches. */
+static int decode_step(bench *B, void *p, cl_mem k, cl_mem v)
 {
   decode_arg *a = p;
-  for (int l = 0; l < a->layers; l++) {
-    clattn_status st = clattn_decode(B->ctx, &a->d, a->q, a->kc[l], a->vc[l],
-                                     a->lens, a->o, NULL);
-    if (st != CLATTN_OK)
-      return (int)st;
-  }
-  return 0;
+  return (int)clattn_decode(B->ctx, &a->d, a->q, k, v, a->lens, a->o, NULL);
 }
 
 static void bench_decode(bench *B)
@@ -309,11 +291,9 @@ static void bench_decode(bench *B)
   const int rounds = B->reps < 15 ? 15 : B->reps;
   const size_t copy_b = (size_t)(B->quick ? 64 : 128) << 20;
   decode_arg a[NC];
-  double *t = xmalloc((size_t)NC * rounds * sizeof *t);
-  double *gcopy = xmalloc((size_t)rounds * sizeof *gcopy), gbs = 0;
-  double *ratio = xmalloc((size_t)rounds * sizeof *ratio);
-  clattn_copy_ref *ref = NULL;
-  CKA(B, clattn_copy_ref_create(B->ctx, copy_b, &ref));
+  kv_pass pass[NC];
+  bench_side sides[NC];
+  bench_rounds R;
 
   printf("== decode: b=%d h=%d m=%d (cache capacity %d, lens=%d) d=%d f32, "
          "BHSD cache ==\n", b, h, m, m, m, d);
@@ -336,63 +316,30 @@ static void bench_decode(bench *B)
     cl_int len = m;
 
     memset(x, 0, sizeof *x);
-    x->layers = (int)((target + 2 * cache_b - 1) / (2 * cache_b));
-    if (x->layers < 2)
-      x->layers = 2;
-    x->d.batch = b;
-    x->d.capacity = m;
-    x->d.heads_q = h;
-    x->d.heads_kv = hkv;
-    x->d.head_dim_k = d;
-    x->d.head_dim_v = d;
-    x->d.dtype = CLATTN_F32;
-    x->d.cache_layout = CLATTN_BHSD;
-    x->kc = xmalloc((size_t)x->layers * sizeof *x->kc);
-    x->vc = xmalloc((size_t)x->layers * sizeof *x->vc);
-    for (int l = 0; l < x->layers; l++) {
-      x->kc[l] = buf_new(B, cache_b);
-      x->vc[l] = buf_new(B, cache_b);
-      buf_fill(B, x->kc[l], cache_b, 0.01f * (float)(l % 7 + 1));
-      buf_fill(B, x->vc[l], cache_b, 0.5f);
-    }
+    x->d = (clattn_decode_desc){.size = sizeof x->d, .batch = b, .capacity = m,
+        .heads_q = h, .heads_kv = hkv, .head_dim_k = d, .head_dim_v = d,
+        .dtype = CLATTN_F32, .cache_layout = CLATTN_BHSD};
+    kv_rotation_create(B, cache_b, &x->kv);
     x->q = buf_random(B, (size_t)b * h * d, 1.0f, 7);
     x->o = buf_new(B, (size_t)b * h * d * sizeof(float));
     x->lens = buf_new(B, (size_t)b * sizeof(cl_int));
     CK(clEnqueueFillBuffer(B->queue, x->lens, &len, sizeof len, 0,
                            (size_t)b * sizeof len, 0, NULL, NULL));
+    pass[c] = (kv_pass){&x->kv, decode_step, x};
+    sides[c] = (bench_side){"clattn_decode", kv_pass_run, &pass[c], 1,
+                            x->kv.count, NULL, 0};
   }
-  for (int r = -1; r < rounds; r++) { /* round -1: warm-up */
-    double t0;
-    CKA(B, clattn_copy_ref_run(ref, &gbs));
-    if (r >= 0)
-      gcopy[r] = gbs;
-    for (int c = 0; c < NC; c++) {
-      CK(clFinish(B->queue));
-      t0 = clattn__now();
-      if (run_decode_pass(B, &a[c]) != 0)
-        die("clattn_decode failed: %s", clattn_ctx_errmsg(B->ctx));
-      CK(clFinish(B->queue));
-      if (r >= 0)
-        t[c * rounds + r] = (clattn__now() - t0) / a[c].layers;
-    }
-  }
+  rounds_init(B, &R, sides, NC, rounds, 0, copy_b);
+  rounds_run(&R, -1, rounds + 1);
   printf("  %-14s %6s %8s %9s %9s %7s %8s %8s %7s\n", "case", "layers",
          "MiB tot", "us/step", "MiB/step", "GB/s", "of copy", "of read",
          "vs MHA");
   for (int c = 0; c < NC; c++) {
     const double step_bytes = 4.0 * b * m * hkvs[c] * (2.0 * d);
-    double tc, vs, of_copy;
-    for (int r = 0; r < rounds; r++)
-      ratio[r] = step_bytes / t[c * rounds + r] / (gcopy[r] * 1e9);
-    of_copy = clattn__median(ratio, rounds);
-    for (int r = 0; r < rounds; r++)
-      ratio[r] = t[r] / t[c * rounds + r];
-    vs = clattn__median(ratio, rounds);
-    /* last: it sorts case c's times, which the ratios above read in round
-     * order */
-    tc = clattn__median(t + (size_t)c * rounds, rounds);
+    const double of_copy = rounds_of_copy(&R, c, step_bytes);
+    const double vs = rounds_ratio(&R, 0, c), tc = rounds_time(&R, c);
     printf("  %-14s %6d %8.0f %9.1f %9.2f %7.2f %7.1f%% %7.1f%% %6.2fx\n",
-           names[c], a[c].layers, step_bytes * a[c].layers / 1048576.0,
+           names[c], a[c].kv.count, step_bytes * a[c].kv.count / 1048576.0,
            1e6 * tc, step_bytes / 1048576.0, step_bytes / tc * 1e-9,
            100.0 * of_copy, 100.0 * step_bytes / tc * 1e-9 / B->read_gbs, vs);
     rec(B, "decode", names[c], "us_per_step", 1e6 * tc);
@@ -402,21 +349,13 @@ static void bench_decode(bench *B)
         step_bytes / tc * 1e-9 / B->read_gbs);
     rec(B, "decode", names[c], "speedup_vs_mha", vs);
   }
+  rounds_free(&R);
   for (int c = 0; c < NC; c++) {
-    for (int l = 0; l < a[c].layers; l++) {
-      rel(&a[c].kc[l]);
-      rel(&a[c].vc[l]);
-    }
-    free(a[c].kc);
-    free(a[c].vc);
+    kv_rotation_destroy(&a[c].kv);
     rel(&a[c].q);
     rel(&a[c].o);
     rel(&a[c].lens);
   }
-  clattn_copy_ref_destroy(ref);
-  free(t);
-  free(gcopy);
-  free(ratio);
   printf("  (the byte ratio allows MQA/MHA = 8x and GQA-2/MHA = 4x; MiB/step "
          "= s*b*m*h_kv*(d_k+d_v))\n\n");
 }
@@ -432,15 +371,6 @@ typedef struct layer_arg {
   cl_mem wq, wk, wv, wo, pq, pk, pv, po;
   clattn_attn_desc ad;
 } layer_arg;
-
-static int run_layer_prefill(bench *B, void *p)
-{
-  layer_arg *a = p;
-  clattn_status st =
-      clattn_layer_prefill(a->layer, NULL, 1, a->n, 1, a->x, a->y, NULL);
-  (void)B;
-  return st == CLATTN_OK ? 0 : (int)st;
-}
 
 static int run_layer_proj(bench *B, void *p)
 {
@@ -526,17 +456,14 @@ static void bench_layer(bench *B)
     a.po = buf_new(B, (size_t)n * h * d * sizeof(float));
     CKA(B, clattn_layer_create(B->ctx, &ld, a.wq, a.wk, a.wv, a.wo,
                                &a.layer));
-    a.ad.batch = 1;
-    a.ad.n_q = n;
-    a.ad.n_kv = n;
-    a.ad.heads_q = h;
-    a.ad.heads_kv = hkv;
-    a.ad.head_dim_k = d;
-    a.ad.head_dim_v = d;
-    a.ad.dtype = CLATTN_F32;
-    a.ad.causal = 1;
+    a.ad = (clattn_attn_desc){.size = sizeof a.ad, .batch = 1, .n_q = n,
+        .n_kv = n, .heads_q = h, .heads_kv = hkv, .head_dim_k = d,
+        .head_dim_v = d, .dtype = CLATTN_F32, .causal = 1};
 
-    tt = time_median(B, run_layer_prefill, &a, 1, B->reps);
+    {
+      layer_prefill pf = {a.layer, n, a.x, a.y};
+      tt = time_median(B, layer_prefill_run, &pf, 1, B->reps);
+    }
     if (tt < 0)
       die("clattn_layer_prefill failed: %s", clattn_ctx_errmsg(B->ctx));
     tp = time_median(B, run_layer_proj, &a, 1, B->reps);

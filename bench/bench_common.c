@@ -8,13 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef CLATTN_BENCH_SRC
-#define CLATTN_BENCH_SRC "bench"
-#endif
-#ifndef CLATTN_BENCH_BUILD
-#define CLATTN_BENCH_BUILD "build/bench"
-#endif
-
 bench *g_bench;
 
 void die(const char *fmt, ...)
@@ -241,51 +234,3 @@ double max_abs_diff(bench *B, cl_mem x, cl_mem y, size_t count)
   return mx;
 }
 
-
-int peer_run(const char *script, const char *args, char *line, size_t cap)
-{
-  char py[1024], cmd[2048], buf[1024] = "";
-  const char *env = getenv("CLATTN_BENCH_PYTHON");
-  FILE *f;
-  int found = 0;
-  line[0] = '\0';
-  snprintf(py, sizeof py, "%s",
-           env != NULL ? env : CLATTN_BENCH_BUILD "/peers-venv/bin/python");
-  if (env == NULL && (f = fopen(py, "r")) == NULL) {
-    printf("  peer: torch unavailable (no %s: run bench/peers/setup.sh)\n",
-           py);
-    return 1;
-  } else if (env == NULL) {
-    fclose(f);
-  }
-  snprintf(cmd, sizeof cmd,
-           "%s " CLATTN_BENCH_SRC "/peers/%s --threads %d %s 2>/dev/null", py,
-           script, PEER_THREADS, args);
-  printf("  peer: %s\n", cmd);
-  fflush(stdout);
-  f = popen(cmd, "r");
-  if (f == NULL) {
-    printf("  peer: torch unavailable (cannot run it)\n");
-    return 1;
-  }
-  while (fgets(buf, sizeof buf, f) != NULL)
-    if (strstr(buf, "seconds\": ") != NULL) {
-      snprintf(line, cap, "%s", buf);
-      found = 1;
-    }
-  if (pclose(f) != 0 || !found) {
-    buf[strcspn(buf, "\n")] = '\0';
-    printf("  peer: torch unavailable (%s)\n", buf[0] ? buf : "no output");
-    return 1;
-  }
-  return 0;
-}
-
-double peer_number(const char *line, const char *key)
-{
-  char pattern[128];
-  const char *p;
-  snprintf(pattern, sizeof pattern, "\"%s\": ", key);
-  p = strstr(line, pattern);
-  return p != NULL ? atof(p + strlen(pattern)) : -1.0;
-}

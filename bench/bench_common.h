@@ -96,19 +96,6 @@ void measure_ceilings(bench *B, const char *tag, int with_fma);
 /* The 1-minute load average: the machine may be shared. */
 void print_load(const char *when);
 
-/* PoCL's worker threads: the PyTorch peers get as many (machine.md). */
-#define PEER_THREADS 2
-
-/* Run a PyTorch peer, bench/peers/SCRIPT, with "--threads PEER_THREADS
- * ARGS" in the venv of peers/setup.sh (or $CLATTN_BENCH_PYTHON); its last
- * output line that names "seconds" goes to line.  Prints the command, and
- * the reason when it returns nonzero (torch unavailable). */
-int peer_run(const char *script, const char *args, char *line, size_t cap);
-
-/* The number after "KEY": in a peer's JSON line; a negative value when the
- * key is absent. */
-double peer_number(const char *line, const char *key);
-
 /* Sections. */
 void bench_talking_heads(bench *B);
 void bench_hh(bench *B);

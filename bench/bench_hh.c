@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_common.h"
-/* The cache's buffers and length: see cache_preload. */
+#include "bench_harness.h"
+/* The cache's buffers: see cache_preload. */
 #include "layer/layer.h"
 
 enum { HH_MHA, HH_OPT, HH_EFF, HH_SUP, HH_KINDS };
@@ -43,14 +43,6 @@ typedef struct hh_shape {
   int heads;
   int max_len; /* l: Super's W_a and the prefill's n */
 } hh_shape;
-
-/* A layer with weights of its own, and its decode cache where it has one.
- * layer is NULL when the library refused to create it. */
-typedef struct hh_layer {
-  clattn_layer *layer;
-  cl_mem w[4];
-  clattn_kv_cache *cache;
-} hh_layer;
 
 static clattn_layer_desc mha_desc(const hh_shape *s)
 {
@@ -87,19 +79,11 @@ static size_t weight_bytes(int kind, const hh_shape *s)
   return 4 * (kind == HH_SUP ? 2 * dd + ll : (size_t)kind_weights[kind] * dd);
 }
 
-static void hh_layer_destroy(hh_layer *L)
-{
-  clattn_kv_cache_destroy(L->cache);
-  clattn_layer_destroy(L->layer);
-  for (int i = 0; i < 4; i++)
-    rel(&L->w[i]);
-  memset(L, 0, sizeof *L);
-}
-
-/* A layer of `kind` with random weights from `seed`; the library's status
- * (its message in the context) when it refuses. */
+/* A layer of `kind` with random weights from `seed` (L->layer NULL when
+ * the library refuses it); the library's status (its message in the
+ * context) when it refuses. */
 static clattn_status hh_layer_create(bench *B, int kind, const hh_shape *s,
-                                     unsigned seed, hh_layer *L)
+                                     unsigned seed, own_layer *L)
 {
   const size_t dd = (size_t)s->d_model * s->d_model;
   const size_t ll = (size_t)s->max_len * s->max_len;
@@ -107,7 +91,8 @@ static clattn_status hh_layer_create(bench *B, int kind, const hh_shape *s,
   const clattn_hh_layer_desc hd = hh_desc(kind, s);
   clattn_status st = CLATTN_ERR_INVALID_ARG;
   memset(L, 0, sizeof *L);
-  for (int i = 0; i < kind_weights[kind]; i++)
+  L->nw = kind_weights[kind];
+  for (int i = 0; i < L->nw; i++)
     L->w[i] = kind == HH_SUP && i == 1
                   ? buf_random(B, ll, 1.0f / sqrtf((float)s->max_len),
                                seed + (unsigned)i)
@@ -133,7 +118,7 @@ static clattn_status hh_layer_create(bench *B, int kind, const hh_shape *s,
     break;
   }
   if (st != CLATTN_OK)
-    hh_layer_destroy(L);
+    own_layer_destroy(L);
   return st;
 }
 
@@ -143,6 +128,7 @@ static clattn_status hh_model(int kind, const hh_shape *s, int n,
                               int cache_len, const clattn_profile *prof,
                               clattn_prediction *p)
 {
+  *p = (clattn_prediction){.size = sizeof *p};
   if (kind == HH_MHA) {
     const clattn_layer_desc ld = mha_desc(s);
     return clattn_model_layer(&ld, 1, n, cache_len, 1, prof, p);
@@ -169,37 +155,9 @@ static double projection_share(const clattn_prediction *p)
 
 typedef struct hh_prefill {
   hh_shape s;
-  hh_layer L[HH_KINDS];
-  int calls[HH_KINDS]; /* calls per timed batch */
+  own_layer L[HH_KINDS];
   cl_mem x, y;
 } hh_prefill;
-
-/* `calls` causal prefills of n = l positions without a cache, finished;
- * seconds per call. */
-static double prefill_batch(bench *B, hh_prefill *a, int kind)
-{
-  double t0;
-  CK(clFinish(B->queue));
-  t0 = clattn__now();
-  for (int c = 0; c < a->calls[kind]; c++)
-    CKA(B, clattn_layer_prefill(a->L[kind].layer, NULL, 1, a->s.max_len, 1,
-                                a->x, a->y, NULL));
-  CK(clFinish(B->queue));
-  return (clattn__now() - t0) / a->calls[kind];
-}
-
-/* Rounds [first, first + rounds) of the alternating timing: t[kind *
- * stride + r] seconds per call of each available kind. */
-static void prefill_rounds(bench *B, hh_prefill *a, int first, int rounds,
-                           int stride, double *t)
-{
-  for (int r = first; r < first + rounds; r++)
-    for (int i = 0; i < HH_KINDS; i++) {
-      const int kind = r % 2 == 0 ? i : HH_KINDS - 1 - i;
-      if (a->L[kind].layer != NULL)
-        t[kind * stride + r] = prefill_batch(B, a, kind);
-    }
-}
 
 /* Where MHA's prefill time goes, measured: one projection GEMM (CLBlast,
  * as the layer calls it, with whatever Xgemm entry its creation applied)
@@ -215,42 +173,53 @@ enum { WHERE_MAX = 8, WHERE_REPS = 9 };
 static hh_where where_rows[WHERE_MAX];
 static int where_count;
 
+/* The GEMM and the core of where_time_goes, as run_fns. */
+typedef struct where_arg {
+  clattn_attn_desc ad;
+  int n, D;
+  cl_mem w, x, kv, o;
+} where_arg;
+
+static int run_where_gemm(bench *B, void *p)
+{
+  where_arg *a = p;
+  CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                   CLBlastTransposeNo, (size_t)a->n, (size_t)a->D,
+                   (size_t)a->D, 1.0f, a->x, 0, (size_t)a->D, a->w, 0,
+                   (size_t)a->D, 0.0f, a->kv, 0, (size_t)a->D, &B->queue,
+                   NULL));
+  return 0;
+}
+
+static int run_where_core(bench *B, void *p)
+{
+  where_arg *a = p;
+  return (int)clattn_attention(B->ctx, &a->ad, a->x, a->kv, a->x, NULL, a->o,
+                               NULL);
+}
+
 static void where_time_goes(bench *B, const hh_prefill *a,
                             const clattn_prediction *mha)
 {
   const int n = a->s.max_len, D = a->s.d_model, h = a->s.heads;
-  const clattn_attn_desc ad = {sizeof(clattn_attn_desc), 1,  n,           n,           h,
-                               h,  D / h,       D / h,       CLATTN_F32,
-                               CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1,
-                               NULL};
-  cl_mem w = a->L[HH_MHA].w[0], x = a->x, kv = a->y;
-  cl_mem o = buf_new(B, (size_t)n * D * sizeof(float));
-  double tg[WHERE_REPS], tc[WHERE_REPS];
+  where_arg w = {{sizeof(clattn_attn_desc), 1, n, n, h, h, D / h, D / h,
+                  CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL},
+                 n, D, a->L[HH_MHA].w[0], a->x, a->y, NULL};
+  const bench_side sides[2] = {
+      {"CLBlastSgemm", run_where_gemm, &w, 1, 1, NULL, 0},
+      {"clattn_attention", run_where_core, &w, 1, 1, NULL, 0}};
+  bench_rounds R;
   hh_where *r;
   if (where_count >= WHERE_MAX)
     return;
   r = &where_rows[where_count++];
   r->s = a->s;
-  for (int i = -2; i < WHERE_REPS; i++) {
-    double t0, t1, t2;
-    CK(clFinish(B->queue));
-    t0 = clattn__now();
-    CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
-                     CLBlastTransposeNo, (size_t)n, (size_t)D, (size_t)D,
-                     1.0f, x, 0, (size_t)D, w, 0, (size_t)D, 0.0f, kv, 0,
-                     (size_t)D, &B->queue, NULL));
-    CK(clFinish(B->queue));
-    t1 = clattn__now();
-    CKA(B, clattn_attention(B->ctx, &ad, x, kv, x, NULL, o, NULL));
-    CK(clFinish(B->queue));
-    t2 = clattn__now();
-    if (i >= 0) { /* two warm-up calls first */
-      tg[i] = t1 - t0;
-      tc[i] = t2 - t1;
-    }
-  }
-  r->gemm_s = clattn__median(tg, WHERE_REPS);
-  r->core_s = clattn__median(tc, WHERE_REPS);
+  w.o = buf_new(B, (size_t)n * D * sizeof(float));
+  rounds_init(B, &R, sides, 2, WHERE_REPS, 0, 0);
+  rounds_run(&R, -2, WHERE_REPS + 2); /* two warm-up rounds first */
+  r->gemm_s = rounds_time(&R, 0);
+  r->core_s = rounds_time(&R, 1);
+  rounds_free(&R);
   r->gemm_pred = r->core_pred = 0.0;
   for (int i = 0; i < mha->n_kernels; i++) {
     if (strncmp(mha->kernel[i].kernel, "gemm", 4) != 0)
@@ -258,7 +227,7 @@ static void where_time_goes(bench *B, const hh_prefill *a,
     else if (r->gemm_pred == 0.0)
       r->gemm_pred = mha->kernel[i].t_pred;
   }
-  rel(&o);
+  rel(&w.o);
 }
 
 static void print_where(void)
@@ -288,13 +257,14 @@ static void hh_prefill_case(bench *B, const hh_shape *s)
   const int n = s->max_len, D = s->d_model;
   /* half the rounds before the peer's process and half after it */
   const int half = B->reps < 8 ? 8 : B->reps, rounds = 2 * half;
-  double *t = xmalloc((size_t)HH_KINDS * rounds * sizeof *t);
-  double *ratio = xmalloc((size_t)rounds * sizeof *ratio);
   double torch_s[HH_KINDS];
   clattn_prediction pred[HH_KINDS];
   int have_pred[HH_KINDS];
-  char args[256], line[1024], why[HH_KINDS][200];
+  char args[256], why[HH_KINDS][200];
   hh_prefill a;
+  layer_prefill pf[HH_KINDS];
+  bench_side sides[HH_KINDS];
+  bench_rounds R;
 
   memset(&a, 0, sizeof a);
   a.s = *s;
@@ -303,6 +273,9 @@ static void hh_prefill_case(bench *B, const hh_shape *s)
   for (int k = 0; k < HH_KINDS; k++) {
     clattn_status st = hh_layer_create(B, k, s, 50 + 10 * (unsigned)k, &a.L[k]);
     why[k][0] = '\0';
+    pf[k] = (layer_prefill){a.L[k].layer, n, a.x, a.y};
+    sides[k] = (bench_side){"clattn_layer_prefill", NULL, &pf[k], 1, 1,
+                            NULL, 0};
     if (st != CLATTN_OK) {
       if (k == HH_MHA)
         die("clattn_layer_create (MHA) failed: %s: %s",
@@ -313,9 +286,8 @@ static void hh_prefill_case(bench *B, const hh_shape *s)
     }
     /* warm-up calls, then batches of calls of at least 20 ms each, so that
      * the small shapes are not timed at the clock's and launch's grain */
-    a.calls[k] = 3;
-    prefill_batch(B, &a, k);
-    a.calls[k] = 1 + (int)(0.02 / prefill_batch(B, &a, k));
+    sides[k].run = layer_prefill_run;
+    sides[k].calls = batch_calls(B, &sides[k], 3, 3, 0.02);
   }
   for (int k = 0; k < HH_KINDS; k++) {
     have_pred[k] = hh_model(k, s, n, 0, &B->prof, &pred[k]) == CLATTN_OK;
@@ -325,17 +297,14 @@ static void hh_prefill_case(bench *B, const hh_shape *s)
   if (!have_pred[HH_MHA])
     die("clattn_model_layer (MHA) failed: %s", pred[HH_MHA].errmsg);
 
-  prefill_rounds(B, &a, 0, half, rounds, t);
+  rounds_init(B, &R, sides, HH_KINDS, rounds, 1, 0);
+  rounds_run(&R, 0, half);
   snprintf(args, sizeof args,
            "--d-model %d --heads %d --seq %d --max-len %d --causal 1 "
            "--reps %d",
            D, s->heads, n, s->max_len, half);
-  for (int k = 0; k < HH_KINDS; k++)
-    torch_s[k] = -1.0;
-  if (peer_run("hh_torch.py", args, line, sizeof line) == 0)
-    for (int k = 0; k < HH_KINDS; k++)
-      torch_s[k] = peer_number(line, peer_key[k]);
-  prefill_rounds(B, &a, half, half, rounds, t);
+  peer_numbers("hh_torch.py", args, peer_key, HH_KINDS, torch_s);
+  rounds_run(&R, half, half);
 
   for (int k = 0; k < HH_KINDS; k++) {
     const clattn_hh_layer_desc hd = hh_desc(k, s);
@@ -360,11 +329,8 @@ static void hh_prefill_case(bench *B, const hh_shape *s)
       printf(" %7s %7s %7s", "n/a", "n/a", "n/a");
     }
     if (a.L[k].layer != NULL) {
-      double clattn_s;
-      for (int r = 0; r < rounds; r++)
-        ratio[r] = t[k * rounds + r] / t[HH_MHA * rounds + r];
-      meas = clattn__median(ratio, rounds);
-      clattn_s = clattn__median(t + k * rounds, rounds);
+      const double clattn_s = rounds_time(&R, k);
+      meas = rounds_ratio(&R, k, HH_MHA);
       if (torch_s[k] > 0)
         vs_torch = clattn_s / torch_s[k];
       printf(" %7.3f", meas);
@@ -394,18 +360,16 @@ static void hh_prefill_case(bench *B, const hh_shape *s)
     rec(B, "hh", tag, "prefill_clattn_vs_torch", vs_torch);
     /* the seconds behind the ratios, for reading a surprising ratio */
     if (a.L[k].layer != NULL)
-      rec(B, "hh", tag, "prefill_clattn_seconds",
-          clattn__median(t + k * rounds, rounds));
+      rec(B, "hh", tag, "prefill_clattn_seconds", rounds_time(&R, k));
     rec(B, "hh", tag, "prefill_torch_seconds", torch_s[k]);
   }
+  rounds_free(&R);
   if (s->heads == 4)
     where_time_goes(B, &a, &pred[HH_MHA]);
   for (int k = 0; k < HH_KINDS; k++)
-    hh_layer_destroy(&a.L[k]);
+    own_layer_destroy(&a.L[k]);
   rel(&a.x);
   rel(&a.y);
-  free(t);
-  free(ratio);
 }
 
 /* ----------------------------------------------------------- decode */
@@ -433,13 +397,6 @@ static void cache_preload(bench *B, clattn_kv_cache *c, cl_mem random,
   }
 }
 
-/* The layers a decode side rotates over, each with its weights and its
- * cache of m positions. */
-typedef struct hh_rotation {
-  int count;
-  hh_layer *L;
-} hh_rotation;
-
 /* Cache bytes a decode step reads (spec 9): K and V (MHA), K and X
  * (Optimised), X (Efficient), X and V' (Super). */
 static double cache_step_bytes(int kind, const hh_shape *s, int m)
@@ -447,58 +404,26 @@ static double cache_step_bytes(int kind, const hh_shape *s, int m)
   return 4.0 * (kind == HH_EFF ? 1 : 2) * s->d_model * (double)m;
 }
 
-static int rotation_create(bench *B, int kind, const hh_shape *s, int m,
-                           cl_mem random, size_t random_bytes,
-                           hh_rotation *rot, char *why, size_t cap)
-{
-  const size_t target = cold_bytes(B);
-  const size_t per = (size_t)cache_step_bytes(kind, s, m + 1) +
-                     weight_bytes(kind, s);
-  rot->count = (int)((target + per - 1) / per);
-  if (rot->count < 2)
-    rot->count = 2;
-  rot->L = xmalloc((size_t)rot->count * sizeof *rot->L);
-  memset(rot->L, 0, (size_t)rot->count * sizeof *rot->L);
-  for (int i = 0; i < rot->count; i++) {
-    hh_layer *L = &rot->L[i];
-    clattn_status st =
-        hh_layer_create(B, kind, s, 1000 + 10 * (unsigned)i, L);
-    if (st == CLATTN_OK)
-      st = clattn_kv_cache_create(L->layer, 1, m + 1, &L->cache);
-    if (st != CLATTN_OK) {
-      snprintf(why, cap, "%s: %.150s", clattn_status_str(st),
-               clattn_ctx_errmsg(B->ctx));
-      rot->count = i + 1;
-      return 1;
-    }
-    cache_preload(B, L->cache, random, random_bytes);
-  }
-  CK(clFinish(B->queue));
-  return 0;
-}
+/* What hh_rot_make makes: layers of one kind with caches of m positions
+ * preloaded from `random`. */
+typedef struct hh_rot_arg {
+  int kind;
+  const hh_shape *s;
+  int m;
+  cl_mem random;
+  size_t random_bytes;
+} hh_rot_arg;
 
-static void rotation_destroy(hh_rotation *rot)
+static clattn_status hh_rot_make(bench *B, void *arg, unsigned seed,
+                                 own_layer *L)
 {
-  for (int i = 0; i < rot->count; i++)
-    hh_layer_destroy(&rot->L[i]);
-  free(rot->L);
-  memset(rot, 0, sizeof *rot);
-}
-
-/* One decode step on every layer of the rotation at cache length m,
- * finished; seconds per step. */
-static double decode_pass(bench *B, hh_rotation *rot, int m, cl_mem x,
-                          cl_mem y)
-{
-  double t0;
-  CK(clFinish(B->queue));
-  t0 = clattn__now();
-  for (int i = 0; i < rot->count; i++) {
-    rot->L[i].cache->len = m;
-    CKA(B, clattn_layer_decode(rot->L[i].layer, rot->L[i].cache, x, y, NULL));
-  }
-  CK(clFinish(B->queue));
-  return (clattn__now() - t0) / rot->count;
+  const hh_rot_arg *a = arg;
+  clattn_status st = hh_layer_create(B, a->kind, a->s, seed, L);
+  if (st == CLATTN_OK)
+    st = clattn_kv_cache_create(L->layer, 1, a->m + 1, &L->cache);
+  if (st == CLATTN_OK)
+    cache_preload(B, L->cache, a->random, a->random_bytes);
+  return st;
 }
 
 /* Decode steps at cache length m of the kinds in `kinds` (HH_MHA first),
@@ -510,12 +435,10 @@ static void hh_decode_set(bench *B, const hh_shape *s, int m,
   const int rounds = B->reps < 25 ? 25 : B->reps;
   const size_t copy_b = (size_t)128 << 20;
   const size_t random_bytes = (size_t)4 * D * (m + 1);
-  hh_rotation rot[HH_KINDS];
+  layer_rotation rot[HH_KINDS];
+  bench_side sides[HH_KINDS];
   char why[HH_KINDS][200];
-  double *t = xmalloc((size_t)HH_KINDS * rounds * sizeof *t);
-  double *gbs = xmalloc((size_t)rounds * sizeof *gbs);
-  double *ratio = xmalloc((size_t)rounds * sizeof *ratio);
-  clattn_copy_ref *ref = NULL;
+  bench_rounds R;
   clattn_profile prof = B->prof;
   int available = 0;
   cl_mem random = buf_random(B, random_bytes / sizeof(float), 1.0f, 61);
@@ -526,35 +449,33 @@ static void hh_decode_set(bench *B, const hh_shape *s, int m,
   /* the variants first, so that MHA's layers are not built for nothing
    * when the library refuses all of them */
   for (int i = nk - 1; i >= 0; i--) {
-    why[kinds[i]][0] = '\0';
-    if (kinds[i] == HH_MHA && available == 0)
+    const int k = kinds[i];
+    hh_rot_arg ra = {k, s, m, random, random_bytes};
+    const size_t per = (size_t)cache_step_bytes(k, s, m + 1) +
+                       weight_bytes(k, s);
+    why[k][0] = '\0';
+    sides[i] = (bench_side){"clattn_layer_decode", NULL, &rot[k], 1, 1,
+                            NULL, 0};
+    if (k == HH_MHA && available == 0)
       break;
-    if (rotation_create(B, kinds[i], s, m, random, random_bytes,
-                        &rot[kinds[i]], why[kinds[i]], sizeof why[0]) != 0) {
-      if (kinds[i] == HH_MHA)
+    if (layer_rotation_create(B, per, hh_rot_make, &ra, &rot[k], why[k],
+                              sizeof why[k]) != 0) {
+      if (k == HH_MHA)
         die("decode: the MHA layers: %s", why[HH_MHA]);
-      rotation_destroy(&rot[kinds[i]]);
-    } else if (kinds[i] != HH_MHA) {
-      available++;
+      continue;
     }
+    rot[k].len = m;
+    rot[k].x = x;
+    rot[k].y = y;
+    sides[i].run = layer_rotation_step;
+    sides[i].units = rot[k].count;
+    available += k != HH_MHA;
   }
-  CKA(B, clattn_copy_ref_create(B->ctx, copy_b, &ref));
-  for (int r = -1; r < rounds && available > 0; r++) { /* -1: warm-up */
-    double g = 0.0;
-    CKA(B, clattn_copy_ref_run(ref, &g));
-    for (int i = 0; i < nk; i++) {
-      const int kind = r % 2 == 0 ? kinds[i] : kinds[nk - 1 - i];
-      if (rot[kind].count > 0) {
-        double ts = decode_pass(B, &rot[kind], m, x, y);
-        if (r >= 0)
-          t[kind * rounds + r] = ts;
-      }
-    }
-    if (r >= 0)
-      gbs[r] = g;
+  rounds_init(B, &R, sides, nk, rounds, 1, copy_b);
+  if (available > 0) {
+    rounds_run(&R, -1, rounds + 1); /* -1: warm-up */
+    clattn_profile_at_copy(&prof, rounds_copy_gbs(&R));
   }
-  if (available > 0)
-    clattn_profile_at_copy(&prof, clattn__median(gbs, rounds));
 
   for (int i = 0; i < nk; i++) {
     const int k = kinds[i];
@@ -571,16 +492,11 @@ static void hh_decode_set(bench *B, const hh_shape *s, int m,
       snprintf(why[k], sizeof why[k], "model: %.180s", p.errmsg);
     }
     if (rot[k].count > 0) {
-      for (int r = 0; r < rounds; r++)
-        ratio[r] = t[k * rounds + r] / t[HH_MHA * rounds + r];
-      meas = clattn__median(ratio, rounds);
+      meas = rounds_ratio(&R, i, 0);
       /* the model's bytes of a step over its time, against the round's
        * copy bandwidth */
-      if (model_mib > 0) {
-        for (int r = 0; r < rounds; r++)
-          ratio[r] = p.total.bytes_dram / t[k * rounds + r] / (gbs[r] * 1e9);
-        of_copy = clattn__median(ratio, rounds);
-      }
+      if (model_mib > 0)
+        of_copy = rounds_of_copy(&R, i, p.total.bytes_dram);
     }
     snprintf(tag, sizeof tag, "D=%d h=%d m=%d %s", D, s->heads, m,
              kind_name[k]);
@@ -607,18 +523,14 @@ static void hh_decode_set(bench *B, const hh_shape *s, int m,
     rec(B, "hh", tag, "decode_time_ratio_vs_mha", meas);
     rec(B, "hh", tag, "decode_fraction_of_copy", of_copy);
     if (rot[k].count > 0)
-      rec(B, "hh", tag, "decode_step_seconds",
-          clattn__median(t + k * rounds, rounds));
+      rec(B, "hh", tag, "decode_step_seconds", rounds_time(&R, i));
   }
-  clattn_copy_ref_destroy(ref);
+  rounds_free(&R);
   for (int k = 0; k < HH_KINDS; k++)
-    rotation_destroy(&rot[k]);
+    layer_rotation_destroy(&rot[k]);
   rel(&random);
   rel(&x);
   rel(&y);
-  free(t);
-  free(gbs);
-  free(ratio);
 }
 
 /* The model's per-kernel split of a call of `kind`: each kernel's share

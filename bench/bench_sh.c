@@ -30,11 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_common.h"
+#include "bench_harness.h"
 #include "call/call.h"
 #include "family/cvmm.h"
-/* The cache's length, set directly before each decode step. */
-#include "layer/layer.h"
 
 typedef struct sh_config {
   const char *name;
@@ -50,14 +48,6 @@ static const sh_config configs[] = {
 
 enum { SIDE_SH, SIDE_MHA, SIDES };
 
-/* A layer with weights of its own and, for decode, a cache. */
-typedef struct sh_layer {
-  clattn_layer *layer;
-  cl_mem w[6];
-  int nw;
-  clattn_kv_cache *cache;
-} sh_layer;
-
 static clattn_layer_desc mha_desc(const sh_config *c)
 {
   clattn_layer_desc d = {.size = sizeof(clattn_layer_desc)};
@@ -67,19 +57,10 @@ static clattn_layer_desc mha_desc(const sh_config *c)
   return d;
 }
 
-static void sh_layer_destroy(sh_layer *L)
-{
-  clattn_kv_cache_destroy(L->cache);
-  clattn_layer_destroy(L->layer);
-  for (int i = 0; i < L->nw; i++)
-    rel(&L->w[i]);
-  memset(L, 0, sizeof *L);
-}
-
 /* Side `side` of config c with random weights from `seed`; dies when the
  * library refuses. */
 static void sh_layer_create(bench *B, int side, const sh_config *c,
-                            unsigned seed, sh_layer *L)
+                            unsigned seed, own_layer *L)
 {
   const size_t D = (size_t)c->sh.d_model;
   const float amp = 1.0f / sqrtf((float)D);
@@ -120,6 +101,7 @@ static void sh_model(int side, const sh_config *c, int n, int cache_len,
                      const clattn_profile *prof, clattn_prediction *p)
 {
   clattn_status st;
+  *p = (clattn_prediction){.size = sizeof *p};
   if (side == SIDE_MHA) {
     const clattn_layer_desc d = mha_desc(c);
     st = clattn_model_layer(&d, 1, n, cache_len, 1, prof, p);
@@ -137,19 +119,20 @@ typedef struct sh_row {
   double clattn_s[SIDES], torch_s[SIDES];
 } sh_row;
 
-/* The ratios of per-round times t[side * rounds + r] and the models'. */
-static void row_finish(double *t, int rounds,
-                       const clattn_prediction *p, sh_row *row)
+/* The two sides in alternating rounds (after `warm` warm-up rounds): the
+ * ratios of their times beside the models'. */
+static void time_row(bench *B, const bench_side *sides, int warm,
+                     int rounds, const clattn_prediction *p, sh_row *row)
 {
-  double *ratio = xmalloc((size_t)rounds * sizeof *ratio);
-  for (int r = 0; r < rounds; r++)
-    ratio[r] = t[SIDE_SH * rounds + r] / t[SIDE_MHA * rounds + r];
-  row->meas_ratio = clattn__median(ratio, rounds);
+  bench_rounds R;
+  rounds_init(B, &R, sides, SIDES, rounds, 1, 0);
+  rounds_run(&R, -warm, rounds + warm);
+  row->meas_ratio = rounds_ratio(&R, SIDE_SH, SIDE_MHA);
   for (int s = 0; s < SIDES; s++)
-    row->clattn_s[s] = clattn__median(t + s * rounds, rounds);
+    row->clattn_s[s] = rounds_time(&R, s);
+  rounds_free(&R);
   row->macs_ratio = p[SIDE_SH].total.flops / p[SIDE_MHA].total.flops;
   row->pred_ratio = p[SIDE_SH].total.t_pred / p[SIDE_MHA].total.t_pred;
-  free(ratio);
 }
 
 /* Which GEMM the layers' projections of `rows` rows run (the projection
@@ -177,55 +160,33 @@ static void print_projections(bench *B, const sh_config *c, int rows)
 
 /* ---------------------------------------------------------- prefill */
 
-/* `calls` causal prefills of T positions without a cache, finished;
- * seconds per call. */
-static double prefill_batch(bench *B, sh_layer *L, const sh_config *c,
-                            int calls, cl_mem x, cl_mem y)
-{
-  CK(clFinish(B->queue));
-  const double t0 = clattn__now();
-  for (int i = 0; i < calls; i++)
-    CKA(B, clattn_layer_prefill(L->layer, NULL, 1, c->seq, 1, x, y, NULL));
-  CK(clFinish(B->queue));
-  return (clattn__now() - t0) / calls;
-}
-
 static void prefill_case(bench *B, const sh_config *c, int rounds,
                          sh_row *row)
 {
   const size_t D = (size_t)c->sh.d_model, T = (size_t)c->seq;
   cl_mem x = buf_random(B, T * D, 1.0f, 71), y = buf_new(B, T * D * 4);
-  sh_layer L[SIDES];
-  int calls[SIDES];
-  double *t = xmalloc((size_t)SIDES * rounds * sizeof *t);
+  own_layer L[SIDES];
+  layer_prefill pf[SIDES];
+  bench_side sides[SIDES];
   clattn_prediction p[SIDES];
   for (int s = 0; s < SIDES; s++) {
     sh_layer_create(B, s, c, 100 + 10 * (unsigned)s, &L[s]);
-    prefill_batch(B, &L[s], c, 3, x, y); /* warm-up (programs built) */
-    /* batches of at least 20 ms, above the clock's and launches' grain */
-    calls[s] = 1 + (int)(0.02 / prefill_batch(B, &L[s], c, 1, x, y));
+    pf[s] = (layer_prefill){L[s].layer, c->seq, x, y};
+    sides[s] = (bench_side){"clattn_layer_prefill", layer_prefill_run,
+                            &pf[s], 1, 1, NULL, 0};
+    /* warm-up calls (programs built), then batches of at least 20 ms,
+     * above the clock's and launches' grain */
+    sides[s].calls = batch_calls(B, &sides[s], 3, 1, 0.02);
     sh_model(s, c, c->seq, 0, &B->prof, &p[s]);
   }
-  for (int r = 0; r < rounds; r++)
-    for (int i = 0; i < SIDES; i++) {
-      const int s = r % 2 == 0 ? i : SIDES - 1 - i;
-      t[s * rounds + r] = prefill_batch(B, &L[s], c, calls[s], x, y);
-    }
-  row_finish(t, rounds, p, row);
+  time_row(B, sides, 0, rounds, p, row);
   for (int s = 0; s < SIDES; s++)
-    sh_layer_destroy(&L[s]);
+    own_layer_destroy(&L[s]);
   rel(&x);
   rel(&y);
-  free(t);
 }
 
 /* ----------------------------------------------------------- decode */
-
-/* The layers a decode side rotates over, each with a cache of T rows. */
-typedef struct sh_rotation {
-  int count;
-  sh_layer *L;
-} sh_rotation;
 
 /* Bytes a decode step of side `side` reads: its weights and its cache of
  * T positions. */
@@ -239,69 +200,48 @@ static size_t layer_bytes(int side, const sh_config *c)
   return 4 * (4 * (size_t)d->d_model * hd + 2 * (size_t)c->seq * hd);
 }
 
-static void rotation_create(bench *B, int side, const sh_config *c,
-                            sh_rotation *rot)
+/* What sh_rot_make makes: layers of one side with caches of T rows. */
+typedef struct sh_rot_arg {
+  int side;
+  const sh_config *c;
+} sh_rot_arg;
+
+static clattn_status sh_rot_make(bench *B, void *arg, unsigned seed,
+                                 own_layer *L)
 {
-  const size_t per = layer_bytes(side, c), target = cold_bytes(B);
-  rot->count = (int)((target + per - 1) / per);
-  if (rot->count < 2)
-    rot->count = 2;
-  rot->L = xmalloc((size_t)rot->count * sizeof *rot->L);
-  for (int i = 0; i < rot->count; i++) {
-    sh_layer_create(B, side, c, 1000 + 10 * (unsigned)i, &rot->L[i]);
-    CKA(B, clattn_kv_cache_create(rot->L[i].layer, 1, c->seq,
-                                  &rot->L[i].cache));
-  }
+  const sh_rot_arg *a = arg;
+  sh_layer_create(B, a->side, a->c, seed, L);
+  return clattn_kv_cache_create(L->layer, 1, a->c->seq, &L->cache);
 }
 
-static void rotation_destroy(sh_rotation *rot)
-{
-  for (int i = 0; i < rot->count; i++)
-    sh_layer_destroy(&rot->L[i]);
-  free(rot->L);
-}
-
-/* One decode step at cache length T - 1 on every layer of the rotation,
- * finished; seconds per step.  A step's time does not depend on the cached
- * values, so the length is set directly rather than by T - 1 prefills. */
-static double decode_pass(bench *B, sh_rotation *rot, const sh_config *c,
-                          cl_mem x, cl_mem y)
-{
-  CK(clFinish(B->queue));
-  const double t0 = clattn__now();
-  for (int i = 0; i < rot->count; i++) {
-    rot->L[i].cache->len = c->seq - 1;
-    CKA(B, clattn_layer_decode(rot->L[i].layer, rot->L[i].cache, x, y, NULL));
-  }
-  CK(clFinish(B->queue));
-  return (clattn__now() - t0) / rot->count;
-}
-
+/* Decode steps at cache length T - 1, cold. */
 static void decode_case(bench *B, const sh_config *c, int rounds,
                         sh_row *row)
 {
   const size_t D = (size_t)c->sh.d_model;
   cl_mem x = buf_random(B, D, 1.0f, 72), y = buf_new(B, D * 4);
-  sh_rotation rot[SIDES];
-  double *t = xmalloc((size_t)SIDES * rounds * sizeof *t);
+  layer_rotation rot[SIDES];
+  bench_side sides[SIDES];
   clattn_prediction p[SIDES];
+  char why[256];
   for (int s = 0; s < SIDES; s++) {
-    rotation_create(B, s, c, &rot[s]);
+    sh_rot_arg ra = {s, c};
+    if (layer_rotation_create(B, layer_bytes(s, c), sh_rot_make, &ra,
+                              &rot[s], why, sizeof why) != 0)
+      die("the %s decode layers (%s): %s",
+          s == SIDE_SH ? "SwitchHead" : "MHA", c->name, why);
+    rot[s].len = c->seq - 1;
+    rot[s].x = x;
+    rot[s].y = y;
+    sides[s] = (bench_side){"clattn_layer_decode", layer_rotation_step,
+                            &rot[s], 1, rot[s].count, NULL, 0};
     sh_model(s, c, 1, c->seq - 1, &B->prof, &p[s]);
   }
-  for (int r = -1; r < rounds; r++) /* -1: warm-up */
-    for (int i = 0; i < SIDES; i++) {
-      const int s = r % 2 == 0 ? i : SIDES - 1 - i;
-      const double ts = decode_pass(B, &rot[s], c, x, y);
-      if (r >= 0)
-        t[s * rounds + r] = ts;
-    }
-  row_finish(t, rounds, p, row);
+  time_row(B, sides, 1, rounds, p, row);
   for (int s = 0; s < SIDES; s++)
-    rotation_destroy(&rot[s]);
+    layer_rotation_destroy(&rot[s]);
   rel(&x);
   rel(&y);
-  free(t);
 }
 
 /* ------------------------------------------- expert GEMM against dense */
@@ -333,20 +273,24 @@ typedef struct gemm_case {
   clattn__gemm_desc dense[GEMMS]; /* [G_CLBLAST], [G_OWN] */
   clattn_params own;
   cl_mem cv_buf[5], dense_buf[3];
-  int calls[GEMMS];
 } gemm_case;
 
-static double gemm_batch(bench *B, gemm_case *g, int which, int calls)
+/* One call of the cvmm family, or of the projection family with
+ * dense[which]. */
+typedef struct gemm_call {
+  gemm_case *g;
+  int which;
+} gemm_call;
+
+static int run_gemm(bench *B, void *p)
 {
-  CK(clFinish(B->queue));
-  const double t0 = clattn__now();
-  for (int i = 0; i < calls; i++)
-    CKA(B, which == G_CVMM
-               ? clattn__call(B->ctx, g->F[G_CVMM], &g->cv, g->cv_buf, NULL)
-               : clattn__call(B->ctx, g->F[which], &g->dense[which],
-                              g->dense_buf, NULL));
-  CK(clFinish(B->queue));
-  return (clattn__now() - t0) / calls;
+  const gemm_call *a = p;
+  gemm_case *g = a->g;
+  return (int)(a->which == G_CVMM
+                   ? clattn__call(B->ctx, g->F[G_CVMM], &g->cv, g->cv_buf,
+                                  NULL)
+                   : clattn__call(B->ctx, g->F[a->which],
+                                  &g->dense[a->which], g->dense_buf, NULL));
 }
 
 /* One side of a layer (SPLIT: the value side, SUM: the output side) over
@@ -396,24 +340,22 @@ static void gemm_case_run(bench *B, const sh_config *c, clattn__cvmm_mode mode,
   g.dense_buf[2] = buf_new(B, (size_t)gd->m * gd->n * 4);
   const double flops = 2.0 * gd->m * gd->n * gd->k;
 
-  double *t = xmalloc((size_t)GEMMS * rounds * sizeof *t);
+  gemm_call call[GEMMS];
+  bench_side sides[GEMMS];
+  bench_rounds R;
   for (int w = 0; w < GEMMS; w++) {
-    gemm_batch(B, &g, w, 3);
-    g.calls[w] = 1 + (int)(0.01 / gemm_batch(B, &g, w, 1));
+    call[w] = (gemm_call){&g, w};
+    sides[w] = (bench_side){gemm_name[w], run_gemm, &call[w], 1, 1, NULL, 0};
+    sides[w].calls = batch_calls(B, &sides[w], 3, 1, 0.01);
   }
-  for (int r = 0; r < rounds; r++)
-    for (int i = 0; i < GEMMS; i++) {
-      const int w = r % 2 == 0 ? i : GEMMS - 1 - i;
-      t[w * rounds + r] = gemm_batch(B, &g, w, g.calls[w]);
-    }
+  rounds_init(B, &R, sides, GEMMS, rounds, 1, 0);
+  rounds_run(&R, 0, rounds);
   double med[GEMMS];
   for (int w = 0; w < GEMMS; w++)
-    med[w] = clattn__median(t + w * rounds, rounds);
+    med[w] = rounds_time(&R, w);
   const int best = med[G_OWN] < med[G_CLBLAST] ? G_OWN : G_CLBLAST;
-  double *ratio = xmalloc((size_t)rounds * sizeof *ratio);
-  for (int r = 0; r < rounds; r++)
-    ratio[r] = t[best * rounds + r] / t[G_CVMM * rounds + r];
-  const double rate_ratio = clattn__median(ratio, rounds);
+  const double rate_ratio = rounds_ratio(&R, best, G_CVMM);
+  rounds_free(&R);
   char tag[96];
   snprintf(tag, sizeof tag, "%s %s rows=%d", c->name, split ? "V" : "O",
            rows);
@@ -430,8 +372,6 @@ static void gemm_case_run(bench *B, const sh_config *c, clattn__cvmm_mode mode,
     rel(&g.cv_buf[i]);
   for (int i = 0; i < 3; i++)
     rel(&g.dense_buf[i]);
-  free(t);
-  free(ratio);
 }
 
 /* ---------------------------------------------------------- section */
@@ -439,21 +379,22 @@ static void gemm_case_run(bench *B, const sh_config *c, clattn__cvmm_mode mode,
 static void torch_times(const sh_config *c, int reps, sh_row *prefill,
                         sh_row *decode)
 {
-  char args[256], line[1024];
+  static const char *const keys[4] = {
+      "sh_prefill_seconds", "mha_prefill_seconds", "sh_decode_seconds",
+      "mha_decode_seconds"};
   const clattn_switchhead_layer_desc *d = &c->sh;
-  for (int s = 0; s < SIDES; s++)
-    prefill->torch_s[s] = decode->torch_s[s] = -1.0;
+  char args[256];
+  double v[4];
   snprintf(args, sizeof args,
            "--d-model %d --heads %d --head-dim %d --experts %d --topk %d "
            "--dense-heads %d --dense-head-dim %d --seq %d --reps %d",
            d->d_model, d->heads, d->head_dim, d->experts, d->topk,
            c->dense_heads, c->dense_head_dim, c->seq, reps);
-  if (peer_run("switchhead_torch.py", args, line, sizeof line) != 0)
-    return;
-  prefill->torch_s[SIDE_SH] = peer_number(line, "sh_prefill_seconds");
-  prefill->torch_s[SIDE_MHA] = peer_number(line, "mha_prefill_seconds");
-  decode->torch_s[SIDE_SH] = peer_number(line, "sh_decode_seconds");
-  decode->torch_s[SIDE_MHA] = peer_number(line, "mha_decode_seconds");
+  peer_numbers("switchhead_torch.py", args, keys, 4, v);
+  prefill->torch_s[SIDE_SH] = v[0];
+  prefill->torch_s[SIDE_MHA] = v[1];
+  decode->torch_s[SIDE_SH] = v[2];
+  decode->torch_s[SIDE_MHA] = v[3];
 }
 
 static void print_row(bench *B, const sh_config *c, const char *call,

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_common.h"
+#include "bench_harness.h"
 
 static const char th_cl[] =
     "/* The unfused path's head mix, a contraction over the head axis:\n"
@@ -259,49 +259,41 @@ static double roof_s(bench *B, double rd, double wr, double flops)
  * negative value with the reason printed. */
 static double peer_seconds(const char *args)
 {
-  char line[1024];
+  static const char *const key[1] = {"seconds"};
   double s;
-  if (peer_run("talking_heads_torch.py", args, line, sizeof line) != 0)
-    return -1.0;
-  s = peer_number(line, "seconds");
-  if (!(s > 0)) {
-    line[strcspn(line, "\n")] = '\0';
-    printf("  peer: torch unavailable (%s)\n", line);
-    return -1.0;
-  }
-  return s;
+  return peer_numbers("talking_heads_torch.py", args, key, 1, &s) == 0
+             ? s
+             : -1.0;
+}
+
+/* The model's predicted ratio beside a measured one, or why there is
+ * none. */
+static void print_prediction(double pred, double measured, const char *why)
+{
+  if (pred > 0)
+    printf("model's prediction %.2fx (measured/predicted %.2f)\n", pred,
+           measured / pred);
+  else
+    printf("model's prediction n/a (%s)\n", why);
 }
 
 /* ---------------------------------------------------------- prefill */
 
-/* Paired rounds of TH and MHA: per-round ratios' median in *ratio, each
- * side's median time in t_th, t_mha. */
+/* Paired rounds of TH and MHA, one warm-up round first: per-round
+ * ratios' median in *ratio, each side's median time in t_th, t_mha. */
 static void time_pair(bench *B, th_arg *a, int rounds, double *t_th,
                       double *t_mha, double *ratio)
 {
-  double *t = xmalloc((size_t)rounds * 3 * sizeof *t);
-  for (int r = -1; r < rounds; r++) { /* round -1: warm-up */
-    double t0, t1, t2;
-    CK(clFinish(B->queue));
-    t0 = clattn__now();
-    if (run_th(B, a) != 0)
-      die("clattn_talking_heads failed: %s", clattn_ctx_errmsg(B->ctx));
-    CK(clFinish(B->queue));
-    t1 = clattn__now();
-    if (run_mha(B, a) != 0)
-      die("clattn_attention failed: %s", clattn_ctx_errmsg(B->ctx));
-    CK(clFinish(B->queue));
-    t2 = clattn__now();
-    if (r < 0)
-      continue;
-    t[r] = t1 - t0;
-    t[rounds + r] = t2 - t1;
-    t[2 * rounds + r] = (t1 - t0) / (t2 - t1);
-  }
-  *ratio = clattn__median(t + 2 * rounds, rounds);
-  *t_th = clattn__median(t, rounds);
-  *t_mha = clattn__median(t + rounds, rounds);
-  free(t);
+  const bench_side sides[2] = {
+      {"clattn_talking_heads", run_th, a, 1, 1, NULL, 0},
+      {"clattn_attention", run_mha, a, 1, 1, NULL, 0}};
+  bench_rounds R;
+  rounds_init(B, &R, sides, 2, rounds, 0, 0);
+  rounds_run(&R, -1, rounds + 1);
+  *ratio = rounds_ratio(&R, 0, 1);
+  *t_th = rounds_time(&R, 0);
+  *t_mha = rounds_time(&R, 1);
+  rounds_free(&R);
 }
 
 static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
@@ -334,29 +326,14 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
   snprintf(tag, sizeof tag, "H=%d %s", H, causal ? "causal" : "non-causal");
   memset(&a, 0, sizeof a);
   a.k_mix = k_mix;
-  a.d.batch = b;
-  a.d.n_q = n;
-  a.d.n_kv = m;
-  a.d.heads_k = hk;
-  a.d.heads = h;
-  a.d.heads_v = hv;
-  a.d.head_dim_k = dk;
-  a.d.head_dim_v = dv;
-  a.d.dtype = CLATTN_F32;
-  a.d.q_layout = CLATTN_BSHD;
-  a.d.kv_layout = CLATTN_BSHD;
-  a.d.causal = causal;
-  a.md.batch = b;
-  a.md.n_q = n;
-  a.md.n_kv = m;
-  a.md.heads_q = H;
-  a.md.heads_kv = H;
-  a.md.head_dim_k = dk;
-  a.md.head_dim_v = dv;
-  a.md.dtype = CLATTN_F32;
-  a.md.q_layout = CLATTN_BSHD;
-  a.md.kv_layout = CLATTN_BSHD;
-  a.md.causal = causal;
+  a.d = (clattn_th_desc){.size = sizeof a.d, .batch = b, .n_q = n, .n_kv = m,
+      .heads_k = hk, .heads = h, .heads_v = hv, .head_dim_k = dk,
+      .head_dim_v = dv, .dtype = CLATTN_F32, .q_layout = CLATTN_BSHD,
+      .kv_layout = CLATTN_BSHD, .causal = causal};
+  a.md = (clattn_attn_desc){.size = sizeof a.md, .batch = b, .n_q = n,
+      .n_kv = m, .heads_q = H, .heads_kv = H, .head_dim_k = dk,
+      .head_dim_v = dv, .dtype = CLATTN_F32, .q_layout = CLATTN_BSHD,
+      .kv_layout = CLATTN_BSHD, .causal = causal};
   a.q = buf_random(B, eq, 1.0f, 21);
   a.k = buf_random(B, ek, 1.0f, 22);
   a.v = buf_random(B, ev, 1.0f, 23);
@@ -387,11 +364,7 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
              clattn_choice_source_str(ch.source));
   }
   printf("      time TH/MHA       %6.2fx  ", r_time);
-  if (pred > 0)
-    printf("model's prediction %.2fx (measured/predicted %.2f)\n", pred,
-           r_time / pred);
-  else
-    printf("model's prediction n/a (%s)\n", why);
+  print_prediction(pred, r_time, why);
   printf("      FLOPs TH/MHA      %6.3fx  model's overhead h(h_k+h_v)/(d_k h_k"
          "+d_v h_v) = %.3f\n", f_th / f_mha, overhead);
   printf("      FLOP rate TH/MHA  %6.2fx  (target >= 0.7x): TH %.1f GFLOP/s "
@@ -437,27 +410,18 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
   {
     /* each unfused run is followed by a fused one: the speed-up is the
      * median of the pairs' ratios */
-    const int reps = B->reps;
-    double *tu = xmalloc((size_t)reps * 8 * sizeof *tu);
-    for (int i = 0; i < reps; i++) {
-      double t0 = clattn__now(), t1;
-      run_unfused(B, &a);
-      t1 = clattn__now();
-      if (run_th(B, &a) != 0)
-        die("clattn_talking_heads failed: %s", clattn_ctx_errmsg(B->ctx));
-      CK(clFinish(B->queue));
-      tu[i] = t1 - t0;
-      tu[6 * reps + i] = clattn__now() - t1;
-      tu[7 * reps + i] = tu[i] / tu[6 * reps + i];
-      for (int s = 0; s < 5; s++)
-        tu[reps * (s + 1) + i] = a.stage[s];
-    }
-    for (int s = 0; s < 5; s++)
-      st[s] = clattn__median(tu + reps * (s + 1), reps);
-    speedup = clattn__median(tu + 7 * reps, reps);
-    t_th = clattn__median(tu + 6 * reps, reps);
-    t_unf = clattn__median(tu, reps);
-    free(tu);
+    const bench_side sides[2] = {
+        {"the unfused pipeline", run_unfused, &a, 1, 1, a.stage, 5},
+        {"clattn_talking_heads", run_th, &a, 1, 1, NULL, 0}};
+    bench_rounds R;
+    rounds_init(B, &R, sides, 2, B->reps, 0, 0);
+    rounds_run(&R, 0, B->reps);
+    for (int j = 0; j < 5; j++)
+      st[j] = rounds_stage(&R, 0, j);
+    speedup = rounds_ratio(&R, 0, 1);
+    t_th = rounds_time(&R, 1);
+    t_unf = rounds_time(&R, 0);
+    rounds_free(&R);
   }
   {
     const double r_f = roof_s(B, rd, wr, f_th);
@@ -522,20 +486,23 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
 typedef struct th_dec_arg {
   clattn_th_decode_desc d;
   clattn_decode_desc md;
-  int layers;
-  cl_mem *kc, *vc; /* shared by both: h_k = h_v = H, BHSD */
+  kv_rotation kv; /* shared by both: h_k = h_v = H, BHSD */
   cl_mem q, pl, pw, lens, o, o_mha;
 } th_dec_arg;
 
-/* One TH step on every layer's caches in turn. */
-static void th_decode_pass(bench *B, th_dec_arg *a)
+/* One TH step, and one MHA step, on one layer's caches. */
+static int th_decode_step(bench *B, void *p, cl_mem k, cl_mem v)
 {
-  for (int l = 0; l < a->layers; l++)
-    if (clattn_talking_heads_decode(B->ctx, &a->d, a->q, a->kc[l], a->vc[l],
-                                    a->pl, a->pw, a->lens, a->o,
-                                    NULL) != CLATTN_OK)
-      die("clattn_talking_heads_decode failed: %s",
-          clattn_ctx_errmsg(B->ctx));
+  th_dec_arg *a = p;
+  return (int)clattn_talking_heads_decode(B->ctx, &a->d, a->q, k, v, a->pl,
+                                          a->pw, a->lens, a->o, NULL);
+}
+
+static int mha_decode_step(bench *B, void *p, cl_mem k, cl_mem v)
+{
+  th_dec_arg *a = p;
+  return (int)clattn_decode(B->ctx, &a->md, a->q, k, v, a->lens, a->o_mha,
+                            NULL);
 }
 
 static void th_decode(bench *B)
@@ -546,44 +513,25 @@ static void th_decode(bench *B)
   const size_t target = cold_bytes(B);
   const int rounds = B->reps < 15 ? 15 : B->reps;
   const size_t copy_b = (size_t)(B->quick ? 64 : 128) << 20;
-  double *t = xmalloc((size_t)rounds * 4 * sizeof *t);
-  double gbs = 0, r_time, of_copy, t_th, t_mha, pred = -1.0;
-  clattn_copy_ref *ref = NULL;
-  clattn_profile prof = {.size = sizeof(clattn_profile)};
+  double r_time, of_copy, t_th, t_mha, pred = -1.0;
+  clattn_profile prof = B->prof;
   clattn_prediction p_th = {.size = sizeof(clattn_prediction)}, p_mha = {.size = sizeof(clattn_prediction)};
   char why[256], args[256], val[TH_KEYS][16];
   th_key kv[TH_KEYS];
   cl_int len = m;
   th_dec_arg a;
-  clattn_profile bprof = B->prof;
+  kv_pass pass[2];
+  bench_side sides[2];
+  bench_rounds R;
 
   memset(&a, 0, sizeof a);
-  a.layers = (int)((target + step_bytes - 1) / step_bytes);
-  if (a.layers < 2)
-    a.layers = 2;
-  a.d.batch = b;
-  a.d.capacity = m;
-  a.d.heads_k = H;
-  a.d.heads = H;
-  a.d.heads_v = H;
-  a.d.head_dim_k = d;
-  a.d.head_dim_v = d;
-  a.d.dtype = CLATTN_F32;
-  a.d.cache_layout = CLATTN_BHSD;
-  a.md.batch = b;
-  a.md.capacity = m;
-  a.md.heads_q = H;
-  a.md.heads_kv = H;
-  a.md.head_dim_k = d;
-  a.md.head_dim_v = d;
-  a.md.dtype = CLATTN_F32;
-  a.md.cache_layout = CLATTN_BHSD;
-  a.kc = xmalloc((size_t)a.layers * sizeof *a.kc);
-  a.vc = xmalloc((size_t)a.layers * sizeof *a.vc);
-  for (int l = 0; l < a.layers; l++) {
-    a.kc[l] = buf_random(B, cache_b / sizeof(float), 1.0f, 100 + (unsigned)l);
-    a.vc[l] = buf_random(B, cache_b / sizeof(float), 1.0f, 200 + (unsigned)l);
-  }
+  a.d = (clattn_th_decode_desc){.size = sizeof a.d, .batch = b, .capacity = m,
+      .heads_k = H, .heads = H, .heads_v = H, .head_dim_k = d, .head_dim_v = d,
+      .dtype = CLATTN_F32, .cache_layout = CLATTN_BHSD};
+  a.md = (clattn_decode_desc){.size = sizeof a.md, .batch = b, .capacity = m,
+      .heads_q = H, .heads_kv = H, .head_dim_k = d, .head_dim_v = d,
+      .dtype = CLATTN_F32, .cache_layout = CLATTN_BHSD};
+  kv_rotation_create(B, cache_b, &a.kv);
   a.q = buf_random(B, (size_t)b * H * d, 1.0f, 31);
   a.pl = buf_random(B, (size_t)H * H, 1.0f / sqrtf((float)H), 32);
   a.pw = buf_random(B, (size_t)H * H, 1.0f / sqrtf((float)H), 33);
@@ -592,39 +540,25 @@ static void th_decode(bench *B)
   a.lens = buf_new(B, (size_t)b * sizeof(cl_int));
   CK(clEnqueueFillBuffer(B->queue, a.lens, &len, sizeof len, 0,
                          (size_t)b * sizeof len, 0, NULL, NULL));
-  CKA(B, clattn_copy_ref_create(B->ctx, copy_b, &ref));
+  pass[0] = (kv_pass){&a.kv, th_decode_step, &a};
+  pass[1] = (kv_pass){&a.kv, mha_decode_step, &a};
+  sides[0] = (bench_side){"clattn_talking_heads_decode", kv_pass_run,
+                          &pass[0], 1, a.kv.count, NULL, 0};
+  sides[1] = (bench_side){"clattn_decode", kv_pass_run, &pass[1], 1,
+                          a.kv.count, NULL, 0};
 
   printf("\n  -- (d) decode: b=%d h_k=h=h_v=%d m=%d d=%d f32, BHSD caches, "
          "COLD: %d per-\"layer\" caches (%zu MiB) in turn --\n",
-         b, H, m, d, a.layers, (step_bytes * a.layers) >> 20);
-  for (int r = -1; r < rounds; r++) { /* round -1: warm-up */
-    double t0, t1, t2;
-    CKA(B, clattn_copy_ref_run(ref, &gbs));
-    CK(clFinish(B->queue));
-    t0 = clattn__now();
-    th_decode_pass(B, &a);
-    CK(clFinish(B->queue));
-    t1 = clattn__now();
-    for (int l = 0; l < a.layers; l++)
-      if (clattn_decode(B->ctx, &a.md, a.q, a.kc[l], a.vc[l], a.lens,
-                        a.o_mha, NULL) != CLATTN_OK)
-        die("clattn_decode failed: %s", clattn_ctx_errmsg(B->ctx));
-    CK(clFinish(B->queue));
-    t2 = clattn__now();
-    if (r < 0)
-      continue;
-    t[r] = (t1 - t0) / a.layers;
-    t[rounds + r] = (t2 - t1) / a.layers;
-    t[2 * rounds + r] = (t1 - t0) / (t2 - t1);
-    t[3 * rounds + r] = (double)step_bytes / t[r] / (gbs * 1e9);
-    if (r == rounds - 1)
-      clattn_profile_at_copy(&bprof, gbs);
-  }
-  r_time = clattn__median(t + 2 * rounds, rounds);
-  of_copy = clattn__median(t + 3 * rounds, rounds);
-  t_th = clattn__median(t, rounds);
-  t_mha = clattn__median(t + rounds, rounds);
-  prof = bprof;
+         b, H, m, d, a.kv.count, (step_bytes * a.kv.count) >> 20);
+  rounds_init(B, &R, sides, 2, rounds, 0, copy_b);
+  rounds_run(&R, -1, rounds + 1);
+  r_time = rounds_ratio(&R, 0, 1);
+  of_copy = rounds_of_copy(&R, 0, (double)step_bytes);
+  t_th = rounds_time(&R, 0);
+  t_mha = rounds_time(&R, 1);
+  /* the model at the last round's copy bandwidth */
+  clattn_profile_at_copy(&prof, R.gbs[rounds - 1]);
+  rounds_free(&R);
   th_keys(kv, val, b, 1, m, H, H, H, d, d, 0, "bhsd");
   if (clattn_model_decode(&a.md, NULL, &prof, &p_mha) != CLATTN_OK)
     snprintf(why, sizeof why, "MHA: %.200s", p_mha.errmsg);
@@ -634,11 +568,7 @@ static void th_decode(bench *B)
   printf("      %d paired rounds, each a copy of %zu MiB, a TH pass and an "
          "MHA pass (ratios: medians of the rounds')\n", rounds, copy_b >> 20);
   printf("      step TH/MHA       %6.2fx  (target <= 1.3x); ", r_time);
-  if (pred > 0)
-    printf("model's prediction %.2fx (measured/predicted %.2f)\n", pred,
-           r_time / pred);
-  else
-    printf("model's prediction n/a (%s)\n", why);
+  print_prediction(pred, r_time, why);
   printf("      TH step reads K/V at %.1f%% of the round's copy bandwidth "
          "(%.1f us/step TH, %.1f MHA; %.2f MiB/step)\n", 100.0 * of_copy,
          1e6 * t_th, 1e6 * t_mha, step_bytes / 1048576.0);
@@ -655,35 +585,23 @@ static void th_decode(bench *B)
     if (tp > 0) {
       /* clattn's TH step again right after the peer's process, so that
        * both sides see the machine of the same minute */
-      for (int r = 0; r < rounds; r++) {
-        double t0;
-        CK(clFinish(B->queue));
-        t0 = clattn__now();
-        th_decode_pass(B, &a);
-        CK(clFinish(B->queue));
-        t[r] = (clattn__now() - t0) / a.layers;
-      }
-      t_th = clattn__median(t, rounds);
+      rounds_init(B, &R, sides, 1, rounds, 0, 0);
+      rounds_run(&R, 0, rounds);
+      t_th = rounds_time(&R, 0);
+      rounds_free(&R);
       printf("      torch/clattn step time %.2fx (torch's TH step, cold, "
              "the same rotation; clattn's timed\n      right after it)\n",
              tp / t_th);
       rec(B, "talking-heads", "decode", "speedup_vs_torch", tp / t_th);
     }
   }
-  clattn_copy_ref_destroy(ref);
-  for (int l = 0; l < a.layers; l++) {
-    rel(&a.kc[l]);
-    rel(&a.vc[l]);
-  }
-  free(a.kc);
-  free(a.vc);
+  kv_rotation_destroy(&a.kv);
   rel(&a.q);
   rel(&a.pl);
   rel(&a.pw);
   rel(&a.o);
   rel(&a.o_mha);
   rel(&a.lens);
-  free(t);
 }
 
 void bench_talking_heads(bench *B)

@@ -136,14 +136,15 @@ inline void put_row_scalar(__global stor_t *o, __global float *opart,
  * with 8 heads are reduced together by a shuffle tree, 7 additions a score where a
  * horizontal sum of 16 lanes takes 15 operations and a store; the scores
  * are kept key-major, sc[t * G + h], and the softmax runs on them 8 heads
- * to a vector.  (For G = 2 the same chunking was slower than rows.)  Keys
+ * to a vector.  (G = 2 keeps rows: two heads leave most lanes idle.)  Keys
  * are scored two at a time, the two K rows side by side in a float16: the
  * same operations per key where vectors hold 8 floats (AVX2), half the
  * FMAs and tree steps where they hold 16.  G = 4 with head dims up to 64
  * also goes in lanes, two keys of 4 heads to a tree of three pair-sums and
  * a fold where rows take 8 horizontal sums; the softmax runs on 2 keys x 4
- * heads to a float8; wider heads of 4 keep rows, where lanes gain nothing.
- * The plan (host/src/family/plan.c, pl->lanes) decides; the figures are in
+ * heads to a float8; wider heads of 4 keep rows, whose horizontal sums
+ * are then a small share of a score's work.  The plan
+ * (host/src/family/plan.c, pl->lanes) decides; the figures are in
  * bench/RESULTS.md, decode defaults. */
 #ifndef LANES
 #define LANES 0
@@ -567,8 +568,8 @@ __kernel void decode_split_reg(__global const stor_t *q,
      * stream past; all G * NV at once would not fit a CPU's register file
      * and spill.  The first head's pass, the one that reads V from memory,
      * also scores the next block (K from memory); it is a loop of its own
-     * because one loop for all heads with the scoring under a condition
-     * ran GQA and MQA slower on PoCL. */
+     * so that the other heads' passes carry no condition on the scoring
+     * (bench/RESULTS.md, decode defaults). */
     {
       vfloat a[NV];
 #pragma unroll

@@ -24,11 +24,9 @@ of at least --min-seconds, so that drift hits all of them alike.
 """
 import argparse
 import json
-import statistics
 import sys
-import time
 
-from torch_peer import load_torch
+from torch_peer import start, time_alternating
 
 VARIANTS = ("mha", "optimised", "efficient", "super")
 
@@ -40,12 +38,7 @@ def main():
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--max-len", type=int, default=512)
     ap.add_argument("--causal", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--min-seconds", type=float, default=0.02)
-    a = ap.parse_args()
-
-    torch = load_torch(a.threads)
+    a, torch = start(ap, reps=7, min_seconds=0.02)
     if torch is None:
         return 1
     import torch.nn.functional as F
@@ -89,35 +82,16 @@ def main():
 
     layers = {"mha": mha, "optimised": optimised, "efficient": efficient,
               "super": super_}
-    times = {v: [] for v in VARIANTS}
-    calls = {}
     with torch.inference_mode():
-        for v in VARIANTS:
-            # torch's first calls of a shape are slow (allocations, kernel
-            # selection): warm up for a while before sizing the batches
-            t0 = time.perf_counter()
-            warm = 0
-            while warm < 5 or time.perf_counter() - t0 < 0.2:
-                y = layers[v](x)
-                warm += 1
-            t0 = time.perf_counter()
-            for _ in range(3):
-                y = layers[v](x)
-            t = (time.perf_counter() - t0) / 3
-            calls[v] = max(1, int(a.min_seconds / max(t, 1e-6)) + 1)
-        for r in range(a.reps):
-            order = VARIANTS if r % 2 == 0 else VARIANTS[::-1]
-            for v in order:
-                t0 = time.perf_counter()
-                for _ in range(calls[v]):
-                    y = layers[v](x)
-                times[v].append((time.perf_counter() - t0) / calls[v])
+        seconds, y = time_alternating(
+            {v: (lambda f=layers[v]: f(x)) for v in VARIANTS}, a.reps,
+            a.min_seconds)
     out = {"peer": "torch", "version": torch.__version__,
            "threads": torch.get_num_threads(), "d_model": D, "heads": h,
            "seq": n, "max_len": ml, "causal": int(causal), "reps": a.reps,
-           "finite": bool(torch.isfinite(y).all())}
+           "finite": all(bool(torch.isfinite(o).all()) for o in y.values())}
     for v in VARIANTS:
-        out[v + "_seconds"] = statistics.median(times[v])
+        out[v + "_seconds"] = seconds[v]
     print(json.dumps(out))
     return 0
 

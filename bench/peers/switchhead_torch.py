@@ -24,11 +24,9 @@ alternately round by round, each timing a batch of calls of at least
 """
 import argparse
 import json
-import statistics
 import sys
-import time
 
-from torch_peer import load_torch
+from torch_peer import start, time_alternating
 
 
 def main():
@@ -41,12 +39,7 @@ def main():
     ap.add_argument("--dense-heads", type=int, default=10)
     ap.add_argument("--dense-head-dim", type=int, default=41)
     ap.add_argument("--seq", type=int, default=256)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--min-seconds", type=float, default=0.02)
-    a = ap.parse_args()
-
-    torch = load_torch(a.threads)
+    a, torch = start(ap, reps=7, min_seconds=0.02)
     if torch is None:
         return 1
     import torch.nn.functional as F
@@ -145,42 +138,19 @@ def main():
         q = (x1 @ m_w["q"]).view(1, Hd, dhd)
         return attend(q, m_k, m_v, Hd, False).reshape(1, -1) @ m_w["o"]
 
-    calls = {"sh_prefill": (sh_prefill, x), "mha_prefill": (mha_prefill, x),
-             "sh_decode": (sh_decode, x_new),
-             "mha_decode": (mha_decode, x_new)}
-    names = list(calls)
-    times = {n: [] for n in names}
-    batch = {}
-    finite = True
+    calls = {"sh_prefill": lambda: sh_prefill(x),
+             "mha_prefill": lambda: mha_prefill(x),
+             "sh_decode": lambda: sh_decode(x_new),
+             "mha_decode": lambda: mha_decode(x_new)}
     with torch.inference_mode():
-        for n in names:
-            fn, arg = calls[n]
-            # the first calls of a shape are slow (allocations, kernel
-            # selection): warm up for a while before sizing the batches
-            t0 = time.perf_counter()
-            warm = 0
-            while warm < 5 or time.perf_counter() - t0 < 0.2:
-                y = fn(arg)
-                warm += 1
-            finite = finite and bool(torch.isfinite(y).all())
-            t0 = time.perf_counter()
-            for _ in range(3):
-                fn(arg)
-            t = (time.perf_counter() - t0) / 3
-            batch[n] = max(1, int(a.min_seconds / max(t, 1e-6)) + 1)
-        for r in range(a.reps):
-            for n in (names if r % 2 == 0 else names[::-1]):
-                fn, arg = calls[n]
-                t0 = time.perf_counter()
-                for _ in range(batch[n]):
-                    fn(arg)
-                times[n].append((time.perf_counter() - t0) / batch[n])
+        seconds, y = time_alternating(calls, a.reps, a.min_seconds)
+    finite = all(bool(torch.isfinite(o).all()) for o in y.values())
     out = {"peer": "torch", "version": torch.__version__,
            "threads": torch.get_num_threads(), "d_model": D, "heads": H,
            "head_dim": dh, "experts": E, "topk": k, "dense_heads": Hd,
            "dense_head_dim": dhd, "seq": T, "reps": a.reps, "finite": finite}
-    for n in names:
-        out[n + "_seconds"] = statistics.median(times[n])
+    for n in calls:
+        out[n + "_seconds"] = seconds[n]
     print(json.dumps(out))
     return 0
 

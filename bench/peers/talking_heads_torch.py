@@ -21,7 +21,7 @@ import statistics
 import sys
 import time
 
-from torch_peer import load_torch
+from torch_peer import start
 
 
 def main():
@@ -36,11 +36,7 @@ def main():
     ap.add_argument("--causal", type=int, default=0)
     ap.add_argument("--decode", action="store_true")
     ap.add_argument("--cold-mib", type=int, default=512)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=5)
-    a = ap.parse_args()
-
-    torch = load_torch(a.threads)
+    a, torch = start(ap, reps=5)
     if torch is None:
         return 1
     b, hk, h, hv, d = a.batch, a.heads_k, a.heads, a.heads_v, a.head_dim

@@ -12,8 +12,9 @@ typedef struct clattn__target {
    * vector width > 1, as PoCL reports): the register-blocked kernels
    * (variant 1) are its default.  Elsewhere the work-group kernels
    * (variant 2): GPUs, and CPU runtimes that vectorise across work-items
-   * and report 1 (Mesa's llvmpipe, where variant 1 ran several times
-   * slower: bench/RESULTS.md, prefill). */
+   * and report 1 (Mesa's llvmpipe), whose compilers make their vectors
+   * from work-items, not from variant 1's explicit ones (bench/RESULTS.md,
+   * prefill). */
   int cpu_vectors;
   /* With cpu_vectors: the preferred float vector width and the number of
    * architectural vector registers (clattn__cpu_vregs). */

@@ -56,10 +56,13 @@ size_t clattn__gg_sched_ints(const clattn__gg *g, const clattn__gg_plan *pl) {
 }
 
 /* Variant 1's default columns a work-item: the vector count (1 to 5, and
- * no more than a quarter of the registers) whose columns computed over N,
- * weighted by its register block's speed as measured on AVX-512, are the
- * fewest: 3 vectors of 8 rows for a dense GEMM, 4 of 6 with routing
- * (whose blocks also add into the tile). */
+ * no more than a quarter of the registers) whose columns computed over N
+ * (N rounded up to the block), weighted by its register block's relative
+ * time per column, cost the least, so that a faster wide block is weighed
+ * against the columns it computes past N (the weights' origin:
+ * bench/RESULTS.md, figures that shaped the code): 3 vectors of 8 rows
+ * for a dense GEMM, 4 of 6 with routing (whose blocks also add into the
+ * tile). */
 static int default_cv(int N, int vw, int vregs, int dense) {
   static const double weight[2][6] = {{0, 1.25, 1.08, 1.04, 1.0, 1.1},
                                       {0, 1.25, 1.08, 1.0, 1.05, 1.1}};

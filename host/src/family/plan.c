@@ -85,10 +85,10 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
      * accumulators fit the vector registers (a spilled accumulator costs a
      * store per FMA) over 16..64 keys (a multiple of 16).  AVX-512 (16
      * floats, 32 registers): 8 rows x 2 vectors of keys, whatever the head
-     * dims, which beat the earlier 4 x 64 on every shape measured
-     * (bench/RESULTS.md, prefill).  Else 4 vectors of keys and up to 4 rows
-     * (2 for wide heads, whose q rows are large): AVX2 (8 floats, 16
-     * registers) 2 x 32, AArch64 (4 floats, 32 registers) 4 x 16. */
+     * dims, so that each key vector loaded serves 8 rows (bench/RESULTS.md,
+     * prefill).  Else 4 vectors of keys and up to 4 rows (2 for wide
+     * heads, whose q rows are large): AVX2 (8 floats, 16 registers)
+     * 2 x 32, AArch64 (4 floats, 32 registers) 4 x 16. */
     const int vw = t->vec_width > 1 ? t->vec_width : 4;
     const int vr = t->vregs > 0 ? t->vregs : 16;
     const int wide = vw >= 16 && vr >= 32;
@@ -175,9 +175,9 @@ clattn_status clattn__plan_decode(const clattn__target *t,
      * registers, so one load serves them all.  In f32, where a V load from
      * L1 costs next to nothing, 2 heads a pass on CPUs that want prefetch,
      * so that two passes remain to carry the prefetches; GQA-4, which runs
-     * without prefetch, keeps 2 as well, since 1 was no faster.  1 where
-     * the registers are unknown or few (AVX2).  Figures: bench/RESULTS.md,
-     * decode defaults. */
+     * without prefetch, keeps 2 as well, as a pass a head would only add
+     * passes over the block's V rows.  1 where the registers are unknown or
+     * few (AVX2).  Figures: bench/RESULTS.md, decode defaults. */
     const int es = (int)clattn_dtype_size(d->dtype);
     const int most = es == 2 ? 4 : pf_wanted ? 2 : 1;
     const int heads = es == 2 ? g - 1 : g - 2;
@@ -208,17 +208,17 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     /* Prefetch of the next block during the P V passes after the first
      * (cl/decode.cl's pf_step; none without such a pass): by default only
      * for groups of more than 4 heads with two passes or more, on CPUs
-     * with 32 vector registers: smaller groups have too little P V work
-     * after the first pass to hide it in, and with two splits a core GQA-4
-     * runs faster without (bench/RESULTS.md, decode defaults).  The tuner
-     * tries both (params prefetch). */
+     * with 32 vector registers: smaller groups, GQA-4 included, have too
+     * little P V work after the first pass to hide it in (bench/RESULTS.md,
+     * decode defaults).  The tuner tries both (params prefetch). */
     const int passes = (g - 1 + pl->pvh - 1) / pl->pvh;
     pl->pf = g > 1 && pl->pvh < g && pf_wanted &&
              (p->prefetch == 2 || (g > 4 && passes >= 2));
     /* Keys per block: for groups, blocks of ~4 KiB of K (and of V), 16
-     * to 64 keys, which beat larger blocks for every group size; 32 for
-     * MHA, which smaller blocks did not speed up; by slices (pvh == g), 16
-     * keys whatever the dtype (bench/RESULTS.md, decode defaults). */
+     * to 64 keys, so that a block stays in L1 while every head of the
+     * group reads it; 32 for MHA, which has no other head to share a
+     * block; by slices (pvh == g), 16 keys whatever the dtype
+     * (bench/RESULTS.md, decode defaults). */
     const int kb4k = 4096 / (dk * es) / 16 * 16;
     pl->kb = p->keys       ? p->keys
              : g == 1      ? 32
@@ -275,8 +275,9 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   chunk = (chunk + pl->kb - 1) / pl->kb * pl->kb;
   pl->chunk = chunk;
   /* heads in lanes (cl/decode.cl's LANES): groups of 8, 16, ..., and of 4
-   * with head dims up to 64; wider heads of 4 gain nothing
-   * (bench/RESULTS.md, decode defaults) */
+   * with head dims up to 64; wider heads of 4 keep rows, whose horizontal
+   * sums are then a small share of a score's work (bench/RESULTS.md,
+   * decode defaults) */
   pl->lanes = pl->variant == 1 && dk % 8 == 0 &&
               (g % 8 == 0 || (g == 4 && dk <= 64));
   pl->splits = (d->capacity + chunk - 1) / chunk;

@@ -23,25 +23,20 @@ typedef struct vals {
   int v[8];
 } vals;
 
-/* CPU devices (PoCL here).  Measured at 2048x512x512 on this machine,
- * where CLBlast's defaults (GEMMK=0 MWG=NWG=64 MDIMC=16 NDIMC=8 VWM=VWN=4
- * KWG=32 KWI=2 SA=SB=0, as its C++ RetrieveParameters reports them) run
- * the indirect path at 7.4 GFLOP/s, and with 20-25 s of build per
- * candidate in mind:
- *  - GEMMK=1 (CLBlast's "kernel 1", 2D register tiles, no local memory)
- *    is the useful one here: it wants A and C in the layers' row-major
- *    orientation, so the pre- and post-processing transposes of A and C
- *    disappear, and it reached 32.7 (8x8 items, 64x64 tiles, VWM=VWN=4,
- *    KREG=4) and 42.5 GFLOP/s (4x4 items, 64x64 tiles, VWM=VWN=8,
- *    KREG=8).  CLBlast's tuner pairs it with KWG=KWI=1 (xgemm.hpp, V=11
- *    and 12), but kernel 1 walks K KREG at a time while the routine pads
- *    K only to a multiple of KWG: with K=53 such candidates read past K
- *    and failed the check (non-finite values).  Here KWG = KREG.
- *  - GEMMK=0 is kept as a small second family around its best here, 25.9
- *    (16x16 items, MWG=NWG=128, VWM=VWN=8, KWG=16); SA=SB=1 (10.8 against
- *    17.4 without: "local" memory is ordinary RAM on a CPU and the staging
- *    barriers cost time), STRM=STRN=1 (8.6: strided loads are gathers) and
- *    8x8 items with 4x4 tiles (6.8) lose, so those are not in the space.
+/* CPU devices (PoCL).  Two small families, since every candidate costs a
+ * whole CLBlast build (the figures behind them: bench/RESULTS.md, figures
+ * that shaped the code):
+ *  - GEMMK=1 (CLBlast's "kernel 1", 2D register tiles, no local memory):
+ *    it wants A and C in the layers' row-major orientation, so the pre-
+ *    and post-processing transposes of A and C disappear.  CLBlast's tuner
+ *    pairs it with KWG=KWI=1 (xgemm.hpp, V=11 and 12), but kernel 1 walks
+ *    K KREG at a time while the routine pads K only to a multiple of KWG,
+ *    so such candidates read past K and fail the check (non-finite
+ *    values).  Here KWG = KREG.
+ *  - GEMMK=0, a second family around its best on a CPU, without SA=SB=1
+ *    ("local" memory is ordinary RAM on a CPU and the staging barriers
+ *    cost time), STRM=STRN=1 (strided loads are gathers) or 8x8 items
+ *    with 4x4 tiles (too few accumulators to keep the FMA units busy).
  *  - STRM=STRN=0: a work-item's values are contiguous, loads are vectors.
  * MDIMA/NDIMB only shape the local-memory loads (SA/SB=1); with SA=SB=0
  * they do not change the kernel, so they equal MDIMC/NDIMC (another value
@@ -181,12 +176,11 @@ int clattn__xgemm_valid(const clattn_ctx *ctx, const int *v, char *why,
 
 /* Device-specific pruning on top of validity: redundant MDIMA/NDIMB when
  * the tiles are not staged, and on CPUs, to keep the space compact (each
- * candidate costs a 20-25 s build): square work-groups (MDIMC = NDIMC),
- * equal vector widths (VWM = VWN, as CLBlast's own kernel-1 set), and a
- * register budget: the MWI*NWI accumulators of a work-item between 64 and
- * 256 floats (4 to 16 AVX-512 registers, leaving room for the A and B
- * operands; fewer starve the FMA units, more spill).  The winners
- * measured above all had that shape. */
+ * candidate costs a whole CLBlast build): square work-groups (MDIMC =
+ * NDIMC), equal vector widths (VWM = VWN, as CLBlast's own kernel-1 set),
+ * and a register budget: the MWI*NWI accumulators of a work-item between
+ * 64 and 256 floats (4 to 16 AVX-512 registers, leaving room for the A and
+ * B operands; fewer starve the FMA units, more spill). */
 static int keep(const clattn_ctx *ctx, const int *v) {
   if (v[P_SA] == 0 && v[P_MDIMA] != v[P_MDIMC])
     return 0;

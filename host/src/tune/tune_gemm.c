@@ -330,9 +330,9 @@ static clattn_status tune_gemm_unlocked(clattn_ctx *ctx, clattn_db *db,
   memset(&o, 0, sizeof o);
   if (opts != NULL)
     o = *opts;
-  /* A candidate's first call builds CLBlast's whole GEMM program: 20-50 s
-   * on PoCL with a cold cache, so the engine's 10 s default would reject
-   * every candidate. */
+  /* A candidate's first call builds CLBlast's whole GEMM program, which
+   * on PoCL with a cold cache outlasts the engine's 10 s default, so that
+   * default would reject every candidate. */
   if (o.timeout_s <= 0)
     o.timeout_s = 120.0;
   memset(&fp, 0, sizeof fp);

@@ -27,8 +27,8 @@
  * device on the best tuned entry of the database (or, if none is valid,
  * XgemmDirect only, whose parameters are never touched), for the whole
  * process.  Every override changes the kernel source, so the first GEMM
- * after it compiles again (20-50 s on PoCL with a cold cache, under a
- * second with a warm one). */
+ * after it compiles CLBlast's whole GEMM program again (long on PoCL with
+ * a cold cache: bench/RESULTS.md, figures that shaped the code). */
 #ifndef CLATTN_TUNE_GEMM_H
 #define CLATTN_TUNE_GEMM_H
 
