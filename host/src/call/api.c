@@ -1,6 +1,7 @@
 /* api.c - the public functions of the kernel families: thin wrappers that
  * put their arguments in the family's order and take the generic path. */
 #include "call/call.h"
+#include "choice/choice.h"
 #include "family/decode.h"
 
 #include <string.h>
@@ -81,7 +82,7 @@ clattn_status clattn_ctx_last_choice(const clattn_ctx *ctx,
   const clattn__thread_slot *mine = clattn__ctx_thread_slot(locked);
   rc = CLATTN_ERR_NOT_FOUND;
   if (mine != NULL && mine->has_last) {
-    *out = mine->last;
+    clattn__memo_last(mine, out);
     rc = CLATTN_OK;
   }
   clattn__ctx_leave(locked);

@@ -32,7 +32,7 @@ static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
                                  const clattn_events *ev) {
   clattn__buf_spec spec[CLATTN__MAX_BUFS];
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
-  clattn_choice ch;
+  const clattn__memo_entry *m;
   clattn_status rc = begin(ctx, F, desc);
   if (rc)
     return rc;
@@ -47,13 +47,13 @@ static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
     if ((rc = clattn__check_buffer(ctx, bufs[i], need, spec[i].name)))
       return rc;
   }
-  if ((rc = clattn__choose(ctx, F, desc, &ch, plan)))
+  if ((rc = clattn__choose(ctx, F, desc, &m, plan)))
     return rc;
-  if ((rc = F->enqueue(ctx, desc, plan, ch.params.wg == 0, bufs, ev)))
+  const int auto_wg = clattn__memo_choice(m)->params.wg == 0;
+  if ((rc = F->enqueue(ctx, desc, plan, auto_wg, bufs, ev)))
     return rc;
-  ch.resolved = F->resolved(plan);
-  ctx->cur->last = ch;
-  ctx->cur->has_last = 1;
+  /* m is still the entry chosen: a family's enqueue makes no choice */
+  clattn__memo_record(ctx, m, F->resolved(plan));
   return CLATTN_OK;
 }
 
@@ -71,14 +71,17 @@ clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
 static clattn_status explain_locked(clattn_ctx *ctx, const clattn__family *F,
                                     const void *desc, clattn_choice *out) {
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
+  const clattn__memo_entry *m;
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc)
     return rc;
   if (out == NULL)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc or out is NULL");
-  if ((rc = begin(ctx, F, desc)))
+  if ((rc = begin(ctx, F, desc)) ||
+      (rc = clattn__choose(ctx, F, desc, &m, plan)))
     return rc;
-  return clattn__choose(ctx, F, desc, out, plan);
+  *out = *clattn__memo_choice(m);
+  return CLATTN_OK;
 }
 
 clattn_status clattn__explain(clattn_ctx *ctx, const clattn__family *F,

@@ -18,8 +18,12 @@
  * memory: opened read-only, and only the "ok" rows of this device and of
  * its vendor and architecture, the best few of each device, kernel and
  * shape class, each checked (clattn__tune_entry_check); a database locked
- * by another connection is read again a second later.  The model's picks
- * are memoised per family and shape class. */
+ * by another connection is read again a second later, and every database
+ * again after clattn_ctx_reload_tuning or a tuning run on the context.
+ * The model's picks are memoised per family and shape class, and each
+ * call's whole choice per call (memo.c): the search below, explanation
+ * included, runs once per call's key until the rows or the overrides
+ * change. */
 #include "choice/choice.h"
 #include "base/clock.h"
 #include "base/cpu_isa.h"
@@ -78,7 +82,8 @@ clattn_status clattn__choice_init(clattn_ctx *ctx, const clattn_ctx_opts *o) {
   C->has_override = calloc((size_t)nf, sizeof *C->has_override);
   C->override = calloc((size_t)nf, sizeof *C->override);
   C->override_from = calloc((size_t)nf, sizeof *C->override_from);
-  if (!C->has_override || !C->override || !C->override_from)
+  C->memo = clattn__memo_new();
+  if (!C->has_override || !C->override || !C->override_from || !C->memo)
     return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
   const char *env = getenv("CLATTN_PARAMS");
   if (env && *env) {
@@ -100,11 +105,26 @@ clattn_status clattn__choice_init(clattn_ctx *ctx, const clattn_ctx_opts *o) {
 
 void clattn__choice_reload(clattn_ctx *ctx) {
   clattn__choice_state *C = ctx->choice;
-  if (C && C->tuning) {
+  if (C == NULL)
+    return;
+  if (C->tuning) {
     free(C->tuning->e);
     free(C->tuning);
     C->tuning = NULL;
   }
+  clattn__memo_invalidate(C->memo);
+}
+
+clattn_status clattn_ctx_reload_tuning(clattn_ctx *ctx) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  if (locked == NULL)
+    return CLATTN_ERR_MISUSE;
+  ctx->errmsg[0] = '\0';
+  clattn__choice_reload(ctx);
+  /* the layers apply the Xgemm parameters again before their next GEMM */
+  ctx->gemm_explain[0] = '\0';
+  clattn__ctx_leave(locked);
+  return CLATTN_OK;
 }
 
 void clattn__choice_free(clattn_ctx *ctx) {
@@ -116,6 +136,7 @@ void clattn__choice_free(clattn_ctx *ctx) {
   free(C->has_override);
   free(C->override);
   free(C->override_from);
+  clattn__memo_free(C->memo);
   free(C);
   ctx->choice = NULL;
 }
@@ -466,8 +487,9 @@ best_row(const tier_call *k, const clattn_tune_entry *rows, int n, int exact,
   return best;
 }
 
-clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
-                             const void *desc, clattn_choice *ch, void *pl) {
+/* The search: the sources in order, the explanation written as it goes. */
+static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
+                            const void *desc, clattn_choice *ch, void *pl) {
   const clattn__target t = clattn__ctx_target(ctx);
   _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
   const clattn_params *caller = clattn__desc_params(F, desc);
@@ -603,6 +625,27 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
 resolved:
   ch->resolved = F->resolved(pl);
   ctx->errmsg[0] = '\0';
+  return CLATTN_OK;
+}
+
+clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
+                             const void *desc, const clattn__memo_entry **out,
+                             void *plan) {
+  clattn__choice_state *C = ctx->choice;
+  clattn__memo_key key;
+  clattn_choice ch;
+  /* a database that was busy is looked at again a second later, memoised
+   * choices or not */
+  if (C->tuning && C->tuning->retry_at > 0 &&
+      clattn__now() >= C->tuning->retry_at)
+    clattn__choice_reload(ctx);
+  clattn__memo_make_key(F, desc, &key);
+  if ((*out = clattn__memo_find(C->memo, &key, plan)) != NULL)
+    return CLATTN_OK;
+  clattn_status rc = search(ctx, F, desc, &ch, plan);
+  if (rc != CLATTN_OK)
+    return rc;
+  *out = clattn__memo_put(ctx, C->memo, &key, &ch, plan);
   return CLATTN_OK;
 }
 

@@ -88,6 +88,7 @@ static clattn__thread_slot *own_slot(clattn_ctx *ctx) {
   if (t->serial != self_serial()) { /* new, or an ended thread's */
     t->serial = self_serial();
     t->has_last = 0;
+    t->last_memo = NULL;
     t->errmsg[0] = '\0';
   }
   return t;

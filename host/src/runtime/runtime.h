@@ -38,6 +38,8 @@ typedef struct clattn__devinfo {
 typedef struct clattn__program clattn__program; /* in-memory cache entry */
 /* The parameter choice's state (choice/): the runtime only holds it. */
 typedef struct clattn__choice_state clattn__choice_state;
+/* A memoised choice (choice/memo.c), which a thread's record refers to. */
+typedef struct clattn__memo_entry clattn__memo_entry;
 
 enum { CLATTN_SCRATCH_SLOTS = 4 };
 
@@ -49,7 +51,10 @@ typedef struct clattn__thread_slot {
   unsigned long long serial; /* the thread's own (ids of ended threads are
                                 reused) */
   int has_last;
-  clattn_choice last; /* the thread's last call's choice, as it ran */
+  /* the thread's last call's choice, as it ran: last_memo's choice with
+   * last.resolved, or all of last when last_memo is NULL (choice/memo.c) */
+  clattn_choice last;
+  const clattn__memo_entry *last_memo;
   char errmsg[CLATTN_ERRMSG_MAX];
 } clattn__thread_slot;
 
