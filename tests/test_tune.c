@@ -17,7 +17,9 @@
  *    a measured profile and no entry, the model's pick is considered;
  *  - a context keeps its choices until its tuning is read again (a tuning
  *    run on it, clattn_ctx_reload_tuning, an override), and reports its
- *    last call as it ran.
+ *    last call as it ran;
+ *  - the nearest tuned class compares a class's numbers, each head count
+ *    of a talking-heads class ("h8.16.8") on its own.
  */
 #include "choice/choice.h"
 #include "family/plan.h"
@@ -1085,6 +1087,92 @@ Test(choice, repeated_calls_are_memoised) {
   tu_release(wo);
   free(w);
   clattn_ctx_destroy(ctx);
+}
+
+/* cls with its first word `from` replaced by `to`. */
+static void class_with(const char *cls, const char *from, const char *to,
+                       char *out, size_t cap) {
+  const char *at = strstr(cls, from);
+  cr_assert(at != NULL, "no \"%s\" in \"%s\"", from, cls);
+  snprintf(out, cap, "%.*s%s%s", (int)(at - cls), cls, to,
+           at + strlen(from));
+}
+
+/* The explanation of the talking-heads decode call below on a database of
+ * this device's rows (class with heads word and cache length replaced,
+ * keys, time). */
+typedef struct th_row {
+  const char *heads, *len;
+  int keys;
+  double t;
+} th_row;
+
+static clattn_choice th_nearest(const char *name, const th_row *rows, int n) {
+  static const char *shape =
+      "batch=1 kv-seq=4096 heads-k=8 heads=16 heads-v=8 head-dim=64";
+  clattn_ctx *probe_ctx = tu_ctx();
+  clattn_choice ch;
+  cr_assert_eq(clattn_explain_shape(probe_ctx, "talking-heads-decode", shape,
+                                    NULL, &ch),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(probe_ctx));
+  const char *path = tmp_db(name);
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
+  for (int i = 0; i < n; i++) {
+    char a[96], cls[96], params[64];
+    class_with(ch.shape_class, " h8.16.8 ", rows[i].heads, a, sizeof a);
+    class_with(a, " m4096 ", rows[i].len, cls, sizeof cls);
+    snprintf(params, sizeof params, "variant=1 keys=%d", rows[i].keys);
+    put_entry(db, probe_ctx, 0, "talking-heads-decode", cls, params, "ok",
+              rows[i].t);
+  }
+  clattn_db_close(db);
+  clattn_ctx *ctx = ctx_with_db(path);
+  cr_assert_eq(clattn_explain_shape(ctx, "talking-heads-decode", shape, NULL,
+                                    &ch),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  clattn_ctx_destroy(ctx);
+  clattn_ctx_destroy(probe_ctx);
+  return ch;
+}
+
+/* Talking-heads decode classes name three head counts, "h8.16.8" (key,
+ * logit and value heads), each a number of its own: a row of other head
+ * counts is far from the call (a head count doubled or halved weighs as
+ * two doublings of a length) and never an exact match, so a row of the
+ * call's heads one length away is the nearest, and among rows of other
+ * heads the fewest doublings win over the faster row. */
+Test(choice, talking_heads_nearest_class) {
+  static const th_row near_len[] = {
+      {" h8.16.4 ", " m4096 ", 16, 1e-4},
+      {" h8.8.8 ", " m4096 ", 32, 2e-4},
+      {" h4.16.8 ", " m4096 ", 48, 3e-4},
+      {" h8.16.8 ", " m2048 ", 128, 5e-4},
+  };
+  clattn_choice ch = th_nearest("th-len", near_len, 4);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED_NEAREST, "%s", ch.why);
+  cr_assert(strstr(ch.entry_class, " h8.16.8 ") != NULL &&
+                strstr(ch.entry_class, " m2048 ") != NULL,
+            "%s", ch.why);
+  cr_assert_eq(ch.params.keys, 128);
+
+  static const th_row other_heads[] = {
+      {" h8.16.2 ", " m4096 ", 16, 1e-4}, /* the value heads over 4 */
+      {" h4.16.8 ", " m4096 ", 48, 3e-4}, /* the key heads halved */
+  };
+  ch = th_nearest("th-heads", other_heads, 2);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED_NEAREST, "%s", ch.why);
+  cr_assert(strstr(ch.entry_class, " h4.16.8 ") != NULL, "%s", ch.why);
+  cr_assert_eq(ch.params.keys, 48);
+
+  static const th_row exact[] = {
+      {" h8.16.2 ", " m4096 ", 16, 1e-4},
+      {" h8.16.8 ", " m4096 ", 64, 4e-4},
+      {" h4.16.8 ", " m4096 ", 48, 3e-4},
+  };
+  ch = th_nearest("th-exact", exact, 3);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
+  cr_assert_eq(ch.params.keys, 64);
 }
 
 /* A database with the device's measured profile and three model checks

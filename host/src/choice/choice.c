@@ -319,56 +319,93 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
 
 /* -------------------------------------------------------- shape classes */
 
+/* A shape class is words: a name of letters, then nothing (a word such as
+ * "bhsd") or numbers joined by dots ("m4096", "h8.16.8": three head
+ * counts); the first word is the dtype. */
+#define CLASS_WORDS 16
+#define WORD_PARTS 4
+
+typedef struct class_word {
+  char name[16];
+  int nparts; /* 0: a word without numbers */
+  long part[WORD_PARTS];
+} class_word;
+
+typedef struct class_key {
+  int n; /* words; -1: text that is not a shape class */
+  class_word w[CLASS_WORDS];
+} class_key;
+
+static int is_lower(char c) { return c >= 'a' && c <= 'z'; }
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static void parse_class(const char *s, class_key *k) {
+  k->n = 0;
+  while (*s) {
+    if (*s == ' ') {
+      s++;
+      continue;
+    }
+    if (k->n == CLASS_WORDS)
+      goto bad;
+    class_word *w = &k->w[k->n++];
+    size_t len = 0;
+    while (is_lower(*s) && len + 1 < sizeof w->name)
+      w->name[len++] = *s++;
+    w->name[len] = '\0';
+    w->nparts = 0;
+    if (is_lower(*s))
+      goto bad; /* a longer name than any class has */
+    while (is_digit(*s)) {
+      long v = 0;
+      while (is_digit(*s) && v < 100000000L)
+        v = 10 * v + (*s++ - '0');
+      if (is_digit(*s) || w->nparts == WORD_PARTS)
+        goto bad;
+      w->part[w->nparts++] = v;
+      if (*s != '.')
+        break;
+      if (!is_digit(*++s))
+        goto bad;
+    }
+    if (*s && *s != ' ')
+      goto bad;
+  }
+  return;
+bad:
+  k->n = -1;
+}
+
 /* Distance between two classes of one kernel: -1 when they cannot share
- * parameters (dtype, head dims, layout differ), else the sum of |log2|
- * ratios of the sizes (the group counted twice) and 1 per other flag. */
-static double class_distance(const char *a, const char *b) {
-  char ta[16][24], tb[16][24];
-  int na = 0, nb = 0;
-  for (const char *s = a; *s && na < 16;) {
-    int n = 0;
-    while (*s == ' ')
-      s++;
-    while (*s && *s != ' ' && n < 23)
-      ta[na][n++] = *s++;
-    while (*s && *s != ' ')
-      s++;
-    ta[na][n] = '\0';
-    if (n)
-      na++;
-  }
-  for (const char *s = b; *s && nb < 16;) {
-    int n = 0;
-    while (*s == ' ')
-      s++;
-    while (*s && *s != ' ' && n < 23)
-      tb[nb][n++] = *s++;
-    while (*s && *s != ' ')
-      s++;
-    tb[nb][n] = '\0';
-    if (n)
-      nb++;
-  }
-  if (na != nb)
+ * parameters (the dtype, a head dim, a layout or another word differs, or
+ * a text is no class), else the sum over the numbers of |log2| of their
+ * ratios, each group size and head count counted twice (they change how
+ * the kernels divide the work, more than a length does), and 1 per
+ * differing flag (c0, c1). */
+static double class_distance(const class_key *a, const class_key *b) {
+  if (a->n < 0 || b->n < 0 || a->n != b->n)
     return -1;
   double dist = 0;
-  for (int i = 0; i < na; i++) {
-    size_t pa = strcspn(ta[i], "0123456789"), pb = strcspn(tb[i], "0123456789");
-    if (pa != pb || strncmp(ta[i], tb[i], pa) != 0)
+  for (int i = 0; i < a->n; i++) {
+    const class_word *x = &a->w[i], *y = &b->w[i];
+    if (strcmp(x->name, y->name) != 0 || x->nparts != y->nparts)
       return -1;
-    if (strcmp(ta[i], tb[i]) == 0)
+    if (memcmp(x->part, y->part, (size_t)x->nparts * sizeof x->part[0]) == 0)
       continue;
-    const char *key = ta[i];
-    if (!ta[i][pa] || (pa == 1 && (key[0] == 'k' || key[0] == 'v')))
-      return -1; /* dtype, layout, head dims */
-    if (pa == 1 && key[0] == 'c') {
+    const char *nm = x->name;
+    if (i == 0 || x->nparts == 0 || strcmp(nm, "k") == 0 ||
+        strcmp(nm, "v") == 0 || strcmp(nm, "d") == 0)
+      return -1; /* dtype, word, head dims */
+    if (strcmp(nm, "c") == 0) {
       dist += 1;
       continue;
     }
-    double x = atof(ta[i] + pa), y = atof(tb[i] + pb);
-    if (x <= 0 || y <= 0)
-      return -1;
-    dist += fabs(log2(x / y)) * (pa == 1 && key[0] == 'g' ? 2 : 1);
+    const double weight = strcmp(nm, "g") == 0 || nm[0] == 'h' ? 2 : 1;
+    for (int j = 0; j < x->nparts; j++) {
+      if (x->part[j] <= 0 || y->part[j] <= 0)
+        return -1;
+      dist += weight * fabs(log2((double)x->part[j] / (double)y->part[j]));
+    }
   }
   return dist;
 }
@@ -434,6 +471,7 @@ typedef struct tier_call {
   const clattn__target *t;
   const void *desc;
   const char *cls;
+  const class_key *key; /* cls parsed */
   void *copy, *pl;
   char *tried; /* the first row that did not fit, for the why */
   size_t tried_cap;
@@ -466,7 +504,12 @@ best_row(const tier_call *k, const clattn_tune_entry *rows, int n, int exact,
     const clattn_tune_entry *r = &rows[i];
     if (strcmp(r->kernel, k->F->name) != 0 || !keep(r, arg, T))
       continue;
-    double dist = class_distance(k->cls, r->shape_class);
+    class_key rk;
+    double dist = 0;
+    if (strcmp(k->cls, r->shape_class) != 0) {
+      parse_class(r->shape_class, &rk);
+      dist = class_distance(k->key, &rk);
+    }
     if (dist < 0 || (exact && dist > 0))
       continue;
     clattn_params p;
@@ -527,7 +570,10 @@ static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
                         "out of host memory for the tuning entries");
   {
     clattn__appendf(ch->why, sizeof ch->why, "%s; ", T->note);
-    const tier_call k = {F, &t, desc, cls, copy, pl, tried, sizeof tried};
+    class_key key;
+    parse_class(cls, &key);
+    const tier_call k = {F,    &t, desc,  cls, &key,
+                         copy, pl, tried, sizeof tried};
     /* 0: this device, this class; 1: this device, nearest; 2: kin */
     for (int pass = 0; pass < 3; pass++) {
       const int mine = pass < 2;
