@@ -200,3 +200,28 @@ Test(families, check_case_on_device) {
   }
   clattn_ctx_destroy(ctx);
 }
+
+/* The families' build options are written by clattn__intf (text and %d
+ * only): what snprintf writes, truncated alike, and -1 for any other
+ * conversion. */
+Test(families, options_text) {
+  static const int v[][3] = {
+      {0, 64, 64}, {-7, 2147483647, -2147483647 - 1}, {123456, 1, -1}};
+  for (int i = 0; i < 3; i++)
+    for (size_t cap = 0; cap <= 64; cap += (cap < 40 ? 1 : 12)) {
+      char a[64] = "x", b[64] = "x";
+      const int na = clattn__intf(a, cap, "-DDTYPE=%d -DDK=%d %% -DDV=%d",
+                                  v[i][0], v[i][1], v[i][2]);
+      const int nb = snprintf(b, cap, "-DDTYPE=%d -DDK=%d %% -DDV=%d",
+                              v[i][0], v[i][1], v[i][2]);
+      cr_expect_eq(na, nb, "case %d, cap %zu", i, cap);
+      cr_expect_str_eq(a, b, "case %d, cap %zu", i, cap);
+    }
+  char c[32];
+  cr_expect_eq(clattn__intf(c, sizeof c, "-DN=%d", 5), 5);
+  cr_expect_str_eq(c, "-DN=5");
+  cr_expect_eq(clattn__intf(c, sizeof c, "%d%d", 12, 34), 4);
+  cr_expect_str_eq(c, "1234");
+  cr_expect_eq(clattn__intf(c, sizeof c, "-DX=%ld", 5L), -1);
+  cr_expect_str_eq(c, "");
+}

@@ -123,8 +123,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl,
   clattn_status rc;
   (void)auto_wg;
   char opts[96];
-  snprintf(opts, sizeof opts, "-DDTYPE=%d -DDK=%d -DDV=%d -DKV_SAME=%d",
-           (int)d->dtype, dk, dv, plan->kv_same);
+  clattn__intf(opts, sizeof opts, "-DDTYPE=%d -DDK=%d -DDV=%d -DKV_SAME=%d",
+               (int)d->dtype, dk, dv, plan->kv_same);
   cl_kernel kern = NULL;
   if ((rc = clattn__kernel(ctx, "decode.cl", opts, "kv_append", &kern)))
     return rc;

@@ -11,23 +11,23 @@ enum { SCHED_SLOT = 1 };
 
 static void options(const clattn__gg *g, const clattn__gg_plan *pl,
                     char *buf, size_t cap) {
-  int n = snprintf(buf, cap, "-DDENSE=%d -DVARIANT=%d -DTILE=%d -DSMALL=%d",
-                   g->dense, pl->variant, pl->tile,
-                   pl->scheme == CLATTN__GG_SCHEME_SMALL);
+  int n = clattn__intf(buf, cap, "-DDENSE=%d -DVARIANT=%d -DTILE=%d -DSMALL=%d",
+                       g->dense, pl->variant, pl->tile,
+                       pl->scheme == CLATTN__GG_SCHEME_SMALL);
   if (!g->dense && n > 0 && (size_t)n < cap)
-    n += snprintf(buf + n, cap - (size_t)n,
-                  " -DMODE=%d -DH=%d -DE=%d -DTOPK=%d -DRR=%d -DRVW=%d "
-                  "-DRNV=%d",
-                  g->mode, g->heads, g->experts, g->topk, pl->rr, pl->rvw,
-                  pl->rnv);
+    n += clattn__intf(buf + n, cap - (size_t)n,
+                      " -DMODE=%d -DH=%d -DE=%d -DTOPK=%d -DRR=%d -DRVW=%d "
+                      "-DRNV=%d",
+                      g->mode, g->heads, g->experts, g->topk, pl->rr, pl->rvw,
+                      pl->rnv);
   if (n > 0 && (size_t)n < cap) {
     if (pl->variant == 1)
-      snprintf(buf + n, cap - (size_t)n,
-               " -DR=%d -DVW=%d -DCV=%d -DPACK=%d -DKP=%d", pl->rows, pl->vw,
-               pl->cv, pl->pack, pl->pack ? g->K : 1);
+      clattn__intf(buf + n, cap - (size_t)n,
+                   " -DR=%d -DVW=%d -DCV=%d -DPACK=%d -DKP=%d", pl->rows,
+                   pl->vw, pl->cv, pl->pack, pl->pack ? g->K : 1);
     else
-      snprintf(buf + n, cap - (size_t)n, " -DTM=%d -DCT=%d -DWG=%d -DKT=%d",
-               pl->rows, pl->cols, pl->wg, pl->kt);
+      clattn__intf(buf + n, cap - (size_t)n, " -DTM=%d -DCT=%d -DWG=%d -DKT=%d",
+                   pl->rows, pl->cols, pl->wg, pl->kt);
   }
 }
 

@@ -187,21 +187,21 @@ static size_t options(const clattn_decode_desc *d,
                       size_t cap) {
   const int g = d->heads_q / d->heads_kv;
   const int dk = d->head_dim_k, dv = d->head_dim_v;
-  int len = snprintf(opts, cap,
-                     "-DDTYPE=%d -DDK=%d -DDV=%d -DG=%d -DVWK=%d -DVWV=%d "
-                     "-DDIRECT=%d -DKV_SAME=%d",
-                     (int)d->dtype, dk, dv, g, clattn__vec_width(dk),
-                     clattn__vec_width(dv), direct, pl->kv_same);
+  int len = clattn__intf(opts, cap,
+                         "-DDTYPE=%d -DDK=%d -DDV=%d -DG=%d -DVWK=%d -DVWV=%d "
+                         "-DDIRECT=%d -DKV_SAME=%d",
+                         (int)d->dtype, dk, dv, g, clattn__vec_width(dk),
+                         clattn__vec_width(dv), direct, pl->kv_same);
   if (len < 0 || (size_t)len >= cap)
     return 0;
   if (pl->variant == 1) {
-    snprintf(opts + len, cap - (size_t)len,
-             " -DKB=%d -DPVH=%d -DPF=%d -DLANES=%d", pl->kb, pl->pvh, pl->pf,
-             pl->lanes);
+    clattn__intf(opts + len, cap - (size_t)len,
+                 " -DKB=%d -DPVH=%d -DPF=%d -DLANES=%d", pl->kb, pl->pvh,
+                 pl->pf, pl->lanes);
     return 0;
   }
-  snprintf(opts + len, cap - (size_t)len, " -DWG=%d -DKT=%d -DPAIRS=%d", pl->wg,
-           pl->kb, (g * dv + pl->wg - 1) / pl->wg);
+  clattn__intf(opts + len, cap - (size_t)len, " -DWG=%d -DKT=%d -DPAIRS=%d",
+               pl->wg, pl->kb, (g * dv + pl->wg - 1) / pl->wg);
   return clattn__decode_local_bytes(d, pl);
 }
 

@@ -160,21 +160,21 @@ static clattn_status space(const clattn__target *t, const void *desc,
 /* -D options of a prefill program. */
 static void options(const clattn_attn_desc *d, const clattn__prefill_plan *pl,
                     char *buf, size_t cap) {
-  int n = snprintf(buf, cap,
-                   "-DDTYPE=%d -DDK=%d -DDV=%d -DVWK=%d -DVWV=%d -DCAUSAL=%d",
-                   (int)d->dtype, d->head_dim_k, d->head_dim_v,
-                   clattn__vec_width(d->head_dim_k),
-                   clattn__vec_width(d->head_dim_v), d->causal ? 1 : 0);
+  int n = clattn__intf(
+      buf, cap, "-DDTYPE=%d -DDK=%d -DDV=%d -DVWK=%d -DVWV=%d -DCAUSAL=%d",
+      (int)d->dtype, d->head_dim_k, d->head_dim_v,
+      clattn__vec_width(d->head_dim_k), clattn__vec_width(d->head_dim_v),
+      d->causal ? 1 : 0);
   if (n < 0 || (size_t)n >= cap)
     return;
   if (pl->variant == 1)
-    n += snprintf(buf + n, cap - (size_t)n, " -DRB=%d -DKB=%d", pl->rb,
-                  pl->kb);
+    n += clattn__intf(buf + n, cap - (size_t)n, " -DRB=%d -DKB=%d", pl->rb,
+                      pl->kb);
   else
-    n += snprintf(buf + n, cap - (size_t)n, " -DWG=%d -DKT=%d", pl->wg,
-                  pl->kt);
+    n += clattn__intf(buf + n, cap - (size_t)n, " -DWG=%d -DKT=%d", pl->wg,
+                      pl->kt);
   if (pl->kv_same && n > 0 && (size_t)n < cap)
-    snprintf(buf + n, cap - (size_t)n, " -DKV_SAME=1");
+    clattn__intf(buf + n, cap - (size_t)n, " -DKV_SAME=1");
 }
 
 /* Variant 1: kv_stage writes K^T and V as float32 rows of ld keys, then

@@ -277,8 +277,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   sv_plan *pl = pl_;
   clattn_status rc;
   char opts[96];
-  snprintf(opts, sizeof opts, "-DVW=%d -DR=%d -DCAUSAL=%d", pl->vw, pl->rows,
-           d->causal ? 1 : 0);
+  clattn__intf(opts, sizeof opts, "-DVW=%d -DR=%d -DCAUSAL=%d", pl->vw,
+               pl->rows, d->causal ? 1 : 0);
   cl_kernel kern = NULL;
   if ((rc =
            clattn__kernel(ctx, "super_values.cl", opts, "super_values", &kern)))

@@ -177,20 +177,19 @@ static clattn_status space(const clattn__target *t, const void *desc,
 /* -D options of a talking-heads program. */
 static void options(const clattn_th_desc *d, const clattn__th_plan *pl,
                     char *buf, size_t cap) {
-  int n = snprintf(buf, cap,
-                   "-DDTYPE=%d -DHK=%d -DH=%d -DHV=%d -DDK=%d -DDV=%d "
-                   "-DVWK=%d -DVWV=%d -DCAUSAL=%d -DSCHEME=%d",
-                   (int)d->dtype, d->heads_k, d->heads, d->heads_v,
-                   d->head_dim_k, d->head_dim_v,
-                   clattn__vec_width(d->head_dim_k),
-                   clattn__vec_width(d->head_dim_v), d->causal ? 1 : 0,
-                   pl->scheme);
+  int n = clattn__intf(
+      buf, cap,
+      "-DDTYPE=%d -DHK=%d -DH=%d -DHV=%d -DDK=%d -DDV=%d "
+      "-DVWK=%d -DVWV=%d -DCAUSAL=%d -DSCHEME=%d",
+      (int)d->dtype, d->heads_k, d->heads, d->heads_v, d->head_dim_k,
+      d->head_dim_v, clattn__vec_width(d->head_dim_k),
+      clattn__vec_width(d->head_dim_v), d->causal ? 1 : 0, pl->scheme);
   if (n < 0 || (size_t)n >= cap)
     return;
   if (pl->variant == 1)
-    snprintf(buf + n, cap - (size_t)n, " -DRB=%d -DKB=%d", pl->rb, pl->kb);
+    clattn__intf(buf + n, cap - (size_t)n, " -DRB=%d -DKB=%d", pl->rb, pl->kb);
   else
-    snprintf(buf + n, cap - (size_t)n, " -DWG=%d -DKT=%d", pl->wg, pl->kt);
+    clattn__intf(buf + n, cap - (size_t)n, " -DWG=%d -DKT=%d", pl->wg, pl->kt);
 }
 
 /* Variant 1: th_stage writes K^T and V as float32 rows of ld keys, then

@@ -95,8 +95,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl,
   (void)pl;
   (void)auto_wg;
   char opts[128];
-  snprintf(opts, sizeof opts, "-DDTYPE=%d -DDK=%d -DDV=%d -DHK=%d -DHV=%d",
-           (int)d->dtype, d->head_dim_k, d->head_dim_v, hk, hv);
+  clattn__intf(opts, sizeof opts, "-DDTYPE=%d -DDK=%d -DDV=%d -DHK=%d -DHV=%d",
+               (int)d->dtype, d->head_dim_k, d->head_dim_v, hk, hv);
   cl_kernel kern = NULL;
   if ((rc = clattn__kernel(ctx, "th_decode.cl", opts, "th_kv_append", &kern)))
     return rc;

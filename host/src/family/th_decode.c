@@ -211,13 +211,14 @@ static clattn_status space(const clattn__target *t, const void *desc,
 /* -D options of the decode program. */
 static void options(const clattn_th_decode_desc *d, int direct, char *opts,
                     size_t cap) {
-  snprintf(opts, cap,
-           "-DDTYPE=%d -DDK=%d -DDV=%d -DHK=%d -DH=%d -DHV=%d -DVH=%d "
-           "-DVU=%d -DVWK=%d -DVWV=%d -DDIRECT=%d",
-           (int)d->dtype, d->head_dim_k, d->head_dim_v, d->heads_k, d->heads,
-           d->heads_v, clattn__th_head_width(d->heads),
-           clattn__th_head_width(d->heads_v), clattn__vec_width(d->head_dim_k),
-           clattn__vec_width(d->head_dim_v), direct);
+  clattn__intf(opts, cap,
+               "-DDTYPE=%d -DDK=%d -DDV=%d -DHK=%d -DH=%d -DHV=%d -DVH=%d "
+               "-DVU=%d -DVWK=%d -DVWV=%d -DDIRECT=%d",
+               (int)d->dtype, d->head_dim_k, d->head_dim_v, d->heads_k,
+               d->heads, d->heads_v, clattn__th_head_width(d->heads),
+               clattn__th_head_width(d->heads_v),
+               clattn__vec_width(d->head_dim_k),
+               clattn__vec_width(d->head_dim_v), direct);
 }
 
 static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
