@@ -20,6 +20,7 @@
  * the context's lock. */
 #include "choice/choice.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,20 @@ void clattn__memo_invalidate(clattn__memo *m) {
     m->gen = 1; /* 0 marks an entry never filled */
 }
 
+/* A hash of n bytes, eight at a time: the key's hash runs at every call, so
+ * it mixes words, not bytes (clattn__hash, byte by byte, is for keys that
+ * must stay the same across processes). */
+static uint64_t hash_words(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t w = 0;
+    memcpy(&w, b + i, n - i < 8 ? n - i : 8);
+    h = (h ^ w) * 0x9e3779b97f4a7c15u;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
 void clattn__memo_make_key(const clattn__family *F, const void *desc,
                            clattn__memo_key *k) {
   const clattn_params *caller = clattn__desc_params(F, desc);
@@ -68,16 +83,13 @@ void clattn__memo_make_key(const clattn__family *F, const void *desc,
     k->caller = *caller;
   else
     memset(&k->caller, 0, sizeof k->caller);
-  clattn__hash h = clattn__hash_init();
-  clattn__hash_bytes(&h, &F, sizeof F);
-  clattn__hash_bytes(&h, k->desc, F->desc_size);
-  clattn__hash_bytes(&h, &k->caller, sizeof k->caller);
-  k->hash = h.a;
+  uint64_t h = hash_words((uint64_t)(uintptr_t)F, k->desc, F->desc_size);
+  k->hash = hash_words(h, &k->caller, sizeof k->caller);
   k->fam = F;
 }
 
 static clattn__memo_entry *set_of(clattn__memo *m, uint64_t hash) {
-  return &m->e[((hash >> 7) % MEMO_SETS) * MEMO_WAYS];
+  return &m->e[((hash >> 32) % MEMO_SETS) * MEMO_WAYS];
 }
 
 const clattn__memo_entry *clattn__memo_find(clattn__memo *m,
