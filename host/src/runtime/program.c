@@ -368,8 +368,14 @@ static cl_program load_cached(clattn_ctx *ctx, const char *path,
 
 static clattn_status get_program(clattn_ctx *ctx, int src,
                                  const char *options, clattn__program **out) {
-  for (clattn__program *p = ctx->programs; p; p = p->next) {
+  for (clattn__program **at = &ctx->programs; *at; at = &(*at)->next) {
+    clattn__program *p = *at;
     if (p->src == src && strcmp(p->options, options) == 0) {
+      /* to the front: a call's programs are found again at once, however
+       * many the context built */
+      *at = p->next;
+      p->next = ctx->programs;
+      ctx->programs = p;
       ctx->stats.memory_hits++;
       *out = p;
       return CLATTN_OK;
