@@ -674,25 +674,41 @@ resolved:
   return CLATTN_OK;
 }
 
-clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
-                             const void *desc, const clattn__memo_entry **out,
-                             void *plan) {
+const clattn__memo_entry *clattn__choice_recall(clattn_ctx *ctx,
+                                                const clattn__family *F,
+                                                const void *desc,
+                                                clattn__memo_key *key,
+                                                void *plan) {
   clattn__choice_state *C = ctx->choice;
-  clattn__memo_key key;
-  clattn_choice ch;
   /* a database that was busy is looked at again a second later, memoised
    * choices or not */
   if (C->tuning && C->tuning->retry_at > 0 &&
       clattn__now() >= C->tuning->retry_at)
     clattn__choice_reload(ctx);
-  clattn__memo_make_key(F, desc, &key);
-  if ((*out = clattn__memo_find(C->memo, &key, plan)) != NULL)
-    return CLATTN_OK;
+  clattn__memo_make_key(F, desc, key);
+  return clattn__memo_find(C->memo, key, plan);
+}
+
+clattn_status clattn__choice_search(clattn_ctx *ctx, const clattn__family *F,
+                                    const void *desc,
+                                    const clattn__memo_key *key,
+                                    const clattn__memo_entry **out,
+                                    void *plan) {
+  clattn_choice ch;
   clattn_status rc = search(ctx, F, desc, &ch, plan);
   if (rc != CLATTN_OK)
     return rc;
-  *out = clattn__memo_put(ctx, C->memo, &key, &ch, plan);
+  *out = clattn__memo_put(ctx, ctx->choice->memo, key, &ch, plan);
   return CLATTN_OK;
+}
+
+clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
+                             const void *desc, const clattn__memo_entry **out,
+                             void *plan) {
+  clattn__memo_key key;
+  if ((*out = clattn__choice_recall(ctx, F, desc, &key, plan)) != NULL)
+    return CLATTN_OK;
+  return clattn__choice_search(ctx, F, desc, &key, out, plan);
 }
 
 const char *clattn_choice_source_str(clattn_choice_source s) {

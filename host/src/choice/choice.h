@@ -23,6 +23,21 @@ void clattn__choice_reload(clattn_ctx *ctx);
 clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
                              const void *desc, const clattn__memo_entry **out,
                              void *plan);
+/* clattn__choose in two steps, for the call path, which checks a call's
+ * description and buffers between them: recall finds the memo's entry (and
+ * copies its plan), else returns NULL with the key made; search then makes
+ * and memoises the entry of that key. */
+typedef struct clattn__memo_key clattn__memo_key; /* below (memo.c) */
+const clattn__memo_entry *clattn__choice_recall(clattn_ctx *ctx,
+                                                const clattn__family *F,
+                                                const void *desc,
+                                                clattn__memo_key *key,
+                                                void *plan);
+clattn_status clattn__choice_search(clattn_ctx *ctx, const clattn__family *F,
+                                    const void *desc,
+                                    const clattn__memo_key *key,
+                                    const clattn__memo_entry **out,
+                                    void *plan);
 
 /* Open the context's tuning database for run-time lookups.  *db is NULL,
  * with the reason in why, when tuning is off, the file does not exist or
@@ -46,12 +61,12 @@ typedef struct clattn__memo clattn__memo;
 
 /* What a choice is memoised under: the family, the description with its
  * params pointer cleared, the caller's params' content, and their hash. */
-typedef struct clattn__memo_key {
+struct clattn__memo_key {
   uint64_t hash;
   const clattn__family *fam;
   clattn_params caller;
   _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
-} clattn__memo_key;
+};
 
 /* A memo (NULL when out of memory) and its end. */
 clattn__memo *clattn__memo_new(void);
@@ -75,6 +90,9 @@ const clattn__memo_entry *clattn__memo_put(clattn_ctx *ctx, clattn__memo *m,
 /* The lookups that found an entry and those that did not. */
 void clattn__memo_counts(const clattn__memo *m, unsigned long long *hits,
                          unsigned long long *misses);
+/* An entry's buffer specs (F->buffers of its description), which the call
+ * path checks the call's buffers against. */
+const clattn__buf_spec *clattn__memo_buffers(const clattn__memo_entry *e);
 /* An entry's choice, as the search made it (why and shape class too). */
 const clattn_choice *clattn__memo_choice(const clattn__memo_entry *e);
 /* Record entry e on the calling thread's slot of ctx as its last call,

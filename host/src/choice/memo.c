@@ -13,8 +13,9 @@
  * The table is fixed: MEMO_SETS sets of MEMO_WAYS entries, the set chosen
  * by the hash; a miss fills an entry of another generation, else the set's
  * least recently used.  An entry holds the choice as the search made it,
- * explanation and shape class included, and the plan, so that neither is
- * built again.  A thread's record of its last call refers to the entry
+ * explanation and shape class included, the plan and the buffer specs, so
+ * that none is built again (and the call path does not check again a
+ * description it checked before the search).  A thread's record of its last call refers to the entry
  * (clattn__memo_record); an entry about to be refilled first copies its
  * choice into the records that refer to it.  Everything here runs under
  * the context's lock. */
@@ -35,6 +36,7 @@ struct clattn__memo_entry {
   clattn_params caller;
   _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
+  clattn__buf_spec spec[CLATTN__MAX_BUFS];
   clattn_choice choice;
 };
 
@@ -154,8 +156,13 @@ const clattn__memo_entry *clattn__memo_put(clattn_ctx *ctx, clattn__memo *m,
   e->caller = k->caller;
   memcpy(e->desc, k->desc, F->desc_size);
   memcpy(e->plan, plan, F->plan_size);
+  F->buffers(e->desc, e->spec);
   e->choice = *ch;
   return e;
+}
+
+const clattn__buf_spec *clattn__memo_buffers(const clattn__memo_entry *e) {
+  return e->spec;
 }
 
 const clattn_choice *clattn__memo_choice(const clattn__memo_entry *e) {
