@@ -201,27 +201,41 @@ Test(families, check_case_on_device) {
   clattn_ctx_destroy(ctx);
 }
 
-/* The families' build options are written by clattn__intf (text and %d
- * only): what snprintf writes, truncated alike, and -1 for any other
- * conversion. */
-Test(families, options_text) {
-  static const int v[][3] = {
-      {0, 64, 64}, {-7, 2147483647, -2147483647 - 1}, {123456, 1, -1}};
-  for (int i = 0; i < 3; i++)
-    for (size_t cap = 0; cap <= 64; cap += (cap < 40 ? 1 : 12)) {
-      char a[64] = "x", b[64] = "x";
-      const int na = clattn__intf(a, cap, "-DDTYPE=%d -DDK=%d %% -DDV=%d",
-                                  v[i][0], v[i][1], v[i][2]);
-      const int nb = snprintf(b, cap, "-DDTYPE=%d -DDK=%d %% -DDV=%d",
-                              v[i][0], v[i][1], v[i][2]);
-      cr_expect_eq(na, nb, "case %d, cap %zu", i, cap);
-      cr_expect_str_eq(a, b, "case %d, cap %zu", i, cap);
-    }
-  char c[32];
-  cr_expect_eq(clattn__intf(c, sizeof c, "-DN=%d", 5), 5);
-  cr_expect_str_eq(c, "-DN=5");
-  cr_expect_eq(clattn__intf(c, sizeof c, "%d%d", 12, 34), 4);
-  cr_expect_str_eq(c, "1234");
-  cr_expect_eq(clattn__intf(c, sizeof c, "-DX=%ld", 5L), -1);
-  cr_expect_str_eq(c, "");
+/* A kernel by its -D defines is the program the same options' text built
+ * (the text is written "-DNAME=value ..." only for a build and the disk
+ * cache): no second build, the same cl_kernel; other values are another
+ * program, and too many defines an error. */
+Test(families, defines_find_the_text_program) {
+  clattn_ctx *ctx = tu_ctx();
+  cl_kernel by_text = NULL, by_defs = NULL, other = NULL;
+  cr_assert_eq(clattn__kernel(ctx, "decode.cl",
+                              "-DDTYPE=0 -DDK=8 -DDV=8 -DKV_SAME=0",
+                              "kv_append", &by_text),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  clattn_cache_stats before, after;
+  clattn_ctx_cache_stats(ctx, &before);
+  clattn__defs df = {0};
+  clattn__def(&df, "DTYPE", 0);
+  clattn__def(&df, "DK", 8);
+  clattn__def(&df, "DV", 8);
+  clattn__def(&df, "KV_SAME", 0);
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(
+        clattn__kernel_defs(ctx, "decode.cl", &df, "kv_append", &by_defs),
+        CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+    cr_assert_eq(by_defs, by_text);
+  }
+  clattn_ctx_cache_stats(ctx, &after);
+  cr_assert_eq(after.source_builds + after.disk_hits,
+               before.source_builds + before.disk_hits);
+  df.value[1] = df.value[2] = 16;
+  cr_assert_eq(clattn__kernel_defs(ctx, "decode.cl", &df, "kv_append", &other),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_neq(other, by_text);
+  for (int i = 0; i <= CLATTN__DEFS_MAX; i++)
+    clattn__def(&df, "X", i);
+  cr_assert_eq(df.n, -1);
+  cr_assert_eq(clattn__kernel_defs(ctx, "decode.cl", &df, "kv_append", &other),
+               CLATTN_ERR_MISUSE);
+  clattn_ctx_destroy(ctx);
 }

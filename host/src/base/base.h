@@ -51,14 +51,4 @@ int clattn__appendf(char *buf, size_t cap, const char *fmt, ...)
 #endif
     ;
 
-/* snprintf for formats of text and %d only, such as the kernels' build
- * options ("-DDK=%d -DDV=%d"), which every call formats: several times
- * faster than snprintf.  Returns what snprintf would; -1 (and "") for any
- * other conversion. */
-int clattn__intf(char *buf, size_t cap, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
 #endif /* CLATTN_BASE_H */

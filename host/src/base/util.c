@@ -143,52 +143,6 @@ int clattn__appendf(char *buf, size_t cap, const char *fmt, ...) {
   return (n < 0 || (size_t)n >= cap - len) ? -1 : 0;
 }
 
-/* Append n bytes of s at buf[*len], within cap (the count goes on). */
-static void put_bytes(char *buf, size_t cap, size_t *len, const char *s,
-                      size_t n) {
-  if (*len + 1 < cap) {
-    const size_t room = cap - 1 - *len;
-    memcpy(buf + *len, s, n < room ? n : room);
-  }
-  *len += n;
-}
-
-int clattn__intf(char *buf, size_t cap, const char *fmt, ...) {
-  va_list ap;
-  size_t len = 0;
-  va_start(ap, fmt);
-  for (const char *f = fmt; *f;) {
-    const size_t run = strcspn(f, "%");
-    put_bytes(buf, cap, &len, f, run);
-    f += run;
-    if (*f == '\0')
-      break;
-    if (f[1] == 'd') {
-      char digits[12], *d = digits + sizeof digits;
-      const int v = va_arg(ap, int);
-      unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
-      do
-        *--d = (char)('0' + u % 10);
-      while ((u /= 10) != 0);
-      if (v < 0)
-        *--d = '-';
-      put_bytes(buf, cap, &len, d, (size_t)(digits + sizeof digits - d));
-    } else if (f[1] == '%') {
-      put_bytes(buf, cap, &len, "%", 1);
-    } else {
-      va_end(ap);
-      if (cap > 0)
-        buf[0] = '\0';
-      return -1;
-    }
-    f += 2;
-  }
-  va_end(ap);
-  if (cap > 0)
-    buf[len < cap ? len : cap - 1] = '\0';
-  return (int)len;
-}
-
 /* ------------------------------------------------------- shape helpers */
 
 clattn__strides clattn__layout_strides(clattn_layout lay, long S, long H,

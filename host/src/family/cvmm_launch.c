@@ -10,24 +10,32 @@
 enum { SCHED_SLOT = 1 };
 
 static void options(const clattn__gg *g, const clattn__gg_plan *pl,
-                    char *buf, size_t cap) {
-  int n = clattn__intf(buf, cap, "-DDENSE=%d -DVARIANT=%d -DTILE=%d -DSMALL=%d",
-                       g->dense, pl->variant, pl->tile,
-                       pl->scheme == CLATTN__GG_SCHEME_SMALL);
-  if (!g->dense && n > 0 && (size_t)n < cap)
-    n += clattn__intf(buf + n, cap - (size_t)n,
-                      " -DMODE=%d -DH=%d -DE=%d -DTOPK=%d -DRR=%d -DRVW=%d "
-                      "-DRNV=%d",
-                      g->mode, g->heads, g->experts, g->topk, pl->rr, pl->rvw,
-                      pl->rnv);
-  if (n > 0 && (size_t)n < cap) {
-    if (pl->variant == 1)
-      clattn__intf(buf + n, cap - (size_t)n,
-                   " -DR=%d -DVW=%d -DCV=%d -DPACK=%d -DKP=%d", pl->rows,
-                   pl->vw, pl->cv, pl->pack, pl->pack ? g->K : 1);
-    else
-      clattn__intf(buf + n, cap - (size_t)n, " -DTM=%d -DCT=%d -DWG=%d -DKT=%d",
-                   pl->rows, pl->cols, pl->wg, pl->kt);
+                    clattn__defs *df) {
+  df->n = 0;
+  clattn__def(df, "DENSE", g->dense);
+  clattn__def(df, "VARIANT", pl->variant);
+  clattn__def(df, "TILE", pl->tile);
+  clattn__def(df, "SMALL", pl->scheme == CLATTN__GG_SCHEME_SMALL);
+  if (!g->dense) {
+    clattn__def(df, "MODE", g->mode);
+    clattn__def(df, "H", g->heads);
+    clattn__def(df, "E", g->experts);
+    clattn__def(df, "TOPK", g->topk);
+    clattn__def(df, "RR", pl->rr);
+    clattn__def(df, "RVW", pl->rvw);
+    clattn__def(df, "RNV", pl->rnv);
+  }
+  if (pl->variant == 1) {
+    clattn__def(df, "R", pl->rows);
+    clattn__def(df, "VW", pl->vw);
+    clattn__def(df, "CV", pl->cv);
+    clattn__def(df, "PACK", pl->pack);
+    clattn__def(df, "KP", pl->pack ? g->K : 1);
+  } else {
+    clattn__def(df, "TM", pl->rows);
+    clattn__def(df, "CT", pl->cols);
+    clattn__def(df, "WG", pl->wg);
+    clattn__def(df, "KT", pl->kt);
   }
 }
 
@@ -48,16 +56,16 @@ static const char *const route_names[NROUTE] = {"cvmm_route", "cvmm_count",
 static clattn_status kernels(clattn_ctx *ctx, const clattn__gg *g,
                              clattn__gg_plan *pl, int auto_wg,
                              cl_kernel *route, cl_kernel *gemm) {
-  char opts[384];
+  clattn__defs df;
   clattn_status rc;
   const int small = pl->scheme == CLATTN__GG_SCHEME_SMALL;
   for (int pass = 0; pass < 2; pass++) {
-    options(g, pl, opts, sizeof opts);
-    if ((rc = clattn__kernel(ctx, "cvmm.cl", opts, gemm_name(pl), gemm)))
+    options(g, pl, &df);
+    if ((rc = clattn__kernel_defs(ctx, "cvmm.cl", &df, gemm_name(pl), gemm)))
       return rc;
     for (int i = 0; !g->dense && small == 0 && i < NROUTE; i++)
-      if ((rc = clattn__kernel(ctx, "cvmm.cl", opts, route_names[i],
-                               &route[i])))
+      if ((rc = clattn__kernel_defs(ctx, "cvmm.cl", &df, route_names[i],
+                                    &route[i])))
         return rc;
     size_t kwg = 0;
     if (pl->variant != 2 || !auto_wg || pass > 0)

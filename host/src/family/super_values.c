@@ -276,12 +276,13 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   const clattn__super_values_desc *d = desc;
   sv_plan *pl = pl_;
   clattn_status rc;
-  char opts[96];
-  clattn__intf(opts, sizeof opts, "-DVW=%d -DR=%d -DCAUSAL=%d", pl->vw,
-               pl->rows, d->causal ? 1 : 0);
+  clattn__defs df = {0};
+  clattn__def(&df, "VW", pl->vw);
+  clattn__def(&df, "R", pl->rows);
+  clattn__def(&df, "CAUSAL", d->causal ? 1 : 0);
   cl_kernel kern = NULL;
-  if ((rc =
-           clattn__kernel(ctx, "super_values.cl", opts, "super_values", &kern)))
+  if ((rc = clattn__kernel_defs(ctx, "super_values.cl", &df, "super_values",
+                                &kern)))
     return rc;
   if (pl->wg && auto_wg) {
     /* an automatic work-group may exceed what the compiled kernel allows */

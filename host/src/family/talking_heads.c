@@ -176,27 +176,33 @@ static clattn_status space(const clattn__target *t, const void *desc,
 
 /* -D options of a talking-heads program. */
 static void options(const clattn_th_desc *d, const clattn__th_plan *pl,
-                    char *buf, size_t cap) {
-  int n = clattn__intf(
-      buf, cap,
-      "-DDTYPE=%d -DHK=%d -DH=%d -DHV=%d -DDK=%d -DDV=%d "
-      "-DVWK=%d -DVWV=%d -DCAUSAL=%d -DSCHEME=%d",
-      (int)d->dtype, d->heads_k, d->heads, d->heads_v, d->head_dim_k,
-      d->head_dim_v, clattn__vec_width(d->head_dim_k),
-      clattn__vec_width(d->head_dim_v), d->causal ? 1 : 0, pl->scheme);
-  if (n < 0 || (size_t)n >= cap)
-    return;
-  if (pl->variant == 1)
-    clattn__intf(buf + n, cap - (size_t)n, " -DRB=%d -DKB=%d", pl->rb, pl->kb);
-  else
-    clattn__intf(buf + n, cap - (size_t)n, " -DWG=%d -DKT=%d", pl->wg, pl->kt);
+                    clattn__defs *df) {
+  df->n = 0;
+  clattn__def(df, "DTYPE", (int)d->dtype);
+  clattn__def(df, "HK", d->heads_k);
+  clattn__def(df, "H", d->heads);
+  clattn__def(df, "HV", d->heads_v);
+  clattn__def(df, "DK", d->head_dim_k);
+  clattn__def(df, "DV", d->head_dim_v);
+  clattn__def(df, "VWK", clattn__vec_width(d->head_dim_k));
+  clattn__def(df, "VWV", clattn__vec_width(d->head_dim_v));
+  clattn__def(df, "CAUSAL", d->causal ? 1 : 0);
+  clattn__def(df, "SCHEME", pl->scheme);
+  if (pl->variant == 1) {
+    clattn__def(df, "RB", pl->rb);
+    clattn__def(df, "KB", pl->kb);
+  } else {
+    clattn__def(df, "WG", pl->wg);
+    clattn__def(df, "KT", pl->kt);
+  }
 }
 
 /* Variant 1: th_stage writes K^T and V as float32 rows of ld keys, then
  * th_fwd_reg runs rb query positions a work-item. */
 static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
                                  const clattn__th_plan *pl, const cl_mem *bufs,
-                                 const char *opts, const clattn_events *ev) {
+                                 const clattn__defs *df,
+                                 const clattn_events *ev) {
   clattn_status rc;
   const int b = d->batch, n = d->n_q, m = d->n_kv, ld = pl->ld;
   const int hk = d->heads_k, hv = d->heads_v, dk = d->head_dim_k;
@@ -216,10 +222,10 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
   const size_t vcb = clattn__bytes(4, b, hv, d->head_dim_v, tiled);
   if (ktb == 0 || vcb == 0 || ld < m)
     return clattn__fail(ctx, CLATTN_ERR_SHAPE, "tensor sizes overflow");
-  if ((rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_stage",
-                           &st_kern)) ||
-      (rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_fwd_reg",
-                           &kern)))
+  if ((rc = clattn__kernel_defs(ctx, "talking_heads.cl", df, "th_stage",
+                                &st_kern)) ||
+      (rc = clattn__kernel_defs(ctx, "talking_heads.cl", df, "th_fwd_reg",
+                                &kern)))
     return rc;
   const size_t lgs = clattn__th_local_bytes(d, pl);
   if ((pl->wg || lgs) &&
@@ -266,14 +272,14 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
  * local memory. */
 static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_th_desc *d,
                                    clattn__th_plan *pl, int auto_wg,
-                                   const cl_mem *bufs, char *opts,
-                                   size_t opts_cap, const clattn_events *ev) {
+                                   const cl_mem *bufs, clattn__defs *df,
+                                   const clattn_events *ev) {
   clattn_status rc;
   const int b = d->batch, n = d->n_q, m = d->n_kv;
   const int hk = d->heads_k, hv = d->heads_v, dk = d->head_dim_k;
   cl_kernel kern = NULL;
-  if ((rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_fwd_local",
-                           &kern)))
+  if ((rc = clattn__kernel_defs(ctx, "talking_heads.cl", df, "th_fwd_local",
+                                &kern)))
     return rc;
   size_t kwg = 0;
   if (auto_wg && (rc = clattn__kernel_wg(ctx, kern, &kwg)))
@@ -282,9 +288,9 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_th_desc *d,
     /* an automatic work-group may exceed what the compiled kernel allows
      * (registers): rebuild once at the kernel's own limit */
     pl->wg = clattn__pow2_floor(kwg);
-    options(d, pl, opts, opts_cap);
-    if ((rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_fwd_local",
-                             &kern)))
+    options(d, pl, df);
+    if ((rc = clattn__kernel_defs(ctx, "talking_heads.cl", df, "th_fwd_local",
+                                  &kern)))
       return rc;
   }
   if ((rc = clattn__check_wg(ctx, kern, (size_t)pl->wg,
@@ -320,11 +326,11 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
                              const clattn_events *ev) {
   const clattn_th_desc *d = desc;
   clattn__th_plan *pl = plan_;
-  char opts[320];
-  options(d, pl, opts, sizeof opts);
+  clattn__defs df;
+  options(d, pl, &df);
   if (pl->variant == 1)
-    return enqueue_reg(ctx, d, pl, bufs, opts, ev);
-  return enqueue_local(ctx, d, pl, auto_wg, bufs, opts, sizeof opts, ev);
+    return enqueue_reg(ctx, d, pl, bufs, &df, ev);
+  return enqueue_local(ctx, d, pl, auto_wg, bufs, &df, ev);
 }
 
 /* Odd sizes that no tile divides, two sequences of different lengths. */

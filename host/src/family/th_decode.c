@@ -209,16 +209,20 @@ static clattn_status space(const clattn__target *t, const void *desc,
 }
 
 /* -D options of the decode program. */
-static void options(const clattn_th_decode_desc *d, int direct, char *opts,
-                    size_t cap) {
-  clattn__intf(opts, cap,
-               "-DDTYPE=%d -DDK=%d -DDV=%d -DHK=%d -DH=%d -DHV=%d -DVH=%d "
-               "-DVU=%d -DVWK=%d -DVWV=%d -DDIRECT=%d",
-               (int)d->dtype, d->head_dim_k, d->head_dim_v, d->heads_k,
-               d->heads, d->heads_v, clattn__th_head_width(d->heads),
-               clattn__th_head_width(d->heads_v),
-               clattn__vec_width(d->head_dim_k),
-               clattn__vec_width(d->head_dim_v), direct);
+static void options(const clattn_th_decode_desc *d, int direct,
+                    clattn__defs *df) {
+  df->n = 0;
+  clattn__def(df, "DTYPE", (int)d->dtype);
+  clattn__def(df, "DK", d->head_dim_k);
+  clattn__def(df, "DV", d->head_dim_v);
+  clattn__def(df, "HK", d->heads_k);
+  clattn__def(df, "H", d->heads);
+  clattn__def(df, "HV", d->heads_v);
+  clattn__def(df, "VH", clattn__th_head_width(d->heads));
+  clattn__def(df, "VU", clattn__th_head_width(d->heads_v));
+  clattn__def(df, "VWK", clattn__vec_width(d->head_dim_k));
+  clattn__def(df, "VWV", clattn__vec_width(d->head_dim_v));
+  clattn__def(df, "DIRECT", direct);
 }
 
 static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
@@ -230,13 +234,13 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   const int b = d->batch, S = pl->splits, direct = S == 1;
   const int hk = d->heads_k, hv = d->heads_v, dv = d->head_dim_v;
   (void)auto_wg;
-  char opts[256];
-  options(d, direct, opts, sizeof opts);
+  clattn__defs df;
+  options(d, direct, &df);
   cl_kernel kl = NULL, kv = NULL, kc = NULL;
-  if ((rc = clattn__kernel(ctx, "th_decode.cl", opts, "th_logits", &kl)) ||
-      (rc = clattn__kernel(ctx, "th_decode.cl", opts, "th_values", &kv)) ||
+  if ((rc = clattn__kernel_defs(ctx, "th_decode.cl", &df, "th_logits", &kl)) ||
+      (rc = clattn__kernel_defs(ctx, "th_decode.cl", &df, "th_values", &kv)) ||
       (!direct &&
-       (rc = clattn__kernel(ctx, "th_decode.cl", opts, "th_combine", &kc))))
+       (rc = clattn__kernel_defs(ctx, "th_decode.cl", &df, "th_combine", &kc))))
     return rc;
   if (pl->wg && ((rc = clattn__check_wg(ctx, kl, (size_t)pl->wg, 0,
                                         "th_logits")) ||

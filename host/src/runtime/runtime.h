@@ -166,6 +166,33 @@ clattn_status clattn__kernel(clattn_ctx *ctx, const char *source,
                              const char *options, const char *name,
                              cl_kernel *out);
 
+/* A program's build options as -D defines, which a lookup compares as
+ * numbers: a repeated call finds its kernel without writing the options'
+ * text (written, "-DNAME=value ..." in the order added, only to build a
+ * program and to key the disk cache, so it equals clattn__kernel's). */
+enum { CLATTN__DEFS_MAX = 24 };
+typedef struct clattn__defs {
+  int n; /* -1: more than CLATTN__DEFS_MAX were added */
+  const char *name[CLATTN__DEFS_MAX]; /* string literals */
+  int value[CLATTN__DEFS_MAX];
+} clattn__defs;
+
+/* Add -Dname=value (name: a string literal, which the lookup compares by
+ * address before it compares the text). */
+static inline void clattn__def(clattn__defs *d, const char *name, int value) {
+  if (d->n < 0 || d->n == CLATTN__DEFS_MAX) {
+    d->n = -1;
+    return;
+  }
+  d->name[d->n] = name;
+  d->value[d->n++] = value;
+}
+
+/* clattn__kernel with the options as defines. */
+clattn_status clattn__kernel_defs(clattn_ctx *ctx, const char *source,
+                                  const clattn__defs *defs, const char *name,
+                                  cl_kernel *out);
+
 /* Set kernel argument i (checked). */
 clattn_status clattn__arg(clattn_ctx *ctx, cl_kernel k, cl_uint i, size_t size,
                           const void *value);
