@@ -138,8 +138,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl,
   const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
   cl_uint n = 0;
   if ((rc = clattn__args(ctx, kern, &n, 5, sizeof(cl_mem), bufs)) ||
-      (rc = clattn__args(ctx, kern, &n, 3, sizeof(cl_int), ci)) ||
-      (rc = clattn__args(ctx, kern, &n, 6, sizeof(cl_long), st)))
+      (rc = clattn__scalars(ctx, kern, &n, 3, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kern, &n, 6, sizeof(cl_long), st)))
     return rc;
   const size_t gws[2] = {(size_t)a->n_new * hkv, (size_t)d->batch};
   return clattn__launch(ctx, kern, 2, gws, NULL, ev ? ev->num_wait : 0,

@@ -110,7 +110,7 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
     const cl_int si[6] = {g->rows, g->K, g->N, g->lda, g->ldo, g->sel_inner};
     cl_uint k = 0;
     if ((rc = clattn__args(ctx, gemm, &k, 5, sizeof(cl_mem), sb)) ||
-        (rc = clattn__args(ctx, gemm, &k, 6, sizeof(cl_int), si)))
+        (rc = clattn__scalars(ctx, gemm, &k, 6, sizeof(cl_int), si)))
       return rc;
     const size_t nb = (size_t)((g->N + pl->cols - 1) / pl->cols);
     const size_t w1 = pl->wg ? (size_t)pl->wg : 1;
@@ -128,13 +128,13 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
     const cl_mem rb[3] = {sel_x, w_sel, sched};
     cl_uint k = 0;
     if ((rc = clattn__args(ctx, route[ROUTE], &k, 3, sizeof(cl_mem), rb)) ||
-        (rc = clattn__args(ctx, route[ROUTE], &k, 2, sizeof(cl_int), ri)))
+        (rc = clattn__scalars(ctx, route[ROUTE], &k, 2, sizeof(cl_int), ri)))
       return rc;
     const cl_int bi[2] = {g->rows, T};
     for (int i = COUNT; i < NROUTE; i++) {
       k = 0;
       if ((rc = clattn__arg(ctx, route[i], k++, sizeof(cl_mem), &sched)) ||
-          (rc = clattn__args(ctx, route[i], &k, 2, sizeof(cl_int), bi)))
+          (rc = clattn__scalars(ctx, route[i], &k, 2, sizeof(cl_int), bi)))
         return rc;
     }
     /* a work-item a group on a CPU, where a group is a core's task; the
@@ -156,7 +156,7 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
   const cl_mem gb[4] = {a, w, out, sched};
   cl_uint k = 0;
   if ((rc = clattn__args(ctx, gemm, &k, 4, sizeof(cl_mem), gb)) ||
-      (rc = clattn__args(ctx, gemm, &k, 6, sizeof(cl_int), gi)))
+      (rc = clattn__scalars(ctx, gemm, &k, 6, sizeof(cl_int), gi)))
     return rc;
   const size_t nb = (size_t)((g->N + pl->cols - 1) / pl->cols);
   size_t gws[3], lws[3] = {1, 1, 1};

@@ -263,9 +263,9 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
   const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), kb)) ||
-      (rc = clattn__args(ctx, kern, &a, 4, sizeof(cl_int), ci)) ||
-      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
-      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), st)))
+      (rc = clattn__scalars(ctx, kern, &a, 4, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_float), &scale)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_long), st)))
     return rc;
   const cl_int rows = b * hq;
   if (!direct) {
@@ -273,7 +273,7 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
     const cl_int cn[2] = {rows, S};
     cl_uint ca = 0;
     if ((rc = clattn__args(ctx, comb, &ca, 3, sizeof(cl_mem), cb)) ||
-        (rc = clattn__args(ctx, comb, &ca, 2, sizeof(cl_int), cn)))
+        (rc = clattn__scalars(ctx, comb, &ca, 2, sizeof(cl_int), cn)))
       return rc;
   }
   const cl_uint nw = ev ? ev->num_wait : 0;

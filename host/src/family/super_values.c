@@ -305,8 +305,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   const long st[6] = {xs.b, xs.s, xs.h, vs.b, vs.s, vs.h};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 3, sizeof(cl_mem), bufs)) ||
-      (rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_int), ci)) ||
-      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), st)))
+      (rc = clattn__scalars(ctx, kern, &a, 5, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_long), st)))
     return rc;
   const size_t wg = pl->wg ? (size_t)pl->wg : 1;
   const size_t gws[3] = {((size_t)nvec + wg - 1) / wg * wg,

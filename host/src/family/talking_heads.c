@@ -240,8 +240,8 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
   const cl_mem sb[4] = {bufs[K], bufs[V], kt, vc};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, st_kern, &a, 4, sizeof(cl_mem), sb)) ||
-      (rc = clattn__args(ctx, st_kern, &a, 2, sizeof(cl_int), si)) ||
-      (rc = clattn__args(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
+      (rc = clattn__scalars(ctx, st_kern, &a, 2, sizeof(cl_int), si)) ||
+      (rc = clattn__scalars(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
     return rc;
   const cl_int ri[4] = {n, m, ld, bufs[KV_LENS] != NULL};
   const cl_mem rb[7] = {bufs[Q],   kt,            vc, bufs[P_L],
@@ -249,11 +249,12 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
   const long rst[6] = {qs.b, qs.s, qs.h, os.b, os.s, os.h};
   a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), rb)) ||
-      (rc = clattn__args(ctx, kern, &a, 4, sizeof(cl_int), ri)) ||
-      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
-      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), rst)) ||
-      (lgs && ((rc = clattn__arg(ctx, kern, a++, lgs, NULL)) ||
-               (rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &pl->keep)))))
+      (rc = clattn__scalars(ctx, kern, &a, 4, sizeof(cl_int), ri)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_float), &scale)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_long), rst)) ||
+      (lgs &&
+       ((rc = clattn__arg(ctx, kern, a++, lgs, NULL)) ||
+        (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_int), &pl->keep)))))
     return rc;
   /* default: one work-item per work-group, which PoCL schedules best */
   const size_t wg1 = pl->wg ? (size_t)pl->wg : 1;
@@ -310,9 +311,9 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_th_desc *d,
                        vs.b, vs.s, vs.h, os.b, os.s, os.h};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), kb)) ||
-      (rc = clattn__args(ctx, kern, &a, 3, sizeof(cl_int), ci)) ||
-      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
-      (rc = clattn__args(ctx, kern, &a, 12, sizeof(cl_long), st)))
+      (rc = clattn__scalars(ctx, kern, &a, 3, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_float), &scale)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 12, sizeof(cl_long), st)))
     return rc;
   const size_t groups = (size_t)(n + pl->wg - 1) / (size_t)pl->wg;
   const size_t gws[2] = {groups * (size_t)pl->wg, (size_t)b};

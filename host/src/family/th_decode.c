@@ -274,16 +274,16 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   const long kst[3] = {ks.b, ks.s, ks.h}, vst[3] = {vs.b, vs.s, vs.h};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, kl, &a, 6, sizeof(cl_mem), l_bufs)) ||
-      (rc = clattn__args(ctx, kl, &a, 3, sizeof(cl_int), ci)) ||
-      (rc = clattn__arg(ctx, kl, a++, sizeof(cl_float), &scale)) ||
-      (rc = clattn__args(ctx, kl, &a, 3, sizeof(cl_long), kst)))
+      (rc = clattn__scalars(ctx, kl, &a, 3, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kl, &a, 1, sizeof(cl_float), &scale)) ||
+      (rc = clattn__scalars(ctx, kl, &a, 3, sizeof(cl_long), kst)))
     return rc;
   const cl_mem v_bufs[8] = {bufs[V_CACHE], bufs[LENS], bufs[P_W], logit,
                             stats,         uw,         bufs[O],   opart};
   a = 0;
   if ((rc = clattn__args(ctx, kv, &a, 8, sizeof(cl_mem), v_bufs)) ||
-      (rc = clattn__args(ctx, kv, &a, 3, sizeof(cl_int), ci)) ||
-      (rc = clattn__args(ctx, kv, &a, 3, sizeof(cl_long), vst)))
+      (rc = clattn__scalars(ctx, kv, &a, 3, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kv, &a, 3, sizeof(cl_long), vst)))
     return rc;
   const cl_int rows = b * hv;
   if (!direct) {
@@ -291,7 +291,7 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
     const cl_int cn[2] = {rows, S};
     a = 0;
     if ((rc = clattn__args(ctx, kc, &a, 2, sizeof(cl_mem), c_bufs)) ||
-        (rc = clattn__args(ctx, kc, &a, 2, sizeof(cl_int), cn)))
+        (rc = clattn__scalars(ctx, kc, &a, 2, sizeof(cl_int), cn)))
       return rc;
   }
   const cl_uint nw = ev ? ev->num_wait : 0;

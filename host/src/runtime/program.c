@@ -64,6 +64,8 @@ void clattn__programs_free(clattn_ctx *ctx) {
     p = next;
   }
   ctx->programs = NULL;
+  /* a new kernel may get a released one's address */
+  memset(ctx->scalars, 0, sizeof ctx->scalars);
 }
 
 void clattn_ctx_clear_programs(clattn_ctx *ctx) {

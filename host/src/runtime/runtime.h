@@ -43,6 +43,14 @@ typedef struct clattn__memo_entry clattn__memo_entry;
 
 enum { CLATTN_SCRATCH_SLOTS = 4 };
 
+/* The scalar arguments clattn__scalars set last on one kernel. */
+enum { CLATTN__SCALAR_KERNELS = 32, CLATTN__SCALAR_ARGS = 32 };
+typedef struct clattn__kernel_scalars {
+  cl_kernel kernel;                        /* NULL: a free slot */
+  unsigned char size[CLATTN__SCALAR_ARGS]; /* 0: not known */
+  unsigned long long value[CLATTN__SCALAR_ARGS];
+} clattn__kernel_scalars;
+
 /* What clattn_ctx_errmsg and clattn_ctx_last_choice report to one thread:
  * each thread that used the context has its own, freed with the context. */
 typedef struct clattn__thread_slot {
@@ -72,6 +80,8 @@ struct clattn_ctx {
   clattn_cache_stats stats;
   cl_mem scratch[CLATTN_SCRATCH_SLOTS];
   size_t scratch_size[CLATTN_SCRATCH_SLOTS];
+  /* by kernel (a slot by its address); forgotten with the programs */
+  clattn__kernel_scalars scalars[CLATTN__SCALAR_KERNELS];
   clattn__choice_state *choice; /* overrides, tuning rows, model picks */
   /* Applies the device's tuned CLBlast Xgemm parameters once, before the
    * context's first CLBlast call (tune/gemm_apply.c, set by
@@ -201,6 +211,15 @@ clattn_status clattn__arg(clattn_ctx *ctx, cl_kernel k, cl_uint i, size_t size,
  * *next (advanced past them). */
 clattn_status clattn__args(clattn_ctx *ctx, cl_kernel k, cl_uint *next,
                            int n, size_t size, const void *values);
+
+/* clattn__args for scalar arguments (never a memory object, whose handle
+ * may be a new object's at the same address): a value equal to the one
+ * this function last set at that index of k is not set again, so a
+ * repeated call sets only what changed.  The context remembers the values
+ * per kernel until its programs are released: a kernel's scalar
+ * arguments are set through this function only. */
+clattn_status clattn__scalars(clattn_ctx *ctx, cl_kernel k, cl_uint *next,
+                              int n, size_t size, const void *values);
 
 /* The one launch path.  lws may be NULL.  wait/out as in clattn_events. */
 clattn_status clattn__launch(clattn_ctx *ctx, cl_kernel k, cl_uint dims,
