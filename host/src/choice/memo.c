@@ -15,10 +15,10 @@
  * least recently used.  An entry holds the choice as the search made it,
  * explanation and shape class included, the plan and the buffer specs, so
  * that none is built again (and the call path does not check again a
- * description it checked before the search).  A thread's record of its last call refers to the entry
- * (clattn__memo_record); an entry about to be refilled first copies its
- * choice into the records that refer to it.  Everything here runs under
- * the context's lock. */
+ * description it checked before the search).  A thread's record of its
+ * last call refers to the entry (clattn__memo_record); an entry about to
+ * be refilled first copies its choice into the records that refer to it.
+ * Everything here runs under the context's lock. */
 #include "choice/choice.h"
 
 #include <stdint.h>
