@@ -480,3 +480,57 @@ Test(decode, splits_agree, .timeout = 300) {
   free(o);
   free(oref);
 }
+
+/* One context and one kernel with other scalar arguments (the capacity,
+ * the scale, the strides): a repeated call sets what changed, and after
+ * clattn_ctx_clear_programs (new kernel objects, perhaps at the released
+ * ones' addresses) everything again. */
+Test(decode, repeated_calls_set_changed_arguments) {
+  const int b = 1, hq = 4, hkv = 2, d = 32;
+  const int caps[] = {50, 70, 50, 50};
+  const float scales[] = {0.0f, 0.5f, 0.25f, 0.25f};
+  clattn_ctx *ctx = tu_ctx();
+  tu_rng r = tu_rng_seed(5);
+  for (int i = 0; i < NELEM(caps); i++) {
+    const int cap = caps[i], lens[1] = {cap - 3};
+    if (i == 3)
+      clattn_ctx_clear_programs(ctx);
+    size_t nc = (size_t)b * cap * hkv * d, nq = (size_t)b * hq * d;
+    float *kc = tu_alloc(nc * 4), *vc = tu_alloc(nc * 4);
+    float *q = tu_alloc(nq * 4), *o = tu_alloc(nq * 4);
+    float *oref = tu_alloc(nq * 4);
+    tu_fill(&r, kc, nc, 1);
+    tu_fill(&r, vc, nc, 1);
+    tu_fill(&r, q, nq, 1);
+    const double scale = scales[i] ? scales[i] : 1.0 / sqrt((double)d);
+    ref_decode(b, cap, hq, hkv, d, d, 1, scale, lens, q, kc, vc, oref);
+    cl_mem dkc = tu_upload(ctx, kc, nc, CLATTN_F32);
+    cl_mem dvc = tu_upload(ctx, vc, nc, CLATTN_F32);
+    cl_mem dq = tu_upload(ctx, q, nq, CLATTN_F32);
+    cl_mem dl = tu_upload_int(ctx, lens, 1);
+    cl_mem dout = tu_buffer(ctx, nq * 4);
+    const clattn_params p = {sizeof(clattn_params), 0, 0, 16, 0, 2, 0, 0}; /* one program */
+    clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc), .batch = b, .capacity = cap, .heads_q = hq,
+                             .heads_kv = hkv, .head_dim_k = d,
+                             .head_dim_v = d, .dtype = CLATTN_F32,
+                             .cache_layout = CLATTN_BHSD,
+                             .scale = scales[i], .params = &p};
+    cr_assert_eq(clattn_decode(ctx, &dd, dq, dkc, dvc, dl, dout, NULL),
+                 CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+    tu_download(ctx, dout, o, nq, CLATTN_F32);
+    char what[64];
+    snprintf(what, sizeof what, "call %d (capacity %d)", i, cap);
+    tu_check(what, o, oref, nq, clattn__tolerance(CLATTN_F32));
+    tu_release(dkc);
+    tu_release(dvc);
+    tu_release(dq);
+    tu_release(dl);
+    tu_release(dout);
+    free(kc);
+    free(vc);
+    free(q);
+    free(o);
+    free(oref);
+  }
+  clattn_ctx_destroy(ctx);
+}

@@ -199,3 +199,42 @@ Test(families, check_case_on_device) {
   }
   clattn_ctx_destroy(ctx);
 }
+
+/* A kernel by its -D defines is the program the same options' text built
+ * (the text is written "-DNAME=value ..." only for a build and the disk
+ * cache): no second build, the same cl_kernel; other values are another
+ * program, and too many defines an error. */
+Test(families, defines_find_the_text_program) {
+  clattn_ctx *ctx = tu_ctx();
+  cl_kernel by_text = NULL, by_defs = NULL, other = NULL;
+  cr_assert_eq(clattn__kernel(ctx, "decode.cl",
+                              "-DDTYPE=0 -DDK=8 -DDV=8 -DKV_SAME=0",
+                              "kv_append", &by_text),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  clattn_cache_stats before = {.size = sizeof(clattn_cache_stats)}, after = {.size = sizeof(clattn_cache_stats)};
+  clattn_ctx_cache_stats(ctx, &before);
+  clattn__defs df = {0};
+  clattn__def(&df, "DTYPE", 0);
+  clattn__def(&df, "DK", 8);
+  clattn__def(&df, "DV", 8);
+  clattn__def(&df, "KV_SAME", 0);
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(
+        clattn__kernel_defs(ctx, "decode.cl", &df, "kv_append", &by_defs),
+        CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+    cr_assert_eq(by_defs, by_text);
+  }
+  clattn_ctx_cache_stats(ctx, &after);
+  cr_assert_eq(after.source_builds + after.disk_hits,
+               before.source_builds + before.disk_hits);
+  df.value[1] = df.value[2] = 16;
+  cr_assert_eq(clattn__kernel_defs(ctx, "decode.cl", &df, "kv_append", &other),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_neq(other, by_text);
+  for (int i = 0; i <= CLATTN__DEFS_MAX; i++)
+    clattn__def(&df, "X", i);
+  cr_assert_eq(df.n, -1);
+  cr_assert_eq(clattn__kernel_defs(ctx, "decode.cl", &df, "kv_append", &other),
+               CLATTN_ERR_MISUSE);
+  clattn_ctx_destroy(ctx);
+}

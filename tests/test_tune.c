@@ -14,8 +14,14 @@
  *    order; entries that do not fit or are not "ok" are passed over; the
  *    caller's params and overrides ($CLATTN_PARAMS, clattn_ctx_set_params)
  *    come first; the output stays correct with the tuned parameters; with
- *    a measured profile and no entry, the model's pick is considered.
+ *    a measured profile and no entry, the model's pick is considered;
+ *  - a context keeps its choices until its tuning is read again (a tuning
+ *    run on it, clattn_ctx_reload_tuning, an override), and reports its
+ *    last call as it ran;
+ *  - the nearest tuned class compares a class's numbers, each head count
+ *    of a talking-heads class ("h8.16.8") on its own.
  */
+#include "choice/choice.h"
 #include "family/plan.h"
 #include "tune/tune.h"
 #include "util.h"
@@ -892,6 +898,268 @@ Test(choice, tuned_entries) {
   clattn_ctx_destroy(ctx);
   clattn_db_close(db);
   clattn_ctx_destroy(probe_ctx);
+}
+
+/* Two contexts on one database: each keeps its calls' choices until its
+ * tuning is read again.  B's call is memoised with the default; A tunes
+ * the call (A's next call takes the row at once) and a faster row of other
+ * params is stored, as another process would; B keeps its choice until
+ * clattn_ctx_reload_tuning(B), and then takes the faster row. */
+Test(choice, reload_tuning) {
+  const char *path = tmp_db("reload");
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 50, 50, 4, 2, 32, 32, CLATTN_F32,
+                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
+  clattn_ctx *a = ctx_with_db(path), *b = ctx_with_db(path);
+  run_prefill(a, &d);
+  run_prefill(b, &d);
+  cr_assert_eq(last(a).source, CLATTN_CHOICE_DEFAULT, "%s", last(a).why);
+  const clattn_choice def = last(b);
+  cr_assert_eq(def.source, CLATTN_CHOICE_DEFAULT, "%s", def.why);
+
+  clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
+  o.max_candidates = 1; /* the default alone */
+  o.repeats = 3;
+  clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
+  cr_assert_eq(clattn_tune_attention(a, db, &d, &o, &r), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(a));
+  cr_assert(r.best_s > 0, "nothing measured");
+  run_prefill(a, &d);
+  cr_assert_eq(last(a).source, CLATTN_CHOICE_TUNED, "%s", last(a).why);
+
+  put_entry(db, a, 0, "prefill", r.shape_class,
+            "variant=1 rows=2 keys=16 wg=0 splits=0", "ok", r.best_s / 4);
+  run_prefill(b, &d);
+  clattn_choice ch = last(b);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_DEFAULT,
+               "B read the database again unasked: %s", ch.why);
+  cr_assert(memcmp(&ch.resolved, &def.resolved, sizeof ch.resolved) == 0);
+
+  cr_assert_eq(clattn_ctx_reload_tuning(b), CLATTN_OK);
+  run_prefill(b, &d);
+  ch = last(b);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
+  cr_assert_eq(tu_params(ch.params).rows, 2);
+  cr_assert_eq(tu_params(ch.params).keys, 16);
+  cr_assert_eq(tu_params(ch.resolved).rows, 2);
+  cr_assert_eq(tu_params(ch.resolved).keys, 16);
+  clattn_choice ex = {.size = sizeof(clattn_choice)};
+  cr_assert_eq(clattn_explain_attention(b, &d, &ex), CLATTN_OK);
+  cr_assert_eq(ex.source, CLATTN_CHOICE_TUNED);
+  cr_assert_str_eq(ex.why, ch.why);
+
+  cr_assert_eq(clattn_ctx_reload_tuning(NULL), CLATTN_ERR_MISUSE);
+  clattn_ctx_destroy(a);
+  clattn_ctx_destroy(b);
+  clattn_db_close(db);
+}
+
+static void expect_same_choice(const clattn_choice *x,
+                               const clattn_choice *y) {
+  cr_expect_eq(x->source, y->source);
+  cr_expect(memcmp(&x->params, &y->params, sizeof x->params) == 0);
+  cr_expect(memcmp(&x->resolved, &y->resolved, sizeof x->resolved) == 0);
+  cr_expect_str_eq(x->shape_class, y->shape_class);
+  cr_expect_str_eq(x->entry_class, y->entry_class);
+  cr_expect_str_eq(x->entry_device, y->entry_device);
+  cr_expect_str_eq(x->why, y->why);
+}
+
+/* A thread's last call is reported as it ran after many other choices on
+ * the context (explains of 256 other shapes, more than the context keeps),
+ * and explain and the call say the same. */
+Test(choice, last_choice_after_other_choices) {
+  clattn_ctx *ctx = tu_ctx();
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 50, 50, 4, 2, 32, 32, CLATTN_F32,
+                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
+  cr_assert_eq(clattn_ctx_set_params(ctx, "prefill: rows=2 keys=16"),
+               CLATTN_OK);
+  run_prefill(ctx, &d);
+  const clattn_choice ran = last(ctx);
+  cr_assert_eq(ran.source, CLATTN_CHOICE_OVERRIDE, "%s", ran.why);
+  cr_assert(strstr(ran.why, "clattn_ctx_set_params") != NULL, "%s", ran.why);
+  cr_assert_str_eq(ran.shape_class, "f32 k32 v32 g2 bh2 n64 m64 c1");
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
+  for (int i = 0; i < 256; i++) {
+    const clattn_decode_desc dd = {sizeof(clattn_decode_desc), 1, 100 + i, 4, 2, 32, 32, CLATTN_F32,
+                                   CLATTN_BSHD, 0.0f, NULL};
+    cr_assert_eq(clattn_explain_decode(ctx, &dd, &ch), CLATTN_OK);
+  }
+  ch = last(ctx);
+  expect_same_choice(&ch, &ran);
+  cr_assert_eq(clattn_explain_attention(ctx, &d, &ch), CLATTN_OK);
+  expect_same_choice(&ch, &ran);
+  clattn_ctx_destroy(ctx);
+}
+
+/* The searches and lookups of ctx's memo so far. */
+static void memo_counts(clattn_ctx *ctx, unsigned long long *hits,
+                        unsigned long long *misses) {
+  clattn__memo_counts(ctx->choice->memo, hits, misses);
+}
+
+/* A repeated call finds its choice in the memo (no search): a decode call,
+ * and every core call and projection of a GQA layer's decode steps (the
+ * descriptions the layer builds are the same at each; two steps first,
+ * since a description's padding bytes are part of its key and may hold
+ * what an earlier, searching step left on the stack). */
+Test(choice, repeated_calls_are_memoised) {
+  clattn_ctx *ctx = tu_ctx();
+  enum { D = 64, HQ = 8, HKV = 2, DK = 16, B = 2, STEPS = 4 };
+  const size_t nq = (size_t)D * HQ * DK, nk = (size_t)D * HKV * DK;
+  tu_rng rng = tu_rng_seed(7);
+  float *w = tu_alloc(nq * 4);
+  tu_fill(&rng, w, nq, 0.1f);
+  cl_mem wq = tu_upload(ctx, w, nq, CLATTN_F32),
+         wk = tu_upload(ctx, w, nk, CLATTN_F32),
+         wv = tu_upload(ctx, w, nk, CLATTN_F32),
+         wo = tu_upload(ctx, w, nq, CLATTN_F32);
+  const clattn_layer_desc d = {.size = sizeof(clattn_layer_desc), .d_model = D, .heads_q = HQ, .heads_kv = HKV,
+                               .head_dim_k = DK, .head_dim_v = DK};
+  clattn_layer *layer = NULL;
+  clattn_kv_cache *cache = NULL;
+  cr_assert_eq(clattn_layer_create(ctx, &d, wq, wk, wv, wo, &layer),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_eq(clattn_kv_cache_create(layer, B, 16, &cache), CLATTN_OK);
+  cl_mem x = tu_upload(ctx, w, (size_t)B * D, CLATTN_F32),
+         y = tu_buffer(ctx, (size_t)B * D * 4);
+  unsigned long long h0, m0, h1, m1;
+  memo_counts(ctx, &h0, &m0);
+  cr_assert_eq(clattn_layer_decode(layer, cache, x, y, NULL), CLATTN_OK,
+               "%s", clattn_ctx_errmsg(ctx));
+  memo_counts(ctx, &h1, &m1);
+  const unsigned long long per_step = h1 + m1 - h0 - m0;
+  cr_assert(m1 - m0 >= 2, "%llu searches for a decode step", m1 - m0);
+  cr_assert_eq(clattn_layer_decode(layer, cache, x, y, NULL), CLATTN_OK,
+               "%s", clattn_ctx_errmsg(ctx));
+  memo_counts(ctx, &h0, &m0);
+  for (int s = 0; s < STEPS; s++)
+    cr_assert_eq(clattn_layer_decode(layer, cache, x, y, NULL), CLATTN_OK,
+                 "%s", clattn_ctx_errmsg(ctx));
+  memo_counts(ctx, &h1, &m1);
+  cr_expect_eq(m1, m0, "%llu searches in %d steps", m1 - m0, STEPS);
+  cr_expect_eq(h1 - h0, STEPS * per_step, "%llu of %llu lookups found",
+               h1 - h0, STEPS * per_step);
+
+  /* a call of the public API, and one with the caller's params (keyed on
+   * their content: a copy of them finds the same choice) */
+  const clattn_decode_desc dd = {sizeof(clattn_decode_desc), B, 64, HQ, HKV, DK, DK, CLATTN_F32,
+                                 CLATTN_BSHD, 0.0f, NULL};
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(clattn_explain_decode(ctx, &dd, &ch), CLATTN_OK);
+  clattn_params p = {sizeof(clattn_params), 1, 0, 16, 0, 2, 0, 0}, p2 = p;
+  clattn_decode_desc dp = dd;
+  dp.params = &p;
+  cr_assert_eq(clattn_explain_decode(ctx, &dp, &ch), CLATTN_OK);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_CALLER);
+  dp.params = &p2;
+  cr_assert_eq(clattn_explain_decode(ctx, &dp, &ch), CLATTN_OK);
+  cr_assert_eq(tu_params(ch.resolved).splits, 2);
+  p2.splits = 4;
+  cr_assert_eq(clattn_explain_decode(ctx, &dp, &ch), CLATTN_OK);
+  cr_assert_eq(tu_params(ch.resolved).splits, 4);
+  memo_counts(ctx, &h0, &m0);
+  cr_expect_eq(m0 - m1, 3, "%llu searches for three keys", m0 - m1);
+  cr_expect_eq(h0 - h1, 3, "%llu lookups found", h0 - h1);
+
+  clattn_kv_cache_destroy(cache);
+  clattn_layer_destroy(layer);
+  tu_release(x);
+  tu_release(y);
+  tu_release(wq);
+  tu_release(wk);
+  tu_release(wv);
+  tu_release(wo);
+  free(w);
+  clattn_ctx_destroy(ctx);
+}
+
+/* cls with its first word `from` replaced by `to`. */
+static void class_with(const char *cls, const char *from, const char *to,
+                       char *out, size_t cap) {
+  const char *at = strstr(cls, from);
+  cr_assert(at != NULL, "no \"%s\" in \"%s\"", from, cls);
+  snprintf(out, cap, "%.*s%s%s", (int)(at - cls), cls, to,
+           at + strlen(from));
+}
+
+/* The explanation of the talking-heads decode call below on a database of
+ * this device's rows (class with heads word and cache length replaced,
+ * keys, time). */
+typedef struct th_row {
+  const char *heads, *len;
+  int keys;
+  double t;
+} th_row;
+
+static clattn_choice th_nearest(const char *name, const th_row *rows, int n) {
+  static const char *shape =
+      "batch=1 kv-seq=4096 heads-k=8 heads=16 heads-v=8 head-dim=64";
+  clattn_ctx *probe_ctx = tu_ctx();
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
+  cr_assert_eq(clattn_explain_shape(probe_ctx, "talking-heads-decode", shape,
+                                    NULL, &ch),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(probe_ctx));
+  const char *path = tmp_db(name);
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
+  for (int i = 0; i < n; i++) {
+    char a[96], cls[96], params[64];
+    class_with(ch.shape_class, " h8.16.8 ", rows[i].heads, a, sizeof a);
+    class_with(a, " m4096 ", rows[i].len, cls, sizeof cls);
+    snprintf(params, sizeof params, "variant=1 keys=%d", rows[i].keys);
+    put_entry(db, probe_ctx, 0, "talking-heads-decode", cls, params, "ok",
+              rows[i].t);
+  }
+  clattn_db_close(db);
+  clattn_ctx *ctx = ctx_with_db(path);
+  cr_assert_eq(clattn_explain_shape(ctx, "talking-heads-decode", shape, NULL,
+                                    &ch),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  clattn_ctx_destroy(ctx);
+  clattn_ctx_destroy(probe_ctx);
+  return ch;
+}
+
+/* Talking-heads decode classes name three head counts, "h8.16.8" (key,
+ * logit and value heads), each a number of its own: a row of other head
+ * counts is far from the call (a head count doubled or halved weighs as
+ * two doublings of a length) and never an exact match, so a row of the
+ * call's heads one length away is the nearest, and among rows of other
+ * heads the fewest doublings win over the faster row. */
+Test(choice, talking_heads_nearest_class) {
+  static const th_row near_len[] = {
+      {" h8.16.4 ", " m4096 ", 16, 1e-4},
+      {" h8.8.8 ", " m4096 ", 32, 2e-4},
+      {" h4.16.8 ", " m4096 ", 48, 3e-4},
+      {" h8.16.8 ", " m2048 ", 128, 5e-4},
+  };
+  clattn_choice ch = th_nearest("th-len", near_len, 4);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED_NEAREST, "%s", ch.why);
+  cr_assert(strstr(ch.entry_class, " h8.16.8 ") != NULL &&
+                strstr(ch.entry_class, " m2048 ") != NULL,
+            "%s", ch.why);
+  cr_assert_eq(tu_params(ch.params).keys, 128);
+
+  static const th_row other_heads[] = {
+      {" h8.16.2 ", " m4096 ", 16, 1e-4}, /* the value heads over 4 */
+      {" h4.16.8 ", " m4096 ", 48, 3e-4}, /* the key heads halved */
+  };
+  ch = th_nearest("th-heads", other_heads, 2);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED_NEAREST, "%s", ch.why);
+  cr_assert(strstr(ch.entry_class, " h4.16.8 ") != NULL, "%s", ch.why);
+  cr_assert_eq(tu_params(ch.params).keys, 48);
+
+  static const th_row exact[] = {
+      {" h8.16.2 ", " m4096 ", 16, 1e-4},
+      {" h8.16.8 ", " m4096 ", 64, 4e-4},
+      {" h4.16.8 ", " m4096 ", 48, 3e-4},
+  };
+  ch = th_nearest("th-exact", exact, 3);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
+  cr_assert_eq(tu_params(ch.params).keys, 64);
 }
 
 /* A database with the device's measured profile and three model checks

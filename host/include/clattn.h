@@ -765,6 +765,15 @@ CLATTN_API clattn_status clattn_ctx_last_choice(const clattn_ctx *ctx,
 CLATTN_API clattn_status clattn_ctx_set_params(clattn_ctx *ctx,
                                                const char *spec);
 
+/* Read the tuning database again: a context reads it at its first call and
+ * keeps each call's choice (by family, description and params) until this,
+ * a tuning run on the context, or clattn_ctx_set_params; rows that another
+ * context, process or clattn_db_put_tune stored meanwhile are used from
+ * the next call on (and the layers' Xgemm parameters from their next GEMM).
+ * Errors: ctx.  Threads: safe, context-serialised (every thread's later
+ * calls on ctx read the database again). */
+CLATTN_API clattn_status clattn_ctx_reload_tuning(clattn_ctx *ctx);
+
 /* Parameters as text, "variant=1 rows=4 keys=64 wg=0 splits=0 prefetch=0"
  * (the tuning database's form; scheme= follows when it is set), and back
  * (unknown names are an error).

@@ -142,9 +142,12 @@ clattn_status clattn_ctx_last_choice(const clattn_ctx *ctx,
     return CLATTN_ERR_MISUSE;
   const clattn__thread_slot *mine = clattn__ctx_thread_slot(locked);
   rc = CLATTN_ERR_NOT_FOUND;
-  if (mine != NULL && mine->has_last &&
-      (rc = clattn__choice_out(&mine->last, out, why, sizeof why)))
-    clattn__fail(locked, rc, "%s", why);
+  if (mine != NULL && mine->has_last) {
+    clattn__choice last;
+    clattn__memo_last(mine, &last);
+    if ((rc = clattn__choice_out(&last, out, why, sizeof why)))
+      clattn__fail(locked, rc, "%s", why);
+  }
   clattn__ctx_leave(locked);
   return rc;
 }

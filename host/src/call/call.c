@@ -12,31 +12,45 @@ size_t clattn__buf_bytes(const clattn__buf_spec *b) {
   return clattn__bytes(clattn_dtype_size(b->dtype), (long)b->elems, 1, 1, 1);
 }
 
-/* ctx live, desc valid: the checks every entry point starts with. */
-static clattn_status begin(clattn_ctx *ctx, const clattn__family *F,
-                           const void *desc) {
-  char why[256];
+/* ctx live, desc not NULL: the checks every entry point starts with. */
+static clattn_status begin(clattn_ctx *ctx, const void *desc) {
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc)
     return rc;
   ctx->errmsg[0] = '\0';
   if (desc == NULL)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc is NULL");
-  if ((rc = F->check(desc, why, sizeof why)))
-    return clattn__fail(ctx, rc, "%s", why);
   return CLATTN_OK;
+}
+
+/* desc valid (F->check). */
+static clattn_status check(clattn_ctx *ctx, const clattn__family *F,
+                           const void *desc) {
+  char why[256];
+  clattn_status rc = F->check(desc, why, sizeof why);
+  return rc ? clattn__fail(ctx, rc, "%s", why) : CLATTN_OK;
 }
 
 static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
                                  const void *desc, const cl_mem *bufs,
                                  const clattn_events *ev) {
-  clattn__buf_spec spec[CLATTN__MAX_BUFS];
+  clattn__buf_spec own[CLATTN__MAX_BUFS];
+  const clattn__buf_spec *spec = own;
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
-  clattn__choice ch;
-  clattn_status rc = begin(ctx, F, desc);
+  clattn__memo_key key;
+  const clattn__memo_entry *m;
+  clattn_status rc = begin(ctx, desc);
   if (rc)
     return rc;
-  F->buffers(desc, spec);
+  /* a memoised call's description passed the checks before its search,
+   * and its buffer specs are kept with it */
+  if ((m = clattn__choice_recall(ctx, F, desc, &key, plan)) != NULL) {
+    spec = clattn__memo_buffers(m);
+  } else {
+    if ((rc = check(ctx, F, desc)))
+      return rc;
+    F->buffers(desc, own);
+  }
   for (int i = 0; i < F->nbufs; i++) {
     if (bufs[i] == NULL && spec[i].optional)
       continue;
@@ -47,13 +61,14 @@ static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
     if ((rc = clattn__check_buffer(ctx, bufs[i], need, spec[i].name)))
       return rc;
   }
-  if ((rc = clattn__choose(ctx, F, desc, &ch, plan)))
+  if (m == NULL &&
+      (rc = clattn__choice_search(ctx, F, desc, &key, &m, plan)))
     return rc;
-  if ((rc = F->enqueue(ctx, desc, plan, ch.params.wg == 0, bufs, ev)))
+  const int auto_wg = clattn__memo_choice(m)->params.wg == 0;
+  if ((rc = F->enqueue(ctx, desc, plan, auto_wg, bufs, ev)))
     return rc;
-  ch.resolved = F->resolved(plan);
-  ctx->cur->last = ch;
-  ctx->cur->has_last = 1;
+  /* m is still the entry chosen: a family's enqueue makes no choice */
+  clattn__memo_record(ctx, m, F->resolved(plan));
   return CLATTN_OK;
 }
 
@@ -71,14 +86,17 @@ clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
 static clattn_status explain_locked(clattn_ctx *ctx, const clattn__family *F,
                                     const void *desc, clattn__choice *out) {
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
+  const clattn__memo_entry *m;
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc)
     return rc;
   if (out == NULL)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc or out is NULL");
-  if ((rc = begin(ctx, F, desc)))
+  if ((rc = begin(ctx, desc)) || (rc = check(ctx, F, desc)) ||
+      (rc = clattn__choose(ctx, F, desc, &m, plan)))
     return rc;
-  return clattn__choose(ctx, F, desc, out, plan);
+  *out = *clattn__memo_choice(m);
+  return CLATTN_OK;
 }
 
 clattn_status clattn__explain(clattn_ctx *ctx, const clattn__family *F,

@@ -20,8 +20,12 @@
  * memory: opened read-only, and only the "ok" rows of this device and of
  * its vendor and architecture, the best few of each device, kernel and
  * shape class, each checked (clattn__tune_entry_check); a database locked
- * by another connection is read again a second later.  The model's picks
- * are memoised per family and shape class. */
+ * by another connection is read again a second later, and every database
+ * again after clattn_ctx_reload_tuning or a tuning run on the context.
+ * The model's picks are memoised per family and shape class, and each
+ * call's whole choice per call (memo.c): the search below, explanation
+ * included, runs once per call's key until the rows or the overrides
+ * change. */
 #include "choice/choice.h"
 #include "device/profile.h"
 #include "base/clock.h"
@@ -82,7 +86,8 @@ clattn_status clattn__choice_init(clattn_ctx *ctx, const clattn_ctx_opts *o) {
   C->has_override = calloc((size_t)nf, sizeof *C->has_override);
   C->override = calloc((size_t)nf, sizeof *C->override);
   C->override_from = calloc((size_t)nf, sizeof *C->override_from);
-  if (!C->has_override || !C->override || !C->override_from)
+  C->memo = clattn__memo_new();
+  if (!C->has_override || !C->override || !C->override_from || !C->memo)
     return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
   const char *env = getenv("CLATTN_PARAMS");
   if (env && *env) {
@@ -104,11 +109,26 @@ clattn_status clattn__choice_init(clattn_ctx *ctx, const clattn_ctx_opts *o) {
 
 void clattn__choice_reload(clattn_ctx *ctx) {
   clattn__choice_state *C = ctx->choice;
-  if (C && C->tuning) {
+  if (C == NULL)
+    return;
+  if (C->tuning) {
     free(C->tuning->e);
     free(C->tuning);
     C->tuning = NULL;
   }
+  clattn__memo_invalidate(C->memo);
+}
+
+clattn_status clattn_ctx_reload_tuning(clattn_ctx *ctx) {
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  if (locked == NULL)
+    return CLATTN_ERR_MISUSE;
+  ctx->errmsg[0] = '\0';
+  clattn__choice_reload(ctx);
+  /* the layers apply the Xgemm parameters again before their next GEMM */
+  ctx->gemm_explain[0] = '\0';
+  clattn__ctx_leave(locked);
+  return CLATTN_OK;
 }
 
 void clattn__choice_free(clattn_ctx *ctx) {
@@ -120,6 +140,7 @@ void clattn__choice_free(clattn_ctx *ctx) {
   free(C->has_override);
   free(C->override);
   free(C->override_from);
+  clattn__memo_free(C->memo);
   free(C);
   ctx->choice = NULL;
 }
@@ -302,56 +323,93 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
 
 /* -------------------------------------------------------- shape classes */
 
+/* A shape class is words: a name of letters, then nothing (a word such as
+ * "bhsd") or numbers joined by dots ("m4096", "h8.16.8": three head
+ * counts); the first word is the dtype. */
+#define CLASS_WORDS 16
+#define WORD_PARTS 4
+
+typedef struct class_word {
+  char name[16];
+  int nparts; /* 0: a word without numbers */
+  long part[WORD_PARTS];
+} class_word;
+
+typedef struct class_key {
+  int n; /* words; -1: text that is not a shape class */
+  class_word w[CLASS_WORDS];
+} class_key;
+
+static int is_lower(char c) { return c >= 'a' && c <= 'z'; }
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static void parse_class(const char *s, class_key *k) {
+  k->n = 0;
+  while (*s) {
+    if (*s == ' ') {
+      s++;
+      continue;
+    }
+    if (k->n == CLASS_WORDS)
+      goto bad;
+    class_word *w = &k->w[k->n++];
+    size_t len = 0;
+    while (is_lower(*s) && len + 1 < sizeof w->name)
+      w->name[len++] = *s++;
+    w->name[len] = '\0';
+    w->nparts = 0;
+    if (is_lower(*s))
+      goto bad; /* a longer name than any class has */
+    while (is_digit(*s)) {
+      long v = 0;
+      while (is_digit(*s) && v < 100000000L)
+        v = 10 * v + (*s++ - '0');
+      if (is_digit(*s) || w->nparts == WORD_PARTS)
+        goto bad;
+      w->part[w->nparts++] = v;
+      if (*s != '.')
+        break;
+      if (!is_digit(*++s))
+        goto bad;
+    }
+    if (*s && *s != ' ')
+      goto bad;
+  }
+  return;
+bad:
+  k->n = -1;
+}
+
 /* Distance between two classes of one kernel: -1 when they cannot share
- * parameters (dtype, head dims, layout differ), else the sum of |log2|
- * ratios of the sizes (the group counted twice) and 1 per other flag. */
-static double class_distance(const char *a, const char *b) {
-  char ta[16][24], tb[16][24];
-  int na = 0, nb = 0;
-  for (const char *s = a; *s && na < 16;) {
-    int n = 0;
-    while (*s == ' ')
-      s++;
-    while (*s && *s != ' ' && n < 23)
-      ta[na][n++] = *s++;
-    while (*s && *s != ' ')
-      s++;
-    ta[na][n] = '\0';
-    if (n)
-      na++;
-  }
-  for (const char *s = b; *s && nb < 16;) {
-    int n = 0;
-    while (*s == ' ')
-      s++;
-    while (*s && *s != ' ' && n < 23)
-      tb[nb][n++] = *s++;
-    while (*s && *s != ' ')
-      s++;
-    tb[nb][n] = '\0';
-    if (n)
-      nb++;
-  }
-  if (na != nb)
+ * parameters (the dtype, a head dim, a layout or another word differs, or
+ * a text is no class), else the sum over the numbers of |log2| of their
+ * ratios, each group size and head count counted twice (they change how
+ * the kernels divide the work, more than a length does), and 1 per
+ * differing flag (c0, c1). */
+static double class_distance(const class_key *a, const class_key *b) {
+  if (a->n < 0 || b->n < 0 || a->n != b->n)
     return -1;
   double dist = 0;
-  for (int i = 0; i < na; i++) {
-    size_t pa = strcspn(ta[i], "0123456789"), pb = strcspn(tb[i], "0123456789");
-    if (pa != pb || strncmp(ta[i], tb[i], pa) != 0)
+  for (int i = 0; i < a->n; i++) {
+    const class_word *x = &a->w[i], *y = &b->w[i];
+    if (strcmp(x->name, y->name) != 0 || x->nparts != y->nparts)
       return -1;
-    if (strcmp(ta[i], tb[i]) == 0)
+    if (memcmp(x->part, y->part, (size_t)x->nparts * sizeof x->part[0]) == 0)
       continue;
-    const char *key = ta[i];
-    if (!ta[i][pa] || (pa == 1 && (key[0] == 'k' || key[0] == 'v')))
-      return -1; /* dtype, layout, head dims */
-    if (pa == 1 && key[0] == 'c') {
+    const char *nm = x->name;
+    if (i == 0 || x->nparts == 0 || strcmp(nm, "k") == 0 ||
+        strcmp(nm, "v") == 0 || strcmp(nm, "d") == 0)
+      return -1; /* dtype, word, head dims */
+    if (strcmp(nm, "c") == 0) {
       dist += 1;
       continue;
     }
-    double x = atof(ta[i] + pa), y = atof(tb[i] + pb);
-    if (x <= 0 || y <= 0)
-      return -1;
-    dist += fabs(log2(x / y)) * (pa == 1 && key[0] == 'g' ? 2 : 1);
+    const double weight = strcmp(nm, "g") == 0 || nm[0] == 'h' ? 2 : 1;
+    for (int j = 0; j < x->nparts; j++) {
+      if (x->part[j] <= 0 || y->part[j] <= 0)
+        return -1;
+      dist += weight * fabs(log2((double)x->part[j] / (double)y->part[j]));
+    }
   }
   return dist;
 }
@@ -417,6 +475,7 @@ typedef struct tier_call {
   const clattn__target *t;
   const void *desc;
   const char *cls;
+  const class_key *key; /* cls parsed */
   void *copy, *pl;
   char *tried; /* the first row that did not fit, for the why */
   size_t tried_cap;
@@ -449,7 +508,12 @@ best_row(const tier_call *k, const clattn_tune_entry *rows, int n, int exact,
     const clattn_tune_entry *r = &rows[i];
     if (strcmp(r->kernel, k->F->name) != 0 || !keep(r, arg, T))
       continue;
-    double dist = class_distance(k->cls, r->shape_class);
+    class_key rk;
+    double dist = 0;
+    if (strcmp(k->cls, r->shape_class) != 0) {
+      parse_class(r->shape_class, &rk);
+      dist = class_distance(k->key, &rk);
+    }
     if (dist < 0 || (exact && dist > 0))
       continue;
     clattn_params p;
@@ -479,8 +543,9 @@ clattn_status clattn__choice_target(clattn_ctx *ctx, const clattn__family *F,
   return rc;
 }
 
-clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
-                             const void *desc, clattn__choice *ch, void *pl) {
+/* The search: the sources in order, the explanation written as it goes. */
+static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
+                            const void *desc, clattn__choice *ch, void *pl) {
   clattn__target t;
   _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
   const clattn_params *caller = clattn__desc_params(F, desc);
@@ -524,7 +589,10 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
                         "out of host memory for the tuning entries");
   {
     clattn__appendf(ch->why, sizeof ch->why, "%s; ", T->note);
-    const tier_call k = {F, &t, desc, cls, copy, pl, tried, sizeof tried};
+    class_key key;
+    parse_class(cls, &key);
+    const tier_call k = {F,    &t, desc,  cls, &key,
+                         copy, pl, tried, sizeof tried};
     /* 0: this device, this class; 1: this device, nearest; 2: kin */
     for (int pass = 0; pass < 3; pass++) {
       const int mine = pass < 2;
@@ -623,6 +691,43 @@ resolved:
   ch->resolved = F->resolved(pl);
   ctx->errmsg[0] = '\0';
   return CLATTN_OK;
+}
+
+const clattn__memo_entry *clattn__choice_recall(clattn_ctx *ctx,
+                                                const clattn__family *F,
+                                                const void *desc,
+                                                clattn__memo_key *key,
+                                                void *plan) {
+  clattn__choice_state *C = ctx->choice;
+  /* a database that was busy is looked at again a second later, memoised
+   * choices or not */
+  if (C->tuning && C->tuning->retry_at > 0 &&
+      clattn__now() >= C->tuning->retry_at)
+    clattn__choice_reload(ctx);
+  clattn__memo_make_key(F, desc, key);
+  return clattn__memo_find(C->memo, key, plan);
+}
+
+clattn_status clattn__choice_search(clattn_ctx *ctx, const clattn__family *F,
+                                    const void *desc,
+                                    const clattn__memo_key *key,
+                                    const clattn__memo_entry **out,
+                                    void *plan) {
+  clattn__choice ch;
+  clattn_status rc = search(ctx, F, desc, &ch, plan);
+  if (rc != CLATTN_OK)
+    return rc;
+  *out = clattn__memo_put(ctx, ctx->choice->memo, key, &ch, plan);
+  return CLATTN_OK;
+}
+
+clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
+                             const void *desc, const clattn__memo_entry **out,
+                             void *plan) {
+  clattn__memo_key key;
+  if ((*out = clattn__choice_recall(ctx, F, desc, &key, plan)) != NULL)
+    return CLATTN_OK;
+  return clattn__choice_search(ctx, F, desc, &key, out, plan);
 }
 
 const char *clattn_choice_source_str(clattn_choice_source s) {

@@ -81,6 +81,7 @@ clattn_status clattn__set_overrides(clattn_ctx *ctx, const char *spec,
     c->override[f] = ov[f];
     snprintf(c->override_from[f], sizeof c->override_from[f], "%s", from);
   }
+  clattn__memo_invalidate(c->memo); /* choices made under the old ones */
 done:
   free(has);
   free(ov);

@@ -122,11 +122,13 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl,
   const clattn__append_plan *plan = pl;
   clattn_status rc;
   (void)auto_wg;
-  char opts[96];
-  snprintf(opts, sizeof opts, "-DDTYPE=%d -DDK=%d -DDV=%d -DKV_SAME=%d",
-           (int)d->dtype, dk, dv, plan->kv_same);
+  clattn__defs df = {0};
+  clattn__def(&df, "DTYPE", (int)d->dtype);
+  clattn__def(&df, "DK", dk);
+  clattn__def(&df, "DV", dv);
+  clattn__def(&df, "KV_SAME", plan->kv_same);
   cl_kernel kern = NULL;
-  if ((rc = clattn__kernel(ctx, "decode.cl", opts, "kv_append", &kern)))
+  if ((rc = clattn__kernel_defs(ctx, "decode.cl", &df, "kv_append", &kern)))
     return rc;
   const clattn__strides ks =
       clattn__layout_strides(d->cache_layout, d->capacity, hkv, dk);
@@ -136,8 +138,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl,
   const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
   cl_uint n = 0;
   if ((rc = clattn__args(ctx, kern, &n, 5, sizeof(cl_mem), bufs)) ||
-      (rc = clattn__args(ctx, kern, &n, 3, sizeof(cl_int), ci)) ||
-      (rc = clattn__args(ctx, kern, &n, 6, sizeof(cl_long), st)))
+      (rc = clattn__scalars(ctx, kern, &n, 3, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kern, &n, 6, sizeof(cl_long), st)))
     return rc;
   const size_t gws[2] = {(size_t)a->n_new * hkv, (size_t)d->batch};
   return clattn__launch(ctx, kern, 2, gws, NULL, ev ? ev->num_wait : 0,

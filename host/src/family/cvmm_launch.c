@@ -10,24 +10,32 @@
 enum { SCHED_SLOT = 1 };
 
 static void options(const clattn__gg *g, const clattn__gg_plan *pl,
-                    char *buf, size_t cap) {
-  int n = snprintf(buf, cap, "-DDENSE=%d -DVARIANT=%d -DTILE=%d -DSMALL=%d",
-                   g->dense, pl->variant, pl->tile,
-                   pl->scheme == CLATTN__GG_SCHEME_SMALL);
-  if (!g->dense && n > 0 && (size_t)n < cap)
-    n += snprintf(buf + n, cap - (size_t)n,
-                  " -DMODE=%d -DH=%d -DE=%d -DTOPK=%d -DRR=%d -DRVW=%d "
-                  "-DRNV=%d",
-                  g->mode, g->heads, g->experts, g->topk, pl->rr, pl->rvw,
-                  pl->rnv);
-  if (n > 0 && (size_t)n < cap) {
-    if (pl->variant == 1)
-      snprintf(buf + n, cap - (size_t)n,
-               " -DR=%d -DVW=%d -DCV=%d -DPACK=%d -DKP=%d", pl->rows, pl->vw,
-               pl->cv, pl->pack, pl->pack ? g->K : 1);
-    else
-      snprintf(buf + n, cap - (size_t)n, " -DTM=%d -DCT=%d -DWG=%d -DKT=%d",
-               pl->rows, pl->cols, pl->wg, pl->kt);
+                    clattn__defs *df) {
+  df->n = 0;
+  clattn__def(df, "DENSE", g->dense);
+  clattn__def(df, "VARIANT", pl->variant);
+  clattn__def(df, "TILE", pl->tile);
+  clattn__def(df, "SMALL", pl->scheme == CLATTN__GG_SCHEME_SMALL);
+  if (!g->dense) {
+    clattn__def(df, "MODE", g->mode);
+    clattn__def(df, "H", g->heads);
+    clattn__def(df, "E", g->experts);
+    clattn__def(df, "TOPK", g->topk);
+    clattn__def(df, "RR", pl->rr);
+    clattn__def(df, "RVW", pl->rvw);
+    clattn__def(df, "RNV", pl->rnv);
+  }
+  if (pl->variant == 1) {
+    clattn__def(df, "R", pl->rows);
+    clattn__def(df, "VW", pl->vw);
+    clattn__def(df, "CV", pl->cv);
+    clattn__def(df, "PACK", pl->pack);
+    clattn__def(df, "KP", pl->pack ? g->K : 1);
+  } else {
+    clattn__def(df, "TM", pl->rows);
+    clattn__def(df, "CT", pl->cols);
+    clattn__def(df, "WG", pl->wg);
+    clattn__def(df, "KT", pl->kt);
   }
 }
 
@@ -48,16 +56,16 @@ static const char *const route_names[NROUTE] = {"cvmm_route", "cvmm_count",
 static clattn_status kernels(clattn_ctx *ctx, const clattn__gg *g,
                              clattn__gg_plan *pl, int auto_wg,
                              cl_kernel *route, cl_kernel *gemm) {
-  char opts[384];
+  clattn__defs df;
   clattn_status rc;
   const int small = pl->scheme == CLATTN__GG_SCHEME_SMALL;
   for (int pass = 0; pass < 2; pass++) {
-    options(g, pl, opts, sizeof opts);
-    if ((rc = clattn__kernel(ctx, "cvmm.cl", opts, gemm_name(pl), gemm)))
+    options(g, pl, &df);
+    if ((rc = clattn__kernel_defs(ctx, "cvmm.cl", &df, gemm_name(pl), gemm)))
       return rc;
     for (int i = 0; !g->dense && small == 0 && i < NROUTE; i++)
-      if ((rc = clattn__kernel(ctx, "cvmm.cl", opts, route_names[i],
-                               &route[i])))
+      if ((rc = clattn__kernel_defs(ctx, "cvmm.cl", &df, route_names[i],
+                                    &route[i])))
         return rc;
     size_t kwg = 0;
     if (pl->variant != 2 || !auto_wg || pass > 0)
@@ -102,7 +110,7 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
     const cl_int si[6] = {g->rows, g->K, g->N, g->lda, g->ldo, g->sel_inner};
     cl_uint k = 0;
     if ((rc = clattn__args(ctx, gemm, &k, 5, sizeof(cl_mem), sb)) ||
-        (rc = clattn__args(ctx, gemm, &k, 6, sizeof(cl_int), si)))
+        (rc = clattn__scalars(ctx, gemm, &k, 6, sizeof(cl_int), si)))
       return rc;
     const size_t nb = (size_t)((g->N + pl->cols - 1) / pl->cols);
     const size_t w1 = pl->wg ? (size_t)pl->wg : 1;
@@ -120,13 +128,13 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
     const cl_mem rb[3] = {sel_x, w_sel, sched};
     cl_uint k = 0;
     if ((rc = clattn__args(ctx, route[ROUTE], &k, 3, sizeof(cl_mem), rb)) ||
-        (rc = clattn__args(ctx, route[ROUTE], &k, 2, sizeof(cl_int), ri)))
+        (rc = clattn__scalars(ctx, route[ROUTE], &k, 2, sizeof(cl_int), ri)))
       return rc;
     const cl_int bi[2] = {g->rows, T};
     for (int i = COUNT; i < NROUTE; i++) {
       k = 0;
       if ((rc = clattn__arg(ctx, route[i], k++, sizeof(cl_mem), &sched)) ||
-          (rc = clattn__args(ctx, route[i], &k, 2, sizeof(cl_int), bi)))
+          (rc = clattn__scalars(ctx, route[i], &k, 2, sizeof(cl_int), bi)))
         return rc;
     }
     /* a work-item a group on a CPU, where a group is a core's task; the
@@ -148,7 +156,7 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
   const cl_mem gb[4] = {a, w, out, sched};
   cl_uint k = 0;
   if ((rc = clattn__args(ctx, gemm, &k, 4, sizeof(cl_mem), gb)) ||
-      (rc = clattn__args(ctx, gemm, &k, 6, sizeof(cl_int), gi)))
+      (rc = clattn__scalars(ctx, gemm, &k, 6, sizeof(cl_int), gi)))
     return rc;
   const size_t nb = (size_t)((g->N + pl->cols - 1) / pl->cols);
   size_t gws[3], lws[3] = {1, 1, 1};

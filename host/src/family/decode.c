@@ -195,25 +195,29 @@ static clattn_status space(const clattn__target *t, const void *desc,
 
 /* -D options of a decode program; returns its local-memory bytes. */
 static size_t options(const clattn_decode_desc *d,
-                      const clattn__decode_plan *pl, int direct, char *opts,
-                      size_t cap) {
+                      const clattn__decode_plan *pl, int direct,
+                      clattn__defs *df) {
   const int g = d->heads_q / d->heads_kv;
   const int dk = d->head_dim_k, dv = d->head_dim_v;
-  int len = snprintf(opts, cap,
-                     "-DDTYPE=%d -DDK=%d -DDV=%d -DG=%d -DVWK=%d -DVWV=%d "
-                     "-DDIRECT=%d -DKV_SAME=%d",
-                     (int)d->dtype, dk, dv, g, clattn__vec_width(dk),
-                     clattn__vec_width(dv), direct, pl->kv_same);
-  if (len < 0 || (size_t)len >= cap)
-    return 0;
+  df->n = 0;
+  clattn__def(df, "DTYPE", (int)d->dtype);
+  clattn__def(df, "DK", dk);
+  clattn__def(df, "DV", dv);
+  clattn__def(df, "G", g);
+  clattn__def(df, "VWK", clattn__vec_width(dk));
+  clattn__def(df, "VWV", clattn__vec_width(dv));
+  clattn__def(df, "DIRECT", direct);
+  clattn__def(df, "KV_SAME", pl->kv_same);
   if (pl->variant == 1) {
-    snprintf(opts + len, cap - (size_t)len,
-             " -DKB=%d -DPVH=%d -DPF=%d -DLANES=%d", pl->kb, pl->pvh, pl->pf,
-             pl->lanes);
+    clattn__def(df, "KB", pl->kb);
+    clattn__def(df, "PVH", pl->pvh);
+    clattn__def(df, "PF", pl->pf);
+    clattn__def(df, "LANES", pl->lanes);
     return 0;
   }
-  snprintf(opts + len, cap - (size_t)len, " -DWG=%d -DKT=%d -DPAIRS=%d", pl->wg,
-           pl->kb, (g * dv + pl->wg - 1) / pl->wg);
+  clattn__def(df, "WG", pl->wg);
+  clattn__def(df, "KT", pl->kb);
+  clattn__def(df, "PAIRS", (g * dv + pl->wg - 1) / pl->wg);
   return clattn__decode_local_bytes(d, pl);
 }
 
@@ -226,12 +230,12 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
   const int b = d->batch, hq = d->heads_q, hkv = d->heads_kv;
   const int dk = d->head_dim_k, dv = d->head_dim_v;
   const int S = pl->splits, direct = S == 1;
-  char opts[256];
-  size_t lbytes = options(d, pl, direct, opts, sizeof opts);
+  clattn__defs df;
+  size_t lbytes = options(d, pl, direct, &df);
   const char *name =
       pl->variant == 1 ? "decode_split_reg" : "decode_split_local";
   cl_kernel kern = NULL, comb = NULL;
-  if ((rc = clattn__kernel(ctx, "decode.cl", opts, name, &kern)))
+  if ((rc = clattn__kernel_defs(ctx, "decode.cl", &df, name, &kern)))
     return rc;
   if (pl->variant == 2 && auto_wg) {
     /* an automatic work-group may exceed what the compiled kernel allows
@@ -241,8 +245,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
       return rc;
     if (kwg < (size_t)pl->wg) {
       pl->wg = clattn__pow2_floor(kwg);
-      lbytes = options(d, pl, direct, opts, sizeof opts);
-      if ((rc = clattn__kernel(ctx, "decode.cl", opts, name, &kern)))
+      lbytes = options(d, pl, direct, &df);
+      if ((rc = clattn__kernel_defs(ctx, "decode.cl", &df, name, &kern)))
         return rc;
     }
   }
@@ -254,8 +258,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
     const size_t pb = clattn__bytes(4, b, hq, S, dv);
     if (pb == 0)
       return clattn__fail(ctx, CLATTN_ERR_SHAPE, "partial sizes overflow");
-    if ((rc =
-             clattn__kernel(ctx, "decode.cl", opts, "decode_combine", &comb)) ||
+    if ((rc = clattn__kernel_defs(ctx, "decode.cl", &df, "decode_combine",
+                                  &comb)) ||
         (rc = clattn__scratch(ctx, 1, pb, &opart)) ||
         (rc = clattn__scratch(ctx, 2, clattn__bytes(4, b, hq, S, 1), &lse)))
       return rc;
@@ -271,9 +275,9 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
   const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), kb)) ||
-      (rc = clattn__args(ctx, kern, &a, 4, sizeof(cl_int), ci)) ||
-      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
-      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), st)))
+      (rc = clattn__scalars(ctx, kern, &a, 4, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_float), &scale)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_long), st)))
     return rc;
   const cl_int rows = b * hq;
   if (!direct) {
@@ -281,7 +285,7 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
     const cl_int cn[2] = {rows, S};
     cl_uint ca = 0;
     if ((rc = clattn__args(ctx, comb, &ca, 3, sizeof(cl_mem), cb)) ||
-        (rc = clattn__args(ctx, comb, &ca, 2, sizeof(cl_int), cn)))
+        (rc = clattn__scalars(ctx, comb, &ca, 2, sizeof(cl_int), cn)))
       return rc;
   }
   const cl_uint nw = ev ? ev->num_wait : 0;

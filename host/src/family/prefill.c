@@ -167,29 +167,30 @@ static clattn_status space(const clattn__target *t, const void *desc,
 
 /* -D options of a prefill program. */
 static void options(const clattn_attn_desc *d, const clattn__prefill_plan *pl,
-                    char *buf, size_t cap) {
-  int n = snprintf(buf, cap,
-                   "-DDTYPE=%d -DDK=%d -DDV=%d -DVWK=%d -DVWV=%d -DCAUSAL=%d",
-                   (int)d->dtype, d->head_dim_k, d->head_dim_v,
-                   clattn__vec_width(d->head_dim_k),
-                   clattn__vec_width(d->head_dim_v), d->causal ? 1 : 0);
-  if (n < 0 || (size_t)n >= cap)
-    return;
-  if (pl->variant == 1)
-    n += snprintf(buf + n, cap - (size_t)n, " -DRB=%d -DKB=%d", pl->rb,
-                  pl->kb);
-  else
-    n += snprintf(buf + n, cap - (size_t)n, " -DWG=%d -DKT=%d", pl->wg,
-                  pl->kt);
-  if (pl->kv_same && n > 0 && (size_t)n < cap)
-    snprintf(buf + n, cap - (size_t)n, " -DKV_SAME=1");
+                    clattn__defs *df) {
+  df->n = 0;
+  clattn__def(df, "DTYPE", (int)d->dtype);
+  clattn__def(df, "DK", d->head_dim_k);
+  clattn__def(df, "DV", d->head_dim_v);
+  clattn__def(df, "VWK", clattn__vec_width(d->head_dim_k));
+  clattn__def(df, "VWV", clattn__vec_width(d->head_dim_v));
+  clattn__def(df, "CAUSAL", d->causal ? 1 : 0);
+  if (pl->variant == 1) {
+    clattn__def(df, "RB", pl->rb);
+    clattn__def(df, "KB", pl->kb);
+  } else {
+    clattn__def(df, "WG", pl->wg);
+    clattn__def(df, "KT", pl->kt);
+  }
+  if (pl->kv_same)
+    clattn__def(df, "KV_SAME", 1);
 }
 
 /* Variant 1: kv_stage writes K^T and V as float32 rows of ld keys, then
  * attn_fwd_reg runs rb query rows a work-item. */
 static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_attn_desc *d,
                                  const clattn__prefill_plan *pl,
-                                 const cl_mem *bufs, const char *opts,
+                                 const cl_mem *bufs, const clattn__defs *df,
                                  const clattn_events *ev) {
   clattn_status rc;
   const int b = d->batch, n = d->n_q, m = d->n_kv, hkv = d->heads_kv;
@@ -208,8 +209,10 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_attn_desc *d,
   const size_t vcb = clattn__bytes(4, b, hkv, d->head_dim_v, ld);
   if (ktb == 0 || vcb == 0 || ld < m)
     return clattn__fail(ctx, CLATTN_ERR_SHAPE, "tensor sizes overflow");
-  if ((rc = clattn__kernel(ctx, "attention.cl", opts, "kv_stage", &st_kern)) ||
-      (rc = clattn__kernel(ctx, "attention.cl", opts, "attn_fwd_reg", &kern)))
+  if ((rc = clattn__kernel_defs(ctx, "attention.cl", df, "kv_stage",
+                                &st_kern)) ||
+      (rc =
+           clattn__kernel_defs(ctx, "attention.cl", df, "attn_fwd_reg", &kern)))
     return rc;
   if (pl->wg &&
       (rc = clattn__check_wg(ctx, kern, (size_t)pl->wg, 0, "attn_fwd_reg")))
@@ -222,17 +225,17 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_attn_desc *d,
   const cl_mem sb[4] = {bufs[K], bufs[V], kt, vc};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, st_kern, &a, 4, sizeof(cl_mem), sb)) ||
-      (rc = clattn__args(ctx, st_kern, &a, 3, sizeof(cl_int), si)) ||
-      (rc = clattn__args(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
+      (rc = clattn__scalars(ctx, st_kern, &a, 3, sizeof(cl_int), si)) ||
+      (rc = clattn__scalars(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
     return rc;
   const cl_int ri[6] = {n, m, ld, hkv, g, bufs[KV_LENS] != NULL};
   const cl_mem rb[5] = {bufs[Q], kt, vc, bufs[KV_LENS], bufs[O]};
   const long rst[6] = {qs.b, qs.s, qs.h, os.b, os.s, os.h};
   a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_mem), rb)) ||
-      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_int), ri)) ||
-      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
-      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), rst)))
+      (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_int), ri)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_float), &scale)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_long), rst)))
     return rc;
   /* default: one work-item per work-group, which PoCL schedules best */
   const size_t wg1 = pl->wg ? (size_t)pl->wg : 1;
@@ -251,13 +254,14 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_attn_desc *d,
  * memory. */
 static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_attn_desc *d,
                                    clattn__prefill_plan *pl, int auto_wg,
-                                   const cl_mem *bufs, char *opts,
-                                   size_t opts_cap, const clattn_events *ev) {
+                                   const cl_mem *bufs, clattn__defs *df,
+                                   const clattn_events *ev) {
   clattn_status rc;
   const int b = d->batch, n = d->n_q, m = d->n_kv, hkv = d->heads_kv;
   const int g = d->heads_q / hkv, dk = d->head_dim_k;
   cl_kernel kern = NULL;
-  if ((rc = clattn__kernel(ctx, "attention.cl", opts, "attn_fwd_local", &kern)))
+  if ((rc = clattn__kernel_defs(ctx, "attention.cl", df, "attn_fwd_local",
+                                &kern)))
     return rc;
   size_t kwg = 0;
   if (auto_wg && (rc = clattn__kernel_wg(ctx, kern, &kwg)))
@@ -266,9 +270,9 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_attn_desc *d,
     /* an automatic work-group may exceed what the compiled kernel allows
      * (registers): rebuild once at the kernel's own limit */
     pl->wg = pl->rb = clattn__pow2_floor(kwg);
-    options(d, pl, opts, opts_cap);
-    if ((rc = clattn__kernel(ctx, "attention.cl", opts, "attn_fwd_local",
-                             &kern)))
+    options(d, pl, df);
+    if ((rc = clattn__kernel_defs(ctx, "attention.cl", df, "attn_fwd_local",
+                                  &kern)))
       return rc;
   }
   if ((rc = clattn__check_wg(ctx, kern, (size_t)pl->wg,
@@ -289,9 +293,9 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_attn_desc *d,
                        vs.b, vs.s, vs.h, os.b, os.s, os.h};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_mem), kb)) ||
-      (rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_int), ci)) ||
-      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
-      (rc = clattn__args(ctx, kern, &a, 12, sizeof(cl_long), st)))
+      (rc = clattn__scalars(ctx, kern, &a, 5, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_float), &scale)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 12, sizeof(cl_long), st)))
     return rc;
   const size_t groups = (size_t)(n * g + pl->wg - 1) / (size_t)pl->wg;
   const size_t gws[2] = {groups * (size_t)pl->wg, (size_t)b * hkv};
@@ -305,11 +309,11 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
                              const clattn_events *ev) {
   const clattn_attn_desc *d = desc;
   clattn__prefill_plan *pl = plan_;
-  char opts[256];
-  options(d, pl, opts, sizeof opts);
+  clattn__defs df;
+  options(d, pl, &df);
   if (pl->variant == 1)
-    return enqueue_reg(ctx, d, pl, bufs, opts, ev);
-  return enqueue_local(ctx, d, pl, auto_wg, bufs, opts, sizeof opts, ev);
+    return enqueue_reg(ctx, d, pl, bufs, &df, ev);
+  return enqueue_local(ctx, d, pl, auto_wg, bufs, &df, ev);
 }
 
 /* Odd sizes that no tile divides, two sequences of different lengths. */

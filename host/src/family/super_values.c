@@ -276,12 +276,13 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   const clattn__super_values_desc *d = desc;
   sv_plan *pl = pl_;
   clattn_status rc;
-  char opts[96];
-  snprintf(opts, sizeof opts, "-DVW=%d -DR=%d -DCAUSAL=%d", pl->vw, pl->rows,
-           d->causal ? 1 : 0);
+  clattn__defs df = {0};
+  clattn__def(&df, "VW", pl->vw);
+  clattn__def(&df, "R", pl->rows);
+  clattn__def(&df, "CAUSAL", d->causal ? 1 : 0);
   cl_kernel kern = NULL;
-  if ((rc =
-           clattn__kernel(ctx, "super_values.cl", opts, "super_values", &kern)))
+  if ((rc = clattn__kernel_defs(ctx, "super_values.cl", &df, "super_values",
+                                &kern)))
     return rc;
   if (pl->wg && auto_wg) {
     /* an automatic work-group may exceed what the compiled kernel allows */
@@ -304,8 +305,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   const long st[6] = {xs.b, xs.s, xs.h, vs.b, vs.s, vs.h};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 3, sizeof(cl_mem), bufs)) ||
-      (rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_int), ci)) ||
-      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), st)))
+      (rc = clattn__scalars(ctx, kern, &a, 5, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_long), st)))
     return rc;
   const size_t wg = pl->wg ? (size_t)pl->wg : 1;
   const size_t gws[3] = {((size_t)nvec + wg - 1) / wg * wg,

@@ -176,28 +176,33 @@ static clattn_status space(const clattn__target *t, const void *desc,
 
 /* -D options of a talking-heads program. */
 static void options(const clattn_th_desc *d, const clattn__th_plan *pl,
-                    char *buf, size_t cap) {
-  int n = snprintf(buf, cap,
-                   "-DDTYPE=%d -DHK=%d -DH=%d -DHV=%d -DDK=%d -DDV=%d "
-                   "-DVWK=%d -DVWV=%d -DCAUSAL=%d -DSCHEME=%d",
-                   (int)d->dtype, d->heads_k, d->heads, d->heads_v,
-                   d->head_dim_k, d->head_dim_v,
-                   clattn__vec_width(d->head_dim_k),
-                   clattn__vec_width(d->head_dim_v), d->causal ? 1 : 0,
-                   pl->scheme);
-  if (n < 0 || (size_t)n >= cap)
-    return;
-  if (pl->variant == 1)
-    snprintf(buf + n, cap - (size_t)n, " -DRB=%d -DKB=%d", pl->rb, pl->kb);
-  else
-    snprintf(buf + n, cap - (size_t)n, " -DWG=%d -DKT=%d", pl->wg, pl->kt);
+                    clattn__defs *df) {
+  df->n = 0;
+  clattn__def(df, "DTYPE", (int)d->dtype);
+  clattn__def(df, "HK", d->heads_k);
+  clattn__def(df, "H", d->heads);
+  clattn__def(df, "HV", d->heads_v);
+  clattn__def(df, "DK", d->head_dim_k);
+  clattn__def(df, "DV", d->head_dim_v);
+  clattn__def(df, "VWK", clattn__vec_width(d->head_dim_k));
+  clattn__def(df, "VWV", clattn__vec_width(d->head_dim_v));
+  clattn__def(df, "CAUSAL", d->causal ? 1 : 0);
+  clattn__def(df, "SCHEME", pl->scheme);
+  if (pl->variant == 1) {
+    clattn__def(df, "RB", pl->rb);
+    clattn__def(df, "KB", pl->kb);
+  } else {
+    clattn__def(df, "WG", pl->wg);
+    clattn__def(df, "KT", pl->kt);
+  }
 }
 
 /* Variant 1: th_stage writes K^T and V as float32 rows of ld keys, then
  * th_fwd_reg runs rb query positions a work-item. */
 static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
                                  const clattn__th_plan *pl, const cl_mem *bufs,
-                                 const char *opts, const clattn_events *ev) {
+                                 const clattn__defs *df,
+                                 const clattn_events *ev) {
   clattn_status rc;
   const int b = d->batch, n = d->n_q, m = d->n_kv, ld = pl->ld;
   const int hk = d->heads_k, hv = d->heads_v, dk = d->head_dim_k;
@@ -217,10 +222,10 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
   const size_t vcb = clattn__bytes(4, b, hv, d->head_dim_v, tiled);
   if (ktb == 0 || vcb == 0 || ld < m)
     return clattn__fail(ctx, CLATTN_ERR_SHAPE, "tensor sizes overflow");
-  if ((rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_stage",
-                           &st_kern)) ||
-      (rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_fwd_reg",
-                           &kern)))
+  if ((rc = clattn__kernel_defs(ctx, "talking_heads.cl", df, "th_stage",
+                                &st_kern)) ||
+      (rc = clattn__kernel_defs(ctx, "talking_heads.cl", df, "th_fwd_reg",
+                                &kern)))
     return rc;
   const size_t lgs = clattn__th_local_bytes(d, pl);
   if ((pl->wg || lgs) &&
@@ -235,8 +240,8 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
   const cl_mem sb[4] = {bufs[K], bufs[V], kt, vc};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, st_kern, &a, 4, sizeof(cl_mem), sb)) ||
-      (rc = clattn__args(ctx, st_kern, &a, 2, sizeof(cl_int), si)) ||
-      (rc = clattn__args(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
+      (rc = clattn__scalars(ctx, st_kern, &a, 2, sizeof(cl_int), si)) ||
+      (rc = clattn__scalars(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
     return rc;
   const cl_int ri[4] = {n, m, ld, bufs[KV_LENS] != NULL};
   const cl_mem rb[7] = {bufs[Q],   kt,            vc, bufs[P_L],
@@ -244,11 +249,12 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
   const long rst[6] = {qs.b, qs.s, qs.h, os.b, os.s, os.h};
   a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), rb)) ||
-      (rc = clattn__args(ctx, kern, &a, 4, sizeof(cl_int), ri)) ||
-      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
-      (rc = clattn__args(ctx, kern, &a, 6, sizeof(cl_long), rst)) ||
-      (lgs && ((rc = clattn__arg(ctx, kern, a++, lgs, NULL)) ||
-               (rc = clattn__arg(ctx, kern, a++, sizeof(cl_int), &pl->keep)))))
+      (rc = clattn__scalars(ctx, kern, &a, 4, sizeof(cl_int), ri)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_float), &scale)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_long), rst)) ||
+      (lgs &&
+       ((rc = clattn__arg(ctx, kern, a++, lgs, NULL)) ||
+        (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_int), &pl->keep)))))
     return rc;
   /* default: one work-item per work-group, which PoCL schedules best */
   const size_t wg1 = pl->wg ? (size_t)pl->wg : 1;
@@ -267,14 +273,14 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
  * local memory. */
 static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_th_desc *d,
                                    clattn__th_plan *pl, int auto_wg,
-                                   const cl_mem *bufs, char *opts,
-                                   size_t opts_cap, const clattn_events *ev) {
+                                   const cl_mem *bufs, clattn__defs *df,
+                                   const clattn_events *ev) {
   clattn_status rc;
   const int b = d->batch, n = d->n_q, m = d->n_kv;
   const int hk = d->heads_k, hv = d->heads_v, dk = d->head_dim_k;
   cl_kernel kern = NULL;
-  if ((rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_fwd_local",
-                           &kern)))
+  if ((rc = clattn__kernel_defs(ctx, "talking_heads.cl", df, "th_fwd_local",
+                                &kern)))
     return rc;
   size_t kwg = 0;
   if (auto_wg && (rc = clattn__kernel_wg(ctx, kern, &kwg)))
@@ -283,9 +289,9 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_th_desc *d,
     /* an automatic work-group may exceed what the compiled kernel allows
      * (registers): rebuild once at the kernel's own limit */
     pl->wg = clattn__pow2_floor(kwg);
-    options(d, pl, opts, opts_cap);
-    if ((rc = clattn__kernel(ctx, "talking_heads.cl", opts, "th_fwd_local",
-                             &kern)))
+    options(d, pl, df);
+    if ((rc = clattn__kernel_defs(ctx, "talking_heads.cl", df, "th_fwd_local",
+                                  &kern)))
       return rc;
   }
   if ((rc = clattn__check_wg(ctx, kern, (size_t)pl->wg,
@@ -305,9 +311,9 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_th_desc *d,
                        vs.b, vs.s, vs.h, os.b, os.s, os.h};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), kb)) ||
-      (rc = clattn__args(ctx, kern, &a, 3, sizeof(cl_int), ci)) ||
-      (rc = clattn__arg(ctx, kern, a++, sizeof(cl_float), &scale)) ||
-      (rc = clattn__args(ctx, kern, &a, 12, sizeof(cl_long), st)))
+      (rc = clattn__scalars(ctx, kern, &a, 3, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_float), &scale)) ||
+      (rc = clattn__scalars(ctx, kern, &a, 12, sizeof(cl_long), st)))
     return rc;
   const size_t groups = (size_t)(n + pl->wg - 1) / (size_t)pl->wg;
   const size_t gws[2] = {groups * (size_t)pl->wg, (size_t)b};
@@ -321,11 +327,11 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
                              const clattn_events *ev) {
   const clattn_th_desc *d = desc;
   clattn__th_plan *pl = plan_;
-  char opts[320];
-  options(d, pl, opts, sizeof opts);
+  clattn__defs df;
+  options(d, pl, &df);
   if (pl->variant == 1)
-    return enqueue_reg(ctx, d, pl, bufs, opts, ev);
-  return enqueue_local(ctx, d, pl, auto_wg, bufs, opts, sizeof opts, ev);
+    return enqueue_reg(ctx, d, pl, bufs, &df, ev);
+  return enqueue_local(ctx, d, pl, auto_wg, bufs, &df, ev);
 }
 
 /* Odd sizes that no tile divides, two sequences of different lengths. */

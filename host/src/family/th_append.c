@@ -94,11 +94,15 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl,
   clattn_status rc;
   (void)pl;
   (void)auto_wg;
-  char opts[128];
-  snprintf(opts, sizeof opts, "-DDTYPE=%d -DDK=%d -DDV=%d -DHK=%d -DHV=%d",
-           (int)d->dtype, d->head_dim_k, d->head_dim_v, hk, hv);
+  clattn__defs df = {0};
+  clattn__def(&df, "DTYPE", (int)d->dtype);
+  clattn__def(&df, "DK", d->head_dim_k);
+  clattn__def(&df, "DV", d->head_dim_v);
+  clattn__def(&df, "HK", hk);
+  clattn__def(&df, "HV", hv);
   cl_kernel kern = NULL;
-  if ((rc = clattn__kernel(ctx, "th_decode.cl", opts, "th_kv_append", &kern)))
+  if ((rc = clattn__kernel_defs(ctx, "th_decode.cl", &df, "th_kv_append",
+                                &kern)))
     return rc;
   const clattn__strides ks =
       clattn__layout_strides(d->cache_layout, d->capacity, hk, d->head_dim_k);
@@ -108,8 +112,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl,
   const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
   cl_uint n = 0;
   if ((rc = clattn__args(ctx, kern, &n, 5, sizeof(cl_mem), bufs)) ||
-      (rc = clattn__args(ctx, kern, &n, 2, sizeof(cl_int), ci)) ||
-      (rc = clattn__args(ctx, kern, &n, 6, sizeof(cl_long), st)))
+      (rc = clattn__scalars(ctx, kern, &n, 2, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kern, &n, 6, sizeof(cl_long), st)))
     return rc;
   const size_t gws[2] = {(size_t)a->n_new * (size_t)(hk > hv ? hk : hv),
                          (size_t)d->batch};

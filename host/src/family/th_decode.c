@@ -209,15 +209,20 @@ static clattn_status space(const clattn__target *t, const void *desc,
 }
 
 /* -D options of the decode program. */
-static void options(const clattn_th_decode_desc *d, int direct, char *opts,
-                    size_t cap) {
-  snprintf(opts, cap,
-           "-DDTYPE=%d -DDK=%d -DDV=%d -DHK=%d -DH=%d -DHV=%d -DVH=%d "
-           "-DVU=%d -DVWK=%d -DVWV=%d -DDIRECT=%d",
-           (int)d->dtype, d->head_dim_k, d->head_dim_v, d->heads_k, d->heads,
-           d->heads_v, clattn__th_head_width(d->heads),
-           clattn__th_head_width(d->heads_v), clattn__vec_width(d->head_dim_k),
-           clattn__vec_width(d->head_dim_v), direct);
+static void options(const clattn_th_decode_desc *d, int direct,
+                    clattn__defs *df) {
+  df->n = 0;
+  clattn__def(df, "DTYPE", (int)d->dtype);
+  clattn__def(df, "DK", d->head_dim_k);
+  clattn__def(df, "DV", d->head_dim_v);
+  clattn__def(df, "HK", d->heads_k);
+  clattn__def(df, "H", d->heads);
+  clattn__def(df, "HV", d->heads_v);
+  clattn__def(df, "VH", clattn__th_head_width(d->heads));
+  clattn__def(df, "VU", clattn__th_head_width(d->heads_v));
+  clattn__def(df, "VWK", clattn__vec_width(d->head_dim_k));
+  clattn__def(df, "VWV", clattn__vec_width(d->head_dim_v));
+  clattn__def(df, "DIRECT", direct);
 }
 
 static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
@@ -229,13 +234,13 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   const int b = d->batch, S = pl->splits, direct = S == 1;
   const int hk = d->heads_k, hv = d->heads_v, dv = d->head_dim_v;
   (void)auto_wg;
-  char opts[256];
-  options(d, direct, opts, sizeof opts);
+  clattn__defs df;
+  options(d, direct, &df);
   cl_kernel kl = NULL, kv = NULL, kc = NULL;
-  if ((rc = clattn__kernel(ctx, "th_decode.cl", opts, "th_logits", &kl)) ||
-      (rc = clattn__kernel(ctx, "th_decode.cl", opts, "th_values", &kv)) ||
+  if ((rc = clattn__kernel_defs(ctx, "th_decode.cl", &df, "th_logits", &kl)) ||
+      (rc = clattn__kernel_defs(ctx, "th_decode.cl", &df, "th_values", &kv)) ||
       (!direct &&
-       (rc = clattn__kernel(ctx, "th_decode.cl", opts, "th_combine", &kc))))
+       (rc = clattn__kernel_defs(ctx, "th_decode.cl", &df, "th_combine", &kc))))
     return rc;
   if (pl->wg && ((rc = clattn__check_wg(ctx, kl, (size_t)pl->wg, 0,
                                         "th_logits")) ||
@@ -269,16 +274,16 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   const long kst[3] = {ks.b, ks.s, ks.h}, vst[3] = {vs.b, vs.s, vs.h};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, kl, &a, 6, sizeof(cl_mem), l_bufs)) ||
-      (rc = clattn__args(ctx, kl, &a, 3, sizeof(cl_int), ci)) ||
-      (rc = clattn__arg(ctx, kl, a++, sizeof(cl_float), &scale)) ||
-      (rc = clattn__args(ctx, kl, &a, 3, sizeof(cl_long), kst)))
+      (rc = clattn__scalars(ctx, kl, &a, 3, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kl, &a, 1, sizeof(cl_float), &scale)) ||
+      (rc = clattn__scalars(ctx, kl, &a, 3, sizeof(cl_long), kst)))
     return rc;
   const cl_mem v_bufs[8] = {bufs[V_CACHE], bufs[LENS], bufs[P_W], logit,
                             stats,         uw,         bufs[O],   opart};
   a = 0;
   if ((rc = clattn__args(ctx, kv, &a, 8, sizeof(cl_mem), v_bufs)) ||
-      (rc = clattn__args(ctx, kv, &a, 3, sizeof(cl_int), ci)) ||
-      (rc = clattn__args(ctx, kv, &a, 3, sizeof(cl_long), vst)))
+      (rc = clattn__scalars(ctx, kv, &a, 3, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kv, &a, 3, sizeof(cl_long), vst)))
     return rc;
   const cl_int rows = b * hv;
   if (!direct) {
@@ -286,7 +291,7 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
     const cl_int cn[2] = {rows, S};
     a = 0;
     if ((rc = clattn__args(ctx, kc, &a, 2, sizeof(cl_mem), c_bufs)) ||
-        (rc = clattn__args(ctx, kc, &a, 2, sizeof(cl_int), cn)))
+        (rc = clattn__scalars(ctx, kc, &a, 2, sizeof(cl_int), cn)))
       return rc;
   }
   const cl_uint nw = ev ? ev->num_wait : 0;

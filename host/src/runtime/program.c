@@ -40,6 +40,8 @@ struct clattn__program {
   clattn__program *next;
   int src; /* index into clattn__sources */
   char *options;
+  int has_defs; /* found by clattn__kernel_defs: defs are its options */
+  clattn__defs defs;
   cl_program program;
   kernel_entry *kernels;
 };
@@ -62,6 +64,8 @@ void clattn__programs_free(clattn_ctx *ctx) {
     p = next;
   }
   ctx->programs = NULL;
+  /* a new kernel may get a released one's address */
+  memset(ctx->scalars, 0, sizeof ctx->scalars);
 }
 
 void clattn_ctx_clear_programs(clattn_ctx *ctx) {
@@ -368,8 +372,14 @@ static cl_program load_cached(clattn_ctx *ctx, const char *path,
 
 static clattn_status get_program(clattn_ctx *ctx, int src,
                                  const char *options, clattn__program **out) {
-  for (clattn__program *p = ctx->programs; p; p = p->next) {
+  for (clattn__program **at = &ctx->programs; *at; at = &(*at)->next) {
+    clattn__program *p = *at;
     if (p->src == src && strcmp(p->options, options) == 0) {
+      /* to the front: a call's programs are found again at once, however
+       * many the context built */
+      *at = p->next;
+      p->next = ctx->programs;
+      ctx->programs = p;
       ctx->stats.memory_hits++;
       *out = p;
       return CLATTN_OK;
@@ -414,17 +424,9 @@ int clattn__source_index(const char *source) {
   return -1;
 }
 
-clattn_status clattn__kernel(clattn_ctx *ctx, const char *source,
-                             const char *options, const char *name,
-                             cl_kernel *out) {
-  clattn__program *p = NULL;
-  const int src = clattn__source_index(source);
-  if (src < 0)
-    return clattn__fail(ctx, CLATTN_ERR_MISUSE, "no kernel source \"%s\"",
-                        source ? source : "(null)");
-  clattn_status rc = get_program(ctx, src, options, &p);
-  if (rc != CLATTN_OK)
-    return rc;
+/* Kernel `name` of program p, made at its first use. */
+static clattn_status kernel_of(clattn_ctx *ctx, clattn__program *p,
+                               const char *name, cl_kernel *out) {
   for (kernel_entry *k = p->kernels; k; k = k->next) {
     if (strcmp(k->name, name) == 0) {
       *out = k->kernel;
@@ -452,4 +454,72 @@ clattn_status clattn__kernel(clattn_ctx *ctx, const char *source,
   p->kernels = e;
   *out = kern;
   return CLATTN_OK;
+}
+
+clattn_status clattn__kernel(clattn_ctx *ctx, const char *source,
+                             const char *options, const char *name,
+                             cl_kernel *out) {
+  clattn__program *p = NULL;
+  const int src = clattn__source_index(source);
+  if (src < 0)
+    return clattn__fail(ctx, CLATTN_ERR_MISUSE, "no kernel source \"%s\"",
+                        source ? source : "(null)");
+  clattn_status rc = get_program(ctx, src, options, &p);
+  if (rc != CLATTN_OK)
+    return rc;
+  return kernel_of(ctx, p, name, out);
+}
+
+static int defs_equal(const clattn__defs *a, const clattn__defs *b) {
+  if (a->n != b->n)
+    return 0;
+  for (int i = 0; i < a->n; i++)
+    if (a->value[i] != b->value[i])
+      return 0;
+  for (int i = 0; i < a->n; i++)
+    if (a->name[i] != b->name[i] && strcmp(a->name[i], b->name[i]) != 0)
+      return 0;
+  return 1;
+}
+
+clattn_status clattn__kernel_defs(clattn_ctx *ctx, const char *source,
+                                  const clattn__defs *defs, const char *name,
+                                  cl_kernel *out) {
+  if (defs->n < 0)
+    return clattn__fail(ctx, CLATTN_ERR_MISUSE, "%s: more than %d defines",
+                        name, CLATTN__DEFS_MAX);
+  for (clattn__program **at = &ctx->programs; *at; at = &(*at)->next) {
+    clattn__program *p = *at;
+    if (p->has_defs && defs_equal(&p->defs, defs) &&
+        strcmp(clattn__source_names[p->src], source) == 0) {
+      *at = p->next; /* to the front, as get_program does */
+      p->next = ctx->programs;
+      ctx->programs = p;
+      ctx->stats.memory_hits++;
+      return kernel_of(ctx, p, name, out);
+    }
+  }
+  /* the text, then the lookup of clattn__kernel (a program built from the
+   * same text by it is this one) */
+  char options[CLATTN__DEFS_MAX * 40];
+  size_t len = 0;
+  options[0] = '\0';
+  for (int i = 0; i < defs->n; i++) {
+    const int n = snprintf(options + len, sizeof options - len, "%s-D%s=%d",
+                           i ? " " : "", defs->name[i], defs->value[i]);
+    if (n < 0 || (size_t)n >= sizeof options - len)
+      return clattn__fail(ctx, CLATTN_ERR_MISUSE, "%s: defines too long", name);
+    len += (size_t)n;
+  }
+  clattn__program *p = NULL;
+  const int src = clattn__source_index(source);
+  if (src < 0)
+    return clattn__fail(ctx, CLATTN_ERR_MISUSE, "no kernel source \"%s\"",
+                        source ? source : "(null)");
+  clattn_status rc = get_program(ctx, src, options, &p);
+  if (rc != CLATTN_OK)
+    return rc;
+  p->defs = *defs;
+  p->has_defs = 1;
+  return kernel_of(ctx, p, name, out);
 }

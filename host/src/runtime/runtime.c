@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,7 @@ static clattn__thread_slot *own_slot(clattn_ctx *ctx) {
   if (t->serial != self_serial()) { /* new, or an ended thread's */
     t->serial = self_serial();
     t->has_last = 0;
+    t->last_memo = NULL;
     t->errmsg[0] = '\0';
   }
   return t;
@@ -534,6 +536,37 @@ clattn_status clattn__args(clattn_ctx *ctx, cl_kernel k, cl_uint *next,
     clattn_status rc = clattn__arg(ctx, k, (*next)++, size, v + i * size);
     if (rc != CLATTN_OK)
       return rc;
+  }
+  return CLATTN_OK;
+}
+
+clattn_status clattn__scalars(clattn_ctx *ctx, cl_kernel k, cl_uint *next,
+                              int n, size_t size, const void *values) {
+  const uint64_t h = (uint64_t)(uintptr_t)k * 0x9e3779b97f4a7c15u;
+  clattn__kernel_scalars *m = &ctx->scalars[h >> 59];
+  _Static_assert(CLATTN__SCALAR_KERNELS == 32, "the slot is 5 bits of h");
+  if (m->kernel != k) { /* another kernel had the slot: start again */
+    memset(m, 0, sizeof *m);
+    m->kernel = k;
+  }
+  const char *v = values;
+  for (int i = 0; i < n; i++) {
+    const cl_uint a = (*next)++;
+    const int known = a < CLATTN__SCALAR_ARGS && size <= sizeof m->value[0];
+    unsigned long long w = 0;
+    if (known) {
+      memcpy(&w, v + i * size, size);
+      if (m->size[a] == size && m->value[a] == w)
+        continue;
+      m->size[a] = 0; /* unknown until the set succeeds */
+    }
+    clattn_status rc = clattn__arg(ctx, k, a, size, v + i * size);
+    if (rc != CLATTN_OK)
+      return rc;
+    if (known) {
+      m->size[a] = (unsigned char)size;
+      m->value[a] = w;
+    }
   }
   return CLATTN_OK;
 }

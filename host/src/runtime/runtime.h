@@ -38,6 +38,8 @@ typedef struct clattn__devinfo {
 typedef struct clattn__program clattn__program; /* in-memory cache entry */
 /* The parameter choice's state (choice/): the runtime only holds it. */
 typedef struct clattn__choice_state clattn__choice_state;
+/* A memoised choice (choice/memo.c), which a thread's record refers to. */
+typedef struct clattn__memo_entry clattn__memo_entry;
 
 enum { CLATTN_SCRATCH_SLOTS = 4 };
 
@@ -55,6 +57,14 @@ typedef struct clattn__choice {
   char why[512];
 } clattn__choice;
 
+/* The scalar arguments clattn__scalars set last on one kernel. */
+enum { CLATTN__SCALAR_KERNELS = 32, CLATTN__SCALAR_ARGS = 32 };
+typedef struct clattn__kernel_scalars {
+  cl_kernel kernel;                        /* NULL: a free slot */
+  unsigned char size[CLATTN__SCALAR_ARGS]; /* 0: not known */
+  unsigned long long value[CLATTN__SCALAR_ARGS];
+} clattn__kernel_scalars;
+
 /* What clattn_ctx_errmsg and clattn_ctx_last_choice report to one thread:
  * each thread that used the context has its own, freed with the context. */
 typedef struct clattn__thread_slot {
@@ -63,7 +73,10 @@ typedef struct clattn__thread_slot {
   unsigned long long serial; /* the thread's own (ids of ended threads are
                                 reused) */
   int has_last;
-  clattn__choice last; /* the thread's last call's choice, as it ran */
+  /* the thread's last call's choice, as it ran: last_memo's choice with
+   * last.resolved, or all of last when last_memo is NULL (choice/memo.c) */
+  clattn__choice last;
+  const clattn__memo_entry *last_memo;
   char errmsg[CLATTN_ERRMSG_MAX];
 } clattn__thread_slot;
 
@@ -86,6 +99,8 @@ struct clattn_ctx {
   clattn_cache_stats stats;
   cl_mem scratch[CLATTN_SCRATCH_SLOTS];
   size_t scratch_size[CLATTN_SCRATCH_SLOTS];
+  /* by kernel (a slot by its address); forgotten with the programs */
+  clattn__kernel_scalars scalars[CLATTN__SCALAR_KERNELS];
   clattn__choice_state *choice; /* overrides, tuning rows, model picks */
   /* Settles the projections' GEMMs once (tune/gemm_apply.c, set by
    * clattn_ctx_create: the runtime and the families do not reach up):
@@ -188,6 +203,33 @@ clattn_status clattn__kernel(clattn_ctx *ctx, const char *source,
                              const char *options, const char *name,
                              cl_kernel *out);
 
+/* A program's build options as -D defines, which a lookup compares as
+ * numbers: a repeated call finds its kernel without writing the options'
+ * text (written, "-DNAME=value ..." in the order added, only to build a
+ * program and to key the disk cache, so it equals clattn__kernel's). */
+enum { CLATTN__DEFS_MAX = 24 };
+typedef struct clattn__defs {
+  int n; /* -1: more than CLATTN__DEFS_MAX were added */
+  const char *name[CLATTN__DEFS_MAX]; /* string literals */
+  int value[CLATTN__DEFS_MAX];
+} clattn__defs;
+
+/* Add -Dname=value (name: a string literal, which the lookup compares by
+ * address before it compares the text). */
+static inline void clattn__def(clattn__defs *d, const char *name, int value) {
+  if (d->n < 0 || d->n == CLATTN__DEFS_MAX) {
+    d->n = -1;
+    return;
+  }
+  d->name[d->n] = name;
+  d->value[d->n++] = value;
+}
+
+/* clattn__kernel with the options as defines. */
+clattn_status clattn__kernel_defs(clattn_ctx *ctx, const char *source,
+                                  const clattn__defs *defs, const char *name,
+                                  cl_kernel *out);
+
 /* Set kernel argument i (checked). */
 clattn_status clattn__arg(clattn_ctx *ctx, cl_kernel k, cl_uint i, size_t size,
                           const void *value);
@@ -196,6 +238,15 @@ clattn_status clattn__arg(clattn_ctx *ctx, cl_kernel k, cl_uint i, size_t size,
  * *next (advanced past them). */
 clattn_status clattn__args(clattn_ctx *ctx, cl_kernel k, cl_uint *next,
                            int n, size_t size, const void *values);
+
+/* clattn__args for scalar arguments (never a memory object, whose handle
+ * may be a new object's at the same address): a value equal to the one
+ * this function last set at that index of k is not set again, so a
+ * repeated call sets only what changed.  The context remembers the values
+ * per kernel until its programs are released: a kernel's scalar
+ * arguments are set through this function only. */
+clattn_status clattn__scalars(clattn_ctx *ctx, cl_kernel k, cl_uint *next,
+                              int n, size_t size, const void *values);
 
 /* The one launch path.  lws may be NULL.  wait/out as in clattn_events. */
 clattn_status clattn__launch(clattn_ctx *ctx, cl_kernel k, cl_uint dims,
