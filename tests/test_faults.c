@@ -498,6 +498,7 @@ static clattn_status tune_decode_run(scenario *s) {
   o.max_candidates = 2;
   o.repeats = 1;
   o.fresh = 1;
+  s->tune.size = sizeof s->tune;
   return clattn_tune_decode(s->ctx, s->db, &dec_desc, &o, &s->tune);
 }
 /* A candidate whose call fails is recorded "failed" with the message and
