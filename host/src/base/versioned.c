@@ -23,7 +23,8 @@ clattn_status clattn__struct_in(void *own, size_t own_size, const void *caller,
   const size_t size = caller_size(caller);
   if (size < sizeof(size_t))
     return unset(type, size, why, cap);
-  memset(own, 0, own_size);
+  if (size < own_size) /* an older header's: the fields it lacks default */
+    memset((unsigned char *)own + size, 0, own_size - size);
   if (size > own_size) {
     const unsigned char *tail = (const unsigned char *)caller + own_size;
     for (size_t i = 0; i < size - own_size; i++)
