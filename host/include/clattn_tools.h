@@ -674,6 +674,18 @@ CLATTN_API clattn_status clattn_model_shape(const char *family,
                                             const clattn_profile *prof,
                                             clattn_prediction *out);
 
+/* ---------------------------------------------------------- layer kinds */
+
+/* The layer kinds the library registers ("gqa", "talking-heads",
+ * "optimised", "efficient", "super", "switchhead"), each made by its
+ * clattn_layer_create* and the word of `clattn run` and `clattn layers`.
+ * Index 0 .. clattn_layer_kind_count()-1; out of range: NULL.
+ * Errors: none (NULL out of range).  Threads: pure, safe. */
+CLATTN_API int clattn_layer_kind_count(void);
+CLATTN_API const char *clattn_layer_kind_name(int i);
+/* One line: what the layer computes and its public create function. */
+CLATTN_API const char *clattn_layer_kind_summary(int i);
+
 /* ------------------------------------------------------ shipped tuning */
 
 /* Tuning rows found by clattn's own runs (PoCL on AVX-512 and AVX2 CPUs,

@@ -131,6 +131,8 @@ static void core(const void *desc, clattn__core_op op,
 
 const clattn__layer_kind clattn__layer_gqa = {
     .name = "gqa",
+    .summary = "grouped-query attention (MHA: heads_kv = heads_q, MQA: 1) "
+               "(clattn_layer_create)",
     .desc_size = sizeof(clattn_layer_desc),
     .desc_type = "clattn_layer_desc",
     .check = check,

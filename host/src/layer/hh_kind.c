@@ -275,6 +275,8 @@ static void core_super(const void *desc, clattn__core_op op,
 
 const clattn__layer_kind clattn__layer_optimised = {
     .name = "optimised",
+    .summary = "Hosseini & Hosseini's Optimised: K projected, V = x "
+               "(clattn_layer_create_optimised)",
     .desc_size = sizeof(clattn_hh_layer_desc),
     .desc_type = "clattn_hh_layer_desc",
     .check = check_plain,
@@ -291,6 +293,8 @@ const clattn__layer_kind clattn__layer_optimised = {
 
 const clattn__layer_kind clattn__layer_efficient = {
     .name = "efficient",
+    .summary = "Hosseini & Hosseini's Efficient: K = V = x, one cache tensor "
+               "(clattn_layer_create_efficient)",
     .desc_size = sizeof(clattn_hh_layer_desc),
     .desc_type = "clattn_hh_layer_desc",
     .check = check_plain,
@@ -308,6 +312,8 @@ const clattn__layer_kind clattn__layer_efficient = {
 
 const clattn__layer_kind clattn__layer_super = {
     .name = "super",
+    .summary = "Hosseini & Hosseini's Super: K = x, V' = W_a x "
+               "(clattn_layer_create_super)",
     .desc_size = sizeof(clattn_hh_layer_desc),
     .desc_type = "clattn_hh_layer_desc",
     .check = check_super,

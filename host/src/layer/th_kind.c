@@ -151,6 +151,8 @@ static void core(const void *desc, clattn__core_op op,
 
 const clattn__layer_kind clattn__layer_th = {
     .name = "talking-heads",
+    .summary = "talking-heads attention, heads_k/heads/heads_v mixed by P_l, "
+               "P_w (clattn_layer_create_talking_heads)",
     .desc_size = sizeof(clattn_th_layer_desc),
     .desc_type = "clattn_th_layer_desc",
     .check = check,
