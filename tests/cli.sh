@@ -465,10 +465,18 @@ done
 # The command line (docs/CLI.md): --help on every command and subcommand
 # (stdout, exit 0), one line on stderr and exit 2 for a usage error.
 families=$("$clattn" families | awk '/^[a-z]/ { print $1 }')
-cmds=("" devices families run probe model tune explain db "db path"
+# the layer kinds, as the library's registry lists them (clattn layers):
+# `clattn run` has a runner for each and its usage names them all
+kinds=$("$clattn" layers | awk '/^[a-z]/ { print $1 }')
+[ "$(echo "$kinds" | wc -w)" -ge 6 ] && ok "clattn layers lists the kinds" ||
+  bad "clattn layers lists $(echo "$kinds" | wc -w) kinds"
+run "run --help" 0 "$clattn" run --help
+has "run --help lists the registry's kinds" \
+  "clattn run attention|$(echo $kinds | tr ' ' '|')\$"
+cmds=("" devices families layers run probe model tune explain db "db path"
   "db list" "db export" "db import" "model layer" "model mqa"
   "model switchhead" "model profiles" "model check" "tune all" "tune gemm")
-for k in attention gqa talking-heads optimised efficient super switchhead; do
+for k in attention $kinds; do
   cmds+=("run $k")
 done
 for k in optimised efficient super; do cmds+=("model $k"); done
