@@ -210,7 +210,6 @@ extern const clattn__family clattn__family_decode;
 extern const clattn__family clattn__family_append;
 extern const clattn__family clattn__family_talking_heads;
 extern const clattn__family clattn__family_th_decode;
-extern const clattn__family clattn__family_th_append;
 extern const clattn__family clattn__family_efficient;
 extern const clattn__family clattn__family_efficient_decode;
 extern const clattn__family clattn__family_efficient_append;

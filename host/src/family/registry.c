@@ -10,7 +10,6 @@ static const clattn__family *const families[] = {
     &clattn__family_append,
     &clattn__family_talking_heads,
     &clattn__family_th_decode,
-    &clattn__family_th_append,
     &clattn__family_efficient,
     &clattn__family_efficient_decode,
     &clattn__family_efficient_append,

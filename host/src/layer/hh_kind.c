@@ -5,8 +5,8 @@
  * the source of V' = W_a X (Super).  Their public creates, parameter
  * counts and model. */
 #include "base/versioned.h"
+#include "family/append.h"
 #include "family/common.h"
-#include "family/decode.h"
 #include "family/super_values.h"
 #include "layer/layer.h"
 #include "model/model.h"
@@ -206,7 +206,8 @@ static void attend(const clattn_hh_layer_desc *d, clattn__core_op op,
 
 static void append(const clattn_hh_layer_desc *d, const clattn__core_args *a,
                    cl_mem k_new, cl_mem v_new, clattn__core_call *call) {
-  const clattn__append_desc ad = {cache_desc(d, a), a->n};
+  const clattn_decode_desc dd = cache_desc(d, a);
+  const clattn__append_desc ad = clattn__append_of_decode(&dd, a->n);
   memcpy(call->desc.bytes, &ad, sizeof ad);
   if (v_new == NULL) {
     const cl_mem b[3] = {k_new, a->pos, a->k_cache};
