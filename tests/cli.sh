@@ -47,6 +47,12 @@ has "one logit head: one pass" '"scheme": 1'
 run "model talking-heads, 8 logit heads" 0 "$clattn" model talking-heads \
   --profile h100 --seq 512 --heads 8 --heads-k 8 --head-dim 64
 has "eight logit heads: two passes" "scheme=2"
+# the append family under its former talking-heads name, with that
+# family's keys
+run "model talking-heads-append (append's former name)" 0 "$clattn" model \
+  talking-heads-append --profile h100 --kv-seq 20 --new 3 --heads-k 2 \
+  --heads 5 --heads-v 3 --head-dim 16 --head-dim-v 8 --dtype bf16
+has "the former name models the append kernel" kv_append
 run "a family's own key elsewhere" 2 "$clattn" model attention --seq 8 \
   --heads 8 --head-dim 64 --heads-k 8
 has "names the unknown key" "unknown option '--heads-k'" "$tmp/err"

@@ -203,6 +203,44 @@ Test(families, check_case_on_device) {
   clattn_ctx_destroy(ctx);
 }
 
+/* A former name reads as its family's: the talking-heads append became
+ * the append family, and its name still finds it (the CLI's word, shape
+ * text, $CLATTN_PARAMS keys, tuning rows: test_db_read) without being
+ * listed. */
+Test(families, former_names) {
+  const clattn__family *A = clattn__family_find("append");
+  cr_assert_not_null(A);
+  cr_expect_eq(clattn__family_find("talking-heads-append"), A);
+  cr_expect_eq(clattn_family_find("talking-heads-append"),
+               clattn__family_index(A));
+  cr_expect_eq(clattn_family_find("append"), clattn__family_index(A));
+  cr_expect_eq(clattn_family_find("no-such-family"), -1);
+  cr_expect_eq(clattn_family_find(NULL), -1);
+  cr_expect_eq(clattn_tune_method("talking-heads-append"), A->tune_method);
+  for (int i = 0; i < clattn_family_count(); i++)
+    cr_expect_str_neq(clattn_family_name(i), "talking-heads-append");
+  const clattn_profile prof = profile();
+  const char *shape = "batch=2 kv-seq=20 new=3 heads-k=2 heads=5 heads-v=3 "
+                      "head-dim=16 head-dim-v=8 dtype=bf16 layout=bshd";
+  clattn_prediction old = {.size = sizeof(clattn_prediction)},
+                    now = {.size = sizeof(clattn_prediction)};
+  cr_assert_eq(clattn_model_shape("talking-heads-append", shape, NULL, &prof,
+                                  &old),
+               CLATTN_OK, "%s", old.errmsg);
+  cr_assert_eq(clattn_model_shape("append", shape, NULL, &prof, &now),
+               CLATTN_OK, "%s", now.errmsg);
+  cr_expect_str_eq(old.kernel[0].kernel, "kv_append");
+  cr_expect_eq(old.total.bytes_read, now.total.bytes_read);
+  clattn_ctx *ctx = tu_ctx();
+  cr_assert_eq(clattn_ctx_set_params(ctx, "talking-heads-append: splits=2"),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
+  cr_assert_eq(clattn_explain_shape(ctx, "append", shape, NULL, &ch),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_expect_eq(ch.source, CLATTN_CHOICE_OVERRIDE, "%s", ch.why);
+  clattn_ctx_destroy(ctx);
+}
+
 /* Every layer kind fills what layer.c, kv_cache.c and layer_model.c call,
  * its core families are registered, its name is unique, and the public
  * accessors the CLI lists the kinds with are the registry's. */

@@ -640,6 +640,10 @@ CLATTN_API void clattn_shape_class_decode(const clattn_decode_desc *d,
  * Errors: none (NULL out of range).  Threads: pure, safe. */
 CLATTN_API int clattn_family_count(void);
 CLATTN_API const char *clattn_family_name(int i);
+/* The index of the family a name gives: its name, or a former name its
+ * tuning rows, $CLATTN_PARAMS keys and shape-text calls may still carry
+ * ("talking-heads-append": the append family's); -1 when none. */
+CLATTN_API int clattn_family_find(const char *name);
 /* One line: what the family computes and its public function. */
 CLATTN_API const char *clattn_family_summary(int i);
 /* Standard shape j of family i, the shapes `clattn tune` runs without a

@@ -1,7 +1,8 @@
 /* append.c - the KV-append family: n_new rows per sequence written into a
  * cache in place, heads_k key heads and heads_v value heads (append.h), for
  * clattn_kv_append, clattn_talking_heads_append and every layer's cache.
- * It has no tunables: its one candidate is the default. */
+ * It has no tunables: its one candidate is the default.  Its former name
+ * "talking-heads-append" is an alias in the registry. */
 #include "family/append.h"
 #include "family/common.h"
 #include "family/family.h"
