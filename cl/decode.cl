@@ -787,30 +787,36 @@ __kernel void decode_combine(__global const float *opart,
 }
 
 /* In-place append of n_new rows per sequence at rows pos[b].. of the cache
- * (raw copy in the storage type).  Global size (n_new * hkv, batch). */
+ * (raw copy in the storage type), hk key heads and hv value heads (a GQA
+ * cache: its KV heads both; talking-heads': its own counts): one work-item
+ * a (row, head) of the larger count.  Global size (n_new * max(hk, hv),
+ * batch). */
 __kernel void kv_append(__global const raw_t *k_new,
                         __global const raw_t *v_new,
                         __global const int *pos, __global raw_t *k_cache,
-                        __global raw_t *v_cache, int n_new, int cap, int hkv,
-                        long k_sb, long k_ss, long k_sh, long v_sb, long v_ss,
-                        long v_sh) {
+                        __global raw_t *v_cache, int n_new, int cap, int hk,
+                        int hv, long k_sb, long k_ss, long k_sh, long v_sb,
+                        long v_ss, long v_sh) {
+  const int hm = max(hk, hv);
   const int tc = get_global_id(0);
   const int b = get_global_id(1);
-  if (tc >= n_new * hkv)
+  if (tc >= n_new * hm)
     return;
-  const int t = tc / hkv, c = tc - t * hkv;
+  const int t = tc / hm, c = tc - t * hm;
   const int p = pos[b] + t;
   if (p < 0 || p >= cap)
     return;
   const long src = (long)b * n_new + t;
-  const long kd = b * k_sb + p * k_ss + c * k_sh;
-  const long vd = b * v_sb + p * v_ss + c * v_sh;
-  for (int d = 0; d < DK; d++)
-    k_cache[kd + d] = k_new[(src * hkv + c) * DK + d];
+  if (c < hk) {
+    const long kd = b * k_sb + p * k_ss + c * k_sh;
+    for (int d = 0; d < DK; d++)
+      k_cache[kd + d] = k_new[(src * hk + c) * DK + d];
+  }
 #if !KV_SAME
-  for (int d = 0; d < DV; d++)
-    v_cache[vd + d] = v_new[(src * hkv + c) * DV + d];
-#else
-  (void)vd;
+  if (c < hv) {
+    const long vd = b * v_sb + p * v_ss + c * v_sh;
+    for (int d = 0; d < DV; d++)
+      v_cache[vd + d] = v_new[(src * hv + c) * DV + d];
+  }
 #endif
 }

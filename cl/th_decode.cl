@@ -1,6 +1,6 @@
 /* th_decode.cl - talking-heads decode over a KV cache, split-KV and exact
- * (clattn_talking_heads_decode), and the append of its K/V rows
- * (clattn_talking_heads_append).
+ * (clattn_talking_heads_decode); the append of its K/V rows is decode.cl's
+ * kv_append, with its own key and value head counts.
  *
  * P_w mixes normalised weights, so a split's output cannot be rescaled
  * after the fact: the softmax statistics of every logit head are combined
@@ -202,32 +202,4 @@ __kernel void th_combine(__global const float *opart, __global stor_t *o,
   for (int s = 0; s < S; s++)
     sum += LDF(VWV, opart, (((long)b * S + s) * HV + u) * DV + x * VWV);
   STW(VWV, sum, o, (long)row * DV + x * VWV);
-}
-
-/* In-place append of n_new rows per sequence at rows pos[b].. (raw copy in
- * the storage type); K has HK heads, V has HV.  Global size
- * (n_new * max(HK, HV), batch). */
-__kernel void th_kv_append(__global const raw_t *k_new,
-                           __global const raw_t *v_new,
-                           __global const int *pos, __global raw_t *k_cache,
-                           __global raw_t *v_cache, int n_new, int cap,
-                           long k_sb, long k_ss, long k_sh, long v_sb,
-                           long v_ss, long v_sh) {
-  const int hm = max(HK, HV);
-  const int tc = get_global_id(0), b = get_global_id(1);
-  if (tc >= n_new * hm)
-    return;
-  const int t = tc / hm, c = tc - t * hm;
-  const int p = pos[b] + t;
-  if (p < 0 || p >= cap)
-    return;
-  const long src = (long)b * n_new + t;
-  if (c < HK)
-    for (int d = 0; d < DK; d++)
-      k_cache[b * k_sb + p * k_ss + c * k_sh + d] =
-          k_new[(src * HK + c) * DK + d];
-  if (c < HV)
-    for (int d = 0; d < DV; d++)
-      v_cache[b * v_sb + p * v_ss + c * v_sh + d] =
-          v_new[(src * HV + c) * DV + d];
 }

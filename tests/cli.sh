@@ -47,6 +47,12 @@ has "one logit head: one pass" '"scheme": 1'
 run "model talking-heads, 8 logit heads" 0 "$clattn" model talking-heads \
   --profile h100 --seq 512 --heads 8 --heads-k 8 --head-dim 64
 has "eight logit heads: two passes" "scheme=2"
+# the append family under its former talking-heads name, with that
+# family's keys
+run "model talking-heads-append (append's former name)" 0 "$clattn" model \
+  talking-heads-append --profile h100 --kv-seq 20 --new 3 --heads-k 2 \
+  --heads 5 --heads-v 3 --head-dim 16 --head-dim-v 8 --dtype bf16
+has "the former name models the append kernel" kv_append
 run "a family's own key elsewhere" 2 "$clattn" model attention --seq 8 \
   --heads 8 --head-dim 64 --heads-k 8
 has "names the unknown key" "unknown option '--heads-k'" "$tmp/err"
@@ -465,10 +471,18 @@ done
 # The command line (docs/CLI.md): --help on every command and subcommand
 # (stdout, exit 0), one line on stderr and exit 2 for a usage error.
 families=$("$clattn" families | awk '/^[a-z]/ { print $1 }')
-cmds=("" devices families run probe model tune explain db "db path"
+# the layer kinds, as the library's registry lists them (clattn layers):
+# `clattn run` has a runner for each and its usage names them all
+kinds=$("$clattn" layers | awk '/^[a-z]/ { print $1 }')
+[ "$(echo "$kinds" | wc -w)" -ge 6 ] && ok "clattn layers lists the kinds" ||
+  bad "clattn layers lists $(echo "$kinds" | wc -w) kinds"
+run "run --help" 0 "$clattn" run --help
+has "run --help lists the registry's kinds" \
+  "clattn run attention|$(echo $kinds | tr ' ' '|')\$"
+cmds=("" devices families layers run probe model tune explain db "db path"
   "db list" "db export" "db import" "model layer" "model mqa"
   "model switchhead" "model profiles" "model check" "tune all" "tune gemm")
-for k in attention gqa talking-heads optimised efficient super switchhead; do
+for k in attention $kinds; do
   cmds+=("run $k")
 done
 for k in optimised efficient super; do cmds+=("model $k"); done

@@ -144,12 +144,14 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=50 heads-k=4 heads=4 heads-v=1 head-dim=8 "
      "head-dim-v=12 dtype=bf16 layout=bshd",
      {50, 17}, {sizeof(clattn_params), 1, 0, 16, 2, 4, 0, 0}, 0, 0, 0, 0},
-    {"th append bf16 overflow", "talking-heads-append",
+    /* the append into a talking-heads cache: more value heads than key
+     * heads (items past the key heads copy V alone) and fewer */
+    {"append th bf16 hk<hv overflow", "append",
      "batch=2 kv-seq=20 new=3 heads-k=2 heads=5 heads-v=3 head-dim=16 "
      "head-dim-v=8 dtype=bf16 layout=bshd",
      {5, 18}, {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
-    {"th append f32 bhsd", "talking-heads-append",
-     "batch=1 kv-seq=9 new=2 heads-k=3 heads=1 heads-v=1 head-dim=4 "
+    {"append th f32 hk>hv bhsd", "append",
+     "batch=1 kv-seq=9 new=2 heads-k=3 heads-v=1 head-dim=4 "
      "head-dim-v=12 dtype=f32 layout=bhsd",
      {7, -1}, {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
     /* Efficient attention's K == V core: each X row loaded once for K and

@@ -1,8 +1,9 @@
 /* test_db_read.c - how a context reads the tuning database at its first
  * call: read-only (nothing created, no write lock), briefly when another
  * connection holds a lock, only its device's rows (and its vendor and
- * architecture's), and rows that are not valid skipped with the reason in
- * the explanation.  Needs a device (the context's fingerprint); the
+ * architecture's), rows that are not valid skipped with the reason in
+ * the explanation, and rows under a family's former name read as the
+ * family's.  Needs a device (the context's fingerprint); the
  * database is written with the public API and with SQLite directly. */
 #define _DEFAULT_SOURCE /* mkdtemp */
 #include "db_lock.h"
@@ -275,4 +276,43 @@ Test(db_read, only_usable_rows_are_loaded) {
   cr_expect_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
   cr_expect(t < 0.05, "the first call took %.1f ms", t * 1e3);
   cr_log_info("first call with 100k other rows: %.1f ms", t * 1e3);
+}
+
+/* A row stored under a family's former name is the family's: the
+ * talking-heads append's rows ("talking-heads-append") are the append
+ * family's, current (its tuning method) and chosen for their class. */
+Test(db_read, former_family_name_is_read) {
+  const clattn_profile p = reported();
+  const char *shape =
+      "batch=1 kv-seq=64 new=1 heads-k=2 heads-v=3 head-dim=16";
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
+  clattn_ctx *ctx = tu_ctx();
+  cr_assert_eq(clattn_explain_shape(ctx, "append", shape, NULL, &ch),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  clattn_ctx_destroy(ctx);
+  cr_expect_eq(ch.source, CLATTN_CHOICE_DEFAULT, "%s", ch.why);
+  char path[512];
+  snprintf(path, sizeof path, "%s/former.db", tmp_dir);
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK, "%s",
+               clattn_db_errmsg(NULL));
+  clattn_tune_entry e = row_of(&p, NULL, ch.resolved, 1e-5);
+  snprintf(e.kernel, sizeof e.kernel, "talking-heads-append");
+  snprintf(e.shape_class, sizeof e.shape_class, "%s", ch.shape_class);
+  e.tune_method = clattn_tune_method("talking-heads-append");
+  cr_expect_eq(e.tune_method, clattn_tune_method("append"));
+  cr_assert_eq(clattn_db_put_tune(db, &e), CLATTN_OK, "%s",
+               clattn_db_errmsg(db));
+  clattn_db_close(db);
+  for (int i = 0; i < 2; i++) {
+    clattn_choice t = {.size = sizeof(clattn_choice)};
+    ctx = ctx_with_db(path);
+    cr_assert_eq(clattn_explain_shape(ctx,
+                                      i ? "talking-heads-append" : "append",
+                                      shape, NULL, &t),
+                 CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+    clattn_ctx_destroy(ctx);
+    cr_expect_eq(t.source, CLATTN_CHOICE_TUNED, "%s", t.why);
+    cr_expect_str_eq(t.entry_class, ch.shape_class);
+  }
 }

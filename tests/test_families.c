@@ -1,10 +1,13 @@
-/* test_families.c - the registry is complete: every kernel family fills
+/* test_families.c - the registries are complete: every kernel family fills
  * every operation the generic code calls, names an embedded kernel source,
  * parses its standard shapes, has a shape class, a tuning space with a
  * default on CPU- and GPU-shaped targets, a cost, a case in the model's
  * exact Oclgrind check, and a small check case on which the device's
- * result equals the family's plain-C reference. */
+ * result equals the family's plain-C reference; every layer kind fills
+ * the slots the generic layer walks, under a unique name, and the public
+ * listing (clattn layers, clattn run) is the registry's. */
 #include "call/call.h"
+#include "layer/layer.h"
 #include "model_cases.h"
 #include "util.h"
 
@@ -237,4 +240,99 @@ Test(families, defines_find_the_text_program) {
   cr_assert_eq(clattn__kernel_defs(ctx, "decode.cl", &df, "kv_append", &other),
                CLATTN_ERR_MISUSE);
   clattn_ctx_destroy(ctx);
+}
+
+/* A former name reads as its family's: the talking-heads append became
+ * the append family, and its name still finds it (the CLI's word, shape
+ * text, $CLATTN_PARAMS keys, tuning rows: test_db_read) without being
+ * listed. */
+Test(families, former_names) {
+  const clattn__family *A = clattn__family_find("append");
+  cr_assert_not_null(A);
+  cr_expect_eq(clattn__family_find("talking-heads-append"), A);
+  cr_expect_eq(clattn_family_find("talking-heads-append"),
+               clattn__family_index(A));
+  cr_expect_eq(clattn_family_find("append"), clattn__family_index(A));
+  cr_expect_eq(clattn_family_find("no-such-family"), -1);
+  cr_expect_eq(clattn_family_find(NULL), -1);
+  cr_expect_eq(clattn_tune_method("talking-heads-append"), A->tune_method);
+  for (int i = 0; i < clattn_family_count(); i++)
+    cr_expect_str_neq(clattn_family_name(i), "talking-heads-append");
+  const clattn_profile prof = profile();
+  const char *shape = "batch=2 kv-seq=20 new=3 heads-k=2 heads=5 heads-v=3 "
+                      "head-dim=16 head-dim-v=8 dtype=bf16 layout=bshd";
+  clattn_prediction old = {.size = sizeof(clattn_prediction)},
+                    now = {.size = sizeof(clattn_prediction)};
+  cr_assert_eq(clattn_model_shape("talking-heads-append", shape, NULL, &prof,
+                                  &old),
+               CLATTN_OK, "%s", old.errmsg);
+  cr_assert_eq(clattn_model_shape("append", shape, NULL, &prof, &now),
+               CLATTN_OK, "%s", now.errmsg);
+  cr_expect_str_eq(old.kernel[0].kernel, "kv_append");
+  cr_expect_eq(old.total.bytes_read, now.total.bytes_read);
+  clattn_ctx *ctx = tu_ctx();
+  cr_assert_eq(clattn_ctx_set_params(ctx, "talking-heads-append: splits=2"),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
+  cr_assert_eq(clattn_explain_shape(ctx, "append", shape, NULL, &ch),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_expect_eq(ch.source, CLATTN_CHOICE_OVERRIDE, "%s", ch.why);
+  clattn_ctx_destroy(ctx);
+}
+
+/* Every layer kind fills what layer.c, kv_cache.c and layer_model.c call,
+ * its core families are registered, its name is unique, and the public
+ * accessors the CLI lists the kinds with are the registry's. */
+Test(layer_kinds, every_slot) {
+  const int n = clattn__layer_kind_count();
+  cr_assert(n >= 6, "%d layer kinds", n);
+  cr_expect_eq(clattn_layer_kind_count(), n);
+  for (int i = 0; i < n; i++) {
+    const clattn__layer_kind *K = clattn__layer_kind_at(i);
+    cr_assert_not_null(K);
+    cr_expect(K->name && *K->name && K->summary && *K->summary &&
+                  K->desc_type && *K->desc_type,
+              "layer kind %d: names", i);
+    cr_expect(K->desc_size > sizeof(size_t) &&
+                  K->desc_size <= CLATTN__LAYER_DESC_BYTES,
+              "%s: description of %zu bytes", K->name, K->desc_size);
+    cr_expect(K->check && K->weight_shape && K->cache_shape && K->core,
+              "%s: an operation is missing", K->name);
+    cr_expect(K->nweights >= 1 && K->nweights <= CLATTN__MAX_WEIGHTS &&
+                  K->weights,
+              "%s: %d weights", K->name, K->nweights);
+    for (int w = 0; K->weights && w < K->nweights; w++)
+      cr_expect(K->weights[w] && *K->weights[w], "%s: weight %d unnamed",
+                K->name, w);
+    cr_expect(K->nproj >= 1 && K->nproj <= CLATTN__MAX_PROJ && K->proj &&
+                  K->nproj_in >= 0 && K->nproj_in <= K->nproj,
+              "%s: projections %d (%d in)", K->name, K->nproj, K->nproj_in);
+    for (int p = 0; K->proj && p < K->nproj; p++)
+      cr_expect(K->proj[p].name && K->proj[p].weight >= 0 &&
+                    K->proj[p].weight < K->nweights &&
+                    K->proj[p].from < CLATTN__ACTS &&
+                    K->proj[p].to < CLATTN__ACTS,
+                "%s: projection %d", K->name, p);
+    for (int op = 0; op < CLATTN__CORE_OPS; op++) {
+      const int needed = op == CLATTN__CORE_PREFILL ||
+                         op == CLATTN__CORE_DECODE ||
+                         op == CLATTN__CORE_APPEND;
+      if (needed)
+        cr_expect_not_null(K->family[op], "%s: no core family %d", K->name,
+                           op);
+      if (K->family[op] != NULL)
+        cr_expect_not_null(clattn__layer_family(NULL, K, (clattn__core_op)op),
+                           "%s: core family '%s' not registered", K->name,
+                           K->family[op]);
+    }
+    cr_expect_eq(clattn__layer_kind_find(K->name), K, "%s: name not unique",
+                 K->name);
+    cr_expect_eq(clattn_layer_kind_name(i), K->name);
+    cr_expect_eq(clattn_layer_kind_summary(i), K->summary);
+  }
+  cr_expect_null(clattn__layer_kind_at(n));
+  cr_expect_null(clattn_layer_kind_name(n));
+  cr_expect_null(clattn_layer_kind_name(-1));
+  cr_expect_null(clattn_layer_kind_summary(n));
+  cr_expect_null(clattn__layer_kind_find("no-such-kind"));
 }

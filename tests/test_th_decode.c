@@ -1,5 +1,5 @@
 /* test_th_decode.c - clattn_talking_heads_decode and
- * clattn_talking_heads_append against ref_th_decode and ref_th_append.
+ * clattn_talking_heads_append against ref_th_decode and ref_kv_append.
  *
  * decode/case: shapes whose capacities divide no tile, three head counts
  * that differ (3/5/2), h = 1, 8/8/8 and wide ones, lens 0, partial and
@@ -13,6 +13,7 @@
  * misuse: NULL desc or buffers, head counts 0 and 33, buffers too small,
  * bad params give their statuses and a message.
  * CLATTN_TEST_SUBSET=small keeps a few small cases (simulators). */
+#include "reference/ref.h"
 #include "reference/ref_th.h"
 #include "util.h"
 
@@ -183,7 +184,7 @@ static void run_append(int b, int cap, int hk, int hv, int dk, int dv,
   clattn_status st =
       clattn_talking_heads_append(ctx, &d, n_new, dkn, dvn, dpos, bk, dv_, NULL);
   cr_assert_eq(st, CLATTN_OK, "%s: %s", what, clattn_ctx_errmsg(ctx));
-  ref_th_append(b, cap, hk, hv, dk, dv, layout, n_new, pos, kn, vn, k, v);
+  ref_kv_append(b, cap, hk, hv, dk, dv, layout, n_new, pos, kn, vn, k, v);
   tu_download(ctx, bk, got, nk, dt);
   cr_expect_eq(memcmp(got, k, nk * 4), 0, "%s: K cache differs", what);
   tu_download(ctx, dv_, got, nv, dt);
@@ -256,7 +257,7 @@ Test(th_decode, steps, .timeout = 300) {
     cr_assert_eq(clattn_talking_heads_decode(ctx, &d, dq, bk, dv_, dpl, dpw,
                                              il, dout, NULL),
                  CLATTN_OK, "step %d: %s", s, clattn_ctx_errmsg(ctx));
-    ref_th_append(1, cap, hk, hv, dk, dv, 1, 1, &pos, kn, vn, k, v);
+    ref_kv_append(1, cap, hk, hv, dk, dv, 1, 1, &pos, kn, vn, k, v);
     ref_th_decode(1, cap, hk, h, hv, dk, dv, 1, 1.0 / sqrt((double)dk), &len,
                   q, k, v, pl, pw, oref);
     tu_download(ctx, dout, o, (size_t)hv * dv, dt);

@@ -36,6 +36,8 @@ typedef struct cli_opts {
 /* Commands. */
 /* `clattn families`: the registry, a line each. */
 int cli_families(void);
+/* `clattn layers`: the registry of layer kinds, a line each. */
+int cli_layers(void);
 int cli_devices(int verbose);
 /* `clattn devices --list`: a line per device,
  * "P:D<TAB>CPU|GPU|ACCEL|OTHER<TAB>platform<TAB>name". */

@@ -248,10 +248,7 @@ const char *cli_hh_word(clattn_hh_variant v)
 int cli_family(const char *word) {
   if (word && !strcmp(word, "attention"))
     word = "prefill"; /* the public call's name, kept as the CLI's word */
-  for (int i = 0; word && i < clattn_family_count(); i++)
-    if (!strcmp(clattn_family_name(i), word))
-      return i;
-  return -1;
+  return word ? clattn_family_find(word) : -1; /* former names too */
 }
 
 /* Whether key is one of the blank-separated words of keys. */

@@ -2,7 +2,8 @@
  * limits the attention kernels depend on.  Indices are printed as "P:D",
  * the selector syntax of clattn_ctx_opts.device, plus the global index
  * "#D" (the "D" form of the selector).  `clattn devices --list` prints the
- * same devices a line each for scripts (the survey). */
+ * same devices a line each for scripts (the survey).  `clattn families`
+ * and `clattn layers` print the library's registries. */
 #include "cli.h"
 #include "model.h"
 
@@ -346,5 +347,12 @@ int cli_families(void) {
       printf("\n");
     }
   }
+  return CLI_OK;
+}
+
+int cli_layers(void) {
+  for (int i = 0; i < clattn_layer_kind_count(); i++)
+    printf("%-14s %s\n", clattn_layer_kind_name(i),
+           clattn_layer_kind_summary(i));
   return CLI_OK;
 }

@@ -2,10 +2,9 @@
  *
  *   clattn devices [--verbose | --list]
  *   clattn run attention (--in DIR | --random SHAPE...) [options]
- *   clattn run gqa       (--in DIR | --random SHAPE...) [options]
- *   clattn run talking-heads (--in DIR | --random SHAPE...) [options]
- *   clattn run optimised|efficient|super (--in DIR | --random SHAPE...)
- *   clattn run switchhead (--in DIR | --random SHAPE...) --heads H --topk K
+ *   clattn run KIND (--in DIR | --random SHAPE...) [options], KIND a
+ *     registered layer kind (clattn layers: gqa, talking-heads, ...)
+ *   clattn families | clattn layers
  *   clattn probe [--device D] [--json] [--thorough] [--db PATH] [--no-store]
  *   clattn tune ... / clattn explain ... (tune.c)
  *   clattn bench ... (bench.c)
@@ -33,16 +32,13 @@
 #define CLATTN_CLI_VERSION "0.1.0"
 #endif
 
-static const char usage_text[] =
+/* The top usage, around its line of the layer kinds (print_top_help). */
+static const char usage_head[] =
   "usage: clattn devices [--verbose | --list]\n"
-  "       clattn families\n"
+  "       clattn families | layers\n"
   "       clattn run attention (--in DIR | --random SHAPE) [OPTIONS]\n"
-  "       clattn run gqa (--in DIR | --random SHAPE) [OPTIONS]\n"
-  "       clattn run talking-heads (--in DIR | --random SHAPE) [OPTIONS]\n"
-  "       clattn run optimised|efficient|super (--in DIR | --random SHAPE)\n"
-  "                  [OPTIONS]\n"
-  "       clattn run switchhead (--in DIR | --random SHAPE) --heads H\n"
-  "                  --topk K [OPTIONS]\n"
+  "       clattn run KIND (--in DIR | --random SHAPE) [OPTIONS]\n";
+static const char usage_text[] =
   "       clattn model FAMILY|layer|mqa|switchhead|profiles|check ...\n"
   "         (roofline model; 'clattn model help' for its options)\n"
   "       clattn probe [--device SEL] [--json] [--thorough | --quick]\n"
@@ -119,6 +115,10 @@ static const char probe_text[] =
 static const char families_text[] =
   "families: the kernel families (FAMILY above; `attention` names\n"
   "  prefill), their calls and the shape keys their SHAPE may give.\n";
+
+static const char layers_text[] =
+  "layers: the layer kinds (KIND above), each a line: what it computes\n"
+  "  and the call that creates it.\n";
 
 static const char exit_text[] =
   "exit status: 0 ok, 1 run-time failure (device, file, database), 2 usage\n"
@@ -399,17 +399,39 @@ static int validate(const char *name, int cmd, cli_opts *o,
   return 0;
 }
 
+/* The registered layer kinds' names joined by sep ("gqa|talking-heads|
+ * ..."), the words `clattn run` takes besides attention. */
+static const char *kind_words(char *buf, size_t cap, const char *sep)
+{
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < clattn_layer_kind_count() && n < cap; i++) {
+    int w = snprintf(buf + n, cap - n, "%s%s", i ? sep : "",
+                     clattn_layer_kind_name(i));
+    n = w < 0 ? cap : n + (size_t)w;
+  }
+  return buf;
+}
+
 static void print_top_help(FILE *f)
 {
+  char kinds[256];
+  fputs(usage_head, f);
+  fprintf(f, "         (KIND: %s; clattn layers)\n",
+          kind_words(kinds, sizeof kinds, "|"));
   fputs(usage_text, f);
   fputs("\n", f);
   fputs(run_text, f);
   fputs(probe_text, f);
   fputs(families_text, f);
+  fputs(layers_text, f);
   fputs(exit_text, f);
 }
 
-/* The run kernels, their scope bits and the word naming them. */
+/* The runners of `clattn run`: the attention call and, by registry name,
+ * the layer kinds this command reads files for, with their scope bits.  A
+ * registered kind missing here is named as such (tests/cli.sh runs every
+ * kind `clattn layers` lists). */
 static const struct {
   const char *word;
   int scope;
@@ -419,34 +441,37 @@ static const struct {
   {"switchhead", SH},
 };
 
-static const char run_usage[] =
-  "usage: clattn run attention|gqa|talking-heads|optimised|efficient|super|"
-  "switchhead\n"
-  "         (--in DIR | --random SHAPE) [OPTIONS]\n";
-
 static int run_command(int argc, char **argv, cli_opts *o)
 {
-  char name[40];
+  char name[40], kinds[256];
   cli_args a;
+  kind_words(kinds, sizeof kinds, ", ");
   if (argc < 1)
-    return cli_usage_error("run", "missing kernel (attention, gqa, "
-                           "talking-heads, optimised, efficient, super or "
-                           "switchhead)");
+    return cli_usage_error("run", "missing kernel (attention or a layer "
+                           "kind: %s)", kinds);
   if (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h") ||
       !strcmp(argv[0], "help")) {
-    fputs(run_usage, stdout);
+    printf("usage: clattn run attention|%s\n"
+           "         (--in DIR | --random SHAPE) [OPTIONS]\n",
+           kind_words(kinds, sizeof kinds, "|"));
     fputs(run_text, stdout);
-    fputs("(each kernel's options: clattn run KERNEL --help)\n", stdout);
+    fputs("(each kernel's options: clattn run KERNEL --help; the layer "
+          "kinds: clattn layers)\n", stdout);
     return CLI_OK;
   }
-  int cmd = 0;
-  for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++)
+  int cmd = 0, registered = !strcmp(argv[0], "attention");
+  for (int i = 0; i < clattn_layer_kind_count(); i++)
+    registered |= !strcmp(argv[0], clattn_layer_kind_name(i));
+  for (size_t k = 0; registered && k < sizeof kernels / sizeof kernels[0];
+       k++)
     if (!strcmp(argv[0], kernels[k].word))
       cmd = kernels[k].scope;
-  if (!cmd)
+  if (!registered)
     return cli_usage_error("run", "unknown kernel '%.40s' (expected "
-                           "attention, gqa, talking-heads, optimised, "
-                           "efficient, super or switchhead)", argv[0]);
+                           "attention or a layer kind: %s)", argv[0], kinds);
+  if (!cmd)
+    return cli_usage_error("run", "layer kind '%.40s' has no runner in "
+                           "this command", argv[0]);
   snprintf(name, sizeof name, "run %s", argv[0]);
   char usage[160];
   snprintf(usage, sizeof usage, "usage: clattn %s (--in DIR | --random "
@@ -505,6 +530,14 @@ int main(int argc, char **argv)
     if (rc < 0)
       fputs(families_text, stdout);
     return rc ? (rc < 0 ? CLI_OK : rc) : cli_families();
+  }
+  if (!strcmp(c, "layers")) {
+    const cli_command cmd = {"layers", "usage: clattn layers\n", opts, 0, 0,
+                             0};
+    int rc = cli_parse_cmd(&cmd, argc - 2, argv + 2, &o, &a);
+    if (rc < 0)
+      fputs(layers_text, stdout);
+    return rc ? (rc < 0 ? CLI_OK : rc) : cli_layers();
   }
   if (!strcmp(c, "model"))
     return cli_model(argc - 2, argv + 2);

@@ -79,8 +79,8 @@ int cli_shape_defaults(model_opts *o, int need_seq);
 
 /* Whether key is one of the blank-separated words of keys. */
 int cli_has_word(const char *keys, const char *key);
-/* The registry index of a family word (`attention` names prefill), -1 if
- * none. */
+/* The registry index of a family word (`attention` names prefill; a
+ * former name its family's), -1 if none. */
 int cli_family(const char *word);
 /* The shape text (clattn_tune_shape) of o's SHAPE for family fam: its
  * defaults filled (cli_shape_defaults), the keys the family reads; 0 or

@@ -640,6 +640,10 @@ CLATTN_API void clattn_shape_class_decode(const clattn_decode_desc *d,
  * Errors: none (NULL out of range).  Threads: pure, safe. */
 CLATTN_API int clattn_family_count(void);
 CLATTN_API const char *clattn_family_name(int i);
+/* The index of the family a name gives: its name, or a former name its
+ * tuning rows, $CLATTN_PARAMS keys and shape-text calls may still carry
+ * ("talking-heads-append": the append family's); -1 when none. */
+CLATTN_API int clattn_family_find(const char *name);
 /* One line: what the family computes and its public function. */
 CLATTN_API const char *clattn_family_summary(int i);
 /* Standard shape j of family i, the shapes `clattn tune` runs without a
@@ -673,6 +677,18 @@ CLATTN_API clattn_status clattn_model_shape(const char *family,
                                             const clattn_params *params,
                                             const clattn_profile *prof,
                                             clattn_prediction *out);
+
+/* ---------------------------------------------------------- layer kinds */
+
+/* The layer kinds the library registers ("gqa", "talking-heads",
+ * "optimised", "efficient", "super", "switchhead"), each made by its
+ * clattn_layer_create* and the word of `clattn run` and `clattn layers`.
+ * Index 0 .. clattn_layer_kind_count()-1; out of range: NULL.
+ * Errors: none (NULL out of range).  Threads: pure, safe. */
+CLATTN_API int clattn_layer_kind_count(void);
+CLATTN_API const char *clattn_layer_kind_name(int i);
+/* One line: what the layer computes and its public create function. */
+CLATTN_API const char *clattn_layer_kind_summary(int i);
 
 /* ------------------------------------------------------ shipped tuning */
 

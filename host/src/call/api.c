@@ -4,11 +4,11 @@
 #include "base/versioned.h"
 #include "call/call.h"
 #include "choice/choice.h"
+#include "family/append.h"
 #include "family/decode.h"
 
 #include <stddef.h>
 #include <stdio.h>
-#include <string.h>
 
 #define ATTN_PARAMS ((long)offsetof(clattn_attn_desc, params))
 #define DECODE_PARAMS ((long)offsetof(clattn_decode_desc, params))
@@ -39,6 +39,12 @@ clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
   return clattn__call(ctx, &clattn__family_decode, desc, bufs, ev);
 }
 
+/* An append's cache description is a decode's: it passes the decode's
+ * checks, then the append takes its heads_kv as key and value heads. */
+static clattn_status check_cache(const void *d, char *why, size_t cap) {
+  return clattn__check_cache(d, why, cap);
+}
+
 clattn_status clattn_kv_append(clattn_ctx *ctx, const clattn_decode_desc *d,
                                int n_new, cl_mem k_new, cl_mem v_new,
                                cl_mem pos, cl_mem k_cache, cl_mem v_cache,
@@ -50,12 +56,10 @@ clattn_status clattn_kv_append(clattn_ctx *ctx, const clattn_decode_desc *d,
   if (rc)
     return rc;
   const cl_mem bufs[5] = {k_new, v_new, pos, k_cache, v_cache};
-  clattn__append_desc a;
-  if (desc == NULL)
-    return clattn__call(ctx, &clattn__family_append, NULL, bufs, ev);
-  memcpy(&a.cache, desc, sizeof a.cache);
-  a.n_new = n_new;
-  return clattn__call(ctx, &clattn__family_append, &a, bufs, ev);
+  const clattn__append_desc a =
+      desc ? clattn__append_of_decode(desc, n_new) : (clattn__append_desc){0};
+  return clattn__call_of(ctx, &clattn__family_append, check_cache, desc,
+                         desc ? &a : NULL, bufs, ev);
 }
 
 clattn_status clattn_explain_attention(clattn_ctx *ctx,
@@ -97,10 +101,10 @@ static clattn_status model_call(const clattn__family *F, const char *type,
     rc = clattn__args_in(&own_args, type, &desc, size, params, NULL,
                          own.errmsg, sizeof own.errmsg);
   if (rc == CLATTN_OK && desc != NULL && F == &clattn__family_append) {
-    clattn__append_desc a;
-    memcpy(&a.cache, desc, sizeof a.cache);
-    a.n_new = n_new;
-    rc = clattn__model(F, &a, ints, prof, &own);
+    const clattn__append_desc a = clattn__append_of_decode(desc, n_new);
+    rc = check_cache(desc, own.errmsg, sizeof own.errmsg);
+    if (rc == CLATTN_OK)
+      rc = clattn__model(F, &a, ints, prof, &own);
   } else if (rc == CLATTN_OK) {
     rc = clattn__model(F, desc, ints, prof, &own);
   }

@@ -83,6 +83,22 @@ clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
   return rc;
 }
 
+clattn_status clattn__call_of(clattn_ctx *ctx, const clattn__family *F,
+                              clattn_status (*check)(const void *pub,
+                                                     char *why, size_t cap),
+                              const void *pub, const void *desc,
+                              const cl_mem *bufs, const clattn_events *ev) {
+  char why[256];
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = clattn__ctx_check(ctx);
+  if (rc == CLATTN_OK && pub != NULL && (rc = check(pub, why, sizeof why)))
+    clattn__fail(ctx, rc, "%s", why);
+  else if (rc == CLATTN_OK)
+    rc = call_locked(ctx, F, desc, bufs, ev);
+  clattn__ctx_leave(locked);
+  return rc;
+}
+
 static clattn_status explain_locked(clattn_ctx *ctx, const clattn__family *F,
                                     const void *desc, clattn__choice *out) {
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];

@@ -12,6 +12,17 @@ clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
                            const void *desc, const cl_mem *bufs,
                            const clattn_events *ev);
 
+/* clattn__call of a description built from the caller's public one, pub,
+ * after check has passed pub: the fields of pub that desc does not keep
+ * (an append's cache description: its query or logit heads and scale) are
+ * still the caller's to get right.  A failure of check is the call's,
+ * with the reason in the context's message; pub NULL: desc is NULL. */
+clattn_status clattn__call_of(clattn_ctx *ctx, const clattn__family *F,
+                              clattn_status (*check)(const void *pub,
+                                                     char *why, size_t cap),
+                              const void *pub, const void *desc,
+                              const cl_mem *bufs, const clattn_events *ev);
+
 /* What clattn__call would run for desc, and why; nothing is enqueued. */
 clattn_status clattn__explain(clattn_ctx *ctx, const clattn__family *F,
                               const void *desc, clattn__choice *out);

@@ -1,11 +1,13 @@
-/* th_decode.c - the public functions of the talking-heads decode and
- * append families: thin wrappers that read the caller's versioned structs,
- * put their arguments in the family's order and take the generic path. */
+/* th_decode.c - the public functions of the talking-heads decode and of
+ * the append into its cache (the append family's, with heads_k key and
+ * heads_v value heads): thin wrappers that read the caller's versioned
+ * structs, put their arguments in the family's order and take the generic
+ * path. */
 #include "call/call.h"
+#include "family/append.h"
 #include "family/th_decode.h"
 
 #include <stddef.h>
-#include <string.h>
 
 #define TH_DECODE_PARAMS ((long)offsetof(clattn_th_decode_desc, params))
 
@@ -24,6 +26,12 @@ clattn_status clattn_talking_heads_decode(
   return clattn__call(ctx, &clattn__family_th_decode, desc, bufs, ev);
 }
 
+/* The cache description passes the talking-heads decode's checks (its
+ * logit heads included), then the append takes its heads_k and heads_v. */
+static clattn_status check_cache(const void *d, char *why, size_t cap) {
+  return clattn__th_check_cache(d, why, cap);
+}
+
 clattn_status clattn_talking_heads_append(
     clattn_ctx *ctx, const clattn_th_decode_desc *d, int n_new, cl_mem k_new,
     cl_mem v_new, cl_mem pos, cl_mem k_cache, cl_mem v_cache,
@@ -36,10 +44,8 @@ clattn_status clattn_talking_heads_append(
   if (rc)
     return rc;
   const cl_mem bufs[5] = {k_new, v_new, pos, k_cache, v_cache};
-  clattn__th_append_desc a;
-  if (desc == NULL)
-    return clattn__call(ctx, &clattn__family_th_append, NULL, bufs, ev);
-  memcpy(&a.cache, desc, sizeof a.cache);
-  a.n_new = n_new;
-  return clattn__call(ctx, &clattn__family_th_append, &a, bufs, ev);
+  const clattn__append_desc a =
+      desc ? clattn__append_of_th(desc, n_new) : (clattn__append_desc){0};
+  return clattn__call_of(ctx, &clattn__family_append, check_cache, desc,
+                         desc ? &a : NULL, bufs, ev);
 }

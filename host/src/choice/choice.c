@@ -165,11 +165,14 @@ static int keep_row(const clattn_tune_entry *r, void *user) {
     T->stale++;
     return 0;
   }
+  /* a row under a family's former name is the family's */
+  const clattn__family *F = clattn__family_find(r->kernel);
+  const char *kernel = F != NULL ? F->name : r->kernel;
   int same = 0;
   for (int j = T->n - 1; j >= 0 && same < KEEP_PER_CLASS; j--) {
     const clattn_tune_entry *q = &T->e[j];
     if (strcmp(q->fingerprint, r->fingerprint) != 0 ||
-        strcmp(q->kernel, r->kernel) != 0 ||
+        strcmp(q->kernel, kernel) != 0 ||
         strcmp(q->shape_class, r->shape_class) != 0)
       break; /* rows arrive grouped */
     same++;
@@ -186,7 +189,9 @@ static int keep_row(const clattn_tune_entry *r, void *user) {
     T->e = g;
     T->cap = nc;
   }
-  T->e[T->n++] = *r;
+  T->e[T->n] = *r;
+  snprintf(T->e[T->n].kernel, sizeof T->e[T->n].kernel, "%s", kernel);
+  T->n++;
   return 0;
 }
 

@@ -1,6 +1,6 @@
 /* params.c - the per-family overrides of
  * clattn_ctx_set_params and $CLATTN_PARAMS ("prefill: variant=1; decode:
- * splits=8"), keyed by the registry's family names. */
+ * splits=8"), keyed by the registry's family names (or former names). */
 #include "choice/choice.h"
 
 #include <ctype.h>
@@ -51,11 +51,15 @@ clattn_status clattn__set_overrides(clattn_ctx *ctx, const char *spec,
       continue;
     char *colon = strchr(seg, ':');
     int f = -1;
-    for (int i = 0; i < nf && colon; i++) {
-      const char *name = clattn__family_at(i)->name;
-      if ((size_t)(colon - seg) == strlen(name) &&
-          strncmp(seg, name, (size_t)(colon - seg)) == 0)
-        f = i;
+    if (colon != NULL) {
+      /* a family's name or former name (clattn__family_find) */
+      char name[64];
+      const size_t len = (size_t)(colon - seg);
+      if (len < sizeof name) {
+        memcpy(name, seg, len);
+        name[len] = '\0';
+        f = clattn__family_index(clattn__family_find(name));
+      }
     }
     if (f < 0) {
       expected(names, sizeof names);

@@ -1,7 +1,6 @@
 /* decode_cost.c - the model's costs of the decode family's kernels (split
- * and combine, counted from the plan and cl/decode.cl's loops) and of the
- * KV append; tests/test_model.c checks them against Oclgrind's instruction
- * counts. */
+ * and combine, counted from the plan and cl/decode.cl's loops);
+ * tests/test_model.c checks them against Oclgrind's instruction counts. */
 #include "family/decode.h"
 #include "model/model.h"
 
@@ -102,27 +101,5 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
     clattn__model_dram(cb, 4.0 * B * hq * S * (DV + 1.0), 0.0, prof);
     dram_reads[1] = cb->bytes_dram - cb->bytes_written;
   }
-  return CLATTN_OK;
-}
-
-clattn_status clattn__append_cost(const void *desc, const void *plan,
-                                  const int *pos, const clattn_profile *prof,
-                                  clattn_prediction *out, double *dram_reads) {
-  const clattn__append_desc *a = desc;
-  const clattn_decode_desc *d = &a->cache;
-  const clattn__append_plan *pl = plan;
-  const int n_new = a->n_new;
-  (void)prof;
-  const double es = (double)clattn_dtype_size(d->dtype);
-  const double row =
-      es * (d->head_dim_k + (pl->kv_same ? 0 : d->head_dim_v));
-  const double rows = clattn__append_rows(pos, d->batch, n_new, d->capacity);
-  clattn_cost *c = clattn__model_kernel(out, "kv_append");
-  const double items = (double)d->batch * n_new * d->heads_kv;
-  c->bytes_read = 4.0 * items + d->heads_kv * rows * row;
-  c->bytes_written = d->heads_kv * rows * row;
-  c->bytes_compulsory = c->bytes_read + c->bytes_written;
-  c->bytes_dram = c->bytes_compulsory;
-  dram_reads[0] = c->bytes_read;
   return CLATTN_OK;
 }

@@ -4,6 +4,7 @@
  * where the base has K and V, and a plan whose kv_same makes the kernels
  * read each row once for both (cl/attention.cl and cl/decode.cl KV_SAME),
  * which the model counts so. */
+#include "family/append.h"
 #include "family/common.h"
 #include "family/decode.h"
 #include "family/family.h"
@@ -227,8 +228,14 @@ const clattn__family clattn__family_efficient_decode = {
 static clattn_status append_check(const void *desc, char *why, size_t cap) {
   const clattn__append_desc *a = desc;
   clattn_status rc = clattn__family_append.check(desc, why, cap);
-  return rc ? rc
-            : same_dims(a->cache.head_dim_k, a->cache.head_dim_v, why, cap);
+  if (rc == CLATTN_OK && a->heads_k != a->heads_v) {
+    snprintf(why, cap,
+             "K and V are one tensor here: heads-v (%d) must equal heads-k "
+             "(%d)",
+             a->heads_v, a->heads_k);
+    rc = CLATTN_ERR_SHAPE;
+  }
+  return rc ? rc : same_dims(a->head_dim_k, a->head_dim_v, why, cap);
 }
 
 static clattn_status append_plan(const clattn__target *t, const void *desc,
@@ -250,7 +257,8 @@ static void append_with_params(const void *desc, const clattn_params *p,
 static void append_check_case(const void *desc, clattn__check_case *c) {
   clattn__family_append.check_case(desc, c);
   clattn__append_desc *s = (clattn__append_desc *)c->desc;
-  s->cache.head_dim_v = s->cache.head_dim_k;
+  s->heads_v = s->heads_k;
+  s->head_dim_v = s->head_dim_k;
 }
 
 const clattn__family clattn__family_efficient_append = {

@@ -191,7 +191,7 @@ int clattn__space_try(const clattn__family *F, const clattn__target *t,
 /* The registry (registry.c): every family, in listing order. */
 int clattn__family_count(void);
 const clattn__family *clattn__family_at(int i);
-/* By name; NULL when none. */
+/* By name, or by a former name (an alias, registry.c); NULL when none. */
 const clattn__family *clattn__family_find(const char *name);
 /* Its index in the registry (for per-family state such as overrides). */
 int clattn__family_index(const clattn__family *f);
@@ -210,7 +210,6 @@ extern const clattn__family clattn__family_decode;
 extern const clattn__family clattn__family_append;
 extern const clattn__family clattn__family_talking_heads;
 extern const clattn__family clattn__family_th_decode;
-extern const clattn__family clattn__family_th_append;
 extern const clattn__family clattn__family_efficient;
 extern const clattn__family clattn__family_efficient_decode;
 extern const clattn__family clattn__family_efficient_append;

@@ -1,5 +1,6 @@
-/* registry.c - every kernel family, one line each.  A new family is a new
- * room (its files in family/) and one line here. */
+/* registry.c - every kernel family, one line each, and the former names
+ * of families that absorbed others.  A new family is a new room (its files
+ * in family/) and one line here. */
 #include "family/family.h"
 
 #include <string.h>
@@ -10,7 +11,6 @@ static const clattn__family *const families[] = {
     &clattn__family_append,
     &clattn__family_talking_heads,
     &clattn__family_th_decode,
-    &clattn__family_th_append,
     &clattn__family_efficient,
     &clattn__family_efficient_decode,
     &clattn__family_efficient_append,
@@ -20,6 +20,17 @@ static const clattn__family *const families[] = {
 };
 
 enum { COUNT = sizeof families / sizeof families[0] };
+
+/* A family's former names: tuning rows, $CLATTN_PARAMS keys, shape-text
+ * calls and CLI words that still carry one read as the family's.  The
+ * talking-heads append became the append family with its own key and
+ * value head counts. */
+static const struct {
+  const char *name;
+  const clattn__family *family;
+} aliases[] = {
+    {"talking-heads-append", &clattn__family_append},
+};
 
 int clattn__family_count(void) { return COUNT; }
 
@@ -31,6 +42,9 @@ const clattn__family *clattn__family_find(const char *name) {
   for (int i = 0; name && i < COUNT; i++)
     if (strcmp(families[i]->name, name) == 0)
       return families[i];
+  for (size_t i = 0; name && i < sizeof aliases / sizeof aliases[0]; i++)
+    if (strcmp(aliases[i].name, name) == 0)
+      return aliases[i].family;
   return NULL;
 }
 

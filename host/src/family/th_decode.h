@@ -1,16 +1,10 @@
-/* th_decode.h - internal: what the talking-heads decode and append rooms
- * share: the cache checks and shape text, the append's description, the
- * decode's plan and both families' costs. */
+/* th_decode.h - internal: what the talking-heads decode's rooms share: the
+ * cache checks (which clattn_talking_heads_append runs on its cache
+ * description too) and shape text, the plan and the cost. */
 #ifndef CLATTN_FAMILY_TH_DECODE_H
 #define CLATTN_FAMILY_TH_DECODE_H
 
 #include "family/plan.h"
-
-/* clattn_talking_heads_append's call: the cache and the rows a sequence. */
-typedef struct clattn__th_append_desc {
-  clattn_th_decode_desc cache;
-  int n_new;
-} clattn__th_append_desc;
 
 /* The decode's plan: one variant (a work-item per split and sequence). */
 typedef struct clattn__th_decode_plan {
@@ -20,7 +14,8 @@ typedef struct clattn__th_decode_plan {
   int chunk;  /* keys per split */
 } clattn__th_decode_plan;
 
-/* Checks of a talking-heads cache description (decode and append). */
+/* Checks of a talking-heads cache description (decode, and
+ * clattn_talking_heads_append's). */
 clattn_status clattn__th_check_cache(const clattn_th_decode_desc *d,
                                      char *why, size_t cap);
 /* A cache description from shape text: batch=, kv-seq= (the capacity),
@@ -38,11 +33,6 @@ int clattn__th_head_width(int n);
 
 clattn_status clattn__th_decode_cost(const void *desc, const void *plan,
                                      const int *lens,
-                                     const clattn_profile *prof,
-                                     clattn_prediction *out,
-                                     double *dram_reads);
-clattn_status clattn__th_append_cost(const void *desc, const void *plan,
-                                     const int *pos,
                                      const clattn_profile *prof,
                                      clattn_prediction *out,
                                      double *dram_reads);

@@ -1,7 +1,7 @@
 /* th_decode_cost.c - the model's costs of the talking-heads decode's
  * kernels (th_logits, th_values, th_combine, counted from the plan and
- * cl/th_decode.cl's loops, scratch traffic included) and of its KV
- * append; tests/test_model.c checks them against Oclgrind's counts. */
+ * cl/th_decode.cl's loops, scratch traffic included); tests/test_model.c
+ * checks them against Oclgrind's counts. */
 #include "family/th_decode.h"
 #include "model/model.h"
 
@@ -69,30 +69,5 @@ clattn_status clattn__th_decode_cost(const void *desc, const void *plan,
     clattn__model_dram(c, c->bytes_read, 0.0, prof);
     dram_reads[2] = c->bytes_dram - c->bytes_written;
   }
-  return CLATTN_OK;
-}
-
-clattn_status clattn__th_append_cost(const void *desc, const void *plan,
-                                     const int *pos,
-                                     const clattn_profile *prof,
-                                     clattn_prediction *out,
-                                     double *dram_reads) {
-  const clattn__th_append_desc *a = desc;
-  const clattn_th_decode_desc *d = &a->cache;
-  const int n_new = a->n_new;
-  (void)plan;
-  (void)prof;
-  const double es = (double)clattn_dtype_size(d->dtype);
-  const double row = es * ((double)d->heads_k * d->head_dim_k +
-                           (double)d->heads_v * d->head_dim_v);
-  const double rows = clattn__append_rows(pos, d->batch, n_new, d->capacity);
-  clattn_cost *c = clattn__model_kernel(out, "th_kv_append");
-  const int hm = d->heads_k > d->heads_v ? d->heads_k : d->heads_v;
-  const double items = (double)d->batch * n_new * hm;
-  c->bytes_read = 4.0 * items + rows * row;
-  c->bytes_written = rows * row;
-  c->bytes_compulsory = c->bytes_read + c->bytes_written;
-  c->bytes_dram = c->bytes_compulsory;
-  dram_reads[0] = c->bytes_read;
   return CLATTN_OK;
 }

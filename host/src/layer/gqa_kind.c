@@ -3,8 +3,8 @@
  * after it, heads_kv key and value heads in the cache, and the prefill,
  * decode and append families as its core; its public create and model. */
 #include "base/versioned.h"
+#include "family/append.h"
 #include "family/common.h"
-#include "family/decode.h"
 #include "layer/layer.h"
 #include "model/model.h"
 
@@ -102,7 +102,8 @@ static void core(const void *desc, clattn__core_op op,
   const cl_mem q = a->act[CLATTN__ACT_Q], o = a->act[CLATTN__ACT_O];
   if (op == CLATTN__CORE_APPEND) {
     /* k_new [batch, n, heads_kv, dim] is the [batch*n, heads_kv*dim] rows */
-    const clattn__append_desc ad = {cache_desc(d, a), a->n};
+    const clattn_decode_desc dd = cache_desc(d, a);
+    const clattn__append_desc ad = clattn__append_of_decode(&dd, a->n);
     memcpy(call->desc.bytes, &ad, sizeof ad);
     const cl_mem b[5] = {a->act[CLATTN__ACT_K], a->act[CLATTN__ACT_V], a->pos,
                          a->k_cache, a->v_cache};
@@ -131,6 +132,8 @@ static void core(const void *desc, clattn__core_op op,
 
 const clattn__layer_kind clattn__layer_gqa = {
     .name = "gqa",
+    .summary = "grouped-query attention (MHA: heads_kv = heads_q, MQA: 1) "
+               "(clattn_layer_create)",
     .desc_size = sizeof(clattn_layer_desc),
     .desc_type = "clattn_layer_desc",
     .check = check,

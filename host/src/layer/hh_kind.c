@@ -5,8 +5,8 @@
  * the source of V' = W_a X (Super).  Their public creates, parameter
  * counts and model. */
 #include "base/versioned.h"
+#include "family/append.h"
 #include "family/common.h"
-#include "family/decode.h"
 #include "family/super_values.h"
 #include "layer/layer.h"
 #include "model/model.h"
@@ -206,7 +206,8 @@ static void attend(const clattn_hh_layer_desc *d, clattn__core_op op,
 
 static void append(const clattn_hh_layer_desc *d, const clattn__core_args *a,
                    cl_mem k_new, cl_mem v_new, clattn__core_call *call) {
-  const clattn__append_desc ad = {cache_desc(d, a), a->n};
+  const clattn_decode_desc dd = cache_desc(d, a);
+  const clattn__append_desc ad = clattn__append_of_decode(&dd, a->n);
   memcpy(call->desc.bytes, &ad, sizeof ad);
   if (v_new == NULL) {
     const cl_mem b[3] = {k_new, a->pos, a->k_cache};
@@ -275,6 +276,8 @@ static void core_super(const void *desc, clattn__core_op op,
 
 const clattn__layer_kind clattn__layer_optimised = {
     .name = "optimised",
+    .summary = "Hosseini & Hosseini's Optimised: K projected, V = x "
+               "(clattn_layer_create_optimised)",
     .desc_size = sizeof(clattn_hh_layer_desc),
     .desc_type = "clattn_hh_layer_desc",
     .check = check_plain,
@@ -291,6 +294,8 @@ const clattn__layer_kind clattn__layer_optimised = {
 
 const clattn__layer_kind clattn__layer_efficient = {
     .name = "efficient",
+    .summary = "Hosseini & Hosseini's Efficient: K = V = x, one cache tensor "
+               "(clattn_layer_create_efficient)",
     .desc_size = sizeof(clattn_hh_layer_desc),
     .desc_type = "clattn_hh_layer_desc",
     .check = check_plain,
@@ -308,6 +313,8 @@ const clattn__layer_kind clattn__layer_efficient = {
 
 const clattn__layer_kind clattn__layer_super = {
     .name = "super",
+    .summary = "Hosseini & Hosseini's Super: K = x, V' = W_a x "
+               "(clattn_layer_create_super)",
     .desc_size = sizeof(clattn_hh_layer_desc),
     .desc_type = "clattn_hh_layer_desc",
     .check = check_super,

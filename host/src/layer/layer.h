@@ -1,8 +1,9 @@
-/* layer.h - internal: the layer interface, smaller than a family's.  A
- * layer kind names its weights, the projections (GEMMs) around its core,
- * the shape of its KV cache and the core calls it makes; the generic layer
- * (layer.c, kv_cache.c, project.c) and its model (layer_model.c) walk it,
- * so a new kind is a new room beside gqa_kind.c and th_kind.c. */
+/* layer.h - internal: the layer interface, smaller than a family's, and
+ * the registry of layer kinds.  A layer kind names its weights, the
+ * projections (GEMMs) around its core, the shape of its KV cache and the
+ * core calls it makes; the generic layer (layer.c, kv_cache.c) and its
+ * model (layer_model.c) walk it, so a new kind is a new room beside
+ * gqa_kind.c and th_kind.c and one line in registry.c. */
 #ifndef CLATTN_LAYER_H
 #define CLATTN_LAYER_H
 
@@ -93,7 +94,10 @@ typedef struct clattn__cache_shape {
 } clattn__cache_shape;
 
 typedef struct clattn__layer_kind {
+  /* The registry's name (`clattn layers`, the word of `clattn run`) and
+   * one line for listings: what the layer computes and its public create. */
   const char *name;
+  const char *summary;
   /* The public description: its size (it is kept as bytes) and its
    * validation, which writes the reason into why. */
   size_t desc_size;
@@ -130,9 +134,14 @@ typedef struct clattn__layer_kind {
                const clattn__core_args *a, clattn__core_call *call);
 } clattn__layer_kind;
 
-/* The kinds: GQA/MHA/MQA (clattn_layer_create), talking-heads
- * (clattn_layer_create_talking_heads), Hosseini & Hosseini's Optimised,
- * Efficient and Super (hh_kind.c) and SwitchHead (sh_kind.c). */
+/* The registry (registry.c): every kind, in listing order; by name, NULL
+ * when none. */
+int clattn__layer_kind_count(void);
+const clattn__layer_kind *clattn__layer_kind_at(int i);
+const clattn__layer_kind *clattn__layer_kind_find(const char *name);
+
+/* The kinds, defined in their rooms (each room's public create names its
+ * own kind) and listed in registry.c. */
 extern const clattn__layer_kind clattn__layer_gqa;
 extern const clattn__layer_kind clattn__layer_th;
 extern const clattn__layer_kind clattn__layer_optimised;

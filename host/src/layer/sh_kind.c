@@ -159,6 +159,8 @@ static void core(const void *desc, clattn__core_op op,
 
 const clattn__layer_kind clattn__layer_sh = {
     .name = "switchhead",
+    .summary = "SwitchHead: expert-mixed V and output around GQA attention "
+               "(clattn_layer_create_switchhead)",
     .desc_size = sizeof(clattn_switchhead_layer_desc),
     .desc_type = "clattn_switchhead_layer_desc",
     .check = check,

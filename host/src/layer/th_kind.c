@@ -1,7 +1,9 @@
 /* th_kind.c - the talking-heads layer as a layer kind (layer.h): six
  * weights (the four projections' and the core's P_l, P_w), heads_k key and
- * heads_v value heads in the cache, and the talking-heads families as its
- * core; its public create. */
+ * heads_v value heads in the cache, and the talking-heads families (the
+ * append family with heads_k key and heads_v value heads) as its core; its
+ * public create. */
+#include "family/append.h"
 #include "family/th_decode.h"
 #include "layer/layer.h"
 
@@ -95,7 +97,7 @@ static clattn_th_decode_desc cache_desc(const clattn_th_layer_desc *d,
 }
 
 _Static_assert(sizeof(clattn_th_desc) <= CLATTN__CORE_DESC_BYTES &&
-                   sizeof(clattn__th_append_desc) <= CLATTN__CORE_DESC_BYTES &&
+                   sizeof(clattn__append_desc) <= CLATTN__CORE_DESC_BYTES &&
                    sizeof(clattn_th_layer_desc) <= CLATTN__LAYER_DESC_BYTES,
                "the talking-heads descriptions fit the layer's byte stores");
 
@@ -109,7 +111,8 @@ static void core(const void *desc, clattn__core_op op,
   if (op == CLATTN__CORE_APPEND) {
     /* k_new [batch, n, heads_k, dim_k] is the [batch*n, heads_k*dim_k]
      * rows, v_new likewise */
-    const clattn__th_append_desc ad = {cache_desc(d, a), a->n};
+    const clattn_th_decode_desc dd = cache_desc(d, a);
+    const clattn__append_desc ad = clattn__append_of_th(&dd, a->n);
     memcpy(call->desc.bytes, &ad, sizeof ad);
     const cl_mem b[5] = {a->act[CLATTN__ACT_K], a->act[CLATTN__ACT_V], a->pos,
                          a->k_cache, a->v_cache};
@@ -151,6 +154,8 @@ static void core(const void *desc, clattn__core_op op,
 
 const clattn__layer_kind clattn__layer_th = {
     .name = "talking-heads",
+    .summary = "talking-heads attention, heads_k/heads/heads_v mixed by P_l, "
+               "P_w (clattn_layer_create_talking_heads)",
     .desc_size = sizeof(clattn_th_layer_desc),
     .desc_type = "clattn_th_layer_desc",
     .check = check,
@@ -161,8 +166,7 @@ const clattn__layer_kind clattn__layer_th = {
     .nproj_in = 3,
     .proj = proj,
     .cache_shape = cache_shape,
-    .family = {"talking-heads", "talking-heads-decode",
-               "talking-heads-append"},
+    .family = {"talking-heads", "talking-heads-decode", "append"},
     .core = core,
 };
 

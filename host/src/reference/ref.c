@@ -273,22 +273,22 @@ uint16_t ref_f32_to_bf16(float f) {
 
 float ref_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
-void ref_kv_append(int b, int cap, int hkv, int dk, int dv, int layout,
-                   int n_new, const int *pos, const float *k_new,
+void ref_kv_append(int b, int cap, int hk, int hv, int dk, int dv,
+                   int layout, int n_new, const int *pos, const float *k_new,
                    const float *v_new, float *kc, float *vc) {
   for (int bi = 0; bi < b; bi++)
     for (int t = 0; t < n_new; t++) {
       const long p = (long)pos[bi] + t;
       if (p < 0 || p >= cap)
         continue;
-      for (int c = 0; c < hkv; c++) {
-        const size_t src = ((size_t)bi * n_new + t) * hkv + c;
+      const size_t src = (size_t)bi * n_new + t;
+      for (int c = 0; c < hk; c++)
         for (int d = 0; d < dk; d++)
-          kc[ref_index(layout, cap, hkv, dk, bi, (int)p, c, d)] =
-              k_new[src * dk + d];
+          kc[ref_index(layout, cap, hk, dk, bi, (int)p, c, d)] =
+              k_new[(src * hk + c) * dk + d];
+      for (int u = 0; u < hv; u++)
         for (int d = 0; d < dv; d++)
-          vc[ref_index(layout, cap, hkv, dv, bi, (int)p, c, d)] =
-              v_new[src * dv + d];
-      }
+          vc[ref_index(layout, cap, hv, dv, bi, (int)p, u, d)] =
+              v_new[(src * hv + u) * dv + d];
     }
 }

@@ -43,10 +43,11 @@ void ref_decode(int b, int cap, int hq, int hkv, int dk, int dv, int layout,
                 const float *kc, const float *vc, float *o);
 
 /* The KV append: rows pos[bi] .. pos[bi]+n_new-1 of sequence bi's cache
- * (capacity cap, layout) get k_new/v_new [b, n_new, hkv, d] (BSHD); rows
- * outside [0, cap) are not written. */
-void ref_kv_append(int b, int cap, int hkv, int dk, int dv, int layout,
-                   int n_new, const int *pos, const float *k_new,
+ * (capacity cap, layout) get k_new [b, n_new, hk, dk] and v_new [b, n_new,
+ * hv, dv] (BSHD; a GQA cache: hk = hv = its KV heads); rows outside
+ * [0, cap) are not written. */
+void ref_kv_append(int b, int cap, int hk, int hv, int dk, int dv,
+                   int layout, int n_new, const int *pos, const float *k_new,
                    const float *v_new, float *kc, float *vc);
 
 /* Whole layer, row-major: x [b, n, D]; wq [D, hq*dk]; wk [D, hkv*dk];

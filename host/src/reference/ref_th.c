@@ -99,25 +99,6 @@ void ref_th_decode(int b, int cap, int hk, int h, int hv, int dk, int dv,
   ref_talking_heads(&a, q, kc, vc, p_l, p_w, o);
 }
 
-void ref_th_append(int b, int cap, int hk, int hv, int dk, int dv,
-                   int layout, int n_new, const int *pos, const float *k_new,
-                   const float *v_new, float *kc, float *vc) {
-  for (int bi = 0; bi < b; bi++)
-    for (int t = 0; t < n_new; t++) {
-      const long p = (long)pos[bi] + t;
-      if (p < 0 || p >= cap)
-        continue;
-      for (int c = 0; c < hk; c++)
-        for (int d = 0; d < dk; d++)
-          kc[ref_index(layout, cap, hk, dk, bi, (int)p, c, d)] =
-              k_new[(((size_t)bi * n_new + t) * hk + c) * dk + d];
-      for (int u = 0; u < hv; u++)
-        for (int d = 0; d < dv; d++)
-          vc[ref_index(layout, cap, hv, dv, bi, (int)p, u, d)] =
-              v_new[(((size_t)bi * n_new + t) * hv + u) * dv + d];
-    }
-}
-
 /* c[rows, cols] = a[rows, inner] w[inner, cols], in double. */
 static void matmul(size_t rows, size_t inner, size_t cols, const float *a,
                    const float *w, float *c) {

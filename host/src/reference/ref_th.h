@@ -30,13 +30,7 @@ void ref_th_decode(int b, int cap, int hk, int h, int hv, int dk, int dv,
                    const float *kc, const float *vc, const float *p_l,
                    const float *p_w, float *o);
 
-/* The KV append of a talking-heads cache: rows pos[bi] .. pos[bi]+n_new-1
- * of sequence bi get k_new [b, n_new, hk, dk] and v_new [b, n_new, hv, dv]
- * (BSHD); caches as for ref_th_decode; rows outside [0, cap) are not
- * written. */
-void ref_th_append(int b, int cap, int hk, int hv, int dk, int dv,
-                   int layout, int n_new, const int *pos, const float *k_new,
-                   const float *v_new, float *kc, float *vc);
+/* The KV append of a talking-heads cache is ref_kv_append's (ref.h). */
 
 /* Whole layer, row-major: x [b, n, D]; wq, wk [D, hk*dk]; wv [D, hv*dv];
  * wo [hv*dv, D]; p_l [hk, h]; p_w [h, hv]; y [b, n, D].  Self-attention

@@ -15,6 +15,10 @@ const char *clattn_family_name(int i) {
   return f ? f->name : NULL;
 }
 
+int clattn_family_find(const char *name) {
+  return clattn__family_index(clattn__family_find(name));
+}
+
 const char *clattn_family_summary(int i) {
   const clattn__family *f = clattn__family_at(i);
   return f ? f->summary : NULL;
