@@ -627,14 +627,42 @@ done:
   return rc;
 }
 
-clattn_status clattn__db_rows_out(clattn_db *db, const void *rows,
+clattn_status clattn__db_list_args(clattn_db *db, size_t entry_size,
+                                   void *out, const int *n) {
+  clattn_status rc = clattn__db_check(db);
+  if (rc != CLATTN_OK)
+    return rc;
+  if (out == NULL || n == NULL || entry_size < sizeof(size_t))
+    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG,
+                           "out or n is NULL, or entry_size below "
+                           "sizeof(size_t)");
+  *(void **)out = NULL;
+  return CLATTN_OK;
+}
+
+clattn_status clattn__db_rows_out(clattn_db *db, clattn_status rc, void *rows,
                                   size_t own_size, int n, size_t entry_size,
                                   void **out) {
   *out = NULL;
-  if (n == 0) /* an empty list is NULL, as before any row */
-    return CLATTN_OK;
-  *out = clattn__rows_out(rows, own_size, n, entry_size);
-  if (*out == NULL)
-    return clattn__db_fail(db, CLATTN_ERR_NOMEM, "out of memory");
+  if (rc == CLATTN_OK && n > 0) { /* an empty list is NULL */
+    *out = clattn__rows_out(rows, own_size, n, entry_size);
+    if (*out == NULL)
+      rc = clattn__db_fail(db, CLATTN_ERR_NOMEM, "out of memory");
+  }
+  free(rows);
+  return rc;
+}
+
+clattn_status clattn__db_row_in(clattn_db *db, void *own, size_t own_size,
+                                const void *caller, const char *type) {
+  char why[128];
+  clattn_status rc = clattn__db_check(db);
+  if (rc != CLATTN_OK)
+    return rc;
+  if (caller == NULL)
+    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG, "the %s is NULL",
+                           type);
+  if ((rc = clattn__struct_in(own, own_size, caller, type, why, sizeof why)))
+    return clattn__db_fail(db, rc, "%s", why);
   return CLATTN_OK;
 }

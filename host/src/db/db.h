@@ -70,12 +70,21 @@ size_t clattn__tune_entry_json(const clattn_tune_entry *e, char *buf,
 clattn_status clattn__db_put_bench(clattn_db *db,
                                    const clattn_bench_entry *e);
 
-/* A list's n rows of the library's struct (own_size bytes each) as the
- * caller's rows of entry_size bytes (base/versioned.h) in a new *out;
+/* A public list's checks: a live db, out and n set, a caller's row size
+ * (entry_size); *out set to NULL.  Failures recorded on db. */
+clattn_status clattn__db_list_args(clattn_db *db, size_t entry_size,
+                                   void *out, const int *n);
+/* A list's n rows of the library's struct (own_size bytes each, freed
+ * here) as the caller's rows of entry_size bytes (base/versioned.h) in a
+ * new *out, when rc (the listing's status) is CLATTN_OK; returns rc, or
  * CLATTN_ERR_NOMEM recorded on db. */
-clattn_status clattn__db_rows_out(clattn_db *db, const void *rows,
+clattn_status clattn__db_rows_out(clattn_db *db, clattn_status rc, void *rows,
                                   size_t own_size, int n, size_t entry_size,
                                   void **out);
+/* A public write's row: the caller's versioned struct read into own
+ * (own_size bytes of type `type`) on a live db; failures recorded on db. */
+clattn_status clattn__db_row_in(clattn_db *db, void *own, size_t own_size,
+                                const void *caller, const char *type);
 
 /* One write transaction over several calls (BEGIN IMMEDIATE, so a second
  * writer waits for the busy timeout instead of failing at COMMIT).  On any

@@ -190,32 +190,19 @@ static clattn_status list_bench(clattn_db *db, const char *fingerprint,
 
 clattn_status clattn_db_put_bench(clattn_db *db, const clattn_bench_entry *e) {
   clattn_bench_entry own;
-  char why[128];
-  clattn_status rc = clattn__db_check(db);
-  if (rc != CLATTN_OK || e == NULL)
-    return rc ? rc : clattn__db_fail(db, CLATTN_ERR_INVALID_ARG, "e is NULL");
-  if ((rc = clattn__struct_in(&own, sizeof own, e, "clattn_bench_entry", why,
-                              sizeof why)))
-    return clattn__db_fail(db, rc, "%s", why);
-  return clattn__db_put_bench(db, &own);
+  clattn_status rc =
+      clattn__db_row_in(db, &own, sizeof own, e, "clattn_bench_entry");
+  return rc ? rc : clattn__db_put_bench(db, &own);
 }
 
 clattn_status clattn_db_list_bench(clattn_db *db, const char *fingerprint,
                                    const char *family, size_t entry_size,
                                    clattn_bench_entry **out, int *n) {
   clattn_bench_entry *rows = NULL;
-  clattn_status rc = clattn__db_check(db);
+  clattn_status rc = clattn__db_list_args(db, entry_size, out, n);
   if (rc != CLATTN_OK)
     return rc;
-  if (entry_size < sizeof(size_t) || out == NULL || n == NULL)
-    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG,
-                           "out or n is NULL, or entry_size below "
-                           "sizeof(size_t)");
-  *out = NULL;
   rc = list_bench(db, fingerprint, family, &rows, n);
-  if (rc == CLATTN_OK)
-    rc = clattn__db_rows_out(db, rows, sizeof *rows, *n, entry_size,
+  return clattn__db_rows_out(db, rc, rows, sizeof *rows, *n, entry_size,
                              (void **)out);
-  free(rows);
-  return rc;
 }

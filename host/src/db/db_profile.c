@@ -232,37 +232,24 @@ done:
 
 clattn_status clattn_db_list_profiles(clattn_db *db, size_t entry_size,
                                       clattn_profile **out, int *n) {
-  clattn_status rc = clattn__db_check(db);
+  void *rows = NULL;
+  clattn_status rc = clattn__db_list_args(db, entry_size, out, n);
   if (rc != CLATTN_OK)
     return rc;
-  if (out == NULL || n == NULL || entry_size < sizeof(size_t))
-    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG,
-                           "out or n is NULL, or entry_size below "
-                           "sizeof(size_t)");
-  void *rows = NULL;
-  *out = NULL;
   rc = clattn__db_select_rows(db, cols, N_COLS,
                               "FROM profiles ORDER BY name, fingerprint",
                               NULL, 0, sizeof **out, "profiles", &rows, n);
-  if (rc == CLATTN_OK)
-    rc = clattn__db_rows_out(db, rows, sizeof **out, *n, entry_size,
+  return clattn__db_rows_out(db, rc, rows, sizeof **out, *n, entry_size,
                              (void **)out);
-  free(rows);
-  return rc;
 }
 
 /* ------------------------------------------------ the versioned boundary */
 
 clattn_status clattn_db_put_profile(clattn_db *db, const clattn_profile *p) {
   clattn_profile own;
-  char why[128];
-  clattn_status rc = clattn__db_check(db);
-  if (rc != CLATTN_OK || p == NULL)
-    return rc ? rc : CLATTN_ERR_INVALID_ARG;
-  if ((rc = clattn__struct_in(&own, sizeof own, p, "clattn_profile", why,
-                              sizeof why)))
-    return clattn__db_fail(db, rc, "%s", why);
-  return put_profile(db, &own);
+  clattn_status rc =
+      clattn__db_row_in(db, &own, sizeof own, p, "clattn_profile");
+  return rc ? rc : put_profile(db, &own);
 }
 
 clattn_status clattn_db_get_profile(clattn_db *db, const char *fingerprint,
@@ -285,12 +272,7 @@ clattn_status clattn_db_get_profile(clattn_db *db, const char *fingerprint,
 clattn_status clattn_db_put_check(clattn_db *db,
                                   const clattn_check_record *r) {
   clattn_check_record own;
-  char why[128];
-  clattn_status rc = clattn__db_check(db);
-  if (rc != CLATTN_OK || r == NULL)
-    return rc ? rc : CLATTN_ERR_INVALID_ARG;
-  if ((rc = clattn__struct_in(&own, sizeof own, r, "clattn_check_record", why,
-                              sizeof why)))
-    return clattn__db_fail(db, rc, "%s", why);
-  return put_check(db, &own);
+  clattn_status rc =
+      clattn__db_row_in(db, &own, sizeof own, r, "clattn_check_record");
+  return rc ? rc : put_check(db, &own);
 }

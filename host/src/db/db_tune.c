@@ -441,14 +441,9 @@ clattn_status clattn__db_put_tune(clattn_db *db, const clattn_tune_entry *e) {
 
 clattn_status clattn_db_put_tune(clattn_db *db, const clattn_tune_entry *e) {
   clattn_tune_entry own;
-  char why[128];
-  clattn_status rc = clattn__db_check(db);
-  if (rc != CLATTN_OK || e == NULL)
-    return rc ? rc : clattn__db_fail(db, CLATTN_ERR_INVALID_ARG, "e is NULL");
-  if ((rc = clattn__struct_in(&own, sizeof own, e, "clattn_tune_entry", why,
-                              sizeof why)))
-    return clattn__db_fail(db, rc, "%s", why);
-  return clattn__db_put_tune(db, &own);
+  clattn_status rc =
+      clattn__db_row_in(db, &own, sizeof own, e, "clattn_tune_entry");
+  return rc ? rc : clattn__db_put_tune(db, &own);
 }
 
 clattn_status clattn_db_list_tune(clattn_db *db, const char *fingerprint,
@@ -456,19 +451,12 @@ clattn_status clattn_db_list_tune(clattn_db *db, const char *fingerprint,
                                   size_t entry_size, clattn_tune_entry **out,
                                   int *n) {
   clattn_tune_entry *rows = NULL;
-  clattn_status rc = clattn__db_check(db);
+  clattn_status rc = clattn__db_list_args(db, entry_size, out, n);
   if (rc != CLATTN_OK)
     return rc;
-  if (entry_size < sizeof(size_t) || out == NULL)
-    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG,
-                           "out is NULL or entry_size below sizeof(size_t)");
-  *out = NULL;
   rc = clattn__db_list_tune(db, fingerprint, kernel, shape_class, &rows, n);
-  if (rc == CLATTN_OK)
-    rc = clattn__db_rows_out(db, rows, sizeof *rows, *n, entry_size,
+  return clattn__db_rows_out(db, rc, rows, sizeof *rows, *n, entry_size,
                              (void **)out);
-  free(rows);
-  return rc;
 }
 
 clattn_status clattn__db_list_tune(clattn_db *db, const char *fingerprint,
