@@ -15,6 +15,7 @@
  * is taken against the library's output on the same inputs. */
 #include "base/stats.h"
 #include "base/versioned.h"
+#include "choice/choice.h"
 #include "device/profile.h"
 #include "base/tolerance.h"
 #include "call/call.h"
@@ -318,7 +319,7 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
   if (mine == NULL || !mine->has_last)
     CLATTN_TRY(clattn__fail(ctx, CLATTN_ERR_NOMEM, "the call's choice was "
                                                    "not recorded"));
-  ch = mine->last;
+  clattn__memo_last(mine, &ch);
   /* a call of seconds (a slow device) varies little against its length,
    * and seven rounds of every implementation would take minutes */
   if (!(opts && opts->repeats) && t0 > SLOW_CALL_S)
