@@ -28,8 +28,7 @@
 
 /* ------------------------------------------------------------ setup */
 
-static void bench_init(bench *B, const char *device)
-{
+static void bench_init(bench *B, const char *device) {
   clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.device = device;
   o.profiling = 1;
@@ -40,23 +39,19 @@ static void bench_init(bench *B, const char *device)
 
   /* the library's own unfused softmax (cl/unfused.cl), the one `clattn
    * bench` runs: the context owns the kernel */
-  CKA(B, clattn__kernel(B->ctx, "unfused.cl", "", "softmax_rows",
-                        &B->k_softmax));
+  CKA(B,
+      clattn__kernel(B->ctx, "unfused.cl", "", "softmax_rows", &B->k_softmax));
 }
 
-static void print_device(bench *B)
-{
+static void print_device(bench *B) {
   char name[256] = "", ver[256] = "", drv[256] = "";
   cl_platform_id plat;
   char pname[256] = "";
   CK(clGetDeviceInfo(B->device, CL_DEVICE_NAME, sizeof name - 1, name, NULL));
-  CK(clGetDeviceInfo(B->device, CL_DEVICE_VERSION, sizeof ver - 1, ver,
-                     NULL));
+  CK(clGetDeviceInfo(B->device, CL_DEVICE_VERSION, sizeof ver - 1, ver, NULL));
   CK(clGetDeviceInfo(B->device, CL_DRIVER_VERSION, sizeof drv - 1, drv, NULL));
-  CK(clGetDeviceInfo(B->device, CL_DEVICE_PLATFORM, sizeof plat, &plat,
-                     NULL));
-  CK(clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof pname - 1, pname,
-                       NULL));
+  CK(clGetDeviceInfo(B->device, CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL));
+  CK(clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL));
   printf("clattn %s bench\n", clattn_version());
   printf("device   : %s\nplatform : %s (%s, driver %s)\n", name, pname, ver,
          drv);
@@ -67,8 +62,7 @@ static void print_device(bench *B)
 
 /* --------------------------------------------------------- ceilings */
 
-static void bench_ceilings(bench *B)
-{
+static void bench_ceilings(bench *B) {
   printf("== device ceilings (same run) ==\n");
   measure_ceilings(B, "", 1);
   printf("\n");
@@ -84,8 +78,7 @@ typedef struct prefill_arg {
   double stage[3]; /* last run's stage times */
 } prefill_arg;
 
-static int run_fused(bench *B, void *p)
-{
+static int run_fused(bench *B, void *p) {
   prefill_arg *a = p;
   clattn_status st =
       clattn_attention(B->ctx, &a->d, a->q, a->k, a->v, NULL, a->o, NULL);
@@ -95,8 +88,7 @@ static int run_fused(bench *B, void *p)
 /* Unfused: per (batch, head) S = Q K^T (CLBlast), softmax kernel, then
  * O = P V (CLBlast), straight from the BSHD tensors via offsets and leading
  * dimensions.  Each stage is finished so its time can be reported. */
-static int run_unfused(bench *B, void *p)
-{
+static int run_unfused(bench *B, void *p) {
   prefill_arg *a = p;
   const clattn_attn_desc *d = &a->d;
   size_t n = (size_t)d->n_q, m = (size_t)d->n_kv, h = (size_t)d->heads_q;
@@ -129,11 +121,10 @@ static int run_unfused(bench *B, void *p)
   t2 = clattn__now();
   for (size_t bb = 0; bb < (size_t)d->batch; bb++)
     for (size_t hh = 0; hh < h; hh++)
-      CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
-                       CLBlastTransposeNo, n, dv, m, 1.0f, a->s,
-                       (bb * h + hh) * n * m, m, a->v, (bb * m * h + hh) * dv,
-                       h * dv, 0.0f, a->o2, (bb * n * h + hh) * dv, h * dv,
-                       &q, NULL));
+      CKB(CLBlastSgemm(
+          CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, n, dv,
+          m, 1.0f, a->s, (bb * h + hh) * n * m, m, a->v, (bb * m * h + hh) * dv,
+          h * dv, 0.0f, a->o2, (bb * n * h + hh) * dv, h * dv, &q, NULL));
   CK(clFinish(q));
   a->stage[0] = t1 - t0;
   a->stage[1] = t2 - t1;
@@ -143,10 +134,9 @@ static int run_unfused(bench *B, void *p)
 
 /* Unfused timing, one warm-up run first: the median time and each
  * stage's. */
-static double time_unfused(bench *B, prefill_arg *a, double stage_med[3])
-{
-  const bench_side side = {"the unfused pipeline", run_unfused, a, 1, 1,
-                           a->stage, 3};
+static double time_unfused(bench *B, prefill_arg *a, double stage_med[3]) {
+  const bench_side side = {
+      "the unfused pipeline", run_unfused, a, 1, 1, a->stage, 3};
   bench_rounds R;
   double t;
   rounds_init(B, &R, &side, 1, B->reps, 0, 0);
@@ -159,15 +149,13 @@ static double time_unfused(bench *B, prefill_arg *a, double stage_med[3])
 }
 
 static void print_prefill_row(bench *B, const char *name, double t,
-                              double flops, double bytes, double ref_t)
-{
+                              double flops, double bytes, double ref_t) {
   double gf = flops / t * 1e-9;
   printf("  %-34s %9.2f %9.1f %8.2f %7.1f%% %8.2fx\n", name, 1e3 * t, gf,
          bytes / t * 1e-9, 100.0 * gf / B->fma_gflops, ref_t / t);
 }
 
-static void bench_prefill(bench *B)
-{
+static void bench_prefill(bench *B) {
   int n = B->quick ? 512 : 2048, h = 8, d = 64, b = 1;
   size_t elems = (size_t)b * n * h * d;
   prefill_arg a;
@@ -182,13 +170,22 @@ static void bench_prefill(bench *B)
       {"v1 rows=8 keys=64", {sizeof(clattn_params), 1, 8, 64, 0, 0, 0, 0}},
       {"v1 rows=2 keys=16", {sizeof(clattn_params), 1, 2, 16, 0, 0, 0, 0}},
       {"v2 (auto tiles)", {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0}},
-      {"v2 rows=16 keys=32 wg=16", {sizeof(clattn_params), 2, 16, 32, 16, 0, 0, 0}},
+      {"v2 rows=16 keys=32 wg=16",
+       {sizeof(clattn_params), 2, 16, 32, 16, 0, 0, 0}},
   };
 
   memset(&a, 0, sizeof a);
-  a.d = (clattn_attn_desc){.size = sizeof a.d, .batch = b, .n_q = n, .n_kv = n,
-      .heads_q = h, .heads_kv = h, .head_dim_k = d, .head_dim_v = d,
-      .dtype = CLATTN_F32, .q_layout = CLATTN_BSHD, .kv_layout = CLATTN_BSHD};
+  a.d = (clattn_attn_desc){.size = sizeof a.d,
+                           .batch = b,
+                           .n_q = n,
+                           .n_kv = n,
+                           .heads_q = h,
+                           .heads_kv = h,
+                           .head_dim_k = d,
+                           .head_dim_v = d,
+                           .dtype = CLATTN_F32,
+                           .q_layout = CLATTN_BSHD,
+                           .kv_layout = CLATTN_BSHD};
   a.q = buf_random(B, elems, 1.0f, 1);
   a.k = buf_random(B, elems, 1.0f, 2);
   a.v = buf_random(B, elems, 1.0f, 3);
@@ -197,7 +194,8 @@ static void bench_prefill(bench *B)
   a.s = buf_new(B, (size_t)b * h * n * n * sizeof(float));
 
   printf("== fused prefill: b=%d h=%d (MHA) n=m=%d d_k=d_v=%d f32, "
-         "BSHD ==\n", b, h, n, d);
+         "BSHD ==\n",
+         b, h, n, d);
   printf("  FLOPs = 4*b*h*A*d (A = n*m, causal n*(n+1)/2); GB/s from the "
          "fused ideal bytes\n");
   printf("  (Q, K, V read once, O written once); %% of the FMA peak above; "
@@ -270,14 +268,12 @@ typedef struct decode_arg {
 } decode_arg;
 
 /* One step of a case on one layer's caches. */
-static int decode_step(bench *B, void *p, cl_mem k, cl_mem v)
-{
+static int decode_step(bench *B, void *p, cl_mem k, cl_mem v) {
   decode_arg *a = p;
   return (int)clattn_decode(B->ctx, &a->d, a->q, k, v, a->lens, a->o, NULL);
 }
 
-static void bench_decode(bench *B)
-{
+static void bench_decode(bench *B) {
   int m = B->quick ? 2048 : 8192, h = 8, d = 64, b = 1;
   const size_t target = cold_bytes(B);
   enum { NC = 3 };
@@ -296,7 +292,8 @@ static void bench_decode(bench *B)
   bench_rounds R;
 
   printf("== decode: b=%d h=%d m=%d (cache capacity %d, lens=%d) d=%d f32, "
-         "BHSD cache ==\n", b, h, m, m, m, d);
+         "BHSD cache ==\n",
+         b, h, m, m, m, d);
   printf("  COLD caches: each case rotates round-robin over enough distinct "
          "per-\"layer\" caches\n  (>= %zu MiB in all) that no step reads "
          "K/V still in the LLC; time = pass / layers.\n",
@@ -316,9 +313,15 @@ static void bench_decode(bench *B)
     cl_int len = m;
 
     memset(x, 0, sizeof *x);
-    x->d = (clattn_decode_desc){.size = sizeof x->d, .batch = b, .capacity = m,
-        .heads_q = h, .heads_kv = hkv, .head_dim_k = d, .head_dim_v = d,
-        .dtype = CLATTN_F32, .cache_layout = CLATTN_BHSD};
+    x->d = (clattn_decode_desc){.size = sizeof x->d,
+                                .batch = b,
+                                .capacity = m,
+                                .heads_q = h,
+                                .heads_kv = hkv,
+                                .head_dim_k = d,
+                                .head_dim_v = d,
+                                .dtype = CLATTN_F32,
+                                .cache_layout = CLATTN_BHSD};
     kv_rotation_create(B, cache_b, &x->kv);
     x->q = buf_random(B, (size_t)b * h * d, 1.0f, 7);
     x->o = buf_new(B, (size_t)b * h * d * sizeof(float));
@@ -327,7 +330,7 @@ static void bench_decode(bench *B)
                            (size_t)b * sizeof len, 0, NULL, NULL));
     pass[c] = (kv_pass){&x->kv, decode_step, x};
     sides[c] = (bench_side){"clattn_decode", kv_pass_run, &pass[c], 1,
-                            x->kv.count, NULL, 0};
+                            x->kv.count,     NULL,        0};
   }
   rounds_init(B, &R, sides, NC, rounds, 0, copy_b);
   rounds_run(&R, -1, rounds + 1);
@@ -372,8 +375,7 @@ typedef struct layer_arg {
   clattn_attn_desc ad;
 } layer_arg;
 
-static int run_layer_proj(bench *B, void *p)
-{
+static int run_layer_proj(bench *B, void *p) {
   layer_arg *a = p;
   cl_command_queue q = B->queue;
   size_t n = (size_t)a->n, dm = (size_t)a->dm;
@@ -393,30 +395,28 @@ static int run_layer_proj(bench *B, void *p)
   return 0;
 }
 
-static int run_layer_core(bench *B, void *p)
-{
+static int run_layer_core(bench *B, void *p) {
   layer_arg *a = p;
-  clattn_status st = clattn_attention(B->ctx, &a->ad, a->pq, a->pk, a->pv,
-                                      NULL, a->po, NULL);
+  clattn_status st =
+      clattn_attention(B->ctx, &a->ad, a->pq, a->pk, a->pv, NULL, a->po, NULL);
   return st == CLATTN_OK ? 0 : (int)st;
 }
 
-static int run_layer_decode(bench *B, void *p)
-{
+static int run_layer_decode(bench *B, void *p) {
   layer_arg *a = p;
   clattn_status st = clattn_layer_decode(a->layer, a->cache, a->x, a->y, NULL);
   (void)B;
   return st == CLATTN_OK ? 0 : (int)st;
 }
 
-static void bench_layer(bench *B)
-{
+static void bench_layer(bench *B) {
   int n = B->quick ? 128 : 512, dm = 512, h = 8, d = 64;
   static const int hkvs[2] = {8, 2};
   static const char *names[2] = {"MHA (h_kv=8)", "GQA (h_kv=2)"};
 
   printf("== layer: b=1 n=%d d_model=%d h=%d d_k=d_v=%d f32, causal "
-         "prefill (no cache) ==\n", n, dm, h, d);
+         "prefill (no cache) ==\n",
+         n, dm, h, d);
   printf("  total = clattn_layer_prefill; proj = the same 4 CLBlast GEMMs "
          "alone; core = clattn_attention alone;\n  decode = "
          "clattn_layer_decode at cache length %d.. (cache hot: small)\n",
@@ -454,11 +454,17 @@ static void bench_layer(bench *B)
     a.pk = buf_new(B, (size_t)n * hkv * d * sizeof(float));
     a.pv = buf_new(B, (size_t)n * hkv * d * sizeof(float));
     a.po = buf_new(B, (size_t)n * h * d * sizeof(float));
-    CKA(B, clattn_layer_create(B->ctx, &ld, a.wq, a.wk, a.wv, a.wo,
-                               &a.layer));
-    a.ad = (clattn_attn_desc){.size = sizeof a.ad, .batch = 1, .n_q = n,
-        .n_kv = n, .heads_q = h, .heads_kv = hkv, .head_dim_k = d,
-        .head_dim_v = d, .dtype = CLATTN_F32, .causal = 1};
+    CKA(B, clattn_layer_create(B->ctx, &ld, a.wq, a.wk, a.wv, a.wo, &a.layer));
+    a.ad = (clattn_attn_desc){.size = sizeof a.ad,
+                              .batch = 1,
+                              .n_q = n,
+                              .n_kv = n,
+                              .heads_q = h,
+                              .heads_kv = hkv,
+                              .head_dim_k = d,
+                              .head_dim_v = d,
+                              .dtype = CLATTN_F32,
+                              .causal = 1};
 
     {
       layer_prefill pf = {a.layer, n, a.x, a.y};
@@ -478,11 +484,12 @@ static void bench_layer(bench *B)
     td = time_median(B, run_layer_decode, &a, 1, B->reps);
     if (td < 0)
       die("clattn_layer_decode failed: %s", clattn_ctx_errmsg(B->ctx));
-    fproj = 2.0 * n * ((double)dm * h * d + (double)dm * hkv * 2 * d +
-                       (double)h * d * dm);
+    fproj =
+        2.0 * n *
+        ((double)dm * h * d + (double)dm * hkv * 2 * d + (double)h * d * dm);
     fcore = 2.0 * h * ((double)n * (n + 1) / 2.0) * (2.0 * d);
-    printf("  %-13s %9.2f %9.2f %9.2f %6.0f%% %9.1f %8.1f %10.1f\n",
-           names[c], 1e3 * tt, 1e3 * tp, 1e3 * tc, 100.0 * tp / (tp + tc),
+    printf("  %-13s %9.2f %9.2f %9.2f %6.0f%% %9.1f %8.1f %10.1f\n", names[c],
+           1e3 * tt, 1e3 * tp, 1e3 * tc, 100.0 * tp / (tp + tc),
            (fproj + fcore) / tt * 1e-9, fcore / tc * 1e-9, 1e6 * td);
     rec(B, "layer", names[c], "prefill_ms", 1e3 * tt);
     rec(B, "layer", names[c], "proj_ms", 1e3 * tp);
@@ -508,8 +515,7 @@ static void bench_layer(bench *B)
 
 /* ------------------------------------------------- CLBlast warm-up */
 
-static void bench_warm_clblast(bench *B)
-{
+static void bench_warm_clblast(bench *B) {
   cl_mem a = buf_new(B, 64 * 64 * sizeof(float));
   cl_mem b = buf_new(B, 64 * 64 * sizeof(float));
   cl_mem c = buf_new(B, 64 * 64 * sizeof(float));
@@ -522,8 +528,8 @@ static void bench_warm_clblast(bench *B)
                      tb ? CLBlastTransposeYes : CLBlastTransposeNo, 64, 64, 64,
                      1.0f, a, 0, 64, b, 0, 64, 0.0f, c, 0, 64, &q, NULL));
   /* The layer projects single rows (decode) with GEMV. */
-  CKB(CLBlastSgemv(CLBlastLayoutRowMajor, CLBlastTransposeYes, 64, 64, 1.0f,
-                   a, 0, 64, b, 0, 1, 0.0f, c, 0, 1, &q, NULL));
+  CKB(CLBlastSgemv(CLBlastLayoutRowMajor, CLBlastTransposeYes, 64, 64, 1.0f, a,
+                   0, 64, b, 0, 1, 0.0f, c, 0, 1, &q, NULL));
   CK(clFinish(q));
   printf("CLBlast warm-up (SGEMM, SGEMV): %.1f s (its first calls build "
          "kernels, 20-50 s on PoCL with a\ncold ~/.cache/pocl; every figure "
@@ -536,8 +542,7 @@ static void bench_warm_clblast(bench *B)
 
 /* ------------------------------------------------------------- main */
 
-static void usage(FILE *f)
-{
+static void usage(FILE *f) {
   fprintf(f, "usage: clattn-bench [--device D] [--quick] [--reps N] "
              "[--json FILE]\n"
              "  --device D   device (\"P:D\", index or name substring; "
@@ -555,8 +560,7 @@ static void usage(FILE *f)
              "  or the Python named by $CLATTN_BENCH_PYTHON\n");
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   bench B;
   const char *device = NULL, *only = NULL;
   memset(&B, 0, sizeof B);
@@ -577,9 +581,8 @@ int main(int argc, char **argv)
     } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       only = argv[++i];
       if (strcmp(only, "prefill") != 0 && strcmp(only, "decode") != 0 &&
-          strcmp(only, "layer") != 0 &&
-          strcmp(only, "talking-heads") != 0 && strcmp(only, "hh") != 0 &&
-          strcmp(only, "switchhead") != 0) {
+          strcmp(only, "layer") != 0 && strcmp(only, "talking-heads") != 0 &&
+          strcmp(only, "hh") != 0 && strcmp(only, "switchhead") != 0) {
         usage(stderr);
         return 2;
       }

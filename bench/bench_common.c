@@ -10,8 +10,7 @@
 
 bench *g_bench;
 
-void die(const char *fmt, ...)
-{
+void die(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "clattn-bench: ");
@@ -23,8 +22,7 @@ void die(const char *fmt, ...)
   exit(1);
 }
 
-void *xmalloc(size_t n)
-{
+void *xmalloc(size_t n) {
   void *p = malloc(n != 0 ? n : 1);
   if (p == NULL)
     die("out of host memory (%zu bytes)", n);
@@ -33,8 +31,7 @@ void *xmalloc(size_t n)
 
 /* Record one figure for --json. */
 void rec(bench *B, const char *section, const char *name, const char *metric,
-         double value)
-{
+         double value) {
   char buf[512];
   if (B->json_path == NULL)
     return;
@@ -55,8 +52,7 @@ void rec(bench *B, const char *section, const char *name, const char *metric,
   B->nrecs++;
 }
 
-cl_mem buf_new(bench *B, size_t bytes)
-{
+cl_mem buf_new(bench *B, size_t bytes) {
   cl_int err = CL_SUCCESS;
   cl_mem m = clCreateBuffer(B->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
   if (err != CL_SUCCESS || m == NULL)
@@ -64,15 +60,13 @@ cl_mem buf_new(bench *B, size_t bytes)
   return m;
 }
 
-void buf_fill(bench *B, cl_mem m, size_t bytes, float value)
-{
+void buf_fill(bench *B, cl_mem m, size_t bytes, float value) {
   CK(clEnqueueFillBuffer(B->queue, m, &value, sizeof value, 0, bytes, 0, NULL,
                          NULL));
 }
 
 /* A buffer of `count` floats, uniform in [-amp, amp], deterministic. */
-cl_mem buf_random(bench *B, size_t count, float amp, unsigned seed)
-{
+cl_mem buf_random(bench *B, size_t count, float amp, unsigned seed) {
   float *h = xmalloc(count * sizeof *h);
   unsigned long long s = 0x9e3779b97f4a7c15ull ^ seed;
   for (size_t i = 0; i < count; i++) {
@@ -86,8 +80,7 @@ cl_mem buf_random(bench *B, size_t count, float amp, unsigned seed)
   return m;
 }
 
-cl_program bench_program(bench *B, const char *src, const char *what)
-{
+cl_program bench_program(bench *B, const char *src, const char *what) {
   cl_int err = CL_SUCCESS;
   cl_program p = clCreateProgramWithSource(B->context, 1, &src, NULL, &err);
   if (err != CL_SUCCESS)
@@ -103,8 +96,7 @@ cl_program bench_program(bench *B, const char *src, const char *what)
   return p;
 }
 
-size_t cold_bytes(bench *B)
-{
+size_t cold_bytes(bench *B) {
   /* more than twice the last-level cache the device reports, and at least
    * 512 MiB (256 with --quick) */
   size_t target = (size_t)(B->quick ? 256 : 512) << 20;
@@ -115,15 +107,13 @@ size_t cold_bytes(bench *B)
   return target;
 }
 
-void rel(cl_mem *m)
-{
+void rel(cl_mem *m) {
   if (*m != NULL)
     clReleaseMemObject(*m);
   *m = NULL;
 }
 
-double time_median(bench *B, run_fn fn, void *arg, int warm, int reps)
-{
+double time_median(bench *B, run_fn fn, void *arg, int warm, int reps) {
   double *t = xmalloc((size_t)reps * sizeof *t);
   double r;
   CK(clFinish(B->queue));
@@ -148,8 +138,7 @@ double time_median(bench *B, run_fn fn, void *arg, int warm, int reps)
   return r;
 }
 
-void bench_cleanup(bench *B)
-{
+void bench_cleanup(bench *B) {
   g_bench = NULL;
   if (B->queue != NULL)
     clFinish(B->queue);
@@ -163,8 +152,7 @@ void bench_cleanup(bench *B)
 }
 
 /* The 1-minute load average ("?" if unknown): the machine may be shared. */
-void print_load(const char *when)
-{
+void print_load(const char *when) {
   char buf[128] = "?";
   FILE *f = fopen("/proc/loadavg", "r");
   if (f != NULL) {
@@ -180,8 +168,7 @@ void print_load(const char *when)
  * clpeak-style, random data, buffers beyond the last-level cache, best of
  * vector widths 1-16): copy and read-only bandwidth and the FP32 FMA rate.
  * Updates B's ceilings and prints them. */
-void measure_ceilings(bench *B, const char *tag, int with_fma)
-{
+void measure_ceilings(bench *B, const char *tag, int with_fma) {
   clattn_probe_opts po = {.size = sizeof(clattn_probe_opts)};
   clattn_probe_result r = {.size = sizeof(clattn_probe_result)};
   clattn_profile r_prof = {.size = sizeof(clattn_profile)};
@@ -216,8 +203,7 @@ void measure_ceilings(bench *B, const char *tag, int with_fma)
          r.buffer_bytes >> 20, r.seconds);
 }
 
-double max_abs_diff(bench *B, cl_mem x, cl_mem y, size_t count)
-{
+double max_abs_diff(bench *B, cl_mem x, cl_mem y, size_t count) {
   float *hx = xmalloc(count * sizeof *hx), *hy = xmalloc(count * sizeof *hy);
   double mx = 0.0;
   CK(clEnqueueReadBuffer(B->queue, x, CL_TRUE, 0, count * sizeof *hx, hx, 0,
@@ -233,4 +219,3 @@ double max_abs_diff(bench *B, cl_mem x, cl_mem y, size_t count)
   free(hy);
   return mx;
 }
-

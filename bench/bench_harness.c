@@ -19,9 +19,8 @@
 
 /* ------------------------------------------------------ paired rounds */
 
-void rounds_init(bench *B, bench_rounds *R, const bench_side *sides,
-                 int nsides, int n, int alternate, size_t copy_bytes)
-{
+void rounds_init(bench *B, bench_rounds *R, const bench_side *sides, int nsides,
+                 int n, int alternate, size_t copy_bytes) {
   memset(R, 0, sizeof *R);
   R->B = B;
   R->side = sides;
@@ -33,18 +32,17 @@ void rounds_init(bench *B, bench_rounds *R, const bench_side *sides,
     R->t[i] = NAN;
   R->stage = xmalloc((size_t)nsides * sizeof *R->stage);
   for (int s = 0; s < nsides; s++)
-    R->stage[s] = sides[s].nstages > 0
-                      ? xmalloc((size_t)sides[s].nstages * n *
-                                sizeof *R->stage[s])
-                      : NULL;
+    R->stage[s] =
+        sides[s].nstages > 0
+            ? xmalloc((size_t)sides[s].nstages * n * sizeof *R->stage[s])
+            : NULL;
   if (copy_bytes > 0) {
     CKA(B, clattn_copy_ref_create(B->ctx, copy_bytes, &R->ref));
     R->gbs = xmalloc((size_t)n * sizeof *R->gbs);
   }
 }
 
-void rounds_free(bench_rounds *R)
-{
+void rounds_free(bench_rounds *R) {
   clattn_copy_ref_destroy(R->ref);
   for (int s = 0; s < R->nsides; s++)
     free(R->stage[s]);
@@ -55,8 +53,7 @@ void rounds_free(bench_rounds *R)
 }
 
 /* One timed batch of side s: seconds per unit. */
-static double side_batch(bench *B, const bench_side *s)
-{
+static double side_batch(bench *B, const bench_side *s) {
   const int calls = s->calls > 0 ? s->calls : 1;
   const int units = s->units > 0 ? s->units : 1;
   double t0;
@@ -69,8 +66,7 @@ static double side_batch(bench *B, const bench_side *s)
   return (clattn__now() - t0) / ((double)calls * units);
 }
 
-void rounds_run(bench_rounds *R, int first, int count)
-{
+void rounds_run(bench_rounds *R, int first, int count) {
   bench *B = R->B;
   for (int r = first; r < first + count; r++) {
     double g = 0.0;
@@ -96,8 +92,7 @@ void rounds_run(bench_rounds *R, int first, int count)
 }
 
 /* The median of v[0..n) without reordering v. */
-static double median_of(const double *v, int n)
-{
+static double median_of(const double *v, int n) {
   double *c = xmalloc((size_t)n * sizeof *c), m;
   memcpy(c, v, (size_t)n * sizeof *c);
   m = clattn__median(c, n);
@@ -105,13 +100,11 @@ static double median_of(const double *v, int n)
   return m;
 }
 
-double rounds_time(const bench_rounds *R, int side)
-{
+double rounds_time(const bench_rounds *R, int side) {
   return median_of(R->t + (size_t)side * R->n, R->n);
 }
 
-double rounds_ratio(const bench_rounds *R, int num, int den)
-{
+double rounds_ratio(const bench_rounds *R, int num, int den) {
   double *q = xmalloc((size_t)R->n * sizeof *q), m;
   for (int r = 0; r < R->n; r++)
     q[r] = R->t[num * R->n + r] / R->t[den * R->n + r];
@@ -120,8 +113,7 @@ double rounds_ratio(const bench_rounds *R, int num, int den)
   return m;
 }
 
-double rounds_of_copy(const bench_rounds *R, int side, double bytes)
-{
+double rounds_of_copy(const bench_rounds *R, int side, double bytes) {
   double *q = xmalloc((size_t)R->n * sizeof *q), m;
   for (int r = 0; r < R->n; r++)
     q[r] = bytes / R->t[side * R->n + r] / (R->gbs[r] * 1e9);
@@ -130,19 +122,16 @@ double rounds_of_copy(const bench_rounds *R, int side, double bytes)
   return m;
 }
 
-double rounds_copy_gbs(const bench_rounds *R)
-{
+double rounds_copy_gbs(const bench_rounds *R) {
   return median_of(R->gbs, R->n);
 }
 
-double rounds_stage(const bench_rounds *R, int side, int j)
-{
+double rounds_stage(const bench_rounds *R, int side, int j) {
   return median_of(R->stage[side] + (size_t)j * R->n, R->n);
 }
 
 int batch_calls(bench *B, const bench_side *s, int warm, int probe,
-                double min_s)
-{
+                double min_s) {
   bench_side w = *s;
   w.calls = warm;
   w.units = 1;
@@ -153,15 +142,13 @@ int batch_calls(bench *B, const bench_side *s, int warm, int probe,
 
 /* ---------------------------------------------------- cold rotations */
 
-int rotation_count(bench *B, size_t bytes)
-{
+int rotation_count(bench *B, size_t bytes) {
   const size_t target = cold_bytes(B);
   const int count = (int)((target + bytes - 1) / bytes);
   return count < 2 ? 2 : count;
 }
 
-void kv_rotation_create(bench *B, size_t bytes, kv_rotation *rot)
-{
+void kv_rotation_create(bench *B, size_t bytes, kv_rotation *rot) {
   rot->count = rotation_count(B, 2 * bytes);
   rot->k = xmalloc((size_t)rot->count * sizeof *rot->k);
   rot->v = xmalloc((size_t)rot->count * sizeof *rot->v);
@@ -171,8 +158,7 @@ void kv_rotation_create(bench *B, size_t bytes, kv_rotation *rot)
   }
 }
 
-void kv_rotation_destroy(kv_rotation *rot)
-{
+void kv_rotation_destroy(kv_rotation *rot) {
   for (int l = 0; l < rot->count; l++) {
     rel(&rot->k[l]);
     rel(&rot->v[l]);
@@ -182,8 +168,7 @@ void kv_rotation_destroy(kv_rotation *rot)
   memset(rot, 0, sizeof *rot);
 }
 
-int kv_pass_run(bench *B, void *arg)
-{
+int kv_pass_run(bench *B, void *arg) {
   const kv_pass *p = arg;
   for (int l = 0; l < p->kv->count; l++) {
     const int st = p->step(B, p->arg, p->kv->k[l], p->kv->v[l]);
@@ -193,8 +178,7 @@ int kv_pass_run(bench *B, void *arg)
   return 0;
 }
 
-void own_layer_destroy(own_layer *L)
-{
+void own_layer_destroy(own_layer *L) {
   clattn_kv_cache_destroy(L->cache);
   clattn_layer_destroy(L->layer);
   for (int i = 0; i < L->nw; i++)
@@ -204,8 +188,7 @@ void own_layer_destroy(own_layer *L)
 
 int layer_rotation_create(bench *B, size_t layer_bytes, layer_make_fn make,
                           void *arg, layer_rotation *rot, char *why,
-                          size_t cap)
-{
+                          size_t cap) {
   memset(rot, 0, sizeof *rot);
   rot->count = rotation_count(B, layer_bytes);
   rot->L = xmalloc((size_t)rot->count * sizeof *rot->L);
@@ -223,31 +206,28 @@ int layer_rotation_create(bench *B, size_t layer_bytes, layer_make_fn make,
   return 0;
 }
 
-void layer_rotation_destroy(layer_rotation *rot)
-{
+void layer_rotation_destroy(layer_rotation *rot) {
   for (int i = 0; i < rot->count; i++)
     own_layer_destroy(&rot->L[i]);
   free(rot->L);
   memset(rot, 0, sizeof *rot);
 }
 
-int layer_rotation_step(bench *B, void *arg)
-{
+int layer_rotation_step(bench *B, void *arg) {
   layer_rotation *rot = arg;
   (void)B;
   for (int i = 0; i < rot->count; i++) {
     clattn_status st;
     rot->L[i].cache->len = rot->len;
-    st = clattn_layer_decode(rot->L[i].layer, rot->L[i].cache, rot->x,
-                             rot->y, NULL);
+    st = clattn_layer_decode(rot->L[i].layer, rot->L[i].cache, rot->x, rot->y,
+                             NULL);
     if (st != CLATTN_OK)
       return (int)st;
   }
   return 0;
 }
 
-int layer_prefill_run(bench *B, void *arg)
-{
+int layer_prefill_run(bench *B, void *arg) {
   layer_prefill *a = arg;
   clattn_status st =
       clattn_layer_prefill(a->layer, NULL, 1, a->n, 1, a->x, a->y, NULL);
@@ -260,8 +240,7 @@ int layer_prefill_run(bench *B, void *arg)
 /* Run the peer; its last output line that names "seconds" goes to line.
  * Nonzero, with the reason printed, when torch is unavailable. */
 static int peer_run(const char *script, const char *args, char *line,
-                    size_t cap)
-{
+                    size_t cap) {
   char py[1024], cmd[2048], buf[1024] = "";
   const char *env = getenv("CLATTN_BENCH_PYTHON");
   FILE *f;
@@ -270,8 +249,7 @@ static int peer_run(const char *script, const char *args, char *line,
   snprintf(py, sizeof py, "%s",
            env != NULL ? env : CLATTN_BENCH_BUILD "/peers-venv/bin/python");
   if (env == NULL && (f = fopen(py, "r")) == NULL) {
-    printf("  peer: torch unavailable (no %s: run bench/peers/setup.sh)\n",
-           py);
+    printf("  peer: torch unavailable (no %s: run bench/peers/setup.sh)\n", py);
     return 1;
   } else if (env == NULL) {
     fclose(f);
@@ -301,8 +279,7 @@ static int peer_run(const char *script, const char *args, char *line,
 
 /* The number after "KEY": in a peer's JSON line; -1 when the key is
  * absent. */
-static double peer_number(const char *line, const char *key)
-{
+static double peer_number(const char *line, const char *key) {
   char pattern[128];
   const char *p;
   snprintf(pattern, sizeof pattern, "\"%s\": ", key);
@@ -310,9 +287,8 @@ static double peer_number(const char *line, const char *key)
   return p != NULL ? atof(p + strlen(pattern)) : -1.0;
 }
 
-int peer_numbers(const char *script, const char *args,
-                 const char *const *keys, int n, double *out)
-{
+int peer_numbers(const char *script, const char *args, const char *const *keys,
+                 int n, double *out) {
   char line[1024];
   int any = 0;
   for (int i = 0; i < n; i++)

@@ -36,19 +36,19 @@ typedef struct bench_rounds {
   bench *B;
   const bench_side *side;
   int nsides;
-  int n;         /* the kept rounds */
-  int alternate; /* the sides' order reversed in every odd round */
+  int n;                /* the kept rounds */
+  int alternate;        /* the sides' order reversed in every odd round */
   clattn_copy_ref *ref; /* the copy timed first in every round, or NULL */
-  double *t;     /* t[side * n + r]: seconds per unit */
-  double *gbs;   /* gbs[r]: the copy's (read+write) GB/s in round r */
-  double **stage; /* stage[side][j * n + r] */
+  double *t;            /* t[side * n + r]: seconds per unit */
+  double *gbs;          /* gbs[r]: the copy's (read+write) GB/s in round r */
+  double **stage;       /* stage[side][j * n + r] */
 } bench_rounds;
 
 /* Rounds of the nsides sides (the array must outlive R), n kept; with
  * copy_bytes > 0 a copy of that size (clattn_copy_ref) opens every
  * round. */
-void rounds_init(bench *B, bench_rounds *R, const bench_side *sides,
-                 int nsides, int n, int alternate, size_t copy_bytes);
+void rounds_init(bench *B, bench_rounds *R, const bench_side *sides, int nsides,
+                 int n, int alternate, size_t copy_bytes);
 /* Rounds first .. first + count - 1 in turn; a negative index is a
  * warm-up round, run like the others and not kept. */
 void rounds_run(bench_rounds *R, int first, int count);
@@ -159,7 +159,7 @@ int layer_prefill_run(bench *B, void *arg);
  * the command; the number after each of the n keys in its JSON line goes
  * to out (-1 where absent).  Nonzero, with the reason printed, when torch
  * is unavailable or the line holds none of the keys. */
-int peer_numbers(const char *script, const char *args,
-                 const char *const *keys, int n, double *out);
+int peer_numbers(const char *script, const char *args, const char *const *keys,
+                 int n, double *out);
 
 #endif

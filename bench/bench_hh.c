@@ -32,8 +32,8 @@
 
 enum { HH_MHA, HH_OPT, HH_EFF, HH_SUP, HH_KINDS };
 
-static const char *const kind_name[HH_KINDS] = {"MHA", "Optimised",
-                                                "Efficient", "Super"};
+static const char *const kind_name[HH_KINDS] = {"MHA", "Optimised", "Efficient",
+                                                "Super"};
 static const char *const peer_key[HH_KINDS] = {
     "mha_seconds", "optimised_seconds", "efficient_seconds", "super_seconds"};
 static const int kind_weights[HH_KINDS] = {4, 3, 2, 3};
@@ -44,8 +44,7 @@ typedef struct hh_shape {
   int max_len; /* l: Super's W_a and the prefill's n */
 } hh_shape;
 
-static clattn_layer_desc mha_desc(const hh_shape *s)
-{
+static clattn_layer_desc mha_desc(const hh_shape *s) {
   clattn_layer_desc d = {.size = sizeof(clattn_layer_desc)};
   d.d_model = s->d_model;
   d.heads_q = s->heads;
@@ -55,8 +54,7 @@ static clattn_layer_desc mha_desc(const hh_shape *s)
   return d;
 }
 
-static clattn_hh_layer_desc hh_desc(int kind, const hh_shape *s)
-{
+static clattn_hh_layer_desc hh_desc(int kind, const hh_shape *s) {
   clattn_hh_layer_desc d = {.size = sizeof(clattn_hh_layer_desc)};
   d.d_model = s->d_model;
   d.heads = s->heads;
@@ -64,16 +62,14 @@ static clattn_hh_layer_desc hh_desc(int kind, const hh_shape *s)
   return d;
 }
 
-static clattn_hh_variant hh_variant(int kind)
-{
+static clattn_hh_variant hh_variant(int kind) {
   return kind == HH_OPT   ? CLATTN_HH_OPTIMISED
          : kind == HH_EFF ? CLATTN_HH_EFFICIENT
                           : CLATTN_HH_SUPER;
 }
 
 /* Bytes of a kind's weights: D x D each, but Super's W_a, l x l. */
-static size_t weight_bytes(int kind, const hh_shape *s)
-{
+static size_t weight_bytes(int kind, const hh_shape *s) {
   const size_t dd = (size_t)s->d_model * s->d_model;
   const size_t ll = (size_t)s->max_len * s->max_len;
   return 4 * (kind == HH_SUP ? 2 * dd + ll : (size_t)kind_weights[kind] * dd);
@@ -83,8 +79,7 @@ static size_t weight_bytes(int kind, const hh_shape *s)
  * the library refuses it); the library's status (its message in the
  * context) when it refuses. */
 static clattn_status hh_layer_create(bench *B, int kind, const hh_shape *s,
-                                     unsigned seed, own_layer *L)
-{
+                                     unsigned seed, own_layer *L) {
   const size_t dd = (size_t)s->d_model * s->d_model;
   const size_t ll = (size_t)s->max_len * s->max_len;
   const float amp = 1.0f / sqrtf((float)s->d_model);
@@ -109,8 +104,8 @@ static clattn_status hh_layer_create(bench *B, int kind, const hh_shape *s,
                                        &L->layer);
     break;
   case HH_EFF:
-    st = clattn_layer_create_efficient(B->ctx, &hd, L->w[0], L->w[1],
-                                       &L->layer);
+    st =
+        clattn_layer_create_efficient(B->ctx, &hd, L->w[0], L->w[1], &L->layer);
     break;
   case HH_SUP:
     st = clattn_layer_create_super(B->ctx, &hd, L->w[0], L->w[1], L->w[2],
@@ -124,24 +119,22 @@ static clattn_status hh_layer_create(bench *B, int kind, const hh_shape *s,
 
 /* The model's prediction of a causal call of n positions after cache_len
  * cached ones (decode: n = 1). */
-static clattn_status hh_model(int kind, const hh_shape *s, int n,
-                              int cache_len, const clattn_profile *prof,
-                              clattn_prediction *p)
-{
+static clattn_status hh_model(int kind, const hh_shape *s, int n, int cache_len,
+                              const clattn_profile *prof,
+                              clattn_prediction *p) {
   *p = (clattn_prediction){.size = sizeof *p};
   if (kind == HH_MHA) {
     const clattn_layer_desc ld = mha_desc(s);
     return clattn_model_layer(&ld, 1, n, cache_len, 1, prof, p);
   }
   const clattn_hh_layer_desc hd = hh_desc(kind, s);
-  return clattn_model_hh_layer(hh_variant(kind), &hd, 1, n, cache_len, 1,
-                               prof, p);
+  return clattn_model_hh_layer(hh_variant(kind), &hd, 1, n, cache_len, 1, prof,
+                               p);
 }
 
 /* The projections' (GEMMs') share of the model's time, from its
  * per-kernel split. */
-static double projection_share(const clattn_prediction *p)
-{
+static double projection_share(const clattn_prediction *p) {
   double gemm = 0.0, all = 0.0;
   for (int i = 0; i < p->n_kernels; i++) {
     all += p->kernel[i].t_pred;
@@ -165,8 +158,8 @@ typedef struct hh_prefill {
  * median of warm calls, beside the model's kernels of the same call. */
 typedef struct hh_where {
   hh_shape s;
-  double gemm_s, core_s;         /* measured, one GEMM and the core */
-  double gemm_pred, core_pred;   /* the model's */
+  double gemm_s, core_s;       /* measured, one GEMM and the core */
+  double gemm_pred, core_pred; /* the model's */
 } hh_where;
 
 enum { WHERE_MAX = 8, WHERE_REPS = 9 };
@@ -180,31 +173,32 @@ typedef struct where_arg {
   cl_mem w, x, kv, o;
 } where_arg;
 
-static int run_where_gemm(bench *B, void *p)
-{
+static int run_where_gemm(bench *B, void *p) {
   where_arg *a = p;
   CKB(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
-                   CLBlastTransposeNo, (size_t)a->n, (size_t)a->D,
-                   (size_t)a->D, 1.0f, a->x, 0, (size_t)a->D, a->w, 0,
-                   (size_t)a->D, 0.0f, a->kv, 0, (size_t)a->D, &B->queue,
-                   NULL));
+                   CLBlastTransposeNo, (size_t)a->n, (size_t)a->D, (size_t)a->D,
+                   1.0f, a->x, 0, (size_t)a->D, a->w, 0, (size_t)a->D, 0.0f,
+                   a->kv, 0, (size_t)a->D, &B->queue, NULL));
   return 0;
 }
 
-static int run_where_core(bench *B, void *p)
-{
+static int run_where_core(bench *B, void *p) {
   where_arg *a = p;
   return (int)clattn_attention(B->ctx, &a->ad, a->x, a->kv, a->x, NULL, a->o,
                                NULL);
 }
 
 static void where_time_goes(bench *B, const hh_prefill *a,
-                            const clattn_prediction *mha)
-{
+                            const clattn_prediction *mha) {
   const int n = a->s.max_len, D = a->s.d_model, h = a->s.heads;
   where_arg w = {{sizeof(clattn_attn_desc), 1, n, n, h, h, D / h, D / h,
                   CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL},
-                 n, D, a->L[HH_MHA].w[0], a->x, a->y, NULL};
+                 n,
+                 D,
+                 a->L[HH_MHA].w[0],
+                 a->x,
+                 a->y,
+                 NULL};
   const bench_side sides[2] = {
       {"CLBlastSgemm", run_where_gemm, &w, 1, 1, NULL, 0},
       {"clattn_attention", run_where_core, &w, 1, 1, NULL, 0}};
@@ -230,16 +224,15 @@ static void where_time_goes(bench *B, const hh_prefill *a,
   rel(&w.o);
 }
 
-static void print_where(void)
-{
+static void print_where(void) {
   printf("\n  Where MHA's prefill time goes (h=4): one projection GEMM "
          "(CLBlast, as the layer calls it)\n  and the fused core "
          "(clattn_attention), each the median of %d warm calls, against "
          "the model;\n  proj: the four projections' share of GEMMs + core, "
          "measured and the model's.\n",
          WHERE_REPS);
-  printf("  %4s %4s %9s %7s %9s %9s %7s %12s\n", "D", "l", "GEMM ms",
-         "GFLOP/s", "GEMM m/p", "core ms", "core m/p", "proj meas/mod");
+  printf("  %4s %4s %9s %7s %9s %9s %7s %12s\n", "D", "l", "GEMM ms", "GFLOP/s",
+         "GEMM m/p", "core ms", "core m/p", "proj meas/mod");
   for (int i = 0; i < where_count; i++) {
     const hh_where *r = &where_rows[i];
     const double D = r->s.d_model, n = r->s.max_len;
@@ -252,8 +245,7 @@ static void print_where(void)
   }
 }
 
-static void hh_prefill_case(bench *B, const hh_shape *s)
-{
+static void hh_prefill_case(bench *B, const hh_shape *s) {
   const int n = s->max_len, D = s->d_model;
   /* half the rounds before the peer's process and half after it */
   const int half = B->reps < 8 ? 8 : B->reps, rounds = 2 * half;
@@ -274,12 +266,12 @@ static void hh_prefill_case(bench *B, const hh_shape *s)
     clattn_status st = hh_layer_create(B, k, s, 50 + 10 * (unsigned)k, &a.L[k]);
     why[k][0] = '\0';
     pf[k] = (layer_prefill){a.L[k].layer, n, a.x, a.y};
-    sides[k] = (bench_side){"clattn_layer_prefill", NULL, &pf[k], 1, 1,
-                            NULL, 0};
+    sides[k] =
+        (bench_side){"clattn_layer_prefill", NULL, &pf[k], 1, 1, NULL, 0};
     if (st != CLATTN_OK) {
       if (k == HH_MHA)
-        die("clattn_layer_create (MHA) failed: %s: %s",
-            clattn_status_str(st), clattn_ctx_errmsg(B->ctx));
+        die("clattn_layer_create (MHA) failed: %s: %s", clattn_status_str(st),
+            clattn_ctx_errmsg(B->ctx));
       snprintf(why[k], sizeof why[k], "%s: %.150s", clattn_status_str(st),
                clattn_ctx_errmsg(B->ctx));
       continue;
@@ -381,8 +373,7 @@ static void hh_prefill_case(bench *B, const hh_shape *s)
  * before every step, so that each step attends to exactly m positions and
  * Super's cache, at most l long, has room for the step's row). */
 static void cache_preload(bench *B, clattn_kv_cache *c, cl_mem random,
-                          size_t random_bytes)
-{
+                          size_t random_bytes) {
   cl_mem m[2] = {c->k, c->v != c->k ? c->v : NULL};
   for (int i = 0; i < 2; i++) {
     size_t bytes = 0;
@@ -392,15 +383,13 @@ static void cache_preload(bench *B, clattn_kv_cache *c, cl_mem random,
     if (bytes > random_bytes)
       die("decode: a %zu-byte cache tensor exceeds the random source (%zu)",
           bytes, random_bytes);
-    CK(clEnqueueCopyBuffer(B->queue, random, m[i], 0, 0, bytes, 0, NULL,
-                           NULL));
+    CK(clEnqueueCopyBuffer(B->queue, random, m[i], 0, 0, bytes, 0, NULL, NULL));
   }
 }
 
 /* Cache bytes a decode step reads (spec 9): K and V (MHA), K and X
  * (Optimised), X (Efficient), X and V' (Super). */
-static double cache_step_bytes(int kind, const hh_shape *s, int m)
-{
+static double cache_step_bytes(int kind, const hh_shape *s, int m) {
   return 4.0 * (kind == HH_EFF ? 1 : 2) * s->d_model * (double)m;
 }
 
@@ -415,8 +404,7 @@ typedef struct hh_rot_arg {
 } hh_rot_arg;
 
 static clattn_status hh_rot_make(bench *B, void *arg, unsigned seed,
-                                 own_layer *L)
-{
+                                 own_layer *L) {
   const hh_rot_arg *a = arg;
   clattn_status st = hh_layer_create(B, a->kind, a->s, seed, L);
   if (st == CLATTN_OK)
@@ -428,9 +416,8 @@ static clattn_status hh_rot_make(bench *B, void *arg, unsigned seed,
 
 /* Decode steps at cache length m of the kinds in `kinds` (HH_MHA first),
  * paired round by round with MHA's, cold. */
-static void hh_decode_set(bench *B, const hh_shape *s, int m,
-                          const int *kinds, int nk)
-{
+static void hh_decode_set(bench *B, const hh_shape *s, int m, const int *kinds,
+                          int nk) {
   const int D = s->d_model;
   const int rounds = B->reps < 25 ? 25 : B->reps;
   const size_t copy_b = (size_t)128 << 20;
@@ -451,11 +438,11 @@ static void hh_decode_set(bench *B, const hh_shape *s, int m,
   for (int i = nk - 1; i >= 0; i--) {
     const int k = kinds[i];
     hh_rot_arg ra = {k, s, m, random, random_bytes};
-    const size_t per = (size_t)cache_step_bytes(k, s, m + 1) +
-                       weight_bytes(k, s);
+    const size_t per =
+        (size_t)cache_step_bytes(k, s, m + 1) + weight_bytes(k, s);
     why[k][0] = '\0';
-    sides[i] = (bench_side){"clattn_layer_decode", NULL, &rot[k], 1, 1,
-                            NULL, 0};
+    sides[i] =
+        (bench_side){"clattn_layer_decode", NULL, &rot[k], 1, 1, NULL, 0};
     if (k == HH_MHA && available == 0)
       break;
     if (layer_rotation_create(B, per, hh_rot_make, &ra, &rot[k], why[k],
@@ -479,7 +466,8 @@ static void hh_decode_set(bench *B, const hh_shape *s, int m,
 
   for (int i = 0; i < nk; i++) {
     const int k = kinds[i];
-    clattn_prediction p = {.size = sizeof(clattn_prediction)}, pm = {.size = sizeof(clattn_prediction)};
+    clattn_prediction p = {.size = sizeof(clattn_prediction)},
+                      pm = {.size = sizeof(clattn_prediction)};
     if (k == HH_MHA && available == 0)
       continue;
     double pr = -1.0, meas = -1.0, model_mib = -1.0, of_copy = -1.0;
@@ -537,8 +525,7 @@ static void hh_decode_set(bench *B, const hh_shape *s, int m,
  * of the predicted time and its MiB, so that the tables' ratios can be
  * read as projections against the core. */
 static void print_split(bench *B, int kind, const hh_shape *s, int n,
-                        int cache_len)
-{
+                        int cache_len) {
   clattn_prediction p = {.size = sizeof(clattn_prediction)};
   double all = 0.0;
   if (cache_len > 0)
@@ -553,12 +540,12 @@ static void print_split(bench *B, int kind, const hh_shape *s, int n,
     all += p.kernel[i].t_pred;
   for (int i = 0; i < p.n_kernels; i++)
     printf("%s %s %.0f%% %.2f MiB", i ? "," : "", p.kernel[i].kernel,
-           100.0 * p.kernel[i].t_pred / all, p.kernel[i].bytes_dram / 1048576.0);
+           100.0 * p.kernel[i].t_pred / all,
+           p.kernel[i].bytes_dram / 1048576.0);
   printf("\n");
 }
 
-void bench_hh(bench *B)
-{
+void bench_hh(bench *B) {
   static const int d_models[2] = {256, 512}, heads[2] = {4, 8};
   static const int max_lens[2] = {128, 512};
   const int m_long = B->quick ? 2048 : 8192;
@@ -575,9 +562,9 @@ void bench_hh(bench *B)
          "peers/hh_torch.py), the peer's process run between clattn's "
          "rounds.\n",
          2 * (B->reps < 8 ? 8 : B->reps), PEER_THREADS);
-  printf("  %4s %2s %4s %-10s %7s %7s %7s %7s %7s %7s %6s %7s\n", "D", "h",
-         "l", "variant", "params", "FLOPs", "bytes", "pred t", "meas t",
-         "m/p", "proj", "clattn/");
+  printf("  %4s %2s %4s %-10s %7s %7s %7s %7s %7s %7s %6s %7s\n", "D", "h", "l",
+         "variant", "params", "FLOPs", "bytes", "pred t", "meas t", "m/p",
+         "proj", "clattn/");
   printf("  %4s %2s %4s %-10s %7s %7s %7s %7s %7s %7s %6s %7s\n", "", "", "",
          "", "/MHA", "/MHA", "/MHA", "/MHA", "/MHA", "", "", "torch");
   for (int di = 0; di < 2; di++)

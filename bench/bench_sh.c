@@ -42,14 +42,21 @@ typedef struct sh_config {
 } sh_config;
 
 static const sh_config configs[] = {
-    {"47M", {sizeof(clattn_switchhead_layer_desc), 412, 2, 76, 5, 3, 0.0f}, 10, 41, 256},
-    {"262M", {sizeof(clattn_switchhead_layer_desc), 1024, 4, 112, 4, 2, 0.0f}, 16, 64, 512},
+    {"47M",
+     {sizeof(clattn_switchhead_layer_desc), 412, 2, 76, 5, 3, 0.0f},
+     10,
+     41,
+     256},
+    {"262M",
+     {sizeof(clattn_switchhead_layer_desc), 1024, 4, 112, 4, 2, 0.0f},
+     16,
+     64,
+     512},
 };
 
 enum { SIDE_SH, SIDE_MHA, SIDES };
 
-static clattn_layer_desc mha_desc(const sh_config *c)
-{
+static clattn_layer_desc mha_desc(const sh_config *c) {
   clattn_layer_desc d = {.size = sizeof(clattn_layer_desc)};
   d.d_model = c->sh.d_model;
   d.heads_q = d.heads_kv = c->dense_heads;
@@ -60,8 +67,7 @@ static clattn_layer_desc mha_desc(const sh_config *c)
 /* Side `side` of config c with random weights from `seed`; dies when the
  * library refuses. */
 static void sh_layer_create(bench *B, int side, const sh_config *c,
-                            unsigned seed, own_layer *L)
-{
+                            unsigned seed, own_layer *L) {
   const size_t D = (size_t)c->sh.d_model;
   const float amp = 1.0f / sqrtf((float)D);
   clattn_status st;
@@ -79,27 +85,26 @@ static void sh_layer_create(bench *B, int side, const sh_config *c,
     const clattn_switchhead_layer_desc *d = &c->sh;
     const size_t H = (size_t)d->heads, E = (size_t)d->experts,
                  dh = (size_t)d->head_dim;
-    const size_t count[6] = {D * H * dh, D * H * dh, H * E * D * dh,
-                             H * E * dh * D, D * H * E, D * H * E};
+    const size_t count[6] = {D * H * dh,     D * H * dh, H * E * D * dh,
+                             H * E * dh * D, D * H * E,  D * H * E};
     L->nw = 6;
     for (int i = 0; i < 6; i++)
-      L->w[i] = buf_random(B, count[i],
-                           i == 3 ? 1.0f / sqrtf((float)(H * dh)) : amp,
-                           seed + (unsigned)i);
+      L->w[i] =
+          buf_random(B, count[i], i == 3 ? 1.0f / sqrtf((float)(H * dh)) : amp,
+                     seed + (unsigned)i);
     st = clattn_layer_create_switchhead(B->ctx, d, L->w[0], L->w[1], L->w[2],
                                         L->w[3], L->w[4], L->w[5], &L->layer);
   }
   if (st != CLATTN_OK)
     die("creating the %s layer (%s) failed: %s: %s",
-        side == SIDE_SH ? "SwitchHead" : "MHA", c->name,
-        clattn_status_str(st), clattn_ctx_errmsg(B->ctx));
+        side == SIDE_SH ? "SwitchHead" : "MHA", c->name, clattn_status_str(st),
+        clattn_ctx_errmsg(B->ctx));
 }
 
 /* The model's prediction of a causal call of n positions after cache_len
  * cached ones (decode: n = 1). */
 static void sh_model(int side, const sh_config *c, int n, int cache_len,
-                     const clattn_profile *prof, clattn_prediction *p)
-{
+                     const clattn_profile *prof, clattn_prediction *p) {
   clattn_status st;
   *p = (clattn_prediction){.size = sizeof *p};
   if (side == SIDE_MHA) {
@@ -121,9 +126,8 @@ typedef struct sh_row {
 
 /* The two sides in alternating rounds (after `warm` warm-up rounds): the
  * ratios of their times beside the models'. */
-static void time_row(bench *B, const bench_side *sides, int warm,
-                     int rounds, const clattn_prediction *p, sh_row *row)
-{
+static void time_row(bench *B, const bench_side *sides, int warm, int rounds,
+                     const clattn_prediction *p, sh_row *row) {
   bench_rounds R;
   rounds_init(B, &R, sides, SIDES, rounds, 1, 0);
   rounds_run(&R, -warm, rounds + warm);
@@ -138,8 +142,7 @@ static void time_row(bench *B, const bench_side *sides, int warm,
 /* Which GEMM the layers' projections of `rows` rows run (the projection
  * family's choice: CLBlast, or the own kernel where a tuning entry
  * measured it faster), printed once per config and call. */
-static void print_projections(bench *B, const sh_config *c, int rows)
-{
+static void print_projections(bench *B, const sh_config *c, int rows) {
   const clattn_switchhead_layer_desc *d = &c->sh;
   const int D = d->d_model, hd = c->dense_heads * c->dense_head_dim;
   const int shapes[3][2] = {{d->heads * d->head_dim, D}, {hd, D}, {D, hd}};
@@ -161,8 +164,7 @@ static void print_projections(bench *B, const sh_config *c, int rows)
 /* ---------------------------------------------------------- prefill */
 
 static void prefill_case(bench *B, const sh_config *c, int rounds,
-                         sh_row *row)
-{
+                         sh_row *row) {
   const size_t D = (size_t)c->sh.d_model, T = (size_t)c->seq;
   cl_mem x = buf_random(B, T * D, 1.0f, 71), y = buf_new(B, T * D * 4);
   own_layer L[SIDES];
@@ -172,8 +174,8 @@ static void prefill_case(bench *B, const sh_config *c, int rounds,
   for (int s = 0; s < SIDES; s++) {
     sh_layer_create(B, s, c, 100 + 10 * (unsigned)s, &L[s]);
     pf[s] = (layer_prefill){L[s].layer, c->seq, x, y};
-    sides[s] = (bench_side){"clattn_layer_prefill", layer_prefill_run,
-                            &pf[s], 1, 1, NULL, 0};
+    sides[s] = (bench_side){
+        "clattn_layer_prefill", layer_prefill_run, &pf[s], 1, 1, NULL, 0};
     /* warm-up calls (programs built), then batches of at least 20 ms,
      * above the clock's and launches' grain */
     sides[s].calls = batch_calls(B, &sides[s], 3, 1, 0.02);
@@ -190,8 +192,7 @@ static void prefill_case(bench *B, const sh_config *c, int rounds,
 
 /* Bytes a decode step of side `side` reads: its weights and its cache of
  * T positions. */
-static size_t layer_bytes(int side, const sh_config *c)
-{
+static size_t layer_bytes(int side, const sh_config *c) {
   const clattn_switchhead_layer_desc *d = &c->sh;
   if (side == SIDE_SH)
     return 4 * (size_t)clattn_switchhead_layer_params(d) +
@@ -207,17 +208,14 @@ typedef struct sh_rot_arg {
 } sh_rot_arg;
 
 static clattn_status sh_rot_make(bench *B, void *arg, unsigned seed,
-                                 own_layer *L)
-{
+                                 own_layer *L) {
   const sh_rot_arg *a = arg;
   sh_layer_create(B, a->side, a->c, seed, L);
   return clattn_kv_cache_create(L->layer, 1, a->c->seq, &L->cache);
 }
 
 /* Decode steps at cache length T - 1, cold. */
-static void decode_case(bench *B, const sh_config *c, int rounds,
-                        sh_row *row)
-{
+static void decode_case(bench *B, const sh_config *c, int rounds, sh_row *row) {
   const size_t D = (size_t)c->sh.d_model;
   cl_mem x = buf_random(B, D, 1.0f, 72), y = buf_new(B, D * 4);
   layer_rotation rot[SIDES];
@@ -226,15 +224,20 @@ static void decode_case(bench *B, const sh_config *c, int rounds,
   char why[256];
   for (int s = 0; s < SIDES; s++) {
     sh_rot_arg ra = {s, c};
-    if (layer_rotation_create(B, layer_bytes(s, c), sh_rot_make, &ra,
-                              &rot[s], why, sizeof why) != 0)
-      die("the %s decode layers (%s): %s",
-          s == SIDE_SH ? "SwitchHead" : "MHA", c->name, why);
+    if (layer_rotation_create(B, layer_bytes(s, c), sh_rot_make, &ra, &rot[s],
+                              why, sizeof why) != 0)
+      die("the %s decode layers (%s): %s", s == SIDE_SH ? "SwitchHead" : "MHA",
+          c->name, why);
     rot[s].len = c->seq - 1;
     rot[s].x = x;
     rot[s].y = y;
-    sides[s] = (bench_side){"clattn_layer_decode", layer_rotation_step,
-                            &rot[s], 1, rot[s].count, NULL, 0};
+    sides[s] = (bench_side){"clattn_layer_decode",
+                            layer_rotation_step,
+                            &rot[s],
+                            1,
+                            rot[s].count,
+                            NULL,
+                            0};
     sh_model(s, c, 1, c->seq - 1, &B->prof, &p[s]);
   }
   time_row(B, sides, 1, rounds, p, row);
@@ -250,10 +253,10 @@ static void decode_case(bench *B, const sh_config *c, int rounds,
  * context applied it).  The own kernel's are the shape's tuning entry when
  * that entry is the own kernel, else its defaults (own_params), as the
  * cvmm call takes its own entry. */
-static const clattn_params gemm_clblast = {.size = sizeof(clattn_params), .scheme = 2};
+static const clattn_params gemm_clblast = {.size = sizeof(clattn_params),
+                                           .scheme = 2};
 
-static clattn_params own_params(bench *B, const clattn__gemm_desc *d)
-{
+static clattn_params own_params(bench *B, const clattn__gemm_desc *d) {
   clattn_params p = {.size = sizeof(clattn_params), .scheme = 1};
   clattn_choice ch = {.size = sizeof(clattn_choice)};
   char text[96];
@@ -282,15 +285,13 @@ typedef struct gemm_call {
   int which;
 } gemm_call;
 
-static int run_gemm(bench *B, void *p)
-{
+static int run_gemm(bench *B, void *p) {
   const gemm_call *a = p;
   gemm_case *g = a->g;
   return (int)(a->which == G_CVMM
-                   ? clattn__call(B->ctx, g->F[G_CVMM], &g->cv, g->cv_buf,
-                                  NULL)
-                   : clattn__call(B->ctx, g->F[a->which],
-                                  &g->dense[a->which], g->dense_buf, NULL));
+                   ? clattn__call(B->ctx, g->F[G_CVMM], &g->cv, g->cv_buf, NULL)
+                   : clattn__call(B->ctx, g->F[a->which], &g->dense[a->which],
+                                  g->dense_buf, NULL));
 }
 
 /* One side of a layer (SPLIT: the value side, SUM: the output side) over
@@ -298,8 +299,7 @@ static int run_gemm(bench *B, void *p)
  * of the same FLOPs, whose inner or output width is the experts' k d_h
  * (SUM) or k N (SPLIT) plus the routing's H E columns, a head. */
 static void gemm_case_run(bench *B, const sh_config *c, clattn__cvmm_mode mode,
-                          int rows, int rounds)
-{
+                          int rows, int rounds) {
   const clattn_switchhead_layer_desc *d = &c->sh;
   const int D = d->d_model, H = d->heads, E = d->experts, k = d->topk,
             dh = d->head_dim, split = mode == CLATTN__CVMM_SPLIT;
@@ -357,8 +357,7 @@ static void gemm_case_run(bench *B, const sh_config *c, clattn__cvmm_mode mode,
   const double rate_ratio = rounds_ratio(&R, best, G_CVMM);
   rounds_free(&R);
   char tag[96];
-  snprintf(tag, sizeof tag, "%s %s rows=%d", c->name, split ? "V" : "O",
-           rows);
+  snprintf(tag, sizeof tag, "%s %s rows=%d", c->name, split ? "V" : "O", rows);
   printf("  %-5s %-2s %5d %6d x %5d x %5d %8.1f %8.1f %8.1f  %-7s %6.2f%s\n",
          c->name, split ? "V" : "O", rows, gd->m, gd->n, gd->k,
          flops / med[G_CVMM] * 1e-9, flops / med[G_CLBLAST] * 1e-9,
@@ -377,8 +376,7 @@ static void gemm_case_run(bench *B, const sh_config *c, clattn__cvmm_mode mode,
 /* ---------------------------------------------------------- section */
 
 static void torch_times(const sh_config *c, int reps, sh_row *prefill,
-                        sh_row *decode)
-{
+                        sh_row *decode) {
   static const char *const keys[4] = {
       "sh_prefill_seconds", "mha_prefill_seconds", "sh_decode_seconds",
       "mha_decode_seconds"};
@@ -398,14 +396,12 @@ static void torch_times(const sh_config *c, int reps, sh_row *prefill,
 }
 
 static void print_row(bench *B, const sh_config *c, const char *call,
-                      const sh_row *r)
-{
+                      const sh_row *r) {
   const double of_macs = r->meas_ratio / r->macs_ratio;
   const int have_torch = r->torch_s[SIDE_SH] > 0 && r->torch_s[SIDE_MHA] > 0;
   char tag[64];
-  printf("  %-5s %-8s %7.3f %7.3f %7.3f %7.2f%s", c->name, call,
-         r->macs_ratio, r->pred_ratio, r->meas_ratio, of_macs,
-         of_macs <= 1.25 ? "*" : " ");
+  printf("  %-5s %-8s %7.3f %7.3f %7.3f %7.2f%s", c->name, call, r->macs_ratio,
+         r->pred_ratio, r->meas_ratio, of_macs, of_macs <= 1.25 ? "*" : " ");
   if (have_torch)
     printf(" %7.3f %7.2f %7.2f\n", r->torch_s[SIDE_SH] / r->torch_s[SIDE_MHA],
            r->clattn_s[SIDE_SH] / r->torch_s[SIDE_SH],
@@ -423,8 +419,7 @@ static void print_row(bench *B, const sh_config *c, const char *call,
   rec(B, "switchhead", tag, "torch_mha_seconds", r->torch_s[SIDE_MHA]);
 }
 
-void bench_switchhead(bench *B)
-{
+void bench_switchhead(bench *B) {
   enum { NCONF = sizeof configs / sizeof configs[0] };
   const int rounds = B->reps < 9 ? 9 : B->reps;
   sh_row prefill[NCONF], decode[NCONF];
@@ -447,8 +442,8 @@ void bench_switchhead(bench *B)
          "meas/MAC: * within the issue's 1.25; torch:\n  PyTorch's "
          "SwitchHead/MHA; SH/tch, MHA/tch: clattn's time over PyTorch's.\n",
          rounds);
-  printf("  %-5s %-8s %7s %7s %7s %8s %7s %7s %7s\n", "model", "call",
-         "MACs", "pred", "meas", "meas/MAC", "torch", "SH/tch", "MHA/tch");
+  printf("  %-5s %-8s %7s %7s %7s %8s %7s %7s %7s\n", "model", "call", "MACs",
+         "pred", "meas", "meas/MAC", "torch", "SH/tch", "MHA/tch");
   for (int i = 0; i < NCONF; i++) {
     print_row(B, &configs[i], "prefill", &prefill[i]);
     print_row(B, &configs[i], "decode", &decode[i]);
@@ -461,7 +456,7 @@ void bench_switchhead(bench *B)
   for (int i = 0; i < NCONF; i++)
     for (int m = CLATTN__CVMM_SPLIT; m <= CLATTN__CVMM_SUM; m++)
       for (int f = 1; f <= 4; f *= 4)
-        gemm_case_run(B, &configs[i], (clattn__cvmm_mode)m,
-                      f * configs[i].seq, rounds);
+        gemm_case_run(B, &configs[i], (clattn__cvmm_mode)m, f * configs[i].seq,
+                      rounds);
   print_load("after");
 }

@@ -57,16 +57,14 @@ typedef struct th_arg {
   double stage[5]; /* last unfused run: J, L, softmax, U, O */
 } th_arg;
 
-static int run_th(bench *B, void *p)
-{
+static int run_th(bench *B, void *p) {
   th_arg *a = p;
   clattn_status st = clattn_talking_heads(B->ctx, &a->d, a->q, a->k, a->v,
                                           a->pl, a->pw, NULL, a->o, NULL);
   return st == CLATTN_OK ? 0 : (int)st;
 }
 
-static int run_mha(bench *B, void *p)
-{
+static int run_mha(bench *B, void *p) {
   th_arg *a = p;
   clattn_status st =
       clattn_attention(B->ctx, &a->md, a->q, a->k, a->v, NULL, a->o_mha, NULL);
@@ -79,8 +77,7 @@ static void gemm_batched(bench *B, CLBlastTranspose tb, size_t m, size_t n,
                          size_t k, float alpha, cl_mem a, const size_t *aoff,
                          size_t lda, cl_mem b, const size_t *boff, size_t ldb,
                          cl_mem c, const size_t *coff, size_t ldc,
-                         size_t count)
-{
+                         size_t count) {
   float *alphas = xmalloc(count * sizeof *alphas);
   float *betas = xmalloc(count * sizeof *betas);
   cl_command_queue q = B->queue;
@@ -89,15 +86,14 @@ static void gemm_batched(bench *B, CLBlastTranspose tb, size_t m, size_t n,
     betas[i] = 0.0f;
   }
   CKB(CLBlastSgemmBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, tb, m, n,
-                          k, alphas, a, aoff, lda, b, boff, ldb, betas, c,
-                          coff, ldc, count, &q, NULL));
+                          k, alphas, a, aoff, lda, b, boff, ldb, betas, c, coff,
+                          ldc, count, &q, NULL));
   free(alphas);
   free(betas);
 }
 
-static void mix(bench *B, th_arg *a, cl_mem in, cl_mem p, cl_mem out,
-                cl_int ha, cl_int hc)
-{
+static void mix(bench *B, th_arg *a, cl_mem in, cl_mem p, cl_mem out, cl_int ha,
+                cl_int hc) {
   cl_int plane = a->d.n_q * a->d.n_kv;
   size_t gws = (size_t)a->d.batch * (size_t)plane / 16;
   CK(clSetKernelArg(a->k_mix, 0, sizeof(cl_mem), &in));
@@ -114,8 +110,7 @@ static void mix(bench *B, th_arg *a, cl_mem in, cl_mem p, cl_mem out,
  *   J = scale Q K^T per key head (CLBlast), L = J P_l (head mix),
  *   W = softmax over keys of L, masked (in place), U = W P_w (head mix),
  *   O = U V per value head (CLBlast), all from and to the BSHD tensors. */
-static int run_unfused(bench *B, void *p)
-{
+static int run_unfused(bench *B, void *p) {
   th_arg *a = p;
   const clattn_th_desc *d = &a->d;
   const size_t b = (size_t)d->batch, n = (size_t)d->n_q, m = (size_t)d->n_kv;
@@ -134,8 +129,8 @@ static int run_unfused(bench *B, void *p)
       o2[bb * hk + x] = (bb * m * hk + x) * dk;
       o3[bb * hk + x] = (bb * hk + x) * n * m;
     }
-  gemm_batched(B, CLBlastTransposeYes, n, m, dk, 1.0f / sqrtf((float)dk),
-               a->q, o1, hk * dk, a->k, o2, hk * dk, a->j, o3, m, cj);
+  gemm_batched(B, CLBlastTransposeYes, n, m, dk, 1.0f / sqrtf((float)dk), a->q,
+               o1, hk * dk, a->k, o2, hk * dk, a->j, o3, m, cj);
   CK(clFinish(B->queue));
   t[1] = clattn__now();
   mix(B, a, a->j, a->pl, a->l, (cl_int)hk, (cl_int)h);
@@ -190,8 +185,7 @@ typedef struct th_key {
 
 static int th_model(const char *family, const th_key *kv, size_t nkv,
                     const clattn_params *params, const clattn_profile *prof,
-                    clattn_prediction *out, char *why, size_t cap)
-{
+                    clattn_prediction *out, char *why, size_t cap) {
   const char *keys = NULL;
   char shape[512] = "";
   size_t used = 0;
@@ -227,8 +221,7 @@ static int th_model(const char *family, const th_key *kv, size_t nkv,
 
 static void th_keys(th_key *kv, char (*val)[16], int b, int n, int m, int hk,
                     int h, int hv, int dk, int dv, int causal,
-                    const char *layout)
-{
+                    const char *layout) {
   static const char *names[TH_KEYS] = {
       "batch",    "seq",        "kv-seq", "heads-k", "heads", "heads-v",
       "head-dim", "head-dim-v", "causal", "dtype",   "layout"};
@@ -246,8 +239,7 @@ static void th_keys(th_key *kv, char (*val)[16], int b, int n, int m, int hk,
 /* The roofline time of a call from its own bytes and FLOPs: the model's
  * convention (reads at the read bandwidth, writes at the copy bandwidth,
  * FLOPs at the FMA peak), with this run's ceilings. */
-static double roof_s(bench *B, double rd, double wr, double flops)
-{
+static double roof_s(bench *B, double rd, double wr, double flops) {
   double tm = rd / (B->read_gbs * 1e9) + wr / (B->copy_gbs * 1e9);
   double tc = flops / (B->fma_gflops * 1e9);
   return tm > tc ? tm : tc;
@@ -257,19 +249,16 @@ static double roof_s(bench *B, double rd, double wr, double flops)
 
 /* Run the PyTorch peer with `args`; its median seconds per call, or a
  * negative value with the reason printed. */
-static double peer_seconds(const char *args)
-{
+static double peer_seconds(const char *args) {
   static const char *const key[1] = {"seconds"};
   double s;
-  return peer_numbers("talking_heads_torch.py", args, key, 1, &s) == 0
-             ? s
-             : -1.0;
+  return peer_numbers("talking_heads_torch.py", args, key, 1, &s) == 0 ? s
+                                                                       : -1.0;
 }
 
 /* The model's predicted ratio beside a measured one, or why there is
  * none. */
-static void print_prediction(double pred, double measured, const char *why)
-{
+static void print_prediction(double pred, double measured, const char *why) {
   if (pred > 0)
     printf("model's prediction %.2fx (measured/predicted %.2f)\n", pred,
            measured / pred);
@@ -282,8 +271,7 @@ static void print_prediction(double pred, double measured, const char *why)
 /* Paired rounds of TH and MHA, one warm-up round first: per-round
  * ratios' median in *ratio, each side's median time in t_th, t_mha. */
 static void time_pair(bench *B, th_arg *a, int rounds, double *t_th,
-                      double *t_mha, double *ratio)
-{
+                      double *t_mha, double *ratio) {
   const bench_side sides[2] = {
       {"clattn_talking_heads", run_th, a, 1, 1, NULL, 0},
       {"clattn_attention", run_mha, a, 1, 1, NULL, 0}};
@@ -296,8 +284,7 @@ static void time_pair(bench *B, th_arg *a, int rounds, double *t_th,
   rounds_free(&R);
 }
 
-static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
-{
+static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal) {
   const int b = 1, n = B->quick ? 512 : 2048, m = n, dk = 64, dv = 64;
   const int hk = H, h = H, hv = H;
   const size_t eq = (size_t)b * n * hk * dk, ek = (size_t)b * m * hk * dk;
@@ -306,8 +293,8 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
   const double A = causal ? (double)n * (n + 1) / 2.0 : (double)n * m;
   /* spec 5.3: each side counts its own FLOPs */
   const double f_th =
-      2.0 * A * ((double)dk * hk + (double)h * hk + (double)h * hv +
-                 (double)dv * hv);
+      2.0 * A *
+      ((double)dk * hk + (double)h * hk + (double)h * hv + (double)dv * hv);
   const double f_mha = 2.0 * A * H * (double)(dk + dv);
   const double overhead =
       (double)h * (hk + hv) / ((double)dk * hk + (double)dv * hv);
@@ -319,21 +306,39 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
   char tag[64], why[256], args[256];
   char val[TH_KEYS][16];
   th_key kv[TH_KEYS];
-  clattn_prediction p_th = {.size = sizeof(clattn_prediction)}, p_mha = {.size = sizeof(clattn_prediction)};
+  clattn_prediction p_th = {.size = sizeof(clattn_prediction)},
+                    p_mha = {.size = sizeof(clattn_prediction)};
   double t_th, t_mha, r_time, t_unf, speedup, pred = -1.0, st[5] = {0};
   th_arg a;
 
   snprintf(tag, sizeof tag, "H=%d %s", H, causal ? "causal" : "non-causal");
   memset(&a, 0, sizeof a);
   a.k_mix = k_mix;
-  a.d = (clattn_th_desc){.size = sizeof a.d, .batch = b, .n_q = n, .n_kv = m,
-      .heads_k = hk, .heads = h, .heads_v = hv, .head_dim_k = dk,
-      .head_dim_v = dv, .dtype = CLATTN_F32, .q_layout = CLATTN_BSHD,
-      .kv_layout = CLATTN_BSHD, .causal = causal};
-  a.md = (clattn_attn_desc){.size = sizeof a.md, .batch = b, .n_q = n,
-      .n_kv = m, .heads_q = H, .heads_kv = H, .head_dim_k = dk,
-      .head_dim_v = dv, .dtype = CLATTN_F32, .q_layout = CLATTN_BSHD,
-      .kv_layout = CLATTN_BSHD, .causal = causal};
+  a.d = (clattn_th_desc){.size = sizeof a.d,
+                         .batch = b,
+                         .n_q = n,
+                         .n_kv = m,
+                         .heads_k = hk,
+                         .heads = h,
+                         .heads_v = hv,
+                         .head_dim_k = dk,
+                         .head_dim_v = dv,
+                         .dtype = CLATTN_F32,
+                         .q_layout = CLATTN_BSHD,
+                         .kv_layout = CLATTN_BSHD,
+                         .causal = causal};
+  a.md = (clattn_attn_desc){.size = sizeof a.md,
+                            .batch = b,
+                            .n_q = n,
+                            .n_kv = m,
+                            .heads_q = H,
+                            .heads_kv = H,
+                            .head_dim_k = dk,
+                            .head_dim_v = dv,
+                            .dtype = CLATTN_F32,
+                            .q_layout = CLATTN_BSHD,
+                            .kv_layout = CLATTN_BSHD,
+                            .causal = causal};
   a.q = buf_random(B, eq, 1.0f, 21);
   a.k = buf_random(B, ek, 1.0f, 22);
   a.v = buf_random(B, ev, 1.0f, 23);
@@ -346,8 +351,8 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
   a.l = buf_new(B, (size_t)b * h * plane * sizeof(float));
   a.u = buf_new(B, (size_t)b * hv * plane * sizeof(float));
 
-  printf("\n  -- %s: b=%d h_k=h=h_v=%d n=m=%d d_k=d_v=%d f32 BSHD --\n", tag,
-         b, H, n, dk);
+  printf("\n  -- %s: b=%d h_k=h=h_v=%d n=m=%d d_k=d_v=%d f32 BSHD --\n", tag, b,
+         H, n, dk);
   time_pair(B, &a, rounds, &t_th, &t_mha, &r_time);
   th_keys(kv, val, b, n, m, hk, h, hv, dk, dv, causal, "bshd");
   if (clattn_model_attention(&a.md, NULL, &B->prof, &p_mha) != CLATTN_OK)
@@ -356,7 +361,8 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
                     sizeof why) == 0)
     pred = p_th.total.t_pred / p_mha.total.t_pred;
   printf("  (a) vs fused MHA (clattn_attention, heads_q = heads_kv = %d), %d "
-         "paired rounds, ratios the medians of the rounds':\n", H, rounds);
+         "paired rounds, ratios the medians of the rounds':\n",
+         H, rounds);
   {
     clattn_choice ch = {.size = sizeof(clattn_choice)};
     if (run_th(B, &a) == 0 && clattn_ctx_last_choice(B->ctx, &ch) == CLATTN_OK)
@@ -366,11 +372,13 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
   printf("      time TH/MHA       %6.2fx  ", r_time);
   print_prediction(pred, r_time, why);
   printf("      FLOPs TH/MHA      %6.3fx  model's overhead h(h_k+h_v)/(d_k h_k"
-         "+d_v h_v) = %.3f\n", f_th / f_mha, overhead);
+         "+d_v h_v) = %.3f\n",
+         f_th / f_mha, overhead);
   printf("      FLOP rate TH/MHA  %6.2fx  (target >= 0.7x): TH %.1f GFLOP/s "
-         "(%.1f%% of FMA), MHA %.1f (%.1f%%)\n", (f_th / f_mha) / r_time,
-         f_th / t_th * 1e-9, 100.0 * f_th / t_th * 1e-9 / B->fma_gflops,
-         f_mha / t_mha * 1e-9, 100.0 * f_mha / t_mha * 1e-9 / B->fma_gflops);
+         "(%.1f%% of FMA), MHA %.1f (%.1f%%)\n",
+         (f_th / f_mha) / r_time, f_th / t_th * 1e-9,
+         100.0 * f_th / t_th * 1e-9 / B->fma_gflops, f_mha / t_mha * 1e-9,
+         100.0 * f_mha / t_mha * 1e-9 / B->fma_gflops);
   rec(B, "talking-heads", tag, "time_ratio_vs_mha", r_time);
   rec(B, "talking-heads", tag, "flop_rate_ratio_vs_mha",
       (f_th / f_mha) / r_time);
@@ -386,11 +394,12 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
     a.d.params = &prm;
     time_pair(B, &a, rounds, &ts_th, &ts_mha, &rs);
     if (th_model("talking-heads", kv, TH_KEYS, &prm, &B->prof, &p_th, why,
-                 sizeof why) == 0 && pred > 0)
+                 sizeof why) == 0 &&
+        pred > 0)
       ps = p_th.total.t_pred / p_mha.total.t_pred;
     printf("      scheme %d forced: time TH/MHA %.2fx, FLOP rate TH/MHA "
-           "%.2fx; model's prediction %.2fx\n", sc, rs, (f_th / f_mha) / rs,
-           ps);
+           "%.2fx; model's prediction %.2fx\n",
+           sc, rs, (f_th / f_mha) / rs, ps);
     snprintf(why, sizeof why, "time_ratio_vs_mha_scheme%d", sc);
     rec(B, "talking-heads", tag, why, rs);
   }
@@ -437,14 +446,14 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
            "unfused", f_th / t_unf * 1e-9,
            100.0 * f_th / t_unf * 1e-9 / B->fma_gflops,
            (rd + wr + 2 * mid) / t_unf * 1e-9,
-           100.0 * (rd + wr + 2 * mid) / t_unf * 1e-9 / B->read_gbs,
-           1e3 * r_u, 100.0 * r_u / t_unf, 1.0);
+           100.0 * (rd + wr + 2 * mid) / t_unf * 1e-9 / B->read_gbs, 1e3 * r_u,
+           100.0 * r_u / t_unf, 1.0);
     printf("      fused/unfused speed-up %.2fx (target >= 5x); max |O_fused - "
-           "O_unfused| = %.3g\n", speedup,
-           max_abs_diff(B, a.o, a.o_unf, eo));
+           "O_unfused| = %.3g\n",
+           speedup, max_abs_diff(B, a.o, a.o_unf, eo));
     printf("      unfused stages, ms: J=QK^T %.1f, L=JP_l %.1f, softmax %.1f, "
-           "U=WP_w %.1f, O=UV %.1f\n", 1e3 * st[0], 1e3 * st[1], 1e3 * st[2],
-           1e3 * st[3], 1e3 * st[4]);
+           "U=WP_w %.1f, O=UV %.1f\n",
+           1e3 * st[0], 1e3 * st[1], 1e3 * st[2], 1e3 * st[3], 1e3 * st[4]);
     rec(B, "talking-heads", tag, "speedup_vs_unfused", speedup);
     rec(B, "talking-heads", tag, "fused_fraction_of_roof", r_f / t_th);
     rec(B, "talking-heads", tag, "unfused_fraction_of_roof", r_u / t_unf);
@@ -456,14 +465,16 @@ static void th_prefill_case(bench *B, cl_kernel k_mix, int H, int causal)
            "--heads-v %d --head-dim %d --causal %d --reps %d",
            b, n, m, hk, h, hv, dk, causal, B->reps);
   printf("  (c) peer, PyTorch CPU (%d threads), x-transformers' einsum "
-         "formulation:\n", PEER_THREADS);
+         "formulation:\n",
+         PEER_THREADS);
   {
     double tp = peer_seconds(args);
     double t_th3 = time_median(B, run_th, &a, 0, B->reps);
     if (tp > 0) {
       printf("      torch/clattn time %.2fx (clattn's fused TH timed right "
              "after it; torch %.1f GFLOP/s,\n      %.1f%% of FMA, clattn "
-             "%.1f)\n", tp / t_th3, f_th / tp * 1e-9,
+             "%.1f)\n",
+             tp / t_th3, f_th / tp * 1e-9,
              100.0 * f_th / tp * 1e-9 / B->fma_gflops, f_th / t_th3 * 1e-9);
       rec(B, "talking-heads", tag, "speedup_vs_torch", tp / t_th3);
     }
@@ -491,22 +502,19 @@ typedef struct th_dec_arg {
 } th_dec_arg;
 
 /* One TH step, and one MHA step, on one layer's caches. */
-static int th_decode_step(bench *B, void *p, cl_mem k, cl_mem v)
-{
+static int th_decode_step(bench *B, void *p, cl_mem k, cl_mem v) {
   th_dec_arg *a = p;
   return (int)clattn_talking_heads_decode(B->ctx, &a->d, a->q, k, v, a->pl,
                                           a->pw, a->lens, a->o, NULL);
 }
 
-static int mha_decode_step(bench *B, void *p, cl_mem k, cl_mem v)
-{
+static int mha_decode_step(bench *B, void *p, cl_mem k, cl_mem v) {
   th_dec_arg *a = p;
   return (int)clattn_decode(B->ctx, &a->md, a->q, k, v, a->lens, a->o_mha,
                             NULL);
 }
 
-static void th_decode(bench *B)
-{
+static void th_decode(bench *B) {
   const int b = 1, m = B->quick ? 2048 : 8192, H = 8, d = 64;
   const size_t cache_b = (size_t)b * H * m * d * sizeof(float);
   const size_t step_bytes = 2 * cache_b;
@@ -515,7 +523,8 @@ static void th_decode(bench *B)
   const size_t copy_b = (size_t)(B->quick ? 64 : 128) << 20;
   double r_time, of_copy, t_th, t_mha, pred = -1.0;
   clattn_profile prof = B->prof;
-  clattn_prediction p_th = {.size = sizeof(clattn_prediction)}, p_mha = {.size = sizeof(clattn_prediction)};
+  clattn_prediction p_th = {.size = sizeof(clattn_prediction)},
+                    p_mha = {.size = sizeof(clattn_prediction)};
   char why[256], args[256], val[TH_KEYS][16];
   th_key kv[TH_KEYS];
   cl_int len = m;
@@ -525,12 +534,25 @@ static void th_decode(bench *B)
   bench_rounds R;
 
   memset(&a, 0, sizeof a);
-  a.d = (clattn_th_decode_desc){.size = sizeof a.d, .batch = b, .capacity = m,
-      .heads_k = H, .heads = H, .heads_v = H, .head_dim_k = d, .head_dim_v = d,
-      .dtype = CLATTN_F32, .cache_layout = CLATTN_BHSD};
-  a.md = (clattn_decode_desc){.size = sizeof a.md, .batch = b, .capacity = m,
-      .heads_q = H, .heads_kv = H, .head_dim_k = d, .head_dim_v = d,
-      .dtype = CLATTN_F32, .cache_layout = CLATTN_BHSD};
+  a.d = (clattn_th_decode_desc){.size = sizeof a.d,
+                                .batch = b,
+                                .capacity = m,
+                                .heads_k = H,
+                                .heads = H,
+                                .heads_v = H,
+                                .head_dim_k = d,
+                                .head_dim_v = d,
+                                .dtype = CLATTN_F32,
+                                .cache_layout = CLATTN_BHSD};
+  a.md = (clattn_decode_desc){.size = sizeof a.md,
+                              .batch = b,
+                              .capacity = m,
+                              .heads_q = H,
+                              .heads_kv = H,
+                              .head_dim_k = d,
+                              .head_dim_v = d,
+                              .dtype = CLATTN_F32,
+                              .cache_layout = CLATTN_BHSD};
   kv_rotation_create(B, cache_b, &a.kv);
   a.q = buf_random(B, (size_t)b * H * d, 1.0f, 31);
   a.pl = buf_random(B, (size_t)H * H, 1.0f / sqrtf((float)H), 32);
@@ -542,10 +564,15 @@ static void th_decode(bench *B)
                          (size_t)b * sizeof len, 0, NULL, NULL));
   pass[0] = (kv_pass){&a.kv, th_decode_step, &a};
   pass[1] = (kv_pass){&a.kv, mha_decode_step, &a};
-  sides[0] = (bench_side){"clattn_talking_heads_decode", kv_pass_run,
-                          &pass[0], 1, a.kv.count, NULL, 0};
+  sides[0] = (bench_side){"clattn_talking_heads_decode",
+                          kv_pass_run,
+                          &pass[0],
+                          1,
+                          a.kv.count,
+                          NULL,
+                          0};
   sides[1] = (bench_side){"clattn_decode", kv_pass_run, &pass[1], 1,
-                          a.kv.count, NULL, 0};
+                          a.kv.count,      NULL,        0};
 
   printf("\n  -- (d) decode: b=%d h_k=h=h_v=%d m=%d d=%d f32, BHSD caches, "
          "COLD: %d per-\"layer\" caches (%zu MiB) in turn --\n",
@@ -562,16 +589,17 @@ static void th_decode(bench *B)
   th_keys(kv, val, b, 1, m, H, H, H, d, d, 0, "bhsd");
   if (clattn_model_decode(&a.md, NULL, &prof, &p_mha) != CLATTN_OK)
     snprintf(why, sizeof why, "MHA: %.200s", p_mha.errmsg);
-  else if (th_model("talking-heads-decode", kv, TH_KEYS, NULL, &prof, &p_th, why,
-                    sizeof why) == 0)
+  else if (th_model("talking-heads-decode", kv, TH_KEYS, NULL, &prof, &p_th,
+                    why, sizeof why) == 0)
     pred = p_th.total.t_pred / p_mha.total.t_pred;
   printf("      %d paired rounds, each a copy of %zu MiB, a TH pass and an "
-         "MHA pass (ratios: medians of the rounds')\n", rounds, copy_b >> 20);
+         "MHA pass (ratios: medians of the rounds')\n",
+         rounds, copy_b >> 20);
   printf("      step TH/MHA       %6.2fx  (target <= 1.3x); ", r_time);
   print_prediction(pred, r_time, why);
   printf("      TH step reads K/V at %.1f%% of the round's copy bandwidth "
-         "(%.1f us/step TH, %.1f MHA; %.2f MiB/step)\n", 100.0 * of_copy,
-         1e6 * t_th, 1e6 * t_mha, step_bytes / 1048576.0);
+         "(%.1f us/step TH, %.1f MHA; %.2f MiB/step)\n",
+         100.0 * of_copy, 1e6 * t_th, 1e6 * t_mha, step_bytes / 1048576.0);
   rec(B, "talking-heads", "decode", "time_ratio_vs_mha", r_time);
   rec(B, "talking-heads", "decode", "model_time_ratio_vs_mha", pred);
   rec(B, "talking-heads", "decode", "fraction_of_copy", of_copy);
@@ -604,8 +632,7 @@ static void th_decode(bench *B)
   rel(&a.lens);
 }
 
-void bench_talking_heads(bench *B)
-{
+void bench_talking_heads(bench *B) {
   cl_program prog = bench_program(B, th_cl, "talking-heads bench kernels");
   cl_int err = CL_SUCCESS;
   cl_kernel k_mix = clCreateKernel(prog, "head_mix", &err);

@@ -68,8 +68,7 @@ cl_int __wrap_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k,
       l->lws[i] = lws ? lws[i] : 0;
     }
   }
-  return __real_clEnqueueNDRangeKernel(q, k, dims, off, gws, lws, nw, wait,
-                                       ev);
+  return __real_clEnqueueNDRangeKernel(q, k, dims, off, gws, lws, nw, wait, ev);
 }
 
 /* ------------------------------------------------------------- helpers */
@@ -90,8 +89,8 @@ static cl_mem filled_buffer(clattn_ctx *ctx, size_t bytes, cl_int word) {
   cl_mem m = clCreateBuffer(clattn_ctx_cl_context(ctx), CL_MEM_READ_WRITE,
                             bytes, NULL, &err);
   cl_check(err, "clCreateBuffer");
-  cl_check(clEnqueueFillBuffer(clattn_ctx_queue(ctx), m, &word, sizeof word,
-                               0, bytes, 0, NULL, NULL),
+  cl_check(clEnqueueFillBuffer(clattn_ctx_queue(ctx), m, &word, sizeof word, 0,
+                               bytes, 0, NULL, NULL),
            "clEnqueueFillBuffer");
   return m;
 }
@@ -129,13 +128,13 @@ static void make_buffers(clattn_ctx *ctx, call_case *c) {
   } else {
     const clattn_attn_desc *a = &c->a;
     const size_t kv = (size_t)a->batch * a->n_kv * a->heads_kv;
-    c->b[0] = zero_buffer(ctx, 4u * a->batch * a->n_q * a->heads_q *
-                                   a->head_dim_k);
+    c->b[0] =
+        zero_buffer(ctx, 4u * a->batch * a->n_q * a->heads_q * a->head_dim_k);
     c->b[1] = zero_buffer(ctx, 4u * kv * a->head_dim_k);
     c->b[2] = zero_buffer(ctx, 4u * kv * a->head_dim_v);
     c->b[3] = NULL;
-    c->b[4] = zero_buffer(ctx, 4u * a->batch * a->n_q * a->heads_q *
-                                   a->head_dim_v);
+    c->b[4] =
+        zero_buffer(ctx, 4u * a->batch * a->n_q * a->heads_q * a->head_dim_v);
   }
 }
 
@@ -184,9 +183,9 @@ static double time_bare(clattn_ctx *ctx, int n) {
   for (int i = 0; i < n; i++)
     for (int j = 0; j < n_launches; j++) {
       const launch *l = &launches[j];
-      cl_int err = __real_clEnqueueNDRangeKernel(
-          q, l->k, l->dims, NULL, l->gws, l->has_lws ? l->lws : NULL, 0,
-          NULL, NULL);
+      cl_int err = __real_clEnqueueNDRangeKernel(q, l->k, l->dims, NULL, l->gws,
+                                                 l->has_lws ? l->lws : NULL, 0,
+                                                 NULL, NULL);
       if (err != CL_SUCCESS)
         die("clEnqueueNDRangeKernel", clattn_cl_errstr(err));
     }
@@ -268,18 +267,28 @@ int main(int argc, char **argv) {
   memset(cases, 0, sizeof cases);
   cases[0].name = "decode";
   cases[0].decode = 1;
-  cases[0].d = (clattn_decode_desc){.size = sizeof(clattn_decode_desc), .batch = 1, .capacity = 128,
-                                    .heads_q = 8, .heads_kv = 2,
-                                    .head_dim_k = 64, .head_dim_v = 64,
+  cases[0].d = (clattn_decode_desc){.size = sizeof(clattn_decode_desc),
+                                    .batch = 1,
+                                    .capacity = 128,
+                                    .heads_q = 8,
+                                    .heads_kv = 2,
+                                    .head_dim_k = 64,
+                                    .head_dim_v = 64,
                                     .dtype = CLATTN_F32,
                                     .cache_layout = CLATTN_BHSD};
   cases[1].name = "attention";
-  cases[1].a = (clattn_attn_desc){.size = sizeof(clattn_attn_desc), .batch = 1, .n_q = 16, .n_kv = 16,
-                                  .heads_q = 4, .heads_kv = 4,
-                                  .head_dim_k = 32, .head_dim_v = 32,
+  cases[1].a = (clattn_attn_desc){.size = sizeof(clattn_attn_desc),
+                                  .batch = 1,
+                                  .n_q = 16,
+                                  .n_kv = 16,
+                                  .heads_q = 4,
+                                  .heads_kv = 4,
+                                  .head_dim_k = 32,
+                                  .head_dim_v = 32,
                                   .dtype = CLATTN_F32,
                                   .q_layout = CLATTN_BSHD,
-                                  .kv_layout = CLATTN_BSHD, .causal = 1};
+                                  .kv_layout = CLATTN_BSHD,
+                                  .causal = 1};
   printf("host time a call, %d rounds of %d calls (median), against bare "
          "clEnqueueNDRangeKernel of the same launches\n",
          rounds, calls);

@@ -25,10 +25,8 @@
 
 #include "bench_util.h"
 
-
 /* Best and median GB/s of `reps` triad passes over n floats. */
-static int c_triad(size_t n, int reps, double *best, double *median)
-{
+static int c_triad(size_t n, int reps, double *best, double *median) {
   float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
   float *c = malloc(n * sizeof *c);
   double *t = malloc((size_t)reps * sizeof *t);
@@ -76,32 +74,28 @@ static int c_triad(size_t n, int reps, double *best, double *median)
   for (int c = 0; c < FMA_CHAINS; c++)                                         \
     x[c] = SET1(0.01f * (float)c);                                             \
   for (long i = 0; i < iters; i++) {                                           \
-    _Pragma("GCC unroll 12") for (int c = 0; c < FMA_CHAINS; c++)              \
-      x[c] = FMADD(x[c], a, b);                                                \
+    _Pragma("GCC unroll 12") for (int c = 0; c < FMA_CHAINS; c++) x[c] =       \
+        FMADD(x[c], a, b);                                                     \
   }                                                                            \
   for (int c = 1; c < FMA_CHAINS; c++)                                         \
     x[0] = ADD(x[0], x[c]);                                                    \
   float lanes[W];                                                              \
   STOREU(lanes, x[0]);                                                         \
   return lanes[0];
-__attribute__((target("avx512f"))) static float fma_avx512(long iters)
-{
+__attribute__((target("avx512f"))) static float fma_avx512(long iters) {
   FMA_LOOP(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps,
            _mm512_storeu_ps, 16)
 }
-__attribute__((target("avx2,fma"))) static float fma_avx2(long iters)
-{
+__attribute__((target("avx2,fma"))) static float fma_avx2(long iters) {
   FMA_LOOP(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps,
            _mm256_storeu_ps, 8)
 }
 
 /* GFLOP/s of the FMA chains on every OpenMP thread at once (the median
  * of `reps` timed runs after a warm-up); 0 if the CPU has no FMA. */
-static double c_fma_peak(int reps, int *lanes_out)
-{
+static double c_fma_peak(int reps, int *lanes_out) {
   int lanes = __builtin_cpu_supports("avx512f") ? 16
-              : __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("avx2")
+              : __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2")
                   ? 8
                   : 0;
   *lanes_out = lanes;
@@ -132,8 +126,7 @@ static double c_fma_peak(int reps, int *lanes_out)
 }
 #endif
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   const char *device = NULL;
   int reps = 10;
   size_t mib = 256;
@@ -145,9 +138,8 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[i], "--mib") && i + 1 < argc)
       mib = (size_t)atol(argv[++i]);
     else {
-      fprintf(stderr,
-              "usage: clattn-bench-probe [--device SEL] [--reps N] "
-              "[--mib M]\n");
+      fprintf(stderr, "usage: clattn-bench-probe [--device SEL] [--reps N] "
+                      "[--mib M]\n");
       return 2;
     }
   }
@@ -183,7 +175,8 @@ int main(int argc, char **argv)
             clattn_status_str(st), clattn_ctx_errmsg(NULL));
     return 1;
   }
-  clattn_probe_opts po = {.size = sizeof(clattn_probe_opts), .buffer_bytes = mib << 20};
+  clattn_probe_opts po = {.size = sizeof(clattn_probe_opts),
+                          .buffer_bytes = mib << 20};
   clattn_probe_result r = {.size = sizeof(clattn_probe_result)};
   clattn_profile r_prof = {.size = sizeof(clattn_profile)};
   st = clattn_probe(ctx, &po, &r_prof, &r);

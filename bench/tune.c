@@ -36,7 +36,7 @@
   do {                                                                         \
     clattn_status st__ = (call);                                               \
     if (st__ != CLATTN_OK) {                                                   \
-      fprintf(stderr, "clattn-bench-tune: %s: %s: %s\n", #call,               \
+      fprintf(stderr, "clattn-bench-tune: %s: %s: %s\n", #call,                \
               clattn_status_str(st__), clattn_ctx_errmsg(ctx));                \
       exit(1);                                                                 \
     }                                                                          \
@@ -62,9 +62,9 @@ static cl_mem random_buffer(size_t bytes, unsigned seed) {
     seed = seed * 1664525u + 1013904223u;
     h[i] = (float)(seed >> 8) / 8388608.0f - 1.0f;
   }
-  cl_mem m = clCreateBuffer(clattn_ctx_cl_context(ctx),
-                            CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes,
-                            h, &err);
+  cl_mem m =
+      clCreateBuffer(clattn_ctx_cl_context(ctx),
+                     CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, h, &err);
   free(h);
   if (err != CL_SUCCESS) {
     fprintf(stderr, "clattn-bench-tune: clCreateBuffer: %s\n",
@@ -86,10 +86,10 @@ static void bufs_make(const cls *c, unsigned long long llc, bufs *b) {
   memset(b, 0, sizeof *b);
   if (c->decode) {
     const clattn_decode_desc *d = &c->d;
-    size_t kb = (size_t)d->batch * d->capacity * d->heads_kv * d->head_dim_k *
-                4,
-           vb = (size_t)d->batch * d->capacity * d->heads_kv * d->head_dim_v *
-                4;
+    size_t kb =
+               (size_t)d->batch * d->capacity * d->heads_kv * d->head_dim_k * 4,
+           vb =
+               (size_t)d->batch * d->capacity * d->heads_kv * d->head_dim_v * 4;
     b->copies = (int)(2.0 * (double)llc / (double)(kb + vb)) + 1;
     if (b->copies > MAX_COPIES)
       b->copies = MAX_COPIES;
@@ -143,8 +143,7 @@ static void enqueue_call(const cls *c, bufs *b, const clattn_params *p,
   } else {
     clattn_attn_desc a = c->a;
     a.params = p;
-    CHECK(clattn_attention(ctx, &a, b->q, b->k[0], b->v[0], NULL, b->o,
-                           NULL));
+    CHECK(clattn_attention(ctx, &a, b->q, b->k[0], b->v[0], NULL, b->o, NULL));
   }
 }
 
@@ -153,8 +152,8 @@ static void enqueue_call(const cls *c, bufs *b, const clattn_params *p,
  * and finished once; the time per call. */
 enum { STREAM = 8 };
 
-static double one_run(const cls *c, bufs *b, const clattn_params *p,
-                      int *copy, int nc) {
+static double one_run(const cls *c, bufs *b, const clattn_params *p, int *copy,
+                      int nc) {
   const int n = nc < STREAM ? nc : STREAM;
   double t0 = clattn__now();
   for (int i = 0; i < n; i++) {
@@ -172,8 +171,8 @@ static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
  * next min(copies, STREAM) of them); with n configs and a copy count
  * prime to n, the runs' starting copies move round all copies (no config
  * gets the faster or slower pages). */
-static void head_to_head(const cls *c, bufs *b, const clattn_params *cfg,
-                         int n, int rounds, double *med, double *lo) {
+static void head_to_head(const cls *c, bufs *b, const clattn_params *cfg, int n,
+                         int rounds, double *med, double *lo) {
   int nc = b->copies;
   while (nc > 1 && gcd(nc, n) != 1)
     nc--; /* the last copies are then not read */
@@ -198,8 +197,8 @@ static void head_to_head(const cls *c, bufs *b, const clattn_params *cfg,
 
 static clattn_db *fresh_db(const char *tag, const clattn_profile *prof) {
   char path[256];
-  snprintf(path, sizeof path, "/tmp/clattn-bench-tune-%d-%s.db",
-           (int)getpid(), tag);
+  snprintf(path, sizeof path, "/tmp/clattn-bench-tune-%d-%s.db", (int)getpid(),
+           tag);
   unlink(path);
   clattn_db *db = NULL;
   if (clattn_db_open(path, &db) != CLATTN_OK) {
@@ -279,8 +278,9 @@ int main(int argc, char **argv) {
   unsigned long long llc = prof.cache_bytes ? prof.cache_bytes : 64ull << 20;
   printf("clattn-bench-tune on %s (%s profile%s)\n", prof.name,
          has_model ? "measured" : "no measured",
-         has_model ? "" : ": the model strategy is skipped; run clattn "
-                          "probe");
+         has_model ? ""
+                   : ": the model strategy is skipped; run clattn "
+                     "probe");
   printf("decode timings rotate over K/V copies > 2 x %.0f MiB (cold "
          "caches); prefill timings are warm\n\n",
          (double)llc / 1048576.0);
@@ -289,27 +289,87 @@ int main(int argc, char **argv) {
   cls classes[NCLS];
   memset(classes, 0, sizeof classes);
   classes[0].name = "prefill MHA b1 h8 n512 k64 causal";
-  classes[0].a = (clattn_attn_desc){sizeof(clattn_attn_desc), 1, 512, 512, 8, 8, 64, 64, CLATTN_F32,
-                                    CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
+  classes[0].a = (clattn_attn_desc){sizeof(clattn_attn_desc),
+                                    1,
+                                    512,
+                                    512,
+                                    8,
+                                    8,
+                                    64,
+                                    64,
+                                    CLATTN_F32,
+                                    CLATTN_BSHD,
+                                    CLATTN_BSHD,
+                                    0.0f,
+                                    1,
+                                    NULL};
   classes[1].name = "prefill GQA b1 h8/2 n1024 k64 causal";
-  classes[1].a = (clattn_attn_desc){sizeof(clattn_attn_desc), 1, 1024, 1024, 8, 2, 64, 64, CLATTN_F32,
-                                    CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
+  classes[1].a = (clattn_attn_desc){sizeof(clattn_attn_desc),
+                                    1,
+                                    1024,
+                                    1024,
+                                    8,
+                                    2,
+                                    64,
+                                    64,
+                                    CLATTN_F32,
+                                    CLATTN_BSHD,
+                                    CLATTN_BSHD,
+                                    0.0f,
+                                    1,
+                                    NULL};
   classes[2].name = "decode MHA b1 h8 m4096 k64";
   classes[2].decode = 1;
-  classes[2].d = (clattn_decode_desc){sizeof(clattn_decode_desc), 1, 4096, 8, 8, 64, 64, CLATTN_F32,
-                                      CLATTN_BHSD, 0.0f, NULL};
+  classes[2].d = (clattn_decode_desc){sizeof(clattn_decode_desc),
+                                      1,
+                                      4096,
+                                      8,
+                                      8,
+                                      64,
+                                      64,
+                                      CLATTN_F32,
+                                      CLATTN_BHSD,
+                                      0.0f,
+                                      NULL};
   classes[3].name = "decode MQA b1 h8/1 m8192 k64";
   classes[3].decode = 1;
-  classes[3].d = (clattn_decode_desc){sizeof(clattn_decode_desc), 1, 8192, 8, 1, 64, 64, CLATTN_F32,
-                                      CLATTN_BHSD, 0.0f, NULL};
+  classes[3].d = (clattn_decode_desc){sizeof(clattn_decode_desc),
+                                      1,
+                                      8192,
+                                      8,
+                                      1,
+                                      64,
+                                      64,
+                                      CLATTN_F32,
+                                      CLATTN_BHSD,
+                                      0.0f,
+                                      NULL};
   classes[4].name = "decode GQA b1 h32/8 m4096 k128";
   classes[4].decode = 1;
-  classes[4].d = (clattn_decode_desc){sizeof(clattn_decode_desc), 1, 4096, 32, 8, 128, 128, CLATTN_F32,
-                                      CLATTN_BHSD, 0.0f, NULL};
+  classes[4].d = (clattn_decode_desc){sizeof(clattn_decode_desc),
+                                      1,
+                                      4096,
+                                      32,
+                                      8,
+                                      128,
+                                      128,
+                                      CLATTN_F32,
+                                      CLATTN_BHSD,
+                                      0.0f,
+                                      NULL};
   classes[5].name = "decode MHA b8 h8 m2048 k64";
   classes[5].decode = 1;
-  classes[5].d = (clattn_decode_desc){sizeof(clattn_decode_desc), 8, 2048, 8, 8, 64, 64, CLATTN_F32,
-                                      CLATTN_BHSD, 0.0f, NULL};
+  classes[5].d = (clattn_decode_desc){sizeof(clattn_decode_desc),
+                                      8,
+                                      2048,
+                                      8,
+                                      8,
+                                      64,
+                                      64,
+                                      CLATTN_F32,
+                                      CLATTN_BHSD,
+                                      0.0f,
+                                      NULL};
   if (quick) {
     classes[0].a.n_q = classes[0].a.n_kv = 128;
     classes[1].a.n_q = classes[1].a.n_kv = 256;
@@ -322,9 +382,9 @@ int main(int argc, char **argv) {
       CLATTN_TUNE_AUTO, CLATTN_TUNE_MODEL, CLATTN_TUNE_ANNEAL,
       CLATTN_TUNE_RANDOM};
   const int ns = (int)(sizeof strat / sizeof strat[0]);
-  printf("%-38s %-10s %9s %10s %11s %13s %6s %7s\n", "shape class",
-         "strategy", "measured", "best ms", "vs exhaust.", "vs default",
-         "min:ex", "min:def");
+  printf("%-38s %-10s %9s %10s %11s %13s %6s %7s\n", "shape class", "strategy",
+         "measured", "best ms", "vs exhaust.", "vs default", "min:ex",
+         "min:def");
   for (int ci = 0; ci < NCLS; ci++) {
     const cls *c = &classes[ci];
     double t0 = clattn__now();
@@ -336,7 +396,8 @@ int main(int argc, char **argv) {
     clattn_tune_result res[MAX_CFG];
     int n = 0;
     memset(cfg, 0, sizeof cfg);
-    cfg[n++] = (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}; /* the default */
+    cfg[n++] = (clattn_params){
+        sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}; /* the default */
     cfg[n++] = best_of(&ex);
     double t_s[MAX_CFG];
     for (int s = 0; s < ns; s++) {
@@ -363,8 +424,8 @@ int main(int argc, char **argv) {
     clattn_params_format(&cfg[1], p, sizeof p);
     printf("%-38s %-10s %4d/%-4d %10.4f %11s %12.2fx %6s %6.2fx  %s "
            "(%.0f s)\n",
-           c->name, "exhaustive", ex.measured, ex.space, med[1] * 1e3,
-           "1.000", med[0] / med[1], "1.000", lo[0] / lo[1], p, t_ex);
+           c->name, "exhaustive", ex.measured, ex.space, med[1] * 1e3, "1.000",
+           med[0] / med[1], "1.000", lo[0] / lo[1], p, t_ex);
     int k = 2;
     for (int s = 0; s < ns; s++) {
       if (strat[s] == CLATTN_TUNE_MODEL && !has_model)
@@ -372,10 +433,9 @@ int main(int argc, char **argv) {
       clattn_params_format(&cfg[k], p, sizeof p);
       printf("%-38s %-10s %4d/%-4d %10.4f %11.3f %12.2fx %6.3f %6.2fx  %s "
              "(%.0f s, stopped: %s)\n",
-             "", clattn_tune_strategy_str(strat[s]),
-             res[k].measured, res[k].space, med[k] * 1e3, med[k] / med[1],
-             med[0] / med[k], lo[k] / lo[1], lo[0] / lo[k], p, t_s[k],
-             res[k].stopped);
+             "", clattn_tune_strategy_str(strat[s]), res[k].measured,
+             res[k].space, med[k] * 1e3, med[k] / med[1], med[0] / med[k],
+             lo[k] / lo[1], lo[0] / lo[k], p, t_s[k], res[k].stopped);
       k++;
     }
     printf("%-38s %-10s %9s %10.4f\n", "", "default", "", med[0] * 1e3);

@@ -36,8 +36,7 @@ static const int batches[2] = {1, 4};
 static int reps = 5;
 
 static void die(const char *what, clattn_ctx *ctx) {
-  fprintf(stderr, "clattn-bench-gemm: %s: %s\n", what,
-          clattn_ctx_errmsg(ctx));
+  fprintf(stderr, "clattn-bench-gemm: %s: %s\n", what, clattn_ctx_errmsg(ctx));
   exit(1);
 }
 
@@ -67,7 +66,7 @@ static cl_mem buffer(clattn_ctx *ctx, size_t floats, unsigned seed) {
 /* What one timed action needs. */
 typedef struct work {
   clattn_ctx *ctx;
-  int m, n, k;       /* GEMM */
+  int m, n, k; /* GEMM */
   cl_mem a, b, c;
   clattn_layer *layer; /* layer prefill, its projections, its core */
   int batch;
@@ -78,9 +77,9 @@ static int one_gemm(clattn_ctx *ctx, int m, int n, int k, cl_mem a, cl_mem b,
                     cl_mem c) {
   cl_command_queue q = clattn_ctx_queue(ctx);
   return CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
-                      CLBlastTransposeNo, (size_t)m, (size_t)n, (size_t)k,
-                      1.0f, a, 0, (size_t)k, b, 0, (size_t)n, 0.0f, c, 0,
-                      (size_t)n, &q, NULL) == CLBlastSuccess;
+                      CLBlastTransposeNo, (size_t)m, (size_t)n, (size_t)k, 1.0f,
+                      a, 0, (size_t)k, b, 0, (size_t)n, 0.0f, c, 0, (size_t)n,
+                      &q, NULL) == CLBlastSuccess;
 }
 
 static int run_gemm(work *w) {
@@ -161,11 +160,14 @@ static void measure(clattn_ctx *ctx, figures *f) {
   w.v = buffer(ctx, big, 5);
   w.o = buffer(ctx, big, 6);
   w.w = buffer(ctx, wsz, 7);
-  clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc), .d_model = D_MODEL, .heads_q = HEADS,
-                          .heads_kv = HEADS, .head_dim_k = HEAD_DIM,
-                          .head_dim_v = HEAD_DIM, .scale = 0};
-  if (clattn_layer_create(ctx, &ld, w.w, w.w, w.w, w.w, &w.layer) !=
-      CLATTN_OK)
+  clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc),
+                          .d_model = D_MODEL,
+                          .heads_q = HEADS,
+                          .heads_kv = HEADS,
+                          .head_dim_k = HEAD_DIM,
+                          .head_dim_v = HEAD_DIM,
+                          .scale = 0};
+  if (clattn_layer_create(ctx, &ld, w.w, w.w, w.w, w.w, &w.layer) != CLATTN_OK)
     die("clattn_layer_create", ctx);
   char why[640];
   if (clattn_explain_gemm(ctx, why, sizeof why) != CLATTN_OK)
@@ -236,8 +238,8 @@ int main(int argc, char **argv) {
     double left = budget - (clattn__now() - t0);
     o.budget_s = left > 1 ? left / (NSHAPES - i) : 1;
     o.repeats = reps;
-    if (clattn_tune_gemm(ctx, db, shapes[i][0], shapes[i][1], shapes[i][2],
-                         &o, &r) != CLATTN_OK)
+    if (clattn_tune_gemm(ctx, db, shapes[i][0], shapes[i][1], shapes[i][2], &o,
+                         &r) != CLATTN_OK)
       die("clattn_tune_gemm", ctx);
     own_best[i] = r.best_s;
     printf("  m%d n%d k%d: space %d (%d pruned), %d measured, %d reused, "
@@ -262,8 +264,7 @@ int main(int argc, char **argv) {
     double gd = fl / def.gemm_s[i] * 1e-9, gt = fl / tun.gemm_s[i] * 1e-9;
     double go = own_best[i] > 0 ? fl / own_best[i] * 1e-9 : 0;
     char s[32];
-    snprintf(s, sizeof s, "%dx%dx%d", shapes[i][0], shapes[i][1],
-             shapes[i][2]);
+    snprintf(s, sizeof s, "%dx%dx%d", shapes[i][0], shapes[i][1], shapes[i][2]);
     printf("  %-18s %9.1f %9.1f %6.2fx %8.1f/%.2fx\n", s, gd, gt, gt / gd, go,
            go / gd);
   }
@@ -274,9 +275,8 @@ int main(int argc, char **argv) {
     for (int t = 0; t < 2; t++) {
       const figures *f = t ? &tun : &def;
       printf("  %-6d %-9s %8.2f %8.2f %8.2f %9.0f%% %11.0f%%\n", batches[j],
-             t ? "tuned" : "defaults", f->layer_s[j] * 1e3,
-             f->proj_s[j] * 1e3, f->core_s[j] * 1e3,
-             100.0 * f->proj_s[j] / f->layer_s[j],
+             t ? "tuned" : "defaults", f->layer_s[j] * 1e3, f->proj_s[j] * 1e3,
+             f->core_s[j] * 1e3, 100.0 * f->proj_s[j] / f->layer_s[j],
              100.0 * f->core_s[j] / f->layer_s[j]);
     }
   return 0;

@@ -29,8 +29,8 @@ static size_t slot_of(const void *p) {
 }
 
 static long *set_find(ptr_set *s, const void *p) {
-  for (size_t i = slot_of(p), n = 0; n < SLOTS; i = (i + 1) & (SLOTS - 1),
-              n++) {
+  for (size_t i = slot_of(p), n = 0; n < SLOTS;
+       i = (i + 1) & (SLOTS - 1), n++) {
     if (s->key[i] == NULL)
       return NULL;
     if (s->key[i] == p)
@@ -42,8 +42,8 @@ static long *set_find(ptr_set *s, const void *p) {
 static void set_add(ptr_set *s, const void *p) {
   if (p == NULL || set_find(s, p) != NULL)
     return;
-  for (size_t i = slot_of(p), n = 0; n < SLOTS; i = (i + 1) & (SLOTS - 1),
-              n++) {
+  for (size_t i = slot_of(p), n = 0; n < SLOTS;
+       i = (i + 1) & (SLOTS - 1), n++) {
     if (s->key[i] == NULL || s->key[i] == TOMB) {
       s->key[i] = p;
       s->refs[i] = 1;
@@ -282,9 +282,8 @@ cl_kernel __wrap_clCreateKernel(cl_program p, const char *name, cl_int *err) {
   return k;
 }
 
-cl_program __real_clCreateProgramWithSource(cl_context, cl_uint,
-                                            const char **, const size_t *,
-                                            cl_int *);
+cl_program __real_clCreateProgramWithSource(cl_context, cl_uint, const char **,
+                                            const size_t *, cl_int *);
 cl_program __wrap_clCreateProgramWithSource(cl_context c, cl_uint n,
                                             const char **s, const size_t *l,
                                             cl_int *err) {
@@ -381,10 +380,9 @@ cl_int __wrap_clEnqueueReadBuffer(cl_command_queue q, cl_mem m, cl_bool b,
 cl_int __real_clEnqueueFillBuffer(cl_command_queue, cl_mem, const void *,
                                   size_t, size_t, size_t, cl_uint,
                                   const cl_event *, cl_event *);
-cl_int __wrap_clEnqueueFillBuffer(cl_command_queue q, cl_mem m,
-                                  const void *pat, size_t pn, size_t off,
-                                  size_t n, cl_uint nw, const cl_event *w,
-                                  cl_event *ev) {
+cl_int __wrap_clEnqueueFillBuffer(cl_command_queue q, cl_mem m, const void *pat,
+                                  size_t pn, size_t off, size_t n, cl_uint nw,
+                                  const cl_event *w, cl_event *ev) {
   FAIL_CALL("clEnqueueFillBuffer");
   return __real_clEnqueueFillBuffer(q, m, pat, pn, off, n, nw, w, ev);
 }
@@ -412,8 +410,7 @@ cl_int __wrap_clFinish(cl_command_queue q) {
 }
 
 cl_int __real_clSetKernelArg(cl_kernel, cl_uint, size_t, const void *);
-cl_int __wrap_clSetKernelArg(cl_kernel k, cl_uint i, size_t n,
-                             const void *v) {
+cl_int __wrap_clSetKernelArg(cl_kernel k, cl_uint i, size_t n, const void *v) {
   FAIL_CALL("clSetKernelArg");
   return __real_clSetKernelArg(k, i, n, v);
 }
@@ -428,8 +425,7 @@ cl_int __wrap_clGetKernelWorkGroupInfo(cl_kernel k, cl_device_id d,
   return __real_clGetKernelWorkGroupInfo(k, d, what, cap, out, need);
 }
 
-cl_int __real_clGetMemObjectInfo(cl_mem, cl_mem_info, size_t, void *,
-                                 size_t *);
+cl_int __real_clGetMemObjectInfo(cl_mem, cl_mem_info, size_t, void *, size_t *);
 cl_int __wrap_clGetMemObjectInfo(cl_mem m, cl_mem_info what, size_t cap,
                                  void *out, size_t *need) {
   FAIL_CALL("clGetMemObjectInfo");

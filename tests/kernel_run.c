@@ -34,8 +34,8 @@ static cl_mem random_buffer(cl_context c, size_t n, size_t es, cl_int *err) {
      * small bf16 and, paired, a small f32 */
     h[i] = (unsigned short)((x >> 16 & 0x8000u) | 0x3800u | (x >> 8 & 0x3ffu));
   }
-  cl_mem m = clCreateBuffer(c, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                            bytes, h, err);
+  cl_mem m = clCreateBuffer(c, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes,
+                            h, err);
   free(h);
   return m;
 }

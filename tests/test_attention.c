@@ -34,9 +34,9 @@ static const int ax_m[] = {1, 17, 64, 129, 300};
 static const int ax_heads[][2] = {{1, 1}, {4, 4}, {8, 1}, {8, 2}};
 /* (dk, dv): every value of {16, 64, 80, 128} for both, equal and unequal;
  * and {12, 20}, multiples of 4 but not of 8 (narrower vectors) */
-static const int ax_dims[][2] = {{16, 16},  {64, 64},  {80, 80},
+static const int ax_dims[][2] = {{16, 16},   {64, 64},  {80, 80},
                                  {128, 128}, {16, 128}, {128, 64},
-                                 {64, 80},  {80, 16},  {12, 20}};
+                                 {64, 80},   {80, 16},  {12, 20}};
 static const int ax_causal[] = {0, 1};
 /* kv_lens: 0 none, 1 random in [0, m], 2 one sequence 0 and the rest
  * random, 3 all m-1 .. padded by one */
@@ -46,17 +46,27 @@ static const clattn_dtype ax_dtype[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16};
 
 /* Kernel parameters; index 0 is "params = NULL" (automatic). */
 static const clattn_params ax_params[] = {
-    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},    /* NULL */
-    {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 0},    /* variant 1, automatic shape */
-    {sizeof(clattn_params), 1, 4, 32, 0, 0, 0, 0},   /* variant 1, 4 rows x 32 keys */
-    {sizeof(clattn_params), 1, 8, 16, 0, 0, 0, 0},   /* variant 1, 8 rows x 16 keys */
-    {sizeof(clattn_params), 1, 1, 64, 0, 0, 0, 0},   /* variant 1, 1 row x 64 keys */
-    {sizeof(clattn_params), 1, 2, 16, 4, 0, 0, 0},   /* variant 1, 2 rows x 16 keys, work-groups of 4 */
-    {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0},    /* variant 2, automatic shape */
-    {sizeof(clattn_params), 2, 0, 32, 64, 0, 0, 0},  /* variant 2, 64 items, 32-key tiles */
-    {sizeof(clattn_params), 2, 0, 16, 128, 0, 0, 0}, /* variant 2, 128 items, 16-key tiles */
-    {sizeof(clattn_params), 2, 0, 8, 256, 0, 0, 0},  /* variant 2, 256 items, 8-key tiles */
-    {sizeof(clattn_params), 1, 8, 32, 0, 0, 0, 0},   /* variant 1, 8 rows x 32 keys (AVX-512's) */
+    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, /* NULL */
+    {sizeof(clattn_params), 1, 0, 0, 0, 0, 0,
+     0}, /* variant 1, automatic shape */
+    {sizeof(clattn_params), 1, 4, 32, 0, 0, 0,
+     0}, /* variant 1, 4 rows x 32 keys */
+    {sizeof(clattn_params), 1, 8, 16, 0, 0, 0,
+     0}, /* variant 1, 8 rows x 16 keys */
+    {sizeof(clattn_params), 1, 1, 64, 0, 0, 0,
+     0}, /* variant 1, 1 row x 64 keys */
+    {sizeof(clattn_params), 1, 2, 16, 4, 0, 0,
+     0}, /* variant 1, 2 rows x 16 keys, work-groups of 4 */
+    {sizeof(clattn_params), 2, 0, 0, 0, 0, 0,
+     0}, /* variant 2, automatic shape */
+    {sizeof(clattn_params), 2, 0, 32, 64, 0, 0,
+     0}, /* variant 2, 64 items, 32-key tiles */
+    {sizeof(clattn_params), 2, 0, 16, 128, 0, 0,
+     0}, /* variant 2, 128 items, 16-key tiles */
+    {sizeof(clattn_params), 2, 0, 8, 256, 0, 0,
+     0}, /* variant 2, 256 items, 8-key tiles */
+    {sizeof(clattn_params), 1, 8, 32, 0, 0, 0,
+     0}, /* variant 1, 8 rows x 32 keys (AVX-512's) */
 };
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -77,8 +87,8 @@ enum {
   AX_COUNT
 };
 static const int ax_count[AX_COUNT] = {
-    NELEM(ax_b),      NELEM(ax_n),      NELEM(ax_m),    NELEM(ax_heads),
-    NELEM(ax_dims),   NELEM(ax_causal), NELEM(ax_lens), NELEM(ax_layout),
+    NELEM(ax_b),      NELEM(ax_n),      NELEM(ax_m),      NELEM(ax_heads),
+    NELEM(ax_dims),   NELEM(ax_causal), NELEM(ax_lens),   NELEM(ax_layout),
     NELEM(ax_layout), NELEM(ax_dtype),  NELEM(ax_params), 2};
 
 /* One case: an index into each axis (scale: 0 default, 1 explicit 0.37). */
@@ -126,8 +136,8 @@ static acase sampled_case(int c) {
 }
 
 static acase make_case(int b, int n, int m, int heads, int dims, int causal,
-                       int lens, int ql, int kl, int dt, int params,
-                       int scale, unsigned seed) {
+                       int lens, int ql, int kl, int dt, int params, int scale,
+                       unsigned seed) {
   acase a = {{b, n, m, heads, dims, causal, lens, ql, kl, dt, params, scale},
              seed};
   return a;
@@ -158,17 +168,16 @@ static int special_cases(acase *out) {
 static int small_cases(acase *out) {
   int k = 0;
   for (int p = 0; p < NELEM(ax_params); p++) {
-    int dt = p % 2;                 /* f32, f16 */
+    int dt = p % 2; /* f32, f16 */
     int causal = (p / 2) % 2;
-    int lens = 1 + p % 3;           /* padded */
+    int lens = 1 + p % 3; /* padded */
     int heads = p % 4;
     /* (16,16), sometimes (80,16): wide register-blocked programs take a
      * minute to compile on rusticl */
     int dims = (p == 2 || p == 7) ? 7 : 0;
     int n = p % 3 == 0 ? 0 : 1 + p % 2, m = p % 4 == 3 ? 0 : 1 + p % 2;
-    out[k++] = make_case(p % 2, n, m, heads, dims,
-                         causal, lens, p % 2, (p / 2) % 2, dt, p, p % 2,
-                         500u + (unsigned)p);
+    out[k++] = make_case(p % 2, n, m, heads, dims, causal, lens, p % 2,
+                         (p / 2) % 2, dt, p, p % 2, 500u + (unsigned)p);
   }
   /* a causal row that sees nothing and a zero-length sequence */
   out[k++] = make_case(1, 1, 1, 3, 0, 1, 2, 0, 0, 0, 7, 0, 600);
@@ -298,8 +307,14 @@ static void run_case(const shape *s, unsigned seed, int nan_pad) {
     }
   }
 
-  ref_attn ra = {.b = s->b, .n = s->n, .m = s->m, .hq = s->hq, .hkv = s->hkv,
-                 .dk = s->dk, .dv = s->dv, .q_layout = s->ql,
+  ref_attn ra = {.b = s->b,
+                 .n = s->n,
+                 .m = s->m,
+                 .hq = s->hq,
+                 .hkv = s->hkv,
+                 .dk = s->dk,
+                 .dv = s->dv,
+                 .q_layout = s->ql,
                  .kv_layout = s->kl,
                  .scale = s->scale != 0.0f ? (double)s->scale
                                            : 1.0 / sqrt((double)s->dk),
@@ -313,12 +328,20 @@ static void run_case(const shape *s, unsigned seed, int nan_pad) {
   cl_mem dv = tu_upload(ctx, v, nv, s->dt);
   cl_mem dl = s->lens_mode ? tu_upload_int(ctx, lens, (size_t)s->b) : NULL;
   cl_mem dout = tu_sentinel(ctx, no, s->dt, 0xff); /* NaN: must be written */
-  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc), .batch = s->b, .n_q = s->n, .n_kv = s->m,
-                        .heads_q = s->hq, .heads_kv = s->hkv,
-                        .head_dim_k = s->dk, .head_dim_v = s->dv,
-                        .dtype = s->dt, .q_layout = (clattn_layout)s->ql,
-                        .kv_layout = (clattn_layout)s->kl, .scale = s->scale,
-                        .causal = s->causal, .params = s->params};
+  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc),
+                        .batch = s->b,
+                        .n_q = s->n,
+                        .n_kv = s->m,
+                        .heads_q = s->hq,
+                        .heads_kv = s->hkv,
+                        .head_dim_k = s->dk,
+                        .head_dim_v = s->dv,
+                        .dtype = s->dt,
+                        .q_layout = (clattn_layout)s->ql,
+                        .kv_layout = (clattn_layout)s->kl,
+                        .scale = s->scale,
+                        .causal = s->causal,
+                        .params = s->params};
   clattn_status st = clattn_attention(ctx, &d, dq, dk, dv, dl, dout, NULL);
   /* a device that cannot run an explicitly requested work-group size must
    * refuse it cleanly: CLATTN_ERR_UNSUPPORTED and nothing written */
@@ -347,14 +370,16 @@ static void run_case(const shape *s, unsigned seed, int nan_pad) {
           size_t ix = ref_index(s->ql, s->n, s->hq, s->dv, bi, i, h, e);
           cr_assert(oref[ix] == 0.0f, "reference not zero on masked row");
           if (o[ix] != 0.0f && bad++ == 0)
-            cr_expect(0, "%s: fully masked row b=%d i=%d h=%d d=%d gives %g "
-                         "(want exactly 0)", what, bi, i, h, e, (double)o[ix]);
+            cr_expect(0,
+                      "%s: fully masked row b=%d i=%d h=%d d=%d gives %g "
+                      "(want exactly 0)",
+                      what, bi, i, h, e, (double)o[ix]);
         }
       }
     }
   }
-  cr_log_info("%s: %zu fully masked rows, %zu nonzero elements in them",
-              what, masked_rows, bad);
+  cr_log_info("%s: %zu fully masked rows, %zu nonzero elements in them", what,
+              masked_rows, bad);
 
 done:
   tu_release(dq);
@@ -376,8 +401,8 @@ done:
 ParameterizedTestParameters(sweep, case) {
   acase *tmp = malloc(sizeof(acase) * MAX_CASES);
   int n = all_cases(tmp);
-  return cr_make_param_array(acase, tu_param_copy(tmp, (size_t)n, sizeof(acase)),
-                             (size_t)n, NULL);
+  return cr_make_param_array(
+      acase, tu_param_copy(tmp, (size_t)n, sizeof(acase)), (size_t)n, NULL);
 }
 
 ParameterizedTest(acase *a, sweep, case, .timeout = 300) {
@@ -409,21 +434,32 @@ Test(sweep, coverage) {
     nonnull_params += s.params != NULL;
   }
   cr_expect(zero_len > 0 && masked_causal > 0 && nonnull_params > n / 2,
-            "zero_len=%d masked_causal=%d nonnull=%d", zero_len,
-            masked_causal, nonnull_params);
+            "zero_len=%d masked_causal=%d nonnull=%d", zero_len, masked_causal,
+            nonnull_params);
   free(c);
 }
 
 /* Keys and values past kv_lens hold NaN: they must not influence anything,
  * for both kernel variants and the automatic choice. */
 Test(attention, nan_padding_ignored, .timeout = 300) {
-  static const clattn_params v1 = {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 0}, v2 = {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0};
+  static const clattn_params v1 = {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 0},
+                             v2 = {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0};
   const clattn_params *ps[3] = {NULL, &v1, &v2};
   for (int i = 0; i < 3; i++) {
     for (int causal = 0; causal < 2; causal++) {
-      shape s = {.b = 3, .n = 17, .m = 64, .hq = 4, .hkv = 2, .dk = 16,
-                 .dv = 16, .causal = causal, .lens_mode = 1, .ql = 0,
-                 .kl = i == 2, .dt = CLATTN_F32, .params = ps[i],
+      shape s = {.b = 3,
+                 .n = 17,
+                 .m = 64,
+                 .hq = 4,
+                 .hkv = 2,
+                 .dk = 16,
+                 .dv = 16,
+                 .causal = causal,
+                 .lens_mode = 1,
+                 .ql = 0,
+                 .kl = i == 2,
+                 .dt = CLATTN_F32,
+                 .params = ps[i],
                  .scale = 0.0f};
       if (tu_subset("small"))
         s.m = 17;
@@ -449,9 +485,16 @@ Test(attention, deterministic, .timeout = 120) {
   cl_mem dv = tu_upload(ctx, v, nk, CLATTN_F32);
   cl_mem da = tu_sentinel(ctx, nq, CLATTN_F32, 0xff);
   cl_mem db = tu_sentinel(ctx, nq, CLATTN_F32, 0x00);
-  clattn_attn_desc desc = {.size = sizeof(clattn_attn_desc), .batch = b, .n_q = n, .n_kv = m, .heads_q = h,
-                           .heads_kv = h, .head_dim_k = d, .head_dim_v = d,
-                           .dtype = CLATTN_F32, .causal = 1};
+  clattn_attn_desc desc = {.size = sizeof(clattn_attn_desc),
+                           .batch = b,
+                           .n_q = n,
+                           .n_kv = m,
+                           .heads_q = h,
+                           .heads_kv = h,
+                           .head_dim_k = d,
+                           .head_dim_v = d,
+                           .dtype = CLATTN_F32,
+                           .causal = 1};
   cr_assert_eq(clattn_attention(ctx, &desc, dq, dk, dv, NULL, da, NULL),
                CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
   cr_assert_eq(clattn_attention(ctx, &desc, dq, dk, dv, NULL, db, NULL),

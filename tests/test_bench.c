@@ -63,18 +63,20 @@ static int valid_source(const char *s) {
 /* Bench family/shape; check the rows against the model and the stored
  * ones; return the result. */
 static bench_rows bench_ok(const char *family, const char *shape,
-                                    const char *run) {
+                           const char *run) {
   bench_rows r;
-  clattn_bench_opts o = {.size = sizeof(clattn_bench_opts), .repeats = 3, .run = run};
-  cr_assert_eq(clattn_bench_shape(ctx, db, family, shape, &o, sizeof r.rows[0], r.rows, &r.n), CLATTN_OK,
-               "%s", clattn_ctx_errmsg(ctx));
+  clattn_bench_opts o = {
+      .size = sizeof(clattn_bench_opts), .repeats = 3, .run = run};
+  cr_assert_eq(clattn_bench_shape(ctx, db, family, shape, &o, sizeof r.rows[0],
+                                  r.rows, &r.n),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
   cr_assert_geq(r.n, 2, "clattn and at least copy");
   cr_expect_str_eq(r.rows[0].impl, "clattn");
   cr_expect_str_eq(r.rows[r.n - 1].impl, "copy");
 
   clattn_prediction pred = {.size = sizeof(clattn_prediction)};
-  cr_assert_eq(clattn_model_shape(family, shape, NULL, &prof, &pred),
-               CLATTN_OK, "%s", pred.errmsg);
+  cr_assert_eq(clattn_model_shape(family, shape, NULL, &prof, &pred), CLATTN_OK,
+               "%s", pred.errmsg);
   const clattn_dtype dt = strstr(shape, "f16") ? CLATTN_F16 : CLATTN_F32;
   const clattn_bench_entry *c = &r.rows[0];
   cr_expect_eq(c->flops, pred.total.flops, "flops %g, model %g", c->flops,
@@ -105,14 +107,14 @@ static bench_rows bench_ok(const char *family, const char *shape,
   /* stored: exactly these rows */
   clattn_bench_entry *rows = NULL;
   int n = 0;
-  cr_assert_eq(clattn_db_list_bench(db, prof.fingerprint, family, sizeof *rows, &rows, &n),
+  cr_assert_eq(clattn_db_list_bench(db, prof.fingerprint, family, sizeof *rows,
+                                    &rows, &n),
                CLATTN_OK);
   int matched = 0;
   for (int i = 0; i < r.n; i++)
     for (int j = 0; j < n; j++)
       if (strcmp(rows[j].impl, r.rows[i].impl) == 0 &&
-          strcmp(rows[j].shape, shape) == 0 &&
-          strcmp(rows[j].run, run) == 0) {
+          strcmp(rows[j].shape, shape) == 0 && strcmp(rows[j].run, run) == 0) {
         cr_expect_eq(memcmp(&rows[j], &r.rows[i], sizeof rows[j]), 0,
                      "stored row %s equals the returned one", rows[j].impl);
         matched++;
@@ -135,17 +137,19 @@ Test(bench, prefill_odd_shape_with_unfused) {
 }
 
 Test(bench, decode_shape) {
-  bench_rows r = bench_ok(
-      "decode", "batch=1 kv-seq=300 heads=4 kv-heads=1 head-dim=32",
-      "test run 2");
+  bench_rows r =
+      bench_ok("decode", "batch=1 kv-seq=300 heads=4 kv-heads=1 head-dim=32",
+               "test run 2");
   cr_expect_eq(r.n, 2, "clattn and copy");
 }
 
 Test(bench, no_baselines_and_no_db) {
   bench_rows r;
-  clattn_bench_opts o = {.size = sizeof(clattn_bench_opts), .repeats = 2, .no_baselines = 1};
+  clattn_bench_opts o = {
+      .size = sizeof(clattn_bench_opts), .repeats = 2, .no_baselines = 1};
   const char *shape = "batch=1 kv-seq=64 heads=2 head-dim=16";
-  cr_assert_eq(clattn_bench_shape(ctx, NULL, "decode", shape, &o, sizeof r.rows[0], r.rows, &r.n),
+  cr_assert_eq(clattn_bench_shape(ctx, NULL, "decode", shape, &o,
+                                  sizeof r.rows[0], r.rows, &r.n),
                CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
   cr_expect_eq(r.n, 1);
   cr_expect_gt(r.rows[0].median_s, 0);
@@ -154,12 +158,14 @@ Test(bench, no_baselines_and_no_db) {
                r.rows[0].run);
   /* no_store: the database's profile, nothing stored */
   o.no_store = 1;
-  cr_assert_eq(clattn_bench_shape(ctx, db, "decode", shape, &o, sizeof r.rows[0], r.rows, &r.n),
+  cr_assert_eq(clattn_bench_shape(ctx, db, "decode", shape, &o,
+                                  sizeof r.rows[0], r.rows, &r.n),
                CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
   cr_expect_gt(r.rows[0].roof_s, 0, "the stored profile's roofline");
   clattn_bench_entry *rows = NULL;
   int n = -1;
-  cr_assert_eq(clattn_db_list_bench(db, NULL, NULL, sizeof *rows, &rows, &n), CLATTN_OK);
+  cr_assert_eq(clattn_db_list_bench(db, NULL, NULL, sizeof *rows, &rows, &n),
+               CLATTN_OK);
   cr_expect_eq(n, 0, "db NULL or no_store: nothing stored");
   clattn_free(rows);
 }
@@ -168,18 +174,21 @@ Test(bench, errors) {
   bench_rows r;
   clattn_bench_opts o = {.size = sizeof(clattn_bench_opts), .repeats = 0};
   const char *ok = "batch=1 kv-seq=64 heads=2 head-dim=16";
-  cr_expect_eq(clattn_bench_shape(ctx, db, "nosuch", ok, &o, sizeof r.rows[0], r.rows, &r.n),
+  cr_expect_eq(clattn_bench_shape(ctx, db, "nosuch", ok, &o, sizeof r.rows[0],
+                                  r.rows, &r.n),
                CLATTN_ERR_INVALID_ARG);
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "nosuch") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
   cr_expect_eq(clattn_bench_shape(ctx, db, "decode", "batch=1 bogus=3", &o,
                                   sizeof r.rows[0], r.rows, &r.n),
                CLATTN_ERR_INVALID_ARG);
-  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", NULL, &o, sizeof r.rows[0], r.rows, &r.n),
+  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", NULL, &o, sizeof r.rows[0],
+                                  r.rows, &r.n),
                CLATTN_ERR_INVALID_ARG);
   char long_shape[400];
   snprintf(long_shape, sizeof long_shape, "%s%300s", ok, "");
-  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", long_shape, &o, sizeof r.rows[0], r.rows, &r.n),
+  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", long_shape, &o,
+                                  sizeof r.rows[0], r.rows, &r.n),
                CLATTN_ERR_INVALID_ARG, "a shape text longer than a row's");
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "at most") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
@@ -187,19 +196,23 @@ Test(bench, errors) {
                                   NULL, &r.n),
                CLATTN_ERR_INVALID_ARG);
   o.repeats = -1;
-  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", ok, &o, sizeof r.rows[0], r.rows, &r.n),
+  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", ok, &o, sizeof r.rows[0],
+                                  r.rows, &r.n),
                CLATTN_ERR_INVALID_ARG);
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "repeats") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
   o.repeats = 1;
   o.run = "bad\nname";
-  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", ok, &o, sizeof r.rows[0], r.rows, &r.n),
+  cr_expect_eq(clattn_bench_shape(ctx, db, "decode", ok, &o, sizeof r.rows[0],
+                                  r.rows, &r.n),
                CLATTN_ERR_INVALID_ARG);
-  cr_expect_eq(clattn_bench_shape(NULL, db, "decode", ok, &o, sizeof r.rows[0], r.rows, &r.n),
+  cr_expect_eq(clattn_bench_shape(NULL, db, "decode", ok, &o, sizeof r.rows[0],
+                                  r.rows, &r.n),
                CLATTN_ERR_MISUSE, "a NULL context, as every call's");
   clattn_bench_entry *rows = NULL;
   int n = -1;
-  cr_assert_eq(clattn_db_list_bench(db, NULL, NULL, sizeof *rows, &rows, &n), CLATTN_OK);
+  cr_assert_eq(clattn_db_list_bench(db, NULL, NULL, sizeof *rows, &rows, &n),
+               CLATTN_OK);
   cr_expect_eq(n, 0, "nothing stored by a failed bench");
   clattn_free(rows);
 }
@@ -218,10 +231,9 @@ Test(bench, bench_shapes) {
     for (int j = 0; clattn_family_bench_shape(i, j); j++) {
       clattn_prediction pred = {.size = sizeof(clattn_prediction)};
       const char *shape = clattn_family_bench_shape(i, j);
-      cr_expect_eq(clattn_model_shape(clattn_family_name(i), shape, NULL,
-                                      &prof, &pred),
-                   CLATTN_OK, "%s %s: %s", clattn_family_name(i), shape,
-                   pred.errmsg);
+      cr_expect_eq(
+          clattn_model_shape(clattn_family_name(i), shape, NULL, &prof, &pred),
+          CLATTN_OK, "%s %s: %s", clattn_family_name(i), shape, pred.errmsg);
     }
   }
   cr_assert_geq(decode, 0);

@@ -74,8 +74,8 @@ static clattn_bench_entry *list(clattn_db *db, const char *fp,
                                 const char *family, int *n) {
   clattn_bench_entry *rows = NULL;
   *n = -1;
-  cr_assert_eq(clattn_db_list_bench(db, fp, family, sizeof *rows, &rows, n), CLATTN_OK,
-               "%s", clattn_db_errmsg(db));
+  cr_assert_eq(clattn_db_list_bench(db, fp, family, sizeof *rows, &rows, n),
+               CLATTN_OK, "%s", clattn_db_errmsg(db));
   return rows;
 }
 
@@ -112,12 +112,10 @@ Test(bench_db, defaults_date_version_and_run) {
   clattn_bench_entry *rows = list(db, NULL, NULL, &n);
   cr_assert_eq(n, 1);
   cr_expect_str_eq(rows[0].library_version, clattn_version());
-  cr_expect_eq(strlen(rows[0].updated), 20, "an ISO date: %s",
-               rows[0].updated);
+  cr_expect_eq(strlen(rows[0].updated), 20, "an ISO date: %s", rows[0].updated);
   cr_expect(strncmp(rows[0].run, rows[0].updated, 20) == 0 &&
                 rows[0].run[20] == ' ',
-            "the run is named after the date, host and pid: %s",
-            rows[0].run);
+            "the run is named after the date, host and pid: %s", rows[0].run);
   clattn_free(rows);
   clattn_db_close(db);
 }
@@ -164,7 +162,8 @@ Test(bench_db, filters_and_order) {
   cr_expect_eq(n, 0);
   cr_expect_null(rows);
   clattn_bench_entry *out = NULL;
-  cr_expect_eq(clattn_db_list_bench(db, NULL, NULL, sizeof(clattn_bench_entry), NULL, &n),
+  cr_expect_eq(clattn_db_list_bench(db, NULL, NULL, sizeof(clattn_bench_entry),
+                                    NULL, &n),
                CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_db_list_bench(db, NULL, NULL, sizeof *out, &out, NULL),
                CLATTN_ERR_INVALID_ARG);
@@ -178,8 +177,8 @@ Test(bench_db, filters_and_order) {
 static void refused(clattn_db *db, const clattn_bench_entry *e,
                     const char *field) {
   char quoted[64];
-  cr_assert_eq(clattn_db_put_bench(db, e), CLATTN_ERR_INVALID_ARG,
-               "field %s", field);
+  cr_assert_eq(clattn_db_put_bench(db, e), CLATTN_ERR_INVALID_ARG, "field %s",
+               field);
   snprintf(quoted, sizeof quoted, "\"%s\"", field);
   cr_expect_not_null(strstr(clattn_db_errmsg(db), quoted),
                      "the message names %s: %s", field, clattn_db_errmsg(db));
@@ -282,15 +281,16 @@ Test(bench_db, readonly_handle_lists_rows_and_profiles) {
   cr_expect_eq(memcmp(&rows[0], &e, sizeof e), 0);
   clattn_free(rows);
   clattn_profile *ps = NULL;
-  cr_assert_eq(clattn_db_list_profiles(db, sizeof *ps, &ps, &n), CLATTN_OK, "%s",
-               clattn_db_errmsg(db));
+  cr_assert_eq(clattn_db_list_profiles(db, sizeof *ps, &ps, &n), CLATTN_OK,
+               "%s", clattn_db_errmsg(db));
   cr_assert_eq(n, 2);
   cr_expect_str_eq(ps[0].name, "Alpha device", "ordered by name");
   cr_expect_eq(ps[0].bw_copy_gbs, 12.25);
   cr_expect_str_eq(ps[1].fingerprint, "aa");
   cr_expect_eq(ps[1].compute_units, 16);
   clattn_free(ps);
-  cr_expect_eq(clattn_db_list_profiles(db, sizeof(clattn_profile), NULL, &n), CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_db_list_profiles(db, sizeof(clattn_profile), NULL, &n),
+               CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_db_list_profiles(db, sizeof *ps, &ps, NULL),
                CLATTN_ERR_INVALID_ARG);
   clattn_db_close(db);
@@ -308,8 +308,7 @@ Test(bench_db, schema7_file_lists_empty_then_migrates) {
   tmp_path(path, sizeof path, "old.db");
   sqlite3 *h = NULL;
   cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
-  cr_assert_eq(sqlite3_exec(h,
-                            "DROP TABLE bench; PRAGMA user_version = 7;",
+  cr_assert_eq(sqlite3_exec(h, "DROP TABLE bench; PRAGMA user_version = 7;",
                             NULL, NULL, NULL),
                SQLITE_OK, "%s", sqlite3_errmsg(h));
   sqlite3_close(h);

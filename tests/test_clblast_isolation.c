@@ -44,8 +44,8 @@ CLBlastStatusCode CLBlastOverrideParameters(const cl_device_id device,
     *(void **)&real = dlsym(RTLD_NEXT, "CLBlastOverrideParameters");
   if (real == NULL)
     return CLBlastNotImplemented;
-  return real(device, kernel_name, precision, num_parameters,
-              parameters_names, parameters_values);
+  return real(device, kernel_name, precision, num_parameters, parameters_names,
+              parameters_values);
 }
 
 /* ------------------------------------------------------ the database */
@@ -56,7 +56,7 @@ static char db_path[512];
 /* An Xgemm configuration every OpenCL CPU device runs (no local memory,
  * 256 work-items). */
 #define XGEMM_PARAMS                                                           \
-  "GEMMK=0 KREG=1 KWG=16 KWI=2 MDIMA=16 MDIMC=16 MWG=128 NDIMB=16 NDIMC=16 " \
+  "GEMMK=0 KREG=1 KWG=16 KWI=2 MDIMA=16 MDIMC=16 MWG=128 NDIMB=16 NDIMC=16 "   \
   "NWG=128 SA=0 SB=0 STRM=0 STRN=0 VWM=4 VWN=4"
 
 static clattn_tune_entry row(const clattn_profile *p, const char *kernel,
@@ -140,13 +140,16 @@ static void layer_make(clattn_ctx *ctx, layer_fx *f) {
   tu_rng g = tu_rng_seed(33);
   for (int i = 0; i < 4; i++) {
     f->w[i] = tu_alloc(n[i] * 4);
-    tu_fill(&g, f->w[i], n[i],
-            1.7f / sqrtf((float)(i < 3 ? D : HQ * DK)));
+    tu_fill(&g, f->w[i], n[i], 1.7f / sqrtf((float)(i < 3 ? D : HQ * DK)));
     f->dw[i] = tu_upload(ctx, f->w[i], n[i], CLATTN_F32);
   }
-  const clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc), .d_model = D, .heads_q = HQ,
-                                .heads_kv = HKV, .head_dim_k = DK,
-                                .head_dim_v = DK, .scale = 0};
+  const clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc),
+                                .d_model = D,
+                                .heads_q = HQ,
+                                .heads_kv = HKV,
+                                .head_dim_k = DK,
+                                .head_dim_v = DK,
+                                .scale = 0};
   cr_assert_eq(clattn_layer_create(ctx, &ld, f->dw[0], f->dw[1], f->dw[2],
                                    f->dw[3], &f->layer),
                CLATTN_OK, "layer: %s", clattn_ctx_errmsg(ctx));
@@ -184,9 +187,9 @@ static void app_sgemm(clattn_ctx *ctx) {
          db = tu_upload(ctx, b, (size_t)K * NN, CLATTN_F32),
          dc = tu_sentinel(ctx, (size_t)M * NN, CLATTN_F32, 0xff);
   cl_command_queue q = clattn_ctx_queue(ctx);
-  CLBlastStatusCode s = CLBlastSgemm(
-      CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, M, NN, K,
-      1.0f, da, 0, K, db, 0, NN, 0.0f, dc, 0, NN, &q, NULL);
+  CLBlastStatusCode s = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                                     CLBlastTransposeNo, M, NN, K, 1.0f, da, 0,
+                                     K, db, 0, NN, 0.0f, dc, 0, NN, &q, NULL);
   cr_assert_eq(s, CLBlastSuccess, "CLBlastSgemm: %d", (int)s);
   tu_download(ctx, dc, c, (size_t)M * NN, CLATTN_F32);
   tu_check("the application's CLBlastSgemm", c, want, (size_t)M * NN,
@@ -215,13 +218,12 @@ Test(clblast_isolation, default_issues_no_override, .timeout = 600) {
                overrides);
 
   const size_t nx = (size_t)B * N * D;
-  float *x = tu_alloc(nx * 4), *y = tu_alloc(nx * 4),
-        *yref = tu_alloc(nx * 4);
+  float *x = tu_alloc(nx * 4), *y = tu_alloc(nx * 4), *yref = tu_alloc(nx * 4);
   tu_rng g = tu_rng_seed(9);
   tu_fill(&g, x, nx, 1.0f);
   clattn_kv_cache *cache = NULL;
-  cr_assert_eq(clattn_kv_cache_create(f.layer, B, N, &cache), CLATTN_OK,
-               "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_eq(clattn_kv_cache_create(f.layer, B, N, &cache), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(ctx));
   tu_layer_prefill_rows(ctx, f.layer, cache, B, N, D, x, 0, P, 1, y);
   cr_expect_eq(overrides, 0, "clattn_layer_prefill issued %d overrides",
                overrides);
@@ -272,8 +274,8 @@ Test(clblast_isolation, opt_in_overrides, .timeout = 600) {
   cr_assert_eq(clattn_explain_gemm(ctx, buf, sizeof buf), CLATTN_OK, "%s",
                clattn_ctx_errmsg(ctx));
   cr_log_info("%s", buf);
-  cr_expect(strstr(buf, "clblast-xgemm: tuned entry m16 n16 k16") != NULL,
-            "%s", buf);
+  cr_expect(strstr(buf, "clblast-xgemm: tuned entry m16 n16 k16") != NULL, "%s",
+            buf);
   cr_expect(strstr(buf, XGEMM_PARAMS) != NULL, "%s", buf);
   layer_free(&f);
   clattn_ctx_destroy(ctx);

@@ -16,21 +16,20 @@ typedef struct opts {
 
 enum { A = 1, B = 2 };
 static const cli_option table[] = {
-  {"out", CLI_STR, offsetof(opts, out), 0, NULL, 0, "FILE", "output"},
-  {"seq", CLI_INT, offsetof(opts, seq), 1, NULL, 0, "N", "positions"},
-  {"causal", CLI_FLAG, offsetof(opts, causal), 0, NULL, A, NULL, "mask"},
-  {"verbose", CLI_FLAG, offsetof(opts, verbose), 0, NULL, 0, NULL, "more"},
-  {"budget", CLI_FN, offsetof(opts, budget), 0, cli_parse_duration, 0, "T",
-   "time"},
-  {"heads-k", CLI_KEY, offsetof(opts, keys), 0, NULL, 0, "V", "a key"},
-  {"new", CLI_KEY, offsetof(opts, keys), 0, NULL, 0, "V", "a key"},
+    {"out", CLI_STR, offsetof(opts, out), 0, NULL, 0, "FILE", "output"},
+    {"seq", CLI_INT, offsetof(opts, seq), 1, NULL, 0, "N", "positions"},
+    {"causal", CLI_FLAG, offsetof(opts, causal), 0, NULL, A, NULL, "mask"},
+    {"verbose", CLI_FLAG, offsetof(opts, verbose), 0, NULL, 0, NULL, "more"},
+    {"budget", CLI_FN, offsetof(opts, budget), 0, cli_parse_duration, 0, "T",
+     "time"},
+    {"heads-k", CLI_KEY, offsetof(opts, keys), 0, NULL, 0, "V", "a key"},
+    {"new", CLI_KEY, offsetof(opts, keys), 0, NULL, 0, "V", "a key"},
 };
-static const cli_command cmd = {"test", "usage: test\n", table,
-                                sizeof table / sizeof table[0], A, 1};
+static const cli_command cmd = {
+    "test", "usage: test\n", table, sizeof table / sizeof table[0], A, 1};
 
 /* Parse the words of a NULL-terminated list into *o. */
-static int parse(opts *o, cli_args *a, const char *const *words)
-{
+static int parse(opts *o, cli_args *a, const char *const *words) {
   static char copy[16][64];
   char *argv[16];
   int argc = 0;
@@ -44,12 +43,11 @@ static int parse(opts *o, cli_args *a, const char *const *words)
 
 #define PARSE(...) parse(&o, &a, (const char *const[]){__VA_ARGS__, NULL})
 
-Test(cli_parse, both_value_forms)
-{
+Test(cli_parse, both_value_forms) {
   opts o;
   cli_args a;
-  cr_assert_eq(PARSE("--seq=8", "--out", "y.npy", "--budget=1s"), 0,
-               "%s", a.error);
+  cr_assert_eq(PARSE("--seq=8", "--out", "y.npy", "--budget=1s"), 0, "%s",
+               a.error);
   cr_expect_eq(o.seq, 8);
   cr_expect_str_eq(o.out, "y.npy");
   cr_expect_float_eq(o.budget, 1.0, 1e-12);
@@ -60,8 +58,7 @@ Test(cli_parse, both_value_forms)
   cr_expect(a.given[1] && a.given[0] && !a.given[2]);
 }
 
-Test(cli_parse, repeated_option_is_an_error)
-{
+Test(cli_parse, repeated_option_is_an_error) {
   opts o;
   cli_args a;
   cr_assert_eq(PARSE("--seq=8", "--seq", "8"), 2);
@@ -70,8 +67,7 @@ Test(cli_parse, repeated_option_is_an_error)
   cr_expect_str_eq(a.error, "--causal given twice");
 }
 
-Test(cli_parse, unknown_misspelt_and_out_of_scope)
-{
+Test(cli_parse, unknown_misspelt_and_out_of_scope) {
   opts o;
   cli_args a;
   cr_assert_eq(PARSE("--bogus", "1"), 2);
@@ -91,8 +87,7 @@ Test(cli_parse, unknown_misspelt_and_out_of_scope)
   cr_expect_str_eq(a.error, "unknown option '-x'");
 }
 
-Test(cli_parse, values)
-{
+Test(cli_parse, values) {
   opts o;
   cli_args a;
   cr_assert_eq(PARSE("--seq"), 2);
@@ -103,16 +98,14 @@ Test(cli_parse, values)
   cr_expect(strstr(a.error, "--seq: expected an integer >= 1") != NULL);
   cr_assert_eq(PARSE("--seq=8x"), 2);
   cr_assert_eq(PARSE("--budget", "5x"), 2);
-  cr_expect(strstr(a.error, "--budget: bad value '5x'") != NULL, "%s",
-            a.error);
+  cr_expect(strstr(a.error, "--budget: bad value '5x'") != NULL, "%s", a.error);
   cr_assert_eq(PARSE("--out="), 2);
   cr_assert_eq(PARSE("--heads-k", "8", "--new=2"), 0);
   cr_expect_str_eq(o.keys, "heads-k=8 new=2");
   cr_assert_eq(PARSE("--heads-k", "a=b"), 2);
 }
 
-Test(cli_parse, help_verbose_operands)
-{
+Test(cli_parse, help_verbose_operands) {
   opts o;
   cli_args a;
   cr_assert_eq(PARSE("--seq=8", "--help", "--bogus"), 0);
@@ -133,8 +126,7 @@ Test(cli_parse, help_verbose_operands)
   cr_expect_eq(o.seq, 0);
 }
 
-Test(cli_parse, argv_is_not_reordered)
-{
+Test(cli_parse, argv_is_not_reordered) {
   char w0[] = "FILE", w1[] = "--seq", w2[] = "4";
   char *argv[] = {w0, w1, w2};
   opts o;
@@ -148,8 +140,7 @@ Test(cli_parse, argv_is_not_reordered)
 }
 
 /* Every word of got's params part is a whole word of params. */
-static void expect_whole_words(const char *got, const char *params)
-{
+static void expect_whole_words(const char *got, const char *params) {
   char buf[512];
   snprintf(buf, sizeof buf, "%s", got);
   for (char *w = strtok(buf, " ,"); w; w = strtok(NULL, " ,"))
@@ -167,24 +158,22 @@ static const char head[] = "prefill f32 k64 v64 g1 m512 causal: 3/40 "
 static const char params[] = "variant=2 rows=16 keys=32 wg=128 splits=1 "
                              "prefetch=1 scheme=1";
 
-Test(cli_fit_line, wide_terminal_shows_everything)
-{
+Test(cli_fit_line, wide_terminal_shows_everything) {
   char out[512];
   cli_fit_line(out, sizeof out, 200, head, params, ", 12 s, 30 s left");
   cr_expect(strstr(out, params) != NULL, "%s", out);
   cr_expect(strstr(out, ", 12 s, 30 s left") != NULL);
 }
 
-Test(cli_fit_line, narrow_terminals_drop_whole_parameters)
-{
+Test(cli_fit_line, narrow_terminals_drop_whole_parameters) {
   char out[512];
   for (int width = 20; width <= 160; width++) {
     cli_fit_line(out, sizeof out, width, head, params, ", 12 s, 30 s left");
     size_t cols = 0; /* "…" is one column in three bytes */
     for (const char *p = out; *p; p++)
       cols += ((unsigned char)*p & 0xc0) != 0x80;
-    cr_expect(cols <= (size_t)width - 1, "width %d: %zu columns: '%s'",
-              width, cols, out);
+    cr_expect(cols <= (size_t)width - 1, "width %d: %zu columns: '%s'", width,
+              cols, out);
     expect_whole_words(out, params);
     if (!strstr(out, "scheme=1"))
       cr_expect(strstr(out, " +") != NULL || strstr(out, "\xe2\x80\xa6"),

@@ -85,8 +85,8 @@ static void run_case(clattn_ctx *ctx, const clattn__cvmm_desc *d, int sel,
   if (!none)
     make_sel(&rng, d, sel, sx, ws);
   ref_cvmm(d->rows, d->inner, d->cols, d->heads, d->experts, d->topk,
-           d->sel_inner, d->mode == CLATTN__CVMM_SPLIT ? 1 : 2, none, a, sx,
-           ws, w, want);
+           d->sel_inner, d->mode == CLATTN__CVMM_SPLIT ? 1 : 2, none, a, sx, ws,
+           w, want);
   cl_mem bufs[5] = {tu_upload(ctx, a, na, CLATTN_F32),
                     none ? NULL : tu_upload(ctx, sx, nsx, CLATTN_F32),
                     none ? NULL : tu_upload(ctx, ws, nws, CLATTN_F32),
@@ -150,10 +150,14 @@ static const cv_shape shapes[] = {
 /* The automatic plan, then CPU-shaped and GPU-shaped explicit params:
  * {variant, rows, keys, wg, splits, prefetch, scheme}. */
 static const clattn_params params[] = {
-    {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 0},  {sizeof(clattn_params), 1, 8, 32, 0, 16, 0, 0},
-    {sizeof(clattn_params), 1, 3, 8, 0, 7, 0, 0},   {sizeof(clattn_params), 1, 12, 48, 4, 0, 0, 0},
-    {sizeof(clattn_params), 1, 1, 4, 0, 64, 0, 0},  {sizeof(clattn_params), 2, 4, 16, 64, 0, 0, 0},
-    {sizeof(clattn_params), 2, 2, 32, 64, 24, 0, 0}, {sizeof(clattn_params), 2, 8, 16, 32, 0, 0, 0},
+    {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 0},
+    {sizeof(clattn_params), 1, 8, 32, 0, 16, 0, 0},
+    {sizeof(clattn_params), 1, 3, 8, 0, 7, 0, 0},
+    {sizeof(clattn_params), 1, 12, 48, 4, 0, 0, 0},
+    {sizeof(clattn_params), 1, 1, 4, 0, 64, 0, 0},
+    {sizeof(clattn_params), 2, 4, 16, 64, 0, 0, 0},
+    {sizeof(clattn_params), 2, 2, 32, 64, 24, 0, 0},
+    {sizeof(clattn_params), 2, 8, 16, 32, 0, 0, 0},
 };
 
 static void sweep(int first, int last) {
@@ -168,10 +172,9 @@ static void sweep(int first, int last) {
           ((p != -1 && p != 1 && p != 5) ||
            (long)s->rows * s->inner * s->cols * s->heads * s->topk > 100000))
         continue;
-      const clattn__cvmm_desc d = {s->rows,  s->inner, s->cols,
-                                   s->heads, s->experts, s->topk,
-                                   s->sel_inner, s->mode, s->gate,
-                                   p < 0 ? NULL : &params[p]};
+      const clattn__cvmm_desc d = {
+          s->rows, s->inner,     s->cols, s->heads, s->experts,
+          s->topk, s->sel_inner, s->mode, s->gate,  p < 0 ? NULL : &params[p]};
       char what[200];
       snprintf(what, sizeof what,
                "rows %d K %d N %d H %d E %d k %d D %d %s %s sel %d params %d",
@@ -221,10 +224,13 @@ static const cv_shape small_shapes[] = {
  * rows, first; CPU-shaped and with work-groups of 16 and 64 items), and
  * the bucketed path's for the comparison (variant 1, then variant 2). */
 static const clattn_params fused_params[] = {
-    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2}, {sizeof(clattn_params), 1, 2, 8, 0, 0, 0, 2}, {sizeof(clattn_params), 1, 0, 4, 16, 0, 0, 2},
+    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2},
+    {sizeof(clattn_params), 1, 2, 8, 0, 0, 0, 2},
+    {sizeof(clattn_params), 1, 0, 4, 16, 0, 0, 2},
     {sizeof(clattn_params), 1, 4, 1, 64, 0, 0, 2}};
-static const clattn_params bucketed_params[] = {{sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 1},
-                                                {sizeof(clattn_params), 2, 4, 16, 64, 0, 0, 1}};
+static const clattn_params bucketed_params[] = {
+    {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 1},
+    {sizeof(clattn_params), 2, 4, 16, 64, 0, 0, 1}};
 
 static void small_sweep(int first, int last) {
   clattn_ctx *ctx = tu_ctx();
@@ -236,8 +242,8 @@ static void small_sweep(int first, int last) {
       if (tu_subset("small") && rows != 1 && rows != 3 && rows != 11)
         continue;
       const cv_shape *s = &small_shapes[i];
-      const size_t no = (size_t)rows * s->cols *
-                        (s->mode == SPLIT ? (size_t)s->heads : 1);
+      const size_t no =
+          (size_t)rows * s->cols * (s->mode == SPLIT ? (size_t)s->heads : 1);
       float *fused = tu_alloc(no * 4), *bucketed = tu_alloc(no * 4);
       for (int p = -1; p < nf + nbk; p++) {
         if (tu_subset("small") && p != -1 && p != 2 && p != nf)
@@ -245,9 +251,9 @@ static void small_sweep(int first, int last) {
         const clattn_params *pp = p < 0    ? NULL
                                   : p < nf ? &fused_params[p]
                                            : &bucketed_params[p - nf];
-        const clattn__cvmm_desc d = {rows,     s->inner, s->cols,
-                                     s->heads, s->experts, s->topk,
-                                     s->sel_inner, s->mode, s->gate, pp};
+        const clattn__cvmm_desc d = {
+            rows,    s->inner,     s->cols, s->heads, s->experts,
+            s->topk, s->sel_inner, s->mode, s->gate,  pp};
         char what[200];
         snprintf(what, sizeof what,
                  "small rows %d K %d N %d H %d E %d k %d %s %s sel %d "
@@ -308,8 +314,8 @@ Test(cvmm, small_rows_plan) {
 Test(cvmm, reference_routing) {
   /* sel_x = [1, 2]; w_sel columns (head 0: e0..e2, head 1: e0..e2) */
   const float sx[2] = {1.0f, 2.0f};
-  const float ws[12] = {1, 3, 3, 0, -1, 5, /* row 0 */
-                        0, 1, 1, 2, 0, -3}; /* row 1 */
+  const float ws[12] = {1, 3, 3, 0, -1, 5,   /* row 0 */
+                        0, 1, 1, 2, 0,  -3}; /* row 1 */
   int ex[6];
   double g[6];
   /* head 0 logits: 1, 5, 5; head 1: 4, -1, -1 */
@@ -390,7 +396,8 @@ Test(cvmm, misuse) {
   const clattn_params fused2 = {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 2};
   d.params = &fused2;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme 2");
-  const clattn_params fused_splits = {sizeof(clattn_params), 1, 0, 0, 0, 4, 0, 2};
+  const clattn_params fused_splits = {
+      sizeof(clattn_params), 1, 0, 0, 0, 4, 0, 2};
   d.params = &fused_splits;
   expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme 2");
   d = ok;

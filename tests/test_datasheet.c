@@ -34,8 +34,8 @@ static sheets *embedded(void) {
   int line = -1, count = -1;
   memset(&all, 0, sizeof all);
   clattn_status st = clattn__datasheet_parse(
-      clattn__datasheets_txt, clattn__datasheets_txt_len, collect, &all,
-      &count, &line, err, sizeof err);
+      clattn__datasheets_txt, clattn__datasheets_txt_len, collect, &all, &count,
+      &line, err, sizeof err);
   cr_assert_eq(st, CLATTN_OK, "datasheets.txt: %s", err);
   cr_assert_eq(line, 0);
   cr_assert_str_eq(err, "");
@@ -110,12 +110,10 @@ Test(datasheet, fields) {
     if (p->fp16_gflops > 0.0)
       cr_expect_geq(p->fp16_gflops, p->fp32_gflops, "%s", nm);
     /* Unknown ceilings stay 0. */
-    cr_expect(p->local_gbs == 0.0 && p->h2d_gbs == 0.0 &&
-                  p->d2h_gbs == 0.0 && p->launch_us == 0.0 &&
-                  p->launch_pipelined_us == 0.0,
+    cr_expect(p->local_gbs == 0.0 && p->h2d_gbs == 0.0 && p->d2h_gbs == 0.0 &&
+                  p->launch_us == 0.0 && p->launch_pipelined_us == 0.0,
               "%s: unknown ceilings not 0", nm);
-    cr_expect(strncmp(p->note, "http", 4) == 0, "%s: note '%s'", nm,
-              p->note);
+    cr_expect(strncmp(p->note, "http", 4) == 0, "%s: note '%s'", nm, p->note);
     cr_expect(all->s[i].line > 0, "%s", nm);
   }
 }
@@ -207,18 +205,12 @@ Test(datasheet, find) {
     const char *vendor;
     const char *name_has;
   } cases[] = {
-      {"a100", "NVIDIA", "A100"},
-      {"A100-SXM4", "NVIDIA", "A100"},
-      {"h100", "NVIDIA", "H100"},
-      {"rtx 4090", "NVIDIA", "4090"},
-      {"t4", "NVIDIA", "T4"},
-      {"MI300", "AMD", "MI300X"},
-      {"mi210", "AMD", "MI210"},
-      {"7900 XTX", "AMD", "7900"},
-      {"6800 xt", "AMD", "6800"},
-      {"arc a770", "Intel", "A770"},
-      {"ARC B580", "Intel", "B580"},
-      {"max 1550", "Intel", "1550"},
+      {"a100", "NVIDIA", "A100"},    {"A100-SXM4", "NVIDIA", "A100"},
+      {"h100", "NVIDIA", "H100"},    {"rtx 4090", "NVIDIA", "4090"},
+      {"t4", "NVIDIA", "T4"},        {"MI300", "AMD", "MI300X"},
+      {"mi210", "AMD", "MI210"},     {"7900 XTX", "AMD", "7900"},
+      {"6800 xt", "AMD", "6800"},    {"arc a770", "Intel", "A770"},
+      {"ARC B580", "Intel", "B580"}, {"max 1550", "Intel", "1550"},
       {"iris xe", "Intel", "Iris"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -229,12 +221,13 @@ Test(datasheet, find) {
     if (st != CLATTN_OK)
       continue;
     cr_expect_str_eq(p.vendor, cases[i].vendor, "find '%s'", cases[i].query);
-    cr_expect(strstr(p.name, cases[i].name_has) != NULL,
-              "find '%s' gave '%s'", cases[i].query, p.name);
+    cr_expect(strstr(p.name, cases[i].name_has) != NULL, "find '%s' gave '%s'",
+              cases[i].query, p.name);
     cr_expect_eq(p.source, CLATTN_PROFILE_DATASHEET);
   }
   /* The first match wins: "nvidia" is the first NVIDIA entry. */
-  clattn_profile first = {.size = sizeof(clattn_profile)}, p = {.size = sizeof(clattn_profile)};
+  clattn_profile first = {.size = sizeof(clattn_profile)},
+                 p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("NVIDIA", &p), CLATTN_OK);
   sheets *all = embedded();
   int k = 0;
@@ -293,9 +286,8 @@ Test(parser, good_text) {
   memset(&all, 0, sizeof all);
   char err[256];
   int count = -1, line = -1;
-  clattn_status st =
-      clattn__datasheet_parse(text, strlen(text), collect, &all, &count,
-                              &line, err, sizeof err);
+  clattn_status st = clattn__datasheet_parse(text, strlen(text), collect, &all,
+                                             &count, &line, err, sizeof err);
   cr_assert_eq(st, CLATTN_OK, "%s", err);
   cr_expect_eq(count, 2);
   cr_expect_eq(line, 0);
@@ -307,8 +299,7 @@ Test(parser, good_text) {
   cr_expect_eq(p->max_wg, 1024);
   cr_expect_eq(p->bw_read_gbs, 512.0);
   cr_expect_eq(p->has_fp16, 1);
-  cr_expect_str_eq(p->note,
-                   "https://example.com/a#frag; http://example.com/b");
+  cr_expect_str_eq(p->note, "https://example.com/a#frag; http://example.com/b");
   p = &all.s[1].p;
   cr_expect_str_eq(p->name, "Second");
   cr_expect_eq(p->has_fp16, 0);
@@ -360,17 +351,16 @@ Test(parser, errors_name_the_line) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char err[256];
     int line = -1, count = -1;
-    clattn_status st = parse_text(cases[i].text, &count, &line, err,
-                                  sizeof err);
+    clattn_status st =
+        parse_text(cases[i].text, &count, &line, err, sizeof err);
     cr_expect_eq(st, CLATTN_ERR_DB, "case %zu parsed", i);
     cr_expect_eq(line, cases[i].line, "case %zu: line %d, want %d (%s)", i,
                  line, cases[i].line, err);
     char want[32];
     snprintf(want, sizeof want, "line %d: ", cases[i].line);
-    cr_expect(strncmp(err, want, strlen(want)) == 0, "case %zu: '%s'", i,
-              err);
-    cr_expect(strstr(err, cases[i].msg) != NULL, "case %zu: '%s', want '%s'",
-              i, err, cases[i].msg);
+    cr_expect(strncmp(err, want, strlen(want)) == 0, "case %zu: '%s'", i, err);
+    cr_expect(strstr(err, cases[i].msg) != NULL, "case %zu: '%s', want '%s'", i,
+              err, cases[i].msg);
   }
 }
 
@@ -385,8 +375,7 @@ Test(parser, cross_checks) {
                  "fp16_gflops = 0\nsource = https://x.org\n";
   char err[256];
   int line = -1, count = -1;
-  cr_expect_eq(parse_text(fp32, &count, &line, err, sizeof err),
-               CLATTN_ERR_DB);
+  cr_expect_eq(parse_text(fp32, &count, &line, err, sizeof err), CLATTN_ERR_DB);
   cr_expect_eq(line, 18, "%s", err);
   cr_expect(strstr(err, "fp32_gflops") != NULL, "%s", err);
   cr_expect_eq(count, 1, "the good entry before still counts");
@@ -397,15 +386,14 @@ Test(parser, cross_checks) {
   char *at = strstr(ok, "fp32_gflops = 1332");
   cr_assert_not_null(at);
   memcpy(at, "fp32_gflops = 1305", 18);
-  cr_expect_eq(parse_text(ok, &count, &line, err, sizeof err), CLATTN_OK,
-               "%s", err);
+  cr_expect_eq(parse_text(ok, &count, &line, err, sizeof err), CLATTN_OK, "%s",
+               err);
 
   /* bandwidth: 256 bits x 16 Gbit/s = 512 GB/s; 600 fails. */
   at = strstr(ok, "bandwidth_gbs = 512\nfp32_gflops = 1305");
   cr_assert_not_null(at);
   memcpy(at, "bandwidth_gbs = 600", 19);
-  cr_expect_eq(parse_text(ok, &count, &line, err, sizeof err),
-               CLATTN_ERR_DB);
+  cr_expect_eq(parse_text(ok, &count, &line, err, sizeof err), CLATTN_ERR_DB);
   cr_expect(strstr(err, "bandwidth_gbs") != NULL, "%s", err);
 
   /* fp16 below fp32 fails. */
@@ -416,8 +404,7 @@ Test(parser, cross_checks) {
                      "mem_gbps = 16\nbandwidth_gbs = 512\n"
                      "fp32_gflops = 1280\nfp16_gflops = 640\n"
                      "source = https://x.org\n";
-  cr_expect_eq(parse_text(fp16, &count, &line, err, sizeof err),
-               CLATTN_ERR_DB);
+  cr_expect_eq(parse_text(fp16, &count, &line, err, sizeof err), CLATTN_ERR_DB);
   cr_expect_eq(line, 1);
   cr_expect(strstr(err, "fp16_gflops") != NULL, "%s", err);
 }
@@ -431,20 +418,18 @@ Test(parser, limits) {
   text[0] = '[';
   memset(text + 1, 'x', 200);
   memcpy(text + 201, "]\n", 2);
-  cr_expect_eq(parse_text(text, &count, &line, err, sizeof err),
-               CLATTN_ERR_DB);
+  cr_expect_eq(parse_text(text, &count, &line, err, sizeof err), CLATTN_ERR_DB);
   cr_expect(strstr(err, "name is longer") != NULL, "%s", err);
   /* A line longer than the parser's buffer. */
   memset(text, 'y', 1100);
   text[1100] = '\n';
   text[1101] = '\0';
-  cr_expect_eq(parse_text(text, &count, &line, err, sizeof err),
-               CLATTN_ERR_DB);
+  cr_expect_eq(parse_text(text, &count, &line, err, sizeof err), CLATTN_ERR_DB);
   cr_expect_eq(line, 1);
   /* A NUL byte inside the given length. */
   const char nul[] = "[B]\nvendor = A\0D\n";
-  cr_expect_eq(clattn__datasheet_parse(nul, sizeof nul - 1, NULL, NULL,
-                                       &count, &line, err, sizeof err),
+  cr_expect_eq(clattn__datasheet_parse(nul, sizeof nul - 1, NULL, NULL, &count,
+                                       &line, err, sizeof err),
                CLATTN_ERR_DB);
   cr_expect_eq(line, 2);
   /* Tiny and absent error buffers are fine. */
@@ -453,10 +438,10 @@ Test(parser, limits) {
                CLATTN_ERR_DB);
   cr_expect_eq(strlen(tiny), 3);
   cr_expect_eq(parse_text("[B\n", NULL, NULL, NULL, 0), CLATTN_ERR_DB);
-  cr_expect_eq(clattn__datasheet_parse(NULL, 0, NULL, NULL, &count, NULL,
-                                       NULL, 0),
-               CLATTN_OK);
-  cr_expect_eq(clattn__datasheet_parse(NULL, 5, NULL, NULL, &count, NULL,
-                                       NULL, 0),
-               CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(
+      clattn__datasheet_parse(NULL, 0, NULL, NULL, &count, NULL, NULL, 0),
+      CLATTN_OK);
+  cr_expect_eq(
+      clattn__datasheet_parse(NULL, 5, NULL, NULL, &count, NULL, NULL, 0),
+      CLATTN_ERR_INVALID_ARG);
 }

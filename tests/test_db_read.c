@@ -35,8 +35,20 @@ static double now_s(void) {
 }
 
 /* The prefill call every test explains, and its shape class. */
-static const clattn_attn_desc desc = {sizeof(clattn_attn_desc), 1, 50, 50, 4, 2, 32, 32, CLATTN_F32,
-                                      CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
+static const clattn_attn_desc desc = {sizeof(clattn_attn_desc),
+                                      1,
+                                      50,
+                                      50,
+                                      4,
+                                      2,
+                                      32,
+                                      32,
+                                      CLATTN_F32,
+                                      CLATTN_BSHD,
+                                      CLATTN_BSHD,
+                                      0.0f,
+                                      1,
+                                      NULL};
 #define CLS "f32 k32 v32 g2 bh2 n64 m64 c1"
 
 /* A valid ok prefill row of device p (fingerprint fp instead when not
@@ -137,8 +149,8 @@ Test(db_read, busy_context_looks_again) {
   tdb_release_lock(pid, release);
   cr_expect_eq(ch.source, CLATTN_CHOICE_DEFAULT, "%s", ch.why);
   cr_assert_eq(clattn_explain_attention(ctx, &desc, &ch), CLATTN_OK);
-  cr_expect_eq(ch.source, CLATTN_CHOICE_DEFAULT,
-               "looked again at once: %s", ch.why);
+  cr_expect_eq(ch.source, CLATTN_CHOICE_DEFAULT, "looked again at once: %s",
+               ch.why);
   usleep(1100 * 1000);
   cr_assert_eq(clattn_explain_attention(ctx, &desc, &ch), CLATTN_OK);
   cr_expect_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
@@ -193,8 +205,7 @@ Test(db_read, newer_schema_is_explained) {
   sqlite3_close(h);
   clattn_choice ch = explain_new(path, NULL);
   cr_expect_eq(ch.source, CLATTN_CHOICE_DEFAULT);
-  cr_expect(strstr(ch.why, "schema version 999, newer") != NULL, "%s",
-            ch.why);
+  cr_expect(strstr(ch.why, "schema version 999, newer") != NULL, "%s", ch.why);
 }
 
 /* A row written with SQL directly that is not valid (a negative median,
@@ -220,7 +231,8 @@ Test(db_read, invalid_row_is_skipped_and_explained) {
   sqlite3_close(h);
   clattn_choice ch = explain_new(path, NULL);
   cr_expect_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
-  cr_expect_eq(tu_params(ch.resolved).rows, 2, "the invalid row was used: %s", ch.why);
+  cr_expect_eq(tu_params(ch.resolved).rows, 2, "the invalid row was used: %s",
+               ch.why);
   cr_expect(strstr(ch.why, "1 invalid skipped") != NULL &&
                 strstr(ch.why, "\"median_s\": -5 is not a finite time > 0") !=
                     NULL,
@@ -283,12 +295,11 @@ Test(db_read, only_usable_rows_are_loaded) {
  * family's, current (its tuning method) and chosen for their class. */
 Test(db_read, former_family_name_is_read) {
   const clattn_profile p = reported();
-  const char *shape =
-      "batch=1 kv-seq=64 new=1 heads-k=2 heads-v=3 head-dim=16";
+  const char *shape = "batch=1 kv-seq=64 new=1 heads-k=2 heads-v=3 head-dim=16";
   clattn_choice ch = {.size = sizeof(clattn_choice)};
   clattn_ctx *ctx = tu_ctx();
-  cr_assert_eq(clattn_explain_shape(ctx, "append", shape, NULL, &ch),
-               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_eq(clattn_explain_shape(ctx, "append", shape, NULL, &ch), CLATTN_OK,
+               "%s", clattn_ctx_errmsg(ctx));
   clattn_ctx_destroy(ctx);
   cr_expect_eq(ch.source, CLATTN_CHOICE_DEFAULT, "%s", ch.why);
   char path[512];

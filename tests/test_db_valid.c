@@ -41,9 +41,9 @@ static int check_space(const clattn__family *F, const char *text) {
     for (int i = 0; i < s.n; i++, n++) {
       clattn_tune_entry e = row(F, "");
       clattn__space_format(&s, i, e.params, sizeof e.params);
-      cr_expect_eq(clattn__tune_entry_check(&e, 1, why, sizeof why),
-                   CLATTN_OK, "%s [%s] candidate %s refused: %s", F->name,
-                   text, e.params, why);
+      cr_expect_eq(clattn__tune_entry_check(&e, 1, why, sizeof why), CLATTN_OK,
+                   "%s [%s] candidate %s refused: %s", F->name, text, e.params,
+                   why);
     }
     clattn__space_free(&s);
   }

@@ -36,28 +36,37 @@ static const int ax_heads[][2] = {{1, 1}, {4, 4}, {8, 1},
 /* {12, 20}: multiples of 4 but not of 8 (the kernels' 4-wide vectors; k =
  * 12 also leaves kv_append's program, built without widths, at width 1);
  * {24, 40}: multiples of 8 but not of 16 */
-static const int ax_dims[][2] = {{16, 16},  {64, 64},  {80, 80},
-                                 {128, 128}, {64, 128}, {128, 16},
-                                 {12, 20},  {24, 40}};
+static const int ax_dims[][2] = {{16, 16},  {64, 64},  {80, 80}, {128, 128},
+                                 {64, 128}, {128, 16}, {12, 20}, {24, 40}};
 static const int ax_layout[] = {0, 1};
 static const clattn_dtype ax_dtype[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16};
 /* index 0: params = NULL (automatic) */
 static const clattn_params ax_params[] = {
-    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},    /* NULL */
-    {sizeof(clattn_params), 0, 0, 0, 0, 1, 0, 0},    /* one split */
-    {sizeof(clattn_params), 0, 0, 0, 0, 3, 0, 0},    /* several */
-    {sizeof(clattn_params), 0, 0, 0, 0, 16, 0, 0},   /* many (more than rows for small caches) */
-    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},    /* all-zero params: automatic everything */
-    {sizeof(clattn_params), 1, 0, 32, 0, 5, 0, 0},   /* variant 1, 32-key blocks, 5 splits */
-    {sizeof(clattn_params), 1, 0, 16, 8, 0, 0, 0},   /* variant 1, work-groups of 8, automatic splits */
-    {sizeof(clattn_params), 1, 2, 32, 0, 3, 0, 0},   /* variant 1, 2 heads per P V pass (1 if G = 1) */
-    {sizeof(clattn_params), 1, 0, 16, 0, 2, 2, 0},   /* variant 1, prefetch on (none if G = 1) */
-    {sizeof(clattn_params), 1, 2, 16, 0, 3, 1, 0},   /* variant 1, 2 heads a pass, prefetch off */
-    {sizeof(clattn_params), 1, 16, 16, 0, 3, 0, 0},  /* variant 1, the whole group a pass, by slices
-                              of the value dims (1 head if G = 1) */
-    {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0},    /* variant 2, automatic */
-    {sizeof(clattn_params), 2, 0, 16, 64, 4, 0, 0},  /* variant 2, 64 items, 16-key tiles, 4 splits */
-    {sizeof(clattn_params), 2, 0, 8, 256, 2, 0, 0},  /* variant 2, 256 items, 8-key tiles, 2 splits */
+    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, /* NULL */
+    {sizeof(clattn_params), 0, 0, 0, 0, 1, 0, 0}, /* one split */
+    {sizeof(clattn_params), 0, 0, 0, 0, 3, 0, 0}, /* several */
+    {sizeof(clattn_params), 0, 0, 0, 0, 16, 0,
+     0}, /* many (more than rows for small caches) */
+    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0,
+     0}, /* all-zero params: automatic everything */
+    {sizeof(clattn_params), 1, 0, 32, 0, 5, 0,
+     0}, /* variant 1, 32-key blocks, 5 splits */
+    {sizeof(clattn_params), 1, 0, 16, 8, 0, 0,
+     0}, /* variant 1, work-groups of 8, automatic splits */
+    {sizeof(clattn_params), 1, 2, 32, 0, 3, 0,
+     0}, /* variant 1, 2 heads per P V pass (1 if G = 1) */
+    {sizeof(clattn_params), 1, 0, 16, 0, 2, 2,
+     0}, /* variant 1, prefetch on (none if G = 1) */
+    {sizeof(clattn_params), 1, 2, 16, 0, 3, 1,
+     0}, /* variant 1, 2 heads a pass, prefetch off */
+    {sizeof(clattn_params), 1, 16, 16, 0, 3, 0,
+     0}, /* variant 1, the whole group a pass, by slices
+of the value dims (1 head if G = 1) */
+    {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0}, /* variant 2, automatic */
+    {sizeof(clattn_params), 2, 0, 16, 64, 4, 0,
+     0}, /* variant 2, 64 items, 16-key tiles, 4 splits */
+    {sizeof(clattn_params), 2, 0, 8, 256, 2, 0,
+     0}, /* variant 2, 256 items, 8-key tiles, 2 splits */
 };
 static const int ax_nnew[] = {1, 3, 16};
 
@@ -111,8 +120,10 @@ static dcase sampled_case(int c) {
 static dcase mk(int b, int cap, int heads, int dims, int layout, int dt,
                 int params, int nnew, int cap_override, int nan_pad,
                 unsigned seed) {
-  dcase d = {{b, cap, heads, dims, layout, dt, params, nnew}, cap_override,
-             nan_pad, seed};
+  dcase d = {{b, cap, heads, dims, layout, dt, params, nnew},
+             cap_override,
+             nan_pad,
+             seed};
   return d;
 }
 
@@ -131,10 +142,12 @@ static int special_cases(dcase *out) {
 static int small_cases(dcase *out) {
   int k = 0;
   for (int p = 0; p < NELEM(ax_params); p++)
-    out[k++] = mk(1 + p % 2, 1 + p % 2, p % NELEM(ax_heads),
-                  p == 4 ? 2 : p == 5 ? 6 : 0,
-                  (p / 2) % 2, p % 2, p, p % 3, 0, (p / 3) % 2,
-                  800u + (unsigned)p);
+    out[k++] =
+        mk(1 + p % 2, 1 + p % 2, p % NELEM(ax_heads),
+           p == 4   ? 2
+           : p == 5 ? 6
+                    : 0,
+           (p / 2) % 2, p % 2, p, p % 3, 0, (p / 3) % 2, 800u + (unsigned)p);
   /* variant 1 with heads in lanes: G = 8 with 8-wide head dims, and
    * G = 16 in work-groups of 8 items */
   out[k++] = mk(1, 2, 2, 7, 0, 1, 5, 0, 0, 1, 820u);
@@ -189,8 +202,9 @@ static void describe(const dshape *s, char *buf, size_t cap) {
            s->b, s->cap, s->hq, s->hkv, s->dk, s->dv,
            s->layout ? "BHSD" : "BSHD", tu_dtype_name(s->dt), s->nnew,
            s->params ? "" : "NULL", s->params ? s->params->variant : 0,
-           s->params ? s->params->rows : 0, s->params ? s->params->keys : 0, s->params ? s->params->wg : 0,
-           s->params ? s->params->splits : 0, s->nan_pad);
+           s->params ? s->params->rows : 0, s->params ? s->params->keys : 0,
+           s->params ? s->params->wg : 0, s->params ? s->params->splits : 0,
+           s->nan_pad);
 }
 
 /* Per-sequence lens and append positions.  Sequence 0 gets the full cache,
@@ -227,8 +241,7 @@ static void run_case(const dshape *s, unsigned seed) {
   describe(s, what, sizeof what);
   cr_log_info("%s", what);
   tu_rng rng = tu_rng_seed(seed);
-  int b = s->b, cap = s->cap, hq = s->hq, hkv = s->hkv, dk = s->dk,
-      dv = s->dv;
+  int b = s->b, cap = s->cap, hq = s->hq, hkv = s->hkv, dk = s->dk, dv = s->dv;
   size_t nkc = (size_t)b * cap * hkv * dk, nvc = (size_t)b * cap * hkv * dv;
   size_t nkn = (size_t)b * s->nnew * hkv * dk,
          nvn = (size_t)b * s->nnew * hkv * dv;
@@ -291,13 +304,19 @@ static void run_case(const dshape *s, unsigned seed) {
   cl_mem dlens = tu_upload_int(ctx, lens, (size_t)b);
   cl_mem dout = tu_sentinel(ctx, no, s->dt, 0xff);
   cl_mem dout2 = tu_sentinel(ctx, no, s->dt, 0xff);
-  clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc), .batch = b, .capacity = cap, .heads_q = hq,
-                           .heads_kv = hkv, .head_dim_k = dk,
-                           .head_dim_v = dv, .dtype = s->dt,
+  clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc),
+                           .batch = b,
+                           .capacity = cap,
+                           .heads_q = hq,
+                           .heads_kv = hkv,
+                           .head_dim_k = dk,
+                           .head_dim_v = dv,
+                           .dtype = s->dt,
                            .cache_layout = (clattn_layout)s->layout,
-                           .scale = 0.0f, .params = s->params};
-  clattn_status st = clattn_kv_append(ctx, &dd, s->nnew, dkn, dvn, dpos, dkc,
-                                      dvc, NULL);
+                           .scale = 0.0f,
+                           .params = s->params};
+  clattn_status st =
+      clattn_kv_append(ctx, &dd, s->nnew, dkn, dvn, dpos, dkc, dvc, NULL);
   cr_assert(st == CLATTN_OK, "%s: clattn_kv_append -> %d (%s): %s", what,
             (int)st, clattn_status_str(st), clattn_ctx_errmsg(ctx));
 
@@ -338,27 +357,36 @@ static void run_case(const dshape *s, unsigned seed) {
               "%s: refused call wrote its output", what);
     goto done;
   }
-  cr_assert(st == CLATTN_OK, "%s: clattn_decode -> %d (%s): %s", what,
-            (int)st, clattn_status_str(st), clattn_ctx_errmsg(ctx));
+  cr_assert(st == CLATTN_OK, "%s: clattn_decode -> %d (%s): %s", what, (int)st,
+            clattn_status_str(st), clattn_ctx_errmsg(ctx));
   tu_download(ctx, dout, o, no, s->dt);
-  ref_decode(b, cap, hq, hkv, dk, dv, s->layout, 1.0 / sqrt((double)dk),
-             lens, q, kc, vc, oref);
+  ref_decode(b, cap, hq, hkv, dk, dv, s->layout, 1.0 / sqrt((double)dk), lens,
+             q, kc, vc, oref);
   tu_check(what, o, oref, no, clattn__tolerance(s->dt));
   for (int bi = 0; bi < b; bi++)
     if (lens[bi] == 0)
       for (size_t i = 0; i < (size_t)hq * dv; i++)
         if (o[(size_t)bi * hq * dv + i] != 0.0f) {
-          cr_expect(0, "%s: sequence %d has lens 0 but output %g at %zu",
-                    what, bi, (double)o[(size_t)bi * hq * dv + i], i);
+          cr_expect(0, "%s: sequence %d has lens 0 but output %g at %zu", what,
+                    bi, (double)o[(size_t)bi * hq * dv + i], i);
           break;
         }
 
   /* decode == prefill with one query */
-  clattn_attn_desc ad = {.size = sizeof(clattn_attn_desc), .batch = b, .n_q = 1, .n_kv = cap, .heads_q = hq,
-                         .heads_kv = hkv, .head_dim_k = dk, .head_dim_v = dv,
-                         .dtype = s->dt, .q_layout = CLATTN_BSHD,
-                         .kv_layout = (clattn_layout)s->layout, .scale = 0.0f,
-                         .causal = (int)(seed & 1), .params = NULL};
+  clattn_attn_desc ad = {.size = sizeof(clattn_attn_desc),
+                         .batch = b,
+                         .n_q = 1,
+                         .n_kv = cap,
+                         .heads_q = hq,
+                         .heads_kv = hkv,
+                         .head_dim_k = dk,
+                         .head_dim_v = dv,
+                         .dtype = s->dt,
+                         .q_layout = CLATTN_BSHD,
+                         .kv_layout = (clattn_layout)s->layout,
+                         .scale = 0.0f,
+                         .causal = (int)(seed & 1),
+                         .params = NULL};
   st = clattn_attention(ctx, &ad, dq, dkc, dvc, dlens, dout2, NULL);
   cr_assert(st == CLATTN_OK, "%s: clattn_attention (n_q=1) -> %d (%s): %s",
             what, (int)st, clattn_status_str(st), clattn_ctx_errmsg(ctx));
@@ -398,8 +426,8 @@ done:
 ParameterizedTestParameters(decode, case) {
   dcase *tmp = malloc(sizeof(dcase) * MAX_CASES);
   int n = all_cases(tmp);
-  return cr_make_param_array(dcase, tu_param_copy(tmp, (size_t)n, sizeof(dcase)),
-                             (size_t)n, NULL);
+  return cr_make_param_array(
+      dcase, tu_param_copy(tmp, (size_t)n, sizeof(dcase)), (size_t)n, NULL);
 }
 
 ParameterizedTest(dcase *c, decode, case, .timeout = 300) {
@@ -445,8 +473,8 @@ Test(decode, splits_agree, .timeout = 300) {
   tu_fill(&r, kc, nc, 1);
   tu_fill(&r, vc, nc, 1);
   tu_fill(&r, q, nq, 1);
-  ref_decode(b, cap, hq, hkv, d, d, 1, 1.0 / sqrt((double)d), lens, q, kc,
-             vc, oref);
+  ref_decode(b, cap, hq, hkv, d, d, 1, 1.0 / sqrt((double)d), lens, q, kc, vc,
+             oref);
   clattn_ctx *ctx = tu_ctx();
   cl_mem dkc = tu_upload(ctx, kc, nc, CLATTN_F32);
   cl_mem dvc = tu_upload(ctx, vc, nc, CLATTN_F32);
@@ -456,10 +484,16 @@ Test(decode, splits_agree, .timeout = 300) {
   const int splits[] = {1, 2, 7, 64, 0};
   for (int i = 0; i < NELEM(splits); i++) {
     clattn_params p = {sizeof(clattn_params), 0, 0, 0, 0, splits[i], 0, 0};
-    clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc), .batch = b, .capacity = cap, .heads_q = hq,
-                             .heads_kv = hkv, .head_dim_k = d,
-                             .head_dim_v = d, .dtype = CLATTN_F32,
-                             .cache_layout = CLATTN_BHSD, .params = &p};
+    clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc),
+                             .batch = b,
+                             .capacity = cap,
+                             .heads_q = hq,
+                             .heads_kv = hkv,
+                             .head_dim_k = d,
+                             .head_dim_v = d,
+                             .dtype = CLATTN_F32,
+                             .cache_layout = CLATTN_BHSD,
+                             .params = &p};
     clattn_status st = clattn_decode(ctx, &dd, dq, dkc, dvc, dl, dout, NULL);
     cr_assert(st == CLATTN_OK, "splits=%d: %d %s", splits[i], (int)st,
               clattn_ctx_errmsg(ctx));
@@ -509,12 +543,19 @@ Test(decode, repeated_calls_set_changed_arguments) {
     cl_mem dq = tu_upload(ctx, q, nq, CLATTN_F32);
     cl_mem dl = tu_upload_int(ctx, lens, 1);
     cl_mem dout = tu_buffer(ctx, nq * 4);
-    const clattn_params p = {sizeof(clattn_params), 0, 0, 16, 0, 2, 0, 0}; /* one program */
-    clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc), .batch = b, .capacity = cap, .heads_q = hq,
-                             .heads_kv = hkv, .head_dim_k = d,
-                             .head_dim_v = d, .dtype = CLATTN_F32,
+    const clattn_params p = {
+        sizeof(clattn_params), 0, 0, 16, 0, 2, 0, 0}; /* one program */
+    clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc),
+                             .batch = b,
+                             .capacity = cap,
+                             .heads_q = hq,
+                             .heads_kv = hkv,
+                             .head_dim_k = d,
+                             .head_dim_v = d,
+                             .dtype = CLATTN_F32,
                              .cache_layout = CLATTN_BHSD,
-                             .scale = scales[i], .params = &p};
+                             .scale = scales[i],
+                             .params = &p};
     cr_assert_eq(clattn_decode(ctx, &dd, dq, dkc, dvc, dl, dout, NULL),
                  CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
     tu_download(ctx, dout, o, nq, CLATTN_F32);

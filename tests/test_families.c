@@ -44,11 +44,9 @@ Test(families, every_operation) {
                   F->parse_shape &&
                   (F->params_offset ? !F->params && !F->with_params
                                     : F->params && F->with_params) &&
-                  F->plan &&
-                  F->resolved && F->space && F->cost && F->enqueue &&
+                  F->plan && F->resolved && F->space && F->cost && F->enqueue &&
                   F->check_case && F->reference,
-              "%s: an operation is missing (or params given twice)",
-              F->name);
+              "%s: an operation is missing (or params given twice)", F->name);
     cr_expect(F->desc_size <= CLATTN__DESC_MAX &&
                   F->plan_size <= CLATTN__PLAN_MAX,
               "%s: desc %zu or plan %zu too large", F->name, F->desc_size,
@@ -74,8 +72,8 @@ Test(families, exact_model_check) {
     const char *name = clattn__family_at(i)->name;
     int cases = 0;
     for (int c = 0; c < MODEL_CASES; c++)
-      cases += model_cases[c].family &&
-               strcmp(model_cases[c].family, name) == 0;
+      cases +=
+          model_cases[c].family && strcmp(model_cases[c].family, name) == 0;
     cr_expect(cases >= 1, "%s: no case in the exact Oclgrind check", name);
   }
 }
@@ -214,7 +212,8 @@ Test(families, defines_find_the_text_program) {
                               "-DDTYPE=0 -DDK=8 -DDV=8 -DKV_SAME=0",
                               "kv_append", &by_text),
                CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
-  clattn_cache_stats before = {.size = sizeof(clattn_cache_stats)}, after = {.size = sizeof(clattn_cache_stats)};
+  clattn_cache_stats before = {.size = sizeof(clattn_cache_stats)},
+                     after = {.size = sizeof(clattn_cache_stats)};
   clattn_ctx_cache_stats(ctx, &before);
   clattn__defs df = {0};
   clattn__def(&df, "DTYPE", 0);
@@ -263,9 +262,9 @@ Test(families, former_names) {
                       "head-dim=16 head-dim-v=8 dtype=bf16 layout=bshd";
   clattn_prediction old = {.size = sizeof(clattn_prediction)},
                     now = {.size = sizeof(clattn_prediction)};
-  cr_assert_eq(clattn_model_shape("talking-heads-append", shape, NULL, &prof,
-                                  &old),
-               CLATTN_OK, "%s", old.errmsg);
+  cr_assert_eq(
+      clattn_model_shape("talking-heads-append", shape, NULL, &prof, &old),
+      CLATTN_OK, "%s", old.errmsg);
   cr_assert_eq(clattn_model_shape("append", shape, NULL, &prof, &now),
                CLATTN_OK, "%s", now.errmsg);
   cr_expect_str_eq(old.kernel[0].kernel, "kv_append");
@@ -274,8 +273,8 @@ Test(families, former_names) {
   cr_assert_eq(clattn_ctx_set_params(ctx, "talking-heads-append: splits=2"),
                CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
   clattn_choice ch = {.size = sizeof(clattn_choice)};
-  cr_assert_eq(clattn_explain_shape(ctx, "append", shape, NULL, &ch),
-               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_eq(clattn_explain_shape(ctx, "append", shape, NULL, &ch), CLATTN_OK,
+               "%s", clattn_ctx_errmsg(ctx));
   cr_expect_eq(ch.source, CLATTN_CHOICE_OVERRIDE, "%s", ch.why);
   clattn_ctx_destroy(ctx);
 }
@@ -315,11 +314,9 @@ Test(layer_kinds, every_slot) {
                 "%s: projection %d", K->name, p);
     for (int op = 0; op < CLATTN__CORE_OPS; op++) {
       const int needed = op == CLATTN__CORE_PREFILL ||
-                         op == CLATTN__CORE_DECODE ||
-                         op == CLATTN__CORE_APPEND;
+                         op == CLATTN__CORE_DECODE || op == CLATTN__CORE_APPEND;
       if (needed)
-        cr_expect_not_null(K->family[op], "%s: no core family %d", K->name,
-                           op);
+        cr_expect_not_null(K->family[op], "%s: no core family %d", K->name, op);
       if (K->family[op] != NULL)
         cr_expect_not_null(clattn__layer_family(NULL, K, (clattn__core_op)op),
                            "%s: core family '%s' not registered", K->name,

@@ -51,8 +51,7 @@ static clattn_ctx *new_ctx_with(const char *tuning_db) {
   o.tuning_db = tuning_db;
   clattn_ctx *ctx = NULL;
   clattn_status st = clattn_ctx_create(&o, &ctx);
-  cr_assert_eq(st, CLATTN_OK, "clattn_ctx_create: %s",
-               clattn_ctx_errmsg(NULL));
+  cr_assert_eq(st, CLATTN_OK, "clattn_ctx_create: %s", clattn_ctx_errmsg(NULL));
   return ctx;
 }
 
@@ -169,9 +168,16 @@ static void ctx_undo(scenario *s) {
 
 /* ---- clattn_attention: GQA, 2 query heads over 1 KV head */
 
-static const clattn_attn_desc attn_desc = {.size = sizeof(clattn_attn_desc), 
-    .batch = 1, .n_q = 3, .n_kv = 5, .heads_q = 2, .heads_kv = 1,
-    .head_dim_k = 8, .head_dim_v = 8, .dtype = CLATTN_F32, .causal = 1};
+static const clattn_attn_desc attn_desc = {.size = sizeof(clattn_attn_desc),
+                                           .batch = 1,
+                                           .n_q = 3,
+                                           .n_kv = 5,
+                                           .heads_q = 2,
+                                           .heads_kv = 1,
+                                           .head_dim_k = 8,
+                                           .head_dim_v = 8,
+                                           .dtype = CLATTN_F32,
+                                           .causal = 1};
 enum { ATTN_O = 3 * 2 * 8 };
 
 static void attn_setup(scenario *s) {
@@ -214,8 +220,8 @@ static void tuned_attn_setup(scenario *s) {
 }
 
 static clattn_status attn_run(scenario *s) {
-  return clattn_attention(s->ctx, &attn_desc, s->mem[0], s->mem[1],
-                          s->mem[2], NULL, s->mem[3], NULL);
+  return clattn_attention(s->ctx, &attn_desc, s->mem[0], s->mem[1], s->mem[2],
+                          NULL, s->mem[3], NULL);
 }
 static int attn_result(scenario *s, float *out) {
   read_floats(s->ctx, s->mem[3], out, ATTN_O);
@@ -224,9 +230,15 @@ static int attn_result(scenario *s, float *out) {
 
 /* ---- clattn_decode and clattn_kv_append: batch 2, capacity 6 */
 
-static const clattn_decode_desc dec_desc = {.size = sizeof(clattn_decode_desc), 
-    .batch = 2, .capacity = 6, .heads_q = 2, .heads_kv = 1, .head_dim_k = 8,
-    .head_dim_v = 8, .dtype = CLATTN_F32, .cache_layout = CLATTN_BSHD};
+static const clattn_decode_desc dec_desc = {.size = sizeof(clattn_decode_desc),
+                                            .batch = 2,
+                                            .capacity = 6,
+                                            .heads_q = 2,
+                                            .heads_kv = 1,
+                                            .head_dim_k = 8,
+                                            .head_dim_v = 8,
+                                            .dtype = CLATTN_F32,
+                                            .cache_layout = CLATTN_BSHD};
 enum { DEC_O = 2 * 2 * 8, DEC_CACHE = 2 * 6 * 8 };
 
 static void dec_setup(scenario *s) {
@@ -250,8 +262,8 @@ static int dec_result(scenario *s, float *out) {
   return DEC_O;
 }
 static clattn_status append_run(scenario *s) {
-  return clattn_kv_append(s->ctx, &dec_desc, 2, s->mem[5], s->mem[6],
-                          s->mem[7], s->mem[1], s->mem[2], NULL);
+  return clattn_kv_append(s->ctx, &dec_desc, 2, s->mem[5], s->mem[6], s->mem[7],
+                          s->mem[1], s->mem[2], NULL);
 }
 static int append_result(scenario *s, float *out) {
   read_floats(s->ctx, s->mem[1], out, DEC_CACHE);
@@ -261,9 +273,17 @@ static int append_result(scenario *s, float *out) {
 
 /* ---- clattn_talking_heads */
 
-static const clattn_th_desc th_desc = {.size = sizeof(clattn_th_desc), 
-    .batch = 1, .n_q = 3, .n_kv = 4, .heads_k = 2, .heads = 3, .heads_v = 2,
-    .head_dim_k = 8, .head_dim_v = 8, .dtype = CLATTN_F32, .causal = 1};
+static const clattn_th_desc th_desc = {.size = sizeof(clattn_th_desc),
+                                       .batch = 1,
+                                       .n_q = 3,
+                                       .n_kv = 4,
+                                       .heads_k = 2,
+                                       .heads = 3,
+                                       .heads_v = 2,
+                                       .head_dim_k = 8,
+                                       .head_dim_v = 8,
+                                       .dtype = CLATTN_F32,
+                                       .causal = 1};
 enum { TH_O = 3 * 2 * 8 };
 
 static void th_setup(scenario *s) {
@@ -276,9 +296,8 @@ static void th_setup(scenario *s) {
   s->mem[5] = floats_buf(s->ctx, TH_O, 6);
 }
 static clattn_status th_run(scenario *s) {
-  return clattn_talking_heads(s->ctx, &th_desc, s->mem[0], s->mem[1],
-                              s->mem[2], s->mem[3], s->mem[4], NULL,
-                              s->mem[5], NULL);
+  return clattn_talking_heads(s->ctx, &th_desc, s->mem[0], s->mem[1], s->mem[2],
+                              s->mem[3], s->mem[4], NULL, s->mem[5], NULL);
 }
 static int th_result(scenario *s, float *out) {
   read_floats(s->ctx, s->mem[5], out, TH_O);
@@ -297,10 +316,10 @@ static clattn_status explain_run(scenario *s) {
 enum { LAYER_D = 16, LAYER_B = 1 };
 
 static void layer_buffers(scenario *s) {
-  s->mem[8] = floats_buf(s->ctx, LAYER_B * 3 * LAYER_D, 11);  /* x */
-  s->mem[9] = floats_buf(s->ctx, LAYER_B * 3 * LAYER_D, 12);  /* y */
-  s->mem[10] = floats_buf(s->ctx, LAYER_B * LAYER_D, 13);     /* x1 */
-  s->mem[11] = floats_buf(s->ctx, LAYER_B * LAYER_D, 14);     /* y1 */
+  s->mem[8] = floats_buf(s->ctx, LAYER_B * 3 * LAYER_D, 11); /* x */
+  s->mem[9] = floats_buf(s->ctx, LAYER_B * 3 * LAYER_D, 12); /* y */
+  s->mem[10] = floats_buf(s->ctx, LAYER_B * LAYER_D, 13);    /* x1 */
+  s->mem[11] = floats_buf(s->ctx, LAYER_B * LAYER_D, 14);    /* y1 */
 }
 
 static void gqa_setup(scenario *s) {
@@ -318,13 +337,16 @@ static clattn_status layer_steps(scenario *s) {
     st = clattn_layer_prefill(s->layer, s->cache, LAYER_B, 3, 1, s->mem[8],
                               s->mem[9], NULL);
   if (st == CLATTN_OK)
-    st = clattn_layer_decode(s->layer, s->cache, s->mem[10], s->mem[11],
-                             NULL);
+    st = clattn_layer_decode(s->layer, s->cache, s->mem[10], s->mem[11], NULL);
   return st;
 }
 static clattn_status gqa_run(scenario *s) {
-  const clattn_layer_desc d = {.size = sizeof(clattn_layer_desc), .d_model = 16, .heads_q = 2, .heads_kv = 1,
-                               .head_dim_k = 8, .head_dim_v = 8};
+  const clattn_layer_desc d = {.size = sizeof(clattn_layer_desc),
+                               .d_model = 16,
+                               .heads_q = 2,
+                               .heads_kv = 1,
+                               .head_dim_k = 8,
+                               .head_dim_v = 8};
   clattn_status st = clattn_layer_create(s->ctx, &d, s->mem[0], s->mem[1],
                                          s->mem[2], s->mem[3], &s->layer);
   return st == CLATTN_OK ? layer_steps(s) : st;
@@ -354,8 +376,12 @@ static void thl_setup(scenario *s) {
   layer_buffers(s);
 }
 static clattn_status thl_run(scenario *s) {
-  const clattn_th_layer_desc d = {.size = sizeof(clattn_th_layer_desc), .d_model = 16, .heads_k = 2, .heads = 3,
-                                  .heads_v = 2, .head_dim_k = 8,
+  const clattn_th_layer_desc d = {.size = sizeof(clattn_th_layer_desc),
+                                  .d_model = 16,
+                                  .heads_k = 2,
+                                  .heads = 3,
+                                  .heads_v = 2,
+                                  .head_dim_k = 8,
                                   .head_dim_v = 8};
   clattn_status st = clattn_layer_create_talking_heads(
       s->ctx, &d, s->mem[0], s->mem[1], s->mem[2], s->mem[3], s->mem[4],
@@ -371,7 +397,8 @@ static void eff_setup(scenario *s) {
   layer_buffers(s);
 }
 static clattn_status eff_run(scenario *s) {
-  const clattn_hh_layer_desc d = {.size = sizeof(clattn_hh_layer_desc), .d_model = 16, .heads = 2};
+  const clattn_hh_layer_desc d = {
+      .size = sizeof(clattn_hh_layer_desc), .d_model = 16, .heads = 2};
   clattn_status st = clattn_layer_create_efficient(s->ctx, &d, s->mem[0],
                                                    s->mem[1], &s->layer);
   return st == CLATTN_OK ? layer_steps(s) : st;
@@ -389,8 +416,13 @@ static void sh_setup(scenario *s) {
   layer_buffers(s);
 }
 static clattn_status sh_run(scenario *s) {
-  const clattn_switchhead_layer_desc d = {.size = sizeof(clattn_switchhead_layer_desc), 
-      .d_model = 16, .heads = 2, .head_dim = 8, .experts = 4, .topk = 2};
+  const clattn_switchhead_layer_desc d = {
+      .size = sizeof(clattn_switchhead_layer_desc),
+      .d_model = 16,
+      .heads = 2,
+      .head_dim = 8,
+      .experts = 4,
+      .topk = 2};
   clattn_status st = clattn_layer_create_switchhead(
       s->ctx, &d, s->mem[0], s->mem[1], s->mem[2], s->mem[3], s->mem[4],
       s->mem[5], &s->layer);
@@ -403,8 +435,12 @@ static clattn_status sh_run(scenario *s) {
 
 static void gqa_cached_setup(scenario *s) {
   gqa_setup(s);
-  const clattn_layer_desc d = {.size = sizeof(clattn_layer_desc), .d_model = 16, .heads_q = 2, .heads_kv = 1,
-                               .head_dim_k = 8, .head_dim_v = 8};
+  const clattn_layer_desc d = {.size = sizeof(clattn_layer_desc),
+                               .d_model = 16,
+                               .heads_q = 2,
+                               .heads_kv = 1,
+                               .head_dim_k = 8,
+                               .head_dim_v = 8};
   clattn_status st = clattn_layer_create(s->ctx, &d, s->mem[0], s->mem[1],
                                          s->mem[2], s->mem[3], &s->layer);
   cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(s->ctx));
@@ -415,8 +451,7 @@ static void gqa_cached_setup(scenario *s) {
   cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(s->ctx));
 }
 static clattn_status gqa_decode_run(scenario *s) {
-  return clattn_layer_decode(s->layer, s->cache, s->mem[10], s->mem[11],
-                             NULL);
+  return clattn_layer_decode(s->layer, s->cache, s->mem[10], s->mem[11], NULL);
 }
 static int cached_result(scenario *s, float *out) {
   read_floats(s->ctx, s->mem[11], out, LAYER_B * LAYER_D);
@@ -507,7 +542,8 @@ static clattn_status tune_decode_run(scenario *s) {
 static int tune_absorbed(scenario *s, const char *call, const char *code) {
   clattn_tune_entry *rows = NULL;
   int n = 0, found = 0;
-  clattn_status st = clattn_db_list_tune(s->db, NULL, NULL, NULL, sizeof *rows, &rows, &n);
+  clattn_status st =
+      clattn_db_list_tune(s->db, NULL, NULL, NULL, sizeof *rows, &rows, &n);
   cr_assert_eq(st, CLATTN_OK, "list_tune: %s", clattn_db_errmsg(s->db));
   for (int i = 0; i < n; i++)
     found |= strcmp(rows[i].status, "ok") != 0 &&
@@ -518,8 +554,10 @@ static int tune_absorbed(scenario *s, const char *call, const char *code) {
 }
 
 #define SCENARIO(n, su, r, u, res)                                             \
-  {.name = n, .setup = su, .run = r, .undo = u, .result = res,                \
-   .teardown = common_teardown}
+  {                                                                            \
+    .name = n, .setup = su, .run = r, .undo = u, .result = res,                \
+    .teardown = common_teardown                                                \
+  }
 static const scenario all_scenarios[] = {
     SCENARIO("clattn_ctx_create", ctx_setup, ctx_run, ctx_undo, NULL),
     SCENARIO("clattn_attention", attn_setup, attn_run, NULL, attn_result),
@@ -533,20 +571,27 @@ static const scenario all_scenarios[] = {
              layer_undo, layer_result),
     SCENARIO("talking-heads layer create + prefill + decode", thl_setup,
              thl_run, layer_undo, layer_result),
-    {.name = "clattn_tune_attention", .setup = tune_setup, .run = tune_run,
-     .teardown = common_teardown, .absorbed = tune_absorbed},
+    {.name = "clattn_tune_attention",
+     .setup = tune_setup,
+     .run = tune_run,
+     .teardown = common_teardown,
+     .absorbed = tune_absorbed},
     SCENARIO("Efficient layer create + prefill + decode", eff_setup, eff_run,
              layer_undo, layer_result),
     SCENARIO("SwitchHead layer create + prefill + decode", sh_setup, sh_run,
              layer_undo, layer_result),
-    {.name = "GQA layer decode after a prefill", .setup = gqa_cached_setup,
-     .run = gqa_decode_run, .result = cached_result,
+    {.name = "GQA layer decode after a prefill",
+     .setup = gqa_cached_setup,
+     .run = gqa_decode_run,
+     .result = cached_result,
      .teardown = cached_teardown},
-    {.name = "clattn_tune_decode", .setup = tune_setup,
-     .run = tune_decode_run, .teardown = common_teardown,
+    {.name = "clattn_tune_decode",
+     .setup = tune_setup,
+     .run = tune_decode_run,
+     .teardown = common_teardown,
      .absorbed = tune_absorbed},
-    SCENARIO("clattn_db_open + put + list + export + import", db_setup,
-             db_run, db_undo, NULL),
+    SCENARIO("clattn_db_open + put + list + export + import", db_setup, db_run,
+             db_undo, NULL),
 };
 
 static scenario find_scenario(const char *name) {
@@ -616,22 +661,21 @@ static void alloc_sweep(const char *name) {
     long count = fault_alloc_disarm();
     fault_cl_disarm();
     if (!fault_alloc_fired()) {
-      cr_assert_eq(st, CLATTN_OK, "%s: no failure injected, yet %s: %s",
-                   name, clattn_status_str(st), scenario_errmsg(&s));
+      cr_assert_eq(st, CLATTN_OK, "%s: no failure injected, yet %s: %s", name,
+                   clattn_status_str(st), scenario_errmsg(&s));
       expect_same(&s, golden, n_out, "a clean run");
       s.teardown(&s);
       cr_assert_eq(fault_alloc_live(), 0, "%s: %ld blocks leaked", name,
                    fault_alloc_live());
-      cr_assert_eq(fault_cl_live(), 0, "%s: %ld OpenCL objects leaked",
-                   name, fault_cl_live());
+      cr_assert_eq(fault_cl_live(), 0, "%s: %ld OpenCL objects leaked", name,
+                   fault_cl_live());
       cr_log_info("%s: %ld allocations, %ld of them failed in turn (%ld "
                   "program-cache reads: built from source)",
                   name, count, injected, fallbacks);
       return;
     }
     injected++;
-    snprintf(after, sizeof after, "failing allocation %ld %s", n,
-             alloc_site());
+    snprintf(after, sizeof after, "failing allocation %ld %s", n, alloc_site());
     /* A failed read of the program-binary cache is a cache miss: the
      * call builds from source (the suite's cache is warm, so a source
      * build means exactly that) and must then be right. */
@@ -651,20 +695,19 @@ static void alloc_sweep(const char *name) {
     }
     cr_assert_eq(st, CLATTN_ERR_NOMEM, "%s %s: %s (%s)", name, after,
                  clattn_status_str(st), scenario_errmsg(&s));
-    cr_assert(scenario_errmsg(&s)[0] != '\0', "%s %s: no message", name,
-              after);
+    cr_assert(scenario_errmsg(&s)[0] != '\0', "%s %s: no message", name, after);
     /* the context stays usable: the same call again, without a fault */
     if (s.undo)
       s.undo(&s);
     st = s.run(&s);
-    cr_assert_eq(st, CLATTN_OK, "%s %s, then a clean run: %s (%s)", name,
-                 after, clattn_status_str(st), scenario_errmsg(&s));
+    cr_assert_eq(st, CLATTN_OK, "%s %s, then a clean run: %s (%s)", name, after,
+                 clattn_status_str(st), scenario_errmsg(&s));
     expect_same(&s, golden, n_out, after);
     s.teardown(&s);
-    cr_assert_eq(fault_alloc_live(), 0, "%s %s: %ld blocks leaked", name,
-                 after, fault_alloc_live());
-    cr_assert_eq(fault_cl_live(), 0, "%s %s: %ld OpenCL objects leaked",
-                 name, after, fault_cl_live());
+    cr_assert_eq(fault_alloc_live(), 0, "%s %s: %ld blocks leaked", name, after,
+                 fault_alloc_live());
+    cr_assert_eq(fault_cl_live(), 0, "%s %s: %ld OpenCL objects leaked", name,
+                 after, fault_cl_live());
   }
 }
 
@@ -700,9 +743,7 @@ Test(alloc, db, .timeout = 300) {
   alloc_sweep("clattn_db_open + put + list + export + import");
 }
 Test(alloc, tune, .timeout = 300) { alloc_sweep("clattn_tune_attention"); }
-Test(alloc, tune_decode, .timeout = 300) {
-  alloc_sweep("clattn_tune_decode");
-}
+Test(alloc, tune_decode, .timeout = 300) { alloc_sweep("clattn_tune_decode"); }
 
 /* ------------------------------------------------------ OpenCL call sweep */
 
@@ -727,14 +768,14 @@ static void cl_sweep(const char *name, cl_int code) {
     snprintf(after, sizeof after, "failing OpenCL call %ld (%s) with %s", n,
              call, code_text);
     if (call[0] == '\0') {
-      cr_assert_eq(st, CLATTN_OK, "%s: no failure injected, yet %s: %s",
-                   name, clattn_status_str(st), scenario_errmsg(&s));
+      cr_assert_eq(st, CLATTN_OK, "%s: no failure injected, yet %s: %s", name,
+                   clattn_status_str(st), scenario_errmsg(&s));
       expect_same(&s, golden, n_out, "a clean run");
       s.teardown(&s);
       cr_assert_eq(fault_alloc_live(), 0, "%s: %ld blocks leaked", name,
                    fault_alloc_live());
-      cr_assert_eq(fault_cl_live(), 0, "%s: %ld OpenCL objects leaked",
-                   name, fault_cl_live());
+      cr_assert_eq(fault_cl_live(), 0, "%s: %ld OpenCL objects leaked", name,
+                   fault_cl_live());
       cr_log_info("%s: %ld OpenCL calls, %ld of them failed in turn with %s "
                   "(%ld program-binary loads: built from source)",
                   name, count, injected, code_text, fallbacks);
@@ -752,9 +793,9 @@ static void cl_sweep(const char *name, cl_int code) {
                   "%s %s: success%s", name, after,
                   s.absorbed ? ", and no rejected candidate names it" : "");
     } else {
-      const clattn_status want =
-          strcmp(call, "clBuildProgram") == 0 ? CLATTN_ERR_BUILD
-                                              : CLATTN_ERR_OPENCL;
+      const clattn_status want = strcmp(call, "clBuildProgram") == 0
+                                     ? CLATTN_ERR_BUILD
+                                     : CLATTN_ERR_OPENCL;
       cr_assert_eq(st, want, "%s %s: %s (%s)", name, after,
                    clattn_status_str(st), scenario_errmsg(&s));
       const char *msg = scenario_errmsg(&s);
@@ -769,10 +810,10 @@ static void cl_sweep(const char *name, cl_int code) {
     }
     expect_same(&s, golden, n_out, after);
     s.teardown(&s);
-    cr_assert_eq(fault_alloc_live(), 0, "%s %s: %ld blocks leaked", name,
-                 after, fault_alloc_live());
-    cr_assert_eq(fault_cl_live(), 0, "%s %s: %ld OpenCL objects leaked",
-                 name, after, fault_cl_live());
+    cr_assert_eq(fault_alloc_live(), 0, "%s %s: %ld blocks leaked", name, after,
+                 fault_alloc_live());
+    cr_assert_eq(fault_cl_live(), 0, "%s %s: %ld OpenCL objects leaked", name,
+                 after, fault_cl_live());
   }
 }
 
@@ -843,8 +884,7 @@ Test(build, fails_then_builds, .timeout = 300) {
   cr_assert(strstr(msg, "fault.c: injected build error") != NULL,
             "no build log: %s", msg);
   cr_assert(strstr(msg, "CL_BUILD_PROGRAM_FAILURE") != NULL, "%s", msg);
-  cr_assert_eq(files_in(cache), 0, "a failed build left a file in %s",
-               cache);
+  cr_assert_eq(files_in(cache), 0, "a failed build left a file in %s", cache);
   clattn_cache_stats cs = {.size = sizeof(clattn_cache_stats)};
   clattn_ctx_cache_stats(s.ctx, &cs);
   cr_assert_eq(cs.disk_writes, 0);
@@ -895,11 +935,12 @@ static void fill_db(const char *path, int rows) {
 
 static int count_rows(const char *path) {
   clattn_db *db = NULL;
-  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK, "reopening %s: %s",
-               path, clattn_db_errmsg(NULL));
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK, "reopening %s: %s", path,
+               clattn_db_errmsg(NULL));
   clattn_tune_entry *rows = NULL;
   int n = 0;
-  clattn_status st = clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *rows, &rows, &n);
+  clattn_status st =
+      clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *rows, &rows, &n);
   cr_assert_eq(st, CLATTN_OK, "listing %s: %s", path, clattn_db_errmsg(db));
   clattn_free(rows);
   clattn_db_close(db);
@@ -986,8 +1027,7 @@ Test(disk_full, export, .timeout = 120) {
 /* An export to a full device (/dev/full as the directory's file is not
  * possible: the library writes path.tmp; a FIFO-free stand-in is stdout
  * redirected to /dev/full). */
-static clattn_status export_stdout_fn(const char *path, char *msg,
-                                      size_t cap) {
+static clattn_status export_stdout_fn(const char *path, char *msg, size_t cap) {
   if (freopen("/dev/full", "w", stdout) == NULL)
     _exit(102);
   clattn_db *db = NULL;

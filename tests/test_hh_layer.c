@@ -21,7 +21,7 @@ typedef struct hhshape {
 } hhshape;
 
 static const hhshape shapes[] = {
-    {2, 9, 20, 4, 9},  /* head width 5, n == max_len */
+    {2, 9, 20, 4, 9},   /* head width 5, n == max_len */
     {1, 11, 18, 2, 16}, /* head width 9, n < max_len */
 };
 enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
@@ -46,9 +46,10 @@ typedef struct fixture {
 } fixture;
 
 static clattn_hh_layer_desc desc_of(clattn_hh_variant v, const hhshape *s) {
-  const clattn_hh_layer_desc d = {.size = sizeof(clattn_hh_layer_desc), 
-      .d_model = s->D, .heads = s->h,
-      .max_len = v == CLATTN_HH_SUPER ? s->l : 0};
+  const clattn_hh_layer_desc d = {.size = sizeof(clattn_hh_layer_desc),
+                                  .d_model = s->D,
+                                  .heads = s->h,
+                                  .max_len = v == CLATTN_HH_SUPER ? s->l : 0};
   return d;
 }
 
@@ -111,22 +112,21 @@ static void fx_free(fixture *f) {
 static void ref_y(const fixture *f, int n, int causal, const float *x,
                   float *y) {
   const hhshape *s = &f->s;
-  ref_hh_layer((int)f->v, s->b, n, s->D, s->h, s->l, 0.0, causal, x,
-               f->w[W_Q], f->w[W_K], f->w[W_A], f->w[W_O], y);
+  ref_hh_layer((int)f->v, s->b, n, s->D, s->h, s->l, 0.0, causal, x, f->w[W_Q],
+               f->w[W_K], f->w[W_A], f->w[W_O], y);
 }
 
 /* Rows [r0, r0+nr) of x through the fixture's layer (c may be NULL). */
-static void prefill_rows(fixture *f, clattn_kv_cache *c, const float *x,
-                         int r0, int nr, int causal, float *y) {
-  tu_layer_prefill_rows(f->ctx, f->layer, c, f->s.b, f->s.n, f->s.D, x, r0,
-                        nr, causal, y);
+static void prefill_rows(fixture *f, clattn_kv_cache *c, const float *x, int r0,
+                         int nr, int causal, float *y) {
+  tu_layer_prefill_rows(f->ctx, f->layer, c, f->s.b, f->s.n, f->s.D, x, r0, nr,
+                        causal, y);
 }
 
-static void describe(const fixture *f, const char *tag, char *buf,
-                     size_t cap) {
+static void describe(const fixture *f, const char *tag, char *buf, size_t cap) {
   const hhshape *s = &f->s;
-  snprintf(buf, cap, "%s %s b=%d n=%d D=%d h=%d l=%d", variant_names[f->v],
-           tag, s->b, s->n, s->D, s->h, s->l);
+  snprintf(buf, cap, "%s %s b=%d n=%d D=%d h=%d l=%d", variant_names[f->v], tag,
+           s->b, s->n, s->D, s->h, s->l);
 }
 
 /* Prefill without a cache, causal and not, against the reference; Super's
@@ -144,8 +144,7 @@ Test(hh_layer, prefill_matches_reference, .timeout = 900) {
         tu_rng r = tu_rng_seed(100u + (unsigned)si);
         tu_fill(&r, x, nx, 1.0f);
         char what[160];
-        describe(&f, causal ? "prefill causal" : "prefill", what,
-                 sizeof what);
+        describe(&f, causal ? "prefill causal" : "prefill", what, sizeof what);
         prefill_rows(&f, NULL, x, 0, s->n, causal, y);
         ref_y(&f, s->n, causal, x, yref);
         tu_check(what, y, yref, nx, clattn__tolerance(CLATTN_F32));
@@ -217,8 +216,7 @@ Test(hh_layer, super_length_limit, .timeout = 900) {
   st = clattn_layer_prefill(f.layer, c, 1, s.l, 1, dx, dy, NULL);
   cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(f.ctx));
   st = clattn_layer_decode(f.layer, c, dx, dy, NULL);
-  cr_expect_eq(st, CLATTN_ERR_CAPACITY, "decode past max_len -> %d",
-               (int)st);
+  cr_expect_eq(st, CLATTN_ERR_CAPACITY, "decode past max_len -> %d", (int)st);
   cr_expect_eq(clattn_kv_cache_len(c), s.l);
   clattn_kv_cache_destroy(c);
   tu_release(dx);
@@ -245,8 +243,8 @@ Test(hh_layer, misuse, .timeout = 900) {
         continue;
       w[i] = NULL;
       clattn_status st = create(f.ctx, v, &d, w, &l);
-      cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "%s: NULL weight %d -> %d",
-                   name, i, (int)st);
+      cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "%s: NULL weight %d -> %d", name,
+                   i, (int)st);
       cr_expect_null(l, "out not NULL after failure");
       w[i] = f.dw[i];
     }

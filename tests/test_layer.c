@@ -22,15 +22,15 @@ typedef struct lshape {
 } lshape;
 
 static const lshape full_shapes[] = {
-    {1, 23, 64, 4, 4, 16, 16},  /* MHA */
-    {2, 40, 64, 8, 2, 16, 16},  /* GQA */
-    {2, 17, 96, 6, 1, 16, 24},  /* MQA, dk != dv */
-    {1, 33, 96, 3, 3, 32, 32},  /* MHA, D != hq * dk */
+    {1, 23, 64, 4, 4, 16, 16}, /* MHA */
+    {2, 40, 64, 8, 2, 16, 16}, /* GQA */
+    {2, 17, 96, 6, 1, 16, 24}, /* MQA, dk != dv */
+    {1, 33, 96, 3, 3, 32, 32}, /* MHA, D != hq * dk */
 };
 /* CLATTN_TEST_SUBSET=small (Oclgrind): GQA and MQA (dk != dv), short. */
 static const lshape small_shapes[] = {
-    {2, 9, 32, 4, 2, 8, 8},    /* GQA */
-    {2, 7, 48, 6, 1, 8, 12},   /* MQA, dk != dv */
+    {2, 9, 32, 4, 2, 8, 8},  /* GQA */
+    {2, 7, 48, 6, 1, 8, 12}, /* MQA, dk != dv */
 };
 static const lshape *shapes = full_shapes;
 static int n_shapes = (int)(sizeof full_shapes / sizeof full_shapes[0]);
@@ -72,9 +72,13 @@ static void fx_init(fixture *f, const lshape *s, unsigned seed) {
   f->dwk = tu_upload(f->ctx, f->wk, nk, CLATTN_F32);
   f->dwv = tu_upload(f->ctx, f->wv, nv, CLATTN_F32);
   f->dwo = tu_upload(f->ctx, f->wo, no, CLATTN_F32);
-  clattn_layer_desc d = {.size = sizeof(clattn_layer_desc), .d_model = s->D, .heads_q = s->hq,
-                         .heads_kv = s->hkv, .head_dim_k = s->dk,
-                         .head_dim_v = s->dv, .scale = 0.0f};
+  clattn_layer_desc d = {.size = sizeof(clattn_layer_desc),
+                         .d_model = s->D,
+                         .heads_q = s->hq,
+                         .heads_kv = s->hkv,
+                         .head_dim_k = s->dk,
+                         .head_dim_v = s->dv,
+                         .scale = 0.0f};
   clattn_status st = clattn_layer_create(f->ctx, &d, f->dwq, f->dwk, f->dwv,
                                          f->dwo, &f->layer);
   cr_assert(st == CLATTN_OK && f->layer, "clattn_layer_create: %d %s: %s",
@@ -103,8 +107,8 @@ static void describe(const lshape *s, const char *tag, char *buf, size_t cap) {
 }
 
 /* [b, nr, D] slice of x at rows r0.. as a fresh device buffer. */
-static cl_mem upload_rows(clattn_ctx *ctx, const float *x, int b, int n,
-                          int D, int r0, int nr) {
+static cl_mem upload_rows(clattn_ctx *ctx, const float *x, int b, int n, int D,
+                          int r0, int nr) {
   float *t = tu_alloc((size_t)b * nr * D * 4);
   tu_rows_get(x, b, n, D, r0, nr, t);
   cl_mem m = tu_upload(ctx, t, (size_t)b * nr * D, CLATTN_F32);
@@ -129,8 +133,8 @@ Test(layer, prefill_matches_reference, .timeout = 900) {
     for (int causal = 0; causal < 2; causal++) {
       char what[160];
       describe(s, causal ? "prefill causal" : "prefill", what, sizeof what);
-      clattn_status st = clattn_layer_prefill(f.layer, NULL, s->b, s->n,
-                                              causal, dx, dy, NULL);
+      clattn_status st =
+          clattn_layer_prefill(f.layer, NULL, s->b, s->n, causal, dx, dy, NULL);
       cr_assert(st == CLATTN_OK, "%s: %d %s: %s", what, (int)st,
                 clattn_status_str(st), clattn_ctx_errmsg(f.ctx));
       tu_download(f.ctx, dy, y, nx, CLATTN_F32);
@@ -174,8 +178,8 @@ Test(layer, cache_prefill_then_decode, .timeout = 900) {
     /* the library's own one-shot causal prefill */
     cl_mem dx = tu_upload(f.ctx, x, nx, CLATTN_F32);
     cl_mem dy = tu_sentinel(f.ctx, nx, CLATTN_F32, 0xff);
-    clattn_status st = clattn_layer_prefill(f.layer, NULL, b, n, 1, dx, dy,
-                                            NULL);
+    clattn_status st =
+        clattn_layer_prefill(f.layer, NULL, b, n, 1, dx, dy, NULL);
     cr_assert(st == CLATTN_OK, "%s", clattn_ctx_errmsg(f.ctx));
     tu_download(f.ctx, dy, ylib, nx, CLATTN_F32);
 
@@ -346,14 +350,17 @@ Test(layer, misuse, .timeout = 900) {
   fixture f;
   fx_init(&f, s, 41);
   clattn_layer *l = (clattn_layer *)0x1;
-  clattn_layer_desc d = {.size = sizeof(clattn_layer_desc), .d_model = s->D, .heads_q = s->hq,
-                         .heads_kv = s->hkv, .head_dim_k = s->dk,
+  clattn_layer_desc d = {.size = sizeof(clattn_layer_desc),
+                         .d_model = s->D,
+                         .heads_q = s->hq,
+                         .heads_kv = s->hkv,
+                         .head_dim_k = s->dk,
                          .head_dim_v = s->dv};
   /* hq % hkv != 0 */
   clattn_layer_desc bad = d;
   bad.heads_kv = 3;
-  clattn_status st = clattn_layer_create(f.ctx, &bad, f.dwq, f.dwk, f.dwv,
-                                         f.dwo, &l);
+  clattn_status st =
+      clattn_layer_create(f.ctx, &bad, f.dwq, f.dwk, f.dwv, f.dwo, &l);
   cr_expect_eq(st, CLATTN_ERR_SHAPE, "hq %% hkv != 0 -> %d", (int)st);
   cr_expect_null(l, "out not NULL after failure");
   /* NULL weight */
@@ -365,8 +372,7 @@ Test(layer, misuse, .timeout = 900) {
   bad = d;
   bad.d_model = 2 * s->D;
   st = clattn_layer_create(f.ctx, &bad, f.dwq, f.dwk, f.dwv, f.dwo, &l);
-  cr_expect_eq(st, CLATTN_ERR_BUFFER_TOO_SMALL, "small weights -> %d",
-               (int)st);
+  cr_expect_eq(st, CLATTN_ERR_BUFFER_TOO_SMALL, "small weights -> %d", (int)st);
   /* NULL ctx */
   st = clattn_layer_create(NULL, &d, f.dwq, f.dwk, f.dwv, f.dwo, &l);
   cr_expect_eq(st, CLATTN_ERR_MISUSE, "NULL ctx -> %d", (int)st);
@@ -378,8 +384,7 @@ Test(layer, misuse, .timeout = 900) {
   /* decode with a NULL cache */
   cl_mem x = tu_buffer(f.ctx, (size_t)s->D * 4);
   st = clattn_layer_decode(f.layer, NULL, x, x, NULL);
-  cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "decode NULL cache -> %d",
-               (int)st);
+  cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "decode NULL cache -> %d", (int)st);
   /* prefill with x too small */
   cl_mem y = tu_buffer(f.ctx, (size_t)s->n * s->D * 4);
   st = clattn_layer_prefill(f.layer, NULL, 1, s->n, 1, x, y, NULL);

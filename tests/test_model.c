@@ -47,11 +47,23 @@ static int type_bytes(const char *s) {
   if (strncmp(s, "Dh", 2) == 0)
     return 2;
   switch (*s) {
-  case 'f': case 'i': case 'j': return 4;
-  case 's': case 't': return 2;
-  case 'c': case 'h': case 'a': return 1;
-  case 'd': case 'l': case 'm': return 8;
-  default: return 0;
+  case 'f':
+  case 'i':
+  case 'j':
+    return 4;
+  case 's':
+  case 't':
+    return 2;
+  case 'c':
+  case 'h':
+  case 'a':
+    return 1;
+  case 'd':
+  case 'l':
+  case 'm':
+    return 8;
+  default:
+    return 0;
   }
 }
 
@@ -214,8 +226,7 @@ static void predict(const model_case *mc, clattn_prediction *pr) {
                         &pr->kernel[0]);
     return;
   }
-  cr_assert_eq(model_case_desc(mc, &F, d), CLATTN_OK, "%s: bad case",
-               mc->name);
+  cr_assert_eq(model_case_desc(mc, &F, d), CLATTN_OK, "%s: bad case", mc->name);
   const clattn_status st = clattn__model(F, d, ints, &prof, pr);
   cr_assert_eq(st, CLATTN_OK, "%s: model failed: %s", mc->name, pr->errmsg);
 }
@@ -256,21 +267,28 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
                 c->bytes_written, k->fma, c->fma_issued, k->exp2,
                 c->exp2_issued);
     if (mc->family != NULL)
-      cr_expect(k->load > 0, "%s / %s: nothing loaded?", mc->name,
-                c->kernel);
+      cr_expect(k->load > 0, "%s / %s: nothing loaded?", mc->name, c->kernel);
     else
-      cr_expect_eq(k->local, c->local_bytes, "%s / %s: local bytes %.0f, "
-                   "model %.0f", mc->name, c->kernel, k->local,
-                   c->local_bytes);
-    cr_expect_eq(k->load, c->bytes_read, "%s / %s: global load bytes %.0f, "
-                 "model %.0f", mc->name, c->kernel, k->load, c->bytes_read);
-    cr_expect_eq(k->store, c->bytes_written, "%s / %s: global store bytes "
-                 "%.0f, model %.0f", mc->name, c->kernel, k->store,
-                 c->bytes_written);
-    cr_expect_eq(k->fma, c->fma_issued, "%s / %s: FMA lanes %.0f, model "
-                 "%.0f", mc->name, c->kernel, k->fma, c->fma_issued);
-    cr_expect_eq(k->exp2, c->exp2_issued, "%s / %s: exp2 lanes %.0f, model "
-                 "%.0f", mc->name, c->kernel, k->exp2, c->exp2_issued);
+      cr_expect_eq(k->local, c->local_bytes,
+                   "%s / %s: local bytes %.0f, "
+                   "model %.0f",
+                   mc->name, c->kernel, k->local, c->local_bytes);
+    cr_expect_eq(k->load, c->bytes_read,
+                 "%s / %s: global load bytes %.0f, "
+                 "model %.0f",
+                 mc->name, c->kernel, k->load, c->bytes_read);
+    cr_expect_eq(k->store, c->bytes_written,
+                 "%s / %s: global store bytes "
+                 "%.0f, model %.0f",
+                 mc->name, c->kernel, k->store, c->bytes_written);
+    cr_expect_eq(k->fma, c->fma_issued,
+                 "%s / %s: FMA lanes %.0f, model "
+                 "%.0f",
+                 mc->name, c->kernel, k->fma, c->fma_issued);
+    cr_expect_eq(k->exp2, c->exp2_issued,
+                 "%s / %s: exp2 lanes %.0f, model "
+                 "%.0f",
+                 mc->name, c->kernel, k->exp2, c->exp2_issued);
   }
   unlink(out);
   char icd[600];
@@ -291,8 +309,20 @@ static clattn_profile gpu(void) {
 Test(model, useful_flops) {
   const clattn_profile p = gpu();
   clattn_prediction pr = {.size = sizeof(clattn_prediction)};
-  clattn_attn_desc d = {sizeof(clattn_attn_desc), 2, 100, 300, 8, 2, 64, 32, CLATTN_F16, CLATTN_BSHD,
-                        CLATTN_BSHD, 0.0f, 0, NULL};
+  clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                        2,
+                        100,
+                        300,
+                        8,
+                        2,
+                        64,
+                        32,
+                        CLATTN_F16,
+                        CLATTN_BSHD,
+                        CLATTN_BSHD,
+                        0.0f,
+                        0,
+                        NULL};
   cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK, "%s",
                pr.errmsg);
   cr_expect_eq(pr.total.flops, 2.0 * 2 * 8 * 100 * 300 * (64 + 32));
@@ -316,12 +346,24 @@ Test(model, bytes_and_rereads) {
   const clattn_profile p = gpu();
   clattn_prediction pr = {.size = sizeof(clattn_prediction)};
   const clattn_params par = {sizeof(clattn_params), 2, 0, 32, 64, 0, 0, 0};
-  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 200, 500, 8, 2, 64, 64, CLATTN_F16,
-                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, &par};
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                              1,
+                              200,
+                              500,
+                              8,
+                              2,
+                              64,
+                              64,
+                              CLATTN_F16,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              0,
+                              &par};
   cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK);
   const double q = 2.0 * 200 * 8 * 64, kv = 2.0 * 500 * 2 * 128;
   cr_expect_eq(pr.total.bytes_compulsory, q + kv + q);
-  const double rkv = ceil(200.0 * 4 / 64); /* 13 row groups */
+  const double rkv = ceil(200.0 * 4 / 64);       /* 13 row groups */
   const double lens_q = 64.0 * 2 * 64 * rkv * 2; /* q rows, per item */
   cr_expect_eq(pr.total.bytes_read, rkv * kv + lens_q);
   cr_expect_eq(pr.total.bytes_written, q);
@@ -339,8 +381,17 @@ Test(model, decode_intensity) {
   double t[3];
   for (int i = 0; i < 3; i++) {
     clattn_prediction pr = {.size = sizeof(clattn_prediction)};
-    const clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 32768, 32, hkvs[i], 128, 128,
-                                  CLATTN_F16, CLATTN_BHSD, 0.0f, NULL};
+    const clattn_decode_desc d = {sizeof(clattn_decode_desc),
+                                  1,
+                                  32768,
+                                  32,
+                                  hkvs[i],
+                                  128,
+                                  128,
+                                  CLATTN_F16,
+                                  CLATTN_BHSD,
+                                  0.0f,
+                                  NULL};
     cr_assert_eq(clattn_model_decode(&d, NULL, &p, &pr), CLATTN_OK, "%s",
                  pr.errmsg);
     const double g = 32.0 / hkvs[i];
@@ -350,8 +401,8 @@ Test(model, decode_intensity) {
     /* A100 ridge: 19.5 TFLOP/s / 1555 GB/s = 12.5 FLOP/B, so MHA (1) and
      * GQA-8 (4) are memory-bound; MQA (32) is compute-bound on the FP32
      * vector units, and its speed-up stays below h = 32 */
-    cr_expect_eq(pr.total.bound, g < 12.5 ? CLATTN_BOUND_MEMORY
-                                          : CLATTN_BOUND_COMPUTE,
+    cr_expect_eq(pr.total.bound,
+                 g < 12.5 ? CLATTN_BOUND_MEMORY : CLATTN_BOUND_COMPUTE,
                  "h_kv=%d", hkvs[i]);
     t[i] = pr.total.t_pred;
   }
@@ -389,24 +440,38 @@ Test(model, cpu_tile_fits_registers) {
            {16, "GenuineIntel", 8, 32},
            {4, "ARM", 4, 16},
            {4, "GenuineIntel", 2, 16}};
-  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 300, 300, 4, 4, 64, 64, CLATTN_F32,
-                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                              1,
+                              300,
+                              300,
+                              4,
+                              4,
+                              64,
+                              64,
+                              CLATTN_F32,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              1,
+                              NULL};
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     const clattn_profile p = cpu(c[i].vw, c[i].vendor);
     clattn_prediction pr = {.size = sizeof(clattn_prediction)};
     cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK, "%s",
                  pr.errmsg);
     cr_expect_eq(tu_params(pr.params).variant, 1);
-    cr_expect(tu_params(pr.params).rows == c[i].rows && tu_params(pr.params).keys == c[i].keys,
+    cr_expect(tu_params(pr.params).rows == c[i].rows &&
+                  tu_params(pr.params).keys == c[i].keys,
               "width %u %s: rows %d keys %d, expected %d x %d", c[i].vw,
-              c[i].vendor, tu_params(pr.params).rows, tu_params(pr.params).keys, c[i].rows,
-              c[i].keys);
+              c[i].vendor, tu_params(pr.params).rows, tu_params(pr.params).keys,
+              c[i].rows, c[i].keys);
     cr_expect_eq(pr.total.fma_spilled, 0.0);
   }
   /* AVX2 with the AVX-512 tile: 5 * 8 + 1 = 41 vectors live, 25 of its 32
    * accumulators beyond the 16 registers */
   const clattn_profile p = cpu(8, "AuthenticAMD");
-  clattn_prediction fit = {.size = sizeof(clattn_prediction)}, big = {.size = sizeof(clattn_prediction)};
+  clattn_prediction fit = {.size = sizeof(clattn_prediction)},
+                    big = {.size = sizeof(clattn_prediction)};
   const clattn_params bp = {sizeof(clattn_params), 1, 4, 64, 0, 0, 0, 0};
   clattn_attn_desc db = d;
   db.params = &bp;
@@ -428,8 +493,20 @@ Test(model, cpu_tile_fits_registers) {
 Test(model, roofline) {
   const clattn_profile p = gpu();
   clattn_prediction pr = {.size = sizeof(clattn_prediction)};
-  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 4096, 4096, 32, 32, 128, 128, CLATTN_F16,
-                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, NULL};
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                              1,
+                              4096,
+                              4096,
+                              32,
+                              32,
+                              128,
+                              128,
+                              CLATTN_F16,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              0,
+                              NULL};
   cr_assert_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_OK);
   const clattn_cost *c = &pr.kernel[0];
   cr_expect_eq(c->bound, CLATTN_BOUND_COMPUTE);
@@ -439,8 +516,20 @@ Test(model, roofline) {
             "t_compute %g", c->t_compute);
   cr_expect(fabs(pr.ridge - 19490.0 / 1555.0) < 1e-9, "ridge %g", pr.ridge);
   /* one tiny call is launch-bound */
-  const clattn_attn_desc s = {sizeof(clattn_attn_desc), 1, 1, 8, 1, 1, 16, 16, CLATTN_F32,
-                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, NULL};
+  const clattn_attn_desc s = {sizeof(clattn_attn_desc),
+                              1,
+                              1,
+                              8,
+                              1,
+                              1,
+                              16,
+                              16,
+                              CLATTN_F32,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              0,
+                              NULL};
   cr_assert_eq(clattn_model_attention(&s, NULL, &p, &pr), CLATTN_OK);
   cr_expect_eq(pr.total.bound, CLATTN_BOUND_LAUNCH);
 }
@@ -448,15 +537,29 @@ Test(model, roofline) {
 /* A layer is the sum of its kernels: four projections and the core. */
 Test(model, layer_is_sum) {
   const clattn_profile p = gpu();
-  clattn_prediction pr = {.size = sizeof(clattn_prediction)}, core = {.size = sizeof(clattn_prediction)};
-  const clattn_layer_desc L = {sizeof(clattn_layer_desc), 512, 8, 2, 64, 64, 0.0f};
-  cr_assert_eq(clattn_model_layer(&L, 2, 128, 0, 1, &p, &pr), CLATTN_OK,
-               "%s", pr.errmsg);
-  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 2, 128, 128, 8, 2, 64, 64, CLATTN_F32,
-                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)},
+                    core = {.size = sizeof(clattn_prediction)};
+  const clattn_layer_desc L = {
+      sizeof(clattn_layer_desc), 512, 8, 2, 64, 64, 0.0f};
+  cr_assert_eq(clattn_model_layer(&L, 2, 128, 0, 1, &p, &pr), CLATTN_OK, "%s",
+               pr.errmsg);
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                              2,
+                              128,
+                              128,
+                              8,
+                              2,
+                              64,
+                              64,
+                              CLATTN_F32,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              1,
+                              NULL};
   cr_assert_eq(clattn_model_attention(&d, NULL, &p, &core), CLATTN_OK);
-  const double proj = 2.0 * 256 * 512 * (512 + 128 + 128) +
-                      2.0 * 256 * 512 * 512;
+  const double proj =
+      2.0 * 256 * 512 * (512 + 128 + 128) + 2.0 * 256 * 512 * 512;
   cr_expect_eq(pr.total.flops, proj + core.total.flops);
   double t = 0;
   for (int i = 0; i < pr.n_kernels; i++)
@@ -464,10 +567,9 @@ Test(model, layer_is_sum) {
   cr_expect(fabs(t - pr.total.t_pred) <= 1e-12 * t);
   cr_expect_eq(pr.n_kernels, 4 + core.n_kernels);
   /* decode step: GEMV rows, append, decode core */
-  cr_assert_eq(clattn_model_layer(&L, 1, 1, 1000, 1, &p, &pr), CLATTN_OK,
-               "%s", pr.errmsg);
-  cr_assert(pr.n_kernels == 6 || pr.n_kernels == 7, "%d kernels",
-            pr.n_kernels);
+  cr_assert_eq(clattn_model_layer(&L, 1, 1, 1000, 1, &p, &pr), CLATTN_OK, "%s",
+               pr.errmsg);
+  cr_assert(pr.n_kernels == 6 || pr.n_kernels == 7, "%d kernels", pr.n_kernels);
   cr_expect_str_eq(pr.kernel[3].kernel, "kv_append");
   cr_expect(strncmp(pr.kernel[4].kernel, "decode_split", 12) == 0, "%s",
             pr.kernel[4].kernel);
@@ -483,7 +585,8 @@ Test(model, layer_is_sum) {
 Test(model, hh_layer_costs) {
   const clattn_profile p = gpu();
   const double D = 256, l = 128, pairs = l * (l + 1) / 2;
-  const clattn_layer_desc mha = {sizeof(clattn_layer_desc), 256, 4, 4, 64, 64, 0.0f};
+  const clattn_layer_desc mha = {
+      sizeof(clattn_layer_desc), 256, 4, 4, 64, 64, 0.0f};
   clattn_hh_layer_desc d = {sizeof(clattn_hh_layer_desc), 256, 4, 0, 0.0f};
   clattn_prediction pr = {.size = sizeof(clattn_prediction)};
   cr_assert_eq(clattn_model_layer(&mha, 1, (int)l, 0, 0, &p, &pr), CLATTN_OK);
@@ -506,12 +609,13 @@ Test(model, hh_layer_costs) {
   }
   /* decode at m = 8191 cached positions: the core's compulsory cache bytes */
   const int m = 8191;
-  clattn_prediction pm = {.size = sizeof(clattn_prediction)}, pe = {.size = sizeof(clattn_prediction)};
+  clattn_prediction pm = {.size = sizeof(clattn_prediction)},
+                    pe = {.size = sizeof(clattn_prediction)};
   d.max_len = 0;
   cr_assert_eq(clattn_model_layer(&mha, 1, 1, m, 1, &p, &pm), CLATTN_OK);
-  cr_assert_eq(clattn_model_hh_layer(CLATTN_HH_EFFICIENT, &d, 1, 1, m, 1, &p,
-                                     &pe),
-               CLATTN_OK, "%s", pe.errmsg);
+  cr_assert_eq(
+      clattn_model_hh_layer(CLATTN_HH_EFFICIENT, &d, 1, 1, m, 1, &p, &pe),
+      CLATTN_OK, "%s", pe.errmsg);
   double core_m = 0, core_e = 0;
   for (int i = 0; i < pm.n_kernels; i++)
     if (strncmp(pm.kernel[i].kernel, "decode_split", 12) == 0)
@@ -524,8 +628,7 @@ Test(model, hh_layer_costs) {
   cr_expect(fabs(core_e - cache) < 0.01 * cache, "Efficient %.0f", core_e);
   /* Super past its max_len is refused with the reason */
   d.max_len = 64;
-  cr_expect_eq(clattn_model_hh_layer(CLATTN_HH_SUPER, &d, 1, 65, 0, 1, &p,
-                                     &pr),
+  cr_expect_eq(clattn_model_hh_layer(CLATTN_HH_SUPER, &d, 1, 65, 0, 1, &p, &pr),
                CLATTN_ERR_SHAPE);
   cr_expect(strstr(pr.errmsg, "max_len") != NULL, "%s", pr.errmsg);
 }
@@ -534,8 +637,20 @@ Test(model, hh_layer_costs) {
 Test(model, errors) {
   const clattn_profile p = gpu();
   clattn_prediction pr = {.size = sizeof(clattn_prediction)};
-  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 8, 8, 6, 4, 64, 64, CLATTN_F32, CLATTN_BSHD,
-                              CLATTN_BSHD, 0.0f, 0, NULL};
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                              1,
+                              8,
+                              8,
+                              6,
+                              4,
+                              64,
+                              64,
+                              CLATTN_F32,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              0,
+                              NULL};
   cr_expect_eq(clattn_model_attention(&d, NULL, &p, &pr), CLATTN_ERR_SHAPE);
   cr_expect(strstr(pr.errmsg, "multiple") != NULL, "%s", pr.errmsg);
   cr_expect_eq(clattn_model_attention(NULL, NULL, &p, &pr),
@@ -543,10 +658,18 @@ Test(model, errors) {
   cr_expect_eq(clattn_model_attention(&d, NULL, NULL, &pr),
                CLATTN_ERR_INVALID_ARG);
   const clattn_params bad = {sizeof(clattn_params), 1, 0, 24, 0, 0, 0, 0};
-  const clattn_decode_desc dd = {sizeof(clattn_decode_desc), 1, 64, 8, 8, 64, 64, CLATTN_F32,
-                                 CLATTN_BHSD, 0.0f, &bad};
-  cr_expect_eq(clattn_model_decode(&dd, NULL, &p, &pr),
-               CLATTN_ERR_INVALID_ARG);
+  const clattn_decode_desc dd = {sizeof(clattn_decode_desc),
+                                 1,
+                                 64,
+                                 8,
+                                 8,
+                                 64,
+                                 64,
+                                 CLATTN_F32,
+                                 CLATTN_BHSD,
+                                 0.0f,
+                                 &bad};
+  cr_expect_eq(clattn_model_decode(&dd, NULL, &p, &pr), CLATTN_ERR_INVALID_ARG);
   cr_expect(strstr(pr.errmsg, "multiple of 16") != NULL, "%s", pr.errmsg);
 }
 
@@ -566,7 +689,8 @@ Test(model, huge_batch_is_instant) {
     const char *rest = strstr(std, "batch=1 ") + strlen("batch=1 ");
     char big[512];
     snprintf(big, sizeof big, "batch=1048576 %s", rest);
-    clattn_prediction one = {.size = sizeof(clattn_prediction)}, many = {.size = sizeof(clattn_prediction)};
+    clattn_prediction one = {.size = sizeof(clattn_prediction)},
+                      many = {.size = sizeof(clattn_prediction)};
     cr_assert_eq(clattn_model_shape(fam, std, NULL, &p, &one), CLATTN_OK,
                  "%s %s: %s", fam, std, one.errmsg);
     const double t0 = clattn__now();

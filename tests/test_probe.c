@@ -76,7 +76,8 @@ static clattn_profile sample_profile(const char *fp, double scale) {
   return p;
 }
 
-static void expect_profile_eq(const clattn_profile *a, const clattn_profile *b) {
+static void expect_profile_eq(const clattn_profile *a,
+                              const clattn_profile *b) {
 #define S_(f) cr_expect_str_eq(a->f, b->f, #f ": \"%s\" != \"%s\"", a->f, b->f)
 #define N_(f)                                                                  \
   cr_expect(a->f == b->f, #f ": %.17g != %.17g", (double)a->f, (double)b->f)
@@ -143,7 +144,9 @@ static double best(const double *v) {
 
 Test(probe, quick) {
   clattn_ctx *ctx = tu_ctx();
-  clattn_probe_opts o = {.size = sizeof(clattn_probe_opts), .target_s = 0.01, .repeats = 3,
+  clattn_probe_opts o = {.size = sizeof(clattn_probe_opts),
+                         .target_s = 0.01,
+                         .repeats = 3,
                          .buffer_bytes = (size_t)16 << 20};
   clattn_probe_result r = {.size = sizeof(clattn_probe_result)};
   clattn_profile r_prof = {.size = sizeof(clattn_profile)};
@@ -169,8 +172,7 @@ Test(probe, quick) {
   for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++)
     cr_expect(positive(figs[i]), "figure %zu = %g", i, figs[i]);
   /* sanity bounds no real device exceeds (catches unit slips) */
-  cr_expect(p->bw_triad_gbs < 1e5 && p->fp32_gflops < 1e7 &&
-                p->launch_us < 1e6,
+  cr_expect(p->bw_triad_gbs < 1e5 && p->fp32_gflops < 1e7 && p->launch_us < 1e6,
             "implausible: triad %g GB/s, fma %g GFLOP/s, launch %g us",
             p->bw_triad_gbs, p->fp32_gflops, p->launch_us);
   int fp16 = device_has_ext(ctx, "cl_khr_fp16");
@@ -240,8 +242,7 @@ Test(probe, copy_ref) {
   cr_expect_eq(clattn_copy_ref_create(ctx, (size_t)4 << 20, NULL),
                CLATTN_ERR_INVALID_ARG);
   ref = (clattn_copy_ref *)1;
-  cr_expect_eq(clattn_copy_ref_create(ctx, 1000, &ref),
-               CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_copy_ref_create(ctx, 1000, &ref), CLATTN_ERR_INVALID_ARG);
   cr_expect_null(ref, "*out is cleared on failure");
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "1 MiB") != NULL, "message: %s",
             clattn_ctx_errmsg(ctx));
@@ -256,7 +257,8 @@ Test(probe, copy_ref) {
 
 Test(profile, fingerprint) {
   clattn_ctx *a = tu_ctx(), *b = tu_ctx();
-  clattn_profile pa = {.size = sizeof(clattn_profile)}, pb = {.size = sizeof(clattn_profile)};
+  clattn_profile pa = {.size = sizeof(clattn_profile)},
+                 pb = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_profile_reported(a, &pa), CLATTN_OK);
   cr_assert_eq(clattn_profile_reported(b, &pb), CLATTN_OK);
   cr_expect(is_hex32(pa.fingerprint), "fingerprint \"%s\"", pa.fingerprint);
@@ -277,20 +279,26 @@ Test(profile, reported_fields) {
   cl_device_type type = 0;
   char name[256] = "";
   cr_assert_eq(clattn_profile_reported(ctx, &p), CLATTN_OK);
-  cr_assert_eq(clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu,
-                               &cu, NULL), CL_SUCCESS);
-  cr_assert_eq(clGetDeviceInfo(dev, CL_DEVICE_MAX_CLOCK_FREQUENCY,
-                               sizeof clock, &clock, NULL), CL_SUCCESS);
-  cr_assert_eq(clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem,
-                               &lmem, NULL), CL_SUCCESS);
-  cr_assert_eq(clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gmem,
-                               &gmem, NULL), CL_SUCCESS);
-  cr_assert_eq(clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg,
-                               &wg, NULL), CL_SUCCESS);
+  cr_assert_eq(
+      clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL),
+      CL_SUCCESS);
+  cr_assert_eq(clGetDeviceInfo(dev, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof clock,
+                               &clock, NULL),
+               CL_SUCCESS);
+  cr_assert_eq(
+      clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem, &lmem, NULL),
+      CL_SUCCESS);
+  cr_assert_eq(
+      clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gmem, &gmem, NULL),
+      CL_SUCCESS);
+  cr_assert_eq(
+      clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL),
+      CL_SUCCESS);
   cr_assert_eq(clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL),
                CL_SUCCESS);
-  cr_assert_eq(clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name - 1, name,
-                               NULL), CL_SUCCESS);
+  cr_assert_eq(
+      clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name - 1, name, NULL),
+      CL_SUCCESS);
   cr_expect_eq(p.source, CLATTN_PROFILE_REPORTED);
   cr_expect_eq(p.compute_units, cu);
   cr_expect_eq(p.clock_mhz, clock);
@@ -317,7 +325,9 @@ Test(profile, stale_probe_method_not_used, .init = tmp_setup,
   tmp_path(path, sizeof path, "tuning.db");
   clattn_ctx *ctx = tu_ctx();
   clattn_db *db = db_open_ok(path);
-  clattn_profile rep = {.size = sizeof(clattn_profile)}, p = {.size = sizeof(clattn_profile)}, got = {.size = sizeof(clattn_profile)};
+  clattn_profile rep = {.size = sizeof(clattn_profile)},
+                 p = {.size = sizeof(clattn_profile)},
+                 got = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_profile_reported(ctx, &rep), CLATTN_OK);
   static const int methods[3] = {1, CLATTN_PROBE_METHOD, 0};
   for (int i = 0; i < 3; i++) {
@@ -383,8 +393,9 @@ Test(db, not_found) {
   tmp_path(path, sizeof path, "tuning.db");
   clattn_db *db = db_open_ok(path);
   clattn_profile q = {.size = sizeof(clattn_profile)};
-  cr_expect_eq(clattn_db_get_profile(db, "ffffffffffffffffffffffffffffffff",
-                                     &q), CLATTN_ERR_NOT_FOUND);
+  cr_expect_eq(
+      clattn_db_get_profile(db, "ffffffffffffffffffffffffffffffff", &q),
+      CLATTN_ERR_NOT_FOUND);
   cr_expect(strstr(clattn_db_errmsg(db), "ffffffff") != NULL, "message: %s",
             clattn_db_errmsg(db));
   clattn_db_close(db);
@@ -448,8 +459,8 @@ Test(db, two_handles_alternate) {
                  clattn_db_errmsg(w));
     /* the other handle sees it at once */
     clattn_db *r = i % 2 ? a : b;
-    cr_assert_eq(clattn_db_get_profile(r, fp, &q), CLATTN_OK, "read %d: %s",
-                 i, clattn_db_errmsg(r));
+    cr_assert_eq(clattn_db_get_profile(r, fp, &q), CLATTN_OK, "read %d: %s", i,
+                 clattn_db_errmsg(r));
     expect_profile_eq(&p, &q);
   }
   clattn_db_close(a);
@@ -520,13 +531,11 @@ Test(db, null_args) {
   clattn_profile p = sample_profile("abc", 1.0), q = {.size = sizeof q};
   cr_expect_eq(clattn_db_open(path, NULL), CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_db_put_profile(NULL, &p), CLATTN_ERR_INVALID_ARG);
-  cr_expect_eq(clattn_db_get_profile(NULL, "abc", &q),
-               CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_db_get_profile(NULL, "abc", &q), CLATTN_ERR_INVALID_ARG);
   clattn_db *db = db_open_ok(path);
   cr_expect_eq(clattn_db_put_profile(db, NULL), CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_db_get_profile(db, NULL, &q), CLATTN_ERR_INVALID_ARG);
-  cr_expect_eq(clattn_db_get_profile(db, "abc", NULL),
-               CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(clattn_db_get_profile(db, "abc", NULL), CLATTN_ERR_INVALID_ARG);
   p.probe_method = -1;
   cr_expect_eq(clattn_db_put_profile(db, &p), CLATTN_ERR_INVALID_ARG);
   cr_expect(strstr(clattn_db_errmsg(db), "probe_method -1") != NULL,

@@ -48,10 +48,10 @@ enum {
 
 /* What the child expects of the cache. */
 typedef enum expect {
-  EXPECT_ANY,        /* no expectation (populating a cache) */
-  EXPECT_REBUILT,    /* a source build, written back to disk */
-  EXPECT_UNWRITABLE, /* a source build that could not be written */
-  EXPECT_ALL_HITS,   /* disk hits only, no source build */
+  EXPECT_ANY,         /* no expectation (populating a cache) */
+  EXPECT_REBUILT,     /* a source build, written back to disk */
+  EXPECT_UNWRITABLE,  /* a source build that could not be written */
+  EXPECT_ALL_HITS,    /* disk hits only, no source build */
   EXPECT_ALL_WRITTEN, /* every source build written to disk */
 } expect;
 
@@ -62,8 +62,8 @@ static cl_mem upload(cl_context clc, const float *x, size_t n) {
   return err == CL_SUCCESS ? m : NULL;
 }
 
-/* One context on cache directory `dir` (NULL: no disk cache) and one attention call checked
- * against the reference; a CHILD_* status. */
+/* One context on cache directory `dir` (NULL: no disk cache) and one attention
+ * call checked against the reference; a CHILD_* status. */
 static int call_once(const char *dir, expect want) {
   clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.cache_dir = dir;
@@ -91,22 +91,36 @@ static int call_once(const char *dir, expect want) {
     rc = CHILD_OPENCL;
     goto out;
   }
-  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc), .batch = B, .n_q = N, .n_kv = M, .heads_q = H,
-                        .heads_kv = H, .head_dim_k = dk, .head_dim_v = dk,
-                        .dtype = CLATTN_F32, .causal = 1};
+  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc),
+                        .batch = B,
+                        .n_q = N,
+                        .n_kv = M,
+                        .heads_q = H,
+                        .heads_kv = H,
+                        .head_dim_k = dk,
+                        .head_dim_v = dk,
+                        .dtype = CLATTN_F32,
+                        .causal = 1};
   if (clattn_attention(ctx, &d, bq, bk, bv, NULL, bo, NULL) != CLATTN_OK) {
     fprintf(stderr, "call: %s\n", clattn_ctx_errmsg(ctx));
     rc = CHILD_CALL_FAILED;
     goto out;
   }
   if (clEnqueueReadBuffer(clattn_ctx_queue(ctx), bo, CL_TRUE, 0,
-                          (size_t)NQ * sizeof *got,
-                          got, 0, NULL, NULL) != CL_SUCCESS) {
+                          (size_t)NQ * sizeof *got, got, 0, NULL,
+                          NULL) != CL_SUCCESS) {
     rc = CHILD_OPENCL;
     goto out;
   }
-  ref_attn a = {.b = B, .n = N, .m = M, .hq = H, .hkv = H, .dk = dk,
-                .dv = dk, .scale = 1.0 / sqrt((double)dk), .causal = 1};
+  ref_attn a = {.b = B,
+                .n = N,
+                .m = M,
+                .hq = H,
+                .hkv = H,
+                .dk = dk,
+                .dv = dk,
+                .scale = 1.0 / sqrt((double)dk),
+                .causal = 1};
   ref_attention(&a, q, k, v, want_o);
   for (int i = 0; i < NQ; i++)
     if (!(fabsf(got[i] - want_o[i]) <= 1e-4f)) {
@@ -124,8 +138,8 @@ static int call_once(const char *dir, expect want) {
     rc = CHILD_NOT_REWRITTEN;
   else if (want == EXPECT_UNWRITABLE && s.disk_writes != 0)
     rc = CHILD_NOT_REWRITTEN;
-  else if (want == EXPECT_ALL_HITS && (s.source_builds != 0 ||
-                                       s.disk_hits == 0))
+  else if (want == EXPECT_ALL_HITS &&
+           (s.source_builds != 0 || s.disk_hits == 0))
     rc = CHILD_UNEXPECTED_BUILD;
 out:
   if (bq)
@@ -171,8 +185,8 @@ static const char *child_outcome(int ws, char *buf, size_t cap) {
 static void expect_child_ok(const char *dir, expect want, const char *what) {
   char buf[96];
   int ws = call_in_child(dir, want);
-  cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == CHILD_OK, "%s: child %s",
-            what, child_outcome(ws, buf, sizeof buf));
+  cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == CHILD_OK, "%s: child %s", what,
+            child_outcome(ws, buf, sizeof buf));
 }
 
 /* ------------------------------------------------------------ the files */
@@ -323,9 +337,9 @@ Test(program_cache, bit_flips, .init = setup, .timeout = 600) {
   unsigned char *bad = malloc(cf.len[f]);
   cr_assert_not_null(bad);
   for (size_t t = 0; t < trials; t++) {
-    size_t bit = t % 8 == 0 ? (t / 8 * 61) % (bits < 1024 ? bits : 1024)
-                            : (size_t)((double)t / (double)trials *
-                                       (double)bits) % bits;
+    size_t bit =
+        t % 8 == 0 ? (t / 8 * 61) % (bits < 1024 ? bits : 1024)
+                   : (size_t)((double)t / (double)trials * (double)bits) % bits;
     restore_files(&cf);
     memcpy(bad, cf.bytes[f], cf.len[f]);
     bad[bit / 8] ^= (unsigned char)(1u << (bit % 8));
@@ -373,7 +387,7 @@ Test(program_cache, truncated, .init = setup, .timeout = 300) {
   for (size_t c = 0; c < sizeof cuts / sizeof cuts[0] + 2; c++) {
     restore_files(&cf);
     for (int i = 0; i < cf.n; i++) {
-      size_t n = c < sizeof cuts / sizeof cuts[0] ? cuts[c]
+      size_t n = c < sizeof cuts / sizeof cuts[0]    ? cuts[c]
                  : c == sizeof cuts / sizeof cuts[0] ? cf.len[i] / 2
                                                      : cf.len[i] - 1;
       if (n > cf.len[i])

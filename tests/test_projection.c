@@ -1,5 +1,5 @@
-/* test_projection.c - the projection family (the layers' projections) against the
- * plain-C reference (ref_gemm), through the generic call path: the own
+/* test_projection.c - the projection family (the layers' projections) against
+ * the plain-C reference (ref_gemm), through the generic call path: the own
  * kernel's dense case (cl/cvmm.cl) with its automatic plan and explicit
  * CPU-shaped (variant 1) and GPU-shaped (variant 2) params, and the
  * CLBlast scheme (Sgemm, Sgemv rows for up to CLATTN_LAYER_GEMV_ROWS
@@ -27,8 +27,8 @@ static const clattn__family *family(void) {
  * the output filled with NaN first. */
 static void run_case(clattn_ctx *ctx, int m, int n, int k,
                      const clattn_params *p, const char *what) {
-  tu_rng rng = tu_rng_seed(11u + (uint64_t)m * 1000u + (uint64_t)n * 7u +
-                           (uint64_t)k);
+  tu_rng rng =
+      tu_rng_seed(11u + (uint64_t)m * 1000u + (uint64_t)n * 7u + (uint64_t)k);
   const size_t na = (size_t)m * k, nw = (size_t)k * n, no = (size_t)m * n;
   float *a = tu_alloc(na * 4), *w = tu_alloc(nw * 4);
   float *want = tu_alloc(no * 4), *got = tu_alloc(no * 4);
@@ -54,11 +54,20 @@ static void run_case(clattn_ctx *ctx, int m, int n, int k,
 }
 
 static const int shapes[][3] = {
-    {1, 1, 1},    {1, 5, 3},    {2, 17, 9},    {3, 29, 23},  {4, 64, 32},
-    {5, 33, 17},  {37, 29, 23}, {64, 64, 64},  {100, 76, 412},
-    {129, 130, 67}, {7, 3, 100},
+    {1, 1, 1},
+    {1, 5, 3},
+    {2, 17, 9},
+    {3, 29, 23},
+    {4, 64, 32},
+    {5, 33, 17},
+    {37, 29, 23},
+    {64, 64, 64},
+    {100, 76, 412},
+    {129, 130, 67},
+    {7, 3, 100},
     /* rows of W 512 bytes apart (the register kernel packs W's panel) */
-    {33, 128, 50}, {5, 256, 19},
+    {33, 128, 50},
+    {5, 256, 19},
 };
 enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
 
@@ -70,10 +79,14 @@ static int big(int i) {
 /* The own kernel: automatic, then explicit variant 1 and 2 params
  * {variant, rows, keys, wg, splits, prefetch, scheme}. */
 static const clattn_params own[] = {
-    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1},   {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 1},
-    {sizeof(clattn_params), 1, 8, 32, 0, 16, 0, 1}, {sizeof(clattn_params), 1, 3, 24, 2, 5, 0, 1},
-    {sizeof(clattn_params), 1, 12, 80, 0, 0, 0, 1}, {sizeof(clattn_params), 1, 1, 7, 0, 1, 0, 1},
-    {sizeof(clattn_params), 2, 4, 16, 64, 0, 0, 1}, {sizeof(clattn_params), 2, 2, 32, 64, 8, 0, 1},
+    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1},
+    {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 1},
+    {sizeof(clattn_params), 1, 8, 32, 0, 16, 0, 1},
+    {sizeof(clattn_params), 1, 3, 24, 2, 5, 0, 1},
+    {sizeof(clattn_params), 1, 12, 80, 0, 0, 0, 1},
+    {sizeof(clattn_params), 1, 1, 7, 0, 1, 0, 1},
+    {sizeof(clattn_params), 2, 4, 16, 64, 0, 0, 1},
+    {sizeof(clattn_params), 2, 2, 32, 64, 8, 0, 1},
     {sizeof(clattn_params), 2, 1, 64, 64, 0, 0, 1},
 };
 
@@ -101,8 +114,8 @@ Test(projection, clblast, .timeout = 900) {
     if (tu_subset("small") && (i % 3 != 0 || big(i)))
       continue;
     char what[128];
-    snprintf(what, sizeof what, "clblast %dx%dx%d", shapes[i][0],
-             shapes[i][1], shapes[i][2]);
+    snprintf(what, sizeof what, "clblast %dx%dx%d", shapes[i][0], shapes[i][1],
+             shapes[i][2]);
     run_case(ctx, shapes[i][0], shapes[i][1], shapes[i][2], i % 2 ? &cb : NULL,
              what);
     clattn_choice ch = {.size = sizeof(clattn_choice)};
@@ -162,17 +175,17 @@ Test(projection, own_kernel_where_xgemm_is_tuned) {
   const clattn_params cb = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2};
   const struct {
     int m, n, k, own;
-  } cases[] = {{24, 32, 32, 1}, {16, 16, 16, 1}, {4, 512, 512, 0},
-               {15, 16, 16, 0}};
+  } cases[] = {
+      {24, 32, 32, 1}, {16, 16, 16, 1}, {4, 512, 512, 0}, {15, 16, 16, 0}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const clattn__gemm_desc d = {cases[i].m, cases[i].n, cases[i].k, NULL};
-    cr_assert_eq(clattn__plan_params(family(), &t, &d, NULL, copy, pl, why,
-                                     sizeof why),
-                 CLATTN_OK, "%s", why);
+    cr_assert_eq(
+        clattn__plan_params(family(), &t, &d, NULL, copy, pl, why, sizeof why),
+        CLATTN_OK, "%s", why);
     cr_expect_eq(family()->resolved(pl).scheme, cases[i].own ? 1 : 2,
                  "%dx%dx%d", cases[i].m, cases[i].n, cases[i].k);
-    const clattn_status st = clattn__plan_params(family(), &t, &d, &cb, copy,
-                                                 pl, why, sizeof why);
+    const clattn_status st =
+        clattn__plan_params(family(), &t, &d, &cb, copy, pl, why, sizeof why);
     cr_expect_eq(st, cases[i].own ? CLATTN_ERR_UNSUPPORTED : CLATTN_OK,
                  "%dx%dx%d: %s", cases[i].m, cases[i].n, cases[i].k, why);
     if (cases[i].own)
@@ -196,7 +209,7 @@ Test(projection, own_kernel_where_xgemm_is_tuned) {
 Test(projection, events) {
   clattn_ctx *ctx = tu_ctx();
   const clattn_params ps[2] = {{sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1},
-                                 {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2}};
+                               {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2}};
   for (int s = 0; s < 2; s++) {
     cl_int err;
     cl_event user = clCreateUserEvent(clattn_ctx_cl_context(ctx), &err);

@@ -88,7 +88,8 @@ static void put_tune(clattn_db *db, int i, const char *status) {
   snprintf(e.fingerprint, sizeof e.fingerprint, DEV_A);
   snprintf(e.device, sizeof e.device, NAME_A);
   snprintf(e.kernel, sizeof e.kernel, "decode");
-  snprintf(e.shape_class, sizeof e.shape_class, "f32 k64 v64 g8 bh1 m4096 "
+  snprintf(e.shape_class, sizeof e.shape_class,
+           "f32 k64 v64 g8 bh1 m4096 "
            "bhsd");
   snprintf(e.params, sizeof e.params, "rows=%d wg=64", i + 1);
   snprintf(e.status, sizeof e.status, "%s", status);
@@ -111,18 +112,18 @@ static void make_dbs(void) {
   check(NULL, clattn_db_open(db1, &db), "open db1");
   put_profile(db);
   const char *t1 = "2026-11-20T10:00:00Z";
-  put_row(db, DEV_A, NAME_A, "decode", MHA, "clattn", "r1", t1, 2.0e-3,
-          1.34e8, 6.7e7, 1.7e-3, 1.5e-3);
+  put_row(db, DEV_A, NAME_A, "decode", MHA, "clattn", "r1", t1, 2.0e-3, 1.34e8,
+          6.7e7, 1.7e-3, 1.5e-3);
   put_row(db, DEV_A, NAME_A, "decode", MHA, "copy", "r1", t1, 1.5e-3, 1.34e8,
           6.7e7, 0, 0);
   put_row(db, DEV_A, NAME_A, "decode", MHA, "unfused", "r1", t1, 4.25e-3,
           1.34e8, 6.7e7, 0, 0);
-  put_row(db, DEV_A, NAME_A, "decode", GQA, "clattn", "r1", t1, 0.7e-3,
-          1.34e8, 1.7e7, 0.45e-3, 0.4e-3);
-  put_row(db, DEV_A, NAME_A, "decode", MQA, "clattn", "r1", t1, 0.35e-3,
-          1.34e8, 0.9e7, 0.25e-3, 0.2e-3);
-  put_row(db, DEV_A, NAME_A, "decode", NOFLOPS, "clattn", "r1", t1, 1.0e-3,
-          0, 0, 0, 0);
+  put_row(db, DEV_A, NAME_A, "decode", GQA, "clattn", "r1", t1, 0.7e-3, 1.34e8,
+          1.7e7, 0.45e-3, 0.4e-3);
+  put_row(db, DEV_A, NAME_A, "decode", MQA, "clattn", "r1", t1, 0.35e-3, 1.34e8,
+          0.9e7, 0.25e-3, 0.2e-3);
+  put_row(db, DEV_A, NAME_A, "decode", NOFLOPS, "clattn", "r1", t1, 1.0e-3, 0,
+          0, 0, 0);
   put_row(db, DEV_A, NAME_A, "prefill", PREFILL, "clattn", "r0",
           "2026-11-19T09:00:00Z", 9.0e-3, 1.1e9, 2.2e7, 6e-3, 5e-3);
   put_row(db, DEV_A, NAME_A, "prefill", PREFILL, "clattn", "r1", t1, 8.0e-3,
@@ -133,10 +134,10 @@ static void make_dbs(void) {
   clattn_db_close(db);
   check(NULL, clattn_db_open(db2, &db), "open db2");
   const char *t2 = "2026-11-21T11:00:00Z";
-  put_row(db, DEV_B, "Other device", "decode", MHA, "clattn", "r2", t2,
-          1.0e-3, 1.34e8, 6.7e7, 0.9e-3, 0.8e-3);
-  put_row(db, DEV_B, "Other device", "decode", MQA, "clattn", "r2", t2,
-          0.25e-3, 1.34e8, 0.9e7, 0.2e-3, 0.1e-3);
+  put_row(db, DEV_B, "Other device", "decode", MHA, "clattn", "r2", t2, 1.0e-3,
+          1.34e8, 6.7e7, 0.9e-3, 0.8e-3);
+  put_row(db, DEV_B, "Other device", "decode", MQA, "clattn", "r2", t2, 0.25e-3,
+          1.34e8, 0.9e7, 0.2e-3, 0.1e-3);
   put_tune(db, 0, "ok");
   put_tune(db, 1, "slow");
   put_row(db, DEV_A, NAME_A, "prefill", PREFILL, "clattn", "r2", t2, 7.0e-3,
@@ -230,9 +231,8 @@ static clattn_bench_entry *all_rows(int *n) {
   return rows;
 }
 
-static const clattn_bench_entry *find_row(const clattn_bench_entry *rows,
-                                          int n, const char *fp,
-                                          const char *family,
+static const clattn_bench_entry *find_row(const clattn_bench_entry *rows, int n,
+                                          const char *fp, const char *family,
                                           const char *shape, const char *impl,
                                           const char *run) {
   for (int i = 0; i < n; i++)
@@ -244,9 +244,8 @@ static const clattn_bench_entry *find_row(const clattn_bench_entry *rows,
 }
 
 /* The newest clattn row of (fp, family, shape). */
-static const clattn_bench_entry *latest(const clattn_bench_entry *rows,
-                                        int n, const char *fp,
-                                        const char *family,
+static const clattn_bench_entry *latest(const clattn_bench_entry *rows, int n,
+                                        const char *fp, const char *family,
                                         const char *shape) {
   const clattn_bench_entry *best = NULL;
   for (int i = 0; i < n; i++)
@@ -357,8 +356,8 @@ static int csv_fields(char *line, char **f, int cap) {
 
 Test(report, csv_numbers_are_the_rows) {
   char args[2048];
-  snprintf(args, sizeof args, "'%s' '%s' --datasheets none -o '%s/r.csv'",
-           db1, db2, dir);
+  snprintf(args, sizeof args, "'%s' '%s' --datasheets none -o '%s/r.csv'", db1,
+           db2, dir);
   cr_assert_eq(report(args), 0, "%s", out_text("stderr"));
   char *out = out_text("stdout");
   char want[700];
@@ -377,8 +376,8 @@ Test(report, csv_numbers_are_the_rows) {
   while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
     char *f[32];
     cr_assert_eq(csv_fields(line, f, 32), 17, "line %d: fields", lines);
-    const clattn_bench_entry *r = find_row(rows, n, f[1], f[2], f[3], f[4],
-                                           f[14]);
+    const clattn_bench_entry *r =
+        find_row(rows, n, f[1], f[2], f[3], f[4], f[14]);
     cr_assert(r != NULL, "CSV row %s %s %s %s not stored", f[1], f[2], f[3],
               f[4]);
     cr_assert_str_eq(f[0], r->device);
@@ -386,21 +385,23 @@ Test(report, csv_numbers_are_the_rows) {
     cr_assert_str_eq(f[10], r->params);
     cr_assert_str_eq(f[11], r->params_source);
     cr_assert_str_eq(f[15], r->updated);
-    static const struct { int col; const char *key; } nums[] = {
-      {5, "median_ms"}, {6, "gflops"}, {7, "gbs"}, {8, "roof_pct"},
-      {12, "model_err"}, {13, "max_err"}};
+    static const struct {
+      int col;
+      const char *key;
+    } nums[] = {{5, "median_ms"}, {6, "gflops"},     {7, "gbs"},
+                {8, "roof_pct"},  {12, "model_err"}, {13, "max_err"}};
     for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
       const double got = *f[nums[k].col] ? strtod(f[nums[k].col], NULL) : NAN;
       char what[512];
-      snprintf(what, sizeof what, "%s %s %s %s", r->family, r->shape,
-               r->impl, nums[k].key);
+      snprintf(what, sizeof what, "%s %s %s %s", r->family, r->shape, r->impl,
+               nums[k].key);
       expect_equal(got, figure(r, nums[k].key), what);
     }
     const int is_latest =
         !strcmp(r->impl, "clattn")
             ? latest(rows, n, r->fingerprint, r->family, r->shape) == r
-            : !strcmp(latest(rows, n, r->fingerprint, r->family,
-                             r->shape)->run, r->run);
+            : !strcmp(latest(rows, n, r->fingerprint, r->family, r->shape)->run,
+                      r->run);
     cr_assert_eq(atoi(f[16]), is_latest, "latest of %s %s %s", r->family,
                  r->impl, r->run);
     lines++;
@@ -420,8 +421,10 @@ static void check_family_tables(const char *html, const char *fp,
   for (const char *p = start; (p = strstr(p, "<tr data-family=\"")) && p < end;
        p++) {
     char family[64], shape[300];
-    cr_assert_eq(sscanf(p, "<tr data-family=\"%63[^\"]\" data-shape=\"%299[^\"]",
-                        family, shape), 2);
+    cr_assert_eq(sscanf(p,
+                        "<tr data-family=\"%63[^\"]\" data-shape=\"%299[^\"]",
+                        family, shape),
+                 2);
     const clattn_bench_entry *r = latest(rows, n, fp, family, shape);
     cr_assert(r != NULL, "a table row of %s %s without a stored row", family,
               shape);
@@ -434,9 +437,9 @@ static void check_family_tables(const char *html, const char *fp,
       snprintf(what, sizeof what, "%s %s %s", family, shape, key);
       if (!strncmp(key, "base_ms.", 8) || !strncmp(key, "base_ratio.", 11)) {
         const char *impl = strchr(key, '.') + 1;
-        const clattn_bench_entry *b = find_row(rows, n, fp, family, shape,
-                                               impl, r->run);
-        const double want = !b ? NAN
+        const clattn_bench_entry *b =
+            find_row(rows, n, fp, family, shape, impl, r->run);
+        const double want = !b              ? NAN
                             : key[5] == 'm' ? b->median_s * 1e3
                                             : b->median_s / r->median_s;
         expect_equal(v, want, what);
@@ -452,8 +455,8 @@ static void check_family_tables(const char *html, const char *fp,
 
 Test(report, html_numbers_are_the_rows) {
   char args[2048];
-  snprintf(args, sizeof args, "'%s' '%s' --datasheets none -o '%s/r.html'",
-           db1, db2, dir);
+  snprintf(args, sizeof args, "'%s' '%s' --datasheets none -o '%s/r.html'", db1,
+           db2, dir);
   cr_assert_eq(report(args), 0, "%s", out_text("stderr"));
   char *html = out_text("r.html");
   int n;
@@ -465,8 +468,8 @@ Test(report, html_numbers_are_the_rows) {
   for (int k = 0; k < 2; k++) {
     const char *start, *end = section(html, fps[k], &start);
     int svgs = 0;
-    for (const char *p = start; (p = strstr(p, "<svg class=\"roofline\"")) &&
-                                p < end; p++)
+    for (const char *p = start;
+         (p = strstr(p, "<svg class=\"roofline\"")) && p < end; p++)
       svgs++;
     cr_assert_eq(svgs, 1, "one roofline chart in %s's section", fps[k]);
     check_family_tables(html, fps[k], rows, n);
@@ -496,18 +499,20 @@ Test(report, html_numbers_are_the_rows) {
   cr_assert(strstr(html, ">r2</td>") != NULL);
   /* device A's measured ceilings */
   const char *start, *end = section(html, DEV_A, &start);
-  static const struct { const char *key; double v; } prof[] = {
-    {"measured.bw_read_gbs", 20.5}, {"measured.bw_copy_gbs", 18.25},
-    {"measured.bw_triad_gbs", 19.125}, {"measured.fp32_gflops", 640.5},
-    {"measured.launch_us", 12.5}, {"measured.compute_units", 16},
-    {"measured.clock_mhz", 2400}};
+  static const struct {
+    const char *key;
+    double v;
+  } prof[] = {
+      {"measured.bw_read_gbs", 20.5},    {"measured.bw_copy_gbs", 18.25},
+      {"measured.bw_triad_gbs", 19.125}, {"measured.fp32_gflops", 640.5},
+      {"measured.launch_us", 12.5},      {"measured.compute_units", 16},
+      {"measured.clock_mhz", 2400}};
   for (size_t k = 0; k < sizeof prof / sizeof prof[0]; k++) {
     char attr[128];
     snprintf(attr, sizeof attr, "data-k=\"%s\" data-v=\"", prof[k].key);
     const char *p = strstr(start, attr);
     cr_assert(p && p < end, "no %s", prof[k].key);
-    cr_assert_eq(strtod(p + strlen(attr), NULL), prof[k].v, "%s",
-                 prof[k].key);
+    cr_assert_eq(strtod(p + strlen(attr), NULL), prof[k].v, "%s", prof[k].key);
   }
   /* across devices: B's time and its speed-up over A (the first) */
   const char *cross = strstr(html, "<table class=\"cross\">");
@@ -520,8 +525,8 @@ Test(report, html_numbers_are_the_rows) {
   double v[3];
   const char *c = tr;
   for (int k = 0; k < 3; k++)
-    cr_assert((c = next_cell(c, strstr(tr, "</tr>"), key, sizeof key,
-                             &v[k])) != NULL);
+    cr_assert((c = next_cell(c, strstr(tr, "</tr>"), key, sizeof key, &v[k])) !=
+              NULL);
   /* devices in order of name: B ("Other device") first */
   expect_equal(v[0], b->median_s * 1e3, "cross B");
   expect_equal(v[1], a->median_s * 1e3, "cross A");
@@ -567,8 +572,8 @@ Test(report, datasheet_devices_are_predicted) {
   const char *sec = strstr(html, "id=\"sheet0\"");
   cr_assert(sec != NULL);
   const char *end = strstr(sec, "</section>");
-  const char *shapes[][2] = {{"decode", MHA}, {"decode", MQA},
-                             {"prefill", PREFILL}};
+  const char *shapes[][2] = {
+      {"decode", MHA}, {"decode", MQA}, {"prefill", PREFILL}};
   for (int k = 0; k < 3; k++) {
     clattn_prediction pr = {.size = sizeof(clattn_prediction)};
     cr_assert_eq(clattn_model_shape(shapes[k][0], shapes[k][1], NULL, &p, &pr),
@@ -603,8 +608,8 @@ Test(report, text_is_escaped_in_every_format) {
                         "\"Test <CPU> & \"\"one\"\"\"",
                         "\"Test <CPU> & \\\"one\\\"\""};
   for (int k = 0; k < 4; k++) {
-    snprintf(args, sizeof args, "'%s' --datasheets none -o '%s/e.%s'", db1,
-             dir, ext[k]);
+    snprintf(args, sizeof args, "'%s' --datasheets none -o '%s/e.%s'", db1, dir,
+             ext[k]);
     cr_assert_eq(report(args), 0, "%s", out_text("stderr"));
     char name[16];
     snprintf(name, sizeof name, "e.%s", ext[k]);
@@ -649,7 +654,8 @@ Test(report, errors_are_clear) {
   FILE *f = fopen(bad, "w");
   cr_assert(f != NULL);
   fputs("this is not a database, only text, long enough for SQLite to look "
-        "at its header and refuse it as a database file\n", f);
+        "at its header and refuse it as a database file\n",
+        f);
   fclose(f);
   snprintf(args, sizeof args, "'%s'", bad);
   cr_assert_eq(report(args), 1);

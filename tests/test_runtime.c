@@ -120,10 +120,16 @@ static void prob_init(prob *p, clattn_ctx *ctx) {
   p->lens = tu_upload_int(ctx, lens, 2);
   p->o = tu_sentinel(ctx, p->no, CLATTN_F32, SENT);
   p->small = tu_buffer(ctx, 4); /* < batch int32 */
-  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc), .batch = p->b, .n_q = p->n, .n_kv = p->m,
-                        .heads_q = p->h, .heads_kv = p->h,
-                        .head_dim_k = p->dk, .head_dim_v = p->dk,
-                        .dtype = CLATTN_F32, .causal = 1};
+  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc),
+                        .batch = p->b,
+                        .n_q = p->n,
+                        .n_kv = p->m,
+                        .heads_q = p->h,
+                        .heads_kv = p->h,
+                        .head_dim_k = p->dk,
+                        .head_dim_v = p->dk,
+                        .dtype = CLATTN_F32,
+                        .causal = 1};
   p->d = d;
 }
 
@@ -158,7 +164,7 @@ static int untouched(prob *p) {
     cr_expect_eq(st_, (want), "%s: got %d (%s), want %d (%s)", (label),        \
                  (int)st_, clattn_status_str(st_), (int)(want),                \
                  clattn_status_str(want));                                     \
-    if (st_ != CLATTN_OK && st_ != CLATTN_ERR_MISUSE) /* MISUSE: no ctx */    \
+    if (st_ != CLATTN_OK && st_ != CLATTN_ERR_MISUSE) /* MISUSE: no ctx */     \
       cr_expect(clattn_ctx_errmsg((p)->ctx)[0] != '\0',                        \
                 "%s: empty error message", (label));                           \
     cr_expect(untouched(p), "%s: the failed call wrote to o", (label));        \
@@ -170,71 +176,92 @@ Test(misuse, attention) {
   prob_init(&p, ctx);
   clattn_attn_desc d = {.size = sizeof(clattn_attn_desc)};
   clattn_params prm = {.size = sizeof(clattn_params)};
-#define ATT(desc) clattn_attention(ctx, &(desc), p.q, p.k, p.v, p.lens, p.o, NULL)
-  EXPECT_FAIL(&p, clattn_attention(NULL, &p.d, p.q, p.k, p.v, p.lens, p.o,
-                                   NULL),
+#define ATT(desc)                                                              \
+  clattn_attention(ctx, &(desc), p.q, p.k, p.v, p.lens, p.o, NULL)
+  EXPECT_FAIL(&p,
+              clattn_attention(NULL, &p.d, p.q, p.k, p.v, p.lens, p.o, NULL),
               CLATTN_ERR_MISUSE, "NULL ctx");
-  EXPECT_FAIL(&p, clattn_attention(ctx, NULL, p.q, p.k, p.v, p.lens, p.o,
-                                   NULL),
+  EXPECT_FAIL(&p, clattn_attention(ctx, NULL, p.q, p.k, p.v, p.lens, p.o, NULL),
               CLATTN_ERR_INVALID_ARG, "NULL desc");
-  EXPECT_FAIL(&p, clattn_attention(ctx, &p.d, NULL, p.k, p.v, p.lens, p.o,
-                                   NULL),
+  EXPECT_FAIL(&p,
+              clattn_attention(ctx, &p.d, NULL, p.k, p.v, p.lens, p.o, NULL),
               CLATTN_ERR_INVALID_ARG, "NULL q");
-  EXPECT_FAIL(&p, clattn_attention(ctx, &p.d, p.q, NULL, p.v, p.lens, p.o,
-                                   NULL),
+  EXPECT_FAIL(&p,
+              clattn_attention(ctx, &p.d, p.q, NULL, p.v, p.lens, p.o, NULL),
               CLATTN_ERR_INVALID_ARG, "NULL k");
-  EXPECT_FAIL(&p, clattn_attention(ctx, &p.d, p.q, p.k, NULL, p.lens, p.o,
-                                   NULL),
+  EXPECT_FAIL(&p,
+              clattn_attention(ctx, &p.d, p.q, p.k, NULL, p.lens, p.o, NULL),
               CLATTN_ERR_INVALID_ARG, "NULL v");
-  EXPECT_FAIL(&p, clattn_attention(ctx, &p.d, p.q, p.k, p.v, p.lens, NULL,
-                                   NULL),
+  EXPECT_FAIL(&p,
+              clattn_attention(ctx, &p.d, p.q, p.k, p.v, p.lens, NULL, NULL),
               CLATTN_ERR_INVALID_ARG, "NULL o");
-  d = p.d; d.batch = 0;
+  d = p.d;
+  d.batch = 0;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_SHAPE, "batch 0");
-  d = p.d; d.batch = -3;
+  d = p.d;
+  d.batch = -3;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_SHAPE, "batch -3");
-  d = p.d; d.n_q = 0;
+  d = p.d;
+  d.n_q = 0;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_SHAPE, "n_q 0");
-  d = p.d; d.n_kv = -1;
+  d = p.d;
+  d.n_kv = -1;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_SHAPE, "n_kv -1");
-  d = p.d; d.heads_q = 0;
+  d = p.d;
+  d.heads_q = 0;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_SHAPE, "heads_q 0");
-  d = p.d; d.head_dim_v = 0;
+  d = p.d;
+  d.head_dim_v = 0;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_SHAPE, "head_dim_v 0");
-  d = p.d; d.heads_q = 3; d.heads_kv = 2;
+  d = p.d;
+  d.heads_q = 3;
+  d.heads_kv = 2;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_SHAPE, "heads_q %% heads_kv != 0");
-  d = p.d; d.head_dim_k = CLATTN_MAX_HEAD_DIM + 1;
+  d = p.d;
+  d.head_dim_k = CLATTN_MAX_HEAD_DIM + 1;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "head_dim_k 257");
-  d = p.d; d.head_dim_v = CLATTN_MAX_HEAD_DIM + 8;
+  d = p.d;
+  d.head_dim_v = CLATTN_MAX_HEAD_DIM + 8;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "head_dim_v 264");
-  d = p.d; d.dtype = (clattn_dtype)5;
+  d = p.d;
+  d.dtype = (clattn_dtype)5;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "dtype 5");
-  d = p.d; d.kv_layout = (clattn_layout)2;
+  d = p.d;
+  d.kv_layout = (clattn_layout)2;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "kv_layout 2");
-  d = p.d; d.scale = -1.0f;
+  d = p.d;
+  d.scale = -1.0f;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "scale -1");
-  d = p.d; d.scale = NAN;
+  d = p.d;
+  d.scale = NAN;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "scale NaN");
   /* buffers too small: each one, and the shapes that outgrow them */
-  EXPECT_FAIL(&p, clattn_attention(ctx, &p.d, p.small, p.k, p.v, p.lens, p.o,
-                                   NULL),
+  EXPECT_FAIL(&p,
+              clattn_attention(ctx, &p.d, p.small, p.k, p.v, p.lens, p.o, NULL),
               CLATTN_ERR_BUFFER_TOO_SMALL, "small q");
-  EXPECT_FAIL(&p, clattn_attention(ctx, &p.d, p.q, p.k, p.small, p.lens, p.o,
-                                   NULL),
+  EXPECT_FAIL(&p,
+              clattn_attention(ctx, &p.d, p.q, p.k, p.small, p.lens, p.o, NULL),
               CLATTN_ERR_BUFFER_TOO_SMALL, "small v");
-  EXPECT_FAIL(&p, clattn_attention(ctx, &p.d, p.q, p.k, p.v, p.small, p.o,
-                                   NULL),
+  EXPECT_FAIL(&p,
+              clattn_attention(ctx, &p.d, p.q, p.k, p.v, p.small, p.o, NULL),
               CLATTN_ERR_BUFFER_TOO_SMALL, "small kv_lens");
-  d = p.d; d.batch = 3;
+  d = p.d;
+  d.batch = 3;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_BUFFER_TOO_SMALL, "batch 3 > buffers");
-  d = p.d; d.n_kv = p.m + 1;
+  d = p.d;
+  d.n_kv = p.m + 1;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_BUFFER_TOO_SMALL, "n_kv > buffers");
-  d = p.d; d.head_dim_v = 2 * p.dk;
+  d = p.d;
+  d.head_dim_v = 2 * p.dk;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_BUFFER_TOO_SMALL, "dv > buffers");
-  d = p.d; d.dtype = CLATTN_F16; d.batch = 3; d.n_q = 6;
+  d = p.d;
+  d.dtype = CLATTN_F16;
+  d.batch = 3;
+  d.n_q = 6;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_BUFFER_TOO_SMALL, "f16, too big");
   /* parameters */
-  d = p.d; d.params = &prm;
+  d = p.d;
+  d.params = &prm;
   prm = (clattn_params){sizeof(clattn_params), 3, 0, 0, 0, 0, 0, 0};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant 3");
   prm = (clattn_params){sizeof(clattn_params), -1, 0, 0, 0, 0, 0, 0};
@@ -248,17 +275,19 @@ Test(misuse, attention) {
   prm = (clattn_params){sizeof(clattn_params), 2, 0, 512, 64, 0, 0, 0};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant 2 keys 512");
   size_t maxwg = 0;
-  cl_int err = clGetDeviceInfo(clattn_ctx_device(ctx),
-                               CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof maxwg,
-                               &maxwg, NULL);
+  cl_int err =
+      clGetDeviceInfo(clattn_ctx_device(ctx), CL_DEVICE_MAX_WORK_GROUP_SIZE,
+                      sizeof maxwg, &maxwg, NULL);
   cr_assert_eq(err, CL_SUCCESS);
-  prm = (clattn_params){sizeof(clattn_params), 2, 0, 16, (int)maxwg * 2, 0, 0, 0};
+  prm =
+      (clattn_params){sizeof(clattn_params), 2, 0, 16, (int)maxwg * 2, 0, 0, 0};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "variant 2 wg > device");
-  prm = (clattn_params){sizeof(clattn_params), 1, 4, 16, (int)maxwg * 2, 0, 0, 0};
+  prm =
+      (clattn_params){sizeof(clattn_params), 1, 4, 16, (int)maxwg * 2, 0, 0, 0};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "variant 1 wg > device");
   cl_ulong lmem = 0;
-  clGetDeviceInfo(clattn_ctx_device(ctx), CL_DEVICE_LOCAL_MEM_SIZE,
-                  sizeof lmem, &lmem, NULL);
+  clGetDeviceInfo(clattn_ctx_device(ctx), CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem,
+                  &lmem, NULL);
   d.head_dim_k = d.head_dim_v = 16; /* 256 keys x 32 floats = 32 KiB */
   if (lmem < 256 * 32 * 4) {
     prm = (clattn_params){sizeof(clattn_params), 2, 0, 256, 1, 0, 0, 0};
@@ -294,8 +323,13 @@ Test(misuse, decode_and_append) {
   p.ctx = ctx;
   p.no = nq;
   p.o = tu_sentinel(ctx, nq, CLATTN_F32, SENT);
-  clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc), .batch = b, .capacity = cap, .heads_q = h,
-                           .heads_kv = h, .head_dim_k = d, .head_dim_v = d,
+  clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc),
+                           .batch = b,
+                           .capacity = cap,
+                           .heads_q = h,
+                           .heads_kv = h,
+                           .head_dim_k = d,
+                           .head_dim_v = d,
                            .dtype = CLATTN_F32};
   clattn_decode_desc x = {.size = sizeof(clattn_decode_desc)};
   clattn_params prm = {.size = sizeof(clattn_params)};
@@ -314,19 +348,27 @@ Test(misuse, decode_and_append) {
               CLATTN_ERR_BUFFER_TOO_SMALL, "decode small lens");
   EXPECT_FAIL(&p, clattn_decode(ctx, &dd, small, kc, vc, lens, p.o, NULL),
               CLATTN_ERR_BUFFER_TOO_SMALL, "decode small q");
-  x = dd; x.capacity = 0;
+  x = dd;
+  x.capacity = 0;
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_SHAPE, "decode capacity 0");
-  x = dd; x.batch = -1;
+  x = dd;
+  x.batch = -1;
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_SHAPE, "decode batch -1");
-  x = dd; x.heads_kv = 3; x.heads_q = 4;
+  x = dd;
+  x.heads_kv = 3;
+  x.heads_q = 4;
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_SHAPE, "decode hq %% hkv");
-  x = dd; x.head_dim_k = 300;
+  x = dd;
+  x.head_dim_k = 300;
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_UNSUPPORTED, "decode head dim 300");
-  x = dd; x.capacity = cap + 1;
+  x = dd;
+  x.capacity = cap + 1;
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_BUFFER_TOO_SMALL, "decode cap > buffer");
-  x = dd; x.cache_layout = (clattn_layout)9;
+  x = dd;
+  x.cache_layout = (clattn_layout)9;
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_INVALID_ARG, "decode layout 9");
-  x = dd; x.params = &prm;
+  x = dd;
+  x.params = &prm;
   prm = (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, -2, 0, 0};
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_INVALID_ARG, "decode splits -2");
   prm = (clattn_params){sizeof(clattn_params), 7, 0, 0, 0, 0, 0, 0};
@@ -345,22 +387,18 @@ Test(misuse, decode_and_append) {
   pk.ctx = ctx;
   pk.no = nc;
   pk.o = tu_sentinel(ctx, nc, CLATTN_F32, SENT);
-  EXPECT_FAIL(&pk, clattn_kv_append(NULL, &dd, 3, kn, kn, pos, pk.o, vc,
-                                    NULL),
+  EXPECT_FAIL(&pk, clattn_kv_append(NULL, &dd, 3, kn, kn, pos, pk.o, vc, NULL),
               CLATTN_ERR_MISUSE, "append NULL ctx");
-  EXPECT_FAIL(&pk, clattn_kv_append(ctx, &dd, 0, kn, kn, pos, pk.o, vc,
-                                    NULL),
+  EXPECT_FAIL(&pk, clattn_kv_append(ctx, &dd, 0, kn, kn, pos, pk.o, vc, NULL),
               CLATTN_ERR_SHAPE, "append n_new 0");
-  EXPECT_FAIL(&pk, clattn_kv_append(ctx, &dd, 3, kn, kn, NULL, pk.o, vc,
-                                    NULL),
+  EXPECT_FAIL(&pk, clattn_kv_append(ctx, &dd, 3, kn, kn, NULL, pk.o, vc, NULL),
               CLATTN_ERR_INVALID_ARG, "append NULL pos");
-  EXPECT_FAIL(&pk, clattn_kv_append(ctx, &dd, 4, kn, kn, pos, pk.o, vc,
-                                    NULL),
+  EXPECT_FAIL(&pk, clattn_kv_append(ctx, &dd, 4, kn, kn, pos, pk.o, vc, NULL),
               CLATTN_ERR_BUFFER_TOO_SMALL, "append k_new too small");
-  EXPECT_FAIL(&pk, clattn_kv_append(ctx, &dd, 3, kn, kn, small, pk.o, vc,
-                                    NULL),
+  EXPECT_FAIL(&pk, clattn_kv_append(ctx, &dd, 3, kn, kn, small, pk.o, vc, NULL),
               CLATTN_ERR_BUFFER_TOO_SMALL, "append pos too small");
-  x = dd; x.capacity = 2 * cap;
+  x = dd;
+  x.capacity = 2 * cap;
   EXPECT_FAIL(&pk, clattn_kv_append(ctx, &x, 3, kn, kn, pos, pk.o, vc, NULL),
               CLATTN_ERR_BUFFER_TOO_SMALL, "append cache too small");
   /* and the valid calls work */
@@ -388,9 +426,16 @@ Test(misuse, decode_and_append) {
 /* Reference output of the prob's problem. */
 static void prob_ref(const prob *p, float *out) {
   int lens[2] = {9, 4};
-  ref_attn a = {.b = p->b, .n = p->n, .m = p->m, .hq = p->h, .hkv = p->h,
-                .dk = p->dk, .dv = p->dk, .scale = 1.0 / sqrt((double)p->dk),
-                .causal = p->d.causal, .kv_lens = lens};
+  ref_attn a = {.b = p->b,
+                .n = p->n,
+                .m = p->m,
+                .hq = p->h,
+                .hkv = p->h,
+                .dk = p->dk,
+                .dv = p->dk,
+                .scale = 1.0 / sqrt((double)p->dk),
+                .causal = p->d.causal,
+                .kv_lens = lens};
   ref_attention(&a, p->hq, p->hk, p->hv, out);
 }
 
@@ -496,8 +541,8 @@ Test(events, user_event_gates_attention_and_decode, .timeout = 120) {
     /* prefill o with the sentinel again */
     unsigned char *s = tu_alloc(p.no * 4);
     memset(s, SENT, p.no * 4);
-    err = clEnqueueWriteBuffer(clattn_ctx_queue(ctx), p.o, CL_TRUE, 0,
-                               p.no * 4, s, 0, NULL, NULL);
+    err = clEnqueueWriteBuffer(clattn_ctx_queue(ctx), p.o, CL_TRUE, 0, p.no * 4,
+                               s, 0, NULL, NULL);
     cr_assert_eq(err, CL_SUCCESS);
     free(s);
     cl_event gate = clCreateUserEvent(clattn_ctx_cl_context(ctx), &err);
@@ -535,17 +580,29 @@ Test(events, user_event_gates_attention_and_decode, .timeout = 120) {
   tu_fill(&r, vc, nc, 1);
   tu_fill(&r, q, nq, 1);
   int lens_h[2] = {300, 123};
-  ref_decode(b, cap, h, h, dd_, dd_, 0, 1.0 / sqrt((double)dd_), lens_h, q,
-             kc, vc, oref);
+  ref_decode(b, cap, h, h, dd_, dd_, 0, 1.0 / sqrt((double)dd_), lens_h, q, kc,
+             vc, oref);
   cl_mem dkc = tu_upload(ctx, kc, nc, CLATTN_F32);
   cl_mem dvc = tu_upload(ctx, vc, nc, CLATTN_F32);
   cl_mem dq = tu_upload(ctx, q, nq, CLATTN_F32);
   cl_mem dl = tu_upload_int(ctx, lens_h, 2);
   cl_mem dout = tu_sentinel(ctx, nq, CLATTN_F32, 0xff);
-  clattn_params prm = {sizeof(clattn_params), 0, 0, 0, 0, 4, 0, 0}; /* split + combine: two kernels */
-  clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc), .batch = b, .capacity = cap, .heads_q = h,
-                           .heads_kv = h, .head_dim_k = dd_,
-                           .head_dim_v = dd_, .dtype = CLATTN_F32,
+  clattn_params prm = {sizeof(clattn_params),
+                       0,
+                       0,
+                       0,
+                       0,
+                       4,
+                       0,
+                       0}; /* split + combine: two kernels */
+  clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc),
+                           .batch = b,
+                           .capacity = cap,
+                           .heads_q = h,
+                           .heads_kv = h,
+                           .head_dim_k = dd_,
+                           .head_dim_v = dd_,
+                           .dtype = CLATTN_F32,
                            .params = &prm};
   cr_assert_eq(clattn_decode(ctx, &dd, dq, dkc, dvc, dl, dout, NULL),
                CLATTN_OK); /* warm-up */
@@ -554,8 +611,8 @@ Test(events, user_event_gates_attention_and_decode, .timeout = 120) {
   cl_event gate = clCreateUserEvent(clattn_ctx_cl_context(ctx), &err);
   cl_event done = NULL;
   clattn_events ev = {sizeof(clattn_events), 1, &gate, &done};
-  cr_assert_eq(clattn_decode(ctx, &dd, dq, dkc, dvc, dl, dout2, &ev),
-               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_eq(clattn_decode(ctx, &dd, dq, dkc, dvc, dl, dout2, &ev), CLATTN_OK,
+               "%s", clattn_ctx_errmsg(ctx));
   cr_assert_not_null(done);
   clFlush(clattn_ctx_queue(ctx));
   sleep_ms(200);
@@ -670,13 +727,15 @@ Test(cache, memory_disk_and_corrupt, .timeout = 300) {
   char tmpl[] = "/tmp/clattn-test-cache-XXXXXX";
   char *dir = mkdtemp(tmpl);
   cr_assert_not_null(dir);
-  clattn_cache_stats s0 = {.size = sizeof(clattn_cache_stats)}, s1 = {.size = sizeof(clattn_cache_stats)}, s2 = {.size = sizeof(clattn_cache_stats)};
+  clattn_cache_stats s0 = {.size = sizeof(clattn_cache_stats)},
+                     s1 = {.size = sizeof(clattn_cache_stats)},
+                     s2 = {.size = sizeof(clattn_cache_stats)};
 
   /* fresh: source builds, written to disk */
   clattn_ctx *a = ctx_with(dir, 0);
   clattn_ctx_cache_stats(a, &s0);
-  cr_expect(s0.memory_hits == 0 && s0.disk_hits == 0 &&
-            s0.source_builds == 0 && s0.disk_writes == 0);
+  cr_expect(s0.memory_hits == 0 && s0.disk_hits == 0 && s0.source_builds == 0 &&
+            s0.disk_writes == 0);
   run_prob(a, "first call");
   clattn_ctx_cache_stats(a, &s1);
   cr_expect_gt(s1.source_builds, 0);
@@ -809,9 +868,9 @@ Test(device, selection) {
   memcpy(sub, name + off, 3);
   sub[3] = '\0';
   for (int i = 0; sub[i]; i++)
-    sub[i] = (char)(isupper((unsigned char)sub[i])
-                        ? tolower((unsigned char)sub[i])
-                        : toupper((unsigned char)sub[i]));
+    sub[i] =
+        (char)(isupper((unsigned char)sub[i]) ? tolower((unsigned char)sub[i])
+                                              : toupper((unsigned char)sub[i]));
   setenv("CLATTN_DEVICE", sub, 1);
   clattn_ctx *c2 = NULL;
   clattn_status st = clattn_ctx_create(NULL, &c2);
@@ -821,8 +880,8 @@ Test(device, selection) {
   dev_name(clattn_ctx_device(c2), n2, sizeof n2);
   char pname[256] = "";
   cl_platform_id plat = NULL;
-  clGetDeviceInfo(clattn_ctx_device(c2), CL_DEVICE_PLATFORM, sizeof plat,
-                  &plat, NULL);
+  clGetDeviceInfo(clattn_ctx_device(c2), CL_DEVICE_PLATFORM, sizeof plat, &plat,
+                  NULL);
   clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof pname, pname, NULL);
   cr_expect(ci_contains(n2, sub) || ci_contains(pname, sub),
             "CLATTN_DEVICE=%s chose \"%s\" on \"%s\"", sub, n2, pname);

@@ -51,19 +51,21 @@ typedef struct fixture {
 } fixture;
 
 static clattn_switchhead_layer_desc desc_of(const shshape *s) {
-  const clattn_switchhead_layer_desc d = {.size = sizeof(clattn_switchhead_layer_desc), .d_model = s->D,
-                                          .heads = s->H,
-                                          .head_dim = s->dh,
-                                          .experts = s->E,
-                                          .topk = s->k};
+  const clattn_switchhead_layer_desc d = {
+      .size = sizeof(clattn_switchhead_layer_desc),
+      .d_model = s->D,
+      .heads = s->H,
+      .head_dim = s->dh,
+      .experts = s->E,
+      .topk = s->k};
   return d;
 }
 
 static clattn_status create(clattn_ctx *ctx,
                             const clattn_switchhead_layer_desc *d,
                             const cl_mem *w, clattn_layer **out) {
-  return clattn_layer_create_switchhead(ctx, d, w[W_Q], w[W_K], w[W_V],
-                                        w[W_O], w[W_S], w[W_D], out);
+  return clattn_layer_create_switchhead(ctx, d, w[W_Q], w[W_K], w[W_V], w[W_O],
+                                        w[W_S], w[W_D], out);
 }
 
 /* A selection matrix [D, H E] with logits of about unit size; ties and
@@ -95,8 +97,8 @@ static void fx_init(fixture *f, const shshape *s, unsigned seed) {
   f->s = *s;
   const size_t D = (size_t)s->D, hd = (size_t)s->H * s->dh,
                he = (size_t)s->H * s->E;
-  const size_t n[NW] = {D * hd, D * hd, he * D * s->dh, he * s->dh * D,
-                        D * he, D * he};
+  const size_t n[NW] = {D * hd,         D * hd, he * D * s->dh,
+                        he * s->dh * D, D * he, D * he};
   tu_rng r = tu_rng_seed(seed);
   f->ctx = tu_ctx();
   for (int i = 0; i < NW; i++) {
@@ -134,8 +136,8 @@ static void ref_rows(const fixture *f, const float *x, int len, int first,
   float *xs = tu_alloc((size_t)s->b * len * s->D * 4);
   float *ys = tu_alloc((size_t)s->b * (len - first) * s->D * 4);
   tu_rows_get(x, s->b, s->n, s->D, 0, len, xs);
-  const ref_sh a = {s->b, len, first, s->D, s->H, s->dh, s->E, s->k,
-                    0.0,  causal};
+  const ref_sh a = {s->b,  len,  first, s->D, s->H,
+                    s->dh, s->E, s->k,  0.0,  causal};
   ref_sh_layer(&a, xs, f->w[W_Q], f->w[W_K], f->w[W_V], f->w[W_O],
                s->E > 1 ? f->w[W_S] : NULL, f->w[W_D], ys);
   tu_rows_put(y, s->b, s->n, s->D, first, len - first, ys);
@@ -143,18 +145,17 @@ static void ref_rows(const fixture *f, const float *x, int len, int first,
   free(ys);
 }
 
-static void prefill_rows(fixture *f, clattn_kv_cache *c, const float *x,
-                         int r0, int nr, int causal, float *y) {
-  tu_layer_prefill_rows(f->ctx, f->layer, c, f->s.b, f->s.n, f->s.D, x, r0,
-                        nr, causal, y);
+static void prefill_rows(fixture *f, clattn_kv_cache *c, const float *x, int r0,
+                         int nr, int causal, float *y) {
+  tu_layer_prefill_rows(f->ctx, f->layer, c, f->s.b, f->s.n, f->s.D, x, r0, nr,
+                        causal, y);
 }
 
-static void describe(const fixture *f, const char *tag, char *buf,
-                     size_t cap) {
+static void describe(const fixture *f, const char *tag, char *buf, size_t cap) {
   const shshape *s = &f->s;
-  snprintf(buf, cap, "%s b=%d n=%d D=%d H=%d d_h=%d E=%d k=%d%s%s", tag,
-           s->b, s->n, s->D, s->H, s->dh, s->E, s->k,
-           s->ties ? " ties" : "", s->starve ? " starved" : "");
+  snprintf(buf, cap, "%s b=%d n=%d D=%d H=%d d_h=%d E=%d k=%d%s%s", tag, s->b,
+           s->n, s->D, s->H, s->dh, s->E, s->k, s->ties ? " ties" : "",
+           s->starve ? " starved" : "");
 }
 
 /* Prefill without a cache, causal and not, against the reference. */
@@ -233,8 +234,7 @@ Test(sh_layer, events, .timeout = 900) {
   fixture f;
   fx_init(&f, s, 51);
   const size_t nx = (size_t)s->b * s->n * s->D;
-  float *x = tu_alloc(nx * 4), *y = tu_alloc(nx * 4),
-        *yref = tu_alloc(nx * 4);
+  float *x = tu_alloc(nx * 4), *y = tu_alloc(nx * 4), *yref = tu_alloc(nx * 4);
   tu_rng r = tu_rng_seed(52);
   fill_x(&r, s, x, nx);
   cl_mem dx = tu_upload(f.ctx, x, nx, CLATTN_F32);
@@ -347,8 +347,7 @@ Test(sh_layer, misuse, .timeout = 900) {
       {"topk 0", "topk", b[1], CLATTN_ERR_SHAPE},
       {"experts 0", "experts", b[2], CLATTN_ERR_SHAPE},
       {"experts > max", "CLATTN_SH_MAX_EXPERTS", b[3], CLATTN_ERR_SHAPE},
-      {"head_dim > max", "CLATTN_MAX_HEAD_DIM", b[4],
-       CLATTN_ERR_UNSUPPORTED},
+      {"head_dim > max", "CLATTN_MAX_HEAD_DIM", b[4], CLATTN_ERR_UNSUPPORTED},
       {"d_model 0", "d_model", b[5], CLATTN_ERR_SHAPE},
       {"heads -1", "heads", b[6], CLATTN_ERR_SHAPE},
       {"scale -1", "scale", b[7], CLATTN_ERR_INVALID_ARG},
@@ -399,8 +398,7 @@ Test(sh_layer, misuse, .timeout = 900) {
   clattn_kv_cache *oc = NULL;
   cr_assert_eq(clattn_kv_cache_create(other, s->b, 4, &oc), CLATTN_OK);
   st = clattn_layer_decode(f.layer, oc, dx, dy, NULL);
-  cr_expect_eq(st, CLATTN_ERR_SHAPE, "cache of another shape -> %d",
-               (int)st);
+  cr_expect_eq(st, CLATTN_ERR_SHAPE, "cache of another shape -> %d", (int)st);
   cr_expect_eq(clattn_kv_cache_len(oc), 0);
 
   clattn_kv_cache_destroy(oc);
@@ -419,15 +417,16 @@ Test(sh_layer, misuse, .timeout = 900) {
  * d_ff 2053) both have 2,536,272 a layer. */
 Test(sh_layer, parameter_counts) {
   const long long D = 412;
-  clattn_switchhead_layer_desc d = {sizeof(clattn_switchhead_layer_desc), (int)D, 2, 76, 5, 3, 0.0f};
+  clattn_switchhead_layer_desc d = {
+      sizeof(clattn_switchhead_layer_desc), (int)D, 2, 76, 5, 3, 0.0f};
   const long long sh = clattn_switchhead_layer_params(&d);
   cr_expect_eq(sh, 2 * D * 2 * 76 + 2LL * 2 * 5 * D * 76 + 2LL * 2 * 5 * D);
   cr_expect_eq(sh + 2 * 76 * D + 2 * D * 2080, 2536272LL);
   cr_expect_eq(4 * D * 410 + 410 * D + 2 * D * 2053, 2536272LL);
   d.experts = 1;
   d.topk = 1;
-  cr_expect_eq(clattn_switchhead_layer_params(&d),
-               4 * D * 2 * 76 + 2 * D, "one expert: no W_s");
+  cr_expect_eq(clattn_switchhead_layer_params(&d), 4 * D * 2 * 76 + 2 * D,
+               "one expert: no W_s");
   cr_expect_eq(clattn_switchhead_layer_params(NULL), -1);
 }
 
@@ -437,9 +436,11 @@ Test(sh_layer, parameter_counts) {
 Test(sh_layer, model_is_sum) {
   clattn_profile p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("h100", &p), CLATTN_OK);
-  const clattn_switchhead_layer_desc d = {sizeof(clattn_switchhead_layer_desc), 1024, 4, 112, 4, 2, 0.0f};
+  const clattn_switchhead_layer_desc d = {
+      sizeof(clattn_switchhead_layer_desc), 1024, 4, 112, 4, 2, 0.0f};
   const int b = 2, n = 128, rows = b * n;
-  clattn_prediction pr = {.size = sizeof(clattn_prediction)}, sub = {.size = sizeof(clattn_prediction)};
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)},
+                    sub = {.size = sizeof(clattn_prediction)};
   cr_assert_eq(clattn_model_switchhead_layer(&d, b, n, 0, 1, &p, &pr),
                CLATTN_OK, "%s", pr.errmsg);
   cr_expect_str_eq(pr.kernel[0].kernel, "gemm x*w_q");
@@ -448,20 +449,30 @@ Test(sh_layer, model_is_sum) {
   const clattn__family *cvmm = clattn__family_find("cvmm");
   cr_assert_not_null(cvmm, "no cvmm family in this build");
   const clattn__cvmm_desc mix[2] = {
-      {rows, 1024, 112, 4, 4, 2, 1024, CLATTN__CVMM_SPLIT,
-       CLATTN__CVMM_TOPK, NULL},
+      {rows, 1024, 112, 4, 4, 2, 1024, CLATTN__CVMM_SPLIT, CLATTN__CVMM_TOPK,
+       NULL},
       {rows, 112, 1024, 4, 4, 2, 1024, CLATTN__CVMM_SUM, CLATTN__CVMM_TOPK,
        NULL}};
   int kernels = 2;
   for (int i = 0; i < 2; i++) {
-    cr_assert_eq(clattn__model(cvmm, &mix[i], NULL, &p, &sub), CLATTN_OK,
-                 "%s", sub.errmsg);
+    cr_assert_eq(clattn__model(cvmm, &mix[i], NULL, &p, &sub), CLATTN_OK, "%s",
+                 sub.errmsg);
     flops += sub.total.flops;
     kernels += sub.n_kernels;
   }
-  const clattn_attn_desc core = {sizeof(clattn_attn_desc), b,    n,          n,           4,
-                                 4,    112,        112,         CLATTN_F32,
-                                 CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1,
+  const clattn_attn_desc core = {sizeof(clattn_attn_desc),
+                                 b,
+                                 n,
+                                 n,
+                                 4,
+                                 4,
+                                 112,
+                                 112,
+                                 CLATTN_F32,
+                                 CLATTN_BSHD,
+                                 CLATTN_BSHD,
+                                 0.0f,
+                                 1,
                                  NULL};
   sub.size = sizeof sub; /* clattn__model above wrote a whole struct */
   cr_assert_eq(clattn_model_attention(&core, NULL, &p, &sub), CLATTN_OK);

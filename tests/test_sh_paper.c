@@ -15,28 +15,66 @@ typedef struct sh_case {
 
 /* Spec section 10, in its order. */
 static const sh_case cases[] = {
-    {"dense XL 47M", {sizeof(clattn_switchhead_paper), 10, 41, 412, 256, 1, 0, 0, 0}, 453427200, 3461120},
-    {"dense XL 47M, 2 heads", {sizeof(clattn_switchhead_paper), 2, 205, 412, 256, 1, 0, 0, 0}, 453427200,
+    {"dense XL 47M",
+     {sizeof(clattn_switchhead_paper), 10, 41, 412, 256, 1, 0, 0, 0},
+     453427200,
+     3461120},
+    {"dense XL 47M, 2 heads",
+     {sizeof(clattn_switchhead_paper), 2, 205, 412, 256, 1, 0, 0, 0},
+     453427200,
      1363968},
-    {"dense XL 262M", {sizeof(clattn_switchhead_paper), 16, 64, 1024, 512, 1, 0, 0, 0}, 5368709120LL,
+    {"dense XL 262M",
+     {sizeof(clattn_switchhead_paper), 16, 64, 1024, 512, 1, 0, 0, 0},
+     5368709120LL,
      20971520},
-    {"dense XL 262M, 4 heads", {sizeof(clattn_switchhead_paper), 4, 256, 1024, 512, 1, 0, 0, 0},
-     5368709120LL, 8388608},
-    {"dense XL 262M, 2 heads", {sizeof(clattn_switchhead_paper), 2, 512, 1024, 512, 1, 0, 0, 0},
-     5368709120LL, 6291456},
-    {"dense XL Enwik8 41M", {sizeof(clattn_switchhead_paper), 8, 64, 512, 512, 1, 0, 0, 0}, 1610612736,
+    {"dense XL 262M, 4 heads",
+     {sizeof(clattn_switchhead_paper), 4, 256, 1024, 512, 1, 0, 0, 0},
+     5368709120LL,
+     8388608},
+    {"dense XL 262M, 2 heads",
+     {sizeof(clattn_switchhead_paper), 2, 512, 1024, 512, 1, 0, 0, 0},
+     5368709120LL,
+     6291456},
+    {"dense XL Enwik8 41M",
+     {sizeof(clattn_switchhead_paper), 8, 64, 512, 512, 1, 0, 0, 0},
+     1610612736,
      10485760},
-    {"SH WT103 47M", {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 2, 0}, 170364928, 762880},
-    {"SH C4 47M", {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 3, 0}, 202506240, 762880},
-    {"SH WT103 262M", {sizeof(clattn_switchhead_paper), 2, 132, 1024, 512, 1, 8, 4, 0}, 1955627008, 2924544},
-    {"SH C4 262M", {sizeof(clattn_switchhead_paper), 4, 112, 1024, 512, 1, 4, 2, 0}, 2358116352LL, 5578752},
-    {"SH Enwik8 41M", {sizeof(clattn_switchhead_paper), 2, 112, 512, 512, 1, 4, 2, 0}, 709296128, 2793472},
-    {"dense RoPE 45M", {sizeof(clattn_switchhead_paper), 10, 41, 412, 512, 0, 0, 0, 1}, 560906240, 6082560},
-    {"dense RoPE 244M", {sizeof(clattn_switchhead_paper), 16, 64, 1024, 1024, 0, 0, 0, 1}, 6442450944LL,
+    {"SH WT103 47M",
+     {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 2, 0},
+     170364928,
+     762880},
+    {"SH C4 47M",
+     {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 3, 0},
+     202506240,
+     762880},
+    {"SH WT103 262M",
+     {sizeof(clattn_switchhead_paper), 2, 132, 1024, 512, 1, 8, 4, 0},
+     1955627008,
+     2924544},
+    {"SH C4 262M",
+     {sizeof(clattn_switchhead_paper), 4, 112, 1024, 512, 1, 4, 2, 0},
+     2358116352LL,
+     5578752},
+    {"SH Enwik8 41M",
+     {sizeof(clattn_switchhead_paper), 2, 112, 512, 512, 1, 4, 2, 0},
+     709296128,
+     2793472},
+    {"dense RoPE 45M",
+     {sizeof(clattn_switchhead_paper), 10, 41, 412, 512, 0, 0, 0, 1},
+     560906240,
+     6082560},
+    {"dense RoPE 244M",
+     {sizeof(clattn_switchhead_paper), 16, 64, 1024, 1024, 0, 0, 0, 1},
+     6442450944LL,
      37748736},
-    {"SH RoPE 45M", {sizeof(clattn_switchhead_paper), 2, 64, 412, 512, 0, 5, 3, 1}, 285618176, 1315840},
+    {"SH RoPE 45M",
+     {sizeof(clattn_switchhead_paper), 2, 64, 412, 512, 0, 5, 3, 1},
+     285618176,
+     1315840},
     /* trained with an XL cache (spec 6.5): cb = 1 */
-    {"SH RoPE 243M", {sizeof(clattn_switchhead_paper), 4, 100, 1024, 1024, 1, 4, 2, 1}, 4212719616LL,
+    {"SH RoPE 243M",
+     {sizeof(clattn_switchhead_paper), 4, 100, 1024, 1024, 1, 4, 2, 1},
+     4212719616LL,
      18432000},
 };
 
@@ -45,12 +83,11 @@ Test(sh_paper, spec10_exact) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const sh_case *t = &cases[i];
     long long macs = -1, mem = -1;
-    cr_assert_eq(clattn_model_switchhead_paper(&t->c, &macs, &mem),
-                 CLATTN_OK, "%s", t->name);
+    cr_assert_eq(clattn_model_switchhead_paper(&t->c, &macs, &mem), CLATTN_OK,
+                 "%s", t->name);
     cr_expect_eq(macs, t->macs, "%s: MACs %lld, want %lld", t->name, macs,
                  t->macs);
-    cr_expect_eq(mem, t->mem, "%s: mem %lld, want %lld", t->name, mem,
-                 t->mem);
+    cr_expect_eq(mem, t->mem, "%s: mem %lld, want %lld", t->name, mem, t->mem);
   }
 }
 
@@ -58,7 +95,8 @@ Test(sh_paper, spec10_exact) {
  * selected and memory does not ("not affected by k", Eq. 12); topk is
  * unused by the dense model. */
 Test(sh_paper, topk_and_dense) {
-  clattn_switchhead_paper c = {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 1, 0};
+  clattn_switchhead_paper c = {
+      sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 1, 0};
   long long m1, f1, m5, f5, md, fd;
   cr_assert_eq(clattn_model_switchhead_paper(&c, &m1, &f1), CLATTN_OK);
   c.topk = 5;
@@ -73,7 +111,8 @@ Test(sh_paper, topk_and_dense) {
 }
 
 Test(sh_paper, bad_input) {
-  const clattn_switchhead_paper ok = {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 2, 0};
+  const clattn_switchhead_paper ok = {
+      sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 2, 0};
   long long macs = 7, mem = 7;
   cr_expect_eq(clattn_model_switchhead_paper(NULL, &macs, &mem),
                CLATTN_ERR_INVALID_ARG);
@@ -86,14 +125,22 @@ Test(sh_paper, bad_input) {
     const char *what;
     clattn_switchhead_paper c;
   } bad[] = {
-      {"heads 0", {sizeof(clattn_switchhead_paper), 0, 76, 412, 256, 1, 5, 2, 0}},
-      {"head_dim 0", {sizeof(clattn_switchhead_paper), 2, 0, 412, 256, 1, 5, 2, 0}},
-      {"d_model -1", {sizeof(clattn_switchhead_paper), 2, 76, -1, 256, 1, 5, 2, 0}},
-      {"seq_len 0", {sizeof(clattn_switchhead_paper), 2, 76, 412, 0, 1, 5, 2, 0}},
-      {"context_blocks -1", {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, -1, 5, 2, 0}},
-      {"experts -1", {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, -1, 1, 0}},
-      {"topk 0", {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 0, 0}},
-      {"topk > experts", {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 6, 0}},
+      {"heads 0",
+       {sizeof(clattn_switchhead_paper), 0, 76, 412, 256, 1, 5, 2, 0}},
+      {"head_dim 0",
+       {sizeof(clattn_switchhead_paper), 2, 0, 412, 256, 1, 5, 2, 0}},
+      {"d_model -1",
+       {sizeof(clattn_switchhead_paper), 2, 76, -1, 256, 1, 5, 2, 0}},
+      {"seq_len 0",
+       {sizeof(clattn_switchhead_paper), 2, 76, 412, 0, 1, 5, 2, 0}},
+      {"context_blocks -1",
+       {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, -1, 5, 2, 0}},
+      {"experts -1",
+       {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, -1, 1, 0}},
+      {"topk 0",
+       {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 0, 0}},
+      {"topk > experts",
+       {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 6, 0}},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     macs = mem = 7;
@@ -107,19 +154,34 @@ Test(sh_paper, bad_input) {
  * (INT_MAX^2 T^2 ...), and a sum past it whose terms each fit. */
 Test(sh_paper, overflow) {
   long long macs = 7, mem = 7;
-  const clattn_switchhead_paper big = {sizeof(clattn_switchhead_paper), INT_MAX, INT_MAX, INT_MAX, INT_MAX,
-                                       INT_MAX, INT_MAX, INT_MAX, 0};
+  const clattn_switchhead_paper big = {sizeof(clattn_switchhead_paper),
+                                       INT_MAX,
+                                       INT_MAX,
+                                       INT_MAX,
+                                       INT_MAX,
+                                       INT_MAX,
+                                       INT_MAX,
+                                       INT_MAX,
+                                       0};
   cr_expect_eq(clattn_model_switchhead_paper(&big, &macs, &mem),
                CLATTN_ERR_SHAPE);
   cr_expect(macs == 0 && mem == 0);
   /* T = 2^16: 2 d_h T^2 = 2^63 - 2^33 alone fits with d_h = 2^30 - 1, the
    * projections' 4 d_h T push the sum over */
-  const clattn_switchhead_paper sum = {sizeof(clattn_switchhead_paper), 1, (1 << 30) - 1, 1, 1 << 16, 0, 0,
-                                       0, 1};
+  const clattn_switchhead_paper sum = {sizeof(clattn_switchhead_paper),
+                                       1,
+                                       (1 << 30) - 1,
+                                       1,
+                                       1 << 16,
+                                       0,
+                                       0,
+                                       0,
+                                       1};
   cr_expect_eq(clattn_model_switchhead_paper(&sum, &macs, &mem),
                CLATTN_ERR_SHAPE);
   /* half the head width fits: 2^62 + 2^47 */
-  const clattn_switchhead_paper fits = {sizeof(clattn_switchhead_paper), 1, 1 << 29, 1, 1 << 16, 0, 0, 0, 1};
+  const clattn_switchhead_paper fits = {
+      sizeof(clattn_switchhead_paper), 1, 1 << 29, 1, 1 << 16, 0, 0, 0, 1};
   cr_expect_eq(clattn_model_switchhead_paper(&fits, &macs, &mem), CLATTN_OK);
   cr_expect_eq(macs, (1LL << 62) + (1LL << 47));
   cr_expect_eq(mem, (1LL << 33) + (1LL << 47));

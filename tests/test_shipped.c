@@ -24,14 +24,26 @@ static void tmp_teardown(void) { tt_rm_rf(tmp_dir); }
 TestSuite(shipped, .init = tmp_setup, .fini = tmp_teardown);
 
 /* The prefill call the tests explain, and its shape class. */
-static const clattn_attn_desc desc = {sizeof(clattn_attn_desc), 1, 50, 50, 4, 2, 32, 32, CLATTN_F32,
-                                      CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
+static const clattn_attn_desc desc = {sizeof(clattn_attn_desc),
+                                      1,
+                                      50,
+                                      50,
+                                      4,
+                                      2,
+                                      32,
+                                      32,
+                                      CLATTN_F32,
+                                      CLATTN_BSHD,
+                                      CLATTN_BSHD,
+                                      0.0f,
+                                      1,
+                                      NULL};
 #define CLS "f32 k32 v32 g2 bh2 n64 m64 c1"
 #define SHIPPED_PARAMS "variant=1 rows=2 keys=16 wg=0 splits=0"
 /* an Xgemm configuration every OpenCL CPU device runs (no local memory,
  * 256 work-items) */
 #define XGEMM_PARAMS                                                           \
-  "GEMMK=0 KREG=1 KWG=16 KWI=2 MDIMA=16 MDIMC=16 MWG=128 NDIMB=16 NDIMC=16 " \
+  "GEMMK=0 KREG=1 KWG=16 KWI=2 MDIMA=16 MDIMC=16 MWG=128 NDIMB=16 NDIMC=16 "   \
   "NWG=128 SA=0 SB=0 STRM=0 STRN=0 VWM=4 VWN=4"
 
 static clattn_profile reported(void) {
@@ -140,9 +152,9 @@ Test(shipped, nearest_class) {
   const clattn_profile p = reported();
   if (!p.arch[0])
     cr_skip_test("the device reports no arch");
-  clattn_tune_entry e = row("f0", p.vendor, p.arch, "prefill",
-                            "f32 k32 v32 g2 bh2 n128 m128 c1", SHIPPED_PARAMS,
-                            2e-3);
+  clattn_tune_entry e =
+      row("f0", p.vendor, p.arch, "prefill", "f32 k32 v32 g2 bh2 n128 m128 c1",
+          SHIPPED_PARAMS, 2e-3);
   use_shipped(write_shipped("near.json", &e, 1));
   clattn_choice ch = explain_with(no_db());
   cr_expect_eq(ch.source, CLATTN_CHOICE_SHIPPED, "%s", ch.why);
@@ -160,9 +172,8 @@ Test(shipped, user_row_wins) {
   snprintf(path, sizeof path, "%s/user.db", tmp_dir);
   clattn_db *db = NULL;
   cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
-  clattn_tune_entry mine = row(p.fingerprint, p.vendor, p.arch, "prefill",
-                               CLS, "variant=1 rows=4 keys=32 wg=0 splits=0",
-                               1e-3);
+  clattn_tune_entry mine = row(p.fingerprint, p.vendor, p.arch, "prefill", CLS,
+                               "variant=1 rows=4 keys=32 wg=0 splits=0", 1e-3);
   cr_assert_eq(clattn_db_put_tune(db, &mine), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
   clattn_db_close(db);
@@ -200,14 +211,13 @@ Test(shipped, projection_family) {
     cr_skip_test("the device reports no arch");
   clattn_tune_entry e =
       row("f0", p.vendor, p.arch, "projection", "f32 m64 n64 in64",
-          "variant=1 rows=4 keys=32 wg=0 splits=16 prefetch=0 scheme=1",
-          1e-5);
+          "variant=1 rows=4 keys=32 wg=0 splits=16 prefetch=0 scheme=1", 1e-5);
   use_shipped(write_shipped("proj.json", &e, 1));
   clattn_ctx *ctx = ctx_with_db(no_db());
   clattn_choice ch = {.size = sizeof(clattn_choice)};
-  cr_assert_eq(clattn_explain_shape(ctx, "projection", "m=64 n=64 k=64",
-                                    NULL, &ch),
-               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_eq(
+      clattn_explain_shape(ctx, "projection", "m=64 n=64 k=64", NULL, &ch),
+      CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
   cr_expect_eq(ch.source, CLATTN_CHOICE_SHIPPED, "%s", ch.why);
   cr_expect_eq(tu_params(ch.params).scheme, 1, "%s", ch.why);
   clattn_ctx_destroy(ctx);
@@ -215,8 +225,8 @@ Test(shipped, projection_family) {
 
 /* A row of another vendor and arch is not used. */
 Test(shipped, other_vendor_and_arch_not_used) {
-  clattn_tune_entry e = row("f0", "Some GPU Vendor", "gfx1100", "prefill",
-                            CLS, SHIPPED_PARAMS, 1e-3);
+  clattn_tune_entry e = row("f0", "Some GPU Vendor", "gfx1100", "prefill", CLS,
+                            SHIPPED_PARAMS, 1e-3);
   use_shipped(write_shipped("gpu.json", &e, 1));
   cr_assert_eq(clattn_shipped_count(), 1);
   clattn_choice ch = explain_with(no_db());
@@ -245,11 +255,11 @@ Test(shipped, cpu_of_the_same_isa_class) {
   const char *other = !strcmp(cls, "avx2") ? "sapphirerapids" : "broadwell";
   cr_assert_str_eq(clattn__cpu_isa_class(same), cls);
   cr_assert_str_neq(clattn__cpu_isa_class(other), cls);
-  clattn_tune_entry e[2] = {
-      row("f1", "Another CPU Vendor", same, "prefill", CLS, SHIPPED_PARAMS,
-          2e-3),
-      row("f2", p.vendor, other, "prefill", CLS,
-          "variant=1 rows=4 keys=32 wg=0 splits=0", 1e-3)};
+  clattn_tune_entry e[2] = {row("f1", "Another CPU Vendor", same, "prefill",
+                                CLS, SHIPPED_PARAMS, 2e-3),
+                            row("f2", p.vendor, other, "prefill", CLS,
+                                "variant=1 rows=4 keys=32 wg=0 splits=0",
+                                1e-3)};
   use_shipped(write_shipped("isa.json", e, 2));
   clattn_choice ch = explain_with(no_db());
   cr_expect_eq(ch.source, CLATTN_CHOICE_SHIPPED, "%s", ch.why);
@@ -431,8 +441,9 @@ static int read_back(const char *file, clattn_tune_entry **rows) {
   cr_assert_eq(clattn_db_import(db, file, NULL, NULL, NULL), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
   int n = 0;
-  cr_assert_eq(clattn_db_list_tune(db, NULL, NULL, NULL, sizeof **(rows), rows, &n),
-               CLATTN_OK);
+  cr_assert_eq(
+      clattn_db_list_tune(db, NULL, NULL, NULL, sizeof **(rows), rows, &n),
+      CLATTN_OK);
   clattn_db_close(db);
   return n;
 }
@@ -470,15 +481,14 @@ Test(shipped, export_shipped_keeps_the_best_rows) {
   n = read_back(out, &r);
   cr_expect_eq(n, 1);
   free(r);
-  cr_assert_eq(clattn_db_export_as(db, out, CLATTN_EXPORT_JSON, NULL,
-                                   "decode"),
+  cr_assert_eq(clattn_db_export_as(db, out, CLATTN_EXPORT_JSON, NULL, "decode"),
                CLATTN_OK);
   n = read_back(out, &r);
   cr_expect_eq(n, 0);
   free(r);
-  cr_expect_eq(clattn_db_export_as(db, out, (clattn_export_format)7, NULL,
-                                   NULL),
-               CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(
+      clattn_db_export_as(db, out, (clattn_export_format)7, NULL, NULL),
+      CLATTN_ERR_INVALID_ARG);
   /* a shipped export is a file $CLATTN_SHIPPED reads */
   use_shipped(out);
   cr_expect_eq(clattn_shipped_count(), 0); /* d2 only: its row timed out */

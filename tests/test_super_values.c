@@ -108,10 +108,11 @@ static const sv_shape shapes[] = {
 };
 
 /* The automatic plan and explicit rows x work-groups. */
-static const clattn_params explicit_params[] = {{sizeof(clattn_params), 1, 1, 0, 0, 0, 0, 0},
-                                                {sizeof(clattn_params), 1, 3, 0, 0, 0, 0, 0},
-                                                {sizeof(clattn_params), 1, 16, 0, 32, 0, 0, 0},
-                                                {sizeof(clattn_params), 1, 5, 0, 8, 0, 0, 0}};
+static const clattn_params explicit_params[] = {
+    {sizeof(clattn_params), 1, 1, 0, 0, 0, 0, 0},
+    {sizeof(clattn_params), 1, 3, 0, 0, 0, 0, 0},
+    {sizeof(clattn_params), 1, 16, 0, 32, 0, 0, 0},
+    {sizeof(clattn_params), 1, 5, 0, 8, 0, 0, 0}};
 
 Test(super_values, matches_reference, .timeout = 600) {
   clattn_ctx *ctx = tu_ctx();

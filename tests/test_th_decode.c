@@ -59,8 +59,10 @@ static const thcase small_cases[] = {
 /* Sequence 0 sees the whole cache, 1 none, 2 a part, others at random. */
 static void make_lens(int b, int cap, tu_rng *r, int *lens) {
   for (int i = 0; i < b; i++)
-    lens[i] = i == 0 ? cap : i == 1 ? 0 : i == 2 ? cap / 2 + 1
-                                               : tu_randint(r, cap + 1);
+    lens[i] = i == 0   ? cap
+              : i == 1 ? 0
+              : i == 2 ? cap / 2 + 1
+                       : tu_randint(r, cap + 1);
 }
 
 static void describe(const thcase *c, char *buf, size_t cap) {
@@ -95,12 +97,21 @@ static void run_decode(const thcase *c) {
   cl_mem dpw = tu_upload(ctx, pw, npw, CLATTN_F32);
   cl_mem dl = tu_upload_int(ctx, lens, (size_t)c->b);
   cl_mem dout = tu_sentinel(ctx, no, c->dt, 0xff);
-  const clattn_params p = {sizeof(clattn_params), c->variant, 0, c->keys, c->wg, c->splits, 0, 0};
+  const clattn_params p = {
+      sizeof(clattn_params), c->variant, 0, c->keys, c->wg, c->splits, 0, 0};
   const int has_p = c->variant || c->keys || c->wg || c->splits;
-  const clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc), c->b,  c->cap, c->hk,
-                                   c->h,  c->hv,  c->dk,
-                                   c->dv, c->dt,  (clattn_layout)c->layout,
-                                   0.0f,  has_p ? &p : NULL};
+  const clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc),
+                                   c->b,
+                                   c->cap,
+                                   c->hk,
+                                   c->h,
+                                   c->hv,
+                                   c->dk,
+                                   c->dv,
+                                   c->dt,
+                                   (clattn_layout)c->layout,
+                                   0.0f,
+                                   has_p ? &p : NULL};
   clattn_status st = clattn_talking_heads_decode(ctx, &d, dq, dk, dv, dpl, dpw,
                                                  dl, dout, NULL);
   if (tu_unsupported_ok(ctx, st, has_p ? &p : NULL))
@@ -145,9 +156,7 @@ ParameterizedTestParameters(th_decode, case) {
                              NULL);
 }
 
-ParameterizedTest(thcase *c, th_decode, case, .timeout = 300) {
-  run_decode(c);
-}
+ParameterizedTest(thcase *c, th_decode, case, .timeout = 300) { run_decode(c); }
 
 /* Append n_new rows to caches of random contents; expected: the reference
  * applied to the same host copies.  Returns nothing; fails the test on a
@@ -156,9 +165,11 @@ static void run_append(int b, int cap, int hk, int hv, int dk, int dv,
                        int layout, clattn_dtype dt, int n_new, const int *pos,
                        unsigned seed) {
   char what[160];
-  snprintf(what, sizeof what, "append b=%d cap=%d hk=%d hv=%d dk=%d dv=%d %s "
-           "%s n_new=%d", b, cap, hk, hv, dk, dv, layout ? "BHSD" : "BSHD",
-           tu_dtype_name(dt), n_new);
+  snprintf(what, sizeof what,
+           "append b=%d cap=%d hk=%d hv=%d dk=%d dv=%d %s "
+           "%s n_new=%d",
+           b, cap, hk, hv, dk, dv, layout ? "BHSD" : "BSHD", tu_dtype_name(dt),
+           n_new);
   tu_rng r = tu_rng_seed(seed);
   const size_t nk = (size_t)b * cap * hk * dk, nv = (size_t)b * cap * hv * dv;
   const size_t nkn = (size_t)b * n_new * hk * dk,
@@ -178,11 +189,11 @@ static void run_append(int b, int cap, int hk, int hv, int dk, int dv,
   cl_mem bk = tu_upload(ctx, k, nk, dt), dv_ = tu_upload(ctx, v, nv, dt);
   cl_mem dkn = tu_upload(ctx, kn, nkn, dt), dvn = tu_upload(ctx, vn, nvn, dt);
   cl_mem dpos = tu_upload_int(ctx, pos, (size_t)b);
-  const clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc), b,  cap, hk, 1,    hv,
-                                   dk, dv,  dt, (clattn_layout)layout,
-                                   0.0f, NULL};
-  clattn_status st =
-      clattn_talking_heads_append(ctx, &d, n_new, dkn, dvn, dpos, bk, dv_, NULL);
+  const clattn_th_decode_desc d = {
+      sizeof(clattn_th_decode_desc), b,    cap, hk, 1, hv, dk, dv, dt,
+      (clattn_layout)layout,         0.0f, NULL};
+  clattn_status st = clattn_talking_heads_append(ctx, &d, n_new, dkn, dvn, dpos,
+                                                 bk, dv_, NULL);
   cr_assert_eq(st, CLATTN_OK, "%s: %s", what, clattn_ctx_errmsg(ctx));
   ref_kv_append(b, cap, hk, hv, dk, dv, layout, n_new, pos, kn, vn, k, v);
   tu_download(ctx, bk, got, nk, dt);
@@ -224,7 +235,8 @@ Test(th_decode, steps, .timeout = 300) {
   tu_rng r = tu_rng_seed(301);
   const size_t nk = (size_t)cap * hk * dk, nv = (size_t)cap * hv * dv;
   float *k = tu_alloc(nk * 4), *v = tu_alloc(nv * 4);
-  float *kn = tu_alloc((size_t)hk * dk * 4), *vn = tu_alloc((size_t)hv * dv * 4);
+  float *kn = tu_alloc((size_t)hk * dk * 4),
+        *vn = tu_alloc((size_t)hv * dv * 4);
   float *q = tu_alloc((size_t)hk * dk * 4), pl[15], pw[10];
   float o[40], oref[40];
   memset(k, 0, nk * 4);
@@ -239,8 +251,18 @@ Test(th_decode, steps, .timeout = 300) {
   cl_mem dpl = tu_upload(ctx, pl, 15, dt), dpw = tu_upload(ctx, pw, 10, dt);
   cl_mem dout = tu_buffer(ctx, (size_t)hv * dv * 4);
   const clattn_params p = {sizeof(clattn_params), 1, 0, 16, 0, 3, 0, 0};
-  const clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc), 1,  cap, hk, h,    hv,  dk,
-                                   dv, dt,  CLATTN_BHSD, 0.0f, &p};
+  const clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc),
+                                   1,
+                                   cap,
+                                   hk,
+                                   h,
+                                   hv,
+                                   dk,
+                                   dv,
+                                   dt,
+                                   CLATTN_BHSD,
+                                   0.0f,
+                                   &p};
   for (int s = 0; s < steps; s++) {
     const int len = s + 1;
     tu_fill(&r, kn, (size_t)hk * dk, 1.0f);
@@ -251,15 +273,15 @@ Test(th_decode, steps, .timeout = 300) {
     tu_write(ctx, dq, q, (size_t)hk * dk, dt);
     const int pos = s;
     cl_mem ip = tu_upload_int(ctx, &pos, 1), il = tu_upload_int(ctx, &len, 1);
-    cr_assert_eq(clattn_talking_heads_append(ctx, &d, 1, dkn, dvn, ip, bk,
-                                             dv_, NULL),
-                 CLATTN_OK, "step %d: %s", s, clattn_ctx_errmsg(ctx));
-    cr_assert_eq(clattn_talking_heads_decode(ctx, &d, dq, bk, dv_, dpl, dpw,
-                                             il, dout, NULL),
+    cr_assert_eq(
+        clattn_talking_heads_append(ctx, &d, 1, dkn, dvn, ip, bk, dv_, NULL),
+        CLATTN_OK, "step %d: %s", s, clattn_ctx_errmsg(ctx));
+    cr_assert_eq(clattn_talking_heads_decode(ctx, &d, dq, bk, dv_, dpl, dpw, il,
+                                             dout, NULL),
                  CLATTN_OK, "step %d: %s", s, clattn_ctx_errmsg(ctx));
     ref_kv_append(1, cap, hk, hv, dk, dv, 1, 1, &pos, kn, vn, k, v);
-    ref_th_decode(1, cap, hk, h, hv, dk, dv, 1, 1.0 / sqrt((double)dk), &len,
-                  q, k, v, pl, pw, oref);
+    ref_th_decode(1, cap, hk, h, hv, dk, dv, 1, 1.0 / sqrt((double)dk), &len, q,
+                  k, v, pl, pw, oref);
     tu_download(ctx, dout, o, (size_t)hv * dv, dt);
     char what[32];
     snprintf(what, sizeof what, "step %d", s);
@@ -307,25 +329,34 @@ Test(th_decode, equals_prefill, .timeout = 300) {
     cl_mem dpw = tu_upload(ctx, pw, 10, CLATTN_F32);
     cl_mem dl = tu_upload_int(ctx, lens, 2);
     cl_mem dod = tu_buffer(ctx, no * 4), dop = tu_buffer(ctx, no * 4);
-    const clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc), b,  cap,        hk,
-                                     h,  hv,         dk,
-                                     dv, CLATTN_F32, (clattn_layout)layout,
-                                     0.0f, NULL};
-    const clattn_th_desc pd = {sizeof(clattn_th_desc), b,          1,           cap,
-                               hk,         h,           hv,
-                               dk,         dv,          CLATTN_F32,
-                               CLATTN_BSHD, (clattn_layout)layout, 0.0f,
-                               1,          NULL};
+    const clattn_th_decode_desc d = {
+        sizeof(clattn_th_decode_desc), b,    cap, hk, h, hv, dk, dv, CLATTN_F32,
+        (clattn_layout)layout,         0.0f, NULL};
+    const clattn_th_desc pd = {sizeof(clattn_th_desc),
+                               b,
+                               1,
+                               cap,
+                               hk,
+                               h,
+                               hv,
+                               dk,
+                               dv,
+                               CLATTN_F32,
+                               CLATTN_BSHD,
+                               (clattn_layout)layout,
+                               0.0f,
+                               1,
+                               NULL};
     cr_assert_eq(clattn_talking_heads_decode(ctx, &d, dq, dk_, dv_, dpl, dpw,
                                              dl, dod, NULL),
                  CLATTN_OK, "decode: %s", clattn_ctx_errmsg(ctx));
-    cr_assert_eq(clattn_talking_heads(ctx, &pd, dq, dk_, dv_, dpl, dpw, dl,
-                                      dop, NULL),
-                 CLATTN_OK, "prefill: %s", clattn_ctx_errmsg(ctx));
+    cr_assert_eq(
+        clattn_talking_heads(ctx, &pd, dq, dk_, dv_, dpl, dpw, dl, dop, NULL),
+        CLATTN_OK, "prefill: %s", clattn_ctx_errmsg(ctx));
     tu_download(ctx, dod, od, no, CLATTN_F32);
     tu_download(ctx, dop, op, no, CLATTN_F32);
-    tu_check(layout ? "decode == prefill, BHSD" : "decode == prefill, BSHD",
-             od, op, no, clattn__tolerance(CLATTN_F32));
+    tu_check(layout ? "decode == prefill, BHSD" : "decode == prefill, BSHD", od,
+             op, no, clattn__tolerance(CLATTN_F32));
     cl_mem all[9] = {dq, dk_, dv_, dpl, dpw, dl, dod, dop, NULL};
     for (int i = 0; all[i]; i++)
       tu_release(all[i]);
@@ -350,17 +381,27 @@ Test(th_decode, misuse) {
   const int len = cap;
   cl_mem lens = tu_upload_int(ctx, &len, 1);
   cl_mem o = tu_buffer(ctx, (size_t)hv * dv * 4);
-  clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc), b,  cap,        hk,          h,    hv,  dk,
-                             dv, CLATTN_F32, CLATTN_BHSD, 0.0f, NULL};
-  cr_expect_eq(clattn_talking_heads_decode(ctx, &d, q, k, v, pl, pw, lens, o,
-                                           NULL),
-               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
-  cr_expect_eq(clattn_talking_heads_decode(NULL, &d, q, k, v, pl, pw, lens, o,
-                                           NULL),
-               CLATTN_ERR_MISUSE);
-  cr_expect_eq(clattn_talking_heads_decode(ctx, NULL, q, k, v, pl, pw, lens, o,
-                                           NULL),
-               CLATTN_ERR_INVALID_ARG);
+  clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc),
+                             b,
+                             cap,
+                             hk,
+                             h,
+                             hv,
+                             dk,
+                             dv,
+                             CLATTN_F32,
+                             CLATTN_BHSD,
+                             0.0f,
+                             NULL};
+  cr_expect_eq(
+      clattn_talking_heads_decode(ctx, &d, q, k, v, pl, pw, lens, o, NULL),
+      CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_expect_eq(
+      clattn_talking_heads_decode(NULL, &d, q, k, v, pl, pw, lens, o, NULL),
+      CLATTN_ERR_MISUSE);
+  cr_expect_eq(
+      clattn_talking_heads_decode(ctx, NULL, q, k, v, pl, pw, lens, o, NULL),
+      CLATTN_ERR_INVALID_ARG);
   const cl_mem good[7] = {q, k, v, pl, pw, lens, o};
   static const char *const names[7] = {"q",   "k_cache", "v_cache", "p_l",
                                        "p_w", "lens",    "o"};
@@ -384,46 +425,47 @@ Test(th_decode, misuse) {
     for (int f = 0; f < 3; f++) {
       clattn_th_decode_desc e = d;
       *(f == 0 ? &e.heads_k : f == 1 ? &e.heads : &e.heads_v) = bad[i];
-      cr_expect_eq(clattn_talking_heads_decode(ctx, &e, q, k, v, pl, pw, lens,
-                                               o, NULL),
-                   CLATTN_ERR_SHAPE, "head count %d in field %d", bad[i], f);
+      cr_expect_eq(
+          clattn_talking_heads_decode(ctx, &e, q, k, v, pl, pw, lens, o, NULL),
+          CLATTN_ERR_SHAPE, "head count %d in field %d", bad[i], f);
       cr_expect(strstr(clattn_ctx_errmsg(ctx), "head counts") != NULL, "%s",
                 clattn_ctx_errmsg(ctx));
-      cr_expect_eq(clattn_talking_heads_append(ctx, &e, 1, q, q, lens, k, v,
-                                               NULL),
-                   CLATTN_ERR_SHAPE);
+      cr_expect_eq(
+          clattn_talking_heads_append(ctx, &e, 1, q, q, lens, k, v, NULL),
+          CLATTN_ERR_SHAPE);
     }
-  const clattn_params bad_p[] = {{sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0},
-                                 {sizeof(clattn_params), 0, 2, 0, 0, 0, 0, 0},
-                                 {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1},
-                                 {sizeof(clattn_params), 0, 0, -16, 0, 0, 0, 0}};
+  const clattn_params bad_p[] = {
+      {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0},
+      {sizeof(clattn_params), 0, 2, 0, 0, 0, 0, 0},
+      {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1},
+      {sizeof(clattn_params), 0, 0, -16, 0, 0, 0, 0}};
   for (int i = 0; i < 4; i++) {
     clattn_th_decode_desc e = d;
     e.params = &bad_p[i];
-    cr_expect_eq(clattn_talking_heads_decode(ctx, &e, q, k, v, pl, pw, lens,
-                                             o, NULL),
-                 CLATTN_ERR_INVALID_ARG, "bad params %d", i);
+    cr_expect_eq(
+        clattn_talking_heads_decode(ctx, &e, q, k, v, pl, pw, lens, o, NULL),
+        CLATTN_ERR_INVALID_ARG, "bad params %d", i);
   }
   clattn_th_decode_desc e = d;
   e.capacity = 0;
-  cr_expect_eq(clattn_talking_heads_decode(ctx, &e, q, k, v, pl, pw, lens, o,
-                                           NULL),
-               CLATTN_ERR_SHAPE);
+  cr_expect_eq(
+      clattn_talking_heads_decode(ctx, &e, q, k, v, pl, pw, lens, o, NULL),
+      CLATTN_ERR_SHAPE);
   e = d;
   e.dtype = (clattn_dtype)9;
-  cr_expect_eq(clattn_talking_heads_decode(ctx, &e, q, k, v, pl, pw, lens, o,
-                                           NULL),
-               CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(
+      clattn_talking_heads_decode(ctx, &e, q, k, v, pl, pw, lens, o, NULL),
+      CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_talking_heads_append(ctx, &d, 0, q, q, lens, k, v, NULL),
                CLATTN_ERR_SHAPE);
-  cr_expect_eq(clattn_talking_heads_append(ctx, NULL, 1, q, q, lens, k, v,
-                                           NULL),
-               CLATTN_ERR_INVALID_ARG);
+  cr_expect_eq(
+      clattn_talking_heads_append(ctx, NULL, 1, q, q, lens, k, v, NULL),
+      CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_talking_heads_append(ctx, &d, 1, q, q, NULL, k, v, NULL),
                CLATTN_ERR_INVALID_ARG);
-  cr_expect_eq(clattn_talking_heads_append(ctx, &d, 1, q, q, lens, small, v,
-                                           NULL),
-               CLATTN_ERR_BUFFER_TOO_SMALL);
+  cr_expect_eq(
+      clattn_talking_heads_append(ctx, &d, 1, q, q, lens, small, v, NULL),
+      CLATTN_ERR_BUFFER_TOO_SMALL);
   tu_release(q);
   tu_release(k);
   tu_release(v);

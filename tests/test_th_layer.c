@@ -38,9 +38,13 @@ typedef struct fixture {
 } fixture;
 
 static clattn_th_layer_desc desc_of(const thshape *s) {
-  const clattn_th_layer_desc d = {.size = sizeof(clattn_th_layer_desc), .d_model = s->D, .heads_k = s->hk,
-                                  .heads = s->h, .heads_v = s->hv,
-                                  .head_dim_k = s->dk, .head_dim_v = s->dv};
+  const clattn_th_layer_desc d = {.size = sizeof(clattn_th_layer_desc),
+                                  .d_model = s->D,
+                                  .heads_k = s->hk,
+                                  .heads = s->h,
+                                  .heads_v = s->hv,
+                                  .head_dim_k = s->dk,
+                                  .head_dim_v = s->dv};
   return d;
 }
 
@@ -54,11 +58,15 @@ static void fx_init(fixture *f, const thshape *s, unsigned seed) {
   memset(f, 0, sizeof *f);
   f->s = *s;
   const size_t k = (size_t)s->hk * s->dk, v = (size_t)s->hv * s->dv;
-  const size_t n[NW] = {s->D * k, s->D * k, s->D * v, v * s->D,
-                        (size_t)s->hk * s->h, (size_t)s->h * s->hv};
+  const size_t n[NW] = {s->D * k,
+                        s->D * k,
+                        s->D * v,
+                        v * s->D,
+                        (size_t)s->hk * s->h,
+                        (size_t)s->h * s->hv};
   /* scaled by 1/sqrt(fan-in) so the activations and logits are O(1) */
-  const float amp[NW] = {1.7f / sqrtf((float)s->D), 1.7f / sqrtf((float)s->D),
-                         1.7f / sqrtf((float)s->D), 1.7f / sqrtf((float)v),
+  const float amp[NW] = {1.7f / sqrtf((float)s->D),  1.7f / sqrtf((float)s->D),
+                         1.7f / sqrtf((float)s->D),  1.7f / sqrtf((float)v),
                          1.7f / sqrtf((float)s->hk), 1.7f / sqrtf((float)s->h)};
   tu_rng r = tu_rng_seed(seed);
   f->ctx = tu_ctx();
@@ -93,14 +101,13 @@ static void ref_y(const fixture *f, int b, int n, int causal, const float *x,
 }
 
 /* Rows [r0, r0+nr) of x through the fixture's layer (c may be NULL). */
-static void prefill_rows(fixture *f, clattn_kv_cache *c, const float *x,
-                         int r0, int nr, int causal, float *y) {
-  tu_layer_prefill_rows(f->ctx, f->layer, c, f->s.b, f->s.n, f->s.D, x, r0,
-                        nr, causal, y);
+static void prefill_rows(fixture *f, clattn_kv_cache *c, const float *x, int r0,
+                         int nr, int causal, float *y) {
+  tu_layer_prefill_rows(f->ctx, f->layer, c, f->s.b, f->s.n, f->s.D, x, r0, nr,
+                        causal, y);
 }
 
-static void describe(const thshape *s, const char *tag, char *buf,
-                     size_t cap) {
+static void describe(const thshape *s, const char *tag, char *buf, size_t cap) {
   snprintf(buf, cap, "%s b=%d n=%d D=%d hk=%d h=%d hv=%d dk=%d dv=%d", tag,
            s->b, s->n, s->D, s->hk, s->h, s->hv, s->dk, s->dv);
 }
@@ -150,8 +157,7 @@ Test(th_layer, cache_prefill_decode_and_chunks, .timeout = 900) {
 
     char what[200];
     describe(s, "", what, sizeof what);
-    tu_layer_cache_checks(f.ctx, f.layer, b, n, D, n + 2, x, ylib, yref,
-                          what);
+    tu_layer_cache_checks(f.ctx, f.layer, b, n, D, n + 2, x, ylib, yref, what);
     free(x);
     free(yref);
     free(ylib);
@@ -183,8 +189,7 @@ Test(th_layer, misuse, .timeout = 900) {
   /* head counts 0 and CLATTN_TH_MAX_HEADS + 1, for each of the three */
   for (int which = 0; which < 3; which++) {
     clattn_th_layer_desc bad = d;
-    int *h = which == 0 ? &bad.heads_k : which == 1 ? &bad.heads
-                                                    : &bad.heads_v;
+    int *h = which == 0 ? &bad.heads_k : which == 1 ? &bad.heads : &bad.heads_v;
     *h = 0;
     clattn_status st = create(&f, &bad, w, &l);
     cr_expect_eq(st, CLATTN_ERR_SHAPE, "head count %d = 0 -> %d", which,
@@ -192,8 +197,8 @@ Test(th_layer, misuse, .timeout = 900) {
     cr_expect(clattn_ctx_errmsg(f.ctx)[0] != '\0', "no error message");
     *h = CLATTN_TH_MAX_HEADS + 1;
     st = create(&f, &bad, w, &l);
-    cr_expect_eq(st, CLATTN_ERR_SHAPE, "head count %d = %d -> %d",
-                 which, CLATTN_TH_MAX_HEADS + 1, (int)st);
+    cr_expect_eq(st, CLATTN_ERR_SHAPE, "head count %d = %d -> %d", which,
+                 CLATTN_TH_MAX_HEADS + 1, (int)st);
     cr_expect_null(l);
   }
   /* weight buffers too small: P_w for one more value head, w_q for a
@@ -205,8 +210,8 @@ Test(th_layer, misuse, .timeout = 900) {
   w[W_O] = big_o;
   w[W_V] = big_v;
   clattn_status st = create(&f, &bad, w, &l);
-  cr_expect_eq(st, CLATTN_ERR_BUFFER_TOO_SMALL, "small p_w -> %d (%s)",
-               (int)st, clattn_ctx_errmsg(f.ctx));
+  cr_expect_eq(st, CLATTN_ERR_BUFFER_TOO_SMALL, "small p_w -> %d (%s)", (int)st,
+               clattn_ctx_errmsg(f.ctx));
   cr_expect(strstr(clattn_ctx_errmsg(f.ctx), "p_w") != NULL,
             "message does not name p_w: %s", clattn_ctx_errmsg(f.ctx));
   memcpy(w, f.dw, sizeof w);
@@ -220,8 +225,11 @@ Test(th_layer, misuse, .timeout = 900) {
 
   /* a cache of a GQA layer (h_k key and value heads) on the talking-heads
    * layer: the value heads differ */
-  clattn_layer_desc gd = {.size = sizeof(clattn_layer_desc), .d_model = s->D, .heads_q = s->hk,
-                          .heads_kv = s->hk, .head_dim_k = s->dk,
+  clattn_layer_desc gd = {.size = sizeof(clattn_layer_desc),
+                          .d_model = s->D,
+                          .heads_q = s->hk,
+                          .heads_kv = s->hk,
+                          .head_dim_k = s->dk,
                           .head_dim_v = s->dv};
   cl_mem gw = tu_buffer(f.ctx, (size_t)s->D * s->hk * s->dv * 4 +
                                    (size_t)s->D * s->hk * s->dk * 4);
@@ -235,8 +243,7 @@ Test(th_layer, misuse, .timeout = 900) {
   cl_mem dx = tu_sentinel(f.ctx, nx, CLATTN_F32, 0);
   cl_mem dy = tu_buffer(f.ctx, nx * 4);
   st = clattn_layer_prefill(f.layer, gc, s->b, 1, 1, dx, dy, NULL);
-  cr_expect_eq(st, CLATTN_ERR_SHAPE, "GQA cache on a TH layer -> %d",
-               (int)st);
+  cr_expect_eq(st, CLATTN_ERR_SHAPE, "GQA cache on a TH layer -> %d", (int)st);
 
   /* capacity: 3 + 2 > 4 refused, nothing stored; the last free row works,
    * then a decode on the full cache is refused */
@@ -252,8 +259,7 @@ Test(th_layer, misuse, .timeout = 900) {
   st = clattn_layer_decode(f.layer, c, dx, dy, NULL);
   cr_assert_eq(st, CLATTN_OK, "last row: %s", clattn_ctx_errmsg(f.ctx));
   st = clattn_layer_decode(f.layer, c, dx, dy, NULL);
-  cr_expect_eq(st, CLATTN_ERR_CAPACITY, "decode on full cache -> %d",
-               (int)st);
+  cr_expect_eq(st, CLATTN_ERR_CAPACITY, "decode on full cache -> %d", (int)st);
   cr_expect_eq(clattn_kv_cache_len(c), 4);
 
   clattn_kv_cache_destroy(c);

@@ -41,8 +41,14 @@ static void *later_run(void *arg) {
   clattn_choice ch = {.size = sizeof(clattn_choice)};
   l->id = pthread_self();
   if (l->fail) {
-    clattn_attn_desc bad = {.size = sizeof(clattn_attn_desc), .batch = 1, .n_q = 1, .n_kv = 1, .heads_q = 3,
-                            .heads_kv = 2, .head_dim_k = 8, .head_dim_v = 8};
+    clattn_attn_desc bad = {.size = sizeof(clattn_attn_desc),
+                            .batch = 1,
+                            .n_q = 1,
+                            .n_kv = 1,
+                            .heads_q = 3,
+                            .heads_kv = 2,
+                            .head_dim_k = 8,
+                            .head_dim_v = 8};
     clattn_attention(l->ctx, &bad, NULL, NULL, NULL, NULL, NULL, NULL);
   }
   snprintf(l->msg, sizeof l->msg, "%s", clattn_ctx_errmsg(l->ctx));

@@ -48,8 +48,7 @@ static const clattn__target targets[] = {
 
 static void check_space(const clattn__target *t, const clattn__space *s,
                         const void *desc, int decode) {
-  cr_assert(s->n > 0 && s->def == 0, "space of %d, default %d", s->n,
-            s->def);
+  cr_assert(s->n > 0 && s->def == 0, "space of %d, default %d", s->n, s->def);
   for (int i = 0; i < s->n; i++) {
     clattn_params p = clattn__space_params(s, i);
     char why[160];
@@ -58,8 +57,8 @@ static void check_space(const clattn__target *t, const clattn__space *s,
       clattn_decode_desc d = *(const clattn_decode_desc *)desc;
       clattn__decode_plan pl;
       d.params = &p;
-      cr_assert_eq(clattn__plan_decode(t, &d, &pl, why, sizeof why),
-                   CLATTN_OK, "%s", why);
+      cr_assert_eq(clattn__plan_decode(t, &d, &pl, why, sizeof why), CLATTN_OK,
+                   "%s", why);
       cr_assert(clattn__decode_fits(t, &d, &pl, why, sizeof why), "%s", why);
       cr_assert(pl.wg <= (int)t->max_wg);
       cr_assert(clattn__decode_local_bytes(&d, &pl) <= t->local_mem);
@@ -68,20 +67,19 @@ static void check_space(const clattn__target *t, const clattn__space *s,
       clattn_attn_desc d = *(const clattn_attn_desc *)desc;
       clattn__prefill_plan pl;
       d.params = &p;
-      cr_assert_eq(clattn__plan_prefill(t, &d, &pl, why, sizeof why),
-                   CLATTN_OK, "%s", why);
-      cr_assert(clattn__prefill_fits(t, &d, &pl, why, sizeof why), "%s",
-                why);
+      cr_assert_eq(clattn__plan_prefill(t, &d, &pl, why, sizeof why), CLATTN_OK,
+                   "%s", why);
+      cr_assert(clattn__prefill_fits(t, &d, &pl, why, sizeof why), "%s", why);
       cr_assert(pl.wg <= (int)t->max_wg);
       cr_assert(clattn__prefill_local_bytes(&d, &pl) <= t->local_mem);
       r = clattn__prefill_resolved(&pl);
     }
-    cr_assert(memcmp(&r, &p, sizeof r) == 0,
-              "candidate %d is not its own plan", i);
+    cr_assert(memcmp(&r, &p, sizeof r) == 0, "candidate %d is not its own plan",
+              i);
     for (int j = 0; j < i; j++) {
       clattn_params q = clattn__space_params(s, j);
-      cr_assert(memcmp(&p, &q, sizeof p) != 0, "candidates %d and %d equal",
-                i, j);
+      cr_assert(memcmp(&p, &q, sizeof p) != 0, "candidates %d and %d equal", i,
+                j);
     }
   }
 }
@@ -91,11 +89,23 @@ Test(space, prefill_constraints) {
   int pruned_small = 0;
   for (int ti = 0; ti < 4; ti++)
     for (int di = 0; di < 4; di++) {
-      clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 300, 300, 8, 2, dims[di], dims[di],
-                            CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1,
+      clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                            1,
+                            300,
+                            300,
+                            8,
+                            2,
+                            dims[di],
+                            dims[di],
+                            CLATTN_F32,
+                            CLATTN_BSHD,
+                            CLATTN_BSHD,
+                            0.0f,
+                            1,
                             NULL};
       clattn__space s;
-      cr_assert_eq(clattn__family_prefill.space(&targets[ti], &d, &s), CLATTN_OK);
+      cr_assert_eq(clattn__family_prefill.space(&targets[ti], &d, &s),
+                   CLATTN_OK);
       check_space(&targets[ti], &s, &d, 0);
       if (ti == 2)
         pruned_small += s.pruned;
@@ -111,10 +121,20 @@ Test(space, decode_constraints) {
   int pruned_small = 0;
   for (int ti = 0; ti < 4; ti++)
     for (int gi = 0; gi < 4; gi++) {
-      clattn_decode_desc d = {sizeof(clattn_decode_desc), 2, 3000, 2 * g[gi], 2, 128, 128, CLATTN_F16,
-                              CLATTN_BHSD, 0.0f, NULL};
+      clattn_decode_desc d = {sizeof(clattn_decode_desc),
+                              2,
+                              3000,
+                              2 * g[gi],
+                              2,
+                              128,
+                              128,
+                              CLATTN_F16,
+                              CLATTN_BHSD,
+                              0.0f,
+                              NULL};
       clattn__space s;
-      cr_assert_eq(clattn__family_decode.space(&targets[ti], &d, &s), CLATTN_OK);
+      cr_assert_eq(clattn__family_decode.space(&targets[ti], &d, &s),
+                   CLATTN_OK);
       check_space(&targets[ti], &s, &d, 1);
       if (ti == 2)
         pruned_small += s.pruned;
@@ -130,15 +150,36 @@ Test(space, default_variant) {
   static const int expect[] = {1, 2, 2, 2};
   for (int ti = 0; ti < 4; ti++) {
     char why[160];
-    clattn_attn_desc a = {sizeof(clattn_attn_desc), 1, 100, 100, 8, 2, 64, 64, CLATTN_F32, CLATTN_BSHD,
-                          CLATTN_BSHD, 0.0f, 1, NULL};
+    clattn_attn_desc a = {sizeof(clattn_attn_desc),
+                          1,
+                          100,
+                          100,
+                          8,
+                          2,
+                          64,
+                          64,
+                          CLATTN_F32,
+                          CLATTN_BSHD,
+                          CLATTN_BSHD,
+                          0.0f,
+                          1,
+                          NULL};
     clattn__prefill_plan pp;
     cr_assert_eq(clattn__plan_prefill(&targets[ti], &a, &pp, why, sizeof why),
                  CLATTN_OK, "%s", why);
     cr_assert_eq(pp.variant, expect[ti], "target %d: prefill variant %d", ti,
                  pp.variant);
-    clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 1000, 8, 1, 64, 64, CLATTN_F32, CLATTN_BHSD,
-                            0.0f, NULL};
+    clattn_decode_desc d = {sizeof(clattn_decode_desc),
+                            1,
+                            1000,
+                            8,
+                            1,
+                            64,
+                            64,
+                            CLATTN_F32,
+                            CLATTN_BHSD,
+                            0.0f,
+                            NULL};
     clattn__decode_plan dp;
     cr_assert_eq(clattn__plan_decode(&targets[ti], &d, &dp, why, sizeof why),
                  CLATTN_OK, "%s", why);
@@ -197,7 +238,8 @@ static char *tmp_db(const char *name) {
 static void set_method(clattn_db *db, const char *kernel, int method) {
   clattn_tune_entry *e = NULL;
   int n = 0;
-  cr_assert_eq(clattn_db_list_tune(db, NULL, kernel, NULL, sizeof *e, &e, &n), CLATTN_OK);
+  cr_assert_eq(clattn_db_list_tune(db, NULL, kernel, NULL, sizeof *e, &e, &n),
+               CLATTN_OK);
   for (int i = 0; i < n; i++) {
     e[i].tune_method = method;
     cr_assert_eq(clattn_db_put_tune(db, &e[i]), CLATTN_OK);
@@ -239,9 +281,20 @@ Test(tune, prefill_resume) {
   clattn_ctx *ctx = tu_ctx();
   clattn_db *db = NULL;
   cr_assert_eq(clattn_db_open(tmp_db("prefill"), &db), CLATTN_OK);
-  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1,  40, 70,         2,          2,
-                              32, 32, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD,
-                              0.0f, 1, NULL};
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                              1,
+                              40,
+                              70,
+                              2,
+                              2,
+                              32,
+                              32,
+                              CLATTN_F32,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              1,
+                              NULL};
   clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   o.strategy = CLATTN_TUNE_RANDOM;
   o.max_candidates = 4;
@@ -277,9 +330,9 @@ static clattn_status fake_eval(void *self, const int *v, double best_s,
                                double timeout_s, int repeats,
                                clattn_tune_entry *e) {
   (void)self, (void)best_s, (void)timeout_s, (void)repeats;
-  const double t = 1e-3 * (1.0 + 0.1 * abs(v[0] - 3) + 0.07 * abs(v[1] - 5) +
-                           0.05 * ((v[0] * 7 + v[1] * 3 + v[2]) % 4) +
-                           0.02 * v[2]);
+  const double t =
+      1e-3 * (1.0 + 0.1 * abs(v[0] - 3) + 0.07 * abs(v[1] - 5) +
+              0.05 * ((v[0] * 7 + v[1] * 3 + v[2]) % 4) + 0.02 * v[2]);
   snprintf(e->status, sizeof e->status, "ok");
   e->median_s = t;
   e->spread = 0.0;
@@ -401,8 +454,8 @@ Test(tune, roofline_stop) {
     const clattn_tune_result r = model_walk(ctx, &s, &f, "roof");
     cr_expect_str_eq(r.stopped, c[k].stopped, "roofline x%.2f: stopped %s",
                      roof, r.stopped);
-    cr_expect_eq(r.measured, c[k].measured, "roofline x%.2f: %d measured",
-                 roof, r.measured);
+    cr_expect_eq(r.measured, c[k].measured, "roofline x%.2f: %d measured", roof,
+                 r.measured);
     cr_expect_eq(r.best_s, 1e-3, "best %g", r.best_s);
   }
   clattn__space_free(&s);
@@ -453,8 +506,8 @@ Test(tune, roofline_refresh) {
                  r.measured);
     cr_expect_eq(r.refreshes, c[k].refreshes, "case %d: %d refreshes", k,
                  r.refreshes);
-    cr_expect_eq(r.roofline_s, c[k].seq[1] * 1e-3, "case %d: roofline %g",
-                 k, r.roofline_s);
+    cr_expect_eq(r.roofline_s, c[k].seq[1] * 1e-3, "case %d: roofline %g", k,
+                 r.roofline_s);
   }
   clattn__space_free(&s);
   clattn_ctx_destroy(ctx);
@@ -476,8 +529,17 @@ Test(tune, decode_roofline_at_copy) {
   cr_assert_eq(clattn_db_open(tmp_db("at-copy"), &db), CLATTN_OK);
   cr_assert_eq(clattn_db_put_profile(db, &p), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
-  const clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 4096, 8, 2, 64, 64, CLATTN_F32,
-                                CLATTN_BHSD, 0.0f, NULL};
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc),
+                                1,
+                                4096,
+                                8,
+                                2,
+                                64,
+                                64,
+                                CLATTN_F32,
+                                CLATTN_BHSD,
+                                0.0f,
+                                NULL};
   const double kv = 4096.0 * 2 * (64 + 64) * 4;
   clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   o.strategy = CLATTN_TUNE_MODEL;
@@ -490,8 +552,20 @@ Test(tune, decode_roofline_at_copy) {
   cr_expect(r.roofline_s > 0 && r.roofline_s < kv / 0.5e9 / 4,
             "roofline %g s; the stored profile's K/V read alone %g s",
             r.roofline_s, kv / 0.5e9);
-  const clattn_attn_desc a = {sizeof(clattn_attn_desc), 1, 64, 64, 2, 2, 16, 16, CLATTN_F32,
-                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 0, NULL};
+  const clattn_attn_desc a = {sizeof(clattn_attn_desc),
+                              1,
+                              64,
+                              64,
+                              2,
+                              2,
+                              16,
+                              16,
+                              CLATTN_F32,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              0,
+                              NULL};
   cr_assert_eq(clattn_tune_attention(ctx, db, &a, &o, &r), CLATTN_OK, "%s",
                clattn_ctx_errmsg(ctx));
   cr_expect_eq(r.refreshes, 0, "prefill refreshes %d", r.refreshes);
@@ -503,8 +577,17 @@ Test(tune, decode_fresh_anneal) {
   clattn_ctx *ctx = tu_ctx();
   clattn_db *db = NULL;
   cr_assert_eq(clattn_db_open(tmp_db("decode"), &db), CLATTN_OK);
-  const clattn_decode_desc d = {sizeof(clattn_decode_desc), 2, 600, 4, 2, 64, 64, CLATTN_F16,
-                                CLATTN_BHSD, 0.0f, NULL};
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc),
+                                2,
+                                600,
+                                4,
+                                2,
+                                64,
+                                64,
+                                CLATTN_F16,
+                                CLATTN_BHSD,
+                                0.0f,
+                                NULL};
   clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   o.strategy = CLATTN_TUNE_ANNEAL;
   o.max_candidates = 5;
@@ -531,15 +614,16 @@ Test(tune, decode_fresh_anneal) {
    * if they are ok and stored their figures; the winner's is the result's */
   clattn_tune_entry *v = NULL;
   int nv = 0, ok = 0, verified = 0, winner = 0;
-  cr_assert_eq(clattn_db_list_tune(db, NULL, "decode", NULL, sizeof *v, &v, &nv),
-               CLATTN_OK);
+  cr_assert_eq(
+      clattn_db_list_tune(db, NULL, "decode", NULL, sizeof *v, &v, &nv),
+      CLATTN_OK);
   for (int i = 0; i < nv; i++) {
     if (strcmp(v[i].status, "ok") != 0)
       continue;
     ok++;
     verified += strncmp(v[i].message, "verified: median of", 19) == 0;
-    winner += strcmp(v[i].params, r.best_params) == 0 &&
-              v[i].median_s == r.best_s;
+    winner +=
+        strcmp(v[i].params, r.best_params) == 0 && v[i].median_s == r.best_s;
   }
   clattn_free(v);
   cr_assert(ok >= 2, "ok candidates: %d", ok);
@@ -556,8 +640,9 @@ Test(tune, decode_fresh_anneal) {
   cr_assert_eq(r.measured, 5);
   clattn_tune_entry *rows = NULL;
   int n = 0;
-  cr_assert_eq(clattn_db_list_tune(db, NULL, "decode", NULL, sizeof *rows, &rows, &n),
-               CLATTN_OK);
+  cr_assert_eq(
+      clattn_db_list_tune(db, NULL, "decode", NULL, sizeof *rows, &rows, &n),
+      CLATTN_OK);
   cr_assert_eq(n, 5, "the measured rows replace the old ones: %d", n);
   for (int i = 0; i < n; i++)
     cr_expect_eq(rows[i].tune_method, clattn_tune_method("decode"));
@@ -570,8 +655,17 @@ Test(tune, stop_and_budget) {
   clattn_ctx *ctx = tu_ctx();
   clattn_db *db = NULL;
   cr_assert_eq(clattn_db_open(tmp_db("stop"), &db), CLATTN_OK);
-  clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 1000, 2, 1, 32, 32, CLATTN_F32, CLATTN_BSHD,
-                          0.0f, NULL};
+  clattn_decode_desc d = {sizeof(clattn_decode_desc),
+                          1,
+                          1000,
+                          2,
+                          1,
+                          32,
+                          32,
+                          CLATTN_F32,
+                          CLATTN_BSHD,
+                          0.0f,
+                          NULL};
   volatile int stop = 1;
   clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
   o.strategy = CLATTN_TUNE_EXHAUSTIVE;
@@ -587,8 +681,17 @@ Test(tune, stop_and_budget) {
    * a candidate (one compile, which cannot be interrupted, and its runs)
    * has 4 s */
   stop = 0;
-  d = (clattn_decode_desc){sizeof(clattn_decode_desc), 1, 32768, 8, 1, 64, 64, CLATTN_F32, CLATTN_BSHD,
-                           0.0f, NULL};
+  d = (clattn_decode_desc){sizeof(clattn_decode_desc),
+                           1,
+                           32768,
+                           8,
+                           1,
+                           64,
+                           64,
+                           CLATTN_F32,
+                           CLATTN_BSHD,
+                           0.0f,
+                           NULL};
   o.budget_s = 2.0;
   o.timeout_s = 4.0;
   o.repeats = 3;
@@ -608,8 +711,20 @@ Test(tune, bad_input) {
   clattn_ctx *ctx = tu_ctx();
   clattn_db *db = NULL;
   cr_assert_eq(clattn_db_open(tmp_db("bad"), &db), CLATTN_OK);
-  clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 8, 8, 3, 2, 32, 32, CLATTN_F32, CLATTN_BSHD,
-                        CLATTN_BSHD, 0.0f, 0, NULL};
+  clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                        1,
+                        8,
+                        8,
+                        3,
+                        2,
+                        32,
+                        32,
+                        CLATTN_F32,
+                        CLATTN_BSHD,
+                        CLATTN_BSHD,
+                        0.0f,
+                        0,
+                        NULL};
   clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
   cr_assert_neq(clattn_tune_attention(ctx, db, &d, NULL, &r), CLATTN_OK);
   cr_assert(strstr(clattn_ctx_errmsg(ctx), "head") != NULL, "%s",
@@ -650,12 +765,11 @@ static pid_t spawn_tune(const char *cli, const char *db, const char *max,
   if (pid == 0) {
     if (out && freopen(out, "w", stdout) == NULL)
       _exit(99);
-    const char *argv[] = {cli,        "tune",   "decode",       "--batch",
-                          "1",        "--kv-seq", "2048",       "--heads",
-                          "4",        "--kv-heads", "1",        "--head-dim",
-                          "64",       "--strategy", "exhaustive", "--max",
-                          max,        "--db",   db,             "--quiet",
-                          NULL};
+    const char *argv[] = {
+        cli,    "tune",       "decode",     "--batch",    "1", "--kv-seq",
+        "2048", "--heads",    "4",          "--kv-heads", "1", "--head-dim",
+        "64",   "--strategy", "exhaustive", "--max",      max, "--db",
+        db,     "--quiet",    NULL};
     execv(cli, (char *const *)argv);
     _exit(98);
   }
@@ -710,8 +824,7 @@ Test(tune, sigkill_resume, .timeout = 600) {
   cr_assert(f != NULL);
   char line[512], want[64];
   int found = 0;
-  snprintf(want, sizeof want, "(2 measured now, %d from the database)",
-           before);
+  snprintf(want, sizeof want, "(2 measured now, %d from the database)", before);
   while (fgets(line, sizeof line, f))
     found |= strstr(line, want) != NULL;
   fclose(f);
@@ -723,8 +836,8 @@ Test(tune, sigkill_resume, .timeout = 600) {
 
 /* An entry of this device (or another fingerprint of its vendor/arch). */
 static void put_entry(clattn_db *db, clattn_ctx *ctx, int kin,
-                      const char *kernel, const char *cls,
-                      const char *params, const char *status, double t) {
+                      const char *kernel, const char *cls, const char *params,
+                      const char *status, double t) {
   clattn_profile p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_profile_reported(ctx, &p), CLATTN_OK);
   clattn_tune_entry e = {.size = sizeof(clattn_tune_entry)};
@@ -768,16 +881,24 @@ static void run_prefill(clattn_ctx *ctx, const clattn_attn_desc *d) {
   cl_mem bq = tu_upload(ctx, q, nq, CLATTN_F32),
          bk = tu_upload(ctx, k, nk, CLATTN_F32),
          bv = tu_upload(ctx, v, nv, CLATTN_F32), bo = tu_buffer(ctx, no * 4);
-  cr_assert_eq(clattn_attention(ctx, d, bq, bk, bv, NULL, bo, NULL),
-               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_eq(clattn_attention(ctx, d, bq, bk, bv, NULL, bo, NULL), CLATTN_OK,
+               "%s", clattn_ctx_errmsg(ctx));
   tu_download(ctx, bo, o, no, CLATTN_F32);
-  ref_attn a = {d->batch,      d->n_q,        d->n_kv, d->heads_q,
-                d->heads_kv,   d->head_dim_k, d->head_dim_v, 0,
-                0,             1.0 / sqrt((double)d->head_dim_k),
-                d->causal,     NULL};
+  ref_attn a = {d->batch,
+                d->n_q,
+                d->n_kv,
+                d->heads_q,
+                d->heads_kv,
+                d->head_dim_k,
+                d->head_dim_v,
+                0,
+                0,
+                1.0 / sqrt((double)d->head_dim_k),
+                d->causal,
+                NULL};
   ref_attention(&a, q, k, v, ref);
-  cr_assert(tu_check("tuned prefill", o, ref, no,
-                     clattn__tolerance(CLATTN_F32)));
+  cr_assert(
+      tu_check("tuned prefill", o, ref, no, clattn__tolerance(CLATTN_F32)));
   tu_release(bq);
   tu_release(bk);
   tu_release(bv);
@@ -798,8 +919,20 @@ static clattn_choice last(clattn_ctx *ctx) {
 Test(choice, tuned_entries) {
   const char *path = tmp_db("choice");
   clattn_ctx *probe_ctx = tu_ctx();
-  clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 50, 50, 4, 2, 32, 32, CLATTN_F32, CLATTN_BSHD,
-                        CLATTN_BSHD, 0.0f, 1, NULL};
+  clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                        1,
+                        50,
+                        50,
+                        4,
+                        2,
+                        32,
+                        32,
+                        CLATTN_F32,
+                        CLATTN_BSHD,
+                        CLATTN_BSHD,
+                        0.0f,
+                        1,
+                        NULL};
   char cls[96];
   clattn_shape_class_attention(&d, cls, sizeof cls);
   cr_assert_str_eq(cls, "f32 k32 v32 g2 bh2 n64 m64 c1");
@@ -885,7 +1018,8 @@ Test(choice, tuned_entries) {
   run_prefill(ctx, &d);
   ch = last(ctx);
   cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
-  cr_assert_eq(tu_params(ch.resolved).keys, 48, "took the entry that does not fit");
+  cr_assert_eq(tu_params(ch.resolved).keys, 48,
+               "took the entry that does not fit");
   clattn_ctx_destroy(ctx);
 
   /* no_tuning: the default again */
@@ -907,8 +1041,20 @@ Test(choice, tuned_entries) {
  * clattn_ctx_reload_tuning(B), and then takes the faster row. */
 Test(choice, reload_tuning) {
   const char *path = tmp_db("reload");
-  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 50, 50, 4, 2, 32, 32, CLATTN_F32,
-                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                              1,
+                              50,
+                              50,
+                              4,
+                              2,
+                              32,
+                              32,
+                              CLATTN_F32,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              1,
+                              NULL};
   clattn_db *db = NULL;
   cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
   clattn_ctx *a = ctx_with_db(path), *b = ctx_with_db(path);
@@ -955,8 +1101,7 @@ Test(choice, reload_tuning) {
   clattn_db_close(db);
 }
 
-static void expect_same_choice(const clattn_choice *x,
-                               const clattn_choice *y) {
+static void expect_same_choice(const clattn_choice *x, const clattn_choice *y) {
   cr_expect_eq(x->source, y->source);
   cr_expect(memcmp(&x->params, &y->params, sizeof x->params) == 0);
   cr_expect(memcmp(&x->resolved, &y->resolved, sizeof x->resolved) == 0);
@@ -971,8 +1116,20 @@ static void expect_same_choice(const clattn_choice *x,
  * and explain and the call say the same. */
 Test(choice, last_choice_after_other_choices) {
   clattn_ctx *ctx = tu_ctx();
-  const clattn_attn_desc d = {sizeof(clattn_attn_desc), 1, 50, 50, 4, 2, 32, 32, CLATTN_F32,
-                              CLATTN_BSHD, CLATTN_BSHD, 0.0f, 1, NULL};
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                              1,
+                              50,
+                              50,
+                              4,
+                              2,
+                              32,
+                              32,
+                              CLATTN_F32,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              1,
+                              NULL};
   cr_assert_eq(clattn_ctx_set_params(ctx, "prefill: rows=2 keys=16"),
                CLATTN_OK);
   run_prefill(ctx, &d);
@@ -982,8 +1139,17 @@ Test(choice, last_choice_after_other_choices) {
   cr_assert_str_eq(ran.shape_class, "f32 k32 v32 g2 bh2 n64 m64 c1");
   clattn_choice ch = {.size = sizeof(clattn_choice)};
   for (int i = 0; i < 256; i++) {
-    const clattn_decode_desc dd = {sizeof(clattn_decode_desc), 1, 100 + i, 4, 2, 32, 32, CLATTN_F32,
-                                   CLATTN_BSHD, 0.0f, NULL};
+    const clattn_decode_desc dd = {sizeof(clattn_decode_desc),
+                                   1,
+                                   100 + i,
+                                   4,
+                                   2,
+                                   32,
+                                   32,
+                                   CLATTN_F32,
+                                   CLATTN_BSHD,
+                                   0.0f,
+                                   NULL};
     cr_assert_eq(clattn_explain_decode(ctx, &dd, &ch), CLATTN_OK);
   }
   ch = last(ctx);
@@ -1015,37 +1181,50 @@ Test(choice, repeated_calls_are_memoised) {
          wk = tu_upload(ctx, w, nk, CLATTN_F32),
          wv = tu_upload(ctx, w, nk, CLATTN_F32),
          wo = tu_upload(ctx, w, nq, CLATTN_F32);
-  const clattn_layer_desc d = {.size = sizeof(clattn_layer_desc), .d_model = D, .heads_q = HQ, .heads_kv = HKV,
-                               .head_dim_k = DK, .head_dim_v = DK};
+  const clattn_layer_desc d = {.size = sizeof(clattn_layer_desc),
+                               .d_model = D,
+                               .heads_q = HQ,
+                               .heads_kv = HKV,
+                               .head_dim_k = DK,
+                               .head_dim_v = DK};
   clattn_layer *layer = NULL;
   clattn_kv_cache *cache = NULL;
-  cr_assert_eq(clattn_layer_create(ctx, &d, wq, wk, wv, wo, &layer),
-               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_eq(clattn_layer_create(ctx, &d, wq, wk, wv, wo, &layer), CLATTN_OK,
+               "%s", clattn_ctx_errmsg(ctx));
   cr_assert_eq(clattn_kv_cache_create(layer, B, 16, &cache), CLATTN_OK);
   cl_mem x = tu_upload(ctx, w, (size_t)B * D, CLATTN_F32),
          y = tu_buffer(ctx, (size_t)B * D * 4);
   unsigned long long h0, m0, h1, m1;
   memo_counts(ctx, &h0, &m0);
-  cr_assert_eq(clattn_layer_decode(layer, cache, x, y, NULL), CLATTN_OK,
-               "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_eq(clattn_layer_decode(layer, cache, x, y, NULL), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(ctx));
   memo_counts(ctx, &h1, &m1);
   const unsigned long long per_step = h1 + m1 - h0 - m0;
   cr_assert(m1 - m0 >= 2, "%llu searches for a decode step", m1 - m0);
-  cr_assert_eq(clattn_layer_decode(layer, cache, x, y, NULL), CLATTN_OK,
-               "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_eq(clattn_layer_decode(layer, cache, x, y, NULL), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(ctx));
   memo_counts(ctx, &h0, &m0);
   for (int s = 0; s < STEPS; s++)
-    cr_assert_eq(clattn_layer_decode(layer, cache, x, y, NULL), CLATTN_OK,
-                 "%s", clattn_ctx_errmsg(ctx));
+    cr_assert_eq(clattn_layer_decode(layer, cache, x, y, NULL), CLATTN_OK, "%s",
+                 clattn_ctx_errmsg(ctx));
   memo_counts(ctx, &h1, &m1);
   cr_expect_eq(m1, m0, "%llu searches in %d steps", m1 - m0, STEPS);
-  cr_expect_eq(h1 - h0, STEPS * per_step, "%llu of %llu lookups found",
-               h1 - h0, STEPS * per_step);
+  cr_expect_eq(h1 - h0, STEPS * per_step, "%llu of %llu lookups found", h1 - h0,
+               STEPS * per_step);
 
   /* a call of the public API, and one with the caller's params (keyed on
    * their content: a copy of them finds the same choice) */
-  const clattn_decode_desc dd = {sizeof(clattn_decode_desc), B, 64, HQ, HKV, DK, DK, CLATTN_F32,
-                                 CLATTN_BSHD, 0.0f, NULL};
+  const clattn_decode_desc dd = {sizeof(clattn_decode_desc),
+                                 B,
+                                 64,
+                                 HQ,
+                                 HKV,
+                                 DK,
+                                 DK,
+                                 CLATTN_F32,
+                                 CLATTN_BSHD,
+                                 0.0f,
+                                 NULL};
   clattn_choice ch = {.size = sizeof(clattn_choice)};
   for (int i = 0; i < 3; i++)
     cr_assert_eq(clattn_explain_decode(ctx, &dd, &ch), CLATTN_OK);
@@ -1081,8 +1260,7 @@ static void class_with(const char *cls, const char *from, const char *to,
                        char *out, size_t cap) {
   const char *at = strstr(cls, from);
   cr_assert(at != NULL, "no \"%s\" in \"%s\"", from, cls);
-  snprintf(out, cap, "%.*s%s%s", (int)(at - cls), cls, to,
-           at + strlen(from));
+  snprintf(out, cap, "%.*s%s%s", (int)(at - cls), cls, to, at + strlen(from));
 }
 
 /* The explanation of the talking-heads decode call below on a database of
@@ -1099,9 +1277,9 @@ static clattn_choice th_nearest(const char *name, const th_row *rows, int n) {
       "batch=1 kv-seq=4096 heads-k=8 heads=16 heads-v=8 head-dim=64";
   clattn_ctx *probe_ctx = tu_ctx();
   clattn_choice ch = {.size = sizeof(clattn_choice)};
-  cr_assert_eq(clattn_explain_shape(probe_ctx, "talking-heads-decode", shape,
-                                    NULL, &ch),
-               CLATTN_OK, "%s", clattn_ctx_errmsg(probe_ctx));
+  cr_assert_eq(
+      clattn_explain_shape(probe_ctx, "talking-heads-decode", shape, NULL, &ch),
+      CLATTN_OK, "%s", clattn_ctx_errmsg(probe_ctx));
   const char *path = tmp_db(name);
   clattn_db *db = NULL;
   cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
@@ -1115,9 +1293,9 @@ static clattn_choice th_nearest(const char *name, const th_row *rows, int n) {
   }
   clattn_db_close(db);
   clattn_ctx *ctx = ctx_with_db(path);
-  cr_assert_eq(clattn_explain_shape(ctx, "talking-heads-decode", shape, NULL,
-                                    &ch),
-               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_eq(
+      clattn_explain_shape(ctx, "talking-heads-decode", shape, NULL, &ch),
+      CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
   clattn_ctx_destroy(ctx);
   clattn_ctx_destroy(probe_ctx);
   return ch;
@@ -1195,8 +1373,17 @@ static void model_db(const char *path, double err) {
 Test(choice, older_method_passed_over) {
   const char *path = tmp_db("method");
   clattn_ctx *probe_ctx = tu_ctx();
-  const clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 4096, 8, 1, 64, 64, CLATTN_F32,
-                                CLATTN_BHSD, 0.0f, NULL};
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc),
+                                1,
+                                4096,
+                                8,
+                                1,
+                                64,
+                                64,
+                                CLATTN_F32,
+                                CLATTN_BHSD,
+                                0.0f,
+                                NULL};
   char cls[96];
   clattn_shape_class_decode(&d, cls, sizeof cls);
   clattn_db *db = NULL;
@@ -1209,8 +1396,7 @@ Test(choice, older_method_passed_over) {
   cr_assert_eq(clattn_explain_decode(ctx, &d, &ch), CLATTN_OK);
   cr_assert_neq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
   cr_assert_neq(tu_params(ch.resolved).keys, 48);
-  cr_assert(strstr(ch.why, "(1 of an older tuning method passed over") !=
-                NULL,
+  cr_assert(strstr(ch.why, "(1 of an older tuning method passed over") != NULL,
             "%s", ch.why);
   clattn_ctx_destroy(ctx);
   set_method(db, "decode", clattn_tune_method("decode"));
@@ -1233,9 +1419,19 @@ Test(choice, model_pick) {
   const char *path = tmp_db("model");
   model_db(path, 0.1);
   clattn_ctx *ctx = ctx_with_db(path);
-  const clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 4096, 8, 1, 64, 64, CLATTN_F32,
-                                CLATTN_BHSD, 0.0f, NULL};
-  clattn_choice ch = {.size = sizeof(clattn_choice)}, def = {.size = sizeof(clattn_choice)};
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc),
+                                1,
+                                4096,
+                                8,
+                                1,
+                                64,
+                                64,
+                                CLATTN_F32,
+                                CLATTN_BHSD,
+                                0.0f,
+                                NULL};
+  clattn_choice ch = {.size = sizeof(clattn_choice)},
+                def = {.size = sizeof(clattn_choice)};
   cr_assert_eq(clattn_explain_decode(ctx, &d, &ch), CLATTN_OK);
   cr_assert(ch.source == CLATTN_CHOICE_MODEL ||
                 ch.source == CLATTN_CHOICE_DEFAULT,
@@ -1251,8 +1447,8 @@ Test(choice, model_pick) {
   clattn_choice off = {.size = sizeof(clattn_choice)};
   cr_assert_eq(clattn_explain_decode(ctx, &d, &off), CLATTN_OK);
   cr_assert_eq(off.source, CLATTN_CHOICE_DEFAULT);
-  cr_assert(strstr(off.why, "median error on this device is 60%") != NULL,
-            "%s", off.why);
+  cr_assert(strstr(off.why, "median error on this device is 60%") != NULL, "%s",
+            off.why);
   clattn_ctx_destroy(ctx);
   clattn_ctx_opts o = {.size = sizeof(clattn_ctx_opts)};
   o.no_tuning = 1;
@@ -1261,9 +1457,9 @@ Test(choice, model_pick) {
   if (ch.source == CLATTN_CHOICE_MODEL) {
     cr_assert(memcmp(&ch.resolved, &def.resolved, sizeof def.resolved) != 0,
               "the model's pick is the default");
-    cr_assert_eq(tu_params(ch.resolved).variant, tu_params(def.resolved).variant);
-  }
-  else
+    cr_assert_eq(tu_params(ch.resolved).variant,
+                 tu_params(def.resolved).variant);
+  } else
     cr_assert(memcmp(&ch.resolved, &def.resolved, sizeof def.resolved) == 0);
   clattn_ctx_destroy(ctx);
 }
@@ -1271,8 +1467,17 @@ Test(choice, model_pick) {
 Test(choice, env_override) {
   setenv("CLATTN_PARAMS", "decode: variant=1 keys=16 splits=3", 1);
   clattn_ctx *ctx = tu_ctx();
-  const clattn_decode_desc d = {sizeof(clattn_decode_desc), 1, 500, 2, 1, 32, 32, CLATTN_F32,
-                                CLATTN_BSHD, 0.0f, NULL};
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc),
+                                1,
+                                500,
+                                2,
+                                1,
+                                32,
+                                32,
+                                CLATTN_F32,
+                                CLATTN_BSHD,
+                                0.0f,
+                                NULL};
   clattn_choice ch = {.size = sizeof(clattn_choice)};
   cr_assert_eq(clattn_explain_decode(ctx, &d, &ch), CLATTN_OK);
   cr_assert_eq(ch.source, CLATTN_CHOICE_OVERRIDE);

@@ -24,13 +24,27 @@
 #include <unistd.h>
 
 enum {
-  GEMMK, KREG, KWG, KWI, MDIMA, MDIMC, MWG, NDIMB, NDIMC, NWG, SA, SB,
-  STRM, STRN, VWM, VWN
+  GEMMK,
+  KREG,
+  KWG,
+  KWI,
+  MDIMA,
+  MDIMC,
+  MWG,
+  NDIMB,
+  NDIMC,
+  NWG,
+  SA,
+  SB,
+  STRM,
+  STRN,
+  VWM,
+  VWN
 };
 
 static const char *const names[16] = {
     "GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB",
-    "NDIMC", "NWG", "SA", "SB", "STRM", "STRN", "VWM", "VWN"};
+    "NDIMC", "NWG",  "SA",  "SB",  "STRM",  "STRN",  "VWM", "VWN"};
 
 /* CLBlast's constraints (src/tuning/kernels/xgemm.hpp), independently. */
 static int clblast_ok(const int *v, const clattn_ctx *ctx, char *why,
@@ -80,14 +94,14 @@ Test(tune_gemm, space_respects_constraints, .timeout = 120) {
   for (int d = 0; d < 16; d++)
     cr_assert_str_eq(s.dim[d], names[d]);
   cr_assert_gt(s.n, 0);
-  cr_log_info("Xgemm space on %s: %d candidates, %d pruned", ctx->dev.name,
-              s.n, s.pruned);
+  cr_log_info("Xgemm space on %s: %d candidates, %d pruned", ctx->dev.name, s.n,
+              s.pruned);
   for (int i = 0; i < s.n; i++) {
     const int *v = s.val + (size_t)i * 16;
     char why[64] = "", text[256];
     clattn__space_format(&s, i, text, sizeof text);
-    cr_expect(clblast_ok(v, ctx, why, sizeof why), "candidate %d (%s): %s",
-              i, text, why);
+    cr_expect(clblast_ok(v, ctx, why, sizeof why), "candidate %d (%s): %s", i,
+              text, why);
     cr_expect(clattn__xgemm_valid(ctx, v, NULL, 0), "candidate %d (%s)", i,
               text);
   }
@@ -159,8 +173,8 @@ static clattn_ctx *ctx_with_db(const char *path, int clblast_override) {
 /* A layer on ctx whose x*w_q GEMM is the tuned class: its causal prefill
  * against the reference; *ch: the choice of its last call (the output
  * projection); buf: clattn_explain_gemm after the layer's create. */
-static void layer_prefill(clattn_ctx *ctx, const char *what,
-                          clattn_choice *ch, char *buf, size_t cap) {
+static void layer_prefill(clattn_ctx *ctx, const char *what, clattn_choice *ch,
+                          char *buf, size_t cap) {
   size_t nq = (size_t)D * HQ * DK, nk = (size_t)D * HKV * DK,
          no = (size_t)HQ * DK * D, nx = (size_t)B * N * D;
   float *wq = tu_alloc(nq * 4), *wk = tu_alloc(nk * 4), *wv = tu_alloc(nk * 4),
@@ -178,8 +192,13 @@ static void layer_prefill(clattn_ctx *ctx, const char *what,
          dwo = tu_upload(ctx, wo, no, CLATTN_F32),
          dx = tu_upload(ctx, x, nx, CLATTN_F32),
          dy = tu_sentinel(ctx, nx, CLATTN_F32, 0xff);
-  clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc), .d_model = D, .heads_q = HQ, .heads_kv = HKV,
-                          .head_dim_k = DK, .head_dim_v = DK, .scale = 0};
+  clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc),
+                          .d_model = D,
+                          .heads_q = HQ,
+                          .heads_kv = HKV,
+                          .head_dim_k = DK,
+                          .head_dim_v = DK,
+                          .scale = 0};
   clattn_layer *layer = NULL;
   clattn_status st = clattn_layer_create(ctx, &ld, dq, dk, dv, dwo, &layer);
   cr_assert(st == CLATTN_OK, "layer: %s", clattn_ctx_errmsg(ctx));
@@ -189,8 +208,8 @@ static void layer_prefill(clattn_ctx *ctx, const char *what,
   cr_assert(st == CLATTN_OK, "prefill: %s", clattn_ctx_errmsg(ctx));
   cr_assert_eq(clattn_ctx_last_choice(ctx, ch), CLATTN_OK);
   tu_download(ctx, dy, y, nx, CLATTN_F32);
-  ref_layer(B, N, D, HQ, HKV, DK, DK, 1.0 / sqrt((double)DK), 1, x, wq, wk,
-            wv, wo, yref);
+  ref_layer(B, N, D, HQ, HKV, DK, DK, 1.0 / sqrt((double)DK), 1, x, wq, wk, wv,
+            wo, yref);
   tu_check(what, y, yref, nx, clattn__tolerance(CLATTN_F32));
   clattn_layer_destroy(layer);
   cl_mem all[6] = {dq, dk, dv, dwo, dx, dy};
@@ -232,8 +251,8 @@ Test(tune_gemm, tuned_entry_is_stored_and_applied, .timeout = 600) {
   clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
   clattn_status st = clattn_tune_gemm(ctx, db, 64, 96, 80, &o, &r);
   cr_assert(st == CLATTN_OK, "tune: %d %s", (int)st, clattn_ctx_errmsg(ctx));
-  cr_log_info("tuned m64 n96 k80: best %s, %.3g ms, %d measured",
-              r.best_params, r.best_s * 1e3, r.measured);
+  cr_log_info("tuned m64 n96 k80: best %s, %.3g ms, %d measured", r.best_params,
+              r.best_s * 1e3, r.measured);
   cr_assert_gt(r.best_s, 0.0);
   cr_expect_str_eq(r.shape_class, "m64 n96 k80");
 
@@ -266,8 +285,8 @@ Test(tune_gemm, tuned_entry_is_stored_and_applied, .timeout = 600) {
   clattn_choice ch = {.size = sizeof(clattn_choice)};
   ctx = ctx_with_db(path, 1);
   layer_prefill(ctx, "layer with tuned Xgemm", &ch, buf, sizeof buf);
-  cr_expect(strstr(buf, "clblast-xgemm: tuned entry m64 n96 k80") != NULL,
-            "%s", buf);
+  cr_expect(strstr(buf, "clblast-xgemm: tuned entry m64 n96 k80") != NULL, "%s",
+            buf);
   cr_expect(strstr(buf, r.best_params) != NULL, "%s", buf);
   cr_expect(strstr(buf, "whole process") != NULL, "%s", buf);
   cr_expect_eq(tu_params(ch.resolved).scheme, 2, "%s", ch.why);

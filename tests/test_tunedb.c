@@ -106,7 +106,8 @@ static void put(clattn_db *db, const clattn_tune_entry *e) {
 
 static clattn_tune_entry *list(clattn_db *db, int *n) {
   clattn_tune_entry *rows = NULL;
-  clattn_status st = clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *rows, &rows, n);
+  clattn_status st =
+      clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *rows, &rows, n);
   cr_assert_eq(st, CLATTN_OK, "list_tune: %s", clattn_db_errmsg(db));
   return rows;
 }
@@ -118,13 +119,26 @@ static void expect_fields_eq(const clattn_tune_entry *a,
                              int any_zero) {
 #define TXT(f) cr_expect_str_eq(a->f, b->f, "row %d: " #f, row)
 #define DBL(f)                                                                 \
-  cr_expect(memcmp(&a->f, &b->f, sizeof(double)) == 0 ||                      \
+  cr_expect(memcmp(&a->f, &b->f, sizeof(double)) == 0 ||                       \
                 (any_zero && a->f == 0 && b->f == 0),                          \
             "row %d: " #f " %.17g != %.17g", row, a->f, b->f)
-  TXT(fingerprint); TXT(device); TXT(vendor); TXT(arch); TXT(driver);
-  TXT(kernel); TXT(shape_class); TXT(params); TXT(status);
-  DBL(median_s); DBL(spread); DBL(predicted_s); DBL(max_err);
-  TXT(strategy); TXT(message); TXT(library_version); TXT(updated);
+  TXT(fingerprint);
+  TXT(device);
+  TXT(vendor);
+  TXT(arch);
+  TXT(driver);
+  TXT(kernel);
+  TXT(shape_class);
+  TXT(params);
+  TXT(status);
+  DBL(median_s);
+  DBL(spread);
+  DBL(predicted_s);
+  DBL(max_err);
+  TXT(strategy);
+  TXT(message);
+  TXT(library_version);
+  TXT(updated);
   cr_expect_eq(a->tune_method, b->tune_method, "row %d: tune_method %d != %d",
                row, a->tune_method, b->tune_method);
 #undef TXT
@@ -143,8 +157,7 @@ static void import_ok(clattn_db *db, const char *path, int want_added,
   cr_assert_eq(st, CLATTN_OK, "import %s: %s", path, clattn_db_errmsg(db));
   cr_expect_eq(a, want_added, "added %d, want %d", a, want_added);
   cr_expect_eq(u, want_updated, "updated %d, want %d", u, want_updated);
-  cr_expect_eq(s, want_unchanged, "unchanged %d, want %d", s,
-               want_unchanged);
+  cr_expect_eq(s, want_unchanged, "unchanged %d, want %d", s, want_unchanged);
 }
 
 /* --------------------------------------------------------- round trip */
@@ -152,10 +165,10 @@ static void import_ok(clattn_db *db, const char *path, int want_added,
 /* Valid rows whose strings and doubles are hard to carry through text
  * (rows that are not valid are refused: hostile_values_are_refused). */
 static int tricky_rows(clattn_tune_entry *e, int cap) {
-  static const double v[] = {0.1,      1.0 / 3.0, 5e-324,
-                              2.2250738585072014e-308, DBL_MAX, 7e-3,
-                              1.0, 123456789.123456789, 1e-310,
-                              0.5};
+  static const double v[] = {
+      0.1,     1.0 / 3.0, 5e-324, 2.2250738585072014e-308,
+      DBL_MAX, 7e-3,      1.0,    123456789.123456789,
+      1e-310,  0.5};
   int n = 0;
   for (int i = 0; i < 10 && n < cap; i++, n++) {
     e[n] = entry(n, "2025-01-02T03:04:05Z", v[i]);
@@ -170,7 +183,8 @@ static int tricky_rows(clattn_tune_entry *e, int cap) {
   e[2].tune_method = INT_MAX;
   SET(e[0].message, "quote \" backslash \\ slash / end");
   SET(e[1].message, "\\u0041 \\n {\"json\": [1, 2]}");
-  SET(e[2].device, "Gr\xc3\xa4" "fikkarte \xe2\x9c\x93 \xf0\x9f\x98\x80");
+  SET(e[2].device, "Gr\xc3\xa4"
+                   "fikkarte \xe2\x9c\x93 \xf0\x9f\x98\x80");
   SET(e[3].driver, "{\"json\": [1, 2]} wg=\\u0041");
   /* Strings at their fields' full length. */
   memset(e[4].device, 'p', sizeof e[4].device - 1);
@@ -320,12 +334,11 @@ Test(tunedb, newer_replaces_older_does_not) {
 
 /* ----------------------------------------------------------- malformed */
 
-static const char good_head[] =
-    "{\n"
-    "  \"clattn_tuning\": 1,\n"
-    "  \"library_version\": \"0.1.0\",\n"
-    "  \"exported\": \"2025-01-01T00:00:00Z\",\n"
-    "  \"entries\": [\n";
+static const char good_head[] = "{\n"
+                                "  \"clattn_tuning\": 1,\n"
+                                "  \"library_version\": \"0.1.0\",\n"
+                                "  \"exported\": \"2025-01-01T00:00:00Z\",\n"
+                                "  \"entries\": [\n";
 
 /* An entry on one line: fields, then extra text before the closing brace
  * (which may replace or add keys). */
@@ -367,10 +380,10 @@ static void expect_rejected(const bad_case *c) {
   snprintf(want, sizeof want, "%s:%d:", file, c->line);
   cr_expect(strstr(msg, want) != NULL, "%s: message lacks '%s': %s", c->what,
             want, msg);
-  cr_expect(strstr(msg, c->want) != NULL, "%s: message lacks '%s': %s",
-            c->what, c->want, msg);
-  cr_expect(a == 0 && u == 0 && s == 0, "%s: counts %d %d %d", c->what, a,
-            u, s);
+  cr_expect(strstr(msg, c->want) != NULL, "%s: message lacks '%s': %s", c->what,
+            c->want, msg);
+  cr_expect(a == 0 && u == 0 && s == 0, "%s: counts %d %d %d", c->what, a, u,
+            s);
   /* Nothing imported: only the stored row, unchanged. */
   int n = 0;
   clattn_tune_entry *rows = list(db, &n);
@@ -398,8 +411,8 @@ static const bad_case bad_cases[] = {
     {"trailing text", "%s%s\n  ]\n}\n}\n", "end of file", 9},
     {"trailing comma", "%s%s,\n  ]\n}\n", "expected an entry object", 7},
     {"garbage byte", "%s%s\n  ]\n}#\n", "'#'", 8},
-    {"second entry bad (first good)",
-     "%s%s,\n    {\"kernel\": 5}\n  ]\n}\n", "expected a string", 7},
+    {"second entry bad (first good)", "%s%s,\n    {\"kernel\": 5}\n  ]\n}\n",
+     "expected a string", 7},
 };
 
 Test(tunedb, malformed_files_are_rejected) {
@@ -439,8 +452,8 @@ Test(tunedb, malformed_entries_are_rejected) {
     expect_entry_rejected(&bad_entries[i], NULL);
   /* Wrong types and missing fields need the entry written by hand. */
   const bad_entry wrong = {"median as string", "", "", "expected a number"};
-  expect_entry_rejected(
-      &wrong, "    {\"fingerprint\": \"f\", \"median_s\": \"fast\"}");
+  expect_entry_rejected(&wrong,
+                        "    {\"fingerprint\": \"f\", \"median_s\": \"fast\"}");
   const bad_entry wrong2 = {"kernel as number", "", "", "expected a string"};
   expect_entry_rejected(&wrong2, "    {\"kernel\": 1}");
   const bad_entry wrong3 = {"null median", "", "", "found null"};
@@ -458,20 +471,20 @@ Test(tunedb, malformed_entries_are_rejected) {
   const bad_entry wrong5 = {"leading zero", "", "", "expected ',' or '}'"};
   expect_entry_rejected(&wrong5, "    {\"median_s\": 01}");
   const bad_entry missing = {"missing kernel", "", "", "lacks \"kernel\""};
-  expect_entry_rejected(
-      &missing, "    {\"fingerprint\": \"f\", \"shape_class\": \"c\", "
-                "\"params\": \"p\", \"status\": \"ok\", \"updated\": "
-                "\"2025-01-01T00:00:00Z\"}");
+  expect_entry_rejected(&missing,
+                        "    {\"fingerprint\": \"f\", \"shape_class\": \"c\", "
+                        "\"params\": \"p\", \"status\": \"ok\", \"updated\": "
+                        "\"2025-01-01T00:00:00Z\"}");
   const bad_entry missing2 = {"missing updated", "", "", "lacks \"updated\""};
   expect_entry_rejected(
       &missing2, "    {\"fingerprint\": \"f\", \"kernel\": \"k\", "
                  "\"shape_class\": \"c\", \"params\": \"p\", \"status\": "
                  "\"ok\"}");
   const bad_entry empty = {"empty params", "", "", "\"params\" is empty"};
-  expect_entry_rejected(
-      &empty, "    {\"fingerprint\": \"f\", \"kernel\": \"k\", "
-              "\"shape_class\": \"c\", \"params\": \"\", \"status\": "
-              "\"ok\", \"updated\": \"2025-01-01T00:00:00Z\"}");
+  expect_entry_rejected(&empty,
+                        "    {\"fingerprint\": \"f\", \"kernel\": \"k\", "
+                        "\"shape_class\": \"c\", \"params\": \"\", \"status\": "
+                        "\"ok\", \"updated\": \"2025-01-01T00:00:00Z\"}");
   const bad_entry date = {"bad date", "", "", "not a UTC date"};
   expect_entry_rejected(
       &date, "    {\"fingerprint\": \"f\", \"kernel\": \"k\", "
@@ -659,8 +672,9 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   cr_expect_eq(p.bw_read_gbs, 900.5);
   cr_expect_eq(p.launch_pipelined_us, 2.25);
   cr_expect_eq(p.cache_bytes, 4194304ull);
-  cr_expect_eq(p.probe_method, 1, "a profile stored before migration 5 was "
-                                  "measured by probe method 1");
+  cr_expect_eq(p.probe_method, 1,
+               "a profile stored before migration 5 was "
+               "measured by probe method 1");
   /* The new table works: put, list, export, import. */
   int n = -1;
   free(list(db, &n));
@@ -704,8 +718,9 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   db = open_db("old.db");
   clattn_tune_entry *rows = NULL;
   int nr = 0;
-  cr_assert_eq(clattn_db_list_tune(db, "oldfp", NULL, NULL, sizeof *rows, &rows, &nr),
-               CLATTN_OK);
+  cr_assert_eq(
+      clattn_db_list_tune(db, "oldfp", NULL, NULL, sizeof *rows, &rows, &nr),
+      CLATTN_OK);
   cr_assert_eq(nr, 1);
   cr_expect_eq(rows[0].tune_method, 1);
   clattn_free(rows);
@@ -819,7 +834,8 @@ static int read_only_checks(const char *path) {
   }
   clattn_tune_entry *rows = NULL;
   int n = 0, rc = 0;
-  if (clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *rows, &rows, &n) != CLATTN_OK ||
+  if (clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *rows, &rows, &n) !=
+          CLATTN_OK ||
       n != 1) {
     fprintf(stderr, "list: %d rows: %s\n", n, clattn_db_errmsg(db));
     rc = 2;
@@ -854,7 +870,7 @@ Test(tunedb, readonly_directory_and_file) {
     cr_assert_neq(pid, -1);
     if (pid == 0)
       _exit(setgid(65534) != 0 || setuid(65534) != 0 ? 9
-                                                      : read_only_checks(path));
+                                                     : read_only_checks(path));
     int status = 0;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 10;
@@ -885,14 +901,12 @@ Test(tunedb, readonly_schema_versions) {
   cr_assert_eq(sqlite3_exec(h, "PRAGMA user_version = 99", NULL, NULL, NULL),
                SQLITE_OK);
   cr_expect_eq(clattn_db_open_readonly(path, &db), CLATTN_ERR_DB);
-  cr_expect(strstr(clattn_db_errmsg(NULL), "schema version 99, newer") !=
-                NULL,
+  cr_expect(strstr(clattn_db_errmsg(NULL), "schema version 99, newer") != NULL,
             "%s", clattn_db_errmsg(NULL));
   cr_assert_eq(sqlite3_exec(h, "PRAGMA user_version = 3", NULL, NULL, NULL),
                SQLITE_OK);
   cr_expect_eq(clattn_db_open_readonly(path, &db), CLATTN_ERR_DB);
-  cr_expect(strstr(clattn_db_errmsg(NULL), "schema version 3, older") !=
-                NULL,
+  cr_expect(strstr(clattn_db_errmsg(NULL), "schema version 3, older") != NULL,
             "%s", clattn_db_errmsg(NULL));
   cr_expect_eq(tdb_user_version(path), 3, "a reader migrated");
   /* 6 (before the reader's index) is read as it is */
@@ -966,25 +980,24 @@ typedef struct hostile {
 /* One entry (line 7) with keys of entry_text replaced. */
 static void hostile_entry(char *buf, size_t cap, const hostile *h) {
   /* the defaults, each key once; h->extra's keys replace them */
-  static const char *const keys[][2] = {
-      {"fingerprint", "\"ffff\""},
-      {"device", "\"d\""},
-      {"vendor", "\"v\""},
-      {"arch", "\"a\""},
-      {"driver", "\"1\""},
-      {"kernel", "\"decode\""},
-      {"shape_class", "\"c\""},
-      {"params", "\"rows=2\""},
-      {"status", "\"ok\""},
-      {"median_s", "0.5"},
-      {"spread", "0"},
-      {"predicted_s", "0"},
-      {"max_err", "0"},
-      {"strategy", "\"random\""},
-      {"message", "\"\""},
-      {"library_version", "\"0.1.0\""},
-      {"updated", "\"2025-01-01T00:00:00Z\""},
-      {"tune_method", "1"}};
+  static const char *const keys[][2] = {{"fingerprint", "\"ffff\""},
+                                        {"device", "\"d\""},
+                                        {"vendor", "\"v\""},
+                                        {"arch", "\"a\""},
+                                        {"driver", "\"1\""},
+                                        {"kernel", "\"decode\""},
+                                        {"shape_class", "\"c\""},
+                                        {"params", "\"rows=2\""},
+                                        {"status", "\"ok\""},
+                                        {"median_s", "0.5"},
+                                        {"spread", "0"},
+                                        {"predicted_s", "0"},
+                                        {"max_err", "0"},
+                                        {"strategy", "\"random\""},
+                                        {"message", "\"\""},
+                                        {"library_version", "\"0.1.0\""},
+                                        {"updated", "\"2025-01-01T00:00:00Z\""},
+                                        {"tune_method", "1"}};
   snprintf(buf, cap, "    {");
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     char quoted[64];
@@ -998,54 +1011,54 @@ static void hostile_entry(char *buf, size_t cap, const hostile *h) {
 }
 
 static const hostile hostiles[] = {
-    {"negative median", "\"median_s\": -5",
-     "median_s", "\"median_s\": -5 is not"},
-    {"median past double", "\"median_s\": 1e400",
-     "median_s", "\"median_s\": inf is not a finite time"},
-    {"zero median of an ok row", "\"median_s\": 0",
-     "median_s", "\"median_s\": 0 is not"},
+    {"negative median", "\"median_s\": -5", "median_s",
+     "\"median_s\": -5 is not"},
+    {"median past double", "\"median_s\": 1e400", "median_s",
+     "\"median_s\": inf is not a finite time"},
+    {"zero median of an ok row", "\"median_s\": 0", "median_s",
+     "\"median_s\": 0 is not"},
     {"negative spread", "\"spread\": -1", "spread", "\"spread\""},
-    {"infinite prediction", "\"predicted_s\": 1e999",
-     "predicted_s", "\"predicted_s\""},
+    {"infinite prediction", "\"predicted_s\": 1e999", "predicted_s",
+     "\"predicted_s\""},
     {"negative error", "\"max_err\": -1", "max_err", "\"max_err\""},
-    {"negative method", "\"tune_method\": -1",
-     "tune_method", "\"tune_method\": -1"},
-    {"year 9999", "\"updated\": \"9999-01-01T00:00:00Z\"",
-     "updated", "lies in the future"},
-    {"30 February", "\"updated\": \"2025-02-30T00:00:00Z\"",
-     "updated", "not a calendar date"},
-    {"hour 24", "\"updated\": \"2025-01-01T24:00:00Z\"",
-     "updated", "not a calendar date"},
-    {"month 13", "\"updated\": \"2025-13-01T00:00:00Z\"",
-     "updated", "not a calendar date"},
-    {"year 0", "\"updated\": \"0000-01-01T00:00:00Z\"",
-     "updated", "not a calendar"},
-    {"variant 9", "\"params\": \"variant=9 rows=3\"",
-     "params", "\"params\": params: variant"},
-    {"negative rows", "\"params\": \"variant=9 rows=-3\"",
-     "params", "rows: expected a count >= 0"},
+    {"negative method", "\"tune_method\": -1", "tune_method",
+     "\"tune_method\": -1"},
+    {"year 9999", "\"updated\": \"9999-01-01T00:00:00Z\"", "updated",
+     "lies in the future"},
+    {"30 February", "\"updated\": \"2025-02-30T00:00:00Z\"", "updated",
+     "not a calendar date"},
+    {"hour 24", "\"updated\": \"2025-01-01T24:00:00Z\"", "updated",
+     "not a calendar date"},
+    {"month 13", "\"updated\": \"2025-13-01T00:00:00Z\"", "updated",
+     "not a calendar date"},
+    {"year 0", "\"updated\": \"0000-01-01T00:00:00Z\"", "updated",
+     "not a calendar"},
+    {"variant 9", "\"params\": \"variant=9 rows=3\"", "params",
+     "\"params\": params: variant"},
+    {"negative rows", "\"params\": \"variant=9 rows=-3\"", "params",
+     "rows: expected a count >= 0"},
     {"unknown param", "\"params\": \"colour=3\"", "params", "\"params\""},
-    {"keys not a multiple of 16", "\"params\": \"variant=1 keys=17\"",
-     "params", "multiple of 16"},
+    {"keys not a multiple of 16", "\"params\": \"variant=1 keys=17\"", "params",
+     "multiple of 16"},
     {"Xgemm params", "\"kernel\": \"clblast-xgemm\", \"params\": \"rows=2\"",
      "params", "NAME=count"},
     {"unknown kernel, bad params",
-     "\"kernel\": \"no-such-family\", \"params\": \"rows=-1\"",
-     "params", "rows: expected a count >= 0"},
-    {"unknown status", "\"status\": \"great\"",
-     "status", "\"status\": \"great\""},
-    {"invalid UTF-8", "\"device\": \"GPU \xff\xfe\"",
-     "device", "\"device\": invalid UTF-8"},
-    {"overlong UTF-8", "\"vendor\": \"\xc0\xaf\"",
-     "vendor", "\"vendor\": invalid"},
-    {"UTF-16 surrogate in UTF-8", "\"arch\": \"\xed\xa0\x80\"",
-     "arch", "\"arch\": invalid UTF-8"},
-    {"cut UTF-8", "\"driver\": \"x\xe2\x9c\"",
-     "driver", "\"driver\": invalid UTF-8"},
-    {"escaped control character", "\"message\": \"a\\u0001b\"",
-     "message", "\"message\": a control character"},
-    {"escaped newline", "\"shape_class\": \"a\\nb\"",
-     "shape_class", "\"shape_class\": a control character"},
+     "\"kernel\": \"no-such-family\", \"params\": \"rows=-1\"", "params",
+     "rows: expected a count >= 0"},
+    {"unknown status", "\"status\": \"great\"", "status",
+     "\"status\": \"great\""},
+    {"invalid UTF-8", "\"device\": \"GPU \xff\xfe\"", "device",
+     "\"device\": invalid UTF-8"},
+    {"overlong UTF-8", "\"vendor\": \"\xc0\xaf\"", "vendor",
+     "\"vendor\": invalid"},
+    {"UTF-16 surrogate in UTF-8", "\"arch\": \"\xed\xa0\x80\"", "arch",
+     "\"arch\": invalid UTF-8"},
+    {"cut UTF-8", "\"driver\": \"x\xe2\x9c\"", "driver",
+     "\"driver\": invalid UTF-8"},
+    {"escaped control character", "\"message\": \"a\\u0001b\"", "message",
+     "\"message\": a control character"},
+    {"escaped newline", "\"shape_class\": \"a\\nb\"", "shape_class",
+     "\"shape_class\": a control character"},
     {"DEL", "\"strategy\": \"\x7f\"", "strategy", "\"strategy\": a control"},
 };
 
@@ -1154,15 +1167,15 @@ Test(tunedb, export_is_json_python_reads) {
   cr_assert_eq(clattn_db_export(db, file), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
   char *text = read_all(file);
-  cr_expect(strstr(text, "\"GPU\\u000a\\ufffd \\ufffd\\ufffd ") != NULL,
-            "%s", text);
+  cr_expect(strstr(text, "\"GPU\\u000a\\ufffd \\ufffd\\ufffd ") != NULL, "%s",
+            text);
   free(text);
   /* import refuses the bad row by name, not as bad JSON */
   clattn_db *other = open_db("other.db");
   cr_expect_eq(clattn_db_import(other, file, NULL, NULL, NULL),
                CLATTN_ERR_INVALID_ARG);
-  cr_expect(strstr(clattn_db_errmsg(other),
-                   "entry 1: \"device\": a control") != NULL,
+  cr_expect(strstr(clattn_db_errmsg(other), "entry 1: \"device\": a control") !=
+                NULL,
             "%s", clattn_db_errmsg(other));
   clattn_db_close(other);
   clattn_db_close(db);

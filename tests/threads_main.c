@@ -22,7 +22,6 @@ int main(void) {
   int own = tw_run(NULL, first, sizeof first);
   if (own)
     fprintf(stderr, "own contexts: %d failures; the first: %s\n", own, first);
-  printf("threads: shared context %d failures, own contexts %d\n", shared,
-         own);
+  printf("threads: shared context %d failures, own contexts %d\n", shared, own);
   return shared || own ? 1 : 0;
 }

@@ -46,8 +46,7 @@ static void wfail(worker *w, const char *fmt, ...) {
 static cl_mem up(worker *w, const void *p, size_t bytes) {
   cl_int err = CL_SUCCESS;
   cl_mem m = clCreateBuffer(clattn_ctx_cl_context(w->ctx),
-                            CL_MEM_READ_WRITE |
-                                (p ? CL_MEM_COPY_HOST_PTR : 0),
+                            CL_MEM_READ_WRITE | (p ? CL_MEM_COPY_HOST_PTR : 0),
                             bytes, (void *)p, &err);
   if (err != CL_SUCCESS) {
     wfail(w, "thread %d: clCreateBuffer: %d", w->id, (int)err);
@@ -74,8 +73,8 @@ static void check(worker *w, const char *what, int it, const float *got,
                   const float *ref, size_t n) {
   const tu_err e = tu_compare(got, ref, n);
   if (e.nonfinite > 0 || !(e.rel <= clattn__tolerance(CLATTN_F32)))
-    wfail(w, "thread %d, %s, iteration %d: rel error %g, %zu non-finite",
-          w->id, what, it, e.rel, e.nonfinite);
+    wfail(w, "thread %d, %s, iteration %d: rel error %g, %zu non-finite", w->id,
+          what, it, e.rel, e.nonfinite);
 }
 
 static int ok(worker *w, clattn_status st, const char *what, int it) {
@@ -88,13 +87,19 @@ static int ok(worker *w, clattn_status st, const char *what, int it) {
 /* Attention, its choice, its explanation, a failing call's message. */
 static void attention_round(worker *w, int it) {
   const int dk = 8 * (w->id + 1);
-  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc), .batch = 2, .n_q = 9, .n_kv = 13, .heads_q = 4,
-                        .heads_kv = 2, .head_dim_k = dk, .head_dim_v = dk,
-                        .dtype = CLATTN_F32, .causal = it & 1};
+  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc),
+                        .batch = 2,
+                        .n_q = 9,
+                        .n_kv = 13,
+                        .heads_q = 4,
+                        .heads_kv = 2,
+                        .head_dim_k = dk,
+                        .head_dim_v = dk,
+                        .dtype = CLATTN_F32,
+                        .causal = it & 1};
   const size_t nq = 2 * 9 * 4 * (size_t)dk, nk = 2 * 13 * 2 * (size_t)dk;
-  float *q = ref_alloc(nq * 4), *k = ref_alloc(nk * 4),
-        *v = ref_alloc(nk * 4), *o = ref_alloc(nq * 4),
-        *ref = ref_alloc(nq * 4);
+  float *q = ref_alloc(nq * 4), *k = ref_alloc(nk * 4), *v = ref_alloc(nk * 4),
+        *o = ref_alloc(nq * 4), *ref = ref_alloc(nq * 4);
   tu_rng r = tu_rng_seed(1000u * (unsigned)w->id + (unsigned)it);
   tu_fill(&r, q, nq, 1.0f);
   tu_fill(&r, k, nk, 1.0f);
@@ -118,8 +123,8 @@ static void attention_round(worker *w, int it) {
   if (ok(w, clattn_explain_attention(w->ctx, &d, &ch),
          "clattn_explain_attention", it) &&
       strcmp(ch.shape_class, want) != 0)
-    wfail(w, "thread %d: clattn_explain_attention: \"%s\", asked \"%s\"",
-          w->id, ch.shape_class, want);
+    wfail(w, "thread %d: clattn_explain_attention: \"%s\", asked \"%s\"", w->id,
+          ch.shape_class, want);
 
   clattn_attn_desc bad = d;
   bad.heads_q = 1001 + 2 * w->id;
@@ -133,14 +138,21 @@ static void attention_round(worker *w, int it) {
 
   /* the other threads call meanwhile */
   if (down(w, m[3], o, nq * 4)) {
-    ref_attn a = {.b = 2, .n = 9, .m = 13, .hq = 4, .hkv = 2, .dk = dk,
-                  .dv = dk, .scale = 1.0 / sqrt((double)dk),
+    ref_attn a = {.b = 2,
+                  .n = 9,
+                  .m = 13,
+                  .hq = 4,
+                  .hkv = 2,
+                  .dk = dk,
+                  .dv = dk,
+                  .scale = 1.0 / sqrt((double)dk),
                   .causal = d.causal};
     ref_attention(&a, q, k, v, ref);
     check(w, "clattn_attention", it, o, ref, nq);
   }
   if (strstr(clattn_ctx_errmsg(w->ctx), msg) == NULL)
-    wfail(w, "thread %d: clattn_ctx_errmsg: \"%s\", its failed call's names "
+    wfail(w,
+          "thread %d: clattn_ctx_errmsg: \"%s\", its failed call's names "
           "\"%s\"",
           w->id, clattn_ctx_errmsg(w->ctx), msg);
 done:
@@ -154,9 +166,15 @@ done:
 
 static void decode_round(worker *w, int it) {
   const int dk = 8 * (w->id + 1), cap = 16;
-  clattn_decode_desc d = {.size = sizeof(clattn_decode_desc), .batch = 2, .capacity = cap, .heads_q = 4,
-                          .heads_kv = 2, .head_dim_k = dk, .head_dim_v = dk,
-                          .dtype = CLATTN_F32, .cache_layout = CLATTN_BSHD};
+  clattn_decode_desc d = {.size = sizeof(clattn_decode_desc),
+                          .batch = 2,
+                          .capacity = cap,
+                          .heads_q = 4,
+                          .heads_kv = 2,
+                          .head_dim_k = dk,
+                          .head_dim_v = dk,
+                          .dtype = CLATTN_F32,
+                          .cache_layout = CLATTN_BSHD};
   const int lens[2] = {cap - it % 5, 5 + w->id};
   const size_t nq = 2 * 4 * (size_t)dk, nc = 2 * (size_t)cap * 2 * dk;
   float *q = ref_alloc(nq * 4), *kc = ref_alloc(nc * 4),
@@ -172,8 +190,8 @@ static void decode_round(worker *w, int it) {
       ok(w, clattn_decode(w->ctx, &d, m[0], m[1], m[2], m[3], m[4], NULL),
          "clattn_decode", it) &&
       down(w, m[4], o, nq * 4)) {
-    ref_decode(2, cap, 4, 2, dk, dk, 0, 1.0 / sqrt((double)dk), lens, q, kc,
-               vc, ref);
+    ref_decode(2, cap, 4, 2, dk, dk, 0, 1.0 / sqrt((double)dk), lens, q, kc, vc,
+               ref);
     check(w, "clattn_decode", it, o, ref, nq);
   }
   release(m, 5);
@@ -210,8 +228,12 @@ static void layer_round(worker *w) {
   m[3] = up(w, wo, nwo * 4);
   if (!m[0] || !m[1] || !m[2] || !m[3])
     goto done;
-  clattn_layer_desc d = {.size = sizeof(clattn_layer_desc), .d_model = D, .heads_q = HQ, .heads_kv = HKV,
-                         .head_dim_k = DK, .head_dim_v = DK};
+  clattn_layer_desc d = {.size = sizeof(clattn_layer_desc),
+                         .d_model = D,
+                         .heads_q = HQ,
+                         .heads_kv = HKV,
+                         .head_dim_k = DK,
+                         .head_dim_v = DK};
   if (!ok(w, clattn_layer_create(w->ctx, &d, m[0], m[1], m[2], m[3], &layer),
           "clattn_layer_create", 0) ||
       !ok(w, clattn_kv_cache_create(layer, B, N, &cache),
@@ -240,8 +262,8 @@ static void layer_round(worker *w) {
   if (clattn_kv_cache_len(cache) != N)
     wfail(w, "thread %d: the cache holds %d positions, not %d", w->id,
           clattn_kv_cache_len(cache), N);
-  ref_layer(B, N, D, HQ, HKV, DK, DK, 1.0 / sqrt((double)DK), 1, x, wq, wk,
-            wv, wo, ref);
+  ref_layer(B, N, D, HQ, HKV, DK, DK, 1.0 / sqrt((double)DK), 1, x, wq, wk, wv,
+            wo, ref);
   check(w, "layer prefill + decode", 0, y, ref, nx);
 done:
   clattn_kv_cache_destroy(cache);

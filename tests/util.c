@@ -150,8 +150,8 @@ void tu_read_bytes(clattn_ctx *ctx, cl_mem m, void *out, size_t bytes) {
   cr_assert(err == CL_SUCCESS, "clFinish failed: %d", (int)err);
   if (bytes == 0)
     return;
-  err = clEnqueueReadBuffer(clattn_ctx_queue(ctx), m, CL_TRUE, 0, bytes, out,
-                            0, NULL, NULL);
+  err = clEnqueueReadBuffer(clattn_ctx_queue(ctx), m, CL_TRUE, 0, bytes, out, 0,
+                            NULL, NULL);
   cr_assert(err == CL_SUCCESS, "clEnqueueReadBuffer failed: %d", (int)err);
 }
 
@@ -281,10 +281,9 @@ void tu_rows_put(float *y, int b, int n, int D, int r0, int nr,
            (size_t)nr * D * 4);
 }
 
-void tu_layer_prefill_rows(clattn_ctx *ctx, clattn_layer *l,
-                           clattn_kv_cache *c, int b, int n, int D,
-                           const float *x, int r0, int nr, int causal,
-                           float *y) {
+void tu_layer_prefill_rows(clattn_ctx *ctx, clattn_layer *l, clattn_kv_cache *c,
+                           int b, int n, int D, const float *x, int r0, int nr,
+                           int causal, float *y) {
   const size_t cnt = (size_t)b * nr * D;
   float *t = tu_alloc(cnt * 4);
   tu_rows_get(x, b, n, D, r0, nr, t);
@@ -300,9 +299,9 @@ void tu_layer_prefill_rows(clattn_ctx *ctx, clattn_layer *l,
   free(t);
 }
 
-void tu_layer_decode_rows(clattn_ctx *ctx, clattn_layer *l,
-                          clattn_kv_cache *c, int b, int n, int D,
-                          const float *x, int r0, float *y) {
+void tu_layer_decode_rows(clattn_ctx *ctx, clattn_layer *l, clattn_kv_cache *c,
+                          int b, int n, int D, const float *x, int r0,
+                          float *y) {
   float *tmp = tu_alloc((size_t)b * D * 4);
   cl_mem dx = tu_buffer(ctx, (size_t)b * D * 4);
   cl_mem dy = tu_buffer(ctx, (size_t)b * D * 4);
@@ -347,8 +346,7 @@ void tu_layer_cache_checks(clattn_ctx *ctx, clattn_layer *l, int b, int n,
   tu_layer_prefill_rows(ctx, l, cache, b, n, D, x, 0, c1, 1, yc);
   tu_layer_prefill_rows(ctx, l, cache, b, n, D, x, c1, n - c1, 1, yc);
   cr_expect_eq(clattn_kv_cache_len(cache), n);
-  snprintf(msg, sizeof msg, "two cached chunks vs one causal prefill %s",
-           what);
+  snprintf(msg, sizeof msg, "two cached chunks vs one causal prefill %s", what);
   tu_check(msg, yc, ylib, nx, tol);
   clattn_kv_cache_destroy(cache);
   free(yc);
@@ -356,7 +354,6 @@ void tu_layer_cache_checks(clattn_ctx *ctx, clattn_layer *l, int b, int n,
 
 clattn_params tu_params(const char *text) {
   clattn_params p = {.size = sizeof p};
-  cr_assert_eq(clattn_params_parse(text, &p), CLATTN_OK, "params \"%s\"",
-               text);
+  cr_assert_eq(clattn_params_parse(text, &p), CLATTN_OK, "params \"%s\"", text);
   return p;
 }

@@ -64,13 +64,12 @@ void tu_rows_put(float *y, int b, int n, int D, int r0, int nr,
  * clattn_layer_prefill (c may be NULL), into the same rows of y; and
  * positions r0 .. n-1 one clattn_layer_decode step each, the cache's
  * length checked after every step.  A failed call fails the test. */
-void tu_layer_prefill_rows(clattn_ctx *ctx, clattn_layer *l,
-                           clattn_kv_cache *c, int b, int n, int D,
-                           const float *x, int r0, int nr, int causal,
-                           float *y);
-void tu_layer_decode_rows(clattn_ctx *ctx, clattn_layer *l,
-                          clattn_kv_cache *c, int b, int n, int D,
-                          const float *x, int r0, float *y);
+void tu_layer_prefill_rows(clattn_ctx *ctx, clattn_layer *l, clattn_kv_cache *c,
+                           int b, int n, int D, const float *x, int r0, int nr,
+                           int causal, float *y);
+void tu_layer_decode_rows(clattn_ctx *ctx, clattn_layer *l, clattn_kv_cache *c,
+                          int b, int n, int D, const float *x, int r0,
+                          float *y);
 
 /* The cache's equivalences of layer l on x [b, n, D], in a cache of
  * `capacity` positions: a causal prefill of n/3 + 1 positions then one
@@ -109,10 +108,10 @@ void tu_release(cl_mem m);
 const char *tu_dtype_name(clattn_dtype dt);
 
 typedef struct tu_err {
-  double max_abs;  /* max |got - ref| */
-  double max_ref;  /* max |ref| */
-  double rel;      /* max_abs / max(max_ref, 1e-30) */
-  size_t worst;    /* index of max_abs */
+  double max_abs;   /* max |got - ref| */
+  double max_ref;   /* max |ref| */
+  double rel;       /* max_abs / max(max_ref, 1e-30) */
+  size_t worst;     /* index of max_abs */
   size_t nonfinite; /* count of NaN/inf in got where ref is finite */
   size_t missing;   /* count of finite got where ref is NaN/inf */
 } tu_err;

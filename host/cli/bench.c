@@ -27,19 +27,19 @@ typedef struct bench_rows {
 } bench_rows;
 
 static const char bench_usage[] =
-  "usage: clattn bench [FAMILY|all] [SHAPE] [OPTIONS]\n"
-  "Time the library's choice for each shape beside the family's baselines\n"
-  "(copy: the probe's copy kernel moving the call's compulsory bytes, every\n"
-  "family; prefill: unfused CLBlast GEMM + softmax + GEMM; projection:\n"
-  "CLBlast), cold, in interleaved rounds, and store every row in the\n"
-  "database (--db PATH, default $CLATTN_DB) under one run name.\n"
-  "FAMILY: a kernel family (clattn families), or all (the default).\n"
-  "SHAPE: the family's --KEY VALUE flags as for clattn tune, or its shape\n"
-  "  text as one word (\"batch=1 kv-seq=4096 heads=32 head-dim=128\");\n"
-  "  without one, the family's bench shapes.\n"
-  "A line per shape: time, GFLOP/s, GB/s, % of the roofline, the model's\n"
-  "error (predicted / measured - 1), where the params came from, and each\n"
-  "baseline's time as a multiple of the library's.\n";
+    "usage: clattn bench [FAMILY|all] [SHAPE] [OPTIONS]\n"
+    "Time the library's choice for each shape beside the family's baselines\n"
+    "(copy: the probe's copy kernel moving the call's compulsory bytes, every\n"
+    "family; prefill: unfused CLBlast GEMM + softmax + GEMM; projection:\n"
+    "CLBlast), cold, in interleaved rounds, and store every row in the\n"
+    "database (--db PATH, default $CLATTN_DB) under one run name.\n"
+    "FAMILY: a kernel family (clattn families), or all (the default).\n"
+    "SHAPE: the family's --KEY VALUE flags as for clattn tune, or its shape\n"
+    "  text as one word (\"batch=1 kv-seq=4096 heads=32 head-dim=128\");\n"
+    "  without one, the family's bench shapes.\n"
+    "A line per shape: time, GFLOP/s, GB/s, % of the roofline, the model's\n"
+    "error (predicted / measured - 1), where the params came from, and each\n"
+    "baseline's time as a multiple of the library's.\n";
 
 typedef struct bench_args {
   model_opts m;
@@ -49,17 +49,16 @@ typedef struct bench_args {
 
 #define BOFF(f) offsetof(bench_args, f)
 static const cli_option bench_options[] = {
-  {"repeats", CLI_INT, BOFF(repeats), 1, NULL, 0, "N",
-   "timed runs of each implementation (default 7)"},
-  {"run", CLI_STR, BOFF(run), 0, NULL, 0, "NAME",
-   "the run's name (default: UTC date, host name, pid)"},
-  {"no-store", CLI_FLAG, BOFF(no_store), 0, NULL, 0, NULL,
-   "print only; the database gives the device's profile"},
-  {"no-baselines", CLI_FLAG, BOFF(no_baselines), 0, NULL, 0, NULL,
-   "time the library's choice alone"},
-  {"quiet", CLI_FLAG, BOFF(quiet), 0, NULL, 0, NULL, "no progress line"},
-  {"json", CLI_FLAG, BOFF(json), 0, NULL, 0, NULL,
-   "print one JSON document"},
+    {"repeats", CLI_INT, BOFF(repeats), 1, NULL, 0, "N",
+     "timed runs of each implementation (default 7)"},
+    {"run", CLI_STR, BOFF(run), 0, NULL, 0, "NAME",
+     "the run's name (default: UTC date, host name, pid)"},
+    {"no-store", CLI_FLAG, BOFF(no_store), 0, NULL, 0, NULL,
+     "print only; the database gives the device's profile"},
+    {"no-baselines", CLI_FLAG, BOFF(no_baselines), 0, NULL, 0, NULL,
+     "time the library's choice alone"},
+    {"quiet", CLI_FLAG, BOFF(quiet), 0, NULL, 0, NULL, "no progress line"},
+    {"json", CLI_FLAG, BOFF(json), 0, NULL, 0, NULL, "print one JSON document"},
 };
 
 /* The option table for family fam (-1: all): the SHAPE options its keys
@@ -67,9 +66,8 @@ static const cli_option bench_options[] = {
 static int bench_table(int fam, cli_option *buf) {
   int n = cli_model_options(fam >= 0 ? T_FAM : T_ALL, fam, BOFF(m), buf,
                             CLI_MAX_OPTIONS);
-  for (size_t i = 0; n >= 0 && i < sizeof bench_options /
-                                       sizeof bench_options[0];
-       i++) {
+  for (size_t i = 0;
+       n >= 0 && i < sizeof bench_options / sizeof bench_options[0]; i++) {
     if (n >= CLI_MAX_OPTIONS)
       return -1;
     buf[n++] = bench_options[i];
@@ -136,8 +134,8 @@ static void print_json(bench_cli *b, const bench_rows *r) {
 static void print_line(const bench_rows *r) {
   const clattn_bench_entry *c = &r->rows[0];
   const double t = c->median_s;
-  printf("%-10s %-52s %9.4f ms %8.2f GFLOP/s %8.2f GB/s", c->family,
-         c->shape, t * 1e3, c->flops / t * 1e-9, c->bytes / t * 1e-9);
+  printf("%-10s %-52s %9.4f ms %8.2f GFLOP/s %8.2f GB/s", c->family, c->shape,
+         t * 1e3, c->flops / t * 1e-9, c->bytes / t * 1e-9);
   if (c->roof_s > 0)
     printf(" %4.0f%% roof", 100.0 * c->roof_s / t);
   else
@@ -169,8 +167,10 @@ int cli_bench(int argc, char **argv) {
       return CLI_OK;
     }
     if (strcmp(word, "all") && (which = cli_family(word)) < 0)
-      return cli_usage_error("bench", "unknown '%.40s' (a kernel family: "
-                             "clattn families, or all)", word);
+      return cli_usage_error("bench",
+                             "unknown '%.40s' (a kernel family: "
+                             "clattn families, or all)",
+                             word);
     i = 1;
   }
   cli_option table[CLI_MAX_OPTIONS];
@@ -179,8 +179,12 @@ int cli_bench(int argc, char **argv) {
   snprintf(name, sizeof name, i ? "bench %s" : "bench", word);
   if (nt < 0)
     return cli_usage_error(name, "too many shape keys");
-  const cli_command cmd = {name, bench_usage, table, nt,
-                           which == ALL ? T_ALL : T_FAM, which == ALL ? 0 : 1};
+  const cli_command cmd = {name,
+                           bench_usage,
+                           table,
+                           nt,
+                           which == ALL ? T_ALL : T_FAM,
+                           which == ALL ? 0 : 1};
   cli_args a;
   int rc = cli_parse_cmd(&cmd, argc - i, argv + i, &ba, &a);
   if (rc)
@@ -192,7 +196,7 @@ int cli_bench(int argc, char **argv) {
   char shape[512] = "";
   if (a.n_operands > 0 && flags)
     return cli_usage_error(name, "give the shape as text or as flags, not "
-                           "both");
+                                 "both");
   if (a.n_operands > 0)
     snprintf(shape, sizeof shape, "%s", a.operand[0]);
   else if (flags && (rc = cli_shape_text(&m, which, shape, sizeof shape)))
@@ -212,7 +216,8 @@ int cli_bench(int argc, char **argv) {
   }
   b.tty = isatty(STDERR_FILENO) && !ba.quiet;
   b.json = ba.json;
-  clattn_bench_opts bo = {sizeof(clattn_bench_opts), ba.repeats, ba.no_baselines, ba.run, ba.no_store};
+  clattn_bench_opts bo = {sizeof(clattn_bench_opts), ba.repeats,
+                          ba.no_baselines, ba.run, ba.no_store};
   char run[64] = "";
   clattn_profile rep = {.size = sizeof(clattn_profile)};
   if (clattn_profile_reported(ctx, &rep) != CLATTN_OK)
@@ -240,22 +245,23 @@ int cli_bench(int argc, char **argv) {
     if (which != ALL && which != f)
       continue;
     for (int k = 0;; k++) {
-      const char *s = custom ? (k == 0 ? shape : NULL)
-                             : clattn_family_bench_shape(f, k);
+      const char *s =
+          custom ? (k == 0 ? shape : NULL) : clattn_family_bench_shape(f, k);
       if (s == NULL)
         break;
       bench_rows r;
       show_progress(&b, ++done, total, clattn_family_name(f), s);
       clattn_status st =
-          clattn_bench_shape(ctx, db, clattn_family_name(f), s, &bo, sizeof r.rows[0], r.rows, &r.n);
+          clattn_bench_shape(ctx, db, clattn_family_name(f), s, &bo,
+                             sizeof r.rows[0], r.rows, &r.n);
       clear_progress(&b);
       if (st != CLATTN_OK) {
         char what[600];
         snprintf(what, sizeof what, "bench %s %s", clattn_family_name(f), s);
         cli_lib_fail(ctx, what, st);
         failed++;
-        usage |= custom && (st == CLATTN_ERR_SHAPE ||
-                            st == CLATTN_ERR_INVALID_ARG);
+        usage |=
+            custom && (st == CLATTN_ERR_SHAPE || st == CLATTN_ERR_INVALID_ARG);
         continue;
       }
       /* later shapes of this command share the first one's run */

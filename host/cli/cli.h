@@ -9,9 +9,9 @@
 /* Exit statuses (docs/CLI.md). */
 enum {
   CLI_OK = 0,
-  CLI_FAIL = 1,  /* run-time failure: device, file, database */
-  CLI_USAGE = 2, /* bad command line, shape or input file */
-  CLI_CHECK = 3, /* --check: error above the tolerance */
+  CLI_FAIL = 1,         /* run-time failure: device, file, database */
+  CLI_USAGE = 2,        /* bad command line, shape or input file */
+  CLI_CHECK = 3,        /* --check: error above the tolerance */
   CLI_INTERRUPTED = 130 /* stopped by SIGINT (tune), the shells' 128 + 2 */
 };
 
@@ -19,16 +19,16 @@ typedef struct cli_opts {
   const char *in, *out, *device, *save_inputs;
   const char *db; /* probe: database path (NULL: default) */
   int json, thorough, quick, no_store; /* probe */
-  int list; /* devices --list */
+  int list;                            /* devices --list */
   int causal, check, random, verbose;
   int layout; /* CLATTN_BSHD / CLATTN_BHSD, device layout (attention) */
   int dtype;  /* CLATTN_F32 / CLATTN_F16 (attention --random) */
   float scale;
   int batch, seq, kv_seq, heads, kv_heads, head_dim, head_dim_v, d_model;
   int heads_k, heads_v; /* run talking-heads: key and value heads */
-  int max_len; /* run super --random: W_a's size (0: --seq) */
-  int experts, topk; /* run switchhead: experts a head (--random), top-k */
-  int decode_from; /* -1: none */
+  int max_len;          /* run super --random: W_a's size (0: --seq) */
+  int experts, topk;    /* run switchhead: experts a head (--random), top-k */
+  int decode_from;      /* -1: none */
   int repeat;
   unsigned long long seed;
 } cli_opts;
@@ -111,8 +111,8 @@ void cli_to_f16(const float *x, uint16_t *h, size_t n);
 void cli_from_f16(const uint16_t *h, float *x, size_t n);
 
 /* Compare got with ref; print errors; CLI_OK or CLI_CHECK over tol. */
-int cli_compare(const char *what, const float *got, const float *ref,
-                size_t n, double tol);
+int cli_compare(const char *what, const float *got, const float *ref, size_t n,
+                double tol);
 
 /* "f32", "f16" or "bf16". */
 const char *cli_dtype_name(clattn_dtype dt);
@@ -180,7 +180,7 @@ int cli_layer_forward(clattn_ctx *ctx, const cli_layer_job *j,
 
 /* What a layer run holds at its end, released: the layer, the nt weight
  * buffers w and tensors t (either may hold NULLs), then the context. */
-void cli_layer_release(clattn_ctx *ctx, clattn_layer *layer, int nt,
-                       cl_mem *w, npy_array *t);
+void cli_layer_release(clattn_ctx *ctx, clattn_layer *layer, int nt, cl_mem *w,
+                       npy_array *t);
 
 #endif

@@ -13,8 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void cli_err(const char *fmt, ...)
-{
+void cli_err(const char *fmt, ...) {
   va_list ap;
   fputs("clattn: ", stderr);
   va_start(ap, fmt);
@@ -24,8 +23,7 @@ void cli_err(const char *fmt, ...)
 }
 
 /* dir + "/" + name + ".npy", or name itself when dir is NULL. */
-static char *join(const char *dir, const char *name)
-{
+static char *join(const char *dir, const char *name) {
   size_t n = (dir ? strlen(dir) + 1 : 0) + strlen(name) + 5;
   char *p = malloc(n);
   if (!p)
@@ -37,8 +35,7 @@ static char *join(const char *dir, const char *name)
   return p;
 }
 
-int cli_load(const char *dir, const char *name, int optional, npy_array *a)
-{
+int cli_load(const char *dir, const char *name, int optional, npy_array *a) {
   char err[256];
   char *path = join(dir, name);
   memset(a, 0, sizeof *a);
@@ -60,8 +57,7 @@ int cli_load(const char *dir, const char *name, int optional, npy_array *a)
 }
 
 int cli_save(const char *dir, const char *name, npy_dtype dt, int ndim,
-             const size_t *shape, const void *data)
-{
+             const size_t *shape, const void *data) {
   char err[512];
   char *path = join(dir, name);
   if (!path) {
@@ -78,8 +74,7 @@ int cli_save(const char *dir, const char *name, npy_dtype dt, int ndim,
 }
 
 /* mkdir -p: create each missing component of dir. */
-int cli_mkdir(const char *dir)
-{
+int cli_mkdir(const char *dir) {
   char *p = strdup(dir);
   int rc = CLI_OK;
   if (!p) {
@@ -104,8 +99,7 @@ int cli_mkdir(const char *dir)
   return rc;
 }
 
-int cli_lib_fail(clattn_ctx *ctx, const char *what, clattn_status st)
-{
+int cli_lib_fail(clattn_ctx *ctx, const char *what, clattn_status st) {
   /* with ctx NULL (clattn_ctx_create failed) this is the creation error */
   const char *msg = clattn_ctx_errmsg(ctx);
   if (msg && *msg)
@@ -117,15 +111,15 @@ int cli_lib_fail(clattn_ctx *ctx, const char *what, clattn_status st)
                                                                 : CLI_FAIL;
 }
 
-int cli_ctx_create(const char *device, clattn_ctx **ctx)
-{
+int cli_ctx_create(const char *device, clattn_ctx **ctx) {
   return cli_ctx_create_db(device, NULL, ctx);
 }
 
 int cli_ctx_create_db(const char *device, const char *tuning_db,
-                      clattn_ctx **ctx)
-{
-  clattn_ctx_opts co = {.size = sizeof(clattn_ctx_opts), .device = device, .tuning_db = tuning_db};
+                      clattn_ctx **ctx) {
+  clattn_ctx_opts co = {.size = sizeof(clattn_ctx_opts),
+                        .device = device,
+                        .tuning_db = tuning_db};
   clattn_status st = clattn_ctx_create(&co, ctx);
   if (st == CLATTN_OK)
     return CLI_OK;
@@ -134,8 +128,7 @@ int cli_ctx_create_db(const char *device, const char *tuning_db,
   return CLI_FAIL;
 }
 
-void cli_random_fill(unsigned long long *state, float *x, size_t n, float amp)
-{
+void cli_random_fill(unsigned long long *state, float *x, size_t n, float amp) {
   for (size_t i = 0; i < n; i++) {
     /* splitmix64 */
     unsigned long long z = (*state += 0x9e3779b97f4a7c15ULL);
@@ -148,21 +141,18 @@ void cli_random_fill(unsigned long long *state, float *x, size_t n, float amp)
   }
 }
 
-void cli_to_f16(const float *x, uint16_t *h, size_t n)
-{
+void cli_to_f16(const float *x, uint16_t *h, size_t n) {
   for (size_t i = 0; i < n; i++)
     h[i] = ref_f32_to_f16(x[i]);
 }
 
-void cli_from_f16(const uint16_t *h, float *x, size_t n)
-{
+void cli_from_f16(const uint16_t *h, float *x, size_t n) {
   for (size_t i = 0; i < n; i++)
     x[i] = ref_f16_to_f32(h[i]);
 }
 
-int cli_compare(const char *what, const float *got, const float *ref,
-                size_t n, double tol)
-{
+int cli_compare(const char *what, const float *got, const float *ref, size_t n,
+                double tol) {
   /* non-finite where the reference is (clattn.h: NaN propagates), finite
    * within the tolerance elsewhere */
   double max_abs = 0, max_ref = 0;
@@ -192,13 +182,12 @@ int cli_compare(const char *what, const float *got, const float *ref,
   return pass ? CLI_OK : CLI_CHECK;
 }
 
-cl_mem cli_buffer(cl_context c, size_t bytes, const void *host)
-{
+cl_mem cli_buffer(cl_context c, size_t bytes, const void *host) {
   cl_int err;
   if (!bytes) /* zero-sized buffers are invalid: allocate 4 unused bytes */
     host = NULL;
-  cl_mem_flags fl = host ? CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR
-                         : CL_MEM_READ_WRITE;
+  cl_mem_flags fl =
+      host ? CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR : CL_MEM_READ_WRITE;
   cl_mem m = clCreateBuffer(c, fl, bytes ? bytes : 4, (void *)host, &err);
   if (!m || err != CL_SUCCESS) {
     cli_err("clCreateBuffer(%zu bytes): %s", bytes, clattn_cl_errstr(err));
@@ -207,8 +196,7 @@ cl_mem cli_buffer(cl_context c, size_t bytes, const void *host)
   return m;
 }
 
-void *cli_alloc(size_t n, size_t size)
-{
+void *cli_alloc(size_t n, size_t size) {
   if (size && n > SIZE_MAX / size) {
     cli_err("allocation of %zu x %zu bytes overflows", n, size);
     return NULL;
@@ -220,8 +208,7 @@ void *cli_alloc(size_t n, size_t size)
   return p;
 }
 
-const char *cli_dtype_name(clattn_dtype dt)
-{
+const char *cli_dtype_name(clattn_dtype dt) {
   return dt == CLATTN_F16 ? "f16" : dt == CLATTN_BF16 ? "bf16" : "f32";
 }
 
@@ -231,18 +218,15 @@ static const char *const hh_words[] = {
     [CLATTN_HH_SUPER] = "super",
 };
 
-int cli_hh_variant(const char *word)
-{
+int cli_hh_variant(const char *word) {
   for (int v = CLATTN_HH_OPTIMISED; word && v <= CLATTN_HH_SUPER; v++)
     if (!strcmp(word, hh_words[v]))
       return v;
   return 0;
 }
 
-const char *cli_hh_word(clattn_hh_variant v)
-{
-  return v >= CLATTN_HH_OPTIMISED && v <= CLATTN_HH_SUPER ? hh_words[v]
-                                                          : "?";
+const char *cli_hh_word(clattn_hh_variant v) {
+  return v >= CLATTN_HH_OPTIMISED && v <= CLATTN_HH_SUPER ? hh_words[v] : "?";
 }
 
 int cli_family(const char *word) {
@@ -284,9 +268,9 @@ int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap) {
   const struct {
     const char *key;
     int value;
-  } f[] = {{"batch", o->batch},       {"seq", o->seq},
-           {"kv-seq", o->kv_seq},     {"heads", o->heads},
-           {"kv-heads", o->kv_heads}, {"head-dim", o->head_dim},
+  } f[] = {{"batch", o->batch},           {"seq", o->seq},
+           {"kv-seq", o->kv_seq},         {"heads", o->heads},
+           {"kv-heads", o->kv_heads},     {"head-dim", o->head_dim},
            {"head-dim-v", o->head_dim_v}, {"causal", o->causal != 0}};
   int n = snprintf(buf, cap, "dtype=%s", cli_dtype_name(o->dtype));
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
@@ -317,8 +301,7 @@ int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap) {
 /* ------------------------------------------------ the layer run commands */
 
 int cli_load_f32(const char *dir, const char *name, const char *cmd,
-                 int min_ndim, int max_ndim, npy_array *a)
-{
+                 int min_ndim, int max_ndim, npy_array *a) {
   char s[96];
   int rc = cli_load(dir, name, 0, a);
   if (rc)
@@ -348,8 +331,7 @@ int cli_load_f32(const char *dir, const char *name, const char *cmd,
 }
 
 int cli_bad_shape(const char *dir, const char *name, const npy_array *a,
-                  const char *why)
-{
+                  const char *why) {
   char s[96];
   cli_err("%s/%s.npy: shape %s: %s", dir, name,
           npy_shape_str(a->ndim, a->shape, s, sizeof s), why);
@@ -358,8 +340,7 @@ int cli_bad_shape(const char *dir, const char *name, const npy_array *a,
 
 int cli_random_tensor(unsigned long long *seed, int ndim, const size_t *shape,
                       float amp, const char *save_dir, const char *name,
-                      npy_array *a)
-{
+                      npy_array *a) {
   memset(a, 0, sizeof *a);
   a->dtype = NPY_F32;
   a->ndim = ndim;
@@ -380,8 +361,7 @@ int cli_random_tensor(unsigned long long *seed, int ndim, const size_t *shape,
 
 int cli_random_layer_tensors(const cli_opts *o, int b, int n, int d, int nt,
                              const char *const *names, const size_t *rows,
-                             const size_t *cols, npy_array *t)
-{
+                             const size_t *cols, npy_array *t) {
   unsigned long long seed = o->seed;
   const size_t x[3] = {(size_t)b, (size_t)n, (size_t)d};
   for (int i = 0; i < nt; i++) {
@@ -396,8 +376,7 @@ int cli_random_layer_tensors(const cli_opts *o, int b, int n, int d, int nt,
 }
 
 int cli_layer_setup(const cli_opts *o, int n, int nt, const npy_array *t,
-                    clattn_ctx **ctx, cl_mem *w)
-{
+                    clattn_ctx **ctx, cl_mem *w) {
   if (o->decode_from > n) {
     cli_err("--decode-from %d exceeds the %d positions of x", o->decode_from,
             n);
@@ -415,22 +394,19 @@ int cli_layer_setup(const cli_opts *o, int n, int nt, const npy_array *t,
 /* Copy rows [b][p0 .. p0+np) of a [b, src_n, d] float buffer into rows
  * [b][q0 ..) of a [b, dst_n, d] buffer. */
 static int copy_rows(cl_command_queue q, cl_mem src, int src_n, int p0,
-                     cl_mem dst, int dst_n, int q0, int np, int b, int d)
-{
+                     cl_mem dst, int dst_n, int q0, int np, int b, int d) {
   size_t row = (size_t)d * sizeof(float);
   size_t so[3] = {(size_t)p0 * row, 0, 0}, dor[3] = {(size_t)q0 * row, 0, 0};
   size_t region[3] = {(size_t)np * row, (size_t)b, 1};
-  cl_int err = clEnqueueCopyBufferRect(q, src, dst, so, dor, region,
-                                       (size_t)src_n * row, 0,
-                                       (size_t)dst_n * row, 0, 0, NULL,
-                                       NULL);
+  cl_int err =
+      clEnqueueCopyBufferRect(q, src, dst, so, dor, region, (size_t)src_n * row,
+                              0, (size_t)dst_n * row, 0, 0, NULL, NULL);
   if (err != CL_SUCCESS)
     cli_err("clEnqueueCopyBufferRect: %s", clattn_cl_errstr(err));
   return err == CL_SUCCESS ? 0 : -1;
 }
 
-static int finish(cl_command_queue q)
-{
+static int finish(cl_command_queue q) {
   cl_int err = clFinish(q);
   if (err != CL_SUCCESS)
     cli_err("clFinish: %s", clattn_cl_errstr(err));
@@ -442,8 +418,7 @@ static int finish(cl_command_queue q)
  * prefill and decode times. */
 static int forward_once(clattn_ctx *ctx, const cli_layer_job *j,
                         clattn_kv_cache *cache, cl_mem bx, cl_mem by,
-                        cl_mem const stage[4], double *tp, double *td)
-{
+                        cl_mem const stage[4], double *tp, double *td) {
   cl_command_queue q = clattn_ctx_queue(ctx);
   const int P = j->decode_from;
   clattn_status st;
@@ -487,8 +462,7 @@ static int forward_once(clattn_ctx *ctx, const cli_layer_job *j,
 }
 
 int cli_layer_forward(clattn_ctx *ctx, const cli_layer_job *j,
-                      const cli_opts *o, float **y_out)
-{
+                      const cli_opts *o, float **y_out) {
   cl_context c = clattn_ctx_cl_context(ctx);
   cl_command_queue q = clattn_ctx_queue(ctx);
   const int P = j->decode_from;
@@ -529,18 +503,18 @@ int cli_layer_forward(clattn_ctx *ctx, const cli_layer_job *j,
   if (P < 0)
     fprintf(stderr, "prefill %.3f ms", tp * 1e3);
   else
-    fprintf(stderr, "prefill %d: %.3f ms, decode %d steps: %.3f ms "
-            "(%.3f ms/step)", P, tp * 1e3, j->n - P, td * 1e3,
+    fprintf(stderr,
+            "prefill %d: %.3f ms, decode %d steps: %.3f ms "
+            "(%.3f ms/step)",
+            P, tp * 1e3, j->n - P, td * 1e3,
             j->n > P ? td * 1e3 / (j->n - P) : 0.0);
   fprintf(stderr, "%s\n", o->repeat > 1 ? " (last repetition)" : "");
   if (P >= 0 && o->verbose)
-    fprintf(stderr, "clattn: kv cache length %d\n",
-            clattn_kv_cache_len(cache));
+    fprintf(stderr, "clattn: kv cache length %d\n", clattn_kv_cache_len(cache));
 
   if (!(y = cli_alloc(ny, sizeof *y)))
     goto done;
-  cl_int err = clEnqueueReadBuffer(q, by, CL_TRUE, 0, ny * 4, y, 0, NULL,
-                                   NULL);
+  cl_int err = clEnqueueReadBuffer(q, by, CL_TRUE, 0, ny * 4, y, 0, NULL, NULL);
   if (err != CL_SUCCESS) {
     cli_err("clEnqueueReadBuffer: %s", clattn_cl_errstr(err));
     goto done;
@@ -561,9 +535,8 @@ done:
   return rc;
 }
 
-void cli_layer_release(clattn_ctx *ctx, clattn_layer *layer, int nt,
-                       cl_mem *w, npy_array *t)
-{
+void cli_layer_release(clattn_ctx *ctx, clattn_layer *layer, int nt, cl_mem *w,
+                       npy_array *t) {
   /* the layer retains its weights: release in any order, the context
    * last */
   clattn_layer_destroy(layer);

@@ -16,31 +16,31 @@
 #include <string.h>
 
 static const char db_usage[] =
-  "usage: clattn db path [--db PATH]\n"
-  "       clattn db list [--kernel K] [--class C] [--all-devices |\n"
-  "                      --device SEL] [--json] [--db PATH]\n"
-  "       clattn db export FILE [--format json|shipped|t4]\n"
-  "                 [--device SEL | --all-devices] [--kernel K]\n"
-  "                 [--db PATH]\n"
-  "       clattn db import FILE [--db PATH]\n"
-  "path: print the database's path (default $CLATTN_DB, else\n"
-  "  $XDG_DATA_HOME/clattn/tuning.db or ~/.local/share/clattn/tuning.db;\n"
-  "  the file is created if missing).\n"
-  "list: the tuning entries per kernel and shape class: the best 'ok'\n"
-  "  candidate of the kernel's current tuning method, the one the library\n"
-  "  uses (params, median time, spread), candidates evaluated, rejected\n"
-  "  (wrong, failed or timed out) and of an older method (OLD: not used;\n"
-  "  clattn tune measures them again).  Only the present device's\n"
-  "  (--device SEL, default $CLATTN_DEVICE) unless --all-devices;\n"
-  "  --kernel / --class filter; --json prints the rows themselves.\n"
-  "export: write the tuning rows to FILE ('-': stdout): every row as\n"
-  "  JSON (--format json, the default), only the best 'ok' row of the\n"
-  "  current tuning method per device, kernel and shape class (shipped:\n"
-  "  a file for $CLATTN_SHIPPED), or Kernel Tuner's T4 results (t4);\n"
-  "  every device's rows unless --device, every kernel's unless\n"
-  "  --kernel.\n"
-  "import: merge a JSON file from export ('-': stdin): new rows are\n"
-  "  added, a stored row is replaced only by a newer one; all or nothing.\n";
+    "usage: clattn db path [--db PATH]\n"
+    "       clattn db list [--kernel K] [--class C] [--all-devices |\n"
+    "                      --device SEL] [--json] [--db PATH]\n"
+    "       clattn db export FILE [--format json|shipped|t4]\n"
+    "                 [--device SEL | --all-devices] [--kernel K]\n"
+    "                 [--db PATH]\n"
+    "       clattn db import FILE [--db PATH]\n"
+    "path: print the database's path (default $CLATTN_DB, else\n"
+    "  $XDG_DATA_HOME/clattn/tuning.db or ~/.local/share/clattn/tuning.db;\n"
+    "  the file is created if missing).\n"
+    "list: the tuning entries per kernel and shape class: the best 'ok'\n"
+    "  candidate of the kernel's current tuning method, the one the library\n"
+    "  uses (params, median time, spread), candidates evaluated, rejected\n"
+    "  (wrong, failed or timed out) and of an older method (OLD: not used;\n"
+    "  clattn tune measures them again).  Only the present device's\n"
+    "  (--device SEL, default $CLATTN_DEVICE) unless --all-devices;\n"
+    "  --kernel / --class filter; --json prints the rows themselves.\n"
+    "export: write the tuning rows to FILE ('-': stdout): every row as\n"
+    "  JSON (--format json, the default), only the best 'ok' row of the\n"
+    "  current tuning method per device, kernel and shape class (shipped:\n"
+    "  a file for $CLATTN_SHIPPED), or Kernel Tuner's T4 results (t4);\n"
+    "  every device's rows unless --device, every kernel's unless\n"
+    "  --kernel.\n"
+    "import: merge a JSON file from export ('-': stdin): new rows are\n"
+    "  added, a stored row is replaced only by a newer one; all or nothing.\n";
 
 typedef struct db_opts {
   const char *db, *kernel, *shape_class, *device, *file;
@@ -62,20 +62,20 @@ enum { D_PATH = 1, D_LIST = 2, D_EXPORT = 4, D_IMPORT = 8 };
 
 #define DOFF(f) offsetof(db_opts, f)
 static const cli_option db_options[] = {
-  {"db", CLI_STR, DOFF(db), 0, NULL, 0, "PATH",
-   "the tuning database (default $CLATTN_DB)"},
-  {"kernel", CLI_STR, DOFF(kernel), 0, NULL, D_LIST | D_EXPORT, "K",
-   "only this kernel's entries"},
-  {"class", CLI_STR, DOFF(shape_class), 0, NULL, D_LIST, "C",
-   "only this shape class's entries"},
-  {"device", CLI_STR, DOFF(device), 0, NULL, D_LIST | D_EXPORT, "SEL",
-   "this device's entries (list: default $CLATTN_DEVICE)"},
-  {"json", CLI_FLAG, DOFF(json), 0, NULL, D_LIST, NULL,
-   "print the rows as JSON"},
-  {"all-devices", CLI_FLAG, DOFF(all_devices), 0, NULL, D_LIST | D_EXPORT,
-   NULL, "every device's entries (export: the default)"},
-  {"format", CLI_FN, DOFF(format), 0, parse_format, D_EXPORT,
-   "json|shipped|t4", "what export writes (default json)"},
+    {"db", CLI_STR, DOFF(db), 0, NULL, 0, "PATH",
+     "the tuning database (default $CLATTN_DB)"},
+    {"kernel", CLI_STR, DOFF(kernel), 0, NULL, D_LIST | D_EXPORT, "K",
+     "only this kernel's entries"},
+    {"class", CLI_STR, DOFF(shape_class), 0, NULL, D_LIST, "C",
+     "only this shape class's entries"},
+    {"device", CLI_STR, DOFF(device), 0, NULL, D_LIST | D_EXPORT, "SEL",
+     "this device's entries (list: default $CLATTN_DEVICE)"},
+    {"json", CLI_FLAG, DOFF(json), 0, NULL, D_LIST, NULL,
+     "print the rows as JSON"},
+    {"all-devices", CLI_FLAG, DOFF(all_devices), 0, NULL, D_LIST | D_EXPORT,
+     NULL, "every device's entries (export: the default)"},
+    {"format", CLI_FN, DOFF(format), 0, parse_format, D_EXPORT,
+     "json|shipped|t4", "what export writes (default json)"},
 };
 
 /* Options and FILE after the action (scope: its bit); 0, CLI_USAGE or
@@ -83,9 +83,10 @@ static const cli_option db_options[] = {
 static int parse_db(int argc, char **argv, unsigned scope, const char *name,
                     db_opts *o) {
   const int file = scope == D_EXPORT || scope == D_IMPORT;
-  const cli_command cmd = {name, db_usage, db_options,
-                           (int)(sizeof db_options / sizeof db_options[0]),
-                           scope, file};
+  const cli_command cmd = {
+      name,       db_usage,
+      db_options, (int)(sizeof db_options / sizeof db_options[0]),
+      scope,      file};
   cli_args a;
   int rc = cli_parse_cmd(&cmd, argc, argv, o, &a);
   if (rc)
@@ -95,7 +96,7 @@ static int parse_db(int argc, char **argv, unsigned scope, const char *name,
   o->file = file ? a.operand[0] : NULL;
   if (o->all_devices && o->device)
     return cli_usage_error(name, "--all-devices and --device are "
-                           "exclusive");
+                                 "exclusive");
   return CLI_OK;
 }
 
@@ -140,8 +141,18 @@ static void fmt_time(char *buf, size_t cap, double s) {
     snprintf(buf, cap, "%.3f s", s);
 }
 
-enum { COL_KERNEL, COL_CLASS, COL_DEVICE, COL_PARAMS, COL_MEDIAN, COL_SPREAD,
-       COL_EVAL, COL_REJ, COL_OLD, N_COLS };
+enum {
+  COL_KERNEL,
+  COL_CLASS,
+  COL_DEVICE,
+  COL_PARAMS,
+  COL_MEDIAN,
+  COL_SPREAD,
+  COL_EVAL,
+  COL_REJ,
+  COL_OLD,
+  N_COLS
+};
 
 typedef struct group_row {
   char cell[N_COLS][256];
@@ -153,8 +164,8 @@ typedef struct group_row {
  * one the library would use); OLD counts the rows of another method. */
 static int print_table(const clattn_tune_entry *rows, int n, int devices) {
   static const char *const head[N_COLS] = {
-      "KERNEL", "SHAPE CLASS", "DEVICE", "BEST PARAMS", "MEDIAN", "SPREAD",
-      "EVAL", "REJ", "OLD"};
+      "KERNEL", "SHAPE CLASS", "DEVICE", "BEST PARAMS", "MEDIAN",
+      "SPREAD", "EVAL",        "REJ",    "OLD"};
   group_row *g = calloc((size_t)n, sizeof *g);
   int ng = 0;
   size_t width[N_COLS];
@@ -261,8 +272,8 @@ static int db_list(clattn_db *db, const db_opts *o) {
       return rc;
     fp = p.fingerprint;
   }
-  clattn_status st =
-      clattn_db_list_tune(db, fp, o->kernel, o->shape_class, sizeof *rows, &rows, &n);
+  clattn_status st = clattn_db_list_tune(db, fp, o->kernel, o->shape_class,
+                                         sizeof *rows, &rows, &n);
   if (st != CLATTN_OK)
     return db_fail(db, "clattn_db_list_tune", st);
   if (o->json) {
@@ -292,7 +303,7 @@ int cli_db(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   if (argc < 1)
     return cli_usage_error("db", "missing action (path, list, export, "
-                           "import)");
+                                 "import)");
   const char *a = argv[0];
   if (!strcmp(a, "--help") || !strcmp(a, "-h") || !strcmp(a, "help")) {
     fputs(db_usage, stdout);
@@ -304,8 +315,10 @@ int cli_db(int argc, char **argv) {
            : !strcmp(a, "import") ? 'i'
                                   : 0;
   if (!action)
-    return cli_usage_error("db", "unknown action '%.40s' (expected path, "
-                           "list, export or import)", a);
+    return cli_usage_error("db",
+                           "unknown action '%.40s' (expected path, "
+                           "list, export or import)",
+                           a);
   char name[16];
   snprintf(name, sizeof name, "db %s", a);
   rc = parse_db(argc - 1, argv + 1,
@@ -327,8 +340,8 @@ int cli_db(int argc, char **argv) {
     return CLI_FAIL;
   }
   if (st != CLATTN_OK)
-    return db_fail(NULL, action == 'i' ? "clattn_db_open"
-                                       : "clattn_db_open_readonly", st);
+    return db_fail(
+        NULL, action == 'i' ? "clattn_db_open" : "clattn_db_open_readonly", st);
   switch (action) {
   case 'l':
     rc = db_list(db, &o);
@@ -364,8 +377,8 @@ int cli_db(int argc, char **argv) {
       rc = st == CLATTN_ERR_INVALID_ARG ? CLI_USAGE : CLI_FAIL;
     } else {
       printf("imported %s into %s: %d added, %d updated, %d unchanged\n",
-             strcmp(o.file, "-") ? o.file : "stdin", clattn_db_path(db),
-             added, updated, unchanged);
+             strcmp(o.file, "-") ? o.file : "stdin", clattn_db_path(db), added,
+             updated, unchanged);
     }
     break;
   }

@@ -13,8 +13,7 @@
 #include <string.h>
 
 /* Drop the trailing spaces some drivers leave in info strings. */
-static char *trim(char *s)
-{
+static char *trim(char *s) {
   size_t n = strlen(s);
   while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\n'))
     s[--n] = '\0';
@@ -23,8 +22,7 @@ static char *trim(char *s)
 
 /* A string-valued query, size then data.  Returns a malloc'ed string (the
  * caller frees) or NULL after recording the failure in *failed. */
-static char *dev_str(cl_device_id d, cl_device_info what, int *failed)
-{
+static char *dev_str(cl_device_id d, cl_device_info what, int *failed) {
   size_t n = 0;
   cl_int err = clGetDeviceInfo(d, what, 0, NULL, &n);
   char *s = err == CL_SUCCESS ? malloc(n + 1) : NULL;
@@ -37,8 +35,7 @@ static char *dev_str(cl_device_id d, cl_device_info what, int *failed)
   return NULL;
 }
 
-static char *plat_str(cl_platform_id p, cl_platform_info what, int *failed)
-{
+static char *plat_str(cl_platform_id p, cl_platform_info what, int *failed) {
   size_t n = 0;
   cl_int err = clGetPlatformInfo(p, what, 0, NULL, &n);
   char *s = err == CL_SUCCESS ? malloc(n + 1) : NULL;
@@ -53,8 +50,7 @@ static char *plat_str(cl_platform_id p, cl_platform_info what, int *failed)
 
 /* Fixed-size query of exactly `size` bytes. */
 static int dev_val(cl_device_id d, cl_device_info what, void *v, size_t size,
-                   int *failed)
-{
+                   int *failed) {
   if (clGetDeviceInfo(d, what, size, v, NULL) == CL_SUCCESS)
     return 1;
   *failed = 1;
@@ -62,8 +58,7 @@ static int dev_val(cl_device_id d, cl_device_info what, void *v, size_t size,
 }
 
 /* Whole-word match in a space-separated extension list. */
-static int has_ext(const char *list, const char *ext)
-{
+static int has_ext(const char *list, const char *ext) {
   size_t n = strlen(ext);
   for (const char *p = list; p && (p = strstr(p, ext)); p += n)
     if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
@@ -71,13 +66,9 @@ static int has_ext(const char *list, const char *ext)
   return 0;
 }
 
-static const char *or_q(const char *s)
-{
-  return s ? s : "?";
-}
+static const char *or_q(const char *s) { return s ? s : "?"; }
 
-static void mib(char *buf, size_t len, cl_ulong bytes)
-{
+static void mib(char *buf, size_t len, cl_ulong bytes) {
   if (bytes >= (cl_ulong)1 << 30)
     snprintf(buf, len, "%.1f GiB", (double)bytes / (1 << 30));
   else if (bytes >= (cl_ulong)1 << 20)
@@ -86,18 +77,19 @@ static void mib(char *buf, size_t len, cl_ulong bytes)
     snprintf(buf, len, "%.1f KiB", (double)bytes / (1 << 10));
 }
 
-static const char *type_str(cl_device_type t)
-{
-  if (t & CL_DEVICE_TYPE_GPU) return "GPU";
-  if (t & CL_DEVICE_TYPE_CPU) return "CPU";
-  if (t & CL_DEVICE_TYPE_ACCELERATOR) return "accelerator";
+static const char *type_str(cl_device_type t) {
+  if (t & CL_DEVICE_TYPE_GPU)
+    return "GPU";
+  if (t & CL_DEVICE_TYPE_CPU)
+    return "CPU";
+  if (t & CL_DEVICE_TYPE_ACCELERATOR)
+    return "accelerator";
   return "other";
 }
 
 /* Print one device; returns nonzero if any query failed. */
 static int print_device(cl_device_id d, cl_uint pi, cl_uint di, int global,
-                        int verbose)
-{
+                        int verbose) {
   int failed = 0;
   char *name = dev_str(d, CL_DEVICE_NAME, &failed);
   char *vendor = dev_str(d, CL_DEVICE_VENDOR, &failed);
@@ -116,17 +108,16 @@ static int print_device(cl_device_id d, cl_uint pi, cl_uint di, int global,
   printf("    vendor:          %s\n", or_q(vendor));
   if (dev_val(d, CL_DEVICE_TYPE, &type, sizeof type, &failed))
     printf("    type:            %s\n", type_str(type));
-  printf("    version:         %s; OpenCL C: %s\n", or_q(version),
-         or_q(cver));
+  printf("    version:         %s; OpenCL C: %s\n", or_q(version), or_q(cver));
   printf("    driver:          %s\n", or_q(driver));
   if (dev_val(d, CL_DEVICE_MAX_COMPUTE_UNITS, &cu, sizeof cu, &failed) &&
-      dev_val(d, CL_DEVICE_MAX_CLOCK_FREQUENCY, &clock, sizeof clock,
-              &failed))
+      dev_val(d, CL_DEVICE_MAX_CLOCK_FREQUENCY, &clock, sizeof clock, &failed))
     printf("    compute units:   %u at %u MHz\n", cu, clock);
   if (dev_val(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, &wg, sizeof wg, &failed))
     printf("    max work-group:  %zu\n", wg);
   if (dev_val(d, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, &dims, sizeof dims,
-              &failed) && dims >= 1 && dims <= 8 &&
+              &failed) &&
+      dims >= 1 && dims <= 8 &&
       dev_val(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, wi, dims * sizeof wi[0],
               &failed)) {
     printf("    max work-items: ");
@@ -138,12 +129,12 @@ static int print_device(cl_device_id d, cl_uint pi, cl_uint di, int global,
       dev_val(d, CL_DEVICE_LOCAL_MEM_TYPE, &ltype, sizeof ltype, &failed)) {
     mib(b1, sizeof b1, lmem);
     printf("    local memory:    %s (type %s)\n", b1,
-           ltype == CL_LOCAL ? "local: dedicated"
-           : ltype == CL_GLOBAL ? "global: emulated in RAM" : "none");
+           ltype == CL_LOCAL    ? "local: dedicated"
+           : ltype == CL_GLOBAL ? "global: emulated in RAM"
+                                : "none");
   }
   if (dev_val(d, CL_DEVICE_GLOBAL_MEM_SIZE, &gmem, sizeof gmem, &failed) &&
-      dev_val(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &alloc, sizeof alloc,
-              &failed)) {
+      dev_val(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &alloc, sizeof alloc, &failed)) {
     mib(b2, sizeof b2, gmem);
     mib(b3, sizeof b3, alloc);
     printf("    global memory:   %s, max alloc %s\n", b2, b3);
@@ -180,8 +171,7 @@ static int print_device(cl_device_id d, cl_uint pi, cl_uint di, int global,
 /* Every platform into *plats (the caller frees) and their count into *np;
  * CLI_OK, or CLI_FAIL after printing why (`none` is printed on stdout when
  * there are no platforms at all, on stderr with `to_stderr`). */
-static int get_platforms(cl_platform_id **plats, cl_uint *np, int to_stderr)
-{
+static int get_platforms(cl_platform_id **plats, cl_uint *np, int to_stderr) {
   *plats = NULL;
   *np = 0;
   cl_int err = clGetPlatformIDs(0, NULL, np);
@@ -211,14 +201,12 @@ static int get_platforms(cl_platform_id **plats, cl_uint *np, int to_stderr)
 
 /* A field of a --list line: tabs and line breaks become spaces so that
  * the line keeps its four fields. */
-static void put_field(const char *s)
-{
+static void put_field(const char *s) {
   for (; *s; s++)
     putchar(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s);
 }
 
-int cli_devices_list(void)
-{
+int cli_devices_list(void) {
   cl_uint np = 0;
   cl_platform_id *plats = NULL;
   int rc = get_platforms(&plats, &np, 1);
@@ -227,29 +215,29 @@ int cli_devices_list(void)
     char *pname = plat_str(plats[p], CL_PLATFORM_NAME, &failed);
     cl_uint nd = 0;
     cl_device_id *devs = NULL;
-    cl_int err = failed ? CL_SUCCESS
-                        : clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0,
-                                         NULL, &nd);
+    cl_int err =
+        failed ? CL_SUCCESS
+               : clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd);
     if (err == CL_DEVICE_NOT_FOUND)
       nd = 0; /* a platform without devices (Clover here): nothing to list */
     else if (err != CL_SUCCESS)
       failed = 1;
     else if (nd > 0) {
       devs = cli_alloc(nd, sizeof *devs);
-      err = devs ? clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs,
-                                  NULL)
+      err = devs ? clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL)
                  : CL_OUT_OF_HOST_MEMORY;
       failed = err != CL_SUCCESS;
     }
     for (cl_uint d = 0; !failed && d < nd; d++) {
       cl_device_type type = 0;
       char *name = dev_str(devs[d], CL_DEVICE_NAME, &failed);
-      if (!failed && dev_val(devs[d], CL_DEVICE_TYPE, &type, sizeof type,
-                             &failed)) {
+      if (!failed &&
+          dev_val(devs[d], CL_DEVICE_TYPE, &type, sizeof type, &failed)) {
         printf("%u:%u\t%s\t", p, d,
-               type & CL_DEVICE_TYPE_GPU ? "GPU"
-               : type & CL_DEVICE_TYPE_CPU ? "CPU"
-               : type & CL_DEVICE_TYPE_ACCELERATOR ? "ACCEL" : "OTHER");
+               type & CL_DEVICE_TYPE_GPU           ? "GPU"
+               : type & CL_DEVICE_TYPE_CPU         ? "CPU"
+               : type & CL_DEVICE_TYPE_ACCELERATOR ? "ACCEL"
+                                                   : "OTHER");
         put_field(pname);
         putchar('\t');
         put_field(name);
@@ -260,9 +248,9 @@ int cli_devices_list(void)
     /* a script acts on this list: a device it cannot see is an error,
      * never a shorter list */
     if (failed) {
-      cli_err("platform %u (%s): listing its devices failed: %s", p,
-              or_q(pname), err != CL_SUCCESS ? clattn_cl_errstr(err)
-                                             : "an info query failed");
+      cli_err(
+          "platform %u (%s): listing its devices failed: %s", p, or_q(pname),
+          err != CL_SUCCESS ? clattn_cl_errstr(err) : "an info query failed");
       rc = CLI_FAIL;
     }
     free(devs);
@@ -276,8 +264,7 @@ int cli_devices_list(void)
   return rc;
 }
 
-int cli_devices(int verbose)
-{
+int cli_devices(int verbose) {
   cl_uint np = 0;
   cl_platform_id *plats = NULL;
   int global = 0;
@@ -305,8 +292,7 @@ int cli_devices(int verbose)
     cl_device_id *devs = NULL;
     if (err == CL_SUCCESS) {
       devs = cli_alloc(nd, sizeof *devs);
-      err = devs ? clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs,
-                                  NULL)
+      err = devs ? clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL)
                  : CL_OUT_OF_HOST_MEMORY;
     }
     if (err != CL_SUCCESS) {

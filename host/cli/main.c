@@ -34,129 +34,162 @@
 
 /* The top usage, around its line of the layer kinds (print_top_help). */
 static const char usage_head[] =
-  "usage: clattn devices [--verbose | --list]\n"
-  "       clattn families | layers\n"
-  "       clattn run attention (--in DIR | --random SHAPE) [OPTIONS]\n"
-  "       clattn run KIND (--in DIR | --random SHAPE) [OPTIONS]\n";
+    "usage: clattn devices [--verbose | --list]\n"
+    "       clattn families | layers\n"
+    "       clattn run attention (--in DIR | --random SHAPE) [OPTIONS]\n"
+    "       clattn run KIND (--in DIR | --random SHAPE) [OPTIONS]\n";
 static const char usage_text[] =
-  "       clattn model FAMILY|layer|mqa|switchhead|profiles|check ...\n"
-  "         (roofline model; 'clattn model help' for its options)\n"
-  "       clattn probe [--device SEL] [--json] [--thorough | --quick]\n"
-  "                    [--db PATH] [--no-store]\n"
-  "       clattn tune [FAMILY|gemm|all] [SHAPE] [--budget T] ...\n"
-  "       clattn explain FAMILY SHAPE [--db PATH]\n"
-  "         (autotuner; 'clattn tune help' for its options)\n"
-  "       clattn bench [FAMILY|all] [SHAPE] [--db PATH] [--repeats N] ...\n"
-  "         (the library against its baselines, stored for the report)\n"
-  "       clattn db path | list [--kernel K] [--class C] [--all-devices]\n"
-  "                 [--json] | export FILE [--format json|shipped|t4]\n"
-  "                 | import FILE  [--db PATH]\n"
-  "         (tuning database; 'clattn db help' for details)\n"
-  "       clattn report DB [DB ...] [-o FILE] [--html | --markdown | --csv\n"
-  "                     | --json] [--datasheets all|none|NAME,...]\n"
-  "       clattn help | --help | --version\n"
-  "  ('clattn COMMAND --help': a command's own help and options;\n"
-  "  docs/CLI.md: the option rules and exit statuses)\n";
+    "       clattn model FAMILY|layer|mqa|switchhead|profiles|check ...\n"
+    "         (roofline model; 'clattn model help' for its options)\n"
+    "       clattn probe [--device SEL] [--json] [--thorough | --quick]\n"
+    "                    [--db PATH] [--no-store]\n"
+    "       clattn tune [FAMILY|gemm|all] [SHAPE] [--budget T] ...\n"
+    "       clattn explain FAMILY SHAPE [--db PATH]\n"
+    "         (autotuner; 'clattn tune help' for its options)\n"
+    "       clattn bench [FAMILY|all] [SHAPE] [--db PATH] [--repeats N] ...\n"
+    "         (the library against its baselines, stored for the report)\n"
+    "       clattn db path | list [--kernel K] [--class C] [--all-devices]\n"
+    "                 [--json] | export FILE [--format json|shipped|t4]\n"
+    "                 | import FILE  [--db PATH]\n"
+    "         (tuning database; 'clattn db help' for details)\n"
+    "       clattn report DB [DB ...] [-o FILE] [--html | --markdown | --csv\n"
+    "                     | --json] [--datasheets all|none|NAME,...]\n"
+    "       clattn help | --help | --version\n"
+    "  ('clattn COMMAND --help': a command's own help and options;\n"
+    "  docs/CLI.md: the option rules and exit statuses)\n";
 
 static const char run_text[] =
-  "run attention: DIR holds q.npy [b,n,h_q,k], k.npy [b,m,h_kv,k],\n"
-  "  v.npy [b,m,h_kv,v] ('<f4' or '<f2', all alike) and optionally\n"
-  "  kv_lens.npy ('<i4' [b]); writes --out FILE.npy [b,n,h_q,v].\n"
-  "  SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
-  "         --head-dim K [--head-dim-v V] [--dtype f32|f16]\n"
-  "  --causal, --scale S (0: 1/sqrt(k)), --layout bshd|bhsd (device\n"
-  "  layout; files are always [b,seq,heads,dim])\n"
-  "run gqa: DIR holds x.npy [b,n,d], w_q.npy [d,H*k], w_k.npy [d,G*k],\n"
-  "  w_v.npy [d,G*v], w_o.npy [H*v,d] ('<f4'); --heads H is required,\n"
-  "  --kv-heads G is derived (checked if given); writes [b,n,d].\n"
-  "  SHAPE: --batch B --seq N --d-model D --heads H [--kv-heads G]\n"
-  "         --head-dim K [--head-dim-v V]\n"
-  "  --causal, --scale S, --decode-from P (prefill P positions into a KV\n"
-  "  cache, then decode the rest one at a time; implies --causal)\n"
-  "run talking-heads: DIR holds x.npy [b,n,d] or [n,d], w_q.npy and\n"
-  "  w_k.npy [d,Hk*k], w_v.npy [d,Hv*v], w_o.npy [Hv*v,d], p_l.npy\n"
-  "  [Hk,H], p_w.npy [H,Hv] ('<f4'); head counts from p_l and p_w, head\n"
-  "  dims from w_q and w_v; writes y with x's shape.\n"
-  "  SHAPE: --batch B --seq N --d-model D --heads-k Hk --heads H\n"
-  "         --heads-v Hv --head-dim K [--head-dim-v V]\n"
-  "  --causal, --scale S, --decode-from P (as for run gqa)\n"
-  "run optimised|efficient|super (Hosseini & Hosseini layers, head i\n"
-  "  reading x's channel slice i): DIR holds x.npy [b,n,d] or [n,d],\n"
-  "  w_q.npy [d,d], w_k.npy [d,d] (optimised), w_a.npy [l,l] (super:\n"
-  "  l = max_len >= n), w_o.npy [d,d] ('<f4'); --heads H is required;\n"
-  "  writes y with x's shape.\n"
-  "  SHAPE: --batch B --seq N --d-model D --heads H [--max-len L]\n"
-  "         (super; default N)\n"
-  "  --causal, --scale S, --decode-from P (as for run gqa)\n"
-  "run switchhead (SwitchHead: V and output mixtures of E experts a head,\n"
-  "  the top K by sigmoid gates): DIR holds x.npy [b,n,d] or [n,d],\n"
-  "  w_q.npy and w_k.npy [d,H*k], w_v.npy [H,E,d,k] or [H*E,d,k], w_o.npy\n"
-  "  [H,E,k,d] or [H*E,k,d], w_s.npy and w_d.npy [d,H*E] (w_s optional\n"
-  "  with E = 1) ('<f4'); --heads H and --topk K are required; head_dim\n"
-  "  and E come from the files; writes y with x's shape.\n"
-  "  SHAPE: --batch B --seq N --d-model D --heads H --head-dim K\n"
-  "         --experts E\n"
-  "  --causal, --scale S, --decode-from P (as for run gqa)\n"
-  "common: --out FILE.npy (required with --in), --device SEL ('P:D', 'D'\n"
-  "  or a name substring; default $CLATTN_DEVICE), --check (compare with\n"
-  "  the reference; fails above rel. error 1e-4 for f32, 1e-3 for f16),\n"
-  "  --seed S, --save-inputs DIR (with --random), --repeat N,\n"
-  "  --verbose\n";
+    "run attention: DIR holds q.npy [b,n,h_q,k], k.npy [b,m,h_kv,k],\n"
+    "  v.npy [b,m,h_kv,v] ('<f4' or '<f2', all alike) and optionally\n"
+    "  kv_lens.npy ('<i4' [b]); writes --out FILE.npy [b,n,h_q,v].\n"
+    "  SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
+    "         --head-dim K [--head-dim-v V] [--dtype f32|f16]\n"
+    "  --causal, --scale S (0: 1/sqrt(k)), --layout bshd|bhsd (device\n"
+    "  layout; files are always [b,seq,heads,dim])\n"
+    "run gqa: DIR holds x.npy [b,n,d], w_q.npy [d,H*k], w_k.npy [d,G*k],\n"
+    "  w_v.npy [d,G*v], w_o.npy [H*v,d] ('<f4'); --heads H is required,\n"
+    "  --kv-heads G is derived (checked if given); writes [b,n,d].\n"
+    "  SHAPE: --batch B --seq N --d-model D --heads H [--kv-heads G]\n"
+    "         --head-dim K [--head-dim-v V]\n"
+    "  --causal, --scale S, --decode-from P (prefill P positions into a KV\n"
+    "  cache, then decode the rest one at a time; implies --causal)\n"
+    "run talking-heads: DIR holds x.npy [b,n,d] or [n,d], w_q.npy and\n"
+    "  w_k.npy [d,Hk*k], w_v.npy [d,Hv*v], w_o.npy [Hv*v,d], p_l.npy\n"
+    "  [Hk,H], p_w.npy [H,Hv] ('<f4'); head counts from p_l and p_w, head\n"
+    "  dims from w_q and w_v; writes y with x's shape.\n"
+    "  SHAPE: --batch B --seq N --d-model D --heads-k Hk --heads H\n"
+    "         --heads-v Hv --head-dim K [--head-dim-v V]\n"
+    "  --causal, --scale S, --decode-from P (as for run gqa)\n"
+    "run optimised|efficient|super (Hosseini & Hosseini layers, head i\n"
+    "  reading x's channel slice i): DIR holds x.npy [b,n,d] or [n,d],\n"
+    "  w_q.npy [d,d], w_k.npy [d,d] (optimised), w_a.npy [l,l] (super:\n"
+    "  l = max_len >= n), w_o.npy [d,d] ('<f4'); --heads H is required;\n"
+    "  writes y with x's shape.\n"
+    "  SHAPE: --batch B --seq N --d-model D --heads H [--max-len L]\n"
+    "         (super; default N)\n"
+    "  --causal, --scale S, --decode-from P (as for run gqa)\n"
+    "run switchhead (SwitchHead: V and output mixtures of E experts a head,\n"
+    "  the top K by sigmoid gates): DIR holds x.npy [b,n,d] or [n,d],\n"
+    "  w_q.npy and w_k.npy [d,H*k], w_v.npy [H,E,d,k] or [H*E,d,k], w_o.npy\n"
+    "  [H,E,k,d] or [H*E,k,d], w_s.npy and w_d.npy [d,H*E] (w_s optional\n"
+    "  with E = 1) ('<f4'); --heads H and --topk K are required; head_dim\n"
+    "  and E come from the files; writes y with x's shape.\n"
+    "  SHAPE: --batch B --seq N --d-model D --heads H --head-dim K\n"
+    "         --experts E\n"
+    "  --causal, --scale S, --decode-from P (as for run gqa)\n"
+    "common: --out FILE.npy (required with --in), --device SEL ('P:D', 'D'\n"
+    "  or a name substring; default $CLATTN_DEVICE), --check (compare with\n"
+    "  the reference; fails above rel. error 1e-4 for f32, 1e-3 for f16),\n"
+    "  --seed S, --save-inputs DIR (with --random), --repeat N,\n"
+    "  --verbose\n";
 
 static const char probe_text[] =
-  "probe: measure the device's ceilings (memory bandwidth per vector\n"
-  "  width, FMA peak, local memory, transfers, launch latency; under 30 s\n"
-  "  by default, longer with --thorough) and store them in the tuning\n"
-  "  database (--db PATH, default $CLATTN_DB, else\n"
-  "  $XDG_DATA_HOME/clattn/tuning.db or ~/.local/share/clattn/tuning.db)\n"
-  "  unless --no-store.  --json prints JSON.  --quick: small buffers and\n"
-  "  short timings, a smoke test only (implies --no-store).\n";
+    "probe: measure the device's ceilings (memory bandwidth per vector\n"
+    "  width, FMA peak, local memory, transfers, launch latency; under 30 s\n"
+    "  by default, longer with --thorough) and store them in the tuning\n"
+    "  database (--db PATH, default $CLATTN_DB, else\n"
+    "  $XDG_DATA_HOME/clattn/tuning.db or ~/.local/share/clattn/tuning.db)\n"
+    "  unless --no-store.  --json prints JSON.  --quick: small buffers and\n"
+    "  short timings, a smoke test only (implies --no-store).\n";
 
 static const char families_text[] =
-  "families: the kernel families (FAMILY above; `attention` names\n"
-  "  prefill), their calls and the shape keys their SHAPE may give.\n";
+    "families: the kernel families (FAMILY above; `attention` names\n"
+    "  prefill), their calls and the shape keys their SHAPE may give.\n";
 
 static const char layers_text[] =
-  "layers: the layer kinds (KIND above), each a line: what it computes\n"
-  "  and the call that creates it.\n";
+    "layers: the layer kinds (KIND above), each a line: what it computes\n"
+    "  and the call that creates it.\n";
 
 static const char exit_text[] =
-  "exit status: 0 ok, 1 run-time failure (device, file, database), 2 usage\n"
-  "  or input error (a bad option, shape or file), 3 --check failed,\n"
-  "  130 interrupted (Ctrl-C)\n";
+    "exit status: 0 ok, 1 run-time failure (device, file, database), 2 usage\n"
+    "  or input error (a bad option, shape or file), 3 --check failed,\n"
+    "  130 interrupted (Ctrl-C)\n";
 
 /* The subcommands' bits in cli_option.scope. */
-enum { ATT = 1, GQA = 2, DEV = 4, PRB = 8, TH = 16, HHO = 32, HHE = 64,
-       HHS = 128, HH = HHO | HHE | HHS, SH = 256,
-       RUN = ATT | GQA | TH | HH | SH };
+enum {
+  ATT = 1,
+  GQA = 2,
+  DEV = 4,
+  PRB = 8,
+  TH = 16,
+  HHO = 32,
+  HHE = 64,
+  HHS = 128,
+  HH = HHO | HHE | HHS,
+  SH = 256,
+  RUN = ATT | GQA | TH | HH | SH
+};
 
 enum opt_id {
-  O_IN, O_OUT, O_DEVICE, O_SAVE, O_CAUSAL, O_CHECK, O_RANDOM, O_VERBOSE,
-  O_LAYOUT, O_DTYPE, O_SCALE, O_BATCH, O_SEQ, O_KV_SEQ, O_HEADS, O_KV_HEADS,
-  O_HEAD_DIM, O_HEAD_DIM_V, O_D_MODEL, O_HEADS_K, O_HEADS_V, O_MAX_LEN,
-  O_EXPERTS, O_TOPK, O_DECODE_FROM,
-  O_REPEAT, O_SEED,
-  O_JSON, O_THOROUGH, O_QUICK, O_DB, O_NO_STORE, O_LIST,
+  O_IN,
+  O_OUT,
+  O_DEVICE,
+  O_SAVE,
+  O_CAUSAL,
+  O_CHECK,
+  O_RANDOM,
+  O_VERBOSE,
+  O_LAYOUT,
+  O_DTYPE,
+  O_SCALE,
+  O_BATCH,
+  O_SEQ,
+  O_KV_SEQ,
+  O_HEADS,
+  O_KV_HEADS,
+  O_HEAD_DIM,
+  O_HEAD_DIM_V,
+  O_D_MODEL,
+  O_HEADS_K,
+  O_HEADS_V,
+  O_MAX_LEN,
+  O_EXPERTS,
+  O_TOPK,
+  O_DECODE_FROM,
+  O_REPEAT,
+  O_SEED,
+  O_JSON,
+  O_THOROUGH,
+  O_QUICK,
+  O_DB,
+  O_NO_STORE,
+  O_LIST,
   O_COUNT
 };
 
-static int parse_layout(const char *v, void *field)
-{
+static int parse_layout(const char *v, void *field) {
   int *l = field;
-  *l = !strcmp(v, "bshd") ? CLATTN_BSHD : !strcmp(v, "bhsd") ? CLATTN_BHSD
-                                                             : -1;
+  *l = !strcmp(v, "bshd") ? CLATTN_BSHD : !strcmp(v, "bhsd") ? CLATTN_BHSD : -1;
   return *l < 0 ? -1 : 0;
 }
 
-static int parse_run_dtype(const char *v, void *field)
-{
+static int parse_run_dtype(const char *v, void *field) {
   int *d = field;
   *d = !strcmp(v, "f32") ? CLATTN_F32 : !strcmp(v, "f16") ? CLATTN_F16 : -1;
   return *d < 0 ? -1 : 0;
 }
 
-static int parse_scale(const char *v, void *field)
-{
+static int parse_scale(const char *v, void *field) {
   char *end;
   errno = 0;
   float x = strtof(v, &end);
@@ -166,8 +199,7 @@ static int parse_scale(const char *v, void *field)
   return 0;
 }
 
-static int parse_seed(const char *v, void *field)
-{
+static int parse_seed(const char *v, void *field) {
   char *end;
   errno = 0;
   unsigned long long x = strtoull(v, &end, 0);
@@ -178,83 +210,87 @@ static int parse_seed(const char *v, void *field)
 }
 
 #define OFF(f) offsetof(cli_opts, f)
-#define INT_OPT(n, f, lo, sc, a, h) {n, CLI_INT, OFF(f), lo, NULL, sc, a, h}
-#define STR_OPT(n, f, sc, a, h) {n, CLI_STR, OFF(f), 0, NULL, sc, a, h}
-#define FLAG_OPT(n, f, sc, h) {n, CLI_FLAG, OFF(f), 0, NULL, sc, NULL, h}
-#define FN_OPT(n, f, fn, sc, a, h) {n, CLI_FN, OFF(f), 0, fn, sc, a, h}
+#define INT_OPT(n, f, lo, sc, a, h)                                            \
+  { n, CLI_INT, OFF(f), lo, NULL, sc, a, h }
+#define STR_OPT(n, f, sc, a, h)                                                \
+  { n, CLI_STR, OFF(f), 0, NULL, sc, a, h }
+#define FLAG_OPT(n, f, sc, h)                                                  \
+  { n, CLI_FLAG, OFF(f), 0, NULL, sc, NULL, h }
+#define FN_OPT(n, f, fn, sc, a, h)                                             \
+  { n, CLI_FN, OFF(f), 0, fn, sc, a, h }
 
 /* Every option of devices, probe and run, indexed by opt_id. */
 static const cli_option opts[O_COUNT] = {
-  [O_IN] = STR_OPT("in", in, RUN, "DIR", "read the inputs from DIR/*.npy"),
-  [O_OUT] = STR_OPT("out", out, RUN, "FILE", "write the output .npy "
-                    "(required with --in; its directory is checked first)"),
-  [O_DEVICE] = STR_OPT("device", device, RUN | PRB, "SEL",
-                       "'P:D', 'D' or a name substring "
-                       "(default $CLATTN_DEVICE)"),
-  [O_SAVE] = STR_OPT("save-inputs", save_inputs, RUN, "DIR",
-                     "with --random: write the inputs to DIR"),
-  [O_CAUSAL] = FLAG_OPT("causal", causal, RUN, "causal mask"),
-  [O_CHECK] = FLAG_OPT("check", check, RUN, "compare with the reference "
-                       "(exit 3 above the tolerance)"),
-  [O_RANDOM] = FLAG_OPT("random", random, RUN, "random inputs of SHAPE"),
-  [O_VERBOSE] = FLAG_OPT("verbose", verbose, RUN | DEV, "more detail (-v)"),
-  [O_LAYOUT] = FN_OPT("layout", layout, parse_layout, ATT, "bshd|bhsd",
-                      "the device layout"),
-  [O_DTYPE] = FN_OPT("dtype", dtype, parse_run_dtype, ATT, "f32|f16",
-                     "with --random: the element type"),
-  [O_SCALE] = FN_OPT("scale", scale, parse_scale, RUN, "S",
-                     "softmax scale >= 0 (0: 1/sqrt(head dim))"),
-  [O_BATCH] = INT_OPT("batch", batch, 1, RUN, "B", "SHAPE: batch"),
-  [O_SEQ] = INT_OPT("seq", seq, 1, RUN, "N", "SHAPE: query positions"),
-  [O_KV_SEQ] = INT_OPT("kv-seq", kv_seq, 1, ATT, "M",
-                       "SHAPE: key positions (default N)"),
-  [O_HEADS] = INT_OPT("heads", heads, 1, RUN, "H", "query heads"),
-  [O_KV_HEADS] = INT_OPT("kv-heads", kv_heads, 1, ATT | GQA, "G",
-                         "key/value heads (default H)"),
-  [O_HEAD_DIM] = INT_OPT("head-dim", head_dim, 1, ATT | GQA | TH | SH, "K",
-                         "SHAPE: key head width"),
-  [O_HEAD_DIM_V] = INT_OPT("head-dim-v", head_dim_v, 1, ATT | GQA | TH, "V",
-                           "SHAPE: value head width (default K)"),
-  [O_D_MODEL] = INT_OPT("d-model", d_model, 1, GQA | TH | HH | SH, "D",
-                        "SHAPE: model width"),
-  [O_HEADS_K] = INT_OPT("heads-k", heads_k, 1, TH, "Hk", "SHAPE: key heads"),
-  [O_HEADS_V] = INT_OPT("heads-v", heads_v, 1, TH, "Hv",
-                        "SHAPE: value heads"),
-  [O_MAX_LEN] = INT_OPT("max-len", max_len, 1, HHS, "L",
-                        "SHAPE: W_a's size (default N)"),
-  [O_EXPERTS] = INT_OPT("experts", experts, 1, SH, "E",
-                        "SHAPE: experts a head"),
-  [O_TOPK] = INT_OPT("topk", topk, 1, SH, "K", "experts chosen a position"),
-  [O_DECODE_FROM] = INT_OPT("decode-from", decode_from, 0,
-                            GQA | TH | HH | SH, "P",
-                            "prefill P positions, decode the rest"),
-  [O_REPEAT] = INT_OPT("repeat", repeat, 1, RUN, "N", "run N times"),
-  [O_SEED] = FN_OPT("seed", seed, parse_seed, RUN, "S",
-                    "with --random: the seed"),
-  [O_JSON] = FLAG_OPT("json", json, PRB, "print JSON"),
-  [O_THOROUGH] = FLAG_OPT("thorough", thorough, PRB, "longer timings"),
-  [O_QUICK] = FLAG_OPT("quick", quick, PRB,
-                       "a smoke run, not stored (implies --no-store)"),
-  [O_DB] = STR_OPT("db", db, PRB, "PATH", "the tuning database"),
-  [O_NO_STORE] = FLAG_OPT("no-store", no_store, PRB,
-                          "do not store the profile"),
-  [O_LIST] = FLAG_OPT("list", list, DEV, "a line per device for scripts: "
-                      "P:D, CPU|GPU|ACCEL|OTHER, platform, name "
-                      "(tab-separated)"),
+    [O_IN] = STR_OPT("in", in, RUN, "DIR", "read the inputs from DIR/*.npy"),
+    [O_OUT] = STR_OPT("out", out, RUN, "FILE",
+                      "write the output .npy "
+                      "(required with --in; its directory is checked first)"),
+    [O_DEVICE] = STR_OPT("device", device, RUN | PRB, "SEL",
+                         "'P:D', 'D' or a name substring "
+                         "(default $CLATTN_DEVICE)"),
+    [O_SAVE] = STR_OPT("save-inputs", save_inputs, RUN, "DIR",
+                       "with --random: write the inputs to DIR"),
+    [O_CAUSAL] = FLAG_OPT("causal", causal, RUN, "causal mask"),
+    [O_CHECK] = FLAG_OPT("check", check, RUN,
+                         "compare with the reference "
+                         "(exit 3 above the tolerance)"),
+    [O_RANDOM] = FLAG_OPT("random", random, RUN, "random inputs of SHAPE"),
+    [O_VERBOSE] = FLAG_OPT("verbose", verbose, RUN | DEV, "more detail (-v)"),
+    [O_LAYOUT] = FN_OPT("layout", layout, parse_layout, ATT, "bshd|bhsd",
+                        "the device layout"),
+    [O_DTYPE] = FN_OPT("dtype", dtype, parse_run_dtype, ATT, "f32|f16",
+                       "with --random: the element type"),
+    [O_SCALE] = FN_OPT("scale", scale, parse_scale, RUN, "S",
+                       "softmax scale >= 0 (0: 1/sqrt(head dim))"),
+    [O_BATCH] = INT_OPT("batch", batch, 1, RUN, "B", "SHAPE: batch"),
+    [O_SEQ] = INT_OPT("seq", seq, 1, RUN, "N", "SHAPE: query positions"),
+    [O_KV_SEQ] = INT_OPT("kv-seq", kv_seq, 1, ATT, "M",
+                         "SHAPE: key positions (default N)"),
+    [O_HEADS] = INT_OPT("heads", heads, 1, RUN, "H", "query heads"),
+    [O_KV_HEADS] = INT_OPT("kv-heads", kv_heads, 1, ATT | GQA, "G",
+                           "key/value heads (default H)"),
+    [O_HEAD_DIM] = INT_OPT("head-dim", head_dim, 1, ATT | GQA | TH | SH, "K",
+                           "SHAPE: key head width"),
+    [O_HEAD_DIM_V] = INT_OPT("head-dim-v", head_dim_v, 1, ATT | GQA | TH, "V",
+                             "SHAPE: value head width (default K)"),
+    [O_D_MODEL] = INT_OPT("d-model", d_model, 1, GQA | TH | HH | SH, "D",
+                          "SHAPE: model width"),
+    [O_HEADS_K] = INT_OPT("heads-k", heads_k, 1, TH, "Hk", "SHAPE: key heads"),
+    [O_HEADS_V] =
+        INT_OPT("heads-v", heads_v, 1, TH, "Hv", "SHAPE: value heads"),
+    [O_MAX_LEN] = INT_OPT("max-len", max_len, 1, HHS, "L",
+                          "SHAPE: W_a's size (default N)"),
+    [O_EXPERTS] =
+        INT_OPT("experts", experts, 1, SH, "E", "SHAPE: experts a head"),
+    [O_TOPK] = INT_OPT("topk", topk, 1, SH, "K", "experts chosen a position"),
+    [O_DECODE_FROM] = INT_OPT("decode-from", decode_from, 0, GQA | TH | HH | SH,
+                              "P", "prefill P positions, decode the rest"),
+    [O_REPEAT] = INT_OPT("repeat", repeat, 1, RUN, "N", "run N times"),
+    [O_SEED] =
+        FN_OPT("seed", seed, parse_seed, RUN, "S", "with --random: the seed"),
+    [O_JSON] = FLAG_OPT("json", json, PRB, "print JSON"),
+    [O_THOROUGH] = FLAG_OPT("thorough", thorough, PRB, "longer timings"),
+    [O_QUICK] = FLAG_OPT("quick", quick, PRB,
+                         "a smoke run, not stored (implies --no-store)"),
+    [O_DB] = STR_OPT("db", db, PRB, "PATH", "the tuning database"),
+    [O_NO_STORE] =
+        FLAG_OPT("no-store", no_store, PRB, "do not store the profile"),
+    [O_LIST] = FLAG_OPT("list", list, DEV,
+                        "a line per device for scripts: "
+                        "P:D, CPU|GPU|ACCEL|OTHER, platform, name "
+                        "(tab-separated)"),
 };
 
 /* A run's output paths, checked before anything is computed: --out's
  * directory must exist and be writable (a file there, writable), and
  * --save-inputs is created.  CLI_FAIL (a file problem) or 0. */
-static int check_outputs(const cli_opts *o)
-{
+static int check_outputs(const cli_opts *o) {
   if (o->out) {
     struct stat st;
     if (stat(o->out, &st) == 0) {
       if (S_ISDIR(st.st_mode) || access(o->out, W_OK) != 0) {
-        cli_err("--out %s: %s", o->out, S_ISDIR(st.st_mode)
-                                             ? "is a directory"
-                                             : strerror(errno));
+        cli_err("--out %s: %s", o->out,
+                S_ISDIR(st.st_mode) ? "is a directory" : strerror(errno));
         return CLI_FAIL;
       }
     } else {
@@ -269,7 +305,7 @@ static int check_outputs(const cli_opts *o)
       if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
           access(dir, W_OK | X_OK) != 0) {
         cli_err("--out %s: directory %s %s", o->out, dir,
-                stat(dir, &st) != 0   ? "does not exist"
+                stat(dir, &st) != 0    ? "does not exist"
                 : !S_ISDIR(st.st_mode) ? "is not a directory"
                                        : "is not writable");
         return CLI_FAIL;
@@ -289,12 +325,11 @@ static int check_outputs(const cli_opts *o)
 
 /* Cross-option rules shared by the run commands. */
 static int validate(const char *name, int cmd, cli_opts *o,
-                    const unsigned char *given)
-{
+                    const unsigned char *given) {
   static const enum opt_id shape_opts[] = {
-    O_BATCH, O_SEQ, O_KV_SEQ, O_KV_HEADS, O_HEAD_DIM, O_HEAD_DIM_V,
-    O_D_MODEL, O_DTYPE, O_SEED, O_SAVE, O_HEADS, O_HEADS_K, O_HEADS_V,
-    O_MAX_LEN, O_EXPERTS};
+      O_BATCH,      O_SEQ,     O_KV_SEQ,  O_KV_HEADS, O_HEAD_DIM,
+      O_HEAD_DIM_V, O_D_MODEL, O_DTYPE,   O_SEED,     O_SAVE,
+      O_HEADS,      O_HEADS_K, O_HEADS_V, O_MAX_LEN,  O_EXPERTS};
   if (o->in && o->random)
     return cli_usage_error(name, "--in and --random are exclusive");
   if (!o->in && !o->random)
@@ -327,7 +362,7 @@ static int validate(const char *name, int cmd, cli_opts *o,
     if (!given[O_SEQ] || !given[O_D_MODEL] || !given[O_HEADS] ||
         !given[O_HEAD_DIM] || !given[O_EXPERTS] || !given[O_TOPK])
       return cli_usage_error(name, "--random needs --seq, --d-model, "
-                             "--heads, --head-dim, --experts, --topk");
+                                   "--heads, --head-dim, --experts, --topk");
     if (!given[O_BATCH])
       o->batch = 1;
     /* x [b, n, d], w_q [d, H*k] and the experts' w_v [H, E, d, k] */
@@ -335,13 +370,13 @@ static int validate(const char *name, int cmd, cli_opts *o,
     double w = (double)o->d_model * o->heads * o->head_dim * o->experts;
     if ((x > w ? x : w) > 17179869184.0)
       return cli_usage_error(name, "--random: tensors of more than 2^34 "
-                           "elements");
+                                   "elements");
     return 0;
   }
   if (cmd & HH) {
     if (!given[O_SEQ] || !given[O_D_MODEL] || !given[O_HEADS])
       return cli_usage_error(name, "--random needs --seq, --d-model, "
-                             "--heads");
+                                   "--heads");
     if (!given[O_BATCH])
       o->batch = 1;
     if (cmd == HHS && !given[O_MAX_LEN])
@@ -354,19 +389,19 @@ static int validate(const char *name, int cmd, cli_opts *o,
     big = big > wa ? big : wa;
     if (big > 17179869184.0)
       return cli_usage_error(name, "--random: tensors of more than 2^34 "
-                           "elements");
+                                   "elements");
     return 0;
   }
-  if (cmd == TH && (!given[O_SEQ] || !given[O_D_MODEL] ||
-                    !given[O_HEADS_K] || !given[O_HEADS] ||
-                    !given[O_HEADS_V] || !given[O_HEAD_DIM]))
+  if (cmd == TH && (!given[O_SEQ] || !given[O_D_MODEL] || !given[O_HEADS_K] ||
+                    !given[O_HEADS] || !given[O_HEADS_V] || !given[O_HEAD_DIM]))
     return cli_usage_error(name, "--random needs --seq, --d-model, "
-                           "--heads-k, --heads, --heads-v, --head-dim");
+                                 "--heads-k, --heads, --heads-v, --head-dim");
   if (!given[O_SEQ] || !given[O_HEADS] || !given[O_HEAD_DIM] ||
       (cmd == GQA && !given[O_D_MODEL]))
-    return cli_usage_error(name, "%s", cmd == GQA
-                     ? "--random needs --seq, --d-model, --heads, --head-dim"
-                     : "--random needs --seq, --heads, --head-dim");
+    return cli_usage_error(
+        name, "%s",
+        cmd == GQA ? "--random needs --seq, --d-model, --heads, --head-dim"
+                   : "--random needs --seq, --heads, --head-dim");
   if (!given[O_BATCH])
     o->batch = 1;
   if (!given[O_KV_SEQ])
@@ -395,14 +430,13 @@ static int validate(const char *name, int cmd, cli_opts *o,
   }
   if (big > 17179869184.0)
     return cli_usage_error(name, "--random: tensors of more than 2^34 "
-                           "elements");
+                                 "elements");
   return 0;
 }
 
 /* The registered layer kinds' names joined by sep ("gqa|talking-heads|
  * ..."), the words `clattn run` takes besides attention. */
-static const char *kind_words(char *buf, size_t cap, const char *sep)
-{
+static const char *kind_words(char *buf, size_t cap, const char *sep) {
   size_t n = 0;
   buf[0] = '\0';
   for (int i = 0; i < clattn_layer_kind_count() && n < cap; i++) {
@@ -413,8 +447,7 @@ static const char *kind_words(char *buf, size_t cap, const char *sep)
   return buf;
 }
 
-static void print_top_help(FILE *f)
-{
+static void print_top_help(FILE *f) {
   char kinds[256];
   fputs(usage_head, f);
   fprintf(f, "         (KIND: %s; clattn layers)\n",
@@ -436,19 +469,20 @@ static const struct {
   const char *word;
   int scope;
 } kernels[] = {
-  {"attention", ATT}, {"gqa", GQA}, {"talking-heads", TH},
-  {"optimised", HHO}, {"efficient", HHE}, {"super", HHS},
-  {"switchhead", SH},
+    {"attention", ATT}, {"gqa", GQA},       {"talking-heads", TH},
+    {"optimised", HHO}, {"efficient", HHE}, {"super", HHS},
+    {"switchhead", SH},
 };
 
-static int run_command(int argc, char **argv, cli_opts *o)
-{
+static int run_command(int argc, char **argv, cli_opts *o) {
   char name[40], kinds[256];
   cli_args a;
   kind_words(kinds, sizeof kinds, ", ");
   if (argc < 1)
-    return cli_usage_error("run", "missing kernel (attention or a layer "
-                           "kind: %s)", kinds);
+    return cli_usage_error("run",
+                           "missing kernel (attention or a layer "
+                           "kind: %s)",
+                           kinds);
   if (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h") ||
       !strcmp(argv[0], "help")) {
     printf("usage: clattn run attention|%s\n"
@@ -456,26 +490,32 @@ static int run_command(int argc, char **argv, cli_opts *o)
            kind_words(kinds, sizeof kinds, "|"));
     fputs(run_text, stdout);
     fputs("(each kernel's options: clattn run KERNEL --help; the layer "
-          "kinds: clattn layers)\n", stdout);
+          "kinds: clattn layers)\n",
+          stdout);
     return CLI_OK;
   }
   int cmd = 0, registered = !strcmp(argv[0], "attention");
   for (int i = 0; i < clattn_layer_kind_count(); i++)
     registered |= !strcmp(argv[0], clattn_layer_kind_name(i));
-  for (size_t k = 0; registered && k < sizeof kernels / sizeof kernels[0];
-       k++)
+  for (size_t k = 0; registered && k < sizeof kernels / sizeof kernels[0]; k++)
     if (!strcmp(argv[0], kernels[k].word))
       cmd = kernels[k].scope;
   if (!registered)
-    return cli_usage_error("run", "unknown kernel '%.40s' (expected "
-                           "attention or a layer kind: %s)", argv[0], kinds);
+    return cli_usage_error("run",
+                           "unknown kernel '%.40s' (expected "
+                           "attention or a layer kind: %s)",
+                           argv[0], kinds);
   if (!cmd)
-    return cli_usage_error("run", "layer kind '%.40s' has no runner in "
-                           "this command", argv[0]);
+    return cli_usage_error("run",
+                           "layer kind '%.40s' has no runner in "
+                           "this command",
+                           argv[0]);
   snprintf(name, sizeof name, "run %s", argv[0]);
   char usage[160];
-  snprintf(usage, sizeof usage, "usage: clattn %s (--in DIR | --random "
-           "SHAPE) [OPTIONS]\n  (details: clattn run --help)\n", name);
+  snprintf(usage, sizeof usage,
+           "usage: clattn %s (--in DIR | --random "
+           "SHAPE) [OPTIONS]\n  (details: clattn run --help)\n",
+           name);
   const cli_command c = {name, usage, opts, O_COUNT, (unsigned)cmd, 0};
   int rc = cli_parse_cmd(&c, argc - 1, argv + 1, o, &a);
   if (rc)
@@ -490,8 +530,7 @@ static int run_command(int argc, char **argv, cli_opts *o)
                       : cli_run_hh(o, (clattn_hh_variant)hh);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   if (argc < 2)
     return cli_usage_error(NULL, "missing command");
   const char *c = argv[1];
@@ -514,26 +553,31 @@ int main(int argc, char **argv)
   o.seed = 1;
 
   if (!strcmp(c, "devices")) {
-    const cli_command cmd = {"devices", "usage: clattn devices [--verbose "
+    const cli_command cmd = {"devices",
+                             "usage: clattn devices [--verbose "
                              "| --list]\n  the OpenCL devices and their "
-                             "limits\n", opts, O_COUNT, DEV, 0};
+                             "limits\n",
+                             opts,
+                             O_COUNT,
+                             DEV,
+                             0};
     int rc = cli_parse_cmd(&cmd, argc - 2, argv + 2, &o, &a);
     if (!rc && o.verbose && o.list)
       rc = cli_usage_error("devices", "--verbose and --list are exclusive");
-    return rc ? (rc < 0 ? CLI_OK : rc)
-              : o.list ? cli_devices_list() : cli_devices(o.verbose);
+    return rc       ? (rc < 0 ? CLI_OK : rc)
+           : o.list ? cli_devices_list()
+                    : cli_devices(o.verbose);
   }
   if (!strcmp(c, "families")) {
-    const cli_command cmd = {"families", "usage: clattn families\n",
-                             opts, 0, 0, 0};
+    const cli_command cmd = {"families", "usage: clattn families\n", opts, 0, 0,
+                             0};
     int rc = cli_parse_cmd(&cmd, argc - 2, argv + 2, &o, &a);
     if (rc < 0)
       fputs(families_text, stdout);
     return rc ? (rc < 0 ? CLI_OK : rc) : cli_families();
   }
   if (!strcmp(c, "layers")) {
-    const cli_command cmd = {"layers", "usage: clattn layers\n", opts, 0, 0,
-                             0};
+    const cli_command cmd = {"layers", "usage: clattn layers\n", opts, 0, 0, 0};
     int rc = cli_parse_cmd(&cmd, argc - 2, argv + 2, &o, &a);
     if (rc < 0)
       fputs(layers_text, stdout);
@@ -553,7 +597,8 @@ int main(int argc, char **argv)
     return cli_report(argc - 2, argv + 2);
   if (!strcmp(c, "probe")) {
     char usage[1024];
-    snprintf(usage, sizeof usage, "usage: clattn probe [--device SEL] "
+    snprintf(usage, sizeof usage,
+             "usage: clattn probe [--device SEL] "
              "[--json] [--thorough | --quick] [--db PATH] [--no-store]\n%s",
              probe_text);
     const cli_command cmd = {"probe", usage, opts, O_COUNT, PRB, 0};

@@ -23,44 +23,44 @@
 #include <time.h>
 
 static const char model_usage[] =
-  "usage: clattn model FAMILY|layer SHAPE [OPTIONS]\n"
-  "  (FAMILY: attention, decode, append, ...: clattn families)\n"
-  "       clattn model optimised|efficient|super --d-model D --heads H\n"
-  "         --seq N [--batch B] [--max-len L] [--cache-len C] [--causal]\n"
-  "         [OPTIONS]  (a Hosseini & Hosseini layer against MHA of the\n"
-  "         same D and H: parameters, FLOPs, bytes, time and ratios)\n"
-  "       clattn model mqa [--device D | --no-device]\n"
-  "       clattn model switchhead [--d-model D] [--heads H] [--head-dim K]\n"
-  "         [--experts E] [--topk K] [--seq N] [--batch B] [--cache-len C]\n"
-  "         [--causal] [--dense-heads H [--dense-head-dim K]] [OPTIONS]\n"
-  "         (a SwitchHead layer per kernel against its parameter-matched\n"
-  "         dense MHA layer; unset: the paper's 47M model, D=412 H=2\n"
-  "         d_h=76 E=5 k=3 n=256, against H=10 d_h=41)\n"
-  "       clattn model switchhead --paper [--json]  (the SwitchHead paper's\n"
-  "         per-layer MACs and memory, its printed figures beside them,\n"
-  "         and the ratios against the matched dense models)\n"
-  "       clattn model profiles\n"
-  "       clattn model check|--check [--device D] [--db PATH] [--no-store]\n"
-  "         [--quick] [--probe]\n"
-  "SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
-  "  --head-dim K [--head-dim-v V]; decode: --kv-seq M is the cache\n"
-  "  length; layer: --d-model D [--cache-len P] (decode: --seq 1);\n"
-  "  any other key of the family's shape as --KEY V (talking-heads:\n"
-  "  --heads-k A --heads-v U; see 'clattn families')\n"
-  "OPTIONS: --dtype f32|f16|bf16, --causal, --variant 1|2, --rows R,\n"
-  "  --keys K, --wg W, --splits S, --prefetch 1|2 (off|on), --scheme N\n"
-  "  (talking-heads: 1 one pass, 2 two passes, 3 two passes with the\n"
-  "  logits kept in local memory) (default: what the library picks),\n"
-  "  --profile NAME (a datasheet GPU, see 'clattn model profiles') or\n"
-  "  --device D (a present device: its measured profile from the database\n"
-  "  when 'clattn probe' stored one, else what it reports), --db PATH,\n"
-  "  --json\n"
-  "check: --probe measures the device's ceilings first (as 'clattn probe',\n"
-  "  stored unless --no-store or --quick) and predicts from them, so the\n"
-  "  predictions and the measurements come from one run; each decode\n"
-  "  and append pass (at least 32 calls in a stream, cold caches) follows\n"
-  "  a copy (clattn_copy_ref) and is predicted at that copy's bandwidth\n"
-  "  (column err@prof: at the stored profile's)\n";
+    "usage: clattn model FAMILY|layer SHAPE [OPTIONS]\n"
+    "  (FAMILY: attention, decode, append, ...: clattn families)\n"
+    "       clattn model optimised|efficient|super --d-model D --heads H\n"
+    "         --seq N [--batch B] [--max-len L] [--cache-len C] [--causal]\n"
+    "         [OPTIONS]  (a Hosseini & Hosseini layer against MHA of the\n"
+    "         same D and H: parameters, FLOPs, bytes, time and ratios)\n"
+    "       clattn model mqa [--device D | --no-device]\n"
+    "       clattn model switchhead [--d-model D] [--heads H] [--head-dim K]\n"
+    "         [--experts E] [--topk K] [--seq N] [--batch B] [--cache-len C]\n"
+    "         [--causal] [--dense-heads H [--dense-head-dim K]] [OPTIONS]\n"
+    "         (a SwitchHead layer per kernel against its parameter-matched\n"
+    "         dense MHA layer; unset: the paper's 47M model, D=412 H=2\n"
+    "         d_h=76 E=5 k=3 n=256, against H=10 d_h=41)\n"
+    "       clattn model switchhead --paper [--json]  (the SwitchHead paper's\n"
+    "         per-layer MACs and memory, its printed figures beside them,\n"
+    "         and the ratios against the matched dense models)\n"
+    "       clattn model profiles\n"
+    "       clattn model check|--check [--device D] [--db PATH] [--no-store]\n"
+    "         [--quick] [--probe]\n"
+    "SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
+    "  --head-dim K [--head-dim-v V]; decode: --kv-seq M is the cache\n"
+    "  length; layer: --d-model D [--cache-len P] (decode: --seq 1);\n"
+    "  any other key of the family's shape as --KEY V (talking-heads:\n"
+    "  --heads-k A --heads-v U; see 'clattn families')\n"
+    "OPTIONS: --dtype f32|f16|bf16, --causal, --variant 1|2, --rows R,\n"
+    "  --keys K, --wg W, --splits S, --prefetch 1|2 (off|on), --scheme N\n"
+    "  (talking-heads: 1 one pass, 2 two passes, 3 two passes with the\n"
+    "  logits kept in local memory) (default: what the library picks),\n"
+    "  --profile NAME (a datasheet GPU, see 'clattn model profiles') or\n"
+    "  --device D (a present device: its measured profile from the database\n"
+    "  when 'clattn probe' stored one, else what it reports), --db PATH,\n"
+    "  --json\n"
+    "check: --probe measures the device's ceilings first (as 'clattn probe',\n"
+    "  stored unless --no-store or --quick) and predicts from them, so the\n"
+    "  predictions and the measurements come from one run; each decode\n"
+    "  and append pass (at least 32 calls in a stream, cold caches) follows\n"
+    "  a copy (clattn_copy_ref) and is predicted at that copy's bandwidth\n"
+    "  (column err@prof: at the stored profile's)\n";
 
 static int model_usage_err(const char *why) {
   return cli_usage_error("model", "%s", why);
@@ -81,78 +81,82 @@ static int parse_model_dtype(const char *v, void *field) {
 
 /* The kernel families' subcommands; GATED marks the common SHAPE options,
  * which a family takes only when its shape keys name them. */
-enum { KEYED = M_FAM | T_FAM | E_FAM, GATED = 1u << 20, FAMS = GATED | KEYED,
-       PRESENT = M_FAM | M_LAYER | M_HH | M_SH,
-       ANY_TUNE = T_FAM | T_GEMM | T_ALL };
+enum {
+  KEYED = M_FAM | T_FAM | E_FAM,
+  GATED = 1u << 20,
+  FAMS = GATED | KEYED,
+  PRESENT = M_FAM | M_LAYER | M_HH | M_SH,
+  ANY_TUNE = T_FAM | T_GEMM | T_ALL
+};
 
 #define MOFF(f) offsetof(model_opts, f)
 static const cli_option model_options[] = {
-  {"batch", CLI_INT, MOFF(batch), 1, NULL, FAMS | M_LAYER | M_HH | M_SH,
-   "B", "SHAPE: batch (default 1)"},
-  {"seq", CLI_INT, MOFF(seq), 1, NULL, FAMS | M_LAYER | M_HH | M_SH, "N",
-   "SHAPE: query positions"},
-  {"kv-seq", CLI_INT, MOFF(kv_seq), 1, NULL, FAMS, "M",
-   "SHAPE: key positions (decode: the cache length)"},
-  {"heads", CLI_INT, MOFF(heads), 1, NULL, FAMS | M_LAYER | M_HH | M_SH,
-   "H", "SHAPE: query heads"},
-  {"kv-heads", CLI_INT, MOFF(kv_heads), 1, NULL, FAMS | M_LAYER, "G",
-   "SHAPE: key/value heads (default H)"},
-  {"head-dim", CLI_INT, MOFF(head_dim), 1, NULL, FAMS | M_LAYER | M_SH, "K",
-   "SHAPE: key head width"},
-  {"head-dim-v", CLI_INT, MOFF(head_dim_v), 1, NULL, FAMS | M_LAYER, "V",
-   "SHAPE: value head width (default K)"},
-  {"dtype", CLI_FN, MOFF(dtype), 0, parse_model_dtype, FAMS, "f32|f16|bf16",
-   "element type (default f32)"},
-  {"causal", CLI_FLAG, MOFF(causal), 0, NULL, FAMS | M_LAYER | M_HH | M_SH,
-   NULL, "causal mask"},
-  {"d-model", CLI_INT, MOFF(d_model), 1, NULL, M_LAYER | M_HH | M_SH, "D",
-   "model width"},
-  {"cache-len", CLI_INT, MOFF(cache_len), 0, NULL, M_LAYER | M_HH | M_SH,
-   "C", "positions already cached"},
-  {"max-len", CLI_INT, MOFF(max_len), 1, NULL, M_HH, "L",
-   "super: W_a's size (default cache-len + seq)"},
-  {"experts", CLI_KEY, MOFF(shape_extra), 0, NULL, M_SH, "E",
-   "experts a head"},
-  {"topk", CLI_KEY, MOFF(shape_extra), 0, NULL, M_SH, "K",
-   "experts chosen a position"},
-  {"dense-heads", CLI_KEY, MOFF(shape_extra), 0, NULL, M_SH, "H",
-   "the dense MHA layer's heads"},
-  {"dense-head-dim", CLI_KEY, MOFF(shape_extra), 0, NULL, M_SH, "K",
-   "the dense MHA layer's head width"},
-  {"paper", CLI_FLAG, MOFF(paper), 0, NULL, M_SH, NULL,
-   "the SwitchHead paper's accounting (with --json only)"},
-  {"variant", CLI_INT, MOFF(params.variant), 0, NULL, M_FAM | E_FAM, "1|2",
-   "params: kernel variant (0: the library's)"},
-  {"rows", CLI_INT, MOFF(params.rows), 0, NULL, M_FAM | E_FAM, "R",
-   "params: rows a work-group"},
-  {"keys", CLI_INT, MOFF(params.keys), 0, NULL, M_FAM | E_FAM, "K",
-   "params: keys a tile"},
-  {"wg", CLI_INT, MOFF(params.wg), 0, NULL, M_FAM | E_FAM, "W",
-   "params: work-group size"},
-  {"splits", CLI_INT, MOFF(params.splits), 0, NULL, M_FAM | E_FAM, "S",
-   "params: KV splits"},
-  {"prefetch", CLI_INT, MOFF(params.prefetch), 0, NULL, M_FAM | E_FAM, "1|2",
-   "params: prefetch off|on"},
-  {"scheme", CLI_INT, MOFF(params.scheme), 0, NULL, M_FAM | E_FAM, "N",
-   "params: scheme"},
-  {"profile", CLI_STR, MOFF(profile), 0, NULL, PRESENT, "NAME",
-   "a datasheet GPU (clattn model profiles)"},
-  {"device", CLI_STR, MOFF(device), 0, NULL,
-   PRESENT | M_MQA | M_CHECK | ANY_TUNE | E_FAM, "SEL",
-   "a present device (default $CLATTN_DEVICE)"},
-  {"db", CLI_STR, MOFF(db), 0, NULL,
-   PRESENT | M_MQA | M_CHECK | ANY_TUNE | E_FAM, "PATH",
-   "the tuning database (default $CLATTN_DB)"},
-  {"json", CLI_FLAG, MOFF(json), 0, NULL, PRESENT | E_FAM, NULL,
-   "print JSON"},
-  {"no-device", CLI_FLAG, MOFF(no_device), 0, NULL, M_MQA, NULL,
-   "no present-device row"},
-  {"no-store", CLI_FLAG, MOFF(no_store), 0, NULL, M_CHECK, NULL,
-   "do not store the results"},
-  {"quick", CLI_FLAG, MOFF(quick), 0, NULL, M_CHECK, NULL,
-   "a smoke run (implies --no-store)"},
-  {"probe", CLI_FLAG, MOFF(probe), 0, NULL, M_CHECK, NULL,
-   "measure the device's ceilings first"},
+    {"batch", CLI_INT, MOFF(batch), 1, NULL, FAMS | M_LAYER | M_HH | M_SH, "B",
+     "SHAPE: batch (default 1)"},
+    {"seq", CLI_INT, MOFF(seq), 1, NULL, FAMS | M_LAYER | M_HH | M_SH, "N",
+     "SHAPE: query positions"},
+    {"kv-seq", CLI_INT, MOFF(kv_seq), 1, NULL, FAMS, "M",
+     "SHAPE: key positions (decode: the cache length)"},
+    {"heads", CLI_INT, MOFF(heads), 1, NULL, FAMS | M_LAYER | M_HH | M_SH, "H",
+     "SHAPE: query heads"},
+    {"kv-heads", CLI_INT, MOFF(kv_heads), 1, NULL, FAMS | M_LAYER, "G",
+     "SHAPE: key/value heads (default H)"},
+    {"head-dim", CLI_INT, MOFF(head_dim), 1, NULL, FAMS | M_LAYER | M_SH, "K",
+     "SHAPE: key head width"},
+    {"head-dim-v", CLI_INT, MOFF(head_dim_v), 1, NULL, FAMS | M_LAYER, "V",
+     "SHAPE: value head width (default K)"},
+    {"dtype", CLI_FN, MOFF(dtype), 0, parse_model_dtype, FAMS, "f32|f16|bf16",
+     "element type (default f32)"},
+    {"causal", CLI_FLAG, MOFF(causal), 0, NULL, FAMS | M_LAYER | M_HH | M_SH,
+     NULL, "causal mask"},
+    {"d-model", CLI_INT, MOFF(d_model), 1, NULL, M_LAYER | M_HH | M_SH, "D",
+     "model width"},
+    {"cache-len", CLI_INT, MOFF(cache_len), 0, NULL, M_LAYER | M_HH | M_SH, "C",
+     "positions already cached"},
+    {"max-len", CLI_INT, MOFF(max_len), 1, NULL, M_HH, "L",
+     "super: W_a's size (default cache-len + seq)"},
+    {"experts", CLI_KEY, MOFF(shape_extra), 0, NULL, M_SH, "E",
+     "experts a head"},
+    {"topk", CLI_KEY, MOFF(shape_extra), 0, NULL, M_SH, "K",
+     "experts chosen a position"},
+    {"dense-heads", CLI_KEY, MOFF(shape_extra), 0, NULL, M_SH, "H",
+     "the dense MHA layer's heads"},
+    {"dense-head-dim", CLI_KEY, MOFF(shape_extra), 0, NULL, M_SH, "K",
+     "the dense MHA layer's head width"},
+    {"paper", CLI_FLAG, MOFF(paper), 0, NULL, M_SH, NULL,
+     "the SwitchHead paper's accounting (with --json only)"},
+    {"variant", CLI_INT, MOFF(params.variant), 0, NULL, M_FAM | E_FAM, "1|2",
+     "params: kernel variant (0: the library's)"},
+    {"rows", CLI_INT, MOFF(params.rows), 0, NULL, M_FAM | E_FAM, "R",
+     "params: rows a work-group"},
+    {"keys", CLI_INT, MOFF(params.keys), 0, NULL, M_FAM | E_FAM, "K",
+     "params: keys a tile"},
+    {"wg", CLI_INT, MOFF(params.wg), 0, NULL, M_FAM | E_FAM, "W",
+     "params: work-group size"},
+    {"splits", CLI_INT, MOFF(params.splits), 0, NULL, M_FAM | E_FAM, "S",
+     "params: KV splits"},
+    {"prefetch", CLI_INT, MOFF(params.prefetch), 0, NULL, M_FAM | E_FAM, "1|2",
+     "params: prefetch off|on"},
+    {"scheme", CLI_INT, MOFF(params.scheme), 0, NULL, M_FAM | E_FAM, "N",
+     "params: scheme"},
+    {"profile", CLI_STR, MOFF(profile), 0, NULL, PRESENT, "NAME",
+     "a datasheet GPU (clattn model profiles)"},
+    {"device", CLI_STR, MOFF(device), 0, NULL,
+     PRESENT | M_MQA | M_CHECK | ANY_TUNE | E_FAM, "SEL",
+     "a present device (default $CLATTN_DEVICE)"},
+    {"db", CLI_STR, MOFF(db), 0, NULL,
+     PRESENT | M_MQA | M_CHECK | ANY_TUNE | E_FAM, "PATH",
+     "the tuning database (default $CLATTN_DB)"},
+    {"json", CLI_FLAG, MOFF(json), 0, NULL, PRESENT | E_FAM, NULL,
+     "print JSON"},
+    {"no-device", CLI_FLAG, MOFF(no_device), 0, NULL, M_MQA, NULL,
+     "no present-device row"},
+    {"no-store", CLI_FLAG, MOFF(no_store), 0, NULL, M_CHECK, NULL,
+     "do not store the results"},
+    {"quick", CLI_FLAG, MOFF(quick), 0, NULL, M_CHECK, NULL,
+     "a smoke run (implies --no-store)"},
+    {"probe", CLI_FLAG, MOFF(probe), 0, NULL, M_CHECK, NULL,
+     "measure the device's ceilings first"},
 };
 
 int cli_shape_key_is_flag(const char *key) {
@@ -166,8 +170,7 @@ int cli_model_options(unsigned scope, int fam, size_t base, cli_option *buf,
                       int cap) {
   const char *keys = fam >= 0 ? clattn_family_shape_keys(fam) : NULL;
   int n = 0;
-  for (size_t i = 0; i < sizeof model_options / sizeof model_options[0];
-       i++) {
+  for (size_t i = 0; i < sizeof model_options / sizeof model_options[0]; i++) {
     cli_option o = model_options[i];
     if (!(o.scope & scope))
       continue;
@@ -199,8 +202,13 @@ int cli_model_options(unsigned scope, int fam, size_t base, cli_option *buf,
     if (n >= cap || n >= CLI_MAX_OPTIONS)
       return -1;
     snprintf(key_names[n], sizeof key_names[n], "%s", key);
-    buf[n] = (cli_option){key_names[n], CLI_KEY, base + MOFF(shape_extra), 0,
-                          NULL, 0, "V",
+    buf[n] = (cli_option){key_names[n],
+                          CLI_KEY,
+                          base + MOFF(shape_extra),
+                          0,
+                          NULL,
+                          0,
+                          "V",
                           "a shape key of the family (clattn families)"};
     n++;
   }
@@ -217,7 +225,8 @@ int cli_present_profile(const char *device, const char *dbpath,
   clattn_db *db = NULL;
   if (clattn_db_open_readonly(dbpath, &db) != CLATTN_OK) {
     cli_err("note: no tuning database (%s); using the device's reported "
-            "profile", clattn_db_errmsg(NULL));
+            "profile",
+            clattn_db_errmsg(NULL));
     db = NULL;
   }
   clattn_status st = clattn_profile_for(ctx, db, p);
@@ -234,7 +243,8 @@ int cli_model_profile(const model_opts *o, clattn_profile *p) {
   if (o->profile) {
     if (clattn_datasheet_find(o->profile, p) != CLATTN_OK) {
       cli_err("--profile '%s': no such datasheet profile (see 'clattn model "
-              "profiles')", o->profile);
+              "profiles')",
+              o->profile);
       return CLI_USAGE;
     }
     return CLI_OK;
@@ -260,8 +270,8 @@ static void print_cost_row(const clattn_cost *c) {
          c->kernel, c->launches, c->flops * 1e-9, c->exp2_issued * 1e-6,
          c->bytes_read / 1048576.0, c->bytes_written / 1048576.0,
          c->bytes_compulsory / 1048576.0, c->bytes_dram / 1048576.0,
-         c->intensity, c->t_memory * 1e6, c->t_compute * 1e6,
-         c->t_pred * 1e6, cli_bound_name(c->bound));
+         c->intensity, c->t_memory * 1e6, c->t_compute * 1e6, c->t_pred * 1e6,
+         cli_bound_name(c->bound));
 }
 
 void cli_print_cost_json(const clattn_cost *c, const char *sep) {
@@ -289,9 +299,8 @@ void cli_print_prediction(const char *what, const clattn_profile *p,
            "\"rows\": %d, \"keys\": %d, \"wg\": %d, \"splits\": %d, "
            "\"prefetch\": %d, \"scheme\": %d},\n"
            "  \"kernels\": [\n",
-           what, p->name, cli_profile_source(p->source), pr->ridge,
-           pp.variant, pp.rows, pp.keys, pp.wg, pp.splits, pp.prefetch,
-           pp.scheme);
+           what, p->name, cli_profile_source(p->source), pr->ridge, pp.variant,
+           pp.rows, pp.keys, pp.wg, pp.splits, pp.prefetch, pp.scheme);
     for (int i = 0; i < pr->n_kernels; i++)
       cli_print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
     printf("  ],\n  \"total\":\n");
@@ -299,7 +308,8 @@ void cli_print_prediction(const char *what, const clattn_profile *p,
     printf("}\n");
     return;
   }
-  printf("%s on %s (%s profile)\n", what, p->name, cli_profile_source(p->source));
+  printf("%s on %s (%s profile)\n", what, p->name,
+         cli_profile_source(p->source));
   printf("  ceilings: read %.1f GB/s, copy %.1f GB/s, FP32 %.1f GFLOP/s, "
          "cache %.1f MiB, launch %.1f us; ridge %.2f FLOP/B\n",
          p->bw_read_gbs, p->bw_copy_gbs, p->fp32_gflops,
@@ -309,8 +319,7 @@ void cli_print_prediction(const char *what, const clattn_profile *p,
   printf("  params: %s\n", pr->params);
   printf("  %-18s %3s %9s %8s %9s %9s %9s %9s %7s %10s %10s %10s  %s\n",
          "kernel", "n", "GFLOP", "Mexp2", "MiB read", "MiB wr", "MiB comp",
-         "MiB DRAM", "FLOP/B", "t_mem us", "t_comp us", "t_pred us",
-         "bound");
+         "MiB DRAM", "FLOP/B", "t_mem us", "t_comp us", "t_pred us", "bound");
   for (int i = 0; i < pr->n_kernels; i++)
     print_cost_row(&pr->kernel[i]);
   print_cost_row(&pr->total);
@@ -344,9 +353,9 @@ static int model_call(const char *kind, model_opts *o) {
   const int fam = cli_family(kind);
   if (fam >= 0) {
     char shape[512];
-    const int caller = o->params.variant || o->params.rows ||
-                       o->params.keys || o->params.wg || o->params.splits ||
-                       o->params.prefetch || o->params.scheme;
+    const int caller = o->params.variant || o->params.rows || o->params.keys ||
+                       o->params.wg || o->params.splits || o->params.prefetch ||
+                       o->params.scheme;
     if ((rc = cli_shape_text(o, fam, shape, sizeof shape)) ||
         (rc = cli_model_profile(o, &prof)))
       return rc;
@@ -359,16 +368,21 @@ static int model_call(const char *kind, model_opts *o) {
       return rc;
     if (!o->d_model)
       return cli_usage_error("model layer", "--d-model is required");
-    const clattn_layer_desc d = {sizeof(clattn_layer_desc), o->d_model, o->heads, o->kv_heads,
-                                 o->head_dim, o->head_dim_v, 0.0f};
+    const clattn_layer_desc d = {sizeof(clattn_layer_desc),
+                                 o->d_model,
+                                 o->heads,
+                                 o->kv_heads,
+                                 o->head_dim,
+                                 o->head_dim_v,
+                                 0.0f};
     if ((rc = cli_model_profile(o, &prof)))
       return rc;
     st = clattn_model_layer(&d, o->batch, o->seq, o->cache_len, o->causal,
                             &prof, &pr);
     snprintf(what, sizeof what,
              "layer b=%d n=%d cache=%d d_model=%d h=%d h_kv=%d k=%d v=%d f32",
-             o->batch, o->seq, o->cache_len, o->d_model, o->heads,
-             o->kv_heads, o->head_dim, o->head_dim_v);
+             o->batch, o->seq, o->cache_len, o->d_model, o->heads, o->kv_heads,
+             o->head_dim, o->head_dim_v);
   }
   if (st) {
     cli_err("model: %s: %s", clattn_status_str(st), pr.errmsg);
@@ -387,23 +401,23 @@ static int model_profiles(void) {
     clattn_profile p = {.size = sizeof(clattn_profile)};
     if (clattn_datasheet(i, &p) != CLATTN_OK)
       continue;
-    printf("%-52s %-7s %5u %6u %9.1f %10.0f %10.0f %8.1f\n", p.name,
-           p.vendor, p.compute_units, p.clock_mhz, p.bw_read_gbs,
-           p.fp32_gflops, p.fp16_gflops, (double)p.cache_bytes / 1048576.0);
+    printf("%-52s %-7s %5u %6u %9.1f %10.0f %10.0f %8.1f\n", p.name, p.vendor,
+           p.compute_units, p.clock_mhz, p.bw_read_gbs, p.fp32_gflops,
+           p.fp16_gflops, (double)p.cache_bytes / 1048576.0);
   }
   return CLI_OK;
 }
 
 /* The subcommand a word names, its scope bit; 0 for none. */
 static unsigned model_scope(const char *kind) {
-  return cli_hh_variant(kind)            ? M_HH
-         : !strcmp(kind, "switchhead")   ? M_SH
-         : cli_family(kind) >= 0         ? M_FAM
-         : !strcmp(kind, "layer")        ? M_LAYER
-         : !strcmp(kind, "profiles")     ? M_PROF
-         : !strcmp(kind, "mqa")          ? M_MQA
-         : !strcmp(kind, "check")        ? M_CHECK
-                                         : 0;
+  return cli_hh_variant(kind)          ? M_HH
+         : !strcmp(kind, "switchhead") ? M_SH
+         : cli_family(kind) >= 0       ? M_FAM
+         : !strcmp(kind, "layer")      ? M_LAYER
+         : !strcmp(kind, "profiles")   ? M_PROF
+         : !strcmp(kind, "mqa")        ? M_MQA
+         : !strcmp(kind, "check")      ? M_CHECK
+                                       : 0;
 }
 
 int cli_model(int argc, char **argv) {
@@ -415,16 +429,17 @@ int cli_model(int argc, char **argv) {
   o.dtype = CLATTN_F32;
   /* `clattn model --check` is `clattn model check` */
   const char *kind = !strcmp(argv[0], "--check") ? "check" : argv[0];
-  if (!strcmp(kind, "--help") || !strcmp(kind, "-h") ||
-      !strcmp(kind, "help")) {
+  if (!strcmp(kind, "--help") || !strcmp(kind, "-h") || !strcmp(kind, "help")) {
     fputs(model_usage, stdout);
     fputs("(a subcommand's options: clattn model WHAT --help)\n", stdout);
     return CLI_OK;
   }
   const unsigned scope = model_scope(kind);
   if (!scope)
-    return cli_usage_error("model", "unknown '%.40s' (a family, layer, mqa, "
-                           "switchhead, profiles or check)", kind);
+    return cli_usage_error("model",
+                           "unknown '%.40s' (a family, layer, mqa, "
+                           "switchhead, profiles or check)",
+                           kind);
   cli_option table[CLI_MAX_OPTIONS];
   const int fam = scope == M_FAM ? cli_family(kind) : -1;
   const int n = cli_model_options(scope, fam, 0, table, CLI_MAX_OPTIONS);
@@ -443,11 +458,16 @@ int cli_model(int argc, char **argv) {
   if (hh)
     return cli_model_hh(&o, (clattn_hh_variant)hh);
   switch (scope) {
-  case M_SH: return cli_model_sh(&o);
+  case M_SH:
+    return cli_model_sh(&o);
   case M_FAM:
-  case M_LAYER: return model_call(kind, &o);
-  case M_PROF: return model_profiles();
-  case M_MQA: return cli_model_mqa(&o);
-  default: return cli_model_check(&o);
+  case M_LAYER:
+    return model_call(kind, &o);
+  case M_PROF:
+    return model_profiles();
+  case M_MQA:
+    return cli_model_mqa(&o);
+  default:
+    return cli_model_check(&o);
   }
 }

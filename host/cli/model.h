@@ -63,8 +63,17 @@ int cli_model_fail(clattn_status st, const clattn_prediction *pr);
 
 /* The subcommands of model, tune and explain (cli_option.scope bits). */
 enum {
-  M_FAM = 1, M_LAYER = 2, M_HH = 4, M_MQA = 8, M_SH = 16, M_PROF = 32,
-  M_CHECK = 64, T_FAM = 128, T_GEMM = 256, T_ALL = 512, E_FAM = 1024
+  M_FAM = 1,
+  M_LAYER = 2,
+  M_HH = 4,
+  M_MQA = 8,
+  M_SH = 16,
+  M_PROF = 32,
+  M_CHECK = 64,
+  T_FAM = 128,
+  T_GEMM = 256,
+  T_ALL = 512,
+  E_FAM = 1024
 };
 /* The option table of the model, tune or explain subcommand `scope` into
  * buf (at most cap): the model_opts options it takes, at `base` +

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_REPS 9 /* paired rounds of a decode or append call */
+#define MAX_REPS 9   /* paired rounds of a decode or append call */
 #define MIN_CALLS 32 /* calls in a decode or append pass */
 #define MAX_CYCLES MIN_CALLS
 
@@ -77,9 +77,9 @@ static cl_mem random_buf(cl_context c, size_t floats, unsigned long long seed) {
  * and `nlens` lens buffers, the first `len` for every sequence, each next
  * one 64 positions on (modulo cap: an append's rows of another cycle lie
  * on other pages). */
-static int bufs_alloc(cl_context c, bufs *B, int layers, int cycles,
-                      int nlens, size_t kv_floats, size_t q_floats,
-                      size_t o_floats, int b, int len, int cap) {
+static int bufs_alloc(cl_context c, bufs *B, int layers, int cycles, int nlens,
+                      size_t kv_floats, size_t q_floats, size_t o_floats, int b,
+                      int len, int cap) {
   memset(B, 0, sizeof *B);
   B->k = calloc((size_t)layers, sizeof *B->k);
   B->v = calloc((size_t)layers, sizeof *B->v);
@@ -115,16 +115,35 @@ static int bufs_alloc(cl_context c, bufs *B, int layers, int cycles,
 /* The call's descriptions (prefill; decode and append), with params p. */
 static clattn_attn_desc attn_desc(const check_case *cc,
                                   const clattn_params *p) {
-  const clattn_attn_desc d = {sizeof(clattn_attn_desc), cc->b,       cc->n,       cc->m, cc->h,
-                              cc->hkv,     cc->k,       cc->k, CLATTN_F32,
-                              CLATTN_BSHD, CLATTN_BSHD, 0.0f,  cc->causal,
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                              cc->b,
+                              cc->n,
+                              cc->m,
+                              cc->h,
+                              cc->hkv,
+                              cc->k,
+                              cc->k,
+                              CLATTN_F32,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              cc->causal,
                               p};
   return d;
 }
 static clattn_decode_desc decode_desc(const check_case *cc,
                                       const clattn_params *p) {
-  const clattn_decode_desc d = {sizeof(clattn_decode_desc), cc->b, cc->m,      cc->h,       cc->hkv, cc->k,
-                                cc->k, CLATTN_F32, CLATTN_BHSD, 0.0f,    p};
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc),
+                                cc->b,
+                                cc->m,
+                                cc->h,
+                                cc->hkv,
+                                cc->k,
+                                cc->k,
+                                CLATTN_F32,
+                                CLATTN_BHSD,
+                                0.0f,
+                                p};
   return d;
 }
 
@@ -139,8 +158,7 @@ static clattn_status pass(clattn_ctx *ctx, const check_case *cc, bufs *B) {
       st = clattn_decode(ctx, &d, B->q, B->k[l], B->v[l], B->lens[0], B->o,
                          NULL);
     else if (cc->kind == 1)
-      st = clattn_attention(ctx, &a, B->q, B->k[l], B->v[l], NULL, B->o,
-                            NULL);
+      st = clattn_attention(ctx, &a, B->q, B->k[l], B->v[l], NULL, B->o, NULL);
     else
       st = clattn_kv_append(ctx, &d, 1, B->q, B->o, B->lens[cy], B->k[l],
                             B->v[l], NULL);
@@ -294,9 +312,9 @@ int cli_model_check(const model_opts *o) {
   const int m1 = o->quick ? 2048 : 4096, m2 = o->quick ? 4096 : 8192;
   const int np = o->quick ? 512 : 1024;
   const check_case cases[] = {
-      {0, 1, 1, m1, 8, 8, 64, 0}, {0, 1, 1, m1, 8, 2, 64, 0},
-      {0, 1, 1, m1, 8, 1, 64, 0}, {0, 1, 1, m2, 8, 8, 64, 0},
-      {0, 1, 1, m2, 8, 2, 64, 0}, {0, 1, 1, m2, 8, 1, 64, 0},
+      {0, 1, 1, m1, 8, 8, 64, 0},  {0, 1, 1, m1, 8, 2, 64, 0},
+      {0, 1, 1, m1, 8, 1, 64, 0},  {0, 1, 1, m2, 8, 8, 64, 0},
+      {0, 1, 1, m2, 8, 2, 64, 0},  {0, 1, 1, m2, 8, 1, 64, 0},
       {1, 1, np, np, 8, 8, 64, 0}, {1, 1, np, np, 8, 8, 64, 1},
       {1, 1, np, np, 8, 1, 64, 1}, {2, 4, 1, m1, 8, 8, 64, 0},
   };
@@ -336,7 +354,8 @@ int cli_model_check(const model_opts *o) {
     const check_case *cc = &cases[i];
     const int paired = cc->kind != 1 && ref != NULL;
     const int n = cc->kind == 1 ? reps : dreps;
-    clattn_prediction pr = {.size = sizeof(clattn_prediction)}, pp = {.size = sizeof(clattn_prediction)};
+    clattn_prediction pr = {.size = sizeof(clattn_prediction)},
+                      pp = {.size = sizeof(clattn_prediction)};
     clattn_params params = {.size = sizeof(clattn_params)};
     char call[128];
     describe(cc, call, sizeof call);
@@ -355,8 +374,8 @@ int cli_model_check(const model_opts *o) {
     }
     bufs B;
     double t[MAX_REPS], g[MAX_REPS], pred[MAX_REPS], err[MAX_REPS];
-    rc = bufs_alloc(c, &B, layers, cycles, cc->kind == 2 ? cycles : 1, kv,
-                    qf, qf, cc->b, cc->kind == 2 ? cc->m / 2 : cc->m, cc->m);
+    rc = bufs_alloc(c, &B, layers, cycles, cc->kind == 2 ? cycles : 1, kv, qf,
+                    qf, cc->b, cc->kind == 2 ? cc->m / 2 : cc->m, cc->m);
     if (!rc)
       rc = measure(ctx, cc, &B, n, paired ? ref : NULL, t, g);
     bufs_free(&B);
@@ -379,9 +398,8 @@ int cli_model_check(const model_opts *o) {
     if ((rc = predict(cc, &params, &pf, &pr)))
       break;
     const clattn_cost *tot = &pr.total;
-    const double roof = (tot->t_memory > tot->t_compute ? tot->t_memory
-                                                        : tot->t_compute) /
-                        tm;
+    const double roof =
+        (tot->t_memory > tot->t_compute ? tot->t_memory : tot->t_compute) / tm;
     const double e_prof = (pp.total.t_pred - tm) / tm;
     char copy[16] = "-";
     if (paired)

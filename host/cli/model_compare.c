@@ -30,8 +30,8 @@ static void print_ratio(double r, int width) {
 
 static void print_side_row(const cli_layer_side *s, double flops_unit) {
   const clattn_cost *c = &s->pr.total;
-  printf("  %-16s %12lld %10.4g %10.3f %10.3f %11.1f  %s\n", s->name,
-         s->params, c->flops * flops_unit, c->bytes_compulsory / 1048576.0,
+  printf("  %-16s %12lld %10.4g %10.3f %10.3f %11.1f  %s\n", s->name, s->params,
+         c->flops * flops_unit, c->bytes_compulsory / 1048576.0,
          c->bytes_dram / 1048576.0, c->t_pred * 1e6, cli_bound_name(c->bound));
 }
 

@@ -15,18 +15,19 @@ static void print_side_json(const char *key, const cli_layer_side *s,
   printf("  \"%s\": {\"name\": \"%s\", \"params\": %lld, \"flops\": %.0f, "
          "\"bytes_compulsory\": %.0f, \"bytes_dram\": %.0f, \"t_pred\": "
          "%.6g, \"bound\": \"%s\"}%s\n",
-         key, s->name, s->params, c->flops, c->bytes_compulsory,
-         c->bytes_dram, c->t_pred, cli_bound_name(c->bound), sep);
+         key, s->name, s->params, c->flops, c->bytes_compulsory, c->bytes_dram,
+         c->t_pred, cli_bound_name(c->bound), sep);
 }
 
 static void print_comparison(const char *what, const clattn_profile *p,
-                             const cli_layer_side *v,
-                             const cli_layer_side *m, int json) {
+                             const cli_layer_side *v, const cli_layer_side *m,
+                             int json) {
   if (json) {
     double r[CLI_COMPARE_RATIOS];
     cli_compare_ratios(v, m, r);
     printf("{\n  \"call\": \"%s\",\n  \"profile\": \"%s\",\n  \"source\": "
-           "\"%s\",\n", what, p->name, cli_profile_source(p->source));
+           "\"%s\",\n",
+           what, p->name, cli_profile_source(p->source));
     print_side_json("variant", v, ",");
     print_side_json("mha", m, ",");
     printf("  \"ratio\": {");
@@ -58,7 +59,8 @@ int cli_model_hh(model_opts *o, clattn_hh_variant v) {
   if (o->head_dim || o->head_dim_v || o->kv_heads || o->kv_seq ||
       o->shape_extra[0]) {
     cli_err("model %s takes --d-model, --heads, --seq, --batch, --max-len, "
-            "--cache-len and --causal (head width d_model/heads)", word);
+            "--cache-len and --causal (head width d_model/heads)",
+            word);
     return CLI_USAGE;
   }
   if (o->dtype != CLATTN_F32) {
@@ -74,33 +76,38 @@ int cli_model_hh(model_opts *o, clattn_hh_variant v) {
   /* W_a just covers the cached and the new positions unless told */
   if (v == CLATTN_HH_SUPER && !o->max_len)
     o->max_len = o->cache_len + o->seq;
-  const clattn_hh_layer_desc hd = {sizeof(clattn_hh_layer_desc), o->d_model, o->heads, o->max_len, 0.0f};
-  const int k = o->heads > 0 && o->d_model % o->heads == 0
-                    ? o->d_model / o->heads
-                    : 0;
-  const clattn_layer_desc md = {sizeof(clattn_layer_desc), o->d_model, o->heads, o->heads, k, k, 0.0f};
+  const clattn_hh_layer_desc hd = {sizeof(clattn_hh_layer_desc), o->d_model,
+                                   o->heads, o->max_len, 0.0f};
+  const int k =
+      o->heads > 0 && o->d_model % o->heads == 0 ? o->d_model / o->heads : 0;
+  const clattn_layer_desc md = {
+      sizeof(clattn_layer_desc), o->d_model, o->heads, o->heads, k, k, 0.0f};
   clattn_profile prof = {.size = sizeof(clattn_profile)};
   int rc = cli_model_profile(o, &prof);
   if (rc)
     return rc;
-  cli_layer_side side[2] = {{word, clattn_hh_layer_params(v, &hd), {.size = sizeof(clattn_prediction)}},
-                     {"MHA", 4LL * o->d_model * o->d_model, {.size = sizeof(clattn_prediction)}}};
-  clattn_status st = clattn_model_hh_layer(v, &hd, o->batch, o->seq,
-                                           o->cache_len, o->causal, &prof,
-                                           &side[0].pr);
+  cli_layer_side side[2] = {{word,
+                             clattn_hh_layer_params(v, &hd),
+                             {.size = sizeof(clattn_prediction)}},
+                            {"MHA",
+                             4LL * o->d_model * o->d_model,
+                             {.size = sizeof(clattn_prediction)}}};
+  clattn_status st = clattn_model_hh_layer(
+      v, &hd, o->batch, o->seq, o->cache_len, o->causal, &prof, &side[0].pr);
   if (st)
     return cli_model_fail(st, &side[0].pr);
-  st = clattn_model_layer(&md, o->batch, o->seq, o->cache_len, o->causal,
-                          &prof, &side[1].pr);
+  st = clattn_model_layer(&md, o->batch, o->seq, o->cache_len, o->causal, &prof,
+                          &side[1].pr);
   if (st)
     return cli_model_fail(st, &side[1].pr);
   char what[256];
-  int w = snprintf(what, sizeof what, "%s layer b=%d n=%d cache=%d "
-                   "d_model=%d h=%d k=v=%d", word, o->batch, o->seq,
-                   o->cache_len, o->d_model, o->heads, k);
+  int w =
+      snprintf(what, sizeof what,
+               "%s layer b=%d n=%d cache=%d "
+               "d_model=%d h=%d k=v=%d",
+               word, o->batch, o->seq, o->cache_len, o->d_model, o->heads, k);
   if (v == CLATTN_HH_SUPER && w > 0 && (size_t)w < sizeof what)
-    w += snprintf(what + w, sizeof what - (size_t)w, " max_len=%d",
-                  o->max_len);
+    w += snprintf(what + w, sizeof what - (size_t)w, " max_len=%d", o->max_len);
   if (w > 0 && (size_t)w < sizeof what)
     snprintf(what + w, sizeof what - (size_t)w, "%s f32 vs MHA",
              o->causal ? " causal" : "");

@@ -18,7 +18,8 @@ enum { P_D = 1024, P_H = 8, P_K = 128, P_N = 128 };
  * K/V cache read; the appended row) over its FLOPs / 2. */
 static int model_ratio(int b, int hkv, const clattn_profile *prof,
                        double *ratio) {
-  const clattn_layer_desc d = {sizeof(clattn_layer_desc), P_D, P_H, hkv, P_K, P_K, 0.0f};
+  const clattn_layer_desc d = {
+      sizeof(clattn_layer_desc), P_D, P_H, hkv, P_K, P_K, 0.0f};
   double bytes = 0, flops = 0;
   for (int t = 0; t < P_N; t++) {
     clattn_prediction pr = {.size = sizeof(clattn_prediction)};
@@ -45,7 +46,9 @@ static double theta_ratio(int b, int hkv) {
 }
 
 static int analysis(void) {
-  clattn_profile prof = {.size = sizeof(clattn_profile)}; /* the counts do not depend on the device */
+  clattn_profile prof = {
+      .size =
+          sizeof(clattn_profile)}; /* the counts do not depend on the device */
   memset(&prof, 0, sizeof prof);
   prof.size = sizeof prof;
   prof.is_cpu = 0;
@@ -94,10 +97,9 @@ typedef struct speed_shape {
 } speed_shape;
 
 static const speed_shape shapes[2] = {
-    {"paper WMT decoder self-attn: b=128 h=8 k=128 m=128 f16", 128, 8, 2,
-     128, 128, CLATTN_F16},
-    {"7B-class: b=1 h=32 k=128 m=4096 f16", 1, 32, 8, 128, 4096,
-     CLATTN_F16},
+    {"paper WMT decoder self-attn: b=128 h=8 k=128 m=128 f16", 128, 8, 2, 128,
+     128, CLATTN_F16},
+    {"7B-class: b=1 h=32 k=128 m=4096 f16", 1, 32, 8, 128, 4096, CLATTN_F16},
 };
 
 static int speedup_row(const clattn_profile *p, const speed_shape *s) {
@@ -105,8 +107,17 @@ static int speedup_row(const clattn_profile *p, const speed_shape *s) {
   double t[3];
   clattn_bound bound[3];
   for (int v = 0; v < 3; v++) {
-    const clattn_decode_desc d = {sizeof(clattn_decode_desc), s->b, s->m, s->h, hkv[v], s->k, s->k,
-                                  s->dt, CLATTN_BHSD, 0.0f, NULL};
+    const clattn_decode_desc d = {sizeof(clattn_decode_desc),
+                                  s->b,
+                                  s->m,
+                                  s->h,
+                                  hkv[v],
+                                  s->k,
+                                  s->k,
+                                  s->dt,
+                                  CLATTN_BHSD,
+                                  0.0f,
+                                  NULL};
     clattn_prediction pr = {.size = sizeof(clattn_prediction)};
     if (clattn_model_decode(&d, NULL, p, &pr) != CLATTN_OK) {
       cli_err("model: %s", pr.errmsg);
@@ -140,11 +151,13 @@ int cli_model_mqa(const model_opts *o) {
   for (int si = 0; si < 2; si++) {
     const speed_shape *s = &shapes[si];
     printf("Predicted decode step (attention core) and speed-up over MHA: "
-           "%s\n", s->name);
-    printf("  %-46s %9s %9s %9s %8s %8s  %s\n", "device (profile)",
-           "MHA us", "GQA us", "MQA us", "GQA", "MQA", "bound MHA/MQA");
+           "%s\n",
+           s->name);
+    printf("  %-46s %9s %9s %9s %8s %8s  %s\n", "device (profile)", "MHA us",
+           "GQA us", "MQA us", "GQA", "MQA", "bound MHA/MQA");
     printf("  (GQA has h_kv=%d; datasheet = theoretical peaks, measured = "
-           "'clattn probe')\n", s->gqa_kv);
+           "'clattn probe')\n",
+           s->gqa_kv);
     for (int i = 0; i < clattn_datasheet_count(); i++) {
       clattn_profile p = {.size = sizeof(clattn_profile)};
       if (clattn_datasheet(i, &p) == CLATTN_OK && (rc = speedup_row(&p, s)))

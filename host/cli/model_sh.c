@@ -28,40 +28,119 @@ typedef struct paper_row {
 enum { R_XL47, R_XL262 = 2, R_XL41 = 5, R_ROPE45 = 11, R_ROPE244 };
 
 static const paper_row rows[] = {
-    {"C4,WT103", "47M", "Transformer-XL", {sizeof(clattn_switchhead_paper), 10, 41, 412, 256, 1, 0, 0, 0},
-     "453.4M", "3.5M", R_XL47},
-    {"C4", "47M", "Transformer-XL", {sizeof(clattn_switchhead_paper), 2, 205, 412, 256, 1, 0, 0, 0}, "453M",
-     "1.4M", R_XL47},
-    {"C4,WT103,peS2o", "262M", "Transformer-XL",
-     {sizeof(clattn_switchhead_paper), 16, 64, 1024, 512, 1, 0, 0, 0}, "5.4G", "21.0M", R_XL262},
-    {"C4", "262M", "Transformer-XL", {sizeof(clattn_switchhead_paper), 4, 256, 1024, 512, 1, 0, 0, 0}, "5.4G",
-     "8.4M", R_XL262},
-    {"-", "262M", "Transformer-XL", {sizeof(clattn_switchhead_paper), 2, 512, 1024, 512, 1, 0, 0, 0}, "5.4G",
-     "6.3M", R_XL262},
-    {"Enwik8", "41M", "Transformer-XL", {sizeof(clattn_switchhead_paper), 8, 64, 512, 512, 1, 0, 0, 0},
-     "1.6G", "10M", R_XL41},
-    {"WT103", "47M", "SwitchHead-XL", {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 2, 0},
-     "170.4M", "0.8M", R_XL47},
-    {"C4", "47M", "SwitchHead-XL", {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 3, 0}, "203M",
-     "0.8M", R_XL47},
-    {"WT103", "262M", "SwitchHead-XL", {sizeof(clattn_switchhead_paper), 2, 132, 1024, 512, 1, 8, 4, 0},
-     "2.0G", "2.9M", R_XL262},
-    {"C4,peS2o", "262M", "SwitchHead-XL", {sizeof(clattn_switchhead_paper), 4, 112, 1024, 512, 1, 4, 2, 0},
-     "2.4G", "5.6M", R_XL262},
-    {"Enwik8", "41M", "SwitchHead-XL", {sizeof(clattn_switchhead_paper), 2, 112, 512, 512, 1, 4, 2, 0},
-     "709M", "2.8M", R_XL41},
-    {"WT103", "45M", "Transformer RoPE", {sizeof(clattn_switchhead_paper), 10, 41, 412, 512, 0, 0, 0, 1},
-     "560.9M", "6.1M", R_ROPE45},
-    {"WT103", "244M", "Transformer RoPE", {sizeof(clattn_switchhead_paper), 16, 64, 1024, 1024, 0, 0, 0, 1},
-     "6.4G", "37.7M", R_ROPE244},
-    {"WT103", "45M", "SwitchHead RoPE", {sizeof(clattn_switchhead_paper), 2, 64, 412, 512, 0, 5, 3, 1},
-     "285.6M", "1.3M", R_ROPE45},
+    {"C4,WT103",
+     "47M",
+     "Transformer-XL",
+     {sizeof(clattn_switchhead_paper), 10, 41, 412, 256, 1, 0, 0, 0},
+     "453.4M",
+     "3.5M",
+     R_XL47},
+    {"C4",
+     "47M",
+     "Transformer-XL",
+     {sizeof(clattn_switchhead_paper), 2, 205, 412, 256, 1, 0, 0, 0},
+     "453M",
+     "1.4M",
+     R_XL47},
+    {"C4,WT103,peS2o",
+     "262M",
+     "Transformer-XL",
+     {sizeof(clattn_switchhead_paper), 16, 64, 1024, 512, 1, 0, 0, 0},
+     "5.4G",
+     "21.0M",
+     R_XL262},
+    {"C4",
+     "262M",
+     "Transformer-XL",
+     {sizeof(clattn_switchhead_paper), 4, 256, 1024, 512, 1, 0, 0, 0},
+     "5.4G",
+     "8.4M",
+     R_XL262},
+    {"-",
+     "262M",
+     "Transformer-XL",
+     {sizeof(clattn_switchhead_paper), 2, 512, 1024, 512, 1, 0, 0, 0},
+     "5.4G",
+     "6.3M",
+     R_XL262},
+    {"Enwik8",
+     "41M",
+     "Transformer-XL",
+     {sizeof(clattn_switchhead_paper), 8, 64, 512, 512, 1, 0, 0, 0},
+     "1.6G",
+     "10M",
+     R_XL41},
+    {"WT103",
+     "47M",
+     "SwitchHead-XL",
+     {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 2, 0},
+     "170.4M",
+     "0.8M",
+     R_XL47},
+    {"C4",
+     "47M",
+     "SwitchHead-XL",
+     {sizeof(clattn_switchhead_paper), 2, 76, 412, 256, 1, 5, 3, 0},
+     "203M",
+     "0.8M",
+     R_XL47},
+    {"WT103",
+     "262M",
+     "SwitchHead-XL",
+     {sizeof(clattn_switchhead_paper), 2, 132, 1024, 512, 1, 8, 4, 0},
+     "2.0G",
+     "2.9M",
+     R_XL262},
+    {"C4,peS2o",
+     "262M",
+     "SwitchHead-XL",
+     {sizeof(clattn_switchhead_paper), 4, 112, 1024, 512, 1, 4, 2, 0},
+     "2.4G",
+     "5.6M",
+     R_XL262},
+    {"Enwik8",
+     "41M",
+     "SwitchHead-XL",
+     {sizeof(clattn_switchhead_paper), 2, 112, 512, 512, 1, 4, 2, 0},
+     "709M",
+     "2.8M",
+     R_XL41},
+    {"WT103",
+     "45M",
+     "Transformer RoPE",
+     {sizeof(clattn_switchhead_paper), 10, 41, 412, 512, 0, 0, 0, 1},
+     "560.9M",
+     "6.1M",
+     R_ROPE45},
+    {"WT103",
+     "244M",
+     "Transformer RoPE",
+     {sizeof(clattn_switchhead_paper), 16, 64, 1024, 1024, 0, 0, 0, 1},
+     "6.4G",
+     "37.7M",
+     R_ROPE244},
+    {"WT103",
+     "45M",
+     "SwitchHead RoPE",
+     {sizeof(clattn_switchhead_paper), 2, 64, 412, 512, 0, 5, 3, 1},
+     "285.6M",
+     "1.3M",
+     R_ROPE45},
     /* trained with an XL cache, unlike its dense match (spec 6.5) */
-    {"WT103", "243M", "SwitchHead RoPE", {sizeof(clattn_switchhead_paper), 4, 100, 1024, 1024, 1, 4, 2, 1},
-     "4.2G", "18.4M", R_ROPE244},
+    {"WT103",
+     "243M",
+     "SwitchHead RoPE",
+     {sizeof(clattn_switchhead_paper), 4, 100, 1024, 1024, 1, 4, 2, 1},
+     "4.2G",
+     "18.4M",
+     R_ROPE244},
 };
-enum { N_ROWS = sizeof rows / sizeof rows[0], R_SH47 = 6, R_SH262 = 9,
-       R_ROPE243 = 14 };
+enum {
+  N_ROWS = sizeof rows / sizeof rows[0],
+  R_SH47 = 6,
+  R_SH262 = 9,
+  R_ROPE243 = 14
+};
 _Static_assert(N_ROWS == 15, "spec 10 has 15 configurations");
 
 typedef struct paper_fig {
@@ -103,8 +182,8 @@ static int rounds_to(long long v, const char *printed) {
 static long long eq13_macs(const clattn_switchhead_paper *c) {
   const long long H = c->heads, dh = c->head_dim, D = c->d_model;
   const long long T = c->seq_len, k = c->topk, C = c->context_blocks + 1LL;
-  return H * (2 * T * dh * D + 2 * T * k * dh * (D + 1) +
-              2 * C * T * T * dh + 2 * C * T * dh * D);
+  return H * (2 * T * dh * D + 2 * T * k * dh * (D + 1) + 2 * C * T * T * dh +
+              2 * C * T * dh * D);
 }
 
 /* The tables' accounting with SwitchHead's positional projection over
@@ -123,9 +202,8 @@ static void print_text(const paper_fig *f) {
          "beside the figures its Tables 1, 2 and 7 print\n");
   printf("  %2s %-14s %-4s %-16s %3s %4s %5s %5s %2s %2s %2s %15s %7s "
          "%12s %6s %3s %3s %7s %7s\n",
-         "#", "dataset", "size", "model", "H", "d_h", "D", "T", "cb", "k",
-         "E", "MACs", "paper", "mem floats", "paper", "=", "vs", "MACs/d",
-         "mem/d");
+         "#", "dataset", "size", "model", "H", "d_h", "D", "T", "cb", "k", "E",
+         "MACs", "paper", "mem floats", "paper", "=", "vs", "MACs/d", "mem/d");
   for (int i = 0; i < N_ROWS; i++) {
     const paper_row *r = &rows[i];
     const clattn_switchhead_paper *c = &r->c;
@@ -134,16 +212,15 @@ static void print_text(const paper_fig *f) {
       snprintf(k, sizeof k, "%d", c->topk);
       snprintf(e, sizeof e, "%d", c->experts);
     }
-    printf("  %2d %-14s %-4s %-16s %3d %4d %5d %5d %2d %2s %2s %15s %7s "
-           "%12s %6s %3s %2d%s %7.3f %7.3f\n",
-           i + 1, r->dataset, r->size, r->model, c->heads, c->head_dim,
-           c->d_model, c->seq_len, c->context_blocks, k, e,
-           grouped(f[i].macs, a, sizeof a), r->paper_macs,
-           grouped(f[i].mem, b, sizeof b), r->paper_mem,
-           f[i].matches ? "yes" : "NO", r->dense + 1,
-           i == R_ROPE243 ? "*" : " ",
-           (double)f[i].macs / (double)f[r->dense].macs,
-           (double)f[i].mem / (double)f[r->dense].mem);
+    printf(
+        "  %2d %-14s %-4s %-16s %3d %4d %5d %5d %2d %2s %2s %15s %7s "
+        "%12s %6s %3s %2d%s %7.3f %7.3f\n",
+        i + 1, r->dataset, r->size, r->model, c->heads, c->head_dim, c->d_model,
+        c->seq_len, c->context_blocks, k, e, grouped(f[i].macs, a, sizeof a),
+        r->paper_macs, grouped(f[i].mem, b, sizeof b), r->paper_mem,
+        f[i].matches ? "yes" : "NO", r->dense + 1, i == R_ROPE243 ? "*" : " ",
+        (double)f[i].macs / (double)f[r->dense].macs,
+        (double)f[i].mem / (double)f[r->dense].mem);
   }
   printf("  =: the exact count, rounded to the unit and decimals of the "
          "paper's figure, is that figure.\n"
@@ -166,8 +243,7 @@ static void print_text(const paper_fig *f) {
          "C4 262M gives\n  %s MACs.\n",
          grouped(q47, a, sizeof a), grouped(q262, b, sizeof b));
   const long long p47 = positional_c_macs(&rows[R_SH47].c, f[R_SH47].macs);
-  const long long p262 =
-      positional_c_macs(&rows[R_SH262].c, f[R_SH262].macs);
+  const long long p262 = positional_c_macs(&rows[R_SH262].c, f[R_SH262].macs);
   printf("  The tables' accounting differs from Eq. 13 (spec 6.3): (a) it "
          "counts the selection\n  as 2 E D C T, not the 2 H E D C T of "
          "W_s's [H E, D] (negligible); (b) it counts\n  SwitchHead's "
@@ -185,20 +261,19 @@ static void print_json(const paper_fig *f) {
   for (int i = 0; i < N_ROWS; i++) {
     const paper_row *r = &rows[i];
     const clattn_switchhead_paper *c = &r->c;
-    printf("    {\"dataset\": \"%s\", \"size\": \"%s\", \"model\": \"%s\", "
-           "\"heads\": %d, \"head_dim\": %d, \"d_model\": %d, \"seq_len\": "
-           "%d, \"context_blocks\": %d, \"topk\": %d, \"experts\": %d, "
-           "\"rope\": %d, \"macs\": %lld, \"paper_macs\": \"%s\", "
-           "\"mem_floats\": %lld, \"paper_mem\": \"%s\", \"matches\": %s, "
-           "\"dense_row\": %d, \"macs_ratio\": %.6g, \"mem_ratio\": %.6g}"
-           "%s\n",
-           r->dataset, r->size, r->model, c->heads, c->head_dim, c->d_model,
-           c->seq_len, c->context_blocks, c->topk, c->experts, c->rope,
-           f[i].macs, r->paper_macs, f[i].mem, r->paper_mem,
-           f[i].matches ? "true" : "false", r->dense + 1,
-           (double)f[i].macs / (double)f[r->dense].macs,
-           (double)f[i].mem / (double)f[r->dense].mem,
-           i + 1 < N_ROWS ? "," : "");
+    printf(
+        "    {\"dataset\": \"%s\", \"size\": \"%s\", \"model\": \"%s\", "
+        "\"heads\": %d, \"head_dim\": %d, \"d_model\": %d, \"seq_len\": "
+        "%d, \"context_blocks\": %d, \"topk\": %d, \"experts\": %d, "
+        "\"rope\": %d, \"macs\": %lld, \"paper_macs\": \"%s\", "
+        "\"mem_floats\": %lld, \"paper_mem\": \"%s\", \"matches\": %s, "
+        "\"dense_row\": %d, \"macs_ratio\": %.6g, \"mem_ratio\": %.6g}"
+        "%s\n",
+        r->dataset, r->size, r->model, c->heads, c->head_dim, c->d_model,
+        c->seq_len, c->context_blocks, c->topk, c->experts, c->rope, f[i].macs,
+        r->paper_macs, f[i].mem, r->paper_mem, f[i].matches ? "true" : "false",
+        r->dense + 1, (double)f[i].macs / (double)f[r->dense].macs,
+        (double)f[i].mem / (double)f[r->dense].mem, i + 1 < N_ROWS ? "," : "");
   }
   printf("  ],\n  \"eq13_macs\": {\"sh_wt103_47m\": %lld, \"sh_c4_262m\": "
          "%lld},\n",
@@ -245,8 +320,16 @@ static int params_given(const clattn_params *p) {
 
 /* The paper's 47M SwitchHead (WT103 selects k = 2, C4 k = 3) and its
  * parameter-matched dense model (spec 6.2, 6.4). */
-enum { L_D = 412, L_H = 2, L_DH = 76, L_E = 5, L_K = 3, L_N = 256,
-       L_DENSE_H = 10, L_DENSE_DH = 41 };
+enum {
+  L_D = 412,
+  L_H = 2,
+  L_DH = 76,
+  L_E = 5,
+  L_K = 3,
+  L_N = 256,
+  L_DENSE_H = 10,
+  L_DENSE_DH = 41
+};
 
 /* The layer's own keys, passed as --KEY V ("KEY=V" words of
  * o->shape_extra): experts, topk, dense-heads, dense-head-dim. */
@@ -274,8 +357,8 @@ static int parse_keys(const char *extra, sh_keys *k) {
       eq = end;
     const size_t len = (size_t)(eq - w), n = sizeof keys / sizeof keys[0];
     size_t i = 0;
-    while (i < n && !(strlen(keys[i].name) == len &&
-                      strncmp(w, keys[i].name, len) == 0))
+    while (i < n &&
+           !(strlen(keys[i].name) == len && strncmp(w, keys[i].name, len) == 0))
       i++;
     if (i == n || eq == end) {
       cli_err("model switchhead: unknown option '--%.*s' (the layer's "
@@ -301,7 +384,8 @@ static void print_side_json(const char *key, const cli_layer_side *s,
                             const char *sep) {
   const clattn_prediction *pr = &s->pr;
   printf("  \"%s\": {\"name\": \"%s\", \"params\": %lld, \"macs\": %.0f, "
-         "\"kernels\": [\n", key, s->name, s->params, pr->total.flops / 2);
+         "\"kernels\": [\n",
+         key, s->name, s->params, pr->total.flops / 2);
   for (int i = 0; i < pr->n_kernels; i++)
     cli_print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
   printf("  ], \"total\":\n");
@@ -323,7 +407,8 @@ static void print_layer(const char *what, const clattn_profile *p,
     cli_compare_ratios(v, m, r);
   if (json) {
     printf("{\n  \"call\": \"%s\",\n  \"profile\": \"%s\",\n  \"source\": "
-           "\"%s\",\n", what, p->name, cli_profile_source(p->source));
+           "\"%s\",\n",
+           what, p->name, cli_profile_source(p->source));
     print_side_json("switchhead", v, m ? "," : "");
     if (m) {
       print_side_json("dense", m, ",");
@@ -364,10 +449,13 @@ static int model_layer(const model_opts *o) {
    * --dense-heads, or by default for the 47M model itself */
   const int paper47 =
       !o->d_model && !o->heads && !o->head_dim && !k.experts && !k.topk;
-  const clattn_switchhead_layer_desc d = {sizeof(clattn_switchhead_layer_desc), 
-      o->d_model ? o->d_model : L_D, o->heads ? o->heads : L_H,
-      o->head_dim ? o->head_dim : L_DH, k.experts ? k.experts : L_E,
-      k.topk ? k.topk : L_K, 0.0f};
+  const clattn_switchhead_layer_desc d = {sizeof(clattn_switchhead_layer_desc),
+                                          o->d_model ? o->d_model : L_D,
+                                          o->heads ? o->heads : L_H,
+                                          o->head_dim ? o->head_dim : L_DH,
+                                          k.experts ? k.experts : L_E,
+                                          k.topk ? k.topk : L_K,
+                                          0.0f};
   const int b = o->batch ? o->batch : 1, n = o->seq ? o->seq : L_N;
   int dh = 0, dd = 0;
   if (k.dense_heads) {
@@ -385,15 +473,19 @@ static int model_layer(const model_opts *o) {
   clattn_profile prof = {.size = sizeof(clattn_profile)};
   if ((rc = cli_model_profile(o, &prof)))
     return rc;
-  cli_layer_side side[2] = {{"SwitchHead", clattn_switchhead_layer_params(&d), {.size = sizeof(clattn_prediction)}},
-                     {"MHA", 4LL * d.d_model * dh * dd, {.size = sizeof(clattn_prediction)}}};
+  cli_layer_side side[2] = {
+      {"SwitchHead",
+       clattn_switchhead_layer_params(&d),
+       {.size = sizeof(clattn_prediction)}},
+      {"MHA", 4LL * d.d_model * dh * dd, {.size = sizeof(clattn_prediction)}}};
   clattn_status st = clattn_model_switchhead_layer(
       &d, b, n, o->cache_len, o->causal, &prof, &side[0].pr);
   if (st)
     return cli_model_fail(st, &side[0].pr);
   char mha[32] = "";
   if (dh) {
-    const clattn_layer_desc md = {sizeof(clattn_layer_desc), d.d_model, dh, dh, dd, dd, 0.0f};
+    const clattn_layer_desc md = {
+        sizeof(clattn_layer_desc), d.d_model, dh, dh, dd, dd, 0.0f};
     st = clattn_model_layer(&md, b, n, o->cache_len, o->causal, &prof,
                             &side[1].pr);
     if (st)
@@ -401,10 +493,11 @@ static int model_layer(const model_opts *o) {
     snprintf(mha, sizeof mha, " vs MHA h=%d k=v=%d", dh, dd);
   }
   char what[256];
-  snprintf(what, sizeof what, "switchhead layer b=%d n=%d cache=%d "
-           "d_model=%d h=%d d_h=%d E=%d k=%d%s f32%s", b, n, o->cache_len,
-           d.d_model, d.heads, d.head_dim, d.experts, d.topk,
-           o->causal ? " causal" : "", mha);
+  snprintf(what, sizeof what,
+           "switchhead layer b=%d n=%d cache=%d "
+           "d_model=%d h=%d d_h=%d E=%d k=%d%s f32%s",
+           b, n, o->cache_len, d.d_model, d.heads, d.head_dim, d.experts,
+           d.topk, o->causal ? " causal" : "", mha);
   print_layer(what, &prof, &side[0], dh ? &side[1] : NULL, o->json);
   return CLI_OK;
 }

@@ -19,23 +19,21 @@
 
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
-size_t npy_dtype_size(npy_dtype dt)
-{
-  return dt == NPY_F16 ? 2 : 4;
-}
+size_t npy_dtype_size(npy_dtype dt) { return dt == NPY_F16 ? 2 : 4; }
 
-const char *npy_dtype_descr(npy_dtype dt)
-{
+const char *npy_dtype_descr(npy_dtype dt) {
   switch (dt) {
-  case NPY_F32: return "<f4";
-  case NPY_F16: return "<f2";
-  case NPY_I32: return "<i4";
+  case NPY_F32:
+    return "<f4";
+  case NPY_F16:
+    return "<f2";
+  case NPY_I32:
+    return "<i4";
   }
   return "?";
 }
 
-static void seterr(char *err, size_t len, const char *fmt, ...)
-{
+static void seterr(char *err, size_t len, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err, len, fmt, ap);
@@ -43,29 +41,25 @@ static void seterr(char *err, size_t len, const char *fmt, ...)
 }
 
 const char *npy_shape_str(int ndim, const size_t *shape, char *buf,
-                          size_t len)
-{
+                          size_t len) {
   size_t o = 0;
   o += (size_t)snprintf(buf, len, "[");
   for (int i = 0; i < ndim && o < len; i++)
-    o += (size_t)snprintf(buf + o, len - o, "%s%zu", i ? ", " : "",
-                          shape[i]);
+    o += (size_t)snprintf(buf + o, len - o, "%s%zu", i ? ", " : "", shape[i]);
   if (o < len)
     snprintf(buf + o, len - o, "]");
   return buf;
 }
 
 /* Byte order: data are little-endian on disk; swap on big-endian hosts. */
-static int host_is_le(void)
-{
+static int host_is_le(void) {
   const uint16_t one = 1;
   unsigned char b;
   memcpy(&b, &one, 1);
   return b == 1;
 }
 
-static void swap_bytes(void *data, size_t count, size_t size)
-{
+static void swap_bytes(void *data, size_t count, size_t size) {
   unsigned char *p = data;
   for (size_t i = 0; i < count; i++, p += size)
     for (size_t j = 0; j < size / 2; j++) {
@@ -81,15 +75,13 @@ typedef struct cursor {
   const char *p, *end;
 } cursor;
 
-static void skip_ws(cursor *c)
-{
+static void skip_ws(cursor *c) {
   while (c->p < c->end &&
          (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
     c->p++;
 }
 
-static int accept(cursor *c, char ch)
-{
+static int accept(cursor *c, char ch) {
   skip_ws(c);
   if (c->p < c->end && *c->p == ch) {
     c->p++;
@@ -99,8 +91,7 @@ static int accept(cursor *c, char ch)
 }
 
 /* A quoted string without escapes (none occur in valid headers). */
-static int parse_str(cursor *c, char *buf, size_t cap)
-{
+static int parse_str(cursor *c, char *buf, size_t cap) {
   skip_ws(c);
   if (c->p >= c->end || (*c->p != '\'' && *c->p != '"'))
     return -1;
@@ -118,8 +109,7 @@ static int parse_str(cursor *c, char *buf, size_t cap)
   return 0;
 }
 
-static int accept_word(cursor *c, const char *w)
-{
+static int accept_word(cursor *c, const char *w) {
   size_t n = strlen(w);
   skip_ws(c);
   if ((size_t)(c->end - c->p) >= n && memcmp(c->p, w, n) == 0) {
@@ -130,8 +120,7 @@ static int accept_word(cursor *c, const char *w)
 }
 
 /* A Python tuple of non-negative ints: (), (3,), (2, 3), (2, 3, ). */
-static int parse_shape(cursor *c, npy_array *a, char *err, size_t len)
-{
+static int parse_shape(cursor *c, npy_array *a, char *err, size_t len) {
   if (!accept(c, '(')) {
     seterr(err, len, "header: 'shape' is not a tuple");
     return -1;
@@ -171,8 +160,7 @@ static int parse_shape(cursor *c, npy_array *a, char *err, size_t len)
 }
 
 static int parse_header(const char *h, size_t hlen, npy_array *a, char *err,
-                        size_t len)
-{
+                        size_t len) {
   cursor c = {h, h + hlen};
   int have_descr = 0, have_fortran = 0, have_shape = 0, fortran = 0;
   char key[32], descr[32];
@@ -201,8 +189,9 @@ static int parse_header(const char *h, size_t hlen, npy_array *a, char *err,
     *seen = 1;
     if (seen == &have_descr) {
       if (parse_str(&c, descr, sizeof descr)) {
-        seterr(err, len, "unsupported dtype (descr is not a simple type "
-                         "string; structured dtypes are not supported)");
+        seterr(err, len,
+               "unsupported dtype (descr is not a simple type "
+               "string; structured dtypes are not supported)");
         return -1;
       }
       if (!strcmp(descr, "<f4"))
@@ -212,8 +201,10 @@ static int parse_header(const char *h, size_t hlen, npy_array *a, char *err,
       else if (!strcmp(descr, "<i4"))
         a->dtype = NPY_I32;
       else {
-        seterr(err, len, "unsupported dtype '%s' (supported: little-endian "
-                         "'<f4', '<f2', '<i4')", descr);
+        seterr(err, len,
+               "unsupported dtype '%s' (supported: little-endian "
+               "'<f4', '<f2', '<i4')",
+               descr);
         return -1;
       }
     } else if (seen == &have_fortran) {
@@ -242,12 +233,15 @@ static int parse_header(const char *h, size_t hlen, npy_array *a, char *err,
   }
   if (!have_descr || !have_fortran || !have_shape) {
     seterr(err, len, "header lacks '%s'",
-           !have_descr ? "descr" : !have_fortran ? "fortran_order" : "shape");
+           !have_descr     ? "descr"
+           : !have_fortran ? "fortran_order"
+                           : "shape");
     return -1;
   }
   if (fortran) {
-    seterr(err, len, "fortran_order True is not supported (save a "
-                     "C-contiguous array)");
+    seterr(err, len,
+           "fortran_order True is not supported (save a "
+           "C-contiguous array)");
     return -1;
   }
   return 0;
@@ -255,8 +249,7 @@ static int parse_header(const char *h, size_t hlen, npy_array *a, char *err,
 
 /* ------------------------------------------------------------- reading */
 
-int npy_read(const char *path, npy_array *a, char *err, size_t len)
-{
+int npy_read(const char *path, npy_array *a, char *err, size_t len) {
   unsigned char pre[12];
   char *hdr = NULL;
   FILE *f = NULL;
@@ -357,8 +350,7 @@ done:
   return rc;
 }
 
-void npy_free(npy_array *a)
-{
+void npy_free(npy_array *a) {
   if (!a)
     return;
   free(a->data);
@@ -369,8 +361,7 @@ void npy_free(npy_array *a)
 /* ------------------------------------------------------------- writing */
 
 int npy_write(const char *path, npy_dtype dt, int ndim, const size_t *shape,
-              const void *data, char *err, size_t len)
-{
+              const void *data, char *err, size_t len) {
   char dict[512];
   size_t n, count = 1, es = npy_dtype_size(dt);
 

@@ -41,7 +41,6 @@ int npy_write(const char *path, npy_dtype dt, int ndim, const size_t *shape,
 void npy_free(npy_array *a);
 
 /* "[2, 3, 4]" into buf (for messages). */
-const char *npy_shape_str(int ndim, const size_t *shape, char *buf,
-                          size_t len);
+const char *npy_shape_str(int ndim, const size_t *shape, char *buf, size_t len);
 
 #endif

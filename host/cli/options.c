@@ -18,8 +18,7 @@ static int fail(cli_args *out, const char *fmt, ...)
 #endif
     ;
 
-static int fail(cli_args *out, const char *fmt, ...)
-{
+static int fail(cli_args *out, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(out->error, sizeof out->error, fmt, ap);
@@ -27,14 +26,12 @@ static int fail(cli_args *out, const char *fmt, ...)
   return 2;
 }
 
-static int in_scope(const cli_command *cmd, const cli_option *o)
-{
+static int in_scope(const cli_command *cmd, const cli_option *o) {
   return o->scope == 0 || (o->scope & cmd->scope) != 0;
 }
 
 /* Store one option's value into its field; 0 or 2 (out->error set). */
-static int apply(const cli_option *o, const char *v, void *dst, cli_args *out)
-{
+static int apply(const cli_option *o, const char *v, void *dst, cli_args *out) {
   char *field = (char *)dst + o->offset;
   if (o->kind == CLI_FLAG) {
     *(int *)field = 1;
@@ -51,8 +48,8 @@ static int apply(const cli_option *o, const char *v, void *dst, cli_args *out)
     errno = 0;
     long x = strtol(v, &end, 10);
     if (errno || end == v || *end || x < o->min || x > INT_MAX)
-      return fail(out, "--%s: expected an integer >= %d, got '%.40s'",
-                  o->name, o->min, v);
+      return fail(out, "--%s: expected an integer >= %d, got '%.40s'", o->name,
+                  o->min, v);
     *(int *)field = (int)x;
     return 0;
   }
@@ -61,8 +58,7 @@ static int apply(const cli_option *o, const char *v, void *dst, cli_args *out)
       return fail(out, "--%s: no parser in the table", o->name);
     if (o->parse(v, field) != 0) {
       if (o->arg && strchr(o->arg, '|'))
-        return fail(out, "--%s: expected %s, got '%.40s'", o->name, o->arg,
-                    v);
+        return fail(out, "--%s: expected %s, got '%.40s'", o->name, o->arg, v);
       return fail(out, "--%s: bad value '%.40s'", o->name, v);
     }
     return 0;
@@ -84,15 +80,13 @@ static int apply(const cli_option *o, const char *v, void *dst, cli_args *out)
 }
 
 /* The option name a long-option word spells ("--seq=8": "seq"). */
-static int word_name(const char *word, const char **name)
-{
+static int word_name(const char *word, const char **name) {
   *name = strncmp(word, "--", 2) ? word : word + 2;
   return (int)strcspn(*name, "=");
 }
 
 int cli_parse(const cli_command *cmd, int argc, char **argv, void *dst,
-              cli_args *out)
-{
+              cli_args *out) {
   struct option lo[CLI_MAX_OPTIONS + 2];
   char *av[MAX_WORDS + 2];
   char optstring[8] = "-:h";
@@ -147,8 +141,7 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *dst,
     if (c == 'h') {
       if (!strncmp(word, "--", 2) && strcmp(word, "--help") != 0) {
         len = word_name(word, &name);
-        return fail(out, "unknown option '--%.*s'", len > 60 ? 60 : len,
-                    name);
+        return fail(out, "unknown option '--%.*s'", len > 60 ? 60 : len, name);
       }
       out->help = 1;
       return 0;
@@ -199,27 +192,26 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *dst,
   return 0;
 }
 
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-{
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
   char what[320];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
   if (cmd && *cmd)
-    fprintf(stderr, "clattn %s: %s; see 'clattn %s --help'\n", cmd, what,
-            cmd);
+    fprintf(stderr, "clattn %s: %s; see 'clattn %s --help'\n", cmd, what, cmd);
   else
     fprintf(stderr, "clattn: %s; see 'clattn --help'\n", what);
   return 2;
 }
 
-void cli_print_help(const cli_command *cmd, FILE *f)
-{
+void cli_print_help(const cli_command *cmd, FILE *f) {
   if (cmd->usage)
     fputs(cmd->usage, f);
-  fprintf(f, "options of 'clattn %s' (--NAME VALUE or --NAME=VALUE, each "
-             "once):\n", cmd->name);
+  fprintf(f,
+          "options of 'clattn %s' (--NAME VALUE or --NAME=VALUE, each "
+          "once):\n",
+          cmd->name);
   for (int i = 0; i < cmd->n_opts; i++) {
     const cli_option *o = &cmd->opts[i];
     if (!in_scope(cmd, o))
@@ -233,8 +225,7 @@ void cli_print_help(const cli_command *cmd, FILE *f)
 }
 
 int cli_parse_cmd(const cli_command *cmd, int argc, char **argv, void *dst,
-                  cli_args *out)
-{
+                  cli_args *out) {
   int rc = cli_parse(cmd, argc, argv, dst, out);
   if (rc)
     return cli_usage_error(cmd->name, "%s", out->error);
@@ -245,8 +236,7 @@ int cli_parse_cmd(const cli_command *cmd, int argc, char **argv, void *dst,
   return 0;
 }
 
-int cli_parse_duration(const char *s, void *seconds)
-{
+int cli_parse_duration(const char *s, void *seconds) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);

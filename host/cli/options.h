@@ -23,24 +23,24 @@ typedef enum cli_kind {
 enum { CLI_KEYS_CAP = 256, CLI_MAX_OPTIONS = 96, CLI_MAX_OPERANDS = 8 };
 
 typedef struct cli_option {
-  const char *name;   /* the long name, without "--" */
+  const char *name; /* the long name, without "--" */
   cli_kind kind;
-  size_t offset;      /* the field it sets, offsetof(caller's struct, x) */
-  int min;            /* CLI_INT: the smallest value accepted */
+  size_t offset; /* the field it sets, offsetof(caller's struct, x) */
+  int min;       /* CLI_INT: the smallest value accepted */
   int (*parse)(const char *value, void *field); /* CLI_FN */
-  unsigned scope;     /* the subcommands that take it (0: all of them) */
-  const char *arg;    /* the value's name in the help ("N"), NULL: flag */
-  const char *help;   /* one line of help */
+  unsigned scope;   /* the subcommands that take it (0: all of them) */
+  const char *arg;  /* the value's name in the help ("N"), NULL: flag */
+  const char *help; /* one line of help */
 } cli_option;
 
 typedef struct cli_command {
-  const char *name;   /* "run attention": heads every message */
-  const char *usage;  /* printed by --help before the option list */
+  const char *name;  /* "run attention": heads every message */
+  const char *usage; /* printed by --help before the option list */
   const cli_option *opts;
   int n_opts;
-  unsigned scope;     /* this subcommand's bit: options outside it are
-                         refused as unknown */
-  int max_operands;   /* words that are no option (db export FILE) */
+  unsigned scope;   /* this subcommand's bit: options outside it are
+                       refused as unknown */
+  int max_operands; /* words that are no option (db export FILE) */
 } cli_command;
 
 typedef struct cli_args {
@@ -48,7 +48,7 @@ typedef struct cli_args {
   int help;                             /* --help or -h was given */
   int n_operands;
   char *operand[CLI_MAX_OPERANDS];
-  char error[256];                      /* the problem, when CLI_USAGE */
+  char error[256]; /* the problem, when CLI_USAGE */
 } cli_args;
 
 /* Parse argv[0 .. argc-1] (the words after the command's name) against

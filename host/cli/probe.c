@@ -11,17 +11,14 @@ static const int widths[CLATTN_PROBE_WIDTHS] = {1, 2, 4, 8, 16};
 
 /* ---------------------------------------------------------------- JSON */
 
-
-static void json_num(double v)
-{
+static void json_num(double v) {
   if (isfinite(v))
     printf("%.6g", v);
   else
     printf("null");
 }
 
-static void json_arr(const char *key, const double *v)
-{
+static void json_arr(const char *key, const double *v) {
   printf("  \"%s\": [", key);
   for (int i = 0; i < CLATTN_PROBE_WIDTHS; i++) {
     printf(i ? ", " : "");
@@ -31,8 +28,7 @@ static void json_arr(const char *key, const double *v)
 }
 
 static void print_json(const clattn_profile *p, const clattn_probe_result *r,
-                       const char *stored)
-{
+                       const char *stored) {
   printf("{\n  \"device\": {\"name\": ");
   cli_json_str(p->name);
   printf(", \"vendor\": ");
@@ -63,10 +59,14 @@ static void print_json(const clattn_profile *p, const clattn_probe_result *r,
     const char *key;
     double v;
   } ceil[] = {
-      {"bw_read_gbs", p->bw_read_gbs},   {"bw_copy_gbs", p->bw_copy_gbs},
-      {"bw_triad_gbs", p->bw_triad_gbs}, {"fp32_gflops", p->fp32_gflops},
-      {"fp16_gflops", p->fp16_gflops},   {"local_gbs", p->local_gbs},
-      {"h2d_gbs", p->h2d_gbs},           {"d2h_gbs", p->d2h_gbs},
+      {"bw_read_gbs", p->bw_read_gbs},
+      {"bw_copy_gbs", p->bw_copy_gbs},
+      {"bw_triad_gbs", p->bw_triad_gbs},
+      {"fp32_gflops", p->fp32_gflops},
+      {"fp16_gflops", p->fp16_gflops},
+      {"local_gbs", p->local_gbs},
+      {"h2d_gbs", p->h2d_gbs},
+      {"d2h_gbs", p->d2h_gbs},
       {"launch_us", p->launch_us},
       {"launch_pipelined_us", p->launch_pipelined_us},
   };
@@ -89,8 +89,7 @@ static void print_json(const clattn_profile *p, const clattn_probe_result *r,
 
 /* --------------------------------------------------------------- table */
 
-static void row(const char *what, const double *v, double best)
-{
+static void row(const char *what, const double *v, double best) {
   printf("  %-16s", what);
   for (int i = 0; i < CLATTN_PROBE_WIDTHS; i++)
     printf(" %8.1f", v[i]);
@@ -98,8 +97,7 @@ static void row(const char *what, const double *v, double best)
 }
 
 static void print_table(const clattn_profile *p, const clattn_probe_result *r,
-                       const char *stored)
-{
+                        const char *stored) {
   printf("device:       %s (%s, %s)\n", p->name, p->platform, p->vendor);
   printf("driver:       %s; %u compute units at %u MHz; wave width %u\n",
          p->driver, p->compute_units, p->clock_mhz, p->wave_width);
@@ -134,8 +132,7 @@ static void print_table(const clattn_profile *p, const clattn_probe_result *r,
 
 /* -------------------------------------------------------------- command */
 
-void cli_probe_opts(int quick, int thorough, clattn_probe_opts *po)
-{
+void cli_probe_opts(int quick, int thorough, clattn_probe_opts *po) {
   memset(po, 0, sizeof *po);
   po->size = sizeof *po;
   po->thorough = thorough;
@@ -146,8 +143,7 @@ void cli_probe_opts(int quick, int thorough, clattn_probe_opts *po)
   }
 }
 
-int cli_probe(const cli_opts *o)
-{
+int cli_probe(const cli_opts *o) {
   clattn_ctx *ctx = NULL;
   clattn_db *db = NULL;
   clattn_probe_result r = {.size = sizeof(clattn_probe_result)};

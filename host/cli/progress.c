@@ -7,8 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-int cli_term_width(int fd)
-{
+int cli_term_width(int fd) {
   struct winsize ws;
   if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
     return ws.ws_col;
@@ -17,8 +16,7 @@ int cli_term_width(int fd)
 
 /* The length of the first n blank-separated words of s (0: none), and the
  * count of words in s. */
-static size_t words_len(const char *s, int n)
-{
+static size_t words_len(const char *s, int n) {
   const char *p = s;
   for (int k = 0; k < n; k++) {
     while (*p == ' ')
@@ -28,8 +26,7 @@ static size_t words_len(const char *s, int n)
   return (size_t)(p - s);
 }
 
-static int word_count(const char *s)
-{
+static int word_count(const char *s) {
   int n = 0;
   for (const char *p = s; *p;) {
     while (*p == ' ')
@@ -43,8 +40,7 @@ static int word_count(const char *s)
 }
 
 void cli_fit_line(char *out, size_t cap, int width, const char *head,
-                  const char *words, const char *tail)
-{
+                  const char *words, const char *tail) {
   const size_t cols = width > 1 ? (size_t)width - 1 : 1;
   const size_t lh = strlen(head), lt = strlen(tail);
   const int nw = word_count(words);
@@ -59,8 +55,8 @@ void cli_fit_line(char *out, size_t cap, int width, const char *head,
       snprintf(more, sizeof more, " +%d", nw - k);
     const size_t n = lh + (k > 0) + lw + strlen(more) + lt;
     if (n <= cols && n < cap) {
-      snprintf(out, cap, "%s%s%.*s%s%s", head, k > 0 ? " " : "", (int)lw,
-               words, more, tail);
+      snprintf(out, cap, "%s%s%.*s%s%s", head, k > 0 ? " " : "", (int)lw, words,
+               more, tail);
       return;
     }
   }

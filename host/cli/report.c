@@ -12,17 +12,17 @@
 #include <string.h>
 
 static const char report_usage[] =
-  "usage: clattn report DB [DB ...] [-o FILE] [--html | --markdown | --csv\n"
-  "                     | --json] [--datasheets all|none|NAME,...]\n"
-  "  the databases' devices side by side (one database per machine, at\n"
-  "  most 8): per device its profile beside its datasheet, a roofline\n"
-  "  chart of the bench rows, a table per kernel family; across devices\n"
-  "  time ratios and the speed-ups of fewer key/value heads; datasheet\n"
-  "  GPUs as predicted-only devices (--datasheets, default all).\n"
-  "  -o FILE (--out): write FILE (via FILE.tmp) and print its path; the\n"
-  "  format follows its extension (.html .md .csv .json) unless a flag\n"
-  "  names one.  Without -o the report goes to stdout (HTML unless a flag\n"
-  "  names another format).  docs/REPORT.md: what each figure is.\n";
+    "usage: clattn report DB [DB ...] [-o FILE] [--html | --markdown | --csv\n"
+    "                     | --json] [--datasheets all|none|NAME,...]\n"
+    "  the databases' devices side by side (one database per machine, at\n"
+    "  most 8): per device its profile beside its datasheet, a roofline\n"
+    "  chart of the bench rows, a table per kernel family; across devices\n"
+    "  time ratios and the speed-ups of fewer key/value heads; datasheet\n"
+    "  GPUs as predicted-only devices (--datasheets, default all).\n"
+    "  -o FILE (--out): write FILE (via FILE.tmp) and print its path; the\n"
+    "  format follows its extension (.html .md .csv .json) unless a flag\n"
+    "  names one.  Without -o the report goes to stdout (HTML unless a flag\n"
+    "  names another format).  docs/REPORT.md: what each figure is.\n";
 
 typedef struct report_opts {
   const char *out, *datasheets;
@@ -31,25 +31,27 @@ typedef struct report_opts {
 
 #define ROFF(f) offsetof(report_opts, f)
 static const cli_option report_options[] = {
-  {"out", CLI_STR, ROFF(out), 0, NULL, 0, "FILE",
-   "write FILE (-o), print its path"},
-  {"html", CLI_FLAG, ROFF(html), 0, NULL, 0, NULL, "an HTML page"},
-  {"markdown", CLI_FLAG, ROFF(markdown), 0, NULL, 0, NULL,
-   "the tables in Markdown"},
-  {"csv", CLI_FLAG, ROFF(csv), 0, NULL, 0, NULL,
-   "every bench row, a line each"},
-  {"json", CLI_FLAG, ROFF(json), 0, NULL, 0, NULL,
-   "devices, profiles and rows with their figures"},
-  {"datasheets", CLI_STR, ROFF(datasheets), 0, NULL, 0, "all|none|NAME,...",
-   "datasheet GPUs drawn predicted-only (default all)"},
+    {"out", CLI_STR, ROFF(out), 0, NULL, 0, "FILE",
+     "write FILE (-o), print its path"},
+    {"html", CLI_FLAG, ROFF(html), 0, NULL, 0, NULL, "an HTML page"},
+    {"markdown", CLI_FLAG, ROFF(markdown), 0, NULL, 0, NULL,
+     "the tables in Markdown"},
+    {"csv", CLI_FLAG, ROFF(csv), 0, NULL, 0, NULL,
+     "every bench row, a line each"},
+    {"json", CLI_FLAG, ROFF(json), 0, NULL, 0, NULL,
+     "devices, profiles and rows with their figures"},
+    {"datasheets", CLI_STR, ROFF(datasheets), 0, NULL, 0, "all|none|NAME,...",
+     "datasheet GPUs drawn predicted-only (default all)"},
 };
 
 enum fmt { F_HTML, F_MD, F_CSV, F_JSON, F_NONE };
 
 static enum fmt fmt_of_path(const char *path) {
-  static const struct { const char *ext; enum fmt f; } exts[] = {
-    {".html", F_HTML}, {".htm", F_HTML}, {".md", F_MD},
-    {".markdown", F_MD}, {".csv", F_CSV}, {".json", F_JSON}};
+  static const struct {
+    const char *ext;
+    enum fmt f;
+  } exts[] = {{".html", F_HTML},   {".htm", F_HTML}, {".md", F_MD},
+              {".markdown", F_MD}, {".csv", F_CSV},  {".json", F_JSON}};
   const char *dot = path ? strrchr(path, '.') : NULL;
   for (size_t k = 0; dot && k < sizeof exts / sizeof exts[0]; k++)
     if (!strcmp(dot, exts[k].ext))
@@ -59,10 +61,14 @@ static enum fmt fmt_of_path(const char *path) {
 
 static int write_fmt(FILE *f, enum fmt fmt, const rep_data *d) {
   switch (fmt) {
-  case F_MD: return rep_write_markdown(f, d);
-  case F_CSV: return rep_write_csv(f, d);
-  case F_JSON: return rep_write_json(f, d);
-  default: return rep_write_html(f, d);
+  case F_MD:
+    return rep_write_markdown(f, d);
+  case F_CSV:
+    return rep_write_csv(f, d);
+  case F_JSON:
+    return rep_write_json(f, d);
+  default:
+    return rep_write_html(f, d);
   }
 }
 
@@ -111,10 +117,13 @@ int cli_report(int argc, char **argv) {
     args[k] = !strcmp(argv[k], "-o") ? (char *)"--out" : argv[k];
   args[argc] = NULL;
   report_opts o = {0};
-  const cli_command cmd = {"report", report_usage, report_options,
-                           (int)(sizeof report_options /
-                                 sizeof report_options[0]),
-                           0, CLI_MAX_OPERANDS};
+  const cli_command cmd = {
+      "report",
+      report_usage,
+      report_options,
+      (int)(sizeof report_options / sizeof report_options[0]),
+      0,
+      CLI_MAX_OPERANDS};
   cli_args a;
   int rc = cli_parse_cmd(&cmd, argc, args, &o, &a);
   if (rc)
@@ -123,9 +132,12 @@ int cli_report(int argc, char **argv) {
     return cli_usage_error("report", "missing DB (a tuning database file)");
   if (o.html + o.markdown + o.csv + o.json > 1)
     return cli_usage_error("report", "--html, --markdown, --csv and --json "
-                           "are exclusive");
-  enum fmt fmt = o.markdown ? F_MD : o.csv ? F_CSV : o.json ? F_JSON
-                 : o.html ? F_HTML : fmt_of_path(o.out);
+                                     "are exclusive");
+  enum fmt fmt = o.markdown ? F_MD
+                 : o.csv    ? F_CSV
+                 : o.json   ? F_JSON
+                 : o.html   ? F_HTML
+                            : fmt_of_path(o.out);
   if (fmt == F_NONE)
     fmt = F_HTML;
   if (o.out && !*o.out)
@@ -137,7 +149,7 @@ int cli_report(int argc, char **argv) {
     else if (strcmp(o.datasheets, "all")) {
       if (!*o.datasheets || strspn(o.datasheets, ",") == strlen(o.datasheets))
         return cli_usage_error("report", "--datasheets: all, none or "
-                               "names separated by commas");
+                                         "names separated by commas");
       sel.all = 0;
       sel.names = o.datasheets;
     }

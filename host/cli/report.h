@@ -25,10 +25,10 @@ typedef struct rep_plot_point {
 } rep_plot_point;
 
 typedef struct rep_chart {
-  const char *id;          /* unique in the page (the clip path's id) */
-  double bw_gbs;           /* the memory roof (0: none) */
-  double peak_gflops;      /* the compute roof (0: none) */
-  const char *roof_note;   /* e.g. "measured" or "datasheet" */
+  const char *id;        /* unique in the page (the clip path's id) */
+  double bw_gbs;         /* the memory roof (0: none) */
+  double peak_gflops;    /* the compute roof (0: none) */
+  const char *roof_note; /* e.g. "measured" or "datasheet" */
   const char *const *series;
   int n_series;
   const rep_plot_point *pts;

@@ -15,9 +15,7 @@
 
 static double positive(double x) { return isfinite(x) && x > 0 ? x : NAN; }
 
-double rep_ratio(double a, double b) {
-  return positive(a) / positive(b);
-}
+double rep_ratio(double a, double b) { return positive(a) / positive(b); }
 
 void rep_derive(const clattn_bench_entry *e, rep_figures *f) {
   const double t = positive(e->median_s), flops = positive(e->flops),
@@ -49,8 +47,8 @@ static int shape_value(const char *shape, const char *key) {
 }
 
 void rep_kv_heads(const char *shape, int *heads, int *kv_heads) {
-  const int h = shape_value(shape, "heads"), kv = shape_value(shape,
-                                                              "kv-heads");
+  const int h = shape_value(shape, "heads"),
+            kv = shape_value(shape, "kv-heads");
   *heads = h > 0 ? h : 0;
   *kv_heads = kv > 0 ? kv : *heads;
 }
@@ -114,8 +112,7 @@ int rep_kv_reference_shape(const rep_data *d, int k) {
   return -1;
 }
 
-int rep_shape_index(const rep_data *d, const char *family,
-                    const char *shape) {
+int rep_shape_index(const rep_data *d, const char *family, const char *shape) {
   for (int k = 0; k < d->n_shapes; k++)
     if (!strcmp(d->shapes[k].family, family) &&
         !strcmp(d->shapes[k].shape, shape))
@@ -123,8 +120,7 @@ int rep_shape_index(const rep_data *d, const char *family,
   return -1;
 }
 
-void rep_cross(const rep_data *d, int dev, int q, double *ms,
-               double *speedup) {
+void rep_cross(const rep_data *d, int dev, int q, double *ms, double *speedup) {
   const rep_shape *sh = &d->shapes[q];
   const int i = rep_find(d, dev, sh->family, sh->shape);
   const int i0 = rep_find(d, 0, sh->family, sh->shape);
@@ -141,8 +137,8 @@ int rep_kv_speedup(const rep_data *d, int dev, int sheet, int q, int *ref,
     return 0;
   if (sheet >= 0) {
     const rep_pred *p = d->sheets[sheet].pred;
-    *predicted = rep_ratio(p[*ref].ok ? p[*ref].t_s : NAN,
-                           p[q].ok ? p[q].t_s : NAN);
+    *predicted =
+        rep_ratio(p[*ref].ok ? p[*ref].t_s : NAN, p[q].ok ? p[q].t_s : NAN);
     return 1;
   }
   const int i = rep_find(d, dev, d->shapes[q].family, d->shapes[q].shape);
@@ -382,8 +378,9 @@ static int read_db(const char *path, int pass, rep_data *d,
   clattn_tune_entry *tune = NULL;
   int np = 0, nb = 0, nt = 0, rc = CLI_OK;
   const char *what = pass ? "tuning rows" : "profiles";
-  st = pass ? clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *tune, &tune, &nt)
-            : clattn_db_list_profiles(db, sizeof *prof, &prof, &np);
+  st = pass
+           ? clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *tune, &tune, &nt)
+           : clattn_db_list_profiles(db, sizeof *prof, &prof, &np);
   if (st == CLATTN_OK && !pass) {
     what = "bench rows";
     st = clattn_db_list_bench(db, NULL, NULL, sizeof *bench, &bench, &nb);

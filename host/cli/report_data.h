@@ -26,7 +26,7 @@ double rep_ratio(double a, double b);
 
 /* A model prediction of a (family, shape) on a datasheet device. */
 typedef struct rep_pred {
-  int ok;             /* 0: the model refused it (errmsg) */
+  int ok; /* 0: the model refused it (errmsg) */
   double t_s, flops, bytes;
   char bound[16];
   char errmsg[256];
@@ -46,7 +46,7 @@ typedef struct rep_device {
   clattn_profile profile;
   int has_sheet; /* a datasheet whose name matches */
   clattn_profile sheet;
-  int first, n;  /* its rows: data->rows[first .. first+n) */
+  int first, n;          /* its rows: data->rows[first .. first+n) */
   int n_tune, n_tune_ok; /* its tuning rows in the databases */
 } rep_device;
 
@@ -66,7 +66,7 @@ typedef struct rep_sheet {
 typedef struct rep_data {
   const char *const *db_paths;
   int n_dbs;
-  char generated[32];          /* UTC, ISO 8601 */
+  char generated[32]; /* UTC, ISO 8601 */
   /* Every row of every database, duplicates of (fingerprint, family,
    * shape, impl, run) dropped (the newest kept), ordered by device (as
    * devs), family, shape, impl, then newest first. */
@@ -80,9 +80,9 @@ typedef struct rep_data {
   int n_devs;
   rep_run *runs;
   int n_runs;
-  rep_shape *shapes;           /* (family, shape) of the clattn rows */
+  rep_shape *shapes; /* (family, shape) of the clattn rows */
   int n_shapes;
-  rep_sheet *sheets;           /* --datasheets' devices */
+  rep_sheet *sheets; /* --datasheets' devices */
   int n_sheets;
 } rep_data;
 
@@ -101,8 +101,7 @@ void rep_free(rep_data *d);
 
 /* The index of the latest clattn row of (device dev, family, shape), -1
  * when none; and of a baseline row in that row's run (-1 none). */
-int rep_find(const rep_data *d, int dev, const char *family,
-             const char *shape);
+int rep_find(const rep_data *d, int dev, const char *family, const char *shape);
 int rep_find_baseline(const rep_data *d, int clattn_row, const char *impl);
 
 /* Does device dev have a latest clattn row of family? */
@@ -126,8 +125,7 @@ int rep_kv_reference_shape(const rep_data *d, int k);
 /* Across devices, shapes[q] on device dev: its newest clattn time (ms)
  * and the speed-up over device 0 (device 0's time / this one's); NAN
  * where a row is absent. */
-void rep_cross(const rep_data *d, int dev, int q, double *ms,
-               double *speedup);
+void rep_cross(const rep_data *d, int dev, int q, double *ms, double *speedup);
 
 /* The kv-heads speed-up of shapes[q] on measured device dev (sheet < 0)
  * or datasheet device sheet: time of the kv-heads == heads shape / time

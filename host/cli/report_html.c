@@ -12,12 +12,23 @@ enum { MAX_FAMILIES = 64, MAX_BASELINES = 8 };
 void rep_html_text(FILE *f, const char *s) {
   for (; *s; s++)
     switch (*s) {
-    case '&': fputs("&amp;", f); break;
-    case '<': fputs("&lt;", f); break;
-    case '>': fputs("&gt;", f); break;
-    case '"': fputs("&quot;", f); break;
-    case '\'': fputs("&#39;", f); break;
-    default: fputc(*s, f);
+    case '&':
+      fputs("&amp;", f);
+      break;
+    case '<':
+      fputs("&lt;", f);
+      break;
+    case '>':
+      fputs("&gt;", f);
+      break;
+    case '"':
+      fputs("&quot;", f);
+      break;
+    case '\'':
+      fputs("&#39;", f);
+      break;
+    default:
+      fputc(*s, f);
     }
 }
 
@@ -51,17 +62,17 @@ static void shape_cell(FILE *f, const char *s) {
 }
 
 static const char css[] =
-  "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 "
-  "1em;color:#222}\n"
-  "table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:13px}\n"
-  "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}\n"
-  "th{background:#f2f2f2}td.t,th.t{text-align:left}\n"
-  "td:first-child{text-align:left}td.na{color:#999}\n"
-  "div.wide{overflow-x:auto;max-width:100%}td.shape{min-width:16em}\n"
-  "td[data-k]{white-space:nowrap}\n"
-  "section.device{border-top:3px solid #888;margin-top:2em}\n"
-  "svg.roofline{max-width:100%;height:auto;display:block}\n"
-  ".note{color:#555;font-size:13px}\n";
+    "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 "
+    "1em;color:#222}\n"
+    "table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:13px}\n"
+    "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}\n"
+    "th{background:#f2f2f2}td.t,th.t{text-align:left}\n"
+    "td:first-child{text-align:left}td.na{color:#999}\n"
+    "div.wide{overflow-x:auto;max-width:100%}td.shape{min-width:16em}\n"
+    "td[data-k]{white-space:nowrap}\n"
+    "section.device{border-top:3px solid #888;margin-top:2em}\n"
+    "svg.roofline{max-width:100%;height:auto;display:block}\n"
+    ".note{color:#555;font-size:13px}\n";
 
 static void profile_row(FILE *f, const char *label, const char *key,
                         const rep_device *v, double m, double s,
@@ -86,7 +97,8 @@ static double val(double x) { return x > 0 ? x : NAN; }
 static void profile_table(FILE *f, const rep_device *v) {
   const clattn_profile *p = &v->profile, *s = &v->sheet;
   fputs("<table class=\"profile\"><tr><th class=\"t\"></th><th>measured "
-        "(clattn probe)</th><th>datasheet</th></tr>\n", f);
+        "(clattn probe)</th><th>datasheet</th></tr>\n",
+        f);
   fputs("<tr><td>name</td>", f);
   text_cell(f, v->name);
   text_cell(f, v->has_sheet ? s->name : "no datasheet");
@@ -130,17 +142,21 @@ static int series_of(const char *const *fams, int n, const char *family) {
 
 static void chart_note(FILE *f, int skipped, int bw, int peak) {
   if (skipped)
-    fprintf(f, "<p class=\"note\">%d kernel%s not plotted: FLOPs, bytes or "
-            "times zero or absent in the rows.</p>\n", skipped,
-            skipped == 1 ? "" : "s");
+    fprintf(f,
+            "<p class=\"note\">%d kernel%s not plotted: FLOPs, bytes or "
+            "times zero or absent in the rows.</p>\n",
+            skipped, skipped == 1 ? "" : "s");
   if (!bw || !peak)
-    fprintf(f, "<p class=\"note\">No %s roof: the profile has no such "
-            "ceiling.</p>\n", !bw && !peak ? "memory or compute"
-                              : !bw       ? "memory" : "compute");
+    fprintf(f,
+            "<p class=\"note\">No %s roof: the profile has no such "
+            "ceiling.</p>\n",
+            !bw && !peak ? "memory or compute"
+            : !bw        ? "memory"
+                         : "compute");
 }
 
 static int device_chart(FILE *f, const rep_data *d, int k,
-                         const char *const *fams, int nf) {
+                        const char *const *fams, int nf) {
   const rep_device *v = &d->devs[k];
   rep_plot_point *pts = calloc((size_t)v->n + 1, sizeof *pts);
   int n = 0;
@@ -159,8 +175,9 @@ static int device_chart(FILE *f, const rep_data *d, int k,
     p->series = series_of(fams, nf, r->family);
     snprintf(p->title, sizeof p->title,
              "%s %s: %.4g ms, %.4g GFLOP/s at %.4g FLOP/byte; predicted "
-             "%.4g ms, %.4g GFLOP/s", r->family, r->shape, g.median_ms,
-             g.gflops, g.intensity, g.pred_ms, g.pred_gflops);
+             "%.4g ms, %.4g GFLOP/s",
+             r->family, r->shape, g.median_ms, g.gflops, g.intensity, g.pred_ms,
+             g.pred_gflops);
   }
   char id[64];
   snprintf(id, sizeof id, "roof-dev%d", k);
@@ -180,11 +197,13 @@ static void family_table(FILE *f, const rep_data *d, int k,
   const int nb = rep_baselines(d, k, family, base, MAX_BASELINES);
   fputs("<h4>", f);
   rep_html_text(f, family);
-  fputs("</h4>\n<div class=\"wide\"><table class=\"family\"><tr><th class=\"t\">shape</th>"
+  fputs("</h4>\n<div class=\"wide\"><table class=\"family\"><tr><th "
+        "class=\"t\">shape</th>"
         "<th>time (ms)</th><th>GFLOP/s</th><th>GB/s</th><th>% of roofline"
         "</th><th>bound</th><th class=\"t\">params</th><th class=\"t\">"
         "from</th><th>predicted (ms)</th><th>model error</th><th>max error"
-        "</th>", f);
+        "</th>",
+        f);
   for (int b = 0; b < nb; b++) {
     fputs("<th>", f);
     rep_html_text(f, base[b]);
@@ -195,8 +214,7 @@ static void family_table(FILE *f, const rep_data *d, int k,
   fputs("<th class=\"t\">run</th></tr>\n", f);
   for (int i = v->first; i < v->first + v->n; i++) {
     const clattn_bench_entry *r = &d->rows[i];
-    if (!d->latest[i] || strcmp(r->impl, "clattn") || strcmp(r->family,
-                                                             family))
+    if (!d->latest[i] || strcmp(r->impl, "clattn") || strcmp(r->family, family))
       continue;
     rep_figures g;
     rep_derive(r, &g);
@@ -243,10 +261,11 @@ static void family_table(FILE *f, const rep_data *d, int k,
 }
 
 static int device_section(FILE *f, const rep_data *d, int k,
-                           const char *const *fams, int nf) {
+                          const char *const *fams, int nf) {
   const rep_device *v = &d->devs[k];
   fputs("<section class=\"device\" data-kind=\"measured\" "
-        "data-fingerprint=\"", f);
+        "data-fingerprint=\"",
+        f);
   rep_html_text(f, v->fingerprint);
   fprintf(f, "\" id=\"dev%d\">\n<h2>", k);
   rep_html_text(f, v->name[0] ? v->name : "(unnamed device)");
@@ -272,7 +291,8 @@ static int device_section(FILE *f, const rep_data *d, int k,
     }
   if (!any)
     fputs("<p class=\"note\">No bench rows for this device (run "
-          "<code>clattn bench</code>).</p>\n", f);
+          "<code>clattn bench</code>).</p>\n",
+          f);
   fputs("</section>\n", f);
   return 0;
 }
@@ -281,8 +301,10 @@ static void cross_table(FILE *f, const rep_data *d) {
   fputs("<h2>Across devices</h2>\n<p class=\"note\">Times of the newest "
         "clattn row of each device; speed-up = the first device's time / "
         "this device's time; datasheet columns are the model's "
-        "predictions.</p>\n<div class=\"wide\"><table class=\"cross\"><tr><th class=\"t\">"
-        "family</th><th class=\"t\">shape</th>", f);
+        "predictions.</p>\n<div class=\"wide\"><table class=\"cross\"><tr><th "
+        "class=\"t\">"
+        "family</th><th class=\"t\">shape</th>",
+        f);
   for (int k = 0; k < d->n_devs; k++) {
     fputs("<th>", f);
     rep_html_text(f, d->devs[k].name);
@@ -344,7 +366,8 @@ static void kv_table(FILE *f, const rep_data *d) {
                 "class=\"kv-speedups\"><tr><th class=\"t\">device</th><th "
                 "class=\"t\">family</th><th class=\"t\">shape</th><th "
                 "class=\"t\">against</th><th>measured speed-up</th><th>"
-                "predicted speed-up</th></tr>\n", f);
+                "predicted speed-up</th></tr>\n",
+                f);
           header = 1;
         }
         fputs("<tr data-family=\"", f);
@@ -366,20 +389,25 @@ static void kv_table(FILE *f, const rep_data *d) {
 }
 
 static int sheet_section(FILE *f, const rep_data *d, int s,
-                          const char *const *fams, int nf) {
+                         const char *const *fams, int nf) {
   const rep_sheet *sh = &d->sheets[s];
   const clattn_profile *p = &sh->profile;
-  fprintf(f, "<section class=\"device\" data-kind=\"datasheet\" "
-          "data-fingerprint=\"\" id=\"sheet%d\">\n<h2>", s);
+  fprintf(f,
+          "<section class=\"device\" data-kind=\"datasheet\" "
+          "data-fingerprint=\"\" id=\"sheet%d\">\n<h2>",
+          s);
   rep_html_text(f, p->name);
   fputs(" <small>(datasheet, predicted only)</small></h2>\n<p class=\"note"
-        "\">", f);
+        "\">",
+        f);
   rep_html_text(f, p->vendor);
   fputs(" ", f);
   rep_html_text(f, p->arch);
-  fprintf(f, "; %u compute units, %u MHz; %.0f GB/s, FP32 %.0f GFLOP/s, "
-          "FP16 %.0f GFLOP/s. Sources: ", p->compute_units, p->clock_mhz,
-          p->bw_read_gbs, p->fp32_gflops, p->fp16_gflops);
+  fprintf(f,
+          "; %u compute units, %u MHz; %.0f GB/s, FP32 %.0f GFLOP/s, "
+          "FP16 %.0f GFLOP/s. Sources: ",
+          p->compute_units, p->clock_mhz, p->bw_read_gbs, p->fp32_gflops,
+          p->fp16_gflops);
   rep_html_text(f, p->note);
   fputs("</p>\n", f);
   rep_plot_point *pts = calloc((size_t)d->n_shapes + 1, sizeof *pts);
@@ -394,20 +422,23 @@ static int sheet_section(FILE *f, const rep_data *d, int s,
     pt->measured = NAN;
     pt->predicted = g.pred_gflops;
     pt->series = series_of(fams, nf, d->shapes[q].family);
-    snprintf(pt->title, sizeof pt->title, "%s %s: predicted %.4g ms, %.4g "
-             "GFLOP/s at %.4g FLOP/byte", d->shapes[q].family,
-             d->shapes[q].shape, g.pred_ms, g.pred_gflops, g.intensity);
+    snprintf(pt->title, sizeof pt->title,
+             "%s %s: predicted %.4g ms, %.4g "
+             "GFLOP/s at %.4g FLOP/byte",
+             d->shapes[q].family, d->shapes[q].shape, g.pred_ms, g.pred_gflops,
+             g.intensity);
   }
   char id[64];
   snprintf(id, sizeof id, "roof-sheet%d", s);
-  rep_chart c = {id, p->bw_read_gbs, p->fp32_gflops, "datasheet", fams, nf,
-                 pts, n};
+  rep_chart c = {id, p->bw_read_gbs, p->fp32_gflops, "datasheet", fams, nf, pts,
+                 n};
   chart_note(f, rep_svg_roofline(f, &c), p->bw_read_gbs > 0,
              p->fp32_gflops > 0);
   free(pts);
   fputs("<table class=\"predicted\"><tr><th class=\"t\">family</th><th "
         "class=\"t\">shape</th><th>predicted (ms)</th><th>predicted "
-        "GFLOP/s</th><th>bound</th></tr>\n", f);
+        "GFLOP/s</th><th>bound</th></tr>\n",
+        f);
   for (int q = 0; q < d->n_shapes; q++) {
     rep_figures g;
     rep_pred_figures(&sh->pred[q], &g);
@@ -430,13 +461,15 @@ static int sheet_section(FILE *f, const rep_data *d, int s,
 int rep_write_html(FILE *f, const rep_data *d) {
   const char *fams[MAX_FAMILIES];
   const int nf = rep_families(d, fams, MAX_FAMILIES);
-  fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8"
+  fprintf(f,
+          "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8"
           "\">\n<meta name=\"viewport\" content=\"width=device-width\">\n"
           "<title>clattn device report</title>\n<style>\n%s</style></head>"
           "\n<body>\n<h1>clattn device report</h1>\n<p class=\"meta\">"
           "Generated <time>%s</time> by clattn %s from %d database%s:</p>"
-          "\n<ul class=\"dbs\">\n", css, d->generated, clattn_version(),
-          d->n_dbs, d->n_dbs == 1 ? "" : "s");
+          "\n<ul class=\"dbs\">\n",
+          css, d->generated, clattn_version(), d->n_dbs,
+          d->n_dbs == 1 ? "" : "s");
   for (int k = 0; k < d->n_dbs; k++) {
     fputs("<li>", f);
     rep_html_text(f, d->db_paths[k]);
@@ -447,7 +480,8 @@ int rep_write_html(FILE *f, const rep_data *d) {
     fputs("<table class=\"runs\"><tr><th class=\"t\">run</th><th class=\"t"
           "\">first row</th><th class=\"t\">last row</th><th class=\"t\">"
           "library</th><th>rows</th></tr>"
-          "\n", f);
+          "\n",
+          f);
     for (int k = 0; k < d->n_runs; k++) {
       fputs("<tr>", f);
       text_cell(f, d->runs[k].run);
@@ -461,10 +495,12 @@ int rep_write_html(FILE *f, const rep_data *d) {
   }
   if (!d->n_rows)
     fputs("<p class=\"empty\">There are no bench rows in these databases: "
-          "run <code>clattn bench</code> to measure some.</p>\n", f);
+          "run <code>clattn bench</code> to measure some.</p>\n",
+          f);
   fputs("<p class=\"note\">Each table shows, per device, family and shape, "
         "the newest clattn row and the baselines of the same run; "
-        "docs/REPORT.md says how each figure is derived.</p>\n", f);
+        "docs/REPORT.md says how each figure is derived.</p>\n",
+        f);
   for (int k = 0; k < d->n_devs; k++)
     if (device_section(f, d, k, fams, nf))
       return -1;

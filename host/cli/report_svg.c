@@ -6,8 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { W = 880, PLOT_H = 420, LEFT = 78, RIGHT = 24, TOP = 16,
-       LEGEND_ROW = 20 };
+enum {
+  W = 880,
+  PLOT_H = 420,
+  LEFT = 78,
+  RIGHT = 24,
+  TOP = 16,
+  LEGEND_ROW = 20
+};
 
 static const char *const colours[] = {"#1f77b4", "#d62728", "#2ca02c",
                                       "#9467bd", "#ff7f0e", "#17becf",
@@ -70,8 +76,8 @@ static void marker(FILE *f, int series, double x, double y, int filled) {
             y - r - 1, x - r - 1, y + r, x + r + 1, y + r);
     break;
   case 3:
-    fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\"",
-            x, y - r - 1, x + r + 1, y, x, y + r + 1, x - r - 1, y);
+    fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\"", x,
+            y - r - 1, x + r + 1, y, x, y + r + 1, x - r - 1, y);
     break;
   default:
     fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"", x,
@@ -126,7 +132,8 @@ static void draw_axes(FILE *f, const axes *a) {
   for (int k = (int)a->lx0; k <= (int)a->lx1; k++) {
     const double x = sx(a, pow(10, k));
     decade_label(lab, sizeof lab, k);
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
             "stroke=\"#ddd\"/><text x=\"%.1f\" y=\"%.1f\" "
             "text-anchor=\"middle\">%s</text>\n",
             x, a->py1, x, a->py0, x, a->py0 + 16, lab);
@@ -134,19 +141,23 @@ static void draw_axes(FILE *f, const axes *a) {
   for (int k = (int)a->ly0; k <= (int)a->ly1; k++) {
     const double y = sy(a, pow(10, k));
     decade_label(lab, sizeof lab, k);
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
             "stroke=\"#ddd\"/><text x=\"%.1f\" y=\"%.1f\" "
             "text-anchor=\"end\">%s</text>\n",
             a->px0, y, a->px1, y, a->px0 - 6, y + 4, lab);
   }
-  fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+  fprintf(f,
+          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
           "fill=\"none\" stroke=\"#444\"/>\n",
           a->px0, a->py1, a->px1 - a->px0, a->py0 - a->py1);
-  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+  fprintf(f,
+          "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
           "font-size=\"13\">arithmetic intensity (FLOP/byte, DRAM bytes "
           "of the model)</text>\n",
           (a->px0 + a->px1) / 2, a->py0 + 36);
-  fprintf(f, "<text transform=\"translate(18,%.1f) rotate(-90)\" "
+  fprintf(f,
+          "<text transform=\"translate(18,%.1f) rotate(-90)\" "
           "text-anchor=\"middle\" font-size=\"13\">performance "
           "(GFLOP/s)</text>\n</g>\n",
           (a->py0 + a->py1) / 2);
@@ -157,11 +168,14 @@ static void draw_roofs(FILE *f, const rep_chart *c, const axes *a) {
   const double xlo = pow(10, a->lx0), xhi = pow(10, a->lx1);
   const int bw = usable(c->bw_gbs), peak = usable(c->peak_gflops);
   const char *note = c->roof_note ? c->roof_note : "";
-  fprintf(f, "<g class=\"roofs\" clip-path=\"url(#%s-clip)\" "
-          "font-size=\"12\">\n", c->id);
+  fprintf(f,
+          "<g class=\"roofs\" clip-path=\"url(#%s-clip)\" "
+          "font-size=\"12\">\n",
+          c->id);
   if (bw) {
     const double xe = peak ? fmin(c->peak_gflops / c->bw_gbs, xhi) : xhi;
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
             "stroke=\"#000\" stroke-width=\"2\"/>\n",
             sx(a, xlo), sy(a, c->bw_gbs * xlo), sx(a, xe),
             sy(a, c->bw_gbs * xe));
@@ -170,21 +184,24 @@ static void draw_roofs(FILE *f, const rep_chart *c, const axes *a) {
     const double ang = -atan2((a->py0 - a->py1) / (a->ly1 - a->ly0),
                               (a->px1 - a->px0) / (a->lx1 - a->lx0)) *
                        180 / 3.14159265358979;
-    fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(%.1f)\">"
+    fprintf(f,
+            "<text transform=\"translate(%.1f,%.1f) rotate(%.1f)\">"
             "memory %.*f GB/s (%s read)</text>\n",
             sx(a, xm), sy(a, c->bw_gbs * xm) - 6, ang, decimals(c->bw_gbs),
             c->bw_gbs, note);
   }
   if (peak) {
     const double xs = bw ? fmax(c->peak_gflops / c->bw_gbs, xlo) : xlo;
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
             "stroke=\"#000\" stroke-width=\"2\"/>\n",
             sx(a, xs), sy(a, c->peak_gflops), sx(a, xhi),
             sy(a, c->peak_gflops));
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">FP32 peak "
+    fprintf(f,
+            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">FP32 peak "
             "%.*f GFLOP/s (%s)</text>\n",
-            a->px1 - 4, sy(a, c->peak_gflops) - 6,
-            decimals(c->peak_gflops), c->peak_gflops, note);
+            a->px1 - 4, sy(a, c->peak_gflops) - 6, decimals(c->peak_gflops),
+            c->peak_gflops, note);
   }
   fprintf(f, "</g>\n");
 }
@@ -208,12 +225,14 @@ int rep_svg_roofline(FILE *f, const rep_chart *c) {
   axes a;
   int skipped = 0;
   axes_for(c, &a);
-  fprintf(f, "<svg class=\"roofline\" xmlns=\"http://www.w3.org/2000/svg\" "
+  fprintf(f,
+          "<svg class=\"roofline\" xmlns=\"http://www.w3.org/2000/svg\" "
           "viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" "
           "font-family=\"sans-serif\">\n",
           W, h, W, h);
   fprintf(f, "<title>Roofline: GFLOP/s against FLOP/byte, log-log</title>\n");
-  fprintf(f, "<defs><clipPath id=\"%s-clip\"><rect x=\"%.1f\" y=\"%.1f\" "
+  fprintf(f,
+          "<defs><clipPath id=\"%s-clip\"><rect x=\"%.1f\" y=\"%.1f\" "
           "width=\"%.1f\" height=\"%.1f\"/></clipPath></defs>\n",
           c->id, a.px0, a.py1, a.px1 - a.px0, a.py0 - a.py1);
   draw_axes(f, &a);
@@ -230,7 +249,8 @@ int rep_svg_roofline(FILE *f, const rep_chart *c) {
     const double x = sx(&a, p->intensity);
     fprintf(f, "<g class=\"kernel\">");
     if (m && q)
-      fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+      fprintf(f,
+              "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
               "stroke=\"%s\" stroke-dasharray=\"3,3\"/>",
               x, sy(&a, p->measured), x, sy(&a, p->predicted),
               colours[p->series % N_COLOURS]);
@@ -239,16 +259,20 @@ int rep_svg_roofline(FILE *f, const rep_chart *c) {
       fputs("><title>", f);
       rep_html_text(f, p->title);
       fputs(" (predicted point)</title></", f);
-      fputs(p->series % N_MARKERS == 0 ? "circle>"
-            : p->series % N_MARKERS == 1 ? "rect>" : "polygon>", f);
+      fputs(p->series % N_MARKERS == 0   ? "circle>"
+            : p->series % N_MARKERS == 1 ? "rect>"
+                                         : "polygon>",
+            f);
     }
     if (m) {
       marker(f, p->series, x, sy(&a, p->measured), 1);
       fputs("><title>", f);
       rep_html_text(f, p->title);
       fputs(" (measured point)</title></", f);
-      fputs(p->series % N_MARKERS == 0 ? "circle>"
-            : p->series % N_MARKERS == 1 ? "rect>" : "polygon>", f);
+      fputs(p->series % N_MARKERS == 0   ? "circle>"
+            : p->series % N_MARKERS == 1 ? "rect>"
+                                         : "polygon>",
+            f);
     }
     fputs("</g>\n", f);
   }

@@ -15,16 +15,33 @@ enum { MAX_FAMILIES = 64, MAX_BASELINES = 8 };
 static void md_text(FILE *f, const char *s) {
   for (; *s; s++)
     switch (*s) {
-    case '|': fputs("\\|", f); break;
-    case '\n': case '\r': fputc(' ', f); break;
-    case '<': fputs("&lt;", f); break;
-    case '>': fputs("&gt;", f); break;
-    case '&': fputs("&amp;", f); break;
-    case '\\': case '`': case '*': case '_': case '[': case ']':
+    case '|':
+      fputs("\\|", f);
+      break;
+    case '\n':
+    case '\r':
+      fputc(' ', f);
+      break;
+    case '<':
+      fputs("&lt;", f);
+      break;
+    case '>':
+      fputs("&gt;", f);
+      break;
+    case '&':
+      fputs("&amp;", f);
+      break;
+    case '\\':
+    case '`':
+    case '*':
+    case '_':
+    case '[':
+    case ']':
       fputc('\\', f);
       fputc(*s, f);
       break;
-    default: fputc(*s, f);
+    default:
+      fputc(*s, f);
     }
 }
 
@@ -52,13 +69,16 @@ static void md_device(FILE *f, const rep_data *d, int k,
   fputs("\n\nfingerprint ", f);
   md_text(f, v->fingerprint);
   fputs("\n\n| | measured | datasheet |\n|---|---:|---:|\n", f);
-  const struct { const char *label; double m, s; } rows[] = {
-    {"read (GB/s)", p->bw_read_gbs, v->sheet.bw_read_gbs},
-    {"copy (GB/s)", p->bw_copy_gbs, v->sheet.bw_copy_gbs},
-    {"triad (GB/s)", p->bw_triad_gbs, v->sheet.bw_triad_gbs},
-    {"FP32 (GFLOP/s)", p->fp32_gflops, v->sheet.fp32_gflops},
-    {"FP16 (GFLOP/s)", p->fp16_gflops, v->sheet.fp16_gflops},
-    {"launch (us)", p->launch_us, v->sheet.launch_us},
+  const struct {
+    const char *label;
+    double m, s;
+  } rows[] = {
+      {"read (GB/s)", p->bw_read_gbs, v->sheet.bw_read_gbs},
+      {"copy (GB/s)", p->bw_copy_gbs, v->sheet.bw_copy_gbs},
+      {"triad (GB/s)", p->bw_triad_gbs, v->sheet.bw_triad_gbs},
+      {"FP32 (GFLOP/s)", p->fp32_gflops, v->sheet.fp32_gflops},
+      {"FP16 (GFLOP/s)", p->fp16_gflops, v->sheet.fp16_gflops},
+      {"launch (us)", p->launch_us, v->sheet.launch_us},
   };
   for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
     fprintf(f, "| %s |", rows[r].label);
@@ -77,7 +97,8 @@ static void md_device(FILE *f, const rep_data *d, int k,
     fputs("\n### ", f);
     md_text(f, fams[q]);
     fputs("\n\n| shape | time (ms) | GFLOP/s | GB/s | % of roofline | bound "
-          "| params | from | predicted (ms) | model error | max error |", f);
+          "| params | from | predicted (ms) | model error | max error |",
+          f);
     for (int b = 0; b < nb; b++) {
       md_cell(f, base[b]);
       fputs(" ratio |", f);
@@ -132,7 +153,8 @@ static void md_kv(FILE *f, const rep_data *d) {
         if (!header)
           fputs("\n## Fewer key/value heads\n\n| device | family | shape | "
                 "against | measured speed-up | predicted speed-up |\n"
-                "|---|---|---|---|---:|---:|\n", f);
+                "|---|---|---|---|---:|---:|\n",
+                f);
         header = 1;
         fputs("|", f);
         md_cell(f, pass ? d->sheets[k].profile.name : d->devs[k].name);
@@ -157,7 +179,8 @@ int rep_write_markdown(FILE *f, const rep_data *d) {
   }
   if (d->n_runs) {
     fputs("\n| run | first row | last row | library | rows |\n"
-          "|---|---|---|---|---:|\n", f);
+          "|---|---|---|---|---:|\n",
+          f);
     for (int k = 0; k < d->n_runs; k++) {
       fputs("|", f);
       md_cell(f, d->runs[k].run);
@@ -169,7 +192,8 @@ int rep_write_markdown(FILE *f, const rep_data *d) {
   }
   if (!d->n_rows)
     fputs("\nThere are no bench rows in these databases: run `clattn "
-          "bench` to measure some.\n", f);
+          "bench` to measure some.\n",
+          f);
   fputs("\n", f);
   for (int k = 0; k < d->n_devs; k++)
     md_device(f, d, k, fams, nf);

@@ -18,8 +18,7 @@ typedef struct attn_job {
   float *qf, *kf, *vf;     /* float copies for the reference (f16 only) */
 } attn_job;
 
-static void job_free(attn_job *j)
-{
+static void job_free(attn_job *j) {
   npy_free(&j->q);
   npy_free(&j->k);
   npy_free(&j->v);
@@ -30,20 +29,18 @@ static void job_free(attn_job *j)
 }
 
 /* A dimension from a file must be a positive int. */
-static int dim_ok(const char *dir, const char *file, const char *what,
-                  size_t v, int *out)
-{
+static int dim_ok(const char *dir, const char *file, const char *what, size_t v,
+                  int *out) {
   if (v < 1 || v > 1u << 30) {
-    cli_err("%s/%s: dimension %s = %zu is out of range [1, 2^30]", dir,
-            file, what, v);
+    cli_err("%s/%s: dimension %s = %zu is out of range [1, 2^30]", dir, file,
+            what, v);
     return 0;
   }
   *out = (int)v;
   return 1;
 }
 
-static int load_inputs(const char *dir, attn_job *j)
-{
+static int load_inputs(const char *dir, attn_job *j) {
   char s1[96], s2[96];
   static const char *const files[4] = {"q", "k", "v", "kv_lens"};
   npy_array *arr[4] = {&j->q, &j->k, &j->v, &j->lens};
@@ -52,17 +49,21 @@ static int load_inputs(const char *dir, attn_job *j)
     if (rc)
       return rc;
   }
-  const struct { const char *name; npy_array *a; } t[3] = {
-    {"q.npy", &j->q}, {"k.npy", &j->k}, {"v.npy", &j->v}};
+  const struct {
+    const char *name;
+    npy_array *a;
+  } t[3] = {{"q.npy", &j->q}, {"k.npy", &j->k}, {"v.npy", &j->v}};
   for (int i = 0; i < 3; i++) {
     if (t[i].a->dtype == NPY_I32) {
       cli_err("%s/%s: dtype '<i4' is not a tensor type (expected '<f4' "
-              "or '<f2')", dir, t[i].name);
+              "or '<f2')",
+              dir, t[i].name);
       return CLI_USAGE;
     }
     if (t[i].a->ndim != 4) {
       cli_err("%s/%s: expected rank 4 [batch, seq, heads, dim], got shape "
-              "%s", dir, t[i].name,
+              "%s",
+              dir, t[i].name,
               npy_shape_str(t[i].a->ndim, t[i].a->shape, s1, sizeof s1));
       return CLI_USAGE;
     }
@@ -76,14 +77,15 @@ static int load_inputs(const char *dir, attn_job *j)
   npy_shape_str(4, qs, s1, sizeof s1);
   if (ks[0] != qs[0] || ks[3] != qs[3]) {
     cli_err("%s/k.npy: shape %s does not match q.npy %s (batch and head "
-            "dim must agree)", dir, npy_shape_str(4, ks, s2, sizeof s2), s1);
+            "dim must agree)",
+            dir, npy_shape_str(4, ks, s2, sizeof s2), s1);
     return CLI_USAGE;
   }
   npy_shape_str(4, ks, s1, sizeof s1);
   if (vs[0] != ks[0] || vs[1] != ks[1] || vs[2] != ks[2]) {
     cli_err("%s/v.npy: shape %s does not match k.npy %s (batch, kv seq and "
-            "kv heads must agree)", dir,
-            npy_shape_str(4, vs, s2, sizeof s2), s1);
+            "kv heads must agree)",
+            dir, npy_shape_str(4, vs, s2, sizeof s2), s1);
     return CLI_USAGE;
   }
   if (!dim_ok(dir, "q.npy", "batch", qs[0], &j->b) ||
@@ -96,7 +98,8 @@ static int load_inputs(const char *dir, attn_job *j)
     return CLI_USAGE;
   if (j->hq % j->hkv) {
     cli_err("%s/q.npy: %d query heads is not a multiple of the %d KV "
-            "heads of k.npy/v.npy", dir, j->hq, j->hkv);
+            "heads of k.npy/v.npy",
+            dir, j->hq, j->hkv);
     return CLI_USAGE;
   }
   if (j->lens.data && (j->lens.dtype != NPY_I32 || j->lens.ndim != 1 ||
@@ -111,9 +114,8 @@ static int load_inputs(const char *dir, attn_job *j)
 }
 
 /* Generate one tensor [b, s, h, d] in the requested storage type. */
-static int gen(unsigned long long *seed, npy_array *a, clattn_dtype dt,
-               int b, int s, int h, int d)
-{
+static int gen(unsigned long long *seed, npy_array *a, clattn_dtype dt, int b,
+               int s, int h, int d) {
   a->ndim = 4;
   a->shape[0] = (size_t)b;
   a->shape[1] = (size_t)s;
@@ -136,8 +138,7 @@ static int gen(unsigned long long *seed, npy_array *a, clattn_dtype dt,
   return a->data ? CLI_OK : CLI_FAIL;
 }
 
-static int make_random(const cli_opts *o, attn_job *j)
-{
+static int make_random(const cli_opts *o, attn_job *j) {
   unsigned long long seed = o->seed;
   j->b = o->batch;
   j->n = o->seq;
@@ -157,8 +158,8 @@ static int make_random(const cli_opts *o, attn_job *j)
   for (int i = 0; i < 3 && !rc; i++) {
     rc = gen(&seed, arr[i], j->dt, j->b, seq[i], heads[i], dim[i]);
     if (!rc && o->save_inputs)
-      rc = cli_save(o->save_inputs, files[i], arr[i]->dtype, 4,
-                    arr[i]->shape, arr[i]->data);
+      rc = cli_save(o->save_inputs, files[i], arr[i]->dtype, 4, arr[i]->shape,
+                    arr[i]->data);
   }
   return rc;
 }
@@ -166,8 +167,7 @@ static int make_random(const cli_opts *o, attn_job *j)
 /* Between [B, S, H, D] and [B, H, S, D] (shape is always given as the
  * BSHD shape): to_bhsd selects the direction.  Rows of D elements. */
 static void *transpose(const void *src, const size_t *shape, size_t es,
-                       int to_bhsd)
-{
+                       int to_bhsd) {
   size_t B = shape[0], S = shape[1], H = shape[2], row = shape[3] * es;
   unsigned char *dst = cli_alloc(B * S * H, row);
   if (!dst)
@@ -184,8 +184,7 @@ static void *transpose(const void *src, const size_t *shape, size_t es,
 }
 
 /* A device buffer holding a tensor in the device layout. */
-static cl_mem upload(cl_context c, const npy_array *a, int layout)
-{
+static cl_mem upload(cl_context c, const npy_array *a, int layout) {
   size_t es = npy_dtype_size(a->dtype);
   if (layout == CLATTN_BSHD)
     return cli_buffer(c, a->count * es, a->data);
@@ -196,8 +195,7 @@ static cl_mem upload(cl_context c, const npy_array *a, int layout)
 }
 
 /* Float view of a tensor: its data for f32, a converted copy for f16. */
-static const float *as_float(const npy_array *a, float **copy)
-{
+static const float *as_float(const npy_array *a, float **copy) {
   if (a->dtype == NPY_F32)
     return a->data;
   *copy = cli_alloc(a->count, sizeof(float));
@@ -206,8 +204,7 @@ static const float *as_float(const npy_array *a, float **copy)
   return *copy;
 }
 
-static int check(const cli_opts *o, attn_job *j, const void *out)
-{
+static int check(const cli_opts *o, attn_job *j, const void *out) {
   const float *q = as_float(&j->q, &j->qf), *k = as_float(&j->k, &j->kf);
   const float *v = as_float(&j->v, &j->vf);
   size_t no = (size_t)j->b * j->n * j->hq * j->dv;
@@ -215,11 +212,18 @@ static int check(const cli_opts *o, attn_job *j, const void *out)
   int rc = CLI_FAIL;
   if (!q || !k || !v || !ref)
     goto done;
-  ref_attn a = {
-    .b = j->b, .n = j->n, .m = j->m, .hq = j->hq, .hkv = j->hkv,
-    .dk = j->dk, .dv = j->dv, .q_layout = 0, .kv_layout = 0,
-    .scale = o->scale > 0 ? o->scale : 1.0 / sqrt((double)j->dk),
-    .causal = o->causal, .kv_lens = j->lens.data};
+  ref_attn a = {.b = j->b,
+                .n = j->n,
+                .m = j->m,
+                .hq = j->hq,
+                .hkv = j->hkv,
+                .dk = j->dk,
+                .dv = j->dv,
+                .q_layout = 0,
+                .kv_layout = 0,
+                .scale = o->scale > 0 ? o->scale : 1.0 / sqrt((double)j->dk),
+                .causal = o->causal,
+                .kv_lens = j->lens.data};
   ref_attention(&a, q, k, v, ref);
   if (j->dt == CLATTN_F16) {
     got = cli_alloc(no, sizeof *got);
@@ -236,8 +240,7 @@ done:
 }
 
 static void report_time(const cli_opts *o, clattn_ctx *ctx, const attn_job *j,
-                        const double *t, int nt)
-{
+                        const double *t, int nt) {
   char name[256] = "?";
   cl_device_id dev = clattn_ctx_device(ctx);
   if (clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name - 1, name, NULL) !=
@@ -248,27 +251,28 @@ static void report_time(const cli_opts *o, clattn_ctx *ctx, const attn_job *j,
     best = t[i] < best ? t[i] : best;
   clattn_cache_stats cs = {.size = sizeof(clattn_cache_stats)};
   clattn_ctx_cache_stats(ctx, &cs);
-  fprintf(stderr, "clattn: attention b=%d n=%d m=%d hq=%d hkv=%d k=%d v=%d "
-          "%s%s on %s: %.3f ms", j->b, j->n, j->m, j->hq, j->hkv, j->dk,
-          j->dv, j->dt == CLATTN_F16 ? "f16" : "f32",
-          o->causal ? " causal" : "", name, t[0] * 1e3);
+  fprintf(stderr,
+          "clattn: attention b=%d n=%d m=%d hq=%d hkv=%d k=%d v=%d "
+          "%s%s on %s: %.3f ms",
+          j->b, j->n, j->m, j->hq, j->hkv, j->dk, j->dv,
+          j->dt == CLATTN_F16 ? "f16" : "f32", o->causal ? " causal" : "", name,
+          t[0] * 1e3);
   if (nt > 1) /* the first call may include kernel builds */
-    fprintf(stderr, " first, %.3f ms best of the next %d", best * 1e3,
-            nt - 1);
+    fprintf(stderr, " first, %.3f ms best of the next %d", best * 1e3, nt - 1);
   else if (cs.source_builds || cs.disk_hits)
     fprintf(stderr, " (includes loading the kernels; try --repeat 5)");
   fputc('\n', stderr);
   if (o->verbose) {
     double fl = 2.0 * j->b * j->hq * j->n * j->m * (j->dk + j->dv);
-    fprintf(stderr, "clattn: %.2f GFLOP/s (dense count, %s); programs: "
-            "%lu built, %lu from disk, %lu from memory\n", fl / best * 1e-9,
-            nt > 1 ? "best run" : "single run", cs.source_builds,
-            cs.disk_hits, cs.memory_hits);
+    fprintf(stderr,
+            "clattn: %.2f GFLOP/s (dense count, %s); programs: "
+            "%lu built, %lu from disk, %lu from memory\n",
+            fl / best * 1e-9, nt > 1 ? "best run" : "single run",
+            cs.source_builds, cs.disk_hits, cs.memory_hits);
   }
 }
 
-int cli_run_attention(const cli_opts *o)
-{
+int cli_run_attention(const cli_opts *o) {
   attn_job j;
   clattn_ctx *ctx = NULL;
   cl_mem bq = NULL, bk = NULL, bv = NULL, bl = NULL, bo = NULL;
@@ -287,8 +291,7 @@ int cli_run_attention(const cli_opts *o)
   cl_command_queue queue = clattn_ctx_queue(ctx);
   size_t es = clattn_dtype_size(j.dt);
   size_t no = (size_t)j.b * j.n * j.hq * j.dv;
-  size_t oshape[4] = {(size_t)j.b, (size_t)j.n, (size_t)j.hq,
-                      (size_t)j.dv};
+  size_t oshape[4] = {(size_t)j.b, (size_t)j.n, (size_t)j.hq, (size_t)j.dv};
   bq = upload(c, &j.q, o->layout);
   bk = bq ? upload(c, &j.k, o->layout) : NULL;
   bv = bk ? upload(c, &j.v, o->layout) : NULL;
@@ -298,12 +301,20 @@ int cli_run_attention(const cli_opts *o)
   if (!bo || (j.lens.data && !bl))
     goto done;
 
-  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc), 
-    .batch = j.b, .n_q = j.n, .n_kv = j.m, .heads_q = j.hq,
-    .heads_kv = j.hkv, .head_dim_k = j.dk, .head_dim_v = j.dv,
-    .dtype = j.dt, .q_layout = (clattn_layout)o->layout,
-    .kv_layout = (clattn_layout)o->layout, .scale = o->scale,
-    .causal = o->causal, .params = NULL};
+  clattn_attn_desc d = {.size = sizeof(clattn_attn_desc),
+                        .batch = j.b,
+                        .n_q = j.n,
+                        .n_kv = j.m,
+                        .heads_q = j.hq,
+                        .heads_kv = j.hkv,
+                        .head_dim_k = j.dk,
+                        .head_dim_v = j.dv,
+                        .dtype = j.dt,
+                        .q_layout = (clattn_layout)o->layout,
+                        .kv_layout = (clattn_layout)o->layout,
+                        .scale = o->scale,
+                        .causal = o->causal,
+                        .params = NULL};
   cl_int err = clFinish(queue); /* uploads done before timing */
   if (err != CL_SUCCESS) {
     cli_err("clFinish: %s", clattn_cl_errstr(err));
@@ -331,8 +342,7 @@ int cli_run_attention(const cli_opts *o)
   out = cli_alloc(no, es);
   if (!out)
     goto done;
-  err = clEnqueueReadBuffer(queue, bo, CL_TRUE, 0, no * es, out, 0, NULL,
-                            NULL);
+  err = clEnqueueReadBuffer(queue, bo, CL_TRUE, 0, no * es, out, 0, NULL, NULL);
   if (err != CL_SUCCESS) {
     cli_err("clEnqueueReadBuffer: %s", clattn_cl_errstr(err));
     goto done;
@@ -353,11 +363,16 @@ done:
   free(times);
   free(out);
   free(host_out);
-  if (bq) clReleaseMemObject(bq);
-  if (bk) clReleaseMemObject(bk);
-  if (bv) clReleaseMemObject(bv);
-  if (bl) clReleaseMemObject(bl);
-  if (bo) clReleaseMemObject(bo);
+  if (bq)
+    clReleaseMemObject(bq);
+  if (bk)
+    clReleaseMemObject(bk);
+  if (bv)
+    clReleaseMemObject(bv);
+  if (bl)
+    clReleaseMemObject(bl);
+  if (bo)
+    clReleaseMemObject(bo);
   clattn_ctx_destroy(ctx);
   job_free(&j);
   return rc;

@@ -20,8 +20,7 @@ typedef struct gqa_job {
 } gqa_job;
 
 /* Read the five files and derive head dims and KV heads from the shapes. */
-static int load_inputs(const cli_opts *o, gqa_job *j)
-{
+static int load_inputs(const cli_opts *o, gqa_job *j) {
   const char *dir = o->in;
   char why[160];
   for (int i = 0; i < NT; i++) {
@@ -37,8 +36,10 @@ static int load_inputs(const cli_opts *o, gqa_job *j)
   j->hq = o->heads;
   for (int i = WQ; i <= WV; i++)
     if (t[i].shape[0] != (size_t)j->d) {
-      snprintf(why, sizeof why, "first dimension must be d_model = %d "
-               "(from x.npy)", j->d);
+      snprintf(why, sizeof why,
+               "first dimension must be d_model = %d "
+               "(from x.npy)",
+               j->d);
       return cli_bad_shape(dir, names[i], &t[i], why);
     }
   if (t[WQ].shape[1] % (size_t)j->hq) {
@@ -47,14 +48,16 @@ static int load_inputs(const cli_opts *o, gqa_job *j)
   }
   j->dk = (int)(t[WQ].shape[1] / (size_t)j->hq);
   if (t[WK].shape[1] % (size_t)j->dk) {
-    snprintf(why, sizeof why, "columns not a multiple of head dim %d "
-             "(w_q columns / --heads)", j->dk);
+    snprintf(why, sizeof why,
+             "columns not a multiple of head dim %d "
+             "(w_q columns / --heads)",
+             j->dk);
     return cli_bad_shape(dir, names[WK], &t[WK], why);
   }
   j->hkv = (int)(t[WK].shape[1] / (size_t)j->dk);
   if (o->kv_heads && o->kv_heads != j->hkv) {
-    snprintf(why, sizeof why, "implies %d KV heads, --kv-heads says %d",
-             j->hkv, o->kv_heads);
+    snprintf(why, sizeof why, "implies %d KV heads, --kv-heads says %d", j->hkv,
+             o->kv_heads);
     return cli_bad_shape(dir, names[WK], &t[WK], why);
   }
   if (j->hq % j->hkv) {
@@ -63,22 +66,22 @@ static int load_inputs(const cli_opts *o, gqa_job *j)
     return cli_bad_shape(dir, names[WK], &t[WK], why);
   }
   if (t[WV].shape[1] % (size_t)j->hkv) {
-    snprintf(why, sizeof why, "columns not a multiple of %d KV heads",
-             j->hkv);
+    snprintf(why, sizeof why, "columns not a multiple of %d KV heads", j->hkv);
     return cli_bad_shape(dir, names[WV], &t[WV], why);
   }
   j->dv = (int)(t[WV].shape[1] / (size_t)j->hkv);
   if (t[WO].shape[0] != (size_t)j->hq * (size_t)j->dv ||
       t[WO].shape[1] != (size_t)j->d) {
-    snprintf(why, sizeof why, "expected [%d, %d] (heads * head_dim_v, "
-             "d_model)", j->hq * j->dv, j->d);
+    snprintf(why, sizeof why,
+             "expected [%d, %d] (heads * head_dim_v, "
+             "d_model)",
+             j->hq * j->dv, j->d);
     return cli_bad_shape(dir, names[WO], &t[WO], why);
   }
   return CLI_OK;
 }
 
-static int make_random(const cli_opts *o, gqa_job *j)
-{
+static int make_random(const cli_opts *o, gqa_job *j) {
   j->b = o->batch;
   j->n = o->seq;
   j->d = o->d_model;
@@ -94,8 +97,7 @@ static int make_random(const cli_opts *o, gqa_job *j)
                                   j->t);
 }
 
-int cli_run_gqa(const cli_opts *o)
-{
+int cli_run_gqa(const cli_opts *o) {
   gqa_job j;
   clattn_ctx *ctx = NULL;
   clattn_layer *layer = NULL;
@@ -110,19 +112,24 @@ int cli_run_gqa(const cli_opts *o)
   if ((rc = cli_layer_setup(o, j.n, NT, j.t, &ctx, bt)))
     goto done;
   rc = CLI_FAIL;
-  clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc), .d_model = j.d, .heads_q = j.hq,
-                          .heads_kv = j.hkv, .head_dim_k = j.dk,
-                          .head_dim_v = j.dv, .scale = o->scale};
-  clattn_status st = clattn_layer_create(ctx, &ld, bt[WQ], bt[WK], bt[WV],
-                                         bt[WO], &layer);
+  clattn_layer_desc ld = {.size = sizeof(clattn_layer_desc),
+                          .d_model = j.d,
+                          .heads_q = j.hq,
+                          .heads_kv = j.hkv,
+                          .head_dim_k = j.dk,
+                          .head_dim_v = j.dv,
+                          .scale = o->scale};
+  clattn_status st =
+      clattn_layer_create(ctx, &ld, bt[WQ], bt[WK], bt[WV], bt[WO], &layer);
   if (st) {
     rc = cli_lib_fail(ctx, "clattn_layer_create", st);
     goto done;
   }
   char what[160];
-  snprintf(what, sizeof what, "gqa b=%d n=%d d_model=%d hq=%d hkv=%d k=%d "
-           "v=%d%s", j.b, j.n, j.d, j.hq, j.hkv, j.dk, j.dv,
-           causal ? " causal" : "");
+  snprintf(what, sizeof what,
+           "gqa b=%d n=%d d_model=%d hq=%d hkv=%d k=%d "
+           "v=%d%s",
+           j.b, j.n, j.d, j.hq, j.hkv, j.dk, j.dv, causal ? " causal" : "");
   const cli_layer_job lj = {layer, &j.t[X], j.b, j.n, j.d, causal, P, what};
   if (cli_layer_forward(ctx, &lj, o, &y))
     goto done;

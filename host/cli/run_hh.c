@@ -31,15 +31,13 @@ typedef struct hh_job {
   npy_array t[HH_MAX_TENSORS];
 } hh_job;
 
-static int is_w_a(const hh_job *j, int i)
-{
+static int is_w_a(const hh_job *j, int i) {
   return j->v == CLATTN_HH_SUPER && i == 2;
 }
 
 /* Tensor i's expected [rows, cols]: w_a [max_len, max_len], every other
  * weight [d_model, d_model] (x is checked apart). */
-static void expected(const hh_job *j, int i, size_t *rows, size_t *cols)
-{
+static void expected(const hh_job *j, int i, size_t *rows, size_t *cols) {
   const size_t s = is_w_a(j, i) ? (size_t)j->max_len : (size_t)j->d;
   *rows = s;
   *cols = s;
@@ -47,15 +45,13 @@ static void expected(const hh_job *j, int i, size_t *rows, size_t *cols)
 
 /* Read the variant's files: d_model from x, max_len from w_a's rows, the
  * heads from --heads, then every weight's shape checked. */
-static int load_inputs(const cli_opts *o, hh_job *j)
-{
+static int load_inputs(const cli_opts *o, hh_job *j) {
   const hh_variant_info *vi = &variants[j->v];
   const char *dir = o->in;
   char cmd[32], why[160];
   snprintf(cmd, sizeof cmd, "run %s", cli_hh_word(j->v));
   for (int i = 0; i < vi->nt; i++) {
-    int rc = cli_load_f32(dir, vi->names[i], cmd, 2, i == 0 ? 3 : 2,
-                          &j->t[i]);
+    int rc = cli_load_f32(dir, vi->names[i], cmd, 2, i == 0 ? 3 : 2, &j->t[i]);
     if (rc)
       return rc;
   }
@@ -68,11 +64,14 @@ static int load_inputs(const cli_opts *o, hh_job *j)
     const npy_array *wa = &j->t[2];
     j->max_len = (int)wa->shape[0];
     if (wa->shape[0] != wa->shape[1])
-      return cli_bad_shape(dir, "w_a", wa, "expected [max_len, max_len] "
+      return cli_bad_shape(dir, "w_a", wa,
+                           "expected [max_len, max_len] "
                            "(square)");
     if (j->n > j->max_len) {
-      snprintf(why, sizeof why, "max_len %d is below the %d positions of "
-               "x (expected [l, l] with l >= %d)", j->max_len, j->n, j->n);
+      snprintf(why, sizeof why,
+               "max_len %d is below the %d positions of "
+               "x (expected [l, l] with l >= %d)",
+               j->max_len, j->n, j->n);
       return cli_bad_shape(dir, "w_a", wa, why);
     }
   }
@@ -80,16 +79,15 @@ static int load_inputs(const cli_opts *o, hh_job *j)
     size_t rows, cols;
     expected(j, i, &rows, &cols);
     if (j->t[i].shape[0] != rows || j->t[i].shape[1] != cols) {
-      snprintf(why, sizeof why, "expected [%zu, %zu] (d_model %d from x)",
-               rows, cols, j->d);
+      snprintf(why, sizeof why, "expected [%zu, %zu] (d_model %d from x)", rows,
+               cols, j->d);
       return cli_bad_shape(dir, vi->names[i], &j->t[i], why);
     }
   }
   return CLI_OK;
 }
 
-static int make_random(const cli_opts *o, hh_job *j)
-{
+static int make_random(const cli_opts *o, hh_job *j) {
   const hh_variant_info *vi = &variants[j->v];
   j->b = o->batch;
   j->n = o->seq;
@@ -99,22 +97,22 @@ static int make_random(const cli_opts *o, hh_job *j)
   if (j->n > j->max_len && j->v == CLATTN_HH_SUPER) {
     cli_err("run super: --seq %d exceeds max_len %d (--max-len): Super's "
             "W_a is [max_len, max_len], so sequences are at most max_len "
-            "long", j->n, j->max_len);
+            "long",
+            j->n, j->max_len);
     return CLI_USAGE;
   }
   size_t rows[HH_MAX_TENSORS], cols[HH_MAX_TENSORS];
   for (int i = 0; i < vi->nt; i++)
     expected(j, i, &rows[i], &cols[i]);
-  return cli_random_layer_tensors(o, j->b, j->n, j->d, vi->nt, vi->names,
-                                  rows, cols, j->t);
+  return cli_random_layer_tensors(o, j->b, j->n, j->d, vi->nt, vi->names, rows,
+                                  cols, j->t);
 }
 
 /* The variant's create call on the uploaded weights w[1 ..]. */
 static clattn_status create_layer(clattn_ctx *ctx, const hh_job *j,
                                   const clattn_hh_layer_desc *ld,
                                   cl_mem const *w, clattn_layer **layer,
-                                  const char **call)
-{
+                                  const char **call) {
   switch (j->v) {
   case CLATTN_HH_OPTIMISED:
     *call = "clattn_layer_create_optimised";
@@ -128,8 +126,7 @@ static clattn_status create_layer(clattn_ctx *ctx, const hh_job *j,
   }
 }
 
-int cli_run_hh(const cli_opts *o, clattn_hh_variant v)
-{
+int cli_run_hh(const cli_opts *o, clattn_hh_variant v) {
   hh_job j;
   clattn_ctx *ctx = NULL;
   clattn_layer *layer = NULL;
@@ -154,8 +151,11 @@ int cli_run_hh(const cli_opts *o, clattn_hh_variant v)
   if ((rc = cli_layer_setup(o, j.n, vi->nt, j.t, &ctx, bt)))
     goto done;
   rc = CLI_FAIL;
-  const clattn_hh_layer_desc ld = {.size = sizeof(clattn_hh_layer_desc), .d_model = j.d, .heads = j.h,
-                                   .max_len = j.max_len, .scale = o->scale};
+  const clattn_hh_layer_desc ld = {.size = sizeof(clattn_hh_layer_desc),
+                                   .d_model = j.d,
+                                   .heads = j.h,
+                                   .max_len = j.max_len,
+                                   .scale = o->scale};
   const char *call;
   clattn_status st = create_layer(ctx, &j, &ld, bt, &layer, &call);
   if (st) {
@@ -166,8 +166,7 @@ int cli_run_hh(const cli_opts *o, clattn_hh_variant v)
   int w = snprintf(what, sizeof what, "%s b=%d n=%d d_model=%d heads=%d",
                    cli_hh_word(v), j.b, j.n, j.d, j.h);
   if (j.max_len && w > 0 && (size_t)w < sizeof what)
-    w += snprintf(what + w, sizeof what - (size_t)w, " max_len=%d",
-                  j.max_len);
+    w += snprintf(what + w, sizeof what - (size_t)w, " max_len=%d", j.max_len);
   if (causal && w > 0 && (size_t)w < sizeof what)
     snprintf(what + w, sizeof what - (size_t)w, " causal");
   const cli_layer_job lj = {layer, &j.t[0], j.b, j.n, j.d, causal, P, what};

@@ -26,29 +26,29 @@
 #include <unistd.h>
 
 static const char tune_usage[] =
-  "usage: clattn tune [FAMILY|gemm|all] [SHAPE] [OPTIONS]\n"
-  "       clattn explain FAMILY SHAPE [--device D] [--db PATH]\n"
-  "FAMILY: a kernel family (clattn families: prefill or its alias\n"
-  "  attention, decode, append, ...)\n"
-  "tune: search the kernels' parameters on the device and store every\n"
-  "  measured candidate in the tuning database (--db PATH, default\n"
-  "  $CLATTN_DB, else $XDG_DATA_HOME/clattn/tuning.db); a rerun resumes.\n"
-  "  Without SHAPE: every family's standard shapes and CLBlast's Xgemm at\n"
-  "  the layers' projection shapes.\n"
-  "SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
-  "  --head-dim K [--head-dim-v V] [--dtype f32|f16|bf16] [--causal];\n"
-  "  decode: --kv-seq M is the cache capacity; gemm (CLBlast's Xgemm) and\n"
-  "  projection (CLBlast or the own kernel): --m M --n N --k K (row-major\n"
-  "  C[M,N] = A[M,K] B[K,N], as the layers call it); a family's own keys\n"
-  "  as --KEY VALUE (clattn families)\n"
-  "OPTIONS: --strategy auto|exhaustive|random|anneal|model (default auto),\n"
-  "  --budget T (whole run, e.g. 90s, 5m; default none), --timeout T (per\n"
-  "  candidate, default 10s), --max N (candidates per shape class; default\n"
-  "  all for exhaustive, else 25% of the space), --seed N, --fresh\n"
-  "  (measure again what the database has), --quiet, --device D\n"
-  "explain: the parameters the family's call would use for\n"
-  "  SHAPE on the device (--variant/--rows/--keys/--wg/--splits/--prefetch\n"
-  "  act as the caller's params), where they come from and why\n";
+    "usage: clattn tune [FAMILY|gemm|all] [SHAPE] [OPTIONS]\n"
+    "       clattn explain FAMILY SHAPE [--device D] [--db PATH]\n"
+    "FAMILY: a kernel family (clattn families: prefill or its alias\n"
+    "  attention, decode, append, ...)\n"
+    "tune: search the kernels' parameters on the device and store every\n"
+    "  measured candidate in the tuning database (--db PATH, default\n"
+    "  $CLATTN_DB, else $XDG_DATA_HOME/clattn/tuning.db); a rerun resumes.\n"
+    "  Without SHAPE: every family's standard shapes and CLBlast's Xgemm at\n"
+    "  the layers' projection shapes.\n"
+    "SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
+    "  --head-dim K [--head-dim-v V] [--dtype f32|f16|bf16] [--causal];\n"
+    "  decode: --kv-seq M is the cache capacity; gemm (CLBlast's Xgemm) and\n"
+    "  projection (CLBlast or the own kernel): --m M --n N --k K (row-major\n"
+    "  C[M,N] = A[M,K] B[K,N], as the layers call it); a family's own keys\n"
+    "  as --KEY VALUE (clattn families)\n"
+    "OPTIONS: --strategy auto|exhaustive|random|anneal|model (default auto),\n"
+    "  --budget T (whole run, e.g. 90s, 5m; default none), --timeout T (per\n"
+    "  candidate, default 10s), --max N (candidates per shape class; default\n"
+    "  all for exhaustive, else 25% of the space), --seed N, --fresh\n"
+    "  (measure again what the database has), --quiet, --device D\n"
+    "explain: the parameters the family's call would use for\n"
+    "  SHAPE on the device (--variant/--rows/--keys/--wg/--splits/--prefetch\n"
+    "  act as the caller's params), where they come from and why\n";
 
 static int parse_strategy(const char *v, void *field) {
   for (int k = 0; k <= CLATTN_TUNE_MODEL; k++)
@@ -71,23 +71,23 @@ typedef struct tune_args {
 #define TOFF(f) offsetof(tune_args, f)
 enum { ANY_TUNE = T_FAM | T_GEMM | T_ALL };
 static const cli_option tune_options[] = {
-  {"strategy", CLI_FN, TOFF(to.strategy), 0, parse_strategy, ANY_TUNE,
-   "auto|exhaustive|random|anneal|model", "the search (default auto)"},
-  {"budget", CLI_FN, TOFF(to.budget_s), 0, cli_parse_duration, ANY_TUNE,
-   "T", "the whole run (90s, 5m, 1h; default none)"},
-  {"timeout", CLI_FN, TOFF(to.timeout_s), 0, cli_parse_duration, ANY_TUNE,
-   "T", "a candidate's limit (default 10s)"},
-  {"max", CLI_INT, TOFF(to.max_candidates), 1, NULL, ANY_TUNE, "N",
-   "candidates a shape class"},
-  {"seed", CLI_INT, TOFF(seed), 1, NULL, ANY_TUNE, "N",
-   "random and anneal strategies' seed"},
-  {"fresh", CLI_FLAG, TOFF(to.fresh), 0, NULL, ANY_TUNE, NULL,
-   "measure again what the database has"},
-  {"quiet", CLI_FLAG, TOFF(quiet), 0, NULL, ANY_TUNE, NULL,
-   "no progress line"},
-  {"m", CLI_INT, TOFF(gemm[0]), 1, NULL, T_GEMM, "M", "C's rows"},
-  {"n", CLI_INT, TOFF(gemm[1]), 1, NULL, T_GEMM, "N", "C's columns"},
-  {"k", CLI_INT, TOFF(gemm[2]), 1, NULL, T_GEMM, "K", "the inner size"},
+    {"strategy", CLI_FN, TOFF(to.strategy), 0, parse_strategy, ANY_TUNE,
+     "auto|exhaustive|random|anneal|model", "the search (default auto)"},
+    {"budget", CLI_FN, TOFF(to.budget_s), 0, cli_parse_duration, ANY_TUNE, "T",
+     "the whole run (90s, 5m, 1h; default none)"},
+    {"timeout", CLI_FN, TOFF(to.timeout_s), 0, cli_parse_duration, ANY_TUNE,
+     "T", "a candidate's limit (default 10s)"},
+    {"max", CLI_INT, TOFF(to.max_candidates), 1, NULL, ANY_TUNE, "N",
+     "candidates a shape class"},
+    {"seed", CLI_INT, TOFF(seed), 1, NULL, ANY_TUNE, "N",
+     "random and anneal strategies' seed"},
+    {"fresh", CLI_FLAG, TOFF(to.fresh), 0, NULL, ANY_TUNE, NULL,
+     "measure again what the database has"},
+    {"quiet", CLI_FLAG, TOFF(quiet), 0, NULL, ANY_TUNE, NULL,
+     "no progress line"},
+    {"m", CLI_INT, TOFF(gemm[0]), 1, NULL, T_GEMM, "M", "C's rows"},
+    {"n", CLI_INT, TOFF(gemm[1]), 1, NULL, T_GEMM, "N", "C's columns"},
+    {"k", CLI_INT, TOFF(gemm[2]), 1, NULL, T_GEMM, "K", "the inner size"},
 };
 
 /* The option table of tune or explain for subcommand `scope` (family fam)
@@ -125,8 +125,8 @@ static void show_progress(const clattn_tune_progress *p, void *user) {
   const int tw = cli_term_width(STDERR_FILENO);
   const int width = tw < 1000 ? tw : 1000;
   char status[96], tail[64], head[512], line[1024];
-  snprintf(status, sizeof status, ": %d/%d (space %d), best %.3f ms",
-           p->done, p->total, p->space, p->best_s * 1e3);
+  snprintf(status, sizeof status, ": %d/%d (space %d), best %.3f ms", p->done,
+           p->total, p->space, p->best_s * 1e3);
   int n = snprintf(tail, sizeof tail, ", %.0f s", p->elapsed_s);
   if (p->budget_s > 0 && n > 0 && (size_t)n < sizeof tail)
     snprintf(tail + n, sizeof tail - (size_t)n, ", %.0f s left",
@@ -166,8 +166,8 @@ static void print_result(const char *kernel, const clattn_tune_result *r,
   printf("  %d of %d candidates evaluated (%d measured now, %d from the "
          "database), %d rejected, %d pruned, %d verified; %.1f s; stopped: "
          "%s\n",
-         r->measured + r->reused, r->space, r->measured, r->reused,
-         r->rejected, r->pruned, r->verified, r->elapsed_s, r->stopped);
+         r->measured + r->reused, r->space, r->measured, r->reused, r->rejected,
+         r->pruned, r->verified, r->elapsed_s, r->stopped);
   if (r->stale > 0)
     printf("  %d stored rows of an older tuning method (clattn_tune_method) "
            "were not reused\n",
@@ -225,12 +225,13 @@ int cli_tune(int argc, char **argv) {
       fputs(tune_usage, stdout);
       return CLI_OK;
     } else if ((which = cli_family(word)) < 0)
-      return cli_usage_error("tune", "unknown '%.40s' (a kernel family: "
-                             "clattn families, gemm or all)", word);
+      return cli_usage_error("tune",
+                             "unknown '%.40s' (a kernel family: "
+                             "clattn families, gemm or all)",
+                             word);
     i = 1;
   }
-  const unsigned scope = which == ALL ? T_ALL : which == GEMM ? T_GEMM
-                                                              : T_FAM;
+  const unsigned scope = which == ALL ? T_ALL : which == GEMM ? T_GEMM : T_FAM;
   cli_option table[CLI_MAX_OPTIONS];
   const int nt = tune_table(scope, which, table);
   char name[64];
@@ -250,8 +251,8 @@ int cli_tune(int argc, char **argv) {
   const int gemm_given = gemm[0] || gemm[1] || gemm[2];
   /* any SHAPE option names one shape: never the standard ones with the
    * option ignored */
-  const int custom = m.heads || m.head_dim || m.seq || m.kv_seq ||
-                     m.batch || m.kv_heads || m.head_dim_v || m.causal ||
+  const int custom = m.heads || m.head_dim || m.seq || m.kv_seq || m.batch ||
+                     m.kv_heads || m.head_dim_v || m.causal ||
                      m.dtype != CLATTN_F32 || m.shape_extra[0] || gemm_given;
   char shape[512] = "";
   if (which == GEMM && custom && !(gemm[0] && gemm[1] && gemm[2]))
@@ -303,8 +304,8 @@ int cli_tune(int argc, char **argv) {
     const int ng = (int)(sizeof gemm_shapes / sizeof gemm_shapes[0]);
     int todo = 0;
     for (int f = 0; f < nf; f++)
-      for (int k = 0; (which == ALL || which == f) &&
-                      clattn_family_standard_shape(f, k);
+      for (int k = 0;
+           (which == ALL || which == f) && clattn_family_standard_shape(f, k);
            k++)
         todo++;
     if (which == ALL || which == GEMM)
@@ -315,8 +316,7 @@ int cli_tune(int argc, char **argv) {
                                  : which == ALL || which == f;
       const int n = gemm_step ? ng : 1 << 20;
       for (int k = 0; mine && k < n && rc == CLI_OK && !stop_flag; k++) {
-        const char *std =
-            gemm_step ? "" : clattn_family_standard_shape(f, k);
+        const char *std = gemm_step ? "" : clattn_family_standard_shape(f, k);
         if (std == NULL)
           break;
         clattn_tune_opts co = to;
@@ -356,11 +356,13 @@ int cli_explain(int argc, char **argv) {
   }
   if (argc < 1)
     return cli_usage_error("explain", "missing FAMILY (attention, decode, "
-                           "...: clattn families)");
+                                      "...: clattn families)");
   const int fam = cli_family(argv[0]);
   if (fam < 0)
-    return cli_usage_error("explain", "unknown family '%.40s' (clattn "
-                           "families)", argv[0]);
+    return cli_usage_error("explain",
+                           "unknown family '%.40s' (clattn "
+                           "families)",
+                           argv[0]);
   cli_option table[CLI_MAX_OPTIONS];
   const int nt = tune_table(E_FAM, fam, table);
   char name[64];

@@ -126,7 +126,7 @@ extern "C" {
   X(CLATTN_ERR_MISUSE, -9, "library misuse")                                   \
   X(CLATTN_ERR_IO, -10, "file input/output error")                             \
   X(CLATTN_ERR_CLBLAST, -11, "CLBlast call failed")                            \
-  X(CLATTN_ERR_CAPACITY, -12, "KV cache capacity exceeded")                   \
+  X(CLATTN_ERR_CAPACITY, -12, "KV cache capacity exceeded")                    \
   X(CLATTN_ERR_NOT_FOUND, -13, "no such entry")                                \
   X(CLATTN_ERR_DB, -14, "database error")
 
@@ -221,7 +221,8 @@ typedef struct clattn_ctx_opts {
  * out-of-order queue), CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM; message:
  * clattn_ctx_errmsg(NULL).  Threads: safe (any number at once).  destroy:
  * Errors: none.  Threads: not with concurrent use of the same context. */
-CLATTN_API clattn_status clattn_ctx_create(const clattn_ctx_opts *opts, clattn_ctx **out);
+CLATTN_API clattn_status clattn_ctx_create(const clattn_ctx_opts *opts,
+                                           clattn_ctx **out);
 CLATTN_API void clattn_ctx_destroy(clattn_ctx *ctx);
 
 /* Detailed message of the calling thread's last failure on ctx ("" if
@@ -246,14 +247,15 @@ CLATTN_API void clattn_ctx_clear_programs(clattn_ctx *ctx);
 
 /* Program cache statistics since the context was created. */
 typedef struct clattn_cache_stats {
-  size_t size; /* sizeof(clattn_cache_stats) */
-  unsigned long memory_hits;  /* programs found in memory */
-  unsigned long disk_hits;    /* programs loaded from binaries on disk */
+  size_t size;                 /* sizeof(clattn_cache_stats) */
+  unsigned long memory_hits;   /* programs found in memory */
+  unsigned long disk_hits;     /* programs loaded from binaries on disk */
   unsigned long source_builds; /* programs compiled from source */
-  unsigned long disk_writes;  /* binaries written to disk */
+  unsigned long disk_writes;   /* binaries written to disk */
 } clattn_cache_stats;
 /* Errors: none (zeros for a bad ctx).  Threads: safe, context-serialised. */
-CLATTN_API void clattn_ctx_cache_stats(const clattn_ctx *ctx, clattn_cache_stats *out);
+CLATTN_API void clattn_ctx_cache_stats(const clattn_ctx *ctx,
+                                       clattn_cache_stats *out);
 
 /* Optional events for one library call: the first kernel it enqueues waits
  * on `wait`; `*out` (if out != NULL) receives an event for the last one,
@@ -268,7 +270,7 @@ typedef struct clattn_events {
 /* Kernel-shape parameters.  Zero fields mean "choose automatically"; the
  * library validates any nonzero field against the device and the kernel. */
 typedef struct clattn_params {
-  size_t size; /* sizeof(clattn_params) */
+  size_t size;  /* sizeof(clattn_params) */
   int variant;  /* 0 auto, 1 register-blocked (CPU-shaped), 2 local-memory
                    work-group tiles (GPU-shaped) */
   int rows;     /* prefill: packed query rows per work-item (variant 1) or
@@ -343,9 +345,10 @@ typedef struct clattn_attn_desc {
 } clattn_attn_desc;
 
 /* Errors: ctx, call.  Threads: safe, context-serialised. */
-CLATTN_API clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
-                               cl_mem q, cl_mem k, cl_mem v, cl_mem kv_lens,
-                               cl_mem o, const clattn_events *ev);
+CLATTN_API clattn_status clattn_attention(clattn_ctx *ctx,
+                                          const clattn_attn_desc *d, cl_mem q,
+                                          cl_mem k, cl_mem v, cl_mem kv_lens,
+                                          cl_mem o, const clattn_events *ev);
 
 /* ------------------------------------------------------------ decoding */
 
@@ -371,14 +374,16 @@ typedef struct clattn_decode_desc {
   int head_dim_v;
   clattn_dtype dtype;
   clattn_layout cache_layout;
-  float scale; /* 0 means 1/sqrt(head_dim_k) */
+  float scale;                 /* 0 means 1/sqrt(head_dim_k) */
   const clattn_params *params; /* NULL: automatic */
 } clattn_decode_desc;
 
 /* Errors: ctx, call.  Threads: safe, context-serialised. */
-CLATTN_API clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
-                            cl_mem q, cl_mem k_cache, cl_mem v_cache,
-                            cl_mem lens, cl_mem o, const clattn_events *ev);
+CLATTN_API clattn_status clattn_decode(clattn_ctx *ctx,
+                                       const clattn_decode_desc *d, cl_mem q,
+                                       cl_mem k_cache, cl_mem v_cache,
+                                       cl_mem lens, cl_mem o,
+                                       const clattn_events *ev);
 
 /* Write n_new rows per sequence into the cache in place, at rows
  * pos[b] .. pos[b]+n_new-1.  k_new [batch, n_new, heads_kv, head_dim_k] and
@@ -387,10 +392,12 @@ CLATTN_API clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc
  * written.
  * Errors: ctx, call (n_new below 1: CLATTN_ERR_SHAPE).  Threads: safe,
  * context-serialised. */
-CLATTN_API clattn_status clattn_kv_append(clattn_ctx *ctx, const clattn_decode_desc *d,
-                               int n_new, cl_mem k_new, cl_mem v_new,
-                               cl_mem pos, cl_mem k_cache, cl_mem v_cache,
-                               const clattn_events *ev);
+CLATTN_API clattn_status clattn_kv_append(clattn_ctx *ctx,
+                                          const clattn_decode_desc *d,
+                                          int n_new, cl_mem k_new, cl_mem v_new,
+                                          cl_mem pos, cl_mem k_cache,
+                                          cl_mem v_cache,
+                                          const clattn_events *ev);
 
 /* --------------------------------------------------- talking-heads */
 
@@ -428,12 +435,9 @@ typedef struct clattn_th_desc {
 } clattn_th_desc;
 
 /* Errors: ctx, call.  Threads: safe, context-serialised. */
-CLATTN_API clattn_status clattn_talking_heads(clattn_ctx *ctx,
-                                              const clattn_th_desc *d,
-                                              cl_mem q, cl_mem k, cl_mem v,
-                                              cl_mem p_l, cl_mem p_w,
-                                              cl_mem kv_lens, cl_mem o,
-                                              const clattn_events *ev);
+CLATTN_API clattn_status clattn_talking_heads(
+    clattn_ctx *ctx, const clattn_th_desc *d, cl_mem q, cl_mem k, cl_mem v,
+    cl_mem p_l, cl_mem p_w, cl_mem kv_lens, cl_mem o, const clattn_events *ev);
 
 /* One new query per sequence against a KV cache (split-KV, exact for
  * talking-heads: the softmax statistics of every logit head are combined
@@ -454,7 +458,7 @@ typedef struct clattn_th_decode_desc {
   int head_dim_v;
   clattn_dtype dtype;
   clattn_layout cache_layout;
-  float scale; /* 0 means 1/sqrt(head_dim_k) */
+  float scale;                 /* 0 means 1/sqrt(head_dim_k) */
   const clattn_params *params; /* NULL: automatic */
 } clattn_th_decode_desc;
 
@@ -510,9 +514,10 @@ typedef struct clattn_layer clattn_layer;
  * (a weight smaller than its shape), CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM.
  * Threads: safe, context-serialised.  destroy: Errors: none.  Threads: not
  * with concurrent use of the same layer. */
-CLATTN_API clattn_status clattn_layer_create(clattn_ctx *ctx, const clattn_layer_desc *d,
-                                  cl_mem w_q, cl_mem w_k, cl_mem w_v,
-                                  cl_mem w_o, clattn_layer **out);
+CLATTN_API clattn_status clattn_layer_create(clattn_ctx *ctx,
+                                             const clattn_layer_desc *d,
+                                             cl_mem w_q, cl_mem w_k, cl_mem w_v,
+                                             cl_mem w_o, clattn_layer **out);
 CLATTN_API void clattn_layer_destroy(clattn_layer *layer);
 
 /* A talking-heads layer: y = TH(x W_q, x W_k, x W_v; P_l, P_w) W_o, with
@@ -584,9 +589,9 @@ typedef enum clattn_hh_variant {
 CLATTN_API clattn_status clattn_layer_create_optimised(
     clattn_ctx *ctx, const clattn_hh_layer_desc *d, cl_mem w_q, cl_mem w_k,
     cl_mem w_o, clattn_layer **out);
-CLATTN_API clattn_status clattn_layer_create_efficient(
-    clattn_ctx *ctx, const clattn_hh_layer_desc *d, cl_mem w_q, cl_mem w_o,
-    clattn_layer **out);
+CLATTN_API clattn_status
+clattn_layer_create_efficient(clattn_ctx *ctx, const clattn_hh_layer_desc *d,
+                              cl_mem w_q, cl_mem w_o, clattn_layer **out);
 CLATTN_API clattn_status clattn_layer_create_super(
     clattn_ctx *ctx, const clattn_hh_layer_desc *d, cl_mem w_q, cl_mem w_a,
     cl_mem w_o, clattn_layer **out);
@@ -648,8 +653,8 @@ CLATTN_API clattn_status clattn_layer_create_switchhead(
  * experts) + 2 H E D (the selections; H D with one expert, which has no
  * W_s); -1 for an invalid description.
  * Errors: none (-1).  Threads: pure, safe. */
-CLATTN_API long long clattn_switchhead_layer_params(
-    const clattn_switchhead_layer_desc *d);
+CLATTN_API long long
+clattn_switchhead_layer_params(const clattn_switchhead_layer_desc *d);
 
 /* A KV cache for a layer: batch sequences of at most `capacity` positions,
  * float32, BHSD, allocated by the library.  Sequence lengths start at 0. */
@@ -662,7 +667,8 @@ typedef struct clattn_kv_cache clattn_kv_cache;
  * destroy, len, reset: Errors: none (a bad cache is ignored; len 0).
  * Threads: not with concurrent use of the same cache. */
 CLATTN_API clattn_status clattn_kv_cache_create(clattn_layer *layer, int batch,
-                                     int capacity, clattn_kv_cache **out);
+                                                int capacity,
+                                                clattn_kv_cache **out);
 CLATTN_API void clattn_kv_cache_destroy(clattn_kv_cache *cache);
 /* Current length (positions stored) of every sequence. */
 CLATTN_API int clattn_kv_cache_len(const clattn_kv_cache *cache);
@@ -676,9 +682,11 @@ CLATTN_API void clattn_kv_cache_reset(clattn_kv_cache *cache);
  * or a cache of another layer), call, CLATTN_ERR_CAPACITY (the cache would
  * overflow), CLATTN_ERR_CLBLAST (a projection's GEMM).  Threads: safe,
  * context-serialised; not with concurrent use of the same cache. */
-CLATTN_API clattn_status clattn_layer_prefill(clattn_layer *layer, clattn_kv_cache *cache,
-                                   int batch, int n, int causal, cl_mem x,
-                                   cl_mem y, const clattn_events *ev);
+CLATTN_API clattn_status clattn_layer_prefill(clattn_layer *layer,
+                                              clattn_kv_cache *cache, int batch,
+                                              int n, int causal, cl_mem x,
+                                              cl_mem y,
+                                              const clattn_events *ev);
 
 /* Decode step: one new position per sequence (x, y: [batch, d_model]);
  * its K/V are appended to the cache and it attends causally to the whole
@@ -686,8 +694,9 @@ CLATTN_API clattn_status clattn_layer_prefill(clattn_layer *layer, clattn_kv_cac
  * Errors: as clattn_layer_prefill (a NULL cache: CLATTN_ERR_INVALID_ARG).
  * Threads: safe, context-serialised; not with concurrent use of the same
  * cache. */
-CLATTN_API clattn_status clattn_layer_decode(clattn_layer *layer, clattn_kv_cache *cache,
-                                  cl_mem x, cl_mem y, const clattn_events *ev);
+CLATTN_API clattn_status clattn_layer_decode(clattn_layer *layer,
+                                             clattn_kv_cache *cache, cl_mem x,
+                                             cl_mem y, const clattn_events *ev);
 
 /* ------------------------------------------------- parameter choice */
 
@@ -724,14 +733,14 @@ CLATTN_API const char *clattn_choice_source_str(clattn_choice_source s);
 typedef struct clattn_choice {
   size_t size; /* sizeof(clattn_choice) */
   clattn_choice_source source;
-  char params[256];   /* as chosen (before the plan fills zeros), in
-                         clattn_params_format's text ("" : automatic) */
-  char resolved[256]; /* every field as the kernels run it, as text */
-  char shape_class[96];     /* the call's shape class */
-  char entry_class[96];     /* shape class of the tuning entry used, or "" */
-  char entry_device[128];   /* device of that entry, or "" */
-  double entry_median_s;    /* its measured time (0 if none) */
-  char why[512];            /* one line: the sources tried and the pick */
+  char params[256];       /* as chosen (before the plan fills zeros), in
+                             clattn_params_format's text ("" : automatic) */
+  char resolved[256];     /* every field as the kernels run it, as text */
+  char shape_class[96];   /* the call's shape class */
+  char entry_class[96];   /* shape class of the tuning entry used, or "" */
+  char entry_device[128]; /* device of that entry, or "" */
+  double entry_median_s;  /* its measured time (0 if none) */
+  char why[512];          /* one line: the sources tried and the pick */
 } clattn_choice;
 
 /* What clattn_attention / clattn_decode would run for d, and why; nothing

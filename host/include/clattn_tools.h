@@ -39,12 +39,12 @@ typedef struct clattn_profile {
   char vendor[64];
   char platform[64];
   char driver[64];
-  char arch[64];        /* architecture/generation, e.g. "Ampere", "RDNA3" */
+  char arch[64]; /* architecture/generation, e.g. "Ampere", "RDNA3" */
   int is_cpu;
   unsigned compute_units; /* SMs, CUs, Xe-cores/EUs or CPU cores */
   unsigned clock_mhz;
-  unsigned wave_width;    /* warp / wavefront / SIMD width (1: unknown) */
-  unsigned simds_per_cu;  /* 0: unknown */
+  unsigned wave_width;   /* warp / wavefront / SIMD width (1: unknown) */
+  unsigned simds_per_cu; /* 0: unknown */
   unsigned long long global_mem_bytes;
   unsigned long long local_mem_bytes; /* per work-group */
   unsigned long long cache_bytes;     /* global-memory (last-level) cache */
@@ -57,10 +57,10 @@ typedef struct clattn_profile {
   double bw_triad_gbs; /* a = b + s*c, bytes read + written */
   double fp32_gflops;  /* FMA peak, 2 FLOPs per FMA */
   double fp16_gflops;
-  double local_gbs;    /* local-memory bandwidth (whole device) */
-  double h2d_gbs, d2h_gbs;     /* host <-> device transfers */
-  double launch_us;            /* enqueue + finish of one small kernel */
-  double launch_pipelined_us;  /* per kernel in a stream of launches */
+  double local_gbs;           /* local-memory bandwidth (whole device) */
+  double h2d_gbs, d2h_gbs;    /* host <-> device transfers */
+  double launch_us;           /* enqueue + finish of one small kernel */
+  double launch_pipelined_us; /* per kernel in a stream of launches */
   /* Measured by clattn_probe: the version of its method
    * (CLATTN_PROBE_METHOD when this library probed); 0: not measured by
    * clattn_probe (reported, datasheet, or ceilings entered by hand). */
@@ -96,7 +96,7 @@ CLATTN_API clattn_status clattn_datasheet_find(const char *name,
 
 /* Probe settings; zero fields mean the defaults. */
 typedef struct clattn_probe_opts {
-  size_t size; /* sizeof(clattn_probe_opts) */
+  size_t size;         /* sizeof(clattn_probe_opts) */
   double target_s;     /* time per measured repeat (default 0.05 s) */
   int repeats;         /* repeats per figure, median kept (default 5) */
   size_t buffer_bytes; /* per array of the bandwidth kernels (default: 4x
@@ -157,8 +157,7 @@ CLATTN_API clattn_status clattn_copy_ref_create(clattn_ctx *ctx, size_t bytes,
  * plus written over the wall time.
  * Errors: CLATTN_ERR_INVALID_ARG (ref or gbs NULL), ctx, CLATTN_ERR_BUILD,
  * CLATTN_ERR_OPENCL.  Threads: safe, context-serialised. */
-CLATTN_API clattn_status clattn_copy_ref_run(clattn_copy_ref *ref,
-                                             double *gbs);
+CLATTN_API clattn_status clattn_copy_ref_run(clattn_copy_ref *ref, double *gbs);
 /* Errors: none.  Threads: not with concurrent use of the same reference. */
 CLATTN_API void clattn_copy_ref_destroy(clattn_copy_ref *ref);
 /* Scale a measured profile's bandwidths to a copy of `copy_gbs` timed now
@@ -302,7 +301,7 @@ typedef struct clattn_cost {
   double bytes_compulsory;
   double bytes_dram;
   double local_bytes;
-  double intensity; /* flops / bytes_dram */
+  double intensity;                             /* flops / bytes_dram */
   double t_memory, t_compute, t_launch, t_pred; /* seconds */
   clattn_bound bound;
 } clattn_cost;
@@ -315,10 +314,10 @@ typedef struct clattn_prediction {
   int n_kernels;
   clattn_cost kernel[CLATTN_MODEL_MAX_KERNELS];
   clattn_cost total;
-  double ridge;          /* FLOP/byte where the device's roofline bends */
-  char params[256];      /* the parameters the call resolves to, as
-                            clattn_params_format writes them */
-  char errmsg[256];      /* why a model call failed */
+  double ridge;     /* FLOP/byte where the device's roofline bends */
+  char params[256]; /* the parameters the call resolves to, as
+                       clattn_params_format writes them */
+  char errmsg[256]; /* why a model call failed */
 } clattn_prediction;
 
 /* Predict clattn_attention.  kv_lens: host copy of the per-sequence key
@@ -353,8 +352,8 @@ CLATTN_API clattn_status clattn_model_layer(const clattn_layer_desc *d,
 /* Predict a Hosseini & Hosseini layer call as clattn_model_layer does. */
 CLATTN_API clattn_status clattn_model_hh_layer(clattn_hh_variant v,
                                                const clattn_hh_layer_desc *d,
-                                               int batch, int n,
-                                               int cache_len, int causal,
+                                               int batch, int n, int cache_len,
+                                               int causal,
                                                const clattn_profile *prof,
                                                clattn_prediction *out);
 
@@ -391,26 +390,26 @@ CLATTN_API clattn_status clattn_model_switchhead_paper(
 /* One measured (or rejected) candidate: a row of the tuning table.  The
  * database adds the date and library version when the row has none. */
 typedef struct clattn_tune_entry {
-  size_t size; /* sizeof(clattn_tune_entry) */
-  char fingerprint[40];   /* device (clattn_profile.fingerprint) */
+  size_t size;          /* sizeof(clattn_tune_entry) */
+  char fingerprint[40]; /* device (clattn_profile.fingerprint) */
   char device[128];
   char vendor[64];
   char arch[64];
   char driver[64];
-  char kernel[24];        /* "prefill", "decode", "clblast-xgemm" */
+  char kernel[24]; /* "prefill", "decode", "clblast-xgemm" */
   char shape_class[96];
-  char params[256];       /* "name=value ..." */
-  char status[16];        /* "ok", "wrong", "failed", "timeout", "slow" */
-  double median_s;        /* median of the repeats (slow: the first run) */
-  double spread;          /* (max - min) / median of the repeats */
-  double predicted_s;     /* the model's time (0: no prediction) */
-  double max_err;         /* largest error against the reference */
-  char strategy[16];      /* the search that measured it */
-  char message[256];      /* why a candidate was rejected */
+  char params[256];   /* "name=value ..." */
+  char status[16];    /* "ok", "wrong", "failed", "timeout", "slow" */
+  double median_s;    /* median of the repeats (slow: the first run) */
+  double spread;      /* (max - min) / median of the repeats */
+  double predicted_s; /* the model's time (0: no prediction) */
+  double max_err;     /* largest error against the reference */
+  char strategy[16];  /* the search that measured it */
+  char message[256];  /* why a candidate was rejected */
   char library_version[16];
-  char updated[32];       /* UTC, ISO 8601 */
-  int tune_method;        /* clattn_tune_method(kernel) when measured; 0:
-                             unknown (rows imported from files without it) */
+  char updated[32]; /* UTC, ISO 8601 */
+  int tune_method;  /* clattn_tune_method(kernel) when measured; 0:
+                       unknown (rows imported from files without it) */
 } clattn_tune_entry;
 
 /* The tuner's method for a kernel ("prefill", "decode", "clblast-xgemm"),
@@ -453,8 +452,7 @@ CLATTN_API clattn_status clattn_db_list_tune(clattn_db *db,
                                              const char *kernel,
                                              const char *shape_class,
                                              size_t entry_size,
-                                             clattn_tune_entry **out,
-                                             int *n);
+                                             clattn_tune_entry **out, int *n);
 /* Share tuning rows between machines: export writes every row as JSON
  * ({"clattn_tuning": 1, "library_version": ..., "exported": ...,
  * "entries": [...]}, an entry as clattn_tune_entry_json writes it) to
@@ -484,17 +482,17 @@ CLATTN_API clattn_status clattn_db_import(clattn_db *db, const char *path,
  * +-1e999.  Like snprintf: returns the length it needs; writes at most
  * cap bytes, NUL included.  16 KiB always suffice.
  * Errors: none.  Threads: pure, safe. */
-CLATTN_API size_t clattn_tune_entry_json(const clattn_tune_entry *e,
-                                         char *buf, size_t cap);
+CLATTN_API size_t clattn_tune_entry_json(const clattn_tune_entry *e, char *buf,
+                                         size_t cap);
 
 /* Search strategies. */
 typedef enum clattn_tune_strategy {
-  CLATTN_TUNE_AUTO = 0,       /* exhaustive for small spaces, else model
-                                 then annealing */
+  CLATTN_TUNE_AUTO = 0, /* exhaustive for small spaces, else model
+                           then annealing */
   CLATTN_TUNE_EXHAUSTIVE = 1,
   CLATTN_TUNE_RANDOM = 2,
-  CLATTN_TUNE_ANNEAL = 3,     /* simulated annealing over neighbours */
-  CLATTN_TUNE_MODEL = 4       /* in the roofline model's predicted order */
+  CLATTN_TUNE_ANNEAL = 3, /* simulated annealing over neighbours */
+  CLATTN_TUNE_MODEL = 4   /* in the roofline model's predicted order */
 } clattn_tune_strategy;
 /* Errors: none.  Threads: pure, safe. */
 CLATTN_API const char *clattn_tune_strategy_str(clattn_tune_strategy s);
@@ -505,12 +503,12 @@ typedef struct clattn_tune_progress {
                   the fields its header declares, which it always has */
   const char *kernel;
   const char *shape_class;
-  int done;        /* candidates evaluated in this run (reused included) */
-  int total;       /* candidates the run may evaluate */
-  int space;       /* valid candidates in the space */
-  double best_s;   /* best median so far (0: none yet) */
+  int done;      /* candidates evaluated in this run (reused included) */
+  int total;     /* candidates the run may evaluate */
+  int space;     /* valid candidates in the space */
+  double best_s; /* best median so far (0: none yet) */
   char best_params[256];
-  double elapsed_s, budget_s; /* budget_s 0: none */
+  double elapsed_s, budget_s;    /* budget_s 0: none */
   const clattn_tune_entry *last; /* the candidate just evaluated (the
                                     library's struct, as `size` above) */
 } clattn_tune_progress;
@@ -544,25 +542,25 @@ typedef struct clattn_tune_opts {
 typedef struct clattn_tune_result {
   size_t size; /* sizeof(clattn_tune_result) */
   char shape_class[96];
-  int space;            /* valid candidates */
-  int pruned;           /* candidates rejected before compiling */
-  int measured;         /* evaluated in this run */
-  int reused;           /* taken from the database (resume) */
-  int stale;            /* stored rows of another tuning method (measured
-                           again when the search reaches them) */
-  int rejected;         /* wrong, failed or timed out */
-  int verified;         /* the best few and the default, timed again in
-                           interleaved runs (their medians are final) */
+  int space;             /* valid candidates */
+  int pruned;            /* candidates rejected before compiling */
+  int measured;          /* evaluated in this run */
+  int reused;            /* taken from the database (resume) */
+  int stale;             /* stored rows of another tuning method (measured
+                            again when the search reaches them) */
+  int rejected;          /* wrong, failed or timed out */
+  int verified;          /* the best few and the default, timed again in
+                            interleaved runs (their medians are final) */
   char best_params[256]; /* the winner ("" if none) */
-  double best_s;        /* its median (0: no valid candidate) */
-  double default_s;     /* the default parameters' median (0: unmeasured) */
-  double roofline_s;    /* the model's max(t_memory, t_compute); decode:
-                           with the profile's bandwidths scaled to the copy
-                           timed last */
-  int refreshes;        /* times the model's profile was scaled to a copy
-                           timed then (decode: at the start and before a
-                           roofline stop) */
-  const char *stopped;  /* "done", "budget", "max", "roofline", "stop" */
+  double best_s;         /* its median (0: no valid candidate) */
+  double default_s;      /* the default parameters' median (0: unmeasured) */
+  double roofline_s;     /* the model's max(t_memory, t_compute); decode:
+                            with the profile's bandwidths scaled to the copy
+                            timed last */
+  int refreshes;         /* times the model's profile was scaled to a copy
+                            timed then (decode: at the start and before a
+                            roofline stop) */
+  const char *stopped;   /* "done", "budget", "max", "roofline", "stop" */
   double elapsed_s;
 } clattn_tune_result;
 
@@ -570,19 +568,18 @@ typedef struct clattn_tune_result {
  * every candidate in db as it is measured.  After the search, the six
  * best and the default are timed again, one run of each in turn for 31
  * rounds, and their medians replace the search's (a noisy stretch during
- * one candidate's measurement cannot crown a false winner).  Candidates run through
- * clattn_attention / clattn_decode (the library's own launch path), each
- * first checked against the plain-C reference on a small input of the
- * same head dims, group and dtype; the default parameters are always
- * measured.  Decode timings rotate over K/V copies larger than the
- * device's last-level cache (cold caches); their roofline follows the
- * device's bandwidth of the moment (a copy timed at the start and before
- * a roofline stop).  A rerun resumes: candidates
- * already in db for this device and shape class are not measured again
- * (unless opts->fresh).
- * Errors: ctx, call, CLATTN_ERR_INVALID_ARG (db or out NULL, options out of
- * range), db.  Threads: safe, context-serialised (other threads' calls on ctx
- * wait for the whole run); not with concurrent use of the same db. */
+ * one candidate's measurement cannot crown a false winner).  Candidates run
+ * through clattn_attention / clattn_decode (the library's own launch path),
+ * each first checked against the plain-C reference on a small input of the same
+ * head dims, group and dtype; the default parameters are always measured.
+ * Decode timings rotate over K/V copies larger than the device's last-level
+ * cache (cold caches); their roofline follows the device's bandwidth of the
+ * moment (a copy timed at the start and before a roofline stop).  A rerun
+ * resumes: candidates already in db for this device and shape class are not
+ * measured again (unless opts->fresh). Errors: ctx, call,
+ * CLATTN_ERR_INVALID_ARG (db or out NULL, options out of range), db.  Threads:
+ * safe, context-serialised (other threads' calls on ctx wait for the whole
+ * run); not with concurrent use of the same db. */
 CLATTN_API clattn_status clattn_tune_attention(clattn_ctx *ctx, clattn_db *db,
                                                const clattn_attn_desc *d,
                                                const clattn_tune_opts *opts,
@@ -611,8 +608,8 @@ CLATTN_API clattn_status clattn_tune_decode(clattn_ctx *ctx, clattn_db *db,
  * Errors: ctx, CLATTN_ERR_INVALID_ARG (buf NULL or cap 0),
  * CLATTN_ERR_BUFFER_TOO_SMALL, CLATTN_ERR_NOMEM.  Threads: safe,
  * context-serialised. */
-CLATTN_API clattn_status clattn_tune_gemm(clattn_ctx *ctx, clattn_db *db,
-                                          int m, int n, int k,
+CLATTN_API clattn_status clattn_tune_gemm(clattn_ctx *ctx, clattn_db *db, int m,
+                                          int n, int k,
                                           const clattn_tune_opts *opts,
                                           clattn_tune_result *out);
 /* What the context's layers' projection GEMMs use, and why (one line):
@@ -736,34 +733,34 @@ CLATTN_API clattn_status clattn_db_export_as(clattn_db *db, const char *path,
  * own), each timed cold in the same run.  The database adds the date and
  * library version when the row has none. */
 typedef struct clattn_bench_entry {
-  size_t size; /* sizeof(clattn_bench_entry) */
+  size_t size;          /* sizeof(clattn_bench_entry) */
   char fingerprint[40]; /* device (clattn_profile.fingerprint) */
   char device[128];
   char vendor[64];
   char arch[64];
   char driver[64];
-  char family[32];      /* the registry's name: "prefill", "decode", ... */
-  char shape[256];      /* the shape text as run (clattn_tune_shape's) */
-  char shape_class[96]; /* the family's tuning key */
-  char impl[24];        /* "clattn" or a baseline's name */
-  char params[256];     /* clattn: the resolved params; baselines: "" */
-  char params_source[24]; /* clattn: clattn_choice_source_str (tuned,
-                             shipped, model, default, ...); else "" */
+  char family[32];         /* the registry's name: "prefill", "decode", ... */
+  char shape[256];         /* the shape text as run (clattn_tune_shape's) */
+  char shape_class[96];    /* the family's tuning key */
+  char impl[24];           /* "clattn" or a baseline's name */
+  char params[256];        /* clattn: the resolved params; baselines: "" */
+  char params_source[24];  /* clattn: clattn_choice_source_str (tuned,
+                              shipped, model, default, ...); else "" */
   char params_device[128]; /* the device of the tuning row used, or "" */
-  double median_s;      /* median of the timed runs */
-  double spread;        /* (max - min) / median */
-  double flops;         /* the model's useful FLOPs of the call */
-  double bytes;         /* the model's DRAM bytes of the call */
-  double predicted_s;   /* the model's time on the device's profile (0:
-                           none); baselines: 0 */
-  double roof_s;        /* max(t_memory, t_compute) on that profile */
-  char bound[16];       /* the model's: "memory", "compute", "launch" */
-  double max_err;       /* clattn: largest error against the plain-C
-                           reference on the family's check case; a
-                           baseline: against clattn's output (copy: 0) */
-  char run[48];         /* the run that measured it ("" : set by put) */
+  double median_s;         /* median of the timed runs */
+  double spread;           /* (max - min) / median */
+  double flops;            /* the model's useful FLOPs of the call */
+  double bytes;            /* the model's DRAM bytes of the call */
+  double predicted_s;      /* the model's time on the device's profile (0:
+                              none); baselines: 0 */
+  double roof_s;           /* max(t_memory, t_compute) on that profile */
+  char bound[16];          /* the model's: "memory", "compute", "launch" */
+  double max_err;          /* clattn: largest error against the plain-C
+                              reference on the family's check case; a
+                              baseline: against clattn's output (copy: 0) */
+  char run[48];            /* the run that measured it ("" : set by put) */
   char library_version[16];
-  char updated[32];     /* UTC, ISO 8601 ("" : now) */
+  char updated[32]; /* UTC, ISO 8601 ("" : now) */
 } clattn_bench_entry;
 
 /* Insert or replace the row of (fingerprint, family, shape, impl, run).
@@ -785,26 +782,24 @@ CLATTN_API clattn_status clattn_db_list_bench(clattn_db *db,
                                               const char *fingerprint,
                                               const char *family,
                                               size_t entry_size,
-                                              clattn_bench_entry **out,
-                                              int *n);
+                                              clattn_bench_entry **out, int *n);
 /* Every stored profile, ordered by name, as clattn_db_list_tune lists.
  * Errors: db, CLATTN_ERR_INVALID_ARG (out or n NULL, entry_size below
  * sizeof(size_t)), CLATTN_ERR_NOMEM.  Threads: not with concurrent use of
  * the same db. */
 CLATTN_API clattn_status clattn_db_list_profiles(clattn_db *db,
                                                  size_t entry_size,
-                                                 clattn_profile **out,
-                                                 int *n);
+                                                 clattn_profile **out, int *n);
 
 /* Bench options; zero fields are the defaults. */
 typedef struct clattn_bench_opts {
-  size_t size; /* sizeof(clattn_bench_opts) */
-  int repeats;        /* timed runs of each implementation (default 7, 3
-                         when the library's call takes over 0.25 s) */
-  int no_baselines;   /* nonzero: time the library's choice alone */
-  const char *run;    /* the run's name (NULL: "<UTC date> <host> <pid>") */
-  int no_store;       /* nonzero: db gives the profile only, no row is
-                         stored */
+  size_t size;      /* sizeof(clattn_bench_opts) */
+  int repeats;      /* timed runs of each implementation (default 7, 3
+                       when the library's call takes over 0.25 s) */
+  int no_baselines; /* nonzero: time the library's choice alone */
+  const char *run;  /* the run's name (NULL: "<UTC date> <host> <pid>") */
+  int no_store;     /* nonzero: db gives the profile only, no row is
+                       stored */
 } clattn_bench_opts;
 
 enum { CLATTN_BENCH_MAX_IMPLS = 4 };

@@ -202,8 +202,8 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
       check_result("clattn_model_decode", rc, &pred);
     } else {
       int n_new = next_int(in);
-      rc = clattn_model_kv_append(&d, n_new, next_ints(in, d.batch, ints),
-                                  prof, &pred);
+      rc = clattn_model_kv_append(&d, n_new, next_ints(in, d.batch, ints), prof,
+                                  &pred);
       check_result("clattn_model_kv_append", rc, &pred);
     }
     break;
@@ -241,7 +241,8 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
     break;
   }
   case 5: {
-    clattn_switchhead_layer_desc d = {.size = sizeof(clattn_switchhead_layer_desc)};
+    clattn_switchhead_layer_desc d = {.size =
+                                          sizeof(clattn_switchhead_layer_desc)};
     d.d_model = next_int(in);
     d.heads = next_int(in);
     d.head_dim = next_int(in);
@@ -250,11 +251,10 @@ static void fuzz_public(unsigned which, input *in, const clattn_profile *prof) {
     d.scale = next_float(in);
     int batch = next_int(in), n = next_int(in), cache = next_int(in);
     int causal = next_int(in);
-    if (!small_enough(batch, (long)n + cache,
-                      (long)d.heads * d.experts))
+    if (!small_enough(batch, (long)n + cache, (long)d.heads * d.experts))
       break;
-    rc = clattn_model_switchhead_layer(&d, batch, n, cache, causal, prof,
-                                       &pred);
+    rc =
+        clattn_model_switchhead_layer(&d, batch, n, cache, causal, prof, &pred);
     check_result("clattn_model_switchhead_layer", rc, &pred);
     break;
   }
@@ -294,8 +294,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   input in = {data, data + size};
   unsigned which = next_byte(&in);
   clattn_profile prof = {.size = sizeof(clattn_profile)};
-  if (clattn_datasheet((int)(next_byte(&in) % clattn_datasheet_count()),
-                       &prof))
+  if (clattn_datasheet((int)(next_byte(&in) % clattn_datasheet_count()), &prof))
     fuzz_fail("clattn_datasheet failed");
   if (which < 128)
     fuzz_family(clattn__family_at((int)(which % clattn__family_count())), &in,

@@ -67,8 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       fuzz_fail("refused import counted rows: %d %d %d", added, updated,
                 unchanged);
     if (rows_after != rows_before || strcmp(before, after) != 0)
-      fuzz_fail("refused import (%s) changed the database: %d rows -> %d",
-                msg, rows_before, rows_after);
+      fuzz_fail("refused import (%s) changed the database: %d rows -> %d", msg,
+                rows_before, rows_after);
   } else {
     if (added < 0 || updated < 0 || unchanged < 0 ||
         rows_after != rows_before + added)
@@ -78,8 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rc = clattn_db_import(db, path, &added, &updated, &unchanged);
     if (rc != CLATTN_OK || added || updated)
       fuzz_fail("second import of an accepted file: rc %d, added %d, "
-                "updated %d (%s)", (int)rc, added, updated,
-                clattn_db_errmsg(db));
+                "updated %d (%s)",
+                (int)rc, added, updated, clattn_db_errmsg(db));
     /* Keep the database small: start again from one row. */
     if (rows_after > 64) {
       clattn_db_close(db);

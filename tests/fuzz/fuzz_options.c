@@ -36,9 +36,12 @@ static const cli_option table[] = {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
-  const cli_command cmd = {"fuzz", "usage: fuzz\n", table,
+  const cli_command cmd = {"fuzz",
+                           "usage: fuzz\n",
+                           table,
                            (int)(sizeof table / sizeof table[0]),
-                           (data[0] & 1) ? SCOPE_B : SCOPE_A, data[0] >> 6};
+                           (data[0] & 1) ? SCOPE_B : SCOPE_A,
+                           data[0] >> 6};
   char *buf = malloc(size);
   if (buf == NULL)
     return 0;

@@ -29,8 +29,7 @@ static void check_prediction(const char *what, const clattn_prediction *p) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 2)
     return 0;
-  const clattn__family *F =
-      clattn__family_at(data[0] % clattn__family_count());
+  const clattn__family *F = clattn__family_at(data[0] % clattn__family_count());
   clattn_profile prof = {.size = sizeof(clattn_profile)};
   if (clattn_datasheet(data[1] % clattn_datasheet_count(), &prof))
     fuzz_fail("clattn_datasheet failed");
@@ -43,7 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (params_text)
     *params_text++ = '\0';
 
-  clattn_params p = {.size = sizeof(clattn_params)}, p2 = {.size = sizeof(clattn_params)};
+  clattn_params p = {.size = sizeof(clattn_params)},
+                p2 = {.size = sizeof(clattn_params)};
   const clattn_params *pp = NULL;
   if (params_text) {
     if (clattn_params_parse(params_text, &p) == CLATTN_OK) {
@@ -78,8 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (bufs[i].elems == 0 || bufs[i].elems > FUZZ_MODEL_MAX_ELEMS)
           predict = 0;
     } else if (!why[0]) {
-      fuzz_fail("%s: check refused a parsed shape without a message",
-                F->name);
+      fuzz_fail("%s: check refused a parsed shape without a message", F->name);
     }
   }
 
@@ -87,8 +86,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (predict) {
     rc = clattn_model_shape(F->name, text, pp, &prof, &pred);
     if (rc != CLATTN_OK && !pred.errmsg[0])
-      fuzz_fail("%s: clattn_model_shape failed (%d) without a message",
-                F->name, (int)rc);
+      fuzz_fail("%s: clattn_model_shape failed (%d) without a message", F->name,
+                (int)rc);
     if (rc == CLATTN_OK)
       check_prediction(F->name, &pred);
   }

@@ -22,6 +22,7 @@ void fuzz_write_file(const char *path, const uint8_t *data, size_t size);
 #define FUZZ_MODEL_MAX_ELEMS ((size_t)1 << 22)
 
 /* Print the message and abort(): a finding. */
-void fuzz_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void fuzz_fail(const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 1, 2)));
 
 #endif

@@ -27,4 +27,3 @@ int clattn__cpu_vregs(int vec_width, const char *vendor) {
       return 16;
   return 32;
 }
-

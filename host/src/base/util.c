@@ -46,37 +46,43 @@ const char *clattn_cl_errstr(cl_int err) {
 #define E_(x)                                                                  \
   case x:                                                                      \
     return #x;
-    E_(CL_SUCCESS) E_(CL_DEVICE_NOT_FOUND) E_(CL_DEVICE_NOT_AVAILABLE)
-    E_(CL_COMPILER_NOT_AVAILABLE) E_(CL_MEM_OBJECT_ALLOCATION_FAILURE)
-    E_(CL_OUT_OF_RESOURCES) E_(CL_OUT_OF_HOST_MEMORY)
-    E_(CL_PROFILING_INFO_NOT_AVAILABLE) E_(CL_MEM_COPY_OVERLAP)
-    E_(CL_IMAGE_FORMAT_MISMATCH) E_(CL_IMAGE_FORMAT_NOT_SUPPORTED)
-    E_(CL_BUILD_PROGRAM_FAILURE) E_(CL_MAP_FAILURE)
-    E_(CL_MISALIGNED_SUB_BUFFER_OFFSET)
-    E_(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
-    E_(CL_COMPILE_PROGRAM_FAILURE) E_(CL_LINKER_NOT_AVAILABLE)
-    E_(CL_LINK_PROGRAM_FAILURE) E_(CL_DEVICE_PARTITION_FAILED)
-    E_(CL_KERNEL_ARG_INFO_NOT_AVAILABLE) E_(CL_INVALID_VALUE)
-    E_(CL_INVALID_DEVICE_TYPE) E_(CL_INVALID_PLATFORM) E_(CL_INVALID_DEVICE)
-    E_(CL_INVALID_CONTEXT) E_(CL_INVALID_QUEUE_PROPERTIES)
-    E_(CL_INVALID_COMMAND_QUEUE) E_(CL_INVALID_HOST_PTR)
-    E_(CL_INVALID_MEM_OBJECT) E_(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR)
-    E_(CL_INVALID_IMAGE_SIZE) E_(CL_INVALID_SAMPLER) E_(CL_INVALID_BINARY)
-    E_(CL_INVALID_BUILD_OPTIONS) E_(CL_INVALID_PROGRAM)
-    E_(CL_INVALID_PROGRAM_EXECUTABLE) E_(CL_INVALID_KERNEL_NAME)
-    E_(CL_INVALID_KERNEL_DEFINITION) E_(CL_INVALID_KERNEL)
-    E_(CL_INVALID_ARG_INDEX) E_(CL_INVALID_ARG_VALUE) E_(CL_INVALID_ARG_SIZE)
-    E_(CL_INVALID_KERNEL_ARGS) E_(CL_INVALID_WORK_DIMENSION)
-    E_(CL_INVALID_WORK_GROUP_SIZE) E_(CL_INVALID_WORK_ITEM_SIZE)
-    E_(CL_INVALID_GLOBAL_OFFSET) E_(CL_INVALID_EVENT_WAIT_LIST)
-    E_(CL_INVALID_EVENT) E_(CL_INVALID_OPERATION) E_(CL_INVALID_GL_OBJECT)
-    E_(CL_INVALID_BUFFER_SIZE) E_(CL_INVALID_MIP_LEVEL)
-    E_(CL_INVALID_GLOBAL_WORK_SIZE) E_(CL_INVALID_PROPERTY)
-    E_(CL_INVALID_IMAGE_DESCRIPTOR) E_(CL_INVALID_COMPILER_OPTIONS)
-    E_(CL_INVALID_LINKER_OPTIONS) E_(CL_INVALID_DEVICE_PARTITION_COUNT)
+    E_(CL_SUCCESS)
+    E_(CL_DEVICE_NOT_FOUND) E_(CL_DEVICE_NOT_AVAILABLE) E_(CL_COMPILER_NOT_AVAILABLE) E_(
+        CL_MEM_OBJECT_ALLOCATION_FAILURE) E_(CL_OUT_OF_RESOURCES) E_(CL_OUT_OF_HOST_MEMORY)
+        E_(CL_PROFILING_INFO_NOT_AVAILABLE) E_(CL_MEM_COPY_OVERLAP) E_(
+            CL_IMAGE_FORMAT_MISMATCH) E_(CL_IMAGE_FORMAT_NOT_SUPPORTED) E_(CL_BUILD_PROGRAM_FAILURE)
+            E_(CL_MAP_FAILURE) E_(CL_MISALIGNED_SUB_BUFFER_OFFSET) E_(
+                CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) E_(CL_COMPILE_PROGRAM_FAILURE)
+                E_(CL_LINKER_NOT_AVAILABLE) E_(CL_LINK_PROGRAM_FAILURE) E_(
+                    CL_DEVICE_PARTITION_FAILED) E_(CL_KERNEL_ARG_INFO_NOT_AVAILABLE)
+                    E_(CL_INVALID_VALUE) E_(CL_INVALID_DEVICE_TYPE) E_(CL_INVALID_PLATFORM) E_(
+                        CL_INVALID_DEVICE) E_(CL_INVALID_CONTEXT) E_(CL_INVALID_QUEUE_PROPERTIES)
+                        E_(CL_INVALID_COMMAND_QUEUE) E_(CL_INVALID_HOST_PTR) E_(
+                            CL_INVALID_MEM_OBJECT) E_(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR)
+                            E_(CL_INVALID_IMAGE_SIZE) E_(CL_INVALID_SAMPLER) E_(
+                                CL_INVALID_BINARY) E_(CL_INVALID_BUILD_OPTIONS)
+                                E_(CL_INVALID_PROGRAM) E_(CL_INVALID_PROGRAM_EXECUTABLE) E_(
+                                    CL_INVALID_KERNEL_NAME) E_(CL_INVALID_KERNEL_DEFINITION)
+                                    E_(CL_INVALID_KERNEL) E_(CL_INVALID_ARG_INDEX) E_(
+                                        CL_INVALID_ARG_VALUE) E_(CL_INVALID_ARG_SIZE)
+                                        E_(CL_INVALID_KERNEL_ARGS) E_(
+                                            CL_INVALID_WORK_DIMENSION) E_(CL_INVALID_WORK_GROUP_SIZE)
+                                            E_(CL_INVALID_WORK_ITEM_SIZE) E_(
+                                                CL_INVALID_GLOBAL_OFFSET)
+                                                E_(CL_INVALID_EVENT_WAIT_LIST) E_(
+                                                    CL_INVALID_EVENT) E_(CL_INVALID_OPERATION)
+                                                    E_(CL_INVALID_GL_OBJECT) E_(
+                                                        CL_INVALID_BUFFER_SIZE)
+                                                        E_(CL_INVALID_MIP_LEVEL) E_(
+                                                            CL_INVALID_GLOBAL_WORK_SIZE)
+                                                            E_(CL_INVALID_PROPERTY) E_(
+                                                                CL_INVALID_IMAGE_DESCRIPTOR)
+                                                                E_(CL_INVALID_COMPILER_OPTIONS)
+                                                                    E_(CL_INVALID_LINKER_OPTIONS)
+                                                                        E_(CL_INVALID_DEVICE_PARTITION_COUNT)
 #undef E_
-  case -1001:
-    return "CL_PLATFORM_NOT_FOUND_KHR";
+                                                                            case -1001
+        : return "CL_PLATFORM_NOT_FOUND_KHR";
   default:
     return "unknown OpenCL error";
   }
@@ -171,8 +177,7 @@ size_t clattn__bytes(size_t elem, long a, long b, long c, long d) {
   const long f[4] = {a, b, c, d};
   uint64_t total = elem;
   for (int i = 0; i < 4; i++) {
-    if (f[i] < 0 ||
-        (f[i] > 0 && total > (UINT64_C(1) << 62) / (uint64_t)f[i]))
+    if (f[i] < 0 || (f[i] > 0 && total > (UINT64_C(1) << 62) / (uint64_t)f[i]))
       return 0;
     total *= (uint64_t)f[i];
   }

@@ -13,8 +13,7 @@ static size_t caller_size(const void *caller) {
 
 static clattn_status unset(const char *type, size_t size, char *why,
                            size_t cap) {
-  snprintf(why, cap, "%s.size is %zu: set it to sizeof(%s)", type, size,
-           type);
+  snprintf(why, cap, "%s.size is %zu: set it to sizeof(%s)", type, size, type);
   return CLATTN_ERR_INVALID_ARG;
 }
 
@@ -41,9 +40,8 @@ clattn_status clattn__struct_in(void *own, size_t own_size, const void *caller,
   return CLATTN_OK;
 }
 
-clattn_status clattn__struct_out(void *caller, const void *own,
-                                 size_t own_size, const char *type, char *why,
-                                 size_t cap) {
+clattn_status clattn__struct_out(void *caller, const void *own, size_t own_size,
+                                 const char *type, char *why, size_t cap) {
   const size_t size = caller_size(caller);
   if (size < sizeof(size_t))
     return unset(type, size, why, cap);

@@ -19,9 +19,8 @@ clattn_status clattn__struct_in(void *own, size_t own_size, const void *caller,
 
 /* Write own (own_size bytes) into the caller's struct: at most its `size`
  * bytes, its size kept.  CLATTN_ERR_INVALID_ARG for an unset size. */
-clattn_status clattn__struct_out(void *caller, const void *own,
-                                 size_t own_size, const char *type, char *why,
-                                 size_t cap);
+clattn_status clattn__struct_out(void *caller, const void *own, size_t own_size,
+                                 const char *type, char *why, size_t cap);
 
 /* Read a versioned struct *p into own, pointing p at own; a NULL *p stays
  * NULL.  For the pointers a struct holds (clattn_attn_desc.params). */

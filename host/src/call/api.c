@@ -31,8 +31,8 @@ clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
                             cl_mem lens, cl_mem o, const clattn_events *ev) {
   clattn__public_args own;
   const void *desc = d;
-  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_decode_desc",
-                                         &desc, sizeof *d, DECODE_PARAMS, &ev);
+  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_decode_desc", &desc,
+                                         sizeof *d, DECODE_PARAMS, &ev);
   if (rc)
     return rc;
   const cl_mem bufs[5] = {q, k_cache, v_cache, lens, o};
@@ -51,8 +51,8 @@ clattn_status clattn_kv_append(clattn_ctx *ctx, const clattn_decode_desc *d,
                                const clattn_events *ev) {
   clattn__public_args own;
   const void *desc = d;
-  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_decode_desc",
-                                         &desc, sizeof *d, DECODE_PARAMS, &ev);
+  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_decode_desc", &desc,
+                                         sizeof *d, DECODE_PARAMS, &ev);
   if (rc)
     return rc;
   const cl_mem bufs[5] = {k_new, v_new, pos, k_cache, v_cache};
@@ -79,8 +79,8 @@ clattn_status clattn_explain_decode(clattn_ctx *ctx,
                                     clattn_choice *out) {
   clattn__public_args own;
   const void *desc = d;
-  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_decode_desc",
-                                         &desc, sizeof *d, DECODE_PARAMS, NULL);
+  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_decode_desc", &desc,
+                                         sizeof *d, DECODE_PARAMS, NULL);
   if (rc)
     return rc;
   return clattn__explain_public(ctx, &clattn__family_decode, desc, out);
@@ -98,8 +98,8 @@ static clattn_status model_call(const clattn__family *F, const char *type,
   const void *desc = d;
   clattn_status rc = clattn__model_in(&prof, &own_prof, out, &own);
   if (rc == CLATTN_OK)
-    rc = clattn__args_in(&own_args, type, &desc, size, params, NULL,
-                         own.errmsg, sizeof own.errmsg);
+    rc = clattn__args_in(&own_args, type, &desc, size, params, NULL, own.errmsg,
+                         sizeof own.errmsg);
   if (rc == CLATTN_OK && desc != NULL && F == &clattn__family_append) {
     const clattn__append_desc a = clattn__append_of_decode(desc, n_new);
     rc = check_cache(desc, own.errmsg, sizeof own.errmsg);
@@ -122,15 +122,15 @@ clattn_status clattn_model_attention(const clattn_attn_desc *d,
 clattn_status clattn_model_decode(const clattn_decode_desc *d, const int *lens,
                                   const clattn_profile *prof,
                                   clattn_prediction *out) {
-  return model_call(&clattn__family_decode, "clattn_decode_desc", d,
-                    sizeof *d, DECODE_PARAMS, lens, prof, out, 0);
+  return model_call(&clattn__family_decode, "clattn_decode_desc", d, sizeof *d,
+                    DECODE_PARAMS, lens, prof, out, 0);
 }
 
 clattn_status clattn_model_kv_append(const clattn_decode_desc *d, int n_new,
                                      const int *pos, const clattn_profile *prof,
                                      clattn_prediction *out) {
-  return model_call(&clattn__family_append, "clattn_decode_desc", d,
-                    sizeof *d, DECODE_PARAMS, pos, prof, out, n_new);
+  return model_call(&clattn__family_append, "clattn_decode_desc", d, sizeof *d,
+                    DECODE_PARAMS, pos, prof, out, n_new);
 }
 
 clattn_status clattn_ctx_last_choice(const clattn_ctx *ctx,

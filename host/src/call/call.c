@@ -61,8 +61,7 @@ static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
     if ((rc = clattn__check_buffer(ctx, bufs[i], need, spec[i].name)))
       return rc;
   }
-  if (m == NULL &&
-      (rc = clattn__choice_search(ctx, F, desc, &key, &m, plan)))
+  if (m == NULL && (rc = clattn__choice_search(ctx, F, desc, &key, &m, plan)))
     return rc;
   const int auto_wg = clattn__memo_choice(m)->params.wg == 0;
   if ((rc = F->enqueue(ctx, desc, plan, auto_wg, bufs, ev)))
@@ -84,8 +83,8 @@ clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
 }
 
 clattn_status clattn__call_of(clattn_ctx *ctx, const clattn__family *F,
-                              clattn_status (*check)(const void *pub,
-                                                     char *why, size_t cap),
+                              clattn_status (*check)(const void *pub, char *why,
+                                                     size_t cap),
                               const void *pub, const void *desc,
                               const cl_mem *bufs, const clattn_events *ev) {
   char why[256];

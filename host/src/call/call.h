@@ -18,8 +18,8 @@ clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
  * still the caller's to get right.  A failure of check is the call's,
  * with the reason in the context's message; pub NULL: desc is NULL. */
 clattn_status clattn__call_of(clattn_ctx *ctx, const clattn__family *F,
-                              clattn_status (*check)(const void *pub,
-                                                     char *why, size_t cap),
+                              clattn_status (*check)(const void *pub, char *why,
+                                                     size_t cap),
                               const void *pub, const void *desc,
                               const cl_mem *bufs, const clattn_events *ev);
 

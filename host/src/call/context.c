@@ -13,9 +13,9 @@ clattn_status clattn_ctx_create(const clattn_ctx_opts *opts, clattn_ctx **out) {
   if (out == NULL)
     return clattn__ctx_open(opts, NULL); /* it records the message */
   *out = NULL;
-  clattn_status rc = clattn__struct_in_ptr((const void **)&opts, &own,
-                                           sizeof own, "clattn_ctx_opts", why,
-                                           sizeof why);
+  clattn_status rc =
+      clattn__struct_in_ptr((const void **)&opts, &own, sizeof own,
+                            "clattn_ctx_opts", why, sizeof why);
   if (rc) {
     clattn__create_errmsg(why);
     return rc;

@@ -11,9 +11,9 @@ clattn_status clattn_talking_heads(clattn_ctx *ctx, const clattn_th_desc *d,
                                    const clattn_events *ev) {
   clattn__public_args own;
   const void *desc = d;
-  clattn_status rc = clattn__ctx_args_in(
-      ctx, &own, "clattn_th_desc", &desc, sizeof *d,
-      (long)offsetof(clattn_th_desc, params), &ev);
+  clattn_status rc =
+      clattn__ctx_args_in(ctx, &own, "clattn_th_desc", &desc, sizeof *d,
+                          (long)offsetof(clattn_th_desc, params), &ev);
   if (rc)
     return rc;
   const cl_mem bufs[7] = {q, k, v, p_l, p_w, kv_lens, o};

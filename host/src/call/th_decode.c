@@ -11,10 +11,12 @@
 
 #define TH_DECODE_PARAMS ((long)offsetof(clattn_th_decode_desc, params))
 
-clattn_status clattn_talking_heads_decode(
-    clattn_ctx *ctx, const clattn_th_decode_desc *d, cl_mem q, cl_mem k_cache,
-    cl_mem v_cache, cl_mem p_l, cl_mem p_w, cl_mem lens, cl_mem o,
-    const clattn_events *ev) {
+clattn_status clattn_talking_heads_decode(clattn_ctx *ctx,
+                                          const clattn_th_decode_desc *d,
+                                          cl_mem q, cl_mem k_cache,
+                                          cl_mem v_cache, cl_mem p_l,
+                                          cl_mem p_w, cl_mem lens, cl_mem o,
+                                          const clattn_events *ev) {
   clattn__public_args own;
   const void *desc = d;
   clattn_status rc =
@@ -32,10 +34,12 @@ static clattn_status check_cache(const void *d, char *why, size_t cap) {
   return clattn__th_check_cache(d, why, cap);
 }
 
-clattn_status clattn_talking_heads_append(
-    clattn_ctx *ctx, const clattn_th_decode_desc *d, int n_new, cl_mem k_new,
-    cl_mem v_new, cl_mem pos, cl_mem k_cache, cl_mem v_cache,
-    const clattn_events *ev) {
+clattn_status clattn_talking_heads_append(clattn_ctx *ctx,
+                                          const clattn_th_decode_desc *d,
+                                          int n_new, cl_mem k_new, cl_mem v_new,
+                                          cl_mem pos, cl_mem k_cache,
+                                          cl_mem v_cache,
+                                          const clattn_events *ev) {
   clattn__public_args own;
   const void *desc = d;
   clattn_status rc =

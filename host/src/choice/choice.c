@@ -55,16 +55,16 @@ typedef struct clattn__tuning {
   int n;
   char fingerprint[40], vendor[64], arch[64];
   int is_cpu;
-  clattn_profile prof;  /* for the model's pick */
-  int has_model;        /* the model may pick (see tuning()) */
-  int no_tuning;        /* tuning is off: no shipped rows either */
-  char model_note[160]; /* why it may or may not */
-  char note[352];       /* what was loaded, or why nothing */
-  double retry_at;      /* the database was busy: read it again from this
-                           clattn__now() on (0: never) */
-  int cap;              /* of e */
-  int stale, invalid;   /* rows passed over while loading */
-  int nomem;            /* out of memory while loading: the call fails */
+  clattn_profile prof;   /* for the model's pick */
+  int has_model;         /* the model may pick (see tuning()) */
+  int no_tuning;         /* tuning is off: no shipped rows either */
+  char model_note[160];  /* why it may or may not */
+  char note[352];        /* what was loaded, or why nothing */
+  double retry_at;       /* the database was busy: read it again from this
+                            clattn__now() on (0: never) */
+  int cap;               /* of e */
+  int stale, invalid;    /* rows passed over while loading */
+  int nomem;             /* out of memory while loading: the call fails */
   char invalid_why[160]; /* the first invalid row's reason */
   pick picks[MAX_PICKS];
   int n_picks;
@@ -211,8 +211,7 @@ clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
   if (rc == CLATTN_OK)
     return CLATTN_OK;
   if (rc == CLATTN_ERR_NOT_FOUND)
-    snprintf(why, cap, "no tuning database at %.400s",
-             ctx->choice->tuning_db);
+    snprintf(why, cap, "no tuning database at %.400s", ctx->choice->tuning_db);
   else
     snprintf(why, cap, "tuning database not used: %.400s",
              clattn_db_errmsg(NULL));
@@ -255,8 +254,9 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
   T->no_tuning = C->no_tuning;
   rc = clattn__tuning_db_open(ctx, &db, T->note, sizeof T->note);
   if (rc == CLATTN_OK && db != NULL) {
-    if (clattn__db_scan_usable(db, T->fingerprint, T->vendor, T->arch,
-                               keep_row, T) != CLATTN_OK && !T->nomem) {
+    if (clattn__db_scan_usable(db, T->fingerprint, T->vendor, T->arch, keep_row,
+                               T) != CLATTN_OK &&
+        !T->nomem) {
       snprintf(T->note, sizeof T->note, "tuning entries unreadable: %.300s",
                clattn_db_errmsg(db));
       T->n = 0;
@@ -596,8 +596,7 @@ static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
     clattn__appendf(ch->why, sizeof ch->why, "%s; ", T->note);
     class_key key;
     parse_class(cls, &key);
-    const tier_call k = {F,    &t, desc,  cls, &key,
-                         copy, pl, tried, sizeof tried};
+    const tier_call k = {F, &t, desc, cls, &key, copy, pl, tried, sizeof tried};
     /* 0: this device, this class; 1: this device, nearest; 2: kin */
     for (int pass = 0; pass < 3; pass++) {
       const int mine = pass < 2;
@@ -647,23 +646,19 @@ static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
                           "shipped data: %s, %s class \"%s\" (%.3g ms) (%s "
                           "%s%s%s)",
                           best->device,
-                          strcmp(best->shape_class, cls) ? "nearest"
-                                                         : "exact",
-                          best->shape_class, best->median_s * 1e3,
-                          best->vendor, best->arch,
-                          level == 1 ? ": same vector ISA, " : "",
+                          strcmp(best->shape_class, cls) ? "nearest" : "exact",
+                          best->shape_class, best->median_s * 1e3, best->vendor,
+                          best->arch, level == 1 ? ": same vector ISA, " : "",
                           level == 1 ? clattn__cpu_isa_class(best->arch) : "");
           goto resolved;
         }
       }
       if (tried[0])
-        clattn__appendf(ch->why, sizeof ch->why, "shipped data: %s; ",
-                        tried);
+        clattn__appendf(ch->why, sizeof ch->why, "shipped data: %s; ", tried);
       else
         clattn__appendf(ch->why, sizeof ch->why,
                         "shipped data: no %s entry for %s %s (%s); ", fam,
-                        T->vendor, T->arch[0] ? T->arch : "(no arch)",
-                        snote);
+                        T->vendor, T->arch[0] ? T->arch : "(no arch)", snote);
     }
     if (T->has_model) {
       const pick *pk = model_pick(T, F, &t, desc, cls, copy);
@@ -698,11 +693,9 @@ resolved:
   return CLATTN_OK;
 }
 
-const clattn__memo_entry *clattn__choice_recall(clattn_ctx *ctx,
-                                                const clattn__family *F,
-                                                const void *desc,
-                                                clattn__memo_key *key,
-                                                void *plan) {
+const clattn__memo_entry *
+clattn__choice_recall(clattn_ctx *ctx, const clattn__family *F,
+                      const void *desc, clattn__memo_key *key, void *plan) {
   clattn__choice_state *C = ctx->choice;
   /* a database that was busy is looked at again a second later, memoised
    * choices or not */

@@ -36,16 +36,13 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
  * copies its plan), else returns NULL with the key made; search then makes
  * and memoises the entry of that key. */
 typedef struct clattn__memo_key clattn__memo_key; /* below (memo.c) */
-const clattn__memo_entry *clattn__choice_recall(clattn_ctx *ctx,
-                                                const clattn__family *F,
-                                                const void *desc,
-                                                clattn__memo_key *key,
-                                                void *plan);
+const clattn__memo_entry *
+clattn__choice_recall(clattn_ctx *ctx, const clattn__family *F,
+                      const void *desc, clattn__memo_key *key, void *plan);
 clattn_status clattn__choice_search(clattn_ctx *ctx, const clattn__family *F,
                                     const void *desc,
                                     const clattn__memo_key *key,
-                                    const clattn__memo_entry **out,
-                                    void *plan);
+                                    const clattn__memo_entry **out, void *plan);
 
 /* The public form of a choice (the params as text) into the caller's
  * versioned out; CLATTN_ERR_INVALID_ARG for an unset out->size. */
@@ -91,9 +88,8 @@ void clattn__memo_make_key(const clattn__family *F, const void *desc,
                            clattn__memo_key *k);
 /* The entry of k in the current generation, its plan copied to plan; NULL
  * when there is none. */
-const clattn__memo_entry *clattn__memo_find(clattn__memo *m,
-                                            const clattn__memo_key *k,
-                                            void *plan);
+const clattn__memo_entry *
+clattn__memo_find(clattn__memo *m, const clattn__memo_key *k, void *plan);
 /* Memoise the choice ch and plan of k, replacing an entry of ctx's memo m
  * (the threads' records of the replaced one keep its choice). */
 const clattn__memo_entry *clattn__memo_put(clattn_ctx *ctx, clattn__memo *m,

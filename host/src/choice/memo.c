@@ -94,9 +94,8 @@ static clattn__memo_entry *set_of(clattn__memo *m, uint64_t hash) {
   return &m->e[((hash >> 32) % MEMO_SETS) * MEMO_WAYS];
 }
 
-const clattn__memo_entry *clattn__memo_find(clattn__memo *m,
-                                            const clattn__memo_key *k,
-                                            void *plan) {
+const clattn__memo_entry *
+clattn__memo_find(clattn__memo *m, const clattn__memo_key *k, void *plan) {
   clattn__memo_entry *set = set_of(m, k->hash);
   const clattn__family *F = k->fam;
   for (int i = 0; i < MEMO_WAYS; i++) {

@@ -97,8 +97,7 @@ clattn_status clattn_ctx_set_params(clattn_ctx *ctx, const char *spec) {
   if (locked == NULL)
     return CLATTN_ERR_MISUSE;
   ctx->errmsg[0] = '\0';
-  clattn_status rc =
-      clattn__set_overrides(ctx, spec, "clattn_ctx_set_params");
+  clattn_status rc = clattn__set_overrides(ctx, spec, "clattn_ctx_set_params");
   clattn__ctx_leave(locked);
   return rc;
 }

@@ -151,8 +151,8 @@ clattn_status clattn__db_check(clattn_db *db) {
   return CLATTN_OK;
 }
 
-clattn_status clattn__db_fail(clattn_db *db, clattn_status st,
-                              const char *fmt, ...) {
+clattn_status clattn__db_fail(clattn_db *db, clattn_status st, const char *fmt,
+                              ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(db->errmsg, sizeof db->errmsg, fmt, ap);
@@ -233,8 +233,8 @@ static clattn_status exec(clattn_db *db, const char *sql, const char *what) {
  * retries for as long as the busy timeout. */
 static clattn_status set_wal(clattn_db *db) {
   for (int waited = 0;; waited += 5) {
-    const int rc = sqlite3_exec(db->h, "PRAGMA journal_mode=WAL", NULL, NULL,
-                                NULL);
+    const int rc =
+        sqlite3_exec(db->h, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
       return CLATTN_OK;
     if (((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) ||
@@ -325,8 +325,8 @@ clattn_status clattn_db_open(const char *path, clattn_db **out) {
     return rc;
   CLATTN_TRY(make_parent(db));
   if (sqlite3_open_v2(db->path, &db->h,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-      SQLITE_OK) {
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                      NULL) != SQLITE_OK) {
     rc = clattn__db_sql_fail(db, "cannot open");
     goto done;
   }
@@ -436,16 +436,15 @@ clattn_status clattn_db_open_readonly(const char *path, clattn_db **out) {
   /* A missing file is "no database", not an error to create it for. */
   if (stat(db->path, &sb) != 0) {
     const int err = errno;
-    rc = clattn__db_fail(db, err == ENOENT ? CLATTN_ERR_NOT_FOUND
-                                           : CLATTN_ERR_DB,
-                         "%s database %s: %s",
-                         err == ENOENT ? "no" : "cannot reach", db->path,
-                         strerror(err));
+    rc = clattn__db_fail(
+        db, err == ENOENT ? CLATTN_ERR_NOT_FOUND : CLATTN_ERR_DB,
+        "%s database %s: %s", err == ENOENT ? "no" : "cannot reach", db->path,
+        strerror(err));
     goto done;
   }
   if (!S_ISREG(sb.st_mode)) {
-    rc = clattn__db_fail(db, CLATTN_ERR_DB,
-                         "database %s is not a regular file", db->path);
+    rc = clattn__db_fail(db, CLATTN_ERR_DB, "database %s is not a regular file",
+                         db->path);
     goto done;
   }
   CLATTN_TRY(open_readonly(db, 0));
@@ -521,11 +520,12 @@ int clattn__db_bind_col(sqlite3_stmt *st, int i, const col *c,
   case C_UINT:
     return sqlite3_bind_int64(st, i + 1, *(const unsigned *)(const void *)f);
   case C_U64:
-    return sqlite3_bind_int64(
-        st, i + 1, (sqlite3_int64) * (const unsigned long long *)(const void *)f);
-  case C_SIZE:
     return sqlite3_bind_int64(st, i + 1,
-                              (sqlite3_int64) * (const size_t *)(const void *)f);
+                              (sqlite3_int64) *
+                                  (const unsigned long long *)(const void *)f);
+  case C_SIZE:
+    return sqlite3_bind_int64(
+        st, i + 1, (sqlite3_int64) * (const size_t *)(const void *)f);
   case C_REAL:
     return sqlite3_bind_double(st, i + 1, *(const double *)(const void *)f);
   }
@@ -567,11 +567,11 @@ void clattn__db_read_col(sqlite3_stmt *st, int i, const col *c, void *obj) {
   }
 }
 
-clattn_status clattn__db_select_rows(clattn_db *db, const col *cols,
-                                     int ncols, const char *tail,
-                                     const char *const *filters,
-                                     int nfilters, size_t row_size,
-                                     const char *what, void **out, int *n) {
+clattn_status clattn__db_select_rows(clattn_db *db, const col *cols, int ncols,
+                                     const char *tail,
+                                     const char *const *filters, int nfilters,
+                                     size_t row_size, const char *what,
+                                     void **out, int *n) {
   clattn_status rc = CLATTN_OK;
   sqlite3_stmt *st = NULL;
   char sql[2048] = "SELECT ", msg[96];
@@ -587,9 +587,9 @@ clattn_status clattn__db_select_rows(clattn_db *db, const col *cols,
   if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK)
     return clattn__db_sql_fail(db, msg);
   for (int i = 0; i < nfilters; i++) {
-    r = filters[i] ? sqlite3_bind_text(st, i + 1, filters[i], -1,
-                                       SQLITE_TRANSIENT)
-                   : sqlite3_bind_null(st, i + 1);
+    r = filters[i]
+            ? sqlite3_bind_text(st, i + 1, filters[i], -1, SQLITE_TRANSIENT)
+            : sqlite3_bind_null(st, i + 1);
     if (r != SQLITE_OK) {
       snprintf(msg, sizeof msg, "binding a filter of the %s", what);
       rc = clattn__db_sql_fail(db, msg);
@@ -627,8 +627,8 @@ done:
   return rc;
 }
 
-clattn_status clattn__db_list_args(clattn_db *db, size_t entry_size,
-                                   void *out, const int *n) {
+clattn_status clattn__db_list_args(clattn_db *db, size_t entry_size, void *out,
+                                   const int *n) {
   clattn_status rc = clattn__db_check(db);
   if (rc != CLATTN_OK)
     return rc;
@@ -660,8 +660,7 @@ clattn_status clattn__db_row_in(clattn_db *db, void *own, size_t own_size,
   if (rc != CLATTN_OK)
     return rc;
   if (caller == NULL)
-    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG, "the %s is NULL",
-                           type);
+    return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG, "the %s is NULL", type);
   if ((rc = clattn__struct_in(own, own_size, caller, type, why, sizeof why)))
     return clattn__db_fail(db, rc, "%s", why);
   return CLATTN_OK;

@@ -29,9 +29,9 @@ typedef enum clattn__col_type {
   CLATTN_COL_SOURCE, /* clattn_profile_source, stored as int */
   CLATTN_COL_INT,
   CLATTN_COL_UINT,
-  CLATTN_COL_U64,    /* unsigned long long */
-  CLATTN_COL_SIZE,   /* size_t */
-  CLATTN_COL_REAL    /* double */
+  CLATTN_COL_U64,  /* unsigned long long */
+  CLATTN_COL_SIZE, /* size_t */
+  CLATTN_COL_REAL  /* double */
 } clattn__col_type;
 
 /* One struct field and its column (same name). */
@@ -47,8 +47,8 @@ typedef struct clattn__col {
 const clattn__col *clattn__db_tune_cols(int *n);
 
 /* Record a printf-style message on db and return st. */
-clattn_status clattn__db_fail(clattn_db *db, clattn_status st,
-                              const char *fmt, ...)
+clattn_status clattn__db_fail(clattn_db *db, clattn_status st, const char *fmt,
+                              ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -67,13 +67,12 @@ clattn_status clattn__db_list_tune(clattn_db *db, const char *fingerprint,
                                    clattn_tune_entry **out, int *n);
 size_t clattn__tune_entry_json(const clattn_tune_entry *e, char *buf,
                                size_t cap);
-clattn_status clattn__db_put_bench(clattn_db *db,
-                                   const clattn_bench_entry *e);
+clattn_status clattn__db_put_bench(clattn_db *db, const clattn_bench_entry *e);
 
 /* A public list's checks: a live db, out and n set, a caller's row size
  * (entry_size); *out set to NULL.  Failures recorded on db. */
-clattn_status clattn__db_list_args(clattn_db *db, size_t entry_size,
-                                   void *out, const int *n);
+clattn_status clattn__db_list_args(clattn_db *db, size_t entry_size, void *out,
+                                   const int *n);
 /* A list's n rows of the library's struct (own_size bytes each, freed
  * here) as the caller's rows of entry_size bytes (base/versioned.h) in a
  * new *out, when rc (the listing's status) is CLATTN_OK; returns rc, or
@@ -110,16 +109,15 @@ clattn_status clattn__db_model_error(clattn_db *db, const char *fingerprint,
                                      double *median_abs_err, int *n);
 
 /* Whether a tuning row is valid (db_tune.c): every text field UTF-8
- * without control characters (message may hold newlines and tabs); the key fields, status and date present;
- * `updated` a real UTC date from 2000 on, at most a day ahead of this
- * clock; a known status; times finite and >= 0 (an ok row's median > 0);
- * tune_method >= 0; with check_params, params its family (the registry)
- * can plan for one of its shapes, Xgemm's NAME=count fields, or for a
- * kernel the registry does not know, params text that parses.
+ * without control characters (message may hold newlines and tabs); the key
+ * fields, status and date present; `updated` a real UTC date from 2000 on, at
+ * most a day ahead of this clock; a known status; times finite and >= 0 (an ok
+ * row's median > 0); tune_method >= 0; with check_params, params its family
+ * (the registry) can plan for one of its shapes, Xgemm's NAME=count fields, or
+ * for a kernel the registry does not know, params text that parses.
  * CLATTN_ERR_INVALID_ARG with "\"field\": reason" in why. */
 clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
-                                       int check_params, char *why,
-                                       size_t cap);
+                                       int check_params, char *why, size_t cap);
 /* NULL when the at most n bytes at s (to a NUL) are UTF-8 without control
  * characters (lines: newline and tab allowed), else what is wrong. */
 const char *clattn__text_check(const char *s, size_t n, int lines);
@@ -158,8 +156,8 @@ clattn_status clattn__tune_json_parse(const char *name, const char *text,
                                       void *user, char *msg, size_t cap);
 /* Read all of path ("-": stdin) into a malloc'ed NUL-terminated buffer;
  * CLATTN_ERR_IO or CLATTN_ERR_NOMEM with the reason in msg. */
-clattn_status clattn__tune_json_slurp(const char *path, char **out,
-                                      size_t *len, char *msg, size_t cap);
+clattn_status clattn__tune_json_slurp(const char *path, char **out, size_t *len,
+                                      char *msg, size_t cap);
 
 /* ---- json_export.c */
 

@@ -15,8 +15,10 @@
 #include <unistd.h>
 
 #define COL_(f, t)                                                             \
-  { #f, t, offsetof(clattn_bench_entry, f),                                    \
-    sizeof(((clattn_bench_entry *)0)->f) }
+  {                                                                            \
+#f, t, offsetof(clattn_bench_entry, f),                                    \
+        sizeof(((clattn_bench_entry *)0)->f)                                   \
+  }
 static const col bench_cols[] = {
     COL_(fingerprint, C_TEXT),   COL_(device, C_TEXT),
     COL_(vendor, C_TEXT),        COL_(arch, C_TEXT),
@@ -93,7 +95,7 @@ static clattn_status check_row(clattn_db *db, const clattn_bench_entry *e) {
 }
 
 clattn_status clattn__db_put_bench(clattn_db *db,
-                                  const clattn_bench_entry *in) {
+                                   const clattn_bench_entry *in) {
   clattn_status rc = clattn__db_check(db);
   sqlite3_stmt *st = NULL;
   char sql[2048] = "INSERT INTO bench (";

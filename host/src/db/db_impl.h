@@ -35,8 +35,7 @@ typedef clattn__col col;
 clattn_status clattn__db_sql_fail(clattn_db *db, const char *what);
 
 /* Bind field c of the struct at obj to parameter i + 1 (an SQLite code). */
-int clattn__db_bind_col(sqlite3_stmt *st, int i, const col *c,
-                        const void *obj);
+int clattn__db_bind_col(sqlite3_stmt *st, int i, const col *c, const void *obj);
 
 /* Read result column i into field c of the struct at obj. */
 void clattn__db_read_col(sqlite3_stmt *st, int i, const col *c, void *obj);
@@ -45,10 +44,10 @@ void clattn__db_read_col(sqlite3_stmt *st, int i, const col *c, void *obj);
  * bound to ?1 .. ?nfilters (a NULL filter binds NULL), read into a
  * malloc'ed array of row_size-byte structs through the column table;
  * what names the rows in messages.  The list functions' one reader. */
-clattn_status clattn__db_select_rows(clattn_db *db, const col *cols,
-                                     int ncols, const char *tail,
-                                     const char *const *filters,
-                                     int nfilters, size_t row_size,
-                                     const char *what, void **out, int *n);
+clattn_status clattn__db_select_rows(clattn_db *db, const col *cols, int ncols,
+                                     const char *tail,
+                                     const char *const *filters, int nfilters,
+                                     size_t row_size, const char *what,
+                                     void **out, int *n);
 
 #endif /* CLATTN_DB_IMPL_H */

@@ -15,21 +15,36 @@
 #define COL_(f, t)                                                             \
   { #f, t, offsetof(clattn_profile, f), sizeof(((clattn_profile *)0)->f) }
 static const col cols[] = {
-    COL_(fingerprint, C_TEXT),    COL_(source, C_SOURCE),
-    COL_(name, C_TEXT),           COL_(vendor, C_TEXT),
-    COL_(platform, C_TEXT),       COL_(driver, C_TEXT),
-    COL_(arch, C_TEXT),           COL_(is_cpu, C_INT),
-    COL_(compute_units, C_UINT),  COL_(clock_mhz, C_UINT),
-    COL_(wave_width, C_UINT),     COL_(simds_per_cu, C_UINT),
-    COL_(global_mem_bytes, C_U64), COL_(local_mem_bytes, C_U64),
-    COL_(max_wg, C_SIZE),         COL_(has_fp16, C_INT),
-    COL_(has_subgroups, C_INT),   COL_(bw_read_gbs, C_REAL),
-    COL_(bw_copy_gbs, C_REAL),    COL_(bw_triad_gbs, C_REAL),
-    COL_(fp32_gflops, C_REAL),    COL_(fp16_gflops, C_REAL),
-    COL_(local_gbs, C_REAL),      COL_(h2d_gbs, C_REAL),
-    COL_(d2h_gbs, C_REAL),        COL_(launch_us, C_REAL),
-    COL_(launch_pipelined_us, C_REAL), COL_(note, C_TEXT),
-    COL_(cache_bytes, C_U64),     COL_(probe_method, C_INT),
+    COL_(fingerprint, C_TEXT),
+    COL_(source, C_SOURCE),
+    COL_(name, C_TEXT),
+    COL_(vendor, C_TEXT),
+    COL_(platform, C_TEXT),
+    COL_(driver, C_TEXT),
+    COL_(arch, C_TEXT),
+    COL_(is_cpu, C_INT),
+    COL_(compute_units, C_UINT),
+    COL_(clock_mhz, C_UINT),
+    COL_(wave_width, C_UINT),
+    COL_(simds_per_cu, C_UINT),
+    COL_(global_mem_bytes, C_U64),
+    COL_(local_mem_bytes, C_U64),
+    COL_(max_wg, C_SIZE),
+    COL_(has_fp16, C_INT),
+    COL_(has_subgroups, C_INT),
+    COL_(bw_read_gbs, C_REAL),
+    COL_(bw_copy_gbs, C_REAL),
+    COL_(bw_triad_gbs, C_REAL),
+    COL_(fp32_gflops, C_REAL),
+    COL_(fp16_gflops, C_REAL),
+    COL_(local_gbs, C_REAL),
+    COL_(h2d_gbs, C_REAL),
+    COL_(d2h_gbs, C_REAL),
+    COL_(launch_us, C_REAL),
+    COL_(launch_pipelined_us, C_REAL),
+    COL_(note, C_TEXT),
+    COL_(cache_bytes, C_U64),
+    COL_(probe_method, C_INT),
 };
 #undef COL_
 #define N_COLS ((int)(sizeof cols / sizeof cols[0]))
@@ -83,8 +98,8 @@ static clattn_status put_profile(clattn_db *db, const clattn_profile *p) {
   }
   if (sqlite3_bind_text(st, N_COLS + 1, date, -1, SQLITE_TRANSIENT) !=
           SQLITE_OK ||
-      sqlite3_bind_text(st, N_COLS + 2, clattn_version(), -1,
-                        SQLITE_STATIC) != SQLITE_OK) {
+      sqlite3_bind_text(st, N_COLS + 2, clattn_version(), -1, SQLITE_STATIC) !=
+          SQLITE_OK) {
     rc = clattn__db_sql_fail(db, "binding a profile field");
     goto done;
   }
@@ -95,9 +110,8 @@ done:
   return rc;
 }
 
-static clattn_status get_profile(clattn_db *db,
-                                            const char *fingerprint,
-                                            clattn_profile *out) {
+static clattn_status get_profile(clattn_db *db, const char *fingerprint,
+                                 clattn_profile *out) {
   clattn_status rc = clattn__db_check(db);
   sqlite3_stmt *st = NULL;
   char sql[2048] = "SELECT ";
@@ -156,15 +170,14 @@ static clattn_status put_check(clattn_db *db, const clattn_check_record *r) {
   }
   const double v[5] = {r->predicted_s, r->measured_s, r->gbs, r->gflops,
                        r->roofline_fraction};
-  int ok = sqlite3_bind_text(st, 1, r->fingerprint, -1, SQLITE_TRANSIENT) ==
-               SQLITE_OK &&
-           sqlite3_bind_text(st, 2, r->call, -1, SQLITE_TRANSIENT) ==
-               SQLITE_OK &&
-           sqlite3_bind_text(st, 3, r->bound, -1, SQLITE_TRANSIENT) ==
-               SQLITE_OK &&
-           sqlite3_bind_text(st, 9, date, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
-           sqlite3_bind_text(st, 10, clattn_version(), -1, SQLITE_STATIC) ==
-               SQLITE_OK;
+  int ok =
+      sqlite3_bind_text(st, 1, r->fingerprint, -1, SQLITE_TRANSIENT) ==
+          SQLITE_OK &&
+      sqlite3_bind_text(st, 2, r->call, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
+      sqlite3_bind_text(st, 3, r->bound, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
+      sqlite3_bind_text(st, 9, date, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
+      sqlite3_bind_text(st, 10, clattn_version(), -1, SQLITE_STATIC) ==
+          SQLITE_OK;
   for (int i = 0; i < 5 && ok; i++)
     ok = sqlite3_bind_double(st, 4 + i, v[i]) == SQLITE_OK;
   if (!ok) {
@@ -209,9 +222,8 @@ clattn_status clattn__db_model_error(clattn_db *db, const char *fingerprint,
       e = g;
       cap = nc;
     }
-    e[count++] = fabs(sqlite3_column_double(st, 0) /
-                          sqlite3_column_double(st, 1) -
-                      1.0);
+    e[count++] =
+        fabs(sqlite3_column_double(st, 0) / sqlite3_column_double(st, 1) - 1.0);
   }
   if (r != SQLITE_DONE) {
     rc = clattn__db_sql_fail(db, "reading the model checks");
@@ -237,8 +249,8 @@ clattn_status clattn_db_list_profiles(clattn_db *db, size_t entry_size,
   if (rc != CLATTN_OK)
     return rc;
   rc = clattn__db_select_rows(db, cols, N_COLS,
-                              "FROM profiles ORDER BY name, fingerprint",
-                              NULL, 0, sizeof **out, "profiles", &rows, n);
+                              "FROM profiles ORDER BY name, fingerprint", NULL,
+                              0, sizeof **out, "profiles", &rows, n);
   return clattn__db_rows_out(db, rc, rows, sizeof **out, *n, entry_size,
                              (void **)out);
 }
@@ -261,16 +273,14 @@ clattn_status clattn_db_get_profile(clattn_db *db, const char *fingerprint,
                                 : clattn__db_fail(db, CLATTN_ERR_INVALID_ARG,
                                                   "clattn_profile.size is 0");
   memset(&own, 0, sizeof own);
-  clattn_status rc =
-      get_profile(db, fingerprint, out ? &own : NULL);
+  clattn_status rc = get_profile(db, fingerprint, out ? &own : NULL);
   if (out != NULL)
     clattn__struct_out(out, &own, sizeof own, "clattn_profile", why,
                        sizeof why);
   return rc;
 }
 
-clattn_status clattn_db_put_check(clattn_db *db,
-                                  const clattn_check_record *r) {
+clattn_status clattn_db_put_check(clattn_db *db, const clattn_check_record *r) {
   clattn_check_record own;
   clattn_status rc =
       clattn__db_row_in(db, &own, sizeof own, r, "clattn_check_record");

@@ -16,8 +16,7 @@
 #include <time.h>
 
 #define COL_(f, t)                                                             \
-  { #f, t, offsetof(clattn_tune_entry, f),                                     \
-    sizeof(((clattn_tune_entry *)0)->f) }
+  { #f, t, offsetof(clattn_tune_entry, f), sizeof(((clattn_tune_entry *)0)->f) }
 static const col tune_cols[] = {
     COL_(fingerprint, C_TEXT), COL_(device, C_TEXT),
     COL_(vendor, C_TEXT),      COL_(arch, C_TEXT),
@@ -91,8 +90,9 @@ int clattn__db_date_check(const char *s, char *why, size_t cap) {
   int v[6] = {0}, k = 0;
   for (size_t i = 0; i < sizeof pat; i++) {
     if (pat[i] == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != pat[i]) {
-      snprintf(why, cap, "\"%.40s\" is not a UTC date like "
-                         "2025-01-31T12:00:00Z",
+      snprintf(why, cap,
+               "\"%.40s\" is not a UTC date like "
+               "2025-01-31T12:00:00Z",
                s);
       return -1;
     }
@@ -106,8 +106,9 @@ int clattn__db_date_check(const char *s, char *why, size_t cap) {
   }
   if (v[0] < 2000 || v[1] < 1 || v[1] > 12 || v[2] < 1 ||
       v[2] > month_days(v[0], v[1]) || v[3] > 23 || v[4] > 59 || v[5] > 60) {
-    snprintf(why, cap, "\"%s\" is not a calendar date and time (from the "
-                       "year 2000)",
+    snprintf(why, cap,
+             "\"%s\" is not a calendar date and time (from the "
+             "year 2000)",
              s);
     return -1;
   }
@@ -239,9 +240,8 @@ clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
     if (err)
       return bad(why, cap, cols[i].name, "%s", err);
   }
-  static const char *const required[] = {"fingerprint", "kernel",
-                                         "shape_class", "params", "status",
-                                         "updated"};
+  static const char *const required[] = {"fingerprint", "kernel", "shape_class",
+                                         "params",      "status", "updated"};
   for (size_t k = 0; k < sizeof required / sizeof required[0]; k++)
     for (int i = 0; i < ncol; i++)
       if (!strcmp(cols[i].name, required[k]) &&
@@ -262,8 +262,7 @@ clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
    * have none: 0); errors may be infinite on rejected rows only. */
   char num[64];
   snprintf(num, sizeof num, "%.17g", e->median_s);
-  if (!isfinite(e->median_s) || e->median_s < 0 ||
-      (ok && e->median_s == 0))
+  if (!isfinite(e->median_s) || e->median_s < 0 || (ok && e->median_s == 0))
     return bad(why, cap, "median_s",
                ok ? "%s is not a finite time > 0 s"
                   : "%s is not a finite time >= 0 s",
@@ -347,12 +346,10 @@ static int tune_row_exists(clattn_db *db, const clattn_tune_entry *e) {
                          -1, &st, NULL) == SQLITE_OK &&
       sqlite3_bind_text(st, 1, e->fingerprint, -1, SQLITE_TRANSIENT) ==
           SQLITE_OK &&
-      sqlite3_bind_text(st, 2, e->kernel, -1, SQLITE_TRANSIENT) ==
-          SQLITE_OK &&
+      sqlite3_bind_text(st, 2, e->kernel, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
       sqlite3_bind_text(st, 3, e->shape_class, -1, SQLITE_TRANSIENT) ==
           SQLITE_OK &&
-      sqlite3_bind_text(st, 4, e->params, -1, SQLITE_TRANSIENT) ==
-          SQLITE_OK) {
+      sqlite3_bind_text(st, 4, e->params, -1, SQLITE_TRANSIENT) == SQLITE_OK) {
     int s = sqlite3_step(st);
     r = s == SQLITE_ROW ? 1 : s == SQLITE_DONE ? 0 : -1;
   }
@@ -373,8 +370,8 @@ clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *in,
   if (in == NULL)
     return CLATTN_ERR_INVALID_ARG;
   e = *in;
-  if (!e.fingerprint[0] || !e.kernel[0] || !e.shape_class[0] ||
-      !e.params[0] || !e.status[0]) {
+  if (!e.fingerprint[0] || !e.kernel[0] || !e.shape_class[0] || !e.params[0] ||
+      !e.status[0]) {
     snprintf(db->errmsg, sizeof db->errmsg,
              "tuning entry lacks its fingerprint, kernel, shape class, "
              "params or status");

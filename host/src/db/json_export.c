@@ -158,8 +158,8 @@ size_t clattn__tune_entry_json(const clattn_tune_entry *e, char *buf,
 }
 
 /* Write the document to f; 0, or -1 on a write error (errno set). */
-static int write_doc(FILE *f, const clattn_tune_entry *rows, int n,
-                     char **line, size_t *line_cap) {
+static int write_doc(FILE *f, const clattn_tune_entry *rows, int n, char **line,
+                     size_t *line_cap) {
   char date[32];
   outbuf o = {*line, *line_cap, 0};
   clattn__db_iso_now(date, sizeof date);
@@ -236,8 +236,7 @@ static int write_format(FILE *f, clattn_export_format format,
 
 clattn_status clattn_db_export_as(clattn_db *db, const char *path,
                                   clattn_export_format format,
-                                  const char *fingerprint,
-                                  const char *kernel) {
+                                  const char *fingerprint, const char *kernel) {
   clattn_status rc = clattn__db_check(db);
   clattn_tune_entry *rows = NULL;
   char *tmp = NULL, *line = NULL;

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TUNING_FORMAT 1               /* the "clattn_tuning" version */
+#define TUNING_FORMAT 1                  /* the "clattn_tuning" version */
 #define MAX_FILE_BYTES ((size_t)1 << 28) /* 256 MiB */
 #define MAX_NUMBER_CHARS 64
 
@@ -31,7 +31,7 @@
 
 /* The reader: a whole file in memory (NUL-terminated) and a position. */
 typedef struct reader {
-  char *msg;        /* messages go here (msg_cap bytes) */
+  char *msg; /* messages go here (msg_cap bytes) */
   size_t msg_cap;
   const char *name; /* the file, for messages */
   const char *s, *end, *p;
@@ -61,8 +61,7 @@ static clattn_status fail_at(reader *r, pos at, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  snprintf(r->msg, r->msg_cap, "%s:%d:%d: %s", r->name, at.line, at.col,
-           msg);
+  snprintf(r->msg, r->msg_cap, "%s:%d:%d: %s", r->name, at.line, at.col, msg);
   return CLATTN_ERR_INVALID_ARG;
 }
 
@@ -235,8 +234,9 @@ static clattn_status read_string(reader *r, char *out, size_t cap,
       u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
     }
     if (u == 0)
-      return fail_at(r, at, "\\u0000 in a string (%s): text fields cannot "
-                            "hold NUL",
+      return fail_at(r, at,
+                     "\\u0000 in a string (%s): text fields cannot "
+                     "hold NUL",
                      what);
     if (put_utf8(out, cap, &n, u) != 0)
       return fail_at(r, start, "string too long for %s (at most %zu bytes)",
@@ -267,8 +267,9 @@ static clattn_status read_number(reader *r, double *out, const char *what) {
   if (p < r->end && *p == '.') {
     p++;
     if (p >= r->end || *p < '0' || *p > '9')
-      return fail_at(r, start, "expected digits after the '.' of a number "
-                               "(%s)",
+      return fail_at(r, start,
+                     "expected digits after the '.' of a number "
+                     "(%s)",
                      what);
     while (p < r->end && *p >= '0' && *p <= '9')
       p++;
@@ -278,8 +279,9 @@ static clattn_status read_number(reader *r, double *out, const char *what) {
     if (p < r->end && (*p == '+' || *p == '-'))
       p++;
     if (p >= r->end || *p < '0' || *p > '9')
-      return fail_at(r, start, "expected digits in the exponent of a number "
-                               "(%s)",
+      return fail_at(r, start,
+                     "expected digits in the exponent of a number "
+                     "(%s)",
                      what);
     while (p < r->end && *p >= '0' && *p <= '9')
       p++;
@@ -305,8 +307,7 @@ static clattn_status read_int(reader *r, int *out, const char *what) {
   if (rc != CLATTN_OK)
     return rc;
   if (!(v >= INT_MIN && v <= INT_MAX) || v != floor(v))
-    return fail_at(r, start, "%s: expected a whole number, got %.17g", what,
-                   v);
+    return fail_at(r, start, "%s: expected a whole number, got %.17g", what, v);
   *out = (int)v;
   return CLATTN_OK;
 }
@@ -328,8 +329,7 @@ static clattn_status read_key(reader *r, int first, char *key, size_t cap,
   *at = here(r);
   if (r->p >= r->end || *r->p != '"') {
     char buf[64];
-    snprintf(buf, sizeof buf, first ? "a key or '}' in %s" : "a key in %s",
-             in);
+    snprintf(buf, sizeof buf, first ? "a key or '}' in %s" : "a key in %s", in);
     return expected(r, buf);
   }
   clattn_status rc = read_string(r, key, cap, "a key");
@@ -401,9 +401,8 @@ static clattn_status read_entry(reader *r, entries *all) {
   if (rc != CLATTN_OK)
     return rc;
   /* The key and the date the merge decides on must be there. */
-  static const char *const required[] = {"fingerprint", "kernel",
-                                         "shape_class", "params", "status",
-                                         "updated"};
+  static const char *const required[] = {"fingerprint", "kernel", "shape_class",
+                                         "params",      "status", "updated"};
   for (size_t k = 0; k < sizeof required / sizeof required[0]; k++) {
     for (int i = 0; i < ncol; i++) {
       if (strcmp(cols[i].name, required[k]) != 0)
@@ -422,8 +421,8 @@ static clattn_status read_entry(reader *r, entries *all) {
   all->n++;
   rc = all->row(e, start.line, all->user);
   if (rc != CLATTN_OK)
-    snprintf(r->msg, r->msg_cap, "%s:%d: entry %d: out of host memory",
-             r->name, start.line, all->n);
+    snprintf(r->msg, r->msg_cap, "%s:%d: entry %d: out of host memory", r->name,
+             start.line, all->n);
   return rc;
 }
 
@@ -459,8 +458,8 @@ static clattn_status read_doc(reader *r, entries *all) {
     int more, i;
     pos at;
     double v;
-    rc = read_key(r, first, key, sizeof key, "the top-level object", &more,
-                  &at);
+    rc =
+        read_key(r, first, key, sizeof key, "the top-level object", &more, &at);
     if (rc != CLATTN_OK)
       return rc;
     if (!more)
@@ -512,16 +511,16 @@ static clattn_status read_doc(reader *r, entries *all) {
 }
 
 clattn_status clattn__tune_json_parse(const char *name, const char *text,
-                                     size_t len, clattn__tune_row_fn row,
-                                     void *user, char *msg, size_t cap) {
+                                      size_t len, clattn__tune_row_fn row,
+                                      void *user, char *msg, size_t cap) {
   reader r = {msg, cap, name, text, text + len, text, text, 1};
   entries all = {row, user, 0};
   msg[0] = '\0';
   return read_doc(&r, &all);
 }
 
-clattn_status clattn__tune_json_slurp(const char *path, char **out,
-                                      size_t *len, char *msg, size_t cap) {
+clattn_status clattn__tune_json_slurp(const char *path, char **out, size_t *len,
+                                      char *msg, size_t cap) {
   int is_stdin = !strcmp(path, "-");
   FILE *f = is_stdin ? stdin : fopen(path, "rb");
   char *buf = NULL;
@@ -578,8 +577,7 @@ typedef struct collected {
   int n, cap;
 } collected;
 
-static clattn_status collect(const clattn_tune_entry *e, int line,
-                             void *user) {
+static clattn_status collect(const clattn_tune_entry *e, int line, void *user) {
   collected *all = user;
   if (all->n == all->cap) {
     int nc = all->cap ? 2 * all->cap : 64;
@@ -621,8 +619,7 @@ clattn_status clattn_db_import(clattn_db *db, const char *path, int *added,
   if (rc != CLATTN_OK)
     return clattn__db_fail(db, rc, "import: %s", msg);
   const char *name = strcmp(path, "-") ? path : "<stdin>";
-  rc = clattn__tune_json_parse(name, text, len, collect, &all, msg,
-                               sizeof msg);
+  rc = clattn__tune_json_parse(name, text, len, collect, &all, msg, sizeof msg);
   if (rc != CLATTN_OK) {
     clattn__db_fail(db, rc, "%s", msg);
     goto done;
@@ -637,8 +634,8 @@ clattn_status clattn_db_import(clattn_db *db, const char *path, int *added,
     if (rc != CLATTN_OK) {
       snprintf(msg, sizeof msg, "%s", clattn_db_errmsg(db));
       clattn__db_rollback(db);
-      clattn__db_fail(db, rc, "%s:%d: entry %d: %s (nothing imported)",
-                      name, all.line[i], i + 1, msg);
+      clattn__db_fail(db, rc, "%s:%d: entry %d: %s (nothing imported)", name,
+                      all.line[i], i + 1, msg);
       goto done;
     }
     count[changed]++;

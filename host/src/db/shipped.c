@@ -78,8 +78,7 @@ static void load(void) {
     shipped.e = NULL;
     shipped.n = shipped.cap = 0;
     shipped.nomem = rc == CLATTN_ERR_NOMEM;
-    snprintf(shipped.note, sizeof shipped.note, "no shipped data: %.900s",
-             msg);
+    snprintf(shipped.note, sizeof shipped.note, "no shipped data: %.900s", msg);
     return;
   }
   int k = snprintf(shipped.note, sizeof shipped.note,

@@ -97,8 +97,9 @@ static int put_result(FILE *f, const clattn_tune_entry *e) {
     return -1;
   if (e->median_s > 0 && isfinite(ms) && put_num(f, ms) != 0)
     return -1;
-  if (fprintf(f, "]}, \"invalidity\": \"%s\", \"correctness\": %d, "
-                 "\"measurements\": [{\"name\": \"time\", \"value\": ",
+  if (fprintf(f,
+              "]}, \"invalidity\": \"%s\", \"correctness\": %d, "
+              "\"measurements\": [{\"name\": \"time\", \"value\": ",
               invalidity(e), ok ? 1 : 0) < 0 ||
       put_num(f, isfinite(ms) ? ms : 0.0) != 0 ||
       fputs(", \"unit\": \"ms\"}", f) == EOF)

@@ -234,8 +234,7 @@ static clattn_status set_key(parser *ps, int line, enum key_id k,
   }
   case T_UINT:
     if (parse_uint(value, 0xffffffffull, &u) != 0)
-      return fail(ps, line, "%s: '%s' is not an unsigned integer", name,
-                  value);
+      return fail(ps, line, "%s: '%s' is not an unsigned integer", name, value);
     break;
   case T_BYTES:
     if (parse_bytes(value, &u) != 0)
@@ -313,16 +312,15 @@ static clattn_status finish(parser *ps) {
   const clattn_profile *p = &s->p;
   for (int k = 0; k < K_COUNT; k++)
     if (!ps->seen[k] && k != K_CACHE) /* cache is optional (0: unknown) */
-      return fail(ps, s->line, "[%s]: missing key '%s'", p->name,
-                  keys[k].name);
-  double fp32 = 2.0 * p->compute_units * s->fp32_lanes_per_cu *
-                p->clock_mhz / 1000.0;
+      return fail(ps, s->line, "[%s]: missing key '%s'", p->name, keys[k].name);
+  double fp32 =
+      2.0 * p->compute_units * s->fp32_lanes_per_cu * p->clock_mhz / 1000.0;
   if (!within(p->fp32_gflops, fp32))
     return fail(ps, s->line,
                 "[%s]: fp32_gflops %.1f is not within 3%% of 2 x %u CUs x "
                 "%u lanes x %u MHz = %.1f",
-                p->name, p->fp32_gflops, p->compute_units,
-                s->fp32_lanes_per_cu, p->clock_mhz, fp32);
+                p->name, p->fp32_gflops, p->compute_units, s->fp32_lanes_per_cu,
+                p->clock_mhz, fp32);
   double bw = s->mem_bus_bits / 8.0 * s->mem_gbps;
   if (!within(p->bw_read_gbs, bw))
     return fail(ps, s->line,
@@ -381,9 +379,8 @@ static clattn_status key_line(parser *ps, int line, char *buf) {
 }
 
 clattn_status clattn__datasheet_parse(const char *text, size_t len,
-                                      clattn__sheet_fn fn, void *ud,
-                                      int *count, int *err_line, char *err,
-                                      size_t errlen) {
+                                      clattn__sheet_fn fn, void *ud, int *count,
+                                      int *err_line, char *err, size_t errlen) {
   parser ps;
   memset(&ps, 0, sizeof ps);
   ps.fn = fn;
@@ -467,8 +464,8 @@ static int contains_ci(const char *hay, const char *needle) {
 
 static void pick_fn(const clattn__sheet *s, void *ud) {
   pick *pk = ud;
-  int hit = pk->needle ? contains_ci(s->p.name, pk->needle)
-                       : pk->idx == pk->want;
+  int hit =
+      pk->needle ? contains_ci(s->p.name, pk->needle) : pk->idx == pk->want;
   if (hit && !pk->found) {
     *pk->out = s->p;
     pk->found = 1;
@@ -477,9 +474,9 @@ static void pick_fn(const clattn__sheet *s, void *ud) {
 }
 
 static clattn_status run_pick(pick *pk) {
-  clattn_status rc = clattn__datasheet_parse(
-      clattn__datasheets_txt, clattn__datasheets_txt_len, pick_fn, pk, NULL,
-      NULL, NULL, 0);
+  clattn_status rc = clattn__datasheet_parse(clattn__datasheets_txt,
+                                             clattn__datasheets_txt_len,
+                                             pick_fn, pk, NULL, NULL, NULL, 0);
   if (rc == CLATTN_OK && !pk->found)
     rc = CLATTN_ERR_NOT_FOUND;
   if (rc != CLATTN_OK)
@@ -490,8 +487,8 @@ static clattn_status run_pick(pick *pk) {
 int clattn_datasheet_count(void) {
   int n = 0;
   if (clattn__datasheet_parse(clattn__datasheets_txt,
-                              clattn__datasheets_txt_len, NULL, NULL, &n,
-                              NULL, NULL, 0) != CLATTN_OK)
+                              clattn__datasheets_txt_len, NULL, NULL, &n, NULL,
+                              NULL, 0) != CLATTN_OK)
     return 0;
   return n;
 }
@@ -520,8 +517,7 @@ static clattn_status datasheet_find(const char *name, clattn_profile *out) {
 static clattn_status public_out(clattn_status rc, const clattn_profile *own,
                                 clattn_profile *out) {
   char why[128];
-  clattn__struct_out(out, own, sizeof *own, "clattn_profile", why,
-                     sizeof why);
+  clattn__struct_out(out, own, sizeof *own, "clattn_profile", why, sizeof why);
   return rc;
 }
 

@@ -41,8 +41,7 @@ typedef void (*clattn__sheet_fn)(const clattn__sheet *s, void *ud);
  * e.g. "line 12: unknown key 'clock'".  Entries before the error have been
  * passed to fn.  On success err is "" and *err_line 0. */
 clattn_status clattn__datasheet_parse(const char *text, size_t len,
-                                      clattn__sheet_fn fn, void *ud,
-                                      int *count, int *err_line, char *err,
-                                      size_t errlen);
+                                      clattn__sheet_fn fn, void *ud, int *count,
+                                      int *err_line, char *err, size_t errlen);
 
 #endif

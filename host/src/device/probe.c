@@ -100,18 +100,17 @@ static clattn_status run_unit(probe *P, const unit *u) {
   for (int i = 0; i < u->count; i++) {
     switch (u->kind) {
     case U_KERNEL:
-      CLATTN_TRY(clattn__launch(ctx, u->k, 1, &u->gws, &u->lws, 0, NULL,
-                                NULL));
+      CLATTN_TRY(clattn__launch(ctx, u->k, 1, &u->gws, &u->lws, 0, NULL, NULL));
       break;
     case U_WRITE:
-      CLATTN_CL(ctx, clEnqueueWriteBuffer(ctx->queue, P->a, CL_TRUE, 0,
-                                          P->host_bytes, P->host, 0, NULL,
-                                          NULL));
+      CLATTN_CL(ctx,
+                clEnqueueWriteBuffer(ctx->queue, P->a, CL_TRUE, 0,
+                                     P->host_bytes, P->host, 0, NULL, NULL));
       break;
     case U_READ:
-      CLATTN_CL(ctx, clEnqueueReadBuffer(ctx->queue, P->a, CL_TRUE, 0,
-                                         P->host_bytes, P->host, 0, NULL,
-                                         NULL));
+      CLATTN_CL(ctx,
+                clEnqueueReadBuffer(ctx->queue, P->a, CL_TRUE, 0, P->host_bytes,
+                                    P->host, 0, NULL, NULL));
       break;
     }
     if (u->finish_each)
@@ -190,8 +189,8 @@ static clattn_status fill_random(probe *P, cl_mem m, size_t bytes,
   for (size_t off = 0; off < bytes; off += chunk) {
     size_t n = bytes - off < chunk ? bytes - off : chunk;
     random_fill(&state, h, n / sizeof(float));
-    CLATTN_CL(P->ctx, clEnqueueWriteBuffer(P->ctx->queue, m, CL_TRUE, off, n,
-                                           h, 0, NULL, NULL));
+    CLATTN_CL(P->ctx, clEnqueueWriteBuffer(P->ctx->queue, m, CL_TRUE, off, n, h,
+                                           0, NULL, NULL));
   }
 done:
   free(h);
@@ -206,25 +205,24 @@ static clattn_status choose_buffer(probe *P, const clattn_probe_opts *o) {
   if (o->buffer_bytes > 0) {
     want = o->buffer_bytes;
   } else {
-    CLATTN_CL(P->ctx, clGetDeviceInfo(P->ctx->device,
-                                      CL_DEVICE_GLOBAL_MEM_CACHE_SIZE,
-                                      sizeof llc, &llc, NULL));
+    CLATTN_CL(P->ctx,
+              clGetDeviceInfo(P->ctx->device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE,
+                              sizeof llc, &llc, NULL));
     want = 4 * llc > MIN_DEFAULT_BUFFER ? 4 * llc : MIN_DEFAULT_BUFFER;
   }
-  cl_ulong cap = d->max_alloc < d->global_mem / 4 ? d->max_alloc
-                                                  : d->global_mem / 4;
+  cl_ulong cap =
+      d->max_alloc < d->global_mem / 4 ? d->max_alloc : d->global_mem / 4;
   if (want > cap)
     want = cap;
   want -= want % MIB;
   if (want < MIB)
-    return clattn__fail(P->ctx,
-                        o->buffer_bytes > 0 ? CLATTN_ERR_INVALID_ARG
-                                            : CLATTN_ERR_UNSUPPORTED,
-                        "probe buffers of %llu bytes: at least 1 MiB needed "
-                        "(device max allocation %llu, global memory %llu)",
-                        (unsigned long long)want,
-                        (unsigned long long)d->max_alloc,
-                        (unsigned long long)d->global_mem);
+    return clattn__fail(
+        P->ctx,
+        o->buffer_bytes > 0 ? CLATTN_ERR_INVALID_ARG : CLATTN_ERR_UNSUPPORTED,
+        "probe buffers of %llu bytes: at least 1 MiB needed "
+        "(device max allocation %llu, global memory %llu)",
+        (unsigned long long)want, (unsigned long long)d->max_alloc,
+        (unsigned long long)d->global_mem);
   P->buf = (size_t)want;
 done:
   return rc;
@@ -234,8 +232,8 @@ done:
 
 /* Largest power of two <= min(pref, device and kernel limits) dividing
  * items. */
-static clattn_status pick_wg(probe *P, cl_kernel k, size_t items,
-                             size_t pref, size_t *out) {
+static clattn_status pick_wg(probe *P, cl_kernel k, size_t items, size_t pref,
+                             size_t *out) {
   clattn_status rc = CLATTN_OK;
   size_t kwg = 0, lim = pref;
   CLATTN_TRY(clattn__kernel_wg(P->ctx, k, &kwg));
@@ -266,8 +264,7 @@ static clattn_status kernel_for(clattn_ctx *ctx, int vw, int fp16,
            "-cl-mad-enable -D VW=%d -D PROBE_FP16=%d -D FMA_ITERS=%d "
            "-D FMA_CHAINS=%d -D LOCAL_ITERS=%d",
            vw, fp16, FMA_ITERS, CLATTN__PROBE_FMA_CHAINS, LOCAL_ITERS);
-  return clattn__kernel(ctx, "probe.cl", opts,
-                        clattn__probe_name(which), k);
+  return clattn__kernel(ctx, "probe.cl", opts, clattn__probe_name(which), k);
 }
 
 /* Global bytes one launch of k over `items` moves (the model's count). */
@@ -378,8 +375,8 @@ static clattn_status local_rate(probe *P, int vw, double *gbs) {
   CLATTN_CL(P->ctx, clGetKernelWorkGroupInfo(k, P->ctx->device,
                                              CL_KERNEL_LOCAL_MEM_SIZE,
                                              sizeof used, &used, NULL));
-  cl_ulong avail = P->ctx->dev.local_mem > used ? P->ctx->dev.local_mem - used
-                                                : 0;
+  cl_ulong avail =
+      P->ctx->dev.local_mem > used ? P->ctx->dev.local_mem - used : 0;
   while (u.lws > 1 && u.lws * vbytes > avail)
     u.lws /= 2;
   if (u.lws * vbytes > avail)
@@ -452,9 +449,8 @@ typedef struct probe_out {
   clattn_probe_result detail;
 } probe_out;
 
-static clattn_status probe_unlocked(clattn_ctx *ctx,
-                                    const clattn_probe_opts *opts,
-                                    probe_out *out) {
+static clattn_status
+probe_unlocked(clattn_ctx *ctx, const clattn_probe_opts *opts, probe_out *out) {
   static const clattn_probe_opts defaults;
   clattn_status rc = clattn__ctx_check(ctx);
   probe P;
@@ -498,8 +494,8 @@ static clattn_status probe_unlocked(clattn_ctx *ctx,
   double local[CLATTN_PROBE_WIDTHS] = {0}, half[CLATTN_PROBE_WIDTHS] = {0};
   for (int i = 0; i < CLATTN_PROBE_WIDTHS; i++) {
     int vw = probe_widths[i];
-    CLATTN_TRY(bandwidth(&P, vw, &out->detail.read_gbs[i], &out->detail.copy_gbs[i],
-                         &out->detail.triad_gbs[i]));
+    CLATTN_TRY(bandwidth(&P, vw, &out->detail.read_gbs[i],
+                         &out->detail.copy_gbs[i], &out->detail.triad_gbs[i]));
     CLATTN_TRY(fma_rate(&P, vw, 0, &out->detail.fma_gflops[i]));
     if (ctx->dev.has_fp16)
       CLATTN_TRY(fma_rate(&P, vw, 1, &half[i]));
@@ -560,8 +556,8 @@ struct clattn_copy_ref {
 void clattn_profile_at_copy(clattn_profile *p, double copy_gbs) {
   clattn_profile own;
   char why[128];
-  if (p == NULL || clattn__struct_in(&own, sizeof own, p, "clattn_profile",
-                                     why, sizeof why) != CLATTN_OK)
+  if (p == NULL || clattn__struct_in(&own, sizeof own, p, "clattn_profile", why,
+                                     sizeof why) != CLATTN_OK)
     return;
   clattn__profile_at_copy(&own, copy_gbs);
   clattn__struct_out(p, &own, sizeof own, "clattn_profile", why, sizeof why);
@@ -639,8 +635,8 @@ static clattn_status copy_ref_run_unlocked(clattn_copy_ref *ref, double *gbs) {
   CLATTN_TRY(clattn__launch(ctx, k, 1, &ref->gws, &ref->lws, 0, NULL, NULL));
   CLATTN_CL(ctx, clFinish(ctx->queue));
   const double t = clattn__now() - t0;
-  *gbs = moved(CLATTN__PROBE_COPY, REF_VW, ref->gws) / (t > 0 ? t : 1e-9) *
-         1e-9;
+  *gbs =
+      moved(CLATTN__PROBE_COPY, REF_VW, ref->gws) / (t > 0 ? t : 1e-9) * 1e-9;
 done:
   return rc;
 }
@@ -655,8 +651,8 @@ clattn_status clattn__probe_launch(clattn_ctx *ctx, clattn__probe_kernel k,
   if (rc != CLATTN_OK)
     return rc;
   if (k < 0 || k >= CLATTN__PROBE_KERNELS || items == 0 || lws == 0 ||
-      items % lws != 0 || (vw != 1 && vw != 2 && vw != 4 && vw != 8 &&
-                           vw != 16))
+      items % lws != 0 ||
+      (vw != 1 && vw != 2 && vw != 4 && vw != 8 && vw != 16))
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
                         "probe launch: bad kernel, width or sizes");
   CLATTN_TRY(kernel_for(ctx, vw, 0, k, &kern));
@@ -666,9 +662,8 @@ clattn_status clattn__probe_launch(clattn_ctx *ctx, clattn__probe_kernel k,
   if (zeros == NULL)
     return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
   for (int i = 0; i < 3; i++) {
-    m[i] = clCreateBuffer(ctx->context,
-                          CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n, zeros,
-                          &err);
+    m[i] = clCreateBuffer(
+        ctx->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n, zeros, &err);
     CLATTN_CL_RET(ctx, err, "clCreateBuffer");
   }
   out = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
@@ -727,8 +722,7 @@ clattn_status clattn_probe(clattn_ctx *ctx, const clattn_probe_opts *opts,
   if (rc)
     return rc;
   if (profile == NULL)
-    return clattn__fail_outside(ctx, CLATTN_ERR_INVALID_ARG,
-                                "profile is NULL");
+    return clattn__fail_outside(ctx, CLATTN_ERR_INVALID_ARG, "profile is NULL");
   if (clattn__struct_size(profile) < sizeof(size_t) ||
       (detail && clattn__struct_size(detail) < sizeof(size_t)))
     return clattn__fail_outside(ctx, CLATTN_ERR_INVALID_ARG,

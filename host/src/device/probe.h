@@ -6,9 +6,10 @@
 
 #include "clattn_tools.h"
 
-#define CLATTN__PROBE_NREAD 16        /* vectors read per item (probe_read) */
-#define CLATTN__PROBE_FMA_ITERS 1024  /* loop trips of probe_fma */
-#define CLATTN__PROBE_FMA_CHAINS 8    /* independent FMA chains per item (probe.cl) */
+#define CLATTN__PROBE_NREAD 16       /* vectors read per item (probe_read) */
+#define CLATTN__PROBE_FMA_ITERS 1024 /* loop trips of probe_fma */
+#define CLATTN__PROBE_FMA_CHAINS                                               \
+  8 /* independent FMA chains per item (probe.cl) */
 #define CLATTN__PROBE_LOCAL_ITERS 256 /* loop trips of probe_local */
 
 /* The probe's kernels. */

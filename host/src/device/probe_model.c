@@ -7,7 +7,7 @@
 
 const char *clattn__probe_name(clattn__probe_kernel k) {
   static const char *const names[CLATTN__PROBE_KERNELS] = {
-      "probe_read", "probe_copy", "probe_triad",
+      "probe_read", "probe_copy",  "probe_triad",
       "probe_fma",  "probe_local", "probe_empty"};
   return k >= 0 && k < CLATTN__PROBE_KERNELS ? names[k] : "";
 }
@@ -32,8 +32,8 @@ void clattn__model_probe(clattn__probe_kernel k, int vw, double items,
     c->fma_issued = items * vw;
     break;
   case CLATTN__PROBE_FMA: /* the chains; one float out */
-    c->fma_issued = items * CLATTN__PROBE_FMA_ITERS *
-                    CLATTN__PROBE_FMA_CHAINS * (double)vw;
+    c->fma_issued =
+        items * CLATTN__PROBE_FMA_ITERS * CLATTN__PROBE_FMA_CHAINS * (double)vw;
     c->bytes_written = items * 4.0;
     break;
   case CLATTN__PROBE_LOCAL: /* 4 * LOCAL_ITERS + 1 vector reads, 2 writes */

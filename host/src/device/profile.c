@@ -46,13 +46,13 @@ static clattn_status get_extensions(clattn_ctx *ctx, char **out) {
   size_t n = 0;
   char *s = NULL;
   *out = NULL;
-  CLATTN_CL(ctx, clGetDeviceInfo(ctx->device, CL_DEVICE_EXTENSIONS, 0, NULL,
-                                 &n));
+  CLATTN_CL(ctx,
+            clGetDeviceInfo(ctx->device, CL_DEVICE_EXTENSIONS, 0, NULL, &n));
   s = malloc(n + 1);
   if (s == NULL)
     return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
-  CLATTN_CL(ctx, clGetDeviceInfo(ctx->device, CL_DEVICE_EXTENSIONS, n, s,
-                                 NULL));
+  CLATTN_CL(ctx,
+            clGetDeviceInfo(ctx->device, CL_DEVICE_EXTENSIONS, n, s, NULL));
   s[n] = '\0';
   *out = s;
   s = NULL;
@@ -98,8 +98,8 @@ static void copy_str(char *dst, size_t cap, const char *src) {
  * to the hyphen before the model name (which starts with a capital). */
 static void cpu_arch(const char *name, char *out, size_t cap) {
   const char *s = strncmp(name, "pthread-", 8) == 0 ? name + 8
-                  : strncmp(name, "cpu-", 4) == 0  ? name + 4
-                                                   : NULL;
+                  : strncmp(name, "cpu-", 4) == 0   ? name + 4
+                                                    : NULL;
   if (s == NULL)
     return;
   const char *end = NULL;
@@ -259,8 +259,8 @@ static clattn_status profile_for_unlocked(clattn_ctx *ctx, clattn_db *db,
   }
   if (stale[0]) { /* after the datasheet's sources, if any */
     const size_t len = strlen(out->note);
-    snprintf(out->note + len, sizeof out->note - len, "%s%s",
-             len ? "; " : "", stale);
+    snprintf(out->note + len, sizeof out->note - len, "%s%s", len ? "; " : "",
+             stale);
   }
   return CLATTN_OK;
 }

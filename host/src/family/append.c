@@ -24,17 +24,17 @@ enum { K_NEW, V_NEW, POS, K_CACHE, V_CACHE };
 
 clattn__append_desc clattn__append_of_decode(const clattn_decode_desc *d,
                                              int n_new) {
-  const clattn__append_desc a = {d->batch,        d->capacity,   d->heads_kv,
-                                 d->heads_kv,     d->head_dim_k, d->head_dim_v,
-                                 d->dtype,        d->cache_layout, n_new};
+  const clattn__append_desc a = {d->batch,    d->capacity,     d->heads_kv,
+                                 d->heads_kv, d->head_dim_k,   d->head_dim_v,
+                                 d->dtype,    d->cache_layout, n_new};
   return a;
 }
 
 clattn__append_desc clattn__append_of_th(const clattn_th_decode_desc *d,
                                          int n_new) {
-  const clattn__append_desc a = {d->batch,        d->capacity,   d->heads_k,
-                                 d->heads_v,      d->head_dim_k, d->head_dim_v,
-                                 d->dtype,        d->cache_layout, n_new};
+  const clattn__append_desc a = {d->batch,   d->capacity,     d->heads_k,
+                                 d->heads_v, d->head_dim_k,   d->head_dim_v,
+                                 d->dtype,   d->cache_layout, n_new};
   return a;
 }
 
@@ -47,8 +47,8 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
     return CLATTN_ERR_SHAPE;
   }
   if (a->heads_k < 1 || a->heads_v < 1) {
-    snprintf(why, cap, "heads_k (%d) and heads_v (%d) must be >= 1",
-             a->heads_k, a->heads_v);
+    snprintf(why, cap, "heads_k (%d) and heads_v (%d) must be >= 1", a->heads_k,
+             a->heads_v);
     return CLATTN_ERR_SHAPE;
   }
   /* one head of each: the common checks of head dims and dtype */
@@ -87,10 +87,10 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
   b[K_NEW] = (clattn__buf_spec){"k_new", CLATTN__BUF_IN, B * n * kr, dt, 0, 0};
   b[V_NEW] = (clattn__buf_spec){"v_new", CLATTN__BUF_IN, B * n * vr, dt, 0, 0};
   b[POS] = (clattn__buf_spec){"pos", CLATTN__BUF_INTS, B, CLATTN_F32, 0, 0};
-  b[K_CACHE] = (clattn__buf_spec){"k_cache", CLATTN__BUF_INOUT, B * m * kr,
-                                  dt, 0, 0};
-  b[V_CACHE] = (clattn__buf_spec){"v_cache", CLATTN__BUF_INOUT, B * m * vr,
-                                  dt, 0, 0};
+  b[K_CACHE] =
+      (clattn__buf_spec){"k_cache", CLATTN__BUF_INOUT, B * m * kr, dt, 0, 0};
+  b[V_CACHE] =
+      (clattn__buf_spec){"v_cache", CLATTN__BUF_INOUT, B * m * vr, dt, 0, 0};
 }
 
 /* A full call writes at the cache's start. */
@@ -111,8 +111,8 @@ static void shape_class(const void *desc, char *buf, size_t cap) {
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
-  clattn__attn_shape s = {1,          0,           0,          0, 0,
-                          0,          CLATTN_F32,  CLATTN_BHSD, CLATTN_BHSD};
+  clattn__attn_shape s = {1, 0,          0,           0,          0,
+                          0, CLATTN_F32, CLATTN_BHSD, CLATTN_BHSD};
   int heads = 0, kv_heads = 0, heads_k = 0, heads_v = 0, n_new = 1;
   clattn_status rc;
   if ((rc = clattn__shape_attn(text, SHAPE_KEYS, &s, why, cap)) ||
@@ -134,11 +134,16 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
              "or heads-k= and heads-v=)");
     return CLATTN_ERR_INVALID_ARG;
   }
-  *(clattn__append_desc *)desc = (clattn__append_desc){
-      .batch = s.batch, .capacity = s.n_kv, .heads_k = heads_k,
-      .heads_v = heads_v, .head_dim_k = s.head_dim_k,
-      .head_dim_v = s.head_dim_v, .dtype = s.dtype,
-      .cache_layout = s.q_layout, .n_new = n_new};
+  *(clattn__append_desc *)desc =
+      (clattn__append_desc){.batch = s.batch,
+                            .capacity = s.n_kv,
+                            .heads_k = heads_k,
+                            .heads_v = heads_v,
+                            .head_dim_k = s.head_dim_k,
+                            .head_dim_v = s.head_dim_v,
+                            .dtype = s.dtype,
+                            .cache_layout = s.q_layout,
+                            .n_new = n_new};
   return CLATTN_OK;
 }
 
@@ -192,8 +197,7 @@ static clattn_status cost(const void *desc, const void *plan, const int *pos,
   const double row =
       es * ((double)a->heads_k * a->head_dim_k +
             (pl->kv_same ? 0.0 : (double)a->heads_v * a->head_dim_v));
-  const double rows =
-      clattn__append_rows(pos, a->batch, a->n_new, a->capacity);
+  const double rows = clattn__append_rows(pos, a->batch, a->n_new, a->capacity);
   const int hm = a->heads_k > a->heads_v ? a->heads_k : a->heads_v;
   clattn_cost *c = clattn__model_kernel(out, "kv_append");
   const double items = (double)a->batch * a->n_new * hm;
@@ -221,10 +225,10 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl,
   cl_kernel kern = NULL;
   if ((rc = clattn__kernel_defs(ctx, "decode.cl", &df, "kv_append", &kern)))
     return rc;
-  const clattn__strides ks = clattn__layout_strides(
-      a->cache_layout, a->capacity, hk, a->head_dim_k);
-  const clattn__strides vs = clattn__layout_strides(
-      a->cache_layout, a->capacity, hv, a->head_dim_v);
+  const clattn__strides ks =
+      clattn__layout_strides(a->cache_layout, a->capacity, hk, a->head_dim_k);
+  const clattn__strides vs =
+      clattn__layout_strides(a->cache_layout, a->capacity, hv, a->head_dim_v);
   const cl_int ci[4] = {a->n_new, a->capacity, hk, hv};
   const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
   cl_uint n = 0;
@@ -255,8 +259,8 @@ static void check_case(const void *desc, clattn__check_case *c) {
 static void reference(const void *desc, void *const *b) {
   const clattn__append_desc *a = desc;
   ref_kv_append(a->batch, a->capacity, a->heads_k, a->heads_v, a->head_dim_k,
-                a->head_dim_v, (int)a->cache_layout, a->n_new, b[POS],
-                b[K_NEW], b[V_NEW], b[K_CACHE], b[V_CACHE]);
+                a->head_dim_v, (int)a->cache_layout, a->n_new, b[POS], b[K_NEW],
+                b[V_NEW], b[K_CACHE], b[V_CACHE]);
 }
 
 const clattn__family clattn__family_append = {

@@ -31,8 +31,9 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   }
   if (d->experts < 1 || d->experts > CLATTN_SH_MAX_EXPERTS || d->topk < 1 ||
       d->topk > d->experts) {
-    snprintf(why, cap, "experts (%d) must be in 1..%d and topk (%d) in "
-                       "1..experts",
+    snprintf(why, cap,
+             "experts (%d) must be in 1..%d and topk (%d) in "
+             "1..experts",
              d->experts, CLATTN_SH_MAX_EXPERTS, d->topk);
     return CLATTN_ERR_SHAPE;
   }
@@ -86,20 +87,29 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
   /* unused without routing: any buffer (or NULL) passes */
   const size_t sx = none ? 1 : rows * (size_t)d->sel_inner;
   const size_t sw = none ? 1 : (size_t)d->sel_inner * h * (size_t)d->experts;
-  b[A] = (clattn__buf_spec){"a", CLATTN__BUF_IN,
+  b[A] = (clattn__buf_spec){"a",
+                            CLATTN__BUF_IN,
                             rows * (split ? 1 : h) * (size_t)d->inner,
-                            CLATTN_F32, 0, 0};
-  b[SEL_X] = (clattn__buf_spec){"sel_x", CLATTN__BUF_IN, sx, CLATTN_F32,
-                                none, 0};
-  b[W_SEL] = (clattn__buf_spec){"w_sel", CLATTN__BUF_IN, sw, CLATTN_F32,
-                                none, 0};
-  b[W] = (clattn__buf_spec){"w", CLATTN__BUF_IN,
+                            CLATTN_F32,
+                            0,
+                            0};
+  b[SEL_X] =
+      (clattn__buf_spec){"sel_x", CLATTN__BUF_IN, sx, CLATTN_F32, none, 0};
+  b[W_SEL] =
+      (clattn__buf_spec){"w_sel", CLATTN__BUF_IN, sw, CLATTN_F32, none, 0};
+  b[W] = (clattn__buf_spec){"w",
+                            CLATTN__BUF_IN,
                             h * (size_t)d->experts * (size_t)d->inner *
                                 (size_t)d->cols,
-                            CLATTN_F32, 0, 0};
-  b[OUT] = (clattn__buf_spec){"out", CLATTN__BUF_OUT,
+                            CLATTN_F32,
+                            0,
+                            0};
+  b[OUT] = (clattn__buf_spec){"out",
+                              CLATTN__BUF_OUT,
                               rows * (split ? h : 1) * (size_t)d->cols,
-                              CLATTN_F32, 0, 0};
+                              CLATTN_F32,
+                              0,
+                              0};
 }
 
 static int full_int(const void *desc) {
@@ -115,8 +125,8 @@ static void shape_class(const void *desc, char *buf, size_t cap) {
   snprintf(buf, cap, "f32 %s %s r%ld in%d n%d h%d e%d top%d",
            mode_words[d->mode == CLATTN__CVMM_SUM],
            gate_words[d->gate == CLATTN__CVMM_NONE],
-           clattn__pow2_round(d->rows), d->inner, d->cols, d->heads,
-           d->experts, d->topk);
+           clattn__pow2_round(d->rows), d->inner, d->cols, d->heads, d->experts,
+           d->topk);
 }
 
 /* key=WORD of text as the index of WORD in words (left as it is when key
@@ -156,11 +166,9 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   if ((rc = clattn__shape_keys(text, SHAPE_KEYS, why, cap)) ||
       (rc = clattn__shape_int(text, "batch", 1, 1 << 20, &batch, why, cap)) ||
       (rc = clattn__shape_int(text, "seq", 1, 1 << 30, &seq, why, cap)) ||
-      (rc = clattn__shape_int(text, "heads", 1, MAX_HE, &d.heads, why,
-                              cap)) ||
+      (rc = clattn__shape_int(text, "heads", 1, MAX_HE, &d.heads, why, cap)) ||
       (rc = clattn__shape_int(text, "head-dim", 1, 1 << 20, &hd, why, cap)) ||
-      (rc = clattn__shape_int(text, "model-dim", 1, 1 << 20, &md, why,
-                              cap)) ||
+      (rc = clattn__shape_int(text, "model-dim", 1, 1 << 20, &md, why, cap)) ||
       (rc = clattn__shape_int(text, "experts", 1, CLATTN_SH_MAX_EXPERTS,
                               &d.experts, why, cap)) ||
       (rc = shape_word(text, "mode", mode_words, 2, &mode, why, cap)) ||
@@ -177,8 +185,9 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
     return CLATTN_ERR_UNSUPPORTED;
   }
   if (!seq || !d.heads || !hd || !md || !d.experts) {
-    snprintf(why, cap, "the shape needs seq=, heads=, head-dim=, model-dim= "
-                       "and experts=");
+    snprintf(why, cap,
+             "the shape needs seq=, heads=, head-dim=, model-dim= "
+             "and experts=");
     return CLATTN_ERR_INVALID_ARG;
   }
   if ((long)batch * seq > INT_MAX) {
@@ -195,8 +204,8 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   return CLATTN_OK;
 }
 
-static clattn_status plan(const clattn__target *t, const void *desc,
-                          void *pl, char *why, size_t cap) {
+static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
+                          char *why, size_t cap) {
   const clattn__cvmm_desc *d = desc;
   const clattn__gg g = clattn__gg_of_cvmm(d);
   return clattn__gg_make_plan(t, &g, d->params, 1, pl, why, cap);

@@ -92,7 +92,7 @@ static void gemm_cost(const clattn__gg *g, const clattn__gg_plan *pl,
   const long last_rows = g->rows - (T - 1) * (long)pl->tile;
   const long NB = (g->N + pl->cols - 1) / pl->cols;
   const double last_cols = g->N - (double)(NB - 1) * pl->cols;
-  const int nb = g->dense ? 0
+  const int nb = g->dense                        ? 0
                  : g->mode == CLATTN__CVMM_SPLIT ? g->experts
                                                  : g->heads * g->experts;
   /* every (tile, column block, z) work-item or group; the tiles and the

@@ -24,19 +24,22 @@
 
 /* The grouped GEMM a call runs. */
 typedef struct clattn__gg {
-  int rows;   /* output rows */
-  int K, N;   /* one (head, expert) GEMM: a-rows of K, N columns */
-  int lda;    /* a's row stride */
-  int ldo;    /* out's row stride */
-  int z;      /* the launch's third dimension: heads (SPLIT) or 1 */
-  int dense;  /* no routing: rows in order, gate 1 */
-  int mode;   /* routed: CLATTN__CVMM_SPLIT or CLATTN__CVMM_SUM */
+  int rows;  /* output rows */
+  int K, N;  /* one (head, expert) GEMM: a-rows of K, N columns */
+  int lda;   /* a's row stride */
+  int ldo;   /* out's row stride */
+  int z;     /* the launch's third dimension: heads (SPLIT) or 1 */
+  int dense; /* no routing: rows in order, gate 1 */
+  int mode;  /* routed: CLATTN__CVMM_SPLIT or CLATTN__CVMM_SUM */
   int heads, experts, topk, sel_inner; /* routed */
 } clattn__gg;
 
 /* SMALL is the plan's own value (cvmm's params call it scheme 2). */
-enum { CLATTN__GG_SCHEME_OWN = 1, CLATTN__GG_SCHEME_CLBLAST = 2,
-       CLATTN__GG_SCHEME_SMALL = 3 };
+enum {
+  CLATTN__GG_SCHEME_OWN = 1,
+  CLATTN__GG_SCHEME_CLBLAST = 2,
+  CLATTN__GG_SCHEME_SMALL = 3
+};
 
 /* The most rows the fused small-rows path takes: a decode step's batch,
  * where the bucketed path's four launches cost more than its GEMM; 11, so
@@ -68,8 +71,8 @@ clattn__gg clattn__gg_of_gemm(const clattn__gemm_desc *d);
 /* Plan params p (NULL: automatic) for g on t; own: 1 for the cvmm family
  * (no CLBlast), 0 for gemm (scheme 0 is CLBlast). */
 clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
-                              const clattn_params *p, int own,
-                              clattn__gg_plan *pl, char *why, size_t cap);
+                                   const clattn_params *p, int own,
+                                   clattn__gg_plan *pl, char *why, size_t cap);
 /* Local memory of the GEMM kernel (variant 2). */
 size_t clattn__gg_local_bytes(const clattn__gg *g, const clattn__gg_plan *pl);
 int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
@@ -77,10 +80,9 @@ int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
 clattn_params clattn__gg_resolved(const clattn__gg_plan *pl);
 /* Every valid candidate of family F for desc (whose shape is g), the
  * default first; clblast: add the CLBlast candidate (the projection family). */
-clattn_status clattn__gg_space(const clattn__family *F,
-                               const clattn__target *t, const void *desc,
-                               const clattn__gg *g, int clblast,
-                               clattn__space *s);
+clattn_status clattn__gg_space(const clattn__family *F, const clattn__target *t,
+                               const void *desc, const clattn__gg *g,
+                               int clblast, clattn__space *s);
 
 /* Row tiles of the GEMM and the routing scratch (int32 elements: sel,
  * list, off, cnt). */

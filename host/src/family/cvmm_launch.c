@@ -54,8 +54,8 @@ static const char *const route_names[NROUTE] = {"cvmm_route", "cvmm_count",
  * than its compiled kernel allows is lowered once and the program
  * rebuilt. */
 static clattn_status kernels(clattn_ctx *ctx, const clattn__gg *g,
-                             clattn__gg_plan *pl, int auto_wg,
-                             cl_kernel *route, cl_kernel *gemm) {
+                             clattn__gg_plan *pl, int auto_wg, cl_kernel *route,
+                             cl_kernel *gemm) {
   clattn__defs df;
   clattn_status rc;
   const int small = pl->scheme == CLATTN__GG_SCHEME_SMALL;
@@ -144,10 +144,10 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
     const size_t *l1 = pl->variant == 1 ? &one : NULL;
     if ((rc = clattn__launch(ctx, route[ROUTE], 1, &items, l1, nw, wait,
                              NULL)) ||
-        (rc = clattn__launch(ctx, route[COUNT], 1, &tiles, l1, 0, NULL,
-                             NULL)) ||
-        (rc = clattn__launch(ctx, route[SCATTER], 1, &tiles, l1, 0, NULL,
-                             NULL)))
+        (rc =
+             clattn__launch(ctx, route[COUNT], 1, &tiles, l1, 0, NULL, NULL)) ||
+        (rc =
+             clattn__launch(ctx, route[SCATTER], 1, &tiles, l1, 0, NULL, NULL)))
       return rc;
     nw = 0;
     wait = NULL;
@@ -172,7 +172,6 @@ clattn_status clattn__gg_enqueue(clattn_ctx *ctx, const clattn__gg *g,
   gws[1] = (size_t)T;
   gws[2] = (size_t)g->z;
   return clattn__launch(ctx, gemm, 3, gws,
-                        pl->variant == 2 || pl->wg || pl->pack ? lws : NULL,
-                        nw, wait,
-                        ev ? ev->out : NULL);
+                        pl->variant == 2 || pl->wg || pl->pack ? lws : NULL, nw,
+                        wait, ev ? ev->out : NULL);
 }

@@ -6,8 +6,14 @@
 #include <string.h>
 
 /* Variant 1's private tile (TILE x C floats) and variant 2's bounds. */
-enum { MAX_TILE_FLOATS = 16384, MAX_TILE = 1024, MAX_CV = 8, MAX_R = 16,
-       MAX_TM = 16, KT = 16 };
+enum {
+  MAX_TILE_FLOATS = 16384,
+  MAX_TILE = 1024,
+  MAX_CV = 8,
+  MAX_R = 16,
+  MAX_TM = 16,
+  KT = 16
+};
 
 clattn__gg clattn__gg_of_cvmm(const clattn__cvmm_desc *d) {
   clattn__gg g;
@@ -50,8 +56,8 @@ int clattn__gg_tiles(const clattn__gg *g, const clattn__gg_plan *pl) {
 
 size_t clattn__gg_sched_ints(const clattn__gg *g, const clattn__gg_plan *pl) {
   const size_t n = (size_t)g->rows * (size_t)g->heads * (size_t)g->topk;
-  const size_t nb = (size_t)g->heads * (size_t)g->experts *
-                    (size_t)clattn__gg_tiles(g, pl);
+  const size_t nb =
+      (size_t)g->heads * (size_t)g->experts * (size_t)clattn__gg_tiles(g, pl);
   return 4 * n + 2 * nb + 1;
 }
 
@@ -70,8 +76,7 @@ static int default_cv(int N, int vw, int vregs, int dense) {
   double bs = 0;
   for (int cv = 1; cv <= 5 && cv * 4 <= vregs; cv++) {
     const int c = cv * vw;
-    const double s =
-        (double)((N + c - 1) / c) * c * weight[dense != 0][cv];
+    const double s = (double)((N + c - 1) / c) * c * weight[dense != 0][cv];
     if (cv == 1 || s < bs) {
       best = cv;
       bs = s;
@@ -100,8 +105,7 @@ static int default_tile(const clattn__target *t, const clattn__gg *g,
     while (tile * pl->cols > MAX_TILE_FLOATS && tile > 1)
       tile /= 2;
   }
-  while (tile > 2 * r &&
-         nb * ((g->rows + tile - 1) / tile) * g->z < want)
+  while (tile > 2 * r && nb * ((g->rows + tile - 1) / tile) * g->z < want)
     tile /= 2;
   /* no more rows than the call has */
   while (tile > r && tile / 2 >= g->rows)
@@ -119,8 +123,7 @@ static clattn_status plan_reg(const clattn__target *t, const clattn__gg *g,
   int vmax = p->keys ? 16 : tv;
   while (vmax > g->N)
     vmax /= 2;
-  pl->cols = p->keys ? p->keys : vmax * default_cv(g->N, vmax, vregs,
-                                                   g->dense);
+  pl->cols = p->keys ? p->keys : vmax * default_cv(g->N, vmax, vregs, g->dense);
   /* columns past N are wasted: at most N rounded up to a vector */
   if (pl->cols > g->N)
     pl->cols = (g->N + vmax - 1) / vmax * vmax;
@@ -156,8 +159,7 @@ static clattn_status plan_reg(const clattn__target *t, const clattn__gg *g,
    * the panel (one work-item a group, for its local memory) when enough
    * rows reuse it */
   pl->pack = g->N % 128 == 0 && pl->wg <= 1 && g->rows >= 4 * pl->rows &&
-             (unsigned long long)g->K * pl->cols * 4 <=
-                 clattn__local_budget(t);
+             (unsigned long long)g->K * pl->cols * 4 <= clattn__local_budget(t);
   /* routing: vectors of 16 columns (the last partly past the H E), as
    * many rows as keep about 24 accumulators, up to 12 */
   const int he = g->heads * g->experts;
@@ -204,8 +206,9 @@ static clattn_status plan_local(const clattn__target *t, const clattn__gg *g,
       pl->tile /= 2;
   }
   if (pl->tile > MAX_TILE) {
-    snprintf(why, cap, "params: variant 2 splits (%d rows a tile) must be "
-                       "at most %d",
+    snprintf(why, cap,
+             "params: variant 2 splits (%d rows a tile) must be "
+             "at most %d",
              pl->tile, MAX_TILE);
     return CLATTN_ERR_INVALID_ARG;
   }
@@ -217,9 +220,10 @@ static clattn_status plan_local(const clattn__target *t, const clattn__gg *g,
 }
 
 clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
-                              const clattn_params *p, int own,
-                              clattn__gg_plan *pl, char *why, size_t cap) {
-  static const clattn_params none = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
+                                   const clattn_params *p, int own,
+                                   clattn__gg_plan *pl, char *why, size_t cap) {
+  static const clattn_params none = {
+      sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
   if (p == NULL)
     p = &none;
   memset(pl, 0, sizeof *pl);
@@ -238,8 +242,8 @@ clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
     const int small =
         p->scheme == 2 || (p->scheme == 0 && p->variant != 2 &&
                            p->splits == 0 && g->rows <= CLATTN__GG_SMALL_ROWS);
-    if (small && (g->rows > CLATTN__GG_SMALL_ROWS || p->variant == 2 ||
-                  p->splits)) {
+    if (small &&
+        (g->rows > CLATTN__GG_SMALL_ROWS || p->variant == 2 || p->splits)) {
       snprintf(why, cap,
                "params: scheme 2 (fused small rows) takes at most %d rows "
                "(this call has %d), variant 0 or 1 and no splits",
@@ -256,12 +260,13 @@ clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
       return rc;
     }
   }
-  pl->scheme = own || p->scheme == 1 ? CLATTN__GG_SCHEME_OWN
-                                     : CLATTN__GG_SCHEME_CLBLAST;
+  pl->scheme =
+      own || p->scheme == 1 ? CLATTN__GG_SCHEME_OWN : CLATTN__GG_SCHEME_CLBLAST;
   if (pl->scheme == CLATTN__GG_SCHEME_CLBLAST) {
     if (p->variant || p->rows || p->keys || p->wg || p->splits) {
-      snprintf(why, cap, "params: scheme 2 (CLBlast) takes no variant, "
-                         "rows, keys, wg or splits");
+      snprintf(why, cap,
+               "params: scheme 2 (CLBlast) takes no variant, "
+               "rows, keys, wg or splits");
       return CLATTN_ERR_INVALID_ARG;
     }
     return CLATTN_OK;
@@ -287,17 +292,24 @@ int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
                     const clattn__gg_plan *pl, char *why, size_t cap) {
   if (pl->scheme == CLATTN__GG_SCHEME_CLBLAST)
     return 1;
-  return clattn__plan_fits(t, pl->wg, clattn__gg_local_bytes(g, pl), why,
-                           cap);
+  return clattn__plan_fits(t, pl->wg, clattn__gg_local_bytes(g, pl), why, cap);
 }
 
 clattn_params clattn__gg_resolved(const clattn__gg_plan *pl) {
   if (pl->scheme == CLATTN__GG_SCHEME_CLBLAST)
-    return (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, CLATTN__GG_SCHEME_CLBLAST};
+    return (clattn_params){sizeof(clattn_params),    0, 0, 0, 0, 0, 0,
+                           CLATTN__GG_SCHEME_CLBLAST};
   if (pl->scheme == CLATTN__GG_SCHEME_SMALL)
-    return (clattn_params){sizeof(clattn_params), 1, pl->rows, pl->cols, pl->wg, 0, 0, 2};
-  return (clattn_params){sizeof(clattn_params), pl->variant, pl->rows, pl->cols, pl->wg,
-                         pl->tile,    0,        CLATTN__GG_SCHEME_OWN};
+    return (clattn_params){
+        sizeof(clattn_params), 1, pl->rows, pl->cols, pl->wg, 0, 0, 2};
+  return (clattn_params){sizeof(clattn_params),
+                         pl->variant,
+                         pl->rows,
+                         pl->cols,
+                         pl->wg,
+                         pl->tile,
+                         0,
+                         CLATTN__GG_SCHEME_OWN};
 }
 
 /* Bucketed (scheme 1) variant 1: rows {4, 6, 8, 12} x vectors {1 .. 5}
@@ -307,17 +319,17 @@ clattn_params clattn__gg_resolved(const clattn__gg_plan *pl) {
  * 128, 256} x columns {16, 32, 64} x rows {2, 4, 8}; cvmm's fused path
  * (scheme 2) for small rows: vectors {1 .. 5} (1 .. 2 on GPU-shaped
  * targets); and CLBlast for the projection family (its default). */
-clattn_status clattn__gg_space(const clattn__family *F,
-                               const clattn__target *t, const void *desc,
-                               const clattn__gg *g, int clblast,
-                               clattn__space *s) {
+clattn_status clattn__gg_space(const clattn__family *F, const clattn__target *t,
+                               const void *desc, const clattn__gg *g,
+                               int clblast, clattn__space *s) {
   static const int rs[] = {4, 6, 8, 12}, tiles[] = {0, 64, 256};
   static const int wgs[] = {64, 128, 256}, cts[] = {16, 32, 64},
                    tms[] = {2, 4, 8};
   const int own = CLATTN__GG_SCHEME_OWN; /* cvmm's bucketed scheme too */
   clattn__space_init_params(s);
-  const int i = clattn__space_try(F, t, desc,
-                                  (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
+  const int i = clattn__space_try(
+      F, t, desc, (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},
+      s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
@@ -347,14 +359,16 @@ clattn_status clattn__gg_space(const clattn__family *F,
         if (rs[r] * cv + cv + 2 > vregs || (cv == 1 && rs[r] < 8) ||
             (!t->cpu_vectors && (rs[r] > 8 || cv > 2 || k > 0)))
           continue;
-        const clattn_params p = {sizeof(clattn_params), 1, rs[r], cv * vw, 0, tiles[k], 0, own};
+        const clattn_params p = {
+            sizeof(clattn_params), 1, rs[r], cv * vw, 0, tiles[k], 0, own};
         if (clattn__space_try(F, t, desc, p, s) == -2)
           return CLATTN_ERR_NOMEM;
       }
   for (int w = 0; !t->cpu_vectors && w < 3; w++)
     for (int c = 0; c < 3; c++)
       for (int m = 0; m < 3; m++) {
-        const clattn_params p = {sizeof(clattn_params), 2, tms[m], cts[c], wgs[w], 0, 0, own};
+        const clattn_params p = {
+            sizeof(clattn_params), 2, tms[m], cts[c], wgs[w], 0, 0, own};
         if (clattn__space_try(F, t, desc, p, s) == -2)
           return CLATTN_ERR_NOMEM;
       }

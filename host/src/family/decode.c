@@ -49,8 +49,8 @@ clattn_status clattn__check_cache(const clattn_decode_desc *d, char *why,
 clattn_status clattn__parse_cache(const char *text, const char *known,
                                   clattn_decode_desc *out, char *why,
                                   size_t cap) {
-  clattn__attn_shape s = {1,          0,           0,          0, 0,
-                          0,          CLATTN_F32,  CLATTN_BHSD, CLATTN_BHSD};
+  clattn__attn_shape s = {1, 0,          0,           0,          0,
+                          0, CLATTN_F32, CLATTN_BHSD, CLATTN_BHSD};
   int heads_q = 0, heads_kv;
   clattn_status rc;
   if ((rc = clattn__shape_attn(text, known, &s, why, cap)) ||
@@ -64,10 +64,13 @@ clattn_status clattn__parse_cache(const char *text, const char *known,
     snprintf(why, cap, "the shape needs kv-seq=, heads= and head-dim=");
     return CLATTN_ERR_INVALID_ARG;
   }
-  *out = (clattn_decode_desc){.batch = s.batch, .capacity = s.n_kv,
-                              .heads_q = heads_q, .heads_kv = heads_kv,
+  *out = (clattn_decode_desc){.batch = s.batch,
+                              .capacity = s.n_kv,
+                              .heads_q = heads_q,
+                              .heads_kv = heads_kv,
                               .head_dim_k = s.head_dim_k,
-                              .head_dim_v = s.head_dim_v, .dtype = s.dtype,
+                              .head_dim_v = s.head_dim_v,
+                              .dtype = s.dtype,
                               .cache_layout = s.q_layout};
   return CLATTN_OK;
 }
@@ -106,9 +109,8 @@ void clattn_shape_class_decode(const clattn_decode_desc *d, char *buf,
   if (buf == NULL || cap == 0)
     return;
   buf[0] = '\0';
-  if (d != NULL &&
-      clattn__struct_in(&own, sizeof own, d, "clattn_decode_desc", why,
-                        sizeof why) == CLATTN_OK)
+  if (d != NULL && clattn__struct_in(&own, sizeof own, d, "clattn_decode_desc",
+                                     why, sizeof why) == CLATTN_OK)
     clattn__shape_class_decode(&own, buf, cap);
 }
 
@@ -167,7 +169,8 @@ static clattn_status space(const clattn__target *t, const void *desc,
   const int rows1[] = {1, 2, 4, g > 4 ? g : 4};
   int splits[10], ns = 0;
   clattn__space_init_params(s);
-  int i = add(t, d, (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
+  int i =
+      add(t, d, (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
@@ -180,13 +183,15 @@ static clattn_status space(const clattn__target *t, const void *desc,
         for (int f = 1; f <= 2; f++)
           for (int r = 0; r < 4; r++)
             if (add(t, d,
-                    (clattn_params){sizeof(clattn_params), 1, rows1[r], keys1[a], wg1[b], splits[k],
-                                    f, 0},
+                    (clattn_params){sizeof(clattn_params), 1, rows1[r],
+                                    keys1[a], wg1[b], splits[k], f, 0},
                     s) == -2)
               return CLATTN_ERR_NOMEM;
     for (int a = 0; a < 5; a++)
       for (int b = 0; b < 4; b++)
-        if (add(t, d, (clattn_params){sizeof(clattn_params), 2, 0, keys2[b], wg2[a], splits[k], 0, 0},
+        if (add(t, d,
+                (clattn_params){sizeof(clattn_params), 2, 0, keys2[b], wg2[a],
+                                splits[k], 0, 0},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
   }
@@ -342,7 +347,8 @@ static const char *const bench[] = {
     "batch=1 kv-seq=4096 heads=32 kv-heads=8 head-dim=128",
     "batch=8 kv-seq=2048 heads=8 kv-heads=8 head-dim=64",
     "batch=1 kv-seq=4096 heads=32 kv-heads=32 head-dim=128",
-    "batch=1 kv-seq=4096 heads=32 kv-heads=1 head-dim=128", NULL};
+    "batch=1 kv-seq=4096 heads=32 kv-heads=1 head-dim=128",
+    NULL};
 
 const clattn__family clattn__family_decode = {
     .name = "decode",

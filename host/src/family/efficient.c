@@ -44,8 +44,7 @@ static void map_buffers(const kv_same_map *m, const void *desc,
 
 static clattn_status map_enqueue(const kv_same_map *m, clattn_ctx *ctx,
                                  const void *desc, void *plan, int auto_wg,
-                                 const cl_mem *bufs,
-                                 const clattn_events *ev) {
+                                 const cl_mem *bufs, const clattn_events *ev) {
   cl_mem base[CLATTN__MAX_BUFS];
   for (int i = 0; i < m->base->nbufs; i++)
     base[i] = bufs[m->map[i]];

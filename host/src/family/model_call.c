@@ -52,8 +52,8 @@ clattn_status clattn__model_in(const clattn_profile **prof,
   memset(own, 0, sizeof *own);
   if (out == NULL || clattn__struct_size(out) < sizeof(size_t))
     return CLATTN_ERR_INVALID_ARG;
-  return clattn__struct_in_ptr((const void **)prof, own_prof,
-                               sizeof *own_prof, "clattn_profile", own->errmsg,
+  return clattn__struct_in_ptr((const void **)prof, own_prof, sizeof *own_prof,
+                               "clattn_profile", own->errmsg,
                                sizeof own->errmsg);
 }
 

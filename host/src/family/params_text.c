@@ -18,8 +18,8 @@ void clattn__params_format(const clattn_params *p, char *buf, size_t cap) {
   clattn_params q = *p;
   for (int i = 0; i < CLATTN__NPARAMS; i++)
     if (i < CLATTN__NPARAMS_ALWAYS || *clattn__param(&q, i) != 0)
-      clattn__appendf(buf, cap, "%s%s=%d", i ? " " : "",
-                      clattn__param_names[i], *clattn__param(&q, i));
+      clattn__appendf(buf, cap, "%s%s=%d", i ? " " : "", clattn__param_names[i],
+                      *clattn__param(&q, i));
 }
 
 void clattn_params_format(const clattn_params *p, char *buf, size_t cap) {
@@ -86,8 +86,8 @@ clattn_status clattn_params_parse(const char *text, clattn_params *out) {
   if (text == NULL || out == NULL)
     return CLATTN_ERR_INVALID_ARG;
   clattn_status rc = clattn__params_parse(text, &own);
-  clattn_status wrc =
-      clattn__struct_out(out, &own, sizeof own, "clattn_params", why, sizeof why);
+  clattn_status wrc = clattn__struct_out(out, &own, sizeof own, "clattn_params",
+                                         why, sizeof why);
   return wrc ? wrc : rc;
 }
 

@@ -11,9 +11,8 @@ const char *const clattn__param_names[CLATTN__NPARAMS] = {
     "variant", "rows", "keys", "wg", "splits", "prefetch", "scheme"};
 
 int *clattn__param(clattn_params *p, int i) {
-  int *f[CLATTN__NPARAMS] = {&p->variant, &p->rows,     &p->keys,
-                             &p->wg,      &p->splits,   &p->prefetch,
-                             &p->scheme};
+  int *f[CLATTN__NPARAMS] = {&p->variant, &p->rows,     &p->keys,  &p->wg,
+                             &p->splits,  &p->prefetch, &p->scheme};
   return f[i];
 }
 
@@ -41,8 +40,8 @@ static int params_ok(const clattn_params *p) {
 
 /* Local memory a kernel may use: the device's, less a margin for what the
  * compiler adds. */
-clattn_status clattn__plan_staged(int n_kv, int rb, int kb, int *ld,
-                                  char *why, size_t cap) {
+clattn_status clattn__plan_staged(int n_kv, int rb, int kb, int *ld, char *why,
+                                  size_t cap) {
   if (kb % 16 != 0 || kb > 256 || rb > 32) {
     snprintf(why, cap,
              "params: variant 1 needs keys a multiple of 16 up to 256 "
@@ -71,7 +70,8 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
                                    const clattn_attn_desc *d,
                                    clattn__prefill_plan *pl, char *why,
                                    size_t cap) {
-  static const clattn_params none = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
+  static const clattn_params none = {
+      sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
   const clattn_params *p = d->params ? d->params : &none;
   const int dk = d->head_dim_k, dv = d->head_dim_v;
   *pl = (clattn__prefill_plan){0, 0, 0, 0, 0, 0, 0, 0};
@@ -126,9 +126,8 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
 
 size_t clattn__prefill_local_bytes(const clattn_attn_desc *d,
                                    const clattn__prefill_plan *pl) {
-  return pl->variant == 2
-             ? (size_t)pl->kt * (d->head_dim_k + d->head_dim_v) * 4
-             : 0;
+  return pl->variant == 2 ? (size_t)pl->kt * (d->head_dim_k + d->head_dim_v) * 4
+                          : 0;
 }
 
 /* Variant 2's local memory: q, the K and V tiles, the tile's
@@ -148,7 +147,8 @@ clattn_status clattn__plan_decode(const clattn__target *t,
                                   const clattn_decode_desc *d,
                                   clattn__decode_plan *pl, char *why,
                                   size_t cap) {
-  static const clattn_params none = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
+  static const clattn_params none = {
+      sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
   const clattn_params *p = d->params ? d->params : &none;
   const int g = d->heads_q / d->heads_kv;
   const int dk = d->head_dim_k;
@@ -184,8 +184,8 @@ clattn_status clattn__plan_decode(const clattn__target *t,
     int pvh = 1;
     if (t->vregs > 0) {
       const int vwv = clattn__vec_width(d->head_dim_v);
-      const int per = d->head_dim_v / vwv *
-                      ((vwv + t->vec_width - 1) / t->vec_width);
+      const int per =
+          d->head_dim_v / vwv * ((vwv + t->vec_width - 1) / t->vec_width);
       while (pvh < most && 2 * pvh <= heads &&
              (2 * pvh + 1) * per + 1 <= t->vregs)
         pvh *= 2;
@@ -220,10 +220,12 @@ clattn_status clattn__plan_decode(const clattn__target *t,
      * block; by slices (pvh == g), 16 keys whatever the dtype
      * (bench/RESULTS.md, decode defaults). */
     const int kb4k = 4096 / (dk * es) / 16 * 16;
-    pl->kb = p->keys       ? p->keys
-             : g == 1      ? 32
+    pl->kb = p->keys        ? p->keys
+             : g == 1       ? 32
              : pl->pvh == g ? 16
-                           : kb4k < 16 ? 16 : kb4k > 64 ? 64 : kb4k;
+             : kb4k < 16    ? 16
+             : kb4k > 64    ? 64
+                            : kb4k;
     if (pl->kb % 16 != 0 || pl->kb > 256) {
       snprintf(why, cap,
                "params: variant 1 keys per block must be a multiple of 16 "
@@ -278,17 +280,16 @@ clattn_status clattn__plan_decode(const clattn__target *t,
    * with head dims up to 64; wider heads of 4 keep rows, whose horizontal
    * sums are then a small share of a score's work (bench/RESULTS.md,
    * decode defaults) */
-  pl->lanes = pl->variant == 1 && dk % 8 == 0 &&
-              (g % 8 == 0 || (g == 4 && dk <= 64));
+  pl->lanes =
+      pl->variant == 1 && dk % 8 == 0 && (g % 8 == 0 || (g == 4 && dk <= 64));
   pl->splits = (d->capacity + chunk - 1) / chunk;
   return CLATTN_OK;
 }
 
-int clattn__plan_fits(const clattn__target *t, int wg, size_t local,
-                      char *why, size_t cap) {
+int clattn__plan_fits(const clattn__target *t, int wg, size_t local, char *why,
+                      size_t cap) {
   if (wg > 0 && (size_t)wg > t->max_wg) {
-    snprintf(why, cap, "work-group %d exceeds the device's %zu", wg,
-             t->max_wg);
+    snprintf(why, cap, "work-group %d exceeds the device's %zu", wg, t->max_wg);
     return 0;
   }
   if (local > clattn__local_budget(t)) {
@@ -302,23 +303,30 @@ int clattn__plan_fits(const clattn__target *t, int wg, size_t local,
 int clattn__prefill_fits(const clattn__target *t, const clattn_attn_desc *d,
                          const clattn__prefill_plan *pl, char *why,
                          size_t cap) {
-  return clattn__plan_fits(t, pl->wg, clattn__prefill_local_bytes(d, pl), why, cap);
+  return clattn__plan_fits(t, pl->wg, clattn__prefill_local_bytes(d, pl), why,
+                           cap);
 }
 
 int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
                         const clattn__decode_plan *pl, char *why, size_t cap) {
-  return clattn__plan_fits(t, pl->wg, clattn__decode_local_bytes(d, pl), why, cap);
+  return clattn__plan_fits(t, pl->wg, clattn__decode_local_bytes(d, pl), why,
+                           cap);
 }
 
 clattn_params clattn__prefill_resolved(const clattn__prefill_plan *pl) {
   if (pl->variant == 1)
-    return (clattn_params){sizeof(clattn_params), 1, pl->rb, pl->kb, pl->wg == 1 ? 0 : pl->wg, 0, 0, 0};
+    return (clattn_params){sizeof(clattn_params),    1, pl->rb, pl->kb,
+                           pl->wg == 1 ? 0 : pl->wg, 0, 0,      0};
   return (clattn_params){sizeof(clattn_params), 2, 0, pl->kt, pl->wg, 0, 0, 0};
 }
 
 clattn_params clattn__decode_resolved(const clattn__decode_plan *pl) {
-  return (clattn_params){sizeof(clattn_params), pl->variant, pl->variant == 1 ? pl->pvh : 0, pl->kb,
+  return (clattn_params){sizeof(clattn_params),
+                         pl->variant,
+                         pl->variant == 1 ? pl->pvh : 0,
+                         pl->kb,
                          pl->variant == 1 && pl->wg == 1 ? 0 : pl->wg,
                          pl->splits,
-                         pl->variant == 1 ? (pl->pf ? 2 : 1) : 0, 0};
+                         pl->variant == 1 ? (pl->pf ? 2 : 1) : 0,
+                         0};
 }

@@ -34,14 +34,14 @@ int clattn__vec_width(int n);
 
 /* Prefill (clattn_attention). */
 typedef struct clattn__prefill_plan {
-  int variant; /* 1 register-blocked (kv_stage + attn_fwd_reg), 2 local */
-  int rb, kb;  /* variant 1: rows per work-item, keys per tile */
+  int variant;  /* 1 register-blocked (kv_stage + attn_fwd_reg), 2 local */
+  int rb, kb;   /* variant 1: rows per work-item, keys per tile */
   double spill; /* variant 1: share of QK^T's accumulator vectors beyond
                    the CPU's registers (0: they fit) */
-  int wg;      /* work-items per group (variant 2; optional for 1) */
-  int kt;      /* variant 2: keys per tile */
-  int ld;      /* variant 1: staged row length (>= n_kv, see kv_stage) */
-  int kv_same; /* V is K (the efficient family): each key row read once */
+  int wg;       /* work-items per group (variant 2; optional for 1) */
+  int kt;       /* variant 2: keys per tile */
+  int ld;       /* variant 1: staged row length (>= n_kv, see kv_stage) */
+  int kv_same;  /* V is K (the efficient family): each key row read once */
 } clattn__prefill_plan;
 
 /* Resolve the plan; on a bad params field returns the status and writes
@@ -93,19 +93,18 @@ size_t clattn__decode_local_bytes(const clattn_decode_desc *d,
  * 0 and the reason in why.  The compiled kernel's own work-group limit is
  * checked at launch.  clattn__plan_fits: a work-group of wg items (0: the
  * runtime's) using `local` bytes of local memory, for any family. */
-int clattn__plan_fits(const clattn__target *t, int wg, size_t local,
-                      char *why, size_t cap);
+int clattn__plan_fits(const clattn__target *t, int wg, size_t local, char *why,
+                      size_t cap);
 /* A register-blocked (variant 1) prefill's tiles, rb rows a work-item and
  * kb keys a tile, checked, and the staged K^T / V row length *ld for n_kv
  * keys (kv_stage, th_stage); a bad tile is the status with why. */
-clattn_status clattn__plan_staged(int n_kv, int rb, int kb, int *ld,
-                                  char *why, size_t cap);
+clattn_status clattn__plan_staged(int n_kv, int rb, int kb, int *ld, char *why,
+                                  size_t cap);
 /* Local memory a kernel may use: the device's, less a margin for what the
  * compiler adds. */
 unsigned long long clattn__local_budget(const clattn__target *t);
 int clattn__prefill_fits(const clattn__target *t, const clattn_attn_desc *d,
-                         const clattn__prefill_plan *pl, char *why,
-                         size_t cap);
+                         const clattn__prefill_plan *pl, char *why, size_t cap);
 int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
                         const clattn__decode_plan *pl, char *why, size_t cap);
 

@@ -83,9 +83,8 @@ void clattn_shape_class_attention(const clattn_attn_desc *d, char *buf,
   if (buf == NULL || cap == 0)
     return;
   buf[0] = '\0';
-  if (d != NULL &&
-      clattn__struct_in(&own, sizeof own, d, "clattn_attn_desc", why,
-                        sizeof why) == CLATTN_OK)
+  if (d != NULL && clattn__struct_in(&own, sizeof own, d, "clattn_attn_desc",
+                                     why, sizeof why) == CLATTN_OK)
     shape_class(&own, buf, cap);
 }
 
@@ -95,8 +94,8 @@ void clattn_shape_class_attention(const clattn_attn_desc *d, char *buf,
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
-  clattn__attn_shape s = {1,          0,           0,          0, 0,
-                          0,          CLATTN_F32,  CLATTN_BSHD, CLATTN_BSHD};
+  clattn__attn_shape s = {1, 0,          0,           0,          0,
+                          0, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD};
   int heads_q = 0, heads_kv;
   clattn_status rc;
   if ((rc = clattn__shape_attn(text, SHAPE_KEYS, &s, why, cap)) ||
@@ -110,11 +109,17 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
     snprintf(why, cap, "the shape needs seq=, heads= and head-dim=");
     return CLATTN_ERR_INVALID_ARG;
   }
-  *(clattn_attn_desc *)desc = (clattn_attn_desc){
-      .batch = s.batch, .n_q = s.n_q, .n_kv = s.n_kv, .heads_q = heads_q,
-      .heads_kv = heads_kv, .head_dim_k = s.head_dim_k,
-      .head_dim_v = s.head_dim_v, .dtype = s.dtype, .q_layout = s.q_layout,
-      .kv_layout = s.kv_layout, .causal = s.causal};
+  *(clattn_attn_desc *)desc = (clattn_attn_desc){.batch = s.batch,
+                                                 .n_q = s.n_q,
+                                                 .n_kv = s.n_kv,
+                                                 .heads_q = heads_q,
+                                                 .heads_kv = heads_kv,
+                                                 .head_dim_k = s.head_dim_k,
+                                                 .head_dim_v = s.head_dim_v,
+                                                 .dtype = s.dtype,
+                                                 .q_layout = s.q_layout,
+                                                 .kv_layout = s.kv_layout,
+                                                 .causal = s.causal};
   return CLATTN_OK;
 }
 
@@ -148,19 +153,25 @@ static clattn_status space(const clattn__target *t, const void *desc,
                    keys2[] = {8, 16, 32, 64};
   const clattn_attn_desc *d = desc;
   clattn__space_init_params(s);
-  int i = add(t, d, (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
+  int i =
+      add(t, d, (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
   for (int a = 0; a < 4; a++)
     for (int b = 0; b < 4; b++)
       for (int c = 0; c < 3; c++)
-        if (add(t, d, (clattn_params){sizeof(clattn_params), 1, rows1[a], keys1[b], wg1[c], 0, 0, 0},
+        if (add(t, d,
+                (clattn_params){sizeof(clattn_params), 1, rows1[a], keys1[b],
+                                wg1[c], 0, 0, 0},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
   for (int a = 0; a < 5; a++)
     for (int b = 0; b < 4; b++)
-      if (add(t, d, (clattn_params){sizeof(clattn_params), 2, 0, keys2[b], wg2[a], 0, 0, 0}, s) == -2)
+      if (add(t, d,
+              (clattn_params){sizeof(clattn_params), 2, 0, keys2[b], wg2[a], 0,
+                              0, 0},
+              s) == -2)
         return CLATTN_ERR_NOMEM;
   return CLATTN_OK;
 }

@@ -27,8 +27,8 @@ static double prefix_keys(long c, long g, long x) {
 /* Keys visible to rows r0 .. r0 + count - 1 together, rows past the last
  * counted as the last (the kernels clamp them so); in closed form, since
  * a loop over the rows made the model's time grow with the call's. */
-static double rows_keys(int causal, long L, long n, long g, long rows,
-                        long r0, long count) {
+static double rows_keys(int causal, long L, long n, long g, long rows, long r0,
+                        long count) {
   if (count <= 0)
     return 0;
   if (!causal)
@@ -140,8 +140,7 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
         rd += WG * (lens_b + es * DK); /* every item: kv_lens, its q row */
         /* keys each item (clamped ones too) weights in P V: those below
          * its own key limit */
-        const double item_keys =
-            rows_keys(causal, L, n, g, rows, grp * WG, WG);
+        const double item_keys = rows_keys(causal, L, n, g, rows, grp * WG, WG);
         if (kend > 0) {
           const double T = clattn__cdiv(kend, KT);
           rd += es * kend * (DK + DVL); /* tile loads, t < nt only */

@@ -29,8 +29,7 @@ static void destroy(void *state) {
   free(u);
 }
 
-static clattn_status create(clattn_ctx *ctx, const void *desc,
-                            void **state) {
+static clattn_status create(clattn_ctx *ctx, const void *desc, void **state) {
   const clattn_attn_desc *d = desc;
   cl_int err = CL_SUCCESS;
   *state = NULL;
@@ -51,8 +50,8 @@ static clattn_status create(clattn_ctx *ctx, const void *desc,
                         &err);
   if (err != CL_SUCCESS) {
     destroy(u);
-    return clattn__cl_fail(ctx, err, "clCreateBuffer(unfused logits)",
-                           __FILE__, __LINE__);
+    return clattn__cl_fail(ctx, err, "clCreateBuffer(unfused logits)", __FILE__,
+                           __LINE__);
   }
   *state = u;
   return CLATTN_OK;
@@ -95,8 +94,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *state,
       head_at(d->q_layout, b, h, n, hq, dk, &qo, &qld);
       head_at(d->kv_layout, b, h / group, m, hkv, dk, &ko, &kld);
       CLBlastStatusCode s = CLBlastSgemm(
-          CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, n,
-          m, dk, 1.0f, bufs[Q], qo, qld, bufs[K], ko, kld, 0.0f, u->s,
+          CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, n, m,
+          dk, 1.0f, bufs[Q], qo, qld, bufs[K], ko, kld, 0.0f, u->s,
           (b * hq + h) * n * m, m, &q, NULL);
       if (s != CLBlastSuccess)
         return gemm_fail(ctx, "Q K^T", s);
@@ -117,8 +116,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *state,
       head_at(d->kv_layout, b, h / group, m, hkv, dv, &vo, &vld);
       head_at(d->q_layout, b, h, n, hq, dv, &oo, &old);
       CLBlastStatusCode s = CLBlastSgemm(
-          CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, n,
-          dv, m, 1.0f, u->s, (b * hq + h) * n * m, m, bufs[V], vo, vld, 0.0f,
+          CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, n, dv,
+          m, 1.0f, u->s, (b * hq + h) * n * m, m, bufs[V], vo, vld, 0.0f,
           bufs[O], oo, old, &q, NULL);
       if (s != CLBlastSuccess)
         return gemm_fail(ctx, "P V", s);

@@ -1,5 +1,5 @@
-/* projection.c - the projection family: out[m, n] = a[m, k] W[k, n], row-major and
- * packed (cvmm.h), the layers' projections.  Two schemes (params scheme):
+/* projection.c - the projection family: out[m, n] = a[m, k] W[k, n], row-major
+ * and packed (cvmm.h), the layers' projections.  Two schemes (params scheme):
  * CLBlast's Sgemm, with one Sgemv a row for inputs of at most
  * CLATTN_LAYER_GEMV_ROWS rows (the default without tuning rows), or the
  * grouped GEMM of cl/cvmm.cl in its dense case (cvmm_impl.h).
@@ -58,8 +58,7 @@ static int full_int(const void *desc) {
 /* The contraction is "in" (a class key "k" would read as a head dim). */
 static void shape_class(const void *desc, char *buf, size_t cap) {
   const clattn__gemm_desc *d = desc;
-  snprintf(buf, cap, "f32 m%ld n%d in%d", clattn__pow2_round(d->m), d->n,
-           d->k);
+  snprintf(buf, cap, "f32 m%ld n%d in%d", clattn__pow2_round(d->m), d->n, d->k);
 }
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
@@ -94,8 +93,8 @@ static int own_gemm(const clattn__target *t, const clattn__gemm_desc *d) {
          (double)d->m * d->n * d->k >= t->gemm_own_from;
 }
 
-static clattn_status plan(const clattn__target *t, const void *desc,
-                          void *pl, char *why, size_t cap) {
+static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
+                          char *why, size_t cap) {
   static const clattn_params own = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0,
                                     CLATTN__GG_SCHEME_OWN};
   const clattn__gemm_desc *d = desc;
@@ -111,9 +110,10 @@ static int fits(const clattn__target *t, const void *desc, const void *pl,
   const clattn__gg g = clattn__gg_of_gemm(desc);
   const clattn__gg_plan *p = pl;
   if (p->scheme == CLATTN__GG_SCHEME_CLBLAST && own_gemm(t, desc)) {
-    snprintf(why, cap, "CLBlast here would need tuned Xgemm parameters "
-                       "that the context does not set "
-                       "(clattn_ctx_opts.clblast_override)");
+    snprintf(why, cap,
+             "CLBlast here would need tuned Xgemm parameters "
+             "that the context does not set "
+             "(clattn_ctx_opts.clblast_override)");
     return 0;
   }
   return clattn__gg_fits(t, &g, pl, why, cap);
@@ -136,8 +136,8 @@ static void clblast_cost(const clattn__gemm_desc *d, clattn_prediction *out,
                          double *dram_reads) {
   const double m = d->m, n = d->n, k = d->k;
   const int gemv = d->m <= CLATTN_LAYER_GEMV_ROWS;
-  clattn_cost *c = clattn__model_kernel(out, gemv ? "clblast_sgemv"
-                                                  : "clblast_sgemm");
+  clattn_cost *c =
+      clattn__model_kernel(out, gemv ? "clblast_sgemv" : "clblast_sgemm");
   if (c == NULL)
     return;
   c->launches = gemv ? d->m + 1 : 1;
@@ -181,8 +181,8 @@ static clattn_status clblast_enqueue(clattn_ctx *ctx,
   if (ev && ev->num_wait > 0 &&
       (err = clEnqueueBarrierWithWaitList(q, ev->num_wait, ev->wait, NULL)) !=
           CL_SUCCESS)
-    return clattn__cl_fail(ctx, err, "clEnqueueBarrierWithWaitList",
-                           __FILE__, __LINE__);
+    return clattn__cl_fail(ctx, err, "clEnqueueBarrierWithWaitList", __FILE__,
+                           __LINE__);
   /* Up to CLATTN_LAYER_GEMV_ROWS rows, one GEMV per row: CLBlast's GEMM
    * pads a single row to a whole tile, which dominated decode steps. */
   if (m <= CLATTN_LAYER_GEMV_ROWS) {
@@ -197,8 +197,8 @@ static clattn_status clblast_enqueue(clattn_ctx *ctx,
     for (size_t r = 0; r < m; r++) {
       /* out[r, :] = W^T a[r, :], W being [k, n] row-major */
       s = CLBlastSgemv(CLBlastLayoutRowMajor, CLBlastTransposeYes, k, n, 1.0f,
-                       bufs[W], 0, n, bufs[A], r * k, 1, 0.0f, bufs[OUT],
-                       r * n, 1, &q, r + 1 == m ? event : NULL);
+                       bufs[W], 0, n, bufs[A], r * k, 1, 0.0f, bufs[OUT], r * n,
+                       1, &q, r + 1 == m ? event : NULL);
       if (s != CLBlastSuccess)
         return clattn__fail(ctx, CLATTN_ERR_CLBLAST,
                             "CLBlastSgemv (row %zu, %zux%zu) failed: %s (%d)",
@@ -207,8 +207,8 @@ static clattn_status clblast_enqueue(clattn_ctx *ctx,
     return CLATTN_OK;
   }
   s = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
-                   CLBlastTransposeNo, m, n, k, 1.0f, bufs[A], 0, k, bufs[W],
-                   0, n, 0.0f, bufs[OUT], 0, n, &q, event);
+                   CLBlastTransposeNo, m, n, k, 1.0f, bufs[A], 0, k, bufs[W], 0,
+                   n, 0.0f, bufs[OUT], 0, n, &q, event);
   if (s != CLBlastSuccess)
     return clattn__fail(ctx, CLATTN_ERR_CLBLAST,
                         "CLBlastSgemm (%zux%zux%zu) failed: %s (%d)", m, n, k,
@@ -223,8 +223,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   if (pl->scheme == CLATTN__GG_SCHEME_CLBLAST)
     return clblast_enqueue(ctx, desc, bufs, ev);
   const clattn__gg g = clattn__gg_of_gemm(desc);
-  return clattn__gg_enqueue(ctx, &g, pl, auto_wg, bufs[A], NULL, NULL,
-                            bufs[W], bufs[OUT], ev);
+  return clattn__gg_enqueue(ctx, &g, pl, auto_wg, bufs[A], NULL, NULL, bufs[W],
+                            bufs[OUT], ev);
 }
 
 /* Odd sizes that divide no tile; a few rows for a decode-sized call (the
@@ -268,9 +268,9 @@ static const clattn__baseline *const baselines[] = {&clblast_base, NULL};
 
 /* A d_model 512 layer's projections over 512 and 2048 rows, and decode
  * steps of one and four rows. */
-static const char *const standard[] = {
-    "m=512 n=512 k=512", "m=2048 n=512 k=512", "m=1 n=512 k=512",
-    "m=4 n=512 k=512", NULL};
+static const char *const standard[] = {"m=512 n=512 k=512",
+                                       "m=2048 n=512 k=512", "m=1 n=512 k=512",
+                                       "m=4 n=512 k=512", NULL};
 
 const clattn__family clattn__family_projection = {
     .name = "projection",

@@ -6,16 +6,11 @@
 #include <string.h>
 
 static const clattn__family *const families[] = {
-    &clattn__family_prefill,
-    &clattn__family_decode,
-    &clattn__family_append,
-    &clattn__family_talking_heads,
-    &clattn__family_th_decode,
-    &clattn__family_efficient,
-    &clattn__family_efficient_decode,
-    &clattn__family_efficient_append,
-    &clattn__family_super_values,
-    &clattn__family_cvmm,
+    &clattn__family_prefill,          &clattn__family_decode,
+    &clattn__family_append,           &clattn__family_talking_heads,
+    &clattn__family_th_decode,        &clattn__family_efficient,
+    &clattn__family_efficient_decode, &clattn__family_efficient_append,
+    &clattn__family_super_values,     &clattn__family_cvmm,
     &clattn__family_projection,
 };
 

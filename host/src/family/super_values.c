@@ -157,7 +157,8 @@ static int default_rows(const clattn__target *t, int vw) {
 
 static clattn_status plan(const clattn__target *t, const void *desc, void *pl_,
                           char *why, size_t cap) {
-  static const clattn_params none = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
+  static const clattn_params none = {
+      sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
   const clattn__super_values_desc *d = desc;
   const clattn_params *p = d->params ? d->params : &none;
   sv_plan *pl = pl_;
@@ -196,7 +197,8 @@ static int fits(const clattn__target *t, const void *desc, const void *pl_,
 
 static clattn_params resolved(const void *pl_) {
   const sv_plan *pl = pl_;
-  return (clattn_params){sizeof(clattn_params), 1, pl->rows, 0, pl->wg, 0, 0, 0};
+  return (clattn_params){
+      sizeof(clattn_params), 1, pl->rows, 0, pl->wg, 0, 0, 0};
 }
 
 /* rows {1, 2, 4, 8, 16} x work-group {runtime's, 32, 128}. */
@@ -204,15 +206,17 @@ static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   static const int rows[] = {1, 2, 4, 8, 16}, wgs[] = {0, 32, 128};
   clattn__space_init_params(s);
-  const int i = clattn__space_try(&clattn__family_super_values, t, desc,
-                                  (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
+  const int i = clattn__space_try(
+      &clattn__family_super_values, t, desc,
+      (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
   for (int r = 0; r < 5; r++)
     for (int w = 0; w < 3; w++)
       if (clattn__space_try(&clattn__family_super_values, t, desc,
-                            (clattn_params){sizeof(clattn_params), 1, rows[r], 0, wgs[w], 0, 0, 0},
+                            (clattn_params){sizeof(clattn_params), 1, rows[r],
+                                            0, wgs[w], 0, 0, 0},
                             s) == -2)
         return CLATTN_ERR_NOMEM;
   return CLATTN_OK;

@@ -21,7 +21,7 @@ typedef struct clattn__super_values_desc {
   int pos0;     /* rows before them (cached positions) */
   int capacity; /* rows of x and v per sequence, >= pos0 + n */
   int heads, head_dim;
-  int max_len;  /* W_a is [max_len, max_len]; pos0 + n <= max_len */
+  int max_len; /* W_a is [max_len, max_len]; pos0 + n <= max_len */
   int causal;
   clattn_layout x_layout, v_layout;
   const clattn_params *params;

@@ -68,18 +68,18 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
   const size_t B = (size_t)d->batch, n = (size_t)d->n_q, m = (size_t)d->n_kv;
   const size_t hk = (size_t)d->heads_k, h = (size_t)d->heads,
                hv = (size_t)d->heads_v;
-  b[Q] = (clattn__buf_spec){"q", CLATTN__BUF_IN, B * n * hk * d->head_dim_k,
-                            dt, 0, 0};
-  b[K] = (clattn__buf_spec){"k", CLATTN__BUF_IN, B * m * hk * d->head_dim_k,
-                            dt, 0, 0};
-  b[V] = (clattn__buf_spec){"v", CLATTN__BUF_IN, B * m * hv * d->head_dim_v,
-                            dt, 0, 0};
+  b[Q] = (clattn__buf_spec){
+      "q", CLATTN__BUF_IN, B * n * hk * d->head_dim_k, dt, 0, 0};
+  b[K] = (clattn__buf_spec){
+      "k", CLATTN__BUF_IN, B * m * hk * d->head_dim_k, dt, 0, 0};
+  b[V] = (clattn__buf_spec){
+      "v", CLATTN__BUF_IN, B * m * hv * d->head_dim_v, dt, 0, 0};
   b[P_L] = (clattn__buf_spec){"p_l", CLATTN__BUF_IN, hk * h, CLATTN_F32, 0, 0};
   b[P_W] = (clattn__buf_spec){"p_w", CLATTN__BUF_IN, h * hv, CLATTN_F32, 0, 0};
   b[KV_LENS] =
       (clattn__buf_spec){"kv_lens", CLATTN__BUF_INTS, B, CLATTN_F32, 1, 0};
-  b[O] = (clattn__buf_spec){"o", CLATTN__BUF_OUT, B * n * hv * d->head_dim_v,
-                            dt, 0, 0};
+  b[O] = (clattn__buf_spec){
+      "o", CLATTN__BUF_OUT, B * n * hv * d->head_dim_v, dt, 0, 0};
 }
 
 static int full_int(const void *desc) {
@@ -103,29 +103,36 @@ static void shape_class(const void *desc, char *buf, size_t cap) {
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
-  clattn__attn_shape s = {1,          0,           0,          0, 0,
-                          0,          CLATTN_F32,  CLATTN_BSHD, CLATTN_BSHD};
+  clattn__attn_shape s = {1, 0,          0,           0,          0,
+                          0, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD};
   int heads_k = 0, heads, heads_v;
   clattn_status rc;
   if ((rc = clattn__shape_attn(text, SHAPE_KEYS, &s, why, cap)) ||
-      (rc = clattn__shape_int(text, "heads-k", 1, CLATTN_TH_MAX_HEADS,
-                              &heads_k, why, cap)))
+      (rc = clattn__shape_int(text, "heads-k", 1, CLATTN_TH_MAX_HEADS, &heads_k,
+                              why, cap)))
     return rc;
   heads = heads_v = heads_k;
   if ((rc = clattn__shape_int(text, "heads", 1, CLATTN_TH_MAX_HEADS, &heads,
                               why, cap)) ||
-      (rc = clattn__shape_int(text, "heads-v", 1, CLATTN_TH_MAX_HEADS,
-                              &heads_v, why, cap)))
+      (rc = clattn__shape_int(text, "heads-v", 1, CLATTN_TH_MAX_HEADS, &heads_v,
+                              why, cap)))
     return rc;
   if (s.n_q < 1 || heads_k < 1 || s.head_dim_k < 1) {
     snprintf(why, cap, "the shape needs seq=, heads-k= and head-dim=");
     return CLATTN_ERR_INVALID_ARG;
   }
-  *(clattn_th_desc *)desc = (clattn_th_desc){
-      .batch = s.batch, .n_q = s.n_q, .n_kv = s.n_kv, .heads_k = heads_k,
-      .heads = heads, .heads_v = heads_v, .head_dim_k = s.head_dim_k,
-      .head_dim_v = s.head_dim_v, .dtype = s.dtype, .q_layout = s.q_layout,
-      .kv_layout = s.kv_layout, .causal = s.causal};
+  *(clattn_th_desc *)desc = (clattn_th_desc){.batch = s.batch,
+                                             .n_q = s.n_q,
+                                             .n_kv = s.n_kv,
+                                             .heads_k = heads_k,
+                                             .heads = heads,
+                                             .heads_v = heads_v,
+                                             .head_dim_k = s.head_dim_k,
+                                             .head_dim_v = s.head_dim_v,
+                                             .dtype = s.dtype,
+                                             .q_layout = s.q_layout,
+                                             .kv_layout = s.kv_layout,
+                                             .causal = s.causal};
   return CLATTN_OK;
 }
 
@@ -155,19 +162,24 @@ static clattn_status space(const clattn__target *t, const void *desc,
   static const int rows1[] = {1, 2, 4, 8, 16}, keys1[] = {16, 32, 64},
                    wg2[] = {16, 32, 64, 128, 256}, keys2[] = {4, 8, 16, 32};
   clattn__space_init_params(s);
-  int i = add(t, desc, (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
+  int i = add(t, desc,
+              (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
   for (int sc = 1; sc <= 3; sc++) {
     for (int a = 0; a < 5; a++)
       for (int b = 0; b < 3; b++)
-        if (add(t, desc, (clattn_params){sizeof(clattn_params), 1, rows1[a], keys1[b], 0, 0, 0, sc},
+        if (add(t, desc,
+                (clattn_params){sizeof(clattn_params), 1, rows1[a], keys1[b], 0,
+                                0, 0, sc},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
     for (int a = 0; sc <= 2 && a < 5; a++)
       for (int b = 0; b < 4; b++)
-        if (add(t, desc, (clattn_params){sizeof(clattn_params), 2, 0, keys2[b], wg2[a], 0, 0, sc},
+        if (add(t, desc,
+                (clattn_params){sizeof(clattn_params), 2, 0, keys2[b], wg2[a],
+                                0, 0, sc},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
   }
@@ -244,8 +256,8 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
       (rc = clattn__scalars(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
     return rc;
   const cl_int ri[4] = {n, m, ld, bufs[KV_LENS] != NULL};
-  const cl_mem rb[7] = {bufs[Q],   kt,            vc, bufs[P_L],
-                        bufs[P_W], bufs[KV_LENS],     bufs[O]};
+  const cl_mem rb[7] = {bufs[Q],       kt,     vc, bufs[P_L], bufs[P_W],
+                        bufs[KV_LENS], bufs[O]};
   const long rst[6] = {qs.b, qs.s, qs.h, os.b, os.s, os.h};
   a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), rb)) ||
@@ -348,27 +360,25 @@ static void check_case(const void *desc, clattn__check_case *c) {
 
 static void reference(const void *desc, void *const *b) {
   const clattn_th_desc *d = desc;
-  const ref_th a = {
-      d->batch,
-      d->n_q,
-      d->n_kv,
-      d->heads_k,
-      d->heads,
-      d->heads_v,
-      d->head_dim_k,
-      d->head_dim_v,
-      (int)d->q_layout,
-      (int)d->kv_layout,
-      d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
-      d->causal,
-      b[KV_LENS]};
+  const ref_th a = {d->batch,
+                    d->n_q,
+                    d->n_kv,
+                    d->heads_k,
+                    d->heads,
+                    d->heads_v,
+                    d->head_dim_k,
+                    d->head_dim_v,
+                    (int)d->q_layout,
+                    (int)d->kv_layout,
+                    d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
+                    d->causal,
+                    b[KV_LENS]};
   ref_talking_heads(&a, b[Q], b[K], b[V], b[P_L], b[P_W], b[O]);
 }
 
 static const char *const standard[] = {
     "batch=1 seq=512 heads-k=8 head-dim=64 causal=1",
-    "batch=1 seq=1024 heads-k=8 heads=4 heads-v=8 head-dim=64 causal=1",
-    NULL};
+    "batch=1 seq=1024 heads-k=8 heads=4 heads-v=8 head-dim=64 causal=1", NULL};
 
 const clattn__family clattn__family_talking_heads = {
     .name = "talking-heads",

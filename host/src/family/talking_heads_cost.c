@@ -63,8 +63,8 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
     double kmax = 0;
     for (long blk = 0; blk < blocks; blk++) {
       const long i0 = blk * RB;
-      const double kend =
-          (double)key_limit(causal, L, n, (long)clattn__dmin(i0 + RB - 1, n - 1));
+      const double kend = (double)key_limit(
+          causal, L, n, (long)clattn__dmin(i0 + RB - 1, n - 1));
       const double valid = clattn__dmin(RB, n - i0);
       /* kv_lens, P_l and P_w, RB q rows of every key head (clamped
        * positions are loaded too) */
@@ -99,9 +99,9 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
               v_rows += pos_keys(causal, L, n, i0 + r0 + r) - first;
           }
           rd += 4.0 * HV * v_rows * DV;
-          ex += T * RB * H * KB;         /* the exact weights */
-          fma += T * RB * HV * H * KB;   /* the P_w mix */
-          fma += HV * row_keys * DV;     /* P V */
+          ex += T * RB * H * KB;       /* the exact weights */
+          fma += T * RB * HV * H * KB; /* the P_w mix */
+          fma += HV * row_keys * DV;   /* P V */
         } else {
           rd += 4.0 * HV * row_keys * DV; /* V rows per position and u */
           fma += H * HV * row_keys * DV;  /* P V per (c, u) */
@@ -161,8 +161,7 @@ static void cost_local(const clattn_th_desc *d, const clattn__th_plan *pl,
         /* every item scores all KT keys of a tile every pass */
         fma += WG * passes * T * KT * (HK * DK + H * HK);
         ex += WG * T * H * (1.0 + KT);
-        loc += 4.0 * T * KT *
-               (passes * HK * DK * (1.0 + WG) + HV * DV);
+        loc += 4.0 * T * KT * (passes * HK * DK * (1.0 + WG) + HV * DV);
         /* the weights and P V: each item up to its own key limit */
         double item_keys = 0;
         for (long r = 0; r < WG; r++)

@@ -24,8 +24,8 @@ size_t clattn__th_local_bytes(const clattn_th_desc *d,
   if (pl->variant == 2)
     return local_bytes(d, pl->kt);
   if (pl->scheme == 3) /* at least one float: a __local argument has a size */
-    return (size_t)(pl->wg ? pl->wg : 1) * (size_t)pl->rb *
-           (size_t)d->heads * (size_t)(pl->keep ? pl->keep : 1) * 4;
+    return (size_t)(pl->wg ? pl->wg : 1) * (size_t)pl->rb * (size_t)d->heads *
+           (size_t)(pl->keep ? pl->keep : 1) * 4;
   return 0;
 }
 
@@ -67,9 +67,8 @@ static int rows_default(const clattn__target *t, const clattn_th_desc *d,
 static void pick_reg(const clattn__target *t, const clattn_th_desc *d,
                      const clattn_params *p, clattn__th_plan *pl) {
   const int lighter = lighter_scheme(d);
-  if (p->scheme == 3 ||
-      (!p->scheme && clattn__th_pair_work(d, 3) <=
-                         clattn__th_pair_work(d, lighter))) {
+  if (p->scheme == 3 || (!p->scheme && clattn__th_pair_work(d, 3) <=
+                                           clattn__th_pair_work(d, lighter))) {
     pl->rb = p->rows ? p->rows : rows_default(t, d, 3);
     pl->keep = keys_kept(t, d, p->wg ? p->wg : 1, pl->rb, pl->kb);
     if (p->scheme == 3 || pl->keep > 0) {
@@ -84,17 +83,19 @@ static void pick_reg(const clattn__target *t, const clattn_th_desc *d,
 clattn_status clattn__th_plan_make(const clattn__target *t,
                                    const clattn_th_desc *d, clattn__th_plan *pl,
                                    char *why, size_t cap) {
-  static const clattn_params none = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
+  static const clattn_params none = {
+      sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
   const clattn_params *p = d->params ? d->params : &none;
   *pl = (clattn__th_plan){0, 0, 0, 0, 0, 0, 0, 0};
   if (p->variant < 0 || p->variant > 2 || p->scheme < 0 || p->scheme > 3 ||
       p->rows < 0 || p->keys < 0 || p->wg < 0 || p->splits < 0 ||
       p->prefetch < 0) {
-    snprintf(why, cap, "params: variant must be 0, 1 or 2, scheme 0 to 3 "
-                       "and sizes >= 0");
+    snprintf(why, cap,
+             "params: variant must be 0, 1 or 2, scheme 0 to 3 "
+             "and sizes >= 0");
     return CLATTN_ERR_INVALID_ARG;
   }
-  pl->variant = p->variant ? p->variant
+  pl->variant = p->variant                         ? p->variant
                 : t->cpu_vectors || p->scheme == 3 ? 1
                                                    : 2;
   /* a tile of one key that does not fit local memory: the register
@@ -103,8 +104,9 @@ clattn_status clattn__th_plan_make(const clattn__target *t,
       local_bytes(d, 1) > clattn__local_budget(t))
     pl->variant = 1;
   if (pl->variant == 2 && p->scheme == 3) {
-    snprintf(why, cap, "params: scheme 3 (logits in local memory) runs on "
-                       "variant 1 only");
+    snprintf(why, cap,
+             "params: scheme 3 (logits in local memory) runs on "
+             "variant 1 only");
     return CLATTN_ERR_INVALID_ARG;
   }
   if (pl->variant == 1) {
@@ -112,9 +114,9 @@ clattn_status clattn__th_plan_make(const clattn__target *t,
     const int wide = t->vec_width >= 16 && t->vregs >= 32;
     pl->kb = p->keys ? p->keys : wide ? 32 : 16;
     pl->wg = p->wg;
-    clattn_status rc = clattn__plan_staged(
-        d->n_kv, p->rows ? p->rows : rows_default(t, d, 2), pl->kb, &pl->ld,
-        why, cap);
+    clattn_status rc =
+        clattn__plan_staged(d->n_kv, p->rows ? p->rows : rows_default(t, d, 2),
+                            pl->kb, &pl->ld, why, cap);
     if (rc == CLATTN_OK)
       pick_reg(t, d, p, pl);
     return rc;
@@ -137,13 +139,13 @@ clattn_status clattn__th_plan_make(const clattn__target *t,
 
 int clattn__th_fits(const clattn__target *t, const clattn_th_desc *d,
                     const clattn__th_plan *pl, char *why, size_t cap) {
-  return clattn__plan_fits(t, pl->wg, clattn__th_local_bytes(d, pl), why,
-                           cap);
+  return clattn__plan_fits(t, pl->wg, clattn__th_local_bytes(d, pl), why, cap);
 }
 
 clattn_params clattn__th_resolved(const clattn__th_plan *pl) {
   if (pl->variant == 1)
-    return (clattn_params){sizeof(clattn_params), 1, pl->rb, pl->kb, pl->wg == 1 ? 0 : pl->wg,
-                           0, 0, pl->scheme};
-  return (clattn_params){sizeof(clattn_params), 2, 0, pl->kt, pl->wg, 0, 0, pl->scheme};
+    return (clattn_params){sizeof(clattn_params),    1, pl->rb, pl->kb,
+                           pl->wg == 1 ? 0 : pl->wg, 0, 0,      pl->scheme};
+  return (clattn_params){
+      sizeof(clattn_params), 2, 0, pl->kt, pl->wg, 0, 0, pl->scheme};
 }

@@ -17,8 +17,8 @@ enum { Q, K_CACHE, V_CACHE, P_L, P_W, LENS, O };
 #define SHAPE_KEYS                                                             \
   "batch kv-seq heads-k heads heads-v head-dim head-dim-v dtype layout"
 
-clattn_status clattn__th_check_cache(const clattn_th_decode_desc *d,
-                                     char *why, size_t cap) {
+clattn_status clattn__th_check_cache(const clattn_th_decode_desc *d, char *why,
+                                     size_t cap) {
   clattn_status rc;
   if (d->batch < 1 || d->capacity < 1) {
     snprintf(why, cap, "batch (%d) and capacity (%d) must be >= 1", d->batch,
@@ -57,8 +57,8 @@ clattn_status clattn__th_check_cache(const clattn_th_decode_desc *d,
 clattn_status clattn__th_parse_cache(const char *text, const char *known,
                                      clattn_th_decode_desc *out, char *why,
                                      size_t cap) {
-  clattn__attn_shape s = {1,          0,           0,          0, 0,
-                          0,          CLATTN_F32,  CLATTN_BHSD, CLATTN_BHSD};
+  clattn__attn_shape s = {1, 0,          0,           0,          0,
+                          0, CLATTN_F32, CLATTN_BHSD, CLATTN_BHSD};
   int heads = 0, heads_k, heads_v;
   clattn_status rc;
   if ((rc = clattn__shape_attn(text, known, &s, why, cap)) ||
@@ -66,19 +66,23 @@ clattn_status clattn__th_parse_cache(const char *text, const char *known,
                               why, cap)))
     return rc;
   heads_k = heads_v = heads;
-  if ((rc = clattn__shape_int(text, "heads-k", 1, CLATTN_TH_MAX_HEADS,
-                              &heads_k, why, cap)) ||
-      (rc = clattn__shape_int(text, "heads-v", 1, CLATTN_TH_MAX_HEADS,
-                              &heads_v, why, cap)))
+  if ((rc = clattn__shape_int(text, "heads-k", 1, CLATTN_TH_MAX_HEADS, &heads_k,
+                              why, cap)) ||
+      (rc = clattn__shape_int(text, "heads-v", 1, CLATTN_TH_MAX_HEADS, &heads_v,
+                              why, cap)))
     return rc;
   if (s.n_kv < 1 || heads < 1 || s.head_dim_k < 1) {
     snprintf(why, cap, "the shape needs kv-seq=, heads= and head-dim=");
     return CLATTN_ERR_INVALID_ARG;
   }
-  *out = (clattn_th_decode_desc){.batch = s.batch, .capacity = s.n_kv,
-                                 .heads_k = heads_k, .heads = heads,
-                                 .heads_v = heads_v, .head_dim_k = s.head_dim_k,
-                                 .head_dim_v = s.head_dim_v, .dtype = s.dtype,
+  *out = (clattn_th_decode_desc){.batch = s.batch,
+                                 .capacity = s.n_kv,
+                                 .heads_k = heads_k,
+                                 .heads = heads,
+                                 .heads_v = heads_v,
+                                 .head_dim_k = s.head_dim_k,
+                                 .head_dim_v = s.head_dim_v,
+                                 .dtype = s.dtype,
                                  .cache_layout = s.q_layout};
   return CLATTN_OK;
 }
@@ -108,19 +112,19 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
   const clattn_dtype dt = d->dtype;
   const size_t B = (size_t)d->batch, m = (size_t)d->capacity;
   const size_t hk = (size_t)d->heads_k, hv = (size_t)d->heads_v;
-  b[Q] = (clattn__buf_spec){"q", CLATTN__BUF_IN, B * hk * d->head_dim_k, dt,
-                            0, 0};
+  b[Q] =
+      (clattn__buf_spec){"q", CLATTN__BUF_IN, B * hk * d->head_dim_k, dt, 0, 0};
   b[K_CACHE] = (clattn__buf_spec){
       "k_cache", CLATTN__BUF_IN, B * m * hk * d->head_dim_k, dt, 0, 1};
   b[V_CACHE] = (clattn__buf_spec){
       "v_cache", CLATTN__BUF_IN, B * m * hv * d->head_dim_v, dt, 0, 1};
-  b[P_L] = (clattn__buf_spec){"p_l", CLATTN__BUF_IN, hk * d->heads,
-                              CLATTN_F32, 0, 0};
-  b[P_W] = (clattn__buf_spec){"p_w", CLATTN__BUF_IN, (size_t)d->heads * hv,
-                              CLATTN_F32, 0, 0};
+  b[P_L] = (clattn__buf_spec){
+      "p_l", CLATTN__BUF_IN, hk * d->heads, CLATTN_F32, 0, 0};
+  b[P_W] = (clattn__buf_spec){
+      "p_w", CLATTN__BUF_IN, (size_t)d->heads * hv, CLATTN_F32, 0, 0};
   b[LENS] = (clattn__buf_spec){"lens", CLATTN__BUF_INTS, B, CLATTN_F32, 0, 0};
-  b[O] = (clattn__buf_spec){"o", CLATTN__BUF_OUT, B * hv * d->head_dim_v, dt,
-                            0, 0};
+  b[O] = (clattn__buf_spec){"o", CLATTN__BUF_OUT, B * hv * d->head_dim_v, dt, 0,
+                            0};
 }
 
 static int full_int(const void *desc) {
@@ -138,14 +142,14 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
 
 static clattn_status plan(const clattn__target *t, const void *desc, void *pl_,
                           char *why, size_t cap) {
-  static const clattn_params none = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
+  static const clattn_params none = {
+      sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
   const clattn_th_decode_desc *d = desc;
   const clattn_params *p = d->params ? d->params : &none;
   clattn__th_decode_plan *pl = pl_;
   *pl = (clattn__th_decode_plan){0, 0, 0, 0};
-  if (p->variant < 0 || p->variant > 1 || p->rows || p->prefetch ||
-      p->scheme || p->keys < 0 || p->keys > 4096 || p->wg < 0 ||
-      p->splits < 0) {
+  if (p->variant < 0 || p->variant > 1 || p->rows || p->prefetch || p->scheme ||
+      p->keys < 0 || p->keys > 4096 || p->wg < 0 || p->splits < 0) {
     snprintf(why, cap,
              "params: talking-heads decode has variant 1 only, keys 0..4096, "
              "wg and splits >= 0, and no rows, prefetch or scheme");
@@ -182,8 +186,8 @@ static int fits(const clattn__target *t, const void *desc, const void *pl_,
 
 static clattn_params resolved(const void *pl_) {
   const clattn__th_decode_plan *pl = pl_;
-  return (clattn_params){sizeof(clattn_params), 1, 0, pl->kb, pl->wg == 1 ? 0 : pl->wg, pl->splits,
-                         0, 0};
+  return (clattn_params){sizeof(clattn_params),    1,          0, pl->kb,
+                         pl->wg == 1 ? 0 : pl->wg, pl->splits, 0, 0};
 }
 
 /* keys {32, 64, 256} x work-group {1, 2} x splits 1, 2, 4, ... while a
@@ -193,8 +197,9 @@ static clattn_status space(const clattn__target *t, const void *desc,
   static const int keys[] = {32, 64, 256}, wgs[] = {0, 2};
   const clattn_th_decode_desc *d = desc;
   clattn__space_init_params(s);
-  int i = clattn__space_try(&clattn__family_th_decode, t, d,
-                            (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
+  int i = clattn__space_try(
+      &clattn__family_th_decode, t, d,
+      (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
@@ -202,7 +207,8 @@ static clattn_status space(const clattn__target *t, const void *desc,
     for (int a = 0; a < 3; a++)
       for (int w = 0; w < 2; w++)
         if (clattn__space_try(&clattn__family_th_decode, t, d,
-                              (clattn_params){sizeof(clattn_params), 1, 0, keys[a], wgs[w], sp, 0, 0},
+                              (clattn_params){sizeof(clattn_params), 1, 0,
+                                              keys[a], wgs[w], sp, 0, 0},
                               s) == -2)
           return CLATTN_ERR_NOMEM;
   return CLATTN_OK;
@@ -242,10 +248,9 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
       (!direct &&
        (rc = clattn__kernel_defs(ctx, "th_decode.cl", &df, "th_combine", &kc))))
     return rc;
-  if (pl->wg && ((rc = clattn__check_wg(ctx, kl, (size_t)pl->wg, 0,
-                                        "th_logits")) ||
-                 (rc = clattn__check_wg(ctx, kv, (size_t)pl->wg, 0,
-                                        "th_values"))))
+  if (pl->wg &&
+      ((rc = clattn__check_wg(ctx, kl, (size_t)pl->wg, 0, "th_logits")) ||
+       (rc = clattn__check_wg(ctx, kv, (size_t)pl->wg, 0, "th_values"))))
     return rc;
   /* scratch: logits [b][cap][h], statistics [b][S][2][h], U [b][cap][hv],
    * the splits' shares [b][S][hv][dv] */
@@ -264,13 +269,13 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   if (direct)
     opart = stats; /* unused by a DIRECT program, but an argument */
   const float scale = clattn__kernel_scale(d->scale, d->head_dim_k);
-  const clattn__strides ks = clattn__layout_strides(
-      d->cache_layout, d->capacity, hk, d->head_dim_k);
+  const clattn__strides ks =
+      clattn__layout_strides(d->cache_layout, d->capacity, hk, d->head_dim_k);
   const clattn__strides vs =
       clattn__layout_strides(d->cache_layout, d->capacity, hv, dv);
   const cl_int ci[3] = {d->capacity, S, pl->chunk};
-  const cl_mem l_bufs[6] = {bufs[Q],    bufs[K_CACHE], bufs[LENS],
-                            bufs[P_L],  logit,         stats};
+  const cl_mem l_bufs[6] = {bufs[Q],   bufs[K_CACHE], bufs[LENS],
+                            bufs[P_L], logit,         stats};
   const long kst[3] = {ks.b, ks.s, ks.h}, vst[3] = {vs.b, vs.s, vs.h};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, kl, &a, 6, sizeof(cl_mem), l_bufs)) ||

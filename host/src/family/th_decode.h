@@ -16,8 +16,8 @@ typedef struct clattn__th_decode_plan {
 
 /* Checks of a talking-heads cache description (decode, and
  * clattn_talking_heads_append's). */
-clattn_status clattn__th_check_cache(const clattn_th_decode_desc *d,
-                                     char *why, size_t cap);
+clattn_status clattn__th_check_cache(const clattn_th_decode_desc *d, char *why,
+                                     size_t cap);
 /* A cache description from shape text: batch=, kv-seq= (the capacity),
  * heads= (h), heads-k= and heads-v= (default h), head-dim=, head-dim-v=,
  * dtype=, layout=; known: every key the family accepts. */

@@ -28,8 +28,8 @@ clattn_status clattn__th_decode_cost(const void *desc, const void *plan,
   /* th_logits: q and K per key head, P_l per logit, the logits written
    * then read back for the sums, the statistics written */
   clattn_cost *l = clattn__model_kernel(out, "th_logits");
-  l->bytes_read = 4.0 * items + keys * (2.0 * es * HK * DK + 4.0 * HK * H) +
-                  keys * 4.0 * H;
+  l->bytes_read =
+      4.0 * items + keys * (2.0 * es * HK * DK + 4.0 * HK * H) + keys * 4.0 * H;
   l->bytes_written = keys * 4.0 * H + items * 8.0 * H;
   l->exp2_issued = keys * H;
   l->fma_issued = keys * (HK * DK + HK * H) + CLATTN__EXP2_FMAS * keys * H;
@@ -47,8 +47,7 @@ clattn_status clattn__th_decode_cost(const void *desc, const void *plan,
   clattn_cost *v = clattn__model_kernel(out, "th_values");
   v->bytes_read = items * (4.0 + 12.0 * H * S) +
                   keys * (4.0 * H + 4.0 * H * HV + 4.0 * HV + es * HV * DV);
-  v->bytes_written =
-      keys * 4.0 * HV + items * HV * DV * (direct ? es : 4.0);
+  v->bytes_written = keys * 4.0 * HV + items * HV * DV * (direct ? es : 4.0);
   v->exp2_issued = items * H * S + keys * H;
   v->fma_issued = items * H * S + keys * (H * HV + HV * DV) +
                   CLATTN__EXP2_FMAS * v->exp2_issued;

@@ -17,16 +17,14 @@ enum { W_Q, W_K, W_V, W_O };
 
 static const char *const weights[] = {"w_q", "w_k", "w_v", "w_o"};
 
-static clattn_status check(const void *desc, char *why, size_t cap)
-{
+static clattn_status check(const void *desc, char *why, size_t cap) {
   const clattn_layer_desc *d = desc;
   if (d->d_model <= 0 || d->heads_q <= 0 || d->heads_kv <= 0 ||
       d->head_dim_k <= 0 || d->head_dim_v <= 0) {
     snprintf(why, cap,
              "layer: d_model %d, heads_q %d, heads_kv %d, head dims %d/%d "
              "must all be positive",
-             d->d_model, d->heads_q, d->heads_kv, d->head_dim_k,
-             d->head_dim_v);
+             d->d_model, d->heads_q, d->heads_kv, d->head_dim_k, d->head_dim_v);
     return CLATTN_ERR_SHAPE;
   }
   if (d->heads_q % d->heads_kv != 0) {
@@ -53,8 +51,7 @@ static clattn_status check(const void *desc, char *why, size_t cap)
   return CLATTN_OK;
 }
 
-static void weight_shape(const void *desc, int i, long *inner, long *cols)
-{
+static void weight_shape(const void *desc, int i, long *inner, long *cols) {
   const clattn_layer_desc *d = desc;
   const long q = (long)d->heads_q * d->head_dim_k,
              k = (long)d->heads_kv * d->head_dim_k,
@@ -71,8 +68,7 @@ static const clattn__projection proj[] = {
     {"o*w_o", W_O, CLATTN__ACT_O, CLATTN__ACT_Y},
 };
 
-static void cache_shape(const void *desc, clattn__cache_shape *s)
-{
+static void cache_shape(const void *desc, clattn__cache_shape *s) {
   const clattn_layer_desc *d = desc;
   s->heads_k = d->heads_kv;
   s->dim_k = d->head_dim_k;
@@ -81,12 +77,11 @@ static void cache_shape(const void *desc, clattn__cache_shape *s)
 }
 
 static clattn_decode_desc cache_desc(const clattn_layer_desc *d,
-                                     const clattn__core_args *a)
-{
-  const clattn_decode_desc dd = {sizeof dd,    a->batch,      a->capacity,   d->heads_q,
-                                 d->heads_kv,   d->head_dim_k, d->head_dim_v,
-                                 CLATTN_F32,    CLATTN_BHSD,   d->scale,
-                                 NULL};
+                                     const clattn__core_args *a) {
+  const clattn_decode_desc dd = {sizeof dd,     a->batch,    a->capacity,
+                                 d->heads_q,    d->heads_kv, d->head_dim_k,
+                                 d->head_dim_v, CLATTN_F32,  CLATTN_BHSD,
+                                 d->scale,      NULL};
   return dd;
 }
 
@@ -96,8 +91,7 @@ _Static_assert(sizeof(clattn_attn_desc) <= CLATTN__CORE_DESC_BYTES &&
                "the GQA descriptions fit the layer's byte stores");
 
 static void core(const void *desc, clattn__core_op op,
-                 const clattn__core_args *a, clattn__core_call *call)
-{
+                 const clattn__core_args *a, clattn__core_call *call) {
   const clattn_layer_desc *d = desc;
   const cl_mem q = a->act[CLATTN__ACT_Q], o = a->act[CLATTN__ACT_O];
   if (op == CLATTN__CORE_APPEND) {
@@ -116,12 +110,20 @@ static void core(const void *desc, clattn__core_op op,
     memcpy(call->buf, b, sizeof b);
   } else {
     const int cached = a->capacity > 0;
-    const clattn_attn_desc ad = {
-        sizeof ad,     a->batch,      a->n,          cached ? a->capacity : a->n,
-        d->heads_q,    d->heads_kv,   d->head_dim_k,
-        d->head_dim_v, CLATTN_F32,    CLATTN_BSHD,
-        cached ? CLATTN_BHSD : CLATTN_BSHD,
-        d->scale,      a->causal,     NULL};
+    const clattn_attn_desc ad = {sizeof ad,
+                                 a->batch,
+                                 a->n,
+                                 cached ? a->capacity : a->n,
+                                 d->heads_q,
+                                 d->heads_kv,
+                                 d->head_dim_k,
+                                 d->head_dim_v,
+                                 CLATTN_F32,
+                                 CLATTN_BSHD,
+                                 cached ? CLATTN_BHSD : CLATTN_BSHD,
+                                 d->scale,
+                                 a->causal,
+                                 NULL};
     memcpy(call->desc.bytes, &ad, sizeof ad);
     const cl_mem b[5] = {q, cached ? a->k_cache : a->act[CLATTN__ACT_K],
                          cached ? a->v_cache : a->act[CLATTN__ACT_V],
@@ -150,8 +152,7 @@ const clattn__layer_kind clattn__layer_gqa = {
 
 clattn_status clattn_layer_create(clattn_ctx *ctx, const clattn_layer_desc *d,
                                   cl_mem w_q, cl_mem w_k, cl_mem w_v,
-                                  cl_mem w_o, clattn_layer **out)
-{
+                                  cl_mem w_o, clattn_layer **out) {
   const cl_mem w[4] = {w_q, w_k, w_v, w_o};
   return clattn__layer_create(ctx, &clattn__layer_gqa, d, w, out);
 }
@@ -159,8 +160,7 @@ clattn_status clattn_layer_create(clattn_ctx *ctx, const clattn_layer_desc *d,
 static clattn_status model_layer(const clattn_layer_desc *d, int batch, int n,
                                  int cache_len, int causal,
                                  const clattn_profile *prof,
-                                 clattn_prediction *out)
-{
+                                 clattn_prediction *out) {
   clattn_layer_desc own;
   if (prof == NULL || out == NULL || d == NULL)
     return CLATTN_ERR_INVALID_ARG;
@@ -178,15 +178,14 @@ static clattn_status model_layer(const clattn_layer_desc *d, int batch, int n,
                                 d->head_dim_v, CLATTN_F32, out->errmsg,
                                 sizeof out->errmsg)))
     return rc;
-  return clattn__layer_model(&clattn__layer_gqa, d, batch, n, cache_len,
-                             causal, prof, out);
+  return clattn__layer_model(&clattn__layer_gqa, d, batch, n, cache_len, causal,
+                             prof, out);
 }
 
 clattn_status clattn_model_layer(const clattn_layer_desc *d, int batch, int n,
                                  int cache_len, int causal,
                                  const clattn_profile *prof,
-                                 clattn_prediction *out)
-{
+                                 clattn_prediction *out) {
   clattn_prediction own;
   clattn_profile own_prof;
   clattn_status rc = clattn__model_in(&prof, &own_prof, out, &own);

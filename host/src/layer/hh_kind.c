@@ -146,9 +146,9 @@ static long core_act_cols_super(const void *desc, clattn__layer_act a) {
 static clattn_decode_desc cache_desc(const clattn_hh_layer_desc *d,
                                      const clattn__core_args *a) {
   const int dh = head_dim(d);
-  const clattn_decode_desc dd = {sizeof dd, a->batch, a->capacity, d->heads,   d->heads,
-                                 dh,       dh,          CLATTN_F32, CLATTN_BHSD,
-                                 d->scale, NULL};
+  const clattn_decode_desc dd = {sizeof dd,   a->batch, a->capacity, d->heads,
+                                 d->heads,    dh,       dh,          CLATTN_F32,
+                                 CLATTN_BHSD, d->scale, NULL};
   return dd;
 }
 
@@ -182,8 +182,8 @@ _Static_assert(sizeof(clattn_attn_desc) <= CLATTN__CORE_DESC_BYTES &&
 /* A call of a standard core (prefill, decode) over K and V, and an append
  * of k_new (and v_new unless NULL: one tensor) into the cache. */
 static void attend(const clattn_hh_layer_desc *d, clattn__core_op op,
-                   const clattn__core_args *a, cl_mem k, cl_mem v,
-                   int kv_same, clattn__core_call *call) {
+                   const clattn__core_args *a, cl_mem k, cl_mem v, int kv_same,
+                   clattn__core_call *call) {
   const cl_mem q = a->act[CLATTN__ACT_Q], o = a->act[CLATTN__ACT_O];
   const int cached = a->capacity > 0;
   const cl_mem lens = cached ? a->lens : NULL;
@@ -252,17 +252,10 @@ static void core_super(const void *desc, clattn__core_op op,
     append(d, a, x, NULL, call);
   } else if (op == CLATTN__CORE_VALUES) {
     const clattn_layout lay = cached ? CLATTN_BHSD : CLATTN_BSHD;
-    const clattn__super_values_desc sd = {a->batch,
-                                          a->n,
-                                          a->cached,
-                                          cached ? a->capacity : a->n,
-                                          d->heads,
-                                          head_dim(d),
-                                          d->max_len,
-                                          a->causal,
-                                          lay,
-                                          lay,
-                                          NULL};
+    const clattn__super_values_desc sd = {
+        a->batch, a->n,        a->cached,  cached ? a->capacity : a->n,
+        d->heads, head_dim(d), d->max_len, a->causal,
+        lay,      lay,         NULL};
     memcpy(call->desc.bytes, &sd, sizeof sd);
     const cl_mem b[3] = {a->w != NULL ? a->w[SUP_A] : NULL,
                          cached ? a->k_cache : x, cached ? a->v_cache : v};
@@ -333,9 +326,12 @@ const clattn__layer_kind clattn__layer_super = {
 
 static const clattn__layer_kind *kind_of(clattn_hh_variant v) {
   switch (v) {
-  case CLATTN_HH_OPTIMISED: return &clattn__layer_optimised;
-  case CLATTN_HH_EFFICIENT: return &clattn__layer_efficient;
-  case CLATTN_HH_SUPER: return &clattn__layer_super;
+  case CLATTN_HH_OPTIMISED:
+    return &clattn__layer_optimised;
+  case CLATTN_HH_EFFICIENT:
+    return &clattn__layer_efficient;
+  case CLATTN_HH_SUPER:
+    return &clattn__layer_super;
   }
   return NULL;
 }
@@ -344,8 +340,8 @@ static const clattn__layer_kind *kind_of(clattn_hh_variant v) {
 
 clattn_status clattn_layer_create_optimised(clattn_ctx *ctx,
                                             const clattn_hh_layer_desc *d,
-                                            cl_mem w_q, cl_mem w_k,
-                                            cl_mem w_o, clattn_layer **out) {
+                                            cl_mem w_q, cl_mem w_k, cl_mem w_o,
+                                            clattn_layer **out) {
   const cl_mem w[3] = {w_q, w_k, w_o};
   return clattn__layer_create(ctx, &clattn__layer_optimised, d, w, out);
 }

@@ -7,8 +7,7 @@
 #include <string.h>
 
 clattn_status clattn__kv_cache_check(const clattn_layer *l,
-                                     const clattn_kv_cache *c)
-{
+                                     const clattn_kv_cache *c) {
   clattn_ctx *ctx = l->ctx;
   if (c->magic != CLATTN__KVC_MAGIC)
     return clattn__fail(ctx, CLATTN_ERR_MISUSE,
@@ -21,8 +20,7 @@ clattn_status clattn__kv_cache_check(const clattn_layer *l,
   l->kind->cache_shape(l->d.bytes, &s);
   const clattn__cache_shape *h = &c->shape;
   if (h->heads_k != s.heads_k || h->dim_k != s.dim_k ||
-      h->heads_v != s.heads_v || h->dim_v != s.dim_v ||
-      h->shared != s.shared)
+      h->heads_v != s.heads_v || h->dim_v != s.dim_v || h->shared != s.shared)
     return clattn__fail(ctx, CLATTN_ERR_SHAPE,
                         "KV cache shape (key heads %d x %d, value heads %d x "
                         "%d%s) does not match the layer (%d x %d, %d x %d%s)",
@@ -36,8 +34,7 @@ clattn_status clattn__kv_cache_check(const clattn_layer *l,
  * valid length then hold finite values even if a kernel reads a whole
  * tile and masks it. */
 static clattn_status new_buffer(clattn_ctx *ctx, size_t bytes, int zero,
-                                const char *what, cl_mem *out)
-{
+                                const char *what, cl_mem *out) {
   cl_int err = CL_SUCCESS;
   *out = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
   if (err != CL_SUCCESS || *out == NULL)
@@ -49,14 +46,13 @@ static clattn_status new_buffer(clattn_ctx *ctx, size_t bytes, int zero,
   err = clEnqueueFillBuffer(ctx->queue, *out, &z, sizeof z, 0, bytes, 0, NULL,
                             NULL);
   if (err != CL_SUCCESS)
-    return clattn__cl_fail(ctx, err, "clEnqueueFillBuffer(KV cache)",
-                           __FILE__, __LINE__);
+    return clattn__cl_fail(ctx, err, "clEnqueueFillBuffer(KV cache)", __FILE__,
+                           __LINE__);
   return CLATTN_OK;
 }
 
 static clattn_status cache_create(clattn_layer *l, int batch, int capacity,
-                                  clattn_kv_cache **out)
-{
+                                  clattn_kv_cache **out) {
   clattn_status rc;
   clattn_ctx *ctx;
   clattn_kv_cache *c;
@@ -83,8 +79,7 @@ static clattn_status cache_create(clattn_layer *l, int batch, int capacity,
   l->kind->cache_shape(l->d.bytes, &s);
   if (l->kind->check_call) {
     char why[200] = "";
-    if ((rc = l->kind->check_call(l->d.bytes, capacity, 1, 1, why,
-                                  sizeof why)))
+    if ((rc = l->kind->check_call(l->d.bytes, capacity, 1, 1, why, sizeof why)))
       return clattn__fail(ctx, rc, "KV cache: %s", why);
   }
   if (!(kb = clattn__bytes(1, batch, s.heads_k, capacity,
@@ -112,8 +107,8 @@ static clattn_status cache_create(clattn_layer *l, int batch, int capacity,
        (rc = new_buffer(ctx, vb, 1, "clCreateBuffer(V cache)", &c->v))) ||
       (rc = new_buffer(ctx, ib, 0, "clCreateBuffer(cache positions)",
                        &c->pos)) ||
-      (rc = new_buffer(ctx, ib, 0, "clCreateBuffer(cache lengths)",
-                       &c->lens))) {
+      (rc =
+           new_buffer(ctx, ib, 0, "clCreateBuffer(cache lengths)", &c->lens))) {
     clattn_kv_cache_destroy(c);
     return rc;
   }
@@ -125,8 +120,7 @@ static clattn_status cache_create(clattn_layer *l, int batch, int capacity,
 
 /* The context's lock: the cache is made and cleared on its queue. */
 clattn_status clattn_kv_cache_create(clattn_layer *l, int batch, int capacity,
-                                     clattn_kv_cache **out)
-{
+                                     clattn_kv_cache **out) {
   clattn_ctx *locked = clattn__ctx_enter(
       l != NULL && l->magic == CLATTN__LAYER_MAGIC ? l->ctx : NULL);
   clattn_status rc = cache_create(l, batch, capacity, out);
@@ -134,8 +128,7 @@ clattn_status clattn_kv_cache_create(clattn_layer *l, int batch, int capacity,
   return rc;
 }
 
-void clattn_kv_cache_destroy(clattn_kv_cache *c)
-{
+void clattn_kv_cache_destroy(clattn_kv_cache *c) {
   if (c == NULL || c->magic != CLATTN__KVC_MAGIC)
     return;
   cl_mem m[4] = {c->k, c->v != c->k ? c->v : NULL, c->pos, c->lens};
@@ -146,15 +139,13 @@ void clattn_kv_cache_destroy(clattn_kv_cache *c)
   free(c);
 }
 
-int clattn_kv_cache_len(const clattn_kv_cache *c)
-{
+int clattn_kv_cache_len(const clattn_kv_cache *c) {
   if (c == NULL || c->magic != CLATTN__KVC_MAGIC)
     return 0;
   return c->len;
 }
 
-void clattn_kv_cache_reset(clattn_kv_cache *c)
-{
+void clattn_kv_cache_reset(clattn_kv_cache *c) {
   if (c == NULL || c->magic != CLATTN__KVC_MAGIC)
     return;
   c->len = 0;

@@ -15,8 +15,7 @@
 
 /* Make the layer's activation buffer i hold at least `size` bytes.  Only
  * allocates; never enqueues. */
-static clattn_status ensure_buf(clattn_layer *l, int i, size_t size)
-{
+static clattn_status ensure_buf(clattn_layer *l, int i, size_t size) {
   clattn_ctx *ctx = l->ctx;
   cl_int err = CL_SUCCESS;
   cl_mem m;
@@ -25,8 +24,7 @@ static clattn_status ensure_buf(clattn_layer *l, int i, size_t size)
   m = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, size, NULL, &err);
   if (err != CL_SUCCESS || m == NULL)
     return clattn__cl_fail(ctx, err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES,
-                           "clCreateBuffer(layer scratch)", __FILE__,
-                           __LINE__);
+                           "clCreateBuffer(layer scratch)", __FILE__, __LINE__);
   if (l->buf[i] != NULL)
     clReleaseMemObject(l->buf[i]); /* in-order queue: freed when idle */
   l->buf[i] = m;
@@ -35,8 +33,7 @@ static clattn_status ensure_buf(clattn_layer *l, int i, size_t size)
 }
 
 /* Common checks on a layer handle (no message: there may be no context). */
-static clattn_status check_layer(const clattn_layer *l)
-{
+static clattn_status check_layer(const clattn_layer *l) {
   if (l == NULL)
     return CLATTN_ERR_INVALID_ARG;
   if (l->magic != CLATTN__LAYER_MAGIC)
@@ -44,8 +41,7 @@ static clattn_status check_layer(const clattn_layer *l)
   return clattn__ctx_check(l->ctx);
 }
 
-static clattn_status check_events(clattn_ctx *ctx, const clattn_events *ev)
-{
+static clattn_status check_events(clattn_ctx *ctx, const clattn_events *ev) {
   if (ev == NULL)
     return CLATTN_OK;
   if (ev->num_wait > 0 && ev->wait == NULL)
@@ -61,24 +57,21 @@ static clattn_status check_events(clattn_ctx *ctx, const clattn_events *ev)
 
 /* Make the next command on the in-order queue wait for the caller's
  * events (CLBlast takes no wait list). */
-static clattn_status wait_barrier(clattn_ctx *ctx, const clattn_events *ev)
-{
+static clattn_status wait_barrier(clattn_ctx *ctx, const clattn_events *ev) {
   cl_int err;
   if (ev == NULL || ev->num_wait == 0)
     return CLATTN_OK;
-  err = clEnqueueBarrierWithWaitList(ctx->queue, ev->num_wait, ev->wait,
-                                     NULL);
+  err = clEnqueueBarrierWithWaitList(ctx->queue, ev->num_wait, ev->wait, NULL);
   if (err != CL_SUCCESS)
-    return clattn__cl_fail(ctx, err, "clEnqueueBarrierWithWaitList",
-                           __FILE__, __LINE__);
+    return clattn__cl_fail(ctx, err, "clEnqueueBarrierWithWaitList", __FILE__,
+                           __LINE__);
   return CLATTN_OK;
 }
 
 /* Fill an int32 [batch] buffer with `value` (the pattern is copied at
  * enqueue time, so nothing blocks). */
 static clattn_status fill_int(clattn_ctx *ctx, cl_mem m, int batch, int value,
-                              const clattn_events *ev)
-{
+                              const clattn_events *ev) {
   cl_int v = (cl_int)value;
   cl_uint nw = ev != NULL ? ev->num_wait : 0;
   cl_int err = clEnqueueFillBuffer(ctx->queue, m, &v, sizeof v, 0,
@@ -92,15 +85,14 @@ static clattn_status fill_int(clattn_ctx *ctx, cl_mem m, int batch, int value,
 
 const clattn__family *clattn__layer_family(clattn_ctx *ctx,
                                            const clattn__layer_kind *K,
-                                           clattn__core_op op)
-{
+                                           clattn__core_op op) {
   if (K->family[op] == NULL)
     return NULL;
   const clattn__family *F = clattn__family_find(K->family[op]);
   if (F == NULL && ctx != NULL)
     clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
-                 "%s layer: its core family '%s' is not in this build",
-                 K->name, K->family[op]);
+                 "%s layer: its core family '%s' is not in this build", K->name,
+                 K->family[op]);
   return F;
 }
 
@@ -108,18 +100,15 @@ const clattn__family *clattn__layer_family(clattn_ctx *ctx,
 
 /* Weight i has no columns for this description: the layer does without
  * it (layer.h). */
-static int weight_absent(const clattn__layer_kind *K, const void *d, int i)
-{
+static int weight_absent(const clattn__layer_kind *K, const void *d, int i) {
   long inner, cols;
   K->weight_shape(d, i, &inner, &cols);
   return cols == 0;
 }
 
-static clattn_status layer_create(clattn_ctx *ctx,
-                                  const clattn__layer_kind *K,
+static clattn_status layer_create(clattn_ctx *ctx, const clattn__layer_kind *K,
                                   const void *d, const cl_mem *w,
-                                  clattn_layer **out)
-{
+                                  clattn_layer **out) {
   clattn_status rc;
   char why[200];
 
@@ -129,9 +118,8 @@ static clattn_status layer_create(clattn_ctx *ctx,
   if (rc != CLATTN_OK)
     return rc;
   if (d == NULL || out == NULL)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                        "%s layer create: NULL %s", K->name,
-                        d == NULL ? "descriptor" : "out pointer");
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "%s layer create: NULL %s",
+                        K->name, d == NULL ? "descriptor" : "out pointer");
   /* the description first: it says which weights are absent */
   why[0] = '\0';
   if ((rc = K->check(d, why, sizeof why)))
@@ -187,14 +175,12 @@ static clattn_status layer_create(clattn_ctx *ctx,
 
 /* Every public layer function holds the context's lock for its whole
  * step: its core calls share the context's scratch buffers. */
-clattn_status clattn__layer_create(clattn_ctx *ctx,
-                                   const clattn__layer_kind *K,
+clattn_status clattn__layer_create(clattn_ctx *ctx, const clattn__layer_kind *K,
                                    const void *d, const cl_mem *w,
-                                   clattn_layer **out)
-{
+                                   clattn_layer **out) {
   _Alignas(16) unsigned char own[CLATTN__LAYER_DESC_BYTES];
-  clattn_status rc = clattn__ctx_struct_in(ctx, &d, own, K->desc_size,
-                                           K->desc_type);
+  clattn_status rc =
+      clattn__ctx_struct_in(ctx, &d, own, K->desc_size, K->desc_type);
   if (rc)
     return rc;
   clattn_ctx *locked = clattn__ctx_enter(ctx);
@@ -203,8 +189,7 @@ clattn_status clattn__layer_create(clattn_ctx *ctx,
   return rc;
 }
 
-void clattn_layer_destroy(clattn_layer *l)
-{
+void clattn_layer_destroy(clattn_layer *l) {
   if (l == NULL || l->magic != CLATTN__LAYER_MAGIC)
     return;
   for (int i = 0; i < CLATTN__MAX_WEIGHTS; i++)
@@ -227,8 +212,7 @@ typedef struct call_sizes {
 } call_sizes;
 
 static clattn_status call_sizes_get(clattn_layer *l, int batch, int n,
-                                    call_sizes *s)
-{
+                                    call_sizes *s) {
   const clattn__layer_kind *K = l->kind;
   const long long rows = (long long)batch * n;
   memset(s, 0, sizeof *s);
@@ -258,8 +242,7 @@ static clattn_status call_sizes_get(clattn_layer *l, int batch, int n,
 }
 
 /* Allocate the layer's activation buffers (before anything is enqueued). */
-static clattn_status ensure_all(clattn_layer *l, const call_sizes *s)
-{
+static clattn_status ensure_all(clattn_layer *l, const call_sizes *s) {
   clattn_status rc = CLATTN_OK;
   for (int a = 0; a < CLATTN__ACTS && rc == CLATTN_OK; a++)
     if (a != CLATTN__ACT_X && a != CLATTN__ACT_Y && s->act[a] > 0)
@@ -269,10 +252,8 @@ static clattn_status ensure_all(clattn_layer *l, const call_sizes *s)
 
 /* Projections first .. last-1 of the kind over `rows` rows; x and y are
  * the caller's; the last one's event goes to *event (may be NULL). */
-static clattn_status project(clattn_layer *l, int first, int last,
-                             size_t rows, cl_mem x, cl_mem y,
-                             cl_event *event)
-{
+static clattn_status project(clattn_layer *l, int first, int last, size_t rows,
+                             cl_mem x, cl_mem y, cl_event *event) {
   const clattn__layer_kind *K = l->kind;
   clattn_status rc = CLATTN_OK;
   for (int i = first; i < last && rc == CLATTN_OK; i++) {
@@ -288,19 +269,16 @@ static clattn_status project(clattn_layer *l, int first, int last,
     const cl_mem bufs[3] = {p->from == CLATTN__ACT_X ? x : l->buf[p->from],
                             l->w[p->weight],
                             p->to == CLATTN__ACT_Y ? y : l->buf[p->to]};
-    const clattn_events ev = {sizeof ev, 0, NULL,
-                              i == last - 1 ? event : NULL};
+    const clattn_events ev = {sizeof ev, 0, NULL, i == last - 1 ? event : NULL};
     rc = clattn__call(l->ctx, &clattn__family_projection, &d, bufs, &ev);
   }
   return rc;
 }
 
 /* Checks shared by prefill and decode, before anything is enqueued. */
-static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c,
-                                int batch, int n, int causal, cl_mem x,
-                                cl_mem y, const clattn_events *ev,
-                                call_sizes *s)
-{
+static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c, int batch,
+                                int n, int causal, cl_mem x, cl_mem y,
+                                const clattn_events *ev, call_sizes *s) {
   clattn_ctx *ctx = l->ctx;
   clattn_status rc;
   if (x == NULL || y == NULL)
@@ -350,14 +328,12 @@ static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c,
 
 /* The projections before the core, and after it (the last command unless
  * the kind makes a MIX_OUT call: then that one's event goes to ev->out). */
-static clattn_status project_in(clattn_layer *l, size_t rows, cl_mem x)
-{
+static clattn_status project_in(clattn_layer *l, size_t rows, cl_mem x) {
   return project(l, 0, l->kind->nproj_in, rows, x, NULL, NULL);
 }
 
 static clattn_status project_out(clattn_layer *l, size_t rows, cl_mem y,
-                                 const clattn_events *ev)
-{
+                                 const clattn_events *ev) {
   const int last = l->kind->family[CLATTN__CORE_MIX_OUT] == NULL;
   return project(l, l->kind->nproj_in, l->kind->nproj, rows, NULL, y,
                  last && ev != NULL ? ev->out : NULL);
@@ -367,8 +343,7 @@ static clattn_status project_out(clattn_layer *l, size_t rows, cl_mem y,
  * and, with a cache, its buffers. */
 static void core_args(const clattn_layer *l, const clattn_kv_cache *c,
                       int batch, int n, int causal, cl_mem x, cl_mem y,
-                      clattn__core_args *a)
-{
+                      clattn__core_args *a) {
   memset(a, 0, sizeof *a);
   a->batch = batch;
   a->n = n;
@@ -393,8 +368,7 @@ static void core_args(const clattn_layer *l, const clattn_kv_cache *c,
  * when the kind makes no such call); `out` (may be NULL) receives its
  * event. */
 static clattn_status core(clattn_layer *l, clattn__core_op op,
-                          const clattn__core_args *a, cl_event *out)
-{
+                          const clattn__core_args *a, cl_event *out) {
   if (l->kind->family[op] == NULL)
     return CLATTN_OK;
   const clattn__family *F = clattn__layer_family(l->ctx, l->kind, op);
@@ -411,8 +385,7 @@ static clattn_status core(clattn_layer *l, clattn__core_op op,
 /* The step's end: the projections out, then the MIX_OUT call, the last
  * command (its event to ev->out; layer.h). */
 static clattn_status step_out(clattn_layer *l, const clattn__core_args *a,
-                              cl_mem y, const clattn_events *ev)
-{
+                              cl_mem y, const clattn_events *ev) {
   const size_t rows = (size_t)a->batch * (size_t)a->n;
   clattn_status rc = project_out(l, rows, y, ev);
   if (rc == CLATTN_OK)
@@ -425,10 +398,8 @@ static clattn_status step_out(clattn_layer *l, const clattn__core_args *a,
  * append and values calls, the attention `op`, the step's end (step_out);
  * the cache grows only when everything was enqueued. */
 static clattn_status cached_step(clattn_layer *l, clattn_kv_cache *c,
-                                 clattn__core_op op,
-                                 const clattn__core_args *a, cl_mem x,
-                                 cl_mem y, const clattn_events *ev)
-{
+                                 clattn__core_op op, const clattn__core_args *a,
+                                 cl_mem x, cl_mem y, const clattn_events *ev) {
   const size_t rows = (size_t)a->batch * (size_t)a->n;
   clattn_status rc = fill_int(l->ctx, c->pos, a->batch, c->len, ev);
   if (rc == CLATTN_OK)
@@ -452,8 +423,7 @@ static clattn_status cached_step(clattn_layer *l, clattn_kv_cache *c,
 
 static clattn_status layer_prefill(clattn_layer *l, clattn_kv_cache *c,
                                    int batch, int n, int causal, cl_mem x,
-                                   cl_mem y, const clattn_events *ev)
-{
+                                   cl_mem y, const clattn_events *ev) {
   clattn_status rc;
   clattn_ctx *ctx;
   call_sizes s;
@@ -492,9 +462,8 @@ static clattn_status layer_prefill(clattn_layer *l, clattn_kv_cache *c,
   return cached_step(l, c, CLATTN__CORE_PREFILL, &a, x, y, ev);
 }
 
-static clattn_status layer_decode(clattn_layer *l, clattn_kv_cache *c,
-                                  cl_mem x, cl_mem y, const clattn_events *ev)
-{
+static clattn_status layer_decode(clattn_layer *l, clattn_kv_cache *c, cl_mem x,
+                                  cl_mem y, const clattn_events *ev) {
   clattn_status rc;
   clattn_ctx *ctx;
   call_sizes s;
@@ -509,23 +478,21 @@ static clattn_status layer_decode(clattn_layer *l, clattn_kv_cache *c,
   if (c == NULL)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
                         "clattn_layer_decode: NULL KV cache");
-  rc = check_call(l, c, c->magic == CLATTN__KVC_MAGIC ? c->batch : 1, 1, 1,
-                  x, y, ev, &s);
+  rc = check_call(l, c, c->magic == CLATTN__KVC_MAGIC ? c->batch : 1, 1, 1, x,
+                  y, ev, &s);
   if (rc != CLATTN_OK)
     return rc;
   core_args(l, c, c->batch, 1, 1, x, y, &a);
   return cached_step(l, c, CLATTN__CORE_DECODE, &a, x, y, ev);
 }
 
-static clattn_ctx *layer_ctx(const clattn_layer *l)
-{
+static clattn_ctx *layer_ctx(const clattn_layer *l) {
   return l != NULL && l->magic == CLATTN__LAYER_MAGIC ? l->ctx : NULL;
 }
 
 clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
                                    int batch, int n, int causal, cl_mem x,
-                                   cl_mem y, const clattn_events *ev)
-{
+                                   cl_mem y, const clattn_events *ev) {
   clattn__public_args own;
   const void *none = NULL;
   clattn_status rc = clattn__ctx_args_in(layer_ctx(l), &own, "", &none, 0,
@@ -538,9 +505,8 @@ clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
   return rc;
 }
 
-clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c,
-                                  cl_mem x, cl_mem y, const clattn_events *ev)
-{
+clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c, cl_mem x,
+                                  cl_mem y, const clattn_events *ev) {
   clattn__public_args own;
   const void *none = NULL;
   clattn_status rc = clattn__ctx_args_in(layer_ctx(l), &own, "", &none, 0,

@@ -65,14 +65,14 @@ enum {
  * are the cache's BHSD buffers of `capacity` rows.  Buffers may all be
  * NULL (the model builds descriptions only). */
 typedef struct clattn__core_args {
-  int batch, n;  /* sequences; new positions per sequence */
-  int capacity;  /* the cache's rows per sequence; 0: no cache */
-  int cached;    /* positions already in the cache (P) */
+  int batch, n; /* sequences; new positions per sequence */
+  int capacity; /* the cache's rows per sequence; 0: no cache */
+  int cached;   /* positions already in the cache (P) */
   int causal;
   cl_mem act[CLATTN__ACTS]; /* x and y (the caller's), Q, K, V, O */
   cl_mem k_cache, v_cache;
-  cl_mem pos;  /* int32 [batch]: where the append writes */
-  cl_mem lens; /* int32 [batch]: valid cache rows */
+  cl_mem pos;      /* int32 [batch]: where the append writes */
+  cl_mem lens;     /* int32 [batch]: valid cache rows */
   const cl_mem *w; /* the layer's weights, in the kind's order */
 } clattn__core_args;
 
@@ -130,8 +130,8 @@ typedef struct clattn__layer_kind {
    * call; only VALUES, MIX_IN and MIX_OUT may be NULL), and each call's
    * description and buffers built from the arguments. */
   const char *family[CLATTN__CORE_OPS];
-  void (*core)(const void *desc, clattn__core_op op,
-               const clattn__core_args *a, clattn__core_call *call);
+  void (*core)(const void *desc, clattn__core_op op, const clattn__core_args *a,
+               clattn__core_call *call);
 } clattn__layer_kind;
 
 /* The registry (registry.c): every kind, in listing order; by name, NULL
@@ -158,17 +158,15 @@ const clattn__family *clattn__layer_family(clattn_ctx *ctx,
 
 /* The public creates' one body: checks the description with K->check,
  * the weights (non-NULL, large enough) and retains them. */
-clattn_status clattn__layer_create(clattn_ctx *ctx,
-                                   const clattn__layer_kind *K,
+clattn_status clattn__layer_create(clattn_ctx *ctx, const clattn__layer_kind *K,
                                    const void *desc, const cl_mem *w,
                                    clattn_layer **out);
 
 /* The model of a layer call of kind K (the description already valid):
  * prefill of n positions after cache_len cached ones (cache_len 0 and
  * n > 1: without a cache), as layer.c runs it. */
-clattn_status clattn__layer_model(const clattn__layer_kind *K,
-                                  const void *desc, int batch, int n,
-                                  int cache_len, int causal,
+clattn_status clattn__layer_model(const clattn__layer_kind *K, const void *desc,
+                                  int batch, int n, int cache_len, int causal,
                                   const clattn_profile *prof,
                                   clattn_prediction *out);
 

@@ -21,18 +21,17 @@ static void merge(clattn_prediction *out, double *dram_reads,
     dram_reads[out->n_kernels] = c->bytes_dram - c->bytes_written;
     out->kernel[out->n_kernels] = *c;
     if (name)
-      snprintf(out->kernel[out->n_kernels].kernel,
-               sizeof out->kernel[0].kernel, "%s", name);
+      snprintf(out->kernel[out->n_kernels].kernel, sizeof out->kernel[0].kernel,
+               "%s", name);
     out->n_kernels++;
   }
 }
 
 /* Projection i of the kind over `rows` rows: the projection family's model of
  * the call the layer makes, its kernels named "gemm <projection>". */
-static clattn_status add_projection(clattn_prediction *out,
-                                    double *dram_reads,
-                                    const clattn__layer_kind *K,
-                                    const void *d, int i, double rows,
+static clattn_status add_projection(clattn_prediction *out, double *dram_reads,
+                                    const clattn__layer_kind *K, const void *d,
+                                    int i, double rows,
                                     const clattn_profile *prof) {
   long inner, cols;
   K->weight_shape(d, K->proj[i].weight, &inner, &cols);
@@ -41,7 +40,8 @@ static clattn_status add_projection(clattn_prediction *out,
                               "a projection's sizes overflow");
   const clattn__gemm_desc g = {(int)rows, (int)cols, (int)inner, NULL};
   clattn_prediction sub;
-  clattn_status rc = clattn__model(&clattn__family_projection, &g, NULL, prof, &sub);
+  clattn_status rc =
+      clattn__model(&clattn__family_projection, &g, NULL, prof, &sub);
   if (rc != CLATTN_OK) {
     snprintf(out->errmsg, sizeof out->errmsg, "%s", sub.errmsg);
     return rc;
@@ -76,9 +76,8 @@ static clattn_status add_core(clattn_prediction *out, double *dram_reads,
   return CLATTN_OK;
 }
 
-clattn_status clattn__layer_model(const clattn__layer_kind *K,
-                                  const void *d, int batch, int n,
-                                  int cache_len, int causal,
+clattn_status clattn__layer_model(const clattn__layer_kind *K, const void *d,
+                                  int batch, int n, int cache_len, int causal,
                                   const clattn_profile *prof,
                                   clattn_prediction *out) {
   double dram_reads[CLATTN_MODEL_MAX_KERNELS] = {0};

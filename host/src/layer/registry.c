@@ -6,12 +6,8 @@
 #include <string.h>
 
 static const clattn__layer_kind *const kinds[] = {
-    &clattn__layer_gqa,
-    &clattn__layer_th,
-    &clattn__layer_optimised,
-    &clattn__layer_efficient,
-    &clattn__layer_super,
-    &clattn__layer_sh,
+    &clattn__layer_gqa,       &clattn__layer_th,    &clattn__layer_optimised,
+    &clattn__layer_efficient, &clattn__layer_super, &clattn__layer_sh,
 };
 
 enum { COUNT = sizeof kinds / sizeof kinds[0] };

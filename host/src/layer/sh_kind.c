@@ -17,8 +17,7 @@
 /* Weight indices, in the create call's order. */
 enum { W_Q, W_K, W_V, W_O, W_S, W_D };
 
-static const char *const weights[] = {"w_q", "w_k", "w_v",
-                                      "w_o", "w_s", "w_d"};
+static const char *const weights[] = {"w_q", "w_k", "w_v", "w_o", "w_s", "w_d"};
 
 static clattn_status check(const void *desc, char *why, size_t cap) {
   const clattn_switchhead_layer_desc *d = desc;
@@ -72,11 +71,21 @@ static void weight_shape(const void *desc, int i, long *inner, long *cols) {
   const long D = d->d_model, H = d->heads, E = d->experts, dh = d->head_dim;
   switch (i) {
   case W_Q:
-  case W_K: *inner = D, *cols = H * dh; break;
-  case W_V: *inner = H * E * D, *cols = dh; break;
-  case W_O: *inner = H * E * dh, *cols = D; break;
-  case W_S: *inner = D, *cols = E > 1 ? H * E : 0; break;
-  default: *inner = D, *cols = H * E; break;
+  case W_K:
+    *inner = D, *cols = H * dh;
+    break;
+  case W_V:
+    *inner = H * E * D, *cols = dh;
+    break;
+  case W_O:
+    *inner = H * E * dh, *cols = D;
+    break;
+  case W_S:
+    *inner = D, *cols = E > 1 ? H * E : 0;
+    break;
+  default:
+    *inner = D, *cols = H * E;
+    break;
   }
 }
 
@@ -135,8 +144,7 @@ static void mix(const clattn_switchhead_layer_desc *d, clattn__core_op op,
                          w != NULL ? w[W_V] : NULL, a->act[CLATTN__ACT_V]};
     memcpy(call->buf, b, sizeof b);
   } else {
-    const cl_mem b[5] = {a->act[CLATTN__ACT_O], x,
-                         w != NULL ? w[W_D] : NULL,
+    const cl_mem b[5] = {a->act[CLATTN__ACT_O], x, w != NULL ? w[W_D] : NULL,
                          w != NULL ? w[W_O] : NULL, a->act[CLATTN__ACT_Y]};
     memcpy(call->buf, b, sizeof b);
   }
@@ -152,7 +160,7 @@ static void core(const void *desc, clattn__core_op op,
     mix(d, op, a, call);
     return;
   }
-  const clattn_layer_desc gqa = {sizeof gqa, d->d_model,  d->heads,    d->heads,
+  const clattn_layer_desc gqa = {sizeof gqa,  d->d_model,  d->heads, d->heads,
                                  d->head_dim, d->head_dim, d->scale};
   clattn__layer_gqa.core(&gqa, op, a, call);
 }
@@ -182,16 +190,17 @@ const clattn__layer_kind clattn__layer_sh = {
 
 /* ------------------------------------------------------- public calls */
 
-clattn_status clattn_layer_create_switchhead(
-    clattn_ctx *ctx, const clattn_switchhead_layer_desc *d, cl_mem w_q,
-    cl_mem w_k, cl_mem w_v, cl_mem w_o, cl_mem w_s, cl_mem w_d,
-    clattn_layer **out) {
+clattn_status
+clattn_layer_create_switchhead(clattn_ctx *ctx,
+                               const clattn_switchhead_layer_desc *d,
+                               cl_mem w_q, cl_mem w_k, cl_mem w_v, cl_mem w_o,
+                               cl_mem w_s, cl_mem w_d, clattn_layer **out) {
   const cl_mem w[6] = {w_q, w_k, w_v, w_o, w_s, w_d};
   return clattn__layer_create(ctx, &clattn__layer_sh, d, w, out);
 }
 
-long long clattn_switchhead_layer_params(
-    const clattn_switchhead_layer_desc *d) {
+long long
+clattn_switchhead_layer_params(const clattn_switchhead_layer_desc *d) {
   const clattn__layer_kind *K = &clattn__layer_sh;
   clattn_switchhead_layer_desc own;
   char why[160];
@@ -209,9 +218,10 @@ long long clattn_switchhead_layer_params(
   return n;
 }
 
-static clattn_status model_switchhead_layer(
-    const clattn_switchhead_layer_desc *d, int batch, int n, int cache_len,
-    int causal, const clattn_profile *prof, clattn_prediction *out) {
+static clattn_status
+model_switchhead_layer(const clattn_switchhead_layer_desc *d, int batch, int n,
+                       int cache_len, int causal, const clattn_profile *prof,
+                       clattn_prediction *out) {
   clattn_switchhead_layer_desc own;
   if (prof == NULL || out == NULL || d == NULL)
     return CLATTN_ERR_INVALID_ARG;
@@ -231,8 +241,8 @@ static clattn_status model_switchhead_layer(
   rc = clattn__layer_sh.check(d, out->errmsg, sizeof out->errmsg);
   if (rc != CLATTN_OK)
     return rc;
-  return clattn__layer_model(&clattn__layer_sh, d, batch, n, cache_len,
-                             causal, prof, out);
+  return clattn__layer_model(&clattn__layer_sh, d, batch, n, cache_len, causal,
+                             prof, out);
 }
 
 clattn_status clattn_model_switchhead_layer(

@@ -14,11 +14,9 @@
 
 enum { W_Q, W_K, W_V, W_O, P_L, P_W };
 
-static const char *const weights[] = {"w_q", "w_k", "w_v",
-                                      "w_o", "p_l", "p_w"};
+static const char *const weights[] = {"w_q", "w_k", "w_v", "w_o", "p_l", "p_w"};
 
-static clattn_status check(const void *desc, char *why, size_t cap)
-{
+static clattn_status check(const void *desc, char *why, size_t cap) {
   const clattn_th_layer_desc *d = desc;
   if (d->heads_k < 1 || d->heads < 1 || d->heads_v < 1 ||
       d->heads_k > CLATTN_TH_MAX_HEADS || d->heads > CLATTN_TH_MAX_HEADS ||
@@ -55,18 +53,27 @@ static clattn_status check(const void *desc, char *why, size_t cap)
   return CLATTN_OK;
 }
 
-static void weight_shape(const void *desc, int i, long *inner, long *cols)
-{
+static void weight_shape(const void *desc, int i, long *inner, long *cols) {
   const clattn_th_layer_desc *d = desc;
   const long k = (long)d->heads_k * d->head_dim_k,
              v = (long)d->heads_v * d->head_dim_v;
   switch (i) {
   case W_Q:
-  case W_K: *inner = d->d_model, *cols = k; break;
-  case W_V: *inner = d->d_model, *cols = v; break;
-  case W_O: *inner = v, *cols = d->d_model; break;
-  case P_L: *inner = d->heads_k, *cols = d->heads; break;
-  default: *inner = d->heads, *cols = d->heads_v; break;
+  case W_K:
+    *inner = d->d_model, *cols = k;
+    break;
+  case W_V:
+    *inner = d->d_model, *cols = v;
+    break;
+  case W_O:
+    *inner = v, *cols = d->d_model;
+    break;
+  case P_L:
+    *inner = d->heads_k, *cols = d->heads;
+    break;
+  default:
+    *inner = d->heads, *cols = d->heads_v;
+    break;
   }
 }
 
@@ -77,8 +84,7 @@ static const clattn__projection proj[] = {
     {"o*w_o", W_O, CLATTN__ACT_O, CLATTN__ACT_Y},
 };
 
-static void cache_shape(const void *desc, clattn__cache_shape *s)
-{
+static void cache_shape(const void *desc, clattn__cache_shape *s) {
   const clattn_th_layer_desc *d = desc;
   s->heads_k = d->heads_k;
   s->dim_k = d->head_dim_k;
@@ -87,12 +93,11 @@ static void cache_shape(const void *desc, clattn__cache_shape *s)
 }
 
 static clattn_th_decode_desc cache_desc(const clattn_th_layer_desc *d,
-                                        const clattn__core_args *a)
-{
-  const clattn_th_decode_desc dd = {
-      sizeof dd,     a->batch,      a->capacity,   d->heads_k, d->heads,    d->heads_v,
-      d->head_dim_k, d->head_dim_v, CLATTN_F32, CLATTN_BHSD, d->scale,
-      NULL};
+                                        const clattn__core_args *a) {
+  const clattn_th_decode_desc dd = {sizeof dd,     a->batch,      a->capacity,
+                                    d->heads_k,    d->heads,      d->heads_v,
+                                    d->head_dim_k, d->head_dim_v, CLATTN_F32,
+                                    CLATTN_BHSD,   d->scale,      NULL};
   return dd;
 }
 
@@ -102,8 +107,7 @@ _Static_assert(sizeof(clattn_th_desc) <= CLATTN__CORE_DESC_BYTES &&
                "the talking-heads descriptions fit the layer's byte stores");
 
 static void core(const void *desc, clattn__core_op op,
-                 const clattn__core_args *a, clattn__core_call *call)
-{
+                 const clattn__core_args *a, clattn__core_call *call) {
   const clattn_th_layer_desc *d = desc;
   const cl_mem q = a->act[CLATTN__ACT_Q], o = a->act[CLATTN__ACT_O];
   const cl_mem p_l = a->w != NULL ? a->w[P_L] : NULL,
@@ -125,21 +129,15 @@ static void core(const void *desc, clattn__core_op op,
     memcpy(call->buf, b, sizeof b);
   } else {
     const int cached = a->capacity > 0;
-    const clattn_th_desc td = {sizeof td,
-                               a->batch,
-                               a->n,
-                               cached ? a->capacity : a->n,
-                               d->heads_k,
-                               d->heads,
-                               d->heads_v,
-                               d->head_dim_k,
-                               d->head_dim_v,
-                               CLATTN_F32,
-                               CLATTN_BSHD,
-                               cached ? CLATTN_BHSD : CLATTN_BSHD,
-                               d->scale,
-                               a->causal,
-                               NULL};
+    const clattn_th_desc td = {
+        sizeof td,     a->batch,
+        a->n,          cached ? a->capacity : a->n,
+        d->heads_k,    d->heads,
+        d->heads_v,    d->head_dim_k,
+        d->head_dim_v, CLATTN_F32,
+        CLATTN_BSHD,   cached ? CLATTN_BHSD : CLATTN_BSHD,
+        d->scale,      a->causal,
+        NULL};
     memcpy(call->desc.bytes, &td, sizeof td);
     const cl_mem b[7] = {q,
                          cached ? a->k_cache : a->act[CLATTN__ACT_K],
@@ -172,8 +170,7 @@ const clattn__layer_kind clattn__layer_th = {
 
 clattn_status clattn_layer_create_talking_heads(
     clattn_ctx *ctx, const clattn_th_layer_desc *d, cl_mem w_q, cl_mem w_k,
-    cl_mem w_v, cl_mem w_o, cl_mem p_l, cl_mem p_w, clattn_layer **out)
-{
+    cl_mem w_v, cl_mem w_o, cl_mem p_l, cl_mem p_w, clattn_layer **out) {
   const cl_mem w[6] = {w_q, w_k, w_v, w_o, p_l, p_w};
   return clattn__layer_create(ctx, &clattn__layer_th, d, w, out);
 }

@@ -30,7 +30,7 @@ clattn_cost *clattn__model_kernel(clattn_prediction *out, const char *name) {
 }
 
 void clattn__model_dram(clattn_cost *c, double compulsory_reads, double ws,
-                 const clattn_profile *p) {
+                        const clattn_profile *p) {
   double reads = c->bytes_read;
   if (reads > compulsory_reads && p->cache_bytes > 0 &&
       ws <= 0.5 * (double)p->cache_bytes)
@@ -39,8 +39,7 @@ void clattn__model_dram(clattn_cost *c, double compulsory_reads, double ws,
 }
 
 /* Times, intensity and bound of one kernel from its counts. */
-static void timing(clattn_cost *c, double dram_reads,
-                   const clattn_profile *p) {
+static void timing(clattn_cost *c, double dram_reads, const clattn_profile *p) {
   const double rd = p->bw_read_gbs > 0 ? p->bw_read_gbs : p->bw_copy_gbs;
   const double wr = p->bw_copy_gbs > 0 ? p->bw_copy_gbs : rd;
   const double writes = c->bytes_dram - dram_reads;
@@ -55,14 +54,14 @@ static void timing(clattn_cost *c, double dram_reads,
   c->t_launch = c->launches * lat * 1e-6;
   const double busy = fmax(c->t_memory, c->t_compute);
   c->t_pred = busy + c->t_launch;
-  c->bound = c->t_launch > busy                ? CLATTN_BOUND_LAUNCH
+  c->bound = c->t_launch > busy           ? CLATTN_BOUND_LAUNCH
              : c->t_compute > c->t_memory ? CLATTN_BOUND_COMPUTE
                                           : CLATTN_BOUND_MEMORY;
   c->intensity = c->bytes_dram > 0 ? c->flops / c->bytes_dram : 0.0;
 }
 
 void clattn__model_finish(clattn_prediction *out, const double *dram_reads,
-                   const clattn_profile *p) {
+                          const clattn_profile *p) {
   clattn_cost *t = &out->total;
   memset(t, 0, sizeof *t);
   snprintf(t->kernel, sizeof t->kernel, "total");
@@ -87,7 +86,7 @@ void clattn__model_finish(clattn_prediction *out, const double *dram_reads,
   }
   t->intensity = t->bytes_dram > 0 ? t->flops / t->bytes_dram : 0.0;
   const double busy = fmax(t->t_memory, t->t_compute);
-  t->bound = t->t_launch > busy                ? CLATTN_BOUND_LAUNCH
+  t->bound = t->t_launch > busy           ? CLATTN_BOUND_LAUNCH
              : t->t_compute > t->t_memory ? CLATTN_BOUND_COMPUTE
                                           : CLATTN_BOUND_MEMORY;
   const double bw = p->bw_read_gbs > 0 ? p->bw_read_gbs : p->bw_copy_gbs;

@@ -47,8 +47,8 @@ static inline double clattn__seq_weight(const int *lens, long batch) {
 }
 /* Rows a KV append writes: of pos[b] .. pos[b]+n_new-1 (pos NULL: 0 ..),
  * those inside [0, capacity), in closed form (n_new may be large). */
-static inline double clattn__append_rows(const int *pos, long batch,
-                                         long n_new, long capacity) {
+static inline double clattn__append_rows(const int *pos, long batch, long n_new,
+                                         long capacity) {
   double rows = 0;
   for (long b = 0; b < clattn__distinct_seqs(pos, batch); b++) {
     const long p0 = pos ? pos[b] : 0;

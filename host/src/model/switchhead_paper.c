@@ -34,8 +34,8 @@ static void term(acc *a, const long long *f, size_t n) {
 }
 
 /* TERM(&a, x, y, z) adds x*y*z to a. */
-#define TERM(a, ...)                                                        \
-  term((a), (const long long[]){__VA_ARGS__},                              \
+#define TERM(a, ...)                                                           \
+  term((a), (const long long[]){__VA_ARGS__},                                  \
        sizeof((const long long[]){__VA_ARGS__}) / sizeof(long long))
 
 /* Errors: CLATTN_ERR_INVALID_ARG for a NULL argument; CLATTN_ERR_SHAPE for
@@ -54,9 +54,8 @@ clattn_status clattn_model_switchhead_paper(const clattn_switchhead_paper *in,
     *mem_floats = 0;
   if (in == NULL || macs == NULL || mem_floats == NULL)
     return CLATTN_ERR_INVALID_ARG;
-  clattn_status rc = clattn__struct_in(&own, sizeof own, in,
-                                       "clattn_switchhead_paper", why,
-                                       sizeof why);
+  clattn_status rc = clattn__struct_in(
+      &own, sizeof own, in, "clattn_switchhead_paper", why, sizeof why);
   if (rc)
     return rc;
   if (c->heads < 1 || c->head_dim < 1 || c->d_model < 1 || c->seq_len < 1 ||

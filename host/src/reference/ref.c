@@ -105,8 +105,8 @@ void ref_attention(const ref_attn *a, const float *q, const float *k,
         }
         for (int d = 0; d < a->dk; d++)
           qv[d] = q[ref_index(a->q_layout, a->n, a->hq, a->dk, bi, i, j, d)];
-        attend_row(qv, a->dk, a->dv, a->scale, k, v, a->kv_layout, a->m,
-                   a->hkv, bi, c, nvis, logit, row);
+        attend_row(qv, a->dk, a->dv, a->scale, k, v, a->kv_layout, a->m, a->hkv,
+                   bi, c, nvis, logit, row);
         for (int d = 0; d < a->dv; d++)
           o[ref_index(a->q_layout, a->n, a->hq, a->dv, bi, i, j, d)] = row[d];
       }
@@ -118,8 +118,8 @@ void ref_attention(const ref_attn *a, const float *q, const float *k,
 }
 
 void ref_decode(int b, int cap, int hq, int hkv, int dk, int dv, int layout,
-                double scale, const int *lens, const float *q,
-                const float *kc, const float *vc, float *o) {
+                double scale, const int *lens, const float *q, const float *kc,
+                const float *vc, float *o) {
   int g = hq / hkv;
   double *logit = malloc(sizeof(double) * (size_t)(cap > 0 ? cap : 1));
   double *qv = malloc(sizeof(double) * (size_t)(dk > 0 ? dk : 1));
@@ -172,9 +172,18 @@ void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
   matmul(rows, D, hq * dk, x, wq, Q);
   matmul(rows, D, hkv * dk, x, wk, K);
   matmul(rows, D, hkv * dv, x, wv, V);
-  ref_attn a = {.b = b, .n = n, .m = n, .hq = hq, .hkv = hkv, .dk = dk,
-                .dv = dv, .q_layout = 0, .kv_layout = 0, .scale = scale,
-                .causal = causal, .kv_lens = NULL};
+  ref_attn a = {.b = b,
+                .n = n,
+                .m = n,
+                .hq = hq,
+                .hkv = hkv,
+                .dk = dk,
+                .dv = dv,
+                .q_layout = 0,
+                .kv_layout = 0,
+                .scale = scale,
+                .causal = causal,
+                .kv_lens = NULL};
   ref_attention(&a, Q, K, V, O);
   matmul(rows, hq * dv, D, O, wo, y);
   free(Q);
@@ -273,8 +282,8 @@ uint16_t ref_f32_to_bf16(float f) {
 
 float ref_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
-void ref_kv_append(int b, int cap, int hk, int hv, int dk, int dv,
-                   int layout, int n_new, const int *pos, const float *k_new,
+void ref_kv_append(int b, int cap, int hk, int hv, int dk, int dv, int layout,
+                   int n_new, const int *pos, const float *k_new,
                    const float *v_new, float *kc, float *vc) {
   for (int bi = 0; bi < b; bi++)
     for (int t = 0; t < n_new; t++) {

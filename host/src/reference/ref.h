@@ -10,13 +10,13 @@
 
 /* Shape of one attention call; layouts: 0 = BSHD, 1 = BHSD. */
 typedef struct ref_attn {
-  int b, n, m;    /* batch, queries per sequence, keys per sequence */
-  int hq, hkv;    /* query heads, key/value heads (hq % hkv == 0) */
-  int dk, dv;     /* head dims */
-  int q_layout;   /* layout of q and o */
-  int kv_layout;  /* layout of k and v */
-  double scale;   /* logit scale (already resolved, never 0) */
-  int causal;     /* query i sees key t iff t <= L - n + i */
+  int b, n, m;        /* batch, queries per sequence, keys per sequence */
+  int hq, hkv;        /* query heads, key/value heads (hq % hkv == 0) */
+  int dk, dv;         /* head dims */
+  int q_layout;       /* layout of q and o */
+  int kv_layout;      /* layout of k and v */
+  double scale;       /* logit scale (already resolved, never 0) */
+  int causal;         /* query i sees key t iff t <= L - n + i */
   const int *kv_lens; /* [b] valid keys (clamped to [0, m]); NULL = m */
 } ref_attn;
 
@@ -39,15 +39,15 @@ void ref_attention(const ref_attn *a, const float *q, const float *k,
 /* Decode: q [b, hq, dk] against caches of `cap` rows (layout as above, the
  * seq axis being the cache row), lens [b] valid rows; o [b, hq, dv]. */
 void ref_decode(int b, int cap, int hq, int hkv, int dk, int dv, int layout,
-                double scale, const int *lens, const float *q,
-                const float *kc, const float *vc, float *o);
+                double scale, const int *lens, const float *q, const float *kc,
+                const float *vc, float *o);
 
 /* The KV append: rows pos[bi] .. pos[bi]+n_new-1 of sequence bi's cache
  * (capacity cap, layout) get k_new [b, n_new, hk, dk] and v_new [b, n_new,
  * hv, dv] (BSHD; a GQA cache: hk = hv = its KV heads); rows outside
  * [0, cap) are not written. */
-void ref_kv_append(int b, int cap, int hk, int hv, int dk, int dv,
-                   int layout, int n_new, const int *pos, const float *k_new,
+void ref_kv_append(int b, int cap, int hk, int hv, int dk, int dv, int layout,
+                   int n_new, const int *pos, const float *k_new,
                    const float *v_new, float *kc, float *vc);
 
 /* Whole layer, row-major: x [b, n, D]; wq [D, hq*dk]; wk [D, hkv*dk];

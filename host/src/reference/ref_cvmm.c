@@ -13,9 +13,9 @@ static int ranks_above(double a, double b) {
   return isnan(a) ? !isnan(b) : a > b;
 }
 
-void ref_cvmm_route(int rows, int heads, int experts, int topk,
-                    int sel_inner, const float *sel_x, const float *w_sel,
-                    int *expert, double *gate) {
+void ref_cvmm_route(int rows, int heads, int experts, int topk, int sel_inner,
+                    const float *sel_x, const float *w_sel, int *expert,
+                    double *gate) {
   const int he = heads * experts;
   double *l = ref_alloc(sizeof(double) * (size_t)experts);
   int *taken = ref_alloc(sizeof(int) * (size_t)experts);
@@ -62,8 +62,7 @@ void ref_cvmm(int rows, int K, int N, int heads, int experts, int topk,
     return;
   }
   if (gate == 0) {
-    ref_cvmm_route(rows, heads, experts, topk, sel_inner, sel_x, w_sel, ex,
-                   g);
+    ref_cvmm_route(rows, heads, experts, topk, sel_inner, sel_x, w_sel, ex, g);
   } else {
     for (size_t i = 0; i < slots; i++) {
       ex[i] = 0;
@@ -79,8 +78,7 @@ void ref_cvmm(int rows, int K, int N, int heads, int experts, int topk,
         for (int h = split ? ho : 0; h < (split ? ho + 1 : heads); h++)
           for (int s = 0; s < topk; s++) {
             const size_t o = ((size_t)r * heads + h) * topk + s;
-            const float *wm =
-                w + ((size_t)h * experts + (size_t)ex[o]) * K * N;
+            const float *wm = w + ((size_t)h * experts + (size_t)ex[o]) * K * N;
             const float *ar = a + (size_t)r * lda + (split ? 0 : (size_t)h * K);
             double dot = 0.0;
             for (int k = 0; k < K; k++)
@@ -94,8 +92,7 @@ void ref_cvmm(int rows, int K, int N, int heads, int experts, int topk,
   free(g);
 }
 
-void ref_gemm(int m, int n, int k, const float *a, const float *w,
-              float *out) {
+void ref_gemm(int m, int n, int k, const float *a, const float *w, float *out) {
   for (int r = 0; r < m; r++)
     for (int c = 0; c < n; c++) {
       double acc = 0.0;

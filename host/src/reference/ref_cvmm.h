@@ -10,9 +10,9 @@
  * experts of the largest logits, a tie going to the lower index; their
  * raw sigmoid gates 1 / (1 + exp(-l)).  expert and gate: [rows, H, topk],
  * slots in descending order of the logit. */
-void ref_cvmm_route(int rows, int heads, int experts, int topk,
-                    int sel_inner, const float *sel_x, const float *w_sel,
-                    int *expert, double *gate);
+void ref_cvmm_route(int rows, int heads, int experts, int topk, int sel_inner,
+                    const float *sel_x, const float *w_sel, int *expert,
+                    double *gate);
 
 /* mode 1 (SPLIT): out [rows, H*N], out[r, h*N + c] = sum over the chosen
  * e of gate * (a[r, :] w[h, e])[c], a [rows, K];
@@ -26,7 +26,6 @@ void ref_cvmm(int rows, int K, int N, int heads, int experts, int topk,
               float *out);
 
 /* out [m, n] = a [m, k] w [k, n], row-major. */
-void ref_gemm(int m, int n, int k, const float *a, const float *w,
-              float *out);
+void ref_gemm(int m, int n, int k, const float *a, const float *w, float *out);
 
 #endif

@@ -37,8 +37,8 @@ static void row_times(const float *a, int inner, const float *w, size_t ld,
 
 /* Head h's gates of one position: the top-k of sigmoid(x w_sel) over the
  * head's experts, written as dense gate[e] (0 for the unselected). */
-static void route(const ref_sh *s, const float *xr, const float *w_sel,
-                  int h, double *gate) {
+static void route(const ref_sh *s, const float *xr, const float *w_sel, int h,
+                  double *gate) {
   const int E = s->experts;
   double logit[REF_SH_MAX_EXPERTS], sig[REF_SH_MAX_EXPERTS];
   int idx[REF_SH_MAX_EXPERTS];
@@ -105,8 +105,8 @@ void ref_sh_layer(const ref_sh *s, const float *x, const float *w_q,
         for (int t = 0; t < nvis; t++) {
           double dot = 0.0;
           for (int c = 0; c < dh; c++)
-            dot += q[(size_t)h * dh + c] *
-                   K[(size_t)t * hd + (size_t)h * dh + c];
+            dot +=
+                q[(size_t)h * dh + c] * K[(size_t)t * hd + (size_t)h * dh + c];
           p[t] = ref_logit(scale * dot);
           m = p[t] > m ? p[t] : m;
         }

@@ -34,10 +34,11 @@ void ref_talking_heads(const ref_th *a, const float *q, const float *k,
         for (int x = 0; x < a->hk; x++) {
           double s = 0.0;
           for (int d = 0; d < a->dk; d++)
-            s += (double)q[ref_index(a->q_layout, a->n, a->hk, a->dk, bi, i,
-                                     x, d)] *
-                 (double)k[ref_index(a->kv_layout, m, a->hk, a->dk, bi, t, x,
-                                     d)];
+            s +=
+                (double)
+                    q[ref_index(a->q_layout, a->n, a->hk, a->dk, bi, i, x, d)] *
+                (double)
+                    k[ref_index(a->kv_layout, m, a->hk, a->dk, bi, t, x, d)];
           J[(size_t)t * a->hk + x] = ref_logit(s * a->scale);
         }
       /* W[t, c] = softmax over the visible t of L[t, c] = J[t, :] P_l[:, c] */
@@ -78,10 +79,9 @@ void ref_talking_heads(const ref_th *a, const float *q, const float *k,
           double s = 0.0;
           for (int t = 0; t < nvis; t++)
             s += U[(size_t)t * a->hv + u] *
-                 (double)v[ref_index(a->kv_layout, m, a->hv, a->dv, bi, t, u,
-                                     d)];
-          o[ref_index(a->q_layout, a->n, a->hv, a->dv, bi, i, u, d)] =
-              (float)s;
+                 (double)
+                     v[ref_index(a->kv_layout, m, a->hv, a->dv, bi, t, u, d)];
+          o[ref_index(a->q_layout, a->n, a->hv, a->dv, bi, i, u, d)] = (float)s;
         }
     }
   }

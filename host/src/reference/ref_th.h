@@ -6,13 +6,13 @@
 
 /* Shape of one call; layouts: 0 = BSHD, 1 = BHSD. */
 typedef struct ref_th {
-  int b, n, m;     /* batch, queries and keys per sequence */
-  int hk, h, hv;   /* key heads, logit heads, value heads */
-  int dk, dv;      /* head dims */
-  int q_layout;    /* of q [b, n, hk, dk] and o [b, n, hv, dv] */
-  int kv_layout;   /* of k [b, m, hk, dk] and v [b, m, hv, dv] */
-  double scale;    /* logit scale (resolved, never 0), before P_l */
-  int causal;      /* query i sees key t iff t <= L - n + i */
+  int b, n, m;        /* batch, queries and keys per sequence */
+  int hk, h, hv;      /* key heads, logit heads, value heads */
+  int dk, dv;         /* head dims */
+  int q_layout;       /* of q [b, n, hk, dk] and o [b, n, hv, dv] */
+  int kv_layout;      /* of k [b, m, hk, dk] and v [b, m, hv, dv] */
+  double scale;       /* logit scale (resolved, never 0), before P_l */
+  int causal;         /* query i sees key t iff t <= L - n + i */
   const int *kv_lens; /* [b] valid keys (clamped to [0, m]); NULL = m */
 } ref_th;
 

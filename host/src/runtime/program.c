@@ -98,8 +98,8 @@ void clattn_ctx_clear_programs(clattn_ctx *ctx) {
  * (several contexts, several threads) never share one. */
 static atomic_ulong cache_tmp_count;
 
-static void cache_path(const clattn_ctx *ctx, int src,
-                       const char *options, char *out, size_t cap) {
+static void cache_path(const clattn_ctx *ctx, int src, const char *options,
+                       char *out, size_t cap) {
   clattn__hash h = clattn__hash_init();
   uint32_t fmt = CACHE_FORMAT;
   char hex[CLATTN_HASH_HEX];
@@ -281,22 +281,20 @@ out:
 /* ---------------------------------------------------------------- build */
 
 static clattn_status build_log_fail(clattn_ctx *ctx, cl_program prog,
-                                    cl_int err, int src,
-                                    const char *options) {
+                                    cl_int err, int src, const char *options) {
   char log[CLATTN_ERRMSG_MAX - 512];
   size_t n = 0;
   log[0] = '\0';
-  if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG,
-                            sizeof log, log, &n) != CL_SUCCESS) {
+  if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, sizeof log,
+                            log, &n) != CL_SUCCESS) {
     /* log longer than our buffer: fetch it whole and keep its start */
     size_t need = 0;
-    if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0,
-                              NULL, &need) == CL_SUCCESS &&
+    if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL,
+                              &need) == CL_SUCCESS &&
         need > 0) {
       char *full = malloc(need);
-      if (full && clGetProgramBuildInfo(prog, ctx->device,
-                                        CL_PROGRAM_BUILD_LOG, need, full,
-                                        NULL) == CL_SUCCESS) {
+      if (full && clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG,
+                                        need, full, NULL) == CL_SUCCESS) {
         memcpy(log, full, sizeof log - 1);
         log[sizeof log - 1] = '\0';
       }
@@ -306,8 +304,8 @@ static clattn_status build_log_fail(clattn_ctx *ctx, cl_program prog,
   log[sizeof log - 1] = '\0';
   return clattn__fail(ctx, CLATTN_ERR_BUILD,
                       "building %s with \"%s\" failed: %s (%d); build log:\n%s",
-                      clattn__source_names[src], options,
-                      clattn_cl_errstr(err), (int)err, log);
+                      clattn__source_names[src], options, clattn_cl_errstr(err),
+                      (int)err, log);
 }
 
 static clattn_status build_from_source(clattn_ctx *ctx, int src,
@@ -315,7 +313,8 @@ static clattn_status build_from_source(clattn_ctx *ctx, int src,
   const char *strs[2] = {clattn__prelude, clattn__sources[src]};
   size_t lens[2] = {clattn__prelude_len, clattn__source_lens[src]};
   cl_int err = CL_SUCCESS;
-  cl_program prog = clCreateProgramWithSource(ctx->context, 2, strs, lens, &err);
+  cl_program prog =
+      clCreateProgramWithSource(ctx->context, 2, strs, lens, &err);
   if (err != CL_SUCCESS)
     return clattn__cl_fail(ctx, err, "clCreateProgramWithSource", __FILE__,
                            __LINE__);
@@ -370,8 +369,8 @@ static cl_program load_cached(clattn_ctx *ctx, const char *path,
   return prog;
 }
 
-static clattn_status get_program(clattn_ctx *ctx, int src,
-                                 const char *options, clattn__program **out) {
+static clattn_status get_program(clattn_ctx *ctx, int src, const char *options,
+                                 clattn__program **out) {
   for (clattn__program **at = &ctx->programs; *at; at = &(*at)->next) {
     clattn__program *p = *at;
     if (p->src == src && strcmp(p->options, options) == 0) {
@@ -436,10 +435,9 @@ static clattn_status kernel_of(clattn_ctx *ctx, clattn__program *p,
   cl_int err = CL_SUCCESS;
   cl_kernel kern = clCreateKernel(p->program, name, &err);
   if (err != CL_SUCCESS)
-    return clattn__fail(ctx, clattn__cl_fail(ctx, err, "clCreateKernel",
-                                             __FILE__, __LINE__),
-                        "clCreateKernel(\"%s\") failed: %s", name,
-                        clattn_cl_errstr(err));
+    return clattn__fail(
+        ctx, clattn__cl_fail(ctx, err, "clCreateKernel", __FILE__, __LINE__),
+        "clCreateKernel(\"%s\") failed: %s", name, clattn_cl_errstr(err));
   kernel_entry *e = calloc(1, sizeof *e);
   char *nm = strdup(name);
   if (e == NULL || nm == NULL) {

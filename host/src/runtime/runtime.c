@@ -2,7 +2,6 @@
 #include "runtime/runtime.h"
 #include "base/versioned.h"
 
-
 #include <ctype.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -39,8 +38,8 @@ clattn_status clattn__cl_fail(clattn_ctx *ctx, cl_int err, const char *call,
       err == CL_OUT_OF_HOST_MEMORY ? CLATTN_ERR_NOMEM : CLATTN_ERR_OPENCL;
   const char *base = strrchr(file, '/');
   return clattn__fail(ctx, st, "%s failed: %s (%d) at %s:%d", call,
-                      clattn_cl_errstr(err), (int)err,
-                      base ? base + 1 : file, line);
+                      clattn_cl_errstr(err), (int)err, base ? base + 1 : file,
+                      line);
 }
 
 /* Message of the last failed clattn_ctx_create on this thread (there is no
@@ -162,7 +161,8 @@ static clattn_status read_devinfo(clattn_ctx *ctx) {
   memset(d, 0, sizeof *d);
   CLATTN_TRY(info_str(ctx, dev, CL_DEVICE_NAME, d->name, sizeof d->name));
   CLATTN_TRY(info_str(ctx, dev, CL_DEVICE_VENDOR, d->vendor, sizeof d->vendor));
-  CLATTN_TRY(info_str(ctx, dev, CL_DRIVER_VERSION, d->driver, sizeof d->driver));
+  CLATTN_TRY(
+      info_str(ctx, dev, CL_DRIVER_VERSION, d->driver, sizeof d->driver));
   CLATTN_TRY(
       info_str(ctx, dev, CL_DEVICE_VERSION, d->version, sizeof d->version));
   CLATTN_TRY(info_str(ctx, dev, CL_DEVICE_EXTENSIONS, ext, sizeof ext));
@@ -171,9 +171,9 @@ static clattn_status read_devinfo(clattn_ctx *ctx) {
   d->platform[sizeof d->platform - 1] = '\0';
   CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof d->type, &d->type,
                                  NULL));
-  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS,
-                                 sizeof d->compute_units, &d->compute_units,
-                                 NULL));
+  CLATTN_CL(ctx,
+            clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS,
+                            sizeof d->compute_units, &d->compute_units, NULL));
   CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MAX_CLOCK_FREQUENCY,
                                  sizeof d->clock_mhz, &d->clock_mhz, NULL));
   CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT,
@@ -189,9 +189,9 @@ static clattn_status read_devinfo(clattn_ctx *ctx) {
                                  NULL));
   CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE,
                                  sizeof d->global_mem, &d->global_mem, NULL));
-  CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE,
-                                 sizeof d->global_cache, &d->global_cache,
-                                 NULL));
+  CLATTN_CL(ctx,
+            clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE,
+                            sizeof d->global_cache, &d->global_cache, NULL));
   CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE,
                                  sizeof d->max_alloc, &d->max_alloc, NULL));
   CLATTN_CL(ctx, clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN,
@@ -331,8 +331,7 @@ void clattn__create_errmsg(const char *msg) {
   snprintf(create_errmsg, sizeof create_errmsg, "%s", msg);
 }
 
-clattn_status clattn__ctx_open(const clattn_ctx_opts *opts,
-                               clattn_ctx **out) {
+clattn_status clattn__ctx_open(const clattn_ctx_opts *opts, clattn_ctx **out) {
   static const clattn_ctx_opts defaults;
   clattn_status rc = CLATTN_OK;
   create_errmsg[0] = '\0';
@@ -374,12 +373,12 @@ clattn_status clattn__ctx_open(const clattn_ctx_opts *opts,
   }
   if (o->queue != NULL) {
     cl_command_queue_properties props = 0;
-    CLATTN_CL(ctx, clGetCommandQueueInfo(o->queue, CL_QUEUE_CONTEXT,
-                                         sizeof ctx->context, &ctx->context,
-                                         NULL));
-    CLATTN_CL(ctx, clGetCommandQueueInfo(o->queue, CL_QUEUE_DEVICE,
-                                         sizeof ctx->device, &ctx->device,
-                                         NULL));
+    CLATTN_CL(ctx,
+              clGetCommandQueueInfo(o->queue, CL_QUEUE_CONTEXT,
+                                    sizeof ctx->context, &ctx->context, NULL));
+    CLATTN_CL(ctx,
+              clGetCommandQueueInfo(o->queue, CL_QUEUE_DEVICE,
+                                    sizeof ctx->device, &ctx->device, NULL));
     CLATTN_CL(ctx, clGetCommandQueueInfo(o->queue, CL_QUEUE_PROPERTIES,
                                          sizeof props, &props, NULL));
     if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) {
@@ -390,8 +389,7 @@ clattn_status clattn__ctx_open(const clattn_ctx_opts *opts,
       goto done;
     }
     CLATTN_CL(ctx, clGetDeviceInfo(ctx->device, CL_DEVICE_PLATFORM,
-                                   sizeof ctx->platform, &ctx->platform,
-                                   NULL));
+                                   sizeof ctx->platform, &ctx->platform, NULL));
     CLATTN_CL(ctx, clRetainContext(ctx->context));
     ctx->queue = o->queue;
     CLATTN_CL(ctx, clRetainCommandQueue(ctx->queue));
@@ -404,8 +402,8 @@ clattn_status clattn__ctx_open(const clattn_ctx_opts *opts,
     ctx->context = clCreateContext(cp, 1, &ctx->device, NULL, NULL, &err);
     CLATTN_CL_RET(ctx, err, "clCreateContext");
     ctx->queue = clCreateCommandQueue(
-        ctx->context, ctx->device,
-        o->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+        ctx->context, ctx->device, o->profiling ? CL_QUEUE_PROFILING_ENABLE : 0,
+        &err);
     CLATTN_CL_RET(ctx, err, "clCreateCommandQueue");
   }
   CLATTN_TRY(read_devinfo(ctx));
@@ -491,8 +489,8 @@ clattn_status clattn__scratch(clattn_ctx *ctx, int slot, size_t size,
                           "at most %llu bytes per allocation",
                           size, (unsigned long long)ctx->dev.max_alloc);
     cl_int err = CL_SUCCESS;
-    cl_mem m = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, size, NULL,
-                              &err);
+    cl_mem m =
+        clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, size, NULL, &err);
     CLATTN_CL_RET(ctx, err, "clCreateBuffer");
     ctx->scratch[slot] = m;
     ctx->scratch_size[slot] = size;
@@ -506,8 +504,7 @@ clattn_status clattn__check_buffer(clattn_ctx *ctx, cl_mem m, size_t need,
                                    const char *what) {
   clattn_status rc = CLATTN_OK;
   if (m == NULL)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "buffer %s is NULL",
-                        what);
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "buffer %s is NULL", what);
   size_t have = 0;
   CLATTN_CL(ctx, clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof have, &have, NULL));
   if (have < need)
@@ -529,8 +526,8 @@ clattn_status clattn__arg(clattn_ctx *ctx, cl_kernel k, cl_uint i, size_t size,
   return CLATTN_OK;
 }
 
-clattn_status clattn__args(clattn_ctx *ctx, cl_kernel k, cl_uint *next,
-                           int n, size_t size, const void *values) {
+clattn_status clattn__args(clattn_ctx *ctx, cl_kernel k, cl_uint *next, int n,
+                           size_t size, const void *values) {
   const char *v = values;
   for (int i = 0; i < n; i++) {
     clattn_status rc = clattn__arg(ctx, k, (*next)++, size, v + i * size);
@@ -579,9 +576,8 @@ clattn_status clattn__launch(clattn_ctx *ctx, cl_kernel k, cl_uint dims,
   for (cl_uint i = 0; i < dims; i++) {
     if (gws[i] == 0) { /* nothing to compute: keep the event contract */
       if (out != NULL || num_wait > 0)
-        CLATTN_CL(ctx, clEnqueueMarkerWithWaitList(ctx->queue, num_wait,
-                                                   num_wait ? wait : NULL,
-                                                   out));
+        CLATTN_CL(ctx, clEnqueueMarkerWithWaitList(
+                           ctx->queue, num_wait, num_wait ? wait : NULL, out));
       return CLATTN_OK;
     }
   }
@@ -592,8 +588,7 @@ clattn_status clattn__launch(clattn_ctx *ctx, cl_kernel k, cl_uint dims,
   if (lws == NULL && (ctx->dev.type & CL_DEVICE_TYPE_CPU))
     lws = ones;
   CLATTN_CL(ctx, clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, gws, lws,
-                                        num_wait, num_wait ? wait : NULL,
-                                        out));
+                                        num_wait, num_wait ? wait : NULL, out));
 done:
   return rc;
 }
@@ -602,9 +597,9 @@ done:
 
 clattn_status clattn__kernel_wg(clattn_ctx *ctx, cl_kernel k, size_t *out) {
   clattn_status rc = CLATTN_OK;
-  CLATTN_CL(ctx, clGetKernelWorkGroupInfo(k, ctx->device,
-                                          CL_KERNEL_WORK_GROUP_SIZE,
-                                          sizeof *out, out, NULL));
+  CLATTN_CL(ctx,
+            clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                     sizeof *out, out, NULL));
 done:
   return rc;
 }
@@ -626,9 +621,9 @@ clattn_status clattn__check_wg(clattn_ctx *ctx, cl_kernel k, size_t wg,
                         (unsigned long long)ctx->dev.local_mem);
   if (k == NULL)
     return CLATTN_OK;
-  CLATTN_CL(ctx, clGetKernelWorkGroupInfo(k, ctx->device,
-                                          CL_KERNEL_WORK_GROUP_SIZE,
-                                          sizeof kwg, &kwg, NULL));
+  CLATTN_CL(ctx,
+            clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                     sizeof kwg, &kwg, NULL));
   if (wg > kwg)
     return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
                         "%s: the compiled kernel allows work-groups of at "
@@ -645,8 +640,7 @@ clattn__target clattn__ctx_target(const clattn_ctx *ctx) {
   t.is_cpu = (ctx->dev.type & CL_DEVICE_TYPE_CPU) != 0;
   t.cpu_vectors = t.is_cpu && ctx->dev.pref_float > 1;
   t.vec_width = t.cpu_vectors ? (int)ctx->dev.pref_float : 1;
-  t.vregs =
-      t.cpu_vectors ? clattn__cpu_vregs(t.vec_width, ctx->dev.vendor) : 0;
+  t.vregs = t.cpu_vectors ? clattn__cpu_vregs(t.vec_width, ctx->dev.vendor) : 0;
   t.compute_units = ctx->dev.compute_units ? ctx->dev.compute_units : 1;
   t.max_wg = ctx->dev.max_wg < ctx->dev.max_item[0] ? ctx->dev.max_wg
                                                     : ctx->dev.max_item[0];

@@ -88,7 +88,7 @@ struct clattn_ctx {
   cl_platform_id platform;
   clattn__devinfo dev;
   clattn__program *programs;
-  char *cache_dir; /* NULL: disk cache off */
+  char *cache_dir;        /* NULL: disk cache off */
   char gemm_explain[640]; /* what the projections' GEMMs run
                              (clattn_explain_gemm); "" until settled */
   int clblast_override;   /* clattn_ctx_opts.clblast_override */
@@ -111,10 +111,10 @@ struct clattn_ctx {
   /* Serialises every public function's host-side work on the context
    * (recursive: a public function may call another). */
   pthread_mutex_t lock;
-  clattn__thread_slot *slots;   /* one per thread that used the context */
-  clattn__thread_slot shared;   /* when a thread's slot cannot be allocated */
-  clattn__thread_slot *cur;     /* the locking thread's slot */
-  char *errmsg;                 /* cur->errmsg: the message being written */
+  clattn__thread_slot *slots; /* one per thread that used the context */
+  clattn__thread_slot shared; /* when a thread's slot cannot be allocated */
+  clattn__thread_slot *cur;   /* the locking thread's slot */
+  char *errmsg;               /* cur->errmsg: the message being written */
 };
 
 /* Record a failure on ctx (printf-style message) and return st. */
@@ -134,7 +134,6 @@ clattn_status clattn__fail_outside(clattn_ctx *ctx, clattn_status st,
  * CL_OUT_OF_HOST_MEMORY). */
 clattn_status clattn__cl_fail(clattn_ctx *ctx, cl_int err, const char *call,
                               const char *file, int line);
-
 
 /* Check a cl_int-returning call; on failure record it and go to `done`
  * with rc set.  Requires `clattn_status rc` and a `done:` label. */
@@ -196,9 +195,10 @@ const clattn__thread_slot *clattn__ctx_thread_slot(const clattn_ctx *ctx);
 int clattn__source_index(const char *source);
 
 /* Get a kernel from a program built from the embedded source named
- * `source` ("decode.cl") with `options` (the -D defines).  Programs are cached in memory and on disk.  The returned kernel
- * is owned by the context: do not release it.  Kernels are not thread-safe:
- * set the arguments and enqueue before another call on the same context. */
+ * `source` ("decode.cl") with `options` (the -D defines).  Programs are cached
+ * in memory and on disk.  The returned kernel is owned by the context: do not
+ * release it.  Kernels are not thread-safe: set the arguments and enqueue
+ * before another call on the same context. */
 clattn_status clattn__kernel(clattn_ctx *ctx, const char *source,
                              const char *options, const char *name,
                              cl_kernel *out);
@@ -236,8 +236,8 @@ clattn_status clattn__arg(clattn_ctx *ctx, cl_kernel k, cl_uint i, size_t size,
 
 /* Set n consecutive arguments of one size from an array, starting at
  * *next (advanced past them). */
-clattn_status clattn__args(clattn_ctx *ctx, cl_kernel k, cl_uint *next,
-                           int n, size_t size, const void *values);
+clattn_status clattn__args(clattn_ctx *ctx, cl_kernel k, cl_uint *next, int n,
+                           size_t size, const void *values);
 
 /* clattn__args for scalar arguments (never a memory object, whose handle
  * may be a new object's at the same address): a value equal to the one
@@ -272,9 +272,7 @@ clattn_status clattn__kernel_wg(clattn_ctx *ctx, cl_kernel k, size_t *out);
 clattn_status clattn__check_wg(clattn_ctx *ctx, cl_kernel k, size_t wg,
                                size_t local_bytes, const char *what);
 
-
 /* The device fingerprint of clattn_profile (32 hex digits). */
 void clattn__fingerprint(const clattn__devinfo *d, char *out, size_t cap);
-
 
 #endif /* CLATTN_RUNTIME_H */

@@ -193,8 +193,7 @@ static clattn_status add_baselines(bench *B, double compulsory) {
     m->name = b->name;
     m->fam = (family_base){ctx, B->desc, b, state};
   }
-  rc = copy_setup(ctx, compulsory, clattn__harness_cache_bytes(B->H),
-                  &B->copy);
+  rc = copy_setup(ctx, compulsory, clattn__harness_cache_bytes(B->H), &B->copy);
   if (rc != CLATTN_OK)
     return rc;
   B->m[B->n].name = "copy";
@@ -306,8 +305,8 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
       rc == CLATTN_OK && prof.fp32_gflops > 0 && prof.bw_read_gbs > 0;
   ctx->errmsg[0] = '\0';
   CLATTN_TRY(clattn__tune_identity(ctx, &id));
-  CLATTN_TRY(clattn__harness_open(ctx, B.F, B.desc, has_prof ? &prof : NULL,
-                                  &B.H));
+  CLATTN_TRY(
+      clattn__harness_open(ctx, B.F, B.desc, has_prof ? &prof : NULL, &B.H));
   B.m[0].name = "clattn";
   B.n = 1;
 
@@ -317,8 +316,9 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
   CLATTN_TRY(clattn__harness_time_params(B.H, NULL, &t0));
   const clattn__thread_slot *mine = clattn__ctx_thread_slot(ctx);
   if (mine == NULL || !mine->has_last)
-    CLATTN_TRY(clattn__fail(ctx, CLATTN_ERR_NOMEM, "the call's choice was "
-                                                   "not recorded"));
+    CLATTN_TRY(clattn__fail(ctx, CLATTN_ERR_NOMEM,
+                            "the call's choice was "
+                            "not recorded"));
   clattn__memo_last(mine, &ch);
   /* a call of seconds (a slow device) varies little against its length,
    * and seven rounds of every implementation would take minutes */
@@ -337,8 +337,7 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
       rc = clattn__model(B.F, planned, NULL, &rep, &pred);
   }
   if (rc != CLATTN_OK) {
-    rc = clattn__fail(ctx, rc, "the model of the chosen plan: %s",
-                      pred.errmsg);
+    rc = clattn__fail(ctx, rc, "the model of the chosen plan: %s", pred.errmsg);
     goto done;
   }
   /* its error on the check case, with the chosen plan's params (the
@@ -383,9 +382,8 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
     B.F->shape_class(B.desc, e->shape_class, sizeof e->shape_class);
     snprintf(e->impl, sizeof e->impl, "%s", m->name);
     e->median_s = clattn__median(m->t, repeats); /* sorts t */
-    e->spread = e->median_s > 0
-                    ? (m->t[repeats - 1] - m->t[0]) / e->median_s
-                    : 0;
+    e->spread =
+        e->median_s > 0 ? (m->t[repeats - 1] - m->t[0]) / e->median_s : 0;
     e->max_err = err[i];
     snprintf(e->run, sizeof e->run, "%s", run);
     snprintf(e->library_version, sizeof e->library_version, "%s",
@@ -403,8 +401,7 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
     e->flops = pred.total.flops;
     e->bytes = pred.total.bytes_dram;
     if (has_prof) {
-      e->roof_s = time_or_zero(
-          fmax(pred.total.t_memory, pred.total.t_compute));
+      e->roof_s = time_or_zero(fmax(pred.total.t_memory, pred.total.t_compute));
       snprintf(e->bound, sizeof e->bound, "%s", bound_str(pred.total.bound));
     }
     if (i == 0) {
@@ -429,9 +426,8 @@ done:
 
 clattn_status clattn_bench_shape(clattn_ctx *ctx, clattn_db *db,
                                  const char *family, const char *shape,
-                                 const clattn_bench_opts *opts,
-                                 size_t row_size, clattn_bench_entry *rows,
-                                 int *n) {
+                                 const clattn_bench_opts *opts, size_t row_size,
+                                 clattn_bench_entry *rows, int *n) {
   clattn_bench_opts own_opts;
   bench_result out;
   char why[256];

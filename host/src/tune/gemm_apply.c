@@ -177,16 +177,14 @@ static int pick(const clattn_ctx *ctx, const clattn_tune_entry *rows, int n,
  * arch, 1: a CPU of the same vector ISA class; clattn__shipped_match),
  * copied into *out (malloc'ed; NULL when none). */
 static clattn_status shipped_rows(const clattn_tune_entry *fp, int is_cpu,
-                                  int level, clattn_tune_entry **out,
-                                  int *n) {
+                                  int level, clattn_tune_entry **out, int *n) {
   int ns = 0;
   const clattn_tune_entry *rows = clattn__shipped_rows(&ns, NULL);
   *out = NULL;
   *n = 0;
   for (int i = 0; i < ns; i++) {
     if (strcmp(rows[i].kernel, CLATTN_XGEMM_KERNEL) != 0 ||
-        clattn__shipped_match(&rows[i], fp->vendor, fp->arch, is_cpu) !=
-            level)
+        clattn__shipped_match(&rows[i], fp->vendor, fp->arch, is_cpu) != level)
       continue;
     if (*out == NULL) {
       *out = malloc((size_t)ns * sizeof **out);
@@ -206,8 +204,8 @@ static clattn_status shipped_rows(const clattn_tune_entry *fp, int is_cpu,
  * ctx->gemm_explain.  *applied (may be NULL): 1 when CLBlast now runs
  * tuned Xgemm parameters. */
 static clattn_status settle(clattn_ctx *ctx, clattn_db *db,
-                            const char *why_no_db, int override,
-                            const char *by, int *applied) {
+                            const char *why_no_db, int override, const char *by,
+                            int *applied) {
   clattn_status rc = CLATTN_OK;
   clattn_tune_entry fp, *rows = NULL;
   int n = 0, i = -1, v[CLATTN_XGEMM_NPARAMS], level = 0, shipped = 0;
@@ -223,17 +221,16 @@ static clattn_status settle(clattn_ctx *ctx, clattn_db *db,
   rc = clattn__tune_identity(ctx, &fp);
   if (rc != CLATTN_OK)
     return rc;
-  snprintf(why, sizeof why, "%s", db ? "no tuning entry for this device"
-                                     : why_no_db);
+  snprintf(why, sizeof why, "%s",
+           db ? "no tuning entry for this device" : why_no_db);
   if (db != NULL) {
     rc = clattn__db_list_tune(db, fp.fingerprint, CLATTN_XGEMM_KERNEL, NULL,
-                             &rows, &n);
+                              &rows, &n);
     if (rc == CLATTN_OK && (i = pick(ctx, rows, n, NULL, &min_vol)) < 0) {
       free(rows);
       rows = NULL;
       from = "same vendor and arch, ";
-      rc = clattn__db_list_tune(db, NULL, CLATTN_XGEMM_KERNEL, NULL, &rows,
-                               &n);
+      rc = clattn__db_list_tune(db, NULL, CLATTN_XGEMM_KERNEL, NULL, &rows, &n);
       if (rc == CLATTN_OK)
         i = pick(ctx, rows, n, &fp, &min_vol);
     }
@@ -263,8 +260,9 @@ static clattn_status settle(clattn_ctx *ctx, clattn_db *db,
       i = pick(ctx, rows, n, NULL, &min_vol);
       if (i >= 0) {
         shipped = 1;
-        from = level == 2 ? "shipped data, " : "shipped data, same vector "
-                                               "ISA, ";
+        from = level == 2 ? "shipped data, "
+                          : "shipped data, same vector "
+                            "ISA, ";
       }
     }
     if (i < 0) {
@@ -309,8 +307,8 @@ static clattn_status settle(clattn_ctx *ctx, clattn_db *db,
     explain(ctx,
             "CLBlastOverrideParameters refused the tuned entry %s (%s): %s "
             "(%d); CLBlast keeps its earlier parameters",
-            rows[i].shape_class, rows[i].params,
-            clattn__clblast_status_str(s), (int)s);
+            rows[i].shape_class, rows[i].params, clattn__clblast_status_str(s),
+            (int)s);
     free(rows);
     return CLATTN_OK;
   }
@@ -318,9 +316,8 @@ static clattn_status settle(clattn_ctx *ctx, clattn_db *db,
           "clblast-xgemm: %s entry %s (%sdevice %s, %s %s, %.3g ms, %.1f "
           "GFLOP/s): %s; Xgemm from %zu^3 (XGEMM_MIN_INDIRECT_SIZE=%zu), "
           "set on CLBlast for the whole process (%s)",
-          shipped ? "shipped" : "tuned",
-          rows[i].shape_class, from, rows[i].device, rows[i].vendor,
-          rows[i].arch, rows[i].median_s * 1e3,
+          shipped ? "shipped" : "tuned", rows[i].shape_class, from,
+          rows[i].device, rows[i].vendor, rows[i].arch, rows[i].median_s * 1e3,
           2.0 * class_volume(rows[i].shape_class) / rows[i].median_s * 1e-9,
           rows[i].params, indirect, indirect, by);
   note_set(ctx->device, ctx->gemm_explain);

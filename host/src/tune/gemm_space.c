@@ -6,12 +6,26 @@
 #include <string.h>
 
 const char *const clattn__xgemm_names[CLATTN_XGEMM_NPARAMS] = {
-    "GEMMK", "KREG", "KWG",  "KWI", "MDIMA", "MDIMC", "MWG",  "NDIMB",
-    "NDIMC", "NWG",  "SA",   "SB",  "STRM",  "STRN",  "VWM",  "VWN"};
+    "GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB",
+    "NDIMC", "NWG",  "SA",  "SB",  "STRM",  "STRN",  "VWM", "VWN"};
 
 enum {
-  P_GEMMK, P_KREG, P_KWG, P_KWI, P_MDIMA, P_MDIMC, P_MWG, P_NDIMB,
-  P_NDIMC, P_NWG, P_SA, P_SB, P_STRM, P_STRN, P_VWM, P_VWN
+  P_GEMMK,
+  P_KREG,
+  P_KWG,
+  P_KWI,
+  P_MDIMA,
+  P_MDIMC,
+  P_MWG,
+  P_NDIMB,
+  P_NDIMC,
+  P_NWG,
+  P_SA,
+  P_SB,
+  P_STRM,
+  P_STRN,
+  P_VWM,
+  P_VWN
 };
 
 /* ------------------------------------------------------------- space */
@@ -42,47 +56,45 @@ typedef struct vals {
  * they do not change the kernel, so they equal MDIMC/NDIMC (another value
  * would only rebuild the same kernel). */
 static const vals cpu_gemmk1[CLATTN_XGEMM_NPARAMS] = {
-    [P_GEMMK] = {1, {1}},          [P_KREG] = {2, {8, 16}},
-    [P_KWG] = {2, {8, 16}},        [P_KWI] = {1, {1}},
-    [P_MDIMA] = {2, {4, 8}},       [P_MDIMC] = {2, {4, 8}},
-    [P_MWG] = {2, {64, 128}},      [P_NDIMB] = {2, {4, 8}},
-    [P_NDIMC] = {2, {4, 8}},       [P_NWG] = {3, {32, 64, 128}},
-    [P_SA] = {1, {0}},             [P_SB] = {1, {0}},
-    [P_STRM] = {1, {0}},           [P_STRN] = {1, {0}},
-    [P_VWM] = {3, {4, 8, 16}},     [P_VWN] = {3, {4, 8, 16}},
+    [P_GEMMK] = {1, {1}},      [P_KREG] = {2, {8, 16}},
+    [P_KWG] = {2, {8, 16}},    [P_KWI] = {1, {1}},
+    [P_MDIMA] = {2, {4, 8}},   [P_MDIMC] = {2, {4, 8}},
+    [P_MWG] = {2, {64, 128}},  [P_NDIMB] = {2, {4, 8}},
+    [P_NDIMC] = {2, {4, 8}},   [P_NWG] = {3, {32, 64, 128}},
+    [P_SA] = {1, {0}},         [P_SB] = {1, {0}},
+    [P_STRM] = {1, {0}},       [P_STRN] = {1, {0}},
+    [P_VWM] = {3, {4, 8, 16}}, [P_VWN] = {3, {4, 8, 16}},
 };
 static const vals cpu_gemmk0[CLATTN_XGEMM_NPARAMS] = {
-    [P_GEMMK] = {1, {0}},          [P_KREG] = {1, {1}},
-    [P_KWG] = {1, {16}},           [P_KWI] = {2, {2, 8}},
-    [P_MDIMA] = {1, {16}},         [P_MDIMC] = {1, {16}},
-    [P_MWG] = {1, {128}},          [P_NDIMB] = {1, {16}},
-    [P_NDIMC] = {1, {16}},         [P_NWG] = {1, {128}},
-    [P_SA] = {1, {0}},             [P_SB] = {1, {0}},
-    [P_STRM] = {1, {0}},           [P_STRN] = {1, {0}},
-    [P_VWM] = {2, {4, 8}},         [P_VWN] = {2, {4, 8}},
+    [P_GEMMK] = {1, {0}},  [P_KREG] = {1, {1}},   [P_KWG] = {1, {16}},
+    [P_KWI] = {2, {2, 8}}, [P_MDIMA] = {1, {16}}, [P_MDIMC] = {1, {16}},
+    [P_MWG] = {1, {128}},  [P_NDIMB] = {1, {16}}, [P_NDIMC] = {1, {16}},
+    [P_NWG] = {1, {128}},  [P_SA] = {1, {0}},     [P_SB] = {1, {0}},
+    [P_STRM] = {1, {0}},   [P_STRN] = {1, {0}},   [P_VWM] = {2, {4, 8}},
+    [P_VWN] = {2, {4, 8}},
 };
 
 /* Other devices: CLBlast's own exhaustive sets (xgemm.hpp, V == 1 and
  * V == 11; their extra rules SA == SB and VWM == VWN are not imposed). */
 static const vals gpu_gemmk0[CLATTN_XGEMM_NPARAMS] = {
-    [P_GEMMK] = {1, {0}},          [P_KREG] = {1, {1}},
-    [P_KWG] = {1, {32}},           [P_KWI] = {1, {2}},
-    [P_MDIMA] = {3, {8, 16, 32}},  [P_MDIMC] = {3, {8, 16, 32}},
-    [P_MWG] = {3, {16, 32, 64}},   [P_NDIMB] = {3, {8, 16, 32}},
-    [P_NDIMC] = {3, {8, 16, 32}},  [P_NWG] = {3, {16, 32, 64}},
-    [P_SA] = {2, {0, 1}},          [P_SB] = {2, {0, 1}},
-    [P_STRM] = {1, {0}},           [P_STRN] = {1, {0}},
-    [P_VWM] = {3, {1, 2, 4}},      [P_VWN] = {3, {1, 2, 4}},
+    [P_GEMMK] = {1, {0}},         [P_KREG] = {1, {1}},
+    [P_KWG] = {1, {32}},          [P_KWI] = {1, {2}},
+    [P_MDIMA] = {3, {8, 16, 32}}, [P_MDIMC] = {3, {8, 16, 32}},
+    [P_MWG] = {3, {16, 32, 64}},  [P_NDIMB] = {3, {8, 16, 32}},
+    [P_NDIMC] = {3, {8, 16, 32}}, [P_NWG] = {3, {16, 32, 64}},
+    [P_SA] = {2, {0, 1}},         [P_SB] = {2, {0, 1}},
+    [P_STRM] = {1, {0}},          [P_STRN] = {1, {0}},
+    [P_VWM] = {3, {1, 2, 4}},     [P_VWN] = {3, {1, 2, 4}},
 };
 static const vals gpu_gemmk1[CLATTN_XGEMM_NPARAMS] = {
-    [P_GEMMK] = {1, {1}},          [P_KREG] = {3, {1, 2, 4}},
-    [P_KWG] = {3, {1, 2, 4}},      [P_KWI] = {1, {1}},
-    [P_MDIMA] = {3, {4, 8, 16}},   [P_MDIMC] = {3, {4, 8, 16}},
-    [P_MWG] = {3, {16, 32, 64}},   [P_NDIMB] = {3, {4, 8, 16}},
-    [P_NDIMC] = {3, {4, 8, 16}},   [P_NWG] = {3, {16, 32, 64}},
-    [P_SA] = {1, {0}},             [P_SB] = {1, {0}},
-    [P_STRM] = {1, {0}},           [P_STRN] = {1, {0}},
-    [P_VWM] = {3, {1, 2, 4}},      [P_VWN] = {3, {1, 2, 4}},
+    [P_GEMMK] = {1, {1}},        [P_KREG] = {3, {1, 2, 4}},
+    [P_KWG] = {3, {1, 2, 4}},    [P_KWI] = {1, {1}},
+    [P_MDIMA] = {3, {4, 8, 16}}, [P_MDIMC] = {3, {4, 8, 16}},
+    [P_MWG] = {3, {16, 32, 64}}, [P_NDIMB] = {3, {4, 8, 16}},
+    [P_NDIMC] = {3, {4, 8, 16}}, [P_NWG] = {3, {16, 32, 64}},
+    [P_SA] = {1, {0}},           [P_SB] = {1, {0}},
+    [P_STRM] = {1, {0}},         [P_STRN] = {1, {0}},
+    [P_VWM] = {3, {1, 2, 4}},    [P_VWN] = {3, {1, 2, 4}},
 };
 
 static int multiple(long a, long b) { return b > 0 && a % b == 0; }

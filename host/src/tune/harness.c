@@ -538,9 +538,9 @@ clattn_status clattn_tune_attention(clattn_ctx *ctx, clattn_db *db,
                                     clattn_tune_result *out) {
   clattn__public_args own;
   const void *desc = d;
-  clattn_status rc = clattn__ctx_args_in(
-      ctx, &own, "clattn_attn_desc", &desc, sizeof *d,
-      (long)offsetof(clattn_attn_desc, params), NULL);
+  clattn_status rc =
+      clattn__ctx_args_in(ctx, &own, "clattn_attn_desc", &desc, sizeof *d,
+                          (long)offsetof(clattn_attn_desc, params), NULL);
   if (rc)
     return rc;
   return clattn__tune(ctx, db, &clattn__family_prefill, desc, opts, out);
@@ -552,9 +552,9 @@ clattn_status clattn_tune_decode(clattn_ctx *ctx, clattn_db *db,
                                  clattn_tune_result *out) {
   clattn__public_args own;
   const void *desc = d;
-  clattn_status rc = clattn__ctx_args_in(
-      ctx, &own, "clattn_decode_desc", &desc, sizeof *d,
-      (long)offsetof(clattn_decode_desc, params), NULL);
+  clattn_status rc =
+      clattn__ctx_args_in(ctx, &own, "clattn_decode_desc", &desc, sizeof *d,
+                          (long)offsetof(clattn_decode_desc, params), NULL);
   if (rc)
     return rc;
   return clattn__tune(ctx, db, &clattn__family_decode, desc, opts, out);
@@ -570,16 +570,14 @@ clattn_status clattn__tune(clattn_ctx *ctx, clattn_db *db,
                            const clattn__family *F, const void *desc,
                            const clattn_tune_opts *opts,
                            clattn_tune_result *out) {
-  const clattn__tune_call c = {.run = tune_run, .db = db, .F = F,
-                               .desc = desc};
+  const clattn__tune_call c = {.run = tune_run, .db = db, .F = F, .desc = desc};
   return clattn__tune_public(ctx, &c, opts, out);
 }
 
 /* ------------------------------------------------ the bench's harness */
 
 clattn_status clattn__harness_open(clattn_ctx *ctx, const clattn__family *F,
-                                   const void *desc,
-                                   const clattn_profile *prof,
+                                   const void *desc, const clattn_profile *prof,
                                    clattn__harness **out) {
   clattn_status rc = CLATTN_OK;
   harness *H = calloc(1, sizeof *H);
@@ -609,23 +607,21 @@ void clattn__harness_close(clattn__harness *H) {
   free(H);
 }
 
-clattn_status clattn__harness_check(clattn__harness *H,
-                                    const clattn_params *p, double *max_err) {
+clattn_status clattn__harness_check(clattn__harness *H, const clattn_params *p,
+                                    double *max_err) {
   clattn_status rc;
   if ((rc = reset_check(H)) || (rc = call(H, p, 1, 0, 1)))
     return rc;
   return check_error(H, max_err);
 }
 
-clattn_status clattn__harness_time(clattn__harness *H,
-                                   clattn__harness_run run, void *user,
-                                   double *sec) {
+clattn_status clattn__harness_time(clattn__harness *H, clattn__harness_run run,
+                                   void *user, double *sec) {
   return time_stream(H, run, user, sec);
 }
 
 clattn_status clattn__harness_time_params(clattn__harness *H,
-                                          const clattn_params *p,
-                                          double *sec) {
+                                          const clattn_params *p, double *sec) {
   return timed_run(H, p, sec);
 }
 

@@ -52,9 +52,9 @@ const char *clattn_family_shape_keys(int i) {
 }
 
 clattn_status clattn__shape_parse(const char *family, const char *shape,
-                                 const clattn_params *params,
-                                 const clattn__family **F, void *desc,
-                                 char *why, size_t cap) {
+                                  const clattn_params *params,
+                                  const clattn__family **F, void *desc,
+                                  char *why, size_t cap) {
   _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
   *F = clattn__family_find(family);
   if (*F == NULL) {
@@ -87,8 +87,7 @@ static clattn_status tune_shape_unlocked(clattn_ctx *ctx, clattn_db *db,
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc)
     return rc;
-  if ((rc = clattn__shape_parse(family, shape, NULL, &F, d, why,
-                                sizeof why)))
+  if ((rc = clattn__shape_parse(family, shape, NULL, &F, d, why, sizeof why)))
     return clattn__fail(ctx, rc, "%s", why);
   return clattn__tune(ctx, db, F, d, opts, out);
 }
@@ -106,8 +105,7 @@ static clattn_status explain_shape_unlocked(clattn_ctx *ctx, const char *family,
     return rc;
   if ((rc = clattn__struct_in_ptr((const void **)&params, &own, sizeof own,
                                   "clattn_params", why, sizeof why)) ||
-      (rc = clattn__shape_parse(family, shape, params, &F, d, why,
-                                sizeof why)))
+      (rc = clattn__shape_parse(family, shape, params, &F, d, why, sizeof why)))
     return clattn__fail(ctx, rc, "%s", why);
   return clattn__explain_public(ctx, F, d, out);
 }

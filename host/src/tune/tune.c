@@ -59,14 +59,14 @@ typedef struct run {
   clattn_tune_result *r;
   const char *strategy;
   unsigned char *state;
-  double *t;       /* median of an ok candidate, INFINITY otherwise */
+  double *t; /* median of an ok candidate, INFINITY otherwise */
   double *pred, *roof;
-  double roofline; /* the least roof; 0: unknown */
-  double *err;     /* error against the reference of an evaluated one */
-  int best;        /* index of the best ok candidate, -1 */
-  int evaluated;   /* measured + reused in this run */
-  int limit;       /* evaluations allowed (now) */
-  int total;       /* evaluations allowed in the whole run (progress) */
+  double roofline;  /* the least roof; 0: unknown */
+  double *err;      /* error against the reference of an evaluated one */
+  int best;         /* index of the best ok candidate, -1 */
+  int evaluated;    /* measured + reused in this run */
+  int limit;        /* evaluations allowed (now) */
+  int total;        /* evaluations allowed in the whole run (progress) */
   double t0, spent; /* start; seconds spent measuring */
   const char *stopped;
 } run;
@@ -199,9 +199,8 @@ static void shuffle(int *a, int n, unsigned *seed) {
   }
 }
 
-static const clattn_tune_entry *find_stored(const run *R,
-                                            const clattn_tune_entry *rows,
-                                            int nrows, int i) {
+static const clattn_tune_entry *
+find_stored(const run *R, const clattn_tune_entry *rows, int nrows, int i) {
   char p[256];
   clattn__space_format(R->s, i, p, sizeof p);
   for (int k = 0; k < nrows; k++)
@@ -315,9 +314,8 @@ static clattn_status anneal(run *R, unsigned *seed,
       break;
     EVAL(next);
     double a = R->t[cur], b = R->t[next];
-    if (b < a || (b < INFINITY &&
-                  (double)(rnd(seed) % 10000u) / 10000.0 <
-                      exp(-(log(b) - log(a)) / temp))) {
+    if (b < a || (b < INFINITY && (double)(rnd(seed) % 10000u) / 10000.0 <
+                                      exp(-(log(b) - log(a)) / temp))) {
       stale = b < a ? 0 : stale + 1;
       cur = next;
     } else {
@@ -399,9 +397,9 @@ static clattn_status verify(run *R) {
       break;
     for (int j = 0; j < n; j++) {
       e[j] = *R->fp;
-      clattn_status rc = R->f->eval(R->f->self,
-                                    &R->s->val[cand[j] * R->s->ndims], 0.0,
-                                    timeout, reps, &e[j]);
+      clattn_status rc =
+          R->f->eval(R->f->self, &R->s->val[cand[j] * R->s->ndims], 0.0,
+                     timeout, reps, &e[j]);
       if (rc != CLATTN_OK)
         return rc;
       med[j][r] = strcmp(e[j].status, "ok") == 0 ? e[j].median_s : INFINITY;
@@ -422,8 +420,7 @@ static clattn_status verify(run *R) {
     /* store the verified figure with the candidate's identity */
     clattn_tune_entry row = e[j];
     snprintf(row.kernel, sizeof row.kernel, "%s", R->f->kernel);
-    snprintf(row.shape_class, sizeof row.shape_class, "%s",
-             R->f->shape_class);
+    snprintf(row.shape_class, sizeof row.shape_class, "%s", R->f->shape_class);
     clattn__space_format(R->s, i, row.params, sizeof row.params);
     snprintf(row.strategy, sizeof row.strategy, "%s", R->strategy);
     row.tune_method = clattn_tune_method(R->f->kernel);
@@ -483,12 +480,10 @@ const char *clattn_tune_strategy_str(clattn_tune_strategy s) {
   return "unknown";
 }
 
-clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
-                               const clattn__space *s,
-                               const clattn__tune_family *f,
-                               const clattn_tune_entry *fp,
-                               const clattn_tune_opts *opts,
-                               clattn_tune_result *out) {
+clattn_status
+clattn__tune_run(clattn_ctx *ctx, clattn_db *db, const clattn__space *s,
+                 const clattn__tune_family *f, const clattn_tune_entry *fp,
+                 const clattn_tune_opts *opts, clattn_tune_result *out) {
   static const clattn_tune_opts none;
   const clattn_tune_opts *o = opts ? opts : &none;
   clattn_status rc = CLATTN_OK;
@@ -525,8 +520,8 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
   R->strategy = clattn_tune_strategy_str(strat);
   R->best = -1;
   R->t0 = clattn__now();
-  R->limit = o->max_candidates > 0 ? o->max_candidates
-            : strat == CLATTN_TUNE_EXHAUSTIVE ? s->n
+  R->limit = o->max_candidates > 0             ? o->max_candidates
+             : strat == CLATTN_TUNE_EXHAUSTIVE ? s->n
                                                : (s->n + 3) / 4;
   if (o->max_candidates <= 0 && strat != CLATTN_TUNE_EXHAUSTIVE && R->limit < 8)
     R->limit = 8;
@@ -548,9 +543,8 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
     order[i] = i;
   }
   rebound(R);
-  if (!o->fresh &&
-      (rc = clattn__db_list_tune(db, fp->fingerprint, f->kernel,
-                                f->shape_class, &rows, &nrows))) {
+  if (!o->fresh && (rc = clattn__db_list_tune(db, fp->fingerprint, f->kernel,
+                                              f->shape_class, &rows, &nrows))) {
     rc = clattn__fail(ctx, rc, "reading earlier tuning results: %s",
                       clattn_db_errmsg(db));
     goto done;
@@ -611,8 +605,8 @@ clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
   }
   if (rc != CLATTN_OK)
     goto done;
-  if (R->stopped == NULL || (strcmp(R->stopped, "max") == 0 &&
-                            R->evaluated >= s->n))
+  if (R->stopped == NULL ||
+      (strcmp(R->stopped, "max") == 0 && R->evaluated >= s->n))
     R->stopped = "done";
   /* a rerun that only reused stored (verified) rows keeps their figures */
   if (out->measured > 0 && !(o->stop && *o->stop) &&

@@ -18,7 +18,7 @@
 
 /* What a family gives the engine. */
 typedef struct clattn__tune_family {
-  const char *kernel;      /* the tuning table's kernel column */
+  const char *kernel; /* the tuning table's kernel column */
   char shape_class[96];
   void *self;
   /* Evaluate candidate `values`: check against the reference, then time.
@@ -37,8 +37,7 @@ typedef struct clattn__tune_family {
   double (*time1)(void *self, const int *values);
   /* Optional: the model's predicted time and its roofline bound
    * (max(t_memory, t_compute)) for candidate `values`; 0 if unknown. */
-  int (*predict)(void *self, const int *values, double *t_pred,
-                 double *t_roof);
+  int (*predict)(void *self, const int *values, double *t_pred, double *t_roof);
   /* Optional, with predict: time the device's bandwidth now and rescale
    * the profile predict uses (a shared machine's bandwidth drifts, and a
    * stored profile of a slower moment makes the roofline stop early);
@@ -49,12 +48,10 @@ typedef struct clattn__tune_family {
 
 /* Run a search.  fp: the device's tuning identity (fingerprint, name,
  * vendor, arch, driver; the rest of the entry is filled per candidate). */
-clattn_status clattn__tune_run(clattn_ctx *ctx, clattn_db *db,
-                               const clattn__space *s,
-                               const clattn__tune_family *f,
-                               const clattn_tune_entry *fp,
-                               const clattn_tune_opts *opts,
-                               clattn_tune_result *out);
+clattn_status
+clattn__tune_run(clattn_ctx *ctx, clattn_db *db, const clattn__space *s,
+                 const clattn__tune_family *f, const clattn_tune_entry *fp,
+                 const clattn_tune_opts *opts, clattn_tune_result *out);
 
 /* The device identity rows are stored under (from the reported profile). */
 /* A public tuning call: the caller's versioned options read and its result
@@ -67,14 +64,13 @@ struct clattn__tune_call {
   clattn_db *db;
   const clattn__family *F; /* the kernel families' */
   const void *desc;
-  int m, n, k;             /* Xgemm's */
+  int m, n, k; /* Xgemm's */
 };
 clattn_status clattn__tune_public(clattn_ctx *ctx, const clattn__tune_call *c,
                                   const clattn_tune_opts *opts,
                                   clattn_tune_result *out);
 
 clattn_status clattn__tune_identity(clattn_ctx *ctx, clattn_tune_entry *fp);
-
 
 /* Tune family F's call desc on the context's device (harness.c): the
  * public clattn_tune_* functions and `clattn tune` come here. */
@@ -101,25 +97,22 @@ typedef clattn_status (*clattn__harness_run)(void *user, const cl_mem *bufs);
 /* A harness for F's call desc (its params are the library's calls'; prof:
  * the cache size of the rotation, NULL: the device's). */
 clattn_status clattn__harness_open(clattn_ctx *ctx, const clattn__family *F,
-                                   const void *desc,
-                                   const clattn_profile *prof,
+                                   const void *desc, const clattn_profile *prof,
                                    clattn__harness **out);
 void clattn__harness_close(clattn__harness *H);
 /* The library's call with params p (NULL: automatic) on the check case:
  * the largest error of its outputs against the reference, relative to
  * the reference's magnitude (INFINITY: a non-finite output). */
-clattn_status clattn__harness_check(clattn__harness *H,
-                                    const clattn_params *p, double *max_err);
+clattn_status clattn__harness_check(clattn__harness *H, const clattn_params *p,
+                                    double *max_err);
 /* One timed run: run on the next copies of the rotation, back to back,
  * finished once; *sec per call. */
-clattn_status clattn__harness_time(clattn__harness *H,
-                                   clattn__harness_run run, void *user,
-                                   double *sec);
+clattn_status clattn__harness_time(clattn__harness *H, clattn__harness_run run,
+                                   void *user, double *sec);
 /* The same for the library's call with params p (NULL: automatic), and
  * that call enqueued on bufs. */
 clattn_status clattn__harness_time_params(clattn__harness *H,
-                                          const clattn_params *p,
-                                          double *sec);
+                                          const clattn_params *p, double *sec);
 clattn_status clattn__harness_run_params(clattn__harness *H,
                                          const clattn_params *p,
                                          const cl_mem *bufs);

@@ -13,13 +13,13 @@
 #include <string.h>
 
 /* The call the layers make (layer/gemm.c): row-major C[m,n] = A[m,k] B[k,n]. */
-static CLBlastStatusCode sgemm(clattn_ctx *ctx, int m, int n, int k,
-                               cl_mem a, cl_mem b, cl_mem c) {
+static CLBlastStatusCode sgemm(clattn_ctx *ctx, int m, int n, int k, cl_mem a,
+                               cl_mem b, cl_mem c) {
   cl_command_queue q = ctx->queue;
   return CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
-                      CLBlastTransposeNo, (size_t)m, (size_t)n, (size_t)k,
-                      1.0f, a, 0, (size_t)k, b, 0, (size_t)n, 0.0f, c, 0,
-                      (size_t)n, &q, NULL);
+                      CLBlastTransposeNo, (size_t)m, (size_t)n, (size_t)k, 1.0f,
+                      a, 0, (size_t)k, b, 0, (size_t)n, 0.0f, c, 0, (size_t)n,
+                      &q, NULL);
 }
 
 /* ------------------------------------------------------------- family */
@@ -34,12 +34,12 @@ static CLBlastStatusCode sgemm(clattn_ctx *ctx, int m, int n, int k,
 typedef struct xgemm_tuner {
   clattn_ctx *ctx;
   int m, n, k;
-  cl_mem a, b, c;      /* timing operands */
-  cl_mem ca, cb, cc;   /* check operands */
-  float *got;          /* [CHECK_M * CHECK_N] */
-  double *ref;         /* the plain-C result, double accumulation */
-  double ref_max;      /* max |ref| */
-  double peak;         /* FP32 FLOP/s of the device profile; 0: unknown */
+  cl_mem a, b, c;    /* timing operands */
+  cl_mem ca, cb, cc; /* check operands */
+  float *got;        /* [CHECK_M * CHECK_N] */
+  double *ref;       /* the plain-C result, double accumulation */
+  double ref_max;    /* max |ref| */
+  double peak;       /* FP32 FLOP/s of the device profile; 0: unknown */
 } xgemm_tuner;
 
 static void set_text(char *dst, size_t cap, const char *src) {
@@ -80,8 +80,8 @@ static clattn_status xg_eval(void *self, const int *values, double best_s,
     return CLATTN_OK;
   }
   CLATTN_CL(ctx, clEnqueueReadBuffer(ctx->queue, t->cc, CL_TRUE, 0,
-                                     sizeof(float) * CHECK_M * CHECK_N,
-                                     t->got, 0, NULL, NULL));
+                                     sizeof(float) * CHECK_M * CHECK_N, t->got,
+                                     0, NULL, NULL));
   for (int i = 0; i < CHECK_M * CHECK_N; i++) {
     double d = fabs((double)t->got[i] - t->ref[i]);
     if (!isfinite(t->got[i]))
@@ -236,8 +236,7 @@ static clattn_status tuner_init(clattn_ctx *ctx, clattn_db *db, int m, int n,
     }
   CLATTN_TRY(make_buffer(ctx, sizeof(float) * CHECK_M * CHECK_K, ha, &t->ca));
   CLATTN_TRY(make_buffer(ctx, sizeof(float) * CHECK_K * CHECK_N, hb, &t->cb));
-  CLATTN_TRY(make_buffer(ctx, sizeof(float) * CHECK_M * CHECK_N, NULL,
-                         &t->cc));
+  CLATTN_TRY(make_buffer(ctx, sizeof(float) * CHECK_M * CHECK_N, NULL, &t->cc));
   /* Timing operands: random values (no denormals); C is write-only. */
   big = malloc(sa > sb ? sa : sb);
   if (big == NULL) {
@@ -306,8 +305,8 @@ done:
   return rc;
 }
 
-static clattn_status tune_gemm_unlocked(clattn_ctx *ctx, clattn_db *db,
-                                        int m, int n, int k,
+static clattn_status tune_gemm_unlocked(clattn_ctx *ctx, clattn_db *db, int m,
+                                        int n, int k,
                                         const clattn_tune_opts *opts,
                                         clattn_tune_result *out) {
   clattn_status rc = clattn__ctx_check(ctx), rc2;
@@ -371,7 +370,7 @@ static clattn_status tune_gemm_run(clattn_ctx *ctx, const clattn__tune_call *c,
 clattn_status clattn_tune_gemm(clattn_ctx *ctx, clattn_db *db, int m, int n,
                                int k, const clattn_tune_opts *opts,
                                clattn_tune_result *out) {
-  const clattn__tune_call c = {.run = tune_gemm_run, .db = db, .m = m,
-                               .n = n, .k = k};
+  const clattn__tune_call c = {
+      .run = tune_gemm_run, .db = db, .m = m, .n = n, .k = k};
   return clattn__tune_public(ctx, &c, opts, out);
 }
