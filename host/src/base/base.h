@@ -2,7 +2,7 @@
  * (base/util.c); they know nothing of contexts, devices or kernels, so the
  * lowest folder depends on nothing but the public header.  The public
  * ones among them (clattn_status_str, clattn_version, clattn_dtype_size,
- * clattn_cl_errstr) are declared in clattn.h. */
+ * clattn_cl_errstr, clattn_free) are declared in clattn.h. */
 #ifndef CLATTN_BASE_H
 #define CLATTN_BASE_H
 

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -183,3 +184,5 @@ size_t clattn__bytes(size_t elem, long a, long b, long c, long d) {
   }
   return total > SIZE_MAX ? 0 : (size_t)total;
 }
+
+void clattn_free(void *p) { free(p); }

@@ -79,4 +79,3 @@ void *clattn__rows_out(const void *own, size_t own_size, int n,
   return rows;
 }
 
-void clattn_free(void *p) { free(p); }
