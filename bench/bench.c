@@ -165,13 +165,13 @@ static void bench_prefill(bench *B) {
   } cfgs[] = {
       /* the AVX-512 default before 8 rows x 32 keys (and the default on
        * every CPU before the tile was fitted to the vector registers) */
-      {"v1 rows=4 keys=64", {sizeof(clattn_params), 1, 4, 64, 0, 0, 0, 0}},
-      {"v1 rows=4 keys=32", {sizeof(clattn_params), 1, 4, 32, 0, 0, 0, 0}},
-      {"v1 rows=8 keys=64", {sizeof(clattn_params), 1, 8, 64, 0, 0, 0, 0}},
-      {"v1 rows=2 keys=16", {sizeof(clattn_params), 1, 2, 16, 0, 0, 0, 0}},
-      {"v2 (auto tiles)", {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0}},
+      {"v1 rows=4 keys=64", {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 64}},
+      {"v1 rows=4 keys=32", {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 32}},
+      {"v1 rows=8 keys=64", {.size = sizeof(clattn_params), .variant = 1, .rows = 8, .keys = 64}},
+      {"v1 rows=2 keys=16", {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 16}},
+      {"v2 (auto tiles)", {.size = sizeof(clattn_params), .variant = 2}},
       {"v2 rows=16 keys=32 wg=16",
-       {sizeof(clattn_params), 2, 16, 32, 16, 0, 0, 0}},
+       {.size = sizeof(clattn_params), .variant = 2, .rows = 16, .keys = 32, .wg = 16}},
   };
 
   memset(&a, 0, sizeof a);

@@ -274,7 +274,7 @@ typedef struct gemm_case {
   const clattn__family *F[GEMMS];
   clattn__cvmm_desc cv;
   clattn__gemm_desc dense[GEMMS]; /* [G_CLBLAST], [G_OWN] */
-  clattn_params own;
+  clattn__params dense_values[GEMMS]; /* their params, the family's values */
   cl_mem cv_buf[5], dense_buf[3];
 } gemm_case;
 
@@ -289,9 +289,10 @@ static int run_gemm(bench *B, void *p) {
   const gemm_call *a = p;
   gemm_case *g = a->g;
   return (int)(a->which == G_CVMM
-                   ? clattn__call(B->ctx, g->F[G_CVMM], &g->cv, g->cv_buf, NULL)
+                   ? clattn__call(B->ctx, g->F[G_CVMM], &g->cv, NULL, g->cv_buf, NULL)
                    : clattn__call(B->ctx, g->F[a->which], &g->dense[a->which],
-                                  g->dense_buf, NULL));
+                                  &g->dense_values[a->which], g->dense_buf,
+                                  NULL));
 }
 
 /* One side of a layer (SPLIT: the value side, SUM: the output side) over
@@ -330,10 +331,15 @@ static void gemm_case_run(bench *B, const sh_config *c, clattn__cvmm_mode mode,
     gd->m = rows;
     gd->k = split ? D : H * (k * dh + E);
     gd->n = split ? H * (k * dh + E) : D;
-    gd->params = &gemm_clblast;
   }
-  g.own = own_params(B, &g.dense[G_OWN]);
-  g.dense[G_OWN].params = &g.own;
+  const clattn_params own = own_params(B, &g.dense[G_OWN]);
+  const clattn_params *params[GEMMS] = {NULL, &gemm_clblast, &own};
+  for (int w = G_CLBLAST; w <= G_OWN; w++) {
+    char why[256];
+    if (clattn__params_in(g.F[w], params[w], &g.dense_values[w], why,
+                          sizeof why) != CLATTN_OK)
+      die(why);
+  }
   const clattn__gemm_desc *gd = &g.dense[G_OWN];
   g.dense_buf[0] = buf_random(B, (size_t)gd->m * gd->k, 1.0f, 85);
   g.dense_buf[1] = buf_random(B, (size_t)gd->k * gd->n, amp, 86);

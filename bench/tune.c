@@ -396,8 +396,7 @@ int main(int argc, char **argv) {
     clattn_tune_result res[MAX_CFG];
     int n = 0;
     memset(cfg, 0, sizeof cfg);
-    cfg[n++] = (clattn_params){
-        sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}; /* the default */
+    cfg[n++] = (clattn_params){.size = sizeof(clattn_params)}; /* the default */
     cfg[n++] = best_of(&ex);
     double t_s[MAX_CFG];
     for (int s = 0; s < ns; s++) {

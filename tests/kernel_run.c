@@ -67,7 +67,8 @@ int main(int argc, char **argv) {
   clattn__buf_spec spec[CLATTN__MAX_BUFS];
   cl_mem bufs[CLATTN__MAX_BUFS] = {NULL};
   cl_int err = CL_SUCCESS;
-  if ((st = model_case_desc(mc, &F, d))) {
+  clattn__params values;
+  if ((st = model_case_desc(mc, &F, d, &values))) {
     clattn_ctx_destroy(ctx);
     return die(NULL, mc->name, st);
   }
@@ -86,7 +87,7 @@ int main(int argc, char **argv) {
     }
   }
   if (err == CL_SUCCESS)
-    st = clattn__call(ctx, F, d, bufs, NULL);
+    st = clattn__call(ctx, F, d, &values, bufs, NULL);
   int rc = 0;
   if (err) {
     fprintf(stderr, "kernel_run: clCreateBuffer: %s\n", clattn_cl_errstr(err));

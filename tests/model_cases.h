@@ -25,7 +25,7 @@ typedef struct model_case {
 
 #define PROBE_CASE(name, k, w, n, l)                                           \
   {                                                                            \
-    name, NULL, "", {-1, -1}, {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, k, \
+    name, NULL, "", {-1, -1}, {.size = sizeof(clattn_params)}, k, \
         w, n, l                                                                \
   }
 
@@ -35,7 +35,7 @@ static const model_case model_cases[] = {
      "batch=2 seq=17 kv-seq=33 heads=4 kv-heads=2 head-dim=16 "
      "head-dim-v=32 dtype=f32 causal=1 layout=bshd",
      {33, 20},
-     {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16},
      0,
      0,
      0,
@@ -45,7 +45,7 @@ static const model_case model_cases[] = {
      "batch=1 seq=9 kv-seq=40 heads=2 kv-heads=1 head-dim=32 "
      "head-dim-v=16 dtype=f16 causal=0 layout=bhsd",
      {-1, -1},
-     {sizeof(clattn_params), 1, 2, 32, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 32},
      0,
      0,
      0,
@@ -55,7 +55,7 @@ static const model_case model_cases[] = {
      "batch=1 seq=5 kv-seq=21 heads=1 kv-heads=1 head-dim=80 "
      "head-dim-v=8 dtype=bf16 causal=1 layout=bshd",
      {-1, -1},
-     {sizeof(clattn_params), 1, 3, 16, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 3, .keys = 16},
      0,
      0,
      0,
@@ -65,7 +65,7 @@ static const model_case model_cases[] = {
      "batch=2 seq=17 kv-seq=33 heads=4 kv-heads=2 head-dim=16 "
      "head-dim-v=32 dtype=f32 causal=1 layout=bshd",
      {33, 0},
-     {sizeof(clattn_params), 2, 0, 8, 16, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16},
      0,
      0,
      0,
@@ -75,7 +75,7 @@ static const model_case model_cases[] = {
      "batch=1 seq=5 kv-seq=19 heads=3 kv-heads=3 head-dim=8 "
      "head-dim-v=8 dtype=bf16 causal=0 layout=bhsd",
      {-1, -1},
-     {sizeof(clattn_params), 2, 0, 4, 4, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 4, .wg = 4},
      0,
      0,
      0,
@@ -85,7 +85,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=100 heads=8 kv-heads=2 head-dim=16 "
      "head-dim-v=16 dtype=f32 layout=bhsd",
      {100, 37},
-     {sizeof(clattn_params), 1, 0, 16, 0, 3, 2, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3, .prefetch = 2},
      0,
      0,
      0,
@@ -95,7 +95,7 @@ static const model_case model_cases[] = {
      "batch=1 kv-seq=50 heads=2 kv-heads=1 head-dim=32 "
      "head-dim-v=16 dtype=f16 layout=bshd",
      {41, -1},
-     {sizeof(clattn_params), 1, 0, 16, 0, 1, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 1},
      0,
      0,
      0,
@@ -105,7 +105,7 @@ static const model_case model_cases[] = {
      "batch=1 kv-seq=45 heads=3 kv-heads=1 head-dim=12 "
      "head-dim-v=20 dtype=bf16 layout=bshd",
      {39, -1},
-     {sizeof(clattn_params), 1, 0, 16, 0, 2, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 2},
      0,
      0,
      0,
@@ -116,7 +116,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=70 heads=8 kv-heads=1 head-dim=24 "
      "head-dim-v=16 dtype=f32 layout=bshd",
      {70, 23},
-     {sizeof(clattn_params), 1, 0, 16, 0, 3, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3},
      0,
      0,
      0,
@@ -126,7 +126,7 @@ static const model_case model_cases[] = {
      "batch=1 kv-seq=40 heads=16 kv-heads=1 head-dim=16 "
      "head-dim-v=8 dtype=f16 layout=bhsd",
      {37, -1},
-     {sizeof(clattn_params), 1, 0, 32, 0, 1, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 32, .splits = 1},
      0,
      0,
      0,
@@ -136,7 +136,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=53 heads=8 kv-heads=2 head-dim=24 "
      "head-dim-v=16 dtype=f16 layout=bshd",
      {53, 28},
-     {sizeof(clattn_params), 1, 0, 16, 0, 2, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 2},
      0,
      0,
      0,
@@ -148,7 +148,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=50 heads=8 kv-heads=1 head-dim=16 "
      "head-dim-v=16 dtype=f16 layout=bshd",
      {47, 19},
-     {sizeof(clattn_params), 1, 4, 16, 0, 2, 2, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16, .splits = 2, .prefetch = 2},
      0,
      0,
      0,
@@ -158,7 +158,7 @@ static const model_case model_cases[] = {
      "batch=1 kv-seq=45 heads=4 kv-heads=1 head-dim=12 "
      "head-dim-v=20 dtype=bf16 layout=bhsd",
      {43, -1},
-     {sizeof(clattn_params), 1, 2, 16, 0, 3, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 16, .splits = 3},
      0,
      0,
      0,
@@ -170,7 +170,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=61 heads=8 kv-heads=1 head-dim=16 "
      "head-dim-v=24 dtype=f32 layout=bshd",
      {61, 30},
-     {sizeof(clattn_params), 1, 8, 16, 0, 2, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 8, .keys = 16, .splits = 2},
      0,
      0,
      0,
@@ -180,7 +180,7 @@ static const model_case model_cases[] = {
      "batch=1 kv-seq=37 heads=4 kv-heads=1 head-dim=12 "
      "head-dim-v=20 dtype=bf16 layout=bhsd",
      {35, -1},
-     {sizeof(clattn_params), 1, 4, 16, 0, 2, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16, .splits = 2},
      0,
      0,
      0,
@@ -190,7 +190,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=70 heads=4 kv-heads=1 head-dim=16 "
      "head-dim-v=32 dtype=f32 layout=bhsd",
      {70, 0},
-     {sizeof(clattn_params), 2, 0, 8, 16, 2, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16, .splits = 2},
      0,
      0,
      0,
@@ -200,7 +200,7 @@ static const model_case model_cases[] = {
      "batch=1 kv-seq=24 heads=3 kv-heads=1 head-dim=8 "
      "head-dim-v=8 dtype=bf16 layout=bshd",
      {19, -1},
-     {sizeof(clattn_params), 2, 0, 4, 8, 1, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 4, .wg = 8, .splits = 1},
      0,
      0,
      0,
@@ -210,7 +210,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=20 new=3 heads=4 kv-heads=2 head-dim=16 "
      "head-dim-v=8 dtype=f16 layout=bhsd",
      {5, 18},
-     {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params)},
      0,
      0,
      0,
@@ -221,7 +221,7 @@ static const model_case model_cases[] = {
      "batch=2 seq=11 kv-seq=37 heads-k=3 heads=5 heads-v=2 head-dim=16 "
      "head-dim-v=8 dtype=f32 causal=1 layout=bshd",
      {37, 0},
-     {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16, .scheme = 2},
      0,
      0,
      0,
@@ -231,7 +231,7 @@ static const model_case model_cases[] = {
      "batch=2 seq=10 kv-seq=29 heads-k=2 heads=3 heads-v=4 head-dim=8 "
      "head-dim-v=16 dtype=bf16 causal=1 layout=bhsd",
      {29, 5},
-     {sizeof(clattn_params), 1, 3, 16, 0, 0, 0, 3},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 3, .keys = 16, .scheme = 3},
      0,
      0,
      0,
@@ -241,7 +241,7 @@ static const model_case model_cases[] = {
      "batch=1 seq=8 kv-seq=80 heads-k=2 heads=32 heads-v=2 head-dim=4 "
      "head-dim-v=4 dtype=f32 causal=0 layout=bshd",
      {-1, -1},
-     {sizeof(clattn_params), 1, 8, 16, 0, 0, 0, 3},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 8, .keys = 16, .scheme = 3},
      0,
      0,
      0,
@@ -251,7 +251,7 @@ static const model_case model_cases[] = {
      "batch=1 seq=7 kv-seq=21 heads-k=2 heads=1 heads-v=3 head-dim=8 "
      "head-dim-v=12 dtype=f16 causal=0 layout=bhsd",
      {-1, -1},
-     {sizeof(clattn_params), 1, 2, 32, 0, 0, 0, 1},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 32, .scheme = 1},
      0,
      0,
      0,
@@ -261,7 +261,7 @@ static const model_case model_cases[] = {
      "batch=1 seq=9 kv-seq=19 heads-k=2 heads=3 heads-v=2 head-dim=8 "
      "head-dim-v=4 dtype=bf16 causal=1 layout=bshd",
      {15, -1},
-     {sizeof(clattn_params), 2, 0, 4, 4, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 4, .wg = 4, .scheme = 2},
      0,
      0,
      0,
@@ -271,7 +271,7 @@ static const model_case model_cases[] = {
      "batch=2 seq=6 kv-seq=13 heads-k=3 heads=2 heads-v=1 head-dim=4 "
      "head-dim-v=8 dtype=f32 causal=0 layout=bhsd",
      {13, 0},
-     {sizeof(clattn_params), 2, 0, 8, 4, 0, 0, 1},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 4, .scheme = 1},
      0,
      0,
      0,
@@ -284,7 +284,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=45 heads-k=3 heads=5 heads-v=2 head-dim=12 "
      "head-dim-v=20 dtype=f32 layout=bhsd",
      {0, 31},
-     {sizeof(clattn_params), 1, 0, 16, 0, 3, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3},
      0,
      0,
      0,
@@ -294,7 +294,7 @@ static const model_case model_cases[] = {
      "batch=1 kv-seq=37 heads-k=2 heads=8 heads-v=4 head-dim=16 "
      "head-dim-v=8 dtype=f16 layout=bshd",
      {29, -1},
-     {sizeof(clattn_params), 1, 0, 32, 0, 1, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 32, .splits = 1},
      0,
      0,
      0,
@@ -304,7 +304,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=50 heads-k=4 heads=4 heads-v=1 head-dim=8 "
      "head-dim-v=12 dtype=bf16 layout=bshd",
      {50, 17},
-     {sizeof(clattn_params), 1, 0, 16, 2, 4, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .wg = 2, .splits = 4},
      0,
      0,
      0,
@@ -316,7 +316,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=20 new=3 heads-k=2 heads=5 heads-v=3 head-dim=16 "
      "head-dim-v=8 dtype=bf16 layout=bshd",
      {5, 18},
-     {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params)},
      0,
      0,
      0,
@@ -326,7 +326,7 @@ static const model_case model_cases[] = {
      "batch=1 kv-seq=9 new=2 heads-k=3 heads-v=1 head-dim=4 "
      "head-dim-v=12 dtype=f32 layout=bhsd",
      {7, -1},
-     {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params)},
      0,
      0,
      0,
@@ -339,7 +339,7 @@ static const model_case model_cases[] = {
      "batch=2 seq=17 kv-seq=33 heads=4 kv-heads=2 head-dim=16 dtype=f32 "
      "causal=1 layout=bshd",
      {33, 20},
-     {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16},
      0,
      0,
      0,
@@ -349,7 +349,7 @@ static const model_case model_cases[] = {
      "batch=1 seq=9 kv-seq=21 heads=2 kv-heads=2 head-dim=8 dtype=f16 "
      "causal=0 layout=bshd kv-layout=bhsd",
      {-1, -1},
-     {sizeof(clattn_params), 2, 0, 8, 16, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16},
      0,
      0,
      0,
@@ -359,7 +359,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=70 heads=4 kv-heads=4 head-dim=16 dtype=f32 "
      "layout=bhsd",
      {70, 33},
-     {sizeof(clattn_params), 1, 0, 16, 0, 3, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3},
      0,
      0,
      0,
@@ -369,7 +369,7 @@ static const model_case model_cases[] = {
      "batch=1 kv-seq=24 heads=3 kv-heads=3 head-dim=8 dtype=bf16 "
      "layout=bshd",
      {19, -1},
-     {sizeof(clattn_params), 2, 0, 8, 16, 1, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16, .splits = 1},
      0,
      0,
      0,
@@ -379,7 +379,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=20 new=3 heads=4 kv-heads=4 head-dim=8 dtype=f32 "
      "layout=bhsd",
      {5, 18},
-     {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params)},
      0,
      0,
      0,
@@ -392,7 +392,7 @@ static const model_case model_cases[] = {
      "batch=2 seq=7 pos=5 kv-seq=14 heads=2 head-dim=8 max-len=13 "
      "causal=1 layout=bhsd kv-layout=bhsd",
      {-1, -1},
-     {sizeof(clattn_params), 1, 3, 0, 4, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 3, .wg = 4},
      0,
      0,
      0,
@@ -402,7 +402,7 @@ static const model_case model_cases[] = {
      "batch=1 seq=6 pos=0 kv-seq=9 heads=3 head-dim=4 max-len=6 causal=0 "
      "layout=bshd kv-layout=bhsd",
      {-1, -1},
-     {sizeof(clattn_params), 1, 4, 0, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4},
      0,
      0,
      0,
@@ -412,7 +412,7 @@ static const model_case model_cases[] = {
      "batch=2 seq=1 pos=10 kv-seq=11 heads=3 head-dim=5 max-len=11 "
      "causal=1 layout=bshd kv-layout=bhsd",
      {-1, -1},
-     {sizeof(clattn_params), 1, 2, 0, 8, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .wg = 8},
      0,
      0,
      0,
@@ -422,7 +422,7 @@ static const model_case model_cases[] = {
      "batch=1 seq=9 pos=2 kv-seq=12 heads=2 head-dim=6 max-len=12 causal=1 "
      "layout=bshd",
      {-1, -1},
-     {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params)},
      0,
      0,
      0,
@@ -435,7 +435,7 @@ static const model_case model_cases[] = {
      "cvmm",
      "seq=13 model-dim=9 heads=2 head-dim=11 experts=3 topk=3 mode=split",
      {-1, -1},
-     {sizeof(clattn_params), 1, 4, 8, 0, 8, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 8, .splits = 8},
      0,
      0,
      0,
@@ -445,7 +445,7 @@ static const model_case model_cases[] = {
      "batch=2 seq=7 model-dim=10 heads=2 head-dim=7 experts=2 topk=2 "
      "mode=sum",
      {-1, -1},
-     {sizeof(clattn_params), 1, 3, 4, 0, 5, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 3, .keys = 4, .splits = 5},
      0,
      0,
      0,
@@ -454,7 +454,7 @@ static const model_case model_cases[] = {
      "cvmm",
      "seq=13 model-dim=9 heads=2 head-dim=11 experts=3 topk=3 mode=split",
      {-1, -1},
-     {sizeof(clattn_params), 2, 2, 8, 16, 8, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .rows = 2, .keys = 8, .wg = 16, .splits = 8},
      0,
      0,
      0,
@@ -463,7 +463,7 @@ static const model_case model_cases[] = {
      "cvmm",
      "seq=11 model-dim=19 heads=3 head-dim=5 experts=2 topk=2 mode=sum",
      {-1, -1},
-     {sizeof(clattn_params), 2, 4, 16, 32, 8, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .rows = 4, .keys = 16, .wg = 32, .splits = 8},
      0,
      0,
      0,
@@ -472,7 +472,7 @@ static const model_case model_cases[] = {
      "cvmm",
      "seq=9 model-dim=6 heads=3 head-dim=5 experts=1 gate=none mode=split",
      {-1, -1},
-     {sizeof(clattn_params), 1, 2, 4, 0, 3, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 4, .splits = 3},
      0,
      0,
      0,
@@ -481,7 +481,7 @@ static const model_case model_cases[] = {
      "cvmm",
      "seq=9 model-dim=6 heads=3 head-dim=5 experts=1 gate=none mode=sum",
      {-1, -1},
-     {sizeof(clattn_params), 2, 2, 8, 16, 12, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .rows = 2, .keys = 8, .wg = 16, .splits = 12},
      0,
      0,
      0,
@@ -492,7 +492,7 @@ static const model_case model_cases[] = {
      "cvmm",
      "seq=5 model-dim=9 heads=2 head-dim=11 experts=3 topk=3 mode=split",
      {-1, -1},
-     {sizeof(clattn_params), 1, 2, 8, 0, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 8, .scheme = 2},
      0,
      0,
      0,
@@ -501,7 +501,7 @@ static const model_case model_cases[] = {
      "cvmm",
      "seq=5 model-dim=10 heads=2 head-dim=7 experts=2 topk=2 mode=sum",
      {-1, -1},
-     {sizeof(clattn_params), 1, 3, 4, 0, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 3, .keys = 4, .scheme = 2},
      0,
      0,
      0,
@@ -510,7 +510,7 @@ static const model_case model_cases[] = {
      "cvmm",
      "seq=3 model-dim=6 heads=3 head-dim=5 experts=1 gate=none mode=sum",
      {-1, -1},
-     {sizeof(clattn_params), 1, 2, 4, 0, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 4, .scheme = 2},
      0,
      0,
      0,
@@ -519,7 +519,7 @@ static const model_case model_cases[] = {
      "projection",
      "m=11 n=13 k=9 dtype=f32",
      {-1, -1},
-     {sizeof(clattn_params), 1, 4, 8, 0, 8, 0, 1},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 8, .splits = 8, .scheme = 1},
      0,
      0,
      0,
@@ -528,7 +528,7 @@ static const model_case model_cases[] = {
      "projection",
      "m=10 n=21 k=17 dtype=f32",
      {-1, -1},
-     {sizeof(clattn_params), 2, 2, 16, 32, 6, 0, 1},
+     {.size = sizeof(clattn_params), .variant = 2, .rows = 2, .keys = 16, .wg = 32, .splits = 6, .scheme = 1},
      0,
      0,
      0,
@@ -538,7 +538,7 @@ static const model_case model_cases[] = {
      "projection",
      "m=13 n=128 k=7 dtype=f32",
      {-1, -1},
-     {sizeof(clattn_params), 1, 3, 48, 0, 6, 0, 1},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 3, .keys = 48, .splits = 6, .scheme = 1},
      0,
      0,
      0,
@@ -547,7 +547,7 @@ static const model_case model_cases[] = {
      "cvmm",
      "seq=11 model-dim=128 heads=2 head-dim=5 experts=2 topk=2 mode=sum",
      {-1, -1},
-     {sizeof(clattn_params), 1, 2, 48, 0, 8, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 48, .splits = 8},
      0,
      0,
      0,
@@ -565,18 +565,19 @@ static const model_case model_cases[] = {
 
 #define MODEL_CASES ((int)(sizeof model_cases / sizeof model_cases[0]))
 
-/* A case's family and description (desc: CLATTN__DESC_MAX bytes), its
- * params set; an unknown family or a bad shape is an error. */
-static inline clattn_status
-model_case_desc(const model_case *mc, const clattn__family **F, void *desc) {
-  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+/* A case's family, description (desc: CLATTN__DESC_MAX bytes) and its
+ * params as the family's values; an unknown family, a bad shape or params
+ * value is an error. */
+static inline clattn_status model_case_desc(const model_case *mc,
+                                            const clattn__family **F,
+                                            void *desc, clattn__params *p) {
   char why[256];
   *F = clattn__family_find(mc->family);
   if (*F == NULL)
     return CLATTN_ERR_NOT_FOUND;
-  clattn_status st = (*F)->parse_shape(mc->shape, d, why, sizeof why);
+  clattn_status st = (*F)->parse_shape(mc->shape, desc, why, sizeof why);
   if (st == CLATTN_OK)
-    clattn__desc_with_params(*F, d, &mc->params, desc);
+    st = clattn__params_in(*F, &mc->params, p, why, sizeof why);
   return st;
 }
 

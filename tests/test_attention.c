@@ -46,27 +46,17 @@ static const clattn_dtype ax_dtype[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16};
 
 /* Kernel parameters; index 0 is "params = NULL" (automatic). */
 static const clattn_params ax_params[] = {
-    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, /* NULL */
-    {sizeof(clattn_params), 1, 0, 0, 0, 0, 0,
-     0}, /* variant 1, automatic shape */
-    {sizeof(clattn_params), 1, 4, 32, 0, 0, 0,
-     0}, /* variant 1, 4 rows x 32 keys */
-    {sizeof(clattn_params), 1, 8, 16, 0, 0, 0,
-     0}, /* variant 1, 8 rows x 16 keys */
-    {sizeof(clattn_params), 1, 1, 64, 0, 0, 0,
-     0}, /* variant 1, 1 row x 64 keys */
-    {sizeof(clattn_params), 1, 2, 16, 4, 0, 0,
-     0}, /* variant 1, 2 rows x 16 keys, work-groups of 4 */
-    {sizeof(clattn_params), 2, 0, 0, 0, 0, 0,
-     0}, /* variant 2, automatic shape */
-    {sizeof(clattn_params), 2, 0, 32, 64, 0, 0,
-     0}, /* variant 2, 64 items, 32-key tiles */
-    {sizeof(clattn_params), 2, 0, 16, 128, 0, 0,
-     0}, /* variant 2, 128 items, 16-key tiles */
-    {sizeof(clattn_params), 2, 0, 8, 256, 0, 0,
-     0}, /* variant 2, 256 items, 8-key tiles */
-    {sizeof(clattn_params), 1, 8, 32, 0, 0, 0,
-     0}, /* variant 1, 8 rows x 32 keys (AVX-512's) */
+    {.size = sizeof(clattn_params)}, /* NULL */
+    {.size = sizeof(clattn_params), .variant = 1}, /* variant 1, automatic shape */
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 32}, /* variant 1, 4 rows x 32 keys */
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 8, .keys = 16}, /* variant 1, 8 rows x 16 keys */
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 1, .keys = 64}, /* variant 1, 1 row x 64 keys */
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 16, .wg = 4}, /* variant 1, 2 rows x 16 keys, work-groups of 4 */
+    {.size = sizeof(clattn_params), .variant = 2}, /* variant 2, automatic shape */
+    {.size = sizeof(clattn_params), .variant = 2, .keys = 32, .wg = 64}, /* variant 2, 64 items, 32-key tiles */
+    {.size = sizeof(clattn_params), .variant = 2, .keys = 16, .wg = 128}, /* variant 2, 128 items, 16-key tiles */
+    {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 256}, /* variant 2, 256 items, 8-key tiles */
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 8, .keys = 32}, /* variant 1, 8 rows x 32 keys (AVX-512's) */
 };
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -442,8 +432,8 @@ Test(sweep, coverage) {
 /* Keys and values past kv_lens hold NaN: they must not influence anything,
  * for both kernel variants and the automatic choice. */
 Test(attention, nan_padding_ignored, .timeout = 300) {
-  static const clattn_params v1 = {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 0},
-                             v2 = {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0};
+  static const clattn_params v1 = {.size = sizeof(clattn_params), .variant = 1},
+                             v2 = {.size = sizeof(clattn_params), .variant = 2};
   const clattn_params *ps[3] = {NULL, &v1, &v2};
   for (int i = 0; i < 3; i++) {
     for (int causal = 0; causal < 2; causal++) {

@@ -8,6 +8,7 @@
  * fused small-rows path (scheme 2) for every row count it takes, equal
  * to the bucketed path (scheme 1) on the same inputs; bad
  * descriptions get their status and a message naming the problem. */
+#include "family_call.h"
 #include "call/call.h"
 #include "family/cvmm.h"
 #include "reference/ref_cvmm.h"
@@ -65,10 +66,11 @@ static void make_sel(tu_rng *rng, const clattn__cvmm_desc *d, int kind,
   }
 }
 
-/* Run d on the device (the output filled with NaN first) and compare
- * with the reference. */
-static void run_case(clattn_ctx *ctx, const clattn__cvmm_desc *d, int sel,
-                     const char *what, float *keep) {
+/* Run d with params p on the device (the output filled with NaN first)
+ * and compare with the reference. */
+static void run_case(clattn_ctx *ctx, const clattn__cvmm_desc *d,
+                     const clattn_params *p, int sel, const char *what,
+                     float *keep) {
   tu_rng rng = tu_rng_seed(77u + (uint64_t)d->rows * 131u +
                            (uint64_t)d->inner * 7u + (uint64_t)d->cols);
   const int he = d->heads * d->experts;
@@ -92,8 +94,8 @@ static void run_case(clattn_ctx *ctx, const clattn__cvmm_desc *d, int sel,
                     none ? NULL : tu_upload(ctx, ws, nws, CLATTN_F32),
                     tu_upload(ctx, w, nw, CLATTN_F32),
                     tu_sentinel(ctx, no, CLATTN_F32, 0xff)};
-  const clattn_status st = clattn__call(ctx, family(), d, bufs, NULL);
-  if (!tu_unsupported_ok(ctx, st, d->params)) {
+  const clattn_status st = tu_family_call(ctx, family(), d, p, bufs, NULL);
+  if (!tu_unsupported_ok(ctx, st, p)) {
     cr_assert_eq(st, CLATTN_OK, "%s: %s", what, clattn_ctx_errmsg(ctx));
     tu_download(ctx, bufs[4], got, no, CLATTN_F32);
     tu_check(what, got, want, no, clattn__tolerance(CLATTN_F32));
@@ -150,14 +152,14 @@ static const cv_shape shapes[] = {
 /* The automatic plan, then CPU-shaped and GPU-shaped explicit params:
  * {variant, rows, keys, wg, splits, prefetch, scheme}. */
 static const clattn_params params[] = {
-    {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 0},
-    {sizeof(clattn_params), 1, 8, 32, 0, 16, 0, 0},
-    {sizeof(clattn_params), 1, 3, 8, 0, 7, 0, 0},
-    {sizeof(clattn_params), 1, 12, 48, 4, 0, 0, 0},
-    {sizeof(clattn_params), 1, 1, 4, 0, 64, 0, 0},
-    {sizeof(clattn_params), 2, 4, 16, 64, 0, 0, 0},
-    {sizeof(clattn_params), 2, 2, 32, 64, 24, 0, 0},
-    {sizeof(clattn_params), 2, 8, 16, 32, 0, 0, 0},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 8, .keys = 32, .splits = 16},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 3, .keys = 8, .splits = 7},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 12, .keys = 48, .wg = 4},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 1, .keys = 4, .splits = 64},
+    {.size = sizeof(clattn_params), .variant = 2, .rows = 4, .keys = 16, .wg = 64},
+    {.size = sizeof(clattn_params), .variant = 2, .rows = 2, .keys = 32, .wg = 64, .splits = 24},
+    {.size = sizeof(clattn_params), .variant = 2, .rows = 8, .keys = 16, .wg = 32},
 };
 
 static void sweep(int first, int last) {
@@ -174,7 +176,8 @@ static void sweep(int first, int last) {
         continue;
       const clattn__cvmm_desc d = {
           s->rows, s->inner,     s->cols, s->heads, s->experts,
-          s->topk, s->sel_inner, s->mode, s->gate,  p < 0 ? NULL : &params[p]};
+          s->topk, s->sel_inner, s->mode, s->gate};
+  const clattn_params *d_params = p < 0 ? NULL : &params[p];
       char what[200];
       snprintf(what, sizeof what,
                "rows %d K %d N %d H %d E %d k %d D %d %s %s sel %d params %d",
@@ -186,10 +189,10 @@ static void sweep(int first, int last) {
        * uninitialised: the simulators' subset takes a context a call */
       if (tu_subset("small")) {
         clattn_ctx *one = tu_ctx();
-        run_case(one, &d, s->sel, what, NULL);
+        run_case(one, &d, d_params, s->sel, what, NULL);
         clattn_ctx_destroy(one);
       } else {
-        run_case(ctx, &d, s->sel, what, NULL);
+        run_case(ctx, &d, d_params, s->sel, what, NULL);
       }
     }
   clattn_ctx_destroy(ctx);
@@ -224,13 +227,13 @@ static const cv_shape small_shapes[] = {
  * rows, first; CPU-shaped and with work-groups of 16 and 64 items), and
  * the bucketed path's for the comparison (variant 1, then variant 2). */
 static const clattn_params fused_params[] = {
-    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2},
-    {sizeof(clattn_params), 1, 2, 8, 0, 0, 0, 2},
-    {sizeof(clattn_params), 1, 0, 4, 16, 0, 0, 2},
-    {sizeof(clattn_params), 1, 4, 1, 64, 0, 0, 2}};
+    {.size = sizeof(clattn_params), .scheme = 2},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 8, .scheme = 2},
+    {.size = sizeof(clattn_params), .variant = 1, .keys = 4, .wg = 16, .scheme = 2},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 1, .wg = 64, .scheme = 2}};
 static const clattn_params bucketed_params[] = {
-    {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 1},
-    {sizeof(clattn_params), 2, 4, 16, 64, 0, 0, 1}};
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16, .scheme = 1},
+    {.size = sizeof(clattn_params), .variant = 2, .rows = 4, .keys = 16, .wg = 64, .scheme = 1}};
 
 static void small_sweep(int first, int last) {
   clattn_ctx *ctx = tu_ctx();
@@ -253,7 +256,8 @@ static void small_sweep(int first, int last) {
                                            : &bucketed_params[p - nf];
         const clattn__cvmm_desc d = {
             rows,    s->inner,     s->cols, s->heads, s->experts,
-            s->topk, s->sel_inner, s->mode, s->gate,  pp};
+            s->topk, s->sel_inner, s->mode, s->gate};
+  const clattn_params *d_params = pp;
         char what[200];
         snprintf(what, sizeof what,
                  "small rows %d K %d N %d H %d E %d k %d %s %s sel %d "
@@ -266,7 +270,7 @@ static void small_sweep(int first, int last) {
         float *keep = p < nf ? fused : bucketed;
         for (size_t j = 0; j < no; j++)
           keep[j] = NAN;
-        run_case(one, &d, s->sel, what, keep);
+        run_case(one, &d, d_params, s->sel, what, keep);
         if (one != ctx)
           clattn_ctx_destroy(one);
         /* the same routing and the same sums in the same order: equal but
@@ -297,13 +301,13 @@ Test(cvmm, small_rows_plan) {
   clattn_profile prof = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("A100", &prof), CLATTN_OK);
   clattn_prediction pr = {.size = sizeof(clattn_prediction)};
-  const clattn__cvmm_desc d = {11, 76, 412, 2, 5, 3, 412, SUM, TOPK, NULL};
-  cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK, "%s",
+  const clattn__cvmm_desc d = {11, 76, 412, 2, 5, 3, 412, SUM, TOPK};
+  cr_assert_eq(clattn__model(family(), &d, NULL, NULL, &prof, &pr), CLATTN_OK, "%s",
                pr.errmsg);
   cr_expect_eq(pr.n_kernels, 1, "fused: one launch");
   cr_expect_eq(tu_params(pr.params).scheme, 2);
-  const clattn__cvmm_desc b = {12, 76, 412, 2, 5, 3, 412, SUM, TOPK, NULL};
-  cr_assert_eq(clattn__model(family(), &b, NULL, &prof, &pr), CLATTN_OK, "%s",
+  const clattn__cvmm_desc b = {12, 76, 412, 2, 5, 3, 412, SUM, TOPK};
+  cr_assert_eq(clattn__model(family(), &b, NULL, NULL, &prof, &pr), CLATTN_OK, "%s",
                pr.errmsg);
   cr_expect_eq(pr.n_kernels, 4, "route, count, scatter, GEMM");
   cr_expect_eq(tu_params(pr.params).scheme, 1);
@@ -330,11 +334,12 @@ Test(cvmm, reference_routing) {
 
 /* A bad description's status, and a message naming what is wrong. */
 static void expect_refused(clattn_ctx *ctx, const clattn__cvmm_desc *d,
-                           clattn_status want, const char *word) {
+                           const clattn_params *p, clattn_status want,
+                           const char *word) {
   cl_mem bufs[5];
   for (int i = 0; i < 5; i++)
     bufs[i] = tu_buffer(ctx, 1 << 16);
-  const clattn_status st = clattn__call(ctx, family(), d, bufs, NULL);
+  const clattn_status st = tu_family_call(ctx, family(), d, p, bufs, NULL);
   cr_expect_eq(st, want, "status %s, want %s (%s)", clattn_status_str(st),
                clattn_status_str(want), clattn_ctx_errmsg(ctx));
   cr_expect(strstr(clattn_ctx_errmsg(ctx), word) != NULL,
@@ -345,81 +350,72 @@ static void expect_refused(clattn_ctx *ctx, const clattn__cvmm_desc *d,
 
 Test(cvmm, misuse) {
   clattn_ctx *ctx = tu_ctx();
-  const clattn__cvmm_desc ok = {8, 4, 40, 2, 3, 2, 4, SPLIT, TOPK, NULL};
+  const clattn__cvmm_desc ok = {8, 4, 40, 2, 3, 2, 4, SPLIT, TOPK};
   clattn__cvmm_desc d = ok;
   d.rows = 0;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "rows");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "rows");
   d = ok;
   d.cols = -1;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "cols");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "cols");
   d = ok;
   d.experts = CLATTN_SH_MAX_EXPERTS + 1;
   d.topk = 1;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "experts");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "experts");
   d = ok;
   d.topk = 4;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "topk");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "topk");
   d = ok;
   d.topk = 0;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "topk");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "topk");
   d = ok;
   d.mode = (clattn__cvmm_mode)3;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "mode");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_INVALID_ARG, "mode");
   d = ok;
   d.gate = (clattn__cvmm_gate)7;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "gate");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_INVALID_ARG, "gate");
   d = ok;
   d.gate = NONE;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "gate NONE");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "gate NONE");
   d = ok;
   d.sel_inner = 0;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "sel_inner");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "sel_inner");
   d = ok;
   d.heads = 64;
   d.experts = 64;
   d.topk = 1;
-  expect_refused(ctx, &d, CLATTN_ERR_UNSUPPORTED, "heads x experts");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_UNSUPPORTED, "heads x experts");
   d = ok;
   d.rows = 1 << 30;
   d.inner = 1 << 20;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "overflow");
-  const clattn_params clblast = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 3};
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "overflow");
+  const clattn_params clblast = {.size = sizeof(clattn_params), .scheme = 3};
   d = ok;
-  d.params = &clblast;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme");
+  expect_refused(ctx, &d, &clblast, CLATTN_ERR_INVALID_ARG, "scheme");
   /* the fused path: at most its rows, variant 1's shape, no splits */
-  const clattn_params fused = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2};
+  const clattn_params fused = {.size = sizeof(clattn_params), .scheme = 2};
   d.rows = 12;
-  d.params = &fused;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme 2");
+  expect_refused(ctx, &d, &fused, CLATTN_ERR_INVALID_ARG, "scheme 2");
   d.rows = ok.rows;
-  const clattn_params fused2 = {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 2};
-  d.params = &fused2;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme 2");
-  const clattn_params fused_splits = {
-      sizeof(clattn_params), 1, 0, 0, 0, 4, 0, 2};
-  d.params = &fused_splits;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme 2");
+  const clattn_params fused2 = {.size = sizeof(clattn_params), .variant = 2, .scheme = 2};
+  expect_refused(ctx, &d, &fused2, CLATTN_ERR_INVALID_ARG, "scheme 2");
+  const clattn_params fused_splits = {.size = sizeof(clattn_params), .variant = 1, .splits = 4, .scheme = 2};
+  expect_refused(ctx, &d, &fused_splits, CLATTN_ERR_INVALID_ARG, "scheme 2");
   d = ok;
-  const clattn_params keys = {sizeof(clattn_params), 1, 4, 17, 0, 0, 0, 0};
-  d.params = &keys;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "keys");
-  const clattn_params rows = {sizeof(clattn_params), 1, 17, 0, 0, 0, 0, 0};
-  d.params = &rows;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "rows");
-  const clattn_params pf = {sizeof(clattn_params), 1, 0, 0, 0, 0, 2, 0};
-  d.params = &pf;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "prefetch");
-  const clattn_params wg = {sizeof(clattn_params), 2, 4, 48, 64, 0, 0, 0};
-  d.params = &wg;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "multiple of keys");
+  const clattn_params keys = {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 17};
+  expect_refused(ctx, &d, &keys, CLATTN_ERR_INVALID_ARG, "keys");
+  const clattn_params rows = {.size = sizeof(clattn_params), .variant = 1, .rows = 17};
+  expect_refused(ctx, &d, &rows, CLATTN_ERR_INVALID_ARG, "rows");
+  const clattn_params pf = {.size = sizeof(clattn_params), .variant = 1, .prefetch = 2};
+  expect_refused(ctx, &d, &pf, CLATTN_ERR_INVALID_ARG, "prefetch");
+  const clattn_params wg = {.size = sizeof(clattn_params), .variant = 2, .rows = 4, .keys = 48, .wg = 64};
+  expect_refused(ctx, &d, &wg, CLATTN_ERR_INVALID_ARG, "multiple of keys");
   /* routing needs sel_x and w_sel */
   cl_mem bufs[5];
   for (int i = 0; i < 5; i++)
     bufs[i] = tu_buffer(ctx, 1 << 16);
   cl_mem keep = bufs[1];
   bufs[1] = NULL;
-  cr_expect_eq(clattn__call(ctx, family(), &ok, bufs, NULL),
+  cr_expect_eq(clattn__call(ctx, family(), &ok, NULL, bufs, NULL),
                CLATTN_ERR_INVALID_ARG);
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "sel_x") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
@@ -427,7 +423,7 @@ Test(cvmm, misuse) {
   /* a buffer smaller than the shape */
   tu_release(bufs[3]);
   bufs[3] = tu_buffer(ctx, 16);
-  cr_expect_eq(clattn__call(ctx, family(), &ok, bufs, NULL),
+  cr_expect_eq(clattn__call(ctx, family(), &ok, NULL, bufs, NULL),
                CLATTN_ERR_BUFFER_TOO_SMALL, "%s", clattn_ctx_errmsg(ctx));
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "w") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
@@ -441,17 +437,17 @@ Test(cvmm, misuse) {
 Test(cvmm, model_flops) {
   clattn_profile prof = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("A100", &prof), CLATTN_OK);
-  const clattn__cvmm_desc d = {256, 412, 76, 2, 5, 3, 412, SPLIT, TOPK, NULL};
+  const clattn__cvmm_desc d = {256, 412, 76, 2, 5, 3, 412, SPLIT, TOPK};
   clattn_prediction pr = {.size = sizeof(clattn_prediction)};
-  cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK, "%s",
+  cr_assert_eq(clattn__model(family(), &d, NULL, NULL, &prof, &pr), CLATTN_OK, "%s",
                pr.errmsg);
   const double ent = 256.0 * 2 * 3;
   cr_expect_eq(pr.total.flops,
                ent * (2.0 * 412 * 76 + 76) + 2.0 * 256 * 412 * 2 * 5);
   cr_expect_eq(pr.n_kernels, 4, "route, count, scatter, GEMM");
   /* without routing: one dense GEMM a head */
-  const clattn__cvmm_desc n = {100, 30, 20, 3, 1, 1, 0, SPLIT, NONE, NULL};
-  cr_assert_eq(clattn__model(family(), &n, NULL, &prof, &pr), CLATTN_OK, "%s",
+  const clattn__cvmm_desc n = {100, 30, 20, 3, 1, 1, 0, SPLIT, NONE};
+  cr_assert_eq(clattn__model(family(), &n, NULL, NULL, &prof, &pr), CLATTN_OK, "%s",
                pr.errmsg);
   cr_expect_eq(pr.total.flops, 2.0 * 100 * 30 * 20 * 3);
   cr_expect_eq(pr.n_kernels, 1);

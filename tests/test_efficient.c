@@ -28,50 +28,50 @@ static const eff_case cases[] = {
     {"efficient-prefill",
      "batch=2 seq=19 kv-seq=45 heads=4 head-dim=5 dtype=f32 causal=1",
      {45, 29},
-     {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 0}},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16}},
     {"efficient-prefill",
      "batch=1 seq=33 kv-seq=33 heads=3 head-dim=9 dtype=f16 causal=1",
      {-1, -1},
-     {sizeof(clattn_params), 2, 0, 16, 32, 0, 0, 0}},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 16, .wg = 32}},
     {"efficient-prefill",
      "batch=2 seq=7 kv-seq=70 heads=4 kv-heads=2 head-dim=64 dtype=bf16 "
      "causal=0 kv-layout=bhsd",
      {70, 0},
-     {sizeof(clattn_params), 1, 2, 32, 0, 0, 0, 0}},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 32}},
     {"efficient-prefill",
      "batch=2 seq=13 kv-seq=40 heads=2 head-dim=16 dtype=f32 causal=1 "
      "layout=bhsd",
      {0, 31},
-     {sizeof(clattn_params), 2, 0, 8, 16, 0, 0, 0}},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16}},
     {"efficient-prefill",
      "batch=1 seq=100 kv-seq=100 heads=2 head-dim=16 causal=1",
      {-1, -1},
-     {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}},
+     {.size = sizeof(clattn_params)}},
     {"efficient-decode",
      "batch=2 kv-seq=301 heads=4 head-dim=5 dtype=f32 layout=bhsd",
      {301, 188},
-     {sizeof(clattn_params), 1, 0, 16, 0, 3, 0, 0}},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3}},
     {"efficient-decode",
      "batch=2 kv-seq=37 heads=3 head-dim=9 dtype=f16 layout=bshd",
      {0, 37},
-     {sizeof(clattn_params), 2, 0, 8, 16, 1, 0, 0}},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16, .splits = 1}},
     {"efficient-decode",
      "batch=1 kv-seq=90 heads=8 kv-heads=4 head-dim=64 dtype=bf16 "
      "layout=bhsd",
      {77, -1},
-     {sizeof(clattn_params), 2, 0, 16, 64, 2, 0, 0}},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 16, .wg = 64, .splits = 2}},
     {"efficient-decode",
      "batch=2 kv-seq=200 heads=4 head-dim=16 dtype=f32",
      {200, 150},
-     {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}},
+     {.size = sizeof(clattn_params)}},
     {"efficient-append",
      "batch=2 kv-seq=37 new=3 heads=2 head-dim=9 dtype=f16 layout=bshd",
      {5, 35},
-     {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}},
+     {.size = sizeof(clattn_params)}},
     {"efficient-append",
      "batch=1 kv-seq=20 new=4 heads=3 head-dim=16 dtype=f32 layout=bhsd",
      {16, -1},
-     {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}},
+     {.size = sizeof(clattn_params)}},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
@@ -81,12 +81,13 @@ enum { NCASES = sizeof cases / sizeof cases[0] };
 static void run_case(clattn_ctx *ctx, const eff_case *ec, unsigned seed) {
   const clattn__family *F = clattn__family_find(ec->family);
   cr_assert_not_null(F, "family %s missing", ec->family);
-  _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
   _Alignas(16) unsigned char call_desc[CLATTN__DESC_MAX];
+  clattn__params values;
   char why[256];
-  cr_assert_eq(F->parse_shape(ec->shape, desc, why, sizeof why), CLATTN_OK,
-               "%s: %s", ec->shape, why);
-  clattn__desc_with_params(F, desc, &ec->params, call_desc);
+  cr_assert_eq(F->parse_shape(ec->shape, call_desc, why, sizeof why),
+               CLATTN_OK, "%s: %s", ec->shape, why);
+  cr_assert_eq(clattn__params_in(F, &ec->params, &values, why, sizeof why),
+               CLATTN_OK, "%s: %s", ec->shape, why);
   clattn__buf_spec spec[CLATTN__MAX_BUFS];
   F->buffers(call_desc, spec);
   void *host[CLATTN__MAX_BUFS];
@@ -123,7 +124,7 @@ static void run_case(clattn_ctx *ctx, const eff_case *ec, unsigned seed) {
       host[b] = x;
       dev[b] = tu_upload_int(ctx, x, spec[b].elems);
     }
-  const clattn_status st = clattn__call(ctx, F, call_desc, dev, NULL);
+  const clattn_status st = clattn__call(ctx, F, call_desc, &values, dev, NULL);
   if (!tu_unsupported_ok(ctx, st, &ec->params)) {
     cr_assert_eq(st, CLATTN_OK, "%s %s: %s", F->name, ec->shape,
                  clattn_ctx_errmsg(ctx));

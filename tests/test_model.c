@@ -226,8 +226,10 @@ static void predict(const model_case *mc, clattn_prediction *pr) {
                         &pr->kernel[0]);
     return;
   }
-  cr_assert_eq(model_case_desc(mc, &F, d), CLATTN_OK, "%s: bad case", mc->name);
-  const clattn_status st = clattn__model(F, d, ints, &prof, pr);
+  clattn__params values;
+  cr_assert_eq(model_case_desc(mc, &F, d, &values), CLATTN_OK, "%s: bad case",
+               mc->name);
+  const clattn_status st = clattn__model(F, d, &values, ints, &prof, pr);
   cr_assert_eq(st, CLATTN_OK, "%s: model failed: %s", mc->name, pr->errmsg);
 }
 
@@ -345,7 +347,7 @@ Test(model, useful_flops) {
 Test(model, bytes_and_rereads) {
   const clattn_profile p = gpu();
   clattn_prediction pr = {.size = sizeof(clattn_prediction)};
-  const clattn_params par = {sizeof(clattn_params), 2, 0, 32, 64, 0, 0, 0};
+  const clattn_params par = {.size = sizeof(clattn_params), .variant = 2, .keys = 32, .wg = 64};
   const clattn_attn_desc d = {sizeof(clattn_attn_desc),
                               1,
                               200,
@@ -472,7 +474,7 @@ Test(model, cpu_tile_fits_registers) {
   const clattn_profile p = cpu(8, "AuthenticAMD");
   clattn_prediction fit = {.size = sizeof(clattn_prediction)},
                     big = {.size = sizeof(clattn_prediction)};
-  const clattn_params bp = {sizeof(clattn_params), 1, 4, 64, 0, 0, 0, 0};
+  const clattn_params bp = {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 64};
   clattn_attn_desc db = d;
   db.params = &bp;
   cr_assert_eq(clattn_model_attention(&d, NULL, &p, &fit), CLATTN_OK);
@@ -657,7 +659,7 @@ Test(model, errors) {
                CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_model_attention(&d, NULL, NULL, &pr),
                CLATTN_ERR_INVALID_ARG);
-  const clattn_params bad = {sizeof(clattn_params), 1, 0, 24, 0, 0, 0, 0};
+  const clattn_params bad = {.size = sizeof(clattn_params), .variant = 1, .keys = 24};
   const clattn_decode_desc dd = {sizeof(clattn_decode_desc),
                                  1,
                                  64,

@@ -14,6 +14,7 @@
  * and within the tolerance elsewhere; the reference is checked to have the
  * expected pattern (so no case passes by both being finite), and rows with
  * no visible key (the lengths give some) must be exact zeros. */
+#include "family_call.h"
 #include "call/call.h"
 #include "util.h"
 
@@ -75,7 +76,7 @@ static const nf_case cases[] = {
      * causal diagonal crosses a block) and variant 2 */
     {"prefill",
      PREFILL_SHAPE "head-dim-v=8 dtype=f32 causal=1",
-     {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16},
      2,
      5,
      9,
@@ -89,7 +90,7 @@ static const nf_case cases[] = {
      CLATTN_F32},
     {"prefill",
      PREFILL_SHAPE "head-dim-v=8 dtype=f16 causal=0",
-     {sizeof(clattn_params), 1, 8, 16, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 8, .keys = 16},
      2,
      5,
      9,
@@ -103,7 +104,7 @@ static const nf_case cases[] = {
      CLATTN_F16},
     {"prefill",
      PREFILL_SHAPE "head-dim-v=8 dtype=bf16 causal=1",
-     {sizeof(clattn_params), 1, 2, 32, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 32},
      2,
      5,
      9,
@@ -117,7 +118,7 @@ static const nf_case cases[] = {
      CLATTN_BF16},
     {"prefill",
      PREFILL_SHAPE "head-dim-v=8 dtype=f32 causal=0",
-     {sizeof(clattn_params), 2, 0, 8, 16, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16},
      2,
      5,
      9,
@@ -131,7 +132,7 @@ static const nf_case cases[] = {
      CLATTN_F32},
     {"prefill",
      PREFILL_SHAPE "head-dim-v=8 dtype=bf16 causal=1",
-     {sizeof(clattn_params), 2, 0, 4, 32, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 4, .wg = 32},
      2,
      5,
      9,
@@ -145,7 +146,7 @@ static const nf_case cases[] = {
      CLATTN_BF16},
     {"prefill",
      PREFILL_SHAPE "head-dim-v=8 dtype=f16 causal=1",
-     {sizeof(clattn_params), 2, 0, 8, 16, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16},
      2,
      5,
      9,
@@ -160,7 +161,7 @@ static const nf_case cases[] = {
     /* K == V (Efficient attention's X) */
     {"efficient-prefill",
      PREFILL_SHAPE "dtype=f32 causal=1",
-     {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16},
      2,
      5,
      9,
@@ -174,7 +175,7 @@ static const nf_case cases[] = {
      CLATTN_F32},
     {"efficient-prefill",
      PREFILL_SHAPE "dtype=f16 causal=1",
-     {sizeof(clattn_params), 2, 0, 8, 16, 0, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16},
      2,
      5,
      9,
@@ -189,7 +190,7 @@ static const nf_case cases[] = {
     /* decode: direct (one split) and split + combine, both variants */
     {"decode",
      DECODE_SHAPE "head-dim-v=8 dtype=f32",
-     {sizeof(clattn_params), 1, 0, 16, 0, 1, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 1},
      2,
      1,
      40,
@@ -203,7 +204,7 @@ static const nf_case cases[] = {
      CLATTN_F32},
     {"decode",
      DECODE_SHAPE "head-dim-v=8 dtype=f32",
-     {sizeof(clattn_params), 1, 0, 16, 0, 3, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3},
      2,
      1,
      40,
@@ -217,7 +218,7 @@ static const nf_case cases[] = {
      CLATTN_F32},
     {"decode",
      DECODE_SHAPE "head-dim-v=8 dtype=f16",
-     {sizeof(clattn_params), 1, 0, 16, 0, 3, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3},
      2,
      1,
      40,
@@ -231,7 +232,7 @@ static const nf_case cases[] = {
      CLATTN_F16},
     {"decode",
      DECODE_SHAPE "head-dim-v=8 dtype=f32",
-     {sizeof(clattn_params), 2, 0, 8, 16, 3, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16, .splits = 3},
      2,
      1,
      40,
@@ -245,7 +246,7 @@ static const nf_case cases[] = {
      CLATTN_F32},
     {"decode",
      DECODE_SHAPE "head-dim-v=8 dtype=bf16",
-     {sizeof(clattn_params), 2, 0, 8, 16, 1, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16, .splits = 1},
      2,
      1,
      40,
@@ -259,7 +260,7 @@ static const nf_case cases[] = {
      CLATTN_BF16},
     {"efficient-decode",
      DECODE_SHAPE "dtype=f32",
-     {sizeof(clattn_params), 1, 0, 16, 0, 3, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3},
      2,
      1,
      40,
@@ -273,7 +274,7 @@ static const nf_case cases[] = {
      CLATTN_F32},
     {"efficient-decode",
      DECODE_SHAPE "dtype=f16",
-     {sizeof(clattn_params), 2, 0, 8, 16, 3, 0, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16, .splits = 3},
      2,
      1,
      40,
@@ -288,7 +289,7 @@ static const nf_case cases[] = {
     /* talking-heads: both variants, every scheme */
     {"talking-heads",
      TH_SHAPE "dtype=f32 causal=1",
-     {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 1},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16, .scheme = 1},
      2,
      5,
      9,
@@ -302,7 +303,7 @@ static const nf_case cases[] = {
      CLATTN_F32},
     {"talking-heads",
      TH_SHAPE "dtype=f16 causal=1",
-     {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16, .scheme = 2},
      2,
      5,
      9,
@@ -316,7 +317,7 @@ static const nf_case cases[] = {
      CLATTN_F16},
     {"talking-heads",
      TH_SHAPE "dtype=f32 causal=0",
-     {sizeof(clattn_params), 1, 2, 16, 0, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 16, .scheme = 2},
      2,
      5,
      9,
@@ -330,7 +331,7 @@ static const nf_case cases[] = {
      CLATTN_F32},
     {"talking-heads",
      TH_SHAPE "dtype=f16 causal=1",
-     {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 3},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16, .scheme = 3},
      2,
      5,
      9,
@@ -344,7 +345,7 @@ static const nf_case cases[] = {
      CLATTN_F16},
     {"talking-heads",
      TH_SHAPE "dtype=f32 causal=0",
-     {sizeof(clattn_params), 1, 2, 16, 0, 0, 0, 3},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 16, .scheme = 3},
      2,
      5,
      9,
@@ -358,7 +359,7 @@ static const nf_case cases[] = {
      CLATTN_F32},
     {"talking-heads",
      TH_SHAPE "dtype=bf16 causal=1",
-     {sizeof(clattn_params), 2, 0, 4, 16, 0, 0, 1},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 4, .wg = 16, .scheme = 1},
      2,
      5,
      9,
@@ -372,7 +373,7 @@ static const nf_case cases[] = {
      CLATTN_BF16},
     {"talking-heads",
      TH_SHAPE "dtype=f32 causal=1",
-     {sizeof(clattn_params), 2, 0, 4, 16, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 4, .wg = 16, .scheme = 2},
      2,
      5,
      9,
@@ -386,7 +387,7 @@ static const nf_case cases[] = {
      CLATTN_F32},
     {"talking-heads",
      TH_SHAPE "dtype=f16 causal=0",
-     {sizeof(clattn_params), 2, 0, 8, 16, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16, .scheme = 2},
      2,
      5,
      9,
@@ -401,7 +402,7 @@ static const nf_case cases[] = {
     /* talking-heads decode: direct and split */
     {"talking-heads-decode",
      THD_SHAPE "dtype=f32",
-     {sizeof(clattn_params), 0, 0, 0, 0, 1, 0, 0},
+     {.size = sizeof(clattn_params), .splits = 1},
      2,
      1,
      40,
@@ -415,7 +416,7 @@ static const nf_case cases[] = {
      CLATTN_F32},
     {"talking-heads-decode",
      THD_SHAPE "dtype=f32",
-     {sizeof(clattn_params), 0, 0, 0, 0, 3, 0, 0},
+     {.size = sizeof(clattn_params), .splits = 3},
      2,
      1,
      40,
@@ -429,7 +430,7 @@ static const nf_case cases[] = {
      CLATTN_F32},
     {"talking-heads-decode",
      THD_SHAPE "dtype=bf16",
-     {sizeof(clattn_params), 0, 0, 0, 0, 3, 0, 0},
+     {.size = sizeof(clattn_params), .splits = 3},
      2,
      1,
      40,
@@ -564,12 +565,10 @@ static int expect_nonfinite(const nf_case *c, inj j) {
 static void run_case(clattn_ctx *ctx, const nf_case *c, inj j, unsigned seed) {
   const clattn__family *F = clattn__family_find(c->family);
   cr_assert_not_null(F, "family %s missing", c->family);
-  _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
   _Alignas(16) unsigned char call_desc[CLATTN__DESC_MAX];
   char why[256];
-  cr_assert_eq(F->parse_shape(c->shape, desc, why, sizeof why), CLATTN_OK,
-               "%s: %s", c->shape, why);
-  clattn__desc_with_params(F, desc, &c->params, call_desc);
+  cr_assert_eq(F->parse_shape(c->shape, call_desc, why, sizeof why),
+               CLATTN_OK, "%s: %s", c->shape, why);
   clattn__buf_spec spec[CLATTN__MAX_BUFS];
   F->buffers(call_desc, spec);
   void *host[CLATTN__MAX_BUFS] = {0};
@@ -616,7 +615,8 @@ static void run_case(clattn_ctx *ctx, const nf_case *c, inj j, unsigned seed) {
                  ? tu_sentinel(ctx, spec[b].elems, spec[b].dtype, 0xff)
                  : tu_upload(ctx, host[b], spec[b].elems, spec[b].dtype);
   }
-  const clattn_status st = clattn__call(ctx, F, call_desc, dev, NULL);
+  const clattn_status st =
+      tu_family_call(ctx, F, call_desc, &c->params, dev, NULL);
   char what[400];
   snprintf(what, sizeof what, "%s %s (variant %d, splits %d, scheme %d): %s",
            F->name, c->shape, c->params.variant, c->params.splits,
@@ -727,7 +727,7 @@ static void run_nan_input(clattn_ctx *ctx, const char *family,
   }
   cr_assert(hit && out >= 0, "%s: buffer %s or the output not found", family,
             name);
-  const clattn_status st = clattn__call(ctx, F, desc, dev, NULL);
+  const clattn_status st = clattn__call(ctx, F, desc, NULL, dev, NULL);
   cr_assert_eq(st, CLATTN_OK, "%s %s: %s", family, shape,
                clattn_ctx_errmsg(ctx));
   F->reference(desc, host);

@@ -5,6 +5,7 @@
  * CLBlast scheme (Sgemm, Sgemv rows for up to CLATTN_LAYER_GEMV_ROWS
  * rows), on odd shapes and m = 1 .. 4; bad descriptions and params get
  * their status and a message naming the problem. */
+#include "family_call.h"
 #include "call/call.h"
 #include "family/cvmm.h"
 #include "family/plan.h"
@@ -38,8 +39,8 @@ static void run_case(clattn_ctx *ctx, int m, int n, int k,
   cl_mem bufs[3] = {tu_upload(ctx, a, na, CLATTN_F32),
                     tu_upload(ctx, w, nw, CLATTN_F32),
                     tu_sentinel(ctx, no, CLATTN_F32, 0xff)};
-  const clattn__gemm_desc d = {m, n, k, p};
-  const clattn_status st = clattn__call(ctx, family(), &d, bufs, NULL);
+  const clattn__gemm_desc d = {m, n, k};
+  const clattn_status st = tu_family_call(ctx, family(), &d, p, bufs, NULL);
   if (!tu_unsupported_ok(ctx, st, p)) {
     cr_assert_eq(st, CLATTN_OK, "%s: %s", what, clattn_ctx_errmsg(ctx));
     tu_download(ctx, bufs[2], got, no, CLATTN_F32);
@@ -79,15 +80,15 @@ static int big(int i) {
 /* The own kernel: automatic, then explicit variant 1 and 2 params
  * {variant, rows, keys, wg, splits, prefetch, scheme}. */
 static const clattn_params own[] = {
-    {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1},
-    {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 1},
-    {sizeof(clattn_params), 1, 8, 32, 0, 16, 0, 1},
-    {sizeof(clattn_params), 1, 3, 24, 2, 5, 0, 1},
-    {sizeof(clattn_params), 1, 12, 80, 0, 0, 0, 1},
-    {sizeof(clattn_params), 1, 1, 7, 0, 1, 0, 1},
-    {sizeof(clattn_params), 2, 4, 16, 64, 0, 0, 1},
-    {sizeof(clattn_params), 2, 2, 32, 64, 8, 0, 1},
-    {sizeof(clattn_params), 2, 1, 64, 64, 0, 0, 1},
+    {.size = sizeof(clattn_params), .scheme = 1},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16, .scheme = 1},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 8, .keys = 32, .splits = 16, .scheme = 1},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 3, .keys = 24, .wg = 2, .splits = 5, .scheme = 1},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 12, .keys = 80, .scheme = 1},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 1, .keys = 7, .splits = 1, .scheme = 1},
+    {.size = sizeof(clattn_params), .variant = 2, .rows = 4, .keys = 16, .wg = 64, .scheme = 1},
+    {.size = sizeof(clattn_params), .variant = 2, .rows = 2, .keys = 32, .wg = 64, .splits = 8, .scheme = 1},
+    {.size = sizeof(clattn_params), .variant = 2, .rows = 1, .keys = 64, .wg = 64, .scheme = 1},
 };
 
 Test(projection, own_kernel, .timeout = 900) {
@@ -109,7 +110,7 @@ Test(projection, own_kernel, .timeout = 900) {
  * Sgemm (one process: CLBlast builds its kernels once). */
 Test(projection, clblast, .timeout = 900) {
   clattn_ctx *ctx = tu_ctx();
-  const clattn_params cb = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2};
+  const clattn_params cb = {.size = sizeof(clattn_params), .scheme = 2};
   for (int i = 0; i < NSHAPES; i++) {
     if (tu_subset("small") && (i % 3 != 0 || big(i)))
       continue;
@@ -140,12 +141,12 @@ Test(projection, clblast_applies_xgemm) {
   cr_assert_eq(clattn_ctx_create(&o, &ctx), CLATTN_OK, "%s",
                clattn_ctx_errmsg(NULL));
   cr_assert_not_null(ctx->gemm_prepare);
-  const clattn_params own_p = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1};
+  const clattn_params own_p = {.size = sizeof(clattn_params), .scheme = 1};
   run_case(ctx, 5, 33, 17, &own_p, "own before the CLBlast call");
   cr_expect_eq(ctx->gemm_explain[0], '\0',
                "the own kernel applied Xgemm parameters: %s",
                ctx->gemm_explain);
-  const clattn_params cb = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2};
+  const clattn_params cb = {.size = sizeof(clattn_params), .scheme = 2};
   run_case(ctx, 37, 29, 23, &cb, "clblast after the own kernel");
   cr_expect_neq(ctx->gemm_explain[0], '\0',
                 "the CLBlast scheme ran without applying the Xgemm "
@@ -169,23 +170,27 @@ Test(projection, own_kernel_where_xgemm_is_tuned) {
   clattn_ctx *ctx = tu_ctx();
   clattn__target t = clattn__ctx_target(ctx);
   t.gemm_own_from = 16.0 * 16 * 16;
-  _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
   _Alignas(16) unsigned char pl[CLATTN__PLAN_MAX];
   char why[256] = "";
-  const clattn_params cb = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2};
+  const clattn_params cb = {.size = sizeof(clattn_params), .scheme = 2};
+  clattn__params cb_values;
+  cr_assert_eq(clattn__params_in(family(), &cb, &cb_values, why, sizeof why),
+               CLATTN_OK, "%s", why);
   const struct {
     int m, n, k, own;
   } cases[] = {
       {24, 32, 32, 1}, {16, 16, 16, 1}, {4, 512, 512, 0}, {15, 16, 16, 0}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    const clattn__gemm_desc d = {cases[i].m, cases[i].n, cases[i].k, NULL};
-    cr_assert_eq(
-        clattn__plan_params(family(), &t, &d, NULL, copy, pl, why, sizeof why),
-        CLATTN_OK, "%s", why);
-    cr_expect_eq(family()->resolved(pl).scheme, cases[i].own ? 1 : 2,
-                 "%dx%dx%d", cases[i].m, cases[i].n, cases[i].k);
-    const clattn_status st =
-        clattn__plan_params(family(), &t, &d, &cb, copy, pl, why, sizeof why);
+    const clattn__gemm_desc d = {cases[i].m, cases[i].n, cases[i].k};
+    cr_assert_eq(clattn__plan_params(family(), &t, &d, NULL, pl, why, sizeof why),
+                 CLATTN_OK, "%s", why);
+    char text[128];
+    const clattn__params r = family()->resolved(pl);
+    clattn__params_format(family(), &r, text, sizeof text);
+    cr_expect_eq(tu_params(text).scheme, cases[i].own ? 1 : 2, "%dx%dx%d",
+                 cases[i].m, cases[i].n, cases[i].k);
+    const clattn_status st = clattn__plan_params(family(), &t, &d, &cb_values,
+                                                 pl, why, sizeof why);
     cr_expect_eq(st, cases[i].own ? CLATTN_ERR_UNSUPPORTED : CLATTN_OK,
                  "%dx%dx%d: %s", cases[i].m, cases[i].n, cases[i].k, why);
     if (cases[i].own)
@@ -208,8 +213,8 @@ Test(projection, own_kernel_where_xgemm_is_tuned) {
 /* Events: the caller's wait list and an out event, on both schemes. */
 Test(projection, events) {
   clattn_ctx *ctx = tu_ctx();
-  const clattn_params ps[2] = {{sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1},
-                               {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 2}};
+  const clattn_params ps[2] = {{.size = sizeof(clattn_params), .scheme = 1},
+                               {.size = sizeof(clattn_params), .scheme = 2}};
   for (int s = 0; s < 2; s++) {
     cl_int err;
     cl_event user = clCreateUserEvent(clattn_ctx_cl_context(ctx), &err);
@@ -220,9 +225,9 @@ Test(projection, events) {
     cl_mem bufs[3] = {tu_upload(ctx, x, 6 * 4, CLATTN_F32),
                       tu_upload(ctx, x, 4 * 5, CLATTN_F32),
                       tu_buffer(ctx, 6 * 5 * 4)};
-    const clattn__gemm_desc d = {6, 5, 4, &ps[s]};
-    cr_assert_eq(clattn__call(ctx, family(), &d, bufs, &ev), CLATTN_OK, "%s",
-                 clattn_ctx_errmsg(ctx));
+    const clattn__gemm_desc d = {6, 5, 4};
+    cr_assert_eq(tu_family_call(ctx, family(), &d, &ps[s], bufs, &ev),
+                 CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
     cr_assert_not_null(done);
     cr_assert_eq(clSetUserEventStatus(user, CL_COMPLETE), CL_SUCCESS);
     cr_expect_eq(clWaitForEvents(1, &done), CL_SUCCESS);
@@ -235,10 +240,11 @@ Test(projection, events) {
 }
 
 static void expect_refused(clattn_ctx *ctx, const clattn__gemm_desc *d,
-                           clattn_status want, const char *word) {
+                           const clattn_params *p, clattn_status want,
+                           const char *word) {
   cl_mem bufs[3] = {tu_buffer(ctx, 1 << 16), tu_buffer(ctx, 1 << 16),
                     tu_buffer(ctx, 1 << 16)};
-  const clattn_status st = clattn__call(ctx, family(), d, bufs, NULL);
+  const clattn_status st = tu_family_call(ctx, family(), d, p, bufs, NULL);
   cr_expect_eq(st, want, "status %s, want %s (%s)", clattn_status_str(st),
                clattn_status_str(want), clattn_ctx_errmsg(ctx));
   cr_expect(strstr(clattn_ctx_errmsg(ctx), word) != NULL,
@@ -249,33 +255,29 @@ static void expect_refused(clattn_ctx *ctx, const clattn__gemm_desc *d,
 
 Test(projection, misuse) {
   clattn_ctx *ctx = tu_ctx();
-  const clattn__gemm_desc ok = {8, 40, 8, NULL};
+  const clattn__gemm_desc ok = {8, 40, 8};
   clattn__gemm_desc d = ok;
   d.m = 0;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "m (0)");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "m (0)");
   d = ok;
   d.k = -3;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "k (-3)");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "k (-3)");
   d = ok;
   d.m = d.k = INT_MAX;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "overflow");
-  const clattn_params scheme = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 3};
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "overflow");
+  const clattn_params scheme = {.size = sizeof(clattn_params), .scheme = 3};
   d = ok;
-  d.params = &scheme;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "scheme");
-  const clattn_params cb = {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 2};
-  d.params = &cb;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "CLBlast");
-  const clattn_params keys = {sizeof(clattn_params), 1, 4, 17, 0, 0, 0, 1};
-  d.params = &keys;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "keys");
-  const clattn_params big = {sizeof(clattn_params), 1, 4, 16, 0, 4096, 0, 1};
-  d.params = &big;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "splits");
+  expect_refused(ctx, &d, &scheme, CLATTN_ERR_INVALID_ARG, "scheme");
+  const clattn_params cb = {.size = sizeof(clattn_params), .variant = 1, .scheme = 2};
+  expect_refused(ctx, &d, &cb, CLATTN_ERR_INVALID_ARG, "CLBlast");
+  const clattn_params keys = {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 17, .scheme = 1};
+  expect_refused(ctx, &d, &keys, CLATTN_ERR_INVALID_ARG, "keys");
+  const clattn_params big = {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16, .splits = 4096, .scheme = 1};
+  expect_refused(ctx, &d, &big, CLATTN_ERR_INVALID_ARG, "splits");
   /* a buffer smaller than the shape names it */
   cl_mem small[3] = {tu_buffer(ctx, 1 << 16), tu_buffer(ctx, 16),
                      tu_buffer(ctx, 1 << 16)};
-  cr_expect_eq(clattn__call(ctx, family(), &ok, small, NULL),
+  cr_expect_eq(clattn__call(ctx, family(), &ok, NULL, small, NULL),
                CLATTN_ERR_BUFFER_TOO_SMALL, "%s", clattn_ctx_errmsg(ctx));
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "w") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
@@ -291,19 +293,18 @@ Test(projection, model) {
   clattn_profile prof = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("A100", &prof), CLATTN_OK);
   clattn_prediction pr = {.size = sizeof(clattn_prediction)};
-  clattn__gemm_desc d = {512, 256, 128, NULL};
-  cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK);
+  clattn__gemm_desc d = {512, 256, 128};
+  cr_assert_eq(tu_family_model(family(), &d, NULL, &prof, &pr), CLATTN_OK);
   cr_expect_eq(pr.n_kernels, 1);
   cr_expect_eq(pr.total.flops, 2.0 * 512 * 256 * 128);
   cr_expect_eq(tu_params(pr.params).scheme, 2);
   cr_expect_eq(pr.total.launches, 1);
   d.m = 3;
-  cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK);
+  cr_assert_eq(tu_family_model(family(), &d, NULL, &prof, &pr), CLATTN_OK);
   cr_expect_eq(pr.total.launches, 4, "3 GEMV rows and the fill");
-  const clattn_params own1 = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1};
+  const clattn_params own1 = {.size = sizeof(clattn_params), .scheme = 1};
   d.m = 100;
-  d.params = &own1;
-  cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK, "%s",
+  cr_assert_eq(tu_family_model(family(), &d, &own1, &prof, &pr), CLATTN_OK, "%s",
                pr.errmsg);
   cr_expect_eq(pr.total.flops, 2.0 * 100 * 256 * 128);
   cr_expect(pr.total.bytes_read >= 4.0 * (100 * 128 + 128 * 256));

@@ -262,17 +262,17 @@ Test(misuse, attention) {
   /* parameters */
   d = p.d;
   d.params = &prm;
-  prm = (clattn_params){sizeof(clattn_params), 3, 0, 0, 0, 0, 0, 0};
+  prm = (clattn_params){.size = sizeof(clattn_params), .variant = 3};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant 3");
-  prm = (clattn_params){sizeof(clattn_params), -1, 0, 0, 0, 0, 0, 0};
+  prm = (clattn_params){.size = sizeof(clattn_params), .variant = -1};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant -1");
-  prm = (clattn_params){sizeof(clattn_params), 1, -2, 0, 0, 0, 0, 0};
+  prm = (clattn_params){.size = sizeof(clattn_params), .variant = 1, .rows = -2};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "rows -2");
-  prm = (clattn_params){sizeof(clattn_params), 1, 4, 24, 0, 0, 0, 0};
+  prm = (clattn_params){.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 24};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant 1 keys 24");
-  prm = (clattn_params){sizeof(clattn_params), 1, 64, 16, 0, 0, 0, 0};
+  prm = (clattn_params){.size = sizeof(clattn_params), .variant = 1, .rows = 64, .keys = 16};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant 1 rows 64");
-  prm = (clattn_params){sizeof(clattn_params), 2, 0, 512, 64, 0, 0, 0};
+  prm = (clattn_params){.size = sizeof(clattn_params), .variant = 2, .keys = 512, .wg = 64};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant 2 keys 512");
   size_t maxwg = 0;
   cl_int err =
@@ -280,17 +280,17 @@ Test(misuse, attention) {
                       sizeof maxwg, &maxwg, NULL);
   cr_assert_eq(err, CL_SUCCESS);
   prm =
-      (clattn_params){sizeof(clattn_params), 2, 0, 16, (int)maxwg * 2, 0, 0, 0};
+      (clattn_params){.size = sizeof(clattn_params), .variant = 2, .keys = 16, .wg = (int)maxwg * 2};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "variant 2 wg > device");
   prm =
-      (clattn_params){sizeof(clattn_params), 1, 4, 16, (int)maxwg * 2, 0, 0, 0};
+      (clattn_params){.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16, .wg = (int)maxwg * 2};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "variant 1 wg > device");
   cl_ulong lmem = 0;
   clGetDeviceInfo(clattn_ctx_device(ctx), CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem,
                   &lmem, NULL);
   d.head_dim_k = d.head_dim_v = 16; /* 256 keys x 32 floats = 32 KiB */
   if (lmem < 256 * 32 * 4) {
-    prm = (clattn_params){sizeof(clattn_params), 2, 0, 256, 1, 0, 0, 0};
+    prm = (clattn_params){.size = sizeof(clattn_params), .variant = 2, .keys = 256, .wg = 1};
     EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "local memory");
   }
   /* the valid call works and writes o (so the checks above mean
@@ -369,13 +369,13 @@ Test(misuse, decode_and_append) {
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_INVALID_ARG, "decode layout 9");
   x = dd;
   x.params = &prm;
-  prm = (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, -2, 0, 0};
+  prm = (clattn_params){.size = sizeof(clattn_params), .splits = -2};
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_INVALID_ARG, "decode splits -2");
-  prm = (clattn_params){sizeof(clattn_params), 7, 0, 0, 0, 0, 0, 0};
+  prm = (clattn_params){.size = sizeof(clattn_params), .variant = 7};
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_INVALID_ARG, "decode variant 7");
-  prm = (clattn_params){sizeof(clattn_params), 1, 0, 0, 0, 0, 3, 0};
+  prm = (clattn_params){.size = sizeof(clattn_params), .variant = 1, .prefetch = 3};
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_INVALID_ARG, "decode prefetch 3");
-  prm = (clattn_params){sizeof(clattn_params), 2, 0, 0, 1 << 20, 0, 0, 0};
+  prm = (clattn_params){.size = sizeof(clattn_params), .variant = 2, .wg = 1 << 20};
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_UNSUPPORTED, "decode wg 2^20");
 
   /* kv_append: the caches must stay as they were */
@@ -535,7 +535,7 @@ Test(events, user_event_gates_attention_and_decode, .timeout = 120) {
                CLATTN_OK);
   cr_assert_eq(clFinish(clattn_ctx_queue(ctx)), CL_SUCCESS);
   for (int variant = 1; variant <= 2; variant++) {
-    clattn_params prm = {sizeof(clattn_params), variant, 0, 0, 0, 0, 0, 0};
+    clattn_params prm = {.size = sizeof(clattn_params), .variant = variant};
     clattn_attn_desc d = p.d;
     d.params = &prm;
     /* prefill o with the sentinel again */
@@ -587,14 +587,7 @@ Test(events, user_event_gates_attention_and_decode, .timeout = 120) {
   cl_mem dq = tu_upload(ctx, q, nq, CLATTN_F32);
   cl_mem dl = tu_upload_int(ctx, lens_h, 2);
   cl_mem dout = tu_sentinel(ctx, nq, CLATTN_F32, 0xff);
-  clattn_params prm = {sizeof(clattn_params),
-                       0,
-                       0,
-                       0,
-                       0,
-                       4,
-                       0,
-                       0}; /* split + combine: two kernels */
+  clattn_params prm = {.size = sizeof(clattn_params), .splits = 4}; /* split + combine: two kernels */
   clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc),
                            .batch = b,
                            .capacity = cap,

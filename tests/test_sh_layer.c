@@ -449,13 +449,11 @@ Test(sh_layer, model_is_sum) {
   const clattn__family *cvmm = clattn__family_find("cvmm");
   cr_assert_not_null(cvmm, "no cvmm family in this build");
   const clattn__cvmm_desc mix[2] = {
-      {rows, 1024, 112, 4, 4, 2, 1024, CLATTN__CVMM_SPLIT, CLATTN__CVMM_TOPK,
-       NULL},
-      {rows, 112, 1024, 4, 4, 2, 1024, CLATTN__CVMM_SUM, CLATTN__CVMM_TOPK,
-       NULL}};
+      {rows, 1024, 112, 4, 4, 2, 1024, CLATTN__CVMM_SPLIT, CLATTN__CVMM_TOPK},
+      {rows, 112, 1024, 4, 4, 2, 1024, CLATTN__CVMM_SUM, CLATTN__CVMM_TOPK}};
   int kernels = 2;
   for (int i = 0; i < 2; i++) {
-    cr_assert_eq(clattn__model(cvmm, &mix[i], NULL, &p, &sub), CLATTN_OK, "%s",
+    cr_assert_eq(clattn__model(cvmm, &mix[i], NULL, NULL, &p, &sub), CLATTN_OK, "%s",
                  sub.errmsg);
     flops += sub.total.flops;
     kernels += sub.n_kernels;

@@ -190,7 +190,7 @@ Test(shipped, caller_params_win) {
       row("f0", p.vendor, p.arch, "prefill", CLS, SHIPPED_PARAMS, 1e-3);
   use_shipped(write_shipped("one.json", &e, 1));
   clattn_ctx *ctx = ctx_with_db(no_db());
-  clattn_params mine = {sizeof(clattn_params), 1, 4, 32, 0, 0, 0, 0};
+  clattn_params mine = {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 32};
   clattn_attn_desc d = desc;
   d.params = &mine;
   clattn_choice ch = {.size = sizeof(clattn_choice)};

@@ -8,6 +8,7 @@
  * bytes; bad calls get their exact status.  The reference of the whole
  * Hosseini & Hosseini layers (ref_hh_layer) is itself checked against
  * hand-computed values. */
+#include "family_call.h"
 #include "call/call.h"
 #include "family/super_values.h"
 #include "reference/ref_hh.h"
@@ -41,7 +42,7 @@ static float *make_w_a(tu_rng *rng, int l, float above) {
  * reference; causal calls see NaN above W_a's diagonal, the reference
  * zeros.  Rows outside pos0 .. pos0+n-1 must be v0's exactly. */
 static void run_case(clattn_ctx *ctx, const clattn__super_values_desc *d,
-                     const char *what) {
+                     const clattn_params *p, const char *what) {
   tu_rng rng = tu_rng_seed(1000u + (uint64_t)d->n * 31u + (uint64_t)d->pos0);
   const size_t nx = x_elems(d);
   const int l = d->max_len;
@@ -66,8 +67,8 @@ static void run_case(clattn_ctx *ctx, const clattn__super_values_desc *d,
   cl_mem bufs[3] = {tu_upload(ctx, w_dev, (size_t)l * l, CLATTN_F32),
                     tu_upload(ctx, x, nx, CLATTN_F32),
                     tu_upload(ctx, v0, nx, CLATTN_F32)};
-  const clattn_status st = clattn__call(ctx, family(), d, bufs, NULL);
-  if (!tu_unsupported_ok(ctx, st, d->params)) {
+  const clattn_status st = tu_family_call(ctx, family(), d, p, bufs, NULL);
+  if (!tu_unsupported_ok(ctx, st, p)) {
     cr_assert_eq(st, CLATTN_OK, "%s: %s", what, clattn_ctx_errmsg(ctx));
     tu_download(ctx, bufs[2], got, nx, CLATTN_F32);
     tu_check(what, got, want, nx, clattn__tolerance(CLATTN_F32));
@@ -109,10 +110,10 @@ static const sv_shape shapes[] = {
 
 /* The automatic plan and explicit rows x work-groups. */
 static const clattn_params explicit_params[] = {
-    {sizeof(clattn_params), 1, 1, 0, 0, 0, 0, 0},
-    {sizeof(clattn_params), 1, 3, 0, 0, 0, 0, 0},
-    {sizeof(clattn_params), 1, 16, 0, 32, 0, 0, 0},
-    {sizeof(clattn_params), 1, 5, 0, 8, 0, 0, 0}};
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 1},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 3},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 16, .wg = 32},
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 5, .wg = 8}};
 
 Test(super_values, matches_reference, .timeout = 600) {
   clattn_ctx *ctx = tu_ctx();
@@ -132,8 +133,7 @@ Test(super_values, matches_reference, .timeout = 600) {
                                            s->max_len,
                                            s->causal,
                                            s->xl,
-                                           s->vl,
-                                           p < 0 ? NULL : &explicit_params[p]};
+                                           s->vl};
       char what[160];
       snprintf(what, sizeof what,
                "b%d n%d pos%d cap%d h%d d%d l%d %s %s/%s params %d", s->batch,
@@ -141,7 +141,7 @@ Test(super_values, matches_reference, .timeout = 600) {
                s->causal ? "causal" : "full",
                s->xl == CLATTN_BHSD ? "bhsd" : "bshd",
                s->vl == CLATTN_BHSD ? "bhsd" : "bshd", p);
-      run_case(ctx, &d, what);
+      run_case(ctx, &d, p < 0 ? NULL : &explicit_params[p], what);
     }
   clattn_ctx_destroy(ctx);
 }
@@ -152,12 +152,12 @@ Test(super_values, upper_triangle_never_read) {
   clattn_ctx *ctx = tu_ctx();
   const int rows[] = {1, 2, 4, 7, 16};
   for (int r = 0; r < 5; r++) {
-    const clattn_params p = {sizeof(clattn_params), 1, rows[r], 0, 0, 0, 0, 0};
-    const clattn__super_values_desc d = {2,  9, 3,           12,          2, 8,
-                                         12, 1, CLATTN_BSHD, CLATTN_BHSD, &p};
+    const clattn_params p = {.size = sizeof(clattn_params), .variant = 1, .rows = rows[r]};
+    const clattn__super_values_desc d = {2,  9, 3,           12,         2, 8,
+                                         12, 1, CLATTN_BSHD, CLATTN_BHSD};
     char what[64];
     snprintf(what, sizeof what, "NaN upper triangle, rows %d", rows[r]);
-    run_case(ctx, &d, what);
+    run_case(ctx, &d, &p, what);
   }
   clattn_ctx_destroy(ctx);
 }
@@ -167,8 +167,8 @@ Test(super_values, upper_triangle_never_read) {
 Test(super_values, rows_outside_untouched) {
   clattn_ctx *ctx = tu_ctx();
   tu_rng rng = tu_rng_seed(5);
-  const clattn__super_values_desc d = {2,  4, 5,           16,          3,   4,
-                                       16, 1, CLATTN_BSHD, CLATTN_BHSD, NULL};
+  const clattn__super_values_desc d = {2,  4, 5,           16,          3, 4,
+                                       16, 1, CLATTN_BSHD, CLATTN_BHSD};
   const size_t nx = x_elems(&d);
   float *w = make_w_a(&rng, d.max_len, 0.0f);
   float *x = tu_alloc(sizeof(float) * nx);
@@ -177,7 +177,7 @@ Test(super_values, rows_outside_untouched) {
       tu_upload(ctx, w, (size_t)d.max_len * d.max_len, CLATTN_F32),
       tu_upload(ctx, x, nx, CLATTN_F32),
       tu_sentinel(ctx, nx, CLATTN_F32, 0xff)};
-  cr_assert_eq(clattn__call(ctx, family(), &d, bufs, NULL), CLATTN_OK, "%s",
+  cr_assert_eq(clattn__call(ctx, family(), &d, NULL, bufs, NULL), CLATTN_OK, "%s",
                clattn_ctx_errmsg(ctx));
   unsigned char *raw = tu_alloc(nx * 4);
   tu_read_bytes(ctx, bufs[2], raw, nx * 4);
@@ -208,11 +208,12 @@ Test(super_values, rows_outside_untouched) {
 
 /* A bad description's status, and a message naming what is wrong. */
 static void expect_refused(clattn_ctx *ctx, const clattn__super_values_desc *d,
-                           clattn_status want, const char *word) {
+                           const clattn_params *p, clattn_status want,
+                           const char *word) {
   /* buffers large enough for any of these shapes */
   cl_mem bufs[3] = {tu_buffer(ctx, 4096 * 4), tu_buffer(ctx, 4096 * 4),
                     tu_buffer(ctx, 4096 * 4)};
-  const clattn_status st = clattn__call(ctx, family(), d, bufs, NULL);
+  const clattn_status st = tu_family_call(ctx, family(), d, p, bufs, NULL);
   cr_expect_eq(st, want, "status %s, want %s (%s)", clattn_status_str(st),
                clattn_status_str(want), clattn_ctx_errmsg(ctx));
   cr_expect(strstr(clattn_ctx_errmsg(ctx), word) != NULL,
@@ -223,49 +224,47 @@ static void expect_refused(clattn_ctx *ctx, const clattn__super_values_desc *d,
 
 Test(super_values, misuse) {
   clattn_ctx *ctx = tu_ctx();
-  const clattn__super_values_desc ok = {1,  4, 4,           10,          2,   8,
-                                        10, 1, CLATTN_BSHD, CLATTN_BHSD, NULL};
+  const clattn__super_values_desc ok = {1,  4, 4,           10,          2, 8,
+                                        10, 1, CLATTN_BSHD, CLATTN_BHSD};
   clattn__super_values_desc d = ok;
   d.max_len = 7; /* pos0 + n = 8 */
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "max_len");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "max_len");
   d = ok;
   d.capacity = 7;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "capacity");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "capacity");
   d = ok;
   d.n = 0;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "n (0)");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "n (0)");
   d = ok;
   d.pos0 = -1;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "pos0");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "pos0");
   d = ok;
   d.batch = 0;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "batch");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "batch");
   d = ok;
   d.heads = 0;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "heads");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "heads");
   d = ok;
   d.head_dim = CLATTN_MAX_HEAD_DIM + 1;
-  expect_refused(ctx, &d, CLATTN_ERR_UNSUPPORTED, "head_dim");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_UNSUPPORTED, "head_dim");
   d = ok;
   d.v_layout = (clattn_layout)7;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "layout");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_INVALID_ARG, "layout");
   d = ok;
   d.batch = 1 << 20;
   d.capacity = 1 << 30;
   d.heads = 1 << 16;
-  expect_refused(ctx, &d, CLATTN_ERR_SHAPE, "overflow");
+  expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "overflow");
   d = ok;
-  const clattn_params keys = {sizeof(clattn_params), 1, 4, 16, 0, 0, 0, 0};
-  d.params = &keys;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "keys");
+  const clattn_params keys = {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16};
+  expect_refused(ctx, &d, &keys, CLATTN_ERR_INVALID_ARG, "keys");
   d = ok;
-  const clattn_params rows = {sizeof(clattn_params), 1, 33, 0, 0, 0, 0, 0};
-  d.params = &rows;
-  expect_refused(ctx, &d, CLATTN_ERR_INVALID_ARG, "rows");
+  const clattn_params rows = {.size = sizeof(clattn_params), .variant = 1, .rows = 33};
+  expect_refused(ctx, &d, &rows, CLATTN_ERR_INVALID_ARG, "rows");
   /* buffers smaller than the shape */
   cl_mem small[3] = {tu_buffer(ctx, 16), tu_buffer(ctx, 16),
                      tu_buffer(ctx, 16)};
-  cr_expect_eq(clattn__call(ctx, family(), &ok, small, NULL),
+  cr_expect_eq(clattn__call(ctx, family(), &ok, NULL, small, NULL),
                CLATTN_ERR_BUFFER_TOO_SMALL, "%s", clattn_ctx_errmsg(ctx));
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "w_a") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
@@ -279,15 +278,15 @@ Test(super_values, misuse) {
 Test(super_values, model_flops) {
   clattn_profile prof = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("A100", &prof), CLATTN_OK);
-  clattn__super_values_desc d = {2,  10, 6,           16,          4,   16,
-                                 16, 1,  CLATTN_BSHD, CLATTN_BHSD, NULL};
+  clattn__super_values_desc d = {2,  10, 6,           16,          4, 16,
+                                 16, 1,  CLATTN_BSHD, CLATTN_BHSD};
   clattn_prediction pr = {.size = sizeof(clattn_prediction)};
-  cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK, "%s",
+  cr_assert_eq(clattn__model(family(), &d, NULL, NULL, &prof, &pr), CLATTN_OK, "%s",
                pr.errmsg);
   const double pairs = 10.0 * 6 + 10.0 * 11 / 2; /* t = 6..15: t + 1 each */
   cr_expect_eq(pr.total.flops, 2.0 * 2 * pairs * 64);
   d.causal = 0;
-  cr_assert_eq(clattn__model(family(), &d, NULL, &prof, &pr), CLATTN_OK);
+  cr_assert_eq(clattn__model(family(), &d, NULL, NULL, &prof, &pr), CLATTN_OK);
   cr_expect_eq(pr.total.flops, 2.0 * 2 * 10 * 16 * 64);
 }
 

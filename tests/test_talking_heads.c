@@ -49,7 +49,7 @@ static const th_case cases[] = {
      0,
      0,
      F32,
-     {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 1, .scheme = 2},
      1},
     {2,
      19,
@@ -64,7 +64,7 @@ static const th_case cases[] = {
      0,
      0,
      F32,
-     {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 1},
+     {.size = sizeof(clattn_params), .variant = 1, .scheme = 1},
      1},
     {2,
      19,
@@ -79,7 +79,7 @@ static const th_case cases[] = {
      1,
      0,
      BF16,
-     {sizeof(clattn_params), 1, 0, 0, 0, 0, 0, 3},
+     {.size = sizeof(clattn_params), .variant = 1, .scheme = 3},
      0},
     {1,
      21,
@@ -94,7 +94,7 @@ static const th_case cases[] = {
      0,
      1,
      F32,
-     {sizeof(clattn_params), 1, 2, 16, 4, 0, 0, 3},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 16, .wg = 4, .scheme = 3},
      0},
     {2,
      13,
@@ -109,7 +109,7 @@ static const th_case cases[] = {
      1,
      1,
      F16,
-     {sizeof(clattn_params), 2, 0, 8, 16, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16, .scheme = 2},
      1},
     {1,
      9,
@@ -124,7 +124,7 @@ static const th_case cases[] = {
      0,
      1,
      F32,
-     {sizeof(clattn_params), 2, 0, 4, 8, 0, 0, 1},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 4, .wg = 8, .scheme = 1},
      1},
     {2,
      33,
@@ -139,7 +139,7 @@ static const th_case cases[] = {
      0,
      0,
      F32,
-     {sizeof(clattn_params), 1, 4, 32, 0, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 32, .scheme = 2},
      0},
     {2,
      33,
@@ -154,7 +154,7 @@ static const th_case cases[] = {
      1,
      0,
      F16,
-     {sizeof(clattn_params), 1, 2, 16, 0, 0, 0, 1},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 16, .scheme = 1},
      0},
     {2,
      33,
@@ -169,7 +169,7 @@ static const th_case cases[] = {
      0,
      1,
      F16,
-     {sizeof(clattn_params), 1, 8, 32, 0, 0, 0, 3},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 8, .keys = 32, .scheme = 3},
      0},
     {2,
      65,
@@ -184,7 +184,7 @@ static const th_case cases[] = {
      1,
      1,
      F32,
-     {sizeof(clattn_params), 1, 16, 64, 0, 0, 0, 3},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 16, .keys = 64, .scheme = 3},
      0},
     /* scheme 3 keeping part of the keys' logits: 32 x 32 x 600 floats pass
      * 2 MiB (PoCL), 2 items x 2 x 4 x 1600 pass Oclgrind's 48 KiB; the
@@ -203,7 +203,7 @@ static const th_case cases[] = {
      0,
      0,
      F32,
-     {sizeof(clattn_params), 1, 32, 16, 0, 0, 0, 3},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 32, .keys = 16, .scheme = 3},
      0},
     {2,
      9,
@@ -218,7 +218,7 @@ static const th_case cases[] = {
      0,
      1,
      F16,
-     {sizeof(clattn_params), 1, 2, 16, 2, 0, 0, 3},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 16, .wg = 2, .scheme = 3},
      1},
     {1,
      40,
@@ -233,7 +233,7 @@ static const th_case cases[] = {
      0,
      0,
      BF16,
-     {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params)},
      0},
     {3,
      17,
@@ -248,7 +248,7 @@ static const th_case cases[] = {
      1,
      1,
      F32,
-     {sizeof(clattn_params), 2, 0, 16, 32, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 16, .wg = 32, .scheme = 2},
      0},
     {2,
      50,
@@ -263,7 +263,7 @@ static const th_case cases[] = {
      0,
      0,
      F32,
-     {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},
+     {.size = sizeof(clattn_params)},
      0},
     {2,
      50,
@@ -278,7 +278,7 @@ static const th_case cases[] = {
      1,
      0,
      BF16,
-     {sizeof(clattn_params), 2, 0, 8, 64, 0, 0, 1},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 64, .scheme = 1},
      0},
     {1,
      7,
@@ -293,7 +293,7 @@ static const th_case cases[] = {
      0,
      1,
      F16,
-     {sizeof(clattn_params), 1, 1, 64, 0, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 1, .keys = 64, .scheme = 2},
      0},
     {2,
      65,
@@ -308,7 +308,7 @@ static const th_case cases[] = {
      1,
      1,
      F32,
-     {sizeof(clattn_params), 1, 8, 16, 0, 0, 0, 1},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 8, .keys = 16, .scheme = 1},
      0},
     {2,
      65,
@@ -323,7 +323,7 @@ static const th_case cases[] = {
      0,
      0,
      F32,
-     {sizeof(clattn_params), 2, 0, 32, 64, 0, 0, 2},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 32, .wg = 64, .scheme = 2},
      0},
 };
 
@@ -464,8 +464,7 @@ Test(talking_heads, identity_is_mha, .timeout = 900) {
                                      0.0f,
                                      causal,
                                      NULL};
-        const clattn_params p = {
-            sizeof(clattn_params), variant, 0, 0, 0, 0, 0, scheme};
+        const clattn_params p = {.size = sizeof(clattn_params), .variant = variant, .scheme = scheme};
         const clattn_th_desc td = {sizeof(clattn_th_desc),
                                    b,
                                    n,
@@ -548,14 +547,14 @@ Test(talking_heads, misuse) {
   bad.heads_k = 0;
   cr_expect_eq(clattn_talking_heads(ctx, &bad, q, k, v, pl, pw, NULL, o, NULL),
                CLATTN_ERR_SHAPE);
-  const clattn_params p = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 4};
+  const clattn_params p = {.size = sizeof(clattn_params), .scheme = 4};
   bad = d;
   bad.params = &p;
   cr_expect_eq(clattn_talking_heads(ctx, &bad, q, k, v, pl, pw, NULL, o, NULL),
                CLATTN_ERR_INVALID_ARG);
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "scheme") != NULL, "%s",
             clattn_ctx_errmsg(ctx));
-  const clattn_params local2 = {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 3};
+  const clattn_params local2 = {.size = sizeof(clattn_params), .variant = 2, .scheme = 3};
   bad.params = &local2;
   cr_expect_eq(clattn_talking_heads(ctx, &bad, q, k, v, pl, pw, NULL, o, NULL),
                CLATTN_ERR_INVALID_ARG);

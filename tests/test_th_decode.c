@@ -97,8 +97,7 @@ static void run_decode(const thcase *c) {
   cl_mem dpw = tu_upload(ctx, pw, npw, CLATTN_F32);
   cl_mem dl = tu_upload_int(ctx, lens, (size_t)c->b);
   cl_mem dout = tu_sentinel(ctx, no, c->dt, 0xff);
-  const clattn_params p = {
-      sizeof(clattn_params), c->variant, 0, c->keys, c->wg, c->splits, 0, 0};
+  const clattn_params p = {.size = sizeof(clattn_params), .variant = c->variant, .keys = c->keys, .wg = c->wg, .splits = c->splits};
   const int has_p = c->variant || c->keys || c->wg || c->splits;
   const clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc),
                                    c->b,
@@ -250,7 +249,7 @@ Test(th_decode, steps, .timeout = 300) {
   cl_mem dq = tu_buffer(ctx, (size_t)hk * dk * 4);
   cl_mem dpl = tu_upload(ctx, pl, 15, dt), dpw = tu_upload(ctx, pw, 10, dt);
   cl_mem dout = tu_buffer(ctx, (size_t)hv * dv * 4);
-  const clattn_params p = {sizeof(clattn_params), 1, 0, 16, 0, 3, 0, 0};
+  const clattn_params p = {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3};
   const clattn_th_decode_desc d = {sizeof(clattn_th_decode_desc),
                                    1,
                                    cap,
@@ -435,10 +434,10 @@ Test(th_decode, misuse) {
           CLATTN_ERR_SHAPE);
     }
   const clattn_params bad_p[] = {
-      {sizeof(clattn_params), 2, 0, 0, 0, 0, 0, 0},
-      {sizeof(clattn_params), 0, 2, 0, 0, 0, 0, 0},
-      {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 1},
-      {sizeof(clattn_params), 0, 0, -16, 0, 0, 0, 0}};
+      {.size = sizeof(clattn_params), .variant = 2},
+      {.size = sizeof(clattn_params), .rows = 2},
+      {.size = sizeof(clattn_params), .scheme = 1},
+      {.size = sizeof(clattn_params), .keys = -16}};
   for (int i = 0; i < 4; i++) {
     clattn_th_decode_desc e = d;
     e.params = &bad_p[i];

@@ -50,15 +50,14 @@ static void check_space(const clattn__target *t, const clattn__space *s,
                         const void *desc, int decode) {
   cr_assert(s->n > 0 && s->def == 0, "space of %d, default %d", s->n, s->def);
   for (int i = 0; i < s->n; i++) {
-    clattn_params p = clattn__space_params(s, i);
+    clattn__params p = clattn__space_params(s, i);
     char why[160];
-    clattn_params r = {.size = sizeof(clattn_params)};
+    clattn__params r;
     if (decode) {
       clattn_decode_desc d = *(const clattn_decode_desc *)desc;
       clattn__decode_plan pl;
-      d.params = &p;
-      cr_assert_eq(clattn__plan_decode(t, &d, &pl, why, sizeof why), CLATTN_OK,
-                   "%s", why);
+      cr_assert_eq(clattn__plan_decode(t, &d, &p, &pl, why, sizeof why),
+                   CLATTN_OK, "%s", why);
       cr_assert(clattn__decode_fits(t, &d, &pl, why, sizeof why), "%s", why);
       cr_assert(pl.wg <= (int)t->max_wg);
       cr_assert(clattn__decode_local_bytes(&d, &pl) <= t->local_mem);
@@ -66,9 +65,8 @@ static void check_space(const clattn__target *t, const clattn__space *s,
     } else {
       clattn_attn_desc d = *(const clattn_attn_desc *)desc;
       clattn__prefill_plan pl;
-      d.params = &p;
-      cr_assert_eq(clattn__plan_prefill(t, &d, &pl, why, sizeof why), CLATTN_OK,
-                   "%s", why);
+      cr_assert_eq(clattn__plan_prefill(t, &d, &p, &pl, why, sizeof why),
+                   CLATTN_OK, "%s", why);
       cr_assert(clattn__prefill_fits(t, &d, &pl, why, sizeof why), "%s", why);
       cr_assert(pl.wg <= (int)t->max_wg);
       cr_assert(clattn__prefill_local_bytes(&d, &pl) <= t->local_mem);
@@ -77,7 +75,7 @@ static void check_space(const clattn__target *t, const clattn__space *s,
     cr_assert(memcmp(&r, &p, sizeof r) == 0, "candidate %d is not its own plan",
               i);
     for (int j = 0; j < i; j++) {
-      clattn_params q = clattn__space_params(s, j);
+      clattn__params q = clattn__space_params(s, j);
       cr_assert(memcmp(&p, &q, sizeof p) != 0, "candidates %d and %d equal", i,
                 j);
     }
@@ -165,7 +163,7 @@ Test(space, default_variant) {
                           1,
                           NULL};
     clattn__prefill_plan pp;
-    cr_assert_eq(clattn__plan_prefill(&targets[ti], &a, &pp, why, sizeof why),
+    cr_assert_eq(clattn__plan_prefill(&targets[ti], &a, NULL, &pp, why, sizeof why),
                  CLATTN_OK, "%s", why);
     cr_assert_eq(pp.variant, expect[ti], "target %d: prefill variant %d", ti,
                  pp.variant);
@@ -181,7 +179,7 @@ Test(space, default_variant) {
                             0.0f,
                             NULL};
     clattn__decode_plan dp;
-    cr_assert_eq(clattn__plan_decode(&targets[ti], &d, &dp, why, sizeof why),
+    cr_assert_eq(clattn__plan_decode(&targets[ti], &d, NULL, &dp, why, sizeof why),
                  CLATTN_OK, "%s", why);
     cr_assert_eq(dp.variant, expect[ti], "target %d: decode variant %d", ti,
                  dp.variant);
@@ -988,7 +986,7 @@ Test(choice, tuned_entries) {
   cr_assert_eq(ex.source, CLATTN_CHOICE_TUNED);
   cr_assert(memcmp(&ex.resolved, &ch.resolved, sizeof ch.resolved) == 0);
   /* the caller's params come first */
-  const clattn_params mine = {sizeof(clattn_params), 1, 2, 32, 0, 0, 0, 0};
+  const clattn_params mine = {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 32};
   d.params = &mine;
   run_prefill(ctx, &d);
   cr_assert_eq(last(ctx).source, CLATTN_CHOICE_CALLER);
@@ -1228,7 +1226,7 @@ Test(choice, repeated_calls_are_memoised) {
   clattn_choice ch = {.size = sizeof(clattn_choice)};
   for (int i = 0; i < 3; i++)
     cr_assert_eq(clattn_explain_decode(ctx, &dd, &ch), CLATTN_OK);
-  clattn_params p = {sizeof(clattn_params), 1, 0, 16, 0, 2, 0, 0}, p2 = p;
+  clattn_params p = {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 2}, p2 = p;
   clattn_decode_desc dp = dd;
   dp.params = &p;
   cr_assert_eq(clattn_explain_decode(ctx, &dp, &ch), CLATTN_OK);
@@ -1495,7 +1493,7 @@ Test(choice, env_override) {
 }
 
 Test(choice, params_text) {
-  clattn_params p = {sizeof(clattn_params), 2, 0, 32, 64, 8, 2, 0},
+  clattn_params p = {.size = sizeof(clattn_params), .variant = 2, .keys = 32, .wg = 64, .splits = 8, .prefetch = 2},
                 q = {.size = sizeof q};
   char buf[128];
   clattn_params_format(&p, buf, sizeof buf);

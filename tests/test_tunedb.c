@@ -480,10 +480,11 @@ Test(tunedb, malformed_entries_are_rejected) {
       &missing2, "    {\"fingerprint\": \"f\", \"kernel\": \"k\", "
                  "\"shape_class\": \"c\", \"params\": \"p\", \"status\": "
                  "\"ok\"}");
-  const bad_entry empty = {"empty params", "", "", "\"params\" is empty"};
+  /* a key column empty (params may be: a family without tunables) */
+  const bad_entry empty = {"empty kernel", "", "", "\"kernel\" is empty"};
   expect_entry_rejected(&empty,
-                        "    {\"fingerprint\": \"f\", \"kernel\": \"k\", "
-                        "\"shape_class\": \"c\", \"params\": \"\", \"status\": "
+                        "    {\"fingerprint\": \"f\", \"kernel\": \"\", "
+                        "\"shape_class\": \"c\", \"params\": \"p\", \"status\": "
                         "\"ok\", \"updated\": \"2025-01-01T00:00:00Z\"}");
   const bad_entry date = {"bad date", "", "", "not a UTC date"};
   expect_entry_rejected(
@@ -1034,9 +1035,11 @@ static const hostile hostiles[] = {
     {"year 0", "\"updated\": \"0000-01-01T00:00:00Z\"", "updated",
      "not a calendar"},
     {"variant 9", "\"params\": \"variant=9 rows=3\"", "params",
-     "\"params\": params: variant"},
-    {"negative rows", "\"params\": \"variant=9 rows=-3\"", "params",
-     "rows: expected a count >= 0"},
+     "\"params\": variant=9: the decode family's variant is 1 to 2"},
+    {"negative rows", "\"params\": \"variant=1 rows=-3\"", "params",
+     "rows=-3: the decode family's rows is 1 to"},
+    {"a tunable of another family", "\"params\": \"scheme=2\"", "params",
+     "scheme: the decode family has no such tunable"},
     {"unknown param", "\"params\": \"colour=3\"", "params", "\"params\""},
     {"keys not a multiple of 16", "\"params\": \"variant=1 keys=17\"", "params",
      "multiple of 16"},
@@ -1044,7 +1047,7 @@ static const hostile hostiles[] = {
      "params", "NAME=count"},
     {"unknown kernel, bad params",
      "\"kernel\": \"no-such-family\", \"params\": \"rows=-1\"", "params",
-     "rows: expected a count >= 0"},
+     "expected name=count fields, got \"rows=-1\""},
     {"unknown status", "\"status\": \"great\"", "status",
      "\"status\": \"great\""},
     {"invalid UTF-8", "\"device\": \"GPU \xff\xfe\"", "device",

@@ -327,6 +327,10 @@ int cli_families(void) {
     const char *std = clattn_family_standard_shape(i, 0);
     printf("%-10s %s\n", clattn_family_name(i), clattn_family_summary(i));
     printf("%-10s   shape keys: %s\n", "", clattn_family_shape_keys(i));
+    clattn_tunable t = {.size = sizeof t};
+    for (int j = 0; clattn_family_tunable(i, j, &t) == CLATTN_OK; j++)
+      printf("%-10s   tunable %s=%d..%d: %s (0: %s)\n", "", t.name, t.min,
+             t.max, t.meaning, t.automatic);
     if (std) {
       printf("%-10s   e.g. clattn explain %s", "", clattn_family_name(i));
       print_flags(std);

@@ -139,6 +139,9 @@ static const cli_option model_options[] = {
      "params: prefetch off|on"},
     {"scheme", CLI_INT, MOFF(params.scheme), 0, NULL, M_FAM | E_FAM, "N",
      "params: scheme"},
+    {"params", CLI_STR, MOFF(params.text), 0, NULL, M_FAM | E_FAM,
+     "\"NAME=N ...\"",
+     "params: any of the family's tunables (`clattn families`)"},
     {"profile", CLI_STR, MOFF(profile), 0, NULL, PRESENT, "NAME",
      "a datasheet GPU (clattn model profiles)"},
     {"device", CLI_STR, MOFF(device), 0, NULL,
@@ -289,18 +292,31 @@ void cli_print_cost_json(const clattn_cost *c, const char *sep) {
          cli_bound_name(c->bound), sep);
 }
 
+int cli_params_given(const clattn_params *p) {
+  return p->variant || p->rows || p->keys || p->wg || p->splits ||
+         p->prefetch || p->scheme || p->text != NULL;
+}
+
+void cli_print_params_json(const char *text) {
+  int n = 0;
+  for (const char *s = text; *s;) {
+    int used = 0, value = 0;
+    char name[32];
+    if (sscanf(s, " %31[a-z_0-9-]=%d%n", name, &value, &used) != 2)
+      break;
+    printf("%s\"%s\": %d", n++ ? ", " : "", name, value);
+    s += used;
+  }
+}
+
 void cli_print_prediction(const char *what, const clattn_profile *p,
                           const clattn_prediction *pr, int json) {
   if (json) {
-    clattn_params pp = {.size = sizeof pp};
-    clattn_params_parse(pr->params, &pp);
     printf("{\n  \"call\": \"%s\",\n  \"profile\": \"%s\",\n  \"source\": "
-           "\"%s\",\n  \"ridge\": %.6g,\n  \"params\": {\"variant\": %d, "
-           "\"rows\": %d, \"keys\": %d, \"wg\": %d, \"splits\": %d, "
-           "\"prefetch\": %d, \"scheme\": %d},\n"
-           "  \"kernels\": [\n",
-           what, p->name, cli_profile_source(p->source), pr->ridge, pp.variant,
-           pp.rows, pp.keys, pp.wg, pp.splits, pp.prefetch, pp.scheme);
+           "\"%s\",\n  \"ridge\": %.6g,\n  \"params\": {",
+           what, p->name, cli_profile_source(p->source), pr->ridge);
+    cli_print_params_json(pr->params);
+    printf("},\n  \"kernels\": [\n");
     for (int i = 0; i < pr->n_kernels; i++)
       cli_print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
     printf("  ],\n  \"total\":\n");
@@ -353,9 +369,7 @@ static int model_call(const char *kind, model_opts *o) {
   const int fam = cli_family(kind);
   if (fam >= 0) {
     char shape[512];
-    const int caller = o->params.variant || o->params.rows || o->params.keys ||
-                       o->params.wg || o->params.splits || o->params.prefetch ||
-                       o->params.scheme;
+    const int caller = cli_params_given(&o->params);
     if ((rc = cli_shape_text(o, fam, shape, sizeof shape)) ||
         (rc = cli_model_profile(o, &prof)))
       return rc;

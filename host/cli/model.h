@@ -31,6 +31,10 @@ const char *cli_profile_source(clattn_profile_source s);
 /* A prediction as `clattn model FAMILY|layer` prints it: the profile's
  * ceilings, the parameters, a row per kernel and the total; or one JSON
  * object. */
+/* Whether the flags set any of params' fields (--variant ..., --params). */
+int cli_params_given(const clattn_params *p);
+/* "name=value ..." text as the members of a JSON object, "name": value. */
+void cli_print_params_json(const char *text);
 void cli_print_prediction(const char *what, const clattn_profile *p,
                           const clattn_prediction *pr, int json);
 /* One cost as a JSON object (4 spaces in), then sep. */

@@ -311,11 +311,6 @@ static int model_paper(const model_opts *o) {
   return CLI_OK;
 }
 
-static int params_given(const clattn_params *p) {
-  return p->variant || p->rows || p->keys || p->wg || p->splits ||
-         p->prefetch || p->scheme;
-}
-
 /* ------------------------------------------------ one layer call */
 
 /* The paper's 47M SwitchHead (WT103 selects k = 2, C4 k = 3) and its
@@ -431,7 +426,7 @@ static void print_layer(const char *what, const clattn_profile *p,
 
 static int model_layer(const model_opts *o) {
   if (o->kv_heads || o->head_dim_v || o->kv_seq || o->max_len ||
-      params_given(&o->params) || o->dtype != CLATTN_F32) {
+      cli_params_given(&o->params) || o->dtype != CLATTN_F32) {
     cli_err("model switchhead takes --d-model, --heads, --head-dim, "
             "--experts, --topk, --batch, --seq, --cache-len, --causal, "
             "--dense-heads, --dense-head-dim (float32)");
@@ -509,7 +504,7 @@ int cli_model_sh(const model_opts *o) {
       o->kv_seq || o->heads || o->kv_heads || o->head_dim || o->head_dim_v ||
       o->d_model || o->cache_len || o->max_len || o->shape_extra[0] ||
       o->dtype != CLATTN_F32 || o->no_device || o->no_store || o->quick ||
-      o->probe || params_given(&o->params)) {
+      o->probe || cli_params_given(&o->params)) {
     cli_err("model switchhead --paper takes no shape or device: its "
             "configurations are the paper's (--json only)");
     return CLI_USAGE;

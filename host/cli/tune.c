@@ -47,8 +47,9 @@ static const char tune_usage[] =
     "  all for exhaustive, else 25% of the space), --seed N, --fresh\n"
     "  (measure again what the database has), --quiet, --device D\n"
     "explain: the parameters the family's call would use for\n"
-    "  SHAPE on the device (--variant/--rows/--keys/--wg/--splits/--prefetch\n"
-    "  act as the caller's params), where they come from and why\n";
+    "  SHAPE on the device (--params \"NAME=N ...\" in the family's tunables,\n"
+    "  or --variant/--rows/--keys/--wg/--splits/--prefetch/--scheme, act as the\n"
+    "  caller's params), where they come from and why\n";
 
 static int parse_strategy(const char *v, void *field) {
   for (int k = 0; k <= CLATTN_TUNE_MODEL; k++)
@@ -383,9 +384,7 @@ int cli_explain(int argc, char **argv) {
     return CLI_FAIL;
   clattn_choice ch = {.size = sizeof(clattn_choice)};
   m.params.size = sizeof m.params; /* the flags fill its fields */
-  const int caller = m.params.variant || m.params.rows || m.params.keys ||
-                     m.params.wg || m.params.splits || m.params.prefetch ||
-                     m.params.scheme;
+  const int caller = cli_params_given(&m.params);
   clattn_status st = clattn_explain_shape(ctx, clattn_family_name(fam), shape,
                                           caller ? &m.params : NULL, &ch);
   if (st != CLATTN_OK) {

@@ -267,31 +267,16 @@ typedef struct clattn_events {
   cl_event *out;
 } clattn_events;
 
-/* Kernel-shape parameters.  Zero fields mean "choose automatically"; the
- * library validates any nonzero field against the device and the kernel. */
+/* Kernel-shape parameters: values of the call's family's tunables, each
+ * family its own (clattn_family_tunable in clattn_tools.h, or `clattn
+ * families`), by name in `text`: "variant=2 wg=64 keys=32".  A tunable not
+ * named, or 0, is chosen by the library; an unknown name or a value out of
+ * range is CLATTN_ERR_INVALID_ARG naming it.  The named int fields are an
+ * older form of the tunables of those names (0: not set). */
 typedef struct clattn_params {
-  size_t size;  /* sizeof(clattn_params) */
-  int variant;  /* 0 auto, 1 register-blocked (CPU-shaped), 2 local-memory
-                   work-group tiles (GPU-shaped) */
-  int rows;     /* prefill: packed query rows per work-item (variant 1) or
-                   per work-group (variant 2); decode variant 1: query heads
-                   per P V pass after the first, or the whole group (rows
-                   >= heads per KV head) for passes over slices of the
-                   value dims, without prefetch */
-  int keys;     /* keys per tile */
-  int wg;       /* work-items per work-group (variant 2) */
-  int splits;   /* decode: KV splits per (sequence, KV head); prefill: unused */
-  int prefetch; /* decode variant 1: 1 off, 2 software prefetch of the next
-                   key block during the P V passes after the first (heads
-                   per KV head > 1); 0 auto; prefill: unused */
-  int scheme;   /* the family's algorithm where it has several; talking-heads
-                   prefill: 1 one pass with an accumulator per (logit head,
-                   value head), 2 two passes (softmax statistics, then the
-                   exact weights mixed by P_w), 3 (variant 1 only) two
-                   passes with pass 1's logits kept in local memory for
-                   pass 2, for as many keys (rows x heads floats a key and
-                   work-item) as it holds, the rest recomputed; 0 auto;
-                   others: unused */
+  size_t size; /* sizeof(clattn_params) */
+  int variant, rows, keys, wg, splits, prefetch, scheme;
+  const char *text; /* "name=value ..." in the family's names; NULL: none */
 } clattn_params;
 
 /* ---------------------------------------------------------- attention */
@@ -701,7 +686,7 @@ CLATTN_API clattn_status clattn_layer_decode(clattn_layer *layer,
 /* ------------------------------------------------- parameter choice */
 
 /* Where the parameters of a call come from, in the order they are tried:
- * the caller's desc->params (any nonzero field), an override
+ * the caller's desc->params (any value set), an override
  * (clattn_ctx_set_params or $CLATTN_PARAMS), a tuning entry of this device
  * and the call's shape class, of this device and the nearest tuned shape
  * class, of another device of the same vendor and architecture, the
@@ -733,9 +718,10 @@ CLATTN_API const char *clattn_choice_source_str(clattn_choice_source s);
 typedef struct clattn_choice {
   size_t size; /* sizeof(clattn_choice) */
   clattn_choice_source source;
-  char params[256];       /* as chosen (before the plan fills zeros), in
-                             clattn_params_format's text ("" : automatic) */
-  char resolved[256];     /* every field as the kernels run it, as text */
+  char params[256];       /* as chosen, "name=value ..." in the family's
+                             tunables ("": automatic) */
+  char resolved[256];     /* as the kernels run them (values of 0 left
+                             out), the same text */
   char shape_class[96];   /* the call's shape class */
   char entry_class[96];   /* shape class of the tuning entry used, or "" */
   char entry_device[128]; /* device of that entry, or "" */
@@ -766,8 +752,8 @@ CLATTN_API clattn_status clattn_ctx_last_choice(const clattn_ctx *ctx,
 /* Override the parameters of every later call of one kernel family that
  * passes no params of its own.  spec, also the syntax of $CLATTN_PARAMS:
  *   "prefill: variant=2 wg=64 keys=32; decode: keys=64 splits=16"
- * (the families of clattn_family_name; the fields of clattn_params_format;
- * unnamed fields stay automatic).  NULL or "" removes every override.
+ * (the families of clattn_family_name, each with its own tunables;
+ * unnamed tunables stay automatic).  NULL or "" removes every override.
  * Errors: ctx, CLATTN_ERR_INVALID_ARG (a malformed spec; the overrides stay
  * as they were), CLATTN_ERR_NOMEM.  Threads: safe, context-serialised (the
  * overrides apply to every thread's later calls). */
@@ -782,15 +768,6 @@ CLATTN_API clattn_status clattn_ctx_set_params(clattn_ctx *ctx,
  * Errors: ctx.  Threads: safe, context-serialised (every thread's later
  * calls on ctx read the database again). */
 CLATTN_API clattn_status clattn_ctx_reload_tuning(clattn_ctx *ctx);
-
-/* Parameters as text, "variant=1 rows=4 keys=64 wg=0 splits=0 prefetch=0"
- * (the tuning database's form; scheme= follows when it is set), and back
- * (unknown names are an error).
- * Errors: parse: CLATTN_ERR_INVALID_ARG.  Threads: pure, safe. */
-CLATTN_API void clattn_params_format(const clattn_params *p, char *buf,
-                                     size_t cap);
-CLATTN_API clattn_status clattn_params_parse(const char *text,
-                                             clattn_params *out);
 
 #ifdef __cplusplus
 }

@@ -316,7 +316,7 @@ typedef struct clattn_prediction {
   clattn_cost total;
   double ridge;     /* FLOP/byte where the device's roofline bends */
   char params[256]; /* the parameters the call resolves to, as
-                       clattn_params_format writes them */
+                       clattn_choice.resolved writes them */
   char errmsg[256]; /* why a model call failed */
 } clattn_prediction;
 
@@ -430,9 +430,9 @@ CLATTN_API int clattn_tune_method(const char *kernel);
  * shape_class, params and status set, status one of the five below,
  * updated ("" : now) a real UTC date at most a day ahead, times finite and
  * >= 0 (an ok row's median > 0; max_err may be infinite on rejected rows),
- * tune_method >= 0, params that the kernel's family plans (Xgemm's:
- * NAME=count fields; a kernel this library does not know: params text
- * that clattn_params_parse reads); else CLATTN_ERR_INVALID_ARG naming the
+ * tune_method >= 0, params that the kernel's family plans, in its
+ * tunables' names (Xgemm's: NAME=count fields; a kernel this library does
+ * not know: "name=count" words); else CLATTN_ERR_INVALID_ARG naming the
  * field.
  * Rows that fail these checks when read (stored otherwise) are skipped by
  * the run-time choice, and clattn_explain_* says so.
@@ -649,6 +649,22 @@ CLATTN_API const char *clattn_family_standard_shape(int i, int j);
 /* The shape keys family i reads, "batch seq kv-seq ..." (NULL: none). */
 CLATTN_API const char *clattn_family_shape_keys(int i);
 
+/* One tunable of a family: its name in params text, the values it takes
+ * besides 0 (automatic), what automatic chooses, and what it means. */
+typedef struct clattn_tunable {
+  size_t size; /* sizeof(clattn_tunable) */
+  const char *name;
+  int min, max;
+  const char *automatic;
+  const char *meaning;
+} clattn_tunable;
+/* Tunable j of family i into *out (its strings the library's, for the
+ * process's life).
+ * Errors: CLATTN_ERR_NOT_FOUND (i or j out of range), CLATTN_ERR_INVALID_ARG
+ * (out NULL or its size unset).  Threads: pure, safe. */
+CLATTN_API clattn_status clattn_family_tunable(int i, int j,
+                                               clattn_tunable *out);
+
 /* A call of a family given as shape text, "key=value" words such as
  * "batch=1 kv-seq=4096 heads=8 kv-heads=1 head-dim=64 dtype=f16" (keys per
  * family: clattn_family_shape_keys; unnamed sizes take the family's
@@ -674,6 +690,15 @@ CLATTN_API clattn_status clattn_model_shape(const char *family,
                                             const clattn_params *params,
                                             const clattn_profile *prof,
                                             clattn_prediction *out);
+
+/* clattn_params' named int fields as text, "variant=1 rows=4" (its text
+ * field follows as it is), and back (names other than those fields are an
+ * error); a family's own names are read by the calls.
+ * Errors: parse: CLATTN_ERR_INVALID_ARG.  Threads: pure, safe. */
+CLATTN_API void clattn_params_format(const clattn_params *p, char *buf,
+                                     size_t cap);
+CLATTN_API clattn_status clattn_params_parse(const char *text,
+                                             clattn_params *out);
 
 /* ---------------------------------------------------------- layer kinds */
 

@@ -18,12 +18,13 @@ clattn_status clattn_attention(clattn_ctx *ctx, const clattn_attn_desc *d,
                                cl_mem o, const clattn_events *ev) {
   clattn__public_args own;
   const void *desc = d;
-  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_attn_desc", &desc,
-                                         sizeof *d, ATTN_PARAMS, &ev);
+  const clattn__family *F = &clattn__family_prefill;
+  clattn_status rc = clattn__ctx_args_in(ctx, &own, F, "clattn_attn_desc",
+                                         &desc, sizeof *d, ATTN_PARAMS, &ev);
   if (rc)
     return rc;
   const cl_mem bufs[5] = {q, k, v, kv_lens, o};
-  return clattn__call(ctx, &clattn__family_prefill, desc, bufs, ev);
+  return clattn__call(ctx, F, desc, own.params, bufs, ev);
 }
 
 clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
@@ -31,12 +32,13 @@ clattn_status clattn_decode(clattn_ctx *ctx, const clattn_decode_desc *d,
                             cl_mem lens, cl_mem o, const clattn_events *ev) {
   clattn__public_args own;
   const void *desc = d;
-  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_decode_desc", &desc,
-                                         sizeof *d, DECODE_PARAMS, &ev);
+  const clattn__family *F = &clattn__family_decode;
+  clattn_status rc = clattn__ctx_args_in(ctx, &own, F, "clattn_decode_desc",
+                                         &desc, sizeof *d, DECODE_PARAMS, &ev);
   if (rc)
     return rc;
   const cl_mem bufs[5] = {q, k_cache, v_cache, lens, o};
-  return clattn__call(ctx, &clattn__family_decode, desc, bufs, ev);
+  return clattn__call(ctx, F, desc, own.params, bufs, ev);
 }
 
 /* An append's cache description is a decode's: it passes the decode's
@@ -51,8 +53,11 @@ clattn_status clattn_kv_append(clattn_ctx *ctx, const clattn_decode_desc *d,
                                const clattn_events *ev) {
   clattn__public_args own;
   const void *desc = d;
-  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_decode_desc", &desc,
-                                         sizeof *d, DECODE_PARAMS, &ev);
+  /* the cache description's params are the decode's, checked as such */
+  clattn_status rc =
+      clattn__ctx_args_in(ctx, &own, &clattn__family_decode,
+                          "clattn_decode_desc", &desc, sizeof *d,
+                          DECODE_PARAMS, &ev);
   if (rc)
     return rc;
   const cl_mem bufs[5] = {k_new, v_new, pos, k_cache, v_cache};
@@ -67,11 +72,12 @@ clattn_status clattn_explain_attention(clattn_ctx *ctx,
                                        clattn_choice *out) {
   clattn__public_args own;
   const void *desc = d;
-  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_attn_desc", &desc,
-                                         sizeof *d, ATTN_PARAMS, NULL);
+  const clattn__family *F = &clattn__family_prefill;
+  clattn_status rc = clattn__ctx_args_in(ctx, &own, F, "clattn_attn_desc",
+                                         &desc, sizeof *d, ATTN_PARAMS, NULL);
   if (rc)
     return rc;
-  return clattn__explain_public(ctx, &clattn__family_prefill, desc, out);
+  return clattn__explain_public(ctx, F, desc, own.params, out);
 }
 
 clattn_status clattn_explain_decode(clattn_ctx *ctx,
@@ -79,11 +85,12 @@ clattn_status clattn_explain_decode(clattn_ctx *ctx,
                                     clattn_choice *out) {
   clattn__public_args own;
   const void *desc = d;
-  clattn_status rc = clattn__ctx_args_in(ctx, &own, "clattn_decode_desc", &desc,
-                                         sizeof *d, DECODE_PARAMS, NULL);
+  const clattn__family *F = &clattn__family_decode;
+  clattn_status rc = clattn__ctx_args_in(ctx, &own, F, "clattn_decode_desc",
+                                         &desc, sizeof *d, DECODE_PARAMS, NULL);
   if (rc)
     return rc;
-  return clattn__explain_public(ctx, &clattn__family_decode, desc, out);
+  return clattn__explain_public(ctx, F, desc, own.params, out);
 }
 
 /* The model's calls have no context: a failure's reason goes to the
@@ -92,21 +99,24 @@ static clattn_status model_call(const clattn__family *F, const char *type,
                                 const void *d, size_t size, long params,
                                 const int *ints, const clattn_profile *prof,
                                 clattn_prediction *out, int n_new) {
+  /* an append's cache description's params are the decode's */
+  const clattn__family *P =
+      F == &clattn__family_append ? &clattn__family_decode : F;
   clattn__public_args own_args;
   clattn_prediction own;
   clattn_profile own_prof;
   const void *desc = d;
   clattn_status rc = clattn__model_in(&prof, &own_prof, out, &own);
   if (rc == CLATTN_OK)
-    rc = clattn__args_in(&own_args, type, &desc, size, params, NULL, own.errmsg,
-                         sizeof own.errmsg);
+    rc = clattn__args_in(&own_args, P, type, &desc, size, params, NULL,
+                         own.errmsg, sizeof own.errmsg);
   if (rc == CLATTN_OK && desc != NULL && F == &clattn__family_append) {
     const clattn__append_desc a = clattn__append_of_decode(desc, n_new);
     rc = check_cache(desc, own.errmsg, sizeof own.errmsg);
     if (rc == CLATTN_OK)
-      rc = clattn__model(F, &a, ints, prof, &own);
+      rc = clattn__model(F, &a, NULL, ints, prof, &own);
   } else if (rc == CLATTN_OK) {
-    rc = clattn__model(F, desc, ints, prof, &own);
+    rc = clattn__model(F, desc, own_args.params, ints, prof, &own);
   }
   return clattn__model_out(rc, &own, out);
 }

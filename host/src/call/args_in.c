@@ -6,11 +6,13 @@
 
 #include <string.h>
 
-clattn_status clattn__args_in(clattn__public_args *own, const char *type,
+clattn_status clattn__args_in(clattn__public_args *own,
+                              const clattn__family *F, const char *type,
                               const void **desc, size_t desc_size,
                               long params_offset, const clattn_events **ev,
                               char *why, size_t cap) {
   clattn_status rc;
+  own->params = NULL;
   if (ev != NULL &&
       (rc = clattn__struct_in_ptr((const void **)ev, &own->ev, sizeof own->ev,
                                   "clattn_events", why, cap)))
@@ -23,19 +25,31 @@ clattn_status clattn__args_in(clattn__public_args *own, const char *type,
   if (params_offset == CLATTN__NO_PARAMS)
     return CLATTN_OK;
   const void **params = (const void **)(own->desc + params_offset);
-  return clattn__struct_in_ptr(params, &own->params, sizeof own->params,
-                               "clattn_params", why, cap);
+  clattn_params pub;
+  if ((rc = clattn__struct_in_ptr(params, &pub, sizeof pub, "clattn_params",
+                                  why, cap)))
+    return rc;
+  const int given = *params != NULL;
+  *params = NULL; /* the library reads the values, never the pointer */
+  if (!given)
+    return CLATTN_OK;
+  if ((rc = clattn__params_in(F, &pub, &own->values, why, cap)))
+    return rc;
+  own->params = &own->values;
+  return CLATTN_OK;
 }
 
 clattn_status clattn__ctx_args_in(clattn_ctx *ctx, clattn__public_args *own,
-                                  const char *type, const void **desc,
-                                  size_t desc_size, long params_offset,
+                                  const clattn__family *F, const char *type,
+                                  const void **desc, size_t desc_size,
+                                  long params_offset,
                                   const clattn_events **ev) {
   char why[256];
+  own->params = NULL;
   if (clattn__ctx_check(ctx) != CLATTN_OK)
     return CLATTN_OK;
-  clattn_status rc = clattn__args_in(own, type, desc, desc_size, params_offset,
-                                     ev, why, sizeof why);
+  clattn_status rc = clattn__args_in(own, F, type, desc, desc_size,
+                                     params_offset, ev, why, sizeof why);
   return rc ? clattn__fail_outside(ctx, rc, why) : CLATTN_OK;
 }
 

@@ -32,8 +32,8 @@ static clattn_status check(clattn_ctx *ctx, const clattn__family *F,
 }
 
 static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
-                                 const void *desc, const cl_mem *bufs,
-                                 const clattn_events *ev) {
+                                 const void *desc, const clattn__params *p,
+                                 const cl_mem *bufs, const clattn_events *ev) {
   clattn__buf_spec own[CLATTN__MAX_BUFS];
   const clattn__buf_spec *spec = own;
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
@@ -44,7 +44,7 @@ static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
     return rc;
   /* a memoised call's description passed the checks before its search,
    * and its buffer specs are kept with it */
-  if ((m = clattn__choice_recall(ctx, F, desc, &key, plan)) != NULL) {
+  if ((m = clattn__choice_recall(ctx, F, desc, p, &key, plan)) != NULL) {
     spec = clattn__memo_buffers(m);
   } else {
     if ((rc = check(ctx, F, desc)))
@@ -63,7 +63,9 @@ static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
   }
   if (m == NULL && (rc = clattn__choice_search(ctx, F, desc, &key, &m, plan)))
     return rc;
-  const int auto_wg = clattn__memo_choice(m)->params.wg == 0;
+  const int auto_wg = clattn__params_flagged(
+                          F, &clattn__memo_choice(m)->params,
+                          CLATTN__TUNABLE_WG) == 0;
   if ((rc = F->enqueue(ctx, desc, plan, auto_wg, bufs, ev)))
     return rc;
   /* m is still the entry chosen: a family's enqueue makes no choice */
@@ -74,10 +76,10 @@ static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
 /* The context's lock covers the choice, the program cache, the scratch
  * buffers and the enqueue: kernels' arguments are set, then enqueued. */
 clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
-                           const void *desc, const cl_mem *bufs,
-                           const clattn_events *ev) {
+                           const void *desc, const clattn__params *p,
+                           const cl_mem *bufs, const clattn_events *ev) {
   clattn_ctx *locked = clattn__ctx_enter(ctx);
-  clattn_status rc = call_locked(ctx, F, desc, bufs, ev);
+  clattn_status rc = call_locked(ctx, F, desc, p, bufs, ev);
   clattn__ctx_leave(locked);
   return rc;
 }
@@ -93,13 +95,14 @@ clattn_status clattn__call_of(clattn_ctx *ctx, const clattn__family *F,
   if (rc == CLATTN_OK && pub != NULL && (rc = check(pub, why, sizeof why)))
     clattn__fail(ctx, rc, "%s", why);
   else if (rc == CLATTN_OK)
-    rc = call_locked(ctx, F, desc, bufs, ev);
+    rc = call_locked(ctx, F, desc, NULL, bufs, ev);
   clattn__ctx_leave(locked);
   return rc;
 }
 
 static clattn_status explain_locked(clattn_ctx *ctx, const clattn__family *F,
-                                    const void *desc, clattn__choice *out) {
+                                    const void *desc, const clattn__params *p,
+                                    clattn__choice *out) {
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
   const clattn__memo_entry *m;
   clattn_status rc = clattn__ctx_check(ctx);
@@ -108,26 +111,28 @@ static clattn_status explain_locked(clattn_ctx *ctx, const clattn__family *F,
   if (out == NULL)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc or out is NULL");
   if ((rc = begin(ctx, desc)) || (rc = check(ctx, F, desc)) ||
-      (rc = clattn__choose(ctx, F, desc, &m, plan)))
+      (rc = clattn__choose(ctx, F, desc, p, &m, plan)))
     return rc;
   *out = *clattn__memo_choice(m);
   return CLATTN_OK;
 }
 
 clattn_status clattn__explain(clattn_ctx *ctx, const clattn__family *F,
-                              const void *desc, clattn__choice *out) {
+                              const void *desc, const clattn__params *p,
+                              clattn__choice *out) {
   clattn_ctx *locked = clattn__ctx_enter(ctx);
-  clattn_status rc = explain_locked(ctx, F, desc, out);
+  clattn_status rc = explain_locked(ctx, F, desc, p, out);
   clattn__ctx_leave(locked);
   return rc;
 }
 
 clattn_status clattn__explain_public(clattn_ctx *ctx, const clattn__family *F,
-                                     const void *desc, clattn_choice *out) {
+                                     const void *desc, const clattn__params *p,
+                                     clattn_choice *out) {
   clattn__choice ch;
   char why[256];
   clattn_ctx *locked = clattn__ctx_enter(ctx);
-  clattn_status rc = explain_locked(ctx, F, desc, out ? &ch : NULL);
+  clattn_status rc = explain_locked(ctx, F, desc, p, out ? &ch : NULL);
   if (rc == CLATTN_OK && (rc = clattn__choice_out(&ch, out, why, sizeof why)))
     clattn__fail(ctx, rc, "%s", why);
   clattn__ctx_leave(locked);

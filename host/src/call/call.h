@@ -6,11 +6,12 @@
 #include "family/family.h"
 
 /* Check the context, validate desc and bufs (F->nbufs of them, in the
- * family's order), choose and plan the parameters, enqueue, and record
- * the choice as it ran (after the family's enqueue settled the plan). */
+ * family's order), choose and plan the parameters (the caller's values p
+ * of the family's tunables, NULL: none), enqueue, and record the choice as
+ * it ran (after the family's enqueue settled the plan). */
 clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
-                           const void *desc, const cl_mem *bufs,
-                           const clattn_events *ev);
+                           const void *desc, const clattn__params *p,
+                           const cl_mem *bufs, const clattn_events *ev);
 
 /* clattn__call of a description built from the caller's public one, pub,
  * after check has passed pub: the fields of pub that desc does not keep
@@ -23,38 +24,46 @@ clattn_status clattn__call_of(clattn_ctx *ctx, const clattn__family *F,
                               const void *pub, const void *desc,
                               const cl_mem *bufs, const clattn_events *ev);
 
-/* What clattn__call would run for desc, and why; nothing is enqueued. */
+/* What clattn__call would run for desc and p, and why; nothing is
+ * enqueued. */
 clattn_status clattn__explain(clattn_ctx *ctx, const clattn__family *F,
-                              const void *desc, clattn__choice *out);
+                              const void *desc, const clattn__params *p,
+                              clattn__choice *out);
 /* clattn__explain into the public form (the params as text). */
 clattn_status clattn__explain_public(clattn_ctx *ctx, const clattn__family *F,
-                                     const void *desc, clattn_choice *out);
+                                     const void *desc, const clattn__params *p,
+                                     clattn_choice *out);
 
 /* Bytes of buffer spec b. */
 size_t clattn__buf_bytes(const clattn__buf_spec *b);
 
 /* A public function's versioned arguments (base/versioned.h) as the
  * library's own: the description (of public type `type`, desc_size bytes,
- * its params pointer at params_offset or CLATTN__NO_PARAMS) with its
- * params, and the events.  A NULL description or events stays NULL. */
+ * its params pointer at params_offset or CLATTN__NO_PARAMS) with the
+ * params as values of family F's tunables (`params`, NULL when the caller
+ * gave none; the copy's pointer cleared), and the events.  A NULL
+ * description or events stays NULL. */
 enum { CLATTN__NO_PARAMS = -1 };
 typedef struct clattn__public_args {
   _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
-  clattn_params params;
+  clattn__params values;
+  const clattn__params *params;
   clattn_events ev;
 } clattn__public_args;
 
 /* Read *desc and *ev into own and point them at own's copies; the reason
  * of a failure in why. */
-clattn_status clattn__args_in(clattn__public_args *own, const char *type,
+clattn_status clattn__args_in(clattn__public_args *own,
+                              const clattn__family *F, const char *type,
                               const void **desc, size_t desc_size,
                               long params_offset, const clattn_events **ev,
                               char *why, size_t cap);
 /* The same, recording a failure on a live ctx (a context that is not
  * live is left to the call's own check). */
 clattn_status clattn__ctx_args_in(clattn_ctx *ctx, clattn__public_args *own,
-                                  const char *type, const void **desc,
-                                  size_t desc_size, long params_offset,
+                                  const clattn__family *F, const char *type,
+                                  const void **desc, size_t desc_size,
+                                  long params_offset,
                                   const clattn_events **ev);
 /* The same for a public function's one versioned struct (a layer's
  * description): *p read into own (size bytes). */

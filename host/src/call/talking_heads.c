@@ -11,11 +11,12 @@ clattn_status clattn_talking_heads(clattn_ctx *ctx, const clattn_th_desc *d,
                                    const clattn_events *ev) {
   clattn__public_args own;
   const void *desc = d;
+  const clattn__family *F = &clattn__family_talking_heads;
   clattn_status rc =
-      clattn__ctx_args_in(ctx, &own, "clattn_th_desc", &desc, sizeof *d,
+      clattn__ctx_args_in(ctx, &own, F, "clattn_th_desc", &desc, sizeof *d,
                           (long)offsetof(clattn_th_desc, params), &ev);
   if (rc)
     return rc;
   const cl_mem bufs[7] = {q, k, v, p_l, p_w, kv_lens, o};
-  return clattn__call(ctx, &clattn__family_talking_heads, desc, bufs, ev);
+  return clattn__call(ctx, F, desc, own.params, bufs, ev);
 }

@@ -19,13 +19,14 @@ clattn_status clattn_talking_heads_decode(clattn_ctx *ctx,
                                           const clattn_events *ev) {
   clattn__public_args own;
   const void *desc = d;
+  const clattn__family *F = &clattn__family_th_decode;
   clattn_status rc =
-      clattn__ctx_args_in(ctx, &own, "clattn_th_decode_desc", &desc, sizeof *d,
-                          TH_DECODE_PARAMS, &ev);
+      clattn__ctx_args_in(ctx, &own, F, "clattn_th_decode_desc", &desc,
+                          sizeof *d, TH_DECODE_PARAMS, &ev);
   if (rc)
     return rc;
   const cl_mem bufs[7] = {q, k_cache, v_cache, p_l, p_w, lens, o};
-  return clattn__call(ctx, &clattn__family_th_decode, desc, bufs, ev);
+  return clattn__call(ctx, F, desc, own.params, bufs, ev);
 }
 
 /* The cache description passes the talking-heads decode's checks (its
@@ -42,9 +43,10 @@ clattn_status clattn_talking_heads_append(clattn_ctx *ctx,
                                           const clattn_events *ev) {
   clattn__public_args own;
   const void *desc = d;
-  clattn_status rc =
-      clattn__ctx_args_in(ctx, &own, "clattn_th_decode_desc", &desc, sizeof *d,
-                          TH_DECODE_PARAMS, &ev);
+  /* the cache description's params are the decode's, checked as such */
+  clattn_status rc = clattn__ctx_args_in(
+      ctx, &own, &clattn__family_th_decode, "clattn_th_decode_desc", &desc,
+      sizeof *d, TH_DECODE_PARAMS, &ev);
   if (rc)
     return rc;
   const cl_mem bufs[5] = {k_new, v_new, pos, k_cache, v_cache};

@@ -45,7 +45,7 @@ typedef struct pick {
   const clattn__family *fam;
   char cls[96];
   int picked; /* 1: the model's candidate beats the default by >= 10% */
-  clattn_params p;
+  clattn__params p;
   double t_best, t_default;
 } pick;
 
@@ -424,7 +424,7 @@ static double class_distance(const class_key *a, const class_key *b) {
 /* The model's pick for this class (memoised). */
 static const pick *model_pick(clattn__tuning *T, const clattn__family *F,
                               const clattn__target *t, const void *desc,
-                              const char *cls, void *copy) {
+                              const char *cls) {
   for (int i = 0; i < T->n_picks; i++)
     if (T->picks[i].fam == F && strcmp(T->picks[i].cls, cls) == 0)
       return &T->picks[i];
@@ -437,16 +437,15 @@ static const pick *model_pick(clattn__tuning *T, const clattn__family *F,
   if (F->space(t, desc, &s) == CLATTN_OK && s.n > 0 && s.def >= 0) {
     int best = -1;
     double tb = 0;
-    const int variant = clattn__space_params(&s, s.def).variant;
+    const clattn__params def = clattn__space_params(&s, s.def);
+    const int kernel = clattn__params_flagged(F, &def, CLATTN__TUNABLE_KERNEL);
     for (int i = 0; i < s.n; i++) {
-      clattn_params p = clattn__space_params(&s, i);
+      const clattn__params p = clattn__space_params(&s, i);
       double tp = 0;
-      /* the default's kernel only: the model has no term for what a
-       * device pays for local memory and barriers (a CPU) */
-      if (p.variant != variant)
+      /* the default's kernel only (CLATTN__TUNABLE_KERNEL) */
+      if (clattn__params_flagged(F, &p, CLATTN__TUNABLE_KERNEL) != kernel)
         continue;
-      clattn__desc_with_params(F, desc, &p, copy);
-      if (!clattn__predict(F, copy, &T->prof, &tp, NULL) || tp <= 0)
+      if (!clattn__predict(F, desc, &p, &T->prof, &tp, NULL) || tp <= 0)
         continue;
       if (i == s.def)
         pk.t_default = tp;
@@ -481,7 +480,7 @@ typedef struct tier_call {
   const void *desc;
   const char *cls;
   const class_key *key; /* cls parsed */
-  void *copy, *pl;
+  void *pl;
   char *tried; /* the first row that did not fit, for the why */
   size_t tried_cap;
 } tier_call;
@@ -521,9 +520,11 @@ best_row(const tier_call *k, const clattn_tune_entry *rows, int n, int exact,
     }
     if (dist < 0 || (exact && dist > 0))
       continue;
-    clattn_params p;
-    if (clattn__params_parse(r->params, &p) != CLATTN_OK ||
-        clattn__plan_params(k->F, k->t, k->desc, &p, k->copy, k->pl, why,
+    clattn__params p;
+    memset(&p, 0, sizeof p);
+    if (clattn__params_parse(k->F, r->params, &p, why, sizeof why) !=
+            CLATTN_OK ||
+        clattn__plan_params(k->F, k->t, k->desc, &p, k->pl, why,
                             sizeof why) != CLATTN_OK) {
       if (!k->tried[0])
         snprintf(k->tried, k->tried_cap, "entry %.96s does not fit: %.120s",
@@ -550,14 +551,14 @@ clattn_status clattn__choice_target(clattn_ctx *ctx, const clattn__family *F,
 
 /* The search: the sources in order, the explanation written as it goes. */
 static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
-                            const void *desc, clattn__choice *ch, void *pl) {
+                            const void *desc, const clattn__params *caller,
+                            clattn__choice *ch, void *pl) {
   clattn__target t;
-  _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
-  const clattn_params *caller = clattn__desc_params(F, desc);
   char why[256], cls[96];
   const char *from = NULL;
   clattn_status rc;
   memset(ch, 0, sizeof *ch);
+  ch->family = F;
   if ((rc = clattn__choice_target(ctx, F, &t)))
     return rc;
   /* Explicit params run as given: gemm_own_from steers only the library's
@@ -567,13 +568,12 @@ static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
   F->shape_class(desc, cls, sizeof cls);
   snprintf(ch->shape_class, sizeof ch->shape_class, "%s", cls);
   const char *fam = F->name;
-  const clattn_params *ov =
+  const clattn__params *ov =
       clattn__override(ctx, clattn__family_index(F), &from);
-  if (clattn__params_set(caller)) {
+  if (clattn__params_any(caller)) {
     ch->source = CLATTN_CHOICE_CALLER;
     ch->params = *caller;
-    if ((rc = clattn__plan_params(F, &te, desc, caller, copy, pl, why,
-                                  sizeof why)))
+    if ((rc = clattn__plan_params(F, &te, desc, caller, pl, why, sizeof why)))
       return clattn__fail(ctx, rc, "%s", why);
     snprintf(ch->why, sizeof ch->why, "the caller's desc->params");
     goto resolved;
@@ -581,7 +581,7 @@ static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
   if (ov) {
     ch->source = CLATTN_CHOICE_OVERRIDE;
     ch->params = *ov;
-    if ((rc = clattn__plan_params(F, &te, desc, &ch->params, copy, pl, why,
+    if ((rc = clattn__plan_params(F, &te, desc, &ch->params, pl, why,
                                   sizeof why)))
       return clattn__fail(ctx, rc, "%s %s override: %s", from, fam, why);
     snprintf(ch->why, sizeof ch->why, "override from %s", from);
@@ -596,16 +596,15 @@ static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
     clattn__appendf(ch->why, sizeof ch->why, "%s; ", T->note);
     class_key key;
     parse_class(cls, &key);
-    const tier_call k = {F, &t, desc, cls, &key, copy, pl, tried, sizeof tried};
+    const tier_call k = {F, &t, desc, cls, &key, pl, tried, sizeof tried};
     /* 0: this device, this class; 1: this device, nearest; 2: kin */
     for (int pass = 0; pass < 3; pass++) {
       const int mine = pass < 2;
       const clattn_tune_entry *best =
           best_row(&k, T->e, T->n, pass == 0, same_device, &mine, T);
       if (best) {
-        clattn__params_parse(best->params, &ch->params);
-        clattn__plan_params(F, &t, desc, &ch->params, copy, pl, why,
-                            sizeof why);
+        clattn__params_parse(F, best->params, &ch->params, why, sizeof why);
+        clattn__plan_params(F, &t, desc, &ch->params, pl, why, sizeof why);
         ch->source = pass == 0   ? CLATTN_CHOICE_TUNED
                      : pass == 1 ? CLATTN_CHOICE_TUNED_NEAREST
                                  : CLATTN_CHOICE_TUNED_ARCH;
@@ -637,9 +636,8 @@ static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
         const clattn_tune_entry *best =
             best_row(&k, rows, ns, 0, shipped_level, &level, T);
         if (best) {
-          clattn__params_parse(best->params, &ch->params);
-          clattn__plan_params(F, &t, desc, &ch->params, copy, pl, why,
-                              sizeof why);
+          clattn__params_parse(F, best->params, &ch->params, why, sizeof why);
+          clattn__plan_params(F, &t, desc, &ch->params, pl, why, sizeof why);
           ch->source = CLATTN_CHOICE_SHIPPED;
           fill_entry(ch, best);
           clattn__appendf(ch->why, sizeof ch->why,
@@ -661,8 +659,8 @@ static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
                         T->vendor, T->arch[0] ? T->arch : "(no arch)", snote);
     }
     if (T->has_model) {
-      const pick *pk = model_pick(T, F, &t, desc, cls, copy);
-      if (pk->picked && clattn__plan_params(F, &t, desc, &pk->p, copy, pl, why,
+      const pick *pk = model_pick(T, F, &t, desc, cls);
+      if (pk->picked && clattn__plan_params(F, &t, desc, &pk->p, pl, why,
                                             sizeof why) == CLATTN_OK) {
         ch->source = CLATTN_CHOICE_MODEL;
         ch->params = pk->p;
@@ -683,7 +681,7 @@ static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
   }
   ch->source = CLATTN_CHOICE_DEFAULT;
   memset(&ch->params, 0, sizeof ch->params);
-  if ((rc = clattn__plan_params(F, &t, desc, &ch->params, copy, pl, why,
+  if ((rc = clattn__plan_params(F, &t, desc, &ch->params, pl, why,
                                 sizeof why)))
     return clattn__fail(ctx, rc, "%s", why);
   clattn__appendf(ch->why, sizeof ch->why, "built-in default");
@@ -695,14 +693,15 @@ resolved:
 
 const clattn__memo_entry *
 clattn__choice_recall(clattn_ctx *ctx, const clattn__family *F,
-                      const void *desc, clattn__memo_key *key, void *plan) {
+                      const void *desc, const clattn__params *p,
+                      clattn__memo_key *key, void *plan) {
   clattn__choice_state *C = ctx->choice;
   /* a database that was busy is looked at again a second later, memoised
    * choices or not */
   if (C->tuning && C->tuning->retry_at > 0 &&
       clattn__now() >= C->tuning->retry_at)
     clattn__choice_reload(ctx);
-  clattn__memo_make_key(F, desc, key);
+  clattn__memo_make_key(F, desc, p, key);
   return clattn__memo_find(C->memo, key, plan);
 }
 
@@ -712,7 +711,7 @@ clattn_status clattn__choice_search(clattn_ctx *ctx, const clattn__family *F,
                                     const clattn__memo_entry **out,
                                     void *plan) {
   clattn__choice ch;
-  clattn_status rc = search(ctx, F, desc, &ch, plan);
+  clattn_status rc = search(ctx, F, desc, &key->caller, &ch, plan);
   if (rc != CLATTN_OK)
     return rc;
   *out = clattn__memo_put(ctx, ctx->choice->memo, key, &ch, plan);
@@ -720,10 +719,10 @@ clattn_status clattn__choice_search(clattn_ctx *ctx, const clattn__family *F,
 }
 
 clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
-                             const void *desc, const clattn__memo_entry **out,
-                             void *plan) {
+                             const void *desc, const clattn__params *p,
+                             const clattn__memo_entry **out, void *plan) {
   clattn__memo_key key;
-  if ((*out = clattn__choice_recall(ctx, F, desc, &key, plan)) != NULL)
+  if ((*out = clattn__choice_recall(ctx, F, desc, p, &key, plan)) != NULL)
     return CLATTN_OK;
   return clattn__choice_search(ctx, F, desc, &key, out, plan);
 }
@@ -740,9 +739,9 @@ clattn_status clattn__choice_out(const clattn__choice *ch, clattn_choice *out,
   clattn_choice pub;
   memset(&pub, 0, sizeof pub);
   pub.source = ch->source;
-  if (clattn__params_set(&ch->params))
-    clattn__params_format(&ch->params, pub.params, sizeof pub.params);
-  clattn__params_format(&ch->resolved, pub.resolved, sizeof pub.resolved);
+  clattn__params_format(ch->family, &ch->params, pub.params, sizeof pub.params);
+  clattn__params_format(ch->family, &ch->resolved, pub.resolved,
+                        sizeof pub.resolved);
   snprintf(pub.shape_class, sizeof pub.shape_class, "%s", ch->shape_class);
   snprintf(pub.entry_class, sizeof pub.entry_class, "%s", ch->entry_class);
   snprintf(pub.entry_device, sizeof pub.entry_device, "%s", ch->entry_device);

@@ -22,15 +22,16 @@ void clattn__choice_reload(clattn_ctx *ctx);
 clattn_status clattn__choice_target(clattn_ctx *ctx, const clattn__family *F,
                                     clattn__target *t);
 
-/* Choose desc's parameters and plan them: *out is the memo's entry of the
+/* Choose desc's parameters (the caller's values p of the family's
+ * tunables, NULL: none) and plan them: *out is the memo's entry of the
  * call (memo.c), found by a lookup or made by a search; plan receives a
  * copy of its plan (F->plan_size bytes) that the caller may change.  *out
  * stays as it is until the next choice on ctx.  Errors only for the
  * caller's or an override's invalid params, recorded on ctx (nothing is
  * memoised then). */
 clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
-                             const void *desc, const clattn__memo_entry **out,
-                             void *plan);
+                             const void *desc, const clattn__params *p,
+                             const clattn__memo_entry **out, void *plan);
 /* clattn__choose in two steps, for the call path, which checks a call's
  * description and buffers between them: recall finds the memo's entry (and
  * copies its plan), else returns NULL with the key made; search then makes
@@ -38,7 +39,8 @@ clattn_status clattn__choose(clattn_ctx *ctx, const clattn__family *F,
 typedef struct clattn__memo_key clattn__memo_key; /* below (memo.c) */
 const clattn__memo_entry *
 clattn__choice_recall(clattn_ctx *ctx, const clattn__family *F,
-                      const void *desc, clattn__memo_key *key, void *plan);
+                      const void *desc, const clattn__params *p,
+                      clattn__memo_key *key, void *plan);
 clattn_status clattn__choice_search(clattn_ctx *ctx, const clattn__family *F,
                                     const void *desc,
                                     const clattn__memo_key *key,
@@ -59,8 +61,8 @@ clattn_status clattn__tuning_db_open(const clattn_ctx *ctx, clattn_db **db,
 /* ---- params.c: the overrides */
 
 /* The override of family index f, or NULL; from says where it came from. */
-const clattn_params *clattn__override(const clattn_ctx *ctx, int f,
-                                      const char **from);
+const clattn__params *clattn__override(const clattn_ctx *ctx, int f,
+                                       const char **from);
 /* Parse "fam: fields; fam: fields" into the context's overrides. */
 clattn_status clattn__set_overrides(clattn_ctx *ctx, const char *spec,
                                     const char *from);
@@ -69,12 +71,12 @@ clattn_status clattn__set_overrides(clattn_ctx *ctx, const char *spec,
 
 typedef struct clattn__memo clattn__memo;
 
-/* What a choice is memoised under: the family, the description with its
- * params pointer cleared, the caller's params' content, and their hash. */
+/* What a choice is memoised under: the family, the description, the
+ * caller's values of its tunables (zeros: none), and their hash. */
 struct clattn__memo_key {
   uint64_t hash;
   const clattn__family *fam;
-  clattn_params caller;
+  clattn__params caller;
   _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
 };
 
@@ -85,7 +87,7 @@ void clattn__memo_free(clattn__memo *m);
 void clattn__memo_invalidate(clattn__memo *m);
 /* The key of a call of F on desc. */
 void clattn__memo_make_key(const clattn__family *F, const void *desc,
-                           clattn__memo_key *k);
+                           const clattn__params *caller, clattn__memo_key *k);
 /* The entry of k in the current generation, its plan copied to plan; NULL
  * when there is none. */
 const clattn__memo_entry *
@@ -107,7 +109,7 @@ const clattn__choice *clattn__memo_choice(const clattn__memo_entry *e);
 /* Record entry e on the calling thread's slot of ctx as its last call,
  * with the plan as it ran (resolved). */
 void clattn__memo_record(clattn_ctx *ctx, const clattn__memo_entry *e,
-                         clattn_params resolved);
+                         clattn__params resolved);
 /* The last call a thread slot recorded (its has_last set). */
 void clattn__memo_last(const clattn__thread_slot *s, clattn__choice *out);
 
@@ -118,7 +120,7 @@ struct clattn__choice_state {
                                     tuned or shipped rows */
   struct clattn__tuning *tuning; /* its rows, read at the first call */
   int *has_override;             /* per family of the registry */
-  clattn_params *override;
+  clattn__params *override;
   char (*override_from)[24]; /* "$CLATTN_PARAMS", ... */
   clattn__memo *memo;        /* the choices made, by call (memo.c) */
 };

@@ -1,8 +1,9 @@
 /* memo.c - the context's memo of its choices, so that a repeated call pays
  * a hash and a compare, not a search of the tuning rows.
  *
- * The key: the family, the description's bytes with its params pointer
- * cleared, and the content of the caller's params (zeros for none).  The
+ * The key: the family, the description's bytes (a public one's params
+ * pointer cleared at the boundary) and the caller's values of the
+ * family's tunables (zeros for none).  The
  * device is the context's; what else decides a choice (the tuning rows, the
  * overrides) changes only by an event that starts a new generation
  * (clattn__memo_invalidate: a reload of the tuning rows, an override set),
@@ -33,7 +34,7 @@ struct clattn__memo_entry {
   unsigned gen; /* the generation it was filled in; 0: never filled */
   unsigned long long used; /* the memo's clock at its last use */
   const clattn__family *fam;
-  clattn_params caller;
+  clattn__params caller;
   _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
   clattn__buf_spec spec[CLATTN__MAX_BUFS];
@@ -76,11 +77,8 @@ static uint64_t hash_words(uint64_t h, const void *p, size_t n) {
 }
 
 void clattn__memo_make_key(const clattn__family *F, const void *desc,
-                           clattn__memo_key *k) {
-  const clattn_params *caller = clattn__desc_params(F, desc);
-  /* zeroed first: a family's own copy may leave padding unwritten */
-  memset(k->desc, 0, F->desc_size);
-  clattn__desc_with_params(F, desc, NULL, k->desc);
+                           const clattn__params *caller, clattn__memo_key *k) {
+  memcpy(k->desc, desc, F->desc_size);
   if (caller != NULL)
     k->caller = *caller;
   else
@@ -123,7 +121,7 @@ void clattn__memo_counts(const clattn__memo *m, unsigned long long *hits,
 static void settle(clattn__thread_slot *s, const clattn__memo_entry *e) {
   if (s->last_memo != e)
     return;
-  const clattn_params resolved = s->last.resolved;
+  const clattn__params resolved = s->last.resolved;
   s->last = e->choice;
   s->last.resolved = resolved;
   s->last_memo = NULL;
@@ -169,7 +167,7 @@ const clattn__choice *clattn__memo_choice(const clattn__memo_entry *e) {
 }
 
 void clattn__memo_record(clattn_ctx *ctx, const clattn__memo_entry *e,
-                         clattn_params resolved) {
+                         clattn__params resolved) {
   clattn__thread_slot *s = ctx->cur;
   s->last_memo = e;
   s->last.resolved = resolved;

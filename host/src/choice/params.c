@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const clattn_params *clattn__override(const clattn_ctx *ctx, int f,
-                                      const char **from) {
+const clattn__params *clattn__override(const clattn_ctx *ctx, int f,
+                                       const char **from) {
   const clattn__choice_state *c = ctx->choice;
   if (c == NULL || f < 0 || !c->has_override[f])
     return NULL;
@@ -30,8 +30,8 @@ clattn_status clattn__set_overrides(clattn_ctx *ctx, const char *spec,
   const int nf = clattn__family_count();
   clattn__choice_state *c = ctx->choice;
   int *has = calloc((size_t)nf, sizeof *has);
-  clattn_params *ov = calloc((size_t)nf, sizeof *ov);
-  char buf[1024], why[160], names[256];
+  clattn__params *ov = calloc((size_t)nf, sizeof *ov);
+  char buf[1024], why[256], names[256];
   clattn_status rc = CLATTN_OK;
   if (has == NULL || ov == NULL) {
     rc = clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
@@ -67,18 +67,13 @@ clattn_status clattn__set_overrides(clattn_ctx *ctx, const char *spec,
                         "%s: \"%.40s\": expected %s", from, seg, names);
       goto done;
     }
-    const char *fam = clattn__family_at(f)->name;
-    if (clattn__params_fields(colon + 1, &ov[f], why, sizeof why)) {
-      rc = clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "%s %s: %s", from, fam,
-                        why);
+    const clattn__family *F = clattn__family_at(f);
+    if (clattn__params_parse(F, colon + 1, &ov[f], why, sizeof why)) {
+      rc = clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "%s %s: %s", from,
+                        F->name, why);
       goto done;
     }
-    if (ov[f].variant > 2) {
-      rc = clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                        "%s %s: variant must be 0, 1 or 2", from, fam);
-      goto done;
-    }
-    has[f] = clattn__params_set(&ov[f]);
+    has[f] = clattn__params_any(&ov[f]);
   }
   for (int f = 0; f < nf; f++) {
     c->has_override[f] = has[f];

@@ -125,9 +125,13 @@ int clattn__db_date_check(const char *s, char *why, size_t cap) {
   return 0;
 }
 
-/* Xgemm parameters: "NAME=count ..." (CLBlast checks the values against
+/* Params as "name=count ..." words, each name matched by the scanf set
+ * `name_set` ("%31[A-Z_0-9]": Xgemm's, whose values CLBlast checks against
  * the device when it applies them). */
-static int check_xgemm_params(const char *s, char *why, size_t cap) {
+static int check_words(const char *s, const char *name_set, const char *form,
+                       char *why, size_t cap) {
+  char format[48];
+  snprintf(format, sizeof format, "%s=%%ld%%n", name_set);
   int fields = 0;
   while (*s) {
     int used = 0;
@@ -137,16 +141,16 @@ static int check_xgemm_params(const char *s, char *why, size_t cap) {
       s++;
     if (!*s)
       break;
-    if (sscanf(s, "%31[A-Z_0-9]=%ld%n", name, &v, &used) != 2 || v < 0 ||
-        v > 1 << 20 || (s[used] && s[used] != ' ')) {
-      snprintf(why, cap, "expected NAME=count fields, got \"%.40s\"", s);
+    if (sscanf(s, format, name, &v, &used) != 2 || v < 0 || v > 1 << 20 ||
+        (s[used] && s[used] != ' ')) {
+      snprintf(why, cap, "expected %s fields, got \"%.40s\"", form, s);
       return -1;
     }
     s += used;
     fields++;
   }
   if (fields == 0) {
-    snprintf(why, cap, "no NAME=count fields");
+    snprintf(why, cap, "no %s fields", form);
     return -1;
   }
   return 0;
@@ -155,10 +159,9 @@ static int check_xgemm_params(const char *s, char *why, size_t cap) {
 /* Whether family F plans p for the shape in text or its small check case
  * (on a device that refuses nothing, so that only the params can fail). */
 static int plans_shape(const clattn__family *F, const char *text,
-                       const clattn_params *p, char *why, size_t cap) {
+                       const clattn__params *p, char *why, size_t cap) {
   const clattn__target t = {0, 1, 16, 32, 128, 1024, 1ull << 30, 0};
   _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
-  _Alignas(16) unsigned char copy[CLATTN__DESC_MAX];
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
   clattn__check_case small;
   char shape_why[128];
@@ -169,11 +172,9 @@ static int plans_shape(const clattn__family *F, const char *text,
     return 0;
   F->check_case(desc, &small);
   const void *shapes[2] = {desc, small.desc};
-  for (int j = 0; j < 2; j++) {
-    clattn__desc_with_params(F, shapes[j], p, copy);
-    if (F->plan(&t, copy, plan, why, cap) == CLATTN_OK)
+  for (int j = 0; j < 2; j++)
+    if (F->plan(&t, shapes[j], p, plan, why, cap) == CLATTN_OK)
       return 1;
-  }
   return 0;
 }
 
@@ -181,8 +182,9 @@ static int plans_shape(const clattn__family *F, const char *text,
  * with a single size key (of its shape_keys) set to 1: some params are
  * valid only for small calls (a fused kernel for a few rows).  A family
  * without standard shapes takes any parsed params (it ignores them). */
-static int check_family_params(const clattn__family *F, const clattn_params *p,
-                               char *why, size_t cap) {
+static int check_family_params(const clattn__family *F,
+                               const clattn__params *p, char *why,
+                               size_t cap) {
   if (F->standard_shapes == NULL || F->standard_shapes[0] == NULL)
     return 0;
   why[0] = '\0';
@@ -240,8 +242,10 @@ clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
     if (err)
       return bad(why, cap, cols[i].name, "%s", err);
   }
-  static const char *const required[] = {"fingerprint", "kernel", "shape_class",
-                                         "params",      "status", "updated"};
+  /* params may be empty: a family without tunables, or every one left
+   * automatic */
+  static const char *const required[] = {"fingerprint", "kernel",
+                                         "shape_class", "status", "updated"};
   for (size_t k = 0; k < sizeof required / sizeof required[0]; k++)
     for (int i = 0; i < ncol; i++)
       if (!strcmp(cols[i].name, required[k]) &&
@@ -285,20 +289,25 @@ clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
   if (!check_params)
     return CLATTN_OK;
   if (!strcmp(e->kernel, CLATTN_XGEMM_KERNEL)) {
-    if (check_xgemm_params(e->params, reason, sizeof reason) != 0)
+    if (check_words(e->params, "%31[A-Z_0-9]", "NAME=count", reason,
+                    sizeof reason) != 0)
       return bad(why, cap, "params", "%s", reason);
     return CLATTN_OK;
   }
   /* A kernel this library does not know (a newer library's family, a
    * tuner's own search): its params' text is checked, not their values. */
   const clattn__family *F = clattn__family_find(e->kernel);
-  clattn_params p;
-  if (clattn__params_parse(e->params, &p) != CLATTN_OK) {
-    clattn_params q = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
-    clattn__params_fields(e->params, &q, reason, sizeof reason);
-    return bad(why, cap, "params", "%s", reason);
+  if (F == NULL) {
+    if (e->params[0] && check_words(e->params, "%31[a-z_0-9-]", "name=count",
+                                    reason, sizeof reason) != 0)
+      return bad(why, cap, "params", "%s", reason);
+    return CLATTN_OK;
   }
-  if (F != NULL && check_family_params(F, &p, reason, sizeof reason) != 0)
+  clattn__params p;
+  memset(&p, 0, sizeof p);
+  if (clattn__params_parse(F, e->params, &p, reason, sizeof reason) !=
+          CLATTN_OK ||
+      check_family_params(F, &p, reason, sizeof reason) != 0)
     return bad(why, cap, "params", "%s", reason);
   return CLATTN_OK;
 }
@@ -370,11 +379,11 @@ clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *in,
   if (in == NULL)
     return CLATTN_ERR_INVALID_ARG;
   e = *in;
-  if (!e.fingerprint[0] || !e.kernel[0] || !e.shape_class[0] || !e.params[0] ||
+  if (!e.fingerprint[0] || !e.kernel[0] || !e.shape_class[0] ||
       !e.status[0]) {
     snprintf(db->errmsg, sizeof db->errmsg,
-             "tuning entry lacks its fingerprint, kernel, shape class, "
-             "params or status");
+             "tuning entry lacks its fingerprint, kernel, shape class or "
+             "status");
     return CLATTN_ERR_INVALID_ARG;
   }
   if (!e.updated[0])

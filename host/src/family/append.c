@@ -147,39 +147,30 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   return CLATTN_OK;
 }
 
-/* No params: the description holds none (a cache description's params
- * are the decode's). */
-static const clattn_params *params(const void *desc) {
-  (void)desc;
-  return NULL;
-}
-
-static void with_params(const void *desc, const clattn_params *p, void *copy) {
-  (void)p;
-  memcpy(copy, desc, sizeof(clattn__append_desc));
-}
-
+/* No tunables: one plan. */
 static clattn_status plan_none(const clattn__target *t, const void *desc,
-                               void *pl, char *why, size_t cap) {
+                               const clattn__params *p, void *pl, char *why,
+                               size_t cap) {
   (void)t;
   (void)desc;
+  (void)p;
   (void)why;
   (void)cap;
   memset(pl, 0, sizeof(clattn__append_plan));
   return CLATTN_OK;
 }
 
-static clattn_params resolved(const void *pl) {
+static clattn__params resolved(const void *pl) {
   (void)pl;
-  return (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
+  return (clattn__params){.v = {0}};
 }
 
 static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   (void)t;
   (void)desc;
-  clattn__space_init_params(s);
-  const int none[CLATTN__NPARAMS] = {0};
+  clattn__space_init_family(s, &clattn__family_append);
+  const int none[1] = {0};
   s->def = clattn__space_add(s, none);
   return s->def < 0 ? CLATTN_ERR_NOMEM : CLATTN_OK;
 }
@@ -281,8 +272,6 @@ const clattn__family clattn__family_append = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
-    .params = params,
-    .with_params = with_params,
     .plan = plan_none,
     .resolved = resolved,
     .space = space,

@@ -204,11 +204,32 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   return CLATTN_OK;
 }
 
-static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
-                          char *why, size_t cap) {
-  const clattn__cvmm_desc *d = desc;
-  const clattn__gg g = clattn__gg_of_cvmm(d);
-  return clattn__gg_make_plan(t, &g, d->params, 1, pl, why, cap);
+/* Its tunables, in the order of clattn__gg_tunables (cvmm_impl.h). */
+static const clattn__tunable tunables[] = {
+    {"variant", 1, 2, "1 on CPUs, 2 on GPUs",
+     "1 register-blocked (CPU-shaped), 2 local-memory tiles (GPU-shaped)",
+     CLATTN__TUNABLE_KERNEL},
+    {"rows", 1, 64, "by the vector registers",
+     "rows a register block (variant 1) or a work-item (variant 2)", 0},
+    {"keys", 1, 4096, "by the vector registers",
+     "columns a work-item (variant 1, a multiple of the vector width) or a "
+     "work-group (variant 2)",
+     0},
+    {"wg", 1, 1 << 20, "the runtime's (variant 1), by the device (variant 2)",
+     "work-items a work-group", CLATTN__TUNABLE_WG},
+    {"splits", 1, 1 << 20, "by the rows and the compute units",
+     "rows a work-item (variant 1) or work-group (variant 2) owns", 0},
+    {"scheme", 1, 2, "2 for at most 11 rows, else 1",
+     "1 bucketed (routing, bucketing, then the GEMM), 2 fused small rows (one "
+     "launch, variant 1, no splits)",
+     0}};
+CLATTN__TUNABLES_MATCH(clattn__gg_tunables, tunables);
+
+static clattn_status plan(const clattn__target *t, const void *desc,
+                          const clattn__params *p, void *pl, char *why,
+                          size_t cap) {
+  const clattn__gg g = clattn__gg_of_cvmm(desc);
+  return clattn__gg_make_plan(t, &g, p, 1, pl, why, cap);
 }
 
 static int fits(const clattn__target *t, const void *desc, const void *pl,
@@ -217,7 +238,7 @@ static int fits(const clattn__target *t, const void *desc, const void *pl,
   return clattn__gg_fits(t, &g, pl, why, cap);
 }
 
-static clattn_params resolved(const void *pl) {
+static clattn__params resolved(const void *pl) {
   return clattn__gg_resolved(pl);
 }
 
@@ -254,7 +275,6 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl,
 static void check_case(const void *desc, clattn__check_case *c) {
   clattn__cvmm_desc *s = (clattn__cvmm_desc *)c->desc;
   *s = *(const clattn__cvmm_desc *)desc;
-  s->params = NULL;
   s->rows = s->rows <= CLATTN__GG_SMALL_ROWS ? 7 : 29;
   s->inner = 13;
   s->cols = 19;
@@ -296,7 +316,7 @@ const clattn__family clattn__family_cvmm = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
-    .params_offset = offsetof(clattn__cvmm_desc, params),
+    CLATTN__TUNABLES(tunables),
     .plan = plan,
     .fits = fits,
     .resolved = resolved,

@@ -48,13 +48,11 @@ typedef struct clattn__cvmm_desc {
   int sel_inner; /* width of sel_x's rows (d_model) */
   clattn__cvmm_mode mode;
   clattn__cvmm_gate gate;
-  const clattn_params *params;
 } clattn__cvmm_desc;
 
 /* Buffers, in order: a (IN), w (IN), out (OUT). */
 typedef struct clattn__gemm_desc {
   int m, n, k;
-  const clattn_params *params;
 } clattn__gemm_desc;
 
 #endif /* CLATTN_FAMILY_CVMM_H */

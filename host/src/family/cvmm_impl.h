@@ -3,7 +3,8 @@
  * (cvmm_cost.c) and its launches (cvmm_launch.c), shared by cvmm.c and
  * gemm.c.
  *
- * Params (clattn_params) of the own kernel:
+ * Tunables (clattn__gg_tunables; the cvmm and projection families' tables
+ * say the same) of the own kernel:
  *   variant 1 (register-blocked, CPU-shaped): rows = R rows a register
  *     block, keys = C columns a work-item (a multiple of the vector
  *     width), splits = TILE rows a work-item owns, wg = work-items a group
@@ -33,6 +34,12 @@ typedef struct clattn__gg {
   int mode;  /* routed: CLATTN__CVMM_SPLIT or CLATTN__CVMM_SUM */
   int heads, experts, topk, sel_inner; /* routed */
 } clattn__gg;
+
+/* The cvmm and projection families' tunables, in the order of their
+ * tables (cvmm.c, projection.c). */
+typedef struct clattn__gg_tunables {
+  int variant, rows, keys, wg, splits, scheme;
+} clattn__gg_tunables;
 
 /* SMALL is the plan's own value (cvmm's params call it scheme 2). */
 enum {
@@ -68,16 +75,16 @@ typedef struct clattn__gg_plan {
 clattn__gg clattn__gg_of_cvmm(const clattn__cvmm_desc *d);
 clattn__gg clattn__gg_of_gemm(const clattn__gemm_desc *d);
 
-/* Plan params p (NULL: automatic) for g on t; own: 1 for the cvmm family
+/* Plan values p (NULL: automatic) for g on t; own: 1 for the cvmm family
  * (no CLBlast), 0 for gemm (scheme 0 is CLBlast). */
 clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
-                                   const clattn_params *p, int own,
+                                   const clattn__params *p, int own,
                                    clattn__gg_plan *pl, char *why, size_t cap);
 /* Local memory of the GEMM kernel (variant 2). */
 size_t clattn__gg_local_bytes(const clattn__gg *g, const clattn__gg_plan *pl);
 int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
                     const clattn__gg_plan *pl, char *why, size_t cap);
-clattn_params clattn__gg_resolved(const clattn__gg_plan *pl);
+clattn__params clattn__gg_resolved(const clattn__gg_plan *pl);
 /* Every valid candidate of family F for desc (whose shape is g), the
  * default first; clblast: add the CLBlast candidate (the projection family). */
 clattn_status clattn__gg_space(const clattn__family *F, const clattn__target *t,

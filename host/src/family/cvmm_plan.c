@@ -114,7 +114,7 @@ static int default_tile(const clattn__target *t, const clattn__gg *g,
 }
 
 static clattn_status plan_reg(const clattn__target *t, const clattn__gg *g,
-                              const clattn_params *p, clattn__gg_plan *pl,
+                              const clattn__gg_tunables *p, clattn__gg_plan *pl,
                               char *why, size_t cap) {
   const int tv = t->vec_width > 1 ? t->vec_width : 4;
   const int vregs = t->vregs > 0 ? t->vregs : 16;
@@ -171,7 +171,7 @@ static clattn_status plan_reg(const clattn__target *t, const clattn__gg *g,
 }
 
 static clattn_status plan_local(const clattn__target *t, const clattn__gg *g,
-                                const clattn_params *p, clattn__gg_plan *pl,
+                                const clattn__gg_tunables *p, clattn__gg_plan *pl,
                                 char *why, size_t cap) {
   const int most = (int)(t->max_wg < 256 ? t->max_wg : 256);
   pl->wg = p->wg ? p->wg : clattn__pow2_floor((size_t)(most > 0 ? most : 1));
@@ -220,24 +220,13 @@ static clattn_status plan_local(const clattn__target *t, const clattn__gg *g,
 }
 
 clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
-                                   const clattn_params *p, int own,
+                                   const clattn__params *values, int own,
                                    clattn__gg_plan *pl, char *why, size_t cap) {
-  static const clattn_params none = {
-      sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
-  if (p == NULL)
-    p = &none;
+  clattn__gg_tunables own_values;
+  const clattn__gg_tunables *p = &own_values;
+  clattn__tunables_get(&own_values, sizeof own_values, values);
   memset(pl, 0, sizeof *pl);
   pl->own_only = own;
-  if (p->variant < 0 || p->variant > 2 || p->rows < 0 || p->keys < 0 ||
-      p->wg < 0 || p->splits < 0 || p->prefetch != 0 || p->scheme < 0 ||
-      p->scheme > 2) {
-    snprintf(why, cap,
-             "params: variant must be 0, 1 or 2, scheme %s, sizes >= 0 and "
-             "no prefetch",
-             own ? "0 (auto), 1 (bucketed) or 2 (fused small rows)"
-                 : "0, 1 (own kernel) or 2 (CLBlast)");
-    return CLATTN_ERR_INVALID_ARG;
-  }
   if (own) {
     const int small =
         p->scheme == 2 || (p->scheme == 0 && p->variant != 2 &&
@@ -295,21 +284,21 @@ int clattn__gg_fits(const clattn__target *t, const clattn__gg *g,
   return clattn__plan_fits(t, pl->wg, clattn__gg_local_bytes(g, pl), why, cap);
 }
 
-clattn_params clattn__gg_resolved(const clattn__gg_plan *pl) {
-  if (pl->scheme == CLATTN__GG_SCHEME_CLBLAST)
-    return (clattn_params){sizeof(clattn_params),    0, 0, 0, 0, 0, 0,
-                           CLATTN__GG_SCHEME_CLBLAST};
+clattn__params clattn__gg_resolved(const clattn__gg_plan *pl) {
+  clattn__gg_tunables r = {0, 0, 0, 0, 0, CLATTN__GG_SCHEME_CLBLAST};
   if (pl->scheme == CLATTN__GG_SCHEME_SMALL)
-    return (clattn_params){
-        sizeof(clattn_params), 1, pl->rows, pl->cols, pl->wg, 0, 0, 2};
-  return (clattn_params){sizeof(clattn_params),
-                         pl->variant,
-                         pl->rows,
-                         pl->cols,
-                         pl->wg,
-                         pl->tile,
-                         0,
-                         CLATTN__GG_SCHEME_OWN};
+    r = (clattn__gg_tunables){1, pl->rows, pl->cols, pl->wg, 0, 2};
+  else if (pl->scheme == CLATTN__GG_SCHEME_OWN)
+    r = (clattn__gg_tunables){pl->variant, pl->rows, pl->cols,
+                              pl->wg,      pl->tile, CLATTN__GG_SCHEME_OWN};
+  return clattn__tunables_put(&r, sizeof r);
+}
+
+/* Add candidate p of F's call desc to s (clattn__space_try). */
+static int add(const clattn__family *F, const clattn__target *t,
+               const void *desc, clattn__gg_tunables p, clattn__space *s) {
+  const clattn__params v = clattn__tunables_put(&p, sizeof p);
+  return clattn__space_try(F, t, desc, &v, s);
 }
 
 /* Bucketed (scheme 1) variant 1: rows {4, 6, 8, 12} x vectors {1 .. 5}
@@ -326,10 +315,8 @@ clattn_status clattn__gg_space(const clattn__family *F, const clattn__target *t,
   static const int wgs[] = {64, 128, 256}, cts[] = {16, 32, 64},
                    tms[] = {2, 4, 8};
   const int own = CLATTN__GG_SCHEME_OWN; /* cvmm's bucketed scheme too */
-  clattn__space_init_params(s);
-  const int i = clattn__space_try(
-      F, t, desc, (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0},
-      s);
+  clattn__space_init_family(s, F);
+  const int i = add(F, t, desc, (clattn__gg_tunables){0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
@@ -342,15 +329,14 @@ clattn_status clattn__gg_space(const clattn__family *F, const clattn__target *t,
        cv++) {
     if (!t->cpu_vectors && cv > 2)
       continue;
-    const clattn_params p = {sizeof(clattn_params), 1, 0, cv * vw, 0, 0, 0, 2};
-    if (clattn__space_try(F, t, desc, p, s) == -2)
+    const clattn__gg_tunables p = {1, 0, cv * vw, 0, 0, 2};
+    if (add(F, t, desc, p, s) == -2)
       return CLATTN_ERR_NOMEM;
   }
-  if (clblast &&
-      clattn__space_try(F, t, desc,
-                        (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0,
-                                        CLATTN__GG_SCHEME_CLBLAST},
-                        s) == -2)
+  if (clblast && add(F, t, desc,
+                    (clattn__gg_tunables){0, 0, 0, 0, 0,
+                                          CLATTN__GG_SCHEME_CLBLAST},
+                    s) == -2)
     return CLATTN_ERR_NOMEM;
   const int vregs = t->vregs > 0 ? t->vregs : 16;
   for (int r = 0; r < 4; r++)
@@ -359,17 +345,15 @@ clattn_status clattn__gg_space(const clattn__family *F, const clattn__target *t,
         if (rs[r] * cv + cv + 2 > vregs || (cv == 1 && rs[r] < 8) ||
             (!t->cpu_vectors && (rs[r] > 8 || cv > 2 || k > 0)))
           continue;
-        const clattn_params p = {
-            sizeof(clattn_params), 1, rs[r], cv * vw, 0, tiles[k], 0, own};
-        if (clattn__space_try(F, t, desc, p, s) == -2)
+        const clattn__gg_tunables p = {1, rs[r], cv * vw, 0, tiles[k], own};
+        if (add(F, t, desc, p, s) == -2)
           return CLATTN_ERR_NOMEM;
       }
   for (int w = 0; !t->cpu_vectors && w < 3; w++)
     for (int c = 0; c < 3; c++)
       for (int m = 0; m < 3; m++) {
-        const clattn_params p = {
-            sizeof(clattn_params), 2, tms[m], cts[c], wgs[w], 0, 0, own};
-        if (clattn__space_try(F, t, desc, p, s) == -2)
+        const clattn__gg_tunables p = {2, tms[m], cts[c], wgs[w], 0, own};
+        if (add(F, t, desc, p, s) == -2)
           return CLATTN_ERR_NOMEM;
       }
   return CLATTN_OK;

@@ -133,9 +133,31 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   return clattn__parse_cache(text, SHAPE_KEYS, desc, why, cap);
 }
 
-static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
-                          char *why, size_t cap) {
-  return clattn__plan_decode(t, desc, pl, why, cap);
+/* Its tunables, in the order of clattn__decode_tunables (plan.h). */
+const clattn__tunable clattn__decode_tunable_table[] = {
+    {"variant", 1, 2, "1 on CPUs, 2 on GPUs",
+     "1 register-blocked key blocks (CPU-shaped), 2 local-memory work-group "
+     "tiles (GPU-shaped)",
+     CLATTN__TUNABLE_KERNEL},
+    {"rows", 1, 1 << 16, "by the dtype and the vector registers",
+     "variant 1: query heads a P V pass after the first, or all the heads of "
+     "a KV head for passes over slices of the value dims",
+     0},
+    {"keys", 1, 4096, "by the device", "keys a block (variant 1) or tile", 0},
+    {"wg", 1, 1 << 20, "64 or the device's limit (variant 2), 1 (variant 1)",
+     "work-items a work-group", CLATTN__TUNABLE_WG},
+    {"splits", 1, 1 << 16, "by the cache length and the compute units",
+     "KV splits a (sequence, KV head), combined by a second kernel", 0},
+    {"prefetch", 1, 2, "on with 32 vector registers",
+     "variant 1: 1 off, 2 software prefetch of the next key block in the P V "
+     "passes after the first",
+     0}};
+CLATTN__TUNABLES_MATCH(clattn__decode_tunables, clattn__decode_tunable_table);
+
+static clattn_status plan(const clattn__target *t, const void *desc,
+                          const clattn__params *p, void *pl, char *why,
+                          size_t cap) {
+  return clattn__plan_decode(t, desc, p, pl, why, cap);
 }
 
 static int fits(const clattn__target *t, const void *desc, const void *pl,
@@ -143,14 +165,15 @@ static int fits(const clattn__target *t, const void *desc, const void *pl,
   return clattn__decode_fits(t, desc, pl, why, cap);
 }
 
-static clattn_params resolved(const void *pl) {
+static clattn__params resolved(const void *pl) {
   return clattn__decode_resolved(pl);
 }
 
 /* Add candidate p of d to s if it plans and fits (clattn__space_try). */
-static int add(const clattn__target *t, const void *d, clattn_params p,
-               clattn__space *s) {
-  return clattn__space_try(&clattn__family_decode, t, d, p, s);
+static int add(const clattn__target *t, const void *d,
+               clattn__decode_tunables p, clattn__space *s) {
+  const clattn__params v = clattn__tunables_put(&p, sizeof p);
+  return clattn__space_try(&clattn__family_decode, t, d, &v, s);
 }
 
 /* Variant 1: keys {16,32,64,128} x work-group {1 (written 0),4} x splits x
@@ -168,9 +191,8 @@ static clattn_status space(const clattn__target *t, const void *desc,
   const int g = d->heads_kv > 0 ? d->heads_q / d->heads_kv : 1;
   const int rows1[] = {1, 2, 4, g > 4 ? g : 4};
   int splits[10], ns = 0;
-  clattn__space_init_params(s);
-  int i =
-      add(t, d, (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
+  clattn__space_init_family(s, &clattn__family_decode);
+  int i = add(t, d, (clattn__decode_tunables){0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
@@ -183,15 +205,15 @@ static clattn_status space(const clattn__target *t, const void *desc,
         for (int f = 1; f <= 2; f++)
           for (int r = 0; r < 4; r++)
             if (add(t, d,
-                    (clattn_params){sizeof(clattn_params), 1, rows1[r],
-                                    keys1[a], wg1[b], splits[k], f, 0},
+                    (clattn__decode_tunables){1, rows1[r], keys1[a], wg1[b],
+                                              splits[k], f},
                     s) == -2)
               return CLATTN_ERR_NOMEM;
     for (int a = 0; a < 5; a++)
       for (int b = 0; b < 4; b++)
         if (add(t, d,
-                (clattn_params){sizeof(clattn_params), 2, 0, keys2[b], wg2[a],
-                                splits[k], 0, 0},
+                (clattn__decode_tunables){2, 0, keys2[b], wg2[a], splits[k],
+                                          0},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
   }
@@ -368,7 +390,7 @@ const clattn__family clattn__family_decode = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
-    .params_offset = offsetof(clattn_decode_desc, params),
+    CLATTN__TUNABLES(clattn__decode_tunable_table),
     .plan = plan,
     .fits = fits,
     .resolved = resolved,

@@ -80,7 +80,9 @@ static clattn_status same_dims(int dk, int dv, char *why, size_t cap) {
                                        size_t cap) {                           \
     return B.parse_shape(text, d, why, cap);                                   \
   }                                                                            \
-  static clattn_params p##_resolved(const void *pl) { return B.resolved(pl); } \
+  static clattn__params p##_resolved(const void *pl) {                         \
+    return B.resolved(pl);                                                     \
+  }                                                                            \
   static clattn_status p##_space(const clattn__target *t, const void *d,       \
                                  clattn__space *s) {                           \
     return B.space(t, d, s);                                                   \
@@ -115,8 +117,9 @@ static clattn_status prefill_check(const void *desc, char *why, size_t cap) {
 }
 
 static clattn_status prefill_plan(const clattn__target *t, const void *desc,
-                                  void *plan, char *why, size_t cap) {
-  clattn_status rc = clattn__family_prefill.plan(t, desc, plan, why, cap);
+                                  const clattn__params *p, void *plan, char *why,
+                                  size_t cap) {
+  clattn_status rc = clattn__family_prefill.plan(t, desc, p, plan, why, cap);
   ((clattn__prefill_plan *)plan)->kv_same = 1;
   return rc;
 }
@@ -153,7 +156,7 @@ const clattn__family clattn__family_efficient = {
     .shape_keys = "batch seq kv-seq heads kv-heads head-dim head-dim-v dtype "
                   "causal layout kv-layout",
     .parse_shape = prefill_parse_shape,
-    .params_offset = offsetof(clattn_attn_desc, params),
+    CLATTN__TUNABLES(clattn__prefill_tunable_table),
     .plan = prefill_plan,
     .fits = prefill_fits,
     .resolved = prefill_resolved,
@@ -173,8 +176,9 @@ static clattn_status decode_check(const void *desc, char *why, size_t cap) {
 }
 
 static clattn_status decode_plan(const clattn__target *t, const void *desc,
-                                 void *plan, char *why, size_t cap) {
-  clattn_status rc = clattn__family_decode.plan(t, desc, plan, why, cap);
+                                 const clattn__params *p, void *plan, char *why,
+                                 size_t cap) {
+  clattn_status rc = clattn__family_decode.plan(t, desc, p, plan, why, cap);
   ((clattn__decode_plan *)plan)->kv_same = 1;
   return rc;
 }
@@ -211,7 +215,7 @@ const clattn__family clattn__family_efficient_decode = {
     .shape_keys = "batch kv-seq heads kv-heads head-dim head-dim-v dtype "
                   "layout",
     .parse_shape = decode_parse_shape,
-    .params_offset = offsetof(clattn_decode_desc, params),
+    CLATTN__TUNABLES(clattn__decode_tunable_table),
     .plan = decode_plan,
     .fits = decode_fits,
     .resolved = decode_resolved,
@@ -238,19 +242,11 @@ static clattn_status append_check(const void *desc, char *why, size_t cap) {
 }
 
 static clattn_status append_plan(const clattn__target *t, const void *desc,
-                                 void *plan, char *why, size_t cap) {
-  clattn_status rc = clattn__family_append.plan(t, desc, plan, why, cap);
+                                 const clattn__params *p, void *plan, char *why,
+                                 size_t cap) {
+  clattn_status rc = clattn__family_append.plan(t, desc, p, plan, why, cap);
   ((clattn__append_plan *)plan)->kv_same = 1;
   return rc;
-}
-
-static const clattn_params *append_params(const void *desc) {
-  return clattn__family_append.params(desc);
-}
-
-static void append_with_params(const void *desc, const clattn_params *p,
-                               void *copy) {
-  clattn__family_append.with_params(desc, p, copy);
 }
 
 static void append_check_case(const void *desc, clattn__check_case *c) {
@@ -278,8 +274,6 @@ const clattn__family clattn__family_efficient_append = {
     .shape_keys =
         "batch kv-seq heads kv-heads head-dim head-dim-v dtype layout new",
     .parse_shape = append_parse_shape,
-    .params = append_params,
-    .with_params = append_with_params,
     .plan = append_plan,
     .resolved = append_resolved,
     .space = append_space,

@@ -18,6 +18,7 @@
 
 #include "family/plan.h"
 #include "family/space.h"
+#include "family/tunables.h"
 #include "runtime/runtime.h"
 
 /* Room enough for any family's description and plan. */
@@ -105,25 +106,26 @@ typedef struct clattn__family {
   const char *shape_keys;
   clattn_status (*parse_shape)(const char *text, void *desc, char *why,
                                size_t cap);
-  /* Where the description holds its caller's params pointer (offsetof);
-   * clattn__desc_params and clattn__desc_with_params read and set it.  A
-   * family that ignores its caller's params (the appends) gives its own
-   * params / with_params instead and leaves these NULL otherwise. */
-  size_t params_offset;
-  const clattn_params *(*params)(const void *desc);
-  void (*with_params)(const void *desc, const clattn_params *p, void *copy);
+  /* Its tunables (tunables.h), declared in its room: the names of its
+   * params text, the dimensions of its tuning space.  None: NULL, 0. */
+  const clattn__tunable *tunables;
+  int ntunables;
 
   /* ---- planning (pure) */
-  /* Resolve desc's params on the target into a plan; an invalid field is
-   * an error with the reason in why.  The model predicts this plan. */
-  clattn_status (*plan)(const clattn__target *t, const void *desc, void *plan,
-                        char *why, size_t cap);
+  /* Resolve desc with the values p of its tunables (NULL: automatic) on
+   * the target into a plan; an invalid value is an error with the reason
+   * in why.  The model predicts this plan. */
+  clattn_status (*plan)(const clattn__target *t, const void *desc,
+                        const clattn__params *p, void *plan, char *why,
+                        size_t cap);
   /* (optional) Whether the plan fits the device (work-group size, local
    * memory); 0 with the reason in why if not.  NULL: always. */
   int (*fits)(const clattn__target *t, const void *desc, const void *plan,
               char *why, size_t cap);
-  /* The plan as the params that give it (clattn_choice.resolved). */
-  clattn_params (*resolved)(const void *plan);
+  /* The plan as the values that give it, each set (one normal form: a
+   * value a variant ignores is 0), the form of tuning candidates and of
+   * clattn_choice.resolved; planning them again gives the same plan. */
+  clattn__params (*resolved)(const void *plan);
   /* Every valid candidate on the target, the default first (space.h). */
   clattn_status (*space)(const clattn__target *t, const void *desc,
                          clattn__space *s);
@@ -155,7 +157,8 @@ typedef struct clattn__family {
 /* The model's prediction of a call (model_call.c): the same validation, the
  * plan the library would choose on prof's target, the family's costs. */
 clattn_status clattn__model(const clattn__family *F, const void *desc,
-                            const int *ints, const clattn_profile *prof,
+                            const clattn__params *p, const int *ints,
+                            const clattn_profile *prof,
                             clattn_prediction *out);
 
 /* A public model call's versioned structs: the caller's profile read into
@@ -169,25 +172,26 @@ clattn_status clattn__model_in(const clattn_profile **prof,
 clattn_status clattn__model_out(clattn_status rc, const clattn_prediction *own,
                                 clattn_prediction *out);
 
-/* The model's time of desc (params included) on prof, and its roofline
- * bound max(t_memory, t_compute) (t_roof may be NULL); 0 when the model
- * cannot predict it. */
+/* The model's time of desc with values p on prof, and its roofline bound
+ * max(t_memory, t_compute) (t_roof may be NULL); 0 when the model cannot
+ * predict it. */
 int clattn__predict(const clattn__family *F, const void *desc,
-                    const clattn_profile *prof, double *t_pred, double *t_roof);
+                    const clattn__params *p, const clattn_profile *prof,
+                    double *t_pred, double *t_roof);
 
-/* Plan desc with params p on t (a copy of desc with p is made in copy,
- * F->desc_size bytes) and check that the plan fits the device (space.c);
- * the choice and the spaces plan candidates only through this. */
+/* Plan desc with values p on t and check that the plan fits the device
+ * (space.c); the choice and the spaces plan candidates only through
+ * this. */
 clattn_status clattn__plan_params(const clattn__family *F,
                                   const clattn__target *t, const void *desc,
-                                  const clattn_params *p, void *copy,
-                                  void *plan, char *why, size_t cap);
+                                  const clattn__params *p, void *plan,
+                                  char *why, size_t cap);
 
-/* Plan params p for desc on t; add the resolved candidate to s if it fits
+/* Plan values p for desc on t; add the resolved candidate to s if it fits
  * (space.c).  Returns its index, -1 if pruned, -2 out of memory. */
 int clattn__space_try(const clattn__family *F, const clattn__target *t,
-                      const void *desc, clattn_params p, clattn__space *s);
-
+                      const void *desc, const clattn__params *p,
+                      clattn__space *s);
 /* The registry (registry.c): every family, in listing order. */
 int clattn__family_count(void);
 const clattn__family *clattn__family_at(int i);
@@ -196,13 +200,9 @@ const clattn__family *clattn__family_find(const char *name);
 /* Its index in the registry (for per-family state such as overrides). */
 int clattn__family_index(const clattn__family *f);
 
-/* The caller's params of desc (NULL: automatic), and a copy of desc with
- * params p (p must outlive the copy), through the family's params_offset
- * or its own operations. */
-const clattn_params *clattn__desc_params(const clattn__family *F,
-                                         const void *desc);
-void clattn__desc_with_params(const clattn__family *F, const void *desc,
-                              const clattn_params *p, void *copy);
+/* A family's table of tunables as its fields .tunables and .ntunables. */
+#define CLATTN__TUNABLES(table)                                                \
+  .tunables = (table), .ntunables = (int)(sizeof(table) / sizeof((table)[0]))
 
 /* The families, defined in their rooms. */
 extern const clattn__family clattn__family_prefill;

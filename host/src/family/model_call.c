@@ -8,7 +8,8 @@
 #include <string.h>
 
 clattn_status clattn__model(const clattn__family *F, const void *desc,
-                            const int *ints, const clattn_profile *prof,
+                            const clattn__params *p, const int *ints,
+                            const clattn_profile *prof,
                             clattn_prediction *out) {
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
   double dram_reads[CLATTN_MODEL_MAX_KERNELS] = {0};
@@ -22,10 +23,10 @@ clattn_status clattn__model(const clattn__family *F, const void *desc,
   if (rc)
     return rc;
   const clattn__target t = clattn__target_of_profile(prof);
-  if ((rc = F->plan(&t, desc, plan, out->errmsg, sizeof out->errmsg)))
+  if ((rc = F->plan(&t, desc, p, plan, out->errmsg, sizeof out->errmsg)))
     return rc;
-  const clattn_params resolved = F->resolved(plan);
-  clattn__params_format(&resolved, out->params, sizeof out->params);
+  const clattn__params resolved = F->resolved(plan);
+  clattn__params_format(F, &resolved, out->params, sizeof out->params);
   if ((rc = F->cost(desc, plan, ints, prof, out, dram_reads)))
     return rc;
   clattn__model_finish(out, dram_reads, prof);
@@ -33,10 +34,10 @@ clattn_status clattn__model(const clattn__family *F, const void *desc,
 }
 
 int clattn__predict(const clattn__family *F, const void *desc,
-                    const clattn_profile *prof, double *t_pred,
-                    double *t_roof) {
+                    const clattn__params *p, const clattn_profile *prof,
+                    double *t_pred, double *t_roof) {
   clattn_prediction pr;
-  if (clattn__model(F, desc, NULL, prof, &pr) != CLATTN_OK)
+  if (clattn__model(F, desc, p, NULL, prof, &pr) != CLATTN_OK)
     return 0;
   *t_pred = pr.total.t_pred;
   if (t_roof)

@@ -1,20 +1,9 @@
 /* plan.c - kernel shapes of each call (see plan.h). */
 #include "family/plan.h"
+#include "family/tunables.h"
 
 #include <stdio.h>
 #include <string.h>
-
-#define PARAMS_RANGE                                                           \
-  "params: variant and prefetch must be 0, 1 or 2 and sizes >= 0"
-
-const char *const clattn__param_names[CLATTN__NPARAMS] = {
-    "variant", "rows", "keys", "wg", "splits", "prefetch", "scheme"};
-
-int *clattn__param(clattn_params *p, int i) {
-  int *f[CLATTN__NPARAMS] = {&p->variant, &p->rows,     &p->keys,  &p->wg,
-                             &p->splits,  &p->prefetch, &p->scheme};
-  return f[i];
-}
 
 int clattn__vec_width(int n) {
   for (int w = 16; w > 1; w /= 2)
@@ -31,11 +20,6 @@ static double qk_spill(int rb, int kb, int vw, int vregs) {
   const int acc = rb * ((kb + vw - 1) / vw);
   const int over = acc + acc / rb + 1 - vregs;
   return over <= 0 ? 0.0 : over >= acc ? 1.0 : (double)over / acc;
-}
-
-static int params_ok(const clattn_params *p) {
-  return p->variant >= 0 && p->variant <= 2 && p->rows >= 0 && p->keys >= 0 &&
-         p->wg >= 0 && p->splits >= 0 && p->prefetch >= 0 && p->prefetch <= 2;
 }
 
 /* Local memory a kernel may use: the device's, less a margin for what the
@@ -68,17 +52,14 @@ unsigned long long clattn__local_budget(const clattn__target *t) {
 
 clattn_status clattn__plan_prefill(const clattn__target *t,
                                    const clattn_attn_desc *d,
+                                   const clattn__params *values,
                                    clattn__prefill_plan *pl, char *why,
                                    size_t cap) {
-  static const clattn_params none = {
-      sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
-  const clattn_params *p = d->params ? d->params : &none;
+  clattn__prefill_tunables own;
+  const clattn__prefill_tunables *p = &own;
+  clattn__tunables_get(&own, sizeof own, values);
   const int dk = d->head_dim_k, dv = d->head_dim_v;
   *pl = (clattn__prefill_plan){0, 0, 0, 0, 0, 0, 0, 0};
-  if (!params_ok(p)) {
-    snprintf(why, cap, PARAMS_RANGE);
-    return CLATTN_ERR_INVALID_ARG;
-  }
   pl->variant = p->variant ? p->variant : t->cpu_vectors ? 1 : 2;
   if (pl->variant == 1) {
     /* Default tile: the most rows (a power of two) whose QK^T
@@ -145,18 +126,15 @@ size_t clattn__decode_local_bytes(const clattn_decode_desc *d,
 
 clattn_status clattn__plan_decode(const clattn__target *t,
                                   const clattn_decode_desc *d,
+                                  const clattn__params *values,
                                   clattn__decode_plan *pl, char *why,
                                   size_t cap) {
-  static const clattn_params none = {
-      sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
-  const clattn_params *p = d->params ? d->params : &none;
+  clattn__decode_tunables own;
+  const clattn__decode_tunables *p = &own;
+  clattn__tunables_get(&own, sizeof own, values);
   const int g = d->heads_q / d->heads_kv;
   const int dk = d->head_dim_k;
   *pl = (clattn__decode_plan){0, 0, 0, 0, 0, 0, 1, 0, 0};
-  if (!params_ok(p)) {
-    snprintf(why, cap, PARAMS_RANGE);
-    return CLATTN_ERR_INVALID_ARG;
-  }
   pl->variant = p->variant ? p->variant : t->cpu_vectors ? 1 : 2;
   /* a group too wide for local memory even with 1-key tiles: the
    * register-blocked kernel still runs it */
@@ -313,20 +291,22 @@ int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
                            cap);
 }
 
-clattn_params clattn__prefill_resolved(const clattn__prefill_plan *pl) {
-  if (pl->variant == 1)
-    return (clattn_params){sizeof(clattn_params),    1, pl->rb, pl->kb,
-                           pl->wg == 1 ? 0 : pl->wg, 0, 0,      0};
-  return (clattn_params){sizeof(clattn_params), 2, 0, pl->kt, pl->wg, 0, 0, 0};
+clattn__params clattn__prefill_resolved(const clattn__prefill_plan *pl) {
+  const clattn__prefill_tunables r =
+      pl->variant == 1
+          ? (clattn__prefill_tunables){1, pl->rb, pl->kb,
+                                       pl->wg == 1 ? 0 : pl->wg}
+          : (clattn__prefill_tunables){2, 0, pl->kt, pl->wg};
+  return clattn__tunables_put(&r, sizeof r);
 }
 
-clattn_params clattn__decode_resolved(const clattn__decode_plan *pl) {
-  return (clattn_params){sizeof(clattn_params),
-                         pl->variant,
-                         pl->variant == 1 ? pl->pvh : 0,
-                         pl->kb,
-                         pl->variant == 1 && pl->wg == 1 ? 0 : pl->wg,
-                         pl->splits,
-                         pl->variant == 1 ? (pl->pf ? 2 : 1) : 0,
-                         0};
+clattn__params clattn__decode_resolved(const clattn__decode_plan *pl) {
+  const clattn__decode_tunables r = {
+      pl->variant,
+      pl->variant == 1 ? pl->pvh : 0,
+      pl->kb,
+      pl->variant == 1 && pl->wg == 1 ? 0 : pl->wg,
+      pl->splits,
+      pl->variant == 1 ? (pl->pf ? 2 : 1) : 0};
+  return clattn__tunables_put(&r, sizeof r);
 }

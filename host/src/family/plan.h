@@ -7,26 +7,23 @@
 
 #include "base/target.h"
 #include "clattn_tools.h"
+#include "family/tunables.h"
 
-/* clattn_params field by field, in the order of its text
- * (clattn_params_format, the tuning database's keys) and of the tuner's
- * space dimensions: the names, and field i of p. */
-enum { CLATTN__NPARAMS = 7 };
-/* The text writes fields past the first six only when set, so that rows
- * of families without them read as before. */
-enum { CLATTN__NPARAMS_ALWAYS = 6 };
-extern const char *const clattn__param_names[CLATTN__NPARAMS];
-int *clattn__param(clattn_params *p, int i);
-
-/* The params text (params_text.c; clattn_params_format / _parse are the
- * public forms): whether any field of p (may be NULL) is set, and
- * "name=value" fields parsed into *out (fields not named stay). */
-int clattn__params_set(const clattn_params *p);
-/* clattn_params_format / _parse on the library's own whole struct. */
-void clattn__params_format(const clattn_params *p, char *buf, size_t cap);
-clattn_status clattn__params_parse(const char *text, clattn_params *out);
-clattn_status clattn__params_fields(const char *text, clattn_params *out,
-                                    char *why, size_t cap);
+/* The prefill families' tunables, in the order of their table
+ * (prefill.c), and the decode families' (decode.c). */
+typedef struct clattn__prefill_tunables {
+  int variant, rows, keys, wg;
+} clattn__prefill_tunables;
+typedef struct clattn__decode_tunables {
+  int variant, rows, keys, wg, splits, prefetch;
+} clattn__decode_tunables;
+/* Their tables, which the efficient families share. */
+extern const clattn__tunable
+    clattn__prefill_tunable_table[sizeof(clattn__prefill_tunables) /
+                                  sizeof(int)];
+extern const clattn__tunable
+    clattn__decode_tunable_table[sizeof(clattn__decode_tunables) /
+                                 sizeof(int)];
 
 /* Largest of 16, 8, 4, 2, 1 that divides n: the vector width the kernels
  * are built with for a head dim of n (the launches' VWK and VWV). */
@@ -44,10 +41,11 @@ typedef struct clattn__prefill_plan {
   int kv_same;  /* V is K (the efficient family): each key row read once */
 } clattn__prefill_plan;
 
-/* Resolve the plan; on a bad params field returns the status and writes
- * the reason to why. */
+/* Resolve the plan of d with the values p (NULL: automatic); on a bad
+ * value returns the status and writes the reason to why. */
 clattn_status clattn__plan_prefill(const clattn__target *t,
                                    const clattn_attn_desc *d,
+                                   const clattn__params *p,
                                    clattn__prefill_plan *pl, char *why,
                                    size_t cap);
 /* Local memory of attn_fwd_local. */
@@ -83,6 +81,7 @@ typedef struct clattn__append_plan {
 
 clattn_status clattn__plan_decode(const clattn__target *t,
                                   const clattn_decode_desc *d,
+                                  const clattn__params *p,
                                   clattn__decode_plan *pl, char *why,
                                   size_t cap);
 /* Local memory of decode_split_local. */
@@ -108,11 +107,9 @@ int clattn__prefill_fits(const clattn__target *t, const clattn_attn_desc *d,
 int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
                         const clattn__decode_plan *pl, char *why, size_t cap);
 
-/* A plan as the params that give it, each field set, in one normal form
- * (fields a variant ignores are 0; a one-item work-group is 0, the
- * default): the form of tuning candidates and of clattn_choice.resolved.
- * Planning these params again gives the same plan. */
-clattn_params clattn__prefill_resolved(const clattn__prefill_plan *pl);
-clattn_params clattn__decode_resolved(const clattn__decode_plan *pl);
+/* A plan as the values that give it (family.h's resolved; a one-item
+ * work-group is 0, the default). */
+clattn__params clattn__prefill_resolved(const clattn__prefill_plan *pl);
+clattn__params clattn__decode_resolved(const clattn__decode_plan *pl);
 
 #endif /* CLATTN_PLAN_H */

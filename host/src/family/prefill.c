@@ -123,9 +123,24 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   return CLATTN_OK;
 }
 
-static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
-                          char *why, size_t cap) {
-  return clattn__plan_prefill(t, desc, pl, why, cap);
+/* Its tunables, in the order of clattn__prefill_tunables (plan.h). */
+const clattn__tunable clattn__prefill_tunable_table[] = {
+    {"variant", 1, 2, "1 on CPUs, 2 on GPUs",
+     "1 register-blocked tiles (CPU-shaped), 2 local-memory work-group tiles "
+     "(GPU-shaped)",
+     CLATTN__TUNABLE_KERNEL},
+    {"rows", 1, 32, "by the head dims and the vector registers",
+     "variant 1: query rows a work-item", 0},
+    {"keys", 1, 256, "by the device",
+     "keys a tile (variant 1: a multiple of 16)", 0},
+    {"wg", 1, 1 << 20, "64 or the device's limit (variant 2), 1 (variant 1)",
+     "work-items a work-group", CLATTN__TUNABLE_WG}};
+CLATTN__TUNABLES_MATCH(clattn__prefill_tunables, clattn__prefill_tunable_table);
+
+static clattn_status plan(const clattn__target *t, const void *desc,
+                          const clattn__params *p, void *pl, char *why,
+                          size_t cap) {
+  return clattn__plan_prefill(t, desc, p, pl, why, cap);
 }
 
 static int fits(const clattn__target *t, const void *desc, const void *pl,
@@ -133,14 +148,15 @@ static int fits(const clattn__target *t, const void *desc, const void *pl,
   return clattn__prefill_fits(t, desc, pl, why, cap);
 }
 
-static clattn_params resolved(const void *pl) {
+static clattn__params resolved(const void *pl) {
   return clattn__prefill_resolved(pl);
 }
 
 /* Add candidate p of d to s if it plans and fits (clattn__space_try). */
-static int add(const clattn__target *t, const void *d, clattn_params p,
-               clattn__space *s) {
-  return clattn__space_try(&clattn__family_prefill, t, d, p, s);
+static int add(const clattn__target *t, const void *d,
+               clattn__prefill_tunables p, clattn__space *s) {
+  const clattn__params v = clattn__tunables_put(&p, sizeof p);
+  return clattn__space_try(&clattn__family_prefill, t, d, &v, s);
 }
 
 /* Variant 1 (register-blocked): rows {1,2,4,8} x keys {16,32,64,128} x
@@ -152,9 +168,8 @@ static clattn_status space(const clattn__target *t, const void *desc,
                    wg1[] = {1, 2, 4}, wg2[] = {16, 32, 64, 128, 256},
                    keys2[] = {8, 16, 32, 64};
   const clattn_attn_desc *d = desc;
-  clattn__space_init_params(s);
-  int i =
-      add(t, d, (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
+  clattn__space_init_family(s, &clattn__family_prefill);
+  int i = add(t, d, (clattn__prefill_tunables){0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
@@ -162,16 +177,13 @@ static clattn_status space(const clattn__target *t, const void *desc,
     for (int b = 0; b < 4; b++)
       for (int c = 0; c < 3; c++)
         if (add(t, d,
-                (clattn_params){sizeof(clattn_params), 1, rows1[a], keys1[b],
-                                wg1[c], 0, 0, 0},
+                (clattn__prefill_tunables){1, rows1[a], keys1[b], wg1[c]},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
   for (int a = 0; a < 5; a++)
     for (int b = 0; b < 4; b++)
-      if (add(t, d,
-              (clattn_params){sizeof(clattn_params), 2, 0, keys2[b], wg2[a], 0,
-                              0, 0},
-              s) == -2)
+      if (add(t, d, (clattn__prefill_tunables){2, 0, keys2[b], wg2[a]}, s) ==
+          -2)
         return CLATTN_ERR_NOMEM;
   return CLATTN_OK;
 }
@@ -390,7 +402,7 @@ const clattn__family clattn__family_prefill = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
-    .params_offset = offsetof(clattn_attn_desc, params),
+    CLATTN__TUNABLES(clattn__prefill_tunable_table),
     .plan = plan,
     .fits = fits,
     .resolved = resolved,

@@ -63,7 +63,7 @@ static void shape_class(const void *desc, char *buf, size_t cap) {
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
-  clattn__gemm_desc d = {0, 0, 0, NULL};
+  clattn__gemm_desc d = {0, 0, 0};
   clattn_dtype dtype = CLATTN_F32;
   clattn_status rc;
   if ((rc = clattn__shape_keys(text, SHAPE_KEYS, why, cap)) ||
@@ -93,15 +93,43 @@ static int own_gemm(const clattn__target *t, const clattn__gemm_desc *d) {
          (double)d->m * d->n * d->k >= t->gemm_own_from;
 }
 
-static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
-                          char *why, size_t cap) {
-  static const clattn_params own = {sizeof(clattn_params), 0, 0, 0, 0, 0, 0,
-                                    CLATTN__GG_SCHEME_OWN};
+/* Its tunables, in the order of clattn__gg_tunables (cvmm_impl.h). */
+static const clattn__tunable tunables[] = {
+    {"variant", 1, 2, "1 on CPUs, 2 on GPUs",
+     "own kernel: 1 register-blocked (CPU-shaped), 2 local-memory tiles "
+     "(GPU-shaped)",
+     CLATTN__TUNABLE_KERNEL},
+    {"rows", 1, 64, "by the vector registers",
+     "own kernel: rows a register block (variant 1) or a work-item "
+     "(variant 2)",
+     0},
+    {"keys", 1, 4096, "by the vector registers",
+     "own kernel: columns a work-item (variant 1) or a work-group "
+     "(variant 2)",
+     0},
+    {"wg", 1, 1 << 20, "the runtime's (variant 1), by the device (variant 2)",
+     "own kernel: work-items a work-group", CLATTN__TUNABLE_WG},
+    {"splits", 1, 1 << 20, "by the rows and the compute units",
+     "own kernel: rows a work-item (variant 1) or work-group (variant 2) "
+     "owns",
+     0},
+    {"scheme", 1, 2,
+     "CLBlast, or the own kernel where tuning found other GEMM parameters "
+     "that the context leaves unset",
+     "1 the own kernel, 2 CLBlast's GEMM (no other tunable)", 0}};
+CLATTN__TUNABLES_MATCH(clattn__gg_tunables, tunables);
+
+static clattn_status plan(const clattn__target *t, const void *desc,
+                          const clattn__params *p, void *pl, char *why,
+                          size_t cap) {
   const clattn__gemm_desc *d = desc;
   const clattn__gg g = clattn__gg_of_gemm(d);
-  const clattn_params *p = d->params;
-  if (!clattn__params_set(p) && own_gemm(t, d))
-    p = &own; /* the automatic plan there */
+  const clattn__gg_tunables own = {0, 0, 0, 0, 0, CLATTN__GG_SCHEME_OWN};
+  clattn__params own_values;
+  if (!clattn__params_any(p) && own_gemm(t, d)) {
+    own_values = clattn__tunables_put(&own, sizeof own);
+    p = &own_values; /* the automatic plan there */
+  }
   return clattn__gg_make_plan(t, &g, p, 0, pl, why, cap);
 }
 
@@ -119,7 +147,7 @@ static int fits(const clattn__target *t, const void *desc, const void *pl,
   return clattn__gg_fits(t, &g, pl, why, cap);
 }
 
-static clattn_params resolved(const void *pl) {
+static clattn__params resolved(const void *pl) {
   return clattn__gg_resolved(pl);
 }
 
@@ -232,7 +260,6 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
 static void check_case(const void *desc, clattn__check_case *c) {
   clattn__gemm_desc *s = (clattn__gemm_desc *)c->desc;
   *s = *(const clattn__gemm_desc *)desc;
-  s->params = NULL;
   s->m = s->m <= CLATTN_LAYER_GEMV_ROWS ? 3 : 37;
   s->n = 29;
   s->k = 23;
@@ -291,7 +318,7 @@ const clattn__family clattn__family_projection = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
-    .params_offset = offsetof(clattn__gemm_desc, params),
+    CLATTN__TUNABLES(tunables),
     .plan = plan,
     .fits = fits,
     .resolved = resolved,

@@ -49,22 +49,3 @@ int clattn__family_index(const clattn__family *f) {
       return i;
   return -1;
 }
-
-const clattn_params *clattn__desc_params(const clattn__family *F,
-                                         const void *desc) {
-  if (F->params)
-    return F->params(desc);
-  const clattn_params *p;
-  memcpy(&p, (const char *)desc + F->params_offset, sizeof p);
-  return p;
-}
-
-void clattn__desc_with_params(const clattn__family *F, const void *desc,
-                              const clattn_params *p, void *copy) {
-  if (F->with_params) {
-    F->with_params(desc, p, copy);
-    return;
-  }
-  memcpy(copy, desc, F->desc_size);
-  memcpy((char *)copy + F->params_offset, &p, sizeof p);
-}

@@ -17,6 +17,8 @@ typedef struct clattn__space {
   int *val;   /* n * ndims values */
   int pruned; /* candidates rejected by constraints */
   int def;    /* index of the default candidate, -1 if none */
+  int sparse; /* its text leaves out values of 0 (a family's params text,
+                 tunables.h) */
 } clattn__space;
 
 /* Add a candidate (values[ndims]); returns its index (an equal one's if
@@ -26,13 +28,10 @@ void clattn__space_free(clattn__space *s);
 /* "name=value ..." of candidate i. */
 void clattn__space_format(const clattn__space *s, int i, char *buf, size_t cap);
 
-/* Spaces of clattn_params (the fused kernels'): the dimensions are its
- * fields (clattn__param_names). */
-void clattn__space_init_params(clattn__space *s);
-/* Candidate i of such a space as params; values (CLATTN__NPARAMS of
- * them) as params, and params as values. */
-clattn_params clattn__space_params(const clattn__space *s, int i);
-clattn_params clattn__params_of(const int *values);
-void clattn__params_values(const clattn_params *p, int *values);
+/* A family's space: its tunables are the dimensions (family.h); candidate
+ * i as values (runtime.h), and values as a candidate's. */
+struct clattn__family;
+void clattn__space_init_family(clattn__space *s, const struct clattn__family *F);
+clattn__params clattn__space_params(const clattn__space *s, int i);
 
 #endif /* CLATTN_SPACE_H */

@@ -155,21 +155,28 @@ static int default_rows(const clattn__target *t, int vw) {
   return clattn__pow2_floor((size_t)r);
 }
 
-static clattn_status plan(const clattn__target *t, const void *desc, void *pl_,
-                          char *why, size_t cap) {
-  static const clattn_params none = {
-      sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
+/* Its tunables, in the order of its table. */
+typedef struct sv_tunables {
+  int variant, rows, wg;
+} sv_tunables;
+static const clattn__tunable tunables[] = {
+    {"variant", 1, 1, "1", "1 (its one kernel)", CLATTN__TUNABLE_KERNEL},
+    {"rows", 1, MAX_ROWS, "by the vector registers",
+     "output rows a work-item", 0},
+    {"wg", 1, 1 << 20, "the runtime's (CPU), up to 64 (GPU)",
+     "work-items a work-group", CLATTN__TUNABLE_WG}};
+CLATTN__TUNABLES_MATCH(sv_tunables, tunables);
+
+static clattn_status plan(const clattn__target *t, const void *desc,
+                          const clattn__params *values, void *pl_, char *why,
+                          size_t cap) {
   const clattn__super_values_desc *d = desc;
-  const clattn_params *p = d->params ? d->params : &none;
+  sv_tunables own;
+  const sv_tunables *p = &own;
+  clattn__tunables_get(&own, sizeof own, values);
   sv_plan *pl = pl_;
-  if (p->variant < 0 || p->variant > 1 || p->rows < 0 || p->rows > MAX_ROWS ||
-      p->wg < 0 || p->keys || p->splits || p->prefetch || p->scheme) {
-    snprintf(why, cap,
-             "params: super-values has variant 1 only, rows 0..%d and wg >= "
-             "0, and no keys, splits, prefetch or scheme",
-             MAX_ROWS);
-    return CLATTN_ERR_INVALID_ARG;
-  }
+  (void)why;
+  (void)cap;
   pl->vw = clattn__vec_width(d->head_dim);
   pl->rows = p->rows ? p->rows : default_rows(t, pl->vw);
   /* a CPU runs whatever groups the runtime forms; a GPU wants groups of
@@ -195,29 +202,30 @@ static int fits(const clattn__target *t, const void *desc, const void *pl_,
   return clattn__plan_fits(t, pl->wg, 0, why, cap);
 }
 
-static clattn_params resolved(const void *pl_) {
+static clattn__params resolved(const void *pl_) {
   const sv_plan *pl = pl_;
-  return (clattn_params){
-      sizeof(clattn_params), 1, pl->rows, 0, pl->wg, 0, 0, 0};
+  const sv_tunables r = {1, pl->rows, pl->wg};
+  return clattn__tunables_put(&r, sizeof r);
+}
+
+static int add(const clattn__target *t, const void *d, sv_tunables p,
+               clattn__space *s) {
+  const clattn__params v = clattn__tunables_put(&p, sizeof p);
+  return clattn__space_try(&clattn__family_super_values, t, d, &v, s);
 }
 
 /* rows {1, 2, 4, 8, 16} x work-group {runtime's, 32, 128}. */
 static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   static const int rows[] = {1, 2, 4, 8, 16}, wgs[] = {0, 32, 128};
-  clattn__space_init_params(s);
-  const int i = clattn__space_try(
-      &clattn__family_super_values, t, desc,
-      (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
+  clattn__space_init_family(s, &clattn__family_super_values);
+  const int i = add(t, desc, (sv_tunables){0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
   for (int r = 0; r < 5; r++)
     for (int w = 0; w < 3; w++)
-      if (clattn__space_try(&clattn__family_super_values, t, desc,
-                            (clattn_params){sizeof(clattn_params), 1, rows[r],
-                                            0, wgs[w], 0, 0, 0},
-                            s) == -2)
+      if (add(t, desc, (sv_tunables){1, rows[r], wgs[w]}, s) == -2)
         return CLATTN_ERR_NOMEM;
   return CLATTN_OK;
 }
@@ -327,7 +335,6 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
 static void check_case(const void *desc, clattn__check_case *c) {
   clattn__super_values_desc *s = (clattn__super_values_desc *)c->desc;
   *s = *(const clattn__super_values_desc *)desc;
-  s->params = NULL;
   s->batch = 2;
   s->n = 5;
   s->pos0 = 6;
@@ -366,7 +373,7 @@ const clattn__family clattn__family_super_values = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
-    .params_offset = offsetof(clattn__super_values_desc, params),
+    CLATTN__TUNABLES(tunables),
     .plan = plan,
     .fits = fits,
     .resolved = resolved,

@@ -24,7 +24,6 @@ typedef struct clattn__super_values_desc {
   int max_len; /* W_a is [max_len, max_len]; pos0 + n <= max_len */
   int causal;
   clattn_layout x_layout, v_layout;
-  const clattn_params *params;
 } clattn__super_values_desc;
 
 #endif /* CLATTN_FAMILY_SUPER_VALUES_H */

@@ -136,9 +136,29 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   return CLATTN_OK;
 }
 
-static clattn_status plan(const clattn__target *t, const void *desc, void *pl,
-                          char *why, size_t cap) {
-  return clattn__th_plan_make(t, desc, pl, why, cap);
+/* Its tunables, in the order of clattn__th_tunables (talking_heads.h). */
+static const clattn__tunable tunables[] = {
+    {"variant", 1, 2, "1 on CPUs or with scheme 3, 2 on GPUs",
+     "1 register-blocked tiles (CPU-shaped), 2 local-memory work-group tiles "
+     "(GPU-shaped)",
+     CLATTN__TUNABLE_KERNEL},
+    {"rows", 1, 32, "by the scheme and the vector registers",
+     "variant 1: query positions a work-item", 0},
+    {"keys", 1, 256, "by the device",
+     "keys a tile (variant 1: a multiple of 16)", 0},
+    {"wg", 1, 1 << 20, "64 or the device's limit (variant 2), 1 (variant 1)",
+     "work-items a work-group", CLATTN__TUNABLE_WG},
+    {"scheme", 1, 3, "the one with the least work a (query, key) pair",
+     "1 one pass with an accumulator per (logit head, value head), 2 two "
+     "passes (softmax statistics, then the exact weights mixed by P_w), 3 "
+     "(variant 1) two passes with pass 1's logits kept in local memory",
+     0}};
+CLATTN__TUNABLES_MATCH(clattn__th_tunables, tunables);
+
+static clattn_status plan(const clattn__target *t, const void *desc,
+                          const clattn__params *p, void *pl, char *why,
+                          size_t cap) {
+  return clattn__th_plan_make(t, desc, p, pl, why, cap);
 }
 
 static int fits(const clattn__target *t, const void *desc, const void *pl,
@@ -146,13 +166,14 @@ static int fits(const clattn__target *t, const void *desc, const void *pl,
   return clattn__th_fits(t, desc, pl, why, cap);
 }
 
-static clattn_params resolved(const void *pl) {
+static clattn__params resolved(const void *pl) {
   return clattn__th_resolved(pl);
 }
 
-static int add(const clattn__target *t, const void *d, clattn_params p,
+static int add(const clattn__target *t, const void *d, clattn__th_tunables p,
                clattn__space *s) {
-  return clattn__space_try(&clattn__family_talking_heads, t, d, p, s);
+  const clattn__params v = clattn__tunables_put(&p, sizeof p);
+  return clattn__space_try(&clattn__family_talking_heads, t, d, &v, s);
 }
 
 /* Every scheme x variant 1 (positions {1,2,4,8,16} x keys {16,32,64}) and
@@ -161,25 +182,20 @@ static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   static const int rows1[] = {1, 2, 4, 8, 16}, keys1[] = {16, 32, 64},
                    wg2[] = {16, 32, 64, 128, 256}, keys2[] = {4, 8, 16, 32};
-  clattn__space_init_params(s);
-  int i = add(t, desc,
-              (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
+  clattn__space_init_family(s, &clattn__family_talking_heads);
+  int i = add(t, desc, (clattn__th_tunables){0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
   for (int sc = 1; sc <= 3; sc++) {
     for (int a = 0; a < 5; a++)
       for (int b = 0; b < 3; b++)
-        if (add(t, desc,
-                (clattn_params){sizeof(clattn_params), 1, rows1[a], keys1[b], 0,
-                                0, 0, sc},
+        if (add(t, desc, (clattn__th_tunables){1, rows1[a], keys1[b], 0, sc},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
     for (int a = 0; sc <= 2 && a < 5; a++)
       for (int b = 0; b < 4; b++)
-        if (add(t, desc,
-                (clattn_params){sizeof(clattn_params), 2, 0, keys2[b], wg2[a],
-                                0, 0, sc},
+        if (add(t, desc, (clattn__th_tunables){2, 0, keys2[b], wg2[a], sc},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
   }
@@ -397,7 +413,7 @@ const clattn__family clattn__family_talking_heads = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
-    .params_offset = offsetof(clattn_th_desc, params),
+    CLATTN__TUNABLES(tunables),
     .plan = plan,
     .fits = fits,
     .resolved = resolved,

@@ -6,6 +6,12 @@
 
 #include "base/target.h"
 #include "clattn_tools.h"
+#include "family/tunables.h"
+
+/* Its tunables, in the order of its table (talking_heads.c). */
+typedef struct clattn__th_tunables {
+  int variant, rows, keys, wg, scheme;
+} clattn__th_tunables;
 
 typedef struct clattn__th_plan {
   int variant; /* 1 register-blocked (th_stage + th_fwd_reg), 2 local */
@@ -21,11 +27,12 @@ typedef struct clattn__th_plan {
 } clattn__th_plan;
 
 clattn_status clattn__th_plan_make(const clattn__target *t,
-                                   const clattn_th_desc *d, clattn__th_plan *pl,
+                                   const clattn_th_desc *d,
+                                   const clattn__params *p, clattn__th_plan *pl,
                                    char *why, size_t cap);
 int clattn__th_fits(const clattn__target *t, const clattn_th_desc *d,
                     const clattn__th_plan *pl, char *why, size_t cap);
-clattn_params clattn__th_resolved(const clattn__th_plan *pl);
+clattn__params clattn__th_resolved(const clattn__th_plan *pl);
 /* Local memory of th_fwd_local, or of th_fwd_reg's kept logits. */
 size_t clattn__th_local_bytes(const clattn_th_desc *d,
                               const clattn__th_plan *pl);

@@ -65,7 +65,7 @@ static int rows_default(const clattn__target *t, const clattn_th_desc *d,
  * unless scheme 1 issues less work per visible pair or no tile fits; else
  * the lighter of schemes 1 and 2. */
 static void pick_reg(const clattn__target *t, const clattn_th_desc *d,
-                     const clattn_params *p, clattn__th_plan *pl) {
+                     const clattn__th_tunables *p, clattn__th_plan *pl) {
   const int lighter = lighter_scheme(d);
   if (p->scheme == 3 || (!p->scheme && clattn__th_pair_work(d, 3) <=
                                            clattn__th_pair_work(d, lighter))) {
@@ -81,20 +81,13 @@ static void pick_reg(const clattn__target *t, const clattn_th_desc *d,
 }
 
 clattn_status clattn__th_plan_make(const clattn__target *t,
-                                   const clattn_th_desc *d, clattn__th_plan *pl,
-                                   char *why, size_t cap) {
-  static const clattn_params none = {
-      sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
-  const clattn_params *p = d->params ? d->params : &none;
+                                   const clattn_th_desc *d,
+                                   const clattn__params *values,
+                                   clattn__th_plan *pl, char *why, size_t cap) {
+  clattn__th_tunables own;
+  const clattn__th_tunables *p = &own;
+  clattn__tunables_get(&own, sizeof own, values);
   *pl = (clattn__th_plan){0, 0, 0, 0, 0, 0, 0, 0};
-  if (p->variant < 0 || p->variant > 2 || p->scheme < 0 || p->scheme > 3 ||
-      p->rows < 0 || p->keys < 0 || p->wg < 0 || p->splits < 0 ||
-      p->prefetch < 0) {
-    snprintf(why, cap,
-             "params: variant must be 0, 1 or 2, scheme 0 to 3 "
-             "and sizes >= 0");
-    return CLATTN_ERR_INVALID_ARG;
-  }
   pl->variant = p->variant                         ? p->variant
                 : t->cpu_vectors || p->scheme == 3 ? 1
                                                    : 2;
@@ -142,10 +135,11 @@ int clattn__th_fits(const clattn__target *t, const clattn_th_desc *d,
   return clattn__plan_fits(t, pl->wg, clattn__th_local_bytes(d, pl), why, cap);
 }
 
-clattn_params clattn__th_resolved(const clattn__th_plan *pl) {
-  if (pl->variant == 1)
-    return (clattn_params){sizeof(clattn_params),    1, pl->rb, pl->kb,
-                           pl->wg == 1 ? 0 : pl->wg, 0, 0,      pl->scheme};
-  return (clattn_params){
-      sizeof(clattn_params), 2, 0, pl->kt, pl->wg, 0, 0, pl->scheme};
+clattn__params clattn__th_resolved(const clattn__th_plan *pl) {
+  const clattn__th_tunables r =
+      pl->variant == 1
+          ? (clattn__th_tunables){1, pl->rb, pl->kb, pl->wg == 1 ? 0 : pl->wg,
+                                  pl->scheme}
+          : (clattn__th_tunables){2, 0, pl->kt, pl->wg, pl->scheme};
+  return clattn__tunables_put(&r, sizeof r);
 }

@@ -140,21 +140,29 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   return clattn__th_parse_cache(text, SHAPE_KEYS, desc, why, cap);
 }
 
-static clattn_status plan(const clattn__target *t, const void *desc, void *pl_,
-                          char *why, size_t cap) {
-  static const clattn_params none = {
-      sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0};
+/* Its tunables, in the order of its table. */
+typedef struct th_decode_tunables {
+  int variant, keys, wg, splits;
+} th_decode_tunables;
+static const clattn__tunable tunables[] = {
+    {"variant", 1, 1, "1", "1 (its one kernel)", CLATTN__TUNABLE_KERNEL},
+    {"keys", 1, 4096, "64", "keys a block", 0},
+    {"wg", 1, 1 << 20, "1", "work-items a work-group", CLATTN__TUNABLE_WG},
+    {"splits", 1, 1 << 16, "by the cache length and the compute units",
+     "KV splits a sequence, combined by a second kernel", 0}};
+CLATTN__TUNABLES_MATCH(th_decode_tunables, tunables);
+
+static clattn_status plan(const clattn__target *t, const void *desc,
+                          const clattn__params *values, void *pl_, char *why,
+                          size_t cap) {
   const clattn_th_decode_desc *d = desc;
-  const clattn_params *p = d->params ? d->params : &none;
+  th_decode_tunables own;
+  const th_decode_tunables *p = &own;
+  clattn__tunables_get(&own, sizeof own, values);
   clattn__th_decode_plan *pl = pl_;
+  (void)why;
+  (void)cap;
   *pl = (clattn__th_decode_plan){0, 0, 0, 0};
-  if (p->variant < 0 || p->variant > 1 || p->rows || p->prefetch || p->scheme ||
-      p->keys < 0 || p->keys > 4096 || p->wg < 0 || p->splits < 0) {
-    snprintf(why, cap,
-             "params: talking-heads decode has variant 1 only, keys 0..4096, "
-             "wg and splits >= 0, and no rows, prefetch or scheme");
-    return CLATTN_ERR_INVALID_ARG;
-  }
   pl->kb = p->keys ? p->keys : 64;
   pl->wg = p->wg;
   /* Splits: two a compute unit on a CPU (a few waves on a GPU), each at
@@ -184,10 +192,17 @@ static int fits(const clattn__target *t, const void *desc, const void *pl_,
   return clattn__plan_fits(t, pl->wg, 0, why, cap);
 }
 
-static clattn_params resolved(const void *pl_) {
+static clattn__params resolved(const void *pl_) {
   const clattn__th_decode_plan *pl = pl_;
-  return (clattn_params){sizeof(clattn_params),    1,          0, pl->kb,
-                         pl->wg == 1 ? 0 : pl->wg, pl->splits, 0, 0};
+  const th_decode_tunables r = {1, pl->kb, pl->wg == 1 ? 0 : pl->wg,
+                                pl->splits};
+  return clattn__tunables_put(&r, sizeof r);
+}
+
+static int add(const clattn__target *t, const void *d, th_decode_tunables p,
+               clattn__space *s) {
+  const clattn__params v = clattn__tunables_put(&p, sizeof p);
+  return clattn__space_try(&clattn__family_th_decode, t, d, &v, s);
 }
 
 /* keys {32, 64, 256} x work-group {1, 2} x splits 1, 2, 4, ... while a
@@ -196,20 +211,15 @@ static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   static const int keys[] = {32, 64, 256}, wgs[] = {0, 2};
   const clattn_th_decode_desc *d = desc;
-  clattn__space_init_params(s);
-  int i = clattn__space_try(
-      &clattn__family_th_decode, t, d,
-      (clattn_params){sizeof(clattn_params), 0, 0, 0, 0, 0, 0, 0}, s);
+  clattn__space_init_family(s, &clattn__family_th_decode);
+  int i = add(t, d, (th_decode_tunables){0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
   for (int sp = 1; sp <= 64 && (sp == 1 || d->capacity / sp >= 64); sp *= 2)
     for (int a = 0; a < 3; a++)
       for (int w = 0; w < 2; w++)
-        if (clattn__space_try(&clattn__family_th_decode, t, d,
-                              (clattn_params){sizeof(clattn_params), 1, 0,
-                                              keys[a], wgs[w], sp, 0, 0},
-                              s) == -2)
+        if (add(t, d, (th_decode_tunables){1, keys[a], wgs[w], sp}, s) == -2)
           return CLATTN_ERR_NOMEM;
   return CLATTN_OK;
 }
@@ -361,7 +371,7 @@ const clattn__family clattn__family_th_decode = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
-    .params_offset = offsetof(clattn_th_decode_desc, params),
+    CLATTN__TUNABLES(tunables),
     .plan = plan,
     .fits = fits,
     .resolved = resolved,

@@ -255,7 +255,7 @@ static void core_super(const void *desc, clattn__core_op op,
     const clattn__super_values_desc sd = {
         a->batch, a->n,        a->cached,  cached ? a->capacity : a->n,
         d->heads, head_dim(d), d->max_len, a->causal,
-        lay,      lay,         NULL};
+        lay,      lay};
     memcpy(call->desc.bytes, &sd, sizeof sd);
     const cl_mem b[3] = {a->w != NULL ? a->w[SUP_A] : NULL,
                          cached ? a->k_cache : x, cached ? a->v_cache : v};

@@ -265,12 +265,13 @@ static clattn_status project(clattn_layer *l, int first, int last, size_t rows,
                           "layer: projection %s of %ld x %ld is too large",
                           p->name, inner, cols);
     /* rows fit an int: check_call refused more */
-    const clattn__gemm_desc d = {(int)rows, (int)cols, (int)inner, NULL};
+    const clattn__gemm_desc d = {(int)rows, (int)cols, (int)inner};
     const cl_mem bufs[3] = {p->from == CLATTN__ACT_X ? x : l->buf[p->from],
                             l->w[p->weight],
                             p->to == CLATTN__ACT_Y ? y : l->buf[p->to]};
     const clattn_events ev = {sizeof ev, 0, NULL, i == last - 1 ? event : NULL};
-    rc = clattn__call(l->ctx, &clattn__family_projection, &d, bufs, &ev);
+    rc = clattn__call(l->ctx, &clattn__family_projection, &d, NULL, bufs,
+                      &ev);
   }
   return rc;
 }
@@ -378,7 +379,7 @@ static clattn_status core(clattn_layer *l, clattn__core_op op,
   memset(&call, 0, sizeof call);
   l->kind->core(l->d.bytes, op, a, &call);
   const clattn_events ev = {sizeof ev, 0, NULL, out};
-  return clattn__call(l->ctx, F, call.desc.bytes, call.buf,
+  return clattn__call(l->ctx, F, call.desc.bytes, NULL, call.buf,
                       out != NULL ? &ev : NULL);
 }
 
@@ -495,8 +496,8 @@ clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
                                    cl_mem y, const clattn_events *ev) {
   clattn__public_args own;
   const void *none = NULL;
-  clattn_status rc = clattn__ctx_args_in(layer_ctx(l), &own, "", &none, 0,
-                                         CLATTN__NO_PARAMS, &ev);
+  clattn_status rc = clattn__ctx_args_in(layer_ctx(l), &own, NULL, "", &none,
+                                         0, CLATTN__NO_PARAMS, &ev);
   if (rc)
     return rc;
   clattn_ctx *locked = clattn__ctx_enter(layer_ctx(l));
@@ -509,8 +510,8 @@ clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c, cl_mem x,
                                   cl_mem y, const clattn_events *ev) {
   clattn__public_args own;
   const void *none = NULL;
-  clattn_status rc = clattn__ctx_args_in(layer_ctx(l), &own, "", &none, 0,
-                                         CLATTN__NO_PARAMS, &ev);
+  clattn_status rc = clattn__ctx_args_in(layer_ctx(l), &own, NULL, "", &none,
+                                         0, CLATTN__NO_PARAMS, &ev);
   if (rc)
     return rc;
   clattn_ctx *locked = clattn__ctx_enter(layer_ctx(l));

@@ -38,10 +38,10 @@ static clattn_status add_projection(clattn_prediction *out, double *dram_reads,
   if (inner > INT32_MAX || cols > INT32_MAX || rows > INT32_MAX)
     return clattn__model_fail(out, CLATTN_ERR_SHAPE,
                               "a projection's sizes overflow");
-  const clattn__gemm_desc g = {(int)rows, (int)cols, (int)inner, NULL};
+  const clattn__gemm_desc g = {(int)rows, (int)cols, (int)inner};
   clattn_prediction sub;
   clattn_status rc =
-      clattn__model(&clattn__family_projection, &g, NULL, prof, &sub);
+      clattn__model(&clattn__family_projection, &g, NULL, NULL, prof, &sub);
   if (rc != CLATTN_OK) {
     snprintf(out->errmsg, sizeof out->errmsg, "%s", sub.errmsg);
     return rc;
@@ -67,7 +67,7 @@ static clattn_status add_core(clattn_prediction *out, double *dram_reads,
   memset(&call, 0, sizeof call);
   K->core(d, op, a, &call);
   clattn_prediction sub;
-  clattn_status rc = clattn__model(F, call.desc.bytes, NULL, prof, &sub);
+  clattn_status rc = clattn__model(F, call.desc.bytes, NULL, NULL, prof, &sub);
   if (rc != CLATTN_OK) {
     snprintf(out->errmsg, sizeof out->errmsg, "%s", sub.errmsg);
     return rc;

@@ -133,8 +133,7 @@ static void mix(const clattn_switchhead_layer_desc *d, clattn__core_op op,
       .topk = d->topk,
       .sel_inner = d->d_model,
       .mode = in ? CLATTN__CVMM_SPLIT : CLATTN__CVMM_SUM,
-      .gate = in && dense_v ? CLATTN__CVMM_NONE : CLATTN__CVMM_TOPK,
-      .params = NULL};
+      .gate = in && dense_v ? CLATTN__CVMM_NONE : CLATTN__CVMM_TOPK};
   memcpy(call->desc.bytes, &cd, sizeof cd);
   const cl_mem x = a->act[CLATTN__ACT_X];
   const cl_mem *w = a->w;

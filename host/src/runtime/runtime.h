@@ -43,13 +43,22 @@ typedef struct clattn__memo_entry clattn__memo_entry;
 
 enum { CLATTN_SCRATCH_SLOTS = 4 };
 
+/* A call's values of its family's tunables, in the family's own layout
+ * (family/tunables.h): value i is the family's tunable i; 0 leaves it to
+ * the plan. */
+enum { CLATTN__TUNABLES_MAX = 12 };
+typedef struct clattn__params {
+  int v[CLATTN__TUNABLES_MAX];
+} clattn__params;
+
 /* How one call's parameters were chosen: clattn_choice with the params as
  * the library holds them (choice/ writes it; clattn__choice_out gives the
- * public struct, with the params as text). */
+ * public struct, with the params as text in the family's names). */
 typedef struct clattn__choice {
+  const struct clattn__family *family;
   clattn_choice_source source;
-  clattn_params params;   /* as chosen (before the plan fills zeros) */
-  clattn_params resolved; /* every field as the kernels run it */
+  clattn__params params;   /* as chosen (before the plan fills zeros) */
+  clattn__params resolved; /* every value as the kernels run it */
   char shape_class[96];
   char entry_class[96];
   char entry_device[128];

@@ -286,7 +286,8 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
   } else {
     clattn__bench_run_name(run, sizeof run);
   }
-  if ((rc = clattn__shape_parse(family, shape, NULL, &B.F, B.desc, why,
+  clattn__params none;
+  if ((rc = clattn__shape_parse(family, shape, NULL, &B.F, B.desc, &none, why,
                                 sizeof why)))
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "%s", why);
   /* the rows hold the shape text as given */
@@ -296,7 +297,7 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
                         strlen(shape), sizeof out->rows[0].shape - 1);
   B.ctx = ctx;
   /* the call's own checks, before any buffer is allocated */
-  if ((rc = clattn__explain(ctx, B.F, B.desc, &ch)))
+  if ((rc = clattn__explain(ctx, B.F, B.desc, NULL, &ch)))
     return rc;
   rc = clattn__profile_for(ctx, db, &prof);
   if (rc == CLATTN_ERR_NOMEM)
@@ -325,16 +326,14 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
   if (!(opts && opts->repeats) && t0 > SLOW_CALL_S)
     repeats = SLOW_REPEATS;
   /* the model's prediction of that plan */
-  _Alignas(16) unsigned char planned[CLATTN__DESC_MAX];
-  clattn__desc_with_params(B.F, B.desc, &ch.resolved, planned);
   memset(&pred, 0, sizeof pred);
   if (has_prof)
-    rc = clattn__model(B.F, planned, NULL, &prof, &pred);
+    rc = clattn__model(B.F, B.desc, &ch.resolved, NULL, &prof, &pred);
   else {
     clattn_profile rep;
     rc = clattn__profile_reported(ctx, &rep);
     if (rc == CLATTN_OK)
-      rc = clattn__model(B.F, planned, NULL, &rep, &pred);
+      rc = clattn__model(B.F, B.desc, &ch.resolved, NULL, &rep, &pred);
   }
   if (rc != CLATTN_OK) {
     rc = clattn__fail(ctx, rc, "the model of the chosen plan: %s", pred.errmsg);
@@ -405,7 +404,7 @@ static clattn_status bench_unlocked(clattn_ctx *ctx, clattn_db *db,
       snprintf(e->bound, sizeof e->bound, "%s", bound_str(pred.total.bound));
     }
     if (i == 0) {
-      clattn__params_format(&ch.resolved, e->params, sizeof e->params);
+      clattn__params_format(B.F, &ch.resolved, e->params, sizeof e->params);
       snprintf(e->params_source, sizeof e->params_source, "%s",
                clattn_choice_source_str(ch.source));
       snprintf(e->params_device, sizeof e->params_device, "%s",

@@ -218,17 +218,16 @@ static void call_buffers(const harness *H, int copy, cl_mem *bufs) {
 
 /* One call with params p: the small check's (small 1) or the real one's
  * on copy `copy` of the cold buffers; finished when `finish`. */
-static clattn_status call(harness *H, const clattn_params *p, int small,
+static clattn_status call(harness *H, const clattn__params *p, int small,
                           int copy, int finish) {
-  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
   cl_mem bufs[NB];
   const clattn__family *F = H->F;
-  clattn__desc_with_params(F, small ? H->small.desc : H->desc, p, d);
+  const void *d = small ? H->small.desc : H->desc;
   if (small)
     memcpy(bufs, H->sbuf, sizeof bufs);
   else
     call_buffers(H, copy, bufs);
-  clattn_status rc = clattn__call(H->ctx, F, d, bufs, NULL);
+  clattn_status rc = clattn__call(H->ctx, F, d, p, bufs, NULL);
   if (rc == CLATTN_OK && finish) {
     cl_int err = clFinish(H->ctx->queue);
     if (err != CL_SUCCESS)
@@ -321,17 +320,15 @@ static clattn_status time_stream(harness *H, clattn__harness_run run,
 /* The library's call with params p on bufs (a clattn__harness_run). */
 typedef struct params_run {
   harness *H;
-  const clattn_params *p;
+  const clattn__params *p;
 } params_run;
 
 static clattn_status run_params(void *user, const cl_mem *bufs) {
   const params_run *r = user;
-  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
-  clattn__desc_with_params(r->H->F, r->H->desc, r->p, d);
-  return clattn__call(r->H->ctx, r->H->F, d, bufs, NULL);
+  return clattn__call(r->H->ctx, r->H->F, r->H->desc, r->p, bufs, NULL);
 }
 
-static clattn_status timed_run(harness *H, const clattn_params *p,
+static clattn_status timed_run(harness *H, const clattn__params *p,
                                double *sec) {
   params_run r = {H, p};
   return time_stream(H, run_params, &r, sec);
@@ -345,7 +342,7 @@ static void reject(clattn_tune_entry *e, const char *status, const char *msg) {
 static clattn_status eval(void *self, const int *values, double best_s,
                           double timeout_s, int repeats, clattn_tune_entry *e) {
   harness *H = self;
-  const clattn_params p = clattn__params_of(values);
+  const clattn__params p = clattn__params_of(H->F, values);
   const double t0 = clattn__now();
   clattn_status rc;
   /* 1. correct on the small input? */
@@ -414,12 +411,10 @@ static clattn_status eval(void *self, const int *values, double best_s,
 static int predict(void *self, const int *values, double *t_pred,
                    double *t_roof) {
   harness *H = self;
-  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
-  const clattn_params p = clattn__params_of(values);
+  const clattn__params p = clattn__params_of(H->F, values);
   if (!H->has_prof)
     return 0;
-  clattn__desc_with_params(H->F, H->desc, &p, d);
-  return clattn__predict(H->F, d, &H->prof, t_pred, t_roof);
+  return clattn__predict(H->F, H->desc, &p, &H->prof, t_pred, t_roof);
 }
 
 /* A cold family's bandwidth of the moment: the best of three launches of
@@ -458,7 +453,7 @@ static int refresh(void *self) {
 /* One timed run of a candidate on the call's shape (timed_run). */
 static double time1(void *self, const int *values) {
   harness *H = self;
-  const clattn_params p = clattn__params_of(values);
+  const clattn__params p = clattn__params_of(H->F, values);
   double t = -1.0;
   return timed_run(H, &p, &t) == CLATTN_OK ? t : -1.0;
 }
@@ -476,9 +471,10 @@ static clattn_status begin(clattn_ctx *ctx, const clattn__family *F,
   H->F = F;
   if (desc == NULL)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "desc is NULL");
-  /* the tuner's candidates replace the caller's params */
-  clattn__desc_with_params(F, desc, NULL, H->desc);
-  return clattn__explain(ctx, F, H->desc, &ch);
+  /* the tuner's candidates replace the caller's params (the public
+   * boundary dropped them) */
+  memcpy(H->desc, desc, F->desc_size);
+  return clattn__explain(ctx, F, H->desc, NULL, &ch);
 }
 
 static clattn_status tune_unlocked(clattn_ctx *ctx, clattn_db *db,
@@ -538,12 +534,13 @@ clattn_status clattn_tune_attention(clattn_ctx *ctx, clattn_db *db,
                                     clattn_tune_result *out) {
   clattn__public_args own;
   const void *desc = d;
+  const clattn__family *F = &clattn__family_prefill;
   clattn_status rc =
-      clattn__ctx_args_in(ctx, &own, "clattn_attn_desc", &desc, sizeof *d,
+      clattn__ctx_args_in(ctx, &own, F, "clattn_attn_desc", &desc, sizeof *d,
                           (long)offsetof(clattn_attn_desc, params), NULL);
   if (rc)
     return rc;
-  return clattn__tune(ctx, db, &clattn__family_prefill, desc, opts, out);
+  return clattn__tune(ctx, db, F, desc, opts, out);
 }
 
 clattn_status clattn_tune_decode(clattn_ctx *ctx, clattn_db *db,
@@ -552,12 +549,13 @@ clattn_status clattn_tune_decode(clattn_ctx *ctx, clattn_db *db,
                                  clattn_tune_result *out) {
   clattn__public_args own;
   const void *desc = d;
+  const clattn__family *F = &clattn__family_decode;
   clattn_status rc =
-      clattn__ctx_args_in(ctx, &own, "clattn_decode_desc", &desc, sizeof *d,
+      clattn__ctx_args_in(ctx, &own, F, "clattn_decode_desc", &desc, sizeof *d,
                           (long)offsetof(clattn_decode_desc, params), NULL);
   if (rc)
     return rc;
-  return clattn__tune(ctx, db, &clattn__family_decode, desc, opts, out);
+  return clattn__tune(ctx, db, F, desc, opts, out);
 }
 
 static clattn_status tune_run(clattn_ctx *ctx, const clattn__tune_call *c,
@@ -607,7 +605,7 @@ void clattn__harness_close(clattn__harness *H) {
   free(H);
 }
 
-clattn_status clattn__harness_check(clattn__harness *H, const clattn_params *p,
+clattn_status clattn__harness_check(clattn__harness *H, const clattn__params *p,
                                     double *max_err) {
   clattn_status rc;
   if ((rc = reset_check(H)) || (rc = call(H, p, 1, 0, 1)))
@@ -621,12 +619,13 @@ clattn_status clattn__harness_time(clattn__harness *H, clattn__harness_run run,
 }
 
 clattn_status clattn__harness_time_params(clattn__harness *H,
-                                          const clattn_params *p, double *sec) {
+                                          const clattn__params *p,
+                                          double *sec) {
   return timed_run(H, p, sec);
 }
 
 clattn_status clattn__harness_run_params(clattn__harness *H,
-                                         const clattn_params *p,
+                                         const clattn__params *p,
                                          const cl_mem *bufs) {
   params_run r = {H, p};
   return run_params(&r, bufs);

@@ -51,11 +51,30 @@ const char *clattn_family_shape_keys(int i) {
   return f ? f->shape_keys : NULL;
 }
 
+clattn_status clattn_family_tunable(int i, int j, clattn_tunable *out) {
+  const clattn__family *f = clattn__family_at(i);
+  char why[128];
+  if (out == NULL)
+    return CLATTN_ERR_INVALID_ARG;
+  if (f == NULL || j < 0 || j >= f->ntunables)
+    return CLATTN_ERR_NOT_FOUND;
+  const clattn__tunable *t = &f->tunables[j];
+  const clattn_tunable own = {.size = sizeof own,
+                              .name = t->name,
+                              .min = t->min,
+                              .max = t->max,
+                              .automatic = t->automatic,
+                              .meaning = t->meaning};
+  return clattn__struct_out(out, &own, sizeof own, "clattn_tunable", why,
+                            sizeof why);
+}
+
 clattn_status clattn__shape_parse(const char *family, const char *shape,
                                   const clattn_params *params,
                                   const clattn__family **F, void *desc,
-                                  char *why, size_t cap) {
-  _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
+                                  clattn__params *values, char *why,
+                                  size_t cap) {
+  memset(values, 0, sizeof *values);
   *F = clattn__family_find(family);
   if (*F == NULL) {
     int n = snprintf(why, cap, "no kernel family \"%.40s\" (families:",
@@ -71,9 +90,9 @@ clattn_status clattn__shape_parse(const char *family, const char *shape,
     snprintf(why, cap, "shape is NULL");
     return CLATTN_ERR_INVALID_ARG;
   }
-  clattn_status rc = (*F)->parse_shape(shape, d, why, cap);
+  clattn_status rc = (*F)->parse_shape(shape, desc, why, cap);
   if (rc == CLATTN_OK)
-    clattn__desc_with_params(*F, d, params, desc);
+    rc = clattn__params_in(*F, params, values, why, cap);
   return rc;
 }
 
@@ -83,11 +102,13 @@ static clattn_status tune_shape_unlocked(clattn_ctx *ctx, clattn_db *db,
                                          clattn_tune_result *out) {
   _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
   const clattn__family *F;
+  clattn__params none;
   char why[256];
   clattn_status rc = clattn__ctx_check(ctx);
   if (rc)
     return rc;
-  if ((rc = clattn__shape_parse(family, shape, NULL, &F, d, why, sizeof why)))
+  if ((rc = clattn__shape_parse(family, shape, NULL, &F, d, &none, why,
+                                sizeof why)))
     return clattn__fail(ctx, rc, "%s", why);
   return clattn__tune(ctx, db, F, d, opts, out);
 }
@@ -98,6 +119,7 @@ static clattn_status explain_shape_unlocked(clattn_ctx *ctx, const char *family,
                                             clattn_choice *out) {
   _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
   clattn_params own;
+  clattn__params values;
   const clattn__family *F;
   char why[256];
   clattn_status rc = clattn__ctx_check(ctx);
@@ -105,9 +127,10 @@ static clattn_status explain_shape_unlocked(clattn_ctx *ctx, const char *family,
     return rc;
   if ((rc = clattn__struct_in_ptr((const void **)&params, &own, sizeof own,
                                   "clattn_params", why, sizeof why)) ||
-      (rc = clattn__shape_parse(family, shape, params, &F, d, why, sizeof why)))
+      (rc = clattn__shape_parse(family, shape, params, &F, d, &values, why,
+                                sizeof why)))
     return clattn__fail(ctx, rc, "%s", why);
-  return clattn__explain_public(ctx, F, d, out);
+  return clattn__explain_public(ctx, F, d, &values, out);
 }
 
 clattn_status clattn_model_shape(const char *family, const char *shape,
@@ -116,6 +139,7 @@ clattn_status clattn_model_shape(const char *family, const char *shape,
                                  clattn_prediction *out) {
   _Alignas(16) unsigned char d[CLATTN__DESC_MAX];
   clattn_params own_params;
+  clattn__params values;
   clattn_profile own_prof;
   clattn_prediction own;
   const clattn__family *F;
@@ -125,10 +149,10 @@ clattn_status clattn_model_shape(const char *family, const char *shape,
                                sizeof own_params, "clattn_params", own.errmsg,
                                sizeof own.errmsg);
   if (rc == CLATTN_OK)
-    rc = clattn__shape_parse(family, shape, params, &F, d, own.errmsg,
-                             sizeof own.errmsg);
+    rc = clattn__shape_parse(family, shape, params, &F, d, &values,
+                             own.errmsg, sizeof own.errmsg);
   if (rc == CLATTN_OK)
-    rc = clattn__model(F, d, NULL, prof, &own);
+    rc = clattn__model(F, d, &values, NULL, prof, &own);
   return clattn__model_out(rc, &own, out);
 }
 

@@ -78,13 +78,16 @@ clattn_status clattn__tune(clattn_ctx *ctx, clattn_db *db,
                            const clattn__family *F, const void *desc,
                            const clattn_tune_opts *opts,
                            clattn_tune_result *out);
-/* desc (CLATTN__DESC_MAX bytes) of family name's shape text with params
- * (shape_api.c); why gets the reason of a failure (CLATTN_ERR_INVALID_ARG
- * for an unknown family or NULL shape, else the family's parse status). */
+/* desc (CLATTN__DESC_MAX bytes) of family name's shape text, and the
+ * public params (the library's whole struct, NULL: none) as its values
+ * (zeros: none) (shape_api.c); why gets the reason of a failure
+ * (CLATTN_ERR_INVALID_ARG for an unknown family, a NULL shape or a bad
+ * params value, else the family's parse status). */
 clattn_status clattn__shape_parse(const char *family, const char *shape,
                                   const clattn_params *params,
                                   const clattn__family **F, void *desc,
-                                  char *why, size_t cap);
+                                  clattn__params *values, char *why,
+                                  size_t cap);
 
 /* The tuner's measuring harness (harness.c), shared with the bench
  * (bench.c): the call's buffers from the family's specs with random
@@ -103,7 +106,7 @@ void clattn__harness_close(clattn__harness *H);
 /* The library's call with params p (NULL: automatic) on the check case:
  * the largest error of its outputs against the reference, relative to
  * the reference's magnitude (INFINITY: a non-finite output). */
-clattn_status clattn__harness_check(clattn__harness *H, const clattn_params *p,
+clattn_status clattn__harness_check(clattn__harness *H, const clattn__params *p,
                                     double *max_err);
 /* One timed run: run on the next copies of the rotation, back to back,
  * finished once; *sec per call. */
@@ -112,9 +115,10 @@ clattn_status clattn__harness_time(clattn__harness *H, clattn__harness_run run,
 /* The same for the library's call with params p (NULL: automatic), and
  * that call enqueued on bufs. */
 clattn_status clattn__harness_time_params(clattn__harness *H,
-                                          const clattn_params *p, double *sec);
+                                          const clattn__params *p,
+                                          double *sec);
 clattn_status clattn__harness_run_params(clattn__harness *H,
-                                         const clattn_params *p,
+                                         const clattn__params *p,
                                          const cl_mem *bufs);
 /* The elements of the call's OUT buffers, and their values (as float, in
  * buffer order, out holding clattn__harness_out_elems) after one run on
