@@ -222,7 +222,7 @@ has "tune prints the best" "  best     variant="
 has "tune counts the candidates" "3 of [0-9]* candidates evaluated"
 [ ! -s "$tmp/err" ] && ok "tune is quiet in a pipe" ||
   { bad "tune wrote progress into a pipe"; cat "$tmp/err"; }
-best=$(sed -n 's/^  best     \(variant=[^ ]* rows=[^ ]* keys=[^ ]* wg=[^ ]* splits=[^ ]*\).*/\1/p' "$tmp/out")
+best=$(sed -n 's/^  best     \(variant=.*\)  [0-9.]* ms.*/\1/p' "$tmp/out")
 run "tune again resumes" 0 "$clattn" tune prefill "${shape[@]}" --max 3 \
   --strategy random
 has "the rerun measures nothing" "(0 measured now, 3 from the database)"
@@ -264,10 +264,20 @@ json "explain --json"
 run "explain with caller params" 0 "$clattn" explain attention \
   "${shape[@]}" --variant 1 --rows 2
 has "explain: caller first" "source       caller"
+run "explain with --params" 0 "$clattn" explain attention \
+  "${shape[@]}" --params "variant=1 rows=2"
+has "explain --params: caller first" "source       caller"
+has "explain --params: resolved in the family's names" "resolved     variant=1 rows=2"
+run "explain --params, another family's tunable" 2 "$clattn" explain \
+  attention "${shape[@]}" --params "splits=2"
+has "another family's tunable is named" \
+  "splits: the prefill family has no such tunable" "$tmp/err"
+run "families lists each family's tunables" 0 "$clattn" families
+has "families: decode's splits" "tunable splits=1.."
 CLATTN_PARAMS="decode: keys=16 splits=2" run "explain under CLATTN_PARAMS" 0 \
   "$clattn" explain decode --kv-seq 500 --heads 2 --head-dim 32
 has "explain: the environment's override" "source       override"
-has "explain: override resolved" "keys=16 wg=0 splits=2"
+has "explain: override resolved" "keys=16 splits=2"
 CLATTN_PARAMS="decode: bogus=2" run "bad CLATTN_PARAMS" 1 "$clattn" \
   explain decode --kv-seq 500 --heads 2 --head-dim 32
 has "bad CLATTN_PARAMS is named" CLATTN_PARAMS "$tmp/err"

@@ -8,12 +8,10 @@
 
 /* clattn__call of F's desc with params p (NULL: automatic); a bad value is
  * the call's failure, with the reason in the context's message. */
-static inline clattn_status tu_family_call(clattn_ctx *ctx,
-                                           const clattn__family *F,
-                                           const void *desc,
-                                           const clattn_params *p,
-                                           const cl_mem *bufs,
-                                           const clattn_events *ev) {
+static inline clattn_status
+tu_family_call(clattn_ctx *ctx, const clattn__family *F, const void *desc,
+               const clattn_params *p, const cl_mem *bufs,
+               const clattn_events *ev) {
   clattn__params values;
   char why[256];
   clattn_status st = clattn__params_in(F, p, &values, why, sizeof why);

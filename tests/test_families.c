@@ -41,8 +41,8 @@ Test(families, every_operation) {
                   F->shape_keys,
               "family %d: names", i);
     cr_expect(F->check && F->buffers && F->full_int && F->shape_class &&
-                  F->parse_shape && F->plan && F->resolved && F->space && F->cost && F->enqueue &&
-                  F->check_case && F->reference,
+                  F->parse_shape && F->plan && F->resolved && F->space &&
+                  F->cost && F->enqueue && F->check_case && F->reference,
               "%s: an operation is missing", F->name);
     cr_expect(F->desc_size <= CLATTN__DESC_MAX &&
                   F->plan_size <= CLATTN__PLAN_MAX,
@@ -147,6 +147,120 @@ Test(families, space_and_cost) {
 }
 
 /* On the device, every family's check case equals its reference. */
+/* Each family's tunables: a table the public listing reads, names unique
+ * within the family and in range, and every candidate of its tuning space
+ * written as text in its names and read back to the same values. */
+Test(tunables, declared_and_text_round_trips) {
+  for (int i = 0; i < clattn__family_count(); i++) {
+    const clattn__family *F = clattn__family_at(i);
+    cr_assert(F->ntunables >= 0 && F->ntunables <= CLATTN__TUNABLES_MAX,
+              "%s: %d tunables", F->name, F->ntunables);
+    for (int j = 0; j < F->ntunables; j++) {
+      const clattn__tunable *t = &F->tunables[j];
+      cr_expect(t->name && *t->name && t->meaning && *t->meaning &&
+                    t->automatic && *t->automatic && t->min >= 1 &&
+                    t->min <= t->max,
+                "%s: tunable %d", F->name, j);
+      for (int k = 0; k < j; k++)
+        cr_expect_str_neq(t->name, F->tunables[k].name, "%s", F->name);
+      clattn_tunable pub = {.size = sizeof pub};
+      cr_assert_eq(clattn_family_tunable(i, j, &pub), CLATTN_OK);
+      cr_expect_str_eq(pub.name, t->name);
+      cr_expect(pub.min == t->min && pub.max == t->max);
+    }
+    clattn_tunable past = {.size = sizeof past};
+    cr_expect_eq(clattn_family_tunable(i, F->ntunables, &past),
+                 CLATTN_ERR_NOT_FOUND);
+    clattn__check_case c;
+    _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
+    char why[256], text[256];
+    if (F->standard_shapes == NULL)
+      continue;
+    cr_assert_eq(F->parse_shape(F->standard_shapes[0], desc, why, sizeof why),
+                 CLATTN_OK, "%s: %s", F->name, why);
+    F->check_case(desc, &c);
+    clattn__space sp;
+    cr_assert_eq(F->space(&gpu_target, c.desc, &sp), CLATTN_OK);
+    for (int k = 0; k < sp.n; k++) {
+      const clattn__params v = clattn__space_params(&sp, k);
+      clattn__params back;
+      memset(&back, 0, sizeof back);
+      clattn__params_format(F, &v, text, sizeof text);
+      char spaced[256];
+      clattn__space_format(&sp, k, spaced, sizeof spaced);
+      cr_expect_str_eq(text, spaced, "%s: the space's text", F->name);
+      cr_assert_eq(clattn__params_parse(F, text, &back, why, sizeof why),
+                   CLATTN_OK, "%s: \"%s\": %s", F->name, text, why);
+      cr_expect(memcmp(&v, &back, sizeof v) == 0, "%s: \"%s\"", F->name, text);
+    }
+    clattn__space_free(&sp);
+  }
+  cr_expect_eq(clattn_family_tunable(
+                   -1, 0, &(clattn_tunable){.size = sizeof(clattn_tunable)}),
+               CLATTN_ERR_NOT_FOUND);
+}
+
+/* The public params by name: a family's own names, in any order, its
+ * values checked against its table; a name the family lacks, from the
+ * text or the named int fields, refused with the family named. */
+Test(tunables, public_params_by_name) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn_choice ch = {.size = sizeof ch};
+  const clattn_params by_name = {.size = sizeof by_name,
+                                 .text = "wg=64 keys=16, variant=2"};
+  const char *attn = "batch=1 seq=40 heads=4 kv-heads=2 head-dim=32";
+  cr_assert_eq(clattn_explain_shape(ctx, "prefill", attn, &by_name, &ch),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_expect_eq(ch.source, CLATTN_CHOICE_CALLER);
+  cr_expect_str_eq(ch.params, "variant=2 keys=16 wg=64");
+  cr_expect_str_eq(ch.resolved, "variant=2 keys=16 wg=64");
+  const char *dec = "batch=2 kv-seq=300 heads=4 kv-heads=2 head-dim=32";
+  const clattn_params split = {.size = sizeof split,
+                               .text = "variant=1 splits=4"};
+  cr_assert_eq(clattn_explain_shape(ctx, "decode", dec, &split, &ch), CLATTN_OK,
+               "%s", clattn_ctx_errmsg(ctx));
+  cr_expect(strstr(ch.resolved, "splits=4") != NULL, "%s", ch.resolved);
+  const struct {
+    const char *family, *shape;
+    clattn_params p;
+    const char *word;
+  } bad[] = {{"decode",
+              dec,
+              {.size = sizeof(clattn_params), .text = "scheme=2"},
+              "scheme: the decode family has no such tunable"},
+             {"prefill",
+              attn,
+              {.size = sizeof(clattn_params), .splits = 2},
+              "clattn_params.splits: the prefill family has no such tunable"},
+             {"prefill",
+              attn,
+              {.size = sizeof(clattn_params), .text = "rows=33"},
+              "rows=33: the prefill family's rows is 1 to 32"},
+             {"decode",
+              dec,
+              {.size = sizeof(clattn_params), .text = "keys=x"},
+              "keys: expected a whole number"},
+             {"decode",
+              dec,
+              {.size = sizeof(clattn_params), .text = "keys"},
+              "expected name=value"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_expect_eq(
+        clattn_explain_shape(ctx, bad[i].family, bad[i].shape, &bad[i].p, &ch),
+        CLATTN_ERR_INVALID_ARG, "%s", bad[i].word);
+    cr_expect(strstr(clattn_ctx_errmsg(ctx), bad[i].word) != NULL,
+              "message \"%s\" lacks \"%s\"", clattn_ctx_errmsg(ctx),
+              bad[i].word);
+  }
+  /* an override out of range names the value, not a count's sign */
+  cr_expect_eq(clattn_ctx_set_params(ctx, "decode: rows=2147483647"),
+               CLATTN_ERR_INVALID_ARG);
+  cr_expect(strstr(clattn_ctx_errmsg(ctx),
+                   "rows=2147483647: the decode family's rows is 1 to") != NULL,
+            "%s", clattn_ctx_errmsg(ctx));
+  clattn_ctx_destroy(ctx);
+}
+
 Test(families, check_case_on_device) {
   clattn_ctx *ctx = tu_ctx();
   tu_rng rng = tu_rng_seed(77);
@@ -177,8 +291,8 @@ Test(families, check_case_on_device) {
       host[b] = x;
       dev[b] = tu_upload(ctx, x, n, spec[b].dtype);
     }
-    cr_assert_eq(clattn__call(ctx, F, c.desc, NULL, dev, NULL), CLATTN_OK, "%s: %s",
-                 F->name, clattn_ctx_errmsg(ctx));
+    cr_assert_eq(clattn__call(ctx, F, c.desc, NULL, dev, NULL), CLATTN_OK,
+                 "%s: %s", F->name, clattn_ctx_errmsg(ctx));
     F->reference(c.desc, host);
     for (int b = 0; b < F->nbufs; b++) {
       const size_t n = spec[b].elems;
@@ -274,9 +388,9 @@ Test(families, former_names) {
   cr_expect(strstr(clattn_ctx_errmsg(ctx), "append family has no") != NULL,
             "%s", clattn_ctx_errmsg(ctx));
   clattn_choice ch = {.size = sizeof(clattn_choice)};
-  cr_assert_eq(clattn_explain_shape(ctx, "talking-heads-append", shape, NULL,
-                                    &ch),
-               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_eq(
+      clattn_explain_shape(ctx, "talking-heads-append", shape, NULL, &ch),
+      CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
   cr_expect_eq(ch.source, CLATTN_CHOICE_DEFAULT, "%s", ch.why);
   clattn_ctx_destroy(ctx);
 }

@@ -163,8 +163,9 @@ Test(space, default_variant) {
                           1,
                           NULL};
     clattn__prefill_plan pp;
-    cr_assert_eq(clattn__plan_prefill(&targets[ti], &a, NULL, &pp, why, sizeof why),
-                 CLATTN_OK, "%s", why);
+    cr_assert_eq(
+        clattn__plan_prefill(&targets[ti], &a, NULL, &pp, why, sizeof why),
+        CLATTN_OK, "%s", why);
     cr_assert_eq(pp.variant, expect[ti], "target %d: prefill variant %d", ti,
                  pp.variant);
     clattn_decode_desc d = {sizeof(clattn_decode_desc),
@@ -179,8 +180,9 @@ Test(space, default_variant) {
                             0.0f,
                             NULL};
     clattn__decode_plan dp;
-    cr_assert_eq(clattn__plan_decode(&targets[ti], &d, NULL, &dp, why, sizeof why),
-                 CLATTN_OK, "%s", why);
+    cr_assert_eq(
+        clattn__plan_decode(&targets[ti], &d, NULL, &dp, why, sizeof why),
+        CLATTN_OK, "%s", why);
     cr_assert_eq(dp.variant, expect[ti], "target %d: decode variant %d", ti,
                  dp.variant);
   }
@@ -986,7 +988,8 @@ Test(choice, tuned_entries) {
   cr_assert_eq(ex.source, CLATTN_CHOICE_TUNED);
   cr_assert(memcmp(&ex.resolved, &ch.resolved, sizeof ch.resolved) == 0);
   /* the caller's params come first */
-  const clattn_params mine = {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 32};
+  const clattn_params mine = {
+      .size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 32};
   d.params = &mine;
   run_prefill(ctx, &d);
   cr_assert_eq(last(ctx).source, CLATTN_CHOICE_CALLER);
@@ -1226,7 +1229,11 @@ Test(choice, repeated_calls_are_memoised) {
   clattn_choice ch = {.size = sizeof(clattn_choice)};
   for (int i = 0; i < 3; i++)
     cr_assert_eq(clattn_explain_decode(ctx, &dd, &ch), CLATTN_OK);
-  clattn_params p = {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 2}, p2 = p;
+  clattn_params p = {.size = sizeof(clattn_params),
+                     .variant = 1,
+                     .keys = 16,
+                     .splits = 2},
+                p2 = p;
   clattn_decode_desc dp = dd;
   dp.params = &p;
   cr_assert_eq(clattn_explain_decode(ctx, &dp, &ch), CLATTN_OK);
@@ -1493,11 +1500,16 @@ Test(choice, env_override) {
 }
 
 Test(choice, params_text) {
-  clattn_params p = {.size = sizeof(clattn_params), .variant = 2, .keys = 32, .wg = 64, .splits = 8, .prefetch = 2},
+  clattn_params p = {.size = sizeof(clattn_params),
+                     .variant = 2,
+                     .keys = 32,
+                     .wg = 64,
+                     .splits = 8,
+                     .prefetch = 2},
                 q = {.size = sizeof q};
   char buf[128];
   clattn_params_format(&p, buf, sizeof buf);
-  cr_assert_str_eq(buf, "variant=2 rows=0 keys=32 wg=64 splits=8 prefetch=2");
+  cr_assert_str_eq(buf, "variant=2 keys=32 wg=64 splits=8 prefetch=2");
   cr_assert_eq(clattn_params_parse(buf, &q), CLATTN_OK);
   cr_assert(memcmp(&p, &q, sizeof p) == 0);
   cr_assert_eq(clattn_params_parse("keys=16,wg=4", &q), CLATTN_OK);
@@ -1505,4 +1517,8 @@ Test(choice, params_text) {
   cr_assert_eq(clattn_params_parse("keys=-1", &q), CLATTN_ERR_INVALID_ARG);
   cr_assert_eq(clattn_params_parse("MWG=64", &q), CLATTN_ERR_INVALID_ARG);
   cr_assert_eq(clattn_params_parse("keys=16x", &q), CLATTN_ERR_INVALID_ARG);
+  /* the text field follows the named ones as it is */
+  const clattn_params t = {.size = sizeof t, .variant = 1, .text = "rows=4"};
+  clattn_params_format(&t, buf, sizeof buf);
+  cr_assert_str_eq(buf, "variant=1 rows=4");
 }

@@ -33,6 +33,11 @@ typedef clattn__col col;
 /* Record "<what>: <sqlite message> (database <path>)" and return
  * CLATTN_ERR_DB. */
 clattn_status clattn__db_sql_fail(clattn_db *db, const char *what);
+/* A migration step run in the migration's transaction: every tuning row's
+ * params in its family's normal form (family/tunables.h: the names of its
+ * tunables, values of 0 left out); rows of kernels this library does not
+ * know, or whose params do not read, stay as they are (db_tune.c). */
+clattn_status clattn__db_migrate_tune_params(clattn_db *db);
 
 /* Bind field c of the struct at obj to parameter i + 1 (an SQLite code). */
 int clattn__db_bind_col(sqlite3_stmt *st, int i, const col *c, const void *obj);

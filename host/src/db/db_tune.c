@@ -182,9 +182,8 @@ static int plans_shape(const clattn__family *F, const char *text,
  * with a single size key (of its shape_keys) set to 1: some params are
  * valid only for small calls (a fused kernel for a few rows).  A family
  * without standard shapes takes any parsed params (it ignores them). */
-static int check_family_params(const clattn__family *F,
-                               const clattn__params *p, char *why,
-                               size_t cap) {
+static int check_family_params(const clattn__family *F, const clattn__params *p,
+                               char *why, size_t cap) {
   if (F->standard_shapes == NULL || F->standard_shapes[0] == NULL)
     return 0;
   why[0] = '\0';
@@ -244,8 +243,8 @@ clattn_status clattn__tune_entry_check(const clattn_tune_entry *e,
   }
   /* params may be empty: a family without tunables, or every one left
    * automatic */
-  static const char *const required[] = {"fingerprint", "kernel",
-                                         "shape_class", "status", "updated"};
+  static const char *const required[] = {"fingerprint", "kernel", "shape_class",
+                                         "status", "updated"};
   for (size_t k = 0; k < sizeof required / sizeof required[0]; k++)
     for (int i = 0; i < ncol; i++)
       if (!strcmp(cols[i].name, required[k]) &&
@@ -379,8 +378,7 @@ clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *in,
   if (in == NULL)
     return CLATTN_ERR_INVALID_ARG;
   e = *in;
-  if (!e.fingerprint[0] || !e.kernel[0] || !e.shape_class[0] ||
-      !e.status[0]) {
+  if (!e.fingerprint[0] || !e.kernel[0] || !e.shape_class[0] || !e.status[0]) {
     snprintf(db->errmsg, sizeof db->errmsg,
              "tuning entry lacks its fingerprint, kernel, shape class or "
              "status");
@@ -548,4 +546,49 @@ int clattn_tune_method(const char *kernel) {
 
 int clattn__tune_row_current(const clattn_tune_entry *e) {
   return e->tune_method == clattn_tune_method(e->kernel);
+}
+
+/* ----------------------------------------------------------- migration */
+
+clattn_status clattn__db_migrate_tune_params(clattn_db *db) {
+  sqlite3_stmt *sel = NULL, *upd = NULL;
+  clattn_status rc = CLATTN_OK;
+  if (sqlite3_prepare_v2(db->h, "SELECT id, kernel, params FROM tuning", -1,
+                         &sel, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(db->h,
+                         "UPDATE OR IGNORE tuning SET params = ? WHERE id = ?",
+                         -1, &upd, NULL) != SQLITE_OK) {
+    rc = clattn__db_sql_fail(db, "rewriting the tuning rows' params");
+    goto done;
+  }
+  int step;
+  while ((step = sqlite3_step(sel)) == SQLITE_ROW) {
+    const char *kernel = (const char *)sqlite3_column_text(sel, 1);
+    const char *text = (const char *)sqlite3_column_text(sel, 2);
+    const clattn__family *F = clattn__family_find(kernel);
+    clattn__params p;
+    char normal[256], why[256];
+    memset(&p, 0, sizeof p);
+    /* a row this library cannot read as its family's stays as it is (the
+     * run-time reader passes it over and says why) */
+    if (F == NULL || text == NULL ||
+        clattn__params_parse(F, text, &p, why, sizeof why) != CLATTN_OK)
+      continue;
+    clattn__params_format(F, &p, normal, sizeof normal);
+    if (strcmp(normal, text) == 0)
+      continue;
+    sqlite3_reset(upd);
+    if (sqlite3_bind_text(upd, 1, normal, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+        sqlite3_bind_int64(upd, 2, sqlite3_column_int64(sel, 0)) != SQLITE_OK ||
+        sqlite3_step(upd) != SQLITE_DONE) {
+      rc = clattn__db_sql_fail(db, "rewriting the tuning rows' params");
+      goto done;
+    }
+  }
+  if (step != SQLITE_DONE)
+    rc = clattn__db_sql_fail(db, "reading the tuning rows' params");
+done:
+  sqlite3_finalize(sel);
+  sqlite3_finalize(upd);
+  return rc;
 }

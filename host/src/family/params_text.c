@@ -10,7 +10,7 @@
 #include <string.h>
 
 static const char *const names[] = {"variant", "rows",     "keys",  "wg",
-                                     "splits",  "prefetch", "scheme"};
+                                    "splits",  "prefetch", "scheme"};
 enum { FIELDS = sizeof names / sizeof names[0] };
 
 static int *field(clattn_params *p, int i) {

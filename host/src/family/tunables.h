@@ -54,9 +54,9 @@ static inline clattn__params clattn__tunables_put(const void *view,
 }
 /* A family's view type matches its table (checked where it is defined). */
 #define CLATTN__TUNABLES_MATCH(view, table)                                    \
-  _Static_assert(sizeof(view) == sizeof(table) / sizeof((table)[0]) *         \
-                         sizeof(int) &&                                       \
-                     sizeof(view) <= sizeof(clattn__params),                  \
+  _Static_assert(sizeof(view) ==                                               \
+                         sizeof(table) / sizeof((table)[0]) * sizeof(int) &&   \
+                     sizeof(view) <= sizeof(clattn__params),                   \
                  #view ": one int per entry of " #table)
 
 /* F's values from an array of one per tunable (a tuning space's

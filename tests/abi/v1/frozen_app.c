@@ -160,6 +160,24 @@ int main(void) {
             cs->memory_hits + cs->disk_hits + cs->source_builds > 0,
         "cache stats");
 
+  /* The older params (no text field) against the guard page: their named
+   * fields are the family's tunables of those names. */
+  clattn_params *prm = against_guard(sizeof *prm);
+  *prm = (clattn_params){.size = sizeof *prm, .variant = 1, .rows = 2,
+                         .keys = 16};
+  d->params = prm;
+  memset(ch, 0, sizeof *ch);
+  ch->size = sizeof *ch;
+  st = clattn_explain_attention(ctx, d, ch);
+  CHECK(st == CLATTN_OK && ch->source == CLATTN_CHOICE_CALLER &&
+            strncmp(ch->resolved, "variant=1 rows=2 keys=16", 24) == 0,
+        "older params: %d \"%s\" %s", (int)st, ch->resolved,
+        clattn_ctx_errmsg(ctx));
+  st = clattn_attention(ctx, d, bq, bk, bv, NULL, bo, NULL);
+  CHECK(st == CLATTN_OK, "attention with older params: %s",
+        clattn_ctx_errmsg(ctx));
+  d->params = NULL;
+
   /* An unset size is refused with a message naming the struct. */
   clattn_attn_desc unset = *d;
   unset.size = 0;
