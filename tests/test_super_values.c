@@ -124,16 +124,9 @@ Test(super_values, matches_reference, .timeout = 600) {
       if (tu_subset("small") && p > 0)
         break;
       const sv_shape *s = &shapes[i];
-      const clattn__super_values_desc d = {s->batch,
-                                           s->n,
-                                           s->pos0,
-                                           s->capacity,
-                                           s->heads,
-                                           s->head_dim,
-                                           s->max_len,
-                                           s->causal,
-                                           s->xl,
-                                           s->vl};
+      const clattn__super_values_desc d = {
+          s->batch,    s->n,       s->pos0,   s->capacity, s->heads,
+          s->head_dim, s->max_len, s->causal, s->xl,       s->vl};
       char what[160];
       snprintf(what, sizeof what,
                "b%d n%d pos%d cap%d h%d d%d l%d %s %s/%s params %d", s->batch,
@@ -152,13 +145,50 @@ Test(super_values, upper_triangle_never_read) {
   clattn_ctx *ctx = tu_ctx();
   const int rows[] = {1, 2, 4, 7, 16};
   for (int r = 0; r < 5; r++) {
-    const clattn_params p = {.size = sizeof(clattn_params), .variant = 1, .rows = rows[r]};
-    const clattn__super_values_desc d = {2,  9, 3,           12,         2, 8,
-                                         12, 1, CLATTN_BSHD, CLATTN_BHSD};
+    const clattn_params p = {
+        .size = sizeof(clattn_params), .variant = 1, .rows = rows[r]};
+    const clattn__super_values_desc d = {2, 9,  3, 12,          2,
+                                         8, 12, 1, CLATTN_BSHD, CLATTN_BHSD};
     char what[64];
     snprintf(what, sizeof what, "NaN upper triangle, rows %d", rows[r]);
     run_case(ctx, &d, &p, what);
   }
+  clattn_ctx_destroy(ctx);
+}
+
+/* The tunable vector (VW): every power of two dividing head_dim gives the
+ * reference's rows, causal and not, with the widths' remainders of rows;
+ * one that does not divide head_dim, or is no power of two, is refused
+ * naming it. */
+static void expect_refused(clattn_ctx *ctx, const clattn__super_values_desc *d,
+                           const clattn_params *p, clattn_status want,
+                           const char *word);
+
+Test(super_values, vector_widths) {
+  clattn_ctx *ctx = tu_ctx();
+  const char *const texts[] = {"vector=1", "vector=2 rows=3",
+                               "vector=4 rows=5 wg=8", "vector=8",
+                               "vector=16 rows=2"};
+  for (int causal = 0; causal < 2; causal++)
+    for (int i = 0; i < 5; i++) {
+      const clattn_params p = {.size = sizeof p, .text = texts[i]};
+      const clattn__super_values_desc d = {
+          2, 7, 2, 11, 3, 16, 11, causal, CLATTN_BSHD, CLATTN_BHSD};
+      char what[80];
+      snprintf(what, sizeof what, "%s, %s", texts[i],
+               causal ? "causal" : "full");
+      run_case(ctx, &d, &p, what);
+    }
+  const clattn__super_values_desc d6 = {1, 4,  0, 8,           2,
+                                        6, 10, 1, CLATTN_BSHD, CLATTN_BHSD};
+  const clattn_params four = {.size = sizeof four, .text = "vector=4"},
+                      three = {.size = sizeof three, .text = "vector=3"},
+                      wide = {.size = sizeof wide, .text = "vector=32"};
+  expect_refused(ctx, &d6, &four, CLATTN_ERR_INVALID_ARG,
+                 "vector=4: a power of two dividing head_dim (6)");
+  expect_refused(ctx, &d6, &three, CLATTN_ERR_INVALID_ARG, "vector=3");
+  expect_refused(ctx, &d6, &wide, CLATTN_ERR_INVALID_ARG,
+                 "vector=32: the super-values family's vector is 1 to 16");
   clattn_ctx_destroy(ctx);
 }
 
@@ -167,8 +197,8 @@ Test(super_values, upper_triangle_never_read) {
 Test(super_values, rows_outside_untouched) {
   clattn_ctx *ctx = tu_ctx();
   tu_rng rng = tu_rng_seed(5);
-  const clattn__super_values_desc d = {2,  4, 5,           16,          3, 4,
-                                       16, 1, CLATTN_BSHD, CLATTN_BHSD};
+  const clattn__super_values_desc d = {2, 4,  5, 16,          3,
+                                       4, 16, 1, CLATTN_BSHD, CLATTN_BHSD};
   const size_t nx = x_elems(&d);
   float *w = make_w_a(&rng, d.max_len, 0.0f);
   float *x = tu_alloc(sizeof(float) * nx);
@@ -177,8 +207,8 @@ Test(super_values, rows_outside_untouched) {
       tu_upload(ctx, w, (size_t)d.max_len * d.max_len, CLATTN_F32),
       tu_upload(ctx, x, nx, CLATTN_F32),
       tu_sentinel(ctx, nx, CLATTN_F32, 0xff)};
-  cr_assert_eq(clattn__call(ctx, family(), &d, NULL, bufs, NULL), CLATTN_OK, "%s",
-               clattn_ctx_errmsg(ctx));
+  cr_assert_eq(clattn__call(ctx, family(), &d, NULL, bufs, NULL), CLATTN_OK,
+               "%s", clattn_ctx_errmsg(ctx));
   unsigned char *raw = tu_alloc(nx * 4);
   tu_read_bytes(ctx, bufs[2], raw, nx * 4);
   for (int b = 0; b < d.batch; b++)
@@ -224,8 +254,8 @@ static void expect_refused(clattn_ctx *ctx, const clattn__super_values_desc *d,
 
 Test(super_values, misuse) {
   clattn_ctx *ctx = tu_ctx();
-  const clattn__super_values_desc ok = {1,  4, 4,           10,          2, 8,
-                                        10, 1, CLATTN_BSHD, CLATTN_BHSD};
+  const clattn__super_values_desc ok = {1, 4,  4, 10,          2,
+                                        8, 10, 1, CLATTN_BSHD, CLATTN_BHSD};
   clattn__super_values_desc d = ok;
   d.max_len = 7; /* pos0 + n = 8 */
   expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "max_len");
@@ -256,10 +286,12 @@ Test(super_values, misuse) {
   d.heads = 1 << 16;
   expect_refused(ctx, &d, NULL, CLATTN_ERR_SHAPE, "overflow");
   d = ok;
-  const clattn_params keys = {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16};
+  const clattn_params keys = {
+      .size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16};
   expect_refused(ctx, &d, &keys, CLATTN_ERR_INVALID_ARG, "keys");
   d = ok;
-  const clattn_params rows = {.size = sizeof(clattn_params), .variant = 1, .rows = 33};
+  const clattn_params rows = {
+      .size = sizeof(clattn_params), .variant = 1, .rows = 33};
   expect_refused(ctx, &d, &rows, CLATTN_ERR_INVALID_ARG, "rows");
   /* buffers smaller than the shape */
   cl_mem small[3] = {tu_buffer(ctx, 16), tu_buffer(ctx, 16),
@@ -278,11 +310,11 @@ Test(super_values, misuse) {
 Test(super_values, model_flops) {
   clattn_profile prof = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_datasheet_find("A100", &prof), CLATTN_OK);
-  clattn__super_values_desc d = {2,  10, 6,           16,          4, 16,
-                                 16, 1,  CLATTN_BSHD, CLATTN_BHSD};
+  clattn__super_values_desc d = {2,  10, 6, 16,          4,
+                                 16, 16, 1, CLATTN_BSHD, CLATTN_BHSD};
   clattn_prediction pr = {.size = sizeof(clattn_prediction)};
-  cr_assert_eq(clattn__model(family(), &d, NULL, NULL, &prof, &pr), CLATTN_OK, "%s",
-               pr.errmsg);
+  cr_assert_eq(clattn__model(family(), &d, NULL, NULL, &prof, &pr), CLATTN_OK,
+               "%s", pr.errmsg);
   const double pairs = 10.0 * 6 + 10.0 * 11 / 2; /* t = 6..15: t + 1 each */
   cr_expect_eq(pr.total.flops, 2.0 * 2 * pairs * 64);
   d.causal = 0;

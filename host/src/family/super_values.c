@@ -157,14 +157,17 @@ static int default_rows(const clattn__target *t, int vw) {
 
 /* Its tunables, in the order of its table. */
 typedef struct sv_tunables {
-  int variant, rows, wg;
+  int variant, rows, wg, vector;
 } sv_tunables;
 static const clattn__tunable tunables[] = {
     {"variant", 1, 1, "1", "1 (its one kernel)", CLATTN__TUNABLE_KERNEL},
-    {"rows", 1, MAX_ROWS, "by the vector registers",
-     "output rows a work-item", 0},
+    {"rows", 1, MAX_ROWS, "by the vector registers", "output rows a work-item",
+     0},
     {"wg", 1, 1 << 20, "the runtime's (CPU), up to 64 (GPU)",
-     "work-items a work-group", CLATTN__TUNABLE_WG}};
+     "work-items a work-group", CLATTN__TUNABLE_WG},
+    {"vector", 1, 16, "the widest of 16, 8, 4, 2 and 1 dividing head_dim",
+     "channels a work-item's vector (VW): a power of two dividing head_dim",
+     0}};
 CLATTN__TUNABLES_MATCH(sv_tunables, tunables);
 
 static clattn_status plan(const clattn__target *t, const void *desc,
@@ -175,9 +178,14 @@ static clattn_status plan(const clattn__target *t, const void *desc,
   const sv_tunables *p = &own;
   clattn__tunables_get(&own, sizeof own, values);
   sv_plan *pl = pl_;
-  (void)why;
-  (void)cap;
-  pl->vw = clattn__vec_width(d->head_dim);
+  if (p->vector &&
+      ((p->vector & (p->vector - 1)) != 0 || d->head_dim % p->vector != 0)) {
+    snprintf(why, cap,
+             "vector=%d: a power of two dividing head_dim (%d), at most 16",
+             p->vector, d->head_dim);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  pl->vw = p->vector ? p->vector : clattn__vec_width(d->head_dim);
   pl->rows = p->rows ? p->rows : default_rows(t, pl->vw);
   /* a CPU runs whatever groups the runtime forms; a GPU wants groups of
    * a few waves, but no more items than there are channel vectors */
@@ -204,7 +212,7 @@ static int fits(const clattn__target *t, const void *desc, const void *pl_,
 
 static clattn__params resolved(const void *pl_) {
   const sv_plan *pl = pl_;
-  const sv_tunables r = {1, pl->rows, pl->wg};
+  const sv_tunables r = {1, pl->rows, pl->wg, pl->vw};
   return clattn__tunables_put(&r, sizeof r);
 }
 
@@ -214,19 +222,25 @@ static int add(const clattn__target *t, const void *d, sv_tunables p,
   return clattn__space_try(&clattn__family_super_values, t, d, &v, s);
 }
 
-/* rows {1, 2, 4, 8, 16} x work-group {runtime's, 32, 128}. */
+/* rows {1, 2, 4, 8, 16} x work-group {runtime's, 32, 128} x vector
+ * {automatic, 4} (the automatic width, and a narrower one where it is
+ * wider). */
 static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   static const int rows[] = {1, 2, 4, 8, 16}, wgs[] = {0, 32, 128};
+  const clattn__super_values_desc *d = desc;
+  const int vectors[] = {0, d->head_dim % 4 == 0 ? 4 : 0};
   clattn__space_init_family(s, &clattn__family_super_values);
-  const int i = add(t, desc, (sv_tunables){0, 0, 0}, s);
+  const int i = add(t, desc, (sv_tunables){0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
   for (int r = 0; r < 5; r++)
     for (int w = 0; w < 3; w++)
-      if (add(t, desc, (sv_tunables){1, rows[r], wgs[w]}, s) == -2)
-        return CLATTN_ERR_NOMEM;
+      for (int v = 0; v < 2; v++)
+        if (add(t, desc, (sv_tunables){1, rows[r], wgs[w], vectors[v]}, s) ==
+            -2)
+          return CLATTN_ERR_NOMEM;
   return CLATTN_OK;
 }
 
