@@ -82,8 +82,6 @@ extern "C" {
  *    CLATTN_ERR_BUFFER_TOO_SMALL, CLATTN_ERR_BUILD (a kernel did not
  *    compile; the log is in the message), CLATTN_ERR_OPENCL and
  *    CLATTN_ERR_NOMEM.  Nothing is enqueued when the checks fail.
- *  - "db": CLATTN_ERR_MISUSE for a db that is not open, CLATTN_ERR_DB for
- *    an SQLite failure (the message in clattn_db_errmsg), CLATTN_ERR_NOMEM.
  * Thread-safety classes:
  *  - "safe, context-serialised": any thread, any time.  A context may be
  *    shared between threads: the calls on one context (directly or through
@@ -581,12 +579,6 @@ CLATTN_API clattn_status clattn_layer_create_super(
     clattn_ctx *ctx, const clattn_hh_layer_desc *d, cl_mem w_q, cl_mem w_a,
     cl_mem w_o, clattn_layer **out);
 
-/* The weights (parameters) of a variant's layer, biases none: 3 D^2, 2 D^2
- * or 2 D^2 + max_len^2; -1 for an invalid variant or description.
- * Errors: none (-1).  Threads: pure, safe. */
-CLATTN_API long long clattn_hh_layer_params(clattn_hh_variant v,
-                                            const clattn_hh_layer_desc *d);
-
 /* SwitchHead (Csordas et al., arXiv 2312.07987): attention whose value and
  * output projections are mixtures of `experts` experts per head, chosen
  * per position by sigmoid gates (spec 6), float32:
@@ -633,13 +625,6 @@ CLATTN_API clattn_status clattn_layer_create_switchhead(
     clattn_ctx *ctx, const clattn_switchhead_layer_desc *d, cl_mem w_q,
     cl_mem w_k, cl_mem w_v, cl_mem w_o, cl_mem w_s, cl_mem w_d,
     clattn_layer **out);
-
-/* The weights of a SwitchHead layer: 2 D H d_h (Q, K) + 2 H E D d_h (the
- * experts) + 2 H E D (the selections; H D with one expert, which has no
- * W_s); -1 for an invalid description.
- * Errors: none (-1).  Threads: pure, safe. */
-CLATTN_API long long
-clattn_switchhead_layer_params(const clattn_switchhead_layer_desc *d);
 
 /* A KV cache for a layer: batch sequences of at most `capacity` positions,
  * float32, BHSD, allocated by the library.  Sequence lengths start at 0. */

@@ -5,7 +5,9 @@
  *
  * It includes clattn.h, the kernel API an application embeds (contexts,
  * calls, layers, caches, explain), and follows its conventions ("Errors and
- * threads", "Versioned structs").
+ * threads", "Versioned structs"), with one more shorthand:
+ *  - "db": CLATTN_ERR_MISUSE for a db that is not open, CLATTN_ERR_DB for
+ *    an SQLite failure (the message in clattn_db_errmsg), CLATTN_ERR_NOMEM.
  */
 #ifndef CLATTN_TOOLS_H
 #define CLATTN_TOOLS_H
@@ -699,6 +701,21 @@ CLATTN_API void clattn_params_format(const clattn_params *p, char *buf,
                                      size_t cap);
 CLATTN_API clattn_status clattn_params_parse(const char *text,
                                              clattn_params *out);
+
+/* ------------------------------------------------------ layer weights */
+
+/* The weights (parameters) of a variant's layer, biases none: 3 D^2, 2 D^2
+ * or 2 D^2 + max_len^2; -1 for an invalid variant or description.
+ * Errors: none (-1).  Threads: pure, safe. */
+CLATTN_API long long clattn_hh_layer_params(clattn_hh_variant v,
+                                            const clattn_hh_layer_desc *d);
+
+/* The weights of a SwitchHead layer: 2 D H d_h (Q, K) + 2 H E D d_h (the
+ * experts) + 2 H E D (the selections; H D with one expert, which has no
+ * W_s); -1 for an invalid description.
+ * Errors: none (-1).  Threads: pure, safe. */
+CLATTN_API long long
+clattn_switchhead_layer_params(const clattn_switchhead_layer_desc *d);
 
 /* ---------------------------------------------------------- layer kinds */
 
