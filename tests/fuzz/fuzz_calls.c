@@ -95,7 +95,8 @@ static void check_result(const char *what, clattn_status rc,
 }
 
 /* A family's operations on a description whose every 4-byte field (ints,
- * enums, floats) comes from the input, its params pointer set apart. */
+ * enums, floats) comes from the input, and its params read as a public
+ * call reads them. */
 static void fuzz_family(const clattn__family *F, input *in,
                         const clattn_profile *prof) {
   _Alignas(16) unsigned char raw[CLATTN__DESC_MAX], desc[CLATTN__DESC_MAX];
@@ -106,8 +107,14 @@ static void fuzz_family(const clattn__family *F, input *in,
     int v = next_int(in);
     memcpy(raw + o, &v, sizeof v);
   }
-  clattn__desc_with_params(F, raw, next_params(in, &params), desc);
+  memcpy(desc, raw, sizeof desc);
+  /* the params as a public call reads them: refused ones never plan */
+  clattn__params values;
   char why[256] = "";
+  const int given = clattn__params_in(F, next_params(in, &params), &values, why,
+                                      sizeof why) == CLATTN_OK;
+  if (!given && !why[0])
+    fuzz_fail("%s: params refused without a message", F->name);
   clattn_status rc = F->check(desc, why, sizeof why);
   if (rc == CLATTN_OK) {
     char cls[128];
@@ -126,7 +133,7 @@ static void fuzz_family(const clattn__family *F, input *in,
     const int *host_ints =
         n_ints <= MAX_INTS ? next_ints(in, (int)n_ints, ints) : NULL;
     clattn_prediction pred = {.size = sizeof(clattn_prediction)};
-    rc = clattn__model(F, desc, host_ints, prof, &pred);
+    rc = clattn__model(F, desc, given ? &values : NULL, host_ints, prof, &pred);
     check_result(F->name, rc, &pred);
     if (next_byte(in) >= 192) {
       const clattn__target t = clattn__target_of_profile(prof);

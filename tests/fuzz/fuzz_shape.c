@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
   }
 
-  _Alignas(16) unsigned char desc[CLATTN__DESC_MAX], copy[CLATTN__DESC_MAX];
+  _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
   char why[256] = "";
   memset(desc, 0, sizeof desc);
   clattn_status rc = F->parse_shape(text, desc, why, sizeof why);
@@ -67,13 +67,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
               text);
   int predict = 1;
   if (rc == CLATTN_OK) {
-    clattn__desc_with_params(F, desc, pp, copy);
     why[0] = '\0';
-    if (F->check(copy, why, sizeof why) == CLATTN_OK) {
+    if (F->check(desc, why, sizeof why) == CLATTN_OK) {
       char cls[128];
       clattn__buf_spec bufs[CLATTN__MAX_BUFS];
-      F->shape_class(copy, cls, sizeof cls);
-      F->buffers(copy, bufs);
+      F->shape_class(desc, cls, sizeof cls);
+      F->buffers(desc, bufs);
       for (int i = 0; i < F->nbufs; i++)
         if (bufs[i].elems == 0 || bufs[i].elems > FUZZ_MODEL_MAX_ELEMS)
           predict = 0;
