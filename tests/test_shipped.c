@@ -11,9 +11,12 @@
 #include "util.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static char tmp_dir[256];
 
@@ -342,6 +345,44 @@ Test(shipped, missing_file) {
   cr_expect_eq(clattn_shipped_count(), 0);
   clattn_choice ch = explain_with(no_db());
   cr_expect(strstr(ch.why, "cannot open") != NULL, "%s", ch.why);
+}
+
+/* Only a regular file is read: a FIFO with no writer is refused at once
+ * (opening it for reading would wait for one); a directory too. */
+Test(shipped, fifo_refused) {
+  char fifo[512];
+  snprintf(fifo, sizeof fifo, "%s/shipped.fifo", tmp_dir);
+  cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo: %s", strerror(errno));
+  use_shipped(fifo);
+  cr_expect_eq(clattn_shipped_count(), 0);
+  clattn_choice ch = explain_with(no_db());
+  cr_expect_neq(ch.source, CLATTN_CHOICE_SHIPPED, "%s", ch.why);
+  cr_expect(strstr(ch.why, "shipped.fifo is not a regular file") != NULL, "%s",
+            ch.why);
+}
+
+Test(shipped, directory_refused) {
+  use_shipped(tmp_dir);
+  cr_expect_eq(clattn_shipped_count(), 0);
+  clattn_choice ch = explain_with(no_db());
+  cr_expect(strstr(ch.why, "is not a regular file") != NULL, "%s", ch.why);
+}
+
+/* A file above the 64 MiB bound is refused before it is read (a sparse
+ * one: nothing is written). */
+Test(shipped, oversized_file_refused) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/huge.json", tmp_dir);
+  FILE *f = fopen(path, "w");
+  cr_assert(f != NULL);
+  cr_assert_eq(ftruncate(fileno(f), ((off_t)64 << 20) + 1), 0);
+  cr_assert_eq(fclose(f), 0);
+  use_shipped(path);
+  cr_expect_eq(clattn_shipped_count(), 0);
+  clattn_choice ch = explain_with(no_db());
+  cr_expect(strstr(ch.why, "huge.json holds 67108865 bytes") != NULL, "%s",
+            ch.why);
+  cr_expect(strstr(ch.why, "64 MiB") != NULL, "%s", ch.why);
 }
 
 /* The embedded file parses, and every row is one put_tune accepts. */

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------ temp dirs */
@@ -920,14 +919,10 @@ Test(tunedb, readonly_schema_versions) {
   cr_expect_eq(tdb_user_version(path), 6);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Another process's exclusive lock: the reader gives up within a second
- * and says the database is busy; a WAL writer does not block it. */
+/* Another process's exclusive lock: the reader gives up while the lock
+ * is held (it is released only after the read) and says the database is
+ * busy; a WAL writer does not block it: it reads the committed row while
+ * the writer's transaction is open. */
 Test(tunedb, readonly_open_under_locks) {
   char path[512];
   tmp_path(path, sizeof path, "lock.db");
@@ -935,7 +930,6 @@ Test(tunedb, readonly_open_under_locks) {
   int release;
   pid_t pid = tdb_hold_lock(path, 0, &release);
   clattn_db *db = NULL;
-  double t0 = now_s();
   clattn_status st = clattn_db_open_readonly(path, &db);
   int n = -1;
   if (st == CLATTN_OK) { /* the lock may only be met by the query */
@@ -943,20 +937,17 @@ Test(tunedb, readonly_open_under_locks) {
     st = clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *rows, &rows, &n);
     clattn_free(rows);
   }
-  double t = now_s() - t0;
   char msg[1024];
   snprintf(msg, sizeof msg, "%s", clattn_db_errmsg(db));
   clattn_db_close(db);
   tdb_release_lock(pid, release);
   cr_expect_eq(st, CLATTN_ERR_DB, "read under an exclusive lock: %d rows", n);
   cr_expect(strstr(msg, "busy") != NULL, "%s", msg);
-  cr_expect(t < 1.0, "waited %.3f s", t);
 
   /* WAL (the file went back to rollback mode in the child: switch back) */
   cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
   clattn_db_close(db);
   pid = tdb_hold_lock(path, 1, &release);
-  t0 = now_s();
   st = clattn_db_open_readonly(path, &db);
   cr_expect_eq(st, CLATTN_OK, "%s", clattn_db_errmsg(NULL));
   if (st == CLATTN_OK) {
@@ -964,9 +955,7 @@ Test(tunedb, readonly_open_under_locks) {
     cr_expect_eq(n, 1, "the committed row");
     clattn_db_close(db);
   }
-  t = now_s() - t0;
   tdb_release_lock(pid, release);
-  cr_expect(t < 0.1, "a WAL reader waited %.3f s for a writer", t);
 }
 
 /* ---------------------------------------------------- hostile values */

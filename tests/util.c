@@ -131,17 +131,21 @@ cl_mem tu_upload_int(clattn_ctx *ctx, const int *x, size_t n) {
   return m;
 }
 
+void tu_set_bytes(clattn_ctx *ctx, cl_mem m, size_t bytes, uint8_t byte) {
+  if (bytes == 0)
+    return;
+  void *p = tu_alloc(bytes);
+  memset(p, byte, bytes);
+  cl_int err = clEnqueueWriteBuffer(clattn_ctx_queue(ctx), m, CL_TRUE, 0, bytes,
+                                    p, 0, NULL, NULL);
+  free(p);
+  cr_assert(err == CL_SUCCESS, "clEnqueueWriteBuffer failed: %d", (int)err);
+}
+
 cl_mem tu_sentinel(clattn_ctx *ctx, size_t n, clattn_dtype dt, uint8_t byte) {
   size_t bytes = n * esize(dt);
   cl_mem m = tu_buffer(ctx, bytes);
-  if (bytes) {
-    void *p = tu_alloc(bytes);
-    memset(p, byte, bytes);
-    cl_int err = clEnqueueWriteBuffer(clattn_ctx_queue(ctx), m, CL_TRUE, 0,
-                                      bytes, p, 0, NULL, NULL);
-    free(p);
-    cr_assert(err == CL_SUCCESS, "clEnqueueWriteBuffer failed: %d", (int)err);
-  }
+  tu_set_bytes(ctx, m, bytes, byte);
   return m;
 }
 

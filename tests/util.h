@@ -97,6 +97,9 @@ cl_mem tu_upload_int(clattn_ctx *ctx, const int *x, size_t n);
 /* Device buffer of n elements of dt, every byte set to `byte`
  * (0xff: NaN in f32, f16 and bf16 - a sentinel for unwritten outputs). */
 cl_mem tu_sentinel(clattn_ctx *ctx, size_t n, clattn_dtype dt, uint8_t byte);
+/* Set the first `bytes` of m to `byte` (0xff: poison an output that is
+ * used again, before the next call). */
+void tu_set_bytes(clattn_ctx *ctx, cl_mem m, size_t bytes, uint8_t byte);
 /* Read n elements of dt and convert to float (blocking, after clFinish). */
 void tu_download(clattn_ctx *ctx, cl_mem m, float *out, size_t n,
                  clattn_dtype dt);

@@ -74,11 +74,13 @@ extern "C" {
  *    layer, cache or reference passed) is not a live one (NULL, or a
  *    pointer that is not a context; a destroyed one is undefined).
  *  - "call": what every kernel call checks and runs into:
- *    CLATTN_ERR_INVALID_ARG (a NULL descriptor or buffer, an unknown dtype
- *    or layout, a bad scale or params field), CLATTN_ERR_SHAPE (a size
- *    below 1, heads that do not divide, sizes that overflow),
- *    CLATTN_ERR_UNSUPPORTED (a head dim above CLATTN_MAX_HEAD_DIM, params
- *    or a buffer the device or the compiled kernel cannot take),
+ *    CLATTN_ERR_INVALID_ARG (a NULL descriptor or buffer, a buffer
+ *    created in another cl_context than the clattn context's, a wait list
+ *    with NULL in it, an unknown dtype or layout, a bad scale or params
+ *    field), CLATTN_ERR_SHAPE (a size below 1, heads that do not divide,
+ *    sizes that overflow), CLATTN_ERR_UNSUPPORTED (a head dim above
+ *    CLATTN_MAX_HEAD_DIM, params or a buffer the device or the compiled
+ *    kernel cannot take),
  *    CLATTN_ERR_BUFFER_TOO_SMALL, CLATTN_ERR_BUILD (a kernel did not
  *    compile; the log is in the message), CLATTN_ERR_OPENCL and
  *    CLATTN_ERR_NOMEM.  Nothing is enqueued when the checks fail.
@@ -256,8 +258,9 @@ CLATTN_API void clattn_ctx_cache_stats(const clattn_ctx *ctx,
                                        clattn_cache_stats *out);
 
 /* Optional events for one library call: the first kernel it enqueues waits
- * on `wait`; `*out` (if out != NULL) receives an event for the last one,
- * which the caller must release. */
+ * on `wait` (num_wait events, none NULL; else CLATTN_ERR_INVALID_ARG and
+ * nothing enqueued); `*out` (if out != NULL) receives an event for the last
+ * one, which the caller must release. */
 typedef struct clattn_events {
   size_t size; /* sizeof(clattn_events) */
   cl_uint num_wait;
@@ -493,10 +496,11 @@ typedef struct clattn_layer clattn_layer;
  * device, and not undone by destroying the layer or the context; without
  * it no layer call changes CLBlast's parameters.
  * create: Errors: ctx, CLATTN_ERR_INVALID_ARG (a NULL descriptor, weight or
- * out), CLATTN_ERR_SHAPE, CLATTN_ERR_UNSUPPORTED, CLATTN_ERR_BUFFER_TOO_SMALL
- * (a weight smaller than its shape), CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM.
- * Threads: safe, context-serialised.  destroy: Errors: none.  Threads: not
- * with concurrent use of the same layer. */
+ * out, a weight of another cl_context), CLATTN_ERR_SHAPE,
+ * CLATTN_ERR_UNSUPPORTED, CLATTN_ERR_BUFFER_TOO_SMALL (a weight smaller than
+ * its shape), CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM.  Threads: safe,
+ * context-serialised.  destroy: Errors: none.  Threads: not with concurrent
+ * use of the same layer. */
 CLATTN_API clattn_status clattn_layer_create(clattn_ctx *ctx,
                                              const clattn_layer_desc *d,
                                              cl_mem w_q, cl_mem w_k, cl_mem w_v,

@@ -737,8 +737,10 @@ CLATTN_API const char *clattn_layer_kind_summary(int i);
  * parameter choice after the caller's database (CLATTN_CHOICE_SHIPPED)
  * and the Xgemm parameters a context applies when its database has none
  * for the device.  $CLATTN_SHIPPED: "0" or "off" turns the tier off; a
- * path reads that file instead of the embedded one (a file that does not
- * parse leaves the tier empty, and clattn_explain_* says why).
+ * path reads that file instead of the embedded one: a regular file of at
+ * most 64 MiB (a FIFO, device or directory is refused without blocking;
+ * a file that is refused or does not parse leaves the tier empty, and
+ * clattn_explain_* says why).
  * clattn_shipped_count: the rows in use (0 when off); clattn_shipped_row:
  * row i (CLATTN_ERR_NOT_FOUND out of range).
  * Errors: as above; CLATTN_ERR_NOMEM.  Threads: safe (read once, then

@@ -4,7 +4,25 @@
 #include "base/versioned.h"
 #include "call/call.h"
 
+#include <stdio.h>
 #include <string.h>
+
+/* The wait list a call hands on to OpenCL: a driver given NULL where it
+ * expects events crashes rather than failing. */
+static clattn_status check_wait_list(const clattn_events *ev, char *why,
+                                     size_t cap) {
+  if (ev->num_wait > 0 && ev->wait == NULL) {
+    snprintf(why, cap, "clattn_events: num_wait is %u but wait is NULL",
+             (unsigned)ev->num_wait);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  for (cl_uint i = 0; i < ev->num_wait; i++)
+    if (ev->wait[i] == NULL) {
+      snprintf(why, cap, "clattn_events: wait[%u] is NULL", (unsigned)i);
+      return CLATTN_ERR_INVALID_ARG;
+    }
+  return CLATTN_OK;
+}
 
 clattn_status clattn__args_in(clattn__public_args *own,
                               const clattn__family *F, const char *type,
@@ -16,6 +34,8 @@ clattn_status clattn__args_in(clattn__public_args *own,
   if (ev != NULL &&
       (rc = clattn__struct_in_ptr((const void **)ev, &own->ev, sizeof own->ev,
                                   "clattn_events", why, cap)))
+    return rc;
+  if (ev != NULL && *ev != NULL && (rc = check_wait_list(*ev, why, cap)))
     return rc;
   if (*desc == NULL)
     return CLATTN_OK;

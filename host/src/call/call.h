@@ -52,7 +52,8 @@ typedef struct clattn__public_args {
 } clattn__public_args;
 
 /* Read *desc and *ev into own and point them at own's copies; the reason
- * of a failure in why. */
+ * of a failure in why.  A wait list the driver could not take (num_wait
+ * with a NULL wait, a NULL entry) is CLATTN_ERR_INVALID_ARG. */
 clattn_status clattn__args_in(clattn__public_args *own,
                               const clattn__family *F, const char *type,
                               const void **desc, size_t desc_size,

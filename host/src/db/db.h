@@ -158,6 +158,11 @@ clattn_status clattn__tune_json_parse(const char *name, const char *text,
  * CLATTN_ERR_IO or CLATTN_ERR_NOMEM with the reason in msg. */
 clattn_status clattn__tune_json_slurp(const char *path, char **out, size_t *len,
                                       char *msg, size_t cap);
+/* The same for a regular file only (a FIFO or device is refused without
+ * blocking) of at most max bytes. */
+clattn_status clattn__tune_json_slurp_regular(const char *path, size_t max,
+                                              char **out, size_t *len,
+                                              char *msg, size_t cap);
 
 /* ---- json_export.c */
 

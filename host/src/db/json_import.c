@@ -16,12 +16,15 @@
 #include "db/db.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define TUNING_FORMAT 1                  /* the "clattn_tuning" version */
 #define MAX_FILE_BYTES ((size_t)1 << 28) /* 256 MiB */
@@ -521,54 +524,97 @@ clattn_status clattn__tune_json_parse(const char *name, const char *text,
   return read_doc(&r, &all);
 }
 
-clattn_status clattn__tune_json_slurp(const char *path, char **out, size_t *len,
-                                      char *msg, size_t cap) {
-  int is_stdin = !strcmp(path, "-");
-  FILE *f = is_stdin ? stdin : fopen(path, "rb");
+/* All of f (at most max bytes; name in messages) into a malloc'ed
+ * NUL-terminated buffer. */
+static clattn_status slurp_stream(FILE *f, const char *name, size_t max,
+                                  char **out, size_t *len, char *msg,
+                                  size_t cap) {
   char *buf = NULL;
   size_t n = 0, bcap = 0;
-  clattn_status rc = CLATTN_OK;
-  if (f == NULL) {
-    snprintf(msg, cap, "cannot open %s: %s", path, strerror(errno));
-    return CLATTN_ERR_IO;
-  }
   for (;;) {
-    if (bcap - n < 65536) {
+    if (bcap - n < 2) { /* room for a byte and the NUL */
       size_t nc = bcap ? 2 * bcap : 65536;
-      if (nc > MAX_FILE_BYTES + 1) {
-        snprintf(msg, cap, "%s is larger than %zu MiB", path,
-                 MAX_FILE_BYTES >> 20);
-        rc = CLATTN_ERR_IO;
-        goto done;
-      }
+      if (nc > max + 2) /* max bytes, one more to see a longer file, NUL */
+        nc = max + 2;
       char *g = realloc(buf, nc);
       if (g == NULL) {
+        free(buf);
         snprintf(msg, cap, "out of host memory");
-        rc = CLATTN_ERR_NOMEM;
-        goto done;
+        return CLATTN_ERR_NOMEM;
       }
       buf = g;
       bcap = nc;
     }
     size_t got = fread(buf + n, 1, bcap - n - 1, f);
     n += got;
+    if (n > max) {
+      free(buf);
+      snprintf(msg, cap, "%s is larger than %zu MiB", name, max >> 20);
+      return CLATTN_ERR_IO;
+    }
     if (got == 0)
       break;
   }
   if (ferror(f)) {
-    snprintf(msg, cap, "reading %s: %s", is_stdin ? "stdin" : path,
-             strerror(errno));
-    rc = CLATTN_ERR_IO;
-    goto done;
+    free(buf);
+    snprintf(msg, cap, "reading %s: %s", name, strerror(errno));
+    return CLATTN_ERR_IO;
   }
   buf[n] = '\0';
   *out = buf;
   *len = n;
-  buf = NULL;
-done:
-  if (!is_stdin)
-    fclose(f);
-  free(buf);
+  return CLATTN_OK;
+}
+
+clattn_status clattn__tune_json_slurp(const char *path, char **out, size_t *len,
+                                      char *msg, size_t cap) {
+  if (!strcmp(path, "-"))
+    return slurp_stream(stdin, "stdin", MAX_FILE_BYTES, out, len, msg, cap);
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    snprintf(msg, cap, "cannot open %s: %s", path, strerror(errno));
+    return CLATTN_ERR_IO;
+  }
+  clattn_status rc = slurp_stream(f, path, MAX_FILE_BYTES, out, len, msg, cap);
+  fclose(f);
+  return rc;
+}
+
+clattn_status clattn__tune_json_slurp_regular(const char *path, size_t max,
+                                              char **out, size_t *len,
+                                              char *msg, size_t cap) {
+  /* O_NONBLOCK: opening a FIFO would wait for a writer */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) {
+    snprintf(msg, cap, "cannot open %s: %s", path, strerror(errno));
+    return CLATTN_ERR_IO;
+  }
+  if (fstat(fd, &st) != 0) {
+    snprintf(msg, cap, "cannot stat %s: %s", path, strerror(errno));
+    close(fd);
+    return CLATTN_ERR_IO;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(msg, cap, "%s is not a regular file", path);
+    close(fd);
+    return CLATTN_ERR_IO;
+  }
+  if ((unsigned long long)st.st_size > max) {
+    snprintf(msg, cap, "%s holds %lld bytes, more than the %zu MiB read", path,
+             (long long)st.st_size, max >> 20);
+    close(fd);
+    return CLATTN_ERR_IO;
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (f == NULL) {
+    snprintf(msg, cap, "cannot read %s: %s", path, strerror(errno));
+    close(fd);
+    return CLATTN_ERR_IO;
+  }
+  /* bounded again while reading: the file may grow after fstat */
+  clattn_status rc = slurp_stream(f, path, max, out, len, msg, cap);
+  fclose(f);
   return rc;
 }
 

@@ -17,6 +17,10 @@
 extern const char clattn__shipped_json[];
 extern const size_t clattn__shipped_json_len;
 
+/* $CLATTN_SHIPPED: a regular file (a FIFO would block the first call) of
+ * at most this size, far above any tuning data, read before parsing. */
+#define SHIPPED_MAX_BYTES ((size_t)64 << 20)
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct {
   clattn_tune_entry *e;
@@ -59,7 +63,8 @@ static void load(void) {
   }
   if (env && *env) {
     name = env;
-    rc = clattn__tune_json_slurp(env, &text, &len, msg, sizeof msg);
+    rc = clattn__tune_json_slurp_regular(env, SHIPPED_MAX_BYTES, &text, &len,
+                                         msg, sizeof msg);
     if (rc != CLATTN_OK) {
       shipped.nomem = rc == CLATTN_ERR_NOMEM;
       snprintf(shipped.note, sizeof shipped.note,

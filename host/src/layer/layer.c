@@ -41,20 +41,6 @@ static clattn_status check_layer(const clattn_layer *l) {
   return clattn__ctx_check(l->ctx);
 }
 
-static clattn_status check_events(clattn_ctx *ctx, const clattn_events *ev) {
-  if (ev == NULL)
-    return CLATTN_OK;
-  if (ev->num_wait > 0 && ev->wait == NULL)
-    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                        "events: num_wait is %u but wait is NULL",
-                        (unsigned)ev->num_wait);
-  for (cl_uint i = 0; i < ev->num_wait; i++)
-    if (ev->wait[i] == NULL)
-      return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                          "events: wait[%u] is NULL", (unsigned)i);
-  return CLATTN_OK;
-}
-
 /* Make the next command on the in-order queue wait for the caller's
  * events (CLBlast takes no wait list). */
 static clattn_status wait_barrier(clattn_ctx *ctx, const clattn_events *ev) {
@@ -279,7 +265,7 @@ static clattn_status project(clattn_layer *l, int first, int last, size_t rows,
 /* Checks shared by prefill and decode, before anything is enqueued. */
 static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c, int batch,
                                 int n, int causal, cl_mem x, cl_mem y,
-                                const clattn_events *ev, call_sizes *s) {
+                                call_sizes *s) {
   clattn_ctx *ctx = l->ctx;
   clattn_status rc;
   if (x == NULL || y == NULL)
@@ -313,9 +299,6 @@ static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c, int batch,
     if (rc != CLATTN_OK)
       return clattn__fail(ctx, rc, "%s", why);
   }
-  rc = check_events(ctx, ev);
-  if (rc != CLATTN_OK)
-    return rc;
   rc = call_sizes_get(l, batch, n, s);
   if (rc != CLATTN_OK)
     return rc;
@@ -439,7 +422,7 @@ static clattn_status layer_prefill(clattn_layer *l, clattn_kv_cache *c,
   if (c != NULL && c->magic != CLATTN__KVC_MAGIC)
     return clattn__fail(ctx, CLATTN_ERR_MISUSE,
                         "KV cache handle is not a live cache");
-  rc = check_call(l, c, batch, n, causal, x, y, ev, &s);
+  rc = check_call(l, c, batch, n, causal, x, y, &s);
   if (rc != CLATTN_OK)
     return rc;
   const size_t rows = (size_t)batch * (size_t)n;
@@ -480,7 +463,7 @@ static clattn_status layer_decode(clattn_layer *l, clattn_kv_cache *c, cl_mem x,
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
                         "clattn_layer_decode: NULL KV cache");
   rc = check_call(l, c, c->magic == CLATTN__KVC_MAGIC ? c->batch : 1, 1, 1, x,
-                  y, ev, &s);
+                  y, &s);
   if (rc != CLATTN_OK)
     return rc;
   core_args(l, c, c->batch, 1, 1, x, y, &a);

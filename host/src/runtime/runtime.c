@@ -505,6 +505,16 @@ clattn_status clattn__check_buffer(clattn_ctx *ctx, cl_mem m, size_t need,
   clattn_status rc = CLATTN_OK;
   if (m == NULL)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "buffer %s is NULL", what);
+  /* a kernel given another context's buffer fails in the driver, or on
+   * some drivers reads memory that is not the caller's */
+  cl_context owner = NULL;
+  CLATTN_CL(ctx,
+            clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof owner, &owner, NULL));
+  if (owner != ctx->context)
+    return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
+                        "buffer %s is from another cl_context than the "
+                        "clattn context's",
+                        what);
   size_t have = 0;
   CLATTN_CL(ctx, clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof have, &have, NULL));
   if (have < need)

@@ -269,7 +269,9 @@ clattn_status clattn__launch(clattn_ctx *ctx, cl_kernel k, cl_uint dims,
 clattn_status clattn__scratch(clattn_ctx *ctx, int slot, size_t size,
                               cl_mem *out);
 
-/* Check that buffer `m` (named `what` in the message) holds >= need bytes. */
+/* Check that buffer `m` (named `what` in the message) was created in the
+ * context's cl_context and holds >= need bytes: every public call's
+ * buffers pass here before anything is enqueued. */
 clattn_status clattn__check_buffer(clattn_ctx *ctx, cl_mem m, size_t need,
                                    const char *what);
 
