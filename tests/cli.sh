@@ -181,8 +181,48 @@ run "db list --kernel prefill" 0 "$clattn" db list --all-devices \
 has "db list --kernel filters" "no tuning entries"
 run "db list (present device)" 0 "$clattn" db list
 run "db export" 0 "$clattn" db export "$tmp/out.json"
-[ ! -e "$tmp/out.json.tmp" ] && ok "db export leaves no .tmp" ||
-  bad "db export left out.json.tmp"
+[ "$(cat "$tmp/victim")" = victim ] && ok "db export follows no planted link" ||
+  bad "db export wrote through the link at out.json.tmp"
+rm -f "$tmp/out.json.tmp" "$tmp/victim"
+[ -z "$(ls "$tmp" | grep '\.tmp')" ] && ok "db export leaves no temporary" ||
+  bad "db export left a temporary: $(ls "$tmp" | grep '\.tmp')"
+# Output files (tests/cli.sh's report section too): never an input, a
+# device written through, a link's target written on purpose.
+cp "$CLATTN_DB" "$tmp/before.db"
+run "db export over its own database" 1 "$clattn" db export "$CLATTN_DB"
+has "names the database as an input" "is an input" "$tmp/err"
+ln -s "$CLATTN_DB" "$tmp/db-link.json"
+run "db export through a link to its database" 1 "$clattn" db export \
+  "$tmp/db-link.json"
+has "names the link and the database" "is the same file as" "$tmp/err"
+cmp -s "$CLATTN_DB" "$tmp/before.db" && ok "the database is byte-for-byte kept" ||
+  bad "db export changed the database it read"
+run "db export to /dev/null" 0 "$clattn" db export /dev/null
+[ -c /dev/null ] && ok "/dev/null is still a character device" ||
+  bad "db export replaced /dev/null"
+# (the line after the document says where it went)
+"$clattn" db export /dev/stdout 2>"$tmp/err" | head -n -1 |
+  python3 -m json.tool >/dev/null 2>&1 &&
+  ok "db export /dev/stdout into a pipe is JSON" ||
+  bad "db export /dev/stdout: $(cat "$tmp/err")"
+mkfifo "$tmp/fifo"
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/fifo" &
+reader=$!
+run "db export to a FIFO" 0 "$clattn" db export "$tmp/fifo"
+wait $reader && ok "the FIFO's reader got JSON" || bad "the FIFO's reader failed"
+[ -p "$tmp/fifo" ] && ok "the FIFO is still a FIFO" || bad "db export replaced the FIFO"
+echo "old" >"$tmp/target.json"
+ln -s target.json "$tmp/link.json"
+run "db export through a link" 0 "$clattn" db export "$tmp/link.json"
+[ -L "$tmp/link.json" ] && python3 -m json.tool "$tmp/target.json" \
+  >/dev/null 2>&1 && ok "db export wrote the link's target, kept the link" ||
+  bad "db export replaced the link or left its target"
+ln -s nowhere.json "$tmp/dangling.json"
+run "db export through a link to nothing" 1 "$clattn" db export \
+  "$tmp/dangling.json"
+has "names the link to nothing" "symbolic link to a missing file" "$tmp/err"
+run "db export to a directory" 1 "$clattn" db export "$tmp"
+has "names the directory" "is a directory" "$tmp/err"
 python3 -m json.tool "$tmp/out.json" >/dev/null 2>&1 &&
   ok "db export is JSON" || bad "db export is not JSON"
 run "db export -" 0 "$clattn" db export -

@@ -75,4 +75,14 @@ CLATTN_PARAMS="decode: wg=64" "$survey" --out "$tmp/o" >"$tmp/out" 2>"$tmp/err"
 code=$?
 [ "$code" = 1 ] && grep -q CLATTN_PARAMS "$tmp/err" ||
   fail "survey with CLATTN_PARAMS set: exit $code, '$(cat "$tmp/err")'"
+# a link planted at the log's name: refused before anything is installed,
+# and the file it points at left as it was
+mkdir -p "$tmp/planted"
+echo "precious" >"$tmp/precious"
+ln -s "$tmp/precious" "$tmp/planted/survey.log"
+"$survey" --no-install --out "$tmp/planted" >"$tmp/out" 2>"$tmp/err"
+code=$?
+[ "$code" = 1 ] && grep -q "not a regular file" "$tmp/err" &&
+  [ "$(cat "$tmp/precious")" = precious ] && echo "ok: a link at survey.log" ||
+  fail "survey with a link at survey.log: exit $code, '$(cat "$tmp/err")', target now '$(cat "$tmp/precious")'"
 exit $rc

@@ -11,6 +11,7 @@
 #include "fault.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
@@ -997,14 +998,25 @@ static clattn_status export_fn(const char *path, char *msg, size_t cap) {
   return st;
 }
 
+/* How many entries of dir start with prefix (the export and any temporary
+ * of it, whatever its random name). */
+static int entries_starting(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  cr_assert(d != NULL, "cannot list %s", dir);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    n += !strncmp(e->d_name, prefix, strlen(prefix));
+  closedir(d);
+  return n;
+}
+
 /* The export stops at the file size limit: CLATTN_ERR_IO naming the file,
  * no file at the target path nor a temporary one, the database intact. */
 Test(disk_full, export, .timeout = 120) {
   make_tmp_dir();
-  char path[600], out[700], tmp[720];
+  char path[600], out[700];
   snprintf(path, sizeof path, "%s/full-export.db", tmp_dir);
   snprintf(out, sizeof out, "%s.json", path);
-  snprintf(tmp, sizeof tmp, "%s.tmp", out);
   fill_db(path, 300);
   const long db_bytes = file_size(path);
   char msg[1024];
@@ -1016,17 +1028,20 @@ Test(disk_full, export, .timeout = 120) {
   cr_assert(strstr(msg, out) != NULL, "the message names no file: %s", msg);
   cr_assert(strstr(msg, "File too large") != NULL, "%s", msg);
   cr_assert_neq(access(out, F_OK), 0, "a partial export at %s", out);
-  cr_assert_neq(access(tmp, F_OK), 0, "a partial export at %s", tmp);
+  cr_assert_eq(entries_starting(tmp_dir, "full-export.db.json"), 0,
+               "a partial export or its temporary beside %s", out);
   cr_assert_eq(count_rows(path), 300);
   /* and with room, it exports */
   st = run_limited(1L << 30, export_fn, path, msg, sizeof msg);
   cr_assert_eq(st, CLATTN_OK, "%s", msg);
   cr_assert_eq(access(out, F_OK), 0);
+  cr_assert_eq(entries_starting(tmp_dir, "full-export.db.json"), 1,
+               "a temporary left beside %s", out);
 }
 
-/* An export to a full device (/dev/full as the directory's file is not
- * possible: the library writes path.tmp; a FIFO-free stand-in is stdout
- * redirected to /dev/full). */
+/* An export to a full device: stdout redirected to /dev/full, and
+ * /dev/full named as the file, which is written through (a character
+ * device is never replaced). */
 static clattn_status export_stdout_fn(const char *path, char *msg, size_t cap) {
   if (freopen("/dev/full", "w", stdout) == NULL)
     _exit(102);
@@ -1050,6 +1065,19 @@ Test(disk_full, export_to_dev_full, .timeout = 120) {
   cr_assert_eq(st, CLATTN_ERR_IO, "%s (%s)", clattn_status_str(st), msg);
   cr_assert(strstr(msg, "stdout") != NULL, "%s", msg);
   cr_assert(strstr(msg, "No space left on device") != NULL, "%s", msg);
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
+  st = clattn_db_export(db, "/dev/full");
+  cr_assert_eq(st, CLATTN_ERR_IO, "%s (%s)", clattn_status_str(st),
+               clattn_db_errmsg(db));
+  cr_assert(strstr(clattn_db_errmsg(db), "/dev/full") != NULL, "%s",
+            clattn_db_errmsg(db));
+  cr_assert(strstr(clattn_db_errmsg(db), "No space left on device") != NULL,
+            "%s", clattn_db_errmsg(db));
+  clattn_db_close(db);
+  struct stat sb;
+  cr_assert(stat("/dev/full", &sb) == 0 && S_ISCHR(sb.st_mode),
+            "/dev/full is no longer a character device");
 }
 
 static clattn_status tune_fn(const char *path, char *msg, size_t cap) {

@@ -5,6 +5,8 @@
  * spaces and ending in '\n', then the raw data. */
 #include "npy.h"
 
+#include "base/out_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -249,6 +251,11 @@ static int parse_header(const char *h, size_t hlen, npy_array *a, char *err,
 
 /* ------------------------------------------------------------- reading */
 
+/* The files this process read: npy_write never replaces one of them. */
+enum { MAX_READ = 64 };
+static char *read_paths[MAX_READ];
+static int n_read;
+
 int npy_read(const char *path, npy_array *a, char *err, size_t len) {
   unsigned char pre[12];
   char *hdr = NULL;
@@ -261,6 +268,8 @@ int npy_read(const char *path, npy_array *a, char *err, size_t len) {
     seterr(err, len, "cannot open: %s", strerror(errno));
     return -1;
   }
+  if (n_read < MAX_READ && (read_paths[n_read] = strdup(path)) != NULL)
+    n_read++;
   size_t got = fread(pre, 1, 10, f);
   if (got < 8 || memcmp(pre, npy_magic, 6) != 0) {
     seterr(err, len, ferror(f) ? "read error" : "not a .npy file (bad magic)");
@@ -390,26 +399,11 @@ int npy_write(const char *path, npy_dtype dt, int ndim, const size_t *shape,
   pre[8] = (unsigned char)(hlen & 0xff);
   pre[9] = (unsigned char)(hlen >> 8);
 
-  size_t tlen = strlen(path) + 32;
-  char *tmp = malloc(tlen);
-  if (!tmp) {
-    seterr(err, len, "out of memory");
+  clattn__out_file out;
+  if (clattn__out_open(&out, path, (const char *const *)read_paths, n_read, err,
+                       len) != 0)
     return -1;
-  }
-  snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-  /* open() rather than mkstemp() so the file gets 0666 minus the umask. */
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-  if (fd < 0) {
-    seterr(err, len, "cannot create %s: %s", tmp, strerror(errno));
-    free(tmp);
-    return -1;
-  }
-  FILE *f = fdopen(fd, "wb");
-  if (!f) {
-    seterr(err, len, "fdopen: %s", strerror(errno));
-    close(fd);
-    goto fail;
-  }
+  FILE *f = out.f;
   int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, n, f) == n;
   for (size_t i = 0; ok && i < pad; i++)
     ok = fputc(' ', f) != EOF;
@@ -425,25 +419,10 @@ int npy_write(const char *path, npy_dtype dt, int ndim, const size_t *shape,
       ok = fwrite(e, es, 1, f) == 1;
     }
   }
-  ok = ok && fflush(f) == 0;
-  int saved = errno;
-  if (fclose(f) != 0 && ok) {
-    ok = 0;
-    saved = errno;
-  }
   if (!ok) {
-    seterr(err, len, "write error: %s", strerror(saved));
-    goto fail;
+    seterr(err, len, "write error: %s", strerror(errno));
+    clattn__out_close(&out, 0, NULL, 0);
+    return -1;
   }
-  if (rename(tmp, path) != 0) {
-    seterr(err, len, "rename %s: %s", tmp, strerror(errno));
-    goto fail;
-  }
-  free(tmp);
-  return 0;
-
-fail:
-  unlink(tmp);
-  free(tmp);
-  return -1;
+  return clattn__out_close(&out, 1, err, len) != 0 ? -1 : 0;
 }

@@ -33,8 +33,10 @@ const char *npy_dtype_descr(npy_dtype dt);
 int npy_read(const char *path, npy_array *a, char *err, size_t errlen);
 
 /* Write data (count = product of shape, host byte order) as a version 1.0
- * file.  The file appears atomically: it is written to a temporary name
- * next to path and renamed.  Returns 0, or -1 with a message in err. */
+ * file, as base/out_file.h writes a file: a regular one appears
+ * atomically, a device is written through, and a file this process read
+ * with npy_read is never replaced.  Returns 0, or -1 with a message in
+ * err. */
 int npy_write(const char *path, npy_dtype dt, int ndim, const size_t *shape,
               const void *data, char *err, size_t errlen);
 

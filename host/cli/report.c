@@ -5,6 +5,8 @@
 #include "options.h"
 #include "report.h"
 
+#include "base/out_file.h"
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -19,10 +21,13 @@ static const char report_usage[] =
     "  chart of the bench rows, a table per kernel family; across devices\n"
     "  time ratios and the speed-ups of fewer key/value heads; datasheet\n"
     "  GPUs as predicted-only devices (--datasheets, default all).\n"
-    "  -o FILE (--out): write FILE (via FILE.tmp) and print its path; the\n"
-    "  format follows its extension (.html .md .csv .json) unless a flag\n"
-    "  names one.  Without -o the report goes to stdout (HTML unless a flag\n"
-    "  names another format).  docs/REPORT.md: what each figure is.\n";
+    "  -o FILE (--out): write FILE and print its path; the format follows\n"
+    "  its extension (.html .md .csv .json) unless a flag names one.  A\n"
+    "  regular FILE is replaced only by a whole report; a device or FIFO\n"
+    "  (-o /dev/stdout) is written through; a link's target is written;\n"
+    "  FILE may not be one of the databases.  Without -o the report goes\n"
+    "  to stdout (HTML unless a flag names another format).\n"
+    "  docs/REPORT.md: what each figure is.\n";
 
 typedef struct report_opts {
   const char *out, *datasheets;
@@ -72,39 +77,23 @@ static int write_fmt(FILE *f, enum fmt fmt, const rep_data *d) {
   }
 }
 
-/* path + ".tmp" opened for writing, before anything is read, so that an
- * unwritable path fails at once; NULL after printing why. */
-static FILE *open_tmp(const char *path, char **tmp) {
-  const size_t n = strlen(path) + 5;
-  *tmp = malloc(n);
-  if (!*tmp) {
-    cli_err("report: out of memory");
-    return NULL;
-  }
-  snprintf(*tmp, n, "%s.tmp", path);
-  FILE *f = fopen(*tmp, "w");
-  if (!f) {
-    cli_err("report: %s: cannot write: %s", path, strerror(errno));
-    free(*tmp);
-    *tmp = NULL;
-  }
-  return f;
-}
-
-/* Write the report into f (tmp) and rename it to path; or remove tmp. */
-static int finish_file(FILE *f, char *tmp, const char *path, enum fmt fmt,
-                       const rep_data *d) {
-  int bad = d ? write_fmt(f, fmt, d) : -1;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) {
+/* Write the report into out and finish the file (base/out_file.h): the
+ * target replaced only by a whole report; after a failure it is left as
+ * it was. */
+static int finish_file(clattn__out_file *out, enum fmt fmt, const rep_data *d) {
+  char err[1024];
+  const int bad = d ? write_fmt(out->f, fmt, d) : -1;
+  if (bad) {
     if (d)
-      cli_err("report: %s: cannot write: %s", path, strerror(errno));
-    remove(tmp);
-    free(tmp);
+      cli_err("report: writing %s: %s", out->path, strerror(errno));
+    clattn__out_close(out, 0, NULL, 0);
     return CLI_FAIL;
   }
-  free(tmp);
-  printf("%s\n", path);
+  if (clattn__out_close(out, 1, err, sizeof err) != 0) {
+    cli_err("report: %s", err);
+    return CLI_FAIL;
+  }
+  printf("%s\n", out->path);
   return CLI_OK;
 }
 
@@ -154,14 +143,21 @@ int cli_report(int argc, char **argv) {
       sel.names = o.datasheets;
     }
   }
-  char *tmp = NULL;
-  FILE *out = o.out ? open_tmp(o.out, &tmp) : stdout;
-  if (!out)
-    return CLI_FAIL;
+  /* opened before anything is read, so that an unwritable path (or one
+   * of the databases read) fails at once */
+  clattn__out_file out;
+  if (o.out) {
+    char err[1024];
+    if (clattn__out_open(&out, o.out, (const char *const *)a.operand,
+                         a.n_operands, err, sizeof err) != 0) {
+      cli_err("report: %s", err);
+      return CLI_FAIL;
+    }
+  }
   rep_data d;
   rc = rep_load((const char *const *)a.operand, a.n_operands, &sel, &d);
   if (o.out) {
-    const int wrc = finish_file(out, tmp, o.out, fmt, rc ? NULL : &d);
+    const int wrc = finish_file(&out, fmt, rc ? NULL : &d);
     rc = rc ? rc : wrc;
   } else if (rc == CLI_OK && (write_fmt(stdout, fmt, &d) || fflush(stdout))) {
     cli_err("report: writing stdout: %s", strerror(errno));

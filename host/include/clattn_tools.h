@@ -458,7 +458,12 @@ CLATTN_API clattn_status clattn_db_list_tune(clattn_db *db,
 /* Share tuning rows between machines: export writes every row as JSON
  * ({"clattn_tuning": 1, "library_version": ..., "exported": ...,
  * "entries": [...]}, an entry as clattn_tune_entry_json writes it) to
- * path + ".tmp", then renames it to path ("-": stdout).  Import reads such
+ * path ("-": stdout): a regular file through a temporary of its own beside
+ * it (a random name, created exclusively, never through a link), renamed
+ * over path once whole; a character device or FIFO written through; a
+ * symbolic link's target written; a directory, block device, socket, link
+ * to nothing, or the database's own file (or its -wal, -shm, -journal)
+ * refused with CLATTN_ERR_INVALID_ARG and left as it was.  Import reads such
  * a file ("-": stdin) and merges it in one transaction, adding new rows
  * and replacing a row only by one of the same key with a later `updated`;
  * importing a file twice changes nothing.  Entries need fingerprint,
@@ -760,7 +765,7 @@ typedef enum clattn_export_format {
                                 its configuration, the time in ms */
 } clattn_export_format;
 /* clattn_db_export in another format (fingerprint, kernel: NULL for all;
- * path "-": stdout; written to path + ".tmp", then renamed).
+ * path "-": stdout; written as clattn_db_export writes its file).
  * Errors: db, CLATTN_ERR_INVALID_ARG (an unknown format), CLATTN_ERR_IO.
  * Threads: not with concurrent use of the same db. */
 CLATTN_API clattn_status clattn_db_export_as(clattn_db *db, const char *path,

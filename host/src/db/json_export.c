@@ -17,6 +17,7 @@
  * before rows were checked can hold one) is written as \ufffd, so every
  * export is JSON that strict readers (Python's json) accept. */
 #include "db/db.h"
+#include "base/out_file.h"
 #include "base/versioned.h"
 
 #include <errno.h>
@@ -234,14 +235,34 @@ static int write_format(FILE *f, clattn_export_format format,
   return write_doc(f, rows, n, line, line_cap);
 }
 
+/* The database's own files, which an export must never replace. */
+static int db_files(const clattn_db *db, char files[4][CLATTN_OUT_PATH_MAX]) {
+  static const char *const suffix[4] = {"", "-wal", "-shm", "-journal"};
+  int n = 0;
+  for (int k = 0; k < 4; k++)
+    if (snprintf(files[n], CLATTN_OUT_PATH_MAX, "%s%s", clattn_db_path(db),
+                 suffix[k]) < CLATTN_OUT_PATH_MAX)
+      n++;
+  return n;
+}
+
+static clattn_status io_fail(clattn_db *db, int code, const char *msg) {
+  return clattn__db_fail(db,
+                         code == ENOMEM   ? CLATTN_ERR_NOMEM
+                         : code == EINVAL ? CLATTN_ERR_INVALID_ARG
+                                          : CLATTN_ERR_IO,
+                         "export: %s", msg);
+}
+
 clattn_status clattn_db_export_as(clattn_db *db, const char *path,
                                   clattn_export_format format,
                                   const char *fingerprint, const char *kernel) {
   clattn_status rc = clattn__db_check(db);
   clattn_tune_entry *rows = NULL;
-  char *tmp = NULL, *line = NULL;
+  char *line = NULL;
   size_t line_cap = 16384;
-  FILE *f = NULL;
+  clattn__out_file out = {.f = NULL};
+  char msg[1024];
   int n = 0, to_stdout;
   if (rc != CLATTN_OK)
     return rc;
@@ -265,54 +286,38 @@ clattn_status clattn_db_export_as(clattn_db *db, const char *path,
     rc = clattn__db_fail(db, CLATTN_ERR_NOMEM, "out of host memory");
     goto done;
   }
-  if (to_stdout) {
-    f = stdout;
-  } else {
-    size_t len = strlen(path) + 5;
-    tmp = malloc(len);
-    if (tmp == NULL) {
-      rc = clattn__db_fail(db, CLATTN_ERR_NOMEM, "out of host memory");
+  FILE *f = stdout;
+  if (!to_stdout) {
+    char files[4][CLATTN_OUT_PATH_MAX];
+    const char *inputs[4];
+    const int n_files = db_files(db, files);
+    for (int k = 0; k < n_files; k++)
+      inputs[k] = files[k];
+    /* the whole file is written and synced under a temporary name, then
+     * renamed: a reader never sees half a file (base/out_file.h) */
+    const int e =
+        clattn__out_open(&out, path, inputs, n_files, msg, sizeof msg);
+    if (e != 0) {
+      rc = io_fail(db, e, msg);
       goto done;
     }
-    snprintf(tmp, len, "%s.tmp", path);
-    f = fopen(tmp, "w");
-    if (f == NULL) {
-      rc = clattn__db_fail(db, CLATTN_ERR_IO, "export: cannot create %s: %s",
-                           tmp, strerror(errno));
-      goto done;
-    }
+    f = out.f;
   }
-  /* The whole file is written and synced under the temporary name, then
-   * renamed: a reader never sees half a file. */
   errno = 0;
   if (write_format(f, format, rows, n, &line, &line_cap) != 0 ||
-      fflush(f) != 0 || (!to_stdout && fsync(fileno(f)) != 0)) {
+      fflush(f) != 0) {
     rc = clattn__db_fail(db, errno == ENOMEM ? CLATTN_ERR_NOMEM : CLATTN_ERR_IO,
-                         "export: writing %s: %s", to_stdout ? "stdout" : tmp,
+                         "export: writing %s: %s", to_stdout ? "stdout" : path,
                          errno ? strerror(errno) : "write error");
     goto done;
   }
   if (!to_stdout) {
-    FILE *g = f;
-    f = NULL;
-    if (fclose(g) != 0) {
-      rc = clattn__db_fail(db, CLATTN_ERR_IO, "export: writing %s: %s", tmp,
-                           strerror(errno));
-      goto done;
-    }
-    if (rename(tmp, path) != 0) {
-      rc = clattn__db_fail(db, CLATTN_ERR_IO,
-                           "export: cannot rename %s to %s: %s", tmp, path,
-                           strerror(errno));
-      goto done;
-    }
+    const int e = clattn__out_close(&out, 1, msg, sizeof msg);
+    if (e != 0)
+      rc = io_fail(db, e, msg);
   }
 done:
-  if (f != NULL && f != stdout)
-    fclose(f);
-  if (rc != CLATTN_OK && tmp != NULL)
-    unlink(tmp);
-  free(tmp);
+  clattn__out_close(&out, 0, NULL, 0); /* a failed write: nothing is left */
   free(line);
   free(rows);
   return rc;

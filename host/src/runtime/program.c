@@ -10,10 +10,10 @@
  * never see a partial file, and any failure to read, check, load or build a
  * cached binary falls back to a build from source (and rewrites the file). */
 #include "runtime/runtime.h"
+#include "base/out_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,10 +93,6 @@ void clattn_ctx_clear_programs(clattn_ctx *ctx) {
 #define CACHE_KEY_LEN 32
 /* Far above any program's binary; a larger file is not ours. */
 #define CACHE_MAX_BYTES ((uint64_t)256 << 20)
-
-/* Per-process count of temporary names, so that writers in one process
- * (several contexts, several threads) never share one. */
-static atomic_ulong cache_tmp_count;
 
 static void cache_path(const clattn_ctx *ctx, int src, const char *options,
                        char *out, size_t cap) {
@@ -254,17 +250,8 @@ static int cache_write(clattn_ctx *ctx, const char *path, cl_program prog) {
   put_le(hdr + 16, size, 8);
   memcpy(hdr + CACHE_KEY_AT, key, CACHE_KEY_LEN);
   cache_hash(hdr, bin, size, hdr + CACHE_HASH_AT);
-  /* a stale temporary of a dead process with our pid: take the next */
-  int fd = -1;
-  for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
-    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(),
-                     atomic_fetch_add(&cache_tmp_count, 1));
-    if (n < 0 || (size_t)n >= sizeof tmp)
-      goto out;
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && errno != EEXIST)
-      goto out;
-  }
+  /* a temporary of this writer's own (base/out_file.h) */
+  const int fd = clattn__tmp_create(path, tmp, sizeof tmp);
   if (fd < 0)
     goto out;
   ok = write_full(fd, hdr, sizeof hdr) == 0 && write_full(fd, bin, size) == 0;
