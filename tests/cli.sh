@@ -149,6 +149,27 @@ cat >"$tmp/in.json" <<'JSON'
 JSON
 run "db path" 0 "$clattn" db path
 has "db path is \$CLATTN_DB" "$CLATTN_DB"
+run "db path without HOME" 1 env -u CLATTN_DB -u XDG_DATA_HOME -u HOME \
+  "$clattn" db path
+has "db path names what is unset" "HOME are all unset" "$tmp/err"
+# only the default database's own directory is made; a named path's
+# directory must exist
+run "tune --db in a missing directory" 1 "$clattn" tune decode \
+  --db "$tmp/nodir2/a/b/c.db" --budget 1s
+has "tune names the missing directory" "directory $tmp/nodir2/a/b does not" \
+  "$tmp/err"
+[ ! -e "$tmp/nodir2" ] && ok "tune created no tree of directories" ||
+  bad "tune created $tmp/nodir2"
+mkdir "$tmp/home"
+run "the default database under HOME" 0 env -u CLATTN_DB -u XDG_DATA_HOME \
+  HOME="$tmp/home" "$clattn" db import "$tmp/in.json"
+[ -f "$tmp/home/.local/share/clattn/tuning.db" ] &&
+  ok "the default database's directories are made" ||
+  bad "no $tmp/home/.local/share/clattn/tuning.db"
+run "a default database below a missing HOME" 1 env -u CLATTN_DB \
+  -u XDG_DATA_HOME HOME="$tmp/nohome" "$clattn" db import "$tmp/in.json"
+[ ! -e "$tmp/nohome" ] && ok "a missing HOME is not created" ||
+  bad "db import created HOME $tmp/nohome"
 # Readers create nothing: not the file, not its directories.
 run "db path of a missing database" 0 "$clattn" db path --db "$tmp/nodir/x.db"
 has "db path names it" "$tmp/nodir/x.db"
@@ -180,6 +201,9 @@ run "db list --kernel prefill" 0 "$clattn" db list --all-devices \
   --kernel prefill
 has "db list --kernel filters" "no tuning entries"
 run "db list (present device)" 0 "$clattn" db list
+# a link planted at the old predictable temporary's name is not followed
+echo "victim" >"$tmp/victim"
+ln -s "$tmp/victim" "$tmp/out.json.tmp"
 run "db export" 0 "$clattn" db export "$tmp/out.json"
 [ "$(cat "$tmp/victim")" = victim ] && ok "db export follows no planted link" ||
   bad "db export wrote through the link at out.json.tmp"
@@ -377,6 +401,18 @@ has "talking-heads: check passes" "check talking-heads: .*PASS"
 run "run talking-heads --in --decode-from" 0 "$clattn" run talking-heads \
   --in "$tmp/th" --out "$tmp/th_y.npy" --decode-from 2 --check
 has "talking-heads: prefill + decode check passes" "(prefill + decode).*PASS"
+cp "$tmp/th/x.npy" "$tmp/x-before.npy"
+run "run --out one of its inputs" 1 "$clattn" run talking-heads \
+  --in "$tmp/th" --out "$tmp/th/x.npy"
+has "run --out: the input is named" "x.npy is an input" "$tmp/err"
+cmp -s "$tmp/th/x.npy" "$tmp/x-before.npy" && ok "run --out kept its input" ||
+  bad "run --out overwrote its input x.npy"
+run "run --save-inputs in a missing directory" 1 "$clattn" run \
+  talking-heads --random "${th[@]}" --save-inputs "$tmp/nodir3/a/th"
+has "--save-inputs: the parent is named" "parent directory does not exist" \
+  "$tmp/err"
+[ ! -e "$tmp/nodir3" ] && ok "--save-inputs created no tree" ||
+  bad "--save-inputs created $tmp/nodir3"
 "$clattn" run talking-heads --random "${th[@]}" --heads-v 3 \
   --save-inputs "$tmp/th3" >/dev/null 2>&1
 cp "$tmp/th3/p_w.npy" "$tmp/th/p_w.npy"
@@ -722,6 +758,28 @@ run "db export --format bogus" 2 "$clattn" db export - --format bogus
 run "db export --device with --all-devices" 2 "$clattn" db export - \
   --device 0 --all-devices
 run "db export --class (not its option)" 2 "$clattn" db export - --class x
+
+# clattn report's output file: never one of its databases, a device
+# written through (tests/test_report.c checks the formats themselves)
+cp "$CLATTN_DB" "$tmp/before.db"
+run "report -o its own database" 1 "$clattn" report "$CLATTN_DB" \
+  --datasheets none -o "$CLATTN_DB"
+has "report names the database as an input" "is an input" "$tmp/err"
+cmp -s "$CLATTN_DB" "$tmp/before.db" && ok "report kept the database" ||
+  bad "report -o overwrote the database it read"
+run "report -o /dev/null" 0 "$clattn" report "$CLATTN_DB" --datasheets none \
+  --markdown -o /dev/null
+[ -c /dev/null ] && ok "report kept /dev/null a device" ||
+  bad "report replaced /dev/null"
+"$clattn" report "$CLATTN_DB" --datasheets none --json -o /dev/stdout \
+  2>"$tmp/err" | head -n -1 | python3 -m json.tool >/dev/null 2>&1 &&
+  ok "report -o /dev/stdout into a pipe is JSON" ||
+  bad "report -o /dev/stdout: $(cat "$tmp/err")"
+# at most 8 databases: the message says so
+dbs=()
+for k in 1 2 3 4 5 6 7 8 9; do dbs+=("$CLATTN_DB"); done
+run "report of 9 databases" 2 "$clattn" report "${dbs[@]}"
+has "report names its limit" "at most 8 databases" "$tmp/err"
 
 echo "cli.sh: $fails failure(s)"
 [ "$fails" = 0 ]

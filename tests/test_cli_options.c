@@ -26,7 +26,7 @@ static const cli_option table[] = {
     {"new", CLI_KEY, offsetof(opts, keys), 0, NULL, 0, "V", "a key"},
 };
 static const cli_command cmd = {
-    "test", "usage: test\n", table, sizeof table / sizeof table[0], A, 1};
+    "test", "usage: test\n", table, sizeof table / sizeof table[0], A, 1, NULL};
 
 /* Parse the words of a NULL-terminated list into *o. */
 static int parse(opts *o, cli_args *a, const char *const *words) {
@@ -124,6 +124,24 @@ Test(cli_parse, help_verbose_operands) {
   cr_assert_eq(PARSE("--", "--seq"), 0);
   cr_expect_str_eq(a.operand[0], "--seq");
   cr_expect_eq(o.seq, 0);
+}
+
+/* More operands than a command takes: the limit and what they are, where
+ * the command names them (report: "at most 8 databases"). */
+Test(cli_parse, too_many_operands_name_the_limit) {
+  cli_command named = cmd;
+  named.max_operands = 2;
+  named.operands = "databases";
+  char w[][8] = {"a.db", "b.db", "c.db"}, dd[] = "--";
+  char *argv[] = {w[0], w[1], w[2]}, *after[] = {w[0], dd, w[1], w[2]};
+  opts o;
+  cli_args a;
+  memset(&o, 0, sizeof o);
+  cr_assert_eq(cli_parse(&named, 3, argv, &o, &a), 2);
+  cr_expect_str_eq(a.error, "at most 2 databases ('c.db' is one more)");
+  memset(&o, 0, sizeof o);
+  cr_assert_eq(cli_parse(&named, 4, after, &o, &a), 2);
+  cr_expect_str_eq(a.error, "at most 2 databases ('c.db' is one more)");
 }
 
 Test(cli_parse, argv_is_not_reordered) {

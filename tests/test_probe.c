@@ -366,8 +366,21 @@ TestSuite(db, .init = tmp_setup, .fini = tmp_teardown);
 
 Test(db, round_trip) {
   char path[512];
-  tmp_path(path, sizeof path, "sub/dir/tuning.db"); /* dirs are created */
-  clattn_db *db = db_open_ok(path);
+  /* a path given is created only in a directory that exists: a missing
+   * one is named, and nothing is made */
+  char sub[512];
+  tmp_path(path, sizeof path, "sub/dir/tuning.db");
+  tmp_path(sub, sizeof sub, "sub");
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_ERR_DB);
+  cr_assert(strstr(clattn_db_errmsg(NULL), "directory ") &&
+                strstr(clattn_db_errmsg(NULL), "sub/dir does not exist"),
+            "%s", clattn_db_errmsg(NULL));
+  cr_assert_neq(access(sub, F_OK), 0, "%s was created", sub);
+  cr_assert_eq(mkdir(sub, 0777), 0);
+  tmp_path(sub, sizeof sub, "sub/dir");
+  cr_assert_eq(mkdir(sub, 0777), 0);
+  db = db_open_ok(path);
   cr_expect_str_eq(clattn_db_path(db), path);
   clattn_profile p = sample_profile("00112233445566778899aabbccddeeff", 1.0);
   clattn_profile q = {.size = sizeof(clattn_profile)};

@@ -184,7 +184,8 @@ int cli_bench(int argc, char **argv) {
                            table,
                            nt,
                            which == ALL ? T_ALL : T_FAM,
-                           which == ALL ? 0 : 1};
+                           which == ALL ? 0 : 1,
+                           NULL};
   cli_args a;
   int rc = cli_parse_cmd(&cmd, argc - i, argv + i, &ba, &a);
   if (rc)

@@ -81,7 +81,8 @@ int cli_load(const char *dir, const char *name, int optional, npy_array *a);
 /* Write an array; prints and returns CLI_FAIL on error. */
 int cli_save(const char *dir, const char *name, npy_dtype dt, int ndim,
              const size_t *shape, const void *data);
-/* Create a directory if it does not exist (for --save-inputs). */
+/* Create a directory if it does not exist (for --save-inputs), in a
+ * directory that exists; prints and returns CLI_FAIL otherwise. */
 int cli_mkdir(const char *dir);
 
 /* s as a JSON string on stdout (quotes, backslashes and control

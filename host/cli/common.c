@@ -73,30 +73,19 @@ int cli_save(const char *dir, const char *name, npy_dtype dt, int ndim,
   return rc;
 }
 
-/* mkdir -p: create each missing component of dir. */
+/* dir itself, if missing, in a directory that exists: a mistyped path
+ * makes no tree of directories. */
 int cli_mkdir(const char *dir) {
-  char *p = strdup(dir);
-  int rc = CLI_OK;
-  if (!p) {
-    cli_err("out of memory");
-    return CLI_FAIL;
-  }
-  for (char *s = p + 1;; s++) {
-    if (*s != '/' && *s != '\0')
-      continue;
-    char c = *s;
-    *s = '\0';
-    if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-      cli_err("%s: cannot create directory: %s", p, strerror(errno));
-      rc = CLI_FAIL;
-      break;
-    }
-    *s = c;
-    if (c == '\0')
-      break;
-  }
-  free(p);
-  return rc;
+  struct stat st;
+  if (mkdir(dir, 0777) == 0)
+    return CLI_OK;
+  const int err = errno;
+  if (err == EEXIST && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+    return CLI_OK;
+  cli_err("%s: cannot create directory: %s", dir,
+          err == ENOENT ? "its parent directory does not exist"
+                        : strerror(err));
+  return CLI_FAIL;
 }
 
 int cli_lib_fail(clattn_ctx *ctx, const char *what, clattn_status st) {

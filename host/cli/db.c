@@ -86,7 +86,8 @@ static int parse_db(int argc, char **argv, unsigned scope, const char *name,
   const cli_command cmd = {
       name,       db_usage,
       db_options, (int)(sizeof db_options / sizeof db_options[0]),
-      scope,      file};
+      scope,      file,
+      NULL};
   cli_args a;
   int rc = cli_parse_cmd(&cmd, argc, argv, o, &a);
   if (rc)
@@ -109,6 +110,11 @@ static int db_print_path(const char *path) {
   char buf[4096];
   if (path == NULL) {
     clattn_status st = clattn_db_default_path(buf, sizeof buf);
+    if (st == CLATTN_ERR_DB) { /* what clattn_db_default_path says */
+      cli_err("db path: no default database: $CLATTN_DB, $XDG_DATA_HOME and "
+              "$HOME are all unset or empty (give --db PATH)");
+      return CLI_FAIL;
+    }
     if (st != CLATTN_OK) {
       cli_err("db path: %s", clattn_status_str(st));
       return CLI_FAIL;

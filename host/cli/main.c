@@ -516,7 +516,7 @@ static int run_command(int argc, char **argv, cli_opts *o) {
            "usage: clattn %s (--in DIR | --random "
            "SHAPE) [OPTIONS]\n  (details: clattn run --help)\n",
            name);
-  const cli_command c = {name, usage, opts, O_COUNT, (unsigned)cmd, 0};
+  const cli_command c = {name, usage, opts, O_COUNT, (unsigned)cmd, 0, NULL};
   int rc = cli_parse_cmd(&c, argc - 1, argv + 1, o, &a);
   if (rc)
     return rc < 0 ? CLI_OK : rc;
@@ -560,7 +560,8 @@ int main(int argc, char **argv) {
                              opts,
                              O_COUNT,
                              DEV,
-                             0};
+                             0,
+                             NULL};
     int rc = cli_parse_cmd(&cmd, argc - 2, argv + 2, &o, &a);
     if (!rc && o.verbose && o.list)
       rc = cli_usage_error("devices", "--verbose and --list are exclusive");
@@ -569,15 +570,16 @@ int main(int argc, char **argv) {
                     : cli_devices(o.verbose);
   }
   if (!strcmp(c, "families")) {
-    const cli_command cmd = {"families", "usage: clattn families\n", opts, 0, 0,
-                             0};
+    const cli_command cmd = {
+        "families", "usage: clattn families\n", opts, 0, 0, 0, NULL};
     int rc = cli_parse_cmd(&cmd, argc - 2, argv + 2, &o, &a);
     if (rc < 0)
       fputs(families_text, stdout);
     return rc ? (rc < 0 ? CLI_OK : rc) : cli_families();
   }
   if (!strcmp(c, "layers")) {
-    const cli_command cmd = {"layers", "usage: clattn layers\n", opts, 0, 0, 0};
+    const cli_command cmd = {"layers", "usage: clattn layers\n", opts, 0, 0, 0,
+                             NULL};
     int rc = cli_parse_cmd(&cmd, argc - 2, argv + 2, &o, &a);
     if (rc < 0)
       fputs(layers_text, stdout);
@@ -601,7 +603,7 @@ int main(int argc, char **argv) {
              "usage: clattn probe [--device SEL] "
              "[--json] [--thorough | --quick] [--db PATH] [--no-store]\n%s",
              probe_text);
-    const cli_command cmd = {"probe", usage, opts, O_COUNT, PRB, 0};
+    const cli_command cmd = {"probe", usage, opts, O_COUNT, PRB, 0, NULL};
     int rc = cli_parse_cmd(&cmd, argc - 2, argv + 2, &o, &a);
     if (!rc && o.thorough && o.quick)
       rc = cli_usage_error("probe", "--thorough and --quick are exclusive");

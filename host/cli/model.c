@@ -459,7 +459,7 @@ int cli_model(int argc, char **argv) {
   const int n = cli_model_options(scope, fam, 0, table, CLI_MAX_OPTIONS);
   char name[64];
   snprintf(name, sizeof name, "model %s", kind);
-  const cli_command cmd = {name, model_usage, table, n, scope, 0};
+  const cli_command cmd = {name, model_usage, table, n, scope, 0, NULL};
   cli_args a;
   if (n < 0)
     return cli_usage_error(name, "too many shape keys");

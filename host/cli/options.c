@@ -26,6 +26,17 @@ static int fail(cli_args *out, const char *fmt, ...) {
   return 2;
 }
 
+/* One operand more than cmd takes: the limit named where cmd names its
+ * operands. */
+static int too_many(const cli_command *cmd, cli_args *out, const char *word) {
+  const int most = cmd->max_operands < CLI_MAX_OPERANDS ? cmd->max_operands
+                                                        : CLI_MAX_OPERANDS;
+  if (cmd->operands != NULL)
+    return fail(out, "at most %d %s ('%.60s' is one more)", most, cmd->operands,
+                word);
+  return fail(out, "unexpected argument '%.60s'", word);
+}
+
 static int in_scope(const cli_command *cmd, const cli_option *o) {
   return o->scope == 0 || (o->scope & cmd->scope) != 0;
 }
@@ -134,7 +145,7 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *dst,
     if (c == 1) {
       if (out->n_operands >= cmd->max_operands ||
           out->n_operands >= CLI_MAX_OPERANDS)
-        return fail(out, "unexpected argument '%.60s'", optarg);
+        return too_many(cmd, out, optarg);
       out->operand[out->n_operands++] = optarg;
       continue;
     }
@@ -186,7 +197,7 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *dst,
   for (int k = optind; k <= argc; k++) {
     if (out->n_operands >= cmd->max_operands ||
         out->n_operands >= CLI_MAX_OPERANDS)
-      return fail(out, "unexpected argument '%.60s'", av[k]);
+      return too_many(cmd, out, av[k]);
     out->operand[out->n_operands++] = av[k];
   }
   return 0;

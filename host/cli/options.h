@@ -38,9 +38,11 @@ typedef struct cli_command {
   const char *usage; /* printed by --help before the option list */
   const cli_option *opts;
   int n_opts;
-  unsigned scope;   /* this subcommand's bit: options outside it are
-                       refused as unknown */
-  int max_operands; /* words that are no option (db export FILE) */
+  unsigned scope;       /* this subcommand's bit: options outside it are
+                           refused as unknown */
+  int max_operands;     /* words that are no option (db export FILE) */
+  const char *operands; /* what they are, for "at most N databases" when
+                           more are given (NULL: "unexpected argument") */
 } cli_command;
 
 typedef struct cli_args {

@@ -112,7 +112,8 @@ int cli_report(int argc, char **argv) {
       report_options,
       (int)(sizeof report_options / sizeof report_options[0]),
       0,
-      CLI_MAX_OPERANDS};
+      CLI_MAX_OPERANDS,
+      "databases"};
   cli_args a;
   int rc = cli_parse_cmd(&cmd, argc, args, &o, &a);
   if (rc)

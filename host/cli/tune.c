@@ -239,7 +239,7 @@ int cli_tune(int argc, char **argv) {
   snprintf(name, sizeof name, i ? "tune %s" : "tune", word);
   if (nt < 0)
     return cli_usage_error(name, "too many shape keys");
-  const cli_command cmd = {name, tune_usage, table, nt, scope, 0};
+  const cli_command cmd = {name, tune_usage, table, nt, scope, 0, NULL};
   cli_args a;
   int rc = cli_parse_cmd(&cmd, argc - i, argv + i, &ta, &a);
   if (rc)
@@ -370,7 +370,7 @@ int cli_explain(int argc, char **argv) {
   snprintf(name, sizeof name, "explain %s", argv[0]);
   if (nt < 0)
     return cli_usage_error(name, "too many shape keys");
-  const cli_command cmd = {name, tune_usage, table, nt, E_FAM, 0};
+  const cli_command cmd = {name, tune_usage, table, nt, E_FAM, 0, NULL};
   cli_args a;
   int rc = cli_parse_cmd(&cmd, argc - 1, argv + 1, &ta, &a);
   if (rc)

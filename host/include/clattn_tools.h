@@ -175,8 +175,10 @@ CLATTN_API void clattn_profile_at_copy(clattn_profile *p, double copy_gbs);
  * path NULL: $CLATTN_DB, else $XDG_DATA_HOME/clattn/tuning.db, else
  * $HOME/.local/share/clattn/tuning.db.  Safe for several processes at
  * once; every write is its own transaction.
- * clattn_db_open is for writing: it creates the file and its directories,
- * migrates the schema and waits up to 10 s for another writer's lock.
+ * clattn_db_open is for writing: it creates the file (the default path's
+ * missing directories too, below $HOME or $XDG_DATA_HOME's parent; a path
+ * given or in $CLATTN_DB must be in a directory that exists), migrates
+ * the schema and waits up to 10 s for another writer's lock.
  * clattn_db_open_readonly is for reading only: it creates nothing, never
  * migrates, works in a read-only directory or on a read-only file, and
  * waits at most 200 ms for a lock (WAL readers are normally never

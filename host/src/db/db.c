@@ -200,22 +200,57 @@ clattn_status clattn_db_default_path(char *buf, size_t cap) {
   return rc;
 }
 
-/* Create the directory holding path (if any). */
+/* Whether dir is the default database's own directory ($CLATTN_DB aside:
+ * a path the user names), and then into base the directory that must
+ * exist for it to be made: $HOME, or $XDG_DATA_HOME's parent (the XDG spec
+ * lets a program create $XDG_DATA_HOME itself). */
+static int default_dir_base(const char *dir, char *base, size_t cap) {
+  const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+  char own[4096];
+  if (env_set("CLATTN_DB"))
+    return 0;
+  if (xdg && *xdg) {
+    snprintf(own, sizeof own, "%s/clattn", xdg);
+    snprintf(base, cap, "%s", xdg);
+    char *slash = strrchr(base, '/');
+    if (slash != NULL)
+      slash[slash == base] = '\0'; /* "/x" -> "/" */
+    else
+      snprintf(base, cap, ".");
+  } else if (home && *home) {
+    snprintf(own, sizeof own, "%s/.local/share/clattn", home);
+    snprintf(base, cap, "%s", home);
+  } else {
+    return 0;
+  }
+  return strcmp(own, dir) == 0;
+}
+
+/* Create the directory holding path if missing, only where it is the
+ * default database's (below $HOME or $XDG_DATA_HOME): a path the user
+ * names (an argument, $CLATTN_DB) goes into a directory that exists, so a
+ * mistyped path makes no tree of directories. */
 static clattn_status make_parent(clattn_db *db) {
   char *slash = strrchr(db->path, '/');
   if (slash == NULL || slash == db->path)
     return CLATTN_OK;
-  *slash = '\0';
-  int r = clattn__mkdir_p(db->path);
-  int err = errno;
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", db->path);
-  *slash = '/';
-  if (r == 0)
+  char dir[4096], base[4096];
+  struct stat sb;
+  snprintf(dir, sizeof dir, "%.*s", (int)(slash - db->path), db->path);
+  if (stat(dir, &sb) == 0)
+    return CLATTN_OK; /* not a directory: SQLite's open says so */
+  if (!default_dir_base(dir, base, sizeof base) || stat(base, &sb) != 0 ||
+      !S_ISDIR(sb.st_mode)) {
+    snprintf(db->errmsg, sizeof db->errmsg,
+             "cannot create database %s: directory %s does not exist", db->path,
+             dir);
+    return CLATTN_ERR_DB;
+  }
+  if (clattn__mkdir_p(dir) == 0)
     return CLATTN_OK;
   snprintf(db->errmsg, sizeof db->errmsg,
            "cannot create directory %s for database %s: %s", dir, db->path,
-           strerror(err));
+           strerror(errno));
   return CLATTN_ERR_DB;
 }
 
