@@ -408,7 +408,8 @@ has "run --out: the input is named" "x.npy is an input" "$tmp/err"
 cmp -s "$tmp/th/x.npy" "$tmp/x-before.npy" && ok "run --out kept its input" ||
   bad "run --out overwrote its input x.npy"
 run "run --save-inputs in a missing directory" 1 "$clattn" run \
-  talking-heads --random "${th[@]}" --save-inputs "$tmp/nodir3/a/th"
+  talking-heads --random "${th[@]}" --heads-v 2 --save-inputs \
+  "$tmp/nodir3/a/th"
 has "--save-inputs: the parent is named" "parent directory does not exist" \
   "$tmp/err"
 [ ! -e "$tmp/nodir3" ] && ok "--save-inputs created no tree" ||
