@@ -8,6 +8,7 @@
 #include "tmpdir.h"
 
 #include <criterion/criterion.h>
+#include <sqlite3.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -621,6 +622,141 @@ Test(report, text_is_escaped_in_every_format) {
       cr_assert(!strncmp(s, "{\"clattn_report\": 1", 19), "JSON by .json");
     free(s);
   }
+}
+
+/* ------------------------------------------------- untrusted text */
+
+/* Every output checked by tests/report_check.py-like rules written here:
+ * strict UTF-8, no control character but the newline, JSON that Python's
+ * json.load reads, Markdown tables with one cell count per table. */
+static const char check_py[] =
+    "import json, re, sys\n"
+    "kind, path = sys.argv[1], sys.argv[2]\n"
+    "text = open(path, 'rb').read().decode('utf-8')\n"
+    "bad = [hex(ord(c)) for c in text\n"
+    "       if (ord(c) < 0x20 and c != '\\n') or 0x7f <= ord(c) < 0xa0]\n"
+    "if bad: sys.exit('%s: control characters %s' % (path, bad[:8]))\n"
+    "if kind == 'json': json.loads(text)\n"
+    "lines = text.split('\\n') if kind == 'md' else []\n"
+    "i = tables = 0\n"
+    "while i < len(lines):\n"
+    "    block = []\n"
+    "    while i < len(lines) and lines[i].startswith('|'):\n"
+    "        block.append(lines[i]); i += 1\n"
+    "    i += not block\n"
+    "    if not block: continue\n"
+    "    tables += 1\n"
+    "    cells = [len(re.findall(r'(?<!\\\\)\\|', l)) for l in block]\n"
+    "    if len(set(cells)) != 1 or len(block) < 2 or \\\n"
+    "       not re.fullmatch(r'\\|(-+:?\\|)+', block[1]):\n"
+    "        sys.exit('%s: a table of %s cells: %s' % (path, cells, "
+    "block[0]))\n"
+    "if kind == 'md' and tables < 3: sys.exit('%s: %d tables' % (path, "
+    "tables))\n";
+
+static void check_output(const char *kind, const char *name) {
+  char py[700], cmd[2200];
+  snprintf(py, sizeof py, "%s/check.py", dir);
+  FILE *f = fopen(py, "w");
+  cr_assert(f != NULL);
+  fputs(check_py, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "python3 '%s' %s '%s/%s' 2>'%s/check.err'", py,
+           kind, dir, name, dir);
+  const int st = system(cmd);
+  char *err = out_text("check.err");
+  cr_assert(st == 0, "%s %s: %s", kind, name, err);
+  free(err);
+}
+
+static void sql(sqlite3 *h, const char *q) {
+  char *err = NULL;
+  cr_assert_eq(sqlite3_exec(h, q, NULL, NULL, &err), SQLITE_OK, "%s: %s", q,
+               err ? err : "");
+}
+
+/* A database from another machine holds what its writer put there: text
+ * set behind the library's checks (terminal escapes, C1 controls, bytes
+ * that are not UTF-8, a name longer than its field cut mid-character,
+ * spreadsheet formulas).  Every format stays valid and inert, on two
+ * devices with the datasheets beside them. */
+Test(report, untrusted_text_is_inert) {
+  char path[700], args[2048];
+  snprintf(path, sizeof path, "%s/hostile.db", dir);
+  clattn_db *db;
+  check(NULL, clattn_db_open(path, &db), "open hostile");
+  const char *t = "2026-11-20T10:00:00Z";
+  put_row(db, DEV_A, NAME_A, "decode", MHA, "clattn", "r1", t, 2.0e-3, 1.34e8,
+          6.7e7, 1.7e-3, 1.5e-3);
+  put_row(db, DEV_B, "Other device", "decode", MHA, "clattn", "r1", t, 1.0e-3,
+          1.34e8, 6.7e7, 0.9e-3, 0.8e-3);
+  put_tune(db, 0, "ok");
+  clattn_db_close(db);
+  sqlite3 *h = NULL;
+  cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+  /* 63 two-byte characters after an ESC sequence: cut at 127 bytes */
+  char name[300] = "\x1b]0;pwned\x07\x1b[2J";
+  for (int k = 0; k < 63; k++)
+    strcat(name, "\xc3\xa9");
+  char q[1024];
+  snprintf(q, sizeof q,
+           "UPDATE bench SET device = '%s' WHERE fingerprint = '" DEV_A "'",
+           name);
+  sql(h, q);
+  sql(h, "UPDATE tuning SET device = char(27) || '[31mred', params = "
+         "'rows=1 ' || char(155) || '2J' WHERE id = (SELECT min(id) FROM "
+         "tuning)");
+  sql(h,
+      "UPDATE bench SET params = '=1+2', bound = '-2+3', params_source = "
+      "'+cmd', run = '@SUM(A1)', impl = 'clattn', vendor = "
+      "CAST(X'fffe41' AS TEXT) || char(127) WHERE fingerprint = '" DEV_B "'");
+  sql(h, "UPDATE bench SET params = CAST(X'74696c653dc2' AS TEXT) WHERE "
+         "fingerprint = '" DEV_A "'");
+  sqlite3_close(h);
+  static const struct {
+    const char *ext, *kind;
+  } outs[] = {
+      {"html", "text"}, {"md", "md"}, {"csv", "text"}, {"json", "json"}};
+  for (int k = 0; k < 4; k++) {
+    snprintf(args, sizeof args, "'%s' -o '%s/h.%s'", path, dir, outs[k].ext);
+    cr_assert_eq(report(args), 0, "%s", out_text("stderr"));
+    char name_out[16];
+    snprintf(name_out, sizeof name_out, "h.%s", outs[k].ext);
+    check_output(outs[k].kind, name_out);
+  }
+  /* to the terminal: the same bytes */
+  snprintf(args, sizeof args, "'%s' --markdown", path);
+  cr_assert_eq(report(args), 0, "%s", out_text("stderr"));
+  check_output("md", "stdout");
+  /* the CSV's formulas are text, its numbers numbers */
+  char *csv = out_text("h.csv");
+  char *save, *line = strtok_r(csv, "\n", &save);
+  int seen = 0;
+  while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+    char *f[32];
+    cr_assert_eq(csv_fields(line, f, 32), 17);
+    if (strcmp(f[1], DEV_B) != 0)
+      continue;
+    cr_expect_str_eq(f[9], "'-2+3");
+    cr_expect_str_eq(f[10], "'=1+2");
+    cr_expect_str_eq(f[11], "'+cmd");
+    cr_expect_str_eq(f[14], "'@SUM(A1)");
+    cr_expect(f[12][0] == '-' && strtod(f[12], NULL) < 0,
+              "a negative model error stays a number: %s", f[12]);
+    seen++;
+  }
+  cr_assert_eq(seen, 1, "device B's row");
+  free(csv);
+  /* db list's table on the terminal */
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "'%s' db list --all-devices --db '%s' >'%s/list' 2>'%s/stderr'",
+           getenv("CLATTN_CLI"), path, dir, dir);
+  cr_assert_eq(system(cmd), 0, "%s", out_text("stderr"));
+  check_output("text", "list");
+  char *list = out_text("list");
+  cr_assert(strstr(list, "red") != NULL, "the row is listed: %s", list);
+  free(list);
 }
 
 /* -------------------------------------------------- empty and errors */

@@ -6,6 +6,8 @@
 #include "clattn_tools.h"
 #include "npy.h"
 
+#include <stdio.h>
+
 /* Exit statuses (docs/CLI.md). */
 enum {
   CLI_OK = 0,
@@ -85,9 +87,25 @@ int cli_save(const char *dir, const char *name, npy_dtype dt, int ndim,
  * directory that exists; prints and returns CLI_FAIL otherwise. */
 int cli_mkdir(const char *dir);
 
-/* s as a JSON string on stdout (quotes, backslashes and control
- * characters escaped). */
+/* s as a JSON string on stdout (cli_json_text). */
 void cli_json_str(const char *s);
+
+/* --- text out (text.c): every string the command did not write itself
+ * (a database's, a driver's, a path) reaches an output through these --- */
+
+/* s to f as valid UTF-8: a byte that starts no character becomes U+FFFD
+ * and a control character (C0, DEL, C1: ESC among them) U+FFFD too, or
+ * with json a \u escape (\ufffd for the bytes); printable ASCII goes
+ * through ascii (NULL: as is), which escapes it for the format. */
+void cli_put_text(FILE *f, const char *s, void (*ascii)(FILE *f, int c),
+                  int json);
+/* s as a JSON string: quotes and backslashes escaped, the rest as
+ * cli_put_text writes it. */
+void cli_json_text(FILE *f, const char *s);
+/* s cleaned as cli_put_text does into dst (cap bytes, whole characters,
+ * NUL-terminated); returns the characters written (a terminal column
+ * each, for aligning tables). */
+size_t cli_clean_text(char *dst, size_t cap, const char *s);
 
 /* Print a library failure (status text and context message): CLI_USAGE
  * for CLATTN_ERR_SHAPE and CLATTN_ERR_INVALID_ARG (input the library's

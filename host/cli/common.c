@@ -537,15 +537,4 @@ void cli_layer_release(clattn_ctx *ctx, clattn_layer *layer, int nt, cl_mem *w,
   clattn_ctx_destroy(ctx);
 }
 
-void cli_json_str(const char *s) {
-  putchar('"');
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      printf("\\%c", *p);
-    else if (*p < 0x20)
-      printf("\\u%04x", *p);
-    else
-      putchar(*p);
-  }
-  putchar('"');
-}
+void cli_json_str(const char *s) { cli_json_text(stdout, s); }

@@ -162,7 +162,16 @@ enum {
 
 typedef struct group_row {
   char cell[N_COLS][256];
+  size_t width[N_COLS]; /* terminal columns */
 } group_row;
+
+/* The terminal columns of clean UTF-8 text: one a character. */
+static size_t columns(const char *s) {
+  size_t n = 0;
+  for (; *s; s++)
+    n += ((unsigned char)*s & 0xc0) != 0x80;
+  return n;
+}
 
 /* One table row per (device, kernel, shape class); rows are sorted by
  * list_tune so that each group is contiguous, ok rows first by time.  The
@@ -190,10 +199,12 @@ static int print_table(const clattn_tune_entry *rows, int n, int devices) {
         best = &rows[j];
     }
     char(*c)[256] = g[ng].cell;
-    snprintf(c[COL_KERNEL], 256, "%s", rows[i].kernel);
-    snprintf(c[COL_CLASS], 256, "%s", rows[i].shape_class);
-    snprintf(c[COL_DEVICE], 256, "%s", rows[i].device);
-    snprintf(c[COL_PARAMS], 256, "%s", best ? best->params : "-");
+    /* a database's text, which may come from another machine, cleaned of
+     * control characters (cli_clean_text) */
+    cli_clean_text(c[COL_KERNEL], 256, rows[i].kernel);
+    cli_clean_text(c[COL_CLASS], 256, rows[i].shape_class);
+    cli_clean_text(c[COL_DEVICE], 256, rows[i].device);
+    cli_clean_text(c[COL_PARAMS], 256, best ? best->params : "-");
     if (best) {
       fmt_time(c[COL_MEDIAN], 256, best->median_s);
       snprintf(c[COL_SPREAD], 256, "%.1f%%", 100 * best->spread);
@@ -204,25 +215,28 @@ static int print_table(const clattn_tune_entry *rows, int n, int devices) {
     snprintf(c[COL_EVAL], 256, "%d", j - i);
     snprintf(c[COL_REJ], 256, "%d", rejected);
     snprintf(c[COL_OLD], 256, "%d", old);
+    for (int k = 0; k < N_COLS; k++)
+      g[ng].width[k] = columns(c[k]);
     ng++;
     i = j;
   }
   for (int k = 0; k < N_COLS; k++) {
     width[k] = strlen(head[k]);
     for (int i = 0; i < ng; i++)
-      if (strlen(g[i].cell[k]) > width[k])
-        width[k] = strlen(g[i].cell[k]);
+      if (g[i].width[k] > width[k])
+        width[k] = g[i].width[k];
   }
   for (int i = -1; i < ng; i++) {
     for (int k = 0; k < N_COLS; k++) {
       if (k == COL_DEVICE && !devices)
         continue;
       const char *s = i < 0 ? head[k] : g[i].cell[k];
-      int w = (int)width[k];
+      /* padded by characters, not bytes */
+      const int pad = (int)(width[k] - (i < 0 ? strlen(s) : g[i].width[k]));
       if (k >= COL_MEDIAN) /* numbers right-aligned */
-        printf("  %*s", w, s);
+        printf("  %*s%s", pad, "", s);
       else
-        printf("%s%-*s", k ? "  " : "", w, s);
+        printf("%s%s%*s", k ? "  " : "", s, pad, "");
     }
     printf("\n");
   }
@@ -285,15 +299,22 @@ static int db_list(clattn_db *db, const db_opts *o) {
   if (o->json) {
     rc = print_rows_json(rows, n);
   } else if (n == 0) {
-    printf("no tuning entries%s%s%s%s in %s\n", fp ? " for " : "",
-           fp ? p.name : "", o->kernel || o->shape_class ? " matching" : "",
-           o->kernel || o->shape_class ? " the filters" : "",
-           clattn_db_path(db));
+    printf("no tuning entries%s", fp ? " for " : "");
+    cli_put_text(stdout, fp ? p.name : "", NULL, 0);
+    printf("%s%s in ", o->kernel || o->shape_class ? " matching" : "",
+           o->kernel || o->shape_class ? " the filters" : "");
+    cli_put_text(stdout, clattn_db_path(db), NULL, 0);
+    printf("\n");
     rc = CLI_OK;
   } else {
-    if (fp)
-      printf("device: %s (fingerprint %s)\n", p.name, fp);
-    printf("database: %s\n\n", clattn_db_path(db));
+    if (fp) {
+      printf("device: ");
+      cli_put_text(stdout, p.name, NULL, 0);
+      printf(" (fingerprint %s)\n", fp);
+    }
+    printf("database: ");
+    cli_put_text(stdout, clattn_db_path(db), NULL, 0);
+    printf("\n\n");
     rc = print_table(rows, n, !fp);
   }
   clattn_free(rows);

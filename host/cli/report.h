@@ -13,7 +13,8 @@ int rep_write_markdown(FILE *f, const rep_data *d);
 int rep_write_csv(FILE *f, const rep_data *d);
 int rep_write_json(FILE *f, const rep_data *d);
 
-/* Text with &, <, >, " and ' as HTML entities. */
+/* Text with &, <, >, " and ' as HTML entities, control characters and
+ * bytes that are not UTF-8 as U+FFFD (cli_put_text). */
 void rep_html_text(FILE *f, const char *s);
 
 /* One kernel in a roofline chart: x = intensity (FLOP/byte), measured and

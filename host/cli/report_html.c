@@ -1,5 +1,6 @@
 /* report_html.c - `clattn report`'s page: one self-contained HTML file
  * (inline CSS and SVG, no script, no network). */
+#include "cli.h"
 #include "report.h"
 
 #include <math.h>
@@ -9,27 +10,30 @@
 
 enum { MAX_FAMILIES = 64, MAX_BASELINES = 8 };
 
+static void html_ascii(FILE *f, int c) {
+  switch (c) {
+  case '&':
+    fputs("&amp;", f);
+    break;
+  case '<':
+    fputs("&lt;", f);
+    break;
+  case '>':
+    fputs("&gt;", f);
+    break;
+  case '"':
+    fputs("&quot;", f);
+    break;
+  case '\'':
+    fputs("&#39;", f);
+    break;
+  default:
+    fputc(c, f);
+  }
+}
+
 void rep_html_text(FILE *f, const char *s) {
-  for (; *s; s++)
-    switch (*s) {
-    case '&':
-      fputs("&amp;", f);
-      break;
-    case '<':
-      fputs("&lt;", f);
-      break;
-    case '>':
-      fputs("&gt;", f);
-      break;
-    case '"':
-      fputs("&quot;", f);
-      break;
-    case '\'':
-      fputs("&#39;", f);
-      break;
-    default:
-      fputc(*s, f);
-    }
+  cli_put_text(f, s, html_ascii, 0);
 }
 
 /* A number cell: data-v the full value, the text `digits` significant

@@ -1,5 +1,6 @@
 /* report_text.c - `clattn report` as Markdown (the page's tables), CSV and
  * JSON (every stored bench row with its derived figures). */
+#include "cli.h"
 #include "report.h"
 
 #include <math.h>
@@ -10,40 +11,39 @@ enum { MAX_FAMILIES = 64, MAX_BASELINES = 8 };
 
 /* ------------------------------------------------------------ Markdown */
 
-/* Table text: '|' escaped, newlines as blanks, HTML's specials escaped
- * too (renderers pass HTML through). */
-static void md_text(FILE *f, const char *s) {
-  for (; *s; s++)
-    switch (*s) {
-    case '|':
-      fputs("\\|", f);
-      break;
-    case '\n':
-    case '\r':
-      fputc(' ', f);
-      break;
-    case '<':
-      fputs("&lt;", f);
-      break;
-    case '>':
-      fputs("&gt;", f);
-      break;
-    case '&':
-      fputs("&amp;", f);
-      break;
-    case '\\':
-    case '`':
-    case '*':
-    case '_':
-    case '[':
-    case ']':
-      fputc('\\', f);
-      fputc(*s, f);
-      break;
-    default:
-      fputc(*s, f);
-    }
+/* Markdown's specials in table text: '|' escaped, HTML's specials as
+ * entities (renderers pass HTML through). */
+static void md_ascii(FILE *f, int c) {
+  switch (c) {
+  case '|':
+    fputs("\\|", f);
+    break;
+  case '<':
+    fputs("&lt;", f);
+    break;
+  case '>':
+    fputs("&gt;", f);
+    break;
+  case '&':
+    fputs("&amp;", f);
+    break;
+  case '\\':
+  case '`':
+  case '*':
+  case '_':
+  case '[':
+  case ']':
+    fputc('\\', f);
+    fputc(c, f);
+    break;
+  default:
+    fputc(c, f);
+  }
 }
+
+/* Table text: control characters (a newline among them) and bytes that
+ * are not UTF-8 replaced, Markdown's specials escaped. */
+static void md_text(FILE *f, const char *s) { cli_put_text(f, s, md_ascii, 0); }
 
 static void md_num(FILE *f, double v, const char *fmt) {
   fputs(" ", f);
@@ -204,8 +204,9 @@ int rep_write_markdown(FILE *f, const rep_data *d) {
       if (k)
         fputs(" speed-up |", f);
     }
-    for (int s = 0; s < d->n_sheets; s++) {
-      md_cell(f, d->sheets[s].profile.name);
+    for (int s = 0; s < d->n_sheets; s++) { /* one cell: a value a row */
+      fputs(" ", f);
+      md_text(f, d->sheets[s].profile.name);
       fputs(" predicted |", f);
     }
     fputs("\n|---|---|", f);
@@ -239,13 +240,21 @@ int rep_write_markdown(FILE *f, const rep_data *d) {
 
 /* ----------------------------------------------------------------- CSV */
 
+static void csv_ascii(FILE *f, int c) {
+  if (c == '"')
+    fputc('"', f);
+  fputc(c, f);
+}
+
+/* A text cell, quoted; one that a spreadsheet would run as a formula
+ * (starting with = + - @, a tab or a carriage return: OWASP's CSV
+ * injection rule) gets a leading single quote.  Numbers are written
+ * unquoted by csv_num and keep their sign. */
 static void csv_text(FILE *f, const char *s) {
   fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"')
-      fputc('"', f);
-    fputc(*s, f);
-  }
+  if (s[0] && strchr("=+-@\t\r", s[0]) != NULL)
+    fputc('\'', f);
+  cli_put_text(f, s, csv_ascii, 0);
   fputc('"', f);
 }
 
@@ -292,22 +301,9 @@ int rep_write_csv(FILE *f, const rep_data *d) {
 
 /* ---------------------------------------------------------------- JSON */
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p < 0x20)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
-}
-
 static void json_key_str(FILE *f, const char *key, const char *s, int comma) {
   fprintf(f, "%s\"%s\": ", comma ? ", " : "", key);
-  json_str(f, s);
+  cli_json_text(f, s);
 }
 
 static void json_key_num(FILE *f, const char *key, double v) {
@@ -340,7 +336,7 @@ int rep_write_json(FILE *f, const rep_data *d) {
   for (int k = 0; k < d->n_dbs; k++) {
     if (k)
       fputs(", ", f);
-    json_str(f, d->db_paths[k]);
+    cli_json_text(f, d->db_paths[k]);
   }
   fputs("],\n \"runs\": [", f);
   for (int k = 0; k < d->n_runs; k++) {

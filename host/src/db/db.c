@@ -19,6 +19,7 @@
  * are generated from them, and so is the JSON of the tuning rows
  * (clattn__db_tune_cols). */
 #include "db/db_impl.h"
+#include "base/utf8.h"
 #include "base/versioned.h"
 
 #include <errno.h>
@@ -573,8 +574,8 @@ void clattn__db_read_col(sqlite3_stmt *st, int i, const col *c, void *obj) {
   case C_TEXT: {
     const unsigned char *s = sqlite3_column_text(st, i);
     size_t n = s ? strlen((const char *)s) : 0;
-    if (n > c->size - 1)
-      n = c->size - 1;
+    if (n > c->size - 1) /* a longer text is cut between characters */
+      n = clattn__utf8_cut((const char *)s, c->size - 1);
     if (n)
       memcpy(f, s, n);
     f[n] = '\0';

@@ -4,6 +4,7 @@
  * scan (clattn__db_scan_usable).  Parameters are checked by their family
  * through the registry (family.h), never by a family's name here. */
 #include "db/db_impl.h"
+#include "base/utf8.h"
 #include "base/versioned.h"
 
 #include "family/family.h"
@@ -51,27 +52,9 @@ const char *clattn__text_check(const char *s, size_t n, int lines) {
     const unsigned char c = (unsigned char)s[i];
     if ((c < 0x20 || c == 0x7f) && !(lines && (c == '\n' || c == '\t')))
       return "a control character";
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    /* UTF-8: the lead byte gives the length and the smallest code point
-     * (no overlong forms), and no surrogates or code points past U+10FFFF */
-    size_t len = c >= 0xc2 && c <= 0xdf   ? 2
-                 : c >= 0xe0 && c <= 0xef ? 3
-                 : c >= 0xf0 && c <= 0xf4 ? 4
-                                          : 0;
-    if (len == 0 || i + len > n)
-      return "invalid UTF-8";
-    unsigned u = c & (0x7f >> len);
-    for (size_t k = 1; k < len; k++) {
-      const unsigned char b = (unsigned char)s[i + k];
-      if ((b & 0xc0) != 0x80)
-        return "invalid UTF-8";
-      u = u << 6 | (b & 0x3f);
-    }
-    if ((len == 3 && u < 0x800) || (len == 4 && u < 0x10000) ||
-        (u >= 0xd800 && u <= 0xdfff) || u > 0x10ffff)
+    size_t len;
+    if (clattn__utf8_next((const unsigned char *)s + i, strnlen(s + i, n - i),
+                          &len) < 0)
       return "invalid UTF-8";
     i += len;
   }

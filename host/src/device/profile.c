@@ -14,6 +14,7 @@
  *
  * The fingerprint is the 128-bit clattn__hash of
  * "platform|vendor|device|driver|compute_units|clock_mhz" in hex. */
+#include "base/utf8.h"
 #include "base/versioned.h"
 #include "runtime/runtime.h"
 #include "device/profile.h"
@@ -82,13 +83,15 @@ static unsigned intel_max_subgroup(cl_device_id dev) {
   return best > 4096 ? 0 : (unsigned)best;
 }
 
-/* Copy with truncation, dropping the trailing blanks some drivers leave. */
+/* Copy with truncation on a character boundary (a cut UTF-8 character
+ * would make every JSON and report of the name invalid), dropping the
+ * trailing blanks some drivers leave. */
 static void copy_str(char *dst, size_t cap, const char *src) {
   size_t n = strlen(src);
   while (n > 0 && (src[n - 1] == ' ' || src[n - 1] == '\n'))
     n--;
   if (n > cap - 1)
-    n = cap - 1;
+    n = clattn__utf8_cut(src, cap - 1);
   memcpy(dst, src, n);
   dst[n] = '\0';
 }
