@@ -757,6 +757,12 @@ Test(report, untrusted_text_is_inert) {
   char *list = out_text("list");
   cr_assert(strstr(list, "red") != NULL, "the row is listed: %s", list);
   free(list);
+  snprintf(cmd, sizeof cmd,
+           "'%s' db list --all-devices --json --db '%s' >'%s/list.json' "
+           "2>'%s/stderr'",
+           getenv("CLATTN_CLI"), path, dir, dir);
+  cr_assert_eq(system(cmd), 0, "%s", out_text("stderr"));
+  check_output("json", "list.json");
 }
 
 /* -------------------------------------------------- empty and errors */

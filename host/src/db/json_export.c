@@ -18,6 +18,7 @@
  * export is JSON that strict readers (Python's json) accept. */
 #include "db/db.h"
 #include "base/out_file.h"
+#include "base/utf8.h"
 #include "base/versioned.h"
 
 #include <errno.h>
@@ -62,21 +63,23 @@ static void out_json_str(outbuf *o, const char *s, size_t n) {
     } else if (c < 0x80) {
       out_ch(o, (char)c);
     } else {
-      /* a whole UTF-8 character is copied; a byte that starts none (a
-       * row stored before rows were checked) is U+FFFD, so that every
+      /* a whole UTF-8 character is copied, a C1 control (a terminal's
+       * 8-bit escapes) as \u00XX; a byte that starts none (a row stored
+       * before rows were checked, or behind them) is U+FFFD, so that every
        * export is JSON any reader accepts */
-      size_t len = 1;
-      while (len < 4 && i + len < n && s[i + len] &&
-             ((unsigned char)s[i + len] & 0xc0) == 0x80)
-        len++;
-      while (len > 1 && clattn__text_check(s + i, len, 0) != NULL)
-        len--;
-      if (len == 1 && clattn__text_check(s + i, 1, 0) != NULL) {
+      size_t len;
+      const long u = clattn__utf8_next((const unsigned char *)s + i,
+                                       strnlen(s + i, n - i), &len);
+      if (u < 0) {
         out_str(o, "\\ufffd");
-        continue;
+      } else if (clattn__utf8_is_control(u)) {
+        out_str(o, "\\u00");
+        out_ch(o, hex[u >> 4]);
+        out_ch(o, hex[u & 15]);
+      } else {
+        for (size_t k = 0; k < len; k++)
+          out_ch(o, s[i + k]);
       }
-      for (size_t k = 0; k < len; k++)
-        out_ch(o, s[i + k]);
       i += len - 1;
     }
   }
