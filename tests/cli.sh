@@ -230,7 +230,10 @@ run "db export to /dev/null" 0 "$clattn" db export /dev/null
   ok "db export /dev/stdout into a pipe is JSON" ||
   bad "db export /dev/stdout: $(cat "$tmp/err")"
 mkfifo "$tmp/fifo"
-python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/fifo" &
+# (the reader gives up after a minute: a writer that never opens the FIFO
+# fails the test rather than hanging it)
+timeout 60 python3 -c 'import json, sys; json.load(open(sys.argv[1]))' \
+  "$tmp/fifo" &
 reader=$!
 run "db export to a FIFO" 0 "$clattn" db export "$tmp/fifo"
 wait $reader && ok "the FIFO's reader got JSON" || bad "the FIFO's reader failed"
