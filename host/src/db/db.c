@@ -365,6 +365,21 @@ static clattn_status open_readonly(clattn_db *db, int immutable) {
   return CLATTN_OK;
 }
 
+/* Another application's file is refused from an immutable read of its
+ * main file (no lock taken, no -wal or -shm created beside it); the check
+ * after the real open decides for every other file, so an error here is
+ * left to it. */
+static clattn_status refuse_foreign_unopened(clattn_db *db) {
+  clattn__schema s;
+  int foreign = 0;
+  if (open_readonly(db, 1) == CLATTN_OK &&
+      clattn__db_read_schema(db, &s) == SQLITE_OK)
+    foreign = s.foreign[0] != '\0';
+  sqlite3_close(db->h);
+  db->h = NULL;
+  return foreign ? clattn__db_refuse_foreign(db, &s) : CLATTN_OK;
+}
+
 clattn_status clattn_db_open_readonly(const char *path, clattn_db **out) {
   clattn_status rc = CLATTN_OK;
   clattn_db *db = new_handle(path, out, &rc);
@@ -385,6 +400,7 @@ clattn_status clattn_db_open_readonly(const char *path, clattn_db **out) {
                          db->path);
     goto done;
   }
+  CLATTN_TRY(refuse_foreign_unopened(db));
   CLATTN_TRY(open_readonly(db, 0));
   rc = check_version_readonly(db);
   if (rc != CLATTN_OK && db->h != NULL) {
