@@ -181,10 +181,16 @@ CLATTN_API void clattn_profile_at_copy(clattn_profile *p, double copy_gbs);
  * migrates, works in a read-only directory or on a read-only file, and
  * waits at most 200 ms for a lock (WAL readers are normally never
  * blocked); writes through its handle fail with CLATTN_ERR_DB.
+ * A clattn database carries PRAGMA application_id 0x636c4174 ("clAt"),
+ * set when the file is created or migrated; a file of another application
+ * (another id, or tables that are not clattn's) or not SQLite at all is
+ * refused by both before anything is written to it, and left byte for
+ * byte as it was ("not a clattn database" in the message).
  * Errors: CLATTN_ERR_INVALID_ARG for out == NULL; CLATTN_ERR_NOMEM;
- * CLATTN_ERR_DB when the file cannot be created or opened, is not a
- * database, has a schema newer than this library's (or, read-only, older
- * than it reads) or stays locked ("busy" in the message);
+ * CLATTN_ERR_DB when the file cannot be created or opened (a read-only
+ * filesystem or a permission named as such), is not a clattn database,
+ * has a schema newer than this library's (or, read-only, older than it
+ * reads) or stays locked ("busy" in the message);
  * clattn_db_open_readonly: CLATTN_ERR_NOT_FOUND when the file does not
  * exist.  The message: clattn_db_errmsg(NULL). */
 typedef struct clattn_db clattn_db;
