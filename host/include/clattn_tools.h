@@ -525,7 +525,12 @@ typedef struct clattn_tune_progress {
 typedef struct clattn_tune_opts {
   size_t size; /* sizeof(clattn_tune_opts) */
   clattn_tune_strategy strategy;
-  double budget_s;      /* wall-time budget of the call; 0: none */
+  double budget_s;      /* wall-time budget of the call (its setup
+                           included); no candidate or verification round
+                           is started that the time left cannot pay for,
+                           judged by those measured so far (the default
+                           parameters are measured whatever the budget);
+                           0: none */
   double timeout_s;     /* per candidate (compile + measure): a candidate
                            whose first run exceeds it is recorded "timeout"
                            and no more is spent on it; default 10 s */
@@ -544,6 +549,11 @@ typedef struct clattn_tune_opts {
                            result->stopped "stop" */
   void (*progress)(const clattn_tune_progress *p, void *user);
   void *user;
+  int replace; /* nonzero: each measurement overwrites its candidate's
+                  stored row; 0: the better of the two is kept (an ok row
+                  over a failure status, a verified ok row over one of the
+                  search, else the faster), also against concurrent
+                  tuners on the same database */
 } clattn_tune_opts;
 
 /* Outcome of a tuning run for one kernel and shape class. */
@@ -584,7 +594,8 @@ typedef struct clattn_tune_result {
  * cache (cold caches); their roofline follows the device's bandwidth of the
  * moment (a copy timed at the start and before a roofline stop).  A rerun
  * resumes: candidates already in db for this device and shape class are not
- * measured again (unless opts->fresh). Errors: ctx, call,
+ * measured again (unless opts->fresh); a candidate measured again keeps its
+ * better row (unless opts->replace). Errors: ctx, call,
  * CLATTN_ERR_INVALID_ARG (db or out NULL, options out of range), db.  Threads:
  * safe, context-serialised (other threads' calls on ctx wait for the whole
  * run); not with concurrent use of the same db. */
