@@ -456,7 +456,7 @@ clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *in,
     }
   }
   if (sqlite3_step(st) != SQLITE_DONE) {
-    rc = clattn__db_sql_fail(db, "storing the tuning entry");
+    rc = clattn__db_write_fail(db, "storing the tuning entry");
     goto done;
   }
   if (changed)
