@@ -191,7 +191,8 @@ static clattn_status make_parent(clattn_db *db) {
   return CLATTN_ERR_DB;
 }
 
-static clattn_status exec(clattn_db *db, const char *sql, const char *what) {
+clattn_status clattn__db_exec(clattn_db *db, const char *sql,
+                              const char *what) {
   if (sqlite3_exec(db->h, sql, NULL, NULL, NULL) != SQLITE_OK)
     return clattn__db_write_fail(db, what);
   return CLATTN_OK;
@@ -438,11 +439,11 @@ void clattn_db_close(clattn_db *db) {
 /* ------------------------------------------------------- transactions */
 
 clattn_status clattn__db_begin(clattn_db *db) {
-  return exec(db, "BEGIN IMMEDIATE", "starting a transaction");
+  return clattn__db_exec(db, "BEGIN IMMEDIATE", "starting a transaction");
 }
 
 clattn_status clattn__db_commit(clattn_db *db) {
-  return exec(db, "COMMIT", "committing a transaction");
+  return clattn__db_exec(db, "COMMIT", "committing a transaction");
 }
 
 void clattn__db_rollback(clattn_db *db) {

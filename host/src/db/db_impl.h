@@ -52,6 +52,9 @@ clattn_status clattn__db_migrate_tune_params(clattn_db *db);
  * file>: Read-only file system" (or "Permission denied"), the real cause
  * that SQLite reports as "unable to open database file" or "readonly". */
 clattn_status clattn__db_write_fail(clattn_db *db, const char *what);
+/* Run sql (no rows) on db; a failure recorded as clattn__db_write_fail's,
+ * with what naming the step. */
+clattn_status clattn__db_exec(clattn_db *db, const char *sql, const char *what);
 
 /* ---- schema.c */
 

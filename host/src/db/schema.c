@@ -220,12 +220,6 @@ static clattn_status newer(clattn_db *db, int version) {
                          db->path, version, clattn_version(), N_STEPS);
 }
 
-static clattn_status exec(clattn_db *db, const char *sql, const char *what) {
-  if (sqlite3_exec(db->h, sql, NULL, NULL, NULL) != SQLITE_OK)
-    return clattn__db_write_fail(db, what);
-  return CLATTN_OK;
-}
-
 /* The steps after the file's version, the id and the version, inside the
  * open transaction. */
 static clattn_status apply_steps(clattn_db *db) {
@@ -241,16 +235,18 @@ static clattn_status apply_steps(clattn_db *db) {
     return newer(db, s.version);
   for (int i = s.version; i < N_STEPS; i++) {
     snprintf(what, sizeof what, "schema migration %d", i + 1);
-    rc = steps[i].sql ? exec(db, steps[i].sql, what) : steps[i].run(db);
+    rc = steps[i].sql ? clattn__db_exec(db, steps[i].sql, what)
+                      : steps[i].run(db);
     if (rc != CLATTN_OK)
       return rc;
   }
   snprintf(sql, sizeof sql, "PRAGMA application_id = %d",
            (int)CLATTN_APPLICATION_ID);
-  if ((rc = exec(db, sql, "setting the application id")) != CLATTN_OK)
+  if ((rc = clattn__db_exec(db, sql, "setting the application id")) !=
+      CLATTN_OK)
     return rc;
   snprintf(sql, sizeof sql, "PRAGMA user_version = %d", N_STEPS);
-  return exec(db, sql, "setting the schema version");
+  return clattn__db_exec(db, sql, "setting the schema version");
 }
 
 clattn_status clattn__db_migrate(clattn_db *db) {
@@ -264,12 +260,12 @@ clattn_status clattn__db_migrate(clattn_db *db) {
     return newer(db, s.version);
   if (s.version == N_STEPS && s.application_id == CLATTN_APPLICATION_ID)
     return CLATTN_OK; /* nothing to write: no write lock taken */
-  rc = exec(db, "BEGIN IMMEDIATE", "starting the schema migration");
+  rc = clattn__db_exec(db, "BEGIN IMMEDIATE", "starting the schema migration");
   if (rc != CLATTN_OK)
     return rc;
   rc = apply_steps(db);
   if (rc == CLATTN_OK)
-    rc = exec(db, "COMMIT", "committing the schema migration");
+    rc = clattn__db_exec(db, "COMMIT", "committing the schema migration");
   if (rc != CLATTN_OK && !sqlite3_get_autocommit(db->h))
     sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
   return rc;
