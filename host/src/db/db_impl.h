@@ -42,11 +42,6 @@ typedef clattn__col col;
 /* Record "<what>: <sqlite message> (database <path>)" and return
  * CLATTN_ERR_DB. */
 clattn_status clattn__db_sql_fail(clattn_db *db, const char *what);
-/* A migration step run in the migration's transaction: every tuning row's
- * params in its family's normal form (family/tunables.h: the names of its
- * tunables, values of 0 left out); rows of kernels this library does not
- * know, or whose params do not read, stay as they are (db_tune.c). */
-clattn_status clattn__db_migrate_tune_params(clattn_db *db);
 /* The same for a failed write or create, unless the file or its directory
  * cannot be written: then "cannot write database <path>: <directory or
  * file>: Read-only file system" (or "Permission denied"), the real cause
@@ -80,6 +75,11 @@ clattn_status clattn__db_refuse_foreign(clattn_db *db, const clattn__schema *s);
  * application id and the version in one transaction (a failure leaves
  * the file as it was). */
 clattn_status clattn__db_migrate(clattn_db *db);
+/* A migration step run in the migration's transaction: every tuning row's
+ * params in its family's normal form (family/tunables.h: the names of its
+ * tunables, values of 0 left out); rows of kernels this library does not
+ * know, or whose params do not read, stay as they are (db_tune.c). */
+clattn_status clattn__db_migrate_tune_params(clattn_db *db);
 
 /* Bind field c of the struct at obj to parameter i + 1 (an SQLite code). */
 int clattn__db_bind_col(sqlite3_stmt *st, int i, const col *c, const void *obj);
