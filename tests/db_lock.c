@@ -1,5 +1,6 @@
 /* db_lock.c - see db_lock.h. */
 #include "db_lock.h"
+#include "clattn_tools.h"
 
 #include <criterion/criterion.h>
 #include <sqlite3.h>
@@ -72,6 +73,20 @@ int tdb_user_version(const char *path) {
 
 unsigned tdb_application_id(const char *path) {
   return (unsigned)pragma_of(path, "PRAGMA application_id");
+}
+
+static void unlink_all(const char *path);
+
+int tdb_current_version(const char *path) {
+  clattn_db *db = NULL;
+  unlink_all(path);
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK, "%s",
+               clattn_db_errmsg(NULL));
+  clattn_db_close(db);
+  const int v = tdb_user_version(path);
+  unlink_all(path);
+  cr_assert_gt(v, 7, "a new database has schema version %d", v);
+  return v;
 }
 
 static void unlink_all(const char *path) {

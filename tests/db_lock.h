@@ -24,6 +24,9 @@ void tdb_release_lock(pid_t pid, int release);
 int tdb_user_version(const char *path);
 /* The file's PRAGMA application_id. */
 unsigned tdb_application_id(const char *path);
+/* The schema version this library writes: that of a new database made at
+ * path (removed after). */
+int tdb_current_version(const char *path);
 
 /* A new file at path (removed first, with its -wal, -shm and -journal)
  * from the SQL file sql_file (tests/data), then, with wal, in WAL mode as

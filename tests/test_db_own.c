@@ -105,6 +105,8 @@ Test(db_own, foreign_files_are_refused_unchanged) {
  * read as it is, then migrated by a writer with its rows, the id set. */
 Test(db_own, older_clattn_file_migrates_and_gets_the_id) {
   char path[512];
+  tmp_path(path, sizeof path, "current.db");
+  const int current = tdb_current_version(path);
   tmp_path(path, sizeof path, "old.db");
   for (int wal = 0; wal < 2; wal++) {
     tdb_from_sql(path, schema7_sql, wal);
@@ -130,7 +132,7 @@ Test(db_own, older_clattn_file_migrates_and_gets_the_id) {
     cr_expect_eq(clattn_db_get_profile(db, "oldfp", &p), CLATTN_OK);
     cr_expect_str_eq(p.name, "Old GPU");
     clattn_db_close(db);
-    cr_expect_eq(tdb_user_version(path), 8, "journal mode %d", wal);
+    cr_expect_eq(tdb_user_version(path), current, "journal mode %d", wal);
     cr_expect_eq(tdb_application_id(path), TDB_CLATTN_APPLICATION_ID,
                  "journal mode %d: id %#x", wal, tdb_application_id(path));
   }
@@ -146,7 +148,7 @@ Test(db_own, new_file_carries_the_id) {
                clattn_db_errmsg(NULL));
   clattn_db_close(db);
   cr_expect_eq(tdb_application_id(path), TDB_CLATTN_APPLICATION_ID);
-  cr_expect_eq(tdb_user_version(path), 8);
+  cr_expect_gt(tdb_user_version(path), 7);
   /* opened again: nothing to write, still clattn's */
   cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK, "%s",
                clattn_db_errmsg(NULL));
