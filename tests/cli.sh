@@ -784,6 +784,72 @@ dbs=()
 for k in 1 2 3 4 5 6 7 8 9; do dbs+=("$CLATTN_DB"); done
 run "report of 9 databases" 2 "$clattn" report "${dbs[@]}"
 has "report names its limit" "at most 8 databases" "$tmp/err"
+# A database is clattn's own (docs/TUNING.md): another application's file
+# is refused by db import and by tune, named, and left byte for byte as it
+# was (an import once added clattn's tables to it and set its version).
+foreign=$tmp/foreign.db
+for version in 0 7; do
+  rm -f "$foreign"
+  python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+c.execute("INSERT INTO notes (text) VALUES (?)", ("mine",))
+c.execute("PRAGMA user_version = %d" % int(sys.argv[2]))
+c.commit()' "$foreign" "$version"
+  sum=$(sha256sum <"$foreign")
+  run "db import into another application's file (user_version $version)" 1 \
+    "$clattn" db import "$tmp/in.json" --db "$foreign"
+  has "db import: not a clattn database, named" \
+    "$foreign is not a clattn database" "$tmp/err"
+  run "tune on another application's file (user_version $version)" 1 \
+    "$clattn" tune prefill "${shape[@]}" --max 1 --db "$foreign"
+  has "tune: not a clattn database, named" \
+    "$foreign is not a clattn database" "$tmp/err"
+  [ "$(sha256sum <"$foreign")" = "$sum" ] &&
+    ok "the foreign file is byte for byte as it was (user_version $version)" ||
+    bad "the foreign file changed (user_version $version)"
+done
+# tune --fresh keeps each candidate's better row: every candidate timing
+# out (--timeout 1ms) leaves the ok rows as they were; --replace overwrites
+fresh_db=$tmp/fresh.db
+ok_rows() { # the ok rows: params and time
+  python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+print(" ".join("%s:%r" % r for r in c.execute(
+    "SELECT params, median_s FROM tuning WHERE status = ? ORDER BY params",
+    ("ok",))))' "$1"
+}
+run "tune into a new database" 0 "$clattn" tune prefill "${shape[@]}" \
+  --max 3 --strategy random --seed 7 --db "$fresh_db"
+before=$(ok_rows "$fresh_db")
+run "tune --fresh --timeout 1ms" 0 "$clattn" tune prefill "${shape[@]}" \
+  --max 3 --strategy random --seed 7 --fresh --timeout 1ms --db "$fresh_db"
+has "tune --fresh measured again" "(3 measured now, 0 from the database)"
+has "tune --fresh: every candidate timed out" "3 rejected"
+after=$(ok_rows "$fresh_db")
+[ -n "$before" ] && [ "$after" = "$before" ] &&
+  ok "tune --fresh: the ok rows kept" ||
+  bad "tune --fresh: ok rows '$before' became '$after'"
+run "tune --replace --timeout 1ms" 0 "$clattn" tune prefill "${shape[@]}" \
+  --max 3 --strategy random --seed 7 --replace --timeout 1ms --db "$fresh_db"
+[ -z "$(ok_rows "$fresh_db")" ] && ok "tune --replace: the rows overwritten" ||
+  bad "tune --replace kept ok rows: $(ok_rows "$fresh_db")"
+# A read-only filesystem is named as such, not "unable to open database
+# file" (a read-only bind mount in a mount namespace of its own)
+mkdir -p "$tmp/ro"
+unshare -rm sh -c 'mount --bind "$1" "$1" &&
+  mount -o remount,bind,ro "$1" || exit 100
+  exec "$2" db import "$3" --db "$1/t.db"' sh "$tmp/ro" "$clattn" \
+  "$tmp/in.json" >"$tmp/out" 2>"$tmp/err"
+st=$?
+if [ "$st" = 100 ] || ! unshare -rm true 2>/dev/null; then
+  echo "skip: read-only filesystem message (no mount namespace here)"
+elif [ "$st" = 1 ] && grep -q "directory $tmp/ro: Read-only file system" \
+  "$tmp/err" && ! grep -q "unable to open" "$tmp/err"; then
+  ok "db import on a read-only filesystem: named as such"
+else
+  bad "db import on a read-only filesystem: exit $st"; cat "$tmp/err"
+fi
 
 echo "cli.sh: $fails failure(s)"
 [ "$fails" = 0 ]

@@ -3,10 +3,12 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------ a set of pointers */
 
@@ -67,6 +69,10 @@ static void set_clear(ptr_set *s) {
 /* --------------------------------------------------------- host memory */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* the SQLite hook's state (the end of this file) */
+static int sql_armed, sql_crash;
+static long sql_count, sql_fail_at;
+static char sql_fired[128];
 static ptr_set blocks;
 static int alloc_armed;
 static long alloc_count, alloc_fail_at;
@@ -505,5 +511,50 @@ void fault_reset(void) {
   alloc_did_fire = 0;
   cl_did_fire = "";
   failed_build = NULL;
+  sql_armed = 0;
+  sql_count = 0;
+  sql_fired[0] = '\0';
   pthread_mutex_unlock(&lock);
 }
+
+/* ------------------------------------------------------------- SQLite */
+
+int __real_sqlite3_exec(sqlite3 *, const char *, sqlite3_callback, void *,
+                        char **);
+int __wrap_sqlite3_exec(sqlite3 *h, const char *sql, sqlite3_callback cb,
+                        void *user, char **err) {
+  pthread_mutex_lock(&lock);
+  const int fire = sql_armed && ++sql_count == sql_fail_at;
+  if (fire)
+    snprintf(sql_fired, sizeof sql_fired, "%s", sql);
+  const int crash = fire && sql_crash;
+  pthread_mutex_unlock(&lock);
+  if (crash)
+    _exit(FAULT_SQL_CRASH_STATUS); /* as a kill: no cleanup, no rollback */
+  if (fire) {
+    if (err)
+      *err = NULL;
+    return SQLITE_IOERR;
+  }
+  return __real_sqlite3_exec(h, sql, cb, user, err);
+}
+
+void fault_sql_arm(long n, int crash) {
+  pthread_mutex_lock(&lock);
+  sql_armed = 1;
+  sql_crash = crash;
+  sql_count = 0;
+  sql_fail_at = n;
+  sql_fired[0] = '\0';
+  pthread_mutex_unlock(&lock);
+}
+
+long fault_sql_disarm(void) {
+  pthread_mutex_lock(&lock);
+  sql_armed = 0;
+  long n = sql_count;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+const char *fault_sql_fired(void) { return sql_fired; }

@@ -20,7 +20,12 @@
  * are tracked with their reference counts until released, so
  * fault_cl_live() after the teardown is the number of leaked objects.  An
  * injected clBuildProgram failure makes clGetProgramBuildInfo's log
- * FAULT_BUILD_LOG for that program. */
+ * FAULT_BUILD_LOG for that program.
+ *
+ * SQLite: with --wrap=sqlite3_exec, the library's statements run through
+ * sqlite3_exec (transactions, pragmas, the schema's migration steps) are
+ * counted while armed and the n-th one fails with SQLITE_IOERR without
+ * running, or ends the process there (_exit, as a kill would). */
 #ifndef CLATTN_TESTS_FAULT_H
 #define CLATTN_TESTS_FAULT_H
 
@@ -53,5 +58,14 @@ const char *fault_cl_fired(void);
 /* cl_mem, cl_kernel and cl_program objects created while armed and not
  * released since. */
 long fault_cl_live(void);
+
+/* Fail the n-th sqlite3_exec from now (crash: _exit the process with
+ * FAULT_SQL_CRASH_STATUS instead). */
+#define FAULT_SQL_CRASH_STATUS 86
+void fault_sql_arm(long n, int crash);
+/* Stop counting; returns the statements counted since fault_sql_arm. */
+long fault_sql_disarm(void);
+/* The SQL of the statement that failed ("" if none). */
+const char *fault_sql_fired(void);
 
 #endif

@@ -5,9 +5,11 @@
  * host block and no cl_mem / cl_kernel / cl_program, and leaves its context
  * usable (the same call without a fault then succeeds and gives the clean
  * run's result).  A kernel that fails to build, a disk that fills during an
- * export and during a tune. */
+ * export and during a tune, a schema migration interrupted at each of its
+ * statements. */
 #define _GNU_SOURCE /* mkdtemp, dladdr */
 #include "clattn_tools.h"
+#include "db_lock.h"
 #include "fault.h"
 
 #include <criterion/criterion.h>
@@ -1132,4 +1134,130 @@ Test(disk_full, tune, .timeout = 300) {
                msg);
   cr_log_info("tune on a full disk: %s: %s; %d rows kept",
               clattn_status_str(st), msg, rows - 20);
+}
+
+/* ---------------------------------------------------------- migration */
+
+/* Whether the file at path is still the old file it was: the same bytes,
+ * its version without the id, and (from schema 6, which readers use) a
+ * reader lists its tuning row. */
+static void expect_old(const char *path, int version,
+                       const unsigned char *bytes, size_t n, const char *what) {
+  cr_expect(tdb_same_bytes(path, bytes, n), "%s: the file changed", what);
+  cr_expect_eq(tdb_user_version(path), version, "%s", what);
+  cr_expect_eq(tdb_application_id(path), 0u, "%s", what);
+  if (version < 6)
+    return;
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open_readonly(path, &db), CLATTN_OK, "%s: %s", what,
+               clattn_db_errmsg(NULL));
+  clattn_tune_entry *rows = NULL;
+  int rows_n = 0;
+  cr_expect_eq(
+      clattn_db_list_tune(db, NULL, NULL, NULL, sizeof *rows, &rows, &rows_n),
+      CLATTN_OK);
+  cr_expect_eq(rows_n, 1, "%s: %d rows", what, rows_n);
+  clattn_free(rows);
+  clattn_db_close(db);
+}
+
+/* clattn_db_open of path with its n-th SQL statement failing (crash 0) or
+ * ending the process (crash 1, in a child); *fired names the statement
+ * ("" when the open ran through). */
+static clattn_status open_with_fault(const char *path, long n, int crash,
+                                     char *fired, size_t cap) {
+  clattn_db *db = NULL;
+  fired[0] = '\0';
+  if (!crash) {
+    fault_sql_arm(n, 0);
+    const clattn_status st = clattn_db_open(path, &db);
+    fault_sql_disarm();
+    snprintf(fired, cap, "%s", fault_sql_fired());
+    clattn_db_close(db);
+    cr_assert(st == CLATTN_OK || fired[0], "failed without a fault: %s",
+              clattn_db_errmsg(NULL));
+    return st;
+  }
+  pid_t pid = fork();
+  cr_assert_neq(pid, -1);
+  if (pid == 0) {
+    fault_sql_arm(n, 1);
+    const clattn_status st = clattn_db_open(path, &db);
+    fault_sql_disarm();
+    clattn_db_close(db);
+    _exit(st == CLATTN_OK ? 0 : 1);
+  }
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) != 1,
+            "the open failed without a fault (status %d)", status);
+  if (WEXITSTATUS(status) == 0)
+    return CLATTN_OK;
+  snprintf(fired, cap, "(the process ended at it)");
+  return CLATTN_ERR_DB;
+}
+
+/* The migration of a file of an older clattn (tests/data: schema 3, five
+ * steps to go, and schema 7, one), in rollback-journal and WAL mode,
+ * interrupted at each of the library's SQL statements in turn, by a
+ * failure and by the process ending there: the open fails and the file is
+ * byte for byte the old one and reads as its version, except after the
+ * commit (setting WAL mode, which leaves the migrated file); the open
+ * without a fault then migrates it. */
+Test(migration, interrupted_at_every_statement, .timeout = 120) {
+  static const struct {
+    const char *sql;
+    int version;
+  } olds[] = {{CLATTN_TEST_DATA "/clattn_schema3.sql", 3},
+              {CLATTN_TEST_DATA "/clattn_schema7.sql", 7}};
+  make_tmp_dir();
+  char path[600], what[256], fired[128];
+  snprintf(path, sizeof path, "%s/current.db", tmp_dir);
+  const int current = tdb_current_version(path);
+  snprintf(path, sizeof path, "%s/old.db", tmp_dir);
+  for (int k = 0; k < 2; k++) {
+    long total[2] = {0, 0}; /* statements of an open, by failures (first) */
+    for (int mode = 0; mode < 4; mode++) {
+      const int wal = mode & 1, crash = mode >> 1;
+      long n = 1;
+      for (;; n++) {
+        tdb_from_sql(path, olds[k].sql, wal);
+        size_t len = 0;
+        unsigned char *bytes = tdb_bytes(path, &len);
+        const clattn_status st =
+            open_with_fault(path, n, crash, fired, sizeof fired);
+        snprintf(what, sizeof what, "schema %d, %s mode, statement %ld %s: %s",
+                 olds[k].version, wal ? "WAL" : "rollback", n,
+                 crash ? "ends the process" : "fails", fired);
+        if (st == CLATTN_OK) {
+          free(bytes);
+          break;
+        }
+        if (tdb_user_version(path) == current) {
+          /* only what follows the commit may leave the migrated file */
+          cr_expect_eq(tdb_application_id(path), TDB_CLATTN_APPLICATION_ID,
+                       "%s", what);
+          cr_expect(crash ? n == total[wal]
+                          : strstr(fired, "journal_mode") != NULL,
+                    "%s: migrated, but the fault came before the commit", what);
+        } else {
+          expect_old(path, olds[k].version, bytes, len, what);
+        }
+        free(bytes);
+      }
+      cr_expect_geq(n, 5, "schema %d: the open ran only %ld statements",
+                    olds[k].version, n - 1);
+      cr_expect_eq(tdb_user_version(path), current);
+      cr_expect_eq(tdb_application_id(path), TDB_CLATTN_APPLICATION_ID);
+      if (!crash)
+        total[wal] = n - 1;
+      else
+        cr_expect_eq(n - 1, total[wal],
+                     "schema %d: ended and failed opens "
+                     "ran different statements",
+                     olds[k].version);
+      cr_log_info("schema %d, %s mode: the open runs %ld statements",
+                  olds[k].version, wal ? "WAL" : "rollback", n - 1);
+    }
+  }
 }

@@ -6,7 +6,10 @@
  *    prune;
  *  - tuning small shapes stores one row per evaluated candidate, every ok
  *    row within the reference tolerance, and a rerun resumes (nothing
- *    measured again); the stop flag and the budget are honoured;
+ *    measured again); the stop flag and the budget are honoured (nothing
+ *    started that the time left cannot pay for);
+ *  - a re-measurement (fresh) keeps the better row of each candidate,
+ *    also between two tuners at once; replace overwrites;
  *  - a tuning run killed with SIGKILL midway (the clattn command) leaves
  *    the database intact and the rerun reuses every stored row;
  *  - the library uses tuned entries at run time: exact class, nearest
@@ -704,6 +707,243 @@ Test(tune, stop_and_budget) {
             r.elapsed_s);
   cr_assert_eq(count_rows(db, "decode"), r.measured);
   clattn_db_close(db);
+  clattn_ctx_destroy(ctx);
+}
+
+/* ------------------------------------------- stored rows and the budget */
+
+/* A family for the rules of the stored rows and of the budget: the bowl's
+ * times scaled by `scale`, every candidate given `status`; an evaluation
+ * sleeps eval_s (a compile, the check and the repeats), a timed run the
+ * candidate's time; the start of every call is recorded. */
+typedef struct paced {
+  double scale;
+  const char *status; /* "ok", or the failure every candidate gets */
+  double eval_s;      /* an evaluation's sleep */
+  double started;     /* clattn__tune_family.started */
+  int calls;
+  double call_at[512]; /* each call's start, after `started` */
+  double longest;      /* the longest call */
+} paced;
+
+static void sleep_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0)
+    ;
+}
+
+static void paced_begin(paced *p, double *t0) {
+  *t0 = clattn__now();
+  if (p->calls < (int)(sizeof p->call_at / sizeof p->call_at[0]))
+    p->call_at[p->calls++] = *t0 - p->started;
+}
+
+static void paced_end(paced *p, double t0) {
+  const double d = clattn__now() - t0;
+  p->longest = d > p->longest ? d : p->longest;
+}
+
+static clattn_status paced_eval(void *self, const int *v, double best_s,
+                                double timeout_s, int repeats,
+                                clattn_tune_entry *e) {
+  paced *p = self;
+  double t0;
+  paced_begin(p, &t0);
+  fake_eval(NULL, v, best_s, timeout_s, repeats, e);
+  e->median_s *= p->scale;
+  snprintf(e->status, sizeof e->status, "%s", p->status);
+  sleep_s(p->eval_s);
+  paced_end(p, t0);
+  return CLATTN_OK;
+}
+
+static double paced_time1(void *self, const int *v) {
+  paced *p = self;
+  double t0;
+  paced_begin(p, &t0);
+  const double t = fake_time1(NULL, v) * p->scale;
+  sleep_s(t);
+  paced_end(p, t0);
+  return t;
+}
+
+/* Run the bowl with family p (time1: verification by single runs, else
+ * by whole evaluations). */
+static clattn_tune_result run_paced(clattn_ctx *ctx, clattn_db *db, paced *p,
+                                    const clattn_tune_opts *o, int time1) {
+  clattn__space s;
+  bowl_space(&s);
+  clattn__tune_family f;
+  bowl_family(&f, p);
+  f.eval = paced_eval;
+  f.time1 = time1 ? paced_time1 : NULL;
+  clattn_tune_entry fp = {.size = sizeof(clattn_tune_entry)};
+  cr_assert_eq(clattn__tune_identity(ctx, &fp), CLATTN_OK);
+  clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
+  p->calls = 0;
+  p->longest = 0.0;
+  p->started = f.started = clattn__now();
+  cr_assert_eq(clattn__tune_run(ctx, db, &s, &f, &fp, o, &r), CLATTN_OK, "%s",
+               clattn_ctx_errmsg(ctx));
+  clattn__space_free(&s);
+  return r;
+}
+
+/* The bowl's time of a row's params. */
+static double bowl_time(const char *params) {
+  int v[3];
+  cr_assert_eq(sscanf(params, "rows=%d keys=%d splits=%d", &v[0], &v[1], &v[2]),
+               3, "%s", params);
+  return fake_time1(NULL, v);
+}
+
+/* Every "fake" row: status, and median the bowl's time times scale. */
+static void expect_rows(clattn_db *db, int n_want, const char *status,
+                        double scale, const char *what) {
+  clattn_tune_entry *e = NULL;
+  int n = 0;
+  cr_assert_eq(clattn_db_list_tune(db, NULL, "fake", NULL, sizeof *e, &e, &n),
+               CLATTN_OK, "%s", clattn_db_errmsg(db));
+  cr_expect_eq(n, n_want, "%s: %d rows", what, n);
+  int wrong = 0;
+  for (int i = 0; i < n; i++) {
+    const double want = bowl_time(e[i].params) * scale;
+    if (strcmp(e[i].status, status) != 0 ||
+        (!strcmp(status, "ok") && e[i].median_s != want)) {
+      if (wrong++ < 3)
+        cr_expect(0, "%s: %s: %s %.6g s, want %s %.6g s", what, e[i].params,
+                  e[i].status, e[i].median_s, status, want);
+    }
+  }
+  cr_expect_eq(wrong, 0, "%s: %d of %d rows not as wanted", what, wrong, n);
+  clattn_free(e);
+}
+
+/* A re-measurement keeps the better row unless asked: --fresh with every
+ * candidate timing out, or slower, leaves the ok rows as they were; faster
+ * ones replace them (the verified ones by the new verification); replace
+ * overwrites even with failures. */
+Test(tune, fresh_keeps_the_better_row) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(tmp_db("better"), &db), CLATTN_OK);
+  paced p = {.scale = 1.0, .status = "ok"};
+  clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
+  o.strategy = CLATTN_TUNE_EXHAUSTIVE;
+  o.max_candidates = 12;
+  clattn_tune_result r = run_paced(ctx, db, &p, &o, 1);
+  cr_assert_eq(r.measured, 12);
+  cr_assert_gt(r.verified, 1);
+  expect_rows(db, 12, "ok", 1.0, "first run");
+  o.fresh = 1;
+  p.status = "timeout";
+  r = run_paced(ctx, db, &p, &o, 1);
+  cr_assert_eq(r.measured, 12, "fresh measured %d", r.measured);
+  expect_rows(db, 12, "ok", 1.0, "fresh, every candidate timing out");
+  p.status = "ok";
+  p.scale = 2.0;
+  run_paced(ctx, db, &p, &o, 1);
+  expect_rows(db, 12, "ok", 1.0, "fresh, every candidate slower");
+  p.scale = 0.5;
+  run_paced(ctx, db, &p, &o, 1);
+  expect_rows(db, 12, "ok", 0.5, "fresh, every candidate faster");
+  o.replace = 1;
+  p.status = "timeout";
+  run_paced(ctx, db, &p, &o, 1);
+  expect_rows(db, 12, "timeout", 0.5, "replace, every candidate timing out");
+  clattn_db_close(db);
+  clattn_ctx_destroy(ctx);
+}
+
+/* Two tuners at once on one database, one measuring every candidate twice
+ * as slow: each candidate keeps the faster row, whichever wrote last.
+ * Each tuner is a process of its own with its own context. */
+Test(tune, concurrent_writers_keep_the_faster) {
+  const char *path = tmp_db("race");
+  pid_t pid[2];
+  for (int k = 0; k < 2; k++) {
+    pid[k] = fork();
+    cr_assert_neq(pid[k], -1);
+    if (pid[k] == 0) {
+      clattn_ctx_opts co = {.size = sizeof(clattn_ctx_opts)};
+      clattn_ctx *ctx = NULL;
+      clattn_db *db = NULL;
+      if (clattn_ctx_create(&co, &ctx) != CLATTN_OK ||
+          clattn_db_open(path, &db) != CLATTN_OK)
+        _exit(2);
+      static paced p;
+      p.scale = k ? 2.0 : 1.0;
+      p.status = "ok";
+      p.eval_s = 1e-3; /* the two interleave */
+      clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
+      o.strategy = CLATTN_TUNE_EXHAUSTIVE;
+      o.fresh = 1;
+      clattn__space s;
+      bowl_space(&s);
+      clattn__tune_family f;
+      bowl_family(&f, &p);
+      f.eval = paced_eval;
+      f.time1 = paced_time1;
+      clattn_tune_entry fp = {.size = sizeof(clattn_tune_entry)};
+      clattn_tune_result r = {.size = sizeof(clattn_tune_result)};
+      const int ok =
+          clattn__tune_identity(ctx, &fp) == CLATTN_OK &&
+          clattn__tune_run(ctx, db, &s, &f, &fp, &o, &r) == CLATTN_OK &&
+          r.measured == s.n;
+      if (!ok)
+        fprintf(stderr, "tuner %d: %s\n", k, clattn_ctx_errmsg(ctx));
+      clattn_db_close(db);
+      clattn_ctx_destroy(ctx);
+      _exit(ok ? 0 : 1);
+    }
+  }
+  for (int k = 0; k < 2; k++) {
+    int status = 0;
+    cr_assert_eq(waitpid(pid[k], &status, 0), pid[k]);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "tuner %d: status %d", k, status);
+  }
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
+  expect_rows(db, 6 * 8 * 3, "ok", 1.0, "two tuners at once");
+  clattn_db_close(db);
+}
+
+/* The budget counts from the call's start (clattn__tune_family.started)
+ * and nothing is started that the time left cannot pay for: over a space
+ * that takes several times the budget, no candidate and no verification
+ * run starts later than the budget plus the one piece of work that overran
+ * it, and the run ends within 10% of the budget plus that piece; with
+ * verification by single runs and by whole evaluations. */
+Test(tune, budget_starts_nothing_it_cannot_pay_for) {
+  clattn_ctx *ctx = tu_ctx();
+  for (int time1 = 1; time1 >= 0; time1--) {
+    clattn_db *db = NULL;
+    cr_assert_eq(clattn_db_open(tmp_db("budget"), &db), CLATTN_OK);
+    static paced p;
+    memset(&p, 0, sizeof p);
+    p.scale = 1.0;
+    p.status = "ok";
+    p.eval_s = 0.04; /* 144 candidates: 5.8 s */
+    clattn_tune_opts o = {.size = sizeof(clattn_tune_opts)};
+    o.strategy = CLATTN_TUNE_EXHAUSTIVE;
+    o.budget_s = 0.8;
+    const clattn_tune_result r = run_paced(ctx, db, &p, &o, time1);
+    cr_expect_str_eq(r.stopped, "budget", "time1 %d", time1);
+    cr_expect(r.measured > 1 && r.measured < r.space, "time1 %d: %d measured",
+              time1, r.measured);
+    double last = 0.0;
+    for (int k = 0; k < p.calls; k++)
+      last = p.call_at[k] > last ? p.call_at[k] : last;
+    cr_expect(last <= o.budget_s + p.longest,
+              "time1 %d: a call started at %.3f s, past the %.3f s budget "
+              "(the longest call took %.3f s); %d calls, %d verified",
+              time1, last, o.budget_s, p.longest, p.calls, r.verified);
+    cr_expect(r.elapsed_s <= 1.1 * o.budget_s + p.longest,
+              "time1 %d: %.3f s for a %.3f s budget", time1, r.elapsed_s,
+              o.budget_s);
+    clattn_db_close(db);
+  }
   clattn_ctx_destroy(ctx);
 }
 

@@ -2,8 +2,8 @@
  * parameters a call would use, and why).
  *
  *   clattn tune [FAMILY|gemm|all] [SHAPE] [--strategy S] [--budget T]
- *               [--timeout T] [--max N] [--seed N] [--fresh] [--db PATH]
- *               [--device D] [--quiet]
+ *               [--timeout T] [--max N] [--seed N] [--fresh] [--replace]
+ *               [--db PATH] [--device D] [--quiet]
  *   clattn explain FAMILY SHAPE [--device D] [--db PATH]
  *
  * FAMILY is a kernel family of the registry (`attention` names prefill).
@@ -45,7 +45,10 @@ static const char tune_usage[] =
     "  --budget T (whole run, e.g. 90s, 5m; default none), --timeout T (per\n"
     "  candidate, default 10s), --max N (candidates per shape class; default\n"
     "  all for exhaustive, else 25% of the space), --seed N, --fresh\n"
-    "  (measure again what the database has), --quiet, --device D\n"
+    "  (measure again what the database has; each candidate keeps the\n"
+    "  better of its two rows: ok over a failure, else the faster),\n"
+    "  --replace (measure again and overwrite the stored rows), --quiet,\n"
+    "  --device D\n"
     "explain: the parameters the family's call would use for\n"
     "  SHAPE on the device (--params \"NAME=N ...\" in the family's tunables,\n"
     "  or --variant/--rows/--keys/--wg/--splits/--prefetch/--scheme, act as the\n"
@@ -83,7 +86,9 @@ static const cli_option tune_options[] = {
     {"seed", CLI_INT, TOFF(seed), 1, NULL, ANY_TUNE, "N",
      "random and anneal strategies' seed"},
     {"fresh", CLI_FLAG, TOFF(to.fresh), 0, NULL, ANY_TUNE, NULL,
-     "measure again what the database has"},
+     "measure again what the database has (the better row kept)"},
+    {"replace", CLI_FLAG, TOFF(to.replace), 0, NULL, ANY_TUNE, NULL,
+     "measure again and overwrite the stored rows"},
     {"quiet", CLI_FLAG, TOFF(quiet), 0, NULL, ANY_TUNE, NULL,
      "no progress line"},
     {"m", CLI_INT, TOFF(gemm[0]), 1, NULL, T_GEMM, "M", "C's rows"},
@@ -210,6 +215,7 @@ int cli_tune(int argc, char **argv) {
   memset(&ta, 0, sizeof ta);
   ta.to.size = sizeof ta.to;
   memset(&t, 0, sizeof t);
+  t.start = clattn__now(); /* --budget is the whole command's */
   ta.m.dtype = CLATTN_F32;
   /* which: a family of the registry, GEMM (CLBlast's Xgemm) or ALL */
   enum { ALL = -2, GEMM = -1 };
@@ -247,6 +253,7 @@ int cli_tune(int argc, char **argv) {
   model_opts m = ta.m;
   clattn_tune_opts to = ta.to;
   to.seed = (unsigned)ta.seed;
+  to.fresh |= to.replace; /* --replace measures again too */
   t.quiet = ta.quiet;
   const int *gemm = ta.gemm;
   const int gemm_given = gemm[0] || gemm[1] || gemm[2];
@@ -287,7 +294,6 @@ int cli_tune(int argc, char **argv) {
   }
   t.tty = isatty(STDERR_FILENO);
   t.budget = to.budget_s;
-  t.start = clattn__now();
   to.stop = &stop_flag;
   to.progress = show_progress;
   to.user = &t;
@@ -298,7 +304,10 @@ int cli_tune(int argc, char **argv) {
   if (stop_flag) {
     rc = CLI_INTERRUPTED;
   } else if (custom) {
-    rc = run_one(ctx, db, which, shape, gemm, &to, &t);
+    clattn_tune_opts co = to;
+    if (to.budget_s > 0) /* what the context and the database left */
+      co.budget_s = fmax(to.budget_s - (clattn__now() - t.start), 1e-3);
+    rc = run_one(ctx, db, which, shape, gemm, &co, &t);
   } else {
     /* the standard shapes of the chosen families, then the GEMMs */
     const int nf = clattn_family_count();

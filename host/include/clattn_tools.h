@@ -183,10 +183,16 @@ CLATTN_API void clattn_profile_at_copy(clattn_profile *p, double copy_gbs);
  * migrates, works in a read-only directory or on a read-only file, and
  * waits at most 200 ms for a lock (WAL readers are normally never
  * blocked); writes through its handle fail with CLATTN_ERR_DB.
+ * A clattn database carries PRAGMA application_id 0x636c4174 ("clAt"),
+ * set when the file is created or migrated; a file of another application
+ * (another id, or tables that are not clattn's) or not SQLite at all is
+ * refused by both before anything is written to it, and left byte for
+ * byte as it was ("not a clattn database" in the message).
  * Errors: CLATTN_ERR_INVALID_ARG for out == NULL; CLATTN_ERR_NOMEM;
- * CLATTN_ERR_DB when the file cannot be created or opened, is not a
- * database, has a schema newer than this library's (or, read-only, older
- * than it reads) or stays locked ("busy" in the message);
+ * CLATTN_ERR_DB when the file cannot be created or opened (a read-only
+ * filesystem or a permission named as such), is not a clattn database,
+ * has a schema newer than this library's (or, read-only, older than it
+ * reads) or stays locked ("busy" in the message);
  * clattn_db_open_readonly: CLATTN_ERR_NOT_FOUND when the file does not
  * exist.  The message: clattn_db_errmsg(NULL). */
 typedef struct clattn_db clattn_db;
@@ -526,7 +532,12 @@ typedef struct clattn_tune_progress {
 typedef struct clattn_tune_opts {
   size_t size; /* sizeof(clattn_tune_opts) */
   clattn_tune_strategy strategy;
-  double budget_s;      /* wall-time budget of the call; 0: none */
+  double budget_s;      /* wall-time budget of the call (its setup
+                           included); no candidate or verification round
+                           is started that the time left cannot pay for,
+                           judged by those measured so far (the default
+                           parameters are measured whatever the budget);
+                           0: none */
   double timeout_s;     /* per candidate (compile + measure): a candidate
                            whose first run exceeds it is recorded "timeout"
                            and no more is spent on it; default 10 s */
@@ -545,6 +556,11 @@ typedef struct clattn_tune_opts {
                            result->stopped "stop" */
   void (*progress)(const clattn_tune_progress *p, void *user);
   void *user;
+  int replace; /* nonzero: each measurement overwrites its candidate's
+                  stored row; 0: the better of the two is kept (an ok row
+                  over a failure status, a verified ok row over one of the
+                  search, else the faster), also against concurrent
+                  tuners on the same database */
 } clattn_tune_opts;
 
 /* Outcome of a tuning run for one kernel and shape class. */
@@ -585,7 +601,8 @@ typedef struct clattn_tune_result {
  * cache (cold caches); their roofline follows the device's bandwidth of the
  * moment (a copy timed at the start and before a roofline stop).  A rerun
  * resumes: candidates already in db for this device and shape class are not
- * measured again (unless opts->fresh). Errors: ctx, call,
+ * measured again (unless opts->fresh); a candidate measured again keeps its
+ * better row (unless opts->replace). Errors: ctx, call,
  * CLATTN_ERR_INVALID_ARG (db or out NULL, options out of range), db.  Threads:
  * safe, context-serialised (other threads' calls on ctx wait for the whole
  * run); not with concurrent use of the same db. */

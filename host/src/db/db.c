@@ -7,10 +7,11 @@
  * statement (its own transaction), so several processes can share a file;
  * the JSON import (json_import.c) merges a whole file in one transaction
  * through clattn__db_begin / commit / rollback.
- * Schema: PRAGMA user_version is the number of migrations applied;
- * `migrations` below is append-only - a later table is a new entry, never
- * an edit of an old one.  Opening a database written by a newer library
- * (more migrations than this one knows) fails with CLATTN_ERR_DB.
+ * Schema (schema.c): PRAGMA user_version is the number of migration steps
+ * applied, PRAGMA application_id marks the file as clattn's; a file that is
+ * not clattn's is refused before anything is written to it, and opening a
+ * database written by a newer library (more steps than this one knows)
+ * fails with CLATTN_ERR_DB.
  *
  * Profiles, tuning entries and bench rows are stored one column per field.
  * The column tables `cols` (db_profile.c), `tune_cols` (db_tune.c) and
@@ -28,7 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BUSY_TIMEOUT_MS 10000
 /* Readers (clattn_db_open_readonly) wait at most this long for a lock:
@@ -36,83 +39,6 @@
  * rollback-journal writer or a recovery, and a context's first call should
  * not wait for it (the defaults apply, and explain says why). */
 #define READ_BUSY_TIMEOUT_MS 200
-
-/* ------------------------------------------------------------- schema */
-
-static const char *const migrations[] = {
-    /* 1: device profiles */
-    "CREATE TABLE profiles ("
-    " fingerprint TEXT PRIMARY KEY NOT NULL,"
-    " source INTEGER NOT NULL,"
-    " name TEXT NOT NULL, vendor TEXT NOT NULL, platform TEXT NOT NULL,"
-    " driver TEXT NOT NULL, arch TEXT NOT NULL,"
-    " is_cpu INTEGER NOT NULL, compute_units INTEGER NOT NULL,"
-    " clock_mhz INTEGER NOT NULL, wave_width INTEGER NOT NULL,"
-    " simds_per_cu INTEGER NOT NULL, global_mem_bytes INTEGER NOT NULL,"
-    " local_mem_bytes INTEGER NOT NULL, max_wg INTEGER NOT NULL,"
-    " has_fp16 INTEGER NOT NULL, has_subgroups INTEGER NOT NULL,"
-    " bw_read_gbs REAL NOT NULL, bw_copy_gbs REAL NOT NULL,"
-    " bw_triad_gbs REAL NOT NULL, fp32_gflops REAL NOT NULL,"
-    " fp16_gflops REAL NOT NULL, local_gbs REAL NOT NULL,"
-    " h2d_gbs REAL NOT NULL, d2h_gbs REAL NOT NULL,"
-    " launch_us REAL NOT NULL, launch_pipelined_us REAL NOT NULL,"
-    " note TEXT NOT NULL,"
-    " updated TEXT NOT NULL,"
-    " library_version TEXT NOT NULL);",
-    /* 2: the device's last-level cache (the model's DRAM estimate) */
-    "ALTER TABLE profiles ADD COLUMN cache_bytes INTEGER NOT NULL DEFAULT 0;",
-    /* 3: clattn model check results, next to the probe results */
-    "CREATE TABLE model_checks ("
-    " id INTEGER PRIMARY KEY,"
-    " fingerprint TEXT NOT NULL, call TEXT NOT NULL, bound TEXT NOT NULL,"
-    " predicted_s REAL NOT NULL, measured_s REAL NOT NULL,"
-    " gbs REAL NOT NULL, gflops REAL NOT NULL,"
-    " roofline_fraction REAL NOT NULL,"
-    " updated TEXT NOT NULL, library_version TEXT NOT NULL);"
-    "CREATE INDEX model_checks_fp ON model_checks (fingerprint, call);",
-    /* 4: autotuner results, one row per measured or rejected candidate */
-    "CREATE TABLE tuning ("
-    " id INTEGER PRIMARY KEY,"
-    " fingerprint TEXT NOT NULL, device TEXT NOT NULL, vendor TEXT NOT NULL,"
-    " arch TEXT NOT NULL, driver TEXT NOT NULL,"
-    " kernel TEXT NOT NULL, shape_class TEXT NOT NULL,"
-    " params TEXT NOT NULL, status TEXT NOT NULL,"
-    " median_s REAL NOT NULL, spread REAL NOT NULL,"
-    " predicted_s REAL NOT NULL, max_err REAL NOT NULL,"
-    " strategy TEXT NOT NULL, message TEXT NOT NULL,"
-    " library_version TEXT NOT NULL, updated TEXT NOT NULL,"
-    " UNIQUE (fingerprint, kernel, shape_class, params));"
-    "CREATE INDEX tuning_class ON tuning (kernel, shape_class);",
-    /* 5: the probe method of a measured profile (older rows: method 1) */
-    "ALTER TABLE profiles ADD COLUMN probe_method INTEGER NOT NULL "
-    "DEFAULT 1;",
-    /* 6: the tuner's method of a row (clattn_tune_method; older rows: 1) */
-    "ALTER TABLE tuning ADD COLUMN tune_method INTEGER NOT NULL DEFAULT 1;",
-    /* 7: the run-time reader's lookup of a device's vendor and arch */
-    "CREATE INDEX tuning_device ON tuning (vendor, arch);",
-    /* 8: benchmark rows of clattn bench (clattn_bench_entry), read by the
-     * report per device and family */
-    "CREATE TABLE bench ("
-    " id INTEGER PRIMARY KEY,"
-    " fingerprint TEXT NOT NULL, device TEXT NOT NULL, vendor TEXT NOT NULL,"
-    " arch TEXT NOT NULL, driver TEXT NOT NULL,"
-    " family TEXT NOT NULL, shape TEXT NOT NULL, shape_class TEXT NOT NULL,"
-    " impl TEXT NOT NULL, params TEXT NOT NULL,"
-    " params_source TEXT NOT NULL, params_device TEXT NOT NULL,"
-    " median_s REAL NOT NULL, spread REAL NOT NULL,"
-    " flops REAL NOT NULL, bytes REAL NOT NULL,"
-    " predicted_s REAL NOT NULL, roof_s REAL NOT NULL,"
-    " bound TEXT NOT NULL, max_err REAL NOT NULL,"
-    " run TEXT NOT NULL, library_version TEXT NOT NULL,"
-    " updated TEXT NOT NULL,"
-    " UNIQUE (fingerprint, family, shape, impl, run));"
-    "CREATE INDEX bench_family ON bench (family, device);",
-};
-/* The oldest schema a reader can use (the tuning table's columns of today;
- * later migrations only add indexes, and the bench table, which a reader of
- * an older file lists as empty). */
-#define MIN_READ_VERSION 6
-#define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
 /* ------------------------------------------------------------- errors */
 
@@ -141,6 +67,52 @@ clattn_status clattn__db_sql_fail(clattn_db *db, const char *what) {
                : "",
            db->path);
   return CLATTN_ERR_DB;
+}
+
+/* Why path (a database file, which may not exist yet) cannot be written:
+ * an errno (EROFS, EACCES...) with the path it applies to in where, else
+ * 0.  The directory matters too: SQLite creates its journal there. */
+static int unwritable(const char *path, char *where, size_t cap) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash == NULL)
+    snprintf(dir, sizeof dir, ".");
+  else if (slash == dir)
+    dir[1] = '\0';
+  else
+    *slash = '\0';
+  struct statvfs vfs;
+  if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) {
+    snprintf(where, cap, "%s", dir);
+    return EROFS;
+  }
+  if (access(path, F_OK) == 0 && access(path, W_OK) != 0) {
+    snprintf(where, cap, "%s", path);
+    return errno;
+  }
+  if (access(dir, W_OK | X_OK) != 0) {
+    snprintf(where, cap, "%s", dir);
+    return errno;
+  }
+  return 0;
+}
+
+clattn_status clattn__db_write_fail(clattn_db *db, const char *what) {
+  const int code = db->h ? sqlite3_extended_errcode(db->h) & 0xff : 0;
+  char where[4096];
+  int err = 0;
+  if (db->h == NULL || code == SQLITE_CANTOPEN || code == SQLITE_READONLY ||
+      code == SQLITE_PERM || code == SQLITE_IOERR)
+    err = unwritable(db->path, where, sizeof where);
+  if (err == 0)
+    return clattn__db_sql_fail(db, what);
+  if (!strcmp(where, db->path))
+    return clattn__db_fail(db, CLATTN_ERR_DB, "cannot write database %s: %s",
+                           db->path, strerror(err));
+  return clattn__db_fail(db, CLATTN_ERR_DB,
+                         "cannot write database %s: directory %s: %s", db->path,
+                         where, strerror(err));
 }
 
 clattn_status clattn__db_check(clattn_db *db) {
@@ -255,9 +227,10 @@ static clattn_status make_parent(clattn_db *db) {
   return CLATTN_ERR_DB;
 }
 
-static clattn_status exec(clattn_db *db, const char *sql, const char *what) {
+clattn_status clattn__db_exec(clattn_db *db, const char *sql,
+                              const char *what) {
   if (sqlite3_exec(db->h, sql, NULL, NULL, NULL) != SQLITE_OK)
-    return clattn__db_sql_fail(db, what);
+    return clattn__db_write_fail(db, what);
   return CLATTN_OK;
 }
 
@@ -275,52 +248,9 @@ static clattn_status set_wal(clattn_db *db) {
       return CLATTN_OK;
     if (((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) ||
         waited >= BUSY_TIMEOUT_MS)
-      return clattn__db_sql_fail(db, "setting WAL mode");
+      return clattn__db_write_fail(db, "setting WAL mode");
     sqlite3_sleep(5);
   }
-}
-
-/* Apply the migrations the file lacks, in one transaction. */
-static clattn_status migrate(clattn_db *db) {
-  clattn_status rc = CLATTN_OK;
-  sqlite3_stmt *st = NULL;
-  int version = 0;
-  CLATTN_TRY(exec(db, "BEGIN IMMEDIATE", "starting the schema migration"));
-  if (sqlite3_prepare_v2(db->h, "PRAGMA user_version", -1, &st, NULL) !=
-          SQLITE_OK ||
-      sqlite3_step(st) != SQLITE_ROW) {
-    rc = clattn__db_sql_fail(db, "reading the schema version");
-    goto rollback;
-  }
-  version = sqlite3_column_int(st, 0);
-  sqlite3_finalize(st);
-  st = NULL;
-  if (version > N_MIGRATIONS) {
-    snprintf(db->errmsg, sizeof db->errmsg,
-             "database %s has schema version %d; this library (clattn %s) "
-             "knows versions up to %d",
-             db->path, version, clattn_version(), N_MIGRATIONS);
-    rc = CLATTN_ERR_DB;
-    goto rollback;
-  }
-  for (int i = version; i < N_MIGRATIONS; i++) {
-    char what[64], sql[64];
-    snprintf(what, sizeof what, "schema migration %d", i + 1);
-    rc = exec(db, migrations[i], what);
-    if (rc != CLATTN_OK)
-      goto rollback;
-    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", i + 1);
-    rc = exec(db, sql, what);
-    if (rc != CLATTN_OK)
-      goto rollback;
-  }
-  CLATTN_TRY(exec(db, "COMMIT", "committing the schema migration"));
-  return CLATTN_OK;
-rollback:
-  sqlite3_finalize(st);
-  sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-done:
-  return rc;
 }
 
 /* A new handle for path (NULL: the default path); NULL with the reason in
@@ -354,24 +284,38 @@ static clattn_db *new_handle(const char *path, clattn_db **out,
   return db;
 }
 
+/* A path that exists must be a regular file: SQLite would block on a FIFO
+ * and a device is nobody's database. */
+static clattn_status check_regular(clattn_db *db) {
+  struct stat sb;
+  if (stat(db->path, &sb) == 0 && !S_ISREG(sb.st_mode))
+    return clattn__db_fail(db, CLATTN_ERR_DB,
+                           "database %s is not a regular file", db->path);
+  return CLATTN_OK;
+}
+
 clattn_status clattn_db_open(const char *path, clattn_db **out) {
   clattn_status rc = CLATTN_OK;
   clattn_db *db = new_handle(path, out, &rc);
   if (db == NULL)
     return rc;
   CLATTN_TRY(make_parent(db));
+  CLATTN_TRY(check_regular(db));
   if (sqlite3_open_v2(db->path, &db->h,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                       NULL) != SQLITE_OK) {
-    rc = clattn__db_sql_fail(db, "cannot open");
+    rc = clattn__db_write_fail(db, "cannot open");
     goto done;
   }
   if (sqlite3_busy_timeout(db->h, BUSY_TIMEOUT_MS) != SQLITE_OK) {
     rc = clattn__db_sql_fail(db, "setting the busy timeout");
     goto done;
   }
+  /* the file is recognised as clattn's and migrated before WAL mode is
+   * set, so that a foreign file and a failed migration leave the file
+   * byte for byte as it was */
+  CLATTN_TRY(clattn__db_migrate(db));
   CLATTN_TRY(set_wal(db));
-  CLATTN_TRY(migrate(db));
   db->errmsg[0] = '\0';
   *out = db;
   return CLATTN_OK;
@@ -401,31 +345,26 @@ static clattn_status read_fail(clattn_db *db, int rc, const char *what) {
  * library's: a reader never migrates, so an older file (until a writer
  * opens it) and a newer one are both refused with the versions named. */
 static clattn_status check_version_readonly(clattn_db *db) {
-  sqlite3_stmt *st = NULL;
-  clattn_status rc = CLATTN_OK;
-  int r = sqlite3_prepare_v2(db->h, "PRAGMA user_version", -1, &st, NULL);
-  if (r == SQLITE_OK)
-    r = sqlite3_step(st);
-  if (r != SQLITE_ROW) {
-    rc = read_fail(db, r, "reading the schema version");
-    goto done;
-  }
-  const int version = sqlite3_column_int(st, 0);
-  if (version > N_MIGRATIONS)
-    rc = clattn__db_fail(db, CLATTN_ERR_DB,
-                         "database %s has schema version %d, newer than this "
-                         "library's (clattn %s, versions up to %d)",
-                         db->path, version, clattn_version(), N_MIGRATIONS);
-  else if (version < MIN_READ_VERSION)
-    rc = clattn__db_fail(db, CLATTN_ERR_DB,
-                         "database %s has schema version %d, older than the "
-                         "%d this library reads: a read-only open does not "
-                         "migrate (open it once for writing, e.g. clattn db "
-                         "import)",
-                         db->path, version, MIN_READ_VERSION);
-done:
-  sqlite3_finalize(st);
-  return rc;
+  clattn__schema s;
+  const int r = clattn__db_read_schema(db, &s);
+  if (r != SQLITE_OK)
+    return read_fail(db, r, "reading the schema version");
+  const int version = s.version, known = clattn__db_schema_version();
+  if (s.foreign[0])
+    return clattn__db_refuse_foreign(db, &s);
+  if (version > known)
+    return clattn__db_fail(db, CLATTN_ERR_DB,
+                           "database %s has schema version %d, newer than "
+                           "this library's (clattn %s, versions up to %d)",
+                           db->path, version, clattn_version(), known);
+  if (version < MIN_READ_VERSION)
+    return clattn__db_fail(db, CLATTN_ERR_DB,
+                           "database %s has schema version %d, older than "
+                           "the %d this library reads: a read-only open does "
+                           "not migrate (open it once for writing, e.g. "
+                           "clattn db import)",
+                           db->path, version, MIN_READ_VERSION);
+  return CLATTN_OK;
 }
 
 /* Open db->path read-only with the reader's busy timeout; immutable: as
@@ -463,6 +402,21 @@ static clattn_status open_readonly(clattn_db *db, int immutable) {
   return CLATTN_OK;
 }
 
+/* Another application's file is refused from an immutable read of its
+ * main file (no lock taken, no -wal or -shm created beside it); the check
+ * after the real open decides for every other file, so an error here is
+ * left to it. */
+static clattn_status refuse_foreign_unopened(clattn_db *db) {
+  clattn__schema s;
+  int foreign = 0;
+  if (open_readonly(db, 1) == CLATTN_OK &&
+      clattn__db_read_schema(db, &s) == SQLITE_OK)
+    foreign = s.foreign[0] != '\0';
+  sqlite3_close(db->h);
+  db->h = NULL;
+  return foreign ? clattn__db_refuse_foreign(db, &s) : CLATTN_OK;
+}
+
 clattn_status clattn_db_open_readonly(const char *path, clattn_db **out) {
   clattn_status rc = CLATTN_OK;
   clattn_db *db = new_handle(path, out, &rc);
@@ -483,6 +437,7 @@ clattn_status clattn_db_open_readonly(const char *path, clattn_db **out) {
                          db->path);
     goto done;
   }
+  CLATTN_TRY(refuse_foreign_unopened(db));
   CLATTN_TRY(open_readonly(db, 0));
   rc = check_version_readonly(db);
   if (rc != CLATTN_OK && db->h != NULL) {
@@ -520,11 +475,11 @@ void clattn_db_close(clattn_db *db) {
 /* ------------------------------------------------------- transactions */
 
 clattn_status clattn__db_begin(clattn_db *db) {
-  return exec(db, "BEGIN IMMEDIATE", "starting a transaction");
+  return clattn__db_exec(db, "BEGIN IMMEDIATE", "starting a transaction");
 }
 
 clattn_status clattn__db_commit(clattn_db *db) {
-  return exec(db, "COMMIT", "committing a transaction");
+  return clattn__db_exec(db, "COMMIT", "committing a transaction");
 }
 
 void clattn__db_rollback(clattn_db *db) {

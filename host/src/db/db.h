@@ -16,12 +16,27 @@
  * run nor used at run time. */
 int clattn__tune_row_current(const clattn_tune_entry *e);
 
-/* Insert the row of e's key, or update the stored one: always (only_newer
- * 0) or only when e.updated is later than the stored row's (only_newer 1,
- * the import's merge).  *changed (may be NULL): 0 when nothing was written,
- * 1 when a new row was inserted, 2 when the stored row was replaced. */
+/* The message of a tuning row whose time the tuner's verification measured
+ * (interleaved with its rivals'): such a row outranks one of the search. */
+#define CLATTN_VERIFIED_PREFIX "verified:"
+
+/* When a stored tuning row gives way to a new one of the same key. */
+typedef enum clattn__upsert {
+  CLATTN__UPSERT_REPLACE, /* always (clattn_db_put_tune, tune --replace) */
+  CLATTN__UPSERT_NEWER,   /* a later `updated` (the import's merge) */
+  /* a better row (the tuner): of another tuning method than the stored
+   * one (which is stale), or ranked higher (ok and verified over ok over
+   * any failure status), or of the same rank and faster (two failures:
+   * the new one); decided inside the statement, so concurrent writers
+   * keep the better row whatever their order */
+  CLATTN__UPSERT_BETTER
+} clattn__upsert;
+
+/* Insert the row of e's key, or update the stored one as mode says.
+ * *changed (may be NULL): 0 when nothing was written, 1 when a new row was
+ * inserted, 2 when the stored row was replaced. */
 clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *e,
-                                     int only_newer, int *changed);
+                                     clattn__upsert mode, int *changed);
 
 /* How a struct field is stored. */
 typedef enum clattn__col_type {
@@ -58,9 +73,9 @@ clattn_status clattn__db_fail(clattn_db *db, clattn_status st, const char *fmt,
  * for NULL, CLATTN_ERR_MISUSE for a dead handle. */
 clattn_status clattn__db_check(clattn_db *db);
 
-/* clattn_db_put_tune, clattn_db_list_tune, clattn_tune_entry_json and
- * clattn_db_put_bench on the library's own whole structs (the public ones
- * read and write the caller's versioned ones). */
+/* clattn_db_put_tune (CLATTN__UPSERT_REPLACE), clattn_db_list_tune,
+ * clattn_tune_entry_json and clattn_db_put_bench on the library's own whole
+ * structs (the public ones read and write the caller's versioned ones). */
 clattn_status clattn__db_put_tune(clattn_db *db, const clattn_tune_entry *e);
 clattn_status clattn__db_list_tune(clattn_db *db, const char *fingerprint,
                                    const char *kernel, const char *shape_class,

@@ -137,7 +137,7 @@ clattn_status clattn__db_put_bench(clattn_db *db,
     }
   }
   if (sqlite3_step(st) != SQLITE_DONE)
-    rc = clattn__db_sql_fail(db, "storing the bench row");
+    rc = clattn__db_write_fail(db, "storing the bench row");
 done:
   sqlite3_finalize(st);
   return rc;

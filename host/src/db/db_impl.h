@@ -1,6 +1,7 @@
-/* db_impl.h - internal to host/src/db: the database handle and the
- * column mapping that the files of the database share (db.c opens and
- * migrates, db_profile.c and db_tune.c store rows). */
+/* db_impl.h - internal to host/src/db: the database handle, its schema and
+ * the column mapping that the files of the database share (db.c opens,
+ * schema.c migrates and recognises clattn's files, db_profile.c and
+ * db_tune.c store rows). */
 #ifndef CLATTN_DB_IMPL_H
 #define CLATTN_DB_IMPL_H
 
@@ -10,6 +11,14 @@
 #include <sqlite3.h>
 
 #define CLATTN_DB_MAGIC 0x636c6462u /* "cldb" */
+
+/* PRAGMA application_id of every clattn database ("clAt"), set when the
+ * file is created or migrated; docs/TUNING.md. */
+#define CLATTN_APPLICATION_ID 0x636c4174
+/* The oldest schema a reader can use (the tuning table's columns of today;
+ * later steps only add indexes, and the bench table, which a reader of an
+ * older file lists as empty). */
+#define MIN_READ_VERSION 6
 
 struct clattn_db {
   unsigned magic;
@@ -33,6 +42,39 @@ typedef clattn__col col;
 /* Record "<what>: <sqlite message> (database <path>)" and return
  * CLATTN_ERR_DB. */
 clattn_status clattn__db_sql_fail(clattn_db *db, const char *what);
+/* The same for a failed write or create, unless the file or its directory
+ * cannot be written: then "cannot write database <path>: <directory or
+ * file>: Read-only file system" (or "Permission denied"), the real cause
+ * that SQLite reports as "unable to open database file" or "readonly". */
+clattn_status clattn__db_write_fail(clattn_db *db, const char *what);
+/* Run sql (no rows) on db; a failure recorded as clattn__db_write_fail's,
+ * with what naming the step. */
+clattn_status clattn__db_exec(clattn_db *db, const char *sql, const char *what);
+
+/* ---- schema.c */
+
+/* What a file's header and tables say (clattn__db_read_schema). */
+typedef struct clattn__schema {
+  unsigned application_id;
+  int version;       /* PRAGMA user_version: the steps applied */
+  char foreign[192]; /* why the file is not clattn's; "" when it is */
+} clattn__schema;
+
+/* The schema version this library writes (its number of steps). */
+int clattn__db_schema_version(void);
+/* Read the file's application id, version and, without the id, its
+ * tables (a file of an older clattn holds only clattn's tables of its
+ * version); reads only.  An SQLite code (a file that is not SQLite at all
+ * is SQLITE_OK with s->foreign saying so). */
+int clattn__db_read_schema(clattn_db *db, clattn__schema *s);
+/* CLATTN_ERR_DB "PATH is not a clattn database (why)" when s->foreign is
+ * set, else CLATTN_OK. */
+clattn_status clattn__db_refuse_foreign(clattn_db *db, const clattn__schema *s);
+/* Make the file clattn's current schema: refused if foreign or newer;
+ * nothing written when it is current; else every missing step, the
+ * application id and the version in one transaction (a failure leaves
+ * the file as it was). */
+clattn_status clattn__db_migrate(clattn_db *db);
 /* A migration step run in the migration's transaction: every tuning row's
  * params in its family's normal form (family/tunables.h: the names of its
  * tunables, values of 0 left out); rows of kernels this library does not

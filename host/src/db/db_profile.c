@@ -104,7 +104,7 @@ static clattn_status put_profile(clattn_db *db, const clattn_profile *p) {
     goto done;
   }
   if (sqlite3_step(st) != SQLITE_DONE)
-    rc = clattn__db_sql_fail(db, "storing the profile");
+    rc = clattn__db_write_fail(db, "storing the profile");
 done:
   sqlite3_finalize(st);
   return rc;
@@ -185,7 +185,7 @@ static clattn_status put_check(clattn_db *db, const clattn_check_record *r) {
     goto done;
   }
   if (sqlite3_step(st) != SQLITE_DONE)
-    rc = clattn__db_sql_fail(db, "storing the model check");
+    rc = clattn__db_write_fail(db, "storing the model check");
 done:
   sqlite3_finalize(st);
   return rc;

@@ -1,6 +1,7 @@
 /* db_tune.c - the tuning rows in the database: what a valid row is
  * (clattn__tune_entry_check), clattn_db_put_tune, the import's merge
- * (clattn__db_upsert_tune), clattn_db_list_tune and the run-time reader's
+ * and the tuner's better-row rule (clattn__db_upsert_tune), clattn_db_list_tune
+ * and the run-time reader's
  * scan (clattn__db_scan_usable).  Parameters are checked by their family
  * through the registry (family.h), never by a family's name here. */
 #include "db/db_impl.h"
@@ -348,8 +349,38 @@ static int tune_row_exists(clattn_db *db, const clattn_tune_entry *e) {
   return r;
 }
 
+/* A row's rank in CLATTN__UPSERT_BETTER, in SQL over table t's columns:
+ * 2 a verified ok row, 1 another ok row, 0 a failure status. */
+#define RANK(t)                                                                \
+  " (CASE WHEN " t ".status != 'ok' THEN 0 WHEN substr(" t ".message, 1, "     \
+  "length('" CLATTN_VERIFIED_PREFIX "')) = '" CLATTN_VERIFIED_PREFIX           \
+  "' THEN 2 ELSE 1 END)"
+#define NEW_RANK RANK("excluded")
+#define OLD_RANK RANK("tuning")
+
+/* The WHERE of the upsert's DO UPDATE for mode ("" : always). */
+static const char *upsert_condition(clattn__upsert mode) {
+  switch (mode) {
+  case CLATTN__UPSERT_REPLACE:
+    return "";
+  case CLATTN__UPSERT_NEWER:
+    return " WHERE excluded.updated > tuning.updated";
+  case CLATTN__UPSERT_BETTER:
+    /* clang-format off */
+    return " WHERE excluded.tune_method != tuning.tune_method"
+           " OR" NEW_RANK " >" OLD_RANK
+           " OR (" NEW_RANK " =" OLD_RANK " AND (tuning.status != 'ok'"
+           " OR excluded.median_s < tuning.median_s))";
+    /* clang-format on */
+  }
+  return "";
+}
+#undef NEW_RANK
+#undef OLD_RANK
+#undef RANK
+
 clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *in,
-                                     int only_newer, int *changed) {
+                                     clattn__upsert mode, int *changed) {
   clattn_status rc = clattn__db_check(db);
   sqlite3_stmt *st = NULL;
   char sql[2048] = "INSERT INTO tuning (";
@@ -387,9 +418,7 @@ clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *in,
   for (int i = 0; i < N_TUNE_COLS; i++)
     clattn__appendf(sql, sizeof sql, "%s %s = excluded.%s", i ? "," : "",
                     tune_cols[i].name, tune_cols[i].name);
-  if (clattn__appendf(sql, sizeof sql, "%s",
-                      only_newer ? " WHERE excluded.updated > tuning.updated"
-                                 : "") != 0)
+  if (clattn__appendf(sql, sizeof sql, "%s", upsert_condition(mode)) != 0)
     return CLATTN_ERR_MISUSE; /* cannot happen: the buffer fits */
   /* Inserted or updated: whether the key existed before (callers that
    * need to know run this inside their transaction). */
@@ -410,7 +439,7 @@ clattn_status clattn__db_upsert_tune(clattn_db *db, const clattn_tune_entry *in,
     }
   }
   if (sqlite3_step(st) != SQLITE_DONE) {
-    rc = clattn__db_sql_fail(db, "storing the tuning entry");
+    rc = clattn__db_write_fail(db, "storing the tuning entry");
     goto done;
   }
   if (changed)
@@ -423,7 +452,7 @@ done:
 clattn_status clattn__db_put_tune(clattn_db *db, const clattn_tune_entry *e) {
   if (e == NULL)
     return clattn__db_fail(db, CLATTN_ERR_INVALID_ARG, "e is NULL");
-  return clattn__db_upsert_tune(db, e, 0, NULL);
+  return clattn__db_upsert_tune(db, e, CLATTN__UPSERT_REPLACE, NULL);
 }
 
 clattn_status clattn_db_put_tune(clattn_db *db, const clattn_tune_entry *e) {

@@ -678,7 +678,7 @@ clattn_status clattn_db_import(clattn_db *db, const char *path, int *added,
     goto done;
   for (int i = 0; i < all.n; i++) {
     int changed = 0;
-    rc = clattn__db_upsert_tune(db, &all.e[i], 1, &changed);
+    rc = clattn__db_upsert_tune(db, &all.e[i], CLATTN__UPSERT_NEWER, &changed);
     if (rc != CLATTN_OK) {
       snprintf(msg, sizeof msg, "%s", clattn_db_errmsg(db));
       clattn__db_rollback(db);

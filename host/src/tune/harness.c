@@ -481,6 +481,7 @@ static clattn_status tune_unlocked(clattn_ctx *ctx, clattn_db *db,
                                    const clattn__family *F, const void *desc,
                                    const clattn_tune_opts *opts,
                                    clattn_tune_result *out) {
+  const double started = clattn__now(); /* the setup counts too */
   harness H;
   clattn__space s;
   clattn__tune_family fam;
@@ -489,6 +490,7 @@ static clattn_status tune_unlocked(clattn_ctx *ctx, clattn_db *db,
   clattn_status rc = begin(ctx, F, desc, &H);
   memset(&s, 0, sizeof s);
   memset(&fam, 0, sizeof fam);
+  fam.started = started;
   if (rc)
     goto done;
   if (db == NULL || out == NULL) {

@@ -73,6 +73,21 @@ typedef struct run {
 
 static double elapsed(const run *R) { return clattn__now() - R->t0; }
 
+/* The mean time of a candidate measured in this run, its compile
+ * included (0: none yet). */
+static double mean_eval(const run *R) {
+  const int m = R->r->measured;
+  return m ? R->spent / m : 0.0;
+}
+
+/* Whether work expected to take `need` seconds fits in what is left of
+ * the budget (always without one): nothing is started that the budget
+ * cannot pay for, so a run ends within the budget plus the overrun of the
+ * last piece of work. */
+static int fits_budget(const run *R, double need) {
+  return R->o->budget_s <= 0 || elapsed(R) + need <= R->o->budget_s;
+}
+
 /* Should the run stop before the next candidate? */
 static int should_stop(run *R) {
   if (R->stopped)
@@ -85,14 +100,9 @@ static int should_stop(run *R) {
     R->stopped = "max";
     return 1;
   }
-  if (R->o->budget_s > 0) {
-    /* never start a candidate the budget cannot pay for: on average */
-    int m = R->r->measured;
-    double mean = m ? R->spent / m : 0.0;
-    if (elapsed(R) + mean > R->o->budget_s) {
-      R->stopped = "budget";
-      return 1;
-    }
+  if (!fits_budget(R, mean_eval(R))) {
+    R->stopped = "budget";
+    return 1;
   }
   return 0;
 }
@@ -127,6 +137,18 @@ static void note_result(run *R, int i, const clattn_tune_entry *e) {
   if (strcmp(e->status, "wrong") == 0 || strcmp(e->status, "failed") == 0 ||
       strcmp(e->status, "timeout") == 0)
     R->r->rejected++;
+}
+
+/* Store a measured row: the better of it and the stored one, or it
+ * (opts->replace). */
+static clattn_status store(run *R, const clattn_tune_entry *e) {
+  const clattn_status rc = clattn__db_upsert_tune(
+      R->db, e, R->o->replace ? CLATTN__UPSERT_REPLACE : CLATTN__UPSERT_BETTER,
+      NULL);
+  if (rc != CLATTN_OK)
+    return clattn__fail(R->ctx, rc, "storing a tuning result: %s",
+                        clattn_db_errmsg(R->db));
+  return CLATTN_OK;
 }
 
 /* Evaluate candidate i (or reuse its stored row); 0 or a fatal status. */
@@ -173,9 +195,8 @@ static clattn_status evaluate(run *R, int i, const clattn_tune_entry *stored) {
     return CLATTN_OK;
   }
   R->r->measured++;
-  if ((rc = clattn__db_put_tune(R->db, &e)) != CLATTN_OK)
-    return clattn__fail(R->ctx, rc, "storing a tuning result: %s",
-                        clattn_db_errmsg(R->db));
+  if ((rc = store(R, &e)) != CLATTN_OK)
+    return rc;
   note_result(R, i, &e);
   progress(R, &e);
   return CLATTN_OK;
@@ -345,15 +366,21 @@ enum { VERIFY_TOP = 6, VERIFY_ROUNDS = 3, VERIFY_RUNS = 31 };
 static int verify_runs(run *R, const int *cand, int n,
                        double med[][VERIFY_RUNS]) {
   int rounds = 0;
+  /* a round's expected time: first the candidates' search medians, then
+   * the last round's */
+  double round_s = 0.0;
+  for (int k = 0; k < n; k++)
+    round_s += R->t[cand[k]];
   for (int r = 0; r < VERIFY_RUNS; r++) {
-    if ((R->o->stop && *R->o->stop) ||
-        (R->o->budget_s > 0 && elapsed(R) >= R->o->budget_s))
+    if ((R->o->stop && *R->o->stop) || !fits_budget(R, round_s))
       break;
+    const double t0 = clattn__now();
     for (int k = 0; k < n; k++) {
       const int j = (k + r) % n;
       double t = R->f->time1(R->f->self, &R->s->val[cand[j] * R->s->ndims]);
       med[j][r] = t >= 0 ? t : INFINITY;
     }
+    round_s = clattn__now() - t0;
     rounds++;
   }
   for (int j = 0; j < n && rounds; j++)
@@ -392,8 +419,8 @@ static clattn_status verify(run *R) {
   if (R->f->time1)
     rounds = verify_runs(R, cand, n, med);
   for (int r = 0; !R->f->time1 && r < VERIFY_ROUNDS; r++) {
-    if ((R->o->stop && *R->o->stop) ||
-        (R->o->budget_s > 0 && elapsed(R) >= R->o->budget_s))
+    /* a round is a whole evaluation of each candidate */
+    if ((R->o->stop && *R->o->stop) || !fits_budget(R, n * mean_eval(R)))
       break;
     for (int j = 0; j < n; j++) {
       e[j] = *R->fp;
@@ -435,8 +462,8 @@ static clattn_status verify(run *R) {
       row.spread = (m[timed - 1] - m[0]) / R->t[i];
       snprintf(row.status, sizeof row.status, "ok");
       int len = snprintf(row.message, sizeof row.message,
-                         "verified: median of %d interleaved %s", rounds,
-                         R->f->time1 ? "runs" : "rounds");
+                         CLATTN_VERIFIED_PREFIX " median of %d interleaved %s",
+                         rounds, R->f->time1 ? "runs" : "rounds");
       if (timed < rounds && len > 0 && (size_t)len < sizeof row.message)
         snprintf(row.message + len, sizeof row.message - (size_t)len,
                  " (%d failed)", rounds - timed);
@@ -445,10 +472,9 @@ static clattn_status verify(run *R) {
       snprintf(row.message, sizeof row.message,
                "failed when timed again in the verification");
     }
-    clattn_status rc = clattn__db_put_tune(R->db, &row);
+    clattn_status rc = store(R, &row);
     if (rc != CLATTN_OK)
-      return clattn__fail(R->ctx, rc, "storing a tuning result: %s",
-                          clattn_db_errmsg(R->db));
+      return rc;
   }
   R->r->verified = n;
   return CLATTN_OK;
@@ -519,7 +545,7 @@ clattn__tune_run(clattn_ctx *ctx, clattn_db *db, const clattn__space *s,
   R->r = out;
   R->strategy = clattn_tune_strategy_str(strat);
   R->best = -1;
-  R->t0 = clattn__now();
+  R->t0 = f->started > 0 ? f->started : clattn__now();
   R->limit = o->max_candidates > 0             ? o->max_candidates
              : strat == CLATTN_TUNE_EXHAUSTIVE ? s->n
                                                : (s->n + 3) / 4;

@@ -44,6 +44,10 @@ typedef struct clattn__tune_family {
    * 0 when the predictions did not change.  The search calls it before
    * its first prediction and again before it stops at the roofline. */
   int (*refresh)(void *self);
+  /* clattn__now() when the tuning call began, so that its setup (the
+   * harness's buffers and reference, a first compile) counts against the
+   * budget; 0: when the search starts. */
+  double started;
 } clattn__tune_family;
 
 /* Run a search.  fp: the device's tuning identity (fingerprint, name,

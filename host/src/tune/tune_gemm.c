@@ -309,6 +309,7 @@ static clattn_status tune_gemm_unlocked(clattn_ctx *ctx, clattn_db *db, int m,
                                         int n, int k,
                                         const clattn_tune_opts *opts,
                                         clattn_tune_result *out) {
+  const double started = clattn__now(); /* the setup counts too */
   clattn_status rc = clattn__ctx_check(ctx), rc2;
   clattn__space space;
   clattn__tune_family fam;
@@ -343,6 +344,7 @@ static clattn_status tune_gemm_unlocked(clattn_ctx *ctx, clattn_db *db, int m,
     return rc;
   }
   memset(&fam, 0, sizeof fam);
+  fam.started = started;
   fam.kernel = CLATTN_XGEMM_KERNEL;
   snprintf(fam.shape_class, sizeof fam.shape_class, "m%d n%d k%d", m, n, k);
   fam.self = &t;
