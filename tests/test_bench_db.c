@@ -324,7 +324,7 @@ Test(bench_db, schema7_file_lists_empty_then_migrates) {
   cr_expect_eq(tdb_user_version(path), 7);
 
   db = open_db("old.db");
-  cr_expect_eq(tdb_user_version(path), 8, "migrated to the bench table");
+  cr_expect_eq(tdb_user_version(path), 9, "migrated to the bench table");
   clattn_profile got = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_db_get_profile(db, "oldfp", &got), CLATTN_OK);
   cr_expect_str_eq(got.name, "Old device");

@@ -486,10 +486,10 @@ Test(tunedb, malformed_entries_are_rejected) {
                  "\"ok\"}");
   /* a key column empty (params may be: a family without tunables) */
   const bad_entry empty = {"empty kernel", "", "", "\"kernel\" is empty"};
-  expect_entry_rejected(&empty,
-                        "    {\"fingerprint\": \"f\", \"kernel\": \"\", "
-                        "\"shape_class\": \"c\", \"params\": \"p\", \"status\": "
-                        "\"ok\", \"updated\": \"2025-01-01T00:00:00Z\"}");
+  expect_entry_rejected(
+      &empty, "    {\"fingerprint\": \"f\", \"kernel\": \"\", "
+              "\"shape_class\": \"c\", \"params\": \"p\", \"status\": "
+              "\"ok\", \"updated\": \"2025-01-01T00:00:00Z\"}");
   const bad_entry date = {"bad date", "", "", "not a UTC date"};
   expect_entry_rejected(
       &date, "    {\"fingerprint\": \"f\", \"kernel\": \"k\", "
@@ -664,9 +664,9 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   cr_assert_eq(tdb_user_version(path), 3);
 
   clattn_db *db = open_db("old.db");
-  cr_expect_eq(tdb_user_version(path), 8,
+  cr_expect_eq(tdb_user_version(path), 9,
                "migrated to the tuning table, the probe and tuning methods "
-               "the reader's index and the bench table");
+               "the reader's index, the bench table and the params' names");
   clattn_profile p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_db_get_profile(db, "oldfp", &p), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
@@ -731,7 +731,68 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   clattn_free(rows);
   clattn_db_close(db);
   /* Reopening does not migrate again. */
-  cr_expect_eq(tdb_user_version(path), 8);
+  cr_expect_eq(tdb_user_version(path), 9);
+}
+
+/* Schema 9: a file of schema 8, whose rows name the params of every
+ * family alike ("variant=1 rows=2 keys=16 wg=0 splits=0 prefetch=0"), has
+ * them rewritten in each family's own tunables at the first writer's open
+ * (values of 0 left out); a kernel this library does not know keeps its
+ * text. */
+Test(tunedb, schema8_params_in_family_names) {
+  char path[512];
+  tmp_path(path, sizeof path, "v8.db");
+  clattn_db_close(open_db("v8.db"));
+  static const struct {
+    const char *kernel, *before, *after;
+  } rows[] = {{"prefill", "variant=1 rows=2 keys=16 wg=0 splits=0 prefetch=0",
+               "variant=1 rows=2 keys=16"},
+              {"decode", "variant=2 rows=0 keys=32 wg=64 splits=8 prefetch=0",
+               "variant=2 keys=32 wg=64 splits=8"},
+              {"talking-heads",
+               "variant=1 rows=4 keys=32 wg=0 splits=0 prefetch=0 scheme=3",
+               "variant=1 rows=4 keys=32 scheme=3"},
+              {"talking-heads-append",
+               "variant=0 rows=0 keys=0 wg=0 splits=0 prefetch=0", ""},
+              {"newer-family", "depth=3 rows=0", "depth=3 rows=0"}};
+  enum { NROWS = sizeof rows / sizeof rows[0] };
+  sqlite3 *h = NULL;
+  cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+  for (int i = 0; i < NROWS; i++) {
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO tuning (fingerprint, device, vendor, arch, driver,"
+             " kernel, shape_class, params, status, median_s, spread,"
+             " predicted_s, max_err, strategy, message, library_version,"
+             " updated, tune_method) VALUES ('fp', 'dev', 'v', 'a', 'd',"
+             " '%s', 'c%d', '%s', 'ok', 1e-3, 0, 0, 0, 'exhaustive', '',"
+             " '0.2.0', '2026-01-01T00:00:00Z', 1)",
+             rows[i].kernel, i, rows[i].before);
+    cr_assert_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK, "%s",
+                 sqlite3_errmsg(h));
+  }
+  cr_assert_eq(sqlite3_exec(h, "PRAGMA user_version = 8", NULL, NULL, NULL),
+               SQLITE_OK);
+  sqlite3_close(h);
+  cr_assert_eq(tdb_user_version(path), 8);
+  clattn_db *db = open_db("v8.db");
+  cr_expect_eq(tdb_user_version(path), 9);
+  int n = 0;
+  clattn_tune_entry *got = list(db, &n);
+  cr_assert_eq(n, NROWS);
+  for (int i = 0; i < NROWS; i++) {
+    char cls[8];
+    snprintf(cls, sizeof cls, "c%d", i);
+    int found = 0;
+    for (int k = 0; k < n; k++)
+      if (strcmp(got[k].shape_class, cls) == 0) {
+        found = 1;
+        cr_expect_str_eq(got[k].params, rows[i].after, "%s", rows[i].kernel);
+      }
+    cr_expect(found, "row %s", cls);
+  }
+  clattn_free(got);
+  clattn_db_close(db);
 }
 
 /* Several processes opening one new database at the same moment all

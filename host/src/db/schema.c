@@ -99,6 +99,9 @@ static const step steps[] = {
      " UNIQUE (fingerprint, family, shape, impl, run));"
      "CREATE INDEX bench_family ON bench (family, device);",
      NULL},
+    /* 9: tuning rows' params in their family's own tunables (the names
+     * of its table, values of 0 left out; db_tune.c) */
+    {NULL, clattn__db_migrate_tune_params},
 };
 #define N_STEPS ((int)(sizeof steps / sizeof steps[0]))
 
