@@ -24,10 +24,18 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # program binaries persist in the build directory (compiles are slow here)
 export CLATTN_CACHE_DIR="$build/tests/clattn-cache-rusticl"
+# rusticl alone: with PoCL's driver in the same process too (both on the
+# one libLLVM-15), a run once crashed inside LLVM (docs/TESTING.md).
+sh "$(dirname "$0")/icd_dir.sh" rusticl "$tmp/icd" || exit $?
+export OCL_ICD_VENDORS="$tmp/icd"
 
 # Is there a llvmpipe device at all?
-if ! command -v clinfo >/dev/null 2>&1 || ! clinfo -l 2>/dev/null | grep -qi llvmpipe; then
-  echo "rusticl.sh: no rusticl llvmpipe device; skipping"
+if ! command -v clinfo >/dev/null 2>&1; then
+  echo "skipped: clinfo not found (Debian: clinfo), which finds the llvmpipe device"
+  exit 77
+fi
+if ! clinfo -l 2>/dev/null | grep -qi llvmpipe; then
+  echo "skipped: rusticl lists no llvmpipe device (RUSTICL_ENABLE=llvmpipe)"
   exit 77
 fi
 
