@@ -67,12 +67,12 @@ export CLATTN_SHIPPED=0
 
 rc=0
 for t in attention decode talking_heads th_decode super_values cvmm; do
-  echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small)"
+  echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small) [${SECONDS} s]"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done
-echo "== oclgrind: test_nonfinite nonfinite/prefill (CLATTN_TEST_SUBSET=small)"
+echo "== oclgrind: test_nonfinite nonfinite/prefill (CLATTN_TEST_SUBSET=small) [${SECONDS} s]"
 "$build/tests/test_nonfinite" --filter 'nonfinite/prefill' || rc=1
-echo "== oclgrind: test_projection projection/own_kernel (CLATTN_TEST_SUBSET=small)"
+echo "== oclgrind: test_projection projection/own_kernel (CLATTN_TEST_SUBSET=small) [${SECONDS} s]"
 "$build/tests/test_projection" --filter 'projection/own_kernel' || rc=1
 # The layer (CLBlast's GEMMs around the kernels, the KV cache, decode
 # steps): races, API use and bounds, but not uninitialised values.  Oclgrind
@@ -81,21 +81,21 @@ echo "== oclgrind: test_projection projection/own_kernel (CLATTN_TEST_SUBSET=sma
 # filled, not when it was written), and the layer fills its cache
 # positions and lengths that way: every kv_append and cached attention
 # call would report.
-echo "== oclgrind: test_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check)"
+echo "== oclgrind: test_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check) [${SECONDS} s]"
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_layer" --jobs=2 || rc=1
-echo "== oclgrind: test_hh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check)"
+echo "== oclgrind: test_hh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check) [${SECONDS} s]"
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_hh_layer" --jobs=2 || rc=1
-echo "== oclgrind: test_sh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check)"
+echo "== oclgrind: test_sh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check) [${SECONDS} s]"
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_sh_layer" --jobs=2 || rc=1
 # The projection family's CLBlast scheme zero-fills its GEMV rows the same way.
-echo "== oclgrind: test_projection projection/clblast, projection/events (no uninitialised-value check)"
+echo "== oclgrind: test_projection projection/clblast, projection/events (no uninitialised-value check) [${SECONDS} s]"
 for f in clblast events; do
   env -u OCLGRIND_UNINITIALIZED "$build/tests/test_projection" --filter "projection/$f" ||
     rc=1
 done
 # Every call of tests/model_cases.h, the probe's microkernels included
 # (kernel_run exits 2 past the last case).
-echo "== oclgrind: kernel_run on every model case"
+echo "== oclgrind: kernel_run on every model case [${SECONDS} s]"
 i=0
 while :; do
   "$build/tests/kernel_run" "$i" 2>"$tmp/kr.err"
@@ -112,10 +112,10 @@ exec 3>&-
 wait "$catpid"
 catpid=
 if [ -s "$tmp/log" ]; then
-  echo "== Oclgrind reported problems:"
+  echo "== Oclgrind reported problems: [${SECONDS} s]"
   cat "$tmp/log"
   rc=1
 else
-  echo "== Oclgrind log is empty"
+  echo "== Oclgrind log is empty [${SECONDS} s]"
 fi
 exit $rc
