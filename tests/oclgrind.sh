@@ -26,11 +26,7 @@
 set -u
 build=${1:?usage: oclgrind.sh BUILD_DIR}
 build=$(cd "$build" && pwd)
-icd=/usr/lib/oclgrind/liboclgrind-rt-icd.so
-if [ ! -e "$icd" ]; then
-  echo "oclgrind.sh: $icd not found; skipping"
-  exit 77
-fi
+here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 catpid=
 cleanup() {
@@ -40,14 +36,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "$icd" > "$tmp/oclgrind.icd"
+# Oclgrind alone (it installs no .icd; tests/icd_dir.sh writes one).
+sh "$here/icd_dir.sh" /usr/lib/oclgrind/liboclgrind-rt-icd.so "$tmp/icd" ||
+  exit $?
 mkfifo "$tmp/fifo"
 : > "$tmp/log"
 cat "$tmp/fifo" >> "$tmp/log" &
 catpid=$!
 exec 3> "$tmp/fifo" # keeps the reader alive between test processes
 
-export OCL_ICD_VENDORS="$tmp"
+export OCL_ICD_VENDORS="$tmp/icd"
 export OCLGRIND_DATA_RACES=1
 export OCLGRIND_UNINITIALIZED=1
 # Oclgrind 21.10's uninitialised-value plugin aborts on LLVM's `freeze`
@@ -69,12 +67,12 @@ export CLATTN_SHIPPED=0
 
 rc=0
 for t in attention decode talking_heads th_decode super_values cvmm; do
-  echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small)"
+  echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small) [${SECONDS} s]"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done
-echo "== oclgrind: test_nonfinite nonfinite/prefill (CLATTN_TEST_SUBSET=small)"
+echo "== oclgrind: test_nonfinite nonfinite/prefill (CLATTN_TEST_SUBSET=small) [${SECONDS} s]"
 "$build/tests/test_nonfinite" --filter 'nonfinite/prefill' || rc=1
-echo "== oclgrind: test_projection projection/own_kernel (CLATTN_TEST_SUBSET=small)"
+echo "== oclgrind: test_projection projection/own_kernel (CLATTN_TEST_SUBSET=small) [${SECONDS} s]"
 "$build/tests/test_projection" --filter 'projection/own_kernel' || rc=1
 # The layer (CLBlast's GEMMs around the kernels, the KV cache, decode
 # steps): races, API use and bounds, but not uninitialised values.  Oclgrind
@@ -83,21 +81,21 @@ echo "== oclgrind: test_projection projection/own_kernel (CLATTN_TEST_SUBSET=sma
 # filled, not when it was written), and the layer fills its cache
 # positions and lengths that way: every kv_append and cached attention
 # call would report.
-echo "== oclgrind: test_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check)"
+echo "== oclgrind: test_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check) [${SECONDS} s]"
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_layer" --jobs=2 || rc=1
-echo "== oclgrind: test_hh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check)"
+echo "== oclgrind: test_hh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check) [${SECONDS} s]"
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_hh_layer" --jobs=2 || rc=1
-echo "== oclgrind: test_sh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check)"
+echo "== oclgrind: test_sh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check) [${SECONDS} s]"
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_sh_layer" --jobs=2 || rc=1
 # The projection family's CLBlast scheme zero-fills its GEMV rows the same way.
-echo "== oclgrind: test_projection projection/clblast, projection/events (no uninitialised-value check)"
+echo "== oclgrind: test_projection projection/clblast, projection/events (no uninitialised-value check) [${SECONDS} s]"
 for f in clblast events; do
   env -u OCLGRIND_UNINITIALIZED "$build/tests/test_projection" --filter "projection/$f" ||
     rc=1
 done
 # Every call of tests/model_cases.h, the probe's microkernels included
 # (kernel_run exits 2 past the last case).
-echo "== oclgrind: kernel_run on every model case"
+echo "== oclgrind: kernel_run on every model case [${SECONDS} s]"
 i=0
 while :; do
   "$build/tests/kernel_run" "$i" 2>"$tmp/kr.err"
@@ -114,10 +112,10 @@ exec 3>&-
 wait "$catpid"
 catpid=
 if [ -s "$tmp/log" ]; then
-  echo "== Oclgrind reported problems:"
+  echo "== Oclgrind reported problems: [${SECONDS} s]"
   cat "$tmp/log"
   rc=1
 else
-  echo "== Oclgrind log is empty"
+  echo "== Oclgrind log is empty [${SECONDS} s]"
 fi
 exit $rc

@@ -11,9 +11,12 @@ dir="$root/tsan"
 # a compiler without ThreadSanitizer skips the test (meson: exit status 77)
 if ! printf 'int main(void) { return 0; }\n' |
     ${CC:-cc} -fsanitize=thread -x c - -o "$root/tsan-probe" 2>/dev/null; then
-  echo "tsan: the C compiler cannot build with -fsanitize=thread: skipped"
+  echo "skipped: the C compiler (${CC:-cc}) cannot build with -fsanitize=thread"
   exit 77
 fi
+# PoCL's driver alone, as in the other PoCL tiers (tests/icd_dir.sh).
+sh "$src/tests/icd_dir.sh" pocl "$root/tsan-icd" || exit $?
+export OCL_ICD_VENDORS="$root/tsan-icd"
 if [ ! -f "$dir/build.ninja" ]; then
   meson setup "$dir" "$src" -Db_sanitize=thread -Dbuildtype=debugoptimized \
     >"$root/tsan-setup.log" 2>&1 || { cat "$root/tsan-setup.log"; exit 1; }

@@ -7,7 +7,9 @@
 #include "fuzz_util.h"
 #include "npy.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *path = fuzz_scratch_path("in.npy");
@@ -37,7 +39,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (bytes && memcmp(a.data, data + size - bytes, bytes) != 0)
     fuzz_fail("npy_read: the data are not the file's");
 
-  const char *back = fuzz_scratch_path("back.npy");
+  /* A new name for each round trip: npy_write refuses a file this process
+   * has read (the previous input's round trip read its own). */
+  static unsigned round_trips;
+  char name[32];
+  snprintf(name, sizeof name, "back%u.npy", round_trips++);
+  const char *back = fuzz_scratch_path(name);
   if (npy_write(back, a.dtype, a.ndim, a.shape, a.data, err, sizeof err))
     fuzz_fail("npy_write of what npy_read accepted: %s", err);
   npy_array b;
@@ -48,6 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       (bytes && memcmp(a.data, b.data, bytes) != 0))
     fuzz_fail("npy_write/npy_read round trip changed the array");
   npy_free(&b);
+  unlink(back);
   npy_free(&a);
   return 0;
 }

@@ -38,11 +38,8 @@ export CLATTN_TEST_SUBSET=small
 # PoCL's ICD alone: ocl-icd otherwise loads Mesa's too, whose gallium pipe
 # module (unloaded before exit, so no suppression can name it) leaks a
 # block in every process on some machines; the tests run on PoCL anyway.
-if [ -f /etc/OpenCL/vendors/pocl.icd ]; then
-  mkdir -p "$logs/icd"
-  cp /etc/OpenCL/vendors/pocl.icd "$logs/icd/"
-  export OCL_ICD_VENDORS="$logs/icd"
-fi
+sh "$here/../icd_dir.sh" pocl "$logs/icd" || exit $?
+export OCL_ICD_VENDORS="$logs/icd"
 # The main build's kernel binaries (the same sources and options): the
 # sanitizers watch the host code, and a warm cache keeps the run short.
 export CLATTN_CACHE_DIR="$build/tests/clattn-cache"

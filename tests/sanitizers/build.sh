@@ -17,12 +17,12 @@ if [ -z "$cc" ]; then
   command -v clang >/dev/null || cc=clang-14
 fi
 if ! command -v "$cc" >/dev/null; then
-  echo "build.sh: $cc not found (Debian: clang-14, libclang-rt-14-dev); skipping" >&2
+  echo "skipped: $cc not found (Debian: clang-14, libclang-rt-14-dev)" >&2
   exit 77
 fi
 if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }' |
     "$cc" -x c -fsanitize=fuzzer,address,undefined -o /dev/null - 2>/dev/null; then
-  echo "build.sh: $cc cannot link -fsanitize=fuzzer,address,undefined (libclang-rt-dev missing?); skipping" >&2
+  echo "skipped: $cc cannot link -fsanitize=fuzzer,address,undefined (Debian: libclang-rt-14-dev)" >&2
   exit 77
 fi
 if [ ! -f "$sb/build.ninja" ]; then
