@@ -171,7 +171,10 @@ static clattn_status evaluate(run *R, int i, const clattn_tune_entry *stored) {
   e.predicted_s = R->pred[i];
   double timeout = R->o->timeout_s > 0 ? R->o->timeout_s : 10.0;
   int clamped = 0; /* the budget, not the candidate, sets the timeout */
-  if (R->o->budget_s > 0) {
+  /* the run's first measurement (the default's) has its whole timeout,
+   * even when setting up (cold compiles) spent the budget: a run ends
+   * within the budget plus one candidate */
+  if (R->o->budget_s > 0 && R->r->measured > 0) {
     double left = R->o->budget_s - elapsed(R);
     if (left < timeout) {
       timeout = left > 0.05 ? left : 0.05;
