@@ -238,7 +238,7 @@ static int parse_index(const char *s, long *a, long *b) {
   return 2;
 }
 
-static clattn_status select_device(clattn_ctx *ctx, const char *sel) {
+static clattn_status select_device_locked(clattn_ctx *ctx, const char *sel) {
   clattn_status rc = CLATTN_OK;
   cl_uint np = 0;
   cl_platform_id plats[32];
@@ -295,6 +295,18 @@ static clattn_status select_device(clattn_ctx *ctx, const char *sel) {
                       "no OpenCL device matches \"%s\" (try `clattn devices`)",
                       sel ? sel : "");
 done:
+  return rc;
+}
+
+/* A driver's first discovery of its devices need not be thread-safe (PoCL
+ * 3.1 answers one of two threads' first clGetDeviceIDs with
+ * CL_DEVICE_NOT_FOUND), and contexts may be created from any thread at
+ * once: the library's discovery runs one at a time in the process. */
+static clattn_status select_device(clattn_ctx *ctx, const char *sel) {
+  static pthread_mutex_t discovery = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&discovery);
+  clattn_status rc = select_device_locked(ctx, sel);
+  pthread_mutex_unlock(&discovery);
   return rc;
 }
 
