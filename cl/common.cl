@@ -164,6 +164,102 @@ inline int key_limit(int L, int n, int i) {
 #endif
 }
 
+/* The attention options (clattn.h, "Attention options"), each compiled in
+ * only where the call sets it (-D WINDOW, SOFTCAP, ALIBI, SINKS = 1).  The
+ * kernels that take them end their arguments with OPT_ARGS: the window W,
+ * the soft-cap C log2(e), and float32 [heads_q] ALiBi slopes and sinks
+ * (NULL when not set).  Logits are in log2 units, as everywhere here. */
+#ifndef WINDOW
+#define WINDOW 0
+#endif
+#ifndef SOFTCAP
+#define SOFTCAP 0
+#endif
+#ifndef ALIBI
+#define ALIBI 0
+#endif
+#ifndef SINKS
+#define SINKS 0
+#endif
+#define OPT_ARGS                                                               \
+  int window, float softcap2, __global const float *alibi,                     \
+      __global const float *sinks
+
+/* The first key a row at position pos sees: with a window, the W most
+ * recent positions up to its own. */
+inline int key_start(int pos, int window) {
+#if WINDOW
+  return max(0, pos - window + 1);
+#else
+  (void)pos;
+  (void)window;
+  return 0;
+#endif
+}
+
+/* Query head h's ALiBi slope in log2 units (0 without ALiBi). */
+inline float alibi_slope2(__global const float *alibi, int h) {
+#if ALIBI
+  return alibi[h] * M_LOG2E_F;
+#else
+  (void)alibi;
+  (void)h;
+  return 0.0f;
+#endif
+}
+
+/* A logit x of key t for a row at position pos, soft-capped then biased
+ * (ALiBi: - slope |pos - t|); x itself without those options. */
+inline float opt_logit(float x, float softcap2, float slope2, int pos, int t) {
+#if SOFTCAP
+  x = softcap2 * tanh(x / softcap2);
+#else
+  (void)softcap2;
+#endif
+#if ALIBI
+  x -= slope2 * (float)abs(pos - t);
+#else
+  (void)slope2;
+  (void)pos;
+  (void)t;
+#endif
+  return x;
+}
+/* The same for 16 keys t0 .. t0 + 15. */
+inline float16 opt_logit16(float16 x, float softcap2, float slope2, int pos,
+                           int t0) {
+#if SOFTCAP
+  x = (float16)(softcap2) * tanh(x / (float16)(softcap2));
+#else
+  (void)softcap2;
+#endif
+#if ALIBI
+  const int16 t = (int16)(t0) + (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                        12, 13, 14, 15);
+  x -= (float16)(slope2) * convert_float16(abs((int16)(pos) - t));
+#else
+  (void)slope2;
+  (void)pos;
+  (void)t0;
+#endif
+  return x;
+}
+
+/* Query head h's sink logit in log2 units (-inf: none), and the share it
+ * starts a row's softmax sum with: a row's running maximum starts at the
+ * sink, its sum at e^(sink - sink) = 1, so the sink joins the denominator
+ * once and weighs no value. */
+inline float sink_logit2(__global const float *sinks, int h) {
+#if SINKS
+  return sinks[h] * M_LOG2E_F;
+#else
+  (void)sinks;
+  (void)h;
+  return -INFINITY;
+#endif
+}
+inline float sink_sum(float sink2) { return sink2 == -INFINITY ? 0.0f : 1.0f; }
+
 /* Online-softmax step guards (spec 8.1): the reference point of a row whose
  * keys so far are all masked is 0, so exp2(-inf - 0) = 0 and no NaN arises. */
 inline float softmax_ref(float m) { return m == -INFINITY ? 0.0f : m; }

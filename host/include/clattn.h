@@ -282,6 +282,31 @@ typedef struct clattn_params {
 
 /* ---------------------------------------------------------- attention */
 
+/* Attention options: fields appended to the attention, decode and layer
+ * descriptions, each zero (or NULL) for none.  Query i of a prefill sits at
+ * position p = L - n_q + i (L its sequence's valid keys, as the causal mask
+ * aligns it), a decode query at p = L - 1; key t.
+ *  - window W >= 1: key t is visible only if p - W < t (the W most recent
+ *    positions up to the query's own, Hugging Face's sliding_window); with
+ *    causal also t <= p.  Key tiles wholly outside it are never read.
+ *  - softcap C > 0: the scaled logit s becomes C tanh(s / C) (Gemma 2),
+ *    before the biases and masks.
+ *  - alibi_slopes: float32 [heads_q]: the logit of query head h gains
+ *    -slope[h] |p - t| (FlashAttention's convention; for causal rows BLOOM's
+ *    slope[h] t up to a constant per row).  Finite slopes.
+ *  - sinks: float32 [heads_q]: a logit per query head that joins the
+ *    softmax's denominator and weighs no value (GPT-OSS):
+ *    o = sum_t e^(s_t - M) v_t / (e^(sink - M) + sum_t e^(s_t - M)); -inf is
+ *    no sink, NaN and +inf are refused.  A row with no visible key is zeros.
+ * The arrays are host memory, read during the call (a layer copies them
+ * when it is created); the library keeps device copies by their contents.
+ * A negative window, a negative or non-finite soft-cap, a non-finite slope
+ * or a NaN or +inf sink: CLATTN_ERR_INVALID_ARG naming it, nothing
+ * enqueued.  Talking-heads calls take the window alone (after the logit
+ * mix, where their causal mask is); the others are CLATTN_ERR_UNSUPPORTED
+ * there. */
+
+
 /* Fused scaled-dot-product attention over grouped query heads (GQA; MHA is
  * heads_q == heads_kv, MQA is heads_kv == 1).  Query head j uses KV head
  * j / (heads_q / heads_kv).
@@ -328,6 +353,11 @@ typedef struct clattn_attn_desc {
   float scale; /* logit scale; 0 means 1/sqrt(head_dim_k) */
   int causal;
   const clattn_params *params; /* NULL: automatic */
+  /* attention options (above); zero: none */
+  int window;
+  float softcap;
+  const float *alibi_slopes;
+  const float *sinks;
 } clattn_attn_desc;
 
 /* Errors: ctx, call.  Threads: safe, context-serialised. */
@@ -362,6 +392,11 @@ typedef struct clattn_decode_desc {
   clattn_layout cache_layout;
   float scale;                 /* 0 means 1/sqrt(head_dim_k) */
   const clattn_params *params; /* NULL: automatic */
+  /* attention options (above); zero: none */
+  int window;
+  float softcap;
+  const float *alibi_slopes;
+  const float *sinks;
 } clattn_decode_desc;
 
 /* Errors: ctx, call.  Threads: safe, context-serialised. */
@@ -418,6 +453,11 @@ typedef struct clattn_th_desc {
   float scale; /* 0 means 1/sqrt(head_dim_k); applied before P_l */
   int causal;  /* query i sees key t iff t <= L - n_q + i */
   const clattn_params *params; /* NULL: automatic */
+  /* attention options (clattn_attn_desc): the window alone; zero: none */
+  int window;
+  float softcap;
+  const float *alibi_slopes;
+  const float *sinks;
 } clattn_th_desc;
 
 /* Errors: ctx, call.  Threads: safe, context-serialised. */
@@ -446,6 +486,11 @@ typedef struct clattn_th_decode_desc {
   clattn_layout cache_layout;
   float scale;                 /* 0 means 1/sqrt(head_dim_k) */
   const clattn_params *params; /* NULL: automatic */
+  /* attention options (clattn_attn_desc): the window alone; zero: none */
+  int window;
+  float softcap;
+  const float *alibi_slopes;
+  const float *sinks;
 } clattn_th_decode_desc;
 
 /* Errors: ctx, call.  Threads: safe, context-serialised. */
@@ -486,6 +531,11 @@ typedef struct clattn_layer_desc {
   int head_dim_k;
   int head_dim_v;
   float scale; /* 0 means 1/sqrt(head_dim_k) */
+  /* attention options (above); zero: none */
+  int window;
+  float softcap;
+  const float *alibi_slopes;
+  const float *sinks;
 } clattn_layer_desc;
 
 typedef struct clattn_layer clattn_layer;
@@ -527,6 +577,11 @@ typedef struct clattn_th_layer_desc {
   int head_dim_k;
   int head_dim_v;
   float scale; /* 0 means 1/sqrt(head_dim_k) */
+  /* attention options (clattn_attn_desc): the window alone; zero: none */
+  int window;
+  float softcap;
+  const float *alibi_slopes;
+  const float *sinks;
 } clattn_th_layer_desc;
 
 /* Errors: ctx, those listed above, CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM.
@@ -563,6 +618,11 @@ typedef struct clattn_hh_layer_desc {
   int heads;
   int max_len; /* Super: l, W_a's size and the longest sequence; others 0 */
   float scale; /* 0 means 1/sqrt(d_model / heads) */
+  /* attention options (above); zero: none */
+  int window;
+  float softcap;
+  const float *alibi_slopes;
+  const float *sinks;
 } clattn_hh_layer_desc;
 
 typedef enum clattn_hh_variant {
@@ -621,6 +681,11 @@ typedef struct clattn_switchhead_layer_desc {
   int experts;
   int topk;    /* experts per head and position, 1 .. experts */
   float scale; /* 0 means 1/sqrt(head_dim) */
+  /* attention options (above); zero: none */
+  int window;
+  float softcap;
+  const float *alibi_slopes;
+  const float *sinks;
 } clattn_switchhead_layer_desc;
 
 /* Errors: ctx, those listed above, CLATTN_ERR_OPENCL, CLATTN_ERR_NOMEM.

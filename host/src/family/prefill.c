@@ -2,6 +2,7 @@
  * (clattn_attention).  Its plans are in plan.c, its costs in
  * prefill_cost.c, its kernels in cl/attention.cl. */
 #include "base/versioned.h"
+#include "family/attn_opts.h"
 #include "family/common.h"
 #include "family/family.h"
 #include "reference/ref.h"
@@ -29,6 +30,10 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
     return CLATTN_ERR_INVALID_ARG;
   }
   if ((rc = clattn__check_scale(d->scale, why, cap)))
+    return rc;
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  if ((rc = clattn__opts_check(&o, d->heads_q, CLATTN__OPT_ALL,
+                               "clattn_attention", why, cap)))
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);
   if (!clattn__bytes(es, d->batch, d->n_q, d->heads_q, d->head_dim_k) ||
@@ -74,6 +79,8 @@ static void shape_class(const void *desc, char *buf, size_t cap) {
            clattn__pow2_round((long)d->batch * d->heads_kv),
            clattn__pow2_round(d->n_q), clattn__pow2_round(d->n_kv),
            d->causal ? 1 : 0);
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  clattn__opts_class(&o, buf, cap);
 }
 
 void clattn_shape_class_attention(const clattn_attn_desc *d, char *buf,
@@ -90,20 +97,22 @@ void clattn_shape_class_attention(const clattn_attn_desc *d, char *buf,
 
 #define SHAPE_KEYS                                                             \
   "batch seq kv-seq heads kv-heads head-dim head-dim-v dtype causal layout "   \
-  "kv-layout"
+  "kv-layout " CLATTN__OPTS_SHAPE_KEYS
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
   clattn__attn_shape s = {1, 0,          0,           0,          0,
                           0, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD};
   int heads_q = 0, heads_kv;
+  clattn__opts o;
   clattn_status rc;
   if ((rc = clattn__shape_attn(text, SHAPE_KEYS, &s, why, cap)) ||
       (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &heads_q, why, cap)))
     return rc;
   heads_kv = heads_q;
   if ((rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &heads_kv, why,
-                              cap)))
+                              cap)) ||
+      (rc = clattn__opts_shape(text, heads_q, &o, why, cap)))
     return rc;
   if (s.n_q < 1 || heads_q < 1 || s.head_dim_k < 1) {
     snprintf(why, cap, "the shape needs seq=, heads= and head-dim=");
@@ -119,7 +128,11 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
                                                  .dtype = s.dtype,
                                                  .q_layout = s.q_layout,
                                                  .kv_layout = s.kv_layout,
-                                                 .causal = s.causal};
+                                                 .causal = s.causal,
+                                                 .window = o.window,
+                                                 .softcap = o.softcap,
+                                                 .alibi_slopes = o.alibi,
+                                                 .sinks = o.sinks};
   return CLATTN_OK;
 }
 
@@ -207,6 +220,8 @@ static void options(const clattn_attn_desc *d, const clattn__prefill_plan *pl,
   }
   if (pl->kv_same)
     clattn__def(df, "KV_SAME", 1);
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  clattn__opts_defs(&o, df);
 }
 
 /* Variant 1: kv_stage writes K^T and V as float32 rows of ld keys, then
@@ -226,6 +241,7 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_attn_desc *d,
   const clattn__strides os =
       clattn__layout_strides(d->q_layout, n, d->heads_q, d->head_dim_v);
   const float scale = clattn__kernel_scale(d->scale, dk);
+  const clattn__opts opts = CLATTN__OPTS_OF(d);
   cl_kernel st_kern = NULL, kern = NULL;
   cl_mem kt = NULL, vc = NULL;
   const size_t ktb = clattn__bytes(4, b, hkv, dk, ld);
@@ -258,7 +274,8 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_attn_desc *d,
   if ((rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_mem), rb)) ||
       (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_int), ri)) ||
       (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_float), &scale)) ||
-      (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_long), rst)))
+      (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_long), rst)) ||
+      (rc = clattn__opts_args(ctx, kern, &a, &opts, d->heads_q)))
     return rc;
   /* default: one work-item per work-group, which PoCL schedules best */
   const size_t wg1 = pl->wg ? (size_t)pl->wg : 1;
@@ -310,6 +327,7 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_attn_desc *d,
   const clattn__strides os =
       clattn__layout_strides(d->q_layout, n, d->heads_q, d->head_dim_v);
   const float scale = clattn__kernel_scale(d->scale, dk);
+  const clattn__opts opts = CLATTN__OPTS_OF(d);
   const cl_int ci[5] = {n, m, hkv, g, bufs[KV_LENS] != NULL};
   const cl_mem kb[5] = {bufs[Q], bufs[K], bufs[V], bufs[KV_LENS], bufs[O]};
   const long st[12] = {qs.b, qs.s, qs.h, ks.b, ks.s, ks.h,
@@ -318,7 +336,8 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_attn_desc *d,
   if ((rc = clattn__args(ctx, kern, &a, 5, sizeof(cl_mem), kb)) ||
       (rc = clattn__scalars(ctx, kern, &a, 5, sizeof(cl_int), ci)) ||
       (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_float), &scale)) ||
-      (rc = clattn__scalars(ctx, kern, &a, 12, sizeof(cl_long), st)))
+      (rc = clattn__scalars(ctx, kern, &a, 12, sizeof(cl_long), st)) ||
+      (rc = clattn__opts_args(ctx, kern, &a, &opts, d->heads_q)))
     return rc;
   const size_t groups = (size_t)(n * g + pl->wg - 1) / (size_t)pl->wg;
   const size_t gws[2] = {groups * (size_t)pl->wg, (size_t)b * hkv};
@@ -348,8 +367,9 @@ static void check_case(const void *desc, clattn__check_case *c) {
   s->batch = 2;
   s->n_q = 19;
   s->n_kv = 45;
-  s->heads_kv = 2;
-  s->heads_q = 2 * (d->heads_q / d->heads_kv);
+  /* no more query heads than the call's: its per-head option arrays */
+  s->heads_kv = d->heads_kv >= 2 ? 2 : 1;
+  s->heads_q = s->heads_kv * (d->heads_q / d->heads_kv);
   c->ints[0] = 45;
   c->ints[1] = 29;
 }
@@ -368,7 +388,8 @@ static void reference(const void *desc, void *const *b) {
       (int)d->kv_layout,
       d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
       d->causal,
-      b[KV_LENS]};
+      b[KV_LENS],
+      clattn__opts_ref(CLATTN__OPTS_OF(d))};
   ref_attention(&a, b[Q], b[K], b[V], b[O]);
 }
 

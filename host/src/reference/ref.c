@@ -38,13 +38,19 @@ static int clampi(int x, int lo, int hi) {
   return x < lo ? lo : (x > hi ? hi : x);
 }
 
-/* One output row: query vector qv (dk) against keys 0..m-1 of KV head c of
- * sequence bi, of which only those with vis(t) are visible.  Keys/values
- * are read through ref_index with sequence length S. */
+/* Where one output row looks: keys lo..hi-1 of KV head c of sequence bi
+ * (read through ref_index with sequence length S, H heads), the row at
+ * position pos, of query head j (its ALiBi slope and sink). */
+typedef struct ref_row {
+  int kv_layout, S, H, bi, c, j;
+  int lo, hi, pos;
+} ref_row;
+
+/* One output row: query vector qv (dk) against the row's keys. */
 static void attend_row(const double *qv, int dk, int dv, double scale,
-                       const float *k, const float *v, int kv_layout, int S,
-                       int H, int bi, int c, int nvis, double *logit,
-                       float *out) {
+                       const ref_opts *o, const float *k, const float *v,
+                       const ref_row *r, double *logit, float *out) {
+  const int nvis = r->hi - r->lo;
   if (nvis <= 0) {
     for (int d = 0; d < dv; d++)
       out[d] = 0.0f;
@@ -52,20 +58,35 @@ static void attend_row(const double *qv, int dk, int dv, double scale,
   }
   double mx = -INFINITY;
   for (int t = 0; t < nvis; t++) {
+    const int key = r->lo + t;
     double s = 0.0;
     for (int d = 0; d < dk; d++)
-      s += qv[d] * (double)k[ref_index(kv_layout, S, H, dk, bi, t, c, d)];
+      s += qv[d] *
+           (double)k[ref_index(r->kv_layout, r->S, r->H, dk, r->bi, key, r->c,
+                               d)];
     s = ref_logit(s * scale);
+    if (o->softcap > 0)
+      s = o->softcap * tanh(s / o->softcap);
+    if (o->alibi != NULL)
+      s -= (double)o->alibi[r->j] * fabs((double)(r->pos - key));
     logit[t] = s;
     if (s > mx)
       mx = s;
   }
-  if (ref_softmax_nan(logit, 1, nvis)) {
+  const double sink = o->sinks != NULL ? (double)o->sinks[r->j] : -INFINITY;
+  int nan_or_inf = 0;
+  for (int t = 0; t < nvis; t++)
+    nan_or_inf |= isnan(logit[t]) || logit[t] == INFINITY;
+  /* a sink joins the softmax as one more logit that weighs no value: where
+   * it is finite, logits all -inf no longer make the row NaN */
+  if (nan_or_inf || (mx == -INFINITY && sink == -INFINITY)) {
     for (int d = 0; d < dv; d++)
       out[d] = NAN;
     return;
   }
-  double sum = 0.0;
+  if (sink > mx)
+    mx = sink;
+  double sum = sink == -INFINITY ? 0.0 : exp(sink - mx);
   for (int t = 0; t < nvis; t++) {
     logit[t] = exp(logit[t] - mx);
     sum += logit[t];
@@ -73,9 +94,19 @@ static void attend_row(const double *qv, int dk, int dv, double scale,
   for (int d = 0; d < dv; d++) {
     double acc = 0.0;
     for (int t = 0; t < nvis; t++)
-      acc += logit[t] * (double)v[ref_index(kv_layout, S, H, dv, bi, t, c, d)];
+      acc += logit[t] * (double)v[ref_index(r->kv_layout, r->S, r->H, dv, r->bi,
+                                            r->lo + t, r->c, d)];
     out[d] = (float)(acc / sum);
   }
+}
+
+/* The keys a row at position pos sees among L valid ones: [lo, hi). */
+static void visible(int L, int pos, int causal, const ref_opts *o, int *lo,
+                    int *hi) {
+  *hi = causal ? clampi(pos + 1, 0, L) : L;
+  *lo = o->window > 0 ? clampi(pos - o->window + 1, 0, L) : 0;
+  if (*lo > *hi)
+    *lo = *hi;
 }
 
 void ref_attention(const ref_attn *a, const float *q, const float *k,
@@ -94,19 +125,14 @@ void ref_attention(const ref_attn *a, const float *q, const float *k,
   for (int bi = 0; bi < a->b; bi++) {
     int L = clampi(a->kv_lens ? a->kv_lens[bi] : a->m, 0, a->m);
     for (int j = 0; j < a->hq; j++) {
-      int c = j / g;
+      ref_row r = {a->kv_layout, a->m, a->hkv, bi, j / g, j, 0, 0, 0};
       for (int i = 0; i < a->n; i++) {
-        /* Visible keys are a prefix 0..nvis-1: t < L, and with the causal
-         * mask t <= L - n + i. */
-        int nvis = L;
-        if (a->causal) {
-          int last = L - a->n + i; /* last visible key, may be < 0 */
-          nvis = clampi(last + 1, 0, L);
-        }
+        /* the causal mask: t <= L - n + i, the row's position */
+        r.pos = L - a->n + i;
+        visible(L, r.pos, a->causal, &a->opts, &r.lo, &r.hi);
         for (int d = 0; d < a->dk; d++)
           qv[d] = q[ref_index(a->q_layout, a->n, a->hq, a->dk, bi, i, j, d)];
-        attend_row(qv, a->dk, a->dv, a->scale, k, v, a->kv_layout, a->m, a->hkv,
-                   bi, c, nvis, logit, row);
+        attend_row(qv, a->dk, a->dv, a->scale, &a->opts, k, v, &r, logit, row);
         for (int d = 0; d < a->dv; d++)
           o[ref_index(a->q_layout, a->n, a->hq, a->dv, bi, i, j, d)] = row[d];
       }
@@ -120,6 +146,16 @@ void ref_attention(const ref_attn *a, const float *q, const float *k,
 void ref_decode(int b, int cap, int hq, int hkv, int dk, int dv, int layout,
                 double scale, const int *lens, const float *q, const float *kc,
                 const float *vc, float *o) {
+  ref_decode_opts(b, cap, hq, hkv, dk, dv, layout, scale, lens, NULL, q, kc, vc,
+                  o);
+}
+
+void ref_decode_opts(int b, int cap, int hq, int hkv, int dk, int dv,
+                     int layout, double scale, const int *lens,
+                     const ref_opts *o, const float *q, const float *kc,
+                     const float *vc, float *out) {
+  static const ref_opts none;
+  const ref_opts *op = o != NULL ? o : &none;
   int g = hq / hkv;
   double *logit = malloc(sizeof(double) * (size_t)(cap > 0 ? cap : 1));
   double *qv = malloc(sizeof(double) * (size_t)(dk > 0 ? dk : 1));
@@ -132,10 +168,12 @@ void ref_decode(int b, int cap, int hq, int hkv, int dk, int dv, int layout,
   for (int bi = 0; bi < b; bi++) {
     int L = clampi(lens[bi], 0, cap);
     for (int j = 0; j < hq; j++) {
+      ref_row r = {layout, cap, hkv, bi, j / g, j, 0, 0, L - 1};
+      visible(L, r.pos, 1, op, &r.lo, &r.hi);
       for (int d = 0; d < dk; d++)
         qv[d] = q[((size_t)bi * hq + j) * dk + d];
-      attend_row(qv, dk, dv, scale, kc, vc, layout, cap, hkv, bi, j / g, L,
-                 logit, o + ((size_t)bi * hq + j) * dv);
+      attend_row(qv, dk, dv, scale, op, kc, vc, &r, logit,
+                 out + ((size_t)bi * hq + j) * dv);
     }
   }
   free(logit);

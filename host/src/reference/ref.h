@@ -8,6 +8,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The attention options (clattn.h, "Attention options"); zero: none.
+ * alibi and sinks: [hq] or NULL. */
+typedef struct ref_opts {
+  int window;     /* W >= 1: key t visible only if p - W < t */
+  double softcap; /* C > 0: s -> C tanh(s / C) */
+  const float *alibi;
+  const float *sinks;
+} ref_opts;
+
 /* Shape of one attention call; layouts: 0 = BSHD, 1 = BHSD. */
 typedef struct ref_attn {
   int b, n, m;        /* batch, queries per sequence, keys per sequence */
@@ -18,6 +27,7 @@ typedef struct ref_attn {
   double scale;       /* logit scale (already resolved, never 0) */
   int causal;         /* query i sees key t iff t <= L - n + i */
   const int *kv_lens; /* [b] valid keys (clamped to [0, m]); NULL = m */
+  ref_opts opts;      /* query i sits at position L - n + i */
 } ref_attn;
 
 /* Index of element [bi, s, h, d] of a tensor [B, S, H, D] in layout. */
@@ -41,6 +51,12 @@ void ref_attention(const ref_attn *a, const float *q, const float *k,
 void ref_decode(int b, int cap, int hq, int hkv, int dk, int dv, int layout,
                 double scale, const int *lens, const float *q, const float *kc,
                 const float *vc, float *o);
+/* The same with options o (NULL: none); the query sits at position
+ * lens[bi] - 1. */
+void ref_decode_opts(int b, int cap, int hq, int hkv, int dk, int dv,
+                     int layout, double scale, const int *lens,
+                     const ref_opts *o, const float *q, const float *kc,
+                     const float *vc, float *out);
 
 /* The KV append: rows pos[bi] .. pos[bi]+n_new-1 of sequence bi's cache
  * (capacity cap, layout) get k_new [b, n_new, hk, dk] and v_new [b, n_new,

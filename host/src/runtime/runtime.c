@@ -437,6 +437,7 @@ void clattn__ctx_close(clattn_ctx *ctx) {
   if (ctx->queue)
     clFinish(ctx->queue); /* scratch buffers may still be in use */
   clattn__programs_free(ctx);
+  clattn__consts_free(ctx);
   for (int i = 0; i < CLATTN_SCRATCH_SLOTS; i++)
     if (ctx->scratch[i])
       clReleaseMemObject(ctx->scratch[i]);

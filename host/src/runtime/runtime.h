@@ -42,6 +42,15 @@ typedef struct clattn__choice_state clattn__choice_state;
 typedef struct clattn__memo_entry clattn__memo_entry;
 
 enum { CLATTN_SCRATCH_SLOTS = 4 };
+/* Small constant buffers kept by their contents (consts.c). */
+enum { CLATTN__CONST_SLOTS = 16 };
+typedef struct clattn__const_buf {
+  cl_mem mem;             /* NULL: free */
+  uint64_t hash;
+  size_t bytes;
+  void *data;             /* a copy of the contents, to compare */
+  unsigned long long used; /* the cache's clock at its last use */
+} clattn__const_buf;
 
 /* A call's values of its family's tunables, in the family's own layout
  * (family/tunables.h): value i is the family's tunable i; 0 leaves it to
@@ -108,6 +117,8 @@ struct clattn_ctx {
   clattn_cache_stats stats;
   cl_mem scratch[CLATTN_SCRATCH_SLOTS];
   size_t scratch_size[CLATTN_SCRATCH_SLOTS];
+  clattn__const_buf consts[CLATTN__CONST_SLOTS];
+  unsigned long long consts_clock;
   /* by kernel (a slot by its address); forgotten with the programs */
   clattn__kernel_scalars scalars[CLATTN__SCALAR_KERNELS];
   clattn__choice_state *choice; /* overrides, tuning rows, model picks */
@@ -272,6 +283,16 @@ clattn_status clattn__scratch(clattn_ctx *ctx, int slot, size_t size,
 /* Check that buffer `m` (named `what` in the message) was created in the
  * context's cl_context and holds >= need bytes: every public call's
  * buffers pass here before anything is enqueued. */
+/* A read-only device buffer holding the bytes at data (bytes > 0), made
+ * once per contents and kept by the context (consts.c): the attention
+ * options' per-head arrays, passed as host memory by the caller.  Valid
+ * until the context's next call (a later one may replace it; queued
+ * kernels keep it alive). */
+clattn_status clattn__const_buffer(clattn_ctx *ctx, const void *data,
+                                   size_t bytes, cl_mem *out);
+/* Release them (context close). */
+void clattn__consts_free(clattn_ctx *ctx);
+
 clattn_status clattn__check_buffer(clattn_ctx *ctx, cl_mem m, size_t need,
                                    const char *what);
 
