@@ -17,7 +17,14 @@
  * Masking: L = clamp(kv_lens[b], 0, m) valid keys (m without lens); with
  * CAUSAL, row position i sees key t iff t <= L - n + i.  Rows that see no
  * key produce zeros; masked keys are never weighted, whatever they hold;
- * NaN and inf follow clattn.h's contract (common.cl softmax_inv). */
+ * NaN and inf follow clattn.h's contract (common.cl softmax_inv).
+ *
+ * The attention options (common.cl): a window's lower bound starts the
+ * key loop of a work-item (variant 1, rounded down to a tile) or of a
+ * work-group (variant 2) at its first row's first visible key, so tiles
+ * before it are never loaded; the soft-cap and ALiBi's bias apply to each
+ * scored logit before the masks; a sink starts each row's running maximum
+ * and sum. */
 #ifndef DK
 #define DK 64
 #endif
@@ -68,12 +75,25 @@ typedef FLOATW(VWV) vfloat;
 __kernel void kv_stage(__global const stor_t *k, __global const stor_t *v,
                        __global float *kt, __global float *vc, int m, int ld,
                        int hkv, long k_sb, long k_ss, long k_sh, long v_sb,
-                       long v_ss, long v_sh) {
+                       long v_ss, long v_sh, __global const int *kv_lens,
+                       int n, int has_lens, int window) {
   const int t0 = get_global_id(0) * 16;
   const int bc = get_global_id(1);
   if (t0 >= ld)
     return;
   const int b = bc / hkv, c = bc % hkv;
+#if WINDOW
+  /* keys before the first row's window, in whole KB tiles, are never read
+   * (attn_fwd_reg starts there) */
+  const int L = has_lens ? clamp(kv_lens[b], 0, m) : m;
+  if (t0 + 16 <= key_start(L - n, window) / KB * KB)
+    return;
+#else
+  (void)kv_lens;
+  (void)n;
+  (void)has_lens;
+  (void)window;
+#endif
   __global float *ko = kt + (long)bc * DK * ld + t0;
   __global float *vo = vc + ((long)bc * ld + t0) * DV;
   float blk[DK][16];
@@ -118,7 +138,7 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
                            __global const int *kv_lens, __global stor_t *o,
                            int n, int m, int ld, int hkv, int g, int has_lens,
                            float scale_log2, long q_sb, long q_ss, long q_sh,
-                           long o_sb, long o_ss, long o_sh) {
+                           long o_sb, long o_ss, long o_sh, OPT_ARGS) {
   const int blk = get_global_id(0);
   const int bc = get_global_id(1);
   const int rows = n * g;
@@ -129,7 +149,8 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
   const int L = has_lens ? clamp(kv_lens[b], 0, m) : m;
 
   float qs[RB][DK];
-  int lim[RB];
+  int lim[RB], lo[RB], pos[RB];
+  float slope2[RB], mrow[RB], lrow[RB];
 #pragma unroll
   for (int r = 0; r < RB; r++) {
     const int rho = min(r0 + r, rows - 1);
@@ -137,27 +158,31 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
     const long qb = b * q_sb + i * q_ss + j * q_sh;
     for (int d = 0; d < DK; d++)
       qs[r][d] = LD1(q, qb + d) * scale_log2;
+    pos[r] = L - n + i; /* the row's position (the causal mask's) */
     lim[r] = key_limit(L, n, i);
+    lo[r] = min(key_start(pos[r], window), lim[r]);
+    slope2[r] = alibi_slope2(alibi, j);
+    mrow[r] = sink_logit2(sinks, j);
+    lrow[r] = sink_sum(mrow[r]);
   }
-  const int kend = lim[RB - 1]; /* rows are in increasing position order */
+  /* rows are in increasing position order: the first starts, the last
+   * ends the keys any row needs; tiles stay aligned to KB (kv_stage) */
+  const int kbeg = key_start(pos[0], window) / KB * KB;
+  const int kend = lim[RB - 1];
 
   vfloat acc[RB][NV];
-  float mrow[RB], lrow[RB];
 #pragma unroll
-  for (int r = 0; r < RB; r++) {
-    mrow[r] = -INFINITY;
-    lrow[r] = 0.0f;
+  for (int r = 0; r < RB; r++)
 #pragma unroll
     for (int w = 0; w < NV; w++)
       acc[r][w] = (vfloat)(0.0f);
-  }
   __global const float *ktb = kt + (long)bc * DK * ld;
   __global const float *vcb = vc + (long)bc * ld * DV;
   const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
                              14, 15);
   float p[RB][KB];
 
-  for (int t0 = 0; t0 < kend; t0 += KB) {
+  for (int t0 = kbeg; t0 < kend; t0 += KB) {
     float16 s[RB][NKV];
 #pragma unroll
     for (int r = 0; r < RB; r++)
@@ -177,16 +202,21 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
           s[r][u] = fma(qv, kv[u], s[r][u]);
       }
     }
-    /* masks are needed only where a tile crosses some row's key limit */
-    const int masked = t0 + KB > lim[0];
+    /* masks are needed only where a tile crosses some row's bounds */
+    const int masked = t0 + KB > lim[0] || t0 < lo[RB - 1];
 #pragma unroll
     for (int r = 0; r < RB; r++) {
       float16 tmax = (float16)(-INFINITY);
 #pragma unroll
       for (int u = 0; u < NKV; u++) {
+#if SOFTCAP || ALIBI
+        s[r][u] = opt_logit16(s[r][u], softcap2, slope2[r], pos[r],
+                              t0 + 16 * u);
+#endif
         if (masked) {
           const int16 tidx = lane + (int16)(t0 + 16 * u);
-          s[r][u] = select(s[r][u], (float16)(-INFINITY), tidx >= lim[r]);
+          s[r][u] = select(s[r][u], (float16)(-INFINITY),
+                           tidx >= lim[r] || tidx < lo[r]);
         }
         tmax = max(tmax, s[r][u]);
       }
@@ -204,12 +234,12 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
      * the row NaN if it held a NaN or inf */
 #pragma unroll
     for (int r = 0; r < RB; r++) {
-      const int nt = min(KB, lim[r] - t0);
+      const int tb = max(0, lo[r] - t0), nt = min(KB, lim[r] - t0);
       vfloat a[NV];
 #pragma unroll
       for (int w = 0; w < NV; w++)
         a[w] = acc[r][w];
-      for (int t = 0; t < nt; t++) {
+      for (int t = tb; t < nt; t++) {
         const vfloat pt = (vfloat)(p[r][t]);
 #pragma unroll
         for (int w = 0; w < NV; w++)
@@ -228,7 +258,7 @@ __kernel void attn_fwd_reg(__global const stor_t *q, __global const float *kt,
     if (rho >= rows)
       break;
     const int i = rho / g, j = c * g + rho % g;
-    const float inv = softmax_inv(lrow[r], lim[r] > 0);
+    const float inv = softmax_inv(lrow[r], lim[r] > lo[r]);
     const long ob = b * o_sb + i * o_ss + j * o_sh;
 #pragma unroll
     for (int w = 0; w < NV; w++)
@@ -247,7 +277,7 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
                __global stor_t *o, int n, int m, int hkv, int g, int has_lens,
                float scale_log2, long q_sb, long q_ss, long q_sh, long k_sb,
                long k_ss, long k_sh, long v_sb, long v_ss, long v_sh,
-               long o_sb, long o_ss, long o_sh) {
+               long o_sb, long o_ss, long o_sh, OPT_ARGS) {
   __local float ks[KT * DK];
 #if KV_SAME
 #define vs ks
@@ -262,9 +292,14 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
   const int L = has_lens ? clamp(kv_lens[b], 0, m) : m;
   const int rho = min(grp * WG + lid, rows - 1);
   const int i = rho / g, j = c * g + rho % g;
+  const int pos = L - n + i; /* the row's position (the causal mask's) */
   const int lim = key_limit(L, n, i);
-  /* the group's last row bounds the keys any item needs */
+  const int lo = min(key_start(pos, window), lim);
+  /* the group's first row starts, its last row ends, the keys any item
+   * needs: tiles outside them are never loaded */
+  const int kbeg = key_start(L - n + grp * WG / g, window);
   const int kend = key_limit(L, n, min(grp * WG + WG - 1, rows - 1) / g);
+  const float slope2 = alibi_slope2(alibi, j);
 
   float qs[DK], acc[DV];
   const long qb = b * q_sb + i * q_ss + j * q_sh;
@@ -272,11 +307,12 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
     qs[d] = LD1(q, qb + d) * scale_log2;
   for (int d = 0; d < DV; d++)
     acc[d] = 0.0f;
-  float mrow = -INFINITY, lrow = 0.0f;
+  float mrow = sink_logit2(sinks, j);
+  float lrow = sink_sum(mrow);
   const long kb = b * k_sb + c * k_sh;
   const long vb = b * v_sb + c * v_sh;
 
-  for (int t0 = 0; t0 < kend; t0 += KT) {
+  for (int t0 = kbeg; t0 < kend; t0 += KT) {
     const int nt = min(KT, kend - t0);
     for (int e = lid; e < KT * DK; e += WG) {
       const int t = e / DK, d = e - t * DK;
@@ -295,7 +331,8 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
       float dot = 0.0f;
       for (int d = 0; d < DK; d++)
         dot = fma(qs[d], ks[t * DK + d], dot);
-      s[t] = (t0 + t < lim && t < nt) ? dot : -INFINITY;
+      dot = opt_logit(dot, softcap2, slope2, pos, t0 + t);
+      s[t] = (t0 + t < lim && t0 + t >= lo && t < nt) ? dot : -INFINITY;
       tmax = max(tmax, s[t]);
     }
     const float mnew = max(mrow, tmax);
@@ -308,7 +345,7 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
     }
     lrow = alpha * lrow + psum;
     mrow = mnew;
-    if (t0 + KT <= lim) {
+    if (t0 >= lo && t0 + KT <= lim) {
       for (int d = 0; d < DV; d++) {
         float a = acc[d] * alpha;
         for (int t = 0; t < KT; t++)
@@ -316,13 +353,14 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
         acc[d] = a;
       }
     } else {
-      /* the tile crosses this row's key limit: stop there, as a masked
-       * key's V, though weighted 0, would turn the row NaN if it held a
-       * NaN or inf (beyond nt the tile is zeros, beyond lim it is not) */
-      const int tl = max(0, lim - t0);
+      /* the tile crosses one of this row's bounds: weigh its keys alone,
+       * as a masked key's V, though weighted 0, would turn the row NaN if
+       * it held a NaN or inf (beyond nt the tile is zeros, beyond the
+       * bounds it is not) */
+      const int tb = clamp(lo - t0, 0, KT), tl = clamp(lim - t0, 0, KT);
       for (int d = 0; d < DV; d++) {
         float a = acc[d] * alpha;
-        for (int t = 0; t < tl; t++)
+        for (int t = tb; t < tl; t++)
           a = fma(s[t], vs[t * DV + d], a);
         acc[d] = a;
       }
@@ -331,7 +369,7 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
   }
 
   if (grp * WG + lid < rows) {
-    const float inv = softmax_inv(lrow, lim > 0);
+    const float inv = softmax_inv(lrow, lim > lo);
     const long ob = b * o_sb + i * o_ss + j * o_sh;
     for (int d = 0; d < DV; d++)
       ST1(acc[d] * inv, o, ob + d);

@@ -209,7 +209,7 @@ inline float alibi_slope2(__global const float *alibi, int h) {
 }
 
 /* A logit x of key t for a row at position pos, soft-capped then biased
- * (ALiBi: - slope |pos - t|); x itself without those options. */
+ * (ALiBi: - slope |pos - t|, one fma); x itself without those options. */
 inline float opt_logit(float x, float softcap2, float slope2, int pos, int t) {
 #if SOFTCAP
   x = softcap2 * tanh(x / softcap2);
@@ -217,7 +217,7 @@ inline float opt_logit(float x, float softcap2, float slope2, int pos, int t) {
   (void)softcap2;
 #endif
 #if ALIBI
-  x -= slope2 * (float)abs(pos - t);
+  x = fma(-slope2, (float)abs(pos - t), x);
 #else
   (void)slope2;
   (void)pos;
@@ -236,7 +236,7 @@ inline float16 opt_logit16(float16 x, float softcap2, float slope2, int pos,
 #if ALIBI
   const int16 t = (int16)(t0) + (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
                                         12, 13, 14, 15);
-  x -= (float16)(slope2) * convert_float16(abs((int16)(pos) - t));
+  x = fma((float16)(-slope2), convert_float16(abs((int16)(pos) - t)), x);
 #else
   (void)slope2;
   (void)pos;

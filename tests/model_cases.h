@@ -80,6 +80,51 @@ static const model_case model_cases[] = {
      0,
      0,
      0},
+    /* the attention options: a window whose tiles before it are skipped
+     * (a short block at the end of long sequences), the soft-cap, ALiBi's
+     * per-key fma and the per-row slope and sink loads */
+    {"attn reg f32 window lens",
+     "prefill",
+     "batch=2 seq=5 kv-seq=70 heads=2 kv-heads=1 head-dim=16 "
+     "head-dim-v=16 dtype=f32 causal=1 layout=bshd window=20",
+     {70, 41},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 16},
+     0,
+     0,
+     0,
+     0},
+    {"attn reg f16 all options",
+     "prefill",
+     "batch=1 seq=19 kv-seq=40 heads=4 kv-heads=2 head-dim=16 "
+     "head-dim-v=8 dtype=f16 causal=1 layout=bhsd window=9 softcap=2 "
+     "alibi=1 sinks=1",
+     {-1, -1},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 3, .keys = 16},
+     0,
+     0,
+     0,
+     0},
+    {"attn local f32 window non-causal lens",
+     "prefill",
+     "batch=2 seq=11 kv-seq=60 heads=2 kv-heads=2 head-dim=8 "
+     "head-dim-v=16 dtype=f32 causal=0 layout=bshd window=13 alibi=1 "
+     "sinks=1",
+     {60, 25},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 4},
+     0,
+     0,
+     0,
+     0},
+    {"attn local bf16 window causal",
+     "prefill",
+     "batch=1 seq=6 kv-seq=50 heads=3 kv-heads=1 head-dim=8 "
+     "head-dim-v=8 dtype=bf16 causal=1 layout=bhsd window=7 softcap=3",
+     {-1, -1},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 4, .wg = 8},
+     0,
+     0,
+     0,
+     0},
     {"decode reg f32 splits prefetch",
      "decode",
      "batch=2 kv-seq=100 heads=8 kv-heads=2 head-dim=16 "

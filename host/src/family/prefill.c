@@ -263,9 +263,13 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_attn_desc *d,
   const long sst[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
   const cl_mem sb[4] = {bufs[K], bufs[V], kt, vc};
   cl_uint a = 0;
+  const cl_int swin[3] = {n, bufs[KV_LENS] != NULL, opts.window};
   if ((rc = clattn__args(ctx, st_kern, &a, 4, sizeof(cl_mem), sb)) ||
       (rc = clattn__scalars(ctx, st_kern, &a, 3, sizeof(cl_int), si)) ||
-      (rc = clattn__scalars(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
+      (rc = clattn__scalars(ctx, st_kern, &a, 6, sizeof(cl_long), sst)) ||
+      (rc = clattn__args(ctx, st_kern, &a, 1, sizeof(cl_mem),
+                         &bufs[KV_LENS])) ||
+      (rc = clattn__scalars(ctx, st_kern, &a, 3, sizeof(cl_int), swin)))
     return rc;
   const cl_int ri[6] = {n, m, ld, hkv, g, bufs[KV_LENS] != NULL};
   const cl_mem rb[5] = {bufs[Q], kt, vc, bufs[KV_LENS], bufs[O]};

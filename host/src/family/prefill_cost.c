@@ -11,35 +11,66 @@ static long key_limit(int causal, long L, long n, long i) {
   return causal ? (L < L - n + i + 1 ? L : L - n + i + 1) : L;
 }
 
-/* Keys visible to the first x rows of a causal call, key limit c + i for
- * query i = row / g (c = L - n + 1), clamped at 0: g rows a query, summed
- * as an arithmetic series. */
-static double prefix_keys(long c, long g, long x) {
-  const long q = x / g, t = x % g, i0 = c < 0 ? -c : 0;
-  double full = 0;
-  if (q > i0)
-    full = (double)(q - i0) * (double)c +
-           (double)(i0 + q - 1) * (double)(q - i0) / 2.0;
-  const long hq = c + q;
-  return (double)g * full + (double)t * (hq > 0 ? (double)hq : 0.0);
+/* The first key of query i's window (common.cl key_start; 0 without). */
+static long key_start(long W, long L, long n, long i) {
+  return W > 0 && L - n + i - W + 1 > 0 ? L - n + i - W + 1 : 0;
 }
 
-/* Keys visible to rows r0 .. r0 + count - 1 together, rows past the last
- * counted as the last (the kernels clamp them so); in closed form, since
- * a loop over the rows made the model's time grow with the call's. */
-static double rows_keys(int causal, long L, long n, long g, long rows, long r0,
-                        long count) {
+/* The sum of clamp(x, lo, hi) over x = a .. b - 1 (lo <= hi), in closed
+ * form: the model's time must not grow with the call's. */
+static double sum_clamp(long a, long b, long lo, long hi) {
+  double s = 0;
+  if (b <= a)
+    return 0;
+  const long below = (b < lo ? b : lo) - a;
+  if (below > 0)
+    s += (double)below * (double)lo;
+  const long m0 = a > lo ? a : lo, m1 = b < hi + 1 ? b : hi + 1;
+  if (m1 > m0)
+    s += ((double)m0 + (double)(m1 - 1)) * (double)(m1 - m0) / 2.0;
+  const long h0 = a > hi + 1 ? a : hi + 1;
+  if (b > h0)
+    s += (double)(b - h0) * (double)hi;
+  return s;
+}
+
+/* Keys visible to queries i0 .. i1 - 1 together (window W, 0: none): at
+ * position p = L - n + i a causal query sees clamp(p + 1, 0, min(W, L)),
+ * a non-causal one L - clamp(p - W + 1, 0, L). */
+static double queries_keys(int causal, long W, long L, long n, long i0,
+                           long i1) {
+  const long x0 = L - n + i0 + 1, x1 = L - n + i1 + 1;
+  if (i1 <= i0)
+    return 0;
+  if (causal)
+    return sum_clamp(x0, x1, 0, W > 0 && W < L ? W : L);
+  return (double)(i1 - i0) * (double)L -
+         (W > 0 ? sum_clamp(x0 - W, x1 - W, 0, L) : 0.0);
+}
+
+/* Keys visible to rows r0 .. r0 + count - 1 together (g rows a query),
+ * rows past the last counted as the last (the kernels clamp them so). */
+static double rows_keys(int causal, long W, long L, long n, long g, long rows,
+                        long r0, long count) {
   if (count <= 0)
     return 0;
-  if (!causal)
-    return (double)count * (L > 0 ? (double)L : 0.0);
   const long end = r0 + count < rows ? r0 + count : rows;
-  double keys =
-      end > r0 ? prefix_keys(L - n + 1, g, end) - prefix_keys(L - n + 1, g, r0)
-               : 0.0;
+  double keys = 0;
+  long r = r0;
+  if (r < end && r % g) { /* the first query's rows from r0 on */
+    const long e = end < (r / g + 1) * g ? end : (r / g + 1) * g;
+    keys += (double)(e - r) * queries_keys(causal, W, L, n, r / g, r / g + 1);
+    r = e;
+  }
+  if (end / g > r / g) { /* whole queries */
+    keys += (double)g * queries_keys(causal, W, L, n, r / g, end / g);
+    r = end / g * g;
+  }
+  if (r < end) /* the last query's first rows */
+    keys += (double)(end - r) * queries_keys(causal, W, L, n, r / g, r / g + 1);
   const long past = r0 + count - (end > r0 ? end : r0);
-  const long last = key_limit(causal, L, n, (rows - 1) / g);
-  return keys + (double)past * (last > 0 ? (double)last : 0.0);
+  const long lq = (rows - 1) / g;
+  return keys + (double)past * queries_keys(causal, W, L, n, lq, lq + 1);
 }
 
 clattn_status clattn__prefill_cost(const void *desc, const void *plan,
@@ -54,17 +85,21 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
   const double DK = d->head_dim_k, DV = d->head_dim_v;
   const long rows = n * g;
   const int causal = d->causal != 0;
+  const long W = d->window;
+  /* per row: an ALiBi slope and a sink loaded (4 bytes each), one fma
+   * per scored key for ALiBi's bias; the soft-cap's tanh is not counted
+   * (no fma or exp2 of the kernels' own) */
+  const double opt_row_b = 4.0 * ((d->alibi_slopes != NULL) +
+                                  (d->sinks != NULL));
+  const double alibi_fma = d->alibi_slopes != NULL ? 1.0 : 0.0;
   const double lens_b = kv_lens ? 4.0 : 0.0;
   const long seqs = clattn__distinct_seqs(kv_lens, B);
   const double per_seq = clattn__seq_weight(kv_lens, B);
 
   /* useful work: valid (query, key) pairs */
   double pairs = 0.0;
-  for (long b = 0; b < seqs; b++) {
-    const long L = clattn__valid_len(kv_lens, b, m);
-    for (long i = 0; i < n; i++)
-      pairs += (double)clattn__dmax(0, key_limit(causal, L, n, i));
-  }
+  for (long b = 0; b < seqs; b++)
+    pairs += queries_keys(causal, W, clattn__valid_len(kv_lens, b, m), n, 0, n);
   pairs *= per_seq * (double)d->heads_q;
   const double flops = 2.0 * pairs * (DK + DV);
   const double q_bytes = es * B * n * d->heads_q * DK;
@@ -75,10 +110,21 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
 
   if (pl->variant == 1) {
     /* kv_stage: every key row read once, K^T and V written as float32
-     * over the padded row length ld */
+     * over the padded row length ld; with a window, from the first row's
+     * first visible key on, in whole KB tiles (its work-items each read
+     * kv_lens) */
     clattn_cost *st = clattn__model_kernel(out, "kv_stage");
-    st->bytes_read = kv_bytes;
-    st->bytes_written = 4.0 * B * hkv * pl->ld * (DK + DV);
+    double skipped = 0.0, stage_lens = 0.0;
+    if (W > 0) {
+      for (long b = 0; b < seqs; b++)
+        skipped += (double)(key_start(W, clattn__valid_len(kv_lens, b, m), n,
+                                      0) /
+                            pl->kb * pl->kb);
+      skipped *= per_seq;
+      stage_lens = lens_b * B * hkv * (pl->ld / 16);
+    }
+    st->bytes_read = kv_bytes * (1.0 - skipped / ((double)B * m)) + stage_lens;
+    st->bytes_written = 4.0 * hkv * (B * pl->ld - skipped) * (DK + DV);
     st->bytes_compulsory = st->bytes_read + st->bytes_written;
     dram_reads[0] = st->bytes_read;
     st->bytes_dram = st->bytes_read + st->bytes_written;
@@ -94,19 +140,21 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
         const long r0 = blk * RB;
         const long last = (long)clattn__dmin(r0 + RB - 1, rows - 1);
         const double kend = (double)key_limit(causal, L, n, last / g);
+        const double kbeg = (double)(key_start(W, L, n, r0 / g) / KB * KB);
         /* keys each row of the block (clamped rows too) weights in P V:
-         * those below its own key limit */
-        const double row_keys = rows_keys(causal, L, n, g, rows, r0, RB);
-        /* q: RB rows of DK (clamped rows are loaded too), kv_lens once */
-        rd += lens_b + es * RB * DK;
-        if (kend > 0) {
-          const double T = clattn__cdiv(kend, KB);
+         * those in its own bounds */
+        const double row_keys = rows_keys(causal, W, L, n, g, rows, r0, RB);
+        /* q: RB rows of DK (clamped rows are loaded too), kv_lens once,
+         * the rows' option arrays */
+        rd += lens_b + es * RB * DK + opt_row_b * RB;
+        if (kend > kbeg) {
+          const double T = clattn__cdiv(kend - kbeg, KB);
           /* K^T tiles; V rows, once per row of the block and visible key */
           rd += 4.0 * T * DK * KB + 4.0 * row_keys * DV;
           /* QK^T, PV, and per row and tile the running sum's update */
           const double qkt = T * DK * RB * KB;
           qk += qkt;
-          fma += qkt + row_keys * DV + T * RB;
+          fma += qkt + row_keys * DV + T * RB + alibi_fma * T * RB * KB;
           ex += T * RB * (1.0 + KB); /* alpha + KB probabilities */
           kmax = clattn__dmax(kmax, kend);
         }
@@ -137,20 +185,24 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
       for (long grp = 0; grp < groups; grp++) {
         const long last = (long)clattn__dmin(grp * WG + WG - 1, rows - 1);
         const double kend = (double)key_limit(causal, L, n, last / g);
-        rd += WG * (lens_b + es * DK); /* every item: kv_lens, its q row */
-        /* keys each item (clamped ones too) weights in P V: those below
-         * its own key limit */
-        const double item_keys = rows_keys(causal, L, n, g, rows, grp * WG, WG);
-        if (kend > 0) {
-          const double T = clattn__cdiv(kend, KT);
-          rd += es * kend * (DK + DVL); /* tile loads, t < nt only */
+        const double kbeg = (double)key_start(W, L, n, grp * WG / g);
+        /* every item: kv_lens, its q row, its row's option arrays */
+        rd += WG * (lens_b + es * DK + opt_row_b);
+        /* keys each item (clamped ones too) weights in P V: those in its
+         * own bounds */
+        const double item_keys =
+            rows_keys(causal, W, L, n, g, rows, grp * WG, WG);
+        if (kend > kbeg) {
+          const double T = clattn__cdiv(kend - kbeg, KT);
+          /* tile loads, t < nt only */
+          rd += es * (kend - kbeg) * (DK + DVL);
           /* every item scores all KT keys of every tile, updates its
            * running sum, and accumulates DV per visible key */
-          fma += WG * T * (KT * DK + 1.0) + item_keys * DV;
+          fma += WG * T * (KT * (DK + alibi_fma) + 1.0) + item_keys * DV;
           ex += WG * T * (1.0 + KT);
           /* local: tiles stored, then read by every item */
           loc += 4.0 * (T * KT * (DK + DVL + WG * DK) + item_keys * DV);
-          ws = clattn__dmax(ws, es * kend * (DK + DVL));
+          ws = clattn__dmax(ws, es * (kend - kbeg) * (DK + DVL));
         }
         wr += es * clattn__dmin(WG, rows - grp * WG) * DV;
       }
