@@ -62,6 +62,11 @@ static const ocase cases[] = {
      CLATTN_F32, "variant=1 rows=4 keys=16", 7, 2.0f, 1, 1, 0, 0, 0},
     {"all four f16 non-causal", 1, 40, 70, 4, 4, 16, 16, 0, 1, CLATTN_F16,
      "variant=2 wg=64 keys=16", 33, 2.0f, 1, 2, 0, 0, 0},
+    /* head dims above 256 */
+    {"head dims 512, window + sinks", 1, 21, 37, 2, 1, 512, 512, 1, 0,
+     CLATTN_F32, NULL, 16, 0, 0, 1, 0, 0, 0},
+    {"head dims 320/264 variant 2 f16", 1, 21, 37, 2, 2, 320, 264, 1, 1,
+     CLATTN_F16, "variant=2", 0, 0, 1, 0, 0, 0, 0},
     {"efficient window + sinks", 2, 19, 45, 2, 2, 16, 16, 1, 1, CLATTN_F32,
      NULL, 9, 0, 0, 1, 1, 0, 1},
     {"efficient window + alibi", 1, 30, 30, 2, 2, 16, 16, 1, 0, CLATTN_F32,

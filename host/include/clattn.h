@@ -110,7 +110,7 @@ extern "C" {
  * change it (setenv) from another thread meanwhile. */
 
 /* Largest supported head dimension (k and v). */
-#define CLATTN_MAX_HEAD_DIM 256
+#define CLATTN_MAX_HEAD_DIM 512
 
 /* Status codes.  Numbers never change; new codes are appended. */
 #define CLATTN_STATUS_MAP(X)                                                   \
