@@ -1762,3 +1762,57 @@ Test(choice, params_text) {
   clattn_params_format(&t, buf, sizeof buf);
   cr_assert_str_eq(buf, "variant=1 rows=4");
 }
+
+/* The explanation of a windowed prefill call on a database of this
+ * device's rows for its class with the window word `win` (" w512", or ""
+ * for the same class without a window), each with its keys. */
+static clattn_choice window_choice(const char *name, const char *const *win,
+                                   const int *keys, int n) {
+  static const char *shape = "batch=1 seq=1024 heads=8 head-dim=64 causal=1 "
+                             "window=512";
+  clattn_ctx *probe_ctx = tu_ctx();
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
+  cr_assert_eq(clattn_explain_shape(probe_ctx, "prefill", shape, NULL, &ch),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(probe_ctx));
+  cr_assert(strstr(ch.shape_class, " w512") != NULL, "%s", ch.shape_class);
+  const char *path = tmp_db(name);
+  clattn_db *db = NULL;
+  cr_assert_eq(clattn_db_open(path, &db), CLATTN_OK);
+  for (int i = 0; i < n; i++) {
+    char cls[96], params[64];
+    class_with(ch.shape_class, " w512", win[i], cls, sizeof cls);
+    snprintf(params, sizeof params, "variant=1 rows=4 keys=%d", keys[i]);
+    put_entry(db, probe_ctx, 0, "prefill", cls, params, "ok", 1e-3);
+  }
+  clattn_db_close(db);
+  clattn_ctx *ctx = ctx_with_db(path);
+  cr_assert_eq(clattn_explain_shape(ctx, "prefill", shape, NULL, &ch),
+               CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  clattn_ctx_destroy(ctx);
+  clattn_ctx_destroy(probe_ctx);
+  return ch;
+}
+
+/* A window is a word of the class ("... c1 w512"): a call with one is near
+ * the same call without (one step, as a flag), nearer than a window eight
+ * times as long (three doublings), and takes its own class's row where
+ * there is one. */
+Test(choice, window_class_near) {
+  static const char *const plain[] = {""};
+  static const int plain_keys[] = {64};
+  clattn_choice ch = window_choice("win-plain", plain, plain_keys, 1);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED_NEAREST, "%s", ch.why);
+  cr_assert_eq(tu_params(ch.params).keys, 64, "%s", ch.why);
+
+  static const char *const two[] = {" w4096", ""};
+  static const int two_keys[] = {16, 32};
+  ch = window_choice("win-two", two, two_keys, 2);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED_NEAREST, "%s", ch.why);
+  cr_assert_eq(tu_params(ch.params).keys, 32, "%s", ch.why);
+
+  static const char *const exact[] = {" w4096", "", " w512"};
+  static const int exact_keys[] = {16, 32, 128};
+  ch = window_choice("win-exact", exact, exact_keys, 3);
+  cr_assert_eq(ch.source, CLATTN_CHOICE_TUNED, "%s", ch.why);
+  cr_assert_eq(tu_params(ch.params).keys, 128, "%s", ch.why);
+}

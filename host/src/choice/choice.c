@@ -28,6 +28,7 @@
  * change. */
 #include "choice/choice.h"
 #include "device/profile.h"
+#include "family/attn_opts.h"
 #include "base/clock.h"
 #include "base/cpu_isa.h"
 #include "base/versioned.h"
@@ -385,35 +386,58 @@ bad:
   k->n = -1;
 }
 
-/* Distance between two classes of one kernel: -1 when they cannot share
- * parameters (the dtype, a head dim, a layout or another word differs, or
- * a text is no class), else the sum over the numbers of |log2| of their
- * ratios, each group size and head count counted twice (they change how
- * the kernels divide the work, more than a length does), and 1 per
- * differing flag (c0, c1). */
+/* Distance between two words of one name at place i: -1 when they
+ * cannot share parameters (the dtype, a word without numbers, a head
+ * dim), else the sum over the numbers of |log2| of their ratios, each
+ * group size and head count counted twice (they change how the kernels
+ * divide the work, more than a length does), and 1 per differing flag
+ * (c0, c1). */
+static double word_distance(int i, const class_word *x, const class_word *y) {
+  if (strcmp(x->name, y->name) != 0 || x->nparts != y->nparts)
+    return -1;
+  if (memcmp(x->part, y->part, (size_t)x->nparts * sizeof x->part[0]) == 0)
+    return 0;
+  const char *nm = x->name;
+  if (i == 0 || x->nparts == 0 || strcmp(nm, "k") == 0 ||
+      strcmp(nm, "v") == 0 || strcmp(nm, "d") == 0)
+    return -1; /* dtype, word, head dims */
+  if (strcmp(nm, "c") == 0)
+    return 1;
+  const double weight = strcmp(nm, "g") == 0 || nm[0] == 'h' ? 2 : 1;
+  double dist = 0;
+  for (int j = 0; j < x->nparts; j++) {
+    if (x->part[j] <= 0 || y->part[j] <= 0)
+      return -1;
+    dist += weight * fabs(log2((double)x->part[j] / (double)y->part[j]));
+  }
+  return dist;
+}
+
+/* Distance between two classes of one kernel: the sum of their words'
+ * (word_distance), -1 when a pair cannot share parameters or a text is no
+ * class.  The attention options' words (a window, the soft-cap, ALiBi,
+ * sinks) may be in one class and not the other, 1 each: a call with a
+ * window is near the same call without. */
 static double class_distance(const class_key *a, const class_key *b) {
-  if (a->n < 0 || b->n < 0 || a->n != b->n)
+  if (a->n < 0 || b->n < 0)
     return -1;
   double dist = 0;
-  for (int i = 0; i < a->n; i++) {
-    const class_word *x = &a->w[i], *y = &b->w[i];
-    if (strcmp(x->name, y->name) != 0 || x->nparts != y->nparts)
-      return -1;
-    if (memcmp(x->part, y->part, (size_t)x->nparts * sizeof x->part[0]) == 0)
-      continue;
-    const char *nm = x->name;
-    if (i == 0 || x->nparts == 0 || strcmp(nm, "k") == 0 ||
-        strcmp(nm, "v") == 0 || strcmp(nm, "d") == 0)
-      return -1; /* dtype, word, head dims */
-    if (strcmp(nm, "c") == 0) {
-      dist += 1;
-      continue;
-    }
-    const double weight = strcmp(nm, "g") == 0 || nm[0] == 'h' ? 2 : 1;
-    for (int j = 0; j < x->nparts; j++) {
-      if (x->part[j] <= 0 || y->part[j] <= 0)
+  int i = 0, j = 0;
+  while (i < a->n || j < b->n) {
+    const class_word *x = i < a->n ? &a->w[i] : NULL;
+    const class_word *y = j < b->n ? &b->w[j] : NULL;
+    if (x != NULL && y != NULL && strcmp(x->name, y->name) == 0) {
+      const double d = word_distance(i, x, y);
+      if (d < 0)
         return -1;
-      dist += weight * fabs(log2((double)x->part[j] / (double)y->part[j]));
+      dist += d;
+      i++, j++;
+    } else if (x != NULL && clattn__opts_class_word(x->name)) {
+      dist += 1, i++;
+    } else if (y != NULL && clattn__opts_class_word(y->name)) {
+      dist += 1, j++;
+    } else {
+      return -1;
     }
   }
   return dist;

@@ -103,6 +103,11 @@ void clattn__opts_class(const clattn__opts *o, char *buf, size_t cap) {
     snprintf(buf + len, cap - len, " sinks");
 }
 
+int clattn__opts_class_word(const char *name) {
+  return strcmp(name, "w") == 0 || strcmp(name, "sc") == 0 ||
+         strcmp(name, "alibi") == 0 || strcmp(name, "sinks") == 0;
+}
+
 /* The arrays of shape text's alibi=1 and sinks=1: BLOOM's slopes for 64
  * heads, 2^(-8 (h + 1) / 64), and sinks spread over [-1.5, 1.5]. */
 static const float shape_slopes[CLATTN__OPTS_SHAPE_HEADS] = {

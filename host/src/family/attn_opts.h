@@ -57,6 +57,11 @@ clattn_status clattn__opts_args(clattn_ctx *ctx, cl_kernel k, cl_uint *next,
  * power of 2> sc alibi sinks" (only those set); nothing when none. */
 void clattn__opts_class(const clattn__opts *o, char *buf, size_t cap);
 
+/* Whether a shape class's word named name ("w", "sc", "alibi", "sinks") is
+ * one of the options': a class with it is near the same class without
+ * (choice.c). */
+int clattn__opts_class_word(const char *name);
+
 /* Shape text's keys of the options, and the reader: window=W,
  * softcap=C (an integer), alibi=0|1 and sinks=0|1 (1: the library's own
  * arrays of at most CLATTN__OPTS_SHAPE_HEADS heads, BLOOM's slopes and
