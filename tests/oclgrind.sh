@@ -12,7 +12,7 @@
 # every call of tests/model_cases.h through tests/kernel_run (all kernels
 # in the tree, the probe's microkernels included).
 #
-# The subset: CLATTN_TEST_SUBSET=small makes test_attention / test_decode /
+# The subset: CLATTN_TEST_SUBSET=small makes test_attention / test_attn_options / test_decode /
 # test_th_decode / test_super_values / test_cvmm / test_projection
 # replace their sweeps by a few small shapes that still cover both kernel
 # variants (1 and 2, several tile/work-group choices), f32 and f16, causal
@@ -66,7 +66,7 @@ export CLATTN_DB="$tmp/no-tuning.db" # the built-in defaults, whatever is tuned
 export CLATTN_SHIPPED=0
 
 rc=0
-for t in attention decode talking_heads th_decode super_values cvmm; do
+for t in attention attn_options decode talking_heads th_decode super_values cvmm; do
   echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small) [${SECONDS} s]"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done
