@@ -226,6 +226,18 @@ static clattn_status attn_run(scenario *s) {
   return clattn_attention(s->ctx, &attn_desc, s->mem[0], s->mem[1], s->mem[2],
                           NULL, s->mem[3], NULL);
 }
+/* With every attention option: the per-head arrays' device copies are
+ * made at the call (runtime/consts.c). */
+static const float attn_slopes[2] = {0.25f, 0.5f}, attn_sinks[2] = {0.5f, -1};
+static clattn_status attn_opts_run(scenario *s) {
+  clattn_attn_desc d = attn_desc;
+  d.window = 2;
+  d.softcap = 4.0f;
+  d.alibi_slopes = attn_slopes;
+  d.sinks = attn_sinks;
+  return clattn_attention(s->ctx, &d, s->mem[0], s->mem[1], s->mem[2], NULL,
+                          s->mem[3], NULL);
+}
 static int attn_result(scenario *s, float *out) {
   read_floats(s->ctx, s->mem[3], out, ATTN_O);
   return ATTN_O;
@@ -566,6 +578,8 @@ static const scenario all_scenarios[] = {
     SCENARIO("clattn_attention", attn_setup, attn_run, NULL, attn_result),
     SCENARIO("clattn_attention with a tuning database", tuned_attn_setup,
              attn_run, NULL, attn_result),
+    SCENARIO("clattn_attention with the options", attn_setup, attn_opts_run,
+             NULL, attn_result),
     SCENARIO("clattn_decode", dec_setup, dec_run, NULL, dec_result),
     SCENARIO("clattn_kv_append", dec_setup, append_run, NULL, append_result),
     SCENARIO("clattn_talking_heads", th_setup, th_run, NULL, th_result),
@@ -719,6 +733,9 @@ Test(alloc, attention, .timeout = 300) { alloc_sweep("clattn_attention"); }
 Test(alloc, tuned_attention, .timeout = 300) {
   alloc_sweep("clattn_attention with a tuning database");
 }
+Test(alloc, attention_options, .timeout = 300) {
+  alloc_sweep("clattn_attention with the options");
+}
 Test(alloc, decode, .timeout = 300) { alloc_sweep("clattn_decode"); }
 Test(alloc, kv_append, .timeout = 300) { alloc_sweep("clattn_kv_append"); }
 Test(alloc, talking_heads, .timeout = 300) {
@@ -828,6 +845,9 @@ static void cl_sweep(const char *name, cl_int code) {
     cl_sweep(scenario_name, CL_MEM_OBJECT_ALLOCATION_FAILURE);                 \
   }
 CL_TESTS(attention, "clattn_attention")
+Test(cl, attention_options_out_of_resources, .timeout = 300) {
+  cl_sweep("clattn_attention with the options", CL_OUT_OF_RESOURCES);
+}
 CL_TESTS(decode, "clattn_decode")
 CL_TESTS(kv_append, "clattn_kv_append")
 CL_TESTS(talking_heads, "clattn_talking_heads")
