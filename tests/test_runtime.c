@@ -219,10 +219,10 @@ Test(misuse, attention) {
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_SHAPE, "heads_q %% heads_kv != 0");
   d = p.d;
   d.head_dim_k = CLATTN_MAX_HEAD_DIM + 1;
-  EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "head_dim_k 257");
+  EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "head_dim_k CLATTN_MAX_HEAD_DIM + 1");
   d = p.d;
   d.head_dim_v = CLATTN_MAX_HEAD_DIM + 8;
-  EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "head_dim_v 264");
+  EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "head_dim_v CLATTN_MAX_HEAD_DIM + 8");
   d = p.d;
   d.dtype = (clattn_dtype)5;
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "dtype 5");
@@ -359,8 +359,9 @@ Test(misuse, decode_and_append) {
   x.heads_q = 4;
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_SHAPE, "decode hq %% hkv");
   x = dd;
-  x.head_dim_k = 300;
-  EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_UNSUPPORTED, "decode head dim 300");
+  x.head_dim_k = CLATTN_MAX_HEAD_DIM + 1;
+  EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_UNSUPPORTED,
+              "decode head dim CLATTN_MAX_HEAD_DIM + 1");
   x = dd;
   x.capacity = cap + 1;
   EXPECT_FAIL(&p, DEC(x), CLATTN_ERR_BUFFER_TOO_SMALL, "decode cap > buffer");
