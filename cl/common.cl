@@ -208,11 +208,24 @@ inline float alibi_slope2(__global const float *alibi, int h) {
 #endif
 }
 
+/* C tanh(x / C) for the soft-cap C (softcap2, in log2 units like x), as
+ * sign(x) C (1 - e) / (1 + e) with e = 2^(-2 log2(e) |x| / C) from the
+ * softmax's own exp2s: the library's tanh is a slow call on CPUs, and this
+ * one is an exp2 the model counts.  NaN stays NaN; +-inf gives +-C. */
+#define SOFTCAP_DEF(N, FT)                                                     \
+  inline FT CAT(softcap, N)(FT x, float softcap2) {                            \
+    const FT e = CAT(exp2s, N)(fabs(x) * (FT)(-2.0f * M_LOG2E_F / softcap2));  \
+    return copysign((FT)(softcap2) * (((FT)(1.0f) - e) / ((FT)(1.0f) + e)),   \
+                    x);                                                        \
+  }
+SOFTCAP_DEF(1, float)
+SOFTCAP_DEF(16, float16)
+
 /* A logit x of key t for a row at position pos, soft-capped then biased
  * (ALiBi: - slope |pos - t|, one fma); x itself without those options. */
 inline float opt_logit(float x, float softcap2, float slope2, int pos, int t) {
 #if SOFTCAP
-  x = softcap2 * tanh(x / softcap2);
+  x = softcap1(x, softcap2);
 #else
   (void)softcap2;
 #endif
@@ -229,7 +242,7 @@ inline float opt_logit(float x, float softcap2, float slope2, int pos, int t) {
 inline float16 opt_logit16(float16 x, float softcap2, float slope2, int pos,
                            int t0) {
 #if SOFTCAP
-  x = (float16)(softcap2) * tanh(x / (float16)(softcap2));
+  x = softcap16(x, softcap2);
 #else
   (void)softcap2;
 #endif

@@ -86,12 +86,13 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
   const long rows = n * g;
   const int causal = d->causal != 0;
   const long W = d->window;
-  /* per row: an ALiBi slope and a sink loaded (4 bytes each), one fma
-   * per scored key for ALiBi's bias; the soft-cap's tanh is not counted
-   * (no fma or exp2 of the kernels' own) */
+  /* per row: an ALiBi slope and a sink loaded (4 bytes each); per
+   * scored key: one fma for ALiBi's bias, one exp2 for the soft-cap's
+   * tanh (common.cl softcap1) */
   const double opt_row_b = 4.0 * ((d->alibi_slopes != NULL) +
                                   (d->sinks != NULL));
   const double alibi_fma = d->alibi_slopes != NULL ? 1.0 : 0.0;
+  const double softcap_ex = d->softcap != 0.0f ? 1.0 : 0.0;
   const double lens_b = kv_lens ? 4.0 : 0.0;
   const long seqs = clattn__distinct_seqs(kv_lens, B);
   const double per_seq = clattn__seq_weight(kv_lens, B);
@@ -155,7 +156,8 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
           const double qkt = T * DK * RB * KB;
           qk += qkt;
           fma += qkt + row_keys * DV + T * RB + alibi_fma * T * RB * KB;
-          ex += T * RB * (1.0 + KB); /* alpha + KB probabilities */
+          /* alpha + KB probabilities, the soft-cap's exp2 a key */
+          ex += T * RB * (1.0 + KB + softcap_ex * KB);
           kmax = clattn__dmax(kmax, kend);
         }
         wr += es * clattn__dmin(RB, rows - r0) * DV;
@@ -199,7 +201,7 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
           /* every item scores all KT keys of every tile, updates its
            * running sum, and accumulates DV per visible key */
           fma += WG * T * (KT * (DK + alibi_fma) + 1.0) + item_keys * DV;
-          ex += WG * T * (1.0 + KT);
+          ex += WG * T * (1.0 + KT + softcap_ex * KT);
           /* local: tiles stored, then read by every item */
           loc += 4.0 * (T * KT * (DK + DVL + WG * DK) + item_keys * DV);
           ws = clattn__dmax(ws, es * (kend - kbeg) * (DK + DVL));
