@@ -45,8 +45,8 @@ clattn_status clattn__check_cache(const clattn_decode_desc *d, char *why,
 }
 
 #define SHAPE_KEYS                                                             \
-  "batch kv-seq heads kv-heads head-dim head-dim-v dtype layout "              \
-  CLATTN__OPTS_SHAPE_KEYS
+  "batch kv-seq heads kv-heads head-dim head-dim-v dtype "                     \
+  "layout " CLATTN__OPTS_SHAPE_KEYS
 
 clattn_status clattn__parse_cache(const char *text, const char *known,
                                   clattn_decode_desc *out, char *why,
@@ -380,8 +380,8 @@ static void check_case(const void *desc, clattn__check_case *c) {
 static void reference(const void *desc, void *const *b) {
   const clattn_decode_desc *d = desc;
   const ref_opts o = clattn__opts_ref(CLATTN__OPTS_OF(d));
-  ref_decode_opts(d->batch, d->capacity, d->heads_q, d->heads_kv,
-                  d->head_dim_k, d->head_dim_v, (int)d->cache_layout,
+  ref_decode_opts(d->batch, d->capacity, d->heads_q, d->heads_kv, d->head_dim_k,
+                  d->head_dim_v, (int)d->cache_layout,
                   d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
                   b[LENS], &o, b[Q], b[K_CACHE], b[V_CACHE], b[O]);
 }

@@ -16,9 +16,9 @@ static void split_keys(const clattn_decode_desc *d,
   long per = pl->chunk, lo = 0;
   if (d->window > 0) {
     lo = L - d->window > 0 ? L - d->window : 0;
-    per = (long)clattn__cdiv(clattn__cdiv((double)(L - lo), pl->splits),
-                             pl->kb) *
-          pl->kb;
+    per =
+        (long)clattn__cdiv(clattn__cdiv((double)(L - lo), pl->splits), pl->kb) *
+        pl->kb;
   }
   *tb = lo + (long)s * per;
   *te = L < *tb + per ? L : *tb + per;
@@ -85,8 +85,8 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
               es * (nk * (k_loads * DK + (1.0 + passes) * DV) +
                     lone * k_loads * DK);
         /* QK^T, PV (padded heads included), sum updates, ALiBi */
-        fma += (nk + lone) * G * DK + nk * pv_heads * DV + T * G +
-               alibi * nk * G;
+        fma +=
+            (nk + lone) * G * DK + nk * pv_heads * DV + T * G + alibi * nk * G;
         /* alpha per block; each key's probability, over the block padded
          * to kb keys per head, or the valid keys only in lanes */
         ex += T * G + G * (pl->lanes ? nk : T * pl->kb);
@@ -133,10 +133,10 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
       const double live = live_heads(d, L);
       /* lse read for the maximum, then again with each partial; a sink
        * read by each item, and its exp2 where the row is live */
-      crd += items * (hq * (4.0 * S + 4.0 * sinks) +
-                      live * 4.0 * S * (1.0 + VWV));
-      cfma += items * live * (S * (VWV + CLATTN__EXP2_FMAS) +
-                              sinks * CLATTN__EXP2_FMAS);
+      crd +=
+          items * (hq * (4.0 * S + 4.0 * sinks) + live * 4.0 * S * (1.0 + VWV));
+      cfma += items * live *
+              (S * (VWV + CLATTN__EXP2_FMAS) + sinks * CLATTN__EXP2_FMAS);
       cex += items * live * (S + sinks);
     }
     crd *= per_seq, cfma *= per_seq, cex *= per_seq;
