@@ -575,6 +575,7 @@ Test(decode, repeated_calls_set_changed_arguments) {
  * combine takes it).  Sequences: the full cache, shorter ones and one of
  * no keys (zeros whatever the options).  Shapes divide no tile; a window
  * of 1, below, at and above a block, and the cache's capacity and beyond;
+ * head dims up to 512;
  * with few keys in a window and many splits, the splits past the visible
  * keys' last block read nothing (split_keys). */
 typedef struct ocase {
@@ -622,10 +623,16 @@ static const ocase opt_cases[] = {
      {57, 33, 0, -1}, {9, 57}, 2, 2.0f, 1, 1,
      {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16},
      {1, 3}, 2, 0},
-    {"window sinks v2 f32 d=256", CLATTN_F32, 50, 2, 1, 256, 256, 1,
+    /* head dims past 256: a tile of few keys in local memory (variant 2),
+     * long private rows (variant 1) */
+    {"window sinks v2 f32 d=512", CLATTN_F32, 50, 2, 1, 512, 512, 1,
      {50, 17, -1, -1}, {20}, 1, 0.0f, 0, 1,
      {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 64},
      {3}, 1, 0},
+    {"alibi softcap v1 bf16 dk=512 dv=264", CLATTN_BF16, 40, 4, 2, 512, 264,
+     0, {40, 23, -1, -1}, {0}, 1, 4.0f, 1, 0,
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16},
+     {2}, 1, 0},
 };
 /* clang-format on */
 enum { N_OPT_CASES = sizeof opt_cases / sizeof opt_cases[0] };
