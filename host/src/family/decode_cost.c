@@ -51,9 +51,10 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
   const int VWV = clattn__vec_width(d->head_dim_v);
   /* options: each work-item (variant 1) or work-group (2) reads the G
    * slopes, and the G sinks where it writes o (else the combine reads
-   * them); ALiBi's bias is an FMA a visible logit; a soft-cap's tanh is
-   * neither an FMA nor an exp2 */
+   * them); ALiBi's bias is an FMA a visible logit, a soft-cap's tanh an
+   * exp2 (cl/common.cl's softcap1) */
   const double alibi = d->alibi_slopes != NULL;
+  const double softcap = d->softcap != 0.0f;
   const double sinks = d->sinks != NULL;
   const double opt_rd = 4.0 * G * (alibi + (direct ? sinks : 0.0));
   double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, keys_all = 0;
@@ -89,14 +90,14 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
             (nk + lone) * G * DK + nk * pv_heads * DV + T * G + alibi * nk * G;
         /* alpha per block; each key's probability, over the block padded
          * to kb keys per head, or the valid keys only in lanes */
-        ex += T * G + G * (pl->lanes ? nk : T * pl->kb);
+        ex += T * G + G * (pl->lanes ? nk : T * pl->kb) + softcap * nk * G;
       } else {
         const double KT = pl->kb, T = clattn__cdiv(nk, KT);
         /* every item reads lens; q, K and V once each (V staged in local
          * memory, then read by each query head) */
         rd += 4.0 * pl->wg + es * G * DK + es * nk * (DK + DVL) + opt_rd;
         fma += T * G * KT * DK + nk * G * DV + T * G + alibi * nk * G;
-        ex += T * G * (1.0 + KT);
+        ex += T * G * (1.0 + KT) + softcap * nk * G;
         /* with ALiBi the slopes are staged, then read a visible logit */
         loc += 4.0 * (G * DK * (1.0 + T * KT) + T * KT * DK * (1.0 + G) +
                       T * G * KT * 3.0 + nk * G + nk * (DVL + G * DV) +
