@@ -22,7 +22,14 @@
  *                    to
  *   WG, KT, PAIRS    variant 2: work-items, keys per tile,
  *                    ceil(G * DV / WG) output elements per item
- *   DIRECT           1: write o instead of partials */
+ *   DIRECT           1: write o instead of partials
+ *   WINDOW, SOFTCAP, ALIBI, SINKS  the attention options (cl/common.cl):
+ *                    the query sits at position L - 1; soft-cap and ALiBi
+ *                    change each logit of the split kernels; a sink enters
+ *                    the combine's log-sum-exp once per row, or the split
+ *                    kernel's softmax where it writes o (DIRECT); with a
+ *                    window the splits divide the visible keys (split_keys)
+ */
 #ifndef DK
 #define DK 64
 #endif
@@ -105,6 +112,45 @@ inline float split_inv(float l, int visible) {
 #else
   (void)visible;
   return l > 0.0f ? 1.0f / l : 0.0f;
+#endif
+}
+
+/* The keys [tb, te) that split s of S reads of a sequence with L valid
+ * keys.  Without a window: the plan's chunk of `chunk` keys of the cache.
+ * With WINDOW the S splits divide the visible keys [lo, L) at run time, in
+ * chunks rounded up to `align` keys (a block or tile, so that only each
+ * split's last block is partial), starting at lo itself: no split reads a
+ * key outside the window, no block crosses its lower bound (nothing is
+ * masked), and every split keeps a share of the work, where the plan's
+ * static chunks would leave the splits before the window idle and one or
+ * two splits doing it all (a GPU's work-groups, a CPU's cores).  The plan
+ * sizes S for min(capacity, W) keys (host/src/family/plan.c). */
+inline int2 split_keys(int L, int s, int S, int chunk, int align,
+                       int window) {
+#if WINDOW
+  (void)chunk;
+  const int lo = key_start(L - 1, window);
+  const int per = ((L - lo + S - 1) / S + align - 1) / align * align;
+  const int tb = lo + s * per;
+  return (int2)(tb, min(L, tb + per));
+#else
+  (void)align;
+  (void)window;
+  const int tb = s * chunk;
+  return (int2)(tb, min(L, tb + chunk));
+#endif
+}
+
+/* The sink a split starts query head j's softmax with (log2 units): the
+ * head's sink where the split writes o (DIRECT), else none: the combine
+ * adds it once per row. */
+inline float split_sink2(__global const float *sinks, int j) {
+#if DIRECT
+  return sink_logit2(sinks, j);
+#else
+  (void)sinks;
+  (void)j;
+  return -INFINITY;
 #endif
 }
 
@@ -265,6 +311,25 @@ score_key(const qfloat (*qv)[NQ], __global const stor_t *k, long kr,
     for (int h = 0; h < G; h++)
       sc[SCI(t, h)] = -INFINITY;
   }
+#endif
+}
+
+/* The options' logits (soft-cap, then ALiBi with head h's slope sl2[h])
+ * of a block's nt keys t0 .. t0 + nt - 1 for a query at pos; the padding
+ * past nt keeps its -inf.  Nothing without those options. */
+inline void opt_block(float *sc, int nt, int t0, int pos, float softcap2,
+                      const float *sl2) {
+#if SOFTCAP || ALIBI
+  for (int h = 0; h < G; h++)
+    for (int t = 0; t < nt; t++)
+      sc[SCI(t, h)] = opt_logit(sc[SCI(t, h)], softcap2, sl2[h], pos, t0 + t);
+#else
+  (void)sc;
+  (void)nt;
+  (void)t0;
+  (void)pos;
+  (void)softcap2;
+  (void)sl2;
 #endif
 }
 
@@ -469,19 +534,22 @@ __kernel void decode_split_reg(__global const stor_t *q,
                                __global float *opart, __global float *lse,
                                int cap, int hkv, int S, int chunk,
                                float scale_log2, long k_sb, long k_ss,
-                               long k_sh, long v_sb, long v_ss, long v_sh) {
+                               long k_sh, long v_sb, long v_ss, long v_sh,
+                               OPT_ARGS) {
   const int s = get_global_id(0);
   const int bc = get_global_id(1);
   if (s >= S)
     return;
   const int b = bc / hkv, c = bc % hkv;
   const int L = clamp(lens[b], 0, cap);
-  const int tb = s * chunk;
-  const int te = min(L, tb + chunk);
+  const int2 keys = split_keys(L, s, S, chunk, KB, window);
+  const int tb = keys.x, te = keys.y;
+  const int pos = L - 1; /* the query's position */
 
   qfloat qv[G][NQ];
   vfloat acc[G][NV];
   float mrow[G], lrow[G];
+  float sl2[G]; /* ALiBi slopes (log2 units) */
   for (int h = 0; h < G; h++) {
     const long qb = ((long)b * hkv * G + c * G + h) * DK;
     for (int w = 0; w < NQ; w++) {
@@ -494,8 +562,9 @@ __kernel void decode_split_reg(__global const stor_t *q,
     }
     for (int w = 0; w < NV; w++)
       acc[h][w] = (vfloat)(0.0f);
-    mrow[h] = -INFINITY;
-    lrow[h] = 0.0f;
+    mrow[h] = split_sink2(sinks, c * G + h);
+    lrow[h] = sink_sum(mrow[h]);
+    sl2[h] = alibi_slope2(alibi, c * G + h);
   }
   const long kb = b * k_sb + c * k_sh;
   const long vb = b * v_sb + c * v_sh;
@@ -516,6 +585,7 @@ __kernel void decode_split_reg(__global const stor_t *q,
     const int nt = min(KB, te - t0);
     const int t1 = t0 + KB;
     const int nt1 = min(KB, te - t1); /* <= 0: this is the last block */
+    opt_block(sc[cur], nt, t0, pos, softcap2, sl2);
     softmax_block(sc[cur], nt, mrow, lrow, al);
 #if PF
     pf_cursor pfc = pf_start(k, kb, k_ss, v, vb, v_ss, t1, te);
@@ -639,6 +709,10 @@ __kernel void decode_split_reg(__global const stor_t *q,
   (void)o;
   (void)opart;
   (void)lse;
+  (void)sinks;
+  (void)alibi;
+  (void)softcap2;
+  (void)window;
 }
 
 /* Variant 2 (GPU-shaped): a work-group of WG items per (split, sequence *
@@ -654,7 +728,7 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
                    __global stor_t *o, __global float *opart,
                    __global float *lse, int cap, int hkv, int S, int chunk,
                    float scale_log2, long k_sb, long k_ss, long k_sh,
-                   long v_sb, long v_ss, long v_sh) {
+                   long v_sb, long v_ss, long v_sh, OPT_ARGS) {
   __local float qs[G * DK];
   __local float ks[KT * DK];
 #if KV_SAME
@@ -664,20 +738,30 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
 #endif
   __local float ps[G * KT];
   __local float mst[G], lst[G], ast[G];
+#if ALIBI
+  __local float sl2[G]; /* the slopes, log2 units */
+#define SLOPE2(h) sl2[h]
+#else
+#define SLOPE2(h) 0.0f
+#endif
   const int lid = get_local_id(0);
   const int s = get_group_id(0);
   const int bc = get_global_id(1);
   const int b = bc / hkv, c = bc % hkv;
   const int L = clamp(lens[b], 0, cap);
-  const int tb = s * chunk;
-  const int te = min(L, tb + chunk);
+  const int2 keys = split_keys(L, s, S, chunk, KT, window);
+  const int tb = keys.x, te = keys.y;
+  const int pos = L - 1; /* the query's position */
   const long row0 = (long)b * hkv * G + c * G;
 
   for (int e = lid; e < G * DK; e += WG)
     qs[e] = LD1(q, row0 * DK + e) * scale_log2;
   for (int h = lid; h < G; h += WG) {
-    mst[h] = -INFINITY;
-    lst[h] = 0.0f;
+    mst[h] = split_sink2(sinks, c * G + h);
+    lst[h] = sink_sum(mst[h]);
+#if ALIBI
+    sl2[h] = alibi_slope2(alibi, c * G + h);
+#endif
   }
   float acc[PAIRS];
   for (int p = 0; p < PAIRS; p++)
@@ -704,7 +788,8 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
       float dot = 0.0f;
       for (int d = 0; d < DK; d++)
         dot = fma(qs[h * DK + d], ks[t * DK + d], dot);
-      ps[e] = t < nt ? dot : -INFINITY;
+      ps[e] = t < nt ? opt_logit(dot, softcap2, SLOPE2(h), pos, t0 + t)
+                     : -INFINITY;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int h = lid; h < G; h += WG) {
@@ -752,23 +837,35 @@ decode_split_local(__global const stor_t *q, __global const stor_t *k,
     }
   }
   (void)vb;
+  (void)pos;
+  (void)softcap2;
+  (void)alibi;
+  (void)sinks;
 }
 #undef vs
+#undef SLOPE2
 
 /* Merge S split partials of each (sequence, query head) row:
  * o = sum_s w_s o_s with w_s = exp2(lse_s - max) / sum exp2(lse - max);
  * a row whose splits are all empty gives zeros, one whose visible keys all
- * score -inf NaN (split_lse), and a NaN split makes the row NaN.
- * Global size (rows, NV). */
+ * score -inf NaN (split_lse), and a NaN split makes the row NaN.  A sink
+ * (SINKS) is one more term of the sum that weighs no partial, added here
+ * and only here, so once per row whatever S is; with a finite sink a row
+ * whose keys all score -inf, or that has none, gives zeros.
+ * Global size (rows, NV); rows = batch * heads. */
 __kernel void decode_combine(__global const float *opart,
                              __global const float *lse, __global stor_t *o,
-                             int rows, int S) {
+                             int rows, int S, int heads, OPT_ARGS) {
   const int row = get_global_id(0);
   const int w = get_global_id(1);
+  (void)window;
+  (void)softcap2;
+  (void)alibi;
   if (row >= rows || w >= NV)
     return;
   __global const float *ls = lse + (long)row * S;
-  float lmax = -INFINITY;
+  const float sink2 = sink_logit2(sinks, row % heads);
+  float lmax = sink2; /* -inf without a sink */
   for (int s = 0; s < S; s++)
     lmax = max(lmax, ls[s]);
   vfloat sum = (vfloat)(0.0f);
@@ -780,6 +877,9 @@ __kernel void decode_combine(__global const float *opart,
       sum = fma((vfloat)(ws),
                 LDF(VWV, opart, ((long)row * S + s) * DV + w * VWV), sum);
     }
+#if SINKS
+    z += exp2s1(sink2 - lmax);
+#endif
   }
   const float inv =
       lmax == LSE_ALL_NEG_INF ? NAN : (z > 0.0f ? 1.0f / z : 0.0f);

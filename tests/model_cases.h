@@ -419,6 +419,62 @@ static const model_case model_cases[] = {
      0,
      0,
      0},
+    /* attention options in decode: a window that leaves splits empty and
+     * cuts the shorter sequence's keys, ALiBi and sinks through the
+     * combine (G = 4 in lanes); soft-cap and a sink in a direct split;
+     * the local kernel with a sequence of no keys whose rows a finite sink
+     * keeps live in the combine */
+    {"decode reg f32 lanes window alibi sinks splits",
+     "decode",
+     "batch=2 kv-seq=100 heads=8 kv-heads=2 head-dim=16 "
+     "head-dim-v=16 dtype=f32 layout=bhsd window=23 alibi=1 sinks=1",
+     {100, 37},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3},
+     0,
+     0,
+     0,
+     0},
+    {"decode reg f16 window softcap sinks direct",
+     "decode",
+     "batch=1 kv-seq=50 heads=2 kv-heads=1 head-dim=32 "
+     "head-dim-v=16 dtype=f16 layout=bshd window=20 softcap=3 sinks=1",
+     {41, -1},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 1},
+     0,
+     0,
+     0,
+     0},
+    {"decode local bf16 window alibi sinks empty seq",
+     "decode",
+     "batch=2 kv-seq=45 heads=4 kv-heads=2 head-dim=8 "
+     "head-dim-v=12 dtype=bf16 layout=bhsd window=11 alibi=1 sinks=1 "
+     "softcap=2",
+     {30, 0},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16, .splits = 2},
+     0,
+     0,
+     0,
+     0},
+    {"efficient decode reg f32 window softcap sinks splits",
+     "efficient-decode",
+     "batch=2 kv-seq=70 heads=4 kv-heads=4 head-dim=16 dtype=f32 "
+     "layout=bhsd window=30 softcap=5 sinks=1",
+     {70, 12},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3},
+     0,
+     0,
+     0,
+     0},
+    {"efficient decode local f16 alibi sinks direct",
+     "efficient-decode",
+     "batch=1 kv-seq=24 heads=3 kv-heads=3 head-dim=8 dtype=f16 "
+     "layout=bshd alibi=1 sinks=1",
+     {19, -1},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16, .splits = 1},
+     0,
+     0,
+     0,
+     0},
     {"efficient append f32 overflow",
      "efficient-append",
      "batch=2 kv-seq=20 new=3 heads=4 kv-heads=4 head-dim=8 dtype=f32 "

@@ -564,3 +564,306 @@ Test(decode, repeated_calls_set_changed_arguments) {
   }
   clattn_ctx_destroy(ctx);
 }
+
+/* ------------------------------------------------- attention options */
+
+/* clattn_decode with the attention options (clattn.h, "Attention
+ * options") against ref_decode_opts.  Each case is one set of options on
+ * one storage type, variant and group; the windows (a runtime argument)
+ * and the split counts sweep within it, so a case builds one program with
+ * S == 1 (DIRECT: the split kernel takes the sink) and one with S > 1 (the
+ * combine takes it).  Sequences: the full cache, shorter ones and one of
+ * no keys (zeros whatever the options).  Shapes divide no tile; a window
+ * of 1, below, at and above a block, and the cache's capacity and beyond;
+ * head dims up to 512;
+ * with few keys in a window and many splits, the splits past the visible
+ * keys' last block read nothing (split_keys). */
+typedef struct ocase {
+  const char *name;
+  clattn_dtype dt;
+  int cap, hq, hkv, dk, dv, layout;
+  int lens[4];          /* -1 past the batch */
+  int windows[6], nwin; /* 0: none */
+  float softcap;
+  int alibi, sinks;     /* 1: per-head arrays (sinks: head 1 is -inf) */
+  clattn_params params; /* splits: overridden by splits[] */
+  int splits[3], nsplits;
+  int small; /* kept by CLATTN_TEST_SUBSET=small (Oclgrind) */
+} ocase;
+
+/* clang-format off */
+static const ocase opt_cases[] = {
+    /* name, dtype, cap, hq, hkv, dk, dv, layout, lens, windows, softcap,
+     * alibi, sinks, params, splits, small */
+    {"window v1 f32", CLATTN_F32, 100, 4, 2, 20, 12, 1, {100, 37, 1, 0},
+     {1, 5, 16, 40, 100, 1000}, 6, 0.0f, 0, 0,
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16},
+     {1, 3, 7}, 3, 1},
+    {"window v2 bf16 G=3", CLATTN_BF16, 45, 3, 1, 12, 12, 0, {45, 20, 0, -1},
+     {3, 8, 45, 50}, 4, 0.0f, 0, 0,
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 32},
+     {1, 4}, 2, 0},
+    {"sinks v1 f16 MHA", CLATTN_F16, 77, 4, 4, 16, 16, 0, {77, 0, 30, -1},
+     {0}, 1, 0.0f, 0, 1,
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 32},
+     {1, 3}, 2, 0},
+    {"softcap v1 f32 lanes G=8", CLATTN_F32, 90, 8, 1, 16, 16, 1,
+     {90, 44, -1, -1}, {0}, 1, 0.5f, 0, 0,
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16},
+     {4}, 1, 0},
+    {"alibi v2 f32", CLATTN_F32, 70, 4, 2, 20, 12, 0, {70, 9, -1, -1},
+     {0}, 1, 0.0f, 1, 0,
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 16, .wg = 64},
+     {3}, 1, 0},
+    {"all options v1 bf16 G=4", CLATTN_BF16, 120, 8, 2, 40, 24, 1,
+     {120, 60, 0, 2}, {7, 30, 200}, 3, 1.0f, 1, 1,
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16},
+     {1, 5}, 2, 1},
+    {"all options v2 f16 G=2", CLATTN_F16, 57, 4, 2, 24, 24, 0,
+     {57, 33, 0, -1}, {9, 57}, 2, 2.0f, 1, 1,
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 16},
+     {1, 3}, 2, 0},
+    /* head dims past 256: a tile of few keys in local memory (variant 2),
+     * long private rows (variant 1) */
+    {"window sinks v2 f32 d=512", CLATTN_F32, 50, 2, 1, 512, 512, 1,
+     {50, 17, -1, -1}, {20}, 1, 0.0f, 0, 1,
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 64},
+     {3}, 1, 0},
+    {"alibi softcap v1 bf16 dk=512 dv=264", CLATTN_BF16, 40, 4, 2, 512, 264,
+     0, {40, 23, -1, -1}, {0}, 1, 4.0f, 1, 0,
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16},
+     {2}, 1, 0},
+};
+/* clang-format on */
+enum { N_OPT_CASES = sizeof opt_cases / sizeof opt_cases[0] };
+
+/* Slopes and sinks of h heads: BLOOM-like slopes, sinks around 0 with
+ * head 1's -inf (no sink). */
+static void opt_arrays(int h, float *slopes, float *sinks) {
+  for (int j = 0; j < h; j++) {
+    slopes[j] = powf(2.0f, -8.0f * (float)(j + 1) / (float)h);
+    sinks[j] = j == 1 ? -INFINITY : 0.75f * (float)((j % 5) - 2);
+  }
+}
+
+static void run_opt_case(const ocase *oc, unsigned seed) {
+  int b = 0;
+  while (b < 4 && oc->lens[b] >= 0)
+    b++;
+  const int cap = oc->cap, hq = oc->hq, hkv = oc->hkv, dk = oc->dk, dv = oc->dv;
+  const size_t nkc = (size_t)b * cap * hkv * dk,
+               nvc = (size_t)b * cap * hkv * dv;
+  const size_t nq = (size_t)b * hq * dk, no = (size_t)b * hq * dv;
+  float *kc = tu_alloc(nkc * 4), *vc = tu_alloc(nvc * 4), *q = tu_alloc(nq * 4);
+  float *o = tu_alloc(no * 4), *oref = tu_alloc(no * 4);
+  float slopes[16], sinks[16];
+  opt_arrays(hq, slopes, sinks);
+  tu_rng rng = tu_rng_seed(seed);
+  tu_fill(&rng, kc, nkc, 1.0f);
+  tu_fill(&rng, vc, nvc, 1.0f);
+  /* larger queries: logits of a few units, which a soft-cap bends */
+  tu_fill(&rng, q, nq, 3.0f);
+  tu_round(kc, nkc, oc->dt);
+  tu_round(vc, nvc, oc->dt);
+  tu_round(q, nq, oc->dt);
+  clattn_ctx *ctx = tu_ctx();
+  cl_mem dkc = tu_upload(ctx, kc, nkc, oc->dt);
+  cl_mem dvc = tu_upload(ctx, vc, nvc, oc->dt);
+  cl_mem dq = tu_upload(ctx, q, nq, oc->dt);
+  cl_mem dl = tu_upload_int(ctx, oc->lens, (size_t)b);
+  cl_mem dout = tu_sentinel(ctx, no, oc->dt, 0xff);
+  const size_t ob = no * clattn_dtype_size(oc->dt);
+  /* the largest window and split count first, so that the context's
+   * scratch buffers never grow within a case: Oclgrind 21.10 reports the
+   * combine's reads of a regrown scratch buffer as uninitialised, although
+   * the split kernel wrote them (the outputs match) */
+  for (int wi = oc->nwin - 1; wi >= 0; wi--)
+    for (int si = oc->nsplits - 1; si >= 0; si--) {
+      clattn_params p = oc->params;
+      p.splits = oc->splits[si];
+      clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc),
+                               .batch = b,
+                               .capacity = cap,
+                               .heads_q = hq,
+                               .heads_kv = hkv,
+                               .head_dim_k = dk,
+                               .head_dim_v = dv,
+                               .dtype = oc->dt,
+                               .cache_layout = (clattn_layout)oc->layout,
+                               .params = &p,
+                               .window = oc->windows[wi],
+                               .softcap = oc->softcap,
+                               .alibi_slopes = oc->alibi ? slopes : NULL,
+                               .sinks = oc->sinks ? sinks : NULL};
+      char what[256];
+      snprintf(what, sizeof what,
+               "%s: b=%d cap=%d window=%d softcap=%g alibi=%d sinks=%d "
+               "splits=%d",
+               oc->name, b, cap, dd.window, (double)dd.softcap, oc->alibi,
+               oc->sinks, p.splits);
+      tu_set_bytes(ctx, dout, ob, 0xff);
+      clattn_status st = clattn_decode(ctx, &dd, dq, dkc, dvc, dl, dout, NULL);
+      if (tu_unsupported_ok(ctx, st, &p)) {
+        cr_expect(tu_untouched(ctx, dout, ob, 0xff),
+                  "%s: refused call wrote its output", what);
+        continue;
+      }
+      cr_assert_eq(st, CLATTN_OK, "%s: %s", what, clattn_ctx_errmsg(ctx));
+      tu_download(ctx, dout, o, no, oc->dt);
+      const ref_opts ro = {dd.window, dd.softcap, dd.alibi_slopes, dd.sinks};
+      ref_decode_opts(b, cap, hq, hkv, dk, dv, oc->layout,
+                      1.0 / sqrt((double)dk), oc->lens, &ro, q, kc, vc, oref);
+      tu_check(what, o, oref, no, clattn__tolerance(oc->dt));
+      for (int bi = 0; bi < b; bi++)
+        for (size_t i = 0; oc->lens[bi] == 0 && i < (size_t)hq * dv; i++)
+          if (o[(size_t)bi * hq * dv + i] != 0.0f) {
+            cr_expect(0, "%s: sequence %d has no keys but output %g", what, bi,
+                      (double)o[(size_t)bi * hq * dv + i]);
+            break;
+          }
+    }
+  tu_release(dkc);
+  tu_release(dvc);
+  tu_release(dq);
+  tu_release(dl);
+  tu_release(dout);
+  clattn_ctx_destroy(ctx);
+  free(kc);
+  free(vc);
+  free(q);
+  free(o);
+  free(oref);
+}
+
+ParameterizedTestParameters(decode, options) {
+  static int idx[N_OPT_CASES];
+  int n = 0;
+  for (int i = 0; i < N_OPT_CASES; i++)
+    if (!tu_subset("small") || opt_cases[i].small)
+      idx[n++] = i;
+  return cr_make_param_array(int, idx, (size_t)n);
+}
+
+ParameterizedTest(int *i, decode, options, .timeout = 300) {
+  run_opt_case(&opt_cases[*i], 9100u + (unsigned)*i);
+}
+
+/* The options' bad values: CLATTN_ERR_INVALID_ARG with a message naming
+ * the option, nothing enqueued (the output keeps its sentinel); a sink of
+ * -inf is no sink and is accepted. */
+Test(decode, options_bad_input) {
+  const int b = 1, cap = 20, h = 2, d = 8;
+  const int lens[1] = {20};
+  const size_t nc = (size_t)b * cap * h * d;
+  float *x = tu_alloc(nc * sizeof *x);
+  tu_rng r = tu_rng_seed(17);
+  tu_fill(&r, x, nc, 1.0f);
+  clattn_ctx *ctx = tu_ctx();
+  cl_mem dkc = tu_upload(ctx, x, nc, CLATTN_F32);
+  cl_mem dvc = tu_upload(ctx, x, nc, CLATTN_F32);
+  cl_mem dq = tu_upload(ctx, x, (size_t)b * h * d, CLATTN_F32);
+  cl_mem dl = tu_upload_int(ctx, lens, 1);
+  const size_t ob = (size_t)b * h * d * 4;
+  cl_mem dout = tu_sentinel(ctx, (size_t)b * h * d, CLATTN_F32, 0xff);
+  const float ok2[2] = {0.5f, 0.25f};
+  const float nan2[2] = {0.5f, NAN}, inf2[2] = {INFINITY, 0.5f};
+  const float ninf2[2] = {0.5f, -INFINITY};
+  const struct {
+    int window;
+    float softcap;
+    const float *alibi, *sinks;
+    const char *names;
+  } bad[] = {
+      {-1, 0.0f, NULL, NULL, "window"},
+      {-1024, 0.0f, NULL, NULL, "window"},
+      {0, -1.0f, NULL, NULL, "softcap"},
+      {0, NAN, NULL, NULL, "softcap"},
+      {0, INFINITY, NULL, NULL, "softcap"},
+      {0, 0.0f, nan2, NULL, "alibi_slopes[1]"},
+      {0, 0.0f, inf2, NULL, "alibi_slopes[0]"},
+      {0, 0.0f, ninf2, NULL, "alibi_slopes[1]"},
+      {0, 0.0f, NULL, nan2, "sinks[1]"},
+      {0, 0.0f, NULL, inf2, "sinks[0]"},
+      {4, 2.0f, ok2, nan2, "sinks[1]"},
+  };
+  for (int i = 0; i < NELEM(bad); i++) {
+    clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc),
+                             .batch = b,
+                             .capacity = cap,
+                             .heads_q = h,
+                             .heads_kv = h,
+                             .head_dim_k = d,
+                             .head_dim_v = d,
+                             .dtype = CLATTN_F32,
+                             .cache_layout = CLATTN_BHSD,
+                             .window = bad[i].window,
+                             .softcap = bad[i].softcap,
+                             .alibi_slopes = bad[i].alibi,
+                             .sinks = bad[i].sinks};
+    const clattn_status st =
+        clattn_decode(ctx, &dd, dq, dkc, dvc, dl, dout, NULL);
+    cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "case %d (%s): status %d", i,
+                 bad[i].names, (int)st);
+    cr_expect(strstr(clattn_ctx_errmsg(ctx), bad[i].names) != NULL,
+              "case %d: message '%s' does not name %s", i,
+              clattn_ctx_errmsg(ctx), bad[i].names);
+    cr_expect(tu_untouched(ctx, dout, ob, 0xff), "case %d: output written", i);
+  }
+  /* a -inf sink is allowed (no sink) */
+  clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc),
+                           .batch = b,
+                           .capacity = cap,
+                           .heads_q = h,
+                           .heads_kv = h,
+                           .head_dim_k = d,
+                           .head_dim_v = d,
+                           .dtype = CLATTN_F32,
+                           .cache_layout = CLATTN_BHSD,
+                           .sinks = ninf2};
+  cr_expect_eq(clattn_decode(ctx, &dd, dq, dkc, dvc, dl, dout, NULL), CLATTN_OK,
+               "%s", clattn_ctx_errmsg(ctx));
+  tu_release(dkc);
+  tu_release(dvc);
+  tu_release(dq);
+  tu_release(dl);
+  tu_release(dout);
+  clattn_ctx_destroy(ctx);
+  free(x);
+}
+
+/* With a window a step reads the window's keys alone: the model (which
+ * test_model holds to Oclgrind's counts) predicts a step over 8192 cached
+ * keys with W = 1024 to read 1/8 of the K and V bytes of the full step,
+ * and plans its splits for the 1024 keys. */
+Test(decode, window_reads_its_keys) {
+  clattn_profile p = {.size = sizeof(clattn_profile)};
+  cr_assert_eq(clattn_datasheet_find("A100", &p), CLATTN_OK);
+  for (int v = 1; v <= 2; v++) {
+    clattn_params par = {.size = sizeof(clattn_params), .variant = v};
+    clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc),
+                             .batch = 1,
+                             .capacity = 8192,
+                             .heads_q = 8,
+                             .heads_kv = 8,
+                             .head_dim_k = 64,
+                             .head_dim_v = 64,
+                             .dtype = CLATTN_F16,
+                             .cache_layout = CLATTN_BHSD,
+                             .params = &par};
+    clattn_prediction full = {.size = sizeof full}, win = {.size = sizeof win};
+    cr_assert_eq(clattn_model_decode(&dd, NULL, &p, &full), CLATTN_OK, "%s",
+                 full.errmsg);
+    dd.window = 1024;
+    cr_assert_eq(clattn_model_decode(&dd, NULL, &p, &win), CLATTN_OK, "%s",
+                 win.errmsg);
+    const double kv = 2.0 * 8192 * 8 * 128; /* f16 K and V of the cache */
+    cr_expect_eq(full.kernel[0].bytes_compulsory -
+                     win.kernel[0].bytes_compulsory,
+                 kv * 7.0 / 8.0, "variant %d", v);
+    const double ratio = win.kernel[0].bytes_read / full.kernel[0].bytes_read;
+    cr_expect(ratio > 0.12 && ratio < 0.13,
+              "variant %d: the windowed step reads %.3f of the full one's "
+              "bytes",
+              v, ratio);
+  }
+}

@@ -6,7 +6,8 @@
  * Cases: head dims that divide no tile (5, 9) and 64, both kernel variants
  * with several tiles and splits and the automatic choice, every storage
  * type, causal and not, padded and zero-length sequences, both layouts,
- * grouped heads; the append with a row past the cache's end.  Tolerance:
+ * grouped heads; the append with a row past the cache's end; the decode
+ * with the attention options.  Tolerance:
  * clattn__tolerance of the storage type.
  */
 #include "call/call.h"
@@ -64,6 +65,23 @@ static const eff_case cases[] = {
      "batch=2 kv-seq=200 heads=4 head-dim=16 dtype=f32",
      {200, 150},
      {.size = sizeof(clattn_params)}},
+    /* the attention options (window, soft-cap, ALiBi, sinks) through
+     * decode's kernels with V == K: the combine's sink, a direct split's,
+     * a sequence of no keys, a window of 1 and one past the cache */
+    {"efficient-decode",
+     "batch=2 kv-seq=61 heads=4 head-dim=9 dtype=f32 layout=bhsd window=40 "
+     "softcap=2 alibi=1 sinks=1",
+     {61, 0},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3}},
+    {"efficient-decode",
+     "batch=2 kv-seq=40 heads=6 kv-heads=2 head-dim=16 dtype=bf16 "
+     "window=50 sinks=1",
+     {33, 40},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 32, .splits = 1}},
+    {"efficient-decode",
+     "batch=1 kv-seq=30 heads=2 head-dim=24 dtype=f16 window=1 alibi=1",
+     {30, -1},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 1}},
     {"efficient-append",
      "batch=2 kv-seq=37 new=3 heads=2 head-dim=9 dtype=f16 layout=bshd",
      {5, 35},

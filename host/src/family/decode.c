@@ -4,6 +4,7 @@
  * its kernels in cl/decode.cl. */
 #include "family/decode.h"
 #include "base/versioned.h"
+#include "family/attn_opts.h"
 #include "family/common.h"
 #include "family/family.h"
 #include "reference/ref.h"
@@ -44,7 +45,8 @@ clattn_status clattn__check_cache(const clattn_decode_desc *d, char *why,
 }
 
 #define SHAPE_KEYS                                                             \
-  "batch kv-seq heads kv-heads head-dim head-dim-v dtype layout"
+  "batch kv-seq heads kv-heads head-dim head-dim-v dtype "                     \
+  "layout " CLATTN__OPTS_SHAPE_KEYS
 
 clattn_status clattn__parse_cache(const char *text, const char *known,
                                   clattn_decode_desc *out, char *why,
@@ -76,7 +78,13 @@ clattn_status clattn__parse_cache(const char *text, const char *known,
 }
 
 static clattn_status check(const void *desc, char *why, size_t cap) {
-  return clattn__check_cache(desc, why, cap);
+  const clattn_decode_desc *d = desc;
+  clattn_status rc;
+  if ((rc = clattn__check_cache(d, why, cap)))
+    return rc;
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  return clattn__opts_check(&o, d->heads_q, CLATTN__OPT_ALL, "clattn_decode",
+                            why, cap);
 }
 
 static void buffers(const void *desc, clattn__buf_spec *b) {
@@ -126,11 +134,23 @@ void clattn__shape_class_decode(const clattn_decode_desc *d, char *buf,
            clattn__pow2_round((long)d->batch * d->heads_kv),
            clattn__pow2_round(d->capacity),
            d->cache_layout == CLATTN_BHSD ? "bhsd" : "bshd");
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  clattn__opts_class(&o, buf, cap);
 }
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
-  return clattn__parse_cache(text, SHAPE_KEYS, desc, why, cap);
+  clattn_decode_desc *d = desc;
+  clattn__opts o;
+  clattn_status rc;
+  if ((rc = clattn__parse_cache(text, SHAPE_KEYS, d, why, cap)) ||
+      (rc = clattn__opts_shape(text, d->heads_q, &o, why, cap)))
+    return rc;
+  d->window = o.window;
+  d->softcap = o.softcap;
+  d->alibi_slopes = o.alibi;
+  d->sinks = o.sinks;
+  return CLATTN_OK;
 }
 
 /* Its tunables, in the order of clattn__decode_tunables (plan.h). */
@@ -191,12 +211,15 @@ static clattn_status space(const clattn__target *t, const void *desc,
   const int g = d->heads_kv > 0 ? d->heads_q / d->heads_kv : 1;
   const int rows1[] = {1, 2, 4, g > 4 ? g : 4};
   int splits[10], ns = 0;
+  /* with a window a step reads at most W keys of a sequence */
+  const int span =
+      d->window > 0 && d->window < d->capacity ? d->window : d->capacity;
   clattn__space_init_family(s, &clattn__family_decode);
   int i = add(t, d, (clattn__decode_tunables){0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
-  for (int sp = 1; ns < 10 && sp <= 256 && (sp == 1 || d->capacity / sp >= 64);
+  for (int sp = 1; ns < 10 && sp <= 256 && (sp == 1 || span / sp >= 64);
        sp *= 2)
     splits[ns++] = sp;
   for (int k = 0; k < ns; k++) {
@@ -235,6 +258,8 @@ static size_t options(const clattn_decode_desc *d,
   clattn__def(df, "VWV", clattn__vec_width(dv));
   clattn__def(df, "DIRECT", direct);
   clattn__def(df, "KV_SAME", pl->kv_same);
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  clattn__opts_defs(&o, df);
   if (pl->variant == 1) {
     clattn__def(df, "KB", pl->kb);
     clattn__def(df, "PVH", pl->pvh);
@@ -300,19 +325,22 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
   const cl_mem kb[7] = {
       bufs[Q], bufs[K_CACHE], bufs[V_CACHE], bufs[LENS], bufs[O], opart, lse};
   const long st[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
+  const clattn__opts opts = CLATTN__OPTS_OF(d);
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), kb)) ||
       (rc = clattn__scalars(ctx, kern, &a, 4, sizeof(cl_int), ci)) ||
       (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_float), &scale)) ||
-      (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_long), st)))
+      (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_long), st)) ||
+      (rc = clattn__opts_args(ctx, kern, &a, &opts, hq)))
     return rc;
   const cl_int rows = b * hq;
   if (!direct) {
     const cl_mem cb[3] = {opart, lse, bufs[O]};
-    const cl_int cn[2] = {rows, S};
+    const cl_int cn[3] = {rows, S, hq};
     cl_uint ca = 0;
     if ((rc = clattn__args(ctx, comb, &ca, 3, sizeof(cl_mem), cb)) ||
-        (rc = clattn__scalars(ctx, comb, &ca, 2, sizeof(cl_int), cn)))
+        (rc = clattn__scalars(ctx, comb, &ca, 3, sizeof(cl_int), cn)) ||
+        (rc = clattn__opts_args(ctx, comb, &ca, &opts, hq)))
       return rc;
   }
   const cl_uint nw = ev ? ev->num_wait : 0;
@@ -333,7 +361,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
   return clattn__launch(ctx, comb, 2, cg, NULL, 0, NULL, out);
 }
 
-/* A capacity that no block divides, two sequences of different lengths. */
+/* A capacity that no block divides, two sequences of different lengths
+ * (the call's options kept). */
 static void check_case(const void *desc, clattn__check_case *c) {
   clattn_decode_desc *s = (clattn_decode_desc *)c->desc;
   const clattn_decode_desc *d = desc;
@@ -341,18 +370,20 @@ static void check_case(const void *desc, clattn__check_case *c) {
   s->params = NULL;
   s->batch = 2;
   s->capacity = 301;
-  s->heads_kv = 2;
-  s->heads_q = 2 * (d->heads_q / d->heads_kv);
+  /* no more query heads than the call's: its per-head option arrays */
+  s->heads_kv = d->heads_kv >= 2 ? 2 : 1;
+  s->heads_q = s->heads_kv * (d->heads_q / d->heads_kv);
   c->ints[0] = 301;
   c->ints[1] = 188;
 }
 
 static void reference(const void *desc, void *const *b) {
   const clattn_decode_desc *d = desc;
-  ref_decode(d->batch, d->capacity, d->heads_q, d->heads_kv, d->head_dim_k,
-             d->head_dim_v, (int)d->cache_layout,
-             d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
-             b[LENS], b[Q], b[K_CACHE], b[V_CACHE], b[O]);
+  const ref_opts o = clattn__opts_ref(CLATTN__OPTS_OF(d));
+  ref_decode_opts(d->batch, d->capacity, d->heads_q, d->heads_kv, d->head_dim_k,
+                  d->head_dim_v, (int)d->cache_layout,
+                  d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
+                  b[LENS], &o, b[Q], b[K_CACHE], b[V_CACHE], b[O]);
 }
 
 static const char *const standard[] = {

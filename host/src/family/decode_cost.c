@@ -4,6 +4,37 @@
 #include "family/decode.h"
 #include "model/model.h"
 
+#include <math.h>
+
+/* The keys [*tb, *te) that split s reads of a sequence of L valid keys
+ * (cl/decode.cl's split_keys): the plan's chunk of the cache, or with a
+ * window its share of the visible keys, in chunks rounded up to a block;
+ * *te <= *tb: none. */
+static void split_keys(const clattn_decode_desc *d,
+                       const clattn__decode_plan *pl, long L, int s, long *tb,
+                       long *te) {
+  long per = pl->chunk, lo = 0;
+  if (d->window > 0) {
+    lo = L - d->window > 0 ? L - d->window : 0;
+    per =
+        (long)clattn__cdiv(clattn__cdiv((double)(L - lo), pl->splits), pl->kb) *
+        pl->kb;
+  }
+  *tb = lo + (long)s * per;
+  *te = L < *tb + per ? L : *tb + per;
+}
+
+/* Query heads of a sequence whose combine row is live (its maximum is not
+ * -inf): all where it has keys, else those with a finite sink. */
+static double live_heads(const clattn_decode_desc *d, long L) {
+  if (L > 0)
+    return d->heads_q;
+  double n = 0;
+  for (int h = 0; d->sinks != NULL && h < d->heads_q; h++)
+    n += isfinite(d->sinks[h]) ? 1.0 : 0.0;
+  return n;
+}
+
 clattn_status clattn__decode_cost(const void *desc, const void *plan,
                                   const int *lens, const clattn_profile *prof,
                                   clattn_prediction *out, double *dram_reads) {
@@ -18,6 +49,14 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
   const double DVL = pl->kv_same ? 0.0 : DV;
   const int S = pl->splits, direct = S == 1;
   const int VWV = clattn__vec_width(d->head_dim_v);
+  /* options: each work-item (variant 1) or work-group (2) reads the G
+   * slopes, and the G sinks where it writes o (else the combine reads
+   * them); ALiBi's bias is an FMA a visible logit, a soft-cap's tanh an
+   * exp2 (cl/common.cl's softcap1) */
+  const double alibi = d->alibi_slopes != NULL;
+  const double softcap = d->softcap != 0.0f;
+  const double sinks = d->sinks != NULL;
+  const double opt_rd = 4.0 * G * (alibi + (direct ? sinks : 0.0));
   double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, keys_all = 0;
   /* per split work-group: what its loops issue */
   const double out_row = direct ? es * DV : 4.0 * (DV + 1.0);
@@ -25,10 +64,11 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
   const double per_seq = clattn__seq_weight(lens, B);
   for (long b = 0; b < seqs; b++) {
     const long L = clattn__valid_len(lens, b, d->capacity);
-    keys_all += (double)L;
     for (int s = 0; s < S; s++) {
-      const long tb = (long)s * pl->chunk;
-      const double nk = clattn__dmax(0, clattn__dmin(L, tb + pl->chunk) - tb);
+      long tb, te;
+      split_keys(d, pl, L, s, &tb, &te);
+      const double nk = clattn__dmax(0, (double)(te - tb));
+      keys_all += nk;
       if (pl->variant == 1) {
         const double T = clattn__cdiv(nk, pl->kb);
         /* lens, q, K (each row once, or once per 8 heads when 8 or more
@@ -42,23 +82,26 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
         const int slices = pl->pvh >= G;
         const double passes = slices ? 0.0 : clattn__cdiv(G - 1.0, pl->pvh);
         const double pv_heads = slices ? G : 1.0 + passes * pl->pvh;
-        rd += 4.0 + es * G * DK +
+        rd += 4.0 + es * G * DK + opt_rd +
               es * (nk * (k_loads * DK + (1.0 + passes) * DV) +
                     lone * k_loads * DK);
-        /* QK^T, PV (padded heads included), sum updates */
-        fma += (nk + lone) * G * DK + nk * pv_heads * DV + T * G;
+        /* QK^T, PV (padded heads included), sum updates, ALiBi */
+        fma +=
+            (nk + lone) * G * DK + nk * pv_heads * DV + T * G + alibi * nk * G;
         /* alpha per block; each key's probability, over the block padded
          * to kb keys per head, or the valid keys only in lanes */
-        ex += T * G + G * (pl->lanes ? nk : T * pl->kb);
+        ex += T * G + G * (pl->lanes ? nk : T * pl->kb) + softcap * nk * G;
       } else {
         const double KT = pl->kb, T = clattn__cdiv(nk, KT);
         /* every item reads lens; q, K and V once each (V staged in local
          * memory, then read by each query head) */
-        rd += 4.0 * pl->wg + es * G * DK + es * nk * (DK + DVL);
-        fma += T * G * KT * DK + nk * G * DV + T * G;
-        ex += T * G * (1.0 + KT);
+        rd += 4.0 * pl->wg + es * G * DK + es * nk * (DK + DVL) + opt_rd;
+        fma += T * G * KT * DK + nk * G * DV + T * G + alibi * nk * G;
+        ex += T * G * (1.0 + KT) + softcap * nk * G;
+        /* with ALiBi the slopes are staged, then read a visible logit */
         loc += 4.0 * (G * DK * (1.0 + T * KT) + T * KT * DK * (1.0 + G) +
-                      T * G * KT * 3.0 + nk * G + nk * (DVL + G * DV));
+                      T * G * KT * 3.0 + nk * G + nk * (DVL + G * DV) +
+                      alibi * G * (1.0 + nk));
       }
       wr += G * out_row;
     }
@@ -86,11 +129,16 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
     double crd = 0, cfma = 0, cex = 0;
     for (long b = 0; b < seqs; b++) {
       const long L = clattn__valid_len(lens, b, d->capacity);
-      const double live = L > 0; /* all splits empty: lmax = -inf */
-      /* lse read for the maximum, then again with each partial */
-      crd += hq * items * (4.0 * S + live * 4.0 * S * (1.0 + VWV));
-      cfma += hq * items * live * S * (VWV + CLATTN__EXP2_FMAS);
-      cex += hq * items * live * S;
+      /* rows whose splits are all empty and that have no finite sink:
+       * lmax = -inf, nothing merged */
+      const double live = live_heads(d, L);
+      /* lse read for the maximum, then again with each partial; a sink
+       * read by each item, and its exp2 where the row is live */
+      crd +=
+          items * (hq * (4.0 * S + 4.0 * sinks) + live * 4.0 * S * (1.0 + VWV));
+      cfma += items * live *
+              (S * (VWV + CLATTN__EXP2_FMAS) + sinks * CLATTN__EXP2_FMAS);
+      cex += items * live * (S + sinks);
     }
     crd *= per_seq, cfma *= per_seq, cex *= per_seq;
     cb->bytes_read = crd;

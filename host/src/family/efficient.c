@@ -5,6 +5,7 @@
  * read each row once for both (cl/attention.cl and cl/decode.cl KV_SAME),
  * which the model counts so. */
 #include "family/append.h"
+#include "family/attn_opts.h"
 #include "family/common.h"
 #include "family/decode.h"
 #include "family/family.h"
@@ -213,7 +214,7 @@ const clattn__family clattn__family_efficient_decode = {
     .full_int = decode_full_int,
     .shape_class = decode_shape_class,
     .shape_keys = "batch kv-seq heads kv-heads head-dim head-dim-v dtype "
-                  "layout",
+                  "layout " CLATTN__OPTS_SHAPE_KEYS,
     .parse_shape = decode_parse_shape,
     CLATTN__TUNABLES(clattn__decode_tunable_table),
     .plan = decode_plan,

@@ -111,12 +111,14 @@ size_t clattn__prefill_local_bytes(const clattn_attn_desc *d,
                           : 0;
 }
 
-/* Variant 2's local memory: q, the K and V tiles, the tile's
- * probabilities and three floats of softmax state per head. */
+/* Variant 2's local memory: q, the K and V tiles, the
+ * tile's probabilities, three floats of softmax state per head, and with
+ * ALiBi a slope per head. */
 static size_t decode_local(const clattn_decode_desc *d, int kt) {
   const size_t g = (size_t)(d->heads_q / d->heads_kv);
   const size_t dk = (size_t)d->head_dim_k, dv = (size_t)d->head_dim_v;
-  return (g * dk + (size_t)kt * (dk + dv + g) + 3u * g) * 4;
+  const size_t state = (d->alibi_slopes != NULL ? 4u : 3u) * g;
+  return (g * dk + (size_t)kt * (dk + dv + g) + state) * 4;
 }
 
 size_t clattn__decode_local_bytes(const clattn_decode_desc *d,
@@ -229,6 +231,11 @@ clattn_status clattn__plan_decode(const clattn__target *t,
    * that its partials, g * (dv + 1) floats written and read back by the
    * combine, stay within ~1/16 of the K/V bytes it reads: wide groups
    * (MQA) need longer splits (bench/RESULTS.md, decode defaults). */
+  /* With a window a step reads at most W keys of each sequence, which the
+   * kernels divide among the splits at run time (cl/decode.cl,
+   * split_keys): the splits are planned for those keys. */
+  const int span =
+      d->window > 0 && d->window < d->capacity ? d->window : d->capacity;
   int s = p->splits;
   if (s == 0) {
     long target = (t->is_cpu ? 2L : 4L) * (long)t->compute_units;
@@ -243,15 +250,15 @@ clattn_status clattn__plan_decode(const clattn__target *t,
      * is never prefetched */
     if (pl->variant == 1 && pl->pf && min_chunk < 16L * pl->kb)
       min_chunk = 16L * pl->kb;
-    int most = (int)((d->capacity + min_chunk - 1) / min_chunk);
+    int most = (int)((span + min_chunk - 1) / min_chunk);
     if (s > most)
       s = most;
     if (s < 1)
       s = 1;
   }
-  if (s > d->capacity)
-    s = d->capacity;
-  int chunk = (d->capacity + s - 1) / s;
+  if (s > span)
+    s = span;
+  int chunk = (span + s - 1) / s;
   chunk = (chunk + pl->kb - 1) / pl->kb * pl->kb;
   pl->chunk = chunk;
   /* heads in lanes (cl/decode.cl's LANES): groups of 8, 16, ..., and of 4
@@ -260,7 +267,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
    * decode defaults) */
   pl->lanes =
       pl->variant == 1 && dk % 8 == 0 && (g % 8 == 0 || (g == 4 && dk <= 64));
-  pl->splits = (d->capacity + chunk - 1) / chunk;
+  pl->splits = (span + chunk - 1) / chunk;
   return CLATTN_OK;
 }
 
