@@ -836,6 +836,20 @@ ok "an unknown option: exit 2, one line naming it, on $unknowns commands"
 run "clattn -h" 0 "$clattn" -h
 run "run attention -h" 0 "$clattn" run attention -h
 has "run attention -h lists --kv-seq" "--kv-seq M"
+for k in attention decode; do
+  run "run $k --help" 0 "$clattn" run "$k" --help
+  for f in "--causal" "--scale S" "--window W" "--softcap C" \
+    "--alibi SLOPES.npy" "--sinks SINKS.npy"; do
+    has "run $k --help lists $f" "^  $f "
+  done
+done
+run "clattn --help" 0 "$clattn" --help
+has "clattn --help names run decode" "clattn run attention|decode"
+has "clattn --help describes run decode" "^run decode: "
+for f in "--window W (W >= 1" "--softcap C (C > 0" "--alibi SLOPES.npy" \
+  "--sinks SINKS.npy"; do
+  has "clattn --help describes $f" "$f"
+done
 run "model attention --help (not a value)" 0 "$clattn" model attention \
   --help
 has "model attention --help lists the family's keys" "--kv-layout V"
