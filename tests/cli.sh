@@ -1,8 +1,8 @@
 #!/bin/bash
-# tests/cli.sh BUILD_DIR - the probe, model, db, tune, explain and bench
-# commands end to end on the default device (PoCL in CI): every command must
-# succeed, its JSON must parse, and bad input must give exit status 2 with a
-# message.  The database is a temporary file.
+# tests/cli.sh BUILD_DIR - the probe, model, db, tune, explain, bench and
+# run commands end to end on the default device (PoCL in CI): every command
+# must succeed, its JSON must parse, and bad input must give exit status 2
+# with a message.  The database is a temporary file.
 set -u
 build=${1:?usage: cli.sh BUILD_DIR}
 clattn="$build/host/cli/clattn"
@@ -533,6 +533,233 @@ has "switchhead: the bad w_d is named" "w_d.npy: shape \[13, 5\]" "$tmp/err"
 run "run switchhead --random without --topk" 2 "$clattn" run switchhead \
   --random "${sh[@]}" --experts 3
 
+# clattn run attention and run decode with the attention options (issue
+# 35): each option alone and all combined, in both layouts and f16, checked
+# against the reference; then bad input, each refused with exit 2 and a
+# message naming it, and nothing written to --out.
+npy_make() { # npy_make FILE DESCR SHAPE EXPR: EXPR (Python) of flat index i
+  python3 - "$@" <<'PY'
+import math, struct, sys
+path, descr, shape, expr = sys.argv[1:5]
+dims = eval(shape)
+n = math.prod(dims)
+env = {"math": math, "inf": math.inf, "nan": math.nan}
+vals = [eval(expr, dict(env, i=i)) for i in range(n)]
+head = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+head += " " * (63 - (10 + len(head)) % 64) + "\n"
+fmt = {"<f4": "f", "<f2": "e", "<i4": "i"}[descr]
+with open(path, "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode())
+    f.write(struct.pack("<%d%s" % (n, fmt), *vals))
+PY
+}
+# q, k, v of small values in DIR (shapes that divide no tile): attention
+# b=2 n=7 m=11 hq=4 hkv=2 k=16 v=8 with kv_lens 11 and 9; decode the same
+# heads over a cache of capacity 13 with lengths 13 and 6, BSHD and BHSD
+qkv() { # qkv DIR DESCR QSHAPE KSHAPE VSHAPE LENS
+  mkdir -p "$1"
+  npy_make "$1/q.npy" "$2" "$3" "math.sin(0.7 * i + 1)"
+  npy_make "$1/k.npy" "$2" "$4" "math.cos(1.3 * i)"
+  npy_make "$1/v.npy" "$2" "$5" "math.sin(2.1 * i + 0.5)"
+  npy_make "$1/kv_lens.npy" "<i4" "(2,)" "$6[i]"
+}
+qkv "$tmp/att" "<f4" "(2, 7, 4, 16)" "(2, 11, 2, 16)" "(2, 11, 2, 8)" "[11, 9]"
+qkv "$tmp/att16" "<f2" "(2, 7, 4, 16)" "(2, 11, 2, 16)" "(2, 11, 2, 8)" \
+  "[11, 9]"
+qkv "$tmp/dec" "<f4" "(2, 1, 4, 16)" "(2, 13, 2, 16)" "(2, 13, 2, 8)" "[13, 6]"
+qkv "$tmp/dec_bhsd" "<f4" "(2, 1, 4, 16)" "(2, 2, 13, 16)" "(2, 2, 13, 8)" \
+  "[13, 6]"
+qkv "$tmp/dec16" "<f2" "(2, 1, 4, 16)" "(2, 13, 2, 16)" "(2, 13, 2, 8)" \
+  "[13, 6]"
+o=$tmp/opt
+mkdir -p "$o"
+npy_make "$o/slopes.npy" "<f4" "(4,)" "[0.5, 0.25, 0.125, 0.0625][i]"
+npy_make "$o/sinks.npy" "<f4" "(4,)" "[0.5, -inf, 1.5, -1.0][i]" # -inf: none
+all=(--window 4 --softcap 2 --alibi "$o/slopes.npy" --sinks "$o/sinks.npy"
+  --scale 0.3)
+for c in "--causal --window 3" "--window 4" "--softcap 1.5" \
+  "--alibi $o/slopes.npy" "--sinks $o/sinks.npy"; do
+  # shellcheck disable=SC2086
+  run "run attention $c --check" 0 "$clattn" run attention --in "$tmp/att" \
+    --out "$tmp/att_o.npy" $c --check
+  has "run attention $c: check passes" "check attention: .*PASS"
+done
+run "run attention, every option, --causal --check" 0 "$clattn" run \
+  attention --in "$tmp/att" --out "$tmp/att_o.npy" --causal "${all[@]}" \
+  --check
+has "run attention, every option: check passes" "check attention: .*PASS"
+has "run attention: the timing line names the options" \
+  "causal window=4 softcap=2 alibi sinks on" "$tmp/err"
+run "run attention, every option, --layout bhsd --check" 0 "$clattn" run \
+  attention --in "$tmp/att" --out "$tmp/att_o.npy" --causal "${all[@]}" \
+  --layout bhsd --check
+has "run attention, every option, bhsd: check passes" "check attention: .*PASS"
+run "run attention f16, every option, --check" 0 "$clattn" run attention \
+  --in "$tmp/att16" --out "$tmp/att_o.npy" --causal "${all[@]}" --check
+has "run attention f16, every option: check passes" "check attention: .*PASS"
+run "run decode --check (no option)" 0 "$clattn" run decode --in "$tmp/dec" \
+  --out "$tmp/dec_o.npy" --check
+has "run decode: check passes" "check decode: .*PASS"
+head -c 80 "$tmp/dec_o.npy" | grep -aq "'descr': '<f4'.*'shape': (2, 1, 4, 8)" &&
+  ok "run decode: o is f32 [batch, 1, heads, head_dim_v]" ||
+  bad "run decode: o's header: $(head -c 80 "$tmp/dec_o.npy")"
+for c in "--window 4" "--softcap 1.5" "--alibi $o/slopes.npy" \
+  "--sinks $o/sinks.npy"; do
+  # shellcheck disable=SC2086
+  run "run decode $c --check" 0 "$clattn" run decode --in "$tmp/dec" \
+    --out "$tmp/dec_o.npy" $c --check
+  has "run decode $c: check passes" "check decode: .*PASS"
+done
+run "run decode, every option, --causal --check" 0 "$clattn" run decode \
+  --in "$tmp/dec" --out "$tmp/dec_o.npy" --causal "${all[@]}" --check
+has "run decode, every option: check passes" "check decode: .*PASS"
+run "run decode, every option, a BHSD cache --check" 0 "$clattn" run decode \
+  --in "$tmp/dec_bhsd" --out "$tmp/dec_o.npy" --layout bhsd "${all[@]}" \
+  --check
+has "run decode, every option, bhsd: check passes" "check decode: .*PASS"
+run "run decode f16, every option, --check" 0 "$clattn" run decode \
+  --in "$tmp/dec16" --out "$tmp/dec_o.npy" "${all[@]}" --check
+has "run decode f16, every option: check passes" "check decode: .*PASS"
+head -c 80 "$tmp/dec_o.npy" | grep -aq "'descr': '<f2'" &&
+  ok "run decode f16: o is f16" || bad "run decode f16: o's dtype"
+run "run decode --random --window --check (GQA, BHSD)" 0 "$clattn" run \
+  decode --random --batch 3 --kv-seq 37 --heads 6 --kv-heads 2 \
+  --head-dim 24 --head-dim-v 8 --layout bhsd --window 5 --check \
+  --save-inputs "$tmp/dec_rand"
+has "run decode --random: check passes" "check decode: .*PASS"
+run "run decode --in the saved inputs --check" 0 "$clattn" run decode \
+  --in "$tmp/dec_rand" --out "$tmp/dec_o.npy" --layout bhsd --window 5 \
+  --check
+has "run decode, the saved inputs: check passes" "check decode: .*PASS"
+
+# Bad input: exit 2, one message naming the problem, no --out written.
+refused() { # refused DESCRIPTION PATTERN CMD...: exit 2, PATTERN on stderr
+  local what=$1 pattern=$2
+  shift 2
+  rm -f "$tmp/bad_o.npy"
+  run "$what" 2 "$@"
+  has "$what: named" "$pattern" "$tmp/err"
+  [ ! -e "$tmp/bad_o.npy" ] && ok "$what: nothing written" ||
+    bad "$what: --out written"
+}
+npy_make "$o/slopes3.npy" "<f4" "(3,)" "0.5"
+npy_make "$o/slopes16.npy" "<f2" "(4,)" "0.5"
+npy_make "$o/slopes_nan.npy" "<f4" "(4,)" "[0.5, nan, 0.1, 0.1][i]"
+npy_make "$o/slopes_inf.npy" "<f4" "(4,)" "[0.5, 0.1, 0.1, -inf][i]"
+npy_make "$o/sinks22.npy" "<f4" "(2, 2)" "0.5"
+npy_make "$o/sinks_i4.npy" "<i4" "(4,)" "1"
+npy_make "$o/sinks_nan.npy" "<f4" "(4,)" "[0.5, 1.0, nan, 0.0][i]"
+npy_make "$o/sinks_inf.npy" "<f4" "(4,)" "[inf, 1.0, 0.0, 0.0][i]"
+for k in attention decode; do
+  d=$tmp/att
+  [ "$k" = decode ] && d=$tmp/dec
+  r=("$clattn" run "$k" --in "$d" --out "$tmp/bad_o.npy")
+  refused "run $k --window 0" "--window: expected an integer >= 1" \
+    "${r[@]}" --window 0
+  refused "run $k --window -3" "--window: expected an integer >= 1" \
+    "${r[@]}" --window -3
+  for c in 0 -2 nan inf; do
+    refused "run $k --softcap $c" "--softcap: expected a finite number > 0" \
+      "${r[@]}" --softcap "$c"
+  done
+  refused "run $k --alibi of 3 slopes for 4 heads" \
+    "--alibi $o/slopes3.npy: shape \[3\] is not \[4\]" "${r[@]}" \
+    --alibi "$o/slopes3.npy"
+  refused "run $k --alibi float16" \
+    "--alibi $o/slopes16.npy: dtype '<f2' is not float32" "${r[@]}" \
+    --alibi "$o/slopes16.npy"
+  refused "run $k --alibi, a missing file" "$o/none.npy" "${r[@]}" \
+    --alibi "$o/none.npy"
+  refused "run $k --sinks [2, 2]" \
+    "--sinks $o/sinks22.npy: shape \[2, 2\] is not \[4\]" "${r[@]}" \
+    --sinks "$o/sinks22.npy"
+  refused "run $k --sinks int32" \
+    "--sinks $o/sinks_i4.npy: dtype '<i4' is not float32" "${r[@]}" \
+    --sinks "$o/sinks_i4.npy"
+  # the values are the library's to check (CLATTN_ERR_INVALID_ARG)
+  refused "run $k, a NaN slope" "alibi_slopes\[1\] (nan) is not finite" \
+    "${r[@]}" --alibi "$o/slopes_nan.npy"
+  refused "run $k, a -inf slope" "alibi_slopes\[3\] (-inf) is not finite" \
+    "${r[@]}" --alibi "$o/slopes_inf.npy"
+  refused "run $k, a NaN sink" "sinks\[2\] (nan) must be finite" \
+    "${r[@]}" --sinks "$o/sinks_nan.npy"
+  refused "run $k, a +inf sink" "sinks\[0\] (inf) must be finite" \
+    "${r[@]}" --sinks "$o/sinks_inf.npy"
+done
+refused "run gqa --window (a layer run takes no options)" \
+  "unknown option '--window'" "$clattn" run gqa --random --seq 4 \
+  --d-model 16 --heads 2 --head-dim 8 --window 2 --out "$tmp/bad_o.npy"
+# q, k, v and kv_lens that disagree
+bad_in() { # bad_in FROM TO FILE DESCR SHAPE [EXPR]: FROM's inputs, FILE
+  rm -rf "$2"   # replaced by one of SHAPE filled with EXPR (default 0.25)
+  cp -r "$1" "$2"
+  npy_make "$2/$3" "$4" "$5" "${6:-0.25}"
+}
+bad_in "$tmp/dec" "$tmp/bad" q.npy "<f4" "(2, 2, 4, 16)"
+refused "run decode, q of two queries a sequence" \
+  "q.npy: shape \[2, 2, 4, 16\]: a decode step has one query" "$clattn" run \
+  decode --in "$tmp/bad" --out "$tmp/bad_o.npy"
+bad_in "$tmp/dec" "$tmp/bad" k.npy "<f4" "(3, 13, 2, 16)"
+refused "run decode, k of another batch" \
+  "k.npy: shape \[3, 13, 2, 16\] does not match q.npy" "$clattn" run decode \
+  --in "$tmp/bad" --out "$tmp/bad_o.npy"
+bad_in "$tmp/dec" "$tmp/bad" v.npy "<f4" "(2, 12, 2, 8)"
+refused "run decode, v of another capacity" \
+  "v.npy: shape \[2, 12, 2, 8\] does not match k.npy" "$clattn" run decode \
+  --in "$tmp/bad" --out "$tmp/bad_o.npy"
+refused "run decode, a BSHD cache read as BHSD" \
+  "not a multiple of the 13 KV heads" "$clattn" run decode --in "$tmp/dec" \
+  --out "$tmp/bad_o.npy" --layout bhsd
+bad_in "$tmp/dec" "$tmp/bad" v.npy "<f2" "(2, 13, 2, 8)"
+refused "run decode, v of another dtype" \
+  "v.npy: dtype '<f2' differs from q.npy's '<f4'" "$clattn" run decode \
+  --in "$tmp/bad" --out "$tmp/bad_o.npy"
+bad_in "$tmp/dec" "$tmp/bad" kv_lens.npy "<i4" "(3,)" 5
+refused "run decode, kv_lens of 3 for a batch of 2" \
+  "kv_lens.npy: expected '<i4' \[2\]" "$clattn" run decode --in "$tmp/bad" \
+  --out "$tmp/bad_o.npy"
+bad_in "$tmp/dec" "$tmp/bad" kv_lens.npy "<f4" "(2,)"
+refused "run decode, float kv_lens" "kv_lens.npy: expected '<i4' \[2\]" \
+  "$clattn" run decode --in "$tmp/bad" --out "$tmp/bad_o.npy"
+rm "$tmp/bad/kv_lens.npy"
+refused "run decode without kv_lens.npy" "kv_lens.npy" "$clattn" run decode \
+  --in "$tmp/bad" --out "$tmp/bad_o.npy"
+bad_in "$tmp/att" "$tmp/bad" kv_lens.npy "<i4" "(1,)" 5
+refused "run attention, kv_lens of 1 for a batch of 2" \
+  "kv_lens.npy: expected '<i4' \[2\]" "$clattn" run attention \
+  --in "$tmp/bad" --out "$tmp/bad_o.npy"
+bad_in "$tmp/att" "$tmp/bad" k.npy "<f4" "(2, 11, 2, 12)"
+refused "run attention, k of another head dim" \
+  "k.npy: shape \[2, 11, 2, 12\] does not match q.npy" "$clattn" run \
+  attention --in "$tmp/bad" --out "$tmp/bad_o.npy"
+refused "run decode --random without --kv-seq" "--random needs --kv-seq" \
+  "$clattn" run decode --random --heads 2 --head-dim 8 --out "$tmp/bad_o.npy"
+refused "run decode --seq (one query a sequence)" "unknown option '--seq'" \
+  "$clattn" run decode --random --kv-seq 8 --heads 2 --head-dim 8 --seq 2 \
+  --out "$tmp/bad_o.npy"
+
+# the options' shape keys reach the families' parse_shape: explain, as
+# flags and as shape text, shows them in the shape class
+run "explain prefill --window (flag)" 0 "$clattn" explain prefill --seq 64 \
+  --heads 2 --head-dim 32 --causal --window 64
+has "explain: the window in the shape class" "^shape class  prefill .* c1 w64$"
+run "explain prefill \"... window=64\" (shape text)" 0 "$clattn" explain \
+  prefill "batch=1 seq=64 heads=2 head-dim=32 causal=1 window=64"
+has "explain, shape text: the window in the shape class" \
+  "^shape class  prefill .* c1 w64$"
+run "explain prefill, every option as shape text" 0 "$clattn" explain \
+  prefill "seq=64 heads=2 head-dim=32 window=100 softcap=30 alibi=1 sinks=1"
+has "explain: every option in the shape class" " w128 sc alibi sinks$"
+run "explain decode \"... window=16\" (shape text)" 0 "$clattn" explain \
+  decode "kv-seq=500 heads=2 head-dim=32 window=16"
+has "explain decode: the window in the shape class" "^shape class  decode .* w16"
+run "explain, shape text and flags" 2 "$clattn" explain prefill \
+  "seq=64 heads=2 head-dim=32" --heads 2
+has "explain: text and flags refused" "as text or as flags, not both" \
+  "$tmp/err"
+run "explain prefill window=-1 (shape text)" 2 "$clattn" explain prefill \
+  "seq=64 heads=2 head-dim=32 window=-1"
+
 # Kernel compiler warnings stay off stderr (the library builds with -w)
 # unless CLATTN_KERNEL_WARNINGS=1: PoCL on AVX2 prints "N warnings
 # generated." for the float16 calling convention.  Cold caches both times.
@@ -568,11 +795,11 @@ kinds=$("$clattn" layers | awk '/^[a-z]/ { print $1 }')
   bad "clattn layers lists $(echo "$kinds" | wc -w) kinds"
 run "run --help" 0 "$clattn" run --help
 has "run --help lists the registry's kinds" \
-  "clattn run attention|$(echo $kinds | tr ' ' '|')\$"
+  "clattn run attention|decode|$(echo $kinds | tr ' ' '|')\$"
 cmds=("" devices families layers run probe model tune explain db "db path"
   "db list" "db export" "db import" "model layer" "model mqa"
   "model switchhead" "model profiles" "model check" "tune all" "tune gemm")
-for k in attention $kinds; do
+for k in attention decode $kinds; do
   cmds+=("run $k")
 done
 for k in optimised efficient super; do cmds+=("model $k"); done
@@ -609,6 +836,20 @@ ok "an unknown option: exit 2, one line naming it, on $unknowns commands"
 run "clattn -h" 0 "$clattn" -h
 run "run attention -h" 0 "$clattn" run attention -h
 has "run attention -h lists --kv-seq" "--kv-seq M"
+for k in attention decode; do
+  run "run $k --help" 0 "$clattn" run "$k" --help
+  for f in "--causal" "--scale S" "--window W" "--softcap C" \
+    "--alibi SLOPES.npy" "--sinks SINKS.npy"; do
+    has "run $k --help lists $f" "^  $f "
+  done
+done
+run "clattn --help" 0 "$clattn" --help
+has "clattn --help names run decode" "clattn run attention|decode"
+has "clattn --help describes run decode" "^run decode: "
+for f in "--window W (W >= 1" "--softcap C (C > 0" "--alibi SLOPES.npy" \
+  "--sinks SINKS.npy"; do
+  has "clattn --help describes $f" "$f"
+done
 run "model attention --help (not a value)" 0 "$clattn" model attention \
   --help
 has "model attention --help lists the family's keys" "--kv-layout V"

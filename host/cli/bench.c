@@ -191,16 +191,8 @@ int cli_bench(int argc, char **argv) {
   if (rc)
     return rc < 0 ? CLI_OK : rc;
   model_opts m = ba.m;
-  const int flags = m.heads || m.head_dim || m.seq || m.kv_seq || m.batch ||
-                    m.kv_heads || m.head_dim_v || m.causal ||
-                    m.dtype != CLATTN_F32 || m.shape_extra[0];
   char shape[512] = "";
-  if (a.n_operands > 0 && flags)
-    return cli_usage_error(name, "give the shape as text or as flags, not "
-                                 "both");
-  if (a.n_operands > 0)
-    snprintf(shape, sizeof shape, "%s", a.operand[0]);
-  else if (flags && (rc = cli_shape_text(&m, which, shape, sizeof shape)))
+  if ((rc = cli_shape_arg(name, &m, which, &a, shape, sizeof shape)))
     return rc;
   const int custom = shape[0] != '\0';
 

@@ -31,6 +31,11 @@ typedef struct cli_opts {
   int max_len;          /* run super --random: W_a's size (0: --seq) */
   int experts, topk;    /* run switchhead: experts a head (--random), top-k */
   int decode_from;      /* -1: none */
+  /* run attention and run decode: the attention options (clattn.h), 0 or
+   * NULL for none; alibi and sinks are the paths of their .npy files */
+  int window;
+  float softcap;
+  const char *alibi, *sinks;
   int repeat;
   unsigned long long seed;
 } cli_opts;
@@ -45,6 +50,8 @@ int cli_devices(int verbose);
  * "P:D<TAB>CPU|GPU|ACCEL|OTHER<TAB>platform<TAB>name". */
 int cli_devices_list(void);
 int cli_run_attention(const cli_opts *o);
+/* `clattn run decode` (run_decode.c). */
+int cli_run_decode(const cli_opts *o);
 int cli_run_gqa(const cli_opts *o);
 int cli_run_th(const cli_opts *o);
 /* `clattn run optimised|efficient|super` (run_hh.c). */

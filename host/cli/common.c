@@ -287,6 +287,28 @@ int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap) {
   return 0;
 }
 
+int cli_shape_flags_given(const model_opts *o) {
+  return o->heads || o->head_dim || o->seq || o->kv_seq || o->batch ||
+         o->kv_heads || o->head_dim_v || o->causal || o->dtype != CLATTN_F32 ||
+         o->shape_extra[0];
+}
+
+int cli_shape_arg(const char *name, model_opts *o, int fam, const cli_args *a,
+                  char *buf, size_t cap) {
+  const int flags = cli_shape_flags_given(o);
+  buf[0] = '\0';
+  if (a->n_operands > 0 && flags)
+    return cli_usage_error(name, "give the shape as text or as flags, not "
+                                 "both");
+  if (a->n_operands > 0) {
+    if (strlen(a->operand[0]) >= cap)
+      return cli_usage_error(name, "the shape is too long");
+    snprintf(buf, cap, "%s", a->operand[0]);
+    return 0;
+  }
+  return flags ? cli_shape_text(o, fam, buf, cap) : 0;
+}
+
 /* ------------------------------------------------ the layer run commands */
 
 int cli_load_f32(const char *dir, const char *name, const char *cmd,

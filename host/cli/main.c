@@ -1,7 +1,7 @@
 /* main.c - the clattn command: parse the command line and dispatch.
  *
  *   clattn devices [--verbose | --list]
- *   clattn run attention (--in DIR | --random SHAPE...) [options]
+ *   clattn run attention|decode (--in DIR | --random SHAPE...) [options]
  *   clattn run KIND (--in DIR | --random SHAPE...) [options], KIND a
  *     registered layer kind (clattn layers: gqa, talking-heads, ...)
  *   clattn families | clattn layers
@@ -36,7 +36,8 @@
 static const char usage_head[] =
     "usage: clattn devices [--verbose | --list]\n"
     "       clattn families | layers\n"
-    "       clattn run attention (--in DIR | --random SHAPE) [OPTIONS]\n"
+    "       clattn run attention|decode (--in DIR | --random SHAPE) "
+    "[OPTIONS]\n"
     "       clattn run KIND (--in DIR | --random SHAPE) [OPTIONS]\n";
 static const char usage_text[] =
     "       clattn model FAMILY|layer|mqa|switchhead|profiles|check ...\n"
@@ -66,6 +67,22 @@ static const char run_text[] =
     "         --head-dim K [--head-dim-v V] [--dtype f32|f16]\n"
     "  --causal, --scale S (0: 1/sqrt(k)), --layout bshd|bhsd (device\n"
     "  layout; files are always [b,seq,heads,dim])\n"
+    "  the attention options (clattn.h): --window W (W >= 1: the W most\n"
+    "  recent positions up to the query's own), --softcap C (C > 0: logits\n"
+    "  C tanh(s/C)), --alibi SLOPES.npy and --sinks SINKS.npy ('<f4'\n"
+    "  [h_q]: an ALiBi slope and a sink logit per query head; a -inf sink\n"
+    "  is no sink)\n"
+    "run decode: one step, a query per sequence against a KV cache: DIR\n"
+    "  holds q.npy [b,1,h_q,k], k.npy [b,c,h_kv,k] and v.npy [b,c,h_kv,v]\n"
+    "  (the cache of capacity c; with --layout bhsd [b,h_kv,c,k] and\n"
+    "  [b,h_kv,c,v]) ('<f4' or '<f2', all alike) and kv_lens.npy ('<i4'\n"
+    "  [b], the valid rows; the query sits at the last); writes --out\n"
+    "  FILE.npy [b,1,h_q,v].\n"
+    "  SHAPE: --batch B --kv-seq C (the capacity) --heads H [--kv-heads G]\n"
+    "         --head-dim K [--head-dim-v V] [--dtype f32|f16]; lengths\n"
+    "         drawn in 1..C\n"
+    "  --scale S, --layout bshd|bhsd, the attention options as for run\n"
+    "  attention (--causal is accepted: the query is already the last)\n"
     "run gqa: DIR holds x.npy [b,n,d], w_q.npy [d,H*k], w_k.npy [d,G*k],\n"
     "  w_v.npy [d,G*v], w_o.npy [H*v,d] ('<f4'); --heads H is required,\n"
     "  --kv-heads G is derived (checked if given); writes [b,n,d].\n"
@@ -137,7 +154,8 @@ enum {
   HHS = 128,
   HH = HHO | HHE | HHS,
   SH = 256,
-  RUN = ATT | GQA | TH | HH | SH
+  DEC = 512,
+  RUN = ATT | GQA | TH | HH | SH | DEC
 };
 
 enum opt_id {
@@ -166,6 +184,10 @@ enum opt_id {
   O_EXPERTS,
   O_TOPK,
   O_DECODE_FROM,
+  O_WINDOW,
+  O_SOFTCAP,
+  O_ALIBI,
+  O_SINKS,
   O_REPEAT,
   O_SEED,
   O_JSON,
@@ -194,6 +216,18 @@ static int parse_scale(const char *v, void *field) {
   errno = 0;
   float x = strtof(v, &end);
   if (errno || end == v || *end || !(x >= 0) || isinf(x))
+    return -1;
+  *(float *)field = x;
+  return 0;
+}
+
+/* Any number; validate() says why one that is not finite and > 0 is
+ * refused (0 would be the library's "none"). */
+static int parse_float(const char *v, void *field) {
+  char *end;
+  errno = 0;
+  float x = strtof(v, &end);
+  if (errno == EINVAL || end == v || *end)
     return -1;
   *(float *)field = x;
   return 0;
@@ -236,23 +270,24 @@ static const cli_option opts[O_COUNT] = {
                          "(exit 3 above the tolerance)"),
     [O_RANDOM] = FLAG_OPT("random", random, RUN, "random inputs of SHAPE"),
     [O_VERBOSE] = FLAG_OPT("verbose", verbose, RUN | DEV, "more detail (-v)"),
-    [O_LAYOUT] = FN_OPT("layout", layout, parse_layout, ATT, "bshd|bhsd",
-                        "the device layout"),
-    [O_DTYPE] = FN_OPT("dtype", dtype, parse_run_dtype, ATT, "f32|f16",
+    [O_LAYOUT] = FN_OPT("layout", layout, parse_layout, ATT | DEC, "bshd|bhsd",
+                        "the device layout (decode: the cache files' too)"),
+    [O_DTYPE] = FN_OPT("dtype", dtype, parse_run_dtype, ATT | DEC, "f32|f16",
                        "with --random: the element type"),
     [O_SCALE] = FN_OPT("scale", scale, parse_scale, RUN, "S",
                        "softmax scale >= 0 (0: 1/sqrt(head dim))"),
     [O_BATCH] = INT_OPT("batch", batch, 1, RUN, "B", "SHAPE: batch"),
-    [O_SEQ] = INT_OPT("seq", seq, 1, RUN, "N", "SHAPE: query positions"),
-    [O_KV_SEQ] = INT_OPT("kv-seq", kv_seq, 1, ATT, "M",
-                         "SHAPE: key positions (default N)"),
+    [O_SEQ] = INT_OPT("seq", seq, 1, RUN & ~DEC, "N", "SHAPE: query positions"),
+    [O_KV_SEQ] = INT_OPT("kv-seq", kv_seq, 1, ATT | DEC, "M",
+                         "SHAPE: key positions (default N; decode: the "
+                         "cache's capacity)"),
     [O_HEADS] = INT_OPT("heads", heads, 1, RUN, "H", "query heads"),
-    [O_KV_HEADS] = INT_OPT("kv-heads", kv_heads, 1, ATT | GQA, "G",
+    [O_KV_HEADS] = INT_OPT("kv-heads", kv_heads, 1, ATT | GQA | DEC, "G",
                            "key/value heads (default H)"),
-    [O_HEAD_DIM] = INT_OPT("head-dim", head_dim, 1, ATT | GQA | TH | SH, "K",
-                           "SHAPE: key head width"),
-    [O_HEAD_DIM_V] = INT_OPT("head-dim-v", head_dim_v, 1, ATT | GQA | TH, "V",
-                             "SHAPE: value head width (default K)"),
+    [O_HEAD_DIM] = INT_OPT("head-dim", head_dim, 1, ATT | GQA | TH | SH | DEC,
+                           "K", "SHAPE: key head width"),
+    [O_HEAD_DIM_V] = INT_OPT("head-dim-v", head_dim_v, 1, ATT | GQA | TH | DEC,
+                             "V", "SHAPE: value head width (default K)"),
     [O_D_MODEL] = INT_OPT("d-model", d_model, 1, GQA | TH | HH | SH, "D",
                           "SHAPE: model width"),
     [O_HEADS_K] = INT_OPT("heads-k", heads_k, 1, TH, "Hk", "SHAPE: key heads"),
@@ -265,6 +300,15 @@ static const cli_option opts[O_COUNT] = {
     [O_TOPK] = INT_OPT("topk", topk, 1, SH, "K", "experts chosen a position"),
     [O_DECODE_FROM] = INT_OPT("decode-from", decode_from, 0, GQA | TH | HH | SH,
                               "P", "prefill P positions, decode the rest"),
+    [O_WINDOW] = INT_OPT("window", window, 1, ATT | DEC, "W",
+                         "sliding window: the W most recent positions up to "
+                         "the query's own"),
+    [O_SOFTCAP] = FN_OPT("softcap", softcap, parse_float, ATT | DEC, "C",
+                         "logit soft-cap C > 0: s becomes C tanh(s / C)"),
+    [O_ALIBI] = STR_OPT("alibi", alibi, ATT | DEC, "SLOPES.npy",
+                        "ALiBi slopes, float32 [query heads]"),
+    [O_SINKS] = STR_OPT("sinks", sinks, ATT | DEC, "SINKS.npy",
+                        "sink logits, float32 [query heads] (-inf: none)"),
     [O_REPEAT] = INT_OPT("repeat", repeat, 1, RUN, "N", "run N times"),
     [O_SEED] =
         FN_OPT("seed", seed, parse_seed, RUN, "S", "with --random: the seed"),
@@ -330,6 +374,11 @@ static int validate(const char *name, int cmd, cli_opts *o,
       O_BATCH,      O_SEQ,     O_KV_SEQ,  O_KV_HEADS, O_HEAD_DIM,
       O_HEAD_DIM_V, O_D_MODEL, O_DTYPE,   O_SEED,     O_SAVE,
       O_HEADS,      O_HEADS_K, O_HEADS_V, O_MAX_LEN,  O_EXPERTS};
+  if (given[O_SOFTCAP] && !(o->softcap > 0 && isfinite(o->softcap)))
+    return cli_usage_error(name,
+                           "--softcap: expected a finite number > 0, got "
+                           "%g",
+                           o->softcap);
   if (o->in && o->random)
     return cli_usage_error(name, "--in and --random are exclusive");
   if (!o->in && !o->random)
@@ -356,6 +405,27 @@ static int validate(const char *name, int cmd, cli_opts *o,
       return cli_usage_error(name, "--heads H is required");
     if (cmd == SH && (!given[O_HEADS] || !given[O_TOPK]))
       return cli_usage_error(name, "--heads H and --topk K are required");
+    return 0;
+  }
+  if (cmd == DEC) {
+    if (!given[O_KV_SEQ] || !given[O_HEADS] || !given[O_HEAD_DIM])
+      return cli_usage_error(name, "--random needs --kv-seq (the cache's "
+                                   "capacity), --heads, --head-dim");
+    if (!given[O_BATCH])
+      o->batch = 1;
+    if (!given[O_KV_HEADS])
+      o->kv_heads = o->heads;
+    if (!given[O_HEAD_DIM_V])
+      o->head_dim_v = o->head_dim;
+    if (o->heads % o->kv_heads)
+      return cli_usage_error(name, "--heads must be a multiple of --kv-heads");
+    /* the caches [b, capacity, kv heads, head dim] are the largest */
+    double hd = o->head_dim > o->head_dim_v ? o->head_dim : o->head_dim_v;
+    double big = (double)o->batch * o->kv_seq * o->kv_heads * hd;
+    big = fmax(big, (double)o->batch * o->heads * hd);
+    if (big > 17179869184.0)
+      return cli_usage_error(name, "--random: tensors of more than 2^34 "
+                                   "elements");
     return 0;
   }
   if (cmd == SH) {
@@ -461,17 +531,17 @@ static void print_top_help(FILE *f) {
   fputs(exit_text, f);
 }
 
-/* The runners of `clattn run`: the attention call and, by registry name,
- * the layer kinds this command reads files for, with their scope bits.  A
- * registered kind missing here is named as such (tests/cli.sh runs every
- * kind `clattn layers` lists). */
+/* The runners of `clattn run`: the attention and decode calls and, by
+ * registry name, the layer kinds this command reads files for, with their
+ * scope bits.  A registered kind missing here is named as such
+ * (tests/cli.sh runs every kind `clattn layers` lists). */
 static const struct {
   const char *word;
   int scope;
 } kernels[] = {
-    {"attention", ATT}, {"gqa", GQA},       {"talking-heads", TH},
-    {"optimised", HHO}, {"efficient", HHE}, {"super", HHS},
-    {"switchhead", SH},
+    {"attention", ATT},    {"decode", DEC},    {"gqa", GQA},
+    {"talking-heads", TH}, {"optimised", HHO}, {"efficient", HHE},
+    {"super", HHS},        {"switchhead", SH},
 };
 
 static int run_command(int argc, char **argv, cli_opts *o) {
@@ -480,12 +550,12 @@ static int run_command(int argc, char **argv, cli_opts *o) {
   kind_words(kinds, sizeof kinds, ", ");
   if (argc < 1)
     return cli_usage_error("run",
-                           "missing kernel (attention or a layer "
+                           "missing kernel (attention, decode or a layer "
                            "kind: %s)",
                            kinds);
   if (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h") ||
       !strcmp(argv[0], "help")) {
-    printf("usage: clattn run attention|%s\n"
+    printf("usage: clattn run attention|decode|%s\n"
            "         (--in DIR | --random SHAPE) [OPTIONS]\n",
            kind_words(kinds, sizeof kinds, "|"));
     fputs(run_text, stdout);
@@ -494,7 +564,8 @@ static int run_command(int argc, char **argv, cli_opts *o) {
           stdout);
     return CLI_OK;
   }
-  int cmd = 0, registered = !strcmp(argv[0], "attention");
+  int cmd = 0,
+      registered = !strcmp(argv[0], "attention") || !strcmp(argv[0], "decode");
   for (int i = 0; i < clattn_layer_kind_count(); i++)
     registered |= !strcmp(argv[0], clattn_layer_kind_name(i));
   for (size_t k = 0; registered && k < sizeof kernels / sizeof kernels[0]; k++)
@@ -503,7 +574,7 @@ static int run_command(int argc, char **argv, cli_opts *o) {
   if (!registered)
     return cli_usage_error("run",
                            "unknown kernel '%.40s' (expected "
-                           "attention or a layer kind: %s)",
+                           "attention, decode or a layer kind: %s)",
                            argv[0], kinds);
   if (!cmd)
     return cli_usage_error("run",
@@ -524,6 +595,7 @@ static int run_command(int argc, char **argv, cli_opts *o) {
     return rc;
   const int hh = cli_hh_variant(argv[0]);
   return cmd == ATT   ? cli_run_attention(o)
+         : cmd == DEC ? cli_run_decode(o)
          : cmd == GQA ? cli_run_gqa(o)
          : cmd == TH  ? cli_run_th(o)
          : cmd == SH  ? cli_run_sh(o)

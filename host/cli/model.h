@@ -99,6 +99,15 @@ int cli_family(const char *word);
  * defaults filled (cli_shape_defaults), the keys the family reads; 0 or
  * CLI_USAGE. */
 int cli_shape_text(model_opts *o, int fam, char *buf, size_t cap);
+/* Whether any SHAPE flag was given (a shape of its own, never the standard
+ * shapes with the flag ignored). */
+int cli_shape_flags_given(const model_opts *o);
+/* The shape of a family's command `name` (bench, tune, explain): its text
+ * as the one operand a (the family's keys, "batch=1 seq=64 window=16"),
+ * else the flags' (cli_shape_text), else "" when neither; both is a usage
+ * error.  0 or CLI_USAGE. */
+int cli_shape_arg(const char *name, model_opts *o, int fam, const cli_args *a,
+                  char *buf, size_t cap);
 
 int cli_model_mqa(const model_opts *o);
 /* `clattn model optimised|efficient|super`: the layer against MHA. */

@@ -36,7 +36,9 @@ static const char tune_usage[] =
     "  Without SHAPE: every family's standard shapes and CLBlast's Xgemm at\n"
     "  the layers' projection shapes.\n"
     "SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
-    "  --head-dim K [--head-dim-v V] [--dtype f32|f16|bf16] [--causal];\n"
+    "  --head-dim K [--head-dim-v V] [--dtype f32|f16|bf16] [--causal],\n"
+    "  or the family's shape text as one word (\"batch=1 seq=512 heads=8\n"
+    "  head-dim=64 causal=1 window=128\", its keys: clattn families);\n"
     "  decode: --kv-seq M is the cache capacity; gemm (CLBlast's Xgemm) and\n"
     "  projection (CLBlast or the own kernel): --m M --n N --k K (row-major\n"
     "  C[M,N] = A[M,K] B[K,N], as the layers call it); a family's own keys\n"
@@ -245,7 +247,8 @@ int cli_tune(int argc, char **argv) {
   snprintf(name, sizeof name, i ? "tune %s" : "tune", word);
   if (nt < 0)
     return cli_usage_error(name, "too many shape keys");
-  const cli_command cmd = {name, tune_usage, table, nt, scope, 0, NULL};
+  const cli_command cmd = {
+      name, tune_usage, table, nt, scope, scope == T_FAM ? 1 : 0, NULL};
   cli_args a;
   int rc = cli_parse_cmd(&cmd, argc - i, argv + i, &ta, &a);
   if (rc)
@@ -259,14 +262,12 @@ int cli_tune(int argc, char **argv) {
   const int gemm_given = gemm[0] || gemm[1] || gemm[2];
   /* any SHAPE option names one shape: never the standard ones with the
    * option ignored */
-  const int custom = m.heads || m.head_dim || m.seq || m.kv_seq || m.batch ||
-                     m.kv_heads || m.head_dim_v || m.causal ||
-                     m.dtype != CLATTN_F32 || m.shape_extra[0] || gemm_given;
+  const int custom = cli_shape_flags_given(&m) || a.n_operands || gemm_given;
   char shape[512] = "";
   if (which == GEMM && custom && !(gemm[0] && gemm[1] && gemm[2]))
     return cli_usage_error(name, "give --m, --n and --k");
-  if (custom && which >= 0 &&
-      (rc = cli_shape_text(&m, which, shape, sizeof shape)))
+  if (which >= 0 &&
+      (rc = cli_shape_arg(name, &m, which, &a, shape, sizeof shape)))
     return rc;
 
   /* from here on Ctrl-C stops at the next candidate (exit 130) */
@@ -379,14 +380,17 @@ int cli_explain(int argc, char **argv) {
   snprintf(name, sizeof name, "explain %s", argv[0]);
   if (nt < 0)
     return cli_usage_error(name, "too many shape keys");
-  const cli_command cmd = {name, tune_usage, table, nt, E_FAM, 0, NULL};
+  const cli_command cmd = {name, tune_usage, table, nt, E_FAM, 1, NULL};
   cli_args a;
   int rc = cli_parse_cmd(&cmd, argc - 1, argv + 1, &ta, &a);
   if (rc)
     return rc < 0 ? CLI_OK : rc;
   model_opts m = ta.m;
   char shape[512];
-  if ((rc = cli_shape_text(&m, fam, shape, sizeof shape)))
+  /* the shape as text or flags; without either cli_shape_text says what
+   * is missing */
+  if ((rc = cli_shape_arg(name, &m, fam, &a, shape, sizeof shape)) ||
+      (!shape[0] && (rc = cli_shape_text(&m, fam, shape, sizeof shape))))
     return rc;
   clattn_ctx *ctx = NULL;
   if (cli_ctx_create_db(m.device, m.db, &ctx))
