@@ -33,13 +33,44 @@ typedef struct opt_prefill {
   double flops;      /* 2 (d_k + d_v) per visible pair */
   clattn_prediction pred;
   int pred_ok;
+  /* the last call's host time (until clattn_attention returned) and its
+   * attention kernel's device time (its last kernel's profiled event) */
+  double stage[2];
 } opt_prefill;
 
+enum { STAGE_HOST, STAGE_KERNEL, STAGES };
+
+/* One call, its host and kernel times kept (a call's other kernels, the
+ * K/V staging, are the rest of its time). */
 static int run_prefill(bench *B, void *p) {
   opt_prefill *a = p;
+  cl_event e = NULL;
+  cl_ulong t0 = 0, t1 = 0;
+  clattn_events ev = {.size = sizeof ev, .out = &e};
+  const double h0 = clattn__now();
   clattn_status st =
-      clattn_attention(B->ctx, &a->d, a->q, a->k, a->v, NULL, a->o, NULL);
-  return st == CLATTN_OK ? 0 : (int)st;
+      clattn_attention(B->ctx, &a->d, a->q, a->k, a->v, NULL, a->o, &ev);
+  a->stage[STAGE_HOST] = clattn__now() - h0;
+  a->stage[STAGE_KERNEL] = NAN;
+  if (st != CLATTN_OK)
+    return (int)st;
+  if (e == NULL)
+    return 0;
+  CK(clWaitForEvents(1, &e));
+  if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0,
+                              NULL) == CL_SUCCESS &&
+      clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1,
+                              NULL) == CL_SUCCESS &&
+      t1 >= t0)
+    a->stage[STAGE_KERNEL] = (double)(t1 - t0) * 1e-9;
+  clReleaseEvent(e);
+  return 0;
+}
+
+/* A side of a comparison: one call per batch, its stages kept. */
+static bench_side prefill_side(opt_prefill *a) {
+  return (bench_side){"clattn_attention", run_prefill, a, 1, 1,
+                      a->stage,           STAGES};
 }
 
 static clattn_attn_desc prefill_desc(int b, int n, int h, int d, int causal) {
@@ -97,21 +128,25 @@ static void prefill_release(opt_prefill *a) {
   rel(&a->o);
 }
 
-/* The sides' medians: t[i] the side's time, ratio[i] the median of the
- * rounds' time ratios side i / side 0; one warm-up round first. */
-static void time_sides(bench *B, const bench_side *sides, int nsides,
-                       int rounds, size_t copy_bytes, double *t, double *ratio,
-                       double *copy_gbs) {
+/* The sides' medians over `rounds` rounds (one warm-up round first):
+ * t[i] the side's time, ratio[i] the rounds' time ratios side i / side 0,
+ * host[i] and kernel[i] its call's host and attention-kernel times. */
+static void time_sides(bench *B, opt_prefill *const *a, int nsides, int rounds,
+                       double *t, double *ratio, double *host, double *kernel) {
+  bench_side *sides = xmalloc((size_t)nsides * sizeof *sides);
   bench_rounds R;
-  rounds_init(B, &R, sides, nsides, rounds, 1, copy_bytes);
+  for (int i = 0; i < nsides; i++)
+    sides[i] = prefill_side(a[i]);
+  rounds_init(B, &R, sides, nsides, rounds, 1, 0);
   rounds_run(&R, -1, rounds + 1);
   for (int i = 0; i < nsides; i++) {
     t[i] = rounds_time(&R, i);
     ratio[i] = rounds_ratio(&R, i, 0);
+    host[i] = rounds_stage(&R, i, STAGE_HOST);
+    kernel[i] = rounds_stage(&R, i, STAGE_KERNEL);
   }
-  if (copy_gbs != NULL)
-    *copy_gbs = copy_bytes > 0 ? rounds_copy_gbs(&R) : 0.0;
   rounds_free(&R);
+  free(sides);
 }
 
 static const char *bound_str(clattn_bound b) {
@@ -135,33 +170,6 @@ static void print_model_kernels(const char *name, const clattn_prediction *p) {
   printf("\n");
 }
 
-/* The device time of the call's last kernel, the attention kernel (the
- * rest of a call: staging K/V, the host's work), the median of 3 calls; -1
- * where the queue keeps no profile. */
-static double attention_kernel_s(bench *B, opt_prefill *a) {
-  double t[3];
-  for (int i = 0; i < 3; i++) {
-    cl_event e = NULL;
-    cl_ulong t0 = 0, t1 = 0;
-    clattn_events ev = {.size = sizeof ev, .out = &e};
-    cl_int st0, st1;
-    if (clattn_attention(B->ctx, &a->d, a->q, a->k, a->v, NULL, a->o, &ev) !=
-            CLATTN_OK ||
-        e == NULL)
-      return -1.0;
-    CK(clWaitForEvents(1, &e));
-    st0 = clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0,
-                                  NULL);
-    st1 = clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1,
-                                  NULL);
-    clReleaseEvent(e);
-    if (st0 != CL_SUCCESS || st1 != CL_SUCCESS || t1 < t0)
-      return -1.0;
-    t[i] = (double)(t1 - t0) * 1e-9;
-  }
-  return clattn__median(t, 3);
-}
-
 /* Which parameters the side's call ran with. */
 static void print_choice(bench *B, opt_prefill *a) {
   clattn_choice ch = {.size = sizeof(clattn_choice)};
@@ -171,29 +179,31 @@ static void print_choice(bench *B, opt_prefill *a) {
            clattn_choice_source_str(ch.source));
 }
 
-/* A table of prefill sides: time, the attention kernel's device time
- * (into tk), model time, visible GFLOP/s and its share of the FMA peak,
- * the model's useful FLOPs against the count. */
+/* A table of prefill sides: time, the host's and the attention kernel's
+ * share, model time, visible GFLOP/s and its share of the FMA peak, the
+ * model's useful FLOPs against the count. */
 static void print_prefill_table(bench *B, opt_prefill *const *a, int n,
-                                const double *t, double *tk) {
-  printf("      %-10s %9s %9s %9s %8s %11s %8s %11s\n", "side", "ms",
-         "kernel ms", "model ms", "meas/mod", "GFLOP/s vis", "of FMA",
-         "model flops");
+                                const double *t, const double *th,
+                                const double *tk) {
+  printf("      %-10s %9s %8s %9s %9s %8s %11s %8s %11s\n", "side", "ms",
+         "host ms", "kernel ms", "model ms", "meas/mod", "GFLOP/s vis",
+         "of FMA", "model flops");
   for (int i = 0; i < n; i++) {
     const double gf = a[i]->flops / t[i] * 1e-9;
-    tk[i] = attention_kernel_s(B, a[i]);
     if (a[i]->pred_ok)
-      printf("      %-10s %9.2f %9.2f %9.2f %8.2f %11.1f %7.1f%% %10.4fx\n",
-             a[i]->name, 1e3 * t[i], 1e3 * tk[i], 1e3 * a[i]->pred.total.t_pred,
-             t[i] / a[i]->pred.total.t_pred, gf, 100.0 * gf / B->fma_gflops,
-             a[i]->pred.total.flops / a[i]->flops);
+      printf("      %-10s %9.2f %8.2f %9.2f %9.2f %8.2f %11.1f %7.1f%% "
+             "%10.4fx\n",
+             a[i]->name, 1e3 * t[i], 1e3 * th[i], 1e3 * tk[i],
+             1e3 * a[i]->pred.total.t_pred, t[i] / a[i]->pred.total.t_pred, gf,
+             100.0 * gf / B->fma_gflops, a[i]->pred.total.flops / a[i]->flops);
     else
-      printf("      %-10s %9.2f %9.2f %9s %8s %11.1f %7.1f%%  (model: %s)\n",
-             a[i]->name, 1e3 * t[i], 1e3 * tk[i], "n/a", "", gf,
+      printf("      %-10s %9.2f %8.2f %9.2f %9s %8s %11.1f %7.1f%%  (model: "
+             "%s)\n",
+             a[i]->name, 1e3 * t[i], 1e3 * th[i], 1e3 * tk[i], "n/a", "", gf,
              100.0 * gf / B->fma_gflops, a[i]->pred.errmsg);
   }
-  printf("      (kernel ms: the attention kernel's own device time, the "
-         "median of 3 further calls)\n");
+  printf("      (host ms: until the call returned; kernel ms: the attention "
+         "kernel's device time; medians of the rounds)\n");
 }
 
 static void record_prefill(bench *B, const char *tag, const opt_prefill *a,
@@ -270,8 +280,7 @@ static void opts_window_prefill(bench *B, int rounds) {
   const int n = B->quick ? 1024 : 4096, h = 8, d = 64, W = 512;
   opt_prefill plain = {.name = "plain"}, win = {.name = "W=512"};
   opt_prefill *side[2] = {&plain, &win};
-  bench_side sides[2];
-  double t[2], r[2], tk[2], rate, pred;
+  double t[2], r[2], th[2], tk[2], rate, pred;
 
   plain.d = prefill_desc(1, n, h, d, 1);
   prefill_alloc(B, &plain, 41);
@@ -280,16 +289,13 @@ static void opts_window_prefill(bench *B, int rounds) {
   win.d.window = W;
   prefill_count(B, &plain);
   prefill_count(B, &win);
-  for (int i = 0; i < 2; i++)
-    sides[i] =
-        (bench_side){"clattn_attention", run_prefill, side[i], 1, 1, NULL, 0};
   printf("\n  -- (a) window: prefill b=1 h=%d d=%d n=m=%d causal, W=%d "
          "against none, %d paired rounds --\n",
          h, d, n, W, rounds);
-  time_sides(B, sides, 2, rounds, 0, t, r, NULL);
+  time_sides(B, side, 2, rounds, t, r, th, tk);
   print_choice(B, &plain);
   print_choice(B, &win);
-  print_prefill_table(B, side, 2, t, tk);
+  print_prefill_table(B, side, 2, t, th, tk);
   /* the rate ratio: visible pairs over time, windowed over plain */
   rate = (win.flops / plain.flops) / r[1];
   pred = model_ratio(side, 1);
@@ -301,7 +307,7 @@ static void opts_window_prefill(bench *B, int rounds) {
          rate, verdict(rate >= 0.8),
          pred > 0 ? win.flops / plain.flops / pred : -1.0);
   printf("      the attention kernel alone: FLOP rate W/plain %.2fx; the rest "
-         "of the call (K/V staged, host) %.2f ms plain, %.2f ms W\n",
+         "of the call (the host, K/V staged) %.2f ms plain, %.2f ms W\n",
          (win.flops / plain.flops) / (tk[1] / tk[0]), 1e3 * (t[0] - tk[0]),
          1e3 * (t[1] - tk[1]));
   for (int i = 0; i < 2; i++)
@@ -329,8 +335,7 @@ static void opts_logit_prefill(bench *B, int rounds) {
   float *sinks = xmalloc((size_t)h * sizeof *sinks);
   opt_prefill a[NS];
   opt_prefill *side[NS];
-  bench_side sides[NS];
-  double t[NS], r[NS], tk[NS];
+  double t[NS], r[NS], th[NS], tk[NS];
 
   /* BLOOM's slopes 2^(-8 (i + 1) / h); GPT-OSS-like sinks of a few
    * units, different per head */
@@ -350,18 +355,15 @@ static void opts_logit_prefill(bench *B, int rounds) {
   a[1].d.softcap = 50.0f;
   a[2].d.alibi_slopes = slopes;
   a[3].d.sinks = sinks;
-  for (int i = 0; i < NS; i++) {
+  for (int i = 0; i < NS; i++)
     prefill_count(B, &a[i]);
-    sides[i] =
-        (bench_side){"clattn_attention", run_prefill, &a[i], 1, 1, NULL, 0};
-  }
   printf("\n  -- (b) soft-cap, ALiBi, sinks: prefill b=1 h=%d d=%d n=m=%d "
          "causal, each against none, %d rounds --\n",
          h, d, n, rounds);
-  time_sides(B, sides, NS, rounds, 0, t, r, NULL);
+  time_sides(B, side, NS, rounds, t, r, th, tk);
   for (int i = 0; i < NS; i++)
     print_choice(B, &a[i]);
-  print_prefill_table(B, side, NS, t, tk);
+  print_prefill_table(B, side, NS, t, th, tk);
   for (int i = 1; i < NS; i++) {
     const double pred = model_ratio(side, i);
     char tag[64];
@@ -389,25 +391,21 @@ static void opts_head_dim(bench *B, int rounds) {
   const int n = B->quick ? 256 : 1024, h = 8;
   opt_prefill d128 = {.name = "d=128"}, d512 = {.name = "d=512"};
   opt_prefill *side[2] = {&d128, &d512};
-  bench_side sides[2];
-  double t[2], r[2], tk[2], rate, pred;
+  double t[2], r[2], th[2], tk[2], rate, pred;
 
   d128.d = prefill_desc(1, n, h, 128, 1);
   d512.d = prefill_desc(1, n, h, 512, 1);
   prefill_alloc(B, &d128, 61);
   prefill_alloc(B, &d512, 71);
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 2; i++)
     prefill_count(B, side[i]);
-    sides[i] =
-        (bench_side){"clattn_attention", run_prefill, side[i], 1, 1, NULL, 0};
-  }
   printf("\n  -- (d) head dim 512 against 128: prefill b=1 h=%d n=m=%d "
          "causal, d_k=d_v, %d rounds --\n",
          h, n, rounds);
-  time_sides(B, sides, 2, rounds, 0, t, r, NULL);
+  time_sides(B, side, 2, rounds, t, r, th, tk);
   print_choice(B, &d128);
   print_choice(B, &d512);
-  print_prefill_table(B, side, 2, t, tk);
+  print_prefill_table(B, side, 2, t, th, tk);
   rate = (d512.flops / d128.flops) / r[1];
   pred = model_ratio(side, 1);
   printf("      FLOP rate d=512/d=128 %.2fx (target >= 0.6x: %s); time "
