@@ -33,36 +33,43 @@ typedef struct opt_prefill {
   double flops;      /* 2 (d_k + d_v) per visible pair */
   clattn_prediction pred;
   int pred_ok;
-  /* the last call's host time (until clattn_attention returned) and its
-   * attention kernel's device time (its last kernel's profiled event) */
-  double stage[2];
+  /* the last call's host time (until clattn_attention returned), its
+   * attention kernel's device time (its last kernel's profiled event) and
+   * that kernel's wait from its enqueue to its start (the K/V staging
+   * kernel before it, and the launch's own delay); med: their medians
+   * over a comparison's rounds */
+  double stage[3], med[3];
 } opt_prefill;
 
-enum { STAGE_HOST, STAGE_KERNEL, STAGES };
+enum { STAGE_HOST, STAGE_KERNEL, STAGE_WAIT, STAGES };
 
 /* One call, its host and kernel times kept (a call's other kernels, the
  * K/V staging, are the rest of its time). */
 static int run_prefill(bench *B, void *p) {
   opt_prefill *a = p;
   cl_event e = NULL;
-  cl_ulong t0 = 0, t1 = 0;
+  cl_ulong tq = 0, t0 = 0, t1 = 0;
   clattn_events ev = {.size = sizeof ev, .out = &e};
   const double h0 = clattn__now();
   clattn_status st =
       clattn_attention(B->ctx, &a->d, a->q, a->k, a->v, NULL, a->o, &ev);
   a->stage[STAGE_HOST] = clattn__now() - h0;
-  a->stage[STAGE_KERNEL] = NAN;
+  a->stage[STAGE_KERNEL] = a->stage[STAGE_WAIT] = NAN;
   if (st != CLATTN_OK)
     return (int)st;
   if (e == NULL)
     return 0;
   CK(clWaitForEvents(1, &e));
-  if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0,
+  if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_QUEUED, sizeof tq, &tq,
+                              NULL) == CL_SUCCESS &&
+      clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0,
                               NULL) == CL_SUCCESS &&
       clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1,
                               NULL) == CL_SUCCESS &&
-      t1 >= t0)
+      t1 >= t0 && t0 >= tq) {
     a->stage[STAGE_KERNEL] = (double)(t1 - t0) * 1e-9;
+    a->stage[STAGE_WAIT] = (double)(t0 - tq) * 1e-9;
+  }
   clReleaseEvent(e);
   return 0;
 }
@@ -130,9 +137,9 @@ static void prefill_release(opt_prefill *a) {
 
 /* The sides' medians over `rounds` rounds (one warm-up round first):
  * t[i] the side's time, ratio[i] the rounds' time ratios side i / side 0,
- * host[i] and kernel[i] its call's host and attention-kernel times. */
+ * and each side's stages (its med). */
 static void time_sides(bench *B, opt_prefill *const *a, int nsides, int rounds,
-                       double *t, double *ratio, double *host, double *kernel) {
+                       double *t, double *ratio) {
   bench_side *sides = xmalloc((size_t)nsides * sizeof *sides);
   bench_rounds R;
   for (int i = 0; i < nsides; i++)
@@ -142,8 +149,8 @@ static void time_sides(bench *B, opt_prefill *const *a, int nsides, int rounds,
   for (int i = 0; i < nsides; i++) {
     t[i] = rounds_time(&R, i);
     ratio[i] = rounds_ratio(&R, i, 0);
-    host[i] = rounds_stage(&R, i, STAGE_HOST);
-    kernel[i] = rounds_stage(&R, i, STAGE_KERNEL);
+    for (int j = 0; j < STAGES; j++)
+      a[i]->med[j] = rounds_stage(&R, i, j);
   }
   rounds_free(&R);
   free(sides);
@@ -179,31 +186,31 @@ static void print_choice(bench *B, opt_prefill *a) {
            clattn_choice_source_str(ch.source));
 }
 
-/* A table of prefill sides: time, the host's and the attention kernel's
- * share, model time, visible GFLOP/s and its share of the FMA peak, the
- * model's useful FLOPs against the count. */
+/* A table of prefill sides: time, its stages, model time, visible
+ * GFLOP/s and its share of the FMA peak, the model's useful FLOPs against
+ * the count. */
 static void print_prefill_table(bench *B, opt_prefill *const *a, int n,
-                                const double *t, const double *th,
-                                const double *tk) {
-  printf("      %-10s %9s %8s %9s %9s %8s %11s %8s %11s\n", "side", "ms",
-         "host ms", "kernel ms", "model ms", "meas/mod", "GFLOP/s vis",
-         "of FMA", "model flops");
+                                const double *t) {
+  printf("      %-10s %9s %8s %9s %8s %9s %8s %11s %8s %11s\n", "side", "ms",
+         "host ms", "kernel ms", "wait ms", "model ms", "meas/mod",
+         "GFLOP/s vis", "of FMA", "model flops");
   for (int i = 0; i < n; i++) {
     const double gf = a[i]->flops / t[i] * 1e-9;
+    const double *st = a[i]->med;
+    printf("      %-10s %9.2f %8.2f %9.2f %8.2f", a[i]->name, 1e3 * t[i],
+           1e3 * st[STAGE_HOST], 1e3 * st[STAGE_KERNEL], 1e3 * st[STAGE_WAIT]);
     if (a[i]->pred_ok)
-      printf("      %-10s %9.2f %8.2f %9.2f %9.2f %8.2f %11.1f %7.1f%% "
-             "%10.4fx\n",
-             a[i]->name, 1e3 * t[i], 1e3 * th[i], 1e3 * tk[i],
+      printf(" %9.2f %8.2f %11.1f %7.1f%% %10.4fx\n",
              1e3 * a[i]->pred.total.t_pred, t[i] / a[i]->pred.total.t_pred, gf,
              100.0 * gf / B->fma_gflops, a[i]->pred.total.flops / a[i]->flops);
     else
-      printf("      %-10s %9.2f %8.2f %9.2f %9s %8s %11.1f %7.1f%%  (model: "
-             "%s)\n",
-             a[i]->name, 1e3 * t[i], 1e3 * th[i], 1e3 * tk[i], "n/a", "", gf,
+      printf(" %9s %8s %11.1f %7.1f%%  (model: %s)\n", "n/a", "", gf,
              100.0 * gf / B->fma_gflops, a[i]->pred.errmsg);
   }
   printf("      (host ms: until the call returned; kernel ms: the attention "
-         "kernel's device time; medians of the rounds)\n");
+         "kernel's device time; wait ms: from\n      its enqueue to its start, "
+         "the K/V staging kernel before it included; medians of the "
+         "rounds)\n");
 }
 
 static void record_prefill(bench *B, const char *tag, const opt_prefill *a,
@@ -280,7 +287,7 @@ static void opts_window_prefill(bench *B, int rounds) {
   const int n = B->quick ? 1024 : 4096, h = 8, d = 64, W = 512;
   opt_prefill plain = {.name = "plain"}, win = {.name = "W=512"};
   opt_prefill *side[2] = {&plain, &win};
-  double t[2], r[2], th[2], tk[2], rate, pred;
+  double t[2], r[2], rate, pred;
 
   plain.d = prefill_desc(1, n, h, d, 1);
   prefill_alloc(B, &plain, 41);
@@ -292,10 +299,10 @@ static void opts_window_prefill(bench *B, int rounds) {
   printf("\n  -- (a) window: prefill b=1 h=%d d=%d n=m=%d causal, W=%d "
          "against none, %d paired rounds --\n",
          h, d, n, W, rounds);
-  time_sides(B, side, 2, rounds, t, r, th, tk);
+  time_sides(B, side, 2, rounds, t, r);
   print_choice(B, &plain);
   print_choice(B, &win);
-  print_prefill_table(B, side, 2, t, th, tk);
+  print_prefill_table(B, side, 2, t);
   /* the rate ratio: visible pairs over time, windowed over plain */
   rate = (win.flops / plain.flops) / r[1];
   pred = model_ratio(side, 1);
@@ -308,8 +315,10 @@ static void opts_window_prefill(bench *B, int rounds) {
          pred > 0 ? win.flops / plain.flops / pred : -1.0);
   printf("      the attention kernel alone: FLOP rate W/plain %.2fx; the rest "
          "of the call (the host, K/V staged) %.2f ms plain, %.2f ms W\n",
-         (win.flops / plain.flops) / (tk[1] / tk[0]), 1e3 * (t[0] - tk[0]),
-         1e3 * (t[1] - tk[1]));
+         (win.flops / plain.flops) /
+             (side[1]->med[STAGE_KERNEL] / side[0]->med[STAGE_KERNEL]),
+         1e3 * (t[0] - plain.med[STAGE_KERNEL]),
+         1e3 * (t[1] - win.med[STAGE_KERNEL]));
   for (int i = 0; i < 2; i++)
     if (side[i]->pred_ok)
       print_model_kernels(side[i]->name, &side[i]->pred);
@@ -318,6 +327,9 @@ static void opts_window_prefill(bench *B, int rounds) {
   rec(B, "options", "(a) window", "flop_rate_ratio", rate);
   rec(B, "options", "(a) window", "time_ratio", r[1]);
   rec(B, "options", "(a) window", "model_time_ratio", pred);
+  rec(B, "options", "(a) window", "kernel_flop_rate_ratio",
+      (win.flops / plain.flops) /
+          (win.med[STAGE_KERNEL] / plain.med[STAGE_KERNEL]));
 
   window_peer(B, &plain, &win, t[0], t[1]);
   prefill_release(&plain);
@@ -335,7 +347,7 @@ static void opts_logit_prefill(bench *B, int rounds) {
   float *sinks = xmalloc((size_t)h * sizeof *sinks);
   opt_prefill a[NS];
   opt_prefill *side[NS];
-  double t[NS], r[NS], th[NS], tk[NS];
+  double t[NS], r[NS];
 
   /* BLOOM's slopes 2^(-8 (i + 1) / h); GPT-OSS-like sinks of a few
    * units, different per head */
@@ -360,20 +372,22 @@ static void opts_logit_prefill(bench *B, int rounds) {
   printf("\n  -- (b) soft-cap, ALiBi, sinks: prefill b=1 h=%d d=%d n=m=%d "
          "causal, each against none, %d rounds --\n",
          h, d, n, rounds);
-  time_sides(B, side, NS, rounds, t, r, th, tk);
+  time_sides(B, side, NS, rounds, t, r);
   for (int i = 0; i < NS; i++)
     print_choice(B, &a[i]);
-  print_prefill_table(B, side, NS, t, th, tk);
+  print_prefill_table(B, side, NS, t);
   for (int i = 1; i < NS; i++) {
     const double pred = model_ratio(side, i);
     char tag[64];
     printf("      time %-10s / plain %.3fx (target <= %.2fx: %s); model "
            "%.3fx; the attention kernel alone %.3fx\n",
            names[i], r[i], target[i], verdict(r[i] <= target[i]), pred,
-           tk[i] / tk[0]);
+           a[i].med[STAGE_KERNEL] / a[0].med[STAGE_KERNEL]);
     snprintf(tag, sizeof tag, "(b) %s", names[i]);
     rec(B, "options", tag, "time_ratio", r[i]);
     rec(B, "options", tag, "model_time_ratio", pred);
+    rec(B, "options", tag, "kernel_time_ratio",
+        a[i].med[STAGE_KERNEL] / a[0].med[STAGE_KERNEL]);
   }
   for (int i = 0; i < NS; i++) {
     if (a[i].pred_ok)
@@ -391,7 +405,7 @@ static void opts_head_dim(bench *B, int rounds) {
   const int n = B->quick ? 256 : 1024, h = 8;
   opt_prefill d128 = {.name = "d=128"}, d512 = {.name = "d=512"};
   opt_prefill *side[2] = {&d128, &d512};
-  double t[2], r[2], th[2], tk[2], rate, pred;
+  double t[2], r[2], rate, pred;
 
   d128.d = prefill_desc(1, n, h, 128, 1);
   d512.d = prefill_desc(1, n, h, 512, 1);
@@ -402,10 +416,10 @@ static void opts_head_dim(bench *B, int rounds) {
   printf("\n  -- (d) head dim 512 against 128: prefill b=1 h=%d n=m=%d "
          "causal, d_k=d_v, %d rounds --\n",
          h, n, rounds);
-  time_sides(B, side, 2, rounds, t, r, th, tk);
+  time_sides(B, side, 2, rounds, t, r);
   print_choice(B, &d128);
   print_choice(B, &d512);
-  print_prefill_table(B, side, 2, t, th, tk);
+  print_prefill_table(B, side, 2, t);
   rate = (d512.flops / d128.flops) / r[1];
   pred = model_ratio(side, 1);
   printf("      FLOP rate d=512/d=128 %.2fx (target >= 0.6x: %s); time "
@@ -413,7 +427,8 @@ static void opts_head_dim(bench *B, int rounds) {
          rate, verdict(rate >= 0.6), r[1], pred,
          pred > 0 ? d512.flops / d128.flops / pred : -1.0);
   printf("      the attention kernel alone: FLOP rate d=512/d=128 %.2fx\n",
-         (d512.flops / d128.flops) / (tk[1] / tk[0]));
+         (d512.flops / d128.flops) /
+             (side[1]->med[STAGE_KERNEL] / side[0]->med[STAGE_KERNEL]));
   for (int i = 0; i < 2; i++)
     if (side[i]->pred_ok)
       print_model_kernels(side[i]->name, &side[i]->pred);
@@ -421,6 +436,9 @@ static void opts_head_dim(bench *B, int rounds) {
   record_prefill(B, "(d)", &d512, t[1]);
   rec(B, "options", "(d) head dim 512", "flop_rate_ratio", rate);
   rec(B, "options", "(d) head dim 512", "model_time_ratio", pred);
+  rec(B, "options", "(d) head dim 512", "kernel_flop_rate_ratio",
+      (d512.flops / d128.flops) /
+          (d512.med[STAGE_KERNEL] / d128.med[STAGE_KERNEL]));
   prefill_release(&d128);
   prefill_release(&d512);
 }
