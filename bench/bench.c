@@ -15,7 +15,10 @@
  *     layer and PyTorch, prefill and decode, beside the model;
  *   - switchhead (bench_sh.c): the SwitchHead layer against its
  *     parameter-matched MHA layer and PyTorch, and its expert GEMM against
- *     dense GEMMs of the same FLOPs.
+ *     dense GEMMs of the same FLOPs;
+ *   - options (bench_opts.c): the attention options (window, soft-cap,
+ *     ALiBi, sinks, head dim 512) against the same calls without them,
+ *     prefill and cold decode, and PyTorch's SDPA with a window mask.
  * Times are medians of --reps runs after warm-up, wall clock around
  * clFinish. */
 #include <math.h>
@@ -552,8 +555,8 @@ static void usage(FILE *f) {
              "quick 3)\n"
              "  --json FILE  also write every figure as JSON records\n"
              "  --only S     run only section S (prefill, decode, layer, "
-             "talking-heads, hh or\n"
-             "               switchhead; "
+             "talking-heads, hh,\n"
+             "               switchhead or options; "
              "the ceilings always run)\n"
              "  the PyTorch peers: the venv of "
              "bench/peers/setup.sh BUILD_DIR,\n"
@@ -582,7 +585,8 @@ int main(int argc, char **argv) {
       only = argv[++i];
       if (strcmp(only, "prefill") != 0 && strcmp(only, "decode") != 0 &&
           strcmp(only, "layer") != 0 && strcmp(only, "talking-heads") != 0 &&
-          strcmp(only, "hh") != 0 && strcmp(only, "switchhead") != 0) {
+          strcmp(only, "hh") != 0 && strcmp(only, "switchhead") != 0 &&
+          strcmp(only, "options") != 0) {
         usage(stderr);
         return 2;
       }
@@ -621,6 +625,8 @@ int main(int argc, char **argv) {
     bench_hh(&B);
   if (RUN("switchhead"))
     bench_switchhead(&B);
+  if (RUN("options"))
+    bench_options(&B);
 #undef RUN
   print_load("at end");
 

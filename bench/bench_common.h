@@ -100,5 +100,6 @@ void print_load(const char *when);
 void bench_talking_heads(bench *B);
 void bench_hh(bench *B);
 void bench_switchhead(bench *B);
+void bench_options(bench *B);
 
 #endif
