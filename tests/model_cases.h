@@ -321,6 +321,60 @@ static const model_case model_cases[] = {
      0,
      0,
      0},
+    /* talking-heads with a window: groups of positions with no key in
+     * common (window 3 < rows 4) and with some, scheme 3's kept tiles
+     * counted from the block's first, the local variant's tiles from the
+     * group's first visible key; causal and not */
+    {"th reg f32 two-pass window 3 lens",
+     "talking-heads",
+     "batch=2 seq=11 kv-seq=37 heads-k=3 heads=5 heads-v=2 head-dim=16 "
+     "head-dim-v=8 dtype=f32 causal=1 layout=bshd window=3",
+     {37, 20},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 16, .scheme = 2},
+     0,
+     0,
+     0,
+     0},
+    {"th reg bf16 logits-in-local window 21 lens",
+     "talking-heads",
+     "batch=2 seq=10 kv-seq=45 heads-k=2 heads=3 heads-v=4 head-dim=8 "
+     "head-dim-v=16 dtype=bf16 causal=1 layout=bhsd window=21",
+     {45, 12},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 16, .scheme = 3},
+     0,
+     0,
+     0,
+     0},
+    {"th reg f16 one-pass window non-causal",
+     "talking-heads",
+     "batch=1 seq=7 kv-seq=50 heads-k=2 heads=1 heads-v=3 head-dim=8 "
+     "head-dim-v=12 dtype=f16 causal=0 layout=bhsd window=9",
+     {-1, -1},
+     {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 16, .scheme = 1},
+     0,
+     0,
+     0,
+     0},
+    {"th local bf16 two-pass window lens",
+     "talking-heads",
+     "batch=2 seq=9 kv-seq=23 heads-k=2 heads=3 heads-v=2 head-dim=8 "
+     "head-dim-v=4 dtype=bf16 causal=1 layout=bshd window=6",
+     {23, 4},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 4, .wg = 4, .scheme = 2},
+     0,
+     0,
+     0,
+     0},
+    {"th local f32 one-pass window",
+     "talking-heads",
+     "batch=1 seq=6 kv-seq=25 heads-k=3 heads=2 heads-v=1 head-dim=4 "
+     "head-dim-v=8 dtype=f32 causal=0 layout=bhsd window=4",
+     {-1, -1},
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 4, .scheme = 1},
+     0,
+     0,
+     0,
+     0},
     /* talking-heads decode: h_k, h, h_v all different, splits 1 and
      * several, lens 0 and partial, every dtype, both layouts; h = 8 and
      * h_v = 4 take the vector paths of th_decode.cl */
@@ -350,6 +404,28 @@ static const model_case model_cases[] = {
      "head-dim-v=12 dtype=bf16 layout=bshd",
      {50, 17},
      {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .wg = 2, .splits = 4},
+     0,
+     0,
+     0,
+     0},
+    /* talking-heads decode with a window: a split wholly before it (lens
+     * 31, window 10, chunks of 16), lens 0; one split */
+    {"th decode f32 splits window 10",
+     "talking-heads-decode",
+     "batch=2 kv-seq=45 heads-k=3 heads=5 heads-v=2 head-dim=12 "
+     "head-dim-v=20 dtype=f32 layout=bhsd window=10",
+     {0, 31},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3},
+     0,
+     0,
+     0,
+     0},
+    {"th decode f16 direct window 7",
+     "talking-heads-decode",
+     "batch=1 kv-seq=37 heads-k=2 heads=8 heads-v=4 head-dim=16 "
+     "head-dim-v=8 dtype=f16 layout=bshd window=7",
+     {29, -1},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 32, .splits = 1},
      0,
      0,
      0,

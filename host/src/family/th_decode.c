@@ -3,6 +3,7 @@
  * (clattn_talking_heads_decode).  Its costs are in th_decode_cost.c, its
  * kernels in cl/th_decode.cl. */
 #include "family/th_decode.h"
+#include "family/attn_opts.h"
 #include "family/common.h"
 #include "family/family.h"
 #include "reference/ref_th.h"
@@ -15,7 +16,8 @@
 enum { Q, K_CACHE, V_CACHE, P_L, P_W, LENS, O };
 
 #define SHAPE_KEYS                                                             \
-  "batch kv-seq heads-k heads heads-v head-dim head-dim-v dtype layout"
+  "batch kv-seq heads-k heads heads-v head-dim head-dim-v dtype "              \
+  "layout " CLATTN__OPTS_SHAPE_KEYS
 
 clattn_status clattn__th_check_cache(const clattn_th_decode_desc *d, char *why,
                                      size_t cap) {
@@ -103,8 +105,17 @@ int clattn__th_head_width(int n) {
   return 1;
 }
 
+/* The cache's checks, then the options: the window alone, as for the
+ * prefill (talking_heads.c).  The append, which shares the cache checks,
+ * ignores the options: they do not change what it writes. */
 static clattn_status check(const void *desc, char *why, size_t cap) {
-  return clattn__th_check_cache(desc, why, cap);
+  const clattn_th_decode_desc *d = desc;
+  clattn_status rc = clattn__th_check_cache(d, why, cap);
+  if (rc)
+    return rc;
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  return clattn__opts_check(&o, d->heads, CLATTN__OPT_WINDOW,
+                            "clattn_talking_heads_decode", why, cap);
 }
 
 static void buffers(const void *desc, clattn__buf_spec *b) {
@@ -132,12 +143,27 @@ static int full_int(const void *desc) {
 }
 
 static void shape_class(const void *desc, char *buf, size_t cap) {
-  clattn__th_shape_class(desc, buf, cap);
+  const clattn_th_decode_desc *d = desc;
+  if (buf == NULL || cap == 0)
+    return;
+  clattn__th_shape_class(d, buf, cap);
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  clattn__opts_class(&o, buf, cap);
 }
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
-  return clattn__th_parse_cache(text, SHAPE_KEYS, desc, why, cap);
+  clattn_th_decode_desc *d = desc;
+  clattn__opts o;
+  clattn_status rc;
+  if ((rc = clattn__th_parse_cache(text, SHAPE_KEYS, d, why, cap)) ||
+      (rc = clattn__opts_shape(text, d->heads, &o, why, cap)))
+    return rc;
+  d->window = o.window;
+  d->softcap = o.softcap;
+  d->alibi_slopes = o.alibi;
+  d->sinks = o.sinks;
+  return CLATTN_OK;
 }
 
 /* Its tunables, in the order of its table. */
@@ -239,6 +265,8 @@ static void options(const clattn_th_decode_desc *d, int direct,
   clattn__def(df, "VWK", clattn__vec_width(d->head_dim_k));
   clattn__def(df, "VWV", clattn__vec_width(d->head_dim_v));
   clattn__def(df, "DIRECT", direct);
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  clattn__opts_defs(&o, df);
 }
 
 static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
@@ -284,6 +312,7 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   const clattn__strides vs =
       clattn__layout_strides(d->cache_layout, d->capacity, hv, dv);
   const cl_int ci[3] = {d->capacity, S, pl->chunk};
+  const clattn__opts opts = CLATTN__OPTS_OF(d);
   const cl_mem l_bufs[6] = {bufs[Q],   bufs[K_CACHE], bufs[LENS],
                             bufs[P_L], logit,         stats};
   const long kst[3] = {ks.b, ks.s, ks.h}, vst[3] = {vs.b, vs.s, vs.h};
@@ -291,14 +320,16 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   if ((rc = clattn__args(ctx, kl, &a, 6, sizeof(cl_mem), l_bufs)) ||
       (rc = clattn__scalars(ctx, kl, &a, 3, sizeof(cl_int), ci)) ||
       (rc = clattn__scalars(ctx, kl, &a, 1, sizeof(cl_float), &scale)) ||
-      (rc = clattn__scalars(ctx, kl, &a, 3, sizeof(cl_long), kst)))
+      (rc = clattn__scalars(ctx, kl, &a, 3, sizeof(cl_long), kst)) ||
+      (rc = clattn__opts_args(ctx, kl, &a, &opts, d->heads)))
     return rc;
   const cl_mem v_bufs[8] = {bufs[V_CACHE], bufs[LENS], bufs[P_W], logit,
                             stats,         uw,         bufs[O],   opart};
   a = 0;
   if ((rc = clattn__args(ctx, kv, &a, 8, sizeof(cl_mem), v_bufs)) ||
       (rc = clattn__scalars(ctx, kv, &a, 3, sizeof(cl_int), ci)) ||
-      (rc = clattn__scalars(ctx, kv, &a, 3, sizeof(cl_long), vst)))
+      (rc = clattn__scalars(ctx, kv, &a, 3, sizeof(cl_long), vst)) ||
+      (rc = clattn__opts_args(ctx, kv, &a, &opts, d->heads)))
     return rc;
   const cl_int rows = b * hv;
   if (!direct) {
@@ -343,10 +374,11 @@ static void check_case(const void *desc, clattn__check_case *c) {
 
 static void reference(const void *desc, void *const *b) {
   const clattn_th_decode_desc *d = desc;
-  ref_th_decode(d->batch, d->capacity, d->heads_k, d->heads, d->heads_v,
-                d->head_dim_k, d->head_dim_v, (int)d->cache_layout,
-                d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
-                b[LENS], b[Q], b[K_CACHE], b[V_CACHE], b[P_L], b[P_W], b[O]);
+  ref_th_decode_window(
+      d->batch, d->capacity, d->heads_k, d->heads, d->heads_v, d->head_dim_k,
+      d->head_dim_v, (int)d->cache_layout,
+      d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k), d->window,
+      b[LENS], b[Q], b[K_CACHE], b[V_CACHE], b[P_L], b[P_W], b[O]);
 }
 
 static const char *const standard[] = {
