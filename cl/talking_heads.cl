@@ -100,15 +100,31 @@ inline void th_load_mix(__global const float *p_l, __global const float *p_w,
  * every head is one contiguous block, so a work-item's walk over the tiles
  * is one stream the hardware prefetches rather than one per (head, dim).
  * One work-item per 16 keys and head x < max(HK, HV): K head x if x < HK,
- * V head x if x < HV.  Global size (ld / 16, batch * max(HK, HV)). */
+ * V head x if x < HV.  With WINDOW, the tiles before the one holding the
+ * first query's first visible key are not staged: no block reads them.
+ * Global size (ld / 16, batch * max(HK, HV)). */
 __kernel void th_stage(__global const stor_t *k, __global const stor_t *v,
                        __global float *kt, __global float *vc, int m, int ld,
                        long k_sb, long k_ss, long k_sh, long v_sb, long v_ss,
-                       long v_sh) {
+                       long v_sh, __global const int *kv_lens, int has_lens,
+                       int n, OPT_ARGS) {
+  (void)softcap2;
+  (void)alibi;
+  (void)sinks;
   const int t0 = get_global_id(0) * 16;
   const int b = get_global_id(1) / HMAX, x = get_global_id(1) % HMAX;
   if (t0 >= ld)
     return;
+#if WINDOW
+  const int L = has_lens ? clamp(kv_lens[b], 0, m) : m;
+  if (t0 < key_start(L - n, window) / KB * KB)
+    return;
+#else
+  (void)kv_lens;
+  (void)has_lens;
+  (void)n;
+  (void)window;
+#endif
   const long tile = (long)b * TILES(ld) + t0 / KB;
   if (x < HK) {
     __global float *ko = kt + (tile * HK + x) * DK * KB + t0 % KB;

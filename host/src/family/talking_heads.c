@@ -284,10 +284,15 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
   const cl_int si[2] = {m, ld};
   const long sst[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
   const cl_mem sb[4] = {bufs[K], bufs[V], kt, vc};
+  const cl_int sl[2] = {bufs[KV_LENS] != NULL, n};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, st_kern, &a, 4, sizeof(cl_mem), sb)) ||
       (rc = clattn__scalars(ctx, st_kern, &a, 2, sizeof(cl_int), si)) ||
-      (rc = clattn__scalars(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
+      (rc = clattn__scalars(ctx, st_kern, &a, 6, sizeof(cl_long), sst)) ||
+      (rc =
+           clattn__args(ctx, st_kern, &a, 1, sizeof(cl_mem), &bufs[KV_LENS])) ||
+      (rc = clattn__scalars(ctx, st_kern, &a, 2, sizeof(cl_int), sl)) ||
+      (rc = clattn__opts_args(ctx, st_kern, &a, &opts, d->heads)))
     return rc;
   const cl_int ri[4] = {n, m, ld, bufs[KV_LENS] != NULL};
   const cl_mem rb[7] = {bufs[Q],       kt,     vc, bufs[P_L], bufs[P_W],

@@ -63,16 +63,30 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
   const double mix_b = 4.0 * (HK * H + H * HV);
 
   /* th_stage: every key row read once, K^T and V written as float32 over
-   * the padded row length ld */
+   * the padded row length ld; with a window from the tile holding the
+   * first query's first visible key on (each work-item of 16 keys then
+   * reads kv_lens) */
   clattn_cost *st = clattn__model_kernel(out, "th_stage");
-  st->bytes_read = es * B * m * kvw;
-  st->bytes_written = 4.0 * B * pl->ld * kvw;
+  const int KB = pl->kb;
+  const double hmax = HK > HV ? HK : HV;
+  double st_rd = 0, st_wr = 0;
+  for (long b = 0; b < clattn__distinct_seqs(kv_lens, B); b++) {
+    const long L = clattn__valid_len(kv_lens, b, m);
+    const double tf =
+        d->window > 0 ? (double)(key_first(d->window, L, n, 0) / KB * KB) : 0;
+    st_rd += es * clattn__dmax(0.0, (double)m - tf) * kvw;
+    st_wr += 4.0 * ((double)pl->ld - tf) * kvw;
+    if (d->window > 0)
+      st_rd += lens_b * (double)(pl->ld / 16) * hmax;
+  }
+  st->bytes_read = st_rd * clattn__seq_weight(kv_lens, B);
+  st->bytes_written = st_wr * clattn__seq_weight(kv_lens, B);
   st->bytes_compulsory = st->bytes_read + st->bytes_written;
   dram_reads[0] = st->bytes_read;
   st->bytes_dram = st->bytes_read + st->bytes_written;
 
   clattn_cost *c = clattn__model_kernel(out, "th_fwd_reg");
-  const int RB = pl->rb, KB = pl->kb, passes = pl->scheme == 2 ? 2 : 1;
+  const int RB = pl->rb, passes = pl->scheme == 2 ? 2 : 1;
   double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, staged = 0, ws = 0;
   const long blocks = (n + RB - 1) / RB;
   const double per_seq = clattn__seq_weight(kv_lens, B);
