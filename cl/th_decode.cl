@@ -15,9 +15,10 @@
  * Logits are in log2 units (scale carries log2(e)), so the softmax uses
  * exp2.  With WINDOW (common.cl's attention options, the only one these
  * kernels take) the query at position L - 1 sees the window's keys alone,
- * t >= key_start(L - 1, window): a split reads none of the keys before it,
- * and one wholly before it reads nothing (its statistics are those of no
- * key: maximum -inf, sum 0). */
+ * t >= key_start(L - 1, window), and the splits divide those: split s
+ * reads the chunk from key_start + s chunk on, none before the window (a
+ * split past the sequence's last key reads nothing: its statistics are
+ * those of no key, maximum -inf and sum 0). */
 
 /* HK, H, HV: the three head counts; VH, VU: vector widths (1, 4, 8 or 16)
  * dividing H and HV; VWK, VWV: widths dividing DK and DV. */
@@ -63,11 +64,11 @@ typedef FLOATW(VWV) vfloat;
 #define EXP2H CAT(exp2s, VH)
 
 /* The keys [*t0, *t1) split s of a sequence of L valid keys reads: its
- * chunk, from the window's start on. */
+ * chunk of the visible keys, which start at the window's start. */
 inline void split_keys(int L, int s, int chunk, int window, int *t0,
                        int *t1) {
-  *t0 = max(s * chunk, key_start(L - 1, window));
-  *t1 = min(L, s * chunk + chunk);
+  *t0 = key_start(L - 1, window) + s * chunk;
+  *t1 = min(L, *t0 + chunk);
 }
 
 /* Global size (S rounded to the work-group, batch). */

@@ -408,14 +408,14 @@ static const model_case model_cases[] = {
      0,
      0,
      0},
-    /* talking-heads decode with a window: a split wholly before it (lens
-     * 31, window 10, chunks of 16), lens 0; one split */
-    {"th decode f32 splits window 10",
+    /* talking-heads decode with a window: the splits divide it (lens 31,
+     * window 20, chunks of 8 from key 11 on), lens 0; one split */
+    {"th decode f32 splits window 20",
      "talking-heads-decode",
      "batch=2 kv-seq=45 heads-k=3 heads=5 heads-v=2 head-dim=12 "
-     "head-dim-v=20 dtype=f32 layout=bhsd window=10",
+     "head-dim-v=20 dtype=f32 layout=bhsd window=20",
      {0, 31},
-     {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 3},
+     {.size = sizeof(clattn_params), .variant = 1, .keys = 4, .splits = 3},
      0,
      0,
      0,

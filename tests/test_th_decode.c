@@ -13,7 +13,7 @@
  * misuse: NULL desc or buffers, head counts 0 and 33, buffers too small,
  * bad params give their statuses and a message.
  * window: the one attention option the family takes, from 1 key to more
- * than the cache, with splits wholly before it, a single split, lens 0,
+ * than the cache, with the splits dividing it, a single split, lens 0,
  * partial and full, f32 and f16 (one program a configuration); the others
  * refused naming them, and ignored by the append.  Not in the small
  * subset: the simulators build no new program.
@@ -173,9 +173,9 @@ ParameterizedTest(thcase *c, th_decode, case, .timeout = 300) {
   run_decode(c, 0);
 }
 
-/* The window's configurations: several splits (those before the window
- * read nothing), one split, a work-group of 2; f32 and f16, both
- * layouts. */
+/* The window's configurations: several splits (dividing the window's
+ * keys; those past a short sequence's last key read nothing), one split,
+ * a work-group of 2; f32 and f16, both layouts. */
 static const thcase window_cases[] = {
     {3, 301, 3, 5, 2, 12, 20, 1, CLATTN_F32, 1, 16, 0, 5, 201},
     {3, 77, 3, 5, 2, 16, 8, 0, CLATTN_F16, 1, 32, 0, 1, 202},

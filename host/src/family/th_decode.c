@@ -178,6 +178,11 @@ static const clattn__tunable tunables[] = {
      "KV splits a sequence, combined by a second kernel", 0}};
 CLATTN__TUNABLES_MATCH(th_decode_tunables, tunables);
 
+/* The most keys a step sees: the capacity, or the window's W. */
+static int keys_seen(const clattn_th_decode_desc *d) {
+  return d->window > 0 && d->window < d->capacity ? d->window : d->capacity;
+}
+
 static clattn_status plan(const clattn__target *t, const void *desc,
                           const clattn__params *values, void *pl_, char *why,
                           size_t cap) {
@@ -193,21 +198,23 @@ static clattn_status plan(const clattn__target *t, const void *desc,
   pl->wg = p->wg;
   /* Splits: two a compute unit on a CPU (a few waves on a GPU), each at
    * least 256 keys long so that the statistics, the partial outputs and
-   * the combine stay small beside the K/V bytes a split reads. */
+   * the combine stay small beside the K/V bytes a split reads.  They
+   * divide the keys a step can see: the capacity, or a window's W. */
+  const int span = keys_seen(d);
   int s = p->splits;
   if (s == 0) {
     const long target = (t->is_cpu ? 2L : 4L) * (long)t->compute_units;
     s = (int)((target + d->batch - 1) / d->batch);
-    const int most = (int)((d->capacity + 255L) / 256L);
+    const int most = (int)((span + 255L) / 256L);
     s = s > most ? most : s;
     s = s < 1 ? 1 : s;
   }
-  if (s > d->capacity)
-    s = d->capacity;
-  long chunk = ((long)d->capacity + s - 1) / s;
+  if (s > span)
+    s = span;
+  long chunk = ((long)span + s - 1) / s;
   chunk = (chunk + pl->kb - 1) / pl->kb * pl->kb;
-  pl->chunk = (int)(chunk < d->capacity ? chunk : d->capacity);
-  pl->splits = (d->capacity + pl->chunk - 1) / pl->chunk;
+  pl->chunk = (int)(chunk < span ? chunk : span);
+  pl->splits = (span + pl->chunk - 1) / pl->chunk;
   return CLATTN_OK;
 }
 
@@ -232,7 +239,7 @@ static int add(const clattn__target *t, const void *d, th_decode_tunables p,
 }
 
 /* keys {32, 64, 256} x work-group {1, 2} x splits 1, 2, 4, ... while a
- * split keeps >= 64 keys (at most 64 splits). */
+ * split keeps >= 64 of the keys a step sees (at most 64 splits). */
 static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   static const int keys[] = {32, 64, 256}, wgs[] = {0, 2};
@@ -242,7 +249,7 @@ static clattn_status space(const clattn__target *t, const void *desc,
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
-  for (int sp = 1; sp <= 64 && (sp == 1 || d->capacity / sp >= 64); sp *= 2)
+  for (int sp = 1; sp <= 64 && (sp == 1 || keys_seen(d) / sp >= 64); sp *= 2)
     for (int a = 0; a < 3; a++)
       for (int w = 0; w < 2; w++)
         if (add(t, d, (th_decode_tunables){1, keys[a], wgs[w], sp}, s) == -2)
