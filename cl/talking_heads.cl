@@ -27,7 +27,11 @@
  *              keys per tile
  *
  * Masking: L = clamp(kv_lens[b], 0, m) valid keys; with CAUSAL, query i
- * sees key t iff t <= L - n + i.  A query that sees no key gets zeros.
+ * sees key t iff t <= L - n + i; with WINDOW (common.cl's attention
+ * options, the only one these kernels take), query i at position
+ * p = L - n + i sees key t only if p - window < t, applied with the causal
+ * mask after the P_l mix.  Key tiles before a block's first visible key are
+ * never read.  A query that sees no key gets zeros.
  * NaN and inf follow clattn.h's contract (common.cl softmax_inv); a logit
  * head's NaN reaches every value head P_w mixes it into. */
 #ifndef HK
@@ -96,15 +100,31 @@ inline void th_load_mix(__global const float *p_l, __global const float *p_w,
  * every head is one contiguous block, so a work-item's walk over the tiles
  * is one stream the hardware prefetches rather than one per (head, dim).
  * One work-item per 16 keys and head x < max(HK, HV): K head x if x < HK,
- * V head x if x < HV.  Global size (ld / 16, batch * max(HK, HV)). */
+ * V head x if x < HV.  With WINDOW, the tiles before the one holding the
+ * first query's first visible key are not staged: no block reads them.
+ * Global size (ld / 16, batch * max(HK, HV)). */
 __kernel void th_stage(__global const stor_t *k, __global const stor_t *v,
                        __global float *kt, __global float *vc, int m, int ld,
                        long k_sb, long k_ss, long k_sh, long v_sb, long v_ss,
-                       long v_sh) {
+                       long v_sh, __global const int *kv_lens, int has_lens,
+                       int n, OPT_ARGS) {
+  (void)softcap2;
+  (void)alibi;
+  (void)sinks;
   const int t0 = get_global_id(0) * 16;
   const int b = get_global_id(1) / HMAX, x = get_global_id(1) % HMAX;
   if (t0 >= ld)
     return;
+#if WINDOW
+  const int L = has_lens ? clamp(kv_lens[b], 0, m) : m;
+  if (t0 < key_start(L - n, window) / KB * KB)
+    return;
+#else
+  (void)kv_lens;
+  (void)has_lens;
+  (void)n;
+  (void)window;
+#endif
   const long tile = (long)b * TILES(ld) + t0 / KB;
   if (x < HK) {
     __global float *ko = kt + (tile * HK + x) * DK * KB + t0 % KB;
@@ -149,7 +169,7 @@ __kernel void th_stage(__global const stor_t *k, __global const stor_t *v,
  * in registers, as in attn_fwd_reg), then mixed by P_l. */
 inline void th_logits_reg(float qs[RB][HK][DK],
                           __global const float *ktb, int t0,
-                          float pl[HK][H], int lim[RB],
+                          float pl[HK][H], int lo[RB], int lim[RB],
                           float16 lg[RB][H][NKV]) {
   float16 j[RB][HK][NKV];
   for (int a = 0; a < HK; a++) {
@@ -181,8 +201,9 @@ inline void th_logits_reg(float qs[RB][HK][DK],
   }
   const int16 lane =
       (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  /* masks are needed only where the tile crosses some row's key limit */
-  const int masked = t0 + KB > lim[0];
+  /* masks are needed only where the tile crosses some row's key limit or
+   * window start (both grow along the block) */
+  const int masked = t0 + KB > lim[0] || t0 < lo[RB - 1];
   /* one vector of every key head's J in registers across the logit heads,
    * so each FMA of the mix loads only its P_l broadcast */
   for (int r = 0; r < RB; r++)
@@ -199,7 +220,8 @@ inline void th_logits_reg(float qs[RB][HK][DK],
           x = fma((float16)(pl[a][c]), ja[a], x);
         if (masked) {
           const int16 tidx = lane + (int16)(t0 + 16 * u);
-          x = select(x, (float16)(-INFINITY), tidx >= lim[r]);
+          x = select(x, (float16)(-INFINITY),
+                     tidx >= lim[r] || tidx < lo[r]);
         }
         lg[r][c][u] = x;
       }
@@ -207,9 +229,11 @@ inline void th_logits_reg(float qs[RB][HK][DK],
 }
 
 /* Scheme 3: where a work-item's kept logits of position r and logit head c
- * over the tile from t0 start ([tile][r][c][KB]). */
-inline __local float *th_kept(__local float *lgi, int t0, int r, int c) {
-  return lgi + ((long)(t0 / KB) * RB * H + r * H + c) * KB;
+ * over the tile from t0 start ([tile][r][c][KB]), tiles counted from the
+ * block's first, tb. */
+inline __local float *th_kept(__local float *lgi, int t0, int tb, int r,
+                              int c) {
+  return lgi + ((long)((t0 - tb) / KB) * RB * H + r * H + c) * KB;
 }
 
 /* Variant 1 (CPU-shaped): each work-item owns RB consecutive query
@@ -227,7 +251,8 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
                          ,
                          __local float *lgs, int keep
 #endif
-) {
+                         ,
+                         OPT_ARGS) {
   const int i0 = get_global_id(0) * RB;
   const int b = get_global_id(1);
   if (i0 >= n)
@@ -235,8 +260,11 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
   const int L = has_lens ? clamp(kv_lens[b], 0, m) : m;
   float pl[HK][H], pw[H][HV];
   th_load_mix(p_l, p_w, pl, pw);
+  (void)softcap2;
+  (void)alibi;
+  (void)sinks;
   float qs[RB][HK][DK];
-  int lim[RB];
+  int lo[RB], lim[RB];
   for (int r = 0; r < RB; r++) {
     const int i = min(i0 + r, n - 1);
     for (int a = 0; a < HK; a++) {
@@ -245,8 +273,11 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
         qs[r][a][d] = LD1(q, qb + d) * scale_log2;
     }
     lim[r] = key_limit(L, n, i);
+    lo[r] = key_start(L - n + i, window);
   }
   const int kend = lim[RB - 1]; /* positions increase along the block */
+  /* the first tile holding a key the block sees */
+  const int tb = lo[0] / KB * KB;
   __global const float *ktb = kt + (long)b * TILES(ld) * HK * DK * KB;
   __global const float *vcb = vc + (long)b * TILES(ld) * HV * KB * DV;
   float mc[RB][H], lc[RB][H]; /* each logit head's maximum and sum */
@@ -265,15 +296,15 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
       mv[r][c] = (float16)(-INFINITY);
       lv[r][c] = (float16)(0.0f);
     }
-  for (int t0 = 0; t0 < kend; t0 += KB) {
-    th_logits_reg(qs, ktb, t0, pl, lim, lg);
+  for (int t0 = tb; t0 < kend; t0 += KB) {
+    th_logits_reg(qs, ktb, t0, pl, lo, lim, lg);
 #if SCHEME == 3
-    if (t0 < keep)
+    if (t0 - tb < keep)
       for (int r = 0; r < RB; r++)
         for (int c = 0; c < H; c++)
 #pragma unroll
           for (int u = 0; u < NKV; u++)
-            vstore16(lg[r][c][u], u, th_kept(lgi, t0, r, c));
+            vstore16(lg[r][c][u], u, th_kept(lgi, t0, tb, r, c));
 #endif
     for (int r = 0; r < RB; r++)
       for (int c = 0; c < H; c++) {
@@ -297,7 +328,7 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
       mc[r][c] = softmax_ref(hmax16(mv[r][c]));
       const float l =
           hsum16(lv[r][c] * exp2s16(mv[r][c] - (float16)(mc[r][c])));
-      lc[r][c] = softmax_inv(l, lim[r] > 0);
+      lc[r][c] = softmax_inv(l, lim[r] > lo[r]);
     }
   vfloat acc[RB][HV][NV];
   for (int r = 0; r < RB; r++)
@@ -307,17 +338,17 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
         acc[r][u][w] = (vfloat)(0.0f);
   float uw[RB][HV][KB];
   /* pass 2: the exact weights, mixed by P_w, times V */
-  for (int t0 = 0; t0 < kend; t0 += KB) {
+  for (int t0 = tb; t0 < kend; t0 += KB) {
 #if SCHEME == 3
-    if (t0 < keep)
+    if (t0 - tb < keep)
       for (int r = 0; r < RB; r++)
         for (int c = 0; c < H; c++)
 #pragma unroll
           for (int u = 0; u < NKV; u++)
-            lg[r][c][u] = vload16(u, th_kept(lgi, t0, r, c));
+            lg[r][c][u] = vload16(u, th_kept(lgi, t0, tb, r, c));
     else
 #endif
-      th_logits_reg(qs, ktb, t0, pl, lim, lg);
+      th_logits_reg(qs, ktb, t0, pl, lo, lim, lg);
     /* one vector of every logit head's weights in registers across the
      * value heads, as for the P_l mix */
     for (int r = 0; r < RB; r++)
@@ -338,10 +369,11 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
       }
     /* P V per value head and group of PR positions: each V row loaded
      * once feeds PR positions' accumulators, which stay in registers.
-     * Each position stops at its own key limit (a masked key's V, though
-     * weighted 0, would turn it NaN if it held a NaN or inf): the keys all
-     * the group sees together, then on the causal diagonal each position's
-     * rest alone */
+     * Each position reads only its own visible keys (a masked key's V,
+     * though weighted 0, would turn it NaN if it held a NaN or inf): the
+     * keys all the group sees together, [gs, ge) (empty where the window
+     * is narrower than the group), then each position's rest alone, on the
+     * causal diagonal and at the window's start */
     for (int u = 0; u < HV; u++) {
       __global const float *vu = vcb + ((long)(t0 / KB) * HV + u) * KB * DV;
       for (int r0 = 0; r0 < RB; r0 += PR) {
@@ -351,8 +383,9 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
 #pragma unroll
           for (int w = 0; w < NV; w++)
             a[r][w] = acc[r0 + r][u][w];
-        const int ng = clamp(lim[r0] - t0, 0, KB);
-        for (int t = 0; t < ng; t++)
+        const int gs = clamp(lo[r0 + PR - 1] - t0, 0, KB);
+        const int ge = max(gs, clamp(lim[r0] - t0, 0, KB));
+        for (int t = gs; t < ge; t++)
 #pragma unroll
           for (int w = 0; w < NV; w++) {
             const vfloat vt = LDF(VWV, vu, t * DV + w * VWV);
@@ -360,12 +393,20 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
             for (int r = 0; r < PR; r++)
               a[r][w] = fma((vfloat)(uw[r0 + r][u][t]), vt, a[r][w]);
           }
-        for (int r = 1; r < PR; r++)
-          for (int t = ng; t < min(KB, lim[r0 + r] - t0); t++)
+        for (int r = 0; r < PR; r++) {
+          const int ta = clamp(lo[r0 + r] - t0, 0, KB);
+          const int te = clamp(lim[r0 + r] - t0, 0, KB);
+          for (int t = ta; t < min(te, gs); t++)
 #pragma unroll
             for (int w = 0; w < NV; w++)
               a[r][w] = fma((vfloat)(uw[r0 + r][u][t]),
                             LDF(VWV, vu, t * DV + w * VWV), a[r][w]);
+          for (int t = max(ta, ge); t < te; t++)
+#pragma unroll
+            for (int w = 0; w < NV; w++)
+              a[r][w] = fma((vfloat)(uw[r0 + r][u][t]),
+                            LDF(VWV, vu, t * DV + w * VWV), a[r][w]);
+        }
 #pragma unroll
         for (int r = 0; r < PR; r++)
 #pragma unroll
@@ -401,8 +442,8 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
         for (int w = 0; w < NV; w++)
           acc[r][c][u][w] = (vfloat)(0.0f);
   float pc[RB][H][KB];
-  for (int t0 = 0; t0 < kend; t0 += KB) {
-    th_logits_reg(qs, ktb, t0, pl, lim, lg);
+  for (int t0 = tb; t0 < kend; t0 += KB) {
+    th_logits_reg(qs, ktb, t0, pl, lo, lim, lg);
     for (int r = 0; r < RB; r++)
       for (int c = 0; c < H; c++) {
         float16 tmax = lg[r][c][0];
@@ -428,14 +469,14 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
             acc[r][c][u][w] *= alpha;
       }
     /* P V per (position, value head), each V row loaded once for the H
-     * logit heads' accumulators; each position stops at its own key limit
-     * (a masked key's V, though weighted 0, would turn it NaN if it held a
-     * NaN or inf) */
+     * logit heads' accumulators; each position reads only its own visible
+     * keys (a masked key's V, though weighted 0, would turn it NaN if it
+     * held a NaN or inf) */
     for (int r = 0; r < RB; r++)
       for (int u = 0; u < HV; u++) {
         __global const float *vu = vcb + ((long)(t0 / KB) * HV + u) * KB * DV;
         const int nt = min(KB, lim[r] - t0);
-        for (int t = 0; t < nt; t++)
+        for (int t = max(0, lo[r] - t0); t < nt; t++)
 #pragma unroll
           for (int w = 0; w < NV; w++) {
             const vfloat vt = LDF(VWV, vu, t * DV + w * VWV);
@@ -458,7 +499,8 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
         for (int c = 0; c < H; c++) {
           const float f = lc[r][c] > 0.0f
                               ? pw[c][u] / lc[r][c]
-                              : pw[c][u] * softmax_inv(lc[r][c], lim[r] > 0);
+                              : pw[c][u] * softmax_inv(lc[r][c],
+                                                       lim[r] > lo[r]);
           x = fma((vfloat)(f), acc[r][c][u][w], x);
         }
         STW(VWV, x, o, ob + w * VWV);
@@ -471,7 +513,7 @@ __kernel void th_fwd_reg(__global const stor_t *q, __global const float *kt,
 /* Variant 2: the masked logits s[c][t] of this item's position over the
  * KT keys of the tile in local memory (ks[t][a][d]). */
 inline void th_logits_local(float qs[HK][DK], __local const float *ks,
-                            float pl[HK][H], int t0, int nt, int lim,
+                            float pl[HK][H], int t0, int nt, int lo, int lim,
                             float s[H][KT]) {
   for (int t = 0; t < KT; t++) {
     float j[HK];
@@ -481,7 +523,7 @@ inline void th_logits_local(float qs[HK][DK], __local const float *ks,
         dot = fma(qs[a][d], ks[(t * HK + a) * DK + d], dot);
       j[a] = dot;
     }
-    const int vis = t0 + t < lim && t < nt;
+    const int vis = t0 + t < lim && t < nt && t0 + t >= lo;
     for (int c = 0; c < H; c++) {
       float x = 0.0f;
       for (int a = 0; a < HK; a++)
@@ -504,7 +546,10 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
              __global stor_t *o, int n, int m, int has_lens, float scale_log2,
              long q_sb, long q_ss, long q_sh, long k_sb, long k_ss, long k_sh,
              long v_sb, long v_ss, long v_sh, long o_sb, long o_ss,
-             long o_sh) {
+             long o_sh, OPT_ARGS) {
+  (void)softcap2;
+  (void)alibi;
+  (void)sinks;
   __local float ks[KT * HK * DK];
   __local float vs[KT * HV * DV];
   const int lid = get_local_id(0);
@@ -513,8 +558,11 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
   const int L = has_lens ? clamp(kv_lens[b], 0, m) : m;
   const int i = min(grp * WG + lid, n - 1);
   const int lim = key_limit(L, n, i);
-  /* the group's last position bounds the keys any item needs */
+  const int lo = key_start(L - n + i, window);
+  /* the group's last position bounds the keys any item needs, its first
+   * position's window start where they begin */
   const int kend = key_limit(L, n, min(grp * WG + WG - 1, n - 1));
+  const int kbeg = key_start(L - n + grp * WG, window);
   float pl[HK][H], pw[H][HV];
   th_load_mix(p_l, p_w, pl, pw);
   float qs[HK][DK];
@@ -545,7 +593,7 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
 #endif
   const long kb = b * k_sb, vb = b * v_sb;
   for (int pass = SCHEME == 2 ? 1 : 2; pass <= 2; pass++) {
-    for (int t0 = 0; t0 < kend; t0 += KT) {
+    for (int t0 = kbeg; t0 < kend; t0 += KT) {
       const int nt = min(KT, kend - t0);
       for (int e = lid; e < KT * HK * DK; e += WG) {
         const int t = e / (HK * DK), x = e - t * (HK * DK);
@@ -559,7 +607,7 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
           vs[e] = t < nt ? LD1(v, vb + (t0 + t) * v_ss + u * v_sh + d) : 0.0f;
         }
       barrier(CLK_LOCAL_MEM_FENCE);
-      th_logits_local(qs, ks, pl, t0, nt, lim, s);
+      th_logits_local(qs, ks, pl, t0, nt, lo, lim, s);
 #if SCHEME != 1
       if (pass == 1) {
         for (int c = 0; c < H; c++) {
@@ -577,10 +625,10 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
           mc[c] = mnew;
         }
       } else {
-        /* up to this position's key limit: a masked key's V, though
+        /* this position's visible keys alone: a masked key's V, though
          * weighted 0, would turn it NaN if it held a NaN or inf */
         const int tl = min(KT, max(0, lim - t0));
-        for (int t = 0; t < tl; t++) {
+        for (int t = max(0, lo - t0); t < tl; t++) {
           float w[H];
           for (int c = 0; c < H; c++)
             w[c] = exp2s1(s[c][t] - mc[c]) * lc[c];
@@ -609,12 +657,13 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
         lc[c] *= alpha;
         lc[c] += psum;
         mc[c] = mnew;
-        /* up to this position's key limit, as in scheme 2 */
+        /* this position's visible keys alone, as in scheme 2 */
         const int tl = min(KT, max(0, lim - t0));
+        const int ta = max(0, lo - t0);
         for (int u = 0; u < HV; u++)
           for (int d = 0; d < DV; d++) {
             float x = acc[c][u][d] * alpha;
-            for (int t = 0; t < tl; t++)
+            for (int t = ta; t < tl; t++)
               x = fma(s[c][t], vs[(t * HV + u) * DV + d], x);
             acc[c][u][d] = x;
           }
@@ -626,7 +675,7 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
     if (pass == 1)
       for (int c = 0; c < H; c++) {
         mc[c] = softmax_ref(mc[c]);
-        lc[c] = softmax_inv(lc[c], lim > 0);
+        lc[c] = softmax_inv(lc[c], lim > lo);
       }
 #endif
   }
@@ -635,7 +684,7 @@ th_fwd_local(__global const stor_t *q, __global const stor_t *k,
 #if SCHEME == 1
   /* softmax_inv of a sum that is not positive (computed here once: a call
    * of it in the loop below crashed Oclgrind's instruction counter) */
-  const float unseen = softmax_inv(0.0f, lim > 0);
+  const float unseen = softmax_inv(0.0f, lim > lo);
 #endif
   for (int u = 0; u < HV; u++) {
     const long ob = b * o_sb + i * o_ss + u * o_sh;

@@ -13,7 +13,12 @@
  *   th_combine the sum of the splits' shares (skipped with one split).
  * K and V are each read once; the scratch holds h + h_v floats per key.
  * Logits are in log2 units (scale carries log2(e)), so the softmax uses
- * exp2. */
+ * exp2.  With WINDOW (common.cl's attention options, the only one these
+ * kernels take) the query at position L - 1 sees the window's keys alone,
+ * t >= key_start(L - 1, window), and the splits divide those: split s
+ * reads the chunk from key_start + s chunk on, none before the window (a
+ * split past the sequence's last key reads nothing: its statistics are
+ * those of no key, maximum -inf and sum 0). */
 
 /* HK, H, HV: the three head counts; VH, VU: vector widths (1, 4, 8 or 16)
  * dividing H and HV; VWK, VWV: widths dividing DK and DV. */
@@ -58,11 +63,12 @@ typedef FLOATW(VWK) kfloat;
 typedef FLOATW(VWV) vfloat;
 #define EXP2H CAT(exp2s, VH)
 
-/* The keys [t0, t1) of split s of sequence b. */
-inline int split_end(__global const int *lens, int b, int cap, int t0,
-                     int chunk) {
-  const int L = clamp(lens[b], 0, cap);
-  return min(L, t0 + chunk);
+/* The keys [*t0, *t1) split s of a sequence of L valid keys reads: its
+ * chunk of the visible keys, which start at the window's start. */
+inline void split_keys(int L, int s, int chunk, int window, int *t0,
+                       int *t1) {
+  *t0 = key_start(L - 1, window) + s * chunk;
+  *t1 = min(L, *t0 + chunk);
 }
 
 /* Global size (S rounded to the work-group, batch). */
@@ -70,11 +76,15 @@ __kernel void th_logits(__global const stor_t *q, __global const stor_t *k,
                         __global const int *lens, __global const float *p_l,
                         __global float *logit, __global float *stats, int cap,
                         int S, int chunk, float scale, long k_sb, long k_ss,
-                        long k_sh) {
+                        long k_sh, OPT_ARGS) {
+  (void)softcap2;
+  (void)alibi;
+  (void)sinks;
   const int s = get_global_id(0), b = get_global_id(1);
   if (s >= S)
     return;
-  const int t0 = s * chunk, t1 = split_end(lens, b, cap, t0, chunk);
+  int t0, t1;
+  split_keys(clamp(lens[b], 0, cap), s, chunk, window, &t0, &t1);
   __global float *lg = logit + (long)b * cap * H;
   hfloat mx[NH];
   for (int n = 0; n < NH; n++)
@@ -121,12 +131,17 @@ __kernel void th_values(__global const stor_t *v, __global const int *lens,
                         __global const float *logit,
                         __global const float *stats, __global float *uw,
                         __global stor_t *o, __global float *opart, int cap,
-                        int S, int chunk, long v_sb, long v_ss, long v_sh) {
+                        int S, int chunk, long v_sb, long v_ss, long v_sh,
+                        OPT_ARGS) {
+  (void)softcap2;
+  (void)alibi;
+  (void)sinks;
   const int s = get_global_id(0), b = get_global_id(1);
   if (s >= S)
     return;
   const int L = clamp(lens[b], 0, cap);
-  const int t0 = s * chunk, t1 = min(L, t0 + chunk);
+  int t0, t1;
+  split_keys(L, s, chunk, window, &t0, &t1);
   /* every split's statistics give the exact (mu, 1/lambda) of each head;
    * a head whose keys are all absent (lens 0) gets mu 0 and 1/lambda 0 */
   __global const float *st = stats + (long)b * S * 2 * H;

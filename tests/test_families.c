@@ -415,7 +415,8 @@ Test(layer_kinds, every_slot) {
     cr_expect(K->desc_size > sizeof(size_t) &&
                   K->desc_size <= CLATTN__LAYER_DESC_BYTES,
               "%s: description of %zu bytes", K->name, K->desc_size);
-    cr_expect(K->check && K->weight_shape && K->cache_shape && K->core,
+    cr_expect(K->check && K->options && K->weight_shape && K->cache_shape &&
+                  K->core,
               "%s: an operation is missing", K->name);
     cr_expect(K->nweights >= 1 && K->nweights <= CLATTN__MAX_WEIGHTS &&
                   K->weights,

@@ -5,7 +5,10 @@
  * Shapes: head widths that divide no tile (5, 9), batch 1 and 2; Super at
  * its length limit (n = max_len) and below it, with W_a's upper triangle
  * NaN wherever the call is causal (it must never be read).  Tolerance:
- * clattn__tolerance(CLATTN_F32), as for the other layers.
+ * clattn__tolerance(CLATTN_F32), as for the other layers.  The attention
+ * options (window, soft-cap, ALiBi, sinks together) on every variant's
+ * prefill and decode against ref_hh_layer_opts (Super's W_a mix unchanged
+ * by them), and bad options refused at create.
  */
 #include "reference/ref_hh.h"
 #include "util.h"
@@ -76,8 +79,9 @@ static void fill_w_a(tu_rng *r, float *w, int l, int upper_nan) {
       w[(size_t)t * l + s] = NAN;
 }
 
-static void fx_init(fixture *f, clattn_hh_variant v, const hhshape *s,
-                    int upper_nan, unsigned seed) {
+static void fx_init_desc(fixture *f, clattn_hh_variant v, const hhshape *s,
+                         const clattn_hh_layer_desc *d, int upper_nan,
+                         unsigned seed) {
   memset(f, 0, sizeof *f);
   f->v = v;
   f->s = *s;
@@ -93,11 +97,16 @@ static void fx_init(fixture *f, clattn_hh_variant v, const hhshape *s,
       tu_fill(&r, f->w[i], n[i], 1.7f / sqrtf((float)s->D));
     f->dw[i] = tu_upload(f->ctx, f->w[i], n[i], CLATTN_F32);
   }
-  const clattn_hh_layer_desc d = desc_of(v, s);
-  clattn_status st = create(f->ctx, v, &d, f->dw, &f->layer);
+  clattn_status st = create(f->ctx, v, d, f->dw, &f->layer);
   cr_assert(st == CLATTN_OK && f->layer, "create %s: %d %s: %s",
             variant_names[v], (int)st, clattn_status_str(st),
             clattn_ctx_errmsg(f->ctx));
+}
+
+static void fx_init(fixture *f, clattn_hh_variant v, const hhshape *s,
+                    int upper_nan, unsigned seed) {
+  const clattn_hh_layer_desc d = desc_of(v, s);
+  fx_init_desc(f, v, s, &d, upper_nan, seed);
 }
 
 static void fx_free(fixture *f) {
@@ -326,4 +335,90 @@ Test(hh_layer, parameter_counts) {
                "max_len is Super's alone");
   cr_expect_eq(clattn_hh_layer_params((clattn_hh_variant)9, &d), -1);
   cr_expect_eq(clattn_hh_layer_params(CLATTN_HH_EFFICIENT, NULL), -1);
+}
+
+/* Every attention option at once on each variant: a window of 4 positions
+ * (less than n), a soft-cap, ALiBi slopes and sinks (one -inf), from arrays
+ * the caller overwrites with NaN after create (the layer keeps copies).
+ * Prefill without a cache, then through one with decode steps and in two
+ * chunks, against ref_hh_layer_opts; Super's W_a upper triangle NaN. */
+Test(hh_layer, options, .timeout = 900) {
+  const hhshape *s = &shapes[0]; /* 4 heads of 5 */
+  /* under a simulator (CLATTN_TEST_SUBSET=small) Super alone */
+  for (int vi = tu_subset("small") ? 2 : 0; vi < 3; vi++) {
+    float slopes[4], sinks[4];
+    for (int h = 0; h < s->h; h++) {
+      slopes[h] = 0.4f / (float)(h + 1);
+      sinks[h] = h == 2 ? -INFINITY : 0.5f * (float)(h - 1);
+    }
+    const ref_opts ro = {4, 2.5, slopes, sinks};
+    clattn_hh_layer_desc d = desc_of(variants[vi], s);
+    d.window = 4;
+    d.softcap = 2.5f;
+    d.alibi_slopes = slopes;
+    d.sinks = sinks;
+    fixture f;
+    fx_init_desc(&f, variants[vi], s, &d, 1, 50u + (unsigned)vi);
+    const int b = s->b, n = s->n, D = s->D;
+    const size_t nx = (size_t)b * n * D;
+    float *x = tu_alloc(nx * 4), *yref = tu_alloc(nx * 4),
+          *ylib = tu_alloc(nx * 4), *yplain = tu_alloc(nx * 4);
+    tu_rng r = tu_rng_seed(500u + (unsigned)vi);
+    tu_fill(&r, x, nx, 1.0f);
+    ref_hh_layer_opts((int)f.v, b, n, D, s->h, s->l, 0.0, 1, &ro, x, f.w[W_Q],
+                      f.w[W_K], f.w[W_A], f.w[W_O], yref);
+    ref_y(&f, n, 1, x, yplain);
+    cr_expect(
+        tu_compare(yplain, yref, nx).rel > 10 * clattn__tolerance(CLATTN_F32),
+        "%s: the options change nothing in this case", variant_names[f.v]);
+    for (int h = 0; h < s->h; h++)
+      slopes[h] = sinks[h] = NAN; /* the caller's arrays after create */
+    char what[200];
+    describe(&f, "options", what, sizeof what);
+    prefill_rows(&f, NULL, x, 0, n, 1, ylib);
+    tu_check(what, ylib, yref, nx, clattn__tolerance(CLATTN_F32));
+    tu_layer_cache_checks(f.ctx, f.layer, b, n, D, n, x, ylib, yref, what);
+    free(x);
+    free(yref);
+    free(ylib);
+    free(yplain);
+    fx_free(&f);
+  }
+}
+
+/* Bad options at create, every variant: a negative window, a NaN soft-cap,
+ * an infinite slope, a NaN sink are CLATTN_ERR_INVALID_ARG naming them; no
+ * layer. */
+Test(hh_layer, options_refused, .timeout = 900) {
+  const hhshape *s = &shapes[0];
+  fixture f;
+  fx_init(&f, CLATTN_HH_SUPER, s, 0, 51u);
+  const float bad_slopes[4] = {0.1f, INFINITY, 0.1f, 0.1f};
+  const float bad_sinks[4] = {0.0f, 0.0f, 0.0f, NAN};
+  for (int vi = 0; vi < 3; vi++)
+    for (int which = 0; which < 4; which++) {
+      clattn_hh_layer_desc d = desc_of(variants[vi], s);
+      const char *name = which == 0   ? "window"
+                         : which == 1 ? "softcap"
+                         : which == 2 ? "alibi_slopes"
+                                      : "sinks";
+      if (which == 0)
+        d.window = -1;
+      else if (which == 1)
+        d.softcap = NAN;
+      else if (which == 2)
+        d.alibi_slopes = bad_slopes;
+      else
+        d.sinks = bad_sinks;
+      clattn_layer *l = (clattn_layer *)0x1;
+      const clattn_status st = create(f.ctx, variants[vi], &d, f.dw, &l);
+      cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "%s %s: %d (%s)",
+                   variant_names[variants[vi]], name, (int)st,
+                   clattn_ctx_errmsg(f.ctx));
+      cr_expect(strstr(clattn_ctx_errmsg(f.ctx), name) != NULL,
+                "the message does not name %s: %s", name,
+                clattn_ctx_errmsg(f.ctx));
+      cr_expect_null(l);
+    }
+  fx_free(&f);
 }

@@ -8,6 +8,9 @@
  * The first CLBlast call of a process builds its GEMM kernels (tens of
  * seconds with a cold PoCL cache), hence the generous timeouts.
  * CLATTN_TEST_SUBSET=small (the Oclgrind run) keeps two small shapes.
+ * The attention options (window, soft-cap, ALiBi, sinks together) carried
+ * to the core's prefill and decode, against ref_layer_opts, and bad
+ * options refused at create.
  */
 #include "util.h"
 
@@ -51,7 +54,8 @@ typedef struct fixture {
   clattn_layer *layer;
 } fixture;
 
-static void fx_init(fixture *f, const lshape *s, unsigned seed) {
+static void fx_init_desc(fixture *f, const lshape *s,
+                         const clattn_layer_desc *desc, unsigned seed) {
   memset(f, 0, sizeof *f);
   f->s = *s;
   size_t nq = (size_t)s->D * s->hq * s->dk, nk = (size_t)s->D * s->hkv * s->dk,
@@ -72,17 +76,26 @@ static void fx_init(fixture *f, const lshape *s, unsigned seed) {
   f->dwk = tu_upload(f->ctx, f->wk, nk, CLATTN_F32);
   f->dwv = tu_upload(f->ctx, f->wv, nv, CLATTN_F32);
   f->dwo = tu_upload(f->ctx, f->wo, no, CLATTN_F32);
-  clattn_layer_desc d = {.size = sizeof(clattn_layer_desc),
-                         .d_model = s->D,
-                         .heads_q = s->hq,
-                         .heads_kv = s->hkv,
-                         .head_dim_k = s->dk,
-                         .head_dim_v = s->dv,
-                         .scale = 0.0f};
-  clattn_status st = clattn_layer_create(f->ctx, &d, f->dwq, f->dwk, f->dwv,
+  clattn_status st = clattn_layer_create(f->ctx, desc, f->dwq, f->dwk, f->dwv,
                                          f->dwo, &f->layer);
   cr_assert(st == CLATTN_OK && f->layer, "clattn_layer_create: %d %s: %s",
             (int)st, clattn_status_str(st), clattn_ctx_errmsg(f->ctx));
+}
+
+static clattn_layer_desc desc_of(const lshape *s) {
+  const clattn_layer_desc d = {.size = sizeof(clattn_layer_desc),
+                               .d_model = s->D,
+                               .heads_q = s->hq,
+                               .heads_kv = s->hkv,
+                               .head_dim_k = s->dk,
+                               .head_dim_v = s->dv,
+                               .scale = 0.0f};
+  return d;
+}
+
+static void fx_init(fixture *f, const lshape *s, unsigned seed) {
+  const clattn_layer_desc d = desc_of(s);
+  fx_init_desc(f, s, &d, seed);
 }
 
 static void fx_free(fixture *f) {
@@ -450,5 +463,98 @@ Test(layer, misuse, .timeout = 900) {
   tu_release(y);
   clattn_layer_destroy(NULL);
   clattn_kv_cache_destroy(NULL);
+  fx_free(&f);
+}
+
+/* Every attention option at once on a GQA layer: a window of 5 positions
+ * (less than n), a soft-cap, ALiBi slopes and sinks (one -inf), set at
+ * create from arrays the caller then overwrites with NaN (the layer keeps
+ * its own copies).  Prefill without a cache, then through one with decode
+ * steps and in two chunks (positions follow the cache), against
+ * ref_layer_opts. */
+Test(layer, options, .timeout = 900) {
+  pick_shapes();
+  const lshape *s = &shapes[n_shapes > 2 ? 1 : 0]; /* GQA, <= 8 heads */
+  float slopes[8], sinks[8];
+  for (int h = 0; h < s->hq; h++) {
+    slopes[h] = 0.5f / (float)(h + 1);
+    sinks[h] = h == 3 ? -INFINITY : 0.25f * (float)(h - 4);
+  }
+  const ref_opts ro = {5, 2.5, slopes, sinks};
+  clattn_layer_desc d = desc_of(s);
+  d.window = 5;
+  d.softcap = 2.5f;
+  d.alibi_slopes = slopes;
+  d.sinks = sinks;
+  fixture f;
+  fx_init_desc(&f, s, &d, 60u);
+  const int b = s->b, n = s->n, D = s->D;
+  const size_t nx = (size_t)b * n * D;
+  float *x = tu_alloc(nx * 4), *yref = tu_alloc(nx * 4),
+        *ylib = tu_alloc(nx * 4), *yplain = tu_alloc(nx * 4);
+  tu_rng r = tu_rng_seed(600u);
+  tu_fill(&r, x, nx, 1.0f);
+  ref_layer_opts(b, n, D, s->hq, s->hkv, s->dk, s->dv, scale_of(s), 1, &ro, x,
+                 f.wq, f.wk, f.wv, f.wo, yref);
+  ref_layer(b, n, D, s->hq, s->hkv, s->dk, s->dv, scale_of(s), 1, x, f.wq, f.wk,
+            f.wv, f.wo, yplain);
+  cr_expect(tu_compare(yplain, yref, nx).rel >
+                10 * clattn__tolerance(CLATTN_F32),
+            "the options change nothing in this case");
+  for (int h = 0; h < s->hq; h++)
+    slopes[h] = sinks[h] = NAN; /* the caller's arrays after create */
+  cl_mem dx = tu_upload(f.ctx, x, nx, CLATTN_F32);
+  cl_mem dy = tu_sentinel(f.ctx, nx, CLATTN_F32, 0xff);
+  clattn_status st = clattn_layer_prefill(f.layer, NULL, b, n, 1, dx, dy, NULL);
+  cr_assert(st == CLATTN_OK, "%s", clattn_ctx_errmsg(f.ctx));
+  tu_download(f.ctx, dy, ylib, nx, CLATTN_F32);
+  char what[200];
+  describe(s, "options", what, sizeof what);
+  tu_check(what, ylib, yref, nx, clattn__tolerance(CLATTN_F32));
+  tu_layer_cache_checks(f.ctx, f.layer, b, n, D, n + 1, x, ylib, yref, what);
+  tu_release(dx);
+  tu_release(dy);
+  free(x);
+  free(yref);
+  free(ylib);
+  free(yplain);
+  fx_free(&f);
+}
+
+/* Bad options at create: a negative window, a soft-cap below 0, a NaN
+ * slope, a +inf sink are CLATTN_ERR_INVALID_ARG naming them; no layer. */
+Test(layer, options_refused, .timeout = 900) {
+  const lshape *s = &shapes[0];
+  fixture f;
+  fx_init(&f, s, 61u);
+  float bad_slopes[8], bad_sinks[8];
+  for (int h = 0; h < 8; h++) {
+    bad_slopes[h] = h == 2 ? NAN : 0.1f;
+    bad_sinks[h] = h == 1 ? INFINITY : 0.0f;
+  }
+  for (int which = 0; which < 4; which++) {
+    clattn_layer_desc d = desc_of(s);
+    const char *name = which == 0   ? "window"
+                       : which == 1 ? "softcap"
+                       : which == 2 ? "alibi_slopes"
+                                    : "sinks";
+    if (which == 0)
+      d.window = -2;
+    else if (which == 1)
+      d.softcap = -1.0f;
+    else if (which == 2)
+      d.alibi_slopes = bad_slopes;
+    else
+      d.sinks = bad_sinks;
+    clattn_layer *l = (clattn_layer *)0x1;
+    const clattn_status st =
+        clattn_layer_create(f.ctx, &d, f.dwq, f.dwk, f.dwv, f.dwo, &l);
+    cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "%s: %d (%s)", name, (int)st,
+                 clattn_ctx_errmsg(f.ctx));
+    cr_expect(strstr(clattn_ctx_errmsg(f.ctx), name) != NULL,
+              "the message does not name %s: %s", name,
+              clattn_ctx_errmsg(f.ctx));
+    cr_expect_null(l);
+  }
   fx_free(&f);
 }

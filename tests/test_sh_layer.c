@@ -8,7 +8,10 @@
  * so their gates are equal and the lower index must win.  Starved experts:
  * x is positive and the last experts' selection columns are negative, so
  * they never make the top-k and their buckets stay empty.  Tolerance:
- * clattn__tolerance(CLATTN_F32), as for the other layers.
+ * clattn__tolerance(CLATTN_F32), as for the other layers.  The attention
+ * options (window, soft-cap, ALiBi, sinks together) on the attention's
+ * prefill and decode against ref_sh_layer_opts, causal and not through a
+ * cache (positions follow it), and bad options refused at create.
  */
 #include "family/cvmm.h"
 #include "family/family.h"
@@ -92,7 +95,8 @@ static void fill_x(tu_rng *r, const shshape *s, float *x, size_t count) {
       x[i] = 0.05f + 0.95f * fabsf(x[i]);
 }
 
-static void fx_init(fixture *f, const shshape *s, unsigned seed) {
+static void fx_init_desc(fixture *f, const shshape *s,
+                         const clattn_switchhead_layer_desc *d, unsigned seed) {
   memset(f, 0, sizeof *f);
   f->s = *s;
   const size_t D = (size_t)s->D, hd = (size_t)s->H * s->dh,
@@ -112,10 +116,14 @@ static void fx_init(fixture *f, const shshape *s, unsigned seed) {
     if (i != W_S || s->E > 1)
       f->dw[i] = tu_upload(f->ctx, f->w[i], n[i], CLATTN_F32);
   }
-  const clattn_switchhead_layer_desc d = desc_of(s);
-  clattn_status st = create(f->ctx, &d, f->dw, &f->layer);
+  clattn_status st = create(f->ctx, d, f->dw, &f->layer);
   cr_assert(st == CLATTN_OK && f->layer, "create: %d %s: %s", (int)st,
             clattn_status_str(st), clattn_ctx_errmsg(f->ctx));
+}
+
+static void fx_init(fixture *f, const shshape *s, unsigned seed) {
+  const clattn_switchhead_layer_desc d = desc_of(s);
+  fx_init_desc(f, s, &d, seed);
 }
 
 static void fx_free(fixture *f) {
@@ -129,20 +137,26 @@ static void fx_free(fixture *f) {
 }
 
 /* The reference's rows first .. len-1 of every sequence, for x's first len
- * positions, into the same rows of y [b, n, D]. */
-static void ref_rows(const fixture *f, const float *x, int len, int first,
-                     int causal, float *y) {
+ * positions, into the same rows of y [b, n, D], with the attention options
+ * o (NULL: none). */
+static void ref_rows_opts(const fixture *f, const ref_opts *o, const float *x,
+                          int len, int first, int causal, float *y) {
   const shshape *s = &f->s;
   float *xs = tu_alloc((size_t)s->b * len * s->D * 4);
   float *ys = tu_alloc((size_t)s->b * (len - first) * s->D * 4);
   tu_rows_get(x, s->b, s->n, s->D, 0, len, xs);
   const ref_sh a = {s->b,  len,  first, s->D, s->H,
                     s->dh, s->E, s->k,  0.0,  causal};
-  ref_sh_layer(&a, xs, f->w[W_Q], f->w[W_K], f->w[W_V], f->w[W_O],
-               s->E > 1 ? f->w[W_S] : NULL, f->w[W_D], ys);
+  ref_sh_layer_opts(&a, o, xs, f->w[W_Q], f->w[W_K], f->w[W_V], f->w[W_O],
+                    s->E > 1 ? f->w[W_S] : NULL, f->w[W_D], ys);
   tu_rows_put(y, s->b, s->n, s->D, first, len - first, ys);
   free(xs);
   free(ys);
+}
+
+static void ref_rows(const fixture *f, const float *x, int len, int first,
+                     int causal, float *y) {
+  ref_rows_opts(f, NULL, x, len, first, causal, y);
 }
 
 static void prefill_rows(fixture *f, clattn_kv_cache *c, const float *x, int r0,
@@ -498,4 +512,98 @@ Test(sh_layer, model_is_sum) {
                CLATTN_ERR_SHAPE);
   cr_expect_eq(clattn_model_switchhead_layer(NULL, 1, 8, 0, 1, &p, &pr),
                CLATTN_ERR_INVALID_ARG);
+}
+
+/* Every attention option at once: a window of 3 positions (less than n), a
+ * soft-cap, ALiBi slopes and sinks (one -inf), from arrays the caller
+ * overwrites with NaN after create (the layer keeps copies).  Prefill
+ * without a cache, then through one with decode steps and in two chunks,
+ * causal and not (a chunk's queries at their cache positions), against
+ * ref_sh_layer_opts. */
+Test(sh_layer, options, .timeout = 900) {
+  const shshape *s = &shapes[0]; /* 3 heads, top-2 of 4 experts */
+  float slopes[3] = {0.6f, 0.3f, 0.15f}, sinks[3] = {0.5f, -INFINITY, -0.5f};
+  const ref_opts ro = {3, 2.0, slopes, sinks};
+  clattn_switchhead_layer_desc d = desc_of(s);
+  d.window = 3;
+  d.softcap = 2.0f;
+  d.alibi_slopes = slopes;
+  d.sinks = sinks;
+  fixture f;
+  fx_init_desc(&f, s, &d, 70u);
+  const int b = s->b, n = s->n, D = s->D;
+  const size_t nx = (size_t)b * n * D;
+  float *x = tu_alloc(nx * 4), *yref = tu_alloc(nx * 4),
+        *ylib = tu_alloc(nx * 4), *yc = tu_alloc(nx * 4);
+  tu_rng r = tu_rng_seed(700u);
+  fill_x(&r, s, x, nx);
+  ref_rows_opts(&f, &ro, x, n, 0, 1, yref);
+  ref_rows(&f, x, n, 0, 1, ylib);
+  cr_expect(tu_compare(ylib, yref, nx).rel > 10 * clattn__tolerance(CLATTN_F32),
+            "the options change nothing in this case");
+  slopes[0] = slopes[1] = slopes[2] = NAN; /* the caller's, after create */
+  sinks[0] = sinks[1] = sinks[2] = NAN;
+  prefill_rows(&f, NULL, x, 0, n, 1, ylib);
+  char what[200];
+  describe(&f, "options", what, sizeof what);
+  tu_check(what, ylib, yref, nx, clattn__tolerance(CLATTN_F32));
+  tu_layer_cache_checks(f.ctx, f.layer, b, n, D, n, x, ylib, yref, what);
+
+  /* two non-causal chunks through a cache: the second's query i sits at
+   * position c1 + i, its window reaching back into the first chunk */
+  const float ref_slopes[3] = {0.6f, 0.3f, 0.15f},
+              ref_sinks[3] = {0.5f, -INFINITY, -0.5f};
+  const ref_opts ro2 = {3, 2.0, ref_slopes, ref_sinks};
+  clattn_kv_cache *cache = NULL;
+  clattn_status st = clattn_kv_cache_create(f.layer, b, n, &cache);
+  cr_assert(st == CLATTN_OK && cache, "kv_cache_create: %d %s", (int)st,
+            clattn_ctx_errmsg(f.ctx));
+  const int c1 = n / 2;
+  prefill_rows(&f, cache, x, 0, c1, 0, yc);
+  prefill_rows(&f, cache, x, c1, n - c1, 0, yc);
+  ref_rows_opts(&f, &ro2, x, c1, 0, 0, yref);
+  ref_rows_opts(&f, &ro2, x, n, c1, 0, yref);
+  describe(&f, "options, two non-causal cached chunks vs ref", what,
+           sizeof what);
+  tu_check(what, yc, yref, nx, clattn__tolerance(CLATTN_F32));
+  clattn_kv_cache_destroy(cache);
+  free(x);
+  free(yref);
+  free(ylib);
+  free(yc);
+  fx_free(&f);
+}
+
+/* Bad options at create: a negative window, a soft-cap of +inf, a NaN
+ * slope, a +inf sink are CLATTN_ERR_INVALID_ARG naming them; no layer. */
+Test(sh_layer, options_refused, .timeout = 900) {
+  const shshape *s = &shapes[0];
+  fixture f;
+  fx_init(&f, s, 71u);
+  const float bad_slopes[3] = {0.1f, 0.1f, NAN};
+  const float bad_sinks[3] = {INFINITY, 0.0f, 0.0f};
+  for (int which = 0; which < 4; which++) {
+    clattn_switchhead_layer_desc d = desc_of(s);
+    const char *name = which == 0   ? "window"
+                       : which == 1 ? "softcap"
+                       : which == 2 ? "alibi_slopes"
+                                    : "sinks";
+    if (which == 0)
+      d.window = -3;
+    else if (which == 1)
+      d.softcap = INFINITY;
+    else if (which == 2)
+      d.alibi_slopes = bad_slopes;
+    else
+      d.sinks = bad_sinks;
+    clattn_layer *l = (clattn_layer *)0x1;
+    const clattn_status st = create(f.ctx, &d, f.dw, &l);
+    cr_expect_eq(st, CLATTN_ERR_INVALID_ARG, "%s: %d (%s)", name, (int)st,
+                 clattn_ctx_errmsg(f.ctx));
+    cr_expect(strstr(clattn_ctx_errmsg(f.ctx), name) != NULL,
+              "the message does not name %s: %s", name,
+              clattn_ctx_errmsg(f.ctx));
+    cr_expect_null(l);
+  }
+  fx_free(&f);
 }

@@ -9,6 +9,13 @@
  * P_l = P_w = I the result equals clattn_attention (MHA), and misuse gets
  * its status.
  *
+ * The window (the one attention option the family takes): each variant
+ * and scheme with windows smaller than, equal to and larger than a key
+ * tile and the sequence, with kv_lens (a sequence of 0 keys among them),
+ * causal and not, f32 and f16, one program a configuration (the window is
+ * an argument); the other options refused, naming them.  Not in the small
+ * subset: the simulators build no new program.
+ *
  * CLATTN_TEST_SUBSET=small keeps a few small cases (both variants, every
  * scheme, f32/f16/bf16, causal, padded) for simulators (tests/oclgrind.sh,
  * tests/rusticl.sh). */
@@ -342,9 +349,13 @@ static int has_params(const clattn_params *p) {
   return p->variant || p->rows || p->keys || p->wg || p->scheme;
 }
 
-static void run_case(const th_case *c, unsigned seed) {
-  char what[256];
+static void run_case(const th_case *c, int window, unsigned seed) {
+  char what[280];
   describe(c, what, sizeof what);
+  if (window > 0) {
+    const size_t len = strlen(what);
+    snprintf(what + len, sizeof what - len, " window=%d", window);
+  }
   cr_log_info("%s", what);
   tu_rng rng = tu_rng_seed(seed);
   const size_t nq = (size_t)c->b * c->n * c->hk * c->dk;
@@ -371,7 +382,8 @@ static void run_case(const th_case *c, unsigned seed) {
                      c->kl,
                      1.0 / sqrt((double)c->dk),
                      c->causal,
-                     c->lens ? lens : NULL};
+                     c->lens ? lens : NULL,
+                     window};
   ref_talking_heads(&ra, q, k, v, pl, pw, oref);
 
   clattn_ctx *ctx = tu_ctx();
@@ -394,7 +406,11 @@ static void run_case(const th_case *c, unsigned seed) {
                             (clattn_layout)c->kl,
                             0.0f,
                             c->causal,
-                            has_params(&c->p) ? &c->p : NULL};
+                            has_params(&c->p) ? &c->p : NULL,
+                            window,
+                            0.0f,
+                            NULL,
+                            NULL};
   const clattn_status st =
       clattn_talking_heads(ctx, &d, dq, dk, dv, dpl, dpw, dl, dout, NULL);
   if (!tu_unsupported_ok(ctx, st, d.params)) {
@@ -424,7 +440,202 @@ ParameterizedTestParameters(talking_heads, vs_reference) {
 }
 
 ParameterizedTest(int *i, talking_heads, vs_reference, .timeout = 600) {
-  run_case(&cases[*i], 1000u + (unsigned)*i);
+  run_case(&cases[*i], 0, 1000u + (unsigned)*i);
+}
+
+/* The window's configurations: every variant x scheme, n != m, padded
+ * kv_lens with a sequence of 0 keys, causal and not, f32 and f16; scheme
+ * 3 also keeping only part of the keys' logits (m = 1600). */
+static const th_case window_cases[] = {
+    {2,
+     19,
+     45,
+     3,
+     5,
+     2,
+     16,
+     24,
+     1,
+     1,
+     0,
+     0,
+     F32,
+     {.size = sizeof(clattn_params),
+      .variant = 1,
+      .rows = 4,
+      .keys = 16,
+      .scheme = 2},
+     0},
+    {2,
+     19,
+     45,
+     3,
+     5,
+     2,
+     16,
+     24,
+     0,
+     1,
+     1,
+     0,
+     F16,
+     {.size = sizeof(clattn_params),
+      .variant = 1,
+      .rows = 3,
+      .keys = 16,
+      .scheme = 1},
+     0},
+    {2,
+     21,
+     50,
+     2,
+     3,
+     4,
+     8,
+     16,
+     1,
+     1,
+     0,
+     1,
+     F32,
+     {.size = sizeof(clattn_params),
+      .variant = 1,
+      .rows = 2,
+      .keys = 16,
+      .wg = 4,
+      .scheme = 3},
+     0},
+    {2,
+     9,
+     1600,
+     2,
+     4,
+     2,
+     8,
+     8,
+     1,
+     1,
+     0,
+     1,
+     F16,
+     {.size = sizeof(clattn_params),
+      .variant = 1,
+      .rows = 2,
+      .keys = 16,
+      .wg = 2,
+      .scheme = 3},
+     0},
+    {2,
+     13,
+     30,
+     3,
+     5,
+     2,
+     16,
+     8,
+     1,
+     1,
+     1,
+     1,
+     F16,
+     {.size = sizeof(clattn_params),
+      .variant = 2,
+      .keys = 8,
+      .wg = 16,
+      .scheme = 2},
+     0},
+    {2,
+     17,
+     29,
+     2,
+     1,
+     3,
+     8,
+     12,
+     0,
+     1,
+     0,
+     1,
+     F32,
+     {.size = sizeof(clattn_params),
+      .variant = 2,
+      .keys = 4,
+      .wg = 8,
+      .scheme = 1},
+     0},
+};
+enum { NWINDOW = (int)(sizeof window_cases / sizeof window_cases[0]) };
+
+ParameterizedTestParameters(talking_heads, window) {
+  int *idx = malloc(NWINDOW * sizeof *idx);
+  size_t n = 0;
+  for (int i = 0; i < NWINDOW && !tu_subset("small"); i++)
+    idx[n++] = i;
+  return cr_make_param_array(int, tu_param_copy(idx, n, sizeof *idx), n);
+}
+
+/* Windows of 1, below a tile, a tile's keys (16 for variant 1, the case's
+ * for variant 2), beyond a tile but below the sequence, the sequence's
+ * length and beyond it. */
+ParameterizedTest(int *i, talking_heads, window, .timeout = 600) {
+  const th_case *c = &window_cases[*i];
+  const int tile = c->p.keys;
+  const int windows[] = {1,        tile / 2 + 1, tile,     tile + 7,
+                         c->m - 3, c->m,         c->m + 40};
+  for (int w = 0; w < (int)(sizeof windows / sizeof windows[0]); w++)
+    run_case(c, windows[w], 3000u + 10u * (unsigned)*i + (unsigned)w);
+}
+
+/* The window alone: soft-cap, ALiBi and sinks are CLATTN_ERR_UNSUPPORTED
+ * naming the option, a negative window CLATTN_ERR_INVALID_ARG, nothing
+ * run. */
+Test(talking_heads, options_refused) {
+  clattn_ctx *ctx = tu_ctx();
+  const int b = 1, n = 4, m = 5, hk = 2, h = 3, hv = 2, dd = 8;
+  cl_mem q = tu_buffer(ctx, (size_t)b * n * hk * dd * 4);
+  cl_mem k = tu_buffer(ctx, (size_t)b * m * hk * dd * 4);
+  cl_mem v = tu_buffer(ctx, (size_t)b * m * hv * dd * 4);
+  cl_mem pl = tu_buffer(ctx, (size_t)hk * h * 4);
+  cl_mem pw = tu_buffer(ctx, (size_t)h * hv * 4);
+  cl_mem o = tu_buffer(ctx, (size_t)b * n * hv * dd * 4);
+  const float per_head[3] = {0.5f, 0.25f, 0.125f};
+  for (int which = 0; which < 4; which++) {
+    clattn_th_desc d = {.size = sizeof(clattn_th_desc),
+                        .batch = b,
+                        .n_q = n,
+                        .n_kv = m,
+                        .heads_k = hk,
+                        .heads = h,
+                        .heads_v = hv,
+                        .head_dim_k = dd,
+                        .head_dim_v = dd,
+                        .dtype = F32,
+                        .causal = 1,
+                        .window = 2};
+    const char *name = which == 0   ? "softcap"
+                       : which == 1 ? "alibi_slopes"
+                       : which == 2 ? "sinks"
+                                    : "window";
+    if (which == 0)
+      d.softcap = 30.0f;
+    else if (which == 1)
+      d.alibi_slopes = per_head;
+    else if (which == 2)
+      d.sinks = per_head;
+    else
+      d.window = -1;
+    const clattn_status want =
+        which < 3 ? CLATTN_ERR_UNSUPPORTED : CLATTN_ERR_INVALID_ARG;
+    const clattn_status st =
+        clattn_talking_heads(ctx, &d, q, k, v, pl, pw, NULL, o, NULL);
+    cr_expect_eq(st, want, "%s: %d (%s)", name, (int)st,
+                 clattn_ctx_errmsg(ctx));
+    cr_expect(strstr(clattn_ctx_errmsg(ctx), name) != NULL,
+              "the message does not name %s: %s", name, clattn_ctx_errmsg(ctx));
+  }
+  tu_release(q), tu_release(k), tu_release(v), tu_release(pl);
+  tu_release(pw), tu_release(o);
+  clattn_ctx_destroy(ctx);
 }
 
 /* h_k = h = h_v with P_l = P_w = I is multi-head attention: every variant

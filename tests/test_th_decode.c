@@ -12,6 +12,11 @@
  * equals_prefill: a decode step equals the causal prefill of its query.
  * misuse: NULL desc or buffers, head counts 0 and 33, buffers too small,
  * bad params give their statuses and a message.
+ * window: the one attention option the family takes, from 1 key to more
+ * than the cache, with the splits dividing it, a single split, lens 0,
+ * partial and full, f32 and f16 (one program a configuration); the others
+ * refused naming them, and ignored by the append.  Not in the small
+ * subset: the simulators build no new program.
  * CLATTN_TEST_SUBSET=small keeps a few small cases (simulators). */
 #include "reference/ref.h"
 #include "reference/ref_th.h"
@@ -74,9 +79,13 @@ static void describe(const thcase *c, char *buf, size_t cap) {
            c->keys, c->wg, c->splits);
 }
 
-static void run_decode(const thcase *c) {
-  char what[256];
+static void run_decode(const thcase *c, int window) {
+  char what[280];
   describe(c, what, sizeof what);
+  if (window > 0) {
+    const size_t len = strlen(what);
+    snprintf(what + len, sizeof what - len, " window=%d", window);
+  }
   cr_log_info("%s", what);
   tu_rng r = tu_rng_seed(c->seed);
   const size_t nq = (size_t)c->b * c->hk * c->dk,
@@ -110,15 +119,20 @@ static void run_decode(const thcase *c) {
                                    c->dt,
                                    (clattn_layout)c->layout,
                                    0.0f,
-                                   has_p ? &p : NULL};
+                                   has_p ? &p : NULL,
+                                   window,
+                                   0.0f,
+                                   NULL,
+                                   NULL};
   clattn_status st = clattn_talking_heads_decode(ctx, &d, dq, dk, dv, dpl, dpw,
                                                  dl, dout, NULL);
   if (tu_unsupported_ok(ctx, st, has_p ? &p : NULL))
     goto done;
   cr_assert_eq(st, CLATTN_OK, "%s: %s", what, clattn_ctx_errmsg(ctx));
   tu_download(ctx, dout, o, no, c->dt);
-  ref_th_decode(c->b, c->cap, c->hk, c->h, c->hv, c->dk, c->dv, c->layout,
-                1.0 / sqrt((double)c->dk), lens, q, k, v, pl, pw, oref);
+  ref_th_decode_window(c->b, c->cap, c->hk, c->h, c->hv, c->dk, c->dv,
+                       c->layout, 1.0 / sqrt((double)c->dk), window, lens, q, k,
+                       v, pl, pw, oref);
   tu_check(what, o, oref, no, clattn__tolerance(c->dt));
   for (int bi = 0; bi < c->b; bi++)
     for (size_t i = 0; lens[bi] == 0 && i < (size_t)c->hv * c->dv; i++)
@@ -155,7 +169,94 @@ ParameterizedTestParameters(th_decode, case) {
                              NULL);
 }
 
-ParameterizedTest(thcase *c, th_decode, case, .timeout = 300) { run_decode(c); }
+ParameterizedTest(thcase *c, th_decode, case, .timeout = 300) {
+  run_decode(c, 0);
+}
+
+/* The window's configurations: several splits (dividing the window's
+ * keys; those past a short sequence's last key read nothing), one split,
+ * a work-group of 2; f32 and f16, both layouts. */
+static const thcase window_cases[] = {
+    {3, 301, 3, 5, 2, 12, 20, 1, CLATTN_F32, 1, 16, 0, 5, 201},
+    {3, 77, 3, 5, 2, 16, 8, 0, CLATTN_F16, 1, 32, 0, 1, 202},
+    {2, 200, 4, 8, 4, 16, 16, 1, CLATTN_F32, 1, 16, 2, 7, 203},
+};
+
+ParameterizedTestParameters(th_decode, window) {
+  const size_t n = tu_subset("small") ? 0 : (size_t)NELEM(window_cases);
+  thcase *tmp = malloc(NELEM(window_cases) * sizeof *tmp);
+  memcpy(tmp, window_cases, sizeof window_cases);
+  return cr_make_param_array(thcase, tu_param_copy(tmp, n, sizeof *tmp), n,
+                             NULL);
+}
+
+/* Windows of 1 key, less than a block, a block, several blocks, a split's
+ * chunk and more, the capacity and beyond it. */
+ParameterizedTest(thcase *c, th_decode, window, .timeout = 300) {
+  const int windows[] = {1,          5,      c->keys,    2 * c->keys + 3,
+                         c->cap / 2, c->cap, c->cap + 50};
+  for (int w = 0; w < NELEM(windows); w++)
+    run_decode(c, windows[w]);
+}
+
+/* Soft-cap, ALiBi and sinks are CLATTN_ERR_UNSUPPORTED naming the option,
+ * a negative window CLATTN_ERR_INVALID_ARG; the append into the same
+ * cache ignores every option (they change no row it writes). */
+Test(th_decode, options_refused) {
+  clattn_ctx *ctx = tu_ctx();
+  const int b = 1, cap = 6, hk = 2, h = 3, hv = 2, dd = 8;
+  cl_mem q = tu_buffer(ctx, (size_t)b * hk * dd * 4);
+  cl_mem kc = tu_buffer(ctx, (size_t)b * cap * hk * dd * 4);
+  cl_mem vc = tu_buffer(ctx, (size_t)b * cap * hv * dd * 4);
+  cl_mem pl = tu_buffer(ctx, (size_t)hk * h * 4);
+  cl_mem pw = tu_buffer(ctx, (size_t)h * hv * 4);
+  const int len = 3, pos = 2;
+  cl_mem lens = tu_upload_int(ctx, &len, 1), dpos = tu_upload_int(ctx, &pos, 1);
+  cl_mem o = tu_buffer(ctx, (size_t)b * hv * dd * 4);
+  const float per_head[3] = {0.5f, 0.25f, 0.125f};
+  for (int which = 0; which < 4; which++) {
+    clattn_th_decode_desc d = {.size = sizeof(clattn_th_decode_desc),
+                               .batch = b,
+                               .capacity = cap,
+                               .heads_k = hk,
+                               .heads = h,
+                               .heads_v = hv,
+                               .head_dim_k = dd,
+                               .head_dim_v = dd,
+                               .dtype = CLATTN_F32,
+                               .cache_layout = CLATTN_BHSD,
+                               .window = 2};
+    const char *name = which == 0   ? "softcap"
+                       : which == 1 ? "alibi_slopes"
+                       : which == 2 ? "sinks"
+                                    : "window";
+    if (which == 0)
+      d.softcap = 30.0f;
+    else if (which == 1)
+      d.alibi_slopes = per_head;
+    else if (which == 2)
+      d.sinks = per_head;
+    else
+      d.window = -1;
+    const clattn_status want =
+        which < 3 ? CLATTN_ERR_UNSUPPORTED : CLATTN_ERR_INVALID_ARG;
+    clattn_status st =
+        clattn_talking_heads_decode(ctx, &d, q, kc, vc, pl, pw, lens, o, NULL);
+    cr_expect_eq(st, want, "%s: %d (%s)", name, (int)st,
+                 clattn_ctx_errmsg(ctx));
+    cr_expect(strstr(clattn_ctx_errmsg(ctx), name) != NULL,
+              "the message does not name %s: %s", name, clattn_ctx_errmsg(ctx));
+    /* (not in the small subset: the simulators build no new program) */
+    if (tu_subset("small"))
+      continue;
+    st = clattn_talking_heads_append(ctx, &d, 1, q, q, dpos, kc, vc, NULL);
+    cr_expect_eq(st, CLATTN_OK, "append with %s set: %d (%s)", name, (int)st,
+                 clattn_ctx_errmsg(ctx));
+  }
+  tu_release(q), tu_release(kc), tu_release(vc), tu_release(pl);
+  tu_release(pw), tu_release(lens), tu_release(dpos), tu_release(o);
+  clattn_ctx_destroy(ctx);
+}
 
 /* Append n_new rows to caches of random contents; expected: the reference
  * applied to the same host copies.  Returns nothing; fails the test on a

@@ -3,8 +3,11 @@
  * ref_th_layer.
  *
  * Shapes: small and odd, h_k != h != h_v, head dims equal and not, batch 1
- * and 2.  Tolerance: clattn__tolerance(CLATTN_F32), as for the GQA layer
- * (float32 storage and arithmetic against the double reference).
+ * and 2.  The window (the one attention option the layer takes, carried to
+ * its prefill and decode) against ref_th_layer_window, through a cache
+ * too; the other options refused at create.  Tolerance:
+ * clattn__tolerance(CLATTN_F32), as for the GQA layer (float32 storage and
+ * arithmetic against the double reference).
  */
 #include "reference/ref_th.h"
 #include "util.h"
@@ -54,7 +57,8 @@ static clattn_status create(fixture *f, const clattn_th_layer_desc *d,
                                            w[W_O], w[P_L], w[P_W], out);
 }
 
-static void fx_init(fixture *f, const thshape *s, unsigned seed) {
+static void fx_init_desc(fixture *f, const thshape *s,
+                         const clattn_th_layer_desc *d, unsigned seed) {
   memset(f, 0, sizeof *f);
   f->s = *s;
   const size_t k = (size_t)s->hk * s->dk, v = (size_t)s->hv * s->dv;
@@ -76,11 +80,15 @@ static void fx_init(fixture *f, const thshape *s, unsigned seed) {
     tu_fill(&r, f->w[i], n[i], amp[i]);
     f->dw[i] = tu_upload(f->ctx, f->w[i], n[i], CLATTN_F32);
   }
-  const clattn_th_layer_desc d = desc_of(s);
-  clattn_status st = create(f, &d, f->dw, &f->layer);
+  clattn_status st = create(f, d, f->dw, &f->layer);
   cr_assert(st == CLATTN_OK && f->layer,
             "clattn_layer_create_talking_heads: %d %s: %s", (int)st,
             clattn_status_str(st), clattn_ctx_errmsg(f->ctx));
+}
+
+static void fx_init(fixture *f, const thshape *s, unsigned seed) {
+  const clattn_th_layer_desc d = desc_of(s);
+  fx_init_desc(f, s, &d, seed);
 }
 
 static void fx_free(fixture *f) {
@@ -268,5 +276,75 @@ Test(th_layer, misuse, .timeout = 900) {
   tu_release(gw);
   tu_release(dx);
   tu_release(dy);
+  fx_free(&f);
+}
+
+/* A window of 4 positions (less than n) on the layer's prefill, without a
+ * cache and through one, and on its decode steps: each position p sees
+ * keys p - 3 .. p, the chunks and steps at their cache positions. */
+Test(th_layer, window, .timeout = 900) {
+  const thshape *s = &shapes[0];
+  const int window = 4;
+  clattn_th_layer_desc d = desc_of(s);
+  d.window = window;
+  fixture f;
+  fx_init_desc(&f, s, &d, 30u);
+  const int b = s->b, n = s->n, D = s->D;
+  const size_t nx = (size_t)b * n * D;
+  float *x = tu_alloc(nx * 4), *yref = tu_alloc(nx * 4),
+        *ylib = tu_alloc(nx * 4), *yfull = tu_alloc(nx * 4);
+  tu_rng r = tu_rng_seed(300u);
+  tu_fill(&r, x, nx, 1.0f);
+  ref_th_layer_window(b, n, D, s->hk, s->h, s->hv, s->dk, s->dv,
+                      1.0 / sqrt((double)s->dk), 1, window, x, f.w[W_Q],
+                      f.w[W_K], f.w[W_V], f.w[W_O], f.w[P_L], f.w[P_W], yref);
+  /* the window changes the result: a layer that ignored it would differ */
+  ref_y(&f, b, n, 1, x, yfull);
+  cr_expect(tu_compare(yfull, yref, nx).rel >
+                10 * clattn__tolerance(CLATTN_F32),
+            "the window changes nothing in this case");
+  prefill_rows(&f, NULL, x, 0, n, 1, ylib);
+  char what[200];
+  describe(s, "window 4", what, sizeof what);
+  tu_check(what, ylib, yref, nx, clattn__tolerance(CLATTN_F32));
+  tu_layer_cache_checks(f.ctx, f.layer, b, n, D, n + 2, x, ylib, yref, what);
+  free(x);
+  free(yref);
+  free(ylib);
+  free(yfull);
+  fx_free(&f);
+}
+
+/* The window alone: soft-cap, ALiBi and sinks are CLATTN_ERR_UNSUPPORTED at
+ * create, a negative window CLATTN_ERR_INVALID_ARG, each named, no layer. */
+Test(th_layer, options_refused, .timeout = 900) {
+  const thshape *s = &shapes[0];
+  fixture f;
+  fx_init(&f, s, 42);
+  const float per_head[5] = {0.5f, 0.25f, 0.125f, 1.0f, 2.0f};
+  for (int which = 0; which < 4; which++) {
+    clattn_th_layer_desc d = desc_of(s);
+    const char *name = which == 0   ? "softcap"
+                       : which == 1 ? "alibi_slopes"
+                       : which == 2 ? "sinks"
+                                    : "window";
+    if (which == 0)
+      d.softcap = 30.0f;
+    else if (which == 1)
+      d.alibi_slopes = per_head;
+    else if (which == 2)
+      d.sinks = per_head;
+    else
+      d.window = -1;
+    clattn_layer *l = (clattn_layer *)0x1;
+    const clattn_status st = create(&f, &d, f.dw, &l);
+    cr_expect_eq(st,
+                 which < 3 ? CLATTN_ERR_UNSUPPORTED : CLATTN_ERR_INVALID_ARG,
+                 "%s: %d (%s)", name, (int)st, clattn_ctx_errmsg(f.ctx));
+    cr_expect(strstr(clattn_ctx_errmsg(f.ctx), name) != NULL,
+              "the message does not name %s: %s", name,
+              clattn_ctx_errmsg(f.ctx));
+    cr_expect_null(l);
+  }
   fx_free(&f);
 }

@@ -2,6 +2,7 @@
  * attention over a whole query block (clattn_talking_heads).  Its plan is
  * in talking_heads_plan.c, its costs in talking_heads_cost.c, its kernels
  * in cl/talking_heads.cl. */
+#include "family/attn_opts.h"
 #include "family/common.h"
 #include "family/family.h"
 #include "family/talking_heads.h"
@@ -49,6 +50,12 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   }
   if ((rc = clattn__check_scale(d->scale, why, cap)))
     return rc;
+  /* the window alone: it masks after the P_l mix, where the causal mask
+   * is; the others would change the logits each head mixes */
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  if ((rc = clattn__opts_check(&o, d->heads, CLATTN__OPT_WINDOW,
+                               "clattn_talking_heads", why, cap)))
+    return rc;
   const size_t es = clattn_dtype_size(d->dtype);
   if (!clattn__bytes(es, d->batch, d->n_q, d->heads_k, d->head_dim_k) ||
       !clattn__bytes(es, d->batch, d->n_kv, d->heads_k, d->head_dim_k) ||
@@ -95,17 +102,20 @@ static void shape_class(const void *desc, char *buf, size_t cap) {
            d->heads_k, d->heads, d->heads_v, clattn__pow2_round(d->batch),
            clattn__pow2_round(d->n_q), clattn__pow2_round(d->n_kv),
            d->causal ? 1 : 0);
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  clattn__opts_class(&o, buf, cap);
 }
 
 #define SHAPE_KEYS                                                             \
   "batch seq kv-seq heads-k heads heads-v head-dim head-dim-v dtype causal "   \
-  "layout kv-layout"
+  "layout kv-layout " CLATTN__OPTS_SHAPE_KEYS
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
   clattn__attn_shape s = {1, 0,          0,           0,          0,
                           0, CLATTN_F32, CLATTN_BSHD, CLATTN_BSHD};
   int heads_k = 0, heads, heads_v;
+  clattn__opts o;
   clattn_status rc;
   if ((rc = clattn__shape_attn(text, SHAPE_KEYS, &s, why, cap)) ||
       (rc = clattn__shape_int(text, "heads-k", 1, CLATTN_TH_MAX_HEADS, &heads_k,
@@ -115,7 +125,8 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   if ((rc = clattn__shape_int(text, "heads", 1, CLATTN_TH_MAX_HEADS, &heads,
                               why, cap)) ||
       (rc = clattn__shape_int(text, "heads-v", 1, CLATTN_TH_MAX_HEADS, &heads_v,
-                              why, cap)))
+                              why, cap)) ||
+      (rc = clattn__opts_shape(text, heads, &o, why, cap)))
     return rc;
   if (s.n_q < 1 || heads_k < 1 || s.head_dim_k < 1) {
     snprintf(why, cap, "the shape needs seq=, heads-k= and head-dim=");
@@ -132,7 +143,11 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
                                              .dtype = s.dtype,
                                              .q_layout = s.q_layout,
                                              .kv_layout = s.kv_layout,
-                                             .causal = s.causal};
+                                             .causal = s.causal,
+                                             .window = o.window,
+                                             .softcap = o.softcap,
+                                             .alibi_slopes = o.alibi,
+                                             .sinks = o.sinks};
   return CLATTN_OK;
 }
 
@@ -223,6 +238,8 @@ static void options(const clattn_th_desc *d, const clattn__th_plan *pl,
     clattn__def(df, "WG", pl->wg);
     clattn__def(df, "KT", pl->kt);
   }
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  clattn__opts_defs(&o, df);
 }
 
 /* Variant 1: th_stage writes K^T and V as float32 rows of ld keys, then
@@ -242,6 +259,7 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
   const clattn__strides os =
       clattn__layout_strides(d->q_layout, n, hv, d->head_dim_v);
   const float scale = clattn__kernel_scale(d->scale, dk);
+  const clattn__opts opts = CLATTN__OPTS_OF(d);
   cl_kernel st_kern = NULL, kern = NULL;
   cl_mem kt = NULL, vc = NULL;
   /* whole tiles of kb keys (th_stage's layout) */
@@ -266,10 +284,15 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
   const cl_int si[2] = {m, ld};
   const long sst[6] = {ks.b, ks.s, ks.h, vs.b, vs.s, vs.h};
   const cl_mem sb[4] = {bufs[K], bufs[V], kt, vc};
+  const cl_int sl[2] = {bufs[KV_LENS] != NULL, n};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, st_kern, &a, 4, sizeof(cl_mem), sb)) ||
       (rc = clattn__scalars(ctx, st_kern, &a, 2, sizeof(cl_int), si)) ||
-      (rc = clattn__scalars(ctx, st_kern, &a, 6, sizeof(cl_long), sst)))
+      (rc = clattn__scalars(ctx, st_kern, &a, 6, sizeof(cl_long), sst)) ||
+      (rc =
+           clattn__args(ctx, st_kern, &a, 1, sizeof(cl_mem), &bufs[KV_LENS])) ||
+      (rc = clattn__scalars(ctx, st_kern, &a, 2, sizeof(cl_int), sl)) ||
+      (rc = clattn__opts_args(ctx, st_kern, &a, &opts, d->heads)))
     return rc;
   const cl_int ri[4] = {n, m, ld, bufs[KV_LENS] != NULL};
   const cl_mem rb[7] = {bufs[Q],       kt,     vc, bufs[P_L], bufs[P_W],
@@ -282,7 +305,8 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_th_desc *d,
       (rc = clattn__scalars(ctx, kern, &a, 6, sizeof(cl_long), rst)) ||
       (lgs &&
        ((rc = clattn__arg(ctx, kern, a++, lgs, NULL)) ||
-        (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_int), &pl->keep)))))
+        (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_int), &pl->keep)))) ||
+      (rc = clattn__opts_args(ctx, kern, &a, &opts, d->heads)))
     return rc;
   /* default: one work-item per work-group, which PoCL schedules best */
   const size_t wg1 = pl->wg ? (size_t)pl->wg : 1;
@@ -332,6 +356,7 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_th_desc *d,
   const clattn__strides os =
       clattn__layout_strides(d->q_layout, n, hv, d->head_dim_v);
   const float scale = clattn__kernel_scale(d->scale, dk);
+  const clattn__opts opts = CLATTN__OPTS_OF(d);
   const cl_int ci[3] = {n, m, bufs[KV_LENS] != NULL};
   const cl_mem kb[7] = {bufs[Q],   bufs[K],       bufs[V], bufs[P_L],
                         bufs[P_W], bufs[KV_LENS], bufs[O]};
@@ -341,7 +366,8 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_th_desc *d,
   if ((rc = clattn__args(ctx, kern, &a, 7, sizeof(cl_mem), kb)) ||
       (rc = clattn__scalars(ctx, kern, &a, 3, sizeof(cl_int), ci)) ||
       (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_float), &scale)) ||
-      (rc = clattn__scalars(ctx, kern, &a, 12, sizeof(cl_long), st)))
+      (rc = clattn__scalars(ctx, kern, &a, 12, sizeof(cl_long), st)) ||
+      (rc = clattn__opts_args(ctx, kern, &a, &opts, d->heads)))
     return rc;
   const size_t groups = (size_t)(n + pl->wg - 1) / (size_t)pl->wg;
   const size_t gws[2] = {groups * (size_t)pl->wg, (size_t)b};
@@ -388,7 +414,8 @@ static void reference(const void *desc, void *const *b) {
                     (int)d->kv_layout,
                     d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
                     d->causal,
-                    b[KV_LENS]};
+                    b[KV_LENS],
+                    d->window};
   ref_talking_heads(&a, b[Q], b[K], b[V], b[P_L], b[P_W], b[O]);
 }
 

@@ -6,16 +6,34 @@
 #include "family/talking_heads.h"
 #include "model/model.h"
 
-/* Keys visible to query position i (cl/talking_heads.cl th_key_limit). */
+/* The end of the keys visible to query i (common.cl key_limit). */
 static long key_limit(int causal, long L, long n, long i) {
   return causal ? (L < L - n + i + 1 ? L : L - n + i + 1) : L;
 }
 
+/* The first key visible to query i, at position L - n + i (common.cl
+ * key_start): with a window W, the W most recent positions. */
+static long key_first(int window, long L, long n, long i) {
+  const long p = L - n + i;
+  return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+}
+
 /* Keys visible to position min(i, n - 1) (the kernels clamp positions past
  * the last to it), never negative. */
-static double pos_keys(int causal, long L, long n, long i) {
-  const long lim = key_limit(causal, L, n, i < n ? i : n - 1);
-  return lim > 0 ? (double)lim : 0.0;
+static double pos_keys(const clattn_th_desc *d, long L, long n, long i) {
+  const long c = i < n ? i : n - 1;
+  const long vis =
+      key_limit(d->causal != 0, L, n, c) - key_first(d->window, L, n, c);
+  return vis > 0 ? (double)vis : 0.0;
+}
+
+/* Keys positions min(i, n - 1) and min(j, n - 1) (i <= j) both see: from
+ * j's window start to i's limit, never negative. */
+static double shared_keys(const clattn_th_desc *d, long L, long n, long i,
+                          long j) {
+  const long both = key_limit(d->causal != 0, L, n, i < n ? i : n - 1) -
+                    key_first(d->window, L, n, j < n ? j : n - 1);
+  return both > 0 ? (double)both : 0.0;
 }
 
 double clattn__th_pair_work(const clattn_th_desc *d, int scheme) {
@@ -45,32 +63,48 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
   const double mix_b = 4.0 * (HK * H + H * HV);
 
   /* th_stage: every key row read once, K^T and V written as float32 over
-   * the padded row length ld */
+   * the padded row length ld; with a window from the tile holding the
+   * first query's first visible key on (each work-item of 16 keys then
+   * reads kv_lens) */
   clattn_cost *st = clattn__model_kernel(out, "th_stage");
-  st->bytes_read = es * B * m * kvw;
-  st->bytes_written = 4.0 * B * pl->ld * kvw;
+  const int KB = pl->kb;
+  const double hmax = HK > HV ? HK : HV;
+  double st_rd = 0, st_wr = 0;
+  for (long b = 0; b < clattn__distinct_seqs(kv_lens, B); b++) {
+    const long L = clattn__valid_len(kv_lens, b, m);
+    const double tf =
+        d->window > 0 ? (double)(key_first(d->window, L, n, 0) / KB * KB) : 0;
+    st_rd += es * clattn__dmax(0.0, (double)m - tf) * kvw;
+    st_wr += 4.0 * ((double)pl->ld - tf) * kvw;
+    if (d->window > 0)
+      st_rd += lens_b * (double)(pl->ld / 16) * hmax;
+  }
+  st->bytes_read = st_rd * clattn__seq_weight(kv_lens, B);
+  st->bytes_written = st_wr * clattn__seq_weight(kv_lens, B);
   st->bytes_compulsory = st->bytes_read + st->bytes_written;
   dram_reads[0] = st->bytes_read;
   st->bytes_dram = st->bytes_read + st->bytes_written;
 
   clattn_cost *c = clattn__model_kernel(out, "th_fwd_reg");
-  const int RB = pl->rb, KB = pl->kb, passes = pl->scheme == 2 ? 2 : 1;
+  const int RB = pl->rb, passes = pl->scheme == 2 ? 2 : 1;
   double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, staged = 0, ws = 0;
   const long blocks = (n + RB - 1) / RB;
   const double per_seq = clattn__seq_weight(kv_lens, B);
   for (long b = 0; b < clattn__distinct_seqs(kv_lens, B); b++) {
     const long L = clattn__valid_len(kv_lens, b, m);
-    double kmax = 0;
+    double kmax = 0, kmin = (double)m;
     for (long blk = 0; blk < blocks; blk++) {
       const long i0 = blk * RB;
       const double kend = (double)key_limit(
           causal, L, n, (long)clattn__dmin(i0 + RB - 1, n - 1));
+      /* the tiles run from the one holding the block's first visible key */
+      const double tb = (double)(key_first(d->window, L, n, i0) / KB * KB);
       const double valid = clattn__dmin(RB, n - i0);
       /* kv_lens, P_l and P_w, RB q rows of every key head (clamped
        * positions are loaded too) */
       rd += lens_b + mix_b + es * RB * HK * DK;
       if (kend > 0) {
-        const double T = clattn__cdiv(kend, KB);
+        const double T = clattn__cdiv(kend - tb, KB);
         /* th_logits_reg: K^T tiles; J and the P_l mix, in each pass (a
          * kept tile of scheme 3 only in pass 1) */
         const double kept =
@@ -84,19 +118,20 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
         /* P V: each position up to its own key limit */
         double row_keys = 0;
         for (long r = 0; r < RB; r++)
-          row_keys += pos_keys(causal, L, n, i0 + r);
+          row_keys += pos_keys(d, L, n, i0 + r);
         /* scheme 3: pass 1's kept logits stored and read back */
         loc += 2.0 * 4.0 * kept * RB * H * KB;
         if (pl->scheme != 1) {
-          /* V rows per group of PR positions and value head up to the
-           * group's first limit, then per position to its own */
+          /* V rows per group of PR positions and value head: the keys
+           * the whole group sees once, then each position's rest */
           const int PR = RB % 4 == 0 ? 4 : RB % 2 == 0 ? 2 : 1;
           double v_rows = 0;
           for (long r0 = 0; r0 < RB; r0 += PR) {
-            const double first = pos_keys(causal, L, n, i0 + r0);
-            v_rows += first;
-            for (long r = 1; r < PR; r++)
-              v_rows += pos_keys(causal, L, n, i0 + r0 + r) - first;
+            const double shared =
+                shared_keys(d, L, n, i0 + r0, i0 + r0 + PR - 1);
+            v_rows += shared;
+            for (long r = 0; r < PR; r++)
+              v_rows += pos_keys(d, L, n, i0 + r0 + r) - shared;
           }
           rd += 4.0 * HV * v_rows * DV;
           ex += T * RB * H * KB;       /* the exact weights */
@@ -107,6 +142,7 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
           fma += H * HV * row_keys * DV;  /* P V per (c, u) */
         }
         kmax = clattn__dmax(kmax, kend);
+        kmin = clattn__dmin(kmin, tb);
       }
       if (pl->scheme == 1)
         fma += valid * H * HV * DV; /* the final P_w mix */
@@ -114,8 +150,10 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
         ex += RB * H * 16.0; /* pass 1's lanes combined */
       wr += es * valid * HV * DV;
     }
-    staged += 4.0 * kmax * kvw;
-    ws = clattn__dmax(ws, 4.0 * kmax * kvw);
+    /* the staged keys any block reads */
+    const double span = clattn__dmax(0.0, kmax - kmin);
+    staged += 4.0 * span * kvw;
+    ws = clattn__dmax(ws, 4.0 * span * kvw);
   }
   rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
   loc *= per_seq, staged *= per_seq;
@@ -151,13 +189,16 @@ static void cost_local(const clattn_th_desc *d, const clattn__th_plan *pl,
     for (long g = 0; g < groups; g++) {
       const double kend = (double)key_limit(
           causal, L, n, (long)clattn__dmin(g * WG + WG - 1, n - 1));
+      /* from the group's first position's window start */
+      const double kbeg = (double)key_first(d->window, L, n, g * WG);
+      const double span = kend - kbeg;
       const double valid = clattn__dmin(WG, n - g * WG);
       /* every item: kv_lens, P_l and P_w, its q rows */
       rd += WG * (lens_b + mix_b + es * HK * DK);
       if (kend > 0) {
-        const double T = clattn__cdiv(kend, KT);
+        const double T = clattn__cdiv(span, KT);
         /* tiles, t < nt only: K every pass, V in the last */
-        rd += es * kend * (passes * HK * DK + HV * DV);
+        rd += es * span * (passes * HK * DK + HV * DV);
         /* every item scores all KT keys of a tile every pass */
         fma += WG * passes * T * KT * (HK * DK + H * HK);
         ex += WG * T * H * (1.0 + KT);
@@ -165,7 +206,7 @@ static void cost_local(const clattn_th_desc *d, const clattn__th_plan *pl,
         /* the weights and P V: each item up to its own key limit */
         double item_keys = 0;
         for (long r = 0; r < WG; r++)
-          item_keys += pos_keys(causal, L, n, g * WG + r);
+          item_keys += pos_keys(d, L, n, g * WG + r);
         if (pl->scheme == 2) {
           ex += H * item_keys;
           fma += item_keys * HV * (H + DV);
@@ -174,7 +215,7 @@ static void cost_local(const clattn_th_desc *d, const clattn__th_plan *pl,
           fma += item_keys * H * HV * DV;
           loc += 4.0 * item_keys * H * HV * DV;
         }
-        ws = clattn__dmax(ws, es * kend * (HK * DK + HV * DV));
+        ws = clattn__dmax(ws, es * span * (HK * DK + HV * DV));
       }
       if (pl->scheme == 1)
         fma += valid * H * HV * DV;
@@ -202,13 +243,13 @@ clattn_status clattn__th_cost(const void *desc, const void *plan,
   const long B = d->batch, n = d->n_q, m = d->n_kv;
   const double HK = d->heads_k, H = d->heads, HV = d->heads_v;
   const double DK = d->head_dim_k, DV = d->head_dim_v;
-  /* useful work: valid (query, key) pairs, each with spec 5.3's
+  /* useful work: visible (query, key) pairs, each with spec 5.3's
    * 2 (d_k h_k + h h_k + h h_v + d_v h_v) FLOPs */
   double pairs = 0.0;
   for (long b = 0; b < clattn__distinct_seqs(kv_lens, B); b++) {
     const long L = clattn__valid_len(kv_lens, b, m);
     for (long i = 0; i < n; i++)
-      pairs += (double)clattn__dmax(0, key_limit(d->causal != 0, L, n, i));
+      pairs += pos_keys(d, L, n, i);
   }
   pairs *= clattn__seq_weight(kv_lens, B);
   const double in = es * B * n * HK * DK + es * B * m * (HK * DK + HV * DV) +

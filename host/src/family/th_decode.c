@@ -3,6 +3,7 @@
  * (clattn_talking_heads_decode).  Its costs are in th_decode_cost.c, its
  * kernels in cl/th_decode.cl. */
 #include "family/th_decode.h"
+#include "family/attn_opts.h"
 #include "family/common.h"
 #include "family/family.h"
 #include "reference/ref_th.h"
@@ -15,7 +16,8 @@
 enum { Q, K_CACHE, V_CACHE, P_L, P_W, LENS, O };
 
 #define SHAPE_KEYS                                                             \
-  "batch kv-seq heads-k heads heads-v head-dim head-dim-v dtype layout"
+  "batch kv-seq heads-k heads heads-v head-dim head-dim-v dtype "              \
+  "layout " CLATTN__OPTS_SHAPE_KEYS
 
 clattn_status clattn__th_check_cache(const clattn_th_decode_desc *d, char *why,
                                      size_t cap) {
@@ -103,8 +105,17 @@ int clattn__th_head_width(int n) {
   return 1;
 }
 
+/* The cache's checks, then the options: the window alone, as for the
+ * prefill (talking_heads.c).  The append, which shares the cache checks,
+ * ignores the options: they do not change what it writes. */
 static clattn_status check(const void *desc, char *why, size_t cap) {
-  return clattn__th_check_cache(desc, why, cap);
+  const clattn_th_decode_desc *d = desc;
+  clattn_status rc = clattn__th_check_cache(d, why, cap);
+  if (rc)
+    return rc;
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  return clattn__opts_check(&o, d->heads, CLATTN__OPT_WINDOW,
+                            "clattn_talking_heads_decode", why, cap);
 }
 
 static void buffers(const void *desc, clattn__buf_spec *b) {
@@ -132,12 +143,27 @@ static int full_int(const void *desc) {
 }
 
 static void shape_class(const void *desc, char *buf, size_t cap) {
-  clattn__th_shape_class(desc, buf, cap);
+  const clattn_th_decode_desc *d = desc;
+  if (buf == NULL || cap == 0)
+    return;
+  clattn__th_shape_class(d, buf, cap);
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  clattn__opts_class(&o, buf, cap);
 }
 
 static clattn_status parse_shape(const char *text, void *desc, char *why,
                                  size_t cap) {
-  return clattn__th_parse_cache(text, SHAPE_KEYS, desc, why, cap);
+  clattn_th_decode_desc *d = desc;
+  clattn__opts o;
+  clattn_status rc;
+  if ((rc = clattn__th_parse_cache(text, SHAPE_KEYS, d, why, cap)) ||
+      (rc = clattn__opts_shape(text, d->heads, &o, why, cap)))
+    return rc;
+  d->window = o.window;
+  d->softcap = o.softcap;
+  d->alibi_slopes = o.alibi;
+  d->sinks = o.sinks;
+  return CLATTN_OK;
 }
 
 /* Its tunables, in the order of its table. */
@@ -151,6 +177,11 @@ static const clattn__tunable tunables[] = {
     {"splits", 1, 1 << 16, "by the cache length and the compute units",
      "KV splits a sequence, combined by a second kernel", 0}};
 CLATTN__TUNABLES_MATCH(th_decode_tunables, tunables);
+
+/* The most keys a step sees: the capacity, or the window's W. */
+static int keys_seen(const clattn_th_decode_desc *d) {
+  return d->window > 0 && d->window < d->capacity ? d->window : d->capacity;
+}
 
 static clattn_status plan(const clattn__target *t, const void *desc,
                           const clattn__params *values, void *pl_, char *why,
@@ -167,21 +198,23 @@ static clattn_status plan(const clattn__target *t, const void *desc,
   pl->wg = p->wg;
   /* Splits: two a compute unit on a CPU (a few waves on a GPU), each at
    * least 256 keys long so that the statistics, the partial outputs and
-   * the combine stay small beside the K/V bytes a split reads. */
+   * the combine stay small beside the K/V bytes a split reads.  They
+   * divide the keys a step can see: the capacity, or a window's W. */
+  const int span = keys_seen(d);
   int s = p->splits;
   if (s == 0) {
     const long target = (t->is_cpu ? 2L : 4L) * (long)t->compute_units;
     s = (int)((target + d->batch - 1) / d->batch);
-    const int most = (int)((d->capacity + 255L) / 256L);
+    const int most = (int)((span + 255L) / 256L);
     s = s > most ? most : s;
     s = s < 1 ? 1 : s;
   }
-  if (s > d->capacity)
-    s = d->capacity;
-  long chunk = ((long)d->capacity + s - 1) / s;
+  if (s > span)
+    s = span;
+  long chunk = ((long)span + s - 1) / s;
   chunk = (chunk + pl->kb - 1) / pl->kb * pl->kb;
-  pl->chunk = (int)(chunk < d->capacity ? chunk : d->capacity);
-  pl->splits = (d->capacity + pl->chunk - 1) / pl->chunk;
+  pl->chunk = (int)(chunk < span ? chunk : span);
+  pl->splits = (span + pl->chunk - 1) / pl->chunk;
   return CLATTN_OK;
 }
 
@@ -206,7 +239,7 @@ static int add(const clattn__target *t, const void *d, th_decode_tunables p,
 }
 
 /* keys {32, 64, 256} x work-group {1, 2} x splits 1, 2, 4, ... while a
- * split keeps >= 64 keys (at most 64 splits). */
+ * split keeps >= 64 of the keys a step sees (at most 64 splits). */
 static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   static const int keys[] = {32, 64, 256}, wgs[] = {0, 2};
@@ -216,7 +249,7 @@ static clattn_status space(const clattn__target *t, const void *desc,
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
-  for (int sp = 1; sp <= 64 && (sp == 1 || d->capacity / sp >= 64); sp *= 2)
+  for (int sp = 1; sp <= 64 && (sp == 1 || keys_seen(d) / sp >= 64); sp *= 2)
     for (int a = 0; a < 3; a++)
       for (int w = 0; w < 2; w++)
         if (add(t, d, (th_decode_tunables){1, keys[a], wgs[w], sp}, s) == -2)
@@ -239,6 +272,8 @@ static void options(const clattn_th_decode_desc *d, int direct,
   clattn__def(df, "VWK", clattn__vec_width(d->head_dim_k));
   clattn__def(df, "VWV", clattn__vec_width(d->head_dim_v));
   clattn__def(df, "DIRECT", direct);
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  clattn__opts_defs(&o, df);
 }
 
 static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
@@ -284,6 +319,7 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   const clattn__strides vs =
       clattn__layout_strides(d->cache_layout, d->capacity, hv, dv);
   const cl_int ci[3] = {d->capacity, S, pl->chunk};
+  const clattn__opts opts = CLATTN__OPTS_OF(d);
   const cl_mem l_bufs[6] = {bufs[Q],   bufs[K_CACHE], bufs[LENS],
                             bufs[P_L], logit,         stats};
   const long kst[3] = {ks.b, ks.s, ks.h}, vst[3] = {vs.b, vs.s, vs.h};
@@ -291,14 +327,16 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *pl_,
   if ((rc = clattn__args(ctx, kl, &a, 6, sizeof(cl_mem), l_bufs)) ||
       (rc = clattn__scalars(ctx, kl, &a, 3, sizeof(cl_int), ci)) ||
       (rc = clattn__scalars(ctx, kl, &a, 1, sizeof(cl_float), &scale)) ||
-      (rc = clattn__scalars(ctx, kl, &a, 3, sizeof(cl_long), kst)))
+      (rc = clattn__scalars(ctx, kl, &a, 3, sizeof(cl_long), kst)) ||
+      (rc = clattn__opts_args(ctx, kl, &a, &opts, d->heads)))
     return rc;
   const cl_mem v_bufs[8] = {bufs[V_CACHE], bufs[LENS], bufs[P_W], logit,
                             stats,         uw,         bufs[O],   opart};
   a = 0;
   if ((rc = clattn__args(ctx, kv, &a, 8, sizeof(cl_mem), v_bufs)) ||
       (rc = clattn__scalars(ctx, kv, &a, 3, sizeof(cl_int), ci)) ||
-      (rc = clattn__scalars(ctx, kv, &a, 3, sizeof(cl_long), vst)))
+      (rc = clattn__scalars(ctx, kv, &a, 3, sizeof(cl_long), vst)) ||
+      (rc = clattn__opts_args(ctx, kv, &a, &opts, d->heads)))
     return rc;
   const cl_int rows = b * hv;
   if (!direct) {
@@ -343,10 +381,11 @@ static void check_case(const void *desc, clattn__check_case *c) {
 
 static void reference(const void *desc, void *const *b) {
   const clattn_th_decode_desc *d = desc;
-  ref_th_decode(d->batch, d->capacity, d->heads_k, d->heads, d->heads_v,
-                d->head_dim_k, d->head_dim_v, (int)d->cache_layout,
-                d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
-                b[LENS], b[Q], b[K_CACHE], b[V_CACHE], b[P_L], b[P_W], b[O]);
+  ref_th_decode_window(
+      d->batch, d->capacity, d->heads_k, d->heads, d->heads_v, d->head_dim_k,
+      d->head_dim_v, (int)d->cache_layout,
+      d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k), d->window,
+      b[LENS], b[Q], b[K_CACHE], b[V_CACHE], b[P_L], b[P_W], b[O]);
 }
 
 static const char *const standard[] = {

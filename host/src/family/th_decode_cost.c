@@ -17,12 +17,15 @@ clattn_status clattn__th_decode_cost(const void *desc, const void *plan,
   const double DK = d->head_dim_k, DV = d->head_dim_v;
   const long B = d->batch;
   const int S = pl->splits, direct = S == 1;
+  /* the keys the query sees: the valid ones, with a window its last W */
   double keys = 0;
-  for (long b = 0; b < clattn__distinct_seqs(lens, B); b++)
-    keys += (double)clattn__valid_len(lens, b, d->capacity);
+  for (long b = 0; b < clattn__distinct_seqs(lens, B); b++) {
+    const long L = clattn__valid_len(lens, b, d->capacity);
+    keys += (double)(d->window > 0 && L > d->window ? d->window : L);
+  }
   keys *= clattn__seq_weight(lens, B);
-  /* every work-item reads lens; the rest is per valid key, whichever
-   * split it falls in */
+  /* every work-item reads lens; the rest is per visible key, whichever
+   * split it falls in (the splits before the window read no key) */
   const double items = (double)B * S;
 
   /* th_logits: q and K per key head, P_l per logit, the logits written

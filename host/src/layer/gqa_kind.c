@@ -48,7 +48,15 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
     snprintf(why, cap, "layer: weight sizes overflow");
     return CLATTN_ERR_SHAPE;
   }
-  return CLATTN_OK;
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  return clattn__opts_check(&o, d->heads_q, CLATTN__OPT_ALL,
+                            "clattn_layer_create", why, cap);
+}
+
+static clattn__opts options(const void *desc, int *heads) {
+  const clattn_layer_desc *d = desc;
+  *heads = d->heads_q;
+  return CLATTN__OPTS_OF(d);
 }
 
 static void weight_shape(const void *desc, int i, long *inner, long *cols) {
@@ -76,12 +84,15 @@ static void cache_shape(const void *desc, clattn__cache_shape *s) {
   s->dim_v = d->head_dim_v;
 }
 
+/* The cache's description, which the decode takes with the layer's
+ * options (the append ignores them). */
 static clattn_decode_desc cache_desc(const clattn_layer_desc *d,
                                      const clattn__core_args *a) {
-  const clattn_decode_desc dd = {sizeof dd,     a->batch,    a->capacity,
-                                 d->heads_q,    d->heads_kv, d->head_dim_k,
-                                 d->head_dim_v, CLATTN_F32,  CLATTN_BHSD,
-                                 d->scale,      NULL};
+  const clattn_decode_desc dd = {sizeof dd,       a->batch,      a->capacity,
+                                 d->heads_q,      d->heads_kv,   d->head_dim_k,
+                                 d->head_dim_v,   CLATTN_F32,    CLATTN_BHSD,
+                                 d->scale,        NULL,          a->opts.window,
+                                 a->opts.softcap, a->opts.alibi, a->opts.sinks};
   return dd;
 }
 
@@ -123,7 +134,11 @@ static void core(const void *desc, clattn__core_op op,
                                  cached ? CLATTN_BHSD : CLATTN_BSHD,
                                  d->scale,
                                  a->causal,
-                                 NULL};
+                                 NULL,
+                                 a->opts.window,
+                                 a->opts.softcap,
+                                 a->opts.alibi,
+                                 a->opts.sinks};
     memcpy(call->desc.bytes, &ad, sizeof ad);
     const cl_mem b[5] = {q, cached ? a->k_cache : a->act[CLATTN__ACT_K],
                          cached ? a->v_cache : a->act[CLATTN__ACT_V],
@@ -139,6 +154,7 @@ const clattn__layer_kind clattn__layer_gqa = {
     .desc_size = sizeof(clattn_layer_desc),
     .desc_type = "clattn_layer_desc",
     .check = check,
+    .options = options,
     .nweights = 4,
     .weights = weights,
     .weight_shape = weight_shape,

@@ -62,7 +62,17 @@ static clattn_status check_desc(const clattn_hh_layer_desc *d, int super,
              (double)d->scale);
     return CLATTN_ERR_INVALID_ARG;
   }
-  return CLATTN_OK;
+  /* every option: they apply to the attention's softmax (Super's value
+   * mix W_a is unchanged by them) */
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  return clattn__opts_check(&o, d->heads, CLATTN__OPT_ALL,
+                            "the Hosseini & Hosseini layers", why, cap);
+}
+
+static clattn__opts options(const void *desc, int *heads) {
+  const clattn_hh_layer_desc *d = desc;
+  *heads = d->heads;
+  return CLATTN__OPTS_OF(d);
 }
 
 static clattn_status check_plain(const void *desc, char *why, size_t cap) {
@@ -143,12 +153,26 @@ static long core_act_cols_super(const void *desc, clattn__layer_act a) {
 
 /* ------------------------------------------------- core descriptions */
 
+/* The cache's description, which the decode takes with the layer's
+ * options (the append ignores them). */
 static clattn_decode_desc cache_desc(const clattn_hh_layer_desc *d,
                                      const clattn__core_args *a) {
   const int dh = head_dim(d);
-  const clattn_decode_desc dd = {sizeof dd,   a->batch, a->capacity, d->heads,
-                                 d->heads,    dh,       dh,          CLATTN_F32,
-                                 CLATTN_BHSD, d->scale, NULL};
+  const clattn_decode_desc dd = {sizeof dd,
+                                 a->batch,
+                                 a->capacity,
+                                 d->heads,
+                                 d->heads,
+                                 dh,
+                                 dh,
+                                 CLATTN_F32,
+                                 CLATTN_BHSD,
+                                 d->scale,
+                                 NULL,
+                                 a->opts.window,
+                                 a->opts.softcap,
+                                 a->opts.alibi,
+                                 a->opts.sinks};
   return dd;
 }
 
@@ -168,7 +192,11 @@ static clattn_attn_desc attn_desc(const clattn_hh_layer_desc *d,
                                cached ? CLATTN_BHSD : CLATTN_BSHD,
                                d->scale,
                                a->causal,
-                               NULL};
+                               NULL,
+                               a->opts.window,
+                               a->opts.softcap,
+                               a->opts.alibi,
+                               a->opts.sinks};
   return ad;
 }
 
@@ -274,6 +302,7 @@ const clattn__layer_kind clattn__layer_optimised = {
     .desc_size = sizeof(clattn_hh_layer_desc),
     .desc_type = "clattn_hh_layer_desc",
     .check = check_plain,
+    .options = options,
     .nweights = 3,
     .weights = opt_weights,
     .weight_shape = weight_shape_dd,
@@ -292,6 +321,7 @@ const clattn__layer_kind clattn__layer_efficient = {
     .desc_size = sizeof(clattn_hh_layer_desc),
     .desc_type = "clattn_hh_layer_desc",
     .check = check_plain,
+    .options = options,
     .nweights = 2,
     .weights = eff_weights,
     .weight_shape = weight_shape_dd,
@@ -311,6 +341,7 @@ const clattn__layer_kind clattn__layer_super = {
     .desc_size = sizeof(clattn_hh_layer_desc),
     .desc_type = "clattn_hh_layer_desc",
     .check = check_super,
+    .options = options,
     .nweights = 3,
     .weights = sup_weights,
     .weight_shape = weight_shape_super,

@@ -92,6 +92,32 @@ static int weight_absent(const clattn__layer_kind *K, const void *d, int i) {
   return cols == 0;
 }
 
+/* The description's attention options into l, their per-head arrays
+ * copied into memory the layer owns. */
+static clattn_status copy_options(clattn_layer *l, const void *d) {
+  int heads = 0;
+  const clattn__opts o = l->kind->options(d, &heads);
+  l->opts = o;
+  l->opts.alibi = l->opts.sinks = NULL;
+  const int arrays = (o.alibi != NULL) + (o.sinks != NULL);
+  if (arrays == 0)
+    return CLATTN_OK;
+  l->opt_arrays = malloc(sizeof(float) * (size_t)heads * (size_t)arrays);
+  if (l->opt_arrays == NULL)
+    return clattn__fail(l->ctx, CLATTN_ERR_NOMEM, "layer: out of host memory");
+  float *next = l->opt_arrays;
+  if (o.alibi != NULL) {
+    memcpy(next, o.alibi, sizeof(float) * (size_t)heads);
+    l->opts.alibi = next;
+    next += heads;
+  }
+  if (o.sinks != NULL) {
+    memcpy(next, o.sinks, sizeof(float) * (size_t)heads);
+    l->opts.sinks = next;
+  }
+  return CLATTN_OK;
+}
+
 static clattn_status layer_create(clattn_ctx *ctx, const clattn__layer_kind *K,
                                   const void *d, const cl_mem *w,
                                   clattn_layer **out) {
@@ -143,6 +169,10 @@ static clattn_status layer_create(clattn_ctx *ctx, const clattn__layer_kind *K,
   l->ctx = ctx;
   l->kind = K;
   memcpy(l->d.bytes, d, K->desc_size);
+  if ((rc = copy_options(l, d))) {
+    clattn_layer_destroy(l);
+    return rc;
+  }
   for (int i = 0; i < K->nweights; i++) {
     if (weight_absent(K, d, i))
       continue;
@@ -184,6 +214,7 @@ void clattn_layer_destroy(clattn_layer *l) {
   for (int i = 0; i < CLATTN__ACTS; i++)
     if (l->buf[i] != NULL)
       clReleaseMemObject(l->buf[i]);
+  free(l->opt_arrays);
   l->magic = 0;
   free(l);
 }
@@ -338,6 +369,7 @@ static void core_args(const clattn_layer *l, const clattn_kv_cache *c,
   a->act[CLATTN__ACT_X] = x;
   a->act[CLATTN__ACT_Y] = y;
   a->w = l->w;
+  a->opts = l->opts;
   if (c != NULL) {
     a->capacity = c->capacity;
     a->cached = c->len;

@@ -7,6 +7,7 @@
 #ifndef CLATTN_LAYER_H
 #define CLATTN_LAYER_H
 
+#include "family/attn_opts.h"
 #include "family/family.h"
 
 #include <stddef.h>
@@ -74,6 +75,11 @@ typedef struct clattn__core_args {
   cl_mem pos;      /* int32 [batch]: where the append writes */
   cl_mem lens;     /* int32 [batch]: valid cache rows */
   const cl_mem *w; /* the layer's weights, in the kind's order */
+  /* the attention options, for every attention and decode description the
+   * kind builds (the layer's own copies of the arrays; a kind reads them
+   * here, never from its stored description, whose arrays were the
+   * caller's) */
+  clattn__opts opts;
 } clattn__core_args;
 
 /* A core call as the kind builds it: the family's description (stored as
@@ -103,6 +109,9 @@ typedef struct clattn__layer_kind {
   size_t desc_size;
   const char *desc_type; /* its public name, for messages */
   clattn_status (*check)(const void *desc, char *why, size_t cap);
+  /* The description's attention options (checked by check) and the heads
+   * their per-head arrays hold. */
+  clattn__opts (*options)(const void *desc, int *heads);
   int nweights;
   const char *const *weights; /* names, in the create call's order */
   /* Weight i's [inner, cols] (row-major) for the layer's description.  A
@@ -183,6 +192,10 @@ struct clattn_layer {
     unsigned char bytes[CLATTN__LAYER_DESC_BYTES];
   } d; /* the kind's description */
   cl_mem w[CLATTN__MAX_WEIGHTS];
+  /* the description's attention options, their arrays copied into
+   * opt_arrays (the caller's need not outlive the create call) */
+  clattn__opts opts;
+  float *opt_arrays;
   /* the activations between the steps, owned by the layer (x and y are
    * the caller's) */
   cl_mem buf[CLATTN__ACTS];

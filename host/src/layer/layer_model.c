@@ -92,6 +92,8 @@ clattn_status clattn__layer_model(const clattn__layer_kind *K, const void *d,
   a.batch = batch;
   a.n = n;
   a.causal = causal != 0;
+  int heads;
+  a.opts = K->options(d, &heads);
   if (cache_len == 0 && n > 1) {
     rc = add_core(out, dram_reads, K, d, CLATTN__CORE_MIX_IN, &a, prof);
     if (rc == CLATTN_OK)

@@ -59,7 +59,15 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
              (double)d->scale);
     return CLATTN_ERR_INVALID_ARG;
   }
-  return CLATTN_OK;
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  return clattn__opts_check(&o, d->heads, CLATTN__OPT_ALL,
+                            "clattn_layer_create_switchhead", why, cap);
+}
+
+static clattn__opts options(const void *desc, int *heads) {
+  const clattn_switchhead_layer_desc *d = desc;
+  *heads = d->heads;
+  return CLATTN__OPTS_OF(d);
 }
 
 /* w_q, w_k [D, H d_h]; w_v [H, E, D, d_h] as [H E D, d_h]; w_o
@@ -151,7 +159,8 @@ static void mix(const clattn_switchhead_layer_desc *d, clattn__core_op op,
 
 /* The mixes, or the attention calls, which are a GQA layer's with H
  * heads of d_h (gqa_kind.c): Q, K, the mixed V and O are its activations
- * and the cache its cache. */
+ * and the cache its cache; the attention options go with the arguments
+ * (a->opts), so the GQA core sets them on its calls. */
 static void core(const void *desc, clattn__core_op op,
                  const clattn__core_args *a, clattn__core_call *call) {
   const clattn_switchhead_layer_desc *d = desc;
@@ -171,6 +180,7 @@ const clattn__layer_kind clattn__layer_sh = {
     .desc_size = sizeof(clattn_switchhead_layer_desc),
     .desc_type = "clattn_switchhead_layer_desc",
     .check = check,
+    .options = options,
     .nweights = 6,
     .weights = weights,
     .weight_shape = weight_shape,

@@ -50,7 +50,16 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
              (double)d->scale);
     return CLATTN_ERR_INVALID_ARG;
   }
-  return CLATTN_OK;
+  /* the window alone, as its core families */
+  const clattn__opts o = CLATTN__OPTS_OF(d);
+  return clattn__opts_check(&o, d->heads, CLATTN__OPT_WINDOW,
+                            "clattn_layer_create_talking_heads", why, cap);
+}
+
+static clattn__opts options(const void *desc, int *heads) {
+  const clattn_th_layer_desc *d = desc;
+  *heads = d->heads;
+  return CLATTN__OPTS_OF(d);
 }
 
 static void weight_shape(const void *desc, int i, long *inner, long *cols) {
@@ -92,12 +101,15 @@ static void cache_shape(const void *desc, clattn__cache_shape *s) {
   s->dim_v = d->head_dim_v;
 }
 
+/* The cache's description, which the decode takes with the layer's
+ * window (the append ignores it). */
 static clattn_th_decode_desc cache_desc(const clattn_th_layer_desc *d,
                                         const clattn__core_args *a) {
-  const clattn_th_decode_desc dd = {sizeof dd,     a->batch,      a->capacity,
-                                    d->heads_k,    d->heads,      d->heads_v,
-                                    d->head_dim_k, d->head_dim_v, CLATTN_F32,
-                                    CLATTN_BHSD,   d->scale,      NULL};
+  const clattn_th_decode_desc dd = {
+      sizeof dd,      a->batch,        a->capacity,   d->heads_k,
+      d->heads,       d->heads_v,      d->head_dim_k, d->head_dim_v,
+      CLATTN_F32,     CLATTN_BHSD,     d->scale,      NULL,
+      a->opts.window, a->opts.softcap, a->opts.alibi, a->opts.sinks};
   return dd;
 }
 
@@ -129,15 +141,25 @@ static void core(const void *desc, clattn__core_op op,
     memcpy(call->buf, b, sizeof b);
   } else {
     const int cached = a->capacity > 0;
-    const clattn_th_desc td = {
-        sizeof td,     a->batch,
-        a->n,          cached ? a->capacity : a->n,
-        d->heads_k,    d->heads,
-        d->heads_v,    d->head_dim_k,
-        d->head_dim_v, CLATTN_F32,
-        CLATTN_BSHD,   cached ? CLATTN_BHSD : CLATTN_BSHD,
-        d->scale,      a->causal,
-        NULL};
+    const clattn_th_desc td = {sizeof td,
+                               a->batch,
+                               a->n,
+                               cached ? a->capacity : a->n,
+                               d->heads_k,
+                               d->heads,
+                               d->heads_v,
+                               d->head_dim_k,
+                               d->head_dim_v,
+                               CLATTN_F32,
+                               CLATTN_BSHD,
+                               cached ? CLATTN_BHSD : CLATTN_BSHD,
+                               d->scale,
+                               a->causal,
+                               NULL,
+                               a->opts.window,
+                               a->opts.softcap,
+                               a->opts.alibi,
+                               a->opts.sinks};
     memcpy(call->desc.bytes, &td, sizeof td);
     const cl_mem b[7] = {q,
                          cached ? a->k_cache : a->act[CLATTN__ACT_K],
@@ -157,6 +179,7 @@ const clattn__layer_kind clattn__layer_th = {
     .desc_size = sizeof(clattn_th_layer_desc),
     .desc_type = "clattn_th_layer_desc",
     .check = check,
+    .options = options,
     .nweights = 6,
     .weights = weights,
     .weight_shape = weight_shape,

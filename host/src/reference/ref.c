@@ -195,6 +195,14 @@ static void matmul(int rows, int K, int N, const float *a, const float *w,
 void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
                double scale, int causal, const float *x, const float *wq,
                const float *wk, const float *wv, const float *wo, float *y) {
+  ref_layer_opts(b, n, D, hq, hkv, dk, dv, scale, causal, NULL, x, wq, wk, wv,
+                 wo, y);
+}
+
+void ref_layer_opts(int b, int n, int D, int hq, int hkv, int dk, int dv,
+                    double scale, int causal, const ref_opts *o, const float *x,
+                    const float *wq, const float *wk, const float *wv,
+                    const float *wo, float *y) {
   int rows = b * n;
   float *Q = ref_alloc_or_abort(sizeof(float) * (size_t)rows * hq * dk);
   float *K = ref_alloc_or_abort(sizeof(float) * (size_t)rows * hkv * dk);
@@ -222,6 +230,8 @@ void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
                 .scale = scale,
                 .causal = causal,
                 .kv_lens = NULL};
+  if (o != NULL)
+    a.opts = *o;
   ref_attention(&a, Q, K, V, O);
   matmul(rows, hq * dv, D, O, wo, y);
   free(Q);

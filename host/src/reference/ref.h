@@ -72,6 +72,12 @@ void ref_kv_append(int b, int cap, int hk, int hv, int dk, int dv, int layout,
 void ref_layer(int b, int n, int D, int hq, int hkv, int dk, int dv,
                double scale, int causal, const float *x, const float *wq,
                const float *wk, const float *wv, const float *wo, float *y);
+/* The same with the attention options o (NULL: none), position i at
+ * p = i. */
+void ref_layer_opts(int b, int n, int D, int hq, int hkv, int dk, int dv,
+                    double scale, int causal, const ref_opts *o, const float *x,
+                    const float *wq, const float *wk, const float *wv,
+                    const float *wo, float *y);
 
 /* n zeroed bytes (at least 1); NULL when out of memory, with
  * ref_out_of_memory set.  Zeroed, so that no compiler sees a read before a

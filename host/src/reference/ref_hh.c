@@ -42,6 +42,14 @@ void ref_hh_layer(int variant, int b, int n, int D, int h, int max_len,
                   double scale, int causal, const float *x, const float *w_q,
                   const float *w_k, const float *w_a, const float *w_o,
                   float *y) {
+  ref_hh_layer_opts(variant, b, n, D, h, max_len, scale, causal, NULL, x, w_q,
+                    w_k, w_a, w_o, y);
+}
+
+void ref_hh_layer_opts(int variant, int b, int n, int D, int h, int max_len,
+                       double scale, int causal, const ref_opts *o,
+                       const float *x, const float *w_q, const float *w_k,
+                       const float *w_a, const float *w_o, float *y) {
   const int dh = D / h;
   const size_t rows = (size_t)b * n, width = (size_t)D;
   if (scale == 0.0)
@@ -50,7 +58,6 @@ void ref_hh_layer(int variant, int b, int n, int D, int h, int max_len,
   float *K = ref_alloc_or_abort(sizeof(float) * rows * width);
   float *V = ref_alloc_or_abort(sizeof(float) * rows * width);
   float *H = ref_alloc_or_abort(sizeof(float) * rows * width);
-  double *p = ref_alloc_or_abort(sizeof(double) * (size_t)n);
   matmul(rows, width, width, x, w_q, Q);
   if (variant == 1)
     matmul(rows, width, width, x, w_k, K);
@@ -59,43 +66,29 @@ void ref_hh_layer(int variant, int b, int n, int D, int h, int max_len,
       K[i] = x[i];
   if (variant == 3)
     /* x and V as [b, n, 1 head, D channels]: a channel's slice is the
-     * head's, so mixing every channel is mixing every head's slice */
+     * head's, so mixing every channel is mixing every head's slice (the
+     * attention options leave this mix alone) */
     ref_super_values(b, n, 0, n, 1, D, max_len, causal, 0, 0, w_a, x, V);
   else
     for (size_t i = 0; i < rows * width; i++)
       V[i] = x[i];
-  for (int bi = 0; bi < b; bi++)
-    for (int hi = 0; hi < h; hi++)
-      for (int t = 0; t < n; t++) {
-        const float *q = Q + ((size_t)bi * n + t) * width + (size_t)hi * dh;
-        const int nvis = causal ? t + 1 : n;
-        double m = -INFINITY, sum = 0.0;
-        for (int s = 0; s < nvis; s++) {
-          const float *k = K + ((size_t)bi * n + s) * width + (size_t)hi * dh;
-          double dot = 0.0;
-          for (int d = 0; d < dh; d++)
-            dot += (double)q[d] * (double)k[d];
-          p[s] = ref_logit(scale * dot);
-          m = p[s] > m ? p[s] : m;
-        }
-        for (int s = 0; s < nvis; s++) {
-          p[s] = exp(p[s] - m);
-          sum += p[s];
-        }
-        float *o = H + ((size_t)bi * n + t) * width + (size_t)hi * dh;
-        for (int d = 0; d < dh; d++) {
-          double acc = 0.0;
-          for (int s = 0; s < nvis; s++)
-            acc +=
-                p[s] *
-                (double)V[((size_t)bi * n + s) * width + (size_t)hi * dh + d];
-          o[d] = nvis > 0 ? (float)(acc / sum) : 0.0f;
-        }
-      }
+  /* Q, K, V and H as [b, n, h, D/h] (BSHD): head i is channel slice i;
+   * position t sees key s <= t when causal, with o's options */
+  ref_attn a = {.b = b,
+                .n = n,
+                .m = n,
+                .hq = h,
+                .hkv = h,
+                .dk = dh,
+                .dv = dh,
+                .scale = scale,
+                .causal = causal};
+  if (o != NULL)
+    a.opts = *o;
+  ref_attention(&a, Q, K, V, H);
   matmul(rows, width, width, H, w_o, y);
   free(Q);
   free(K);
   free(V);
   free(H);
-  free(p);
 }

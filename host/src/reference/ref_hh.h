@@ -4,6 +4,8 @@
 #ifndef CLATTN_REF_HH_H
 #define CLATTN_REF_HH_H
 
+#include "reference/ref.h"
+
 /* Super's values for rows t = pos0 .. pos0+n-1 of every sequence:
  *   v[b, t, c] = sum_s w_a[t, s] x[b, s, c]
  * s over 0 .. t when causal (w_a's upper triangle never read), else over
@@ -28,5 +30,11 @@ void ref_hh_layer(int variant, int b, int n, int D, int h, int max_len,
                   double scale, int causal, const float *x, const float *w_q,
                   const float *w_k, const float *w_a, const float *w_o,
                   float *y);
+/* The same with the attention options o (NULL: none) on each head's
+ * softmax, position t at p = t; Super's w_a mix is unchanged by them. */
+void ref_hh_layer_opts(int variant, int b, int n, int D, int h, int max_len,
+                       double scale, int causal, const ref_opts *o,
+                       const float *x, const float *w_q, const float *w_k,
+                       const float *w_a, const float *w_o, float *y);
 
 #endif

@@ -56,29 +56,53 @@ static void route(const ref_sh *s, const float *xr, const float *w_sel, int h,
 void ref_sh_layer(const ref_sh *s, const float *x, const float *w_q,
                   const float *w_k, const float *w_v, const float *w_o,
                   const float *w_s, const float *w_d, float *y) {
+  ref_sh_layer_opts(s, NULL, x, w_q, w_k, w_v, w_o, w_s, w_d, y);
+}
+
+void ref_sh_layer_opts(const ref_sh *s, const ref_opts *opts, const float *x,
+                       const float *w_q, const float *w_k, const float *w_v,
+                       const float *w_o, const float *w_s, const float *w_d,
+                       float *y) {
   const int D = s->d_model, H = s->heads, dh = s->head_dim, E = s->experts;
   const int L = s->len, nq = s->len - s->first;
   if (E < 1 || E > REF_SH_MAX_EXPERTS || s->topk < 1 || s->topk > E)
     abort();
   const size_t hd = (size_t)H * dh;
   const double scale = s->scale != 0.0 ? s->scale : 1.0 / sqrt((double)dh);
-  double *K = ref_alloc_or_abort(sizeof(double) * (size_t)L * hd);
-  double *V = ref_alloc_or_abort(sizeof(double) * (size_t)L * hd);
-  double *q = ref_alloc_or_abort(sizeof(double) * hd);
-  double *o = ref_alloc_or_abort(sizeof(double) * hd);
+  /* one sequence's K, mixed V (every position), Q and O (its queries), as
+   * [positions, H, d_h] for ref_attention */
+  float *K = ref_alloc_or_abort(sizeof(float) * (size_t)L * hd);
+  float *V = ref_alloc_or_abort(sizeof(float) * (size_t)L * hd);
+  float *Q = ref_alloc_or_abort(sizeof(float) * (size_t)(nq > 0 ? nq : 1) * hd);
+  float *O = ref_alloc_or_abort(sizeof(float) * (size_t)(nq > 0 ? nq : 1) * hd);
+  double *row = ref_alloc_or_abort(sizeof(double) * hd);
+  double *v = ref_alloc_or_abort(sizeof(double) * (size_t)dh);
   double *part = ref_alloc_or_abort(sizeof(double) * (size_t)(D > dh ? D : dh));
-  double *p = ref_alloc_or_abort(sizeof(double) * (size_t)L);
   double *yr = ref_alloc_or_abort(sizeof(double) * (size_t)D);
   double gate[REF_SH_MAX_EXPERTS];
+  /* query i (position first + i) sees key t <= first + i when causal, with
+   * the options */
+  ref_attn a = {.b = 1,
+                .n = nq,
+                .m = L,
+                .hq = H,
+                .hkv = H,
+                .dk = dh,
+                .dv = dh,
+                .scale = scale,
+                .causal = s->causal};
+  if (opts != NULL)
+    a.opts = *opts;
 
   for (int bi = 0; bi < s->b; bi++) {
     const float *xb = x + (size_t)bi * L * D;
     /* every position's K and mixed V */
     for (int t = 0; t < L; t++) {
       const float *xr = xb + (size_t)t * D;
-      row_times(xr, D, w_k, hd, 0, (int)hd, K + (size_t)t * hd);
+      row_times(xr, D, w_k, hd, 0, (int)hd, row);
+      for (size_t c = 0; c < hd; c++)
+        K[(size_t)t * hd + c] = (float)row[c];
       for (int h = 0; h < H; h++) {
-        double *v = V + (size_t)t * hd + (size_t)h * dh;
         if (E == 1)
           gate[0] = 1.0;
         else
@@ -93,34 +117,20 @@ void ref_sh_layer(const ref_sh *s, const float *x, const float *w_q,
           for (int c = 0; c < dh; c++)
             v[c] += gate[e] * part[c];
         }
+        for (int c = 0; c < dh; c++)
+          V[(size_t)t * hd + (size_t)h * dh + (size_t)c] = (float)v[c];
       }
     }
-    /* each query's heads, then its output mix */
+    /* every query's heads, then each one's output mix */
+    for (int i = s->first; i < L; i++) {
+      row_times(xb + (size_t)i * D, D, w_q, hd, 0, (int)hd, row);
+      for (size_t c = 0; c < hd; c++)
+        Q[(size_t)(i - s->first) * hd + c] = (float)row[c];
+    }
+    ref_attention(&a, Q, K, V, O);
     for (int i = s->first; i < L; i++) {
       const float *xr = xb + (size_t)i * D;
-      const int nvis = s->causal ? i + 1 : L;
-      row_times(xr, D, w_q, hd, 0, (int)hd, q);
-      for (int h = 0; h < H; h++) {
-        double m = -INFINITY, sum = 0.0;
-        for (int t = 0; t < nvis; t++) {
-          double dot = 0.0;
-          for (int c = 0; c < dh; c++)
-            dot +=
-                q[(size_t)h * dh + c] * K[(size_t)t * hd + (size_t)h * dh + c];
-          p[t] = ref_logit(scale * dot);
-          m = p[t] > m ? p[t] : m;
-        }
-        for (int t = 0; t < nvis; t++) {
-          p[t] = exp(p[t] - m);
-          sum += p[t];
-        }
-        for (int c = 0; c < dh; c++) {
-          double acc = 0.0;
-          for (int t = 0; t < nvis; t++)
-            acc += p[t] * V[(size_t)t * hd + (size_t)h * dh + c];
-          o[(size_t)h * dh + c] = acc / sum;
-        }
-      }
+      const float *o = O + (size_t)(i - s->first) * hd;
       for (int c = 0; c < D; c++)
         yr[c] = 0.0;
       for (int h = 0; h < H; h++) {
@@ -132,7 +142,8 @@ void ref_sh_layer(const ref_sh *s, const float *x, const float *w_q,
           for (int c = 0; c < D; c++) {
             double acc = 0.0;
             for (int r = 0; r < dh; r++)
-              acc += o[(size_t)h * dh + r] * (double)w[(size_t)r * D + c];
+              acc +=
+                  (double)o[(size_t)h * dh + r] * (double)w[(size_t)r * D + c];
             yr[c] += gate[e] * acc;
           }
         }
@@ -144,9 +155,10 @@ void ref_sh_layer(const ref_sh *s, const float *x, const float *w_q,
   }
   free(K);
   free(V);
-  free(q);
-  free(o);
+  free(Q);
+  free(O);
+  free(row);
+  free(v);
   free(part);
-  free(p);
   free(yr);
 }

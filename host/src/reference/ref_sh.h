@@ -4,6 +4,8 @@
 #ifndef CLATTN_REF_SH_H
 #define CLATTN_REF_SH_H
 
+#include "reference/ref.h"
+
 /* The most experts the reference routes (CLATTN_SH_MAX_EXPERTS). */
 enum { REF_SH_MAX_EXPERTS = 64 };
 
@@ -35,5 +37,11 @@ void ref_sh_topk(int e, int k, const double *v, int *idx);
 void ref_sh_layer(const ref_sh *s, const float *x, const float *w_q,
                   const float *w_k, const float *w_v, const float *w_o,
                   const float *w_s, const float *w_d, float *y);
+/* The same with the attention options o (NULL: none) on each head's
+ * softmax, query i at position first + i. */
+void ref_sh_layer_opts(const ref_sh *s, const ref_opts *o, const float *x,
+                       const float *w_q, const float *w_k, const float *w_v,
+                       const float *w_o, const float *w_s, const float *w_d,
+                       float *y);
 
 #endif

@@ -14,6 +14,8 @@ typedef struct ref_th {
   double scale;       /* logit scale (resolved, never 0), before P_l */
   int causal;         /* query i sees key t iff t <= L - n + i */
   const int *kv_lens; /* [b] valid keys (clamped to [0, m]); NULL = m */
+  int window;         /* W >= 1: query i, at position p = L - n + i, sees
+                         key t only if p - W < t; 0: none */
 } ref_th;
 
 /* o = sum_c P_w[c, u] softmax_t(mask(sum_a P_l[a, c] scale q_a.k_a)) v_u;
@@ -29,6 +31,12 @@ void ref_th_decode(int b, int cap, int hk, int h, int hv, int dk, int dv,
                    int layout, double scale, const int *lens, const float *q,
                    const float *kc, const float *vc, const float *p_l,
                    const float *p_w, float *o);
+/* The same with a window W (0: none): the query, at position lens[bi] - 1,
+ * sees the W most recent rows. */
+void ref_th_decode_window(int b, int cap, int hk, int h, int hv, int dk, int dv,
+                          int layout, double scale, int window, const int *lens,
+                          const float *q, const float *kc, const float *vc,
+                          const float *p_l, const float *p_w, float *o);
 
 /* The KV append of a talking-heads cache is ref_kv_append's (ref.h). */
 
@@ -39,5 +47,11 @@ void ref_th_layer(int b, int n, int D, int hk, int h, int hv, int dk, int dv,
                   double scale, int causal, const float *x, const float *wq,
                   const float *wk, const float *wv, const float *wo,
                   const float *p_l, const float *p_w, float *y);
+/* The same with a window W (0: none): position i sees keys t > i - W. */
+void ref_th_layer_window(int b, int n, int D, int hk, int h, int hv, int dk,
+                         int dv, double scale, int causal, int window,
+                         const float *x, const float *wq, const float *wk,
+                         const float *wv, const float *wo, const float *p_l,
+                         const float *p_w, float *y);
 
 #endif
