@@ -410,7 +410,8 @@ CLATTN_API clattn_status clattn_decode(clattn_ctx *ctx,
  * pos[b] .. pos[b]+n_new-1.  k_new [batch, n_new, heads_kv, head_dim_k] and
  * v_new [batch, n_new, heads_kv, head_dim_v] are BSHD in the cache's dtype.
  * pos: int32 [batch]; rows that would fall outside [0, capacity) are not
- * written.
+ * written.  d passes clattn_decode's checks, its attention options'
+ * included; they change nothing written.
  * Errors: ctx, call (n_new below 1: CLATTN_ERR_SHAPE).  Threads: safe,
  * context-serialised. */
 CLATTN_API clattn_status clattn_kv_append(clattn_ctx *ctx,
@@ -502,7 +503,8 @@ CLATTN_API clattn_status clattn_talking_heads_decode(
 /* clattn_kv_append for a talking-heads cache: k_new [batch, n_new, heads_k,
  * head_dim_k] and v_new [batch, n_new, heads_v, head_dim_v] (BSHD, the
  * cache's dtype) written at rows pos[b] .. pos[b]+n_new-1; rows outside
- * [0, capacity) are not written.
+ * [0, capacity) are not written.  The attention options of d are ignored
+ * (they change no cache row).
  * Errors: ctx, call (n_new below 1: CLATTN_ERR_SHAPE).  Threads: safe,
  * context-serialised. */
 CLATTN_API clattn_status clattn_talking_heads_append(
