@@ -25,7 +25,7 @@
 typedef struct ocase {
   const char *name;
   int b, n, m, hq, hkv, dk, dv, causal;
-  int lens;  /* 0: none; 1: varied, one sequence empty, one clamped */
+  int lens; /* 0: none; 1: varied, one sequence empty, one clamped */
   clattn_dtype dt;
   const char *params; /* params text, NULL: automatic */
   int window;
@@ -38,8 +38,8 @@ typedef struct ocase {
 } ocase;
 
 static const ocase cases[] = {
-    {"window 1", 1, 45, 45, 2, 2, 16, 16, 1, 0, CLATTN_F32, NULL, 1, 0, 0, 0,
-     0, 0, 0},
+    {"window 1", 1, 45, 45, 2, 2, 16, 16, 1, 0, CLATTN_F32, NULL, 1, 0, 0, 0, 0,
+     0, 0},
     {"window = tile, lens", 2, 19, 45, 2, 2, 16, 16, 1, 1, CLATTN_F32,
      "variant=1 rows=4 keys=16", 16, 0, 0, 0, 0, 1, 1},
     {"window non-causal", 1, 17, 40, 2, 1, 16, 16, 0, 0, CLATTN_F32,
@@ -212,9 +212,7 @@ ParameterizedTestParameters(options, prefill) {
   return cr_make_param_array(int, idx, (size_t)k);
 }
 
-ParameterizedTest(int *i, options, prefill, .timeout = 300) {
-  run(&cases[*i]);
-}
+ParameterizedTest(int *i, options, prefill, .timeout = 300) { run(&cases[*i]); }
 
 /* ------------------------------------------------------------ bad input */
 
@@ -240,8 +238,8 @@ static void refused(const char *what, clattn_attn_desc d, clattn_status want,
   cr_expect_eq(st, want, "%s: status %d, want %d (%s)", what, (int)st,
                (int)want, clattn_ctx_errmsg(ctx));
   cr_expect(strstr(clattn_ctx_errmsg(ctx), name) != NULL,
-            "%s: message \"%s\" does not name %s", what,
-            clattn_ctx_errmsg(ctx), name);
+            "%s: message \"%s\" does not name %s", what, clattn_ctx_errmsg(ctx),
+            name);
   cr_expect(tu_untouched(ctx, o, nq * sizeof(float), 0xab),
             "%s: a refused call wrote its output", what);
   tu_release(q);
@@ -255,8 +253,8 @@ static void refused(const char *what, clattn_attn_desc d, clattn_status want,
 Test(options, bad_values_are_refused) {
   static const float nan_slope[2] = {0.5f, NAN}, inf_slope[2] = {INFINITY, 1};
   static const float nan_sink[2] = {0.0f, NAN}, inf_sink[2] = {INFINITY, 0};
-  refused("window -1", (clattn_attn_desc){.window = -1},
-          CLATTN_ERR_INVALID_ARG, "window");
+  refused("window -1", (clattn_attn_desc){.window = -1}, CLATTN_ERR_INVALID_ARG,
+          "window");
   refused("softcap -1", (clattn_attn_desc){.softcap = -1.0f},
           CLATTN_ERR_INVALID_ARG, "softcap");
   refused("softcap NaN", (clattn_attn_desc){.softcap = NAN},
@@ -318,8 +316,7 @@ Test(options, arrays_read_at_every_call, .timeout = 300) {
                  .causal = 1,
                  .opts = {.sinks = sinks}};
   ref_attention(&ra, q, k, k, oref);
-  tu_check("second call's sinks", o2, oref, nq,
-           clattn__tolerance(CLATTN_F32));
+  tu_check("second call's sinks", o2, oref, nq, clattn__tolerance(CLATTN_F32));
   cr_expect(memcmp(o1, o2, nq * sizeof *o1) != 0,
             "new sink values changed nothing");
   sinks[0] = NAN;

@@ -306,7 +306,6 @@ typedef struct clattn_params {
  * mix, where their causal mask is); the others are CLATTN_ERR_UNSUPPORTED
  * there. */
 
-
 /* Fused scaled-dot-product attention over grouped query heads (GQA; MHA is
  * heads_q == heads_kv, MQA is heads_kv == 1).  Query head j uses KV head
  * j / (heads_q / heads_kv).

@@ -20,6 +20,11 @@ typedef struct clattn__opts {
 #define CLATTN__OPTS_OF(d)                                                     \
   ((clattn__opts){(d)->window, (d)->softcap, (d)->alibi_slopes, (d)->sinks})
 
+/* Set the option fields of a description with clattn.h's names from o. */
+#define CLATTN__OPTS_PUT(d, o)                                                 \
+  ((d)->window = (o).window, (d)->softcap = (o).softcap,                       \
+   (d)->alibi_slopes = (o).alibi, (d)->sinks = (o).sinks)
+
 /* Each option as a bit, for what a family takes. */
 enum {
   CLATTN__OPT_WINDOW = 1,

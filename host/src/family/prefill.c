@@ -128,11 +128,8 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
                                                  .dtype = s.dtype,
                                                  .q_layout = s.q_layout,
                                                  .kv_layout = s.kv_layout,
-                                                 .causal = s.causal,
-                                                 .window = o.window,
-                                                 .softcap = o.softcap,
-                                                 .alibi_slopes = o.alibi,
-                                                 .sinks = o.sinks};
+                                                 .causal = s.causal};
+  CLATTN__OPTS_PUT((clattn_attn_desc *)desc, o);
   return CLATTN_OK;
 }
 
@@ -189,8 +186,7 @@ static clattn_status space(const clattn__target *t, const void *desc,
   for (int a = 0; a < 4; a++)
     for (int b = 0; b < 4; b++)
       for (int c = 0; c < 3; c++)
-        if (add(t, d,
-                (clattn__prefill_tunables){1, rows1[a], keys1[b], wg1[c]},
+        if (add(t, d, (clattn__prefill_tunables){1, rows1[a], keys1[b], wg1[c]},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
   for (int a = 0; a < 5; a++)
@@ -267,8 +263,8 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_attn_desc *d,
   if ((rc = clattn__args(ctx, st_kern, &a, 4, sizeof(cl_mem), sb)) ||
       (rc = clattn__scalars(ctx, st_kern, &a, 3, sizeof(cl_int), si)) ||
       (rc = clattn__scalars(ctx, st_kern, &a, 6, sizeof(cl_long), sst)) ||
-      (rc = clattn__args(ctx, st_kern, &a, 1, sizeof(cl_mem),
-                         &bufs[KV_LENS])) ||
+      (rc =
+           clattn__args(ctx, st_kern, &a, 1, sizeof(cl_mem), &bufs[KV_LENS])) ||
       (rc = clattn__scalars(ctx, st_kern, &a, 3, sizeof(cl_int), swin)))
     return rc;
   const cl_int ri[6] = {n, m, ld, hkv, g, bufs[KV_LENS] != NULL};
@@ -380,20 +376,20 @@ static void check_case(const void *desc, clattn__check_case *c) {
 
 static void reference(const void *desc, void *const *b) {
   const clattn_attn_desc *d = desc;
-  const ref_attn a = {
-      d->batch,
-      d->n_q,
-      d->n_kv,
-      d->heads_q,
-      d->heads_kv,
-      d->head_dim_k,
-      d->head_dim_v,
-      (int)d->q_layout,
-      (int)d->kv_layout,
-      d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
-      d->causal,
-      b[KV_LENS],
-      clattn__opts_ref(CLATTN__OPTS_OF(d))};
+  const ref_attn a = {d->batch,
+                      d->n_q,
+                      d->n_kv,
+                      d->heads_q,
+                      d->heads_kv,
+                      d->head_dim_k,
+                      d->head_dim_v,
+                      (int)d->q_layout,
+                      (int)d->kv_layout,
+                      d->scale > 0 ? d->scale
+                                   : 1.0 / sqrt((double)d->head_dim_k),
+                      d->causal,
+                      b[KV_LENS],
+                      clattn__opts_ref(CLATTN__OPTS_OF(d))};
   ref_attention(&a, b[Q], b[K], b[V], b[O]);
 }
 

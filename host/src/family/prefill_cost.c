@@ -89,8 +89,8 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
   /* per row: an ALiBi slope and a sink loaded (4 bytes each); per
    * scored key: one fma for ALiBi's bias, one exp2 for the soft-cap's
    * tanh (common.cl softcap1) */
-  const double opt_row_b = 4.0 * ((d->alibi_slopes != NULL) +
-                                  (d->sinks != NULL));
+  const double opt_row_b =
+      4.0 * ((d->alibi_slopes != NULL) + (d->sinks != NULL));
   const double alibi_fma = d->alibi_slopes != NULL ? 1.0 : 0.0;
   const double softcap_ex = d->softcap != 0.0f ? 1.0 : 0.0;
   const double lens_b = kv_lens ? 4.0 : 0.0;
@@ -118,9 +118,9 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
     double skipped = 0.0, stage_lens = 0.0;
     if (W > 0) {
       for (long b = 0; b < seqs; b++)
-        skipped += (double)(key_start(W, clattn__valid_len(kv_lens, b, m), n,
-                                      0) /
-                            pl->kb * pl->kb);
+        skipped +=
+            (double)(key_start(W, clattn__valid_len(kv_lens, b, m), n, 0) /
+                     pl->kb * pl->kb);
       skipped *= per_seq;
       stage_lens = lens_b * B * hkv * (pl->ld / 16);
     }

@@ -143,11 +143,8 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
                                              .dtype = s.dtype,
                                              .q_layout = s.q_layout,
                                              .kv_layout = s.kv_layout,
-                                             .causal = s.causal,
-                                             .window = o.window,
-                                             .softcap = o.softcap,
-                                             .alibi_slopes = o.alibi,
-                                             .sinks = o.sinks};
+                                             .causal = s.causal};
+  CLATTN__OPTS_PUT((clattn_th_desc *)desc, o);
   return CLATTN_OK;
 }
 

@@ -159,10 +159,7 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   if ((rc = clattn__th_parse_cache(text, SHAPE_KEYS, d, why, cap)) ||
       (rc = clattn__opts_shape(text, d->heads, &o, why, cap)))
     return rc;
-  d->window = o.window;
-  d->softcap = o.softcap;
-  d->alibi_slopes = o.alibi;
-  d->sinks = o.sinks;
+  CLATTN__OPTS_PUT(d, o);
   return CLATTN_OK;
 }
 

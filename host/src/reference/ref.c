@@ -62,8 +62,8 @@ static void attend_row(const double *qv, int dk, int dv, double scale,
     double s = 0.0;
     for (int d = 0; d < dk; d++)
       s += qv[d] *
-           (double)k[ref_index(r->kv_layout, r->S, r->H, dk, r->bi, key, r->c,
-                               d)];
+           (double)
+               k[ref_index(r->kv_layout, r->S, r->H, dk, r->bi, key, r->c, d)];
     s = ref_logit(s * scale);
     if (o->softcap > 0)
       s = o->softcap * tanh(s / o->softcap);

@@ -44,9 +44,8 @@ clattn_status clattn__const_buffer(clattn_ctx *ctx, const void *data,
   memcpy(copy, data, bytes);
   cl_int err = CL_SUCCESS;
   /* the copy is made at creation: nothing is enqueued, nothing waits */
-  cl_mem m = clCreateBuffer(ctx->context,
-                            CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes,
-                            copy, &err);
+  cl_mem m = clCreateBuffer(
+      ctx->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, copy, &err);
   if (err != CL_SUCCESS) {
     free(copy);
     return clattn__cl_fail(ctx, err, "clCreateBuffer", __FILE__, __LINE__);

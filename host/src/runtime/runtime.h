@@ -45,10 +45,10 @@ enum { CLATTN_SCRATCH_SLOTS = 4 };
 /* Small constant buffers kept by their contents (consts.c). */
 enum { CLATTN__CONST_SLOTS = 16 };
 typedef struct clattn__const_buf {
-  cl_mem mem;             /* NULL: free */
+  cl_mem mem; /* NULL: free */
   uint64_t hash;
   size_t bytes;
-  void *data;             /* a copy of the contents, to compare */
+  void *data;              /* a copy of the contents, to compare */
   unsigned long long used; /* the cache's clock at its last use */
 } clattn__const_buf;
 
