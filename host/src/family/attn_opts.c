@@ -87,7 +87,15 @@ clattn_status clattn__opts_args(clattn_ctx *ctx, cl_kernel k, cl_uint *next,
   if ((rc = clattn__scalars(ctx, k, next, 1, sizeof window, &window)) ||
       (rc = clattn__scalars(ctx, k, next, 1, sizeof softcap2, &softcap2)))
     return rc;
-  return clattn__args(ctx, k, next, 2, sizeof(cl_mem), arr);
+  /* an array not set is NULL in every call of this kernel (its option is
+   * compiled out), so it is set once, as a scalar: a plain call pays no
+   * driver call for the options */
+  for (int i = 0; i < 2; i++)
+    if ((rc = arr[i] == NULL
+                  ? clattn__scalars(ctx, k, next, 1, sizeof(cl_mem), &arr[i])
+                  : clattn__args(ctx, k, next, 1, sizeof(cl_mem), &arr[i])))
+      return rc;
+  return CLATTN_OK;
 }
 
 void clattn__opts_class(const clattn__opts *o, char *buf, size_t cap) {
