@@ -95,8 +95,8 @@ static void check_result(const char *what, clattn_status rc,
 }
 
 /* A family's operations on a description whose every 4-byte field (ints,
- * enums, floats) comes from the input, and its params read as a public
- * call reads them. */
+ * enums, floats) comes from the input, the attention options' arrays
+ * excepted, and its params read as a public call reads them. */
 static void fuzz_family(const clattn__family *F, input *in,
                         const clattn_profile *prof) {
   _Alignas(16) unsigned char raw[CLATTN__DESC_MAX], desc[CLATTN__DESC_MAX];
@@ -106,6 +106,14 @@ static void fuzz_family(const clattn__family *F, input *in,
   for (size_t o = 0; o + sizeof(int) <= F->desc_size; o += sizeof(int)) {
     int v = next_int(in);
     memcpy(raw + o, &v, sizeof v);
+  }
+  /* the options' scalars from the input; their arrays are host pointers,
+   * which no input can make up (the unit tests check their values) */
+  if (F->set_options != NULL) {
+    const int window = next_int(in), softcap = next_int(in);
+    float cap;
+    memcpy(&cap, &softcap, sizeof cap);
+    F->set_options(raw, (clattn__opts){window, cap, NULL, NULL});
   }
   memcpy(desc, raw, sizeof desc);
   /* the params as a public call reads them: refused ones never plan */

@@ -105,6 +105,14 @@ static clattn_status same_dims(int dk, int dv, char *why, size_t cap) {
     map_reference(&p##_map, d, bufs);                                          \
   }
 
+/* The base families' descriptions, with their options. */
+static void prefill_set_options(void *d, clattn__opts o) {
+  CLATTN__OPTS_PUT((clattn_attn_desc *)d, o);
+}
+static void decode_set_options(void *d, clattn__opts o) {
+  CLATTN__OPTS_PUT((clattn_decode_desc *)d, o);
+}
+
 FORWARD_OPS(prefill, clattn__family_prefill)
 FORWARD_OPS(decode, clattn__family_decode)
 FORWARD_OPS(append, clattn__family_append)
@@ -157,6 +165,7 @@ const clattn__family clattn__family_efficient = {
     .shape_keys = "batch seq kv-seq heads kv-heads head-dim head-dim-v dtype "
                   "causal layout kv-layout",
     .parse_shape = prefill_parse_shape,
+    .set_options = prefill_set_options,
     CLATTN__TUNABLES(clattn__prefill_tunable_table),
     .plan = prefill_plan,
     .fits = prefill_fits,
@@ -216,6 +225,7 @@ const clattn__family clattn__family_efficient_decode = {
     .shape_keys = "batch kv-seq heads kv-heads head-dim head-dim-v dtype "
                   "layout " CLATTN__OPTS_SHAPE_KEYS,
     .parse_shape = decode_parse_shape,
+    .set_options = decode_set_options,
     CLATTN__TUNABLES(clattn__decode_tunable_table),
     .plan = decode_plan,
     .fits = decode_fits,

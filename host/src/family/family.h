@@ -16,6 +16,7 @@
 #ifndef CLATTN_FAMILY_H
 #define CLATTN_FAMILY_H
 
+#include "family/attn_opts.h"
 #include "family/plan.h"
 #include "family/space.h"
 #include "family/tunables.h"
@@ -106,6 +107,11 @@ typedef struct clattn__family {
   const char *shape_keys;
   clattn_status (*parse_shape)(const char *text, void *desc, char *why,
                                size_t cap);
+  /* (optional) Set the attention options (attn_opts.h) of a description
+   * that holds them; NULL: it holds none.  For code that makes up
+   * descriptions field by field (the fuzzer), which must not make up the
+   * options' array pointers. */
+  void (*set_options)(void *desc, clattn__opts o);
   /* Its tunables (tunables.h), declared in its room: the names of its
    * params text, the dimensions of its tuning space.  None: NULL, 0. */
   const clattn__tunable *tunables;

@@ -133,6 +133,10 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   return CLATTN_OK;
 }
 
+static void set_options(void *desc, clattn__opts o) {
+  CLATTN__OPTS_PUT((clattn_attn_desc *)desc, o);
+}
+
 /* Its tunables, in the order of clattn__prefill_tunables (plan.h). */
 const clattn__tunable clattn__prefill_tunable_table[] = {
     {"variant", 1, 2, "1 on CPUs, 2 on GPUs",
@@ -423,6 +427,7 @@ const clattn__family clattn__family_prefill = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
+    .set_options = set_options,
     CLATTN__TUNABLES(clattn__prefill_tunable_table),
     .plan = plan,
     .fits = fits,

@@ -148,6 +148,10 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   return CLATTN_OK;
 }
 
+static void set_options(void *desc, clattn__opts o) {
+  CLATTN__OPTS_PUT((clattn_th_desc *)desc, o);
+}
+
 /* Its tunables, in the order of clattn__th_tunables (talking_heads.h). */
 static const clattn__tunable tunables[] = {
     {"variant", 1, 2, "1 on CPUs or with scheme 3, 2 on GPUs",
@@ -437,6 +441,7 @@ const clattn__family clattn__family_talking_heads = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
+    .set_options = set_options,
     CLATTN__TUNABLES(tunables),
     .plan = plan,
     .fits = fits,

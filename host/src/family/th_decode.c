@@ -163,6 +163,10 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   return CLATTN_OK;
 }
 
+static void set_options(void *desc, clattn__opts o) {
+  CLATTN__OPTS_PUT((clattn_th_decode_desc *)desc, o);
+}
+
 /* Its tunables, in the order of its table. */
 typedef struct th_decode_tunables {
   int variant, keys, wg, splits;
@@ -407,6 +411,7 @@ const clattn__family clattn__family_th_decode = {
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
+    .set_options = set_options,
     CLATTN__TUNABLES(tunables),
     .plan = plan,
     .fits = fits,
