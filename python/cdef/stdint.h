@@ -1,0 +1,1 @@
+/* cffi knows the fixed-width types, size_t and bool itself. */

@@ -1,0 +1,254 @@
+"""Arguments as the C API takes them: NumPy arrays uploaded and read back,
+PyOpenCL arrays passed as their buffers, and every shape and dtype checked
+before anything is enqueued."""
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from ._lib import ffi, lib
+
+DTYPES = {"f32": lib.CLATTN_F32, "f16": lib.CLATTN_F16, "bf16": lib.CLATTN_BF16}
+LAYOUTS = {"bshd": lib.CLATTN_BSHD, "bhsd": lib.CLATTN_BHSD}
+
+
+def is_device_array(a):
+    return isinstance(a, cla.Array)
+
+
+def dtype_code(name, arrays, dtype):
+    """The clattn dtype of the named arrays: float32, float16, or bfloat16
+    (ml_dtypes' bfloat16, or uint16 with dtype="bf16"); all alike."""
+    kinds = set()
+    for argname, a in zip(name, arrays):
+        dt = np.dtype(a.dtype)
+        if dt == np.float32:
+            kind = "f32"
+        elif dt == np.float16:
+            kind = "f16"
+        elif dt.name == "bfloat16" or (dt == np.uint16 and dtype == "bf16"):
+            kind = "bf16"
+        else:
+            raise ValueError(
+                "%s: dtype %s is not one clattn computes (float32, float16, "
+                "or bfloat16 as ml_dtypes.bfloat16 or uint16 with "
+                "dtype='bf16')" % (argname, dt))
+        kinds.add((kind, argname))
+    found = {k for k, _ in kinds}
+    if len(found) > 1:
+        raise ValueError("%s: the arrays must share one dtype, got %s" % (
+            ", ".join(name), ", ".join("%s %s" % (n, k) for k, n in sorted(kinds))))
+    kind = found.pop()
+    if dtype is not None and dtype != kind:
+        if dtype not in DTYPES:
+            raise ValueError("dtype: %r is not one of %s" % (dtype, sorted(DTYPES)))
+        raise ValueError("dtype: %r given, but the arrays are %s" % (dtype, kind))
+    return DTYPES[kind], kind
+
+
+def layout_code(argname, value):
+    try:
+        return LAYOUTS[str(value).lower()]
+    except KeyError:
+        raise ValueError("%s: %r is not one of 'bshd', 'bhsd'" % (argname, value)) from None
+
+
+def shape_of(argname, a, ndim, names):
+    """The array's shape as a dict of the given dimension names."""
+    if a.ndim != ndim:
+        raise ValueError("%s: expected %d dimensions [%s], got shape %s" % (
+            argname, ndim, ", ".join(names), tuple(a.shape)))
+    return dict(zip(names, (int(s) for s in a.shape)))
+
+
+def expect_shape(argname, a, want):
+    if tuple(int(s) for s in a.shape) != tuple(want):
+        raise ValueError("%s: expected shape %s, got %s" % (
+            argname, tuple(want), tuple(a.shape)))
+
+
+def agree(what, values):
+    """values: (argname, value) pairs that must be equal."""
+    first = values[0][1]
+    for _, v in values[1:]:
+        if v != first:
+            raise ValueError("%s disagree: %s" % (what, ", ".join(
+                "%s %s" % (n, v) for n, v in values)))
+    return first
+
+
+def host_floats(argname, values, count):
+    """An optional host float32[count] array for an option (cffi pointer,
+    owner), NULL for None."""
+    if values is None:
+        return ffi.NULL, None
+    arr = np.ascontiguousarray(np.asarray(values, dtype=np.float32))
+    if arr.shape != (count,):
+        raise ValueError("%s: expected %d values (one per query head), got shape %s"
+                         % (argname, count, arr.shape))
+    return ffi.cast("const float *", ffi.from_buffer(arr)), arr
+
+
+class Call:
+    """The buffers of one call: which path (NumPy or PyOpenCL), the events
+    to wait for, temporaries that must outlive the enqueue, and the copies
+    back into PyOpenCL outputs that could not be passed as they are."""
+
+    def __init__(self, context, arrays, wait_for):
+        self.context = context
+        self.queue = context.queue
+        kinds = {is_device_array(a) for _, a in arrays if a is not None}
+        if len(kinds) > 1:
+            raise ValueError(
+                "%s: pass all NumPy arrays or all pyopencl.array.Array, not a mix"
+                % ", ".join(n for n, a in arrays if a is not None))
+        self.device = kinds == {True}
+        if wait_for is not None and not self.device:
+            raise ValueError("wait_for: only calls on pyopencl arrays are asynchronous")
+        self.wait = list(wait_for or [])
+        self.keep = []
+        self.copy_back = []
+        self.read_back = []
+        if self.device:
+            for name, a in arrays:
+                if a is None:
+                    continue
+                if a.context.int_ptr != context.cl_context.int_ptr:
+                    raise ValueError("%s: the array belongs to another OpenCL context "
+                                     "than this clattn.Context's" % name)
+                if not a.flags.c_contiguous:
+                    raise ValueError(
+                        "%s: a strided pyopencl array is not taken (the kernels read "
+                        "dense rows); pass a C-contiguous array" % name)
+                self.wait.extend(a.events)
+
+    def _wait_list(self):
+        return [e for e in self.wait if e is not None]
+
+    def input(self, name, a, host_dtype=None):
+        """A cl_mem for an input (None: NULL)."""
+        if a is None:
+            return ffi.NULL
+        if self.device:
+            return self._device_buffer(a, output=False)
+        arr = np.ascontiguousarray(a if host_dtype is None else np.asarray(a, host_dtype))
+        if arr.nbytes == 0:
+            raise ValueError("%s: empty array (shape %s)" % (name, arr.shape))
+        buf = cl.Buffer(self.context.cl_context,
+                        cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
+        self.keep.append(buf)
+        return ffi.cast("cl_mem", buf.int_ptr)
+
+    def output(self, name, out, shape, dtype):
+        """A cl_mem for an output: `out` itself (PyOpenCL), else a device
+        buffer read back into a new NumPy array after the call."""
+        if self.device:
+            if out is None:
+                raise ValueError("out: a call on pyopencl arrays writes into out=, "
+                                 "a pyopencl array of shape %s and dtype %s"
+                                 % (tuple(shape), np.dtype(dtype)))
+            expect_shape("out", out, shape)
+            if np.dtype(out.dtype) != np.dtype(dtype):
+                raise ValueError("out: dtype %s, expected %s" % (out.dtype, np.dtype(dtype)))
+            return self._device_buffer(out, output=True)
+        if out is not None:
+            if not isinstance(out, np.ndarray):
+                raise ValueError("out: expected a NumPy array like the inputs")
+            expect_shape("out", out, shape)
+            if out.dtype != np.dtype(dtype) or not out.flags.c_contiguous or not out.flags.writeable:
+                raise ValueError("out: expected a writable C-contiguous %s array"
+                                 % np.dtype(dtype))
+            host = out
+        else:
+            host = np.empty(shape, dtype)
+        if host.nbytes == 0:
+            raise ValueError("out: empty result (shape %s)" % (tuple(shape),))
+        buf = cl.Buffer(self.context.cl_context, cl.mem_flags.READ_WRITE, host.nbytes)
+        self.keep.append(buf)
+        self.read_back.append((host, buf))
+        return ffi.cast("cl_mem", buf.int_ptr)
+
+    def _device_buffer(self, a, output):
+        base = a.base_data
+        if a.offset == 0:
+            self.keep.append(a)
+            return ffi.cast("cl_mem", base.int_ptr)
+        align = self.context.base_align
+        if a.offset % align == 0:
+            # A sub-buffer is the array's own memory at its offset.
+            sub = base.get_sub_region(a.offset, a.nbytes)
+            self.keep.extend([a, sub])
+            return ffi.cast("cl_mem", sub.int_ptr)
+        # An offset the device cannot start a buffer at: the array is copied
+        # into a temporary (and back, for an output) on the same queue.
+        tmp = cl.Buffer(self.context.cl_context, cl.mem_flags.READ_WRITE, a.nbytes)
+        self.keep.extend([a, tmp])
+        if output:
+            self.copy_back.append((a, tmp))
+        else:
+            ev = cl.enqueue_copy(self.queue, tmp, base, byte_count=a.nbytes,
+                                 src_offset=a.offset, wait_for=self._wait_list())
+            self.wait = [ev]
+        return ffi.cast("cl_mem", tmp.int_ptr)
+
+    def events(self):
+        """A clattn_events waiting for this call's events, with an out slot;
+        the cffi objects are kept alive by this Call."""
+        ev = ffi.new("clattn_events *")
+        ev.size = ffi.sizeof("clattn_events")
+        waits = self._wait_list()
+        if waits:
+            arr = ffi.new("cl_event[]", [ffi.cast("cl_event", e.int_ptr) for e in waits])
+            self.keep.append(arr)
+            ev.num_wait = len(waits)
+            ev.wait = arr
+        slot = ffi.new("cl_event *")
+        self.keep.append(slot)
+        ev.out = slot
+        self.keep.append(ev)
+        self._slot = slot
+        return ev
+
+    def finish(self, outputs=()):
+        """After a successful enqueue: the call's event owned by Python;
+        PyOpenCL outputs get it (and their copies back); NumPy outputs are
+        read back and returned."""
+        event = cl.Event.from_int_ptr(int(ffi.cast("intptr_t", self._slot[0])), retain=False)
+        if self.device:
+            for a, tmp in self.copy_back:
+                event = cl.enqueue_copy(self.queue, a.base_data, tmp, byte_count=a.nbytes,
+                                       dest_offset=a.offset, wait_for=[event])
+            for a in outputs:
+                a.add_event(event)
+            return event
+        results = []
+        for host, buf in self.read_back:
+            cl.enqueue_copy(self.queue, host, buf, wait_for=[event], is_blocking=True)
+            results.append(host)
+        return results
+
+
+class Shape:
+    """Shape and dtype alone, for a description built without an array."""
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(shape)
+        self.ndim = len(self.shape)
+        self.dtype = dtype
+
+
+def check_lens(name, lens, batch):
+    if lens is None:
+        return
+    if np.dtype(lens.dtype) != np.int32 and not isinstance(lens, np.ndarray):
+        raise ValueError("%s: expected int32 [%d], got dtype %s" % (name, batch, lens.dtype))
+    if isinstance(lens, np.ndarray) and not np.issubdtype(lens.dtype, np.integer):
+        raise ValueError("%s: expected integers [%d], got dtype %s" % (name, batch, lens.dtype))
+    expect_shape(name, lens, (batch,))
+
+
+def result(call, out):
+    """A NumPy call's output, or a PyOpenCL call's event."""
+    if call.device:
+        return call.finish(outputs=(out,))
+    return call.finish()[0]

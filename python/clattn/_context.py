@@ -1,0 +1,260 @@
+"""clattn.Context: a clattn context on its own device or an application's
+PyOpenCL queue, and the attention calls on it."""
+
+import numpy as np
+import pyopencl as cl
+
+from . import _arrays as A
+from ._lib import Error, check, cstr, ffi, lib, versioned
+from ._talking_heads import TalkingHeadsCalls
+from ._tools import ToolCalls
+
+
+class Context(TalkingHeadsCalls, ToolCalls):
+    """A clattn context.
+
+    Context(device=None, queue=None, *, cache_dir=None, tuning_db=None,
+    no_tuning=False, no_disk_cache=False, profiling=False)
+
+    device: a device index ("P:D", or an int over all devices) or a
+    case-insensitive part of its platform's or its own name; None takes
+    $CLATTN_DEVICE, else the first device.  queue: an application's
+    in-order pyopencl.CommandQueue, whose context the calls then share
+    (device must be None)."""
+
+    def __init__(self, device=None, queue=None, *, cache_dir=None, tuning_db=None,
+                 no_tuning=False, no_disk_cache=False, profiling=False):
+        self._ctx = ffi.NULL
+        if queue is not None and device is not None:
+            raise ValueError("device: give a device or a queue, not both")
+        if queue is not None and not isinstance(queue, cl.CommandQueue):
+            raise ValueError("queue: expected a pyopencl.CommandQueue, got %s"
+                             % type(queue).__name__)
+        keep = []
+        opts = versioned("clattn_ctx_opts")
+        if queue is not None:
+            opts.queue = ffi.cast("cl_command_queue", queue.int_ptr)
+        if device is not None:
+            if isinstance(device, bool) or not isinstance(device, (int, str)):
+                raise ValueError("device: expected an index or a name, got %r" % (device,))
+            opts.device = cstr(keep, device)
+        opts.cache_dir = cstr(keep, cache_dir)
+        opts.tuning_db = cstr(keep, tuning_db)
+        opts.no_tuning = int(bool(no_tuning))
+        opts.no_disk_cache = int(bool(no_disk_cache))
+        opts.profiling = int(bool(profiling))
+        out = ffi.new("clattn_ctx **")
+        status = lib.clattn_ctx_create(opts, out)
+        if status != lib.CLATTN_OK:
+            # No context to ask: the status names the failure.
+            check(status, what="clattn.Context(device=%r)" % (device,))
+        self._ctx = out[0]
+        if queue is not None:
+            self.queue = queue
+            self.cl_context = queue.context
+        else:
+            self.cl_context = cl.Context.from_int_ptr(
+                int(ffi.cast("intptr_t", lib.clattn_ctx_cl_context(self._ctx))), retain=True)
+            self.queue = cl.CommandQueue.from_int_ptr(
+                int(ffi.cast("intptr_t", lib.clattn_ctx_queue(self._ctx))), retain=True)
+        self.device = self.queue.device
+        self.base_align = max(1, self.device.mem_base_addr_align // 8)
+
+    # ------------------------------------------------------------ lifetime
+    def close(self):
+        """Destroys the C context (idempotent); later calls raise Error."""
+        if self._ctx != ffi.NULL:
+            self.queue.finish()
+            lib.clattn_ctx_destroy(self._ctx)
+            self._ctx = ffi.NULL
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    @property
+    def handle(self):
+        """The clattn_ctx * (cffi pointer) for the calls; Error once closed."""
+        if self._ctx == ffi.NULL:
+            raise Error(lib.CLATTN_ERR_MISUSE, "the clattn.Context is closed")
+        return self._ctx
+
+    def check(self, status, what=None):
+        check(status, self._ctx, what)
+
+    @property
+    def device_name(self):
+        return self.device.name.strip()
+
+    def __repr__(self):
+        return "clattn.Context(%r)" % (self.device_name,)
+
+    # --------------------------------------------------------- parameters
+    def _params(self, keep, params):
+        if params is None:
+            return ffi.NULL
+        p = versioned("clattn_params")
+        p.text = cstr(keep, params)
+        keep.append(p)
+        return p
+
+    def _options(self, desc, keep, heads, window, softcap, alibi_slopes, sinks):
+        desc.window = int(window)
+        desc.softcap = float(softcap)
+        desc.alibi_slopes, owner = A.host_floats("alibi_slopes", alibi_slopes, heads)
+        keep.append(owner)
+        desc.sinks, owner = A.host_floats("sinks", sinks, heads)
+        keep.append(owner)
+
+    @staticmethod
+    def _scale(scale):
+        return 0.0 if scale is None else float(scale)
+
+    # ---------------------------------------------------------- attention
+    def attention_desc(self, q, k, v, *, causal=False, scale=None, q_layout="bshd",
+                       kv_layout="bshd", dtype=None, window=0, softcap=0.0,
+                       alibi_slopes=None, sinks=None, params=None, keep=None):
+        """The clattn_attn_desc of an attention call on these arrays (their
+        shapes and dtypes checked); also what explain takes."""
+        keep = [] if keep is None else keep
+        dt, _ = A.dtype_code(("q", "k", "v"), (q, k, v), dtype)
+        ql = A.layout_code("q_layout", q_layout)
+        kl = A.layout_code("kv_layout", kv_layout)
+        qn = ("batch", "heads", "n_q", "dk") if ql == lib.CLATTN_BHSD else ("batch", "n_q", "heads", "dk")
+        kn = ("batch", "heads", "n", "d") if kl == lib.CLATTN_BHSD else ("batch", "n", "heads", "d")
+        qs = A.shape_of("q", q, 4, qn)
+        ks = A.shape_of("k", k, 4, kn)
+        vs = A.shape_of("v", v, 4, kn)
+        d = versioned("clattn_attn_desc")
+        d.batch = A.agree("batch sizes", [("q", qs["batch"]), ("k", ks["batch"]), ("v", vs["batch"])])
+        d.n_q = qs["n_q"]
+        d.n_kv = A.agree("key counts", [("k", ks["n"]), ("v", vs["n"])])
+        d.heads_q = qs["heads"]
+        d.heads_kv = A.agree("KV heads", [("k", ks["heads"]), ("v", vs["heads"])])
+        d.head_dim_k = A.agree("key head dims", [("q", qs["dk"]), ("k", ks["d"])])
+        d.head_dim_v = vs["d"]
+        d.dtype = dt
+        d.q_layout = ql
+        d.kv_layout = kl
+        d.scale = self._scale(scale)
+        d.causal = int(bool(causal))
+        d.params = self._params(keep, params)
+        self._options(d, keep, d.heads_q, window, softcap, alibi_slopes, sinks)
+        return d
+
+    def attention(self, q, k, v, *, causal=False, scale=None, kv_lens=None,
+                  q_layout="bshd", kv_layout="bshd", dtype=None, window=0, softcap=0.0,
+                  alibi_slopes=None, sinks=None, params=None, out=None, wait_for=None):
+        """Fused scaled-dot-product attention (GQA; MHA and MQA by the head
+        counts): q [batch, n_q, heads_q, dk], k [batch, n_kv, heads_kv, dk],
+        v [batch, n_kv, heads_kv, dv] (BSHD; 'bhsd' layouts swap the middle
+        two), kv_lens int32 [batch] or None.  NumPy arrays: returns the
+        output [batch, n_q, heads_q, dv] as NumPy.  pyopencl arrays: writes
+        out= and returns the call's pyopencl.Event (after wait_for)."""
+        keep = []
+        d = self.attention_desc(q, k, v, causal=causal, scale=scale, q_layout=q_layout,
+                                kv_layout=kv_layout, dtype=dtype, window=window,
+                                softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
+                                params=params, keep=keep)
+        if d.q_layout == lib.CLATTN_BHSD:
+            oshape = (d.batch, d.heads_q, d.n_q, d.head_dim_v)
+        else:
+            oshape = (d.batch, d.n_q, d.heads_q, d.head_dim_v)
+        A.check_lens("kv_lens", kv_lens, d.batch)
+        call = A.Call(self, [("q", q), ("k", k), ("v", v), ("kv_lens", kv_lens), ("out", out)],
+                      wait_for)
+        args = (call.input("q", q), call.input("k", k), call.input("v", v),
+                call.input("kv_lens", kv_lens, np.int32))
+        o = call.output("out", out, oshape, q.dtype)
+        self.check(lib.clattn_attention(self.handle, d, *args, o, call.events()), "attention")
+        return A.result(call, out)
+
+    # ------------------------------------------------------------- decode
+    def decode_desc(self, q, k_cache, v_cache, *, scale=None, cache_layout="bshd",
+                    dtype=None, window=0, softcap=0.0, alibi_slopes=None, sinks=None,
+                    params=None, keep=None):
+        """The clattn_decode_desc of a decode call on these arrays."""
+        keep = [] if keep is None else keep
+        dt, _ = A.dtype_code(("q", "k_cache", "v_cache"), (q, k_cache, v_cache), dtype)
+        cl_ = A.layout_code("cache_layout", cache_layout)
+        cn = (("batch", "heads", "capacity", "d") if cl_ == lib.CLATTN_BHSD
+              else ("batch", "capacity", "heads", "d"))
+        qs = A.shape_of("q", q, 3, ("batch", "heads", "dk"))
+        ks = A.shape_of("k_cache", k_cache, 4, cn)
+        vs = A.shape_of("v_cache", v_cache, 4, cn)
+        d = versioned("clattn_decode_desc")
+        d.batch = A.agree("batch sizes", [("q", qs["batch"]), ("k_cache", ks["batch"]),
+                                          ("v_cache", vs["batch"])])
+        d.capacity = A.agree("cache capacities", [("k_cache", ks["capacity"]),
+                                                  ("v_cache", vs["capacity"])])
+        d.heads_q = qs["heads"]
+        d.heads_kv = A.agree("KV heads", [("k_cache", ks["heads"]), ("v_cache", vs["heads"])])
+        d.head_dim_k = A.agree("key head dims", [("q", qs["dk"]), ("k_cache", ks["d"])])
+        d.head_dim_v = vs["d"]
+        d.dtype = dt
+        d.cache_layout = cl_
+        d.scale = self._scale(scale)
+        d.params = self._params(keep, params)
+        self._options(d, keep, d.heads_q, window, softcap, alibi_slopes, sinks)
+        return d
+
+    def decode(self, q, k_cache, v_cache, lens, *, scale=None, cache_layout="bshd",
+               dtype=None, window=0, softcap=0.0, alibi_slopes=None, sinks=None,
+               params=None, out=None, wait_for=None):
+        """One query per sequence against a KV cache (split-KV decode):
+        q [batch, heads_q, dk], k_cache [batch, capacity, heads_kv, dk],
+        v_cache likewise with dv ('bhsd': [batch, heads_kv, capacity, d]),
+        lens int32 [batch] (valid rows).  Returns [batch, heads_q, dv] as
+        attention() does."""
+        keep = []
+        d = self.decode_desc(q, k_cache, v_cache, scale=scale, cache_layout=cache_layout,
+                             dtype=dtype, window=window, softcap=softcap,
+                             alibi_slopes=alibi_slopes, sinks=sinks, params=params, keep=keep)
+        if lens is None:
+            raise ValueError("lens: decode needs each sequence's valid cache rows, int32 [batch]")
+        A.check_lens("lens", lens, d.batch)
+        call = A.Call(self, [("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
+                             ("lens", lens), ("out", out)], wait_for)
+        args = (call.input("q", q), call.input("k_cache", k_cache),
+                call.input("v_cache", v_cache), call.input("lens", lens, np.int32))
+        o = call.output("out", out, (d.batch, d.heads_q, d.head_dim_v), q.dtype)
+        self.check(lib.clattn_decode(self.handle, d, *args, o, call.events()), "decode")
+        return A.result(call, out)
+
+    def kv_append(self, k_new, v_new, pos, k_cache, v_cache, *, cache_layout="bshd",
+                  dtype=None, heads_q=None, wait_for=None):
+        """Writes n_new rows per sequence into the caches in place, at rows
+        pos[b] .. pos[b] + n_new - 1: k_new [batch, n_new, heads_kv, dk],
+        v_new [batch, n_new, heads_kv, dv] (BSHD, the caches' dtype), pos
+        int32 [batch].  The caches must be pyopencl arrays (the cache lives
+        on the device); returns the call's pyopencl.Event."""
+        for name, a in (("k_cache", k_cache), ("v_cache", v_cache)):
+            if not A.is_device_array(a):
+                raise ValueError("%s: kv_append writes a device cache in place: pass a "
+                                 "pyopencl array" % name)
+        ks = A.shape_of("k_new", k_new, 4, ("batch", "n_new", "heads", "dk"))
+        vs = A.shape_of("v_new", v_new, 4, ("batch", "n_new", "heads", "dv"))
+        n_new = A.agree("new row counts", [("k_new", ks["n_new"]), ("v_new", vs["n_new"])])
+        q_stub = A.Shape((ks["batch"], heads_q or ks["heads"], ks["dk"]), k_new.dtype)
+        d = self.decode_desc(q_stub, k_cache, v_cache, cache_layout=cache_layout, dtype=dtype)
+        A.expect_shape("k_new", k_new, (d.batch, n_new, d.heads_kv, d.head_dim_k))
+        A.expect_shape("v_new", v_new, (d.batch, n_new, d.heads_kv, d.head_dim_v))
+        A.dtype_code(("k_new", "v_new", "k_cache"), (k_new, v_new, k_cache), dtype)
+        A.check_lens("pos", pos, d.batch)
+        call = A.Call(self, [("k_new", k_new), ("v_new", v_new), ("pos", pos),
+                             ("k_cache", k_cache), ("v_cache", v_cache)], wait_for)
+        args = (call.input("k_new", k_new), call.input("v_new", v_new),
+                call.input("pos", pos, np.int32),
+                call._device_buffer(k_cache, output=True),
+                call._device_buffer(v_cache, output=True))
+        self.check(lib.clattn_kv_append(self.handle, d, n_new, *args, call.events()),
+                   "kv_append")
+        return call.finish(outputs=(k_cache, v_cache))
