@@ -167,7 +167,7 @@ class _Layer:
         context is closed."""
         if self._layer == ffi.NULL:
             raise Error(lib.CLATTN_ERR_MISUSE, "the %s is closed" % type(self).__name__)
-        self.context.handle  # a closed context: Error  # noqa: B018
+        _ = self.context.handle  # a closed context raises Error here
         return self._layer
 
     def close(self):

@@ -213,6 +213,9 @@ def test_wrong_weight_shapes_name_the_weight(ctx, rng):
     with pytest.raises(ValueError, match=r"^topk: 5 is more than the 4 experts"):
         clattn.SwitchHeadLayer(ctx, sq[:, :16], sq[:, :16], w_v,
                                np.zeros((2, 4, 8, D), np.float32), sq[:, :8], sq[:, :8], topk=5)
+    with pytest.raises(ValueError, match=r"^w_s: the value gates are needed with 4 experts"):
+        clattn.SwitchHeadLayer(ctx, sq[:, :16], sq[:, :16], w_v,
+                               np.zeros((2, 4, 8, D), np.float32), None, sq[:, :8], topk=2)
     with pytest.raises(ValueError, match=r"^w_q: expected floating-point weights"):
         clattn.EfficientLayer(ctx, np.ones((D, D), np.int32), sq, heads=4)
 
