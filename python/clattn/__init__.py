@@ -10,8 +10,11 @@ library raise clattn.Error; shape and dtype mistakes raise ValueError
 before anything is enqueued.  docs/PYTHON.md has the rest."""
 
 from ._context import Context
+from ._layers import (EfficientLayer, GQALayer, KVCache, OptimisedLayer, SuperLayer,
+                      SwitchHeadLayer, TalkingHeadsLayer)
 from ._lib import Error, ffi, lib, text  # noqa: F401 - ffi, lib: the raw C API
 
 __version__ = text(lib.clattn_version())
 
-__all__ = ["Context", "Error", "__version__"]
+__all__ = ["Context", "EfficientLayer", "Error", "GQALayer", "KVCache", "OptimisedLayer",
+           "SuperLayer", "SwitchHeadLayer", "TalkingHeadsLayer", "__version__"]
