@@ -9,9 +9,10 @@ that waits for a user event heads the queue (nothing runs on the device
 while the call enqueues), the call is timed, then the event is set and the
 queue drained outside the timing.  In each round the C program
 (clattn-bench-call, built in BUILD/bench) runs its calls, then this
-process times its own: ctx.attention(qd, kd, vd, causal=True, out=od) on
-pyopencl arrays, and the raw cffi call lib.clattn_attention with a
-description made once (what the binding adds over cffi alone).  It prints
+process times its own, alternating call by call: ctx.attention(qd, kd,
+vd, causal=True, out=od) on pyopencl arrays, and the raw cffi call
+lib.clattn_attention with a description made once (what the binding adds
+over cffi alone).  It prints
 each round's medians and, over the rounds, the medians of the C and Python
 times, their difference and their ratio.  --profile runs cProfile over the
 Python calls and prints where their time goes.  Nothing passes or fails.
@@ -120,8 +121,13 @@ def main():
     rows = []
     for r in range(args.rounds):
         c = c_median(args.c_program, args.device, args.calls)
-        raw = statistics.median(gated(ctx, cffi_call) for _ in range(args.calls))
-        py = statistics.median(gated(ctx, python_call, reset) for _ in range(args.calls))
+        # The two in-process sides alternate call by call, so that a change
+        # of the machine's pace hits both alike.
+        raw_t, py_t = [], []
+        for _ in range(args.calls):
+            raw_t.append(gated(ctx, cffi_call))
+            py_t.append(gated(ctx, python_call, reset))
+        raw, py = statistics.median(raw_t), statistics.median(py_t)
         rows.append((c, raw, py))
         print("%5d %9.2f %9.2f %9.2f %9.2f %6.1fx" % (r + 1, 1e6 * c, 1e6 * raw, 1e6 * py,
                                                      1e6 * (py - c), py / c))
