@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/count.sh - the suite's count hides nothing: tests/summary.py on
 # made-up meson logs (a pass, a failure, a tier's skip with its reason, a
-# Criterion test skipped inside a passing executable) counts and names each
+# Criterion or pytest test skipped inside a passing executable) counts and names each
 # one, and under --must-run (CI=true in tests/run.sh) a skipped or missing
 # tier is a failure; tests/icd_dir.sh makes a vendors folder with only the
 # named driver's .icd, and skips (77, with a reason) when it is missing.
@@ -78,6 +78,16 @@ EOF
 expect "no log is a failure" 1 "$tmp/absent.json" <<'EOF'
 0 passed, 1 failed, 0 skipped
 EOF
+
+# pytest's skips inside the python tier, as tests/python.sh prints them
+# (a parameter id may hold spaces), named like Criterion's.
+entry python OK $'4 passed, 2 skipped in 1.00s\nok - python.tests.test_torch::test_sdpa[f16-a b] # SKIP torch is not importable\nok - python.tests.test_x::test_y # SKIP expected to fail: a known bug\n' '' \
+  >"$tmp/python.json"
+expect "pytest's skips inside the python tier" 0 "$tmp/python.json" <<'EOF2'
+skipped inside python: python.tests.test_torch::test_sdpa[f16-a b] (torch is not importable)
+skipped inside python: python.tests.test_x::test_y (expected to fail: a known bug)
+1 passed, 0 failed, 0 skipped
+EOF2
 
 # tests/icd_dir.sh on a vendors folder of its own.
 vendors=$tmp/vendors

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: configure and build from scratch in build-test/, run the
 # whole suite (Criterion tests on PoCL, subsets on Oclgrind and rusticl, the
-# libFuzzer targets and an ASan/UBSan build of a test subset) under meson,
+# libFuzzer targets, an ASan/UBSan build of a test subset and the Python
+# package's pytest tests, tests/python.sh) under meson,
 # then name each failed and skipped test and end with meson's count,
 # "N passed, N failed, N skipped" (tests/summary.py).  With CI=true a skip
 # of a tier CI must run (ci_tiers below) counts as a failure.  The exit
@@ -19,7 +20,7 @@
 # (needs root).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ci_tiers=oclgrind,rusticl,asan,tsan,fuzz,report_browser
+ci_tiers=oclgrind,rusticl,asan,tsan,fuzz,report_browser,python
 mapfile -t need < <(bash .ci/deps --list)
 if ! dpkg -s "${need[@]}" >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then bash .ci/deps; else sudo bash .ci/deps; fi || exit 1

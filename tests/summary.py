@@ -5,11 +5,13 @@ from meson's log (BUILD/meson-logs/testlog.json), for tests/run.sh.
 Prints a line per failed test ("failed: NAME (RESULT)"), per skipped test
 with the reason its script gave ("skipped: NAME (REASON)": the last line
 of its output that starts with "skipped: ", else its last line), per
-Criterion test skipped inside a passing executable (cr_skip_test; read
+test skipped inside a passing executable: Criterion's (cr_skip_test; read
 from the TAP report each Criterion executable writes on its stdout,
-tests/meson.build), then the last line "N passed, N failed, N skipped":
-passed counts meson's Ok and Expected Fail, failed its Fail, Timeout,
-Unexpected Pass, Error and Interrupt, skipped its Skipped.
+tests/meson.build) and pytest's in the python tier (tests/python.sh
+prints a TAP line per skip from pytest's JUnit report), then the last
+line "N passed, N failed, N skipped": passed counts meson's Ok and
+Expected Fail, failed its Fail, Timeout, Unexpected Pass, Error and
+Interrupt, skipped its Skipped.
 
 --must-run names the tests that may not be skipped (CI's tiers): each one
 skipped, or absent from the log, counts as failed, with the reason.
@@ -25,7 +27,9 @@ import sys
 PASSED = {"OK", "EXPECTEDFAIL"}
 FAILED = {"FAIL", "TIMEOUT", "UNEXPECTEDPASS", "ERROR", "INTERRUPT"}
 SKIPPED = {"SKIP"}
-TAP_SKIP = re.compile(r"^ok\b.*?-\s*(\S+)\s+# SKIP\s*(.*)$", re.M)
+# "ok [N] - NAME # SKIP REASON"; a pytest NAME may hold spaces (its
+# parameters' ids).
+TAP_SKIP = re.compile(r"^ok\b[^-\n]*-\s*(.+?)\s+# SKIP\b\s*(.*)$", re.M)
 
 
 def skip_reason(test):
