@@ -242,7 +242,7 @@ class Call:
         if self.device:
             for a, tmp in self.copy_back:
                 event = cl.enqueue_copy(self.queue, a.base_data, tmp, byte_count=a.nbytes,
-                                        dest_offset=a.offset, wait_for=[event])
+                                        dst_offset=a.offset, wait_for=[event])
             for a in outputs:
                 a.add_event(event)
             return event
