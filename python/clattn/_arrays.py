@@ -16,11 +16,19 @@ def is_device_array(a):
     return isinstance(a, cla.Array)
 
 
+def check_array(argname, a):
+    """Refuses what is not an array (a list, a scalar) by name."""
+    if any(getattr(a, attr, None) is None for attr in ("ndim", "shape", "dtype")):
+        raise ValueError("%s: expected a NumPy array or a pyopencl.array.Array, got %s"
+                         % (argname, type(a).__name__))
+
+
 def dtype_code(name, arrays, dtype):
     """The clattn dtype of the named arrays: float32, float16, or bfloat16
     (ml_dtypes' bfloat16, or uint16 with dtype="bf16"); all alike."""
     kinds = set()
     for argname, a in zip(name, arrays):
+        check_array(argname, a)
         dt = np.dtype(a.dtype)
         if dt == np.float32:
             kind = "f32"
@@ -55,9 +63,7 @@ def layout_code(argname, value):
 
 def shape_of(argname, a, ndim, names):
     """The array's shape as a dict of the given dimension names."""
-    if getattr(a, "ndim", None) is None or getattr(a, "shape", None) is None:
-        raise ValueError("%s: expected a NumPy array or a pyopencl.array.Array, got %s"
-                         % (argname, type(a).__name__))
+    check_array(argname, a)
     if a.ndim != ndim:
         raise ValueError("%s: expected %d dimensions [%s], got shape %s" % (
             argname, ndim, ", ".join(names), tuple(a.shape)))
