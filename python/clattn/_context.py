@@ -242,7 +242,12 @@ class Context(TalkingHeadsCalls, ToolCalls):
         ks = A.shape_of("k_new", k_new, 4, ("batch", "n_new", "heads", "dk"))
         vs = A.shape_of("v_new", v_new, 4, ("batch", "n_new", "heads", "dv"))
         n_new = A.agree("new row count", [("k_new", ks["n_new"]), ("v_new", vs["n_new"])])
-        q_stub = A.Shape((ks["batch"], heads_q or ks["heads"], ks["dk"]), k_new.dtype)
+        # The description's query is the cache's own shape, so that a
+        # mismatch is reported against k_new or v_new below, not a query.
+        bhsd = A.layout_code("cache_layout", cache_layout) == lib.CLATTN_BHSD
+        cs = A.shape_of("k_cache", k_cache, 4, ("batch", "heads", "capacity", "d") if bhsd
+                        else ("batch", "capacity", "heads", "d"))
+        q_stub = A.Shape((cs["batch"], heads_q or cs["heads"], cs["d"]), k_cache.dtype)
         d = self.decode_desc(q_stub, k_cache, v_cache, cache_layout=cache_layout, dtype=dtype)
         A.expect_shape("k_new", k_new, (d.batch, n_new, d.heads_kv, d.head_dim_k))
         A.expect_shape("v_new", v_new, (d.batch, n_new, d.heads_kv, d.head_dim_v))

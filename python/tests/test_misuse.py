@@ -120,6 +120,13 @@ def test_device_value_errors_enqueue_nothing(ctx, rng, arrays):
         assert is_poisoned(out), message
     with pytest.raises(ValueError, match=r"^k_cache: kv_append writes a device cache"):
         ctx.kv_append(k, v, [0, 0], arrays["k"], v)
+    k_new = cla.to_device(queue, arrays["k"][:1])
+    v_new = cla.to_device(queue, arrays["v"][:1])
+    pos = cla.to_device(queue, np.zeros(B, np.int32))
+    with pytest.raises(ValueError, match=r"^k_new: expected shape \(2, 9, 2, 24\), got \(1,"):
+        ctx.kv_append(k_new, v_new, pos, k, v)
+    with pytest.raises(ValueError, match=r"^pos: expected shape \(2,\)"):
+        ctx.kv_append(k, v, pos[:1], k, v)
 
 
 @pytest.mark.parametrize("kw,status,names", [
