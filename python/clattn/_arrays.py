@@ -153,7 +153,7 @@ class Call:
         if a is None:
             return ffi.NULL
         if self.device:
-            return self._device_buffer(a, copy_in=True, copy_out=False)
+            return self._device_buffer(a, output=False)
         arr = np.ascontiguousarray(a if host_dtype is None else np.asarray(a, host_dtype))
         buf = cl.Buffer(self.context.cl_context,
                         cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
@@ -184,7 +184,7 @@ class Call:
         call's event."""
         self.check_output(name, out, shape, dtype)
         if self.device:
-            return self._device_buffer(out, copy_in=False, copy_out=True)
+            return self._device_buffer(out, output=True, copy_in=False)
         host = out if out is not None else np.empty(shape, dtype)
         buf = cl.Buffer(self.context.cl_context, cl.mem_flags.READ_WRITE, host.nbytes)
         self.keep.append(buf)
@@ -194,9 +194,12 @@ class Call:
     def in_place(self, a):
         """A cl_mem for a pyopencl array the call reads and writes (a KV
         cache): a misaligned one is copied both ways."""
-        return self._device_buffer(a, copy_in=True, copy_out=True)
+        return self._device_buffer(a, output=True)
 
-    def _device_buffer(self, a, copy_in, copy_out):
+    def _device_buffer(self, a, output, copy_in=True):
+        """A cl_mem for a pyopencl array; output: the call writes it;
+        copy_in=False: the call writes every element (a misaligned array's
+        old contents need not reach its temporary)."""
         base = a.base_data
         self.keep.append(a)
         if a.offset == 0:
@@ -212,7 +215,7 @@ class Call:
         # runtime keeps the temporary alive until those commands complete.
         tmp = cl.Buffer(self.context.cl_context, cl.mem_flags.READ_WRITE, a.nbytes)
         self.keep.append(tmp)
-        if copy_out:
+        if output:
             self.copy_back.append((a, tmp))
         if copy_in:
             ev = cl.enqueue_copy(self.queue, tmp, base, byte_count=a.nbytes,
@@ -268,7 +271,7 @@ class Shape:
         self.dtype = dtype
 
 
-def lens_arg(name, lens, batch):
+def check_lens(name, lens, batch):
     """Sequence lengths as the C call takes them: NumPy (or a list) becomes
     int32 [batch]; a pyopencl array must already be int32 [batch], since
     converting it would be a hidden device copy.  None stays None."""

@@ -167,7 +167,7 @@ class Context(TalkingHeadsCalls, ToolCalls):
             oshape = (d.batch, d.heads_q, d.n_q, d.head_dim_v)
         else:
             oshape = (d.batch, d.n_q, d.heads_q, d.head_dim_v)
-        kv_lens = A.lens_arg("kv_lens", kv_lens, d.batch)
+        kv_lens = A.check_lens("kv_lens", kv_lens, d.batch)
         call = A.Call(self, [("q", q), ("k", k), ("v", v), ("kv_lens", kv_lens), ("out", out)],
                       wait_for)
         o = call.output("out", out, oshape, q.dtype)
@@ -219,7 +219,7 @@ class Context(TalkingHeadsCalls, ToolCalls):
                              alibi_slopes=alibi_slopes, sinks=sinks, params=params, keep=keep)
         if lens is None:
             raise ValueError("lens: decode needs each sequence's valid cache rows, int32 [batch]")
-        lens = A.lens_arg("lens", lens, d.batch)
+        lens = A.check_lens("lens", lens, d.batch)
         call = A.Call(self, [("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
                              ("lens", lens), ("out", out)], wait_for)
         o = call.output("out", out, (d.batch, d.heads_q, d.head_dim_v), q.dtype)
@@ -254,7 +254,7 @@ class Context(TalkingHeadsCalls, ToolCalls):
         A.dtype_code(("k_new", "v_new", "k_cache"), (k_new, v_new, k_cache), dtype)
         if pos is None:
             raise ValueError("pos: kv_append needs each sequence's first row, int32 [batch]")
-        pos = A.lens_arg("pos", pos, d.batch)
+        pos = A.check_lens("pos", pos, d.batch)
         call = A.Call(self, [("k_new", k_new), ("v_new", v_new), ("pos", pos),
                              ("k_cache", k_cache), ("v_cache", v_cache)], wait_for)
         args = (call.input("k_new", k_new), call.input("v_new", v_new),
