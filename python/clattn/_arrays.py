@@ -16,11 +16,19 @@ def is_device_array(a):
     return isinstance(a, cla.Array)
 
 
+def check_array(argname, a):
+    """Refuses what is not an array (a list, a scalar) by name."""
+    if any(getattr(a, attr, None) is None for attr in ("ndim", "shape", "dtype")):
+        raise ValueError("%s: expected a NumPy array or a pyopencl.array.Array, got %s"
+                         % (argname, type(a).__name__))
+
+
 def dtype_code(name, arrays, dtype):
     """The clattn dtype of the named arrays: float32, float16, or bfloat16
     (ml_dtypes' bfloat16, or uint16 with dtype="bf16"); all alike."""
     kinds = set()
     for argname, a in zip(name, arrays):
+        check_array(argname, a)
         dt = np.dtype(a.dtype)
         if dt == np.float32:
             kind = "f32"
@@ -55,6 +63,7 @@ def layout_code(argname, value):
 
 def shape_of(argname, a, ndim, names):
     """The array's shape as a dict of the given dimension names."""
+    check_array(argname, a)
     if a.ndim != ndim:
         raise ValueError("%s: expected %d dimensions [%s], got shape %s" % (
             argname, ndim, ", ".join(names), tuple(a.shape)))
@@ -68,12 +77,12 @@ def expect_shape(argname, a, want):
 
 
 def agree(what, values):
-    """values: (argname, value) pairs that must be equal."""
-    first = values[0][1]
-    for _, v in values[1:]:
+    """values: (argname, value) pairs that must be equal; the message names
+    the first argument that differs from the first one."""
+    first_name, first = values[0]
+    for name, v in values[1:]:
         if v != first:
-            raise ValueError("%s disagree: %s" % (what, ", ".join(
-                "%s %s" % (n, v) for n, v in values)))
+            raise ValueError("%s: %s %s, but %s's is %s" % (name, what, v, first_name, first))
     return first
 
 
@@ -92,27 +101,40 @@ def host_floats(argname, values, count):
 class Call:
     """The buffers of one call: which path (NumPy or PyOpenCL), the events
     to wait for, temporaries that must outlive the enqueue, and the copies
-    back into PyOpenCL outputs that could not be passed as they are."""
+    back into PyOpenCL outputs that could not be passed as they are.
+
+    Every check that can refuse an argument runs before the first enqueue:
+    the caller takes outputs (call.output) before inputs, and inputs copy
+    into temporaries only once every argument has been accepted."""
 
     def __init__(self, context, arrays, wait_for):
         self.context = context
         self.queue = context.queue
-        kinds = {is_device_array(a) for _, a in arrays if a is not None}
+        context.handle  # a closed Context raises before anything is made
+        present = [(n, a) for n, a in arrays if a is not None]
+        kinds = {is_device_array(a) for _, a in present}
         if len(kinds) > 1:
             raise ValueError(
                 "%s: pass all NumPy arrays or all pyopencl.array.Array, not a mix"
-                % ", ".join(n for n, a in arrays if a is not None))
+                % ", ".join(n for n, _ in present))
         self.device = kinds == {True}
         if wait_for is not None and not self.device:
             raise ValueError("wait_for: only calls on pyopencl arrays are asynchronous")
         self.wait = list(wait_for or [])
+        for e in self.wait:
+            if not isinstance(e, cl.Event):
+                raise ValueError("wait_for: expected pyopencl events, got %s"
+                                 % type(e).__name__)
         self.keep = []
         self.copy_back = []
         self.read_back = []
+        self._slot = None
+        for name, a in present:
+            # OpenCL has no empty buffer, and an empty pyopencl array has none.
+            if int(np.prod(a.shape)) == 0:
+                raise ValueError("%s: empty array (shape %s)" % (name, tuple(a.shape)))
         if self.device:
-            for name, a in arrays:
-                if a is None:
-                    continue
+            for name, a in present:
                 if a.context.int_ptr != context.cl_context.int_ptr:
                     raise ValueError("%s: the array belongs to another OpenCL context "
                                      "than this clattn.Context's" % name)
@@ -120,6 +142,7 @@ class Call:
                     raise ValueError(
                         "%s: a strided pyopencl array is not taken (the kernels read "
                         "dense rows); pass a C-contiguous array" % name)
+            for _, a in present:
                 self.wait.extend(a.events)
 
     def _wait_list(self):
@@ -132,62 +155,72 @@ class Call:
         if self.device:
             return self._device_buffer(a, output=False)
         arr = np.ascontiguousarray(a if host_dtype is None else np.asarray(a, host_dtype))
-        if arr.nbytes == 0:
-            raise ValueError("%s: empty array (shape %s)" % (name, arr.shape))
         buf = cl.Buffer(self.context.cl_context,
                         cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
         self.keep.append(buf)
         return ffi.cast("cl_mem", buf.int_ptr)
 
-    def output(self, name, out, shape, dtype):
-        """A cl_mem for an output: `out` itself (PyOpenCL), else a device
-        buffer read back into a new NumPy array after the call."""
+    def check_output(self, name, out, shape, dtype):
+        """Refuses an unsuitable out= (ValueError naming it); no enqueue."""
         if self.device:
             if out is None:
-                raise ValueError("out: a call on pyopencl arrays writes into out=, "
+                raise ValueError("%s: a call on pyopencl arrays writes into %s=, "
                                  "a pyopencl array of shape %s and dtype %s"
-                                 % (tuple(shape), np.dtype(dtype)))
-            expect_shape("out", out, shape)
+                                 % (name, name, tuple(shape), np.dtype(dtype)))
+            expect_shape(name, out, shape)
             if np.dtype(out.dtype) != np.dtype(dtype):
-                raise ValueError("out: dtype %s, expected %s" % (out.dtype, np.dtype(dtype)))
-            return self._device_buffer(out, output=True)
-        if out is not None:
+                raise ValueError("%s: dtype %s, expected %s" % (name, out.dtype, np.dtype(dtype)))
+        elif out is not None:
             if not isinstance(out, np.ndarray):
-                raise ValueError("out: expected a NumPy array like the inputs")
-            expect_shape("out", out, shape)
+                raise ValueError("%s: expected a NumPy array like the inputs" % name)
+            expect_shape(name, out, shape)
             if out.dtype != np.dtype(dtype) or not out.flags.c_contiguous or not out.flags.writeable:
-                raise ValueError("out: expected a writable C-contiguous %s array"
-                                 % np.dtype(dtype))
-            host = out
-        else:
-            host = np.empty(shape, dtype)
-        if host.nbytes == 0:
-            raise ValueError("out: empty result (shape %s)" % (tuple(shape),))
+                raise ValueError("%s: expected a writable C-contiguous %s array"
+                                 % (name, np.dtype(dtype)))
+
+    def output(self, name, out, shape, dtype):
+        """A cl_mem for an output: `out` itself (PyOpenCL), else a device
+        buffer read back into a NumPy array (out, or a new one) after the
+        call's event."""
+        self.check_output(name, out, shape, dtype)
+        if self.device:
+            return self._device_buffer(out, output=True, copy_in=False)
+        host = out if out is not None else np.empty(shape, dtype)
         buf = cl.Buffer(self.context.cl_context, cl.mem_flags.READ_WRITE, host.nbytes)
         self.keep.append(buf)
         self.read_back.append((host, buf))
         return ffi.cast("cl_mem", buf.int_ptr)
 
-    def _device_buffer(self, a, output):
+    def in_place(self, a):
+        """A cl_mem for a pyopencl array the call reads and writes (a KV
+        cache): a misaligned one is copied both ways."""
+        return self._device_buffer(a, output=True)
+
+    def _device_buffer(self, a, output, copy_in=True):
+        """A cl_mem for a pyopencl array; output: the call writes it;
+        copy_in=False: the call writes every element (a misaligned array's
+        old contents need not reach its temporary)."""
         base = a.base_data
+        self.keep.append(a)
         if a.offset == 0:
-            self.keep.append(a)
             return ffi.cast("cl_mem", base.int_ptr)
-        align = self.context.base_align
-        if a.offset % align == 0:
-            # A sub-buffer is the array's own memory at its offset.
+        if a.offset % self.context.base_align == 0:
+            # A sub-buffer is the array's own memory at its offset; the
+            # runtime keeps it alive for the commands that use it.
             sub = base.get_sub_region(a.offset, a.nbytes)
-            self.keep.extend([a, sub])
+            self.keep.append(sub)
             return ffi.cast("cl_mem", sub.int_ptr)
         # An offset the device cannot start a buffer at: the array is copied
-        # into a temporary (and back, for an output) on the same queue.
+        # into a temporary (and back, for an output) on the same queue; the
+        # runtime keeps the temporary alive until those commands complete.
         tmp = cl.Buffer(self.context.cl_context, cl.mem_flags.READ_WRITE, a.nbytes)
-        self.keep.extend([a, tmp])
+        self.keep.append(tmp)
         if output:
             self.copy_back.append((a, tmp))
-        else:
+        if copy_in:
             ev = cl.enqueue_copy(self.queue, tmp, base, byte_count=a.nbytes,
                                  src_offset=a.offset, wait_for=self._wait_list())
+            # The copy waited for everything before it; the call waits for it.
             self.wait = [ev]
         return ffi.cast("cl_mem", tmp.int_ptr)
 
@@ -210,14 +243,15 @@ class Call:
         return ev
 
     def finish(self, outputs=()):
-        """After a successful enqueue: the call's event owned by Python;
-        PyOpenCL outputs get it (and their copies back); NumPy outputs are
-        read back and returned."""
+        """After a successful enqueue: the call's event owned by Python (the
+        reference the C call gave us, not retained again); PyOpenCL outputs
+        get it (after their copies back) and it is returned; NumPy outputs
+        are read back once it completes and returned."""
         event = cl.Event.from_int_ptr(int(ffi.cast("intptr_t", self._slot[0])), retain=False)
         if self.device:
             for a, tmp in self.copy_back:
                 event = cl.enqueue_copy(self.queue, a.base_data, tmp, byte_count=a.nbytes,
-                                       dest_offset=a.offset, wait_for=[event])
+                                        dst_offset=a.offset, wait_for=[event])
             for a in outputs:
                 a.add_event(event)
             return event
@@ -238,13 +272,25 @@ class Shape:
 
 
 def check_lens(name, lens, batch):
+    """Sequence lengths as the C call takes them: NumPy (or a list) becomes
+    int32 [batch]; a pyopencl array must already be int32 [batch], since
+    converting it would be a hidden device copy.  None stays None."""
     if lens is None:
-        return
-    if np.dtype(lens.dtype) != np.int32 and not isinstance(lens, np.ndarray):
-        raise ValueError("%s: expected int32 [%d], got dtype %s" % (name, batch, lens.dtype))
-    if isinstance(lens, np.ndarray) and not np.issubdtype(lens.dtype, np.integer):
-        raise ValueError("%s: expected integers [%d], got dtype %s" % (name, batch, lens.dtype))
-    expect_shape(name, lens, (batch,))
+        return None
+    if is_device_array(lens):
+        if np.dtype(lens.dtype) != np.int32:
+            raise ValueError("%s: expected a pyopencl array of int32 [%d], got dtype %s"
+                             % (name, batch, lens.dtype))
+        expect_shape(name, lens, (batch,))
+        return lens
+    arr = np.asarray(lens)
+    if arr.dtype.kind not in "iu":
+        raise ValueError("%s: expected integers [%d], got dtype %s" % (name, batch, arr.dtype))
+    expect_shape(name, arr, (batch,))
+    info = np.iinfo(np.int32)
+    if arr.size and (arr.min() < info.min or arr.max() > info.max):
+        raise ValueError("%s: values outside int32" % name)
+    return np.ascontiguousarray(arr, dtype=np.int32)
 
 
 def result(call, out):

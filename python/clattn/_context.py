@@ -1,7 +1,6 @@
 """clattn.Context: a clattn context on its own device or an application's
 PyOpenCL queue, and the attention calls on it."""
 
-import numpy as np
 import pyopencl as cl
 
 from . import _arrays as A
@@ -134,12 +133,12 @@ class Context(TalkingHeadsCalls, ToolCalls):
         ks = A.shape_of("k", k, 4, kn)
         vs = A.shape_of("v", v, 4, kn)
         d = versioned("clattn_attn_desc")
-        d.batch = A.agree("batch sizes", [("q", qs["batch"]), ("k", ks["batch"]), ("v", vs["batch"])])
+        d.batch = A.agree("batch size", [("q", qs["batch"]), ("k", ks["batch"]), ("v", vs["batch"])])
         d.n_q = qs["n_q"]
-        d.n_kv = A.agree("key counts", [("k", ks["n"]), ("v", vs["n"])])
+        d.n_kv = A.agree("key count", [("k", ks["n"]), ("v", vs["n"])])
         d.heads_q = qs["heads"]
-        d.heads_kv = A.agree("KV heads", [("k", ks["heads"]), ("v", vs["heads"])])
-        d.head_dim_k = A.agree("key head dims", [("q", qs["dk"]), ("k", ks["d"])])
+        d.heads_kv = A.agree("KV head count", [("k", ks["heads"]), ("v", vs["heads"])])
+        d.head_dim_k = A.agree("key head dim", [("q", qs["dk"]), ("k", ks["d"])])
         d.head_dim_v = vs["d"]
         d.dtype = dt
         d.q_layout = ql
@@ -168,12 +167,12 @@ class Context(TalkingHeadsCalls, ToolCalls):
             oshape = (d.batch, d.heads_q, d.n_q, d.head_dim_v)
         else:
             oshape = (d.batch, d.n_q, d.heads_q, d.head_dim_v)
-        A.check_lens("kv_lens", kv_lens, d.batch)
+        kv_lens = A.check_lens("kv_lens", kv_lens, d.batch)
         call = A.Call(self, [("q", q), ("k", k), ("v", v), ("kv_lens", kv_lens), ("out", out)],
                       wait_for)
-        args = (call.input("q", q), call.input("k", k), call.input("v", v),
-                call.input("kv_lens", kv_lens, np.int32))
         o = call.output("out", out, oshape, q.dtype)
+        args = (call.input("q", q), call.input("k", k), call.input("v", v),
+                call.input("kv_lens", kv_lens))
         self.check(lib.clattn_attention(self.handle, d, *args, o, call.events()), "attention")
         return A.result(call, out)
 
@@ -191,13 +190,13 @@ class Context(TalkingHeadsCalls, ToolCalls):
         ks = A.shape_of("k_cache", k_cache, 4, cn)
         vs = A.shape_of("v_cache", v_cache, 4, cn)
         d = versioned("clattn_decode_desc")
-        d.batch = A.agree("batch sizes", [("q", qs["batch"]), ("k_cache", ks["batch"]),
+        d.batch = A.agree("batch size", [("q", qs["batch"]), ("k_cache", ks["batch"]),
                                           ("v_cache", vs["batch"])])
-        d.capacity = A.agree("cache capacities", [("k_cache", ks["capacity"]),
+        d.capacity = A.agree("cache capacity", [("k_cache", ks["capacity"]),
                                                   ("v_cache", vs["capacity"])])
         d.heads_q = qs["heads"]
-        d.heads_kv = A.agree("KV heads", [("k_cache", ks["heads"]), ("v_cache", vs["heads"])])
-        d.head_dim_k = A.agree("key head dims", [("q", qs["dk"]), ("k_cache", ks["d"])])
+        d.heads_kv = A.agree("KV head count", [("k_cache", ks["heads"]), ("v_cache", vs["heads"])])
+        d.head_dim_k = A.agree("key head dim", [("q", qs["dk"]), ("k_cache", ks["d"])])
         d.head_dim_v = vs["d"]
         d.dtype = dt
         d.cache_layout = cl_
@@ -220,12 +219,12 @@ class Context(TalkingHeadsCalls, ToolCalls):
                              alibi_slopes=alibi_slopes, sinks=sinks, params=params, keep=keep)
         if lens is None:
             raise ValueError("lens: decode needs each sequence's valid cache rows, int32 [batch]")
-        A.check_lens("lens", lens, d.batch)
+        lens = A.check_lens("lens", lens, d.batch)
         call = A.Call(self, [("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
                              ("lens", lens), ("out", out)], wait_for)
-        args = (call.input("q", q), call.input("k_cache", k_cache),
-                call.input("v_cache", v_cache), call.input("lens", lens, np.int32))
         o = call.output("out", out, (d.batch, d.heads_q, d.head_dim_v), q.dtype)
+        args = (call.input("q", q), call.input("k_cache", k_cache),
+                call.input("v_cache", v_cache), call.input("lens", lens))
         self.check(lib.clattn_decode(self.handle, d, *args, o, call.events()), "decode")
         return A.result(call, out)
 
@@ -242,19 +241,24 @@ class Context(TalkingHeadsCalls, ToolCalls):
                                  "pyopencl array" % name)
         ks = A.shape_of("k_new", k_new, 4, ("batch", "n_new", "heads", "dk"))
         vs = A.shape_of("v_new", v_new, 4, ("batch", "n_new", "heads", "dv"))
-        n_new = A.agree("new row counts", [("k_new", ks["n_new"]), ("v_new", vs["n_new"])])
-        q_stub = A.Shape((ks["batch"], heads_q or ks["heads"], ks["dk"]), k_new.dtype)
+        n_new = A.agree("new row count", [("k_new", ks["n_new"]), ("v_new", vs["n_new"])])
+        # The description's query is the cache's own shape, so that a
+        # mismatch is reported against k_new or v_new below, not a query.
+        bhsd = A.layout_code("cache_layout", cache_layout) == lib.CLATTN_BHSD
+        cs = A.shape_of("k_cache", k_cache, 4, ("batch", "heads", "capacity", "d") if bhsd
+                        else ("batch", "capacity", "heads", "d"))
+        q_stub = A.Shape((cs["batch"], heads_q or cs["heads"], cs["d"]), k_cache.dtype)
         d = self.decode_desc(q_stub, k_cache, v_cache, cache_layout=cache_layout, dtype=dtype)
         A.expect_shape("k_new", k_new, (d.batch, n_new, d.heads_kv, d.head_dim_k))
         A.expect_shape("v_new", v_new, (d.batch, n_new, d.heads_kv, d.head_dim_v))
         A.dtype_code(("k_new", "v_new", "k_cache"), (k_new, v_new, k_cache), dtype)
-        A.check_lens("pos", pos, d.batch)
+        if pos is None:
+            raise ValueError("pos: kv_append needs each sequence's first row, int32 [batch]")
+        pos = A.check_lens("pos", pos, d.batch)
         call = A.Call(self, [("k_new", k_new), ("v_new", v_new), ("pos", pos),
                              ("k_cache", k_cache), ("v_cache", v_cache)], wait_for)
         args = (call.input("k_new", k_new), call.input("v_new", v_new),
-                call.input("pos", pos, np.int32),
-                call._device_buffer(k_cache, output=True),
-                call._device_buffer(v_cache, output=True))
+                call.input("pos", pos), call.in_place(k_cache), call.in_place(v_cache))
         self.check(lib.clattn_kv_append(self.handle, d, n_new, *args, call.events()),
                    "kv_append")
         return call.finish(outputs=(k_cache, v_cache))

@@ -56,3 +56,41 @@ def decode(q, k_cache, v_cache, lens, **options):
     out = attention(np.asarray(q)[:, None], k_cache, v_cache, causal=False,
                     kv_lens=lens, **options)
     return out[:, 0]
+
+
+def bshd(a, layout):
+    """A [B, S, H, D] view of an array stored in `layout` ('bshd'/'bhsd')."""
+    return np.swapaxes(a, 1, 2) if layout == "bhsd" else a
+
+
+def f32_to_bf16(a):
+    """float32 -> bfloat16 bits as uint16, rounded to nearest even (as
+    PyTorch and ml_dtypes round); NaN stays a quiet NaN."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    nan = np.isnan(np.asarray(a, dtype=np.float32))
+    return np.where(nan, (bits >> 16) | 0x40, rounded).astype(np.uint16)
+
+
+def bf16_to_f32(u):
+    """bfloat16 bits (uint16) -> float32, exactly."""
+    return (np.asarray(u, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def storage(a, dtype):
+    """float32 values in a clattn storage dtype ('f32', 'f16', 'bf16': uint16
+    bits), and the float64 values the stored array holds (what a reference
+    must be given so that input rounding is not counted as error)."""
+    a = np.asarray(a, dtype=np.float32)
+    if dtype == "f32":
+        return a, a.astype(np.float64)
+    if dtype == "f16":
+        s = a.astype(np.float16)
+        return s, s.astype(np.float64)
+    s = f32_to_bf16(a)
+    return s, bf16_to_f32(s).astype(np.float64)
+
+
+def values(a, dtype):
+    """The float64 values of an array in a clattn storage dtype."""
+    return bf16_to_f32(a).astype(np.float64) if dtype == "bf16" else as_f64(a)
