@@ -231,8 +231,10 @@ class _Layer:
         s = self._check_x(x, 3, ("batch", "n", "d_model"))
         c = ffi.NULL if cache is None else self._check_cache(cache, s["batch"])
         call = A.Call(self.context, [("x", x), ("out", out)], wait_for)
-        xb = call.input("x", x)
+        # out first: a refused out= must leave nothing enqueued (a
+        # misaligned x is copied when taken).
         y = call.output("out", out, tuple(x.shape), np.float32)
+        xb = call.input("x", x)
         self.context.check(lib.clattn_layer_prefill(handle, c, s["batch"], s["n"],
                                                     int(bool(causal)), xb, y, call.events()),
                            "%s.prefill" % type(self).__name__)
@@ -248,8 +250,10 @@ class _Layer:
             raise ValueError("cache: decode appends to a KV cache: pass layer.cache(...)")
         c = self._check_cache(cache, s["batch"])
         call = A.Call(self.context, [("x", x), ("out", out)], wait_for)
-        xb = call.input("x", x)
+        # out first: a refused out= must leave nothing enqueued (a
+        # misaligned x is copied when taken).
         y = call.output("out", out, tuple(x.shape), np.float32)
+        xb = call.input("x", x)
         self.context.check(lib.clattn_layer_decode(handle, c, xb, y, call.events()),
                            "%s.decode" % type(self).__name__)
         return A.result(call, out)
