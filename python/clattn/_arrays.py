@@ -98,6 +98,15 @@ def host_floats(argname, values, count):
     return ffi.cast("const float *", ffi.from_buffer(arr)), arr
 
 
+# cffi types looked up once: a call's host time is the binding's budget.
+_MEM = ffi.typeof("cl_mem")
+_EVENT = ffi.typeof("cl_event")
+_EVENT_ARRAY = ffi.typeof("cl_event[]")
+_EVENT_SLOT = ffi.typeof("cl_event *")
+_EVENTS = ffi.typeof("clattn_events *")
+_EVENTS_SIZE = ffi.sizeof("clattn_events")
+
+
 class Call:
     """The buffers of one call: which path (NumPy or PyOpenCL), the events
     to wait for, temporaries that must outlive the enqueue, and the copies
@@ -131,11 +140,12 @@ class Call:
         self._slot = None
         for name, a in present:
             # OpenCL has no empty buffer, and an empty pyopencl array has none.
-            if int(np.prod(a.shape)) == 0:
+            if 0 in a.shape:
                 raise ValueError("%s: empty array (shape %s)" % (name, tuple(a.shape)))
         if self.device:
+            context_ptr = context.cl_context.int_ptr
             for name, a in present:
-                if a.context.int_ptr != context.cl_context.int_ptr:
+                if a.context.int_ptr != context_ptr:
                     raise ValueError("%s: the array belongs to another OpenCL context "
                                      "than this clattn.Context's" % name)
                 if not a.flags.c_contiguous:
@@ -158,7 +168,7 @@ class Call:
         buf = cl.Buffer(self.context.cl_context,
                         cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
         self.keep.append(buf)
-        return ffi.cast("cl_mem", buf.int_ptr)
+        return ffi.cast(_MEM, buf.int_ptr)
 
     def check_output(self, name, out, shape, dtype):
         """Refuses an unsuitable out= (ValueError naming it); no enqueue."""
@@ -189,7 +199,7 @@ class Call:
         buf = cl.Buffer(self.context.cl_context, cl.mem_flags.READ_WRITE, host.nbytes)
         self.keep.append(buf)
         self.read_back.append((host, buf))
-        return ffi.cast("cl_mem", buf.int_ptr)
+        return ffi.cast(_MEM, buf.int_ptr)
 
     def in_place(self, a):
         """A cl_mem for a pyopencl array the call reads and writes (a KV
@@ -203,13 +213,13 @@ class Call:
         base = a.base_data
         self.keep.append(a)
         if a.offset == 0:
-            return ffi.cast("cl_mem", base.int_ptr)
+            return ffi.cast(_MEM, base.int_ptr)
         if a.offset % self.context.base_align == 0:
             # A sub-buffer is the array's own memory at its offset; the
             # runtime keeps it alive for the commands that use it.
             sub = base.get_sub_region(a.offset, a.nbytes)
             self.keep.append(sub)
-            return ffi.cast("cl_mem", sub.int_ptr)
+            return ffi.cast(_MEM, sub.int_ptr)
         # An offset the device cannot start a buffer at: the array is copied
         # into a temporary (and back, for an output) on the same queue; the
         # runtime keeps the temporary alive until those commands complete.
@@ -222,20 +232,20 @@ class Call:
                                  src_offset=a.offset, wait_for=self._wait_list())
             # The copy waited for everything before it; the call waits for it.
             self.wait = [ev]
-        return ffi.cast("cl_mem", tmp.int_ptr)
+        return ffi.cast(_MEM, tmp.int_ptr)
 
     def events(self):
         """A clattn_events waiting for this call's events, with an out slot;
         the cffi objects are kept alive by this Call."""
-        ev = ffi.new("clattn_events *")
-        ev.size = ffi.sizeof("clattn_events")
+        ev = ffi.new(_EVENTS)
+        ev.size = _EVENTS_SIZE
         waits = self._wait_list()
         if waits:
-            arr = ffi.new("cl_event[]", [ffi.cast("cl_event", e.int_ptr) for e in waits])
+            arr = ffi.new(_EVENT_ARRAY, [ffi.cast(_EVENT, e.int_ptr) for e in waits])
             self.keep.append(arr)
             ev.num_wait = len(waits)
             ev.wait = arr
-        slot = ffi.new("cl_event *")
+        slot = ffi.new(_EVENT_SLOT)
         self.keep.append(slot)
         ev.out = slot
         self.keep.append(ev)

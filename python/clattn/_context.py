@@ -1,6 +1,7 @@
 """clattn.Context: a clattn context on its own device or an application's
 PyOpenCL queue, and the attention calls on it."""
 
+import numpy as np
 import pyopencl as cl
 
 from . import _arrays as A
@@ -58,6 +59,7 @@ class Context(TalkingHeadsCalls, ToolCalls):
                 int(ffi.cast("intptr_t", lib.clattn_ctx_queue(self._ctx))), retain=True)
         self.device = self.queue.device
         self.base_align = max(1, self.device.mem_base_addr_align // 8)
+        self._descs = {}
 
     # ------------------------------------------------------------ lifetime
     def close(self):
@@ -97,6 +99,25 @@ class Context(TalkingHeadsCalls, ToolCalls):
         return "clattn.Context(%r)" % (self.device_name,)
 
     # --------------------------------------------------------- parameters
+    _DESCS_KEPT = 256
+
+    def _described(self, key, build):
+        """The description build(keep) makes, reused while a call's shapes,
+        dtypes and options repeat: building one costs the host several times
+        the C call it describes.  The library reads a description only
+        during the call, so one object serves every call with its key."""
+        try:
+            hit = self._descs.get(key)
+        except TypeError:  # an unhashable argument: built each time
+            return build([])
+        if hit is None:
+            keep = []
+            hit = (build(keep), keep)
+            if len(self._descs) >= self._DESCS_KEPT:
+                self._descs.clear()
+            self._descs[key] = hit
+        return hit[0]
+
     def _params(self, keep, params):
         if params is None:
             return ffi.NULL
@@ -158,11 +179,14 @@ class Context(TalkingHeadsCalls, ToolCalls):
         two), kv_lens int32 [batch] or None.  NumPy arrays: returns the
         output [batch, n_q, heads_q, dv] as NumPy.  pyopencl arrays: writes
         out= and returns the call's pyopencl.Event (after wait_for)."""
-        keep = []
-        d = self.attention_desc(q, k, v, causal=causal, scale=scale, q_layout=q_layout,
-                                kv_layout=kv_layout, dtype=dtype, window=window,
-                                softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
-                                params=params, keep=keep)
+        d = self._described(
+            ("attention", _signature(q), _signature(k), _signature(v), causal, scale,
+             q_layout, kv_layout, dtype, window, softcap, _values(alibi_slopes),
+             _values(sinks), params),
+            lambda keep: self.attention_desc(
+                q, k, v, causal=causal, scale=scale, q_layout=q_layout,
+                kv_layout=kv_layout, dtype=dtype, window=window, softcap=softcap,
+                alibi_slopes=alibi_slopes, sinks=sinks, params=params, keep=keep))
         if d.q_layout == lib.CLATTN_BHSD:
             oshape = (d.batch, d.heads_q, d.n_q, d.head_dim_v)
         else:
@@ -213,10 +237,14 @@ class Context(TalkingHeadsCalls, ToolCalls):
         v_cache likewise with dv ('bhsd': [batch, heads_kv, capacity, d]),
         lens int32 [batch] (valid rows).  Returns [batch, heads_q, dv] as
         attention() does."""
-        keep = []
-        d = self.decode_desc(q, k_cache, v_cache, scale=scale, cache_layout=cache_layout,
-                             dtype=dtype, window=window, softcap=softcap,
-                             alibi_slopes=alibi_slopes, sinks=sinks, params=params, keep=keep)
+        d = self._described(
+            ("decode", _signature(q), _signature(k_cache), _signature(v_cache), scale,
+             cache_layout, dtype, window, softcap, _values(alibi_slopes), _values(sinks),
+             params),
+            lambda keep: self.decode_desc(
+                q, k_cache, v_cache, scale=scale, cache_layout=cache_layout, dtype=dtype,
+                window=window, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
+                params=params, keep=keep))
         if lens is None:
             raise ValueError("lens: decode needs each sequence's valid cache rows, int32 [batch]")
         lens = A.check_lens("lens", lens, d.batch)
@@ -262,3 +290,21 @@ class Context(TalkingHeadsCalls, ToolCalls):
         self.check(lib.clattn_kv_append(self.handle, d, n_new, *args, call.events()),
                    "kv_append")
         return call.finish(outputs=(k_cache, v_cache))
+
+
+def _signature(a):
+    """What of an array a description depends on (its kind, shape and
+    dtype); anything else is checked when the description is built."""
+    return (type(a), getattr(a, "shape", None), getattr(a, "dtype", None))
+
+
+def _values(values):
+    """An option's per-head array as a key: its float32 bytes (None: none;
+    something that is not numbers keys nothing alike, and is refused by name
+    when the description is built)."""
+    if values is None:
+        return None
+    try:
+        return np.asarray(values, dtype=np.float32).tobytes()
+    except (TypeError, ValueError):
+        return object()

@@ -146,3 +146,19 @@ def test_numpy_out_is_written(ctx, rng):
     got = ctx.attention(q, k, v, out=out)
     assert got is out
     assert_close(out, reference.attention(*ref_in), "f32")
+
+
+def test_repeated_shapes_take_each_calls_options(ctx, rng):
+    # The binding reuses a call's description while its shapes, dtypes and
+    # options repeat (Context._described): a call that differs only in an
+    # option's values, the scale or the mask must still get its own.
+    (q, k, v), ref_in = qkv(rng, 2, 7, 33, HEADS_Q, 2)
+    sinks = np.array(OPTIONS["sinks"], np.float32)
+    calls = [dict(causal=True, sinks=sinks), dict(causal=True, sinks=sinks + 1.5),
+             dict(causal=False, sinks=sinks), dict(causal=True, sinks=sinks, scale=0.4),
+             dict(causal=True, sinks=sinks)]
+    for kw in calls:
+        assert_close(ctx.attention(q, k, v, **kw), reference.attention(*ref_in, **kw), "f32")
+    sinks[:] = 3.0  # the same array object with new values is a new key
+    kw = dict(causal=True, sinks=sinks)
+    assert_close(ctx.attention(q, k, v, **kw), reference.attention(*ref_in, **kw), "f32")
