@@ -11,7 +11,10 @@ before anything is enqueued.  docs/PYTHON.md has the rest."""
 
 from ._context import Context
 from ._lib import Error, ffi, lib, text  # noqa: F401 - ffi, lib: the raw C API
+from ._tools import (Choice, Database, Family, TuneResult, Tunable, datasheets,
+                     default_db_path, families, model)
 
 __version__ = text(lib.clattn_version())
 
-__all__ = ["Context", "Error", "__version__"]
+__all__ = ["Context", "Error", "__version__", "Choice", "Database", "Family", "TuneResult",
+           "Tunable", "datasheets", "default_db_path", "families", "model"]
