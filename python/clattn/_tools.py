@@ -633,8 +633,8 @@ class ToolCalls:
     def _host_lens(name, lens, batch, keep):
         if lens is None:
             return ffi.NULL
-        A.check_lens(name, lens, batch)
-        values = lens.get() if A.is_device_array(lens) else lens
+        values = lens.get() if A.is_device_array(lens) else np.asarray(lens)
+        A.check_lens(name, values, batch)
         arr = np.ascontiguousarray(values, dtype=np.int32)
         keep.append(arr)
         return ffi.cast("const int *", ffi.from_buffer(arr))
