@@ -13,8 +13,12 @@ from ._context import Context
 from ._layers import (EfficientLayer, GQALayer, KVCache, OptimisedLayer, SuperLayer,
                       SwitchHeadLayer, TalkingHeadsLayer)
 from ._lib import Error, ffi, lib, text  # noqa: F401 - ffi, lib: the raw C API
+from ._tools import (Choice, Database, Family, TuneResult, Tunable, datasheets,
+                     default_db_path, families, model)
 
 __version__ = text(lib.clattn_version())
 
-__all__ = ["Context", "EfficientLayer", "Error", "GQALayer", "KVCache", "OptimisedLayer",
-           "SuperLayer", "SwitchHeadLayer", "TalkingHeadsLayer", "__version__"]
+__all__ = ["Choice", "Context", "Database", "EfficientLayer", "Error", "Family", "GQALayer",
+           "KVCache", "OptimisedLayer", "SuperLayer", "SwitchHeadLayer", "TalkingHeadsLayer",
+           "TuneResult", "Tunable", "__version__", "datasheets", "default_db_path", "families",
+           "model"]

@@ -1,6 +1,215 @@
 """Talking-heads attention calls of clattn.Context (prefill, decode,
 append)."""
 
+import numpy as np
+
+from . import _arrays as A
+from ._lib import lib, versioned
+
+
+def _mixing_dtype(name, a):
+    # NumPy weights of any real float dtype are converted to float32 as
+    # they are uploaded; a device array is passed as it is, so it must be
+    # float32 already.
+    dt = np.dtype(a.dtype)
+    if A.is_device_array(a):
+        if dt != np.float32:
+            raise ValueError("%s: a pyopencl mixing matrix must be float32, got %s"
+                             % (name, dt))
+    elif dt.kind != "f":
+        raise ValueError("%s: expected a float32 matrix, got dtype %s" % (name, dt))
+
+
+def _mixing(p_l, p_w, heads_k, heads_v):
+    """The logit heads the mixing matrices give, their shapes and dtypes
+    checked: p_l [heads_k, heads], p_w [heads, heads_v]."""
+    ls = A.shape_of("p_l", p_l, 2, ("heads_k", "heads"))
+    A.shape_of("p_w", p_w, 2, ("heads", "heads_v"))
+    _mixing_dtype("p_l", p_l)
+    _mixing_dtype("p_w", p_w)
+    A.expect_shape("p_l", p_l, (heads_k, ls["heads"]))
+    A.expect_shape("p_w", p_w, (ls["heads"], heads_v))
+    return ls["heads"]
+
 
 class TalkingHeadsCalls:
-    """Mixed into clattn.Context."""
+    """Mixed into clattn.Context.
+
+    Talking-heads calls take the window alone of the attention options
+    (clattn.h): softcap, ALiBi and sinks act on a head's logits, which here
+    are mixed across heads, so the library refuses them and they are no
+    keywords here."""
+
+    # ------------------------------------------------------------ prefill
+    def talking_heads_desc(self, q, k, v, p_l, p_w, *, causal=False, scale=None,
+                           q_layout="bshd", kv_layout="bshd", dtype=None, window=0,
+                           params=None, keep=None):
+        """The clattn_th_desc of a talking-heads call on these arrays (their
+        shapes and dtypes checked)."""
+        keep = [] if keep is None else keep
+        dt, _ = A.dtype_code(("q", "k", "v"), (q, k, v), dtype)
+        ql = A.layout_code("q_layout", q_layout)
+        kl = A.layout_code("kv_layout", kv_layout)
+        qn = ("batch", "heads", "n_q", "dk") if ql == lib.CLATTN_BHSD else ("batch", "n_q", "heads", "dk")
+        kn = ("batch", "heads", "n", "d") if kl == lib.CLATTN_BHSD else ("batch", "n", "heads", "d")
+        qs = A.shape_of("q", q, 4, qn)
+        ks = A.shape_of("k", k, 4, kn)
+        vs = A.shape_of("v", v, 4, kn)
+        d = versioned("clattn_th_desc")
+        d.batch = A.agree("batch size", [("q", qs["batch"]), ("k", ks["batch"]), ("v", vs["batch"])])
+        d.n_q = qs["n_q"]
+        d.n_kv = A.agree("key count", [("k", ks["n"]), ("v", vs["n"])])
+        d.heads_k = A.agree("query and key head count", [("q", qs["heads"]), ("k", ks["heads"])])
+        d.heads_v = vs["heads"]
+        d.heads = _mixing(p_l, p_w, d.heads_k, d.heads_v)
+        d.head_dim_k = A.agree("key head dim", [("q", qs["dk"]), ("k", ks["d"])])
+        d.head_dim_v = vs["d"]
+        d.dtype = dt
+        d.q_layout = ql
+        d.kv_layout = kl
+        d.scale = self._scale(scale)
+        d.causal = int(bool(causal))
+        d.params = self._params(keep, params)
+        d.window = int(window)
+        return d
+
+    def talking_heads(self, q, k, v, p_l, p_w, *, causal=False, scale=None, kv_lens=None,
+                      q_layout="bshd", kv_layout="bshd", dtype=None, window=0, params=None,
+                      out=None, wait_for=None):
+        """Talking-heads attention (Shazeer et al. 2020): q [batch, n_q,
+        heads_k, dk], k [batch, n_kv, heads_k, dk], v [batch, n_kv, heads_v,
+        dv] (BSHD; 'bhsd' swaps the middle two), p_l float32 [heads_k,
+        heads] mixing the logits into the softmax heads, p_w float32 [heads,
+        heads_v] mixing the weights into the value heads, kv_lens int32
+        [batch] or None.  NumPy arrays: returns [batch, n_q, heads_v, dv] as
+        NumPy.  pyopencl arrays: writes out= and returns the call's
+        pyopencl.Event (after wait_for)."""
+        keep = []
+        d = self.talking_heads_desc(q, k, v, p_l, p_w, causal=causal, scale=scale,
+                                    q_layout=q_layout, kv_layout=kv_layout, dtype=dtype,
+                                    window=window, params=params, keep=keep)
+        if d.q_layout == lib.CLATTN_BHSD:
+            oshape = (d.batch, d.heads_v, d.n_q, d.head_dim_v)
+        else:
+            oshape = (d.batch, d.n_q, d.heads_v, d.head_dim_v)
+        A.check_lens("kv_lens", kv_lens, d.batch)
+        call = A.Call(self, [("q", q), ("k", k), ("v", v), ("p_l", p_l), ("p_w", p_w),
+                             ("kv_lens", kv_lens), ("out", out)], wait_for)
+        o = call.output("out", out, oshape, q.dtype)
+        args = (call.input("q", q), call.input("k", k), call.input("v", v),
+                call.input("p_l", p_l, np.float32), call.input("p_w", p_w, np.float32),
+                call.input("kv_lens", kv_lens, np.int32))
+        self.check(lib.clattn_talking_heads(self.handle, d, *args, o, call.events()),
+                   "talking_heads")
+        return A.result(call, out)
+
+    # ------------------------------------------------------------- decode
+    def talking_heads_decode_desc(self, q, k_cache, v_cache, p_l, p_w, *, scale=None,
+                                  cache_layout="bshd", dtype=None, window=0, params=None,
+                                  keep=None):
+        """The clattn_th_decode_desc of a talking-heads decode on these
+        arrays."""
+        return self._th_cache_desc(q, k_cache, v_cache,
+                                   lambda hk, hv: _mixing(p_l, p_w, hk, hv), scale=scale,
+                                   cache_layout=cache_layout, dtype=dtype, window=window,
+                                   params=params, keep=keep)
+
+    def _th_cache_desc(self, q, k_cache, v_cache, logit_heads, *, scale=None,
+                       cache_layout="bshd", dtype=None, window=0, params=None, keep=None):
+        # logit_heads(heads_k, heads_v): the decode's mixing matrices give
+        # them; an append, which takes none, gives them as a number.
+        keep = [] if keep is None else keep
+        dt, _ = A.dtype_code(("q", "k_cache", "v_cache"), (q, k_cache, v_cache), dtype)
+        cl_ = A.layout_code("cache_layout", cache_layout)
+        cn = (("batch", "heads", "capacity", "d") if cl_ == lib.CLATTN_BHSD
+              else ("batch", "capacity", "heads", "d"))
+        qs = A.shape_of("q", q, 3, ("batch", "heads", "dk"))
+        ks = A.shape_of("k_cache", k_cache, 4, cn)
+        vs = A.shape_of("v_cache", v_cache, 4, cn)
+        d = versioned("clattn_th_decode_desc")
+        d.batch = A.agree("batch size", [("q", qs["batch"]), ("k_cache", ks["batch"]),
+                                         ("v_cache", vs["batch"])])
+        d.capacity = A.agree("cache capacity", [("k_cache", ks["capacity"]),
+                                                ("v_cache", vs["capacity"])])
+        d.heads_k = A.agree("query and key head count", [("q", qs["heads"]),
+                                                         ("k_cache", ks["heads"])])
+        d.heads_v = vs["heads"]
+        d.heads = logit_heads(d.heads_k, d.heads_v)
+        d.head_dim_k = A.agree("key head dim", [("q", qs["dk"]), ("k_cache", ks["d"])])
+        d.head_dim_v = vs["d"]
+        d.dtype = dt
+        d.cache_layout = cl_
+        d.scale = self._scale(scale)
+        d.params = self._params(keep, params)
+        d.window = int(window)
+        return d
+
+    def talking_heads_decode(self, q, k_cache, v_cache, p_l, p_w, lens, *, scale=None,
+                             cache_layout="bshd", dtype=None, window=0, params=None,
+                             out=None, wait_for=None):
+        """One query per sequence against a talking-heads KV cache (split-KV,
+        exact): q [batch, heads_k, dk], k_cache [batch, capacity, heads_k,
+        dk], v_cache [batch, capacity, heads_v, dv] ('bhsd': heads before
+        capacity), p_l [heads_k, heads], p_w [heads, heads_v], lens int32
+        [batch] (valid rows; the query sits at the last).  Returns [batch,
+        heads_v, dv] as talking_heads() does."""
+        keep = []
+        d = self.talking_heads_decode_desc(q, k_cache, v_cache, p_l, p_w, scale=scale,
+                                           cache_layout=cache_layout, dtype=dtype,
+                                           window=window, params=params, keep=keep)
+        if lens is None:
+            raise ValueError("lens: decode needs each sequence's valid cache rows, int32 [batch]")
+        A.check_lens("lens", lens, d.batch)
+        call = A.Call(self, [("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
+                             ("p_l", p_l), ("p_w", p_w), ("lens", lens), ("out", out)],
+                      wait_for)
+        o = call.output("out", out, (d.batch, d.heads_v, d.head_dim_v), q.dtype)
+        args = (call.input("q", q), call.input("k_cache", k_cache),
+                call.input("v_cache", v_cache), call.input("p_l", p_l, np.float32),
+                call.input("p_w", p_w, np.float32), call.input("lens", lens, np.int32))
+        self.check(lib.clattn_talking_heads_decode(self.handle, d, *args, o, call.events()),
+                   "talking_heads_decode")
+        return A.result(call, out)
+
+    def talking_heads_append(self, k_new, v_new, pos, k_cache, v_cache, *,
+                             cache_layout="bshd", dtype=None, heads=None, wait_for=None):
+        """Writes n_new rows per sequence into a talking-heads cache in
+        place, at rows pos[b] .. pos[b] + n_new - 1: k_new [batch, n_new,
+        heads_k, dk], v_new [batch, n_new, heads_v, dv] (BSHD, the caches'
+        dtype), pos int32 [batch].  heads: the logit heads of the decode
+        that reads the cache (the description is checked as that decode's;
+        default heads_k).  The caches must be pyopencl arrays; returns the
+        call's pyopencl.Event."""
+        for name, a in (("k_cache", k_cache), ("v_cache", v_cache)):
+            if not A.is_device_array(a):
+                raise ValueError("%s: talking_heads_append writes a device cache in place: "
+                                 "pass a pyopencl array" % name)
+        ks = A.shape_of("k_new", k_new, 4, ("batch", "n_new", "heads_k", "dk"))
+        vs = A.shape_of("v_new", v_new, 4, ("batch", "n_new", "heads_v", "dv"))
+        n_new = A.agree("new row count", [("k_new", ks["n_new"]), ("v_new", vs["n_new"])])
+        # The query a decode of these caches takes, so that the rows' shapes
+        # are checked against the caches' (and named as k_new, v_new).
+        bhsd = A.layout_code("cache_layout", cache_layout) == lib.CLATTN_BHSD
+        kc = A.shape_of("k_cache", k_cache, 4, ("batch", "heads", "capacity", "dk") if bhsd
+                        else ("batch", "capacity", "heads", "dk"))
+        q_stub = A.Shape((kc["batch"], kc["heads"], kc["dk"]), k_cache.dtype)
+        d = self._th_cache_desc(q_stub, k_cache, v_cache,
+                                lambda hk, hv: hk if heads is None else int(heads),
+                                cache_layout=cache_layout, dtype=dtype)
+        A.expect_shape("k_new", k_new, (d.batch, n_new, d.heads_k, d.head_dim_k))
+        A.expect_shape("v_new", v_new, (d.batch, n_new, d.heads_v, d.head_dim_v))
+        A.dtype_code(("k_new", "v_new", "k_cache"), (k_new, v_new, k_cache), dtype)
+        if pos is None:
+            raise ValueError("pos: talking_heads_append needs each sequence's first row, "
+                             "int32 [batch]")
+        A.check_lens("pos", pos, d.batch)
+        call = A.Call(self, [("k_new", k_new), ("v_new", v_new), ("pos", pos),
+                             ("k_cache", k_cache), ("v_cache", v_cache)], wait_for)
+        args = (call.input("k_new", k_new), call.input("v_new", v_new),
+                call.input("pos", pos, np.int32),
+                call._device_buffer(k_cache, output=True),
+                call._device_buffer(v_cache, output=True))
+        self.check(lib.clattn_talking_heads_append(self.handle, d, n_new, *args,
+                                                   call.events()),
+                   "talking_heads_append")
+        return call.finish(outputs=(k_cache, v_cache))
