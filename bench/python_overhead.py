@@ -144,7 +144,7 @@ def main():
             gate = cl.UserEvent(ctx.cl_context)
             cl.enqueue_marker(ctx.queue, wait_for=[gate])
             profiler.enable()
-            event = python_call()
+            python_call()
             profiler.disable()
             gate.set_status(cl.command_execution_status.COMPLETE)
             ctx.queue.finish()

@@ -1,11 +1,13 @@
 """clattn.Context: a clattn context on its own device or an application's
 PyOpenCL queue, and the attention calls on it."""
 
+import os
+
 import numpy as np
 import pyopencl as cl
 
 from . import _arrays as A
-from ._lib import Error, check, cstr, ffi, lib, versioned
+from ._lib import Error, check, cstr, ffi, lib, params_struct, versioned
 from ._talking_heads import TalkingHeadsCalls
 from ._tools import ToolCalls
 
@@ -60,6 +62,8 @@ class Context(TalkingHeadsCalls, ToolCalls):
         self.device = self.queue.device
         self.base_align = max(1, self.device.mem_base_addr_align // 8)
         self._descs = {}
+        # tune() and profile() write to and read the database the calls read.
+        self.tuning_db = None if tuning_db is None else os.fspath(tuning_db)
 
     # ------------------------------------------------------------ lifetime
     def close(self):
@@ -118,14 +122,6 @@ class Context(TalkingHeadsCalls, ToolCalls):
             self._descs[key] = hit
         return hit[0]
 
-    def _params(self, keep, params):
-        if params is None:
-            return ffi.NULL
-        p = versioned("clattn_params")
-        p.text = cstr(keep, params)
-        keep.append(p)
-        return p
-
     def _options(self, desc, keep, heads, window, softcap, alibi_slopes, sinks):
         desc.window = int(window)
         desc.softcap = float(softcap)
@@ -166,7 +162,7 @@ class Context(TalkingHeadsCalls, ToolCalls):
         d.kv_layout = kl
         d.scale = self._scale(scale)
         d.causal = int(bool(causal))
-        d.params = self._params(keep, params)
+        d.params = params_struct(keep, params)
         self._options(d, keep, d.heads_q, window, softcap, alibi_slopes, sinks)
         return d
 
@@ -225,7 +221,7 @@ class Context(TalkingHeadsCalls, ToolCalls):
         d.dtype = dt
         d.cache_layout = cl_
         d.scale = self._scale(scale)
-        d.params = self._params(keep, params)
+        d.params = params_struct(keep, params)
         self._options(d, keep, d.heads_q, window, softcap, alibi_slopes, sinks)
         return d
 

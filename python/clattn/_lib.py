@@ -79,3 +79,14 @@ def versioned(ctype):
     obj = ffi.new(ctype + " *")
     obj.size = ffi.sizeof(ctype)
     return obj
+
+
+def params_struct(keep, params):
+    """A clattn_params holding the caller's "name=value ..." text, kept
+    alive in `keep` (NULL for None)."""
+    if params is None:
+        return ffi.NULL
+    p = versioned("clattn_params")
+    p.text = cstr(keep, params)
+    keep.append(p)
+    return p

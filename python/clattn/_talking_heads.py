@@ -4,7 +4,7 @@ append)."""
 import numpy as np
 
 from . import _arrays as A
-from ._lib import lib, versioned
+from ._lib import lib, params_struct, versioned
 
 
 def _mixing_dtype(name, a):
@@ -69,7 +69,7 @@ class TalkingHeadsCalls:
         d.kv_layout = kl
         d.scale = self._scale(scale)
         d.causal = int(bool(causal))
-        d.params = self._params(keep, params)
+        d.params = params_struct(keep, params)
         d.window = int(window)
         return d
 
@@ -92,13 +92,13 @@ class TalkingHeadsCalls:
             oshape = (d.batch, d.heads_v, d.n_q, d.head_dim_v)
         else:
             oshape = (d.batch, d.n_q, d.heads_v, d.head_dim_v)
-        A.check_lens("kv_lens", kv_lens, d.batch)
+        kv_lens = A.check_lens("kv_lens", kv_lens, d.batch)
         call = A.Call(self, [("q", q), ("k", k), ("v", v), ("p_l", p_l), ("p_w", p_w),
                              ("kv_lens", kv_lens), ("out", out)], wait_for)
         o = call.output("out", out, oshape, q.dtype)
         args = (call.input("q", q), call.input("k", k), call.input("v", v),
                 call.input("p_l", p_l, np.float32), call.input("p_w", p_w, np.float32),
-                call.input("kv_lens", kv_lens, np.int32))
+                call.input("kv_lens", kv_lens))
         self.check(lib.clattn_talking_heads(self.handle, d, *args, o, call.events()),
                    "talking_heads")
         return A.result(call, out)
@@ -140,7 +140,7 @@ class TalkingHeadsCalls:
         d.dtype = dt
         d.cache_layout = cl_
         d.scale = self._scale(scale)
-        d.params = self._params(keep, params)
+        d.params = params_struct(keep, params)
         d.window = int(window)
         return d
 
@@ -159,14 +159,14 @@ class TalkingHeadsCalls:
                                            window=window, params=params, keep=keep)
         if lens is None:
             raise ValueError("lens: decode needs each sequence's valid cache rows, int32 [batch]")
-        A.check_lens("lens", lens, d.batch)
+        lens = A.check_lens("lens", lens, d.batch)
         call = A.Call(self, [("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
                              ("p_l", p_l), ("p_w", p_w), ("lens", lens), ("out", out)],
                       wait_for)
         o = call.output("out", out, (d.batch, d.heads_v, d.head_dim_v), q.dtype)
         args = (call.input("q", q), call.input("k_cache", k_cache),
                 call.input("v_cache", v_cache), call.input("p_l", p_l, np.float32),
-                call.input("p_w", p_w, np.float32), call.input("lens", lens, np.int32))
+                call.input("p_w", p_w, np.float32), call.input("lens", lens))
         self.check(lib.clattn_talking_heads_decode(self.handle, d, *args, o, call.events()),
                    "talking_heads_decode")
         return A.result(call, out)
@@ -202,13 +202,13 @@ class TalkingHeadsCalls:
         if pos is None:
             raise ValueError("pos: talking_heads_append needs each sequence's first row, "
                              "int32 [batch]")
-        A.check_lens("pos", pos, d.batch)
+        pos = A.check_lens("pos", pos, d.batch)
         call = A.Call(self, [("k_new", k_new), ("v_new", v_new), ("pos", pos),
                              ("k_cache", k_cache), ("v_cache", v_cache)], wait_for)
         args = (call.input("k_new", k_new), call.input("v_new", v_new),
-                call.input("pos", pos, np.int32),
-                call._device_buffer(k_cache, output=True),
-                call._device_buffer(v_cache, output=True))
+                call.input("pos", pos),
+                call.in_place(k_cache),
+                call.in_place(v_cache))
         self.check(lib.clattn_talking_heads_append(self.handle, d, n_new, *args,
                                                    call.events()),
                    "talking_heads_append")

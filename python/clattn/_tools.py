@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from . import _arrays as A
-from ._lib import Error, cstr, ffi, lib, text, versioned
+from ._lib import Error, cstr, ffi, lib, params_struct, text, versioned
 
 # ------------------------------------------------------------ C records
 
@@ -195,17 +195,6 @@ def _shape_text(shape, keys):
     return " ".join(words)
 
 
-def _params_arg(keep, params):
-    """A clattn_params holding the caller's "name=value ..." text (NULL
-    for None)."""
-    if params is None:
-        return ffi.NULL
-    p = versioned("clattn_params")
-    p.text = cstr(keep, params)
-    keep.append(p)
-    return p
-
-
 def _path(path):
     return None if path is None else os.fspath(path)
 
@@ -370,7 +359,7 @@ def _model_shape(family, shape, params, prof):
     keep = []
     pr = versioned("clattn_prediction")
     status = lib.clattn_model_shape(cstr(keep, _family(family)), cstr(keep, shape),
-                                    _params_arg(keep, params), prof, pr)
+                                    params_struct(keep, params), prof, pr)
     return _prediction(status, pr, prof, "model %s" % family)
 
 
@@ -477,7 +466,7 @@ class ToolCalls:
     def _tuning_db_path(self):
         # The tuning database the context reads its choices from
         # (Context(tuning_db=)); None is the default path for both.
-        return getattr(self, "tuning_db", None)
+        return self.tuning_db
 
     # ------------------------------------------------------------ explain
     def explain_attention(self, q, k, v, **options):
@@ -510,7 +499,7 @@ class ToolCalls:
         ch = versioned("clattn_choice")
         status = lib.clattn_explain_shape(self.handle, cstr(keep, _family(family)),
                                           cstr(keep, _shape_text(shape, keys)),
-                                          _params_arg(keep, params), ch)
+                                          params_struct(keep, params), ch)
         self.check(status, "explain %s" % family)
         return _choice(ch)
 

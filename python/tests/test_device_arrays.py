@@ -10,7 +10,7 @@ import pytest
 
 import clattn
 import reference
-from conftest import assert_close, is_poisoned, poison
+from conftest import assert_close, poison
 
 B, NQ, NKV, HQ, HKV, DK, DV = 2, 7, 33, 6, 2, 24, 16
 OUT_SHAPE = (B, NQ, HQ, DV)
