@@ -71,7 +71,8 @@ def shape_of(argname, a, ndim, names):
 
 
 def expect_shape(argname, a, want):
-    if tuple(int(s) for s in a.shape) != tuple(want):
+    # Both tuples of ints compare equal whatever integer types they hold.
+    if tuple(a.shape) != tuple(want):
         raise ValueError("%s: expected shape %s, got %s" % (
             argname, tuple(want), tuple(a.shape)))
 
@@ -120,40 +121,47 @@ class Call:
         self.context = context
         self.queue = context.queue
         context.handle  # a closed Context raises before anything is made
-        present = [(n, a) for n, a in arrays if a is not None]
-        kinds = {is_device_array(a) for _, a in present}
-        if len(kinds) > 1:
+        # One pass over the arguments: a call's host time is the binding's
+        # budget (bench/python_overhead.py).
+        self.wait = [] if wait_for is None else list(wait_for)
+        device = numpy = 0
+        context_ptr = None
+        for name, a in arrays:
+            if a is None:
+                continue
+            # OpenCL has no empty buffer, and an empty pyopencl array has none.
+            if 0 in a.shape:
+                raise ValueError("%s: empty array (shape %s)" % (name, tuple(a.shape)))
+            if not isinstance(a, cla.Array):
+                numpy += 1
+                continue
+            device += 1
+            if context_ptr is None:
+                context_ptr = context.cl_context.int_ptr
+            if a.context.int_ptr != context_ptr:
+                raise ValueError("%s: the array belongs to another OpenCL context "
+                                 "than this clattn.Context's" % name)
+            if not a.flags.c_contiguous:
+                raise ValueError(
+                    "%s: a strided pyopencl array is not taken (the kernels read "
+                    "dense rows); pass a C-contiguous array" % name)
+            self.wait.extend(a.events)
+        if device and numpy:
             raise ValueError(
                 "%s: pass all NumPy arrays or all pyopencl.array.Array, not a mix"
-                % ", ".join(n for n, _ in present))
-        self.device = kinds == {True}
-        if wait_for is not None and not self.device:
-            raise ValueError("wait_for: only calls on pyopencl arrays are asynchronous")
-        self.wait = list(wait_for or [])
-        for e in self.wait:
-            if not isinstance(e, cl.Event):
-                raise ValueError("wait_for: expected pyopencl events, got %s"
-                                 % type(e).__name__)
+                % ", ".join(n for n, a in arrays if a is not None))
+        self.device = device > 0
+        if wait_for is not None:
+            if not self.device:
+                raise ValueError("wait_for: only calls on pyopencl arrays are asynchronous")
+            for e in wait_for:
+                if not isinstance(e, cl.Event):
+                    raise ValueError("wait_for: expected pyopencl events, got %s"
+                                     % type(e).__name__)
         self.keep = []
         self.copy_back = []
         self.read_back = []
         self._slot = None
-        for name, a in present:
-            # OpenCL has no empty buffer, and an empty pyopencl array has none.
-            if 0 in a.shape:
-                raise ValueError("%s: empty array (shape %s)" % (name, tuple(a.shape)))
-        if self.device:
-            context_ptr = context.cl_context.int_ptr
-            for name, a in present:
-                if a.context.int_ptr != context_ptr:
-                    raise ValueError("%s: the array belongs to another OpenCL context "
-                                     "than this clattn.Context's" % name)
-                if not a.flags.c_contiguous:
-                    raise ValueError(
-                        "%s: a strided pyopencl array is not taken (the kernels read "
-                        "dense rows); pass a C-contiguous array" % name)
-            for _, a in present:
-                self.wait.extend(a.events)
 
     def _wait_list(self):
         return [e for e in self.wait if e is not None]
