@@ -87,6 +87,27 @@ def agree(what, values):
     return first
 
 
+def qkv_shapes(q, k, v, q_layout, kv_layout, dtype):
+    """What the q, k, v of a prefill-shaped call say, checked: their dtype
+    code, the two layout codes, each array's dims by name ("batch", "n_q"
+    or "n", "heads", "dk" or "d"), and the sizes they must share: batch,
+    n_kv, head_dim_k (q with k) and head_dim_v."""
+    dt, _ = dtype_code(("q", "k", "v"), (q, k, v), dtype)
+    ql = layout_code("q_layout", q_layout)
+    kl = layout_code("kv_layout", kv_layout)
+    qn = ("batch", "heads", "n_q", "dk") if ql == lib.CLATTN_BHSD else ("batch", "n_q", "heads", "dk")
+    kn = ("batch", "heads", "n", "d") if kl == lib.CLATTN_BHSD else ("batch", "n", "heads", "d")
+    qs = shape_of("q", q, 4, qn)
+    ks = shape_of("k", k, 4, kn)
+    vs = shape_of("v", v, 4, kn)
+    return dict(
+        dtype=dt, q_layout=ql, kv_layout=kl, q=qs, k=ks, v=vs,
+        batch=agree("batch size", [("q", qs["batch"]), ("k", ks["batch"]), ("v", vs["batch"])]),
+        n_kv=agree("key count", [("k", ks["n"]), ("v", vs["n"])]),
+        head_dim_k=agree("key head dim", [("q", qs["dk"]), ("k", ks["d"])]),
+        head_dim_v=vs["d"])
+
+
 def host_floats(argname, values, count):
     """An optional host float32[count] array for an option (cffi pointer,
     owner), NULL for None."""

@@ -7,12 +7,12 @@ import numpy as np
 import pyopencl as cl
 
 from . import _arrays as A
-from ._lib import Error, check, cstr, ffi, lib, params_struct, versioned
+from ._lib import Closable, Error, check, cstr, ffi, lib, params_struct, versioned
 from ._talking_heads import TalkingHeadsCalls
 from ._tools import ToolCalls
 
 
-class Context(TalkingHeadsCalls, ToolCalls):
+class Context(TalkingHeadsCalls, ToolCalls, Closable):
     """A clattn context.
 
     Context(device=None, queue=None, *, cache_dir=None, tuning_db=None,
@@ -73,18 +73,6 @@ class Context(TalkingHeadsCalls, ToolCalls):
             lib.clattn_ctx_destroy(self._ctx)
             self._ctx = ffi.NULL
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
-
     @property
     def handle(self):
         """The clattn_ctx * (cffi pointer) for the calls; Error once closed."""
@@ -141,25 +129,14 @@ class Context(TalkingHeadsCalls, ToolCalls):
         """The clattn_attn_desc of an attention call on these arrays (their
         shapes and dtypes checked); also what explain takes."""
         keep = [] if keep is None else keep
-        dt, _ = A.dtype_code(("q", "k", "v"), (q, k, v), dtype)
-        ql = A.layout_code("q_layout", q_layout)
-        kl = A.layout_code("kv_layout", kv_layout)
-        qn = ("batch", "heads", "n_q", "dk") if ql == lib.CLATTN_BHSD else ("batch", "n_q", "heads", "dk")
-        kn = ("batch", "heads", "n", "d") if kl == lib.CLATTN_BHSD else ("batch", "n", "heads", "d")
-        qs = A.shape_of("q", q, 4, qn)
-        ks = A.shape_of("k", k, 4, kn)
-        vs = A.shape_of("v", v, 4, kn)
+        s = A.qkv_shapes(q, k, v, q_layout, kv_layout, dtype)
         d = versioned("clattn_attn_desc")
-        d.batch = A.agree("batch size", [("q", qs["batch"]), ("k", ks["batch"]), ("v", vs["batch"])])
-        d.n_q = qs["n_q"]
-        d.n_kv = A.agree("key count", [("k", ks["n"]), ("v", vs["n"])])
-        d.heads_q = qs["heads"]
-        d.heads_kv = A.agree("KV head count", [("k", ks["heads"]), ("v", vs["heads"])])
-        d.head_dim_k = A.agree("key head dim", [("q", qs["dk"]), ("k", ks["d"])])
-        d.head_dim_v = vs["d"]
-        d.dtype = dt
-        d.q_layout = ql
-        d.kv_layout = kl
+        d.batch, d.n_kv = s["batch"], s["n_kv"]
+        d.n_q = s["q"]["n_q"]
+        d.heads_q = s["q"]["heads"]
+        d.heads_kv = A.agree("KV head count", [("k", s["k"]["heads"]), ("v", s["v"]["heads"])])
+        d.head_dim_k, d.head_dim_v = s["head_dim_k"], s["head_dim_v"]
+        d.dtype, d.q_layout, d.kv_layout = s["dtype"], s["q_layout"], s["kv_layout"]
         d.scale = self._scale(scale)
         d.causal = int(bool(causal))
         d.params = params_struct(keep, params)

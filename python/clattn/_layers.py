@@ -8,7 +8,7 @@ import pyopencl as cl
 
 from . import _arrays as A
 from ._context import Context
-from ._lib import Error, ffi, lib, versioned
+from ._lib import Closable, Error, ffi, lib, versioned
 
 
 def _dims(argname, w, names):
@@ -43,7 +43,7 @@ def _head_dim(wname, columns, heads, heads_name, dim_name, given):
     return columns // heads
 
 
-class KVCache:
+class KVCache(Closable):
     """A layer's KV cache: batch sequences of at most `capacity` positions,
     on the device, owned by the library.  len(cache) is the positions each
     sequence holds; reset() empties it; close() frees it (idempotent)."""
@@ -89,25 +89,13 @@ class KVCache:
             lib.clattn_kv_cache_destroy(self._cache)
             self._cache = ffi.NULL
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
-
     def __repr__(self):
         state = "closed" if self._cache == ffi.NULL else "len=%d" % len(self)
         return "clattn.KVCache(batch=%d, capacity=%d, %s)" % (self.batch, self.capacity,
                                                               state)
 
 
-class _Layer:
+class _Layer(Closable):
     """What every layer shares: the weights' upload, the C layer's lifetime,
     its caches, prefill and decode.  Subclasses build the description."""
 
@@ -182,18 +170,6 @@ class _Layer:
         lib.clattn_layer_destroy(self._layer)
         self._layer = ffi.NULL
         self._weights = {}
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
 
     # --------------------------------------------------------------- calls
     def cache(self, batch, capacity):

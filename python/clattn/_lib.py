@@ -90,3 +90,20 @@ def params_struct(keep, params):
     p.text = cstr(keep, params)
     keep.append(p)
     return p
+
+
+class Closable:
+    """A C object's owner: `with` closes it, and so does garbage collection
+    (close() must be idempotent)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass

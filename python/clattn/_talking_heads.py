@@ -47,26 +47,16 @@ class TalkingHeadsCalls:
         """The clattn_th_desc of a talking-heads call on these arrays (their
         shapes and dtypes checked)."""
         keep = [] if keep is None else keep
-        dt, _ = A.dtype_code(("q", "k", "v"), (q, k, v), dtype)
-        ql = A.layout_code("q_layout", q_layout)
-        kl = A.layout_code("kv_layout", kv_layout)
-        qn = ("batch", "heads", "n_q", "dk") if ql == lib.CLATTN_BHSD else ("batch", "n_q", "heads", "dk")
-        kn = ("batch", "heads", "n", "d") if kl == lib.CLATTN_BHSD else ("batch", "n", "heads", "d")
-        qs = A.shape_of("q", q, 4, qn)
-        ks = A.shape_of("k", k, 4, kn)
-        vs = A.shape_of("v", v, 4, kn)
+        s = A.qkv_shapes(q, k, v, q_layout, kv_layout, dtype)
         d = versioned("clattn_th_desc")
-        d.batch = A.agree("batch size", [("q", qs["batch"]), ("k", ks["batch"]), ("v", vs["batch"])])
-        d.n_q = qs["n_q"]
-        d.n_kv = A.agree("key count", [("k", ks["n"]), ("v", vs["n"])])
-        d.heads_k = A.agree("query and key head count", [("q", qs["heads"]), ("k", ks["heads"])])
-        d.heads_v = vs["heads"]
+        d.batch, d.n_kv = s["batch"], s["n_kv"]
+        d.n_q = s["q"]["n_q"]
+        d.heads_k = A.agree("query and key head count",
+                            [("q", s["q"]["heads"]), ("k", s["k"]["heads"])])
+        d.heads_v = s["v"]["heads"]
         d.heads = _mixing(p_l, p_w, d.heads_k, d.heads_v)
-        d.head_dim_k = A.agree("key head dim", [("q", qs["dk"]), ("k", ks["d"])])
-        d.head_dim_v = vs["d"]
-        d.dtype = dt
-        d.q_layout = ql
-        d.kv_layout = kl
+        d.head_dim_k, d.head_dim_v = s["head_dim_k"], s["head_dim_v"]
+        d.dtype, d.q_layout, d.kv_layout = s["dtype"], s["q_layout"], s["kv_layout"]
         d.scale = self._scale(scale)
         d.causal = int(bool(causal))
         d.params = params_struct(keep, params)

@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from . import _arrays as A
-from ._lib import Error, cstr, ffi, lib, params_struct, text, versioned
+from ._lib import Closable, Error, cstr, ffi, lib, params_struct, text, versioned
 
 # ------------------------------------------------------------ C records
 
@@ -207,7 +207,7 @@ def _db_error(status, db, what):
 # ------------------------------------------------------------ database
 
 
-class Database:
+class Database(Closable):
     """The tuning database (SQLite): Database(path=None, readonly=False).
 
     path None: $CLATTN_DB, else the default path (default_db_path()).
@@ -258,18 +258,6 @@ class Database:
         if self._db != ffi.NULL:
             lib.clattn_db_close(self._db)
             self._db = ffi.NULL
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
 
     def __repr__(self):
         if self._db == ffi.NULL:
