@@ -301,6 +301,43 @@ class Call:
         return results
 
 
+def cache_shapes(q, k_cache, v_cache, cache_layout, dtype):
+    """What the q and caches of a decode-shaped call say, checked: the
+    dtype and layout codes, each array's dims by name, and the sizes they
+    share: batch, capacity, head_dim_k (q with k_cache) and head_dim_v."""
+    dt, _ = dtype_code(("q", "k_cache", "v_cache"), (q, k_cache, v_cache), dtype)
+    layout = layout_code("cache_layout", cache_layout)
+    cn = (("batch", "heads", "capacity", "d") if layout == lib.CLATTN_BHSD
+          else ("batch", "capacity", "heads", "d"))
+    qs = shape_of("q", q, 3, ("batch", "heads", "dk"))
+    ks = shape_of("k_cache", k_cache, 4, cn)
+    vs = shape_of("v_cache", v_cache, 4, cn)
+    return dict(
+        dtype=dt, cache_layout=layout, q=qs, k=ks, v=vs,
+        batch=agree("batch size", [("q", qs["batch"]), ("k_cache", ks["batch"]),
+                                   ("v_cache", vs["batch"])]),
+        capacity=agree("cache capacity", [("k_cache", ks["capacity"]),
+                                          ("v_cache", vs["capacity"])]),
+        head_dim_k=agree("key head dim", [("q", qs["dk"]), ("k_cache", ks["d"])]),
+        head_dim_v=vs["d"])
+
+
+def set_options(desc, keep, heads, scale, window, softcap, alibi_slopes, sinks):
+    """The scale and the attention options of a description (their arrays
+    host float32 [heads], kept alive in `keep`).  A window that is not an
+    integer is refused here; the values' own rules (a negative window, a
+    non-finite slope) are the library's, which names them."""
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)):
+        raise ValueError("window: expected an integer, got %r" % (window,))
+    desc.scale = 0.0 if scale is None else float(scale)
+    desc.window = int(window)
+    desc.softcap = float(softcap)
+    desc.alibi_slopes, owner = host_floats("alibi_slopes", alibi_slopes, heads)
+    keep.append(owner)
+    desc.sinks, owner = host_floats("sinks", sinks, heads)
+    keep.append(owner)
+
+
 class Shape:
     """Shape and dtype alone, for a description built without an array."""
 

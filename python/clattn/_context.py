@@ -110,18 +110,6 @@ class Context(TalkingHeadsCalls, ToolCalls, Closable):
             self._descs[key] = hit
         return hit[0]
 
-    def _options(self, desc, keep, heads, window, softcap, alibi_slopes, sinks):
-        desc.window = int(window)
-        desc.softcap = float(softcap)
-        desc.alibi_slopes, owner = A.host_floats("alibi_slopes", alibi_slopes, heads)
-        keep.append(owner)
-        desc.sinks, owner = A.host_floats("sinks", sinks, heads)
-        keep.append(owner)
-
-    @staticmethod
-    def _scale(scale):
-        return 0.0 if scale is None else float(scale)
-
     # ---------------------------------------------------------- attention
     def attention_desc(self, q, k, v, *, causal=False, scale=None, q_layout="bshd",
                        kv_layout="bshd", dtype=None, window=0, softcap=0.0,
@@ -137,10 +125,9 @@ class Context(TalkingHeadsCalls, ToolCalls, Closable):
         d.heads_kv = A.agree("KV head count", [("k", s["k"]["heads"]), ("v", s["v"]["heads"])])
         d.head_dim_k, d.head_dim_v = s["head_dim_k"], s["head_dim_v"]
         d.dtype, d.q_layout, d.kv_layout = s["dtype"], s["q_layout"], s["kv_layout"]
-        d.scale = self._scale(scale)
         d.causal = int(bool(causal))
         d.params = params_struct(keep, params)
-        self._options(d, keep, d.heads_q, window, softcap, alibi_slopes, sinks)
+        A.set_options(d, keep, d.heads_q, scale, window, softcap, alibi_slopes, sinks)
         return d
 
     def attention(self, q, k, v, *, causal=False, scale=None, kv_lens=None,
@@ -179,27 +166,16 @@ class Context(TalkingHeadsCalls, ToolCalls, Closable):
                     params=None, keep=None):
         """The clattn_decode_desc of a decode call on these arrays."""
         keep = [] if keep is None else keep
-        dt, _ = A.dtype_code(("q", "k_cache", "v_cache"), (q, k_cache, v_cache), dtype)
-        cl_ = A.layout_code("cache_layout", cache_layout)
-        cn = (("batch", "heads", "capacity", "d") if cl_ == lib.CLATTN_BHSD
-              else ("batch", "capacity", "heads", "d"))
-        qs = A.shape_of("q", q, 3, ("batch", "heads", "dk"))
-        ks = A.shape_of("k_cache", k_cache, 4, cn)
-        vs = A.shape_of("v_cache", v_cache, 4, cn)
+        s = A.cache_shapes(q, k_cache, v_cache, cache_layout, dtype)
         d = versioned("clattn_decode_desc")
-        d.batch = A.agree("batch size", [("q", qs["batch"]), ("k_cache", ks["batch"]),
-                                          ("v_cache", vs["batch"])])
-        d.capacity = A.agree("cache capacity", [("k_cache", ks["capacity"]),
-                                                  ("v_cache", vs["capacity"])])
-        d.heads_q = qs["heads"]
-        d.heads_kv = A.agree("KV head count", [("k_cache", ks["heads"]), ("v_cache", vs["heads"])])
-        d.head_dim_k = A.agree("key head dim", [("q", qs["dk"]), ("k_cache", ks["d"])])
-        d.head_dim_v = vs["d"]
-        d.dtype = dt
-        d.cache_layout = cl_
-        d.scale = self._scale(scale)
+        d.batch, d.capacity = s["batch"], s["capacity"]
+        d.heads_q = s["q"]["heads"]
+        d.heads_kv = A.agree("KV head count", [("k_cache", s["k"]["heads"]),
+                                               ("v_cache", s["v"]["heads"])])
+        d.head_dim_k, d.head_dim_v = s["head_dim_k"], s["head_dim_v"]
+        d.dtype, d.cache_layout = s["dtype"], s["cache_layout"]
         d.params = params_struct(keep, params)
-        self._options(d, keep, d.heads_q, window, softcap, alibi_slopes, sinks)
+        A.set_options(d, keep, d.heads_q, scale, window, softcap, alibi_slopes, sinks)
         return d
 
     def decode(self, q, k_cache, v_cache, lens, *, scale=None, cache_layout="bshd",

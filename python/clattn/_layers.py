@@ -137,17 +137,6 @@ class _Layer(Closable):
         ctx.check(create(handle, desc, *mems, out), type(self).__name__)
         self._layer = out[0]
 
-    def _set_options(self, desc, keep, heads, scale, window, softcap, alibi_slopes, sinks):
-        if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 0:
-            raise ValueError("window: expected an integer >= 0, got %r" % (window,))
-        desc.scale = 0.0 if scale is None else float(scale)
-        desc.window = int(window)
-        desc.softcap = float(softcap)
-        desc.alibi_slopes, owner = A.host_floats("alibi_slopes", alibi_slopes, heads)
-        keep.append(owner)
-        desc.sinks, owner = A.host_floats("sinks", sinks, heads)
-        keep.append(owner)
-
     # ------------------------------------------------------------ lifetime
     @property
     def handle(self):
@@ -265,7 +254,7 @@ class GQALayer(_Layer):
         keep = []
         d = versioned("clattn_layer_desc")
         d.d_model, d.heads_q, d.heads_kv, d.head_dim_k, d.head_dim_v = D, hq, hkv, dk, dv
-        self._set_options(d, keep, hq, scale, window, softcap, alibi_slopes, sinks)
+        A.set_options(d, keep, hq, scale, window, softcap, alibi_slopes, sinks)
         self._create(ctx, [("w_q", w_q, (D, hq * dk)), ("w_k", w_k, (D, hkv * dk)),
                            ("w_v", w_v, (D, hkv * dv)), ("w_o", w_o, (hq * dv, D))],
                      lib.clattn_layer_create, d)
@@ -302,7 +291,7 @@ class TalkingHeadsLayer(_Layer):
         d = versioned("clattn_th_layer_desc")
         d.d_model, d.heads_k, d.heads, d.heads_v = D, hk, h, hv
         d.head_dim_k, d.head_dim_v = dk, dv
-        self._set_options(d, keep, h, scale, window, softcap, alibi_slopes, sinks)
+        A.set_options(d, keep, h, scale, window, softcap, alibi_slopes, sinks)
         self._create(ctx, [("w_q", w_q, (D, hk * dk)), ("w_k", w_k, (D, hk * dk)),
                            ("w_v", w_v, (D, hv * dv)), ("w_o", w_o, (hv * dv, D)),
                            ("p_l", p_l, (hk, h)), ("p_w", p_w, (h, hv))],
@@ -327,7 +316,7 @@ class _HosseiniLayer(_Layer):
         keep = []
         d = versioned("clattn_hh_layer_desc")
         d.d_model, d.heads, d.max_len = self.d_model, self.heads, max_len
-        self._set_options(d, keep, self.heads, scale, window, softcap, alibi_slopes, sinks)
+        A.set_options(d, keep, self.heads, scale, window, softcap, alibi_slopes, sinks)
         self._create(ctx, weights, create, d)
 
 
@@ -405,7 +394,7 @@ class SwitchHeadLayer(_Layer):
         keep = []
         d = versioned("clattn_switchhead_layer_desc")
         d.d_model, d.heads, d.head_dim, d.experts, d.topk = D, H, dh, E, self.topk
-        self._set_options(d, keep, H, scale, window, softcap, alibi_slopes, sinks)
+        A.set_options(d, keep, H, scale, window, softcap, alibi_slopes, sinks)
         self._create(ctx, [("w_q", w_q, (D, H * dh)), ("w_k", w_k, (D, H * dh)),
                            ("w_v", w_v, (H, E, D, dh)), ("w_o", w_o, (H, E, dh, D)),
                            ("w_s", w_s, (D, H * E)), ("w_d", w_d, (D, H * E))],

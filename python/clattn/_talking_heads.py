@@ -57,10 +57,10 @@ class TalkingHeadsCalls:
         d.heads = _mixing(p_l, p_w, d.heads_k, d.heads_v)
         d.head_dim_k, d.head_dim_v = s["head_dim_k"], s["head_dim_v"]
         d.dtype, d.q_layout, d.kv_layout = s["dtype"], s["q_layout"], s["kv_layout"]
-        d.scale = self._scale(scale)
         d.causal = int(bool(causal))
         d.params = params_struct(keep, params)
-        d.window = int(window)
+        # The window alone: the library refuses the other options here.
+        A.set_options(d, keep, d.heads, scale, window, 0.0, None, None)
         return d
 
     def talking_heads(self, q, k, v, p_l, p_w, *, causal=False, scale=None, kv_lens=None,
@@ -109,29 +109,18 @@ class TalkingHeadsCalls:
         # logit_heads(heads_k, heads_v): the decode's mixing matrices give
         # them; an append, which takes none, gives them as a number.
         keep = [] if keep is None else keep
-        dt, _ = A.dtype_code(("q", "k_cache", "v_cache"), (q, k_cache, v_cache), dtype)
-        cl_ = A.layout_code("cache_layout", cache_layout)
-        cn = (("batch", "heads", "capacity", "d") if cl_ == lib.CLATTN_BHSD
-              else ("batch", "capacity", "heads", "d"))
-        qs = A.shape_of("q", q, 3, ("batch", "heads", "dk"))
-        ks = A.shape_of("k_cache", k_cache, 4, cn)
-        vs = A.shape_of("v_cache", v_cache, 4, cn)
+        s = A.cache_shapes(q, k_cache, v_cache, cache_layout, dtype)
         d = versioned("clattn_th_decode_desc")
-        d.batch = A.agree("batch size", [("q", qs["batch"]), ("k_cache", ks["batch"]),
-                                         ("v_cache", vs["batch"])])
-        d.capacity = A.agree("cache capacity", [("k_cache", ks["capacity"]),
-                                                ("v_cache", vs["capacity"])])
-        d.heads_k = A.agree("query and key head count", [("q", qs["heads"]),
-                                                         ("k_cache", ks["heads"])])
-        d.heads_v = vs["heads"]
+        d.batch, d.capacity = s["batch"], s["capacity"]
+        d.heads_k = A.agree("query and key head count", [("q", s["q"]["heads"]),
+                                                         ("k_cache", s["k"]["heads"])])
+        d.heads_v = s["v"]["heads"]
         d.heads = logit_heads(d.heads_k, d.heads_v)
-        d.head_dim_k = A.agree("key head dim", [("q", qs["dk"]), ("k_cache", ks["d"])])
-        d.head_dim_v = vs["d"]
-        d.dtype = dt
-        d.cache_layout = cl_
-        d.scale = self._scale(scale)
+        d.head_dim_k, d.head_dim_v = s["head_dim_k"], s["head_dim_v"]
+        d.dtype, d.cache_layout = s["dtype"], s["cache_layout"]
         d.params = params_struct(keep, params)
-        d.window = int(window)
+        # The window alone: the library refuses the other options here.
+        A.set_options(d, keep, d.heads, scale, window, 0.0, None, None)
         return d
 
     def talking_heads_decode(self, q, k_cache, v_cache, p_l, p_w, lens, *, scale=None,

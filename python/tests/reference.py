@@ -8,6 +8,20 @@ def as_f64(a):
     return np.asarray(a, dtype=np.float64)
 
 
+def mask(kv_lens, b, n_q, n_kv, causal, window):
+    """Which keys t each query of sequence b sees (visible [n_q, n_kv]), and
+    the positions: query i at p = L - n_q + i (L its valid keys), key t."""
+    length = n_kv if kv_lens is None else int(np.clip(kv_lens[b], 0, n_kv))
+    t = np.arange(n_kv)[None, :]
+    p = (length - n_q + np.arange(n_q))[:, None]
+    visible = t < length
+    if causal:
+        visible = visible & (t <= p)
+    if window:
+        visible = visible & (p - window < t)
+    return visible, p, t
+
+
 def attention(q, k, v, *, causal=False, scale=None, kv_lens=None, window=0,
               softcap=0.0, alibi_slopes=None, sinks=None):
     """q [B, n_q, Hq, dk], k [B, n_kv, Hkv, dk], v [B, n_kv, Hkv, dv] (BSHD)
@@ -19,14 +33,7 @@ def attention(q, k, v, *, causal=False, scale=None, kv_lens=None, window=0,
     scale = 1.0 / np.sqrt(dk) if scale is None else scale
     out = np.zeros(q.shape[:3] + (v.shape[3],))
     for b in range(batch):
-        length = n_kv if kv_lens is None else int(np.clip(kv_lens[b], 0, n_kv))
-        t = np.arange(n_kv)[None, :]
-        p = (length - n_q + np.arange(n_q))[:, None]
-        visible = t < length
-        if causal:
-            visible = visible & (t <= p)
-        if window:
-            visible = visible & (p - window < t)
+        visible, p, t = mask(kv_lens, b, n_q, n_kv, causal, window)
         for h in range(heads_q):
             g = h // group
             s = (q[b, :, h, :] * scale) @ k[b, :, g, :].T

@@ -3,6 +3,8 @@ definition in clattn.h (clattn_talking_heads), not from the kernels."""
 
 import numpy as np
 
+import reference
+
 
 def talking_heads(q, k, v, p_l, p_w, *, causal=False, scale=None, kv_lens=None, window=0):
     """q [B, n_q, Hk, dk], k [B, n_kv, Hk, dk], v [B, n_kv, Hv, dv] (BSHD),
@@ -18,14 +20,7 @@ def talking_heads(q, k, v, p_l, p_w, *, causal=False, scale=None, kv_lens=None, 
     scale = 1.0 / np.sqrt(dk) if scale is None else scale
     out = np.zeros((batch, n_q, v.shape[2], v.shape[3]))
     for b in range(batch):
-        length = n_kv if kv_lens is None else int(np.clip(kv_lens[b], 0, n_kv))
-        t = np.arange(n_kv)[None, :]
-        p = (length - n_q + np.arange(n_q))[:, None]
-        visible = t < length
-        if causal:
-            visible = visible & (t <= p)
-        if window:
-            visible = visible & (p - window < t)
+        visible, _, _ = reference.mask(kv_lens, b, n_q, n_kv, causal, window)
         # logits of the key heads [Hk, n_q, n_kv], mixed into the softmax heads
         s = np.einsum("iad,tad->ait", q[b] * scale, k[b])
         mixed = np.einsum("ait,ac->cit", s, p_l)
