@@ -162,3 +162,31 @@ def test_repeated_shapes_take_each_calls_options(ctx, rng):
     sinks[:] = 3.0  # the same array object with new values is a new key
     kw = dict(causal=True, sinks=sinks)
     assert_close(ctx.attention(q, k, v, **kw), reference.attention(*ref_in, **kw), "f32")
+
+
+def test_threads_share_a_context(ctx, rng):
+    # cffi releases the GIL in the C call, so the threads' calls meet in the
+    # library (which serialises a context's calls) and in the binding's
+    # description cache at once; each must still get its own answer.
+    import threading
+
+    cases = []
+    for i in range(4):
+        (q, k, v), ref_in = qkv(rng, 1 + i % 2, 7, 33, 6, 2)
+        cases.append(((q, k, v), reference.attention(*ref_in, causal=bool(i % 2)), bool(i % 2)))
+    errors = []
+
+    def run(case):
+        (q, k, v), want, causal = case
+        try:
+            for _ in range(10):
+                assert_close(ctx.attention(q, k, v, causal=causal), want, "f32")
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in cases]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors

@@ -89,3 +89,15 @@ def test_struct_sizes_agree_with_the_compiler(tmp_path):
     differ = {s: (compiled[s], (ffi.sizeof(s), ffi.alignof(s)))
               for s in structs if compiled[s] != (ffi.sizeof(s), ffi.alignof(s))}
     assert not differ, "(sizeof, alignof) C against cffi: %s" % differ
+
+
+def test_header_constants_reach_the_package():
+    # make_cdef.py carries each integer #define of the public headers into
+    # the declarations; compare with the headers' text itself.
+    found = {}
+    for header in ("clattn.h", "clattn_tools.h"):
+        with open(os.path.join(SOURCE, "host", "include", header), encoding="utf-8") as f:
+            found.update(re.findall(r"^#define (CLATTN_[A-Z0-9_]+) (-?[0-9]+)$", f.read(), re.M))
+    assert "CLATTN_MAX_HEAD_DIM" in found and "CLATTN_TH_MAX_HEADS" in found
+    for name, value in found.items():
+        assert getattr(clattn.lib, name) == int(value), name
