@@ -113,7 +113,11 @@ def host_floats(argname, values, count):
     owner), NULL for None."""
     if values is None:
         return ffi.NULL, None
-    arr = np.ascontiguousarray(np.asarray(values, dtype=np.float32))
+    try:
+        arr = np.ascontiguousarray(np.asarray(values, dtype=np.float32))
+    except (TypeError, ValueError):
+        raise ValueError("%s: expected %d numbers (one per query head), got %s"
+                         % (argname, count, type(values).__name__)) from None
     if arr.shape != (count,):
         raise ValueError("%s: expected %d values (one per query head), got shape %s"
                          % (argname, count, arr.shape))
@@ -144,12 +148,18 @@ class Call:
         context.handle  # a closed Context raises before anything is made
         # One pass over the arguments: a call's host time is the binding's
         # budget (bench/python_overhead.py).
-        self.wait = [] if wait_for is None else list(wait_for)
+        try:
+            self.wait = [] if wait_for is None else list(wait_for)
+        except TypeError:
+            raise ValueError("wait_for: expected a list of pyopencl events, got %s"
+                             % type(wait_for).__name__) from None
+        n_given = len(self.wait)
         device = numpy = 0
         context_ptr = None
         for name, a in arrays:
             if a is None:
                 continue
+            check_array(name, a)
             # OpenCL has no empty buffer, and an empty pyopencl array has none.
             if 0 in a.shape:
                 raise ValueError("%s: empty array (shape %s)" % (name, tuple(a.shape)))
@@ -166,6 +176,9 @@ class Call:
                 raise ValueError(
                     "%s: a strided pyopencl array is not taken (the kernels read "
                     "dense rows); pass a C-contiguous array" % name)
+            if not isinstance(a.base_data, cl.MemoryObjectHolder):
+                raise ValueError("%s: an SVM-backed pyopencl array is not taken; pass one "
+                                 "allocated as a buffer" % name)
             self.wait.extend(a.events)
         if device and numpy:
             raise ValueError(
@@ -175,7 +188,7 @@ class Call:
         if wait_for is not None:
             if not self.device:
                 raise ValueError("wait_for: only calls on pyopencl arrays are asynchronous")
-            for e in wait_for:
+            for e in self.wait[:n_given]:
                 if not isinstance(e, cl.Event):
                     raise ValueError("wait_for: expected pyopencl events, got %s"
                                      % type(e).__name__)
@@ -191,8 +204,9 @@ class Call:
         """A cl_mem for an input (None: NULL)."""
         if a is None:
             return ffi.NULL
-        if self.device:
+        if self.device and isinstance(a, cla.Array):
             return self._device_buffer(a, output=False)
+        # NumPy (in a device call, only host lengths: see lengths_kind).
         arr = np.ascontiguousarray(a if host_dtype is None else np.asarray(a, host_dtype))
         buf = cl.Buffer(self.context.cl_context,
                         cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
@@ -246,7 +260,10 @@ class Call:
         if a.offset % self.context.base_align == 0:
             # A sub-buffer is the array's own memory at its offset; the
             # runtime keeps it alive for the commands that use it.
-            sub = base.get_sub_region(a.offset, a.nbytes)
+            # A pool's PooledBuffer has no get_sub_region: view its cl_mem.
+            region = (base if isinstance(base, cl.Buffer)
+                      else cl.Buffer.from_int_ptr(base.int_ptr, retain=True))
+            sub = region.get_sub_region(a.offset, a.nbytes)
             self.keep.append(sub)
             return ffi.cast(_MEM, sub.int_ptr)
         # An offset the device cannot start a buffer at: the array is copied
@@ -322,16 +339,31 @@ def cache_shapes(q, k_cache, v_cache, cache_layout, dtype):
         head_dim_v=vs["d"])
 
 
+def int32(argname, value, minimum=-2**31):
+    """An integer argument as the C API's int: a bool, a non-integer or a
+    value outside [minimum, 2^31) refused by name."""
+    if (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+            or not minimum <= value < 2**31):
+        raise ValueError("%s: expected an integer in [%d, 2^31), got %r"
+                         % (argname, minimum, value))
+    return int(value)
+
+
+def _number(argname, value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError("%s: expected a number, got %r" % (argname, value)) from None
+
+
 def set_options(desc, keep, heads, scale, window, softcap, alibi_slopes, sinks):
     """The scale and the attention options of a description (their arrays
     host float32 [heads], kept alive in `keep`).  A window that is not an
     integer is refused here; the values' own rules (a negative window, a
     non-finite slope) are the library's, which names them."""
-    if isinstance(window, bool) or not isinstance(window, (int, np.integer)):
-        raise ValueError("window: expected an integer, got %r" % (window,))
-    desc.scale = 0.0 if scale is None else float(scale)
-    desc.window = int(window)
-    desc.softcap = float(softcap)
+    desc.window = int32("window", window)
+    desc.scale = 0.0 if scale is None else _number("scale", scale)
+    desc.softcap = _number("softcap", softcap)
     desc.alibi_slopes, owner = host_floats("alibi_slopes", alibi_slopes, heads)
     keep.append(owner)
     desc.sinks, owner = host_floats("sinks", sinks, heads)
@@ -345,6 +377,13 @@ class Shape:
         self.shape = tuple(shape)
         self.ndim = len(self.shape)
         self.dtype = dtype
+
+
+def lengths_kind(lens):
+    """Lengths as Call's list of arguments sees them: a pyopencl array
+    counts (a device call's own), host lengths do not, since a call on
+    pyopencl arrays uploads them (int32 [batch], a few bytes)."""
+    return lens if is_device_array(lens) else None
 
 
 def check_lens(name, lens, batch):

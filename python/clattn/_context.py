@@ -101,14 +101,17 @@ class Context(TalkingHeadsCalls, ToolCalls, Closable):
         try:
             hit = self._descs.get(key)
         except TypeError:  # an unhashable argument: built each time
-            return build([])
+            keep = []
+            return build(keep), keep
         if hit is None:
             keep = []
             hit = (build(keep), keep)
             if len(self._descs) >= self._DESCS_KEPT:
                 self._descs.clear()
             self._descs[key] = hit
-        return hit[0]
+        # (description, keep): the caller holds keep until the C call has
+        # returned, whatever another thread does to the memo meanwhile.
+        return hit
 
     # ---------------------------------------------------------- attention
     def attention_desc(self, q, k, v, *, causal=False, scale=None, q_layout="bshd",
@@ -139,9 +142,9 @@ class Context(TalkingHeadsCalls, ToolCalls, Closable):
         two), kv_lens int32 [batch] or None.  NumPy arrays: returns the
         output [batch, n_q, heads_q, dv] as NumPy.  pyopencl arrays: writes
         out= and returns the call's pyopencl.Event (after wait_for)."""
-        d = self._described(
+        d, _keep = self._described(
             ("attention", _signature(q), _signature(k), _signature(v), causal, scale,
-             q_layout, kv_layout, dtype, window, softcap, _values(alibi_slopes),
+             q_layout, kv_layout, dtype, type(window), window, softcap, _values(alibi_slopes),
              _values(sinks), params),
             lambda keep: self.attention_desc(
                 q, k, v, causal=causal, scale=scale, q_layout=q_layout,
@@ -152,7 +155,7 @@ class Context(TalkingHeadsCalls, ToolCalls, Closable):
         else:
             oshape = (d.batch, d.n_q, d.heads_q, d.head_dim_v)
         kv_lens = A.check_lens("kv_lens", kv_lens, d.batch)
-        call = A.Call(self, [("q", q), ("k", k), ("v", v), ("kv_lens", kv_lens), ("out", out)],
+        call = A.Call(self, [("q", q), ("k", k), ("v", v), ("kv_lens", A.lengths_kind(kv_lens)), ("out", out)],
                       wait_for)
         o = call.output("out", out, oshape, q.dtype)
         args = (call.input("q", q), call.input("k", k), call.input("v", v),
@@ -186,9 +189,9 @@ class Context(TalkingHeadsCalls, ToolCalls, Closable):
         v_cache likewise with dv ('bhsd': [batch, heads_kv, capacity, d]),
         lens int32 [batch] (valid rows).  Returns [batch, heads_q, dv] as
         attention() does."""
-        d = self._described(
+        d, _keep = self._described(
             ("decode", _signature(q), _signature(k_cache), _signature(v_cache), scale,
-             cache_layout, dtype, window, softcap, _values(alibi_slopes), _values(sinks),
+             cache_layout, dtype, type(window), window, softcap, _values(alibi_slopes), _values(sinks),
              params),
             lambda keep: self.decode_desc(
                 q, k_cache, v_cache, scale=scale, cache_layout=cache_layout, dtype=dtype,
@@ -198,7 +201,7 @@ class Context(TalkingHeadsCalls, ToolCalls, Closable):
             raise ValueError("lens: decode needs each sequence's valid cache rows, int32 [batch]")
         lens = A.check_lens("lens", lens, d.batch)
         call = A.Call(self, [("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
-                             ("lens", lens), ("out", out)], wait_for)
+                             ("lens", A.lengths_kind(lens)), ("out", out)], wait_for)
         o = call.output("out", out, (d.batch, d.heads_q, d.head_dim_v), q.dtype)
         args = (call.input("q", q), call.input("k_cache", k_cache),
                 call.input("v_cache", v_cache), call.input("lens", lens))
@@ -224,7 +227,8 @@ class Context(TalkingHeadsCalls, ToolCalls, Closable):
         bhsd = A.layout_code("cache_layout", cache_layout) == lib.CLATTN_BHSD
         cs = A.shape_of("k_cache", k_cache, 4, ("batch", "heads", "capacity", "d") if bhsd
                         else ("batch", "capacity", "heads", "d"))
-        q_stub = A.Shape((cs["batch"], heads_q or cs["heads"], cs["d"]), k_cache.dtype)
+        heads_q = cs["heads"] if heads_q is None else A.int32("heads_q", heads_q, 1)
+        q_stub = A.Shape((cs["batch"], heads_q, cs["d"]), k_cache.dtype)
         d = self.decode_desc(q_stub, k_cache, v_cache, cache_layout=cache_layout, dtype=dtype)
         A.expect_shape("k_new", k_new, (d.batch, n_new, d.heads_kv, d.head_dim_k))
         A.expect_shape("v_new", v_new, (d.batch, n_new, d.heads_kv, d.head_dim_v))
@@ -232,7 +236,7 @@ class Context(TalkingHeadsCalls, ToolCalls, Closable):
         if pos is None:
             raise ValueError("pos: kv_append needs each sequence's first row, int32 [batch]")
         pos = A.check_lens("pos", pos, d.batch)
-        call = A.Call(self, [("k_new", k_new), ("v_new", v_new), ("pos", pos),
+        call = A.Call(self, [("k_new", k_new), ("v_new", v_new), ("pos", A.lengths_kind(pos)),
                              ("k_cache", k_cache), ("v_cache", v_cache)], wait_for)
         args = (call.input("k_new", k_new), call.input("v_new", v_new),
                 call.input("pos", pos), call.in_place(k_cache), call.in_place(v_cache))
@@ -254,6 +258,7 @@ def _values(values):
     if values is None:
         return None
     try:
-        return np.asarray(values, dtype=np.float32).tobytes()
+        a = np.asarray(values, dtype=np.float32)
+        return a.shape, a.tobytes()
     except (TypeError, ValueError):
         return object()

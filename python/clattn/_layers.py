@@ -11,12 +11,17 @@ from ._context import Context
 from ._lib import Closable, Error, ffi, lib, versioned
 
 
-def _dims(argname, w, names):
-    """A weight's shape as a dict of its dimension names (ndim checked)."""
+def _host_weight(argname, w):
+    """A weight as NumPy: a pyopencl array is refused by name."""
     if A.is_device_array(w):
         raise ValueError("%s: weights are NumPy arrays (uploaded once when the layer "
                          "is created), got a pyopencl array" % argname)
-    w = np.asarray(w)
+    return np.asarray(w)
+
+
+def _dims(argname, w, names):
+    """A weight's shape as a dict of its dimension names (ndim checked)."""
+    w = _host_weight(argname, w)
     return A.shape_of(argname, w, len(names), names)
 
 
@@ -50,13 +55,11 @@ class KVCache(Closable):
 
     def __init__(self, layer, batch, capacity):
         self._cache = ffi.NULL
-        for name, value in (("batch", batch), ("capacity", capacity)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise ValueError("%s: expected an integer, got %r" % (name, value))
+        # Sizes below 1 are the library's to refuse (CLATTN_ERR_SHAPE).
+        self.batch = A.int32("batch", batch)
+        self.capacity = A.int32("capacity", capacity)
         # The cache holds its layer, so the layer is destroyed after it.
         self.layer = layer
-        self.batch = int(batch)
-        self.capacity = int(capacity)
         out = ffi.new("clattn_kv_cache **")
         layer.context.check(
             lib.clattn_kv_cache_create(layer.handle, self.batch, self.capacity, out),
@@ -114,7 +117,7 @@ class _Layer(Closable):
             if w is None:
                 host.append((name, None))
                 continue
-            w = np.asarray(w)
+            w = _host_weight(name, w)
             A.expect_shape(name, w, shape)
             if not np.issubdtype(w.dtype, np.floating):
                 raise ValueError("%s: expected floating-point weights (float32 on the "

@@ -84,7 +84,7 @@ class TalkingHeadsCalls:
             oshape = (d.batch, d.n_q, d.heads_v, d.head_dim_v)
         kv_lens = A.check_lens("kv_lens", kv_lens, d.batch)
         call = A.Call(self, [("q", q), ("k", k), ("v", v), ("p_l", p_l), ("p_w", p_w),
-                             ("kv_lens", kv_lens), ("out", out)], wait_for)
+                             ("kv_lens", A.lengths_kind(kv_lens)), ("out", out)], wait_for)
         o = call.output("out", out, oshape, q.dtype)
         args = (call.input("q", q), call.input("k", k), call.input("v", v),
                 call.input("p_l", p_l, np.float32), call.input("p_w", p_w, np.float32),
@@ -140,7 +140,7 @@ class TalkingHeadsCalls:
             raise ValueError("lens: decode needs each sequence's valid cache rows, int32 [batch]")
         lens = A.check_lens("lens", lens, d.batch)
         call = A.Call(self, [("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
-                             ("p_l", p_l), ("p_w", p_w), ("lens", lens), ("out", out)],
+                             ("p_l", p_l), ("p_w", p_w), ("lens", A.lengths_kind(lens)), ("out", out)],
                       wait_for)
         o = call.output("out", out, (d.batch, d.heads_v, d.head_dim_v), q.dtype)
         args = (call.input("q", q), call.input("k_cache", k_cache),
@@ -173,7 +173,7 @@ class TalkingHeadsCalls:
                         else ("batch", "capacity", "heads", "dk"))
         q_stub = A.Shape((kc["batch"], kc["heads"], kc["dk"]), k_cache.dtype)
         d = self._th_cache_desc(q_stub, k_cache, v_cache,
-                                lambda hk, hv: hk if heads is None else int(heads),
+                                lambda hk, hv: hk if heads is None else A.int32("heads", heads, 1),
                                 cache_layout=cache_layout, dtype=dtype)
         A.expect_shape("k_new", k_new, (d.batch, n_new, d.heads_k, d.head_dim_k))
         A.expect_shape("v_new", v_new, (d.batch, n_new, d.heads_v, d.head_dim_v))
@@ -182,7 +182,7 @@ class TalkingHeadsCalls:
             raise ValueError("pos: talking_heads_append needs each sequence's first row, "
                              "int32 [batch]")
         pos = A.check_lens("pos", pos, d.batch)
-        call = A.Call(self, [("k_new", k_new), ("v_new", v_new), ("pos", pos),
+        call = A.Call(self, [("k_new", k_new), ("v_new", v_new), ("pos", A.lengths_kind(pos)),
                              ("k_cache", k_cache), ("v_cache", v_cache)], wait_for)
         args = (call.input("k_new", k_new), call.input("v_new", v_new),
                 call.input("pos", pos),

@@ -88,6 +88,24 @@ def test_offsets(ctx, rng, where, alignment):
         np.testing.assert_array_equal(view.get(), host)
 
 
+@pytest.mark.parametrize("alignment", ["aligned", "misaligned"])
+def test_pool_allocated_arrays_at_offsets(ctx, rng, alignment):
+    # A MemoryPool hands out PooledBuffers, which have no get_sub_region.
+    import pyopencl.tools as cltools
+
+    pool = cltools.MemoryPool(cltools.ImmediateAllocator(ctx.queue))
+    offset = ctx.base_align // 4 if alignment == "aligned" else 1
+    q, k, v = host_qkv(rng)
+    views = []
+    for host in (q, k, v, np.full(OUT_SHAPE, np.nan, np.float32)):
+        whole = cla.empty(ctx.queue, host.size + offset, np.float32, allocator=pool)
+        view = whole[offset:].reshape(host.shape)
+        view.set(np.ascontiguousarray(host))
+        views.append(view)
+    ctx.attention(*views[:3], causal=True, out=views[3]).wait()
+    assert_close(views[3].get(), want(q, k, v), "f32")
+
+
 def test_event_owned(ctx, rng, monkeypatch):
     """The call's event is the reference the C call gave, taken without a
     second retain, and outlives every Python-side temporary."""
@@ -160,3 +178,14 @@ def test_application_queue(ctx, rng):
         foreign = cla.to_device(ctx.queue, q)
         with pytest.raises(ValueError, match=r"^q: .*another OpenCL context"):
             shared.attention(foreign, *to_device(app_queue, k, v), out=out)
+
+
+def test_host_lengths_in_a_device_call(ctx, rng):
+    # kv_lens as a list or NumPy array beside pyopencl q, k, v: uploaded.
+    queue = ctx.queue
+    q, k, v = host_qkv(rng)
+    qd, kd, vd = to_device(queue, q, k, v)
+    for lens in ([33, 5], np.array([9, 33], np.int64)):
+        out = poison(cla.empty(queue, (B, NQ, HQ, DV), np.float32))
+        ctx.attention(qd, kd, vd, causal=True, kv_lens=lens, out=out).wait()
+        assert_close(out.get(), reference.attention(q, k, v, causal=True, kv_lens=lens), "f32")

@@ -4,6 +4,7 @@ or clattn.Error with the library's status name; never a crash."""
 import re
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cla
 import pytest
 
@@ -57,6 +58,14 @@ def numpy_cases(rng, a):
         ("out dtype", {}, {"out": np.empty((B, NQ, HQ, DV), np.float16)}, r"^out: expected a writable"),
         ("wait_for", {}, {"wait_for": []}, r"^wait_for: only calls on pyopencl arrays"),
         ("empty", {"q": f32(rng, B, 0, HQ, DK)}, {}, r"^q: empty array"),
+        ("out not an array", {}, {"out": [0]}, r"^out: expected a NumPy array"),
+        ("scale a list", {}, {"scale": [1.0]}, r"^scale: expected a number"),
+        ("scale text", {}, {"scale": "a"}, r"^scale: expected a number"),
+        ("softcap None", {}, {"softcap": None}, r"^softcap: expected a number"),
+        ("alibi text", {}, {"alibi_slopes": "abc"}, r"^alibi_slopes: expected 6 numbers"),
+        ("window past int32", {}, {"window": 2**40}, r"^window: expected an integer"),
+        ("window a bool", {}, {"window": True}, r"^window: expected an integer"),
+        ("sinks 2-D", {}, {"sinks": [[0.0] * 3] * 2}, r"^sinks: expected 6 values"),
     ]
 
 
@@ -110,8 +119,6 @@ def test_device_value_errors_enqueue_nothing(ctx, rng, arrays):
          r"^out: dtype float16"),
         ((q, k, v), {"out": out, "kv_lens": cla.to_device(queue, np.array([1, 2], np.int64))},
          r"^kv_lens: expected a pyopencl array of int32"),
-        ((q, k, v), {"out": out, "kv_lens": np.array([1, 2], np.int32)},
-         r"^q, k, v, kv_lens, out: pass all NumPy"),
         ((q, k, v), {"out": out, "wait_for": [None]}, r"^wait_for: expected pyopencl events"),
     ]
     for args, kw, message in cases:
@@ -186,3 +193,72 @@ def test_closed_context(rng, arrays):
         assert info.value.status == "CLATTN_ERR_MISUSE"
     queue.finish()
     assert is_poisoned(out)
+
+
+def test_device_lengths_in_a_numpy_call(ctx, arrays):
+    # Host lengths may join a call on pyopencl arrays (they are uploaded),
+    # but device lengths do not join a NumPy call.
+    lens = cla.to_device(ctx.queue, np.array([1, 2], np.int32))
+    with pytest.raises(ValueError, match=r"^q, k, v, kv_lens: pass all NumPy arrays or all"):
+        ctx.attention(arrays["q"], arrays["k"], arrays["v"], kv_lens=lens)
+
+
+def test_a_repeated_call_is_checked_as_a_first_one(ctx, arrays):
+    # The binding reuses a call's description by its arguments
+    # (Context._described): arguments equal to an accepted call's under ==
+    # (True == 1) or by their bytes (a 2-D sinks array) must still be
+    # refused as they would be on a fresh context.
+    q, k, v = arrays["q"], arrays["k"], arrays["v"]
+    ctx.attention(q, k, v, window=1)
+    with pytest.raises(ValueError, match=r"^window: expected an integer"):
+        ctx.attention(q, k, v, window=True)
+    sinks = np.arange(HQ, dtype=np.float32)
+    ctx.attention(q, k, v, sinks=sinks)
+    with pytest.raises(ValueError, match=r"^sinks: expected 6 values"):
+        ctx.attention(q, k, v, sinks=sinks.reshape(2, 3))
+
+
+def test_description_owners_outlive_the_memo(ctx):
+    # What a description points at (params text, per-head arrays) lives in
+    # the keep list _described returns, which the call holds until the C
+    # call returns: neither an unhashable key (no memo) nor the memo's
+    # clearing when full may free it first.
+    import gc
+    import weakref
+
+    owners = []
+
+    def build(keep):
+        owner = np.ones(4, np.float32)
+        keep.append(owner)
+        owners.append(weakref.ref(owner))
+        return object()
+
+    _, keep = ctx._described(("unhashable", [1]), build)
+    gc.collect()
+    assert owners[-1]() is not None
+    del keep
+    gc.collect()
+    assert owners[-1]() is None
+    _, keep = ctx._described(("first",), build)
+    first = owners[-1]
+    for i in range(2 * ctx._DESCS_KEPT):
+        ctx._described(("filler", i), build)
+    gc.collect()
+    assert first() is not None, "the memo's clearing freed a held description's owner"
+    del keep
+
+
+def test_device_misuse_named(ctx, arrays):
+    queue = ctx.queue
+    q, k, v = (cla.to_device(queue, arrays[n]) for n in ("q", "k", "v"))
+    out = cla.empty(queue, (B, NQ, HQ, DV), np.float32)
+    event = cl.UserEvent(ctx.cl_context)
+    with pytest.raises(ValueError, match=r"^wait_for: expected a list of pyopencl events"):
+        ctx.attention(q, k, v, out=out, wait_for=event)
+    event.set_status(cl.command_execution_status.COMPLETE)
+    pos = cla.to_device(queue, np.zeros(B, np.int32))
+    with pytest.raises(ValueError, match=r"^heads_q: expected an integer in \[1,"):
+        ctx.kv_append(k, v, pos, k, v, heads_q=0)
+    with pytest.raises(ValueError, match=r"^heads_q: expected an integer in \[1,"):
+        ctx.kv_append(k, v, pos, k, v, heads_q="a")
