@@ -159,7 +159,8 @@ class Call:
         for name, a in arrays:
             if a is None:
                 continue
-            check_array(name, a)
+            if not isinstance(a, (cla.Array, np.ndarray)):
+                check_array(name, a)  # (a duck array passes)
             # OpenCL has no empty buffer, and an empty pyopencl array has none.
             if 0 in a.shape:
                 raise ValueError("%s: empty array (shape %s)" % (name, tuple(a.shape)))
