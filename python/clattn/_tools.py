@@ -5,8 +5,6 @@ methods of clattn.Context and module functions: what `clattn explain`,
 import dataclasses
 import os
 
-import numpy as np
-
 from . import _arrays as A
 from ._lib import Closable, Error, cstr, ffi, lib, params_struct, text, versioned
 
@@ -588,11 +586,8 @@ class ToolCalls:
         arrays give shapes and dtypes only; kv_lens is read on the host."""
         keep = []
         d = self.attention_desc(q, k, v, keep=keep, **options)
-        lens = self._host_lens("kv_lens", kv_lens, d.batch, keep)
-        prof = self._profile(profile, db)
-        pr = versioned("clattn_prediction")
-        status = lib.clattn_model_attention(d, lens, prof, pr)
-        return _prediction(status, pr, prof, "predict_attention")
+        return self._predict_call(lib.clattn_model_attention, d, "kv_lens", kv_lens, keep,
+                                  profile, db, "predict_attention")
 
     def predict_decode(self, q, k_cache, v_cache, lens=None, *, profile=None, db=None,
                        **options):
@@ -600,21 +595,21 @@ class ToolCalls:
         **options) (clattn_model_decode; lens None: full caches)."""
         keep = []
         d = self.decode_desc(q, k_cache, v_cache, keep=keep, **options)
-        host = self._host_lens("lens", lens, d.batch, keep)
+        return self._predict_call(lib.clattn_model_decode, d, "lens", lens, keep, profile,
+                                  db, "predict_decode")
+
+    def _predict_call(self, model, d, lens_name, lens, keep, profile, db, what):
+        """model(d, lens, profile, prediction) with lens read on the host
+        (a pyopencl array is read back; NULL for None)."""
+        host = ffi.NULL
+        if lens is not None:
+            values = lens.get() if A.is_device_array(lens) else lens
+            arr = A.check_lens(lens_name, values, d.batch)  # int32, contiguous
+            keep.append(arr)
+            host = ffi.cast("const int *", ffi.from_buffer(arr))
         prof = self._profile(profile, db)
         pr = versioned("clattn_prediction")
-        status = lib.clattn_model_decode(d, host, prof, pr)
-        return _prediction(status, pr, prof, "predict_decode")
-
-    @staticmethod
-    def _host_lens(name, lens, batch, keep):
-        if lens is None:
-            return ffi.NULL
-        values = lens.get() if A.is_device_array(lens) else np.asarray(lens)
-        A.check_lens(name, values, batch)
-        arr = np.ascontiguousarray(values, dtype=np.int32)
-        keep.append(arr)
-        return ffi.cast("const int *", ffi.from_buffer(arr))
+        return _prediction(model(d, host, prof, pr), pr, prof, what)
 
 
 for _cls in (Choice, TuneResult, Tunable, Family):
