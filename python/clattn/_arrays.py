@@ -340,6 +340,26 @@ def cache_shapes(q, k_cache, v_cache, cache_layout, dtype):
         head_dim_v=vs["d"])
 
 
+def append_rows(what, k_new, v_new, k_cache, v_cache, cache_layout, heads_k, heads_v):
+    """The checks an append makes before its description: both caches
+    pyopencl arrays (it writes them in place), k_new and v_new 4-D with one
+    row count (their head dims named heads_k, heads_v).  Returns n_new and
+    k_cache's dims by name (batch, heads, capacity, d), from which the
+    caller makes the query of the decode that reads the cache, so that a
+    mismatch is reported against k_new or v_new, not a query."""
+    for name, a in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if not is_device_array(a):
+            raise ValueError("%s: %s writes a device cache in place: pass a pyopencl array"
+                             % (name, what))
+    ks = shape_of("k_new", k_new, 4, ("batch", "n_new", heads_k, "dk"))
+    vs = shape_of("v_new", v_new, 4, ("batch", "n_new", heads_v, "dv"))
+    n_new = agree("new row count", [("k_new", ks["n_new"]), ("v_new", vs["n_new"])])
+    bhsd = layout_code("cache_layout", cache_layout) == lib.CLATTN_BHSD
+    cs = shape_of("k_cache", k_cache, 4, ("batch", "heads", "capacity", "d") if bhsd
+                  else ("batch", "capacity", "heads", "d"))
+    return n_new, cs
+
+
 def int32(argname, value, minimum=-2**31):
     """An integer argument as the C API's int: a bool, a non-integer or a
     value outside [minimum, 2^31) refused by name."""

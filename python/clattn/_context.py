@@ -215,18 +215,8 @@ class Context(TalkingHeadsCalls, ToolCalls, Closable):
         v_new [batch, n_new, heads_kv, dv] (BSHD, the caches' dtype), pos
         int32 [batch].  The caches must be pyopencl arrays (the cache lives
         on the device); returns the call's pyopencl.Event."""
-        for name, a in (("k_cache", k_cache), ("v_cache", v_cache)):
-            if not A.is_device_array(a):
-                raise ValueError("%s: kv_append writes a device cache in place: pass a "
-                                 "pyopencl array" % name)
-        ks = A.shape_of("k_new", k_new, 4, ("batch", "n_new", "heads", "dk"))
-        vs = A.shape_of("v_new", v_new, 4, ("batch", "n_new", "heads", "dv"))
-        n_new = A.agree("new row count", [("k_new", ks["n_new"]), ("v_new", vs["n_new"])])
-        # The description's query is the cache's own shape, so that a
-        # mismatch is reported against k_new or v_new below, not a query.
-        bhsd = A.layout_code("cache_layout", cache_layout) == lib.CLATTN_BHSD
-        cs = A.shape_of("k_cache", k_cache, 4, ("batch", "heads", "capacity", "d") if bhsd
-                        else ("batch", "capacity", "heads", "d"))
+        n_new, cs = A.append_rows("kv_append", k_new, v_new, k_cache, v_cache, cache_layout,
+                                  "heads", "heads")
         heads_q = cs["heads"] if heads_q is None else A.int32("heads_q", heads_q, 1)
         q_stub = A.Shape((cs["batch"], heads_q, cs["d"]), k_cache.dtype)
         d = self.decode_desc(q_stub, k_cache, v_cache, cache_layout=cache_layout, dtype=dtype)

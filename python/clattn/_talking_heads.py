@@ -159,19 +159,9 @@ class TalkingHeadsCalls:
         that reads the cache (the description is checked as that decode's;
         default heads_k).  The caches must be pyopencl arrays; returns the
         call's pyopencl.Event."""
-        for name, a in (("k_cache", k_cache), ("v_cache", v_cache)):
-            if not A.is_device_array(a):
-                raise ValueError("%s: talking_heads_append writes a device cache in place: "
-                                 "pass a pyopencl array" % name)
-        ks = A.shape_of("k_new", k_new, 4, ("batch", "n_new", "heads_k", "dk"))
-        vs = A.shape_of("v_new", v_new, 4, ("batch", "n_new", "heads_v", "dv"))
-        n_new = A.agree("new row count", [("k_new", ks["n_new"]), ("v_new", vs["n_new"])])
-        # The query a decode of these caches takes, so that the rows' shapes
-        # are checked against the caches' (and named as k_new, v_new).
-        bhsd = A.layout_code("cache_layout", cache_layout) == lib.CLATTN_BHSD
-        kc = A.shape_of("k_cache", k_cache, 4, ("batch", "heads", "capacity", "dk") if bhsd
-                        else ("batch", "capacity", "heads", "dk"))
-        q_stub = A.Shape((kc["batch"], kc["heads"], kc["dk"]), k_cache.dtype)
+        n_new, kc = A.append_rows("talking_heads_append", k_new, v_new, k_cache, v_cache,
+                                  cache_layout, "heads_k", "heads_v")
+        q_stub = A.Shape((kc["batch"], kc["heads"], kc["d"]), k_cache.dtype)
         d = self._th_cache_desc(q_stub, k_cache, v_cache,
                                 lambda hk, hv: hk if heads is None else A.int32("heads", heads, 1),
                                 cache_layout=cache_layout, dtype=dtype)
