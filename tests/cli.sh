@@ -13,7 +13,8 @@ export CLATTN_SHIPPED=0 # the sources below are the database's
 export CLATTN_CACHE_DIR="$build/tests/clattn-cache"
 fails=0
 ok() { echo "ok:   $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+failed=() # repeated at the end: a long log's tail still names them
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); failed+=("$*"); }
 run() { # run DESCRIPTION EXPECTED_STATUS CMD...
   local what=$1 want=$2
   shift 2
@@ -73,11 +74,13 @@ run "model --check --quick" 0 "$clattn" model --check --quick
 has "check prints measured times" "meas us"
 has "check stores results" "stored in"
 has "check uses the measured profile" "measured profile"
-# cold decode cannot read K/V faster than the copy of its round streams
-# (a pass that ran on empty caches, lens 0, read hundreds of GB/s)
-awk '/^  decode b=/ { n++; if ($(NF-3) > 2 * $NF || $(NF-3) <= 0) bad++ }
-     END { exit !(n == 6 && bad == 0) }' "$tmp/out" &&
-  ok "check: 6 decode rows, each within 2x of its copy's GB/s" ||
+# cold decode cannot read K/V much faster than a copy streams (a pass that
+# ran on empty caches, lens 0, read hundreds of GB/s); the bound is the
+# run's fastest copy, since one round's copy can land in a slow moment
+awk '/^  decode b=/ { n++; gbs[n] = $(NF-3); if ($NF > top) top = $NF }
+     END { for (i = 1; i <= n; i++) if (gbs[i] > 2 * top || gbs[i] <= 0) bad++
+           exit !(n == 6 && top > 0 && bad == 0) }' "$tmp/out" &&
+  ok "check: 6 decode rows, each within 2x of the run's fastest copy" ||
   bad "check: decode GB/s implausible against the copy: $(grep '^  decode' "$tmp/out")"
 run "model check --probe --quick" 0 "$clattn" model check --probe --quick \
   --no-store
@@ -1092,5 +1095,6 @@ else
   bad "db import on a read-only filesystem: exit $st"; cat "$tmp/err"
 fi
 
+for f in "${failed[@]}"; do echo "failed: ${f:0:200}"; done
 echo "cli.sh: $fails failure(s)"
 [ "$fails" = 0 ]
