@@ -185,6 +185,8 @@ const char *tu_dtype_name(clattn_dtype dt) {
     return "f16";
   case CLATTN_BF16:
     return "bf16";
+  case CLATTN_I8:
+    return "i8";
   }
   return "?";
 }

@@ -14,7 +14,8 @@
  *    retains what it keeps and releases it on destroy; it never owns them.
  *  - Nothing is enqueued when a call fails its argument checks.
  *  - Tensors live in cl_mem buffers starting at offset 0.  Storage types are
- *    float32, float16 or bfloat16; arithmetic is always float32.
+ *    float32, float16 or bfloat16 (and int8 for a paged KV cache);
+ *    arithmetic is always float32.
  *  - The library never prints, aborts or exits.
  *
  * Versioned structs
@@ -158,7 +159,12 @@ CLATTN_API void clattn_free(void *p);
 typedef enum clattn_dtype {
   CLATTN_F32 = 0,
   CLATTN_F16 = 1, /* IEEE binary16, via vload_half/vstore_half */
-  CLATTN_BF16 = 2 /* bfloat16, round-to-nearest-even on store */
+  CLATTN_BF16 = 2, /* bfloat16, round-to-nearest-even on store */
+  /* int8, a KV cache's storage alone (the paged calls' cache_dtype): one
+   * float32 scale per (position, KV head) for K and for V, x = scale * q;
+   * symmetric, round to nearest even, zero stored as zero.  Every other
+   * tensor and call refuses it (CLATTN_ERR_UNSUPPORTED). */
+  CLATTN_I8 = 3
 } clattn_dtype;
 
 /* Bytes per element of a storage type (0 for an unknown type).
@@ -419,6 +425,126 @@ CLATTN_API clattn_status clattn_kv_append(clattn_ctx *ctx,
                                           cl_mem pos, cl_mem k_cache,
                                           cl_mem v_cache,
                                           const clattn_events *ev);
+
+/* ------------------------------------------- paged and ragged caches */
+
+/* A paged KV cache (vLLM's pages, FlashAttention-2's flash_attn_with_kvcache
+ * layout): one pool of num_blocks pages of page_size positions each, shared
+ * by every sequence; sequence b's position t lives in page
+ * block_table[b][t / page_size], row t % page_size.
+ *
+ *   q           [batch, n_q, heads_q, head_dim_k]        (dtype)
+ *   o           [batch, n_q, heads_q, head_dim_v]        (dtype)
+ *   k_cache     [num_blocks, page_size, heads_kv, head_dim_k] (cache_dtype)
+ *   v_cache     [num_blocks, page_size, heads_kv, head_dim_v] (cache_dtype)
+ *   k_scale, v_scale  float32 [num_blocks, page_size, heads_kv]: an int8
+ *               cache's scales (NULL otherwise)
+ *   block_table int32 [batch, max_blocks]: page indices, 0 .. num_blocks-1;
+ *               entries past a sequence's last page are never read
+ *   kv_lens     int32 [batch]: positions of each sequence including the
+ *               n_q new ones, 0 .. max_blocks * page_size
+ *
+ * Query i of sequence b sits at position kv_lens[b] - n_q + i (as
+ * FlashAttention aligns the queries of its kvcache call): with causal it
+ * sees keys t <= that position, without it all kv_lens[b] keys.  n_q == 1
+ * is a decode step (the KV range split across work-groups over pages and
+ * combined with the log-sum-exp rule); n_q > 1 a chunked prefill over the
+ * cached prefix plus the chunk.  A query that sees no key gets zeros.  The
+ * attention options (above) apply as in clattn_attention.
+ *
+ * The library reads block_table and kv_lens back (one blocking read after
+ * ev's wait list) and refuses, with CLATTN_ERR_SHAPE naming the entry and
+ * nothing enqueued, a length below 0 or above max_blocks * page_size and a
+ * page index outside 0 .. num_blocks-1 that a length needs.  With
+ * `unchecked` nonzero it reads nothing and the kernels skip such pages
+ * instead: never a read outside the pool, but no error either. */
+typedef struct clattn_paged_desc {
+  size_t size; /* sizeof(clattn_paged_desc) */
+  int batch;
+  int n_q; /* new queries (or rows appended) per sequence, >= 1 */
+  int heads_q;
+  int heads_kv;
+  int head_dim_k;
+  int head_dim_v;
+  int num_blocks; /* pages in the pool */
+  int page_size;  /* positions a page: a power of two, 1 .. 256 */
+  int max_blocks; /* block_table's columns */
+  clattn_dtype dtype; /* q, o, and the appended rows */
+  /* The cache's storage: 0 (CLATTN_F32) means dtype's; CLATTN_I8 an int8
+   * cache with scales (q and o in dtype).  Another value is refused. */
+  clattn_dtype cache_dtype;
+  float scale; /* 0 means 1/sqrt(head_dim_k) */
+  int causal;
+  const clattn_params *params; /* NULL: automatic */
+  /* attention options (above); zero: none */
+  int window;
+  float softcap;
+  const float *alibi_slopes;
+  const float *sinks;
+  int unchecked; /* nonzero: block_table and kv_lens are not read back */
+} clattn_paged_desc;
+
+/* Errors: ctx, call, CLATTN_ERR_SHAPE also for a block table or lengths
+ * refused above.  Threads: safe, context-serialised. */
+CLATTN_API clattn_status clattn_paged_attention(
+    clattn_ctx *ctx, const clattn_paged_desc *d, cl_mem q, cl_mem k_cache,
+    cl_mem v_cache, cl_mem k_scale, cl_mem v_scale, cl_mem block_table,
+    cl_mem kv_lens, cl_mem o, const clattn_events *ev);
+
+/* Write d->n_q new rows per sequence into the pages block_table names, at
+ * positions kv_lens[b] - n_q .. kv_lens[b] - 1 (kv_lens: the lengths after
+ * the append, the same buffer the attention call then takes); positions
+ * below 0 are not written.  k_new [batch, n_q, heads_kv, head_dim_k] and
+ * v_new [batch, n_q, heads_kv, head_dim_v] are BSHD in dtype; an int8 cache
+ * gets each (position, head) row quantized on write (scale = max |x| / 127,
+ * stored in k_scale / v_scale).  The block table and lengths are checked as
+ * for clattn_paged_attention; the attention options change nothing written.
+ * Errors: ctx, call.  Threads: safe, context-serialised. */
+CLATTN_API clattn_status clattn_paged_append(
+    clattn_ctx *ctx, const clattn_paged_desc *d, cl_mem k_new, cl_mem v_new,
+    cl_mem block_table, cl_mem kv_lens, cl_mem k_cache, cl_mem v_cache,
+    cl_mem k_scale, cl_mem v_scale, const clattn_events *ev);
+
+/* Ragged (packed) prefill, FlashAttention-2's varlen convention: batch
+ * sequences packed without padding,
+ *   q [total_q, heads_q, head_dim_k], o [total_q, heads_q, head_dim_v]
+ *   k [total_k, heads_kv, head_dim_k], v [total_k, heads_kv, head_dim_v]
+ *   cu_seqlens_q, cu_seqlens_k int32 [batch + 1]: sequence b's queries are
+ *     rows cu_seqlens_q[b] .. cu_seqlens_q[b+1]-1 of q, its keys likewise;
+ *     each starts at 0, never decreases and ends at total_q (total_k).
+ * Each sequence attends to its own keys alone; with causal its query i
+ * sits at position len_k - len_q + i.  Work is spread over query tiles of
+ * all sequences (by tokens, not by the longest sequence).  The cu_seqlens
+ * are read back and checked as a paged call's tables (CLATTN_ERR_SHAPE
+ * naming the entry) unless `unchecked`; unchecked, a sequence whose
+ * offsets fall outside the tensors is skipped. */
+typedef struct clattn_varlen_desc {
+  size_t size; /* sizeof(clattn_varlen_desc) */
+  int batch;
+  int total_q;
+  int total_k;
+  int heads_q;
+  int heads_kv;
+  int head_dim_k;
+  int head_dim_v;
+  clattn_dtype dtype;
+  float scale; /* 0 means 1/sqrt(head_dim_k) */
+  int causal;
+  const clattn_params *params; /* NULL: automatic */
+  /* attention options (above); zero: none */
+  int window;
+  float softcap;
+  const float *alibi_slopes;
+  const float *sinks;
+  int unchecked; /* nonzero: cu_seqlens are not read back */
+} clattn_varlen_desc;
+
+/* Errors: ctx, call, CLATTN_ERR_SHAPE also for cu_seqlens refused above.
+ * Threads: safe, context-serialised. */
+CLATTN_API clattn_status clattn_varlen_attention(
+    clattn_ctx *ctx, const clattn_varlen_desc *d, cl_mem q, cl_mem k,
+    cl_mem v, cl_mem cu_seqlens_q, cl_mem cu_seqlens_k, cl_mem o,
+    const clattn_events *ev);
 
 /* --------------------------------------------------- talking-heads */
 

@@ -351,6 +351,22 @@ CLATTN_API clattn_status clattn_model_kv_append(const clattn_decode_desc *d,
                                                 int n_new, const int *pos,
                                                 const clattn_profile *prof,
                                                 clattn_prediction *out);
+/* Predict clattn_paged_attention and clattn_paged_append (kv_lens: host
+ * copy [batch], the lengths after the new rows; NULL = the table's
+ * capacity, max_blocks * page_size). */
+CLATTN_API clattn_status clattn_model_paged_attention(
+    const clattn_paged_desc *d, const int *kv_lens, const clattn_profile *prof,
+    clattn_prediction *out);
+CLATTN_API clattn_status clattn_model_paged_append(const clattn_paged_desc *d,
+                                                   const int *kv_lens,
+                                                   const clattn_profile *prof,
+                                                   clattn_prediction *out);
+/* Predict clattn_varlen_attention (host copies [batch + 1] of both offset
+ * arrays; either NULL = the totals split evenly over the batch). */
+CLATTN_API clattn_status clattn_model_varlen_attention(
+    const clattn_varlen_desc *d, const int *cu_seqlens_q,
+    const int *cu_seqlens_k, const clattn_profile *prof,
+    clattn_prediction *out);
 /* Predict a whole layer call: prefill of n positions after cache_len
  * cached ones (decode: n = 1), projections (GEMMs) plus the core. */
 CLATTN_API clattn_status clattn_model_layer(const clattn_layer_desc *d,

@@ -20,6 +20,10 @@
  *  - bf16: 8e-3.  Same argument with bf16's 8-bit significand: the output
  *    rounding is at most half an ulp = 2^-8 ~ 3.9e-3 of |o|; 8e-3 leaves a
  *    2x margin.
+ *  - int8 (a quantized cache written by an append): 1.2e-2.  A value whose
+ *    x / scale lands within float32 rounding of a half step may round the
+ *    other way from the reference's double: one step of 127 (7.9e-3) of the
+ *    row's largest, with a 1.5x margin.
  * 0 for an unknown dtype, which no output can meet. */
 static inline double clattn__tolerance(clattn_dtype dt) {
   switch (dt) {
@@ -29,6 +33,8 @@ static inline double clattn__tolerance(clattn_dtype dt) {
     return 1e-3;
   case CLATTN_BF16:
     return 8e-3;
+  case CLATTN_I8:
+    return 1.2e-2;
   }
   return 0.0;
 }

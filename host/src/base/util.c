@@ -38,6 +38,8 @@ size_t clattn_dtype_size(clattn_dtype dt) {
   case CLATTN_F16:
   case CLATTN_BF16:
     return 2;
+  case CLATTN_I8:
+    return 1;
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #include "choice/choice.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 size_t clattn__buf_bytes(const clattn__buf_spec *b) {
@@ -29,6 +30,37 @@ static clattn_status check(clattn_ctx *ctx, const clattn__family *F,
   char why[256];
   clattn_status rc = F->check(desc, why, sizeof why);
   return rc ? clattn__fail(ctx, rc, "%s", why) : CLATTN_OK;
+}
+
+/* The family's check of its INTS buffers' contents (a block table's page
+ * indices, offsets), read back after the call's wait list. */
+static clattn_status check_ints(clattn_ctx *ctx, const clattn__family *F,
+                                const void *desc, const clattn__buf_spec *spec,
+                                const cl_mem *bufs, const clattn_events *ev) {
+  int *ints[CLATTN__MAX_BUFS] = {0};
+  clattn_status rc = CLATTN_OK;
+  char why[256];
+  for (int i = 0; i < F->nbufs && rc == CLATTN_OK; i++) {
+    if (spec[i].role != CLATTN__BUF_INTS || bufs[i] == NULL)
+      continue;
+    const size_t bytes = clattn__buf_bytes(&spec[i]);
+    if ((ints[i] = malloc(bytes ? bytes : 1)) == NULL) {
+      rc = clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
+      break;
+    }
+    const cl_int err = clEnqueueReadBuffer(
+        ctx->queue, bufs[i], CL_TRUE, 0, bytes, ints[i], ev ? ev->num_wait : 0,
+        ev ? ev->wait : NULL, NULL);
+    if (err != CL_SUCCESS)
+      rc = clattn__cl_fail(ctx, err, "clEnqueueReadBuffer", __FILE__,
+                           __LINE__);
+  }
+  if (rc == CLATTN_OK &&
+      (rc = F->check_ints(desc, (const int *const *)ints, why, sizeof why)))
+    clattn__fail(ctx, rc, "%s", why);
+  for (int i = 0; i < F->nbufs; i++)
+    free(ints[i]);
+  return rc;
 }
 
 static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
@@ -61,6 +93,9 @@ static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
     if ((rc = clattn__check_buffer(ctx, bufs[i], need, spec[i].name)))
       return rc;
   }
+  if (F->check_ints && !(F->ints_unchecked && F->ints_unchecked(desc)) &&
+      (rc = check_ints(ctx, F, desc, spec, bufs, ev)))
+    return rc;
   if (m == NULL && (rc = clattn__choice_search(ctx, F, desc, &key, &m, plan)))
     return rc;
   const int auto_wg = clattn__params_flagged(

@@ -27,9 +27,18 @@ clattn_status clattn__check_heads(int hq, int hkv, int dk, int dv,
              CLATTN_MAX_HEAD_DIM);
     return CLATTN_ERR_UNSUPPORTED;
   }
+  return clattn__check_dtype(dt, why, cap);
+}
+
+clattn_status clattn__check_dtype(clattn_dtype dt, char *why, size_t cap) {
   if (clattn_dtype_size(dt) == 0) {
     snprintf(why, cap, "unknown dtype %d", (int)dt);
     return CLATTN_ERR_INVALID_ARG;
+  }
+  if (dt == CLATTN_I8) {
+    snprintf(why, cap, "dtype i8 is a paged KV cache's storage alone "
+                       "(clattn_paged_desc.cache_dtype)");
+    return CLATTN_ERR_UNSUPPORTED;
   }
   return CLATTN_OK;
 }
@@ -51,7 +60,10 @@ float clattn__kernel_scale(float scale, int dk) {
 }
 
 const char *clattn__dtype_name(clattn_dtype dt) {
-  return dt == CLATTN_F16 ? "f16" : dt == CLATTN_BF16 ? "bf16" : "f32";
+  return dt == CLATTN_F16    ? "f16"
+         : dt == CLATTN_BF16 ? "bf16"
+         : dt == CLATTN_I8   ? "i8"
+                             : "f32";
 }
 
 long clattn__pow2_round(long x) {
@@ -151,15 +163,16 @@ clattn_status clattn__shape_dtype(const char *text, clattn_dtype *out,
   const char *v = find_key(text, "dtype", &len);
   if (v == NULL)
     return CLATTN_OK;
-  static const clattn_dtype all[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16};
-  for (int i = 0; i < 3; i++) {
+  static const clattn_dtype all[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16,
+                                     CLATTN_I8};
+  for (int i = 0; i < 4; i++) {
     const char *n = clattn__dtype_name(all[i]);
     if (len == strlen(n) && strncmp(v, n, len) == 0) {
       *out = all[i];
       return CLATTN_OK;
     }
   }
-  snprintf(why, cap, "dtype: expected f32, f16 or bf16, got \"%.*s\"",
+  snprintf(why, cap, "dtype: expected f32, f16, bf16 or i8, got \"%.*s\"",
            (int)(len < 16 ? len : 16), v);
   return CLATTN_ERR_INVALID_ARG;
 }

@@ -12,13 +12,17 @@
  * (1..CLATTN_MAX_HEAD_DIM) and the storage type; why gets the reason. */
 clattn_status clattn__check_heads(int hq, int hkv, int dk, int dv,
                                   clattn_dtype dt, char *why, size_t cap);
+/* A storage type of q, k, v and o: f32, f16 or bf16 (i8 is a paged cache's
+ * alone: CLATTN_ERR_UNSUPPORTED). */
+clattn_status clattn__check_dtype(clattn_dtype dt, char *why, size_t cap);
 /* A logit scale: finite and >= 0 (0: 1/sqrt(k)). */
 clattn_status clattn__check_scale(float scale, char *why, size_t cap);
 int clattn__is_layout(clattn_layout l);
 /* The scale the kernels take: (scale or 1/sqrt(dk)) * log2(e). */
 float clattn__kernel_scale(float scale, int dk);
 
-/* Shape-class pieces: "f32", "f16", "bf16"; x rounded to a power of 2. */
+/* Shape-class pieces: "f32", "f16", "bf16", "i8"; x rounded to a power of
+ * 2. */
 const char *clattn__dtype_name(clattn_dtype dt);
 long clattn__pow2_round(long x);
 
@@ -31,7 +35,8 @@ clattn_status clattn__shape_keys(const char *text, const char *known, char *why,
  * when the value is no integer in [lo, hi]. */
 clattn_status clattn__shape_int(const char *text, const char *key, long lo,
                                 long hi, int *out, char *why, size_t cap);
-/* dtype=f32|f16|bf16 and layout-like keys (bshd|bhsd). */
+/* dtype=f32|f16|bf16|i8 (a family that takes no i8 refuses it in its
+ * check) and layout-like keys (bshd|bhsd). */
 clattn_status clattn__shape_dtype(const char *text, clattn_dtype *out,
                                   char *why, size_t cap);
 clattn_status clattn__shape_layout(const char *text, const char *key,

@@ -23,14 +23,15 @@
 #include "runtime/runtime.h"
 
 /* Room enough for any family's description and plan. */
-enum { CLATTN__DESC_MAX = 192, CLATTN__PLAN_MAX = 128, CLATTN__MAX_BUFS = 8 };
+enum { CLATTN__DESC_MAX = 192, CLATTN__PLAN_MAX = 128, CLATTN__MAX_BUFS = 10 };
 
 /* What a buffer is to the call, for the checks and the tuner's harness. */
 typedef enum clattn__buf_role {
   CLATTN__BUF_IN,    /* read: random data in the harness */
   CLATTN__BUF_OUT,   /* written: compared with the reference */
   CLATTN__BUF_INOUT, /* read and written in place (a cache) */
-  CLATTN__BUF_INTS   /* int32 [batch] (lengths, positions) */
+  CLATTN__BUF_INTS   /* int32: per sequence (lengths, positions), or a
+                        table the family fills (fill_ints) */
 } clattn__buf_role;
 
 typedef struct clattn__buf_spec {
@@ -99,6 +100,20 @@ typedef struct clattn__family {
   /* The values of the INTS buffers of a full call (b per sequence), for
    * the tuner's timed runs of a non-optional INTS buffer. */
   int (*full_int)(const void *desc);
+  /* (optional) The contents of INTS buffer `buf` (a block table, offsets)
+   * from per-sequence values (check_case's ints; NULL: `full`, full_int's
+   * value, for every sequence), into out (the buffer spec's elems).  NULL:
+   * every element is its sequence's value (a buffer of batch elements). */
+  void (*fill_ints)(const void *desc, int buf, const int *per_seq, int full,
+                    int *out);
+  /* (optional) Check the contents of the INTS buffers the kernels index
+   * with: ints[i] is buffer i's host copy for an INTS buffer, NULL for the
+   * others.  The call path reads them back (one blocking read after the
+   * wait list) and calls this before anything is enqueued, unless
+   * ints_unchecked(desc) says the caller waived it.  NULL: not checked. */
+  clattn_status (*check_ints)(const void *desc, const int *const *ints,
+                              char *why, size_t cap);
+  int (*ints_unchecked)(const void *desc);
   /* The shape class: the key its tuning rows are stored under. */
   void (*shape_class)(const void *desc, char *buf, size_t cap);
   /* The keys parse_shape reads, "batch seq ..." (clattn_family_shape_keys),
@@ -222,5 +237,9 @@ extern const clattn__family clattn__family_efficient_append;
 extern const clattn__family clattn__family_super_values;
 extern const clattn__family clattn__family_cvmm;
 extern const clattn__family clattn__family_projection;
+extern const clattn__family clattn__family_paged_decode;
+extern const clattn__family clattn__family_paged_prefill;
+extern const clattn__family clattn__family_paged_append;
+extern const clattn__family clattn__family_varlen;
 
 #endif /* CLATTN_FAMILY_H */

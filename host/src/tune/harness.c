@@ -61,7 +61,8 @@ static unsigned lcg(unsigned *s) {
 }
 
 /* Host data in [-1, 1), rounded to dtype (so the reference sees what the
- * kernel reads); raw gets the stored form; x may be NULL. */
+ * kernel reads; int8: the integers -127 .. 127); raw gets the stored form;
+ * x may be NULL. */
 static void fill(float *x, void *raw, size_t n, clattn_dtype dt,
                  unsigned *seed) {
   for (size_t i = 0; i < n; i++) {
@@ -74,6 +75,10 @@ static void fill(float *x, void *raw, size_t n, clattn_dtype dt,
       uint16_t h = ref_f32_to_bf16(f);
       ((uint16_t *)raw)[i] = h;
       f = ref_bf16_to_f32(h);
+    } else if (dt == CLATTN_I8) {
+      const int8_t q = (int8_t)lrintf(f * 127.0f);
+      ((int8_t *)raw)[i] = q;
+      f = (float)q;
     } else {
       ((float *)raw)[i] = f;
     }
@@ -86,15 +91,18 @@ static void to_float(const void *raw, float *x, size_t n, clattn_dtype dt) {
   for (size_t i = 0; i < n; i++)
     x[i] = dt == CLATTN_F16    ? ref_f16_to_f32(((const uint16_t *)raw)[i])
            : dt == CLATTN_BF16 ? ref_bf16_to_f32(((const uint16_t *)raw)[i])
+           : dt == CLATTN_I8   ? (float)((const int8_t *)raw)[i]
                                : ((const float *)raw)[i];
 }
 
-/* A device buffer of spec b: random data for inputs (host values to x if
- * not NULL, the stored form kept in *keep if not NULL), zeros for
- * outputs, ints[] (or `fill_int` for all) for INTS. */
-static clattn_status make_buffer(harness *H, const clattn__buf_spec *b,
-                                 const int *ints, int fill_int, unsigned *seed,
-                                 void *x, void **keep, cl_mem *out) {
+/* A device buffer of spec b (buffer `index` of desc): random data for
+ * inputs (host values to x if not NULL, the stored form kept in *keep if
+ * not NULL), zeros for outputs, for INTS the family's fill_ints of ints[]
+ * (or `fill_int` for every sequence), else ints[] itself. */
+static clattn_status make_buffer(harness *H, const void *desc, int index,
+                                 const clattn__buf_spec *b, const int *ints,
+                                 int fill_int, unsigned *seed, void *x,
+                                 void **keep, cl_mem *out) {
   clattn_ctx *ctx = H->ctx;
   clattn_status rc = CLATTN_OK;
   const size_t bytes = clattn__buf_bytes(b);
@@ -102,7 +110,11 @@ static clattn_status make_buffer(harness *H, const clattn__buf_spec *b,
   cl_int err = CL_SUCCESS;
   if (raw == NULL || bytes == 0)
     return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
-  if (b->role == CLATTN__BUF_INTS) {
+  if (b->role == CLATTN__BUF_INTS && H->F->fill_ints) {
+    H->F->fill_ints(desc, index, ints, fill_int, raw);
+    if (x)
+      memcpy(x, raw, bytes);
+  } else if (b->role == CLATTN__BUF_INTS) {
     for (size_t i = 0; i < b->elems; i++)
       ((int *)raw)[i] = ints ? ints[i] : fill_int;
     if (x)
@@ -157,7 +169,7 @@ static clattn_status setup_check(harness *H) {
     if (H->shost[i] == NULL)
       return clattn__fail(H->ctx, CLATTN_ERR_NOMEM, "out of host memory");
     clattn_status rc = make_buffer(
-        H, b, H->small.ints, 0, &seed, H->shost[i],
+        H, H->small.desc, i, b, H->small.ints, 0, &seed, H->shost[i],
         b->role == CLATTN__BUF_INOUT ? &H->sinit[i] : NULL, &H->sbuf[i]);
     if (rc)
       return rc;
@@ -203,7 +215,8 @@ static clattn_status setup_call(harness *H) {
       if ((c > 0 && !b->cold) || (b->role == CLATTN__BUF_INTS && b->optional))
         continue;
       clattn_status rc =
-          make_buffer(H, b, NULL, full, &seed, NULL, NULL, &H->buf[c][i]);
+          make_buffer(H, H->desc, i, b, NULL, full, &seed, NULL, NULL,
+                      &H->buf[c][i]);
       if (rc)
         return rc;
     }
