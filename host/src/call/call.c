@@ -48,12 +48,11 @@ static clattn_status check_ints(clattn_ctx *ctx, const clattn__family *F,
       rc = clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
       break;
     }
-    const cl_int err = clEnqueueReadBuffer(
-        ctx->queue, bufs[i], CL_TRUE, 0, bytes, ints[i], ev ? ev->num_wait : 0,
-        ev ? ev->wait : NULL, NULL);
+    const cl_int err =
+        clEnqueueReadBuffer(ctx->queue, bufs[i], CL_TRUE, 0, bytes, ints[i],
+                            ev ? ev->num_wait : 0, ev ? ev->wait : NULL, NULL);
     if (err != CL_SUCCESS)
-      rc = clattn__cl_fail(ctx, err, "clEnqueueReadBuffer", __FILE__,
-                           __LINE__);
+      rc = clattn__cl_fail(ctx, err, "clEnqueueReadBuffer", __FILE__, __LINE__);
   }
   if (rc == CLATTN_OK &&
       (rc = F->check_ints(desc, (const int *const *)ints, why, sizeof why)))
@@ -98,9 +97,8 @@ static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
     return rc;
   if (m == NULL && (rc = clattn__choice_search(ctx, F, desc, &key, &m, plan)))
     return rc;
-  const int auto_wg = clattn__params_flagged(
-                          F, &clattn__memo_choice(m)->params,
-                          CLATTN__TUNABLE_WG) == 0;
+  const int auto_wg = clattn__params_flagged(F, &clattn__memo_choice(m)->params,
+                                             CLATTN__TUNABLE_WG) == 0;
   if ((rc = F->enqueue(ctx, desc, plan, auto_wg, bufs, ev)))
     return rc;
   /* m is still the entry chosen: a family's enqueue makes no choice */

@@ -16,8 +16,9 @@
  * are the chunked prefill's.  (NULL or a bad n_q: the decode's checks name
  * it.) */
 static const clattn__family *paged_family(const clattn_paged_desc *d) {
-  return d != NULL && d->size >= offsetof(clattn_paged_desc, n_q) +
-                                     sizeof d->n_q && d->n_q > 1
+  return d != NULL &&
+                 d->size >= offsetof(clattn_paged_desc, n_q) + sizeof d->n_q &&
+                 d->n_q > 1
              ? &clattn__family_paged_prefill
              : &clattn__family_paged_decode;
 }

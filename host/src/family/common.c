@@ -36,8 +36,9 @@ clattn_status clattn__check_dtype(clattn_dtype dt, char *why, size_t cap) {
     return CLATTN_ERR_INVALID_ARG;
   }
   if (dt == CLATTN_I8) {
-    snprintf(why, cap, "dtype i8 is a paged KV cache's storage alone "
-                       "(clattn_paged_desc.cache_dtype)");
+    snprintf(why, cap,
+             "dtype i8 is a paged KV cache's storage alone "
+             "(clattn_paged_desc.cache_dtype)");
     return CLATTN_ERR_UNSUPPORTED;
   }
   return CLATTN_OK;

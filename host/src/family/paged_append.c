@@ -1,5 +1,5 @@
-/* paged_append.c - the paged-append family (a placeholder until its room is built: every
- * call is refused, and it is not in the registry). */
+/* paged_append.c - the paged-append family (a placeholder until its room is
+ * built: every call is refused, and it is not in the registry). */
 #include "family/family.h"
 
 #include <stdio.h>

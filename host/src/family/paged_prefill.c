@@ -1,5 +1,5 @@
-/* paged_prefill.c - the paged-prefill family (a placeholder until its room is built: every
- * call is refused, and it is not in the registry). */
+/* paged_prefill.c - the paged-prefill family (a placeholder until its room is
+ * built: every call is refused, and it is not in the registry). */
 #include "family/family.h"
 
 #include <stdio.h>

@@ -214,9 +214,8 @@ static clattn_status setup_call(harness *H) {
       const clattn__buf_spec *b = &H->spec[i];
       if ((c > 0 && !b->cold) || (b->role == CLATTN__BUF_INTS && b->optional))
         continue;
-      clattn_status rc =
-          make_buffer(H, H->desc, i, b, NULL, full, &seed, NULL, NULL,
-                      &H->buf[c][i]);
+      clattn_status rc = make_buffer(H, H->desc, i, b, NULL, full, &seed, NULL,
+                                     NULL, &H->buf[c][i]);
       if (rc)
         return rc;
     }
