@@ -411,18 +411,25 @@ def check_lens(name, lens, batch):
     """Sequence lengths as the C call takes them: NumPy (or a list) becomes
     int32 [batch]; a pyopencl array must already be int32 [batch], since
     converting it would be a hidden device copy.  None stays None."""
-    if lens is None:
+    return check_ints(name, lens, (batch,))
+
+
+def check_ints(name, ints, shape):
+    """An int32 table of the given shape (lengths, a block table, offsets),
+    as check_lens takes lengths."""
+    if ints is None:
         return None
-    if is_device_array(lens):
-        if np.dtype(lens.dtype) != np.int32:
-            raise ValueError("%s: expected a pyopencl array of int32 [%d], got dtype %s"
-                             % (name, batch, lens.dtype))
-        expect_shape(name, lens, (batch,))
-        return lens
-    arr = np.asarray(lens)
+    dims = ", ".join(str(n) for n in shape)
+    if is_device_array(ints):
+        if np.dtype(ints.dtype) != np.int32:
+            raise ValueError("%s: expected a pyopencl array of int32 [%s], got dtype %s"
+                             % (name, dims, ints.dtype))
+        expect_shape(name, ints, shape)
+        return ints
+    arr = np.asarray(ints)
     if arr.dtype.kind not in "iu":
-        raise ValueError("%s: expected integers [%d], got dtype %s" % (name, batch, arr.dtype))
-    expect_shape(name, arr, (batch,))
+        raise ValueError("%s: expected integers [%s], got dtype %s" % (name, dims, arr.dtype))
+    expect_shape(name, arr, shape)
     info = np.iinfo(np.int32)
     if arr.size and (arr.min() < info.min or arr.max() > info.max):
         raise ValueError("%s: values outside int32" % name)

@@ -8,11 +8,12 @@ import pyopencl as cl
 
 from . import _arrays as A
 from ._lib import Closable, Error, check, cstr, ffi, lib, params_struct, versioned
+from ._paged import PagedCalls
 from ._talking_heads import TalkingHeadsCalls
 from ._tools import ToolCalls
 
 
-class Context(TalkingHeadsCalls, ToolCalls, Closable):
+class Context(TalkingHeadsCalls, PagedCalls, ToolCalls, Closable):
     """A clattn context.
 
     Context(device=None, queue=None, *, cache_dir=None, tuning_db=None,
