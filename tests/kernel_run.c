@@ -82,8 +82,20 @@ int main(int argc, char **argv) {
       cl_int v[2] = {mc->ints[0], mc->ints[1]};
       for (int k = 0; k < 2 && mc->ints[0] < 0; k++)
         v[k] = F->full_int(d);
+      /* a family's table (a paged call's block table) from the lengths */
+      cl_int *x = b->elems > 2 ? calloc(b->elems, sizeof *x) : v;
+      if (x == NULL) {
+        err = CL_OUT_OF_HOST_MEMORY;
+        break;
+      }
+      if (F->fill_ints)
+        F->fill_ints(d, i, v, F->full_int(d), x);
+      else if (x != v)
+        x[0] = v[0], x[1] = v[1];
       bufs[i] = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                               b->elems * sizeof(cl_int), v, &err);
+                               b->elems * sizeof(cl_int), x, &err);
+      if (x != v)
+        free(x);
     }
   }
   if (err == CL_SUCCESS)

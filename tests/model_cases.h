@@ -2,8 +2,8 @@
  * Oclgrind counts (tests/test_model.c runs tests/kernel_run.c on each under
  * Oclgrind's instruction counter).  Between them they launch every kernel
  * of cl/attention.cl, cl/decode.cl, cl/talking_heads.cl, cl/th_decode.cl,
- * cl/super_values.cl, cl/cvmm.cl and cl/probe.cl, with odd sizes, masks,
- * padding, empty sequences and every storage type. */
+ * cl/super_values.cl, cl/cvmm.cl, cl/paged_append.cl and cl/probe.cl, with
+ * odd sizes, masks, padding, empty sequences and every storage type. */
 #ifndef CLATTN_TESTS_MODEL_CASES_H
 #define CLATTN_TESTS_MODEL_CASES_H
 
@@ -725,6 +725,40 @@ static const model_case model_cases[] = {
      "seq=11 model-dim=128 heads=2 head-dim=5 experts=2 topk=2 mode=sum",
      {-1, -1},
      {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 48, .splits = 8},
+     0,
+     0,
+     0,
+     0},
+    /* the paged append (cl/paged_append.cl): a sequence shorter than the
+     * rows and rows across a page boundary; an int8 cache (every row read
+     * twice, int8 rows and a scale written, the division's fmas) from bf16
+     * rows; pages of one position */
+    {"paged append f16",
+     "paged-append",
+     "batch=2 kv-seq=20 new=3 kv-heads=2 head-dim=16 head-dim-v=8 "
+     "dtype=f16 page=4",
+     {2, 18},
+     {.size = sizeof(clattn_params)},
+     0,
+     0,
+     0,
+     0},
+    {"paged append bf16 into i8",
+     "paged-append",
+     "batch=2 kv-seq=16 new=2 kv-heads=3 head-dim=24 head-dim-v=40 "
+     "dtype=bf16 cache-dtype=i8 page=8",
+     {9, 16},
+     {.size = sizeof(clattn_params)},
+     0,
+     0,
+     0,
+     0},
+    {"paged append f32 into i8 page 1",
+     "paged-append",
+     "batch=1 kv-seq=5 new=4 kv-heads=1 head-dim=8 dtype=f32 "
+     "cache-dtype=i8 page=1",
+     {3, -1},
+     {.size = sizeof(clattn_params)},
      0,
      0,
      0,

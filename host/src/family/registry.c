@@ -11,7 +11,7 @@ static const clattn__family *const families[] = {
     &clattn__family_th_decode,        &clattn__family_efficient,
     &clattn__family_efficient_decode, &clattn__family_efficient_append,
     &clattn__family_super_values,     &clattn__family_cvmm,
-    &clattn__family_projection,
+    &clattn__family_projection,       &clattn__family_paged_append,
 };
 
 enum { COUNT = sizeof families / sizeof families[0] };

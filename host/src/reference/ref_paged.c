@@ -1,6 +1,8 @@
 /* ref_paged.c - the paged and ragged references (ref_paged.h). */
 #include "reference/ref_paged.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +61,54 @@ int ref_paged_attention(const ref_paged *a, const float *q, const float *kc,
   free(k);
   free(v);
   return 0;
+}
+
+/* One (position, head) row of d values into an int8 cache's row (floats
+ * holding the integers) and its scale (ref_paged.h). */
+static void quantize_row(const float *x, int d, float *q, float *scale) {
+  double most = 0;
+  int finite = 1;
+  for (int i = 0; i < d; i++) {
+    finite &= isfinite(x[i]) != 0;
+    most = fmax(most, fabs((double)x[i]));
+  }
+  const float s = (float)(most / 127.0);
+  const int keep = finite && s >= FLT_MIN;
+  for (int i = 0; i < d; i++) {
+    const double r = keep ? nearbyint((double)x[i] / s) : 0.0;
+    q[i] = (float)(r > 127 ? 127 : r < -127 ? -127 : r);
+  }
+  *scale = !finite ? NAN : keep ? s : 0.0f;
+}
+
+/* Sequence bi's row i (of width d) of one tensor into its page. */
+static void append_row(const ref_paged *a, const float *src, float *cache,
+                       float *scales, size_t dst_row, size_t src_row, int d) {
+  for (int h = 0; h < a->hkv; h++) {
+    const float *x = src + (src_row * a->hkv + h) * d;
+    float *y = cache + (dst_row * a->hkv + h) * d;
+    if (scales)
+      quantize_row(x, d, y, &scales[dst_row * a->hkv + h]);
+    else
+      memcpy(y, x, (size_t)d * sizeof *y);
+  }
+}
+
+void ref_paged_append(const ref_paged *a, const float *k_new,
+                      const float *v_new, const int *table, const int *lens,
+                      float *kc, float *vc, float *ks, float *vs) {
+  for (int bi = 0; bi < a->b; bi++)
+    for (int i = 0; i < a->n; i++) {
+      const long t = (long)lens[bi] - a->n + i;
+      if (t < 0)
+        continue;
+      const size_t page =
+          (size_t)table[(size_t)bi * a->max_blocks + t / a->page_size];
+      const size_t row = page * a->page_size + (size_t)(t % a->page_size);
+      const size_t src = (size_t)bi * a->n + i;
+      append_row(a, k_new, kc, ks, row, src, a->dk);
+      append_row(a, v_new, vc, vs, row, src, a->dv);
+    }
 }
 
 void ref_varlen_attention(const ref_paged *a, const float *q, const float *k,
