@@ -1,0 +1,158 @@
+/* varlen_cost.c - the model's costs of the varlen family's kernel: the
+ * FLOPs, exp2 evaluations and global bytes varlen_fwd (cl/varlen.cl)
+ * issues, counted by walking its launch (group by group, item by item,
+ * tile by tile; the keys of a tile in closed form).  The offsets are the
+ * call's (cu_seqlens_q then cu_seqlens_k) or, without them, the full
+ * call's mixed pattern (varlen.h). */
+#include "family/varlen.h"
+#include "family/plan.h"
+#include "model/model.h"
+
+#include <stdlib.h>
+
+/* cl/common.cl's key_limit and key_start. */
+static long key_limit(int causal, long L, long n, long i) {
+  return causal ? (L < L - n + i + 1 ? L : L - n + i + 1) : L;
+}
+static long key_start(long W, long pos) {
+  return W > 0 && pos - W + 1 > 0 ? pos - W + 1 : 0;
+}
+static long lmax(long a, long b) { return a > b ? a : b; }
+static long lmin(long a, long b) { return a < b ? a : b; }
+
+/* cl/varlen.cl's tile_sequence, and the offsets it reads. */
+static int tile_sequence(const int *cu_q, int batch, int bq, long x,
+                         int *reads) {
+  int lo = 0, hi = batch;
+  *reads = 0;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    ++*reads;
+    if ((long)(cu_q[mid] / bq) + mid <= x)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* What one KV head's launch issues, and the valid (query, key) pairs of
+ * one query head. */
+typedef struct tally {
+  double rd, wr, fma, ex, pairs;
+} tally;
+
+static void walk(const clattn_varlen_desc *d, const clattn__varlen_plan *pl,
+                 const int *cu_q, const int *cu_k, tally *s) {
+  const int g = d->heads_q / d->heads_kv, bq = pl->bq, rpi = pl->rpi;
+  const int causal = d->causal != 0;
+  const long W = d->window, KB = pl->kb;
+  const double es = (double)clattn_dtype_size(d->dtype);
+  const double DK = d->head_dim_k, DV = d->head_dim_v;
+  const double opt_row_b =
+      4.0 * ((d->alibi_slopes != NULL) + (d->sinks != NULL));
+  const double alibi = d->alibi_slopes != NULL, softcap = d->softcap != 0.0f;
+  const long groups = clattn__varlen_groups(d, bq);
+  long pos[CLATTN__VARLEN_MAX_RPI], lim[CLATTN__VARLEN_MAX_RPI],
+      lo[CLATTN__VARLEN_MAX_RPI];
+  for (int b = 0; b < d->batch; b++) { /* valid pairs, as the kernel skips */
+    const long n = cu_q[b + 1] - cu_q[b], m = cu_k[b + 1] - cu_k[b];
+    if (cu_q[b] < 0 || n < 0 || cu_q[b + 1] > d->total_q || cu_k[b] < 0 ||
+        m < 0 || cu_k[b + 1] > d->total_k)
+      continue;
+    for (long i = 0; i < n; i++) {
+      const long l = key_limit(causal, m, n, i);
+      s->pairs += (double)lmax(0, l - key_start(W, m - n + i));
+    }
+  }
+  for (long x = 0; x < groups; x++) {
+    int reads;
+    const int b = tile_sequence(cu_q, d->batch, bq, x, &reads);
+    /* every item: the search's offsets and the sequence's four */
+    s->rd += 4.0 * pl->wg * (reads + 4);
+    const long q0 = cu_q[b], q1 = cu_q[b + 1], k0 = cu_k[b], k1 = cu_k[b + 1];
+    if (q0 < 0 || q1 < q0 || q1 > d->total_q || k0 < 0 || k1 < k0 ||
+        k1 > d->total_k)
+      continue;
+    const long n = q1 - q0, m = k1 - k0, tile = x - (q0 / bq + b);
+    if (tile < 0 || tile * bq >= n)
+      continue;
+    const long i0 = tile * bq, rows = lmin(bq, n - i0) * g;
+    for (long r0 = 0; r0 < rows; r0 += rpi) {
+      for (int r = 0; r < rpi; r++) {
+        const long i = i0 + lmin(r0 + r, rows - 1) / g;
+        pos[r] = m - n + i;
+        lim[r] = key_limit(causal, m, n, i);
+        lo[r] = lmin(key_start(W, pos[r]), lim[r]);
+      }
+      /* the q rows (clamped ones too) and their option arrays */
+      s->rd += rpi * (es * DK + opt_row_b);
+      const long kbeg = key_start(W, pos[0]), kend = lim[rpi - 1];
+      for (long t0 = kbeg; t0 < kend; t0 += KB) {
+        const long nt = lmin(KB, kend - t0), tb = lmax(0, lo[0] - t0);
+        /* K rows scored against every row; the softmax step of each row
+         * (alpha, KB probabilities, the soft-cap's exp2 a key; the sum's
+         * update and ALiBi's bias a key) */
+        s->rd += es * DK * nt;
+        s->fma += (double)rpi * DK * nt + rpi * (1.0 + alibi * KB);
+        s->ex += rpi * (1.0 + KB + softcap * KB);
+        /* V rows from the first row's first key, each row weighing those
+         * in its own bounds */
+        if (nt > tb)
+          s->rd += es * DV * (nt - tb);
+        for (int r = 0; r < rpi; r++) {
+          const long a = lmax(tb, lo[r] - t0), e = lmin(nt, lim[r] - t0);
+          if (e > a)
+            s->fma += DV * (e - a);
+        }
+      }
+      s->wr += es * DV * lmin(rpi, rows - r0);
+    }
+  }
+}
+
+clattn_status clattn__varlen_cost(const void *desc, const void *plan,
+                                  const int *ints, const clattn_profile *prof,
+                                  clattn_prediction *out, double *dram_reads) {
+  const clattn_varlen_desc *d = desc;
+  const clattn__varlen_plan *pl = plan;
+  const size_t cu = (size_t)d->batch + 1;
+  int *own = NULL;
+  const int *cu_q = ints, *cu_k = ints ? ints + cu : NULL;
+  if (ints == NULL) {
+    if ((own = malloc(2 * cu * sizeof *own)) == NULL)
+      return clattn__model_fail(out, CLATTN_ERR_NOMEM, "out of host memory");
+    own[0] = own[cu] = 0;
+    clattn__varlen_pattern(d->batch, d->total_q, own + 1);
+    clattn__varlen_pattern(d->batch, d->total_k, own + cu + 1);
+    for (size_t b = 1; b < cu; b++) {
+      own[b] += own[b - 1];
+      own[cu + b] += own[cu + b - 1];
+    }
+    cu_q = own;
+    cu_k = own + cu;
+  }
+  tally s = {0, 0, 0, 0, 0};
+  walk(d, pl, cu_q, cu_k, &s);
+  free(own);
+  const double es = (double)clattn_dtype_size(d->dtype);
+  const double hkv = d->heads_kv, hq = d->heads_q;
+  const double DK = d->head_dim_k, DV = d->head_dim_v;
+  const double pairs = s.pairs * hq;
+  const double q_bytes = es * d->total_q * hq * DK;
+  const double kv_bytes = es * d->total_k * hkv * (DK + DV);
+  const double o_bytes = es * d->total_q * hq * DV;
+  clattn_cost *c = clattn__model_kernel(out, "varlen_fwd");
+  c->bytes_read = hkv * s.rd;
+  c->bytes_written = hkv * s.wr;
+  c->fma_issued = hkv * (s.fma + CLATTN__EXP2_FMAS * s.ex);
+  c->exp2_issued = hkv * s.ex;
+  c->flops = 2.0 * pairs * (DK + DV);
+  c->softmax_ops = CLATTN__C_SM * pairs;
+  c->bytes_compulsory = q_bytes + kv_bytes + o_bytes;
+  /* the K and V rows a group re-reads are its sequence's: in cache while
+   * they fit (an average sequence's) */
+  clattn__model_dram(c, q_bytes + kv_bytes, kv_bytes / d->batch, prof);
+  dram_reads[0] = c->bytes_dram - c->bytes_written;
+  return CLATTN_OK;
+}
