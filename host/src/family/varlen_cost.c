@@ -49,6 +49,7 @@ static void walk(const clattn_varlen_desc *d, const clattn__varlen_plan *pl,
   const long W = d->window, KB = pl->kb;
   const double es = (double)clattn_dtype_size(d->dtype);
   const double DK = d->head_dim_k, DV = d->head_dim_v;
+  const double vwk = clattn__vec_width(d->head_dim_k);
   const double opt_row_b =
       4.0 * ((d->alibi_slopes != NULL) + (d->sinks != NULL));
   const double alibi = d->alibi_slopes != NULL, softcap = d->softcap != 0.0f;
@@ -90,11 +91,12 @@ static void walk(const clattn_varlen_desc *d, const clattn__varlen_plan *pl,
       const long kbeg = key_start(W, pos[0]), kend = lim[rpi - 1];
       for (long t0 = kbeg; t0 < kend; t0 += KB) {
         const long nt = lmin(KB, kend - t0), tb = lmax(0, lo[0] - t0);
-        /* K rows scored against every row; the softmax step of each row
-         * (alpha, KB probabilities, the soft-cap's exp2 a key; the sum's
-         * update and ALiBi's bias a key) */
+        /* K rows scored against every row (each dot product's first
+         * vector a multiplication); the softmax step of each row (alpha, KB
+         * probabilities, the soft-cap's exp2 a key; the sum's update and
+         * ALiBi's bias a key) */
         s->rd += es * DK * nt;
-        s->fma += (double)rpi * DK * nt + rpi * (1.0 + alibi * KB);
+        s->fma += (double)rpi * (DK - vwk) * nt + rpi * (1.0 + alibi * KB);
         s->ex += rpi * (1.0 + KB + softcap * KB);
         /* V rows from the first row's first key, each row weighing those
          * in its own bounds */
