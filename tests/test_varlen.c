@@ -28,6 +28,7 @@ typedef struct vcase {
   int window, softcap, alibi, sinks; /* the options (alibi, sinks: 0/1) */
   int rows, keys, wg;                /* explicit tiles; 0: automatic */
   int small;                         /* in CLATTN_TEST_SUBSET=small */
+  int variant;                       /* explicit kernel; 0: automatic */
 } vcase;
 
 static const vcase cases[] = {
@@ -139,7 +140,7 @@ static const vcase cases[] = {
      0,
      0,
      1},
-    {"options f16 non-causal window alibi",
+    {"options f16 non-causal window alibi variant 2",
      3,
      {3, 16, 22},
      {10, 16, 40},
@@ -156,8 +157,9 @@ static const vcase cases[] = {
      0,
      0,
      0,
-     0},
-    {"tiles rows 1 keys 16 wg 1",
+     1,
+     2},
+    {"variant 2 rows 1 keys 16 wg 1",
      4,
      {1, 17, 0, 16},
      {1, 40, 2, 16},
@@ -174,8 +176,9 @@ static const vcase cases[] = {
      1,
      16,
      1,
-     1},
-    {"tiles rows 8 keys 64 wg 4",
+     1,
+     2},
+    {"variant 1 rows 8 keys 64 wg 4",
      4,
      {7, 9, 8, 0},
      {70, 9, 8, 0},
@@ -192,8 +195,9 @@ static const vcase cases[] = {
      8,
      64,
      4,
+     1,
      1},
-    {"tiles rows 16 keys 16 wg 16 bf16",
+    {"variant 2 rows 16 keys 16 wg 16 bf16",
      4,
      {15, 17, 1, 32},
      {15, 17, 50, 32},
@@ -210,8 +214,9 @@ static const vcase cases[] = {
      16,
      16,
      16,
-     0},
-    {"tiles rows 64 keys 32 wg 64 f16",
+     0,
+     2},
+    {"variant 2 rows 64 keys 32 wg 64 f16",
      3,
      {63, 65, 1},
      {63, 65, 1},
@@ -228,7 +233,8 @@ static const vcase cases[] = {
      64,
      32,
      64,
-     0},
+     0,
+     2},
 };
 
 /* The offsets of n lengths. */
@@ -289,7 +295,7 @@ static void run_case(clattn_ctx *ctx, const vcase *c) {
                                 .head_dim_v = c->dv,
                                 .dtype = c->dt,
                                 .causal = c->causal,
-                                .params = c->rows ? &p : NULL,
+                                .params = c->rows || c->variant ? &p : NULL,
                                 .window = c->window,
                                 .softcap = (float)c->softcap,
                                 .alibi_slopes = c->alibi ? slopes : NULL,

@@ -1,6 +1,6 @@
-/* varlen_cost.c - the model's costs of the varlen family's kernel: the
- * FLOPs, exp2 evaluations and global bytes varlen_fwd (cl/varlen.cl)
- * issues, counted by walking its launch (group by group, item by item,
+/* varlen_cost.c - the model's costs of the varlen family's kernels: the
+ * FLOPs, exp2 evaluations and global bytes its kernels (cl/varlen.cl)
+ * issue, counted by walking its launch (group by group, item by item,
  * tile by tile; the keys of a tile in closed form).  The offsets are the
  * call's (cu_seqlens_q then cu_seqlens_k) or, without them, the full
  * call's mixed pattern (varlen.h). */
@@ -45,7 +45,7 @@ typedef struct tally {
 static void walk(const clattn_varlen_desc *d, const clattn__varlen_plan *pl,
                  const int *cu_q, const int *cu_k, tally *s) {
   const int g = d->heads_q / d->heads_kv, bq = pl->bq, rpi = pl->rpi;
-  const int causal = d->causal != 0;
+  const int causal = d->causal != 0, staged = pl->variant == 1;
   const long W = d->window, KB = pl->kb;
   const double es = (double)clattn_dtype_size(d->dtype);
   const double DK = d->head_dim_k, DV = d->head_dim_v;
@@ -91,15 +91,30 @@ static void walk(const clattn_varlen_desc *d, const clattn__varlen_plan *pl,
       const long kbeg = key_start(W, pos[0]), kend = lim[rpi - 1];
       for (long t0 = kbeg; t0 < kend; t0 += KB) {
         const long nt = lmin(KB, kend - t0), tb = lmax(0, lo[0] - t0);
-        /* K rows scored against every row (each dot product's first
-         * vector a multiplication); the softmax step of each row (alpha, KB
-         * probabilities, the soft-cap's exp2 a key; the sum's update and
-         * ALiBi's bias a key) */
-        s->rd += es * DK * nt;
-        s->fma += (double)rpi * (DK - vwk) * nt + rpi * (1.0 + alibi * KB);
+        /* the softmax step of each row (alpha, KB probabilities, the
+         * soft-cap's exp2 a key; the sum's update and ALiBi's bias a
+         * key) */
+        s->fma += rpi * (1.0 + alibi * KB);
         s->ex += rpi * (1.0 + KB + softcap * KB);
-        /* V rows from the first row's first key, each row weighing those
-         * in its own bounds */
+        if (staged) {
+          /* whole KB-key tiles of K^T against every row; V rows per row
+           * and key in its bounds */
+          s->rd += 4.0 * DK * KB;
+          s->fma += (double)rpi * DK * KB;
+          for (int r = 0; r < rpi; r++) {
+            const long a = lmax(0, lo[r] - t0), e = lmin(KB, lim[r] - t0);
+            if (e > a) {
+              s->rd += 4.0 * DV * (e - a);
+              s->fma += DV * (e - a);
+            }
+          }
+          continue;
+        }
+        /* K rows scored against every row (each dot product's first
+         * vector a multiplication); V rows from the first row's first
+         * key, each row weighing those in its own bounds */
+        s->rd += es * DK * nt;
+        s->fma += (double)rpi * (DK - vwk) * nt;
         if (nt > tb)
           s->rd += es * DV * (nt - tb);
         for (int r = 0; r < rpi; r++) {
@@ -144,17 +159,31 @@ clattn_status clattn__varlen_cost(const void *desc, const void *plan,
   const double q_bytes = es * d->total_q * hq * DK;
   const double kv_bytes = es * d->total_k * hkv * (DK + DV);
   const double o_bytes = es * d->total_q * hq * DV;
-  clattn_cost *c = clattn__model_kernel(out, "varlen_fwd");
+  int k = 0;
+  if (pl->variant == 1) {
+    /* varlen_stage: every packed key row read once, K^T and V written as
+     * float32 over the staged row length */
+    clattn_cost *st = clattn__model_kernel(out, "varlen_stage");
+    st->bytes_read = kv_bytes;
+    st->bytes_written = 4.0 * hkv * pl->ld * (DK + DV);
+    st->bytes_compulsory = st->bytes_read + st->bytes_written;
+    st->bytes_dram = st->bytes_compulsory;
+    dram_reads[k++] = st->bytes_read;
+  }
+  clattn_cost *c = clattn__model_kernel(
+      out, pl->variant == 1 ? "varlen_fwd_staged" : "varlen_fwd");
+  const double staged_kv = 4.0 * hkv * pl->ld * (DK + DV);
   c->bytes_read = hkv * s.rd;
   c->bytes_written = hkv * s.wr;
   c->fma_issued = hkv * (s.fma + CLATTN__EXP2_FMAS * s.ex);
   c->exp2_issued = hkv * s.ex;
   c->flops = 2.0 * pairs * (DK + DV);
   c->softmax_ops = CLATTN__C_SM * pairs;
-  c->bytes_compulsory = q_bytes + kv_bytes + o_bytes;
   /* the K and V rows a group re-reads are its sequence's: in cache while
    * they fit (an average sequence's) */
-  clattn__model_dram(c, q_bytes + kv_bytes, kv_bytes / d->batch, prof);
-  dram_reads[0] = c->bytes_dram - c->bytes_written;
+  const double kv_read = pl->variant == 1 ? staged_kv : kv_bytes;
+  c->bytes_compulsory = q_bytes + kv_read + o_bytes;
+  clattn__model_dram(c, q_bytes + kv_read, kv_read / d->batch, prof);
+  dram_reads[k] = c->bytes_dram - c->bytes_written;
   return CLATTN_OK;
 }
