@@ -1,13 +1,14 @@
 /* varlen_cost.c - the model's costs of the varlen family's kernels: the
  * FLOPs, exp2 evaluations and global bytes its kernels (cl/varlen.cl)
- * issue, counted by walking its launch (group by group, item by item,
- * tile by tile; the keys of a tile in closed form).  The offsets are the
+ * issue, counted by walking its launch group by group and item by item
+ * (an item's key tiles in closed form).  The offsets are the
  * call's (cu_seqlens_q then cu_seqlens_k) or, without them, the full
  * call's mixed pattern (varlen.h). */
 #include "family/varlen.h"
 #include "family/plan.h"
 #include "model/model.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 /* cl/common.cl's key_limit and key_start. */
@@ -89,39 +90,27 @@ static void walk(const clattn_varlen_desc *d, const clattn__varlen_plan *pl,
       /* the q rows (clamped ones too) and their option arrays */
       s->rd += rpi * (es * DK + opt_row_b);
       const long kbeg = key_start(W, pos[0]), kend = lim[rpi - 1];
-      for (long t0 = kbeg; t0 < kend; t0 += KB) {
-        const long nt = lmin(KB, kend - t0), tb = lmax(0, lo[0] - t0);
-        /* the softmax step of each row (alpha, KB probabilities, the
-         * soft-cap's exp2 a key; the sum's update and ALiBi's bias a
-         * key) */
-        s->fma += rpi * (1.0 + alibi * KB);
-        s->ex += rpi * (1.0 + KB + softcap * KB);
-        if (staged) {
-          /* whole KB-key tiles of K^T against every row; V rows per row
-           * and key in its bounds */
-          s->rd += 4.0 * DK * KB;
-          s->fma += (double)rpi * DK * KB;
-          for (int r = 0; r < rpi; r++) {
-            const long a = lmax(0, lo[r] - t0), e = lmin(KB, lim[r] - t0);
-            if (e > a) {
-              s->rd += 4.0 * DV * (e - a);
-              s->fma += DV * (e - a);
-            }
-          }
-          continue;
-        }
-        /* K rows scored against every row (each dot product's first
-         * vector a multiplication); V rows from the first row's first
-         * key, each row weighing those in its own bounds */
-        s->rd += es * DK * nt;
-        s->fma += (double)rpi * (DK - vwk) * nt;
-        if (nt > tb)
-          s->rd += es * DV * (nt - tb);
-        for (int r = 0; r < rpi; r++) {
-          const long a = lmax(tb, lo[r] - t0), e = lmin(nt, lim[r] - t0);
-          if (e > a)
-            s->fma += DV * (e - a);
-        }
+      /* T tiles from kbeg, each row weighing the keys in its own bounds
+       * (none before kbeg) */
+      const double span = (double)lmax(0, kend - kbeg);
+      const double T = ceil(span / (double)KB);
+      double pv = 0;
+      for (int r = 0; r < rpi; r++)
+        pv += (double)lmax(0, lim[r] - lmax(lo[r], kbeg));
+      /* the softmax step of each row a tile (alpha, KB probabilities, the
+       * soft-cap's exp2 a key; the sum's update and ALiBi's bias a key) */
+      s->fma += T * rpi * (1.0 + alibi * KB) + DV * pv;
+      s->ex += T * rpi * (1.0 + KB + softcap * KB);
+      if (staged) {
+        /* whole KB-key tiles of K^T against every row; V rows per row and
+         * key */
+        s->rd += 4.0 * DK * KB * T + 4.0 * DV * pv;
+        s->fma += (double)rpi * DK * KB * T;
+      } else {
+        /* each key row once against every row (a dot product's first
+         * vector a multiplication), each V row once */
+        s->rd += es * (DK + DV) * span;
+        s->fma += (double)rpi * (DK - vwk) * span;
       }
       s->wr += es * DV * lmin(rpi, rows - r0);
     }
