@@ -58,7 +58,7 @@ static void walk(const clattn_varlen_desc *d, const clattn__varlen_plan *pl,
   long pos[CLATTN__VARLEN_MAX_RPI], lim[CLATTN__VARLEN_MAX_RPI],
       lo[CLATTN__VARLEN_MAX_RPI];
   for (int b = 0; b < d->batch; b++) { /* valid pairs, as the kernel skips */
-    const long n = cu_q[b + 1] - cu_q[b], m = cu_k[b + 1] - cu_k[b];
+    const long n = (long)cu_q[b + 1] - cu_q[b], m = (long)cu_k[b + 1] - cu_k[b];
     if (cu_q[b] < 0 || n < 0 || cu_q[b + 1] > d->total_q || cu_k[b] < 0 ||
         m < 0 || cu_k[b + 1] > d->total_k)
       continue;
