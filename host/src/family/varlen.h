@@ -10,11 +10,11 @@ enum { CLATTN__VARLEN_MAX_RPI = 32 };
 
 typedef struct clattn__varlen_plan {
   int variant; /* 1 staged (varlen_stage + varlen_fwd_staged), 2 direct */
-  int bq;  /* query positions a tile (a work-group) */
-  int kb;  /* keys a tile, a multiple of 16 */
-  int wg;  /* work-items a work-group */
-  int rpi; /* rows a work-item: ceil(bq * heads per KV head / wg) */
-  int ld;  /* variant 1: staged row length (>= total_k + kb) */
+  int bq;      /* query positions a tile (a work-group) */
+  int kb;      /* keys a tile, a multiple of 16 */
+  int wg;      /* work-items a work-group */
+  int rpi;     /* rows a work-item: ceil(bq * heads per KV head / wg) */
+  int ld;      /* variant 1: staged row length (>= total_k + kb) */
 } clattn__varlen_plan;
 
 /* The lengths of a full call's sequences (the tuner's and the bench's):
