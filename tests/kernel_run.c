@@ -78,24 +78,24 @@ int main(int argc, char **argv) {
     const clattn__buf_spec *b = &spec[i];
     if (b->role != CLATTN__BUF_INTS) {
       bufs[i] = random_buffer(c, b->elems, clattn_dtype_size(b->dtype), &err);
-    } else if (mc->ints[0] >= 0 || !b->optional) {
-      cl_int v[2] = {mc->ints[0], mc->ints[1]};
-      for (int k = 0; k < 2 && mc->ints[0] < 0; k++)
-        v[k] = F->full_int(d);
-      /* a family's table (a paged call's block table) from the lengths */
-      cl_int *x = b->elems > 2 ? calloc(b->elems, sizeof *x) : v;
+    } else if (F->fill_ints) {
+      /* a table the family makes from the case's values (NULL: its full
+       * call's) */
+      cl_int *x = malloc(b->elems * sizeof *x);
       if (x == NULL) {
         err = CL_OUT_OF_HOST_MEMORY;
         break;
       }
-      if (F->fill_ints)
-        F->fill_ints(d, i, v, F->full_int(d), x);
-      else if (x != v)
-        x[0] = v[0], x[1] = v[1];
+      F->fill_ints(d, i, mc->ints[0] >= 0 ? mc->ints : NULL, F->full_int(d), x);
       bufs[i] = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                                b->elems * sizeof(cl_int), x, &err);
-      if (x != v)
-        free(x);
+      free(x);
+    } else if (mc->ints[0] >= 0 || !b->optional) {
+      cl_int v[2] = {mc->ints[0], mc->ints[1]};
+      for (int k = 0; k < 2 && mc->ints[0] < 0; k++)
+        v[k] = F->full_int(d);
+      bufs[i] = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                               b->elems * sizeof(cl_int), v, &err);
     }
   }
   if (err == CL_SUCCESS)

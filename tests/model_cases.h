@@ -2,8 +2,9 @@
  * Oclgrind counts (tests/test_model.c runs tests/kernel_run.c on each under
  * Oclgrind's instruction counter).  Between them they launch every kernel
  * of cl/attention.cl, cl/decode.cl, cl/talking_heads.cl, cl/th_decode.cl,
- * cl/super_values.cl, cl/cvmm.cl, cl/paged_append.cl and cl/probe.cl, with
- * odd sizes, masks, padding, empty sequences and every storage type. */
+ * cl/super_values.cl, cl/cvmm.cl, cl/paged_append.cl, cl/varlen.cl and
+ * cl/probe.cl, with odd sizes, masks, padding, empty sequences and every
+ * storage type. */
 #ifndef CLATTN_TESTS_MODEL_CASES_H
 #define CLATTN_TESTS_MODEL_CASES_H
 
@@ -759,6 +760,49 @@ static const model_case model_cases[] = {
      "cache-dtype=i8 page=1",
      {3, -1},
      {.size = sizeof(clattn_params)},
+     0,
+     0,
+     0,
+     0},
+    /* the varlen family (the full call's mixed lengths, fill_ints) */
+    {"varlen f32 causal gqa chunked staged",
+     "varlen",
+     "batch=3 seq=23 kv-seq=37 heads=4 kv-heads=2 head-dim=16 "
+     "head-dim-v=8 dtype=f32 causal=1",
+     {-1, -1},
+     {.size = sizeof(clattn_params),
+      .variant = 1,
+      .rows = 2,
+      .keys = 16,
+      .wg = 2},
+     0,
+     0,
+     0,
+     0},
+    {"varlen f16 causal options direct",
+     "varlen",
+     "batch=4 seq=19 kv-seq=19 heads=2 kv-heads=1 head-dim=32 dtype=f16 "
+     "causal=1 window=5 softcap=30 alibi=1 sinks=1",
+     {-1, -1},
+     {.size = sizeof(clattn_params),
+      .variant = 2,
+      .rows = 3,
+      .keys = 32,
+      .wg = 1},
+     0,
+     0,
+     0,
+     0},
+    {"varlen bf16 non-causal staged",
+     "varlen",
+     "batch=2 seq=9 kv-seq=40 heads=1 kv-heads=1 head-dim=8 head-dim-v=16 "
+     "dtype=bf16 causal=0",
+     {-1, -1},
+     {.size = sizeof(clattn_params),
+      .variant = 1,
+      .rows = 4,
+      .keys = 16,
+      .wg = 4},
      0,
      0,
      0,

@@ -14,7 +14,7 @@
 #
 # The subset: CLATTN_TEST_SUBSET=small makes test_attention / test_attn_options / test_decode /
 # test_th_decode / test_super_values / test_cvmm / test_projection /
-# test_paged_append
+# test_paged_append / test_varlen
 # replace their sweeps by a few small shapes that still cover both kernel
 # variants (1 and 2, several tile/work-group choices), f32 and f16, causal
 # and padded kv_lens, zero-length sequences and split-KV decode, routed
@@ -68,7 +68,7 @@ export CLATTN_SHIPPED=0
 
 rc=0
 for t in attention attn_options decode talking_heads th_decode super_values cvmm \
-  paged_append; do
+  paged_append varlen; do
   echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small) [${SECONDS} s]"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done

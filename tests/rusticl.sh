@@ -2,7 +2,8 @@
 # tests/rusticl.sh BUILD_DIR - portability run on Mesa's rusticl (llvmpipe):
 # a second OpenCL implementation with a different compiler, OpenCL 3.0,
 # 32 KiB of local memory and 1024-item work-groups.  rusticl is slow (~0.5 ms
-# per launch), so test_attention / test_attn_options / test_decode / test_talking_heads run
+# per launch), so test_attention / test_attn_options / test_decode / test_talking_heads /
+# test_varlen run
 # their small subset (CLATTN_TEST_SUBSET=small: both kernel variants,
 # f32/f16, causal, padded, zero-length sequences, split-KV decode, both
 # talking-heads schemes); test_efficient (the K == V families),
@@ -48,7 +49,7 @@ fi
 
 rc=0
 for t in runtime attention attn_options decode talking_heads th_decode efficient \
-    super_values cvmm paged_append; do
+    super_values cvmm paged_append varlen; do
   echo "== rusticl: test_$t [${SECONDS} s]"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done

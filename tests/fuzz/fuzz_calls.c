@@ -131,8 +131,9 @@ static void fuzz_family(const clattn__family *F, input *in,
     F->buffers(desc, bufs);
     size_t n_ints = 0, largest = 0;
     for (int i = 0; i < F->nbufs; i++) {
-      if (bufs[i].role == CLATTN__BUF_INTS)
-        n_ints = bufs[i].elems;
+      if (bufs[i].role == CLATTN__BUF_INTS) /* the model reads them all,
+                                                one after the other */
+        n_ints += bufs[i].elems;
       if (bufs[i].elems > largest || bufs[i].elems == 0)
         largest = bufs[i].elems ? bufs[i].elems : SIZE_MAX;
     }
