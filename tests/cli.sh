@@ -741,6 +741,187 @@ refused "run decode --seq (one query a sequence)" "unknown option '--seq'" \
   "$clattn" run decode --random --kv-seq 8 --heads 2 --head-dim 8 --seq 2 \
   --out "$tmp/bad_o.npy"
 
+# clattn run decode --paged and run attention --varlen (issue 36): inputs
+# made with --random --save-inputs (lengths around the page size, page
+# sizes 1, 8, 16 and 256, an int8 cache, a chunked prefill), run from the
+# saved files with --check and read back; then bad input, each refused with
+# exit 2 and a message naming the file, an existing --out kept byte for
+# byte.  The files are saved before any kernel runs, so the refusals the
+# command checks itself pass whatever the families do.
+p=$tmp/paged
+mkdir -p "$p"
+hdr() { # hdr DESCRIPTION FILE PATTERN: the .npy header of FILE matches
+  head -c 128 "$2" | grep -aq -- "$3" && ok "$1" ||
+    bad "$1: header $(head -c 80 "$2" | tr -d '\0')"
+}
+pg=(--heads 4 --kv-heads 2 --head-dim 16 --head-dim-v 8)
+run "run decode --paged --random --save-inputs --check" 0 "$clattn" run \
+  decode --paged --random --kv-lens 1,15,16,17,40 "${pg[@]}" --page-size 16 \
+  --save-inputs "$p/f32" --check
+has "run decode --paged --random: check passes" "check paged: .*PASS"
+for f in q k_cache v_cache block_table kv_lens; do
+  [ -e "$p/f32/$f.npy" ] && ok "--paged --save-inputs wrote $f.npy" ||
+    bad "--paged --save-inputs did not write $f.npy"
+done
+hdr "--paged: k_cache [pages, page_size, kv_heads, dk]" "$p/f32/k_cache.npy" \
+  "'<f4'.*'shape': (13, 16, 2, 16)"
+hdr "--paged: block_table [batch, max_blocks]" "$p/f32/block_table.npy" \
+  "'<i4'.*'shape': (5, 3)"
+run "run decode --paged --in (the saved inputs) --check" 0 "$clattn" run \
+  decode --paged --in "$p/f32" --out "$p/o.npy" --check
+has "run decode --paged --in: check passes" "check paged: .*PASS"
+hdr "run decode --paged: o is f32 [batch, n_q, heads, dv]" "$p/o.npy" \
+  "'<f4'.*'shape': (5, 1, 4, 8)"
+run "run decode --paged, every option, --causal --check" 0 "$clattn" run \
+  decode --paged --in "$p/f32" --out "$p/o.npy" --causal "${all[@]}" --check
+has "run decode --paged, every option: check passes" "check paged: .*PASS"
+run "run decode --paged int8 f16, a chunk of 3 (prefill), --save-inputs" 0 \
+  "$clattn" run decode --paged --random --kv-lens 2,7,8,9,30 "${pg[@]}" \
+  --page-size 8 --new 3 --cache-dtype int8 --dtype f16 --causal \
+  --save-inputs "$p/i8" --check
+has "run decode --paged int8: check passes" "check paged: .*PASS"
+hdr "--paged int8: k_cache is '|i1'" "$p/i8/k_cache.npy" "'|i1'"
+hdr "--paged int8: k_scale [pages, page_size, kv_heads]" "$p/i8/k_scale.npy" \
+  "'<f4'.*'shape': (14, 8, 2)"
+run "run decode --paged --in (int8, the saved inputs) --check" 0 "$clattn" \
+  run decode --paged --in "$p/i8" --out "$p/o.npy" --causal --window 5 --check
+has "run decode --paged --in int8: check passes" "check paged: .*PASS"
+hdr "run decode --paged int8: o is f16 [batch, 3, heads, dv]" "$p/o.npy" \
+  "'<f2'.*'shape': (5, 3, 4, 8)"
+for ps in 1 256; do
+  run "run decode --paged --page-size $ps --check" 0 "$clattn" run decode \
+    --paged --random --kv-lens 1,3,17 "${pg[@]}" --page-size "$ps" --new 2 \
+    --check
+  has "run decode --paged --page-size $ps: check passes" "check paged: .*PASS"
+done
+run "run attention --varlen --random --save-inputs --check" 0 "$clattn" run \
+  attention --varlen --random --kv-lens 1,7,16,3 --seq 5 "${pg[@]}" --causal \
+  --save-inputs "$p/vl" --check
+has "run attention --varlen --random: check passes" "check varlen: .*PASS"
+hdr "--varlen: cu_seqlens_q [batch + 1]" "$p/vl/cu_seqlens_q.npy" \
+  "'<i4'.*'shape': (5,)"
+run "run attention --varlen --in (the saved inputs), every option --check" 0 \
+  "$clattn" run attention --varlen --in "$p/vl" --out "$p/o.npy" --causal \
+  "${all[@]}" --check
+has "run attention --varlen --in: check passes" "check varlen: .*PASS"
+hdr "run attention --varlen: o is [total_q, heads, dv]" "$p/o.npy" \
+  "'<f4'.*'shape': (14, 4, 8)"
+run "run attention --varlen f16, not causal --check" 0 "$clattn" run \
+  attention --varlen --random --batch 3 --seq 9 --kv-seq 20 "${pg[@]}" \
+  --dtype f16 --check
+has "run attention --varlen f16: check passes" "check varlen: .*PASS"
+
+run "run --help (paged and varlen)" 0 "$clattn" run --help
+has "run --help describes run decode --paged" "^run decode --paged: "
+has "run --help describes run attention --varlen" "^run attention --varlen: "
+
+kept() { # kept DESCRIPTION PATTERN CMD...: exit 2 naming it, --out kept
+  local what=$1 pattern=$2
+  shift 2
+  printf 'an earlier output\n' >"$p/kept.npy"
+  cp "$p/kept.npy" "$p/kept.orig"
+  run "$what" 2 "$@" --out "$p/kept.npy"
+  has "$what: named" "$pattern" "$tmp/err"
+  cmp -s "$p/kept.npy" "$p/kept.orig" && ok "$what: --out kept" ||
+    bad "$what: --out changed"
+}
+rp=("$clattn" run decode --paged --in "$p/bad")
+rv=("$clattn" run attention --varlen --in "$p/bad")
+# the shapes between the files, checked by the command
+bad_in "$p/f32" "$p/bad" k_cache.npy "<f4" "(13, 12, 2, 16)"
+npy_make "$p/bad/v_cache.npy" "<f4" "(13, 12, 2, 8)" 0.25
+kept "run decode --paged, a page of 12 positions" \
+  "k_cache.npy: page size 12 .* is not a power of two in 1 .. 256" "${rp[@]}"
+bad_in "$p/f32" "$p/bad" k_cache.npy "<f4" "(1, 512, 2, 16)"
+npy_make "$p/bad/v_cache.npy" "<f4" "(1, 512, 2, 8)" 0.25
+kept "run decode --paged, a page of 512 positions" \
+  "k_cache.npy: page size 512 .* is not a power of two in 1 .. 256" "${rp[@]}"
+bad_in "$p/i8" "$p/bad" q.npy "<f2" "(5, 3, 4, 16)"
+rm "$p/bad/k_scale.npy"
+kept "run decode --paged, an int8 cache without k_scale.npy" \
+  "k_scale.npy: missing: an int8 cache" "${rp[@]}"
+bad_in "$p/i8" "$p/bad" v_scale.npy "<f4" "(13, 8, 4)"
+kept "run decode --paged, v_scale of another kv heads" \
+  "v_scale.npy: expected '<f4' \[num_blocks, page_size, kv_heads\]" \
+  "${rp[@]}"
+bad_in "$p/f32" "$p/bad" k_scale.npy "<f4" "(13, 16, 2)"
+kept "run decode --paged, scales for a float cache" \
+  "k_scale.npy: scales go with an int8 cache" "${rp[@]}"
+bad_in "$p/f32" "$p/bad" v_cache.npy "<f2" "(13, 16, 2, 8)"
+kept "run decode --paged, v_cache of another dtype" \
+  "v_cache.npy: dtype '<f2' differs from k_cache.npy's '<f4'" "${rp[@]}"
+bad_in "$p/f32" "$p/bad" k_cache.npy "<i4" "(13, 16, 2, 16)" 1
+kept "run decode --paged, an int32 k_cache" \
+  "k_cache.npy: dtype '<i4' is neither q.npy's '<f4' nor int8" "${rp[@]}"
+bad_in "$p/f32" "$p/bad" v_cache.npy "<f4" "(12, 16, 2, 8)"
+kept "run decode --paged, v_cache of another pool" \
+  "v_cache.npy: shape \[12, 16, 2, 8\] does not match k_cache.npy" "${rp[@]}"
+bad_in "$p/f32" "$p/bad" k_cache.npy "<f4" "(13, 16, 2, 12)"
+kept "run decode --paged, k_cache of another head dim" \
+  "k_cache.npy: shape \[13, 16, 2, 12\] does not match q.npy" "${rp[@]}"
+bad_in "$p/f32" "$p/bad" block_table.npy "<i4" "(4, 3)" 0
+kept "run decode --paged, a block table of 4 rows for a batch of 5" \
+  "block_table.npy: expected '<i4' \[batch of q.npy, max_blocks\]" "${rp[@]}"
+bad_in "$p/f32" "$p/bad" kv_lens.npy "<f4" "(5,)"
+kept "run decode --paged, float lengths" \
+  "kv_lens.npy: expected '<i4' \[batch of q.npy\]" "${rp[@]}"
+rm "$p/bad/block_table.npy"
+kept "run decode --paged without block_table.npy" "block_table.npy" "${rp[@]}"
+bad_in "$p/vl" "$p/bad" cu_seqlens_q.npy "<i4" "(5,)" "[0, 1, 6, 11, 13][i]"
+kept "run attention --varlen, cu_seqlens_q short of total_q" \
+  "cu_seqlens_q.npy: ends at 13, but q.npy holds 14 rows" "${rv[@]}"
+bad_in "$p/vl" "$p/bad" cu_seqlens_k.npy "<i4" "(4,)" "[0, 1, 8, 27][i]"
+kept "run attention --varlen, cu_seqlens_k of another batch" \
+  "cu_seqlens_k.npy: expected '<i4' \[batch + 1 of cu_seqlens_q\]" "${rv[@]}"
+bad_in "$p/vl" "$p/bad" k.npy "<f4" "(27, 2, 12)"
+kept "run attention --varlen, k of another head dim" \
+  "k.npy: shape \[27, 2, 12\] does not match q.npy" "${rv[@]}"
+bad_in "$p/vl" "$p/bad" v.npy "<f2" "(27, 2, 8)"
+kept "run attention --varlen, v of another dtype" \
+  "v.npy: dtype '<f2' differs from q.npy's '<f4'" "${rv[@]}"
+bad_in "$p/vl" "$p/bad" q.npy "<f4" "(1, 14, 4, 16)"
+kept "run attention --varlen, a batched q" "q.npy: expected rank 3" \
+  "${rv[@]}"
+kept "run decode --paged --random --page-size 12" \
+  "--page-size 12: not a power of two" "$clattn" run decode --paged \
+  --random --kv-seq 8 "${pg[@]}" --page-size 12
+kept "run decode --page-size without --paged" "only valid with --paged" \
+  "$clattn" run decode --random --kv-seq 8 "${pg[@]}" --page-size 16
+kept "run decode --paged --layout" "--layout does not apply to --paged" \
+  "${rp[@]}" --layout bhsd
+kept "run attention --varlen --kv-lens, a bad list" \
+  "--kv-lens '3,x': expected lengths >= 0" "$clattn" run attention \
+  --varlen --random --kv-lens 3,x "${pg[@]}"
+# the tables' contents, checked by the library (CLATTN_ERR_SHAPE naming the
+# entry); lengths 1,15,16,17,40 of page 16 need 1,1,1,2,3 of 13 pages
+table() { # table ROWS: block_table.npy [5, 3] of p/bad
+  npy_make "$p/bad/block_table.npy" "<i4" "(5, 3)" "$1[i]"
+}
+bad_in "$p/f32" "$p/bad" kv_lens.npy "<i4" "(5,)" "[1, 15, 16, 17, 40][i]"
+table "[0, 99, -7, 1, 1 << 30, -1, 2, 12, 12, 3, 4, -1, 5, 6, 7]"
+run "run decode --paged, garbage past the lengths is never read" 0 \
+  "${rp[@]}" --out "$p/o.npy" --check
+has "run decode --paged, garbage past the lengths: check passes" \
+  "check paged: .*PASS"
+table "[0, -1, -1, 1, -1, -1, 2, -1, -1, 3, 4, -1, 5, 6, 13]"
+kept "run decode --paged, a page outside the pool" \
+  "block_table\[4\]\[2\] = 13" "${rp[@]}"
+table "[0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 5, 6, 7]"
+kept "run decode --paged, a negative page a length needs" \
+  "block_table\[3\]\[1\] = -1" "${rp[@]}"
+table "[0, -1, -1, 1, -1, -1, 2, -1, -1, 3, 4, -1, 5, 6, 7]"
+npy_make "$p/bad/kv_lens.npy" "<i4" "(5,)" "[1, 15, 16, 17, 49][i]"
+kept "run decode --paged, a length over the table's capacity" \
+  "kv_lens\[4\] = 49" "${rp[@]}"
+npy_make "$p/bad/kv_lens.npy" "<i4" "(5,)" "[-1, 15, 16, 17, 40][i]"
+kept "run decode --paged, a negative length" "kv_lens\[0\] = -1" "${rp[@]}"
+bad_in "$p/vl" "$p/bad" cu_seqlens_q.npy "<i4" "(5,)" "[0, 1, 6, 4, 14][i]"
+kept "run attention --varlen, cu_seqlens_q decreasing" "cu_seqlens_q\[3\]" \
+  "${rv[@]}"
+bad_in "$p/vl" "$p/bad" cu_seqlens_k.npy "<i4" "(5,)" "[1, 1, 8, 24, 27][i]"
+kept "run attention --varlen, cu_seqlens_k not starting at 0" \
+  "cu_seqlens_k\[0\]" "${rv[@]}"
+
 # the options' shape keys reach the families' parse_shape: explain, as
 # flags and as shape text, shows them in the shape class
 run "explain prefill --window (flag)" 0 "$clattn" explain prefill --seq 64 \

@@ -35,7 +35,8 @@ int cli_attn_dim(const char *dir, const char *file, const char *what, size_t v,
                  int *out);
 
 /* A random tensor of shape [s0, s1, s2, s3] in the storage of dt, from
- * *seed (uniform in [-1, 1), rounded to f16 for CLATTN_F16). */
+ * *seed (uniform in [-1, 1), rounded to f16 for CLATTN_F16; for
+ * CLATTN_I8 the integers -127 .. 127 of an int8 cache, '|i1'). */
 int cli_attn_random(unsigned long long *seed, npy_array *a, clattn_dtype dt,
                     int s0, int s1, int s2, int s3);
 
@@ -45,7 +46,7 @@ void *cli_attn_transpose(const void *src, const size_t *shape, size_t es,
                          int to_bhsd);
 
 /* Float view of a tensor: its data for f32, a converted copy in *copy for
- * f16 (the caller frees *copy). */
+ * f16 and int8 (the integers; the caller frees *copy). */
 const float *cli_attn_as_float(const npy_array *a, float **copy);
 
 /* --check: out (n elements in dt's storage) against the reference ref. */

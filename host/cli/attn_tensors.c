@@ -4,6 +4,7 @@
 #include "attn_run.h"
 #include "base/tolerance.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +84,7 @@ int cli_attn_random(unsigned long long *seed, npy_array *a, clattn_dtype dt,
   a->shape[2] = (size_t)s2;
   a->shape[3] = (size_t)s3;
   a->count = a->shape[0] * a->shape[1] * a->shape[2] * a->shape[3];
-  a->dtype = dt == CLATTN_F16 ? NPY_F16 : NPY_F32;
+  a->dtype = dt == CLATTN_F16 ? NPY_F16 : dt == CLATTN_I8 ? NPY_I8 : NPY_F32;
   float *f = cli_alloc(a->count, sizeof *f);
   if (!f)
     return CLI_FAIL;
@@ -91,6 +92,14 @@ int cli_attn_random(unsigned long long *seed, npy_array *a, clattn_dtype dt,
   if (dt == CLATTN_F32) {
     a->data = f;
     return CLI_OK;
+  }
+  if (dt == CLATTN_I8) { /* the integers -127 .. 127 of an int8 cache */
+    signed char *i8 = cli_alloc(a->count, 1);
+    for (size_t i = 0; i8 && i < a->count; i++)
+      i8[i] = (signed char)lrintf(f[i] * 127.0f);
+    free(f);
+    a->data = i8;
+    return i8 ? CLI_OK : CLI_FAIL;
   }
   a->data = cli_alloc(a->count, 2);
   if (a->data)
@@ -120,7 +129,10 @@ const float *cli_attn_as_float(const npy_array *a, float **copy) {
   if (a->dtype == NPY_F32)
     return a->data;
   *copy = cli_alloc(a->count, sizeof(float));
-  if (*copy)
+  if (*copy && a->dtype == NPY_I8)
+    for (size_t i = 0; i < a->count; i++)
+      (*copy)[i] = (float)((const signed char *)a->data)[i];
+  else if (*copy)
     cli_from_f16(a->data, *copy, a->count);
   return *copy;
 }

@@ -36,6 +36,13 @@ typedef struct cli_opts {
   int window;
   float softcap;
   const char *alibi, *sinks;
+  /* run decode --paged and run attention --varlen (run_paged.c,
+   * run_varlen.c): with --random the page size, the cache's storage (0:
+   * the tensors' dtype, else CLATTN_I8), the new queries a sequence and the
+   * sequences' lengths ("L1,L2,...", NULL: drawn) */
+  int paged, varlen;
+  int page_size, cache_dtype, new_rows;
+  const char *kv_lens;
   int repeat;
   unsigned long long seed;
 } cli_opts;
@@ -52,6 +59,10 @@ int cli_devices_list(void);
 int cli_run_attention(const cli_opts *o);
 /* `clattn run decode` (run_decode.c). */
 int cli_run_decode(const cli_opts *o);
+/* `clattn run decode --paged` (run_paged.c). */
+int cli_run_paged(const cli_opts *o);
+/* `clattn run attention --varlen` (run_varlen.c). */
+int cli_run_varlen(const cli_opts *o);
 int cli_run_gqa(const cli_opts *o);
 int cli_run_th(const cli_opts *o);
 /* `clattn run optimised|efficient|super` (run_hh.c). */

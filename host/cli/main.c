@@ -83,6 +83,23 @@ static const char run_text[] =
     "         drawn in 1..C\n"
     "  --scale S, --layout bshd|bhsd, the attention options as for run\n"
     "  attention (--causal is accepted: the query is already the last)\n"
+    "run decode --paged: a paged KV cache (docs/PAGED.md): DIR holds q.npy\n"
+    "  [b,n_q,h_q,k], k_cache.npy [pages,page_size,h_kv,k], v_cache.npy\n"
+    "  [pages,page_size,h_kv,v] (q's dtype, or int8 '|i1' with k_scale.npy\n"
+    "  and v_scale.npy '<f4' [pages,page_size,h_kv]), block_table.npy '<i4'\n"
+    "  [b,max_blocks], kv_lens.npy '<i4' [b] (the lengths with the n_q new\n"
+    "  positions); writes [b,n_q,h_q,v].\n"
+    "  SHAPE: --kv-seq M (lengths drawn in 1..M) or --kv-lens L1,L2,...\n"
+    "         --heads H [--kv-heads G] --head-dim K [--head-dim-v V]\n"
+    "         [--page-size P] [--new N] [--cache-dtype int8] [--dtype f16]\n"
+    "  --causal, --scale S, the attention options\n"
+    "run attention --varlen: packed sequences: DIR holds q.npy\n"
+    "  [total_q,h_q,k], k.npy [total_k,h_kv,k], v.npy [total_k,h_kv,v],\n"
+    "  cu_seqlens_q.npy and cu_seqlens_k.npy '<i4' [b+1]; writes\n"
+    "  [total_q,h_q,v].\n"
+    "  SHAPE: --seq N (queries a sequence at most) and/or --kv-seq M or\n"
+    "         --kv-lens L1,L2,... (the key lengths), --heads, --head-dim...\n"
+    "  --causal, --scale S, the attention options\n"
     "run gqa: DIR holds x.npy [b,n,d], w_q.npy [d,H*k], w_k.npy [d,G*k],\n"
     "  w_v.npy [d,G*v], w_o.npy [H*v,d] ('<f4'); --heads H is required,\n"
     "  --kv-heads G is derived (checked if given); writes [b,n,d].\n"
@@ -188,6 +205,12 @@ enum opt_id {
   O_SOFTCAP,
   O_ALIBI,
   O_SINKS,
+  O_PAGED,
+  O_VARLEN,
+  O_PAGE_SIZE,
+  O_CACHE_DTYPE,
+  O_NEW,
+  O_KV_LENS,
   O_REPEAT,
   O_SEED,
   O_JSON,
@@ -208,6 +231,13 @@ static int parse_layout(const char *v, void *field) {
 static int parse_run_dtype(const char *v, void *field) {
   int *d = field;
   *d = !strcmp(v, "f32") ? CLATTN_F32 : !strcmp(v, "f16") ? CLATTN_F16 : -1;
+  return *d < 0 ? -1 : 0;
+}
+
+/* --cache-dtype: the tensors' own type (0) or int8. */
+static int parse_cache_dtype(const char *v, void *field) {
+  int *d = field;
+  *d = !strcmp(v, "int8") ? CLATTN_I8 : !strcmp(v, "same") ? 0 : -1;
   return *d < 0 ? -1 : 0;
 }
 
@@ -309,6 +339,25 @@ static const cli_option opts[O_COUNT] = {
                         "ALiBi slopes, float32 [query heads]"),
     [O_SINKS] = STR_OPT("sinks", sinks, ATT | DEC, "SINKS.npy",
                         "sink logits, float32 [query heads] (-inf: none)"),
+    [O_PAGED] = FLAG_OPT("paged", paged, DEC,
+                         "a paged KV cache: a pool of pages and a block table "
+                         "(docs/PAGED.md)"),
+    [O_VARLEN] = FLAG_OPT("varlen", varlen, ATT,
+                          "ragged (packed) sequences with cu_seqlens "
+                          "(docs/PAGED.md)"),
+    [O_PAGE_SIZE] = INT_OPT("page-size", page_size, 1, DEC, "P",
+                            "with --paged --random: positions a page (a "
+                            "power of two, 1 .. 256; default 16)"),
+    [O_CACHE_DTYPE] =
+        FN_OPT("cache-dtype", cache_dtype, parse_cache_dtype, DEC, "same|int8",
+               "with --paged --random: the cache's storage "
+               "(int8: with float32 scales)"),
+    [O_NEW] = INT_OPT("new", new_rows, 1, DEC, "N",
+                      "with --paged --random: new queries a sequence "
+                      "(default 1; more: a chunked prefill)"),
+    [O_KV_LENS] = STR_OPT("kv-lens", kv_lens, ATT | DEC, "L1,L2,...",
+                          "with --paged/--varlen --random: the sequences' "
+                          "lengths (sets the batch; default drawn)"),
     [O_REPEAT] = INT_OPT("repeat", repeat, 1, RUN, "N", "run N times"),
     [O_SEED] =
         FN_OPT("seed", seed, parse_seed, RUN, "S", "with --random: the seed"),
@@ -367,13 +416,64 @@ static int check_outputs(const cli_opts *o) {
   return CLI_OK;
 }
 
+/* The rules of run decode --paged and run attention --varlen: no device
+ * layout (theirs is fixed), and with --random a shape (the lengths given
+ * or drawn up to --kv-seq (--seq for varlen), heads and head dims; the
+ * page size a power of two up to 256).  The lengths' text is read by the
+ * run itself. */
+static int validate_ragged(const char *name, cli_opts *o,
+                           const unsigned char *given) {
+  const char *flag = o->paged ? "--paged" : "--varlen";
+  if (given[O_LAYOUT])
+    return cli_usage_error(name,
+                           "--layout does not apply to %s (its layout "
+                           "is fixed: docs/PAGED.md)",
+                           flag);
+  if (!o->random)
+    return 0;
+  if (given[O_BATCH] && given[O_KV_LENS])
+    return cli_usage_error(name, "--batch and --kv-lens are exclusive (the "
+                                 "lengths set the batch)");
+  if (!given[O_HEADS] || !given[O_HEAD_DIM] ||
+      !(given[O_KV_LENS] || given[o->paged ? O_KV_SEQ : O_SEQ]))
+    return cli_usage_error(name,
+                           "%s --random needs --heads, --head-dim and %s or "
+                           "--kv-lens",
+                           flag,
+                           o->paged ? "--kv-seq (the longest length)"
+                                    : "--seq (the longest sequence)");
+  if (!given[O_BATCH])
+    o->batch = 1;
+  if (!given[O_KV_HEADS])
+    o->kv_heads = o->heads;
+  if (!given[O_HEAD_DIM_V])
+    o->head_dim_v = o->head_dim;
+  if (!given[O_PAGE_SIZE])
+    o->page_size = 16;
+  if (!given[O_NEW])
+    o->new_rows = 1;
+  if (o->heads % o->kv_heads)
+    return cli_usage_error(name, "--heads must be a multiple of --kv-heads");
+  if (o->page_size > 256 || (o->page_size & (o->page_size - 1)))
+    return cli_usage_error(
+        name, "--page-size %d: not a power of two in 1 .. 256", o->page_size);
+  /* the run's own tensors stay small: each under 2^30 elements a dim */
+  double hd = o->head_dim > o->head_dim_v ? o->head_dim : o->head_dim_v;
+  double m = o->kv_seq > o->seq ? o->kv_seq : o->seq;
+  if ((double)o->batch * m * o->heads * hd > 17179869184.0)
+    return cli_usage_error(name, "--random: tensors of more than 2^34 "
+                                 "elements");
+  return 0;
+}
+
 /* Cross-option rules shared by the run commands. */
 static int validate(const char *name, int cmd, cli_opts *o,
                     const unsigned char *given) {
   static const enum opt_id shape_opts[] = {
-      O_BATCH,      O_SEQ,     O_KV_SEQ,  O_KV_HEADS, O_HEAD_DIM,
-      O_HEAD_DIM_V, O_D_MODEL, O_DTYPE,   O_SEED,     O_SAVE,
-      O_HEADS,      O_HEADS_K, O_HEADS_V, O_MAX_LEN,  O_EXPERTS};
+      O_BATCH,      O_SEQ,         O_KV_SEQ,  O_KV_HEADS, O_HEAD_DIM,
+      O_HEAD_DIM_V, O_D_MODEL,     O_DTYPE,   O_SEED,     O_SAVE,
+      O_HEADS,      O_HEADS_K,     O_HEADS_V, O_MAX_LEN,  O_EXPERTS,
+      O_PAGE_SIZE,  O_CACHE_DTYPE, O_NEW,     O_KV_LENS};
   if (given[O_SOFTCAP] && !(o->softcap > 0 && isfinite(o->softcap)))
     return cli_usage_error(name,
                            "--softcap: expected a finite number > 0, got "
@@ -381,6 +481,19 @@ static int validate(const char *name, int cmd, cli_opts *o,
                            o->softcap);
   if (o->in && o->random)
     return cli_usage_error(name, "--in and --random are exclusive");
+  if (o->paged || o->varlen) {
+    int rc = validate_ragged(name, o, given);
+    if (rc || o->random)
+      return rc;
+  } else {
+    static const enum opt_id ragged_opts[] = {O_PAGE_SIZE, O_CACHE_DTYPE, O_NEW,
+                                              O_KV_LENS};
+    for (size_t i = 0; i < sizeof ragged_opts / sizeof ragged_opts[0]; i++)
+      if (given[ragged_opts[i]])
+        return cli_usage_error(name, "--%s is only valid with %s",
+                               opts[ragged_opts[i]].name,
+                               cmd == DEC ? "--paged" : "--varlen");
+  }
   if (!o->in && !o->random)
     return cli_usage_error(name, "one of --in DIR or --random is required");
   if (o->in) {
@@ -594,8 +707,8 @@ static int run_command(int argc, char **argv, cli_opts *o) {
   if ((rc = validate(name, cmd, o, a.given)) || (rc = check_outputs(o)))
     return rc;
   const int hh = cli_hh_variant(argv[0]);
-  return cmd == ATT   ? cli_run_attention(o)
-         : cmd == DEC ? cli_run_decode(o)
+  return cmd == ATT   ? (o->varlen ? cli_run_varlen(o) : cli_run_attention(o))
+         : cmd == DEC ? (o->paged ? cli_run_paged(o) : cli_run_decode(o))
          : cmd == GQA ? cli_run_gqa(o)
          : cmd == TH  ? cli_run_th(o)
          : cmd == SH  ? cli_run_sh(o)

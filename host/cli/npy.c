@@ -21,7 +21,9 @@
 
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
-size_t npy_dtype_size(npy_dtype dt) { return dt == NPY_F16 ? 2 : 4; }
+size_t npy_dtype_size(npy_dtype dt) {
+  return dt == NPY_I8 ? 1 : dt == NPY_F16 ? 2 : 4;
+}
 
 const char *npy_dtype_descr(npy_dtype dt) {
   switch (dt) {
@@ -31,6 +33,8 @@ const char *npy_dtype_descr(npy_dtype dt) {
     return "<f2";
   case NPY_I32:
     return "<i4";
+  case NPY_I8:
+    return "|i1";
   }
   return "?";
 }
@@ -202,10 +206,12 @@ static int parse_header(const char *h, size_t hlen, npy_array *a, char *err,
         a->dtype = NPY_F16;
       else if (!strcmp(descr, "<i4"))
         a->dtype = NPY_I32;
+      else if (!strcmp(descr, "|i1") || !strcmp(descr, "<i1"))
+        a->dtype = NPY_I8;
       else {
         seterr(err, len,
                "unsupported dtype '%s' (supported: little-endian "
-               "'<f4', '<f2', '<i4')",
+               "'<f4', '<f2', '<i4', and '|i1')",
                descr);
         return -1;
       }

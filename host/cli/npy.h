@@ -1,7 +1,7 @@
 /* npy.h - minimal reader/writer for NumPy .npy files (CLI only).
  *
  * Reads format versions 1.0, 2.0 and 3.0 with C-ordered, little-endian
- * '<f4', '<f2' or '<i4' data.  Writes version 1.0.  Anything else is
+ * '<f4', '<f2', '<i4' or '|i1' data.  Writes version 1.0.  Anything else is
  * rejected with a one-line message. */
 #ifndef CLATTN_CLI_NPY_H
 #define CLATTN_CLI_NPY_H
@@ -13,7 +13,8 @@
 typedef enum npy_dtype {
   NPY_F32 = 0, /* '<f4' */
   NPY_F16 = 1, /* '<f2', raw IEEE binary16 bits */
-  NPY_I32 = 2  /* '<i4' */
+  NPY_I32 = 2, /* '<i4' */
+  NPY_I8 = 3   /* '|i1': an int8 KV cache */
 } npy_dtype;
 
 typedef struct npy_array {
