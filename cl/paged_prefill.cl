@@ -144,7 +144,7 @@ paged_prefill(__global const stor_t *q, __global const cache_t *kc,
         x *= kscl[t];
 #endif
       }
-      ks[e] = x;
+      ks[d * KT + t] = x;
     }
     for (int e = lid; e < KT * DV; e += WG) {
       const int t = e / DV, d = e - t * DV, page = kp[t];
@@ -159,16 +159,22 @@ paged_prefill(__global const stor_t *q, __global const cache_t *kc,
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int r = 0; r < RPI; r++) {
+      /* QK^T with the keys innermost: K is transposed in the tile, so a
+       * CPU compiler vectorises along the keys */
       float s[KT];
+      for (int t = 0; t < KT; t++)
+        s[t] = 0.0f;
+      for (int d = 0; d < DK; d++) {
+        const float qd = qs[r][d];
+        for (int t = 0; t < KT; t++)
+          s[t] = fma(qd, ks[d * KT + t], s[t]);
+      }
       float tmax = -INFINITY;
       for (int t = 0; t < KT; t++) {
-        float dot = 0.0f;
-        for (int d = 0; d < DK; d++)
-          dot = fma(qs[r][d], ks[t * DK + d], dot);
-        dot = opt_logit(dot, softcap2, slope2[r], pos[r], t0 + t);
+        const float x = opt_logit(s[t], softcap2, slope2[r], pos[r], t0 + t);
         const int vis = t0 + t < lim[r] && t0 + t >= lo[r] && kp[t] >= 0;
         seen[r] |= vis;
-        s[t] = vis ? dot : -INFINITY;
+        s[t] = vis ? x : -INFINITY;
         tmax = max(tmax, s[t]);
       }
       const float mnew = max(mrow[r], tmax);
@@ -185,11 +191,12 @@ paged_prefill(__global const stor_t *q, __global const cache_t *kc,
        * weighted 0, would turn the row NaN if it held a NaN or inf (keys
        * of no page are zeros in the tile) */
       const int tb = clamp(lo[r] - t0, 0, KT), tl = clamp(lim[r] - t0, 0, KT);
-      for (int d = 0; d < DV; d++) {
-        float a = acc[r][d] * alpha;
-        for (int t = tb; t < tl; t++)
-          a = fma(s[t], vs[t * DV + d], a);
-        acc[r][d] = a;
+      for (int d = 0; d < DV; d++)
+        acc[r][d] *= alpha;
+      for (int t = tb; t < tl; t++) {
+        const float pt = s[t];
+        for (int d = 0; d < DV; d++)
+          acc[r][d] = fma(pt, vs[t * DV + d], acc[r][d]);
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE); /* the tiles are overwritten next */

@@ -247,9 +247,10 @@ static void set_options(void *desc, clattn__opts o) {
 
 /* Its tunables, in the order of clattn__paged_prefill_tunables. */
 static const clattn__tunable tunable_table[] = {
-    {"rows", 1, 1 << 12, "the work-group's items (one row each)",
+    {"rows", 1, 1 << 12, "2 rows an item on CPUs, 1 on GPUs",
      "query rows a work-group, a multiple of wg up to 8 a work-item", 0},
-    {"keys", 1, 256, "32, or fewer where local memory is short",
+    {"keys", 1, 256,
+     "64 on CPUs, 32 on GPUs (fewer where local memory is short)",
      "keys a tile (a power of two: part of one page or whole pages)", 0},
     {"wg", 1, 1 << 12, "64 or the device's limit", "work-items a work-group",
      CLATTN__TUNABLE_WG}};
@@ -271,7 +272,10 @@ static clattn_status plan(const clattn__target *t, const void *desc,
   clattn__tunables_get(&p, sizeof p, values);
   const size_t most = t->max_wg < 64 ? t->max_wg : 64;
   pl->wg = p.wg ? p.wg : clattn__pow2_floor(most ? most : 1);
-  pl->rq = p.rows ? p.rows : pl->wg;
+  /* CPUs (the compiler vectorising each item's loops along the keys) take
+   * two rows an item and 64-key tiles, so each K and V tile loaded serves
+   * more scores; GPUs one row an item, 32-key tiles, more work-groups */
+  pl->rq = p.rows ? p.rows : t->cpu_vectors ? 2 * pl->wg : pl->wg;
   if (pl->rq % pl->wg != 0 || pl->rq / pl->wg > 8) {
     snprintf(why, cap,
              "params: rows (%d) must be wg (%d) times 1 to 8 (rows a "
@@ -282,7 +286,7 @@ static clattn_status plan(const clattn__target *t, const void *desc,
   if (p.keys) {
     pl->kt = p.keys;
   } else {
-    pl->kt = 32;
+    pl->kt = t->cpu_vectors ? 64 : 32;
     while (pl->kt > 1 &&
            clattn__paged_prefill_local(d, pl) > clattn__local_budget(t))
       pl->kt /= 2;
