@@ -158,17 +158,21 @@ paged_prefill(__global const stor_t *q, __global const cache_t *kc,
       vs[e] = x;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int r = 0; r < RPI; r++) {
-      /* QK^T with the keys innermost: K is transposed in the tile, so a
-       * CPU compiler vectorises along the keys */
-      float s[KT];
+    /* QK^T of the item's rows together, the keys innermost: K is
+     * transposed in the tile, so a CPU compiler vectorises along the keys
+     * and each K element read serves every row */
+    float sc[RPI][KT];
+    for (int r = 0; r < RPI; r++)
       for (int t = 0; t < KT; t++)
-        s[t] = 0.0f;
-      for (int d = 0; d < DK; d++) {
-        const float qd = qs[r][d];
-        for (int t = 0; t < KT; t++)
-          s[t] = fma(qd, ks[d * KT + t], s[t]);
+        sc[r][t] = 0.0f;
+    for (int d = 0; d < DK; d++)
+      for (int t = 0; t < KT; t++) {
+        const float kd = ks[d * KT + t];
+        for (int r = 0; r < RPI; r++)
+          sc[r][t] = fma(qs[r][d], kd, sc[r][t]);
       }
+    for (int r = 0; r < RPI; r++) {
+      float *s = sc[r];
       float tmax = -INFINITY;
       for (int t = 0; t < KT; t++) {
         const float x = opt_logit(s[t], softcap2, slope2[r], pos[r], t0 + t);
