@@ -6,6 +6,7 @@
 #include "family/paged_prefill.h"
 #include "family/attn_opts.h"
 #include "family/common.h"
+#include "family/paged_tables.h"
 #include "reference/ref_paged.h"
 
 #include <math.h>
@@ -91,68 +92,25 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
 
 /* The tuner's full call: every sequence at the table's capacity. */
 static int full_int(const void *desc) {
-  const clattn_paged_desc *d = desc;
-  return d->max_blocks * d->page_size;
+  return (int)clattn__paged_capacity(desc);
 }
 
-static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
-
-/* kv_lens: per_seq (or full for each); block_table: the pool's pages in a
- * scattered order (k -> (k * step + 7) mod num_blocks, step coprime to it,
- * near 0.618 num_blocks) handed out in turn, so neighbouring positions
- * live in distant pages; the entries past each sequence's last page are
- * garbage (-1 and 1 << 30) that a read would show. */
+/* kv_lens: per_seq (or full for each); block_table: the paged families'
+ * shuffled table, garbage past each length (paged_tables.h). */
 static void fill_ints(const void *desc, int buf, const int *per_seq, int full,
                       int *out) {
   const clattn_paged_desc *d = desc;
-  const int B = d->batch, mb = d->max_blocks, P = d->page_size;
-  const int nb = d->num_blocks;
-  if (buf == KV_LENS) {
-    for (int b = 0; b < B; b++)
-      out[b] = per_seq ? per_seq[b] : full;
+  if (buf == TABLE) {
+    clattn__paged_fill_table(d, per_seq, full, out);
     return;
   }
-  int step = (int)(0.618 * nb) | 1;
-  while (gcd(step, nb) != 1)
-    step++;
-  long next = 0;
-  for (int b = 0; b < B; b++) {
-    const int len = per_seq ? per_seq[b] : full;
-    const int need = len <= 0 ? 0 : (len - 1) / P + 1;
-    for (int j = 0; j < mb; j++)
-      out[(long)b * mb + j] = j < need ? (int)((next++ * step + 7) % nb)
-                              : j % 2  ? -1
-                                       : 1 << 30;
-  }
+  for (int b = 0; b < d->batch; b++)
+    out[b] = per_seq ? per_seq[b] : full;
 }
 
 static clattn_status check_ints(const void *desc, const int *const *ints,
                                 char *why, size_t cap) {
-  const clattn_paged_desc *d = desc;
-  const int *table = ints[TABLE], *lens = ints[KV_LENS];
-  const int mb = d->max_blocks, P = d->page_size;
-  const long most = (long)mb * P;
-  for (int b = 0; b < d->batch; b++) {
-    if (lens[b] < 0 || lens[b] > most) {
-      snprintf(why, cap,
-               "kv_lens[%d] = %d: outside 0..%ld (max_blocks %d * page_size "
-               "%d)",
-               b, lens[b], most, mb, P);
-      return CLATTN_ERR_SHAPE;
-    }
-    const int need = lens[b] == 0 ? 0 : (lens[b] - 1) / P + 1;
-    for (int j = 0; j < need; j++) {
-      const int page = table[(long)b * mb + j];
-      if (page < 0 || page >= d->num_blocks) {
-        snprintf(why, cap,
-                 "block_table[%d][%d] = %d: not a page of the pool (0..%d), "
-                 "and kv_lens[%d] = %d needs it",
-                 b, j, page, d->num_blocks - 1, b, lens[b]);
-        return CLATTN_ERR_SHAPE;
-      }
-    }
-  }
-  return CLATTN_OK;
+  return clattn__paged_check_tables(desc, ints[TABLE], ints[KV_LENS], why, cap);
 }
 
 static int ints_unchecked(const void *desc) {
