@@ -2,15 +2,18 @@
  * FLOPs, exp2 evaluations and global bytes it issues, counted from its plan
  * and the loops of cl/paged_prefill.cl (the comments name them). */
 #include "family/paged_prefill.h"
+#include "family/plan.h"
 #include "model/model.h"
 
-/* The keys query i sees, [*lo, *lim) (common.cl key_start, key_limit). */
-static void query_keys(int causal, long W, long L, long n, long i, long *lo,
-                       long *lim) {
-  const long pos = L - n + i;
-  *lim = causal ? (L < pos + 1 ? L : pos + 1) : L;
-  long s = W > 0 && pos - W + 1 > 0 ? pos - W + 1 : 0;
-  *lo = s < *lim ? s : *lim;
+/* The first key of query i's window before its clamp to the causal limit
+ * (common.cl key_start; 0 without). */
+static long key_start(long W, long L, long n, long i) {
+  return W > 0 && L - n + i - W + 1 > 0 ? L - n + i - W + 1 : 0;
+}
+
+/* Keys visible to query i (common.cl key_limit). */
+static long key_limit(int causal, long L, long n, long i) {
+  return causal ? (L < L - n + i + 1 ? L : L - n + i + 1) : L;
 }
 
 clattn_status clattn__paged_prefill_cost(const void *desc, const void *plan,
@@ -41,33 +44,18 @@ clattn_status clattn__paged_prefill_cost(const void *desc, const void *plan,
   double pairs = 0, rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0, kv = 0;
   for (long b = 0; b < seqs; b++) {
     const long L = clattn__valid_len(kv_lens, b, cap);
-    long lo, lim;
-    for (long i = 0; i < n; i++) {
-      query_keys(causal, W, L, n, i, &lo, &lim);
-      pairs += (double)(lim - lo);
-    }
+    pairs += clattn__queries_keys(causal, W, L, n, 0, n);
     double seq_keys = 0;
     for (long grp = 0; grp < groups; grp++) {
       const long r0 = grp * RQ;
       const long last = r0 + RQ - 1 < rows - 1 ? r0 + RQ - 1 : rows - 1;
-      long kbeg, kend, dummy;
-      query_keys(causal, W, L, n, r0 / g, &kbeg, &dummy);
-      query_keys(causal, W, L, n, last / g, &dummy, &kend);
-      {
-        /* kbeg: the first row's key_start, before its clamp to lim */
-        const long pos = L - n + r0 / g;
-        kbeg = W > 0 && pos - W + 1 > 0 ? pos - W + 1 : 0;
-      }
-      kbeg = kbeg / KT * KT;
+      const long kbeg = key_start(W, L, n, r0 / g) / KT * KT;
+      const long kend = key_limit(causal, L, n, last / g);
       /* every item: kv_lens, RQ / WG q rows and their option arrays */
       rd += WG * 4.0 + RQ * (es * DK + opt_row_b);
       /* keys each row (clamped ones too) weighs in P V: its own bounds */
-      double row_keys = 0;
-      for (long r = r0; r < r0 + RQ; r++) {
-        const long rr = r < rows ? r : rows - 1;
-        query_keys(causal, W, L, n, rr / g, &lo, &lim);
-        row_keys += (double)(lim - lo);
-      }
+      const double row_keys =
+          clattn__rows_keys(causal, W, L, n, g, rows, r0, RQ);
       if (kend > kbeg) {
         const double keys = (double)(kend - kbeg);
         const double T = clattn__cdiv(keys, KT);
