@@ -807,6 +807,29 @@ static const model_case model_cases[] = {
      0,
      0,
      0},
+    /* paged prefill: tiles of part of a page and of several pages, a
+     * sequence shorter than the chunk, the int8 cache's scales, options */
+    {"paged prefill f32 causal p8",
+     "paged-prefill",
+     "batch=2 seq=7 kv-seq=37 heads=4 kv-heads=2 head-dim=16 head-dim-v=8 "
+     "dtype=f32 page=8 causal=1",
+     {37, 5},
+     {.size = sizeof(clattn_params), .rows = 16, .keys = 4, .wg = 8},
+     0,
+     0,
+     0,
+     0},
+    {"paged prefill i8 f16 options p4",
+     "paged-prefill",
+     "batch=2 seq=5 kv-seq=30 heads=2 kv-heads=1 head-dim=8 head-dim-v=16 "
+     "dtype=f16 cache-dtype=i8 page=4 causal=0 window=9 softcap=5 alibi=1 "
+     "sinks=1",
+     {30, 14},
+     {.size = sizeof(clattn_params), .rows = 8, .keys = 16, .wg = 8},
+     0,
+     0,
+     0,
+     0},
     /* the probe's microkernels (cl/probe.cl); k = clattn__probe_kernel */
     PROBE_CASE("probe read w16", 0, 16, 8, 4),
     PROBE_CASE("probe read w1", 0, 1, 12, 4),

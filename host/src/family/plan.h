@@ -22,8 +22,7 @@ extern const clattn__tunable
     clattn__prefill_tunable_table[sizeof(clattn__prefill_tunables) /
                                   sizeof(int)];
 extern const clattn__tunable
-    clattn__decode_tunable_table[sizeof(clattn__decode_tunables) /
-                                 sizeof(int)];
+    clattn__decode_tunable_table[sizeof(clattn__decode_tunables) / sizeof(int)];
 
 /* Largest of 16, 8, 4, 2, 1 that divides n: the vector width the kernels
  * are built with for a head dim of n (the launches' VWK and VWV). */
@@ -49,6 +48,14 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
                                    clattn__prefill_plan *pl, char *why,
                                    size_t cap);
 /* Local memory of attn_fwd_local. */
+/* The model's count of visible (query, key) pairs (prefill_cost.c), in
+ * closed form: of queries i0 .. i1 - 1 of n over L keys (window W, 0:
+ * none), and of rows r0 .. r0 + count - 1 (g rows a query, rows past the
+ * last counted as the last, as the kernels clamp them). */
+double clattn__queries_keys(int causal, long W, long L, long n, long i0,
+                            long i1);
+double clattn__rows_keys(int causal, long W, long L, long n, long g, long rows,
+                         long r0, long count);
 size_t clattn__prefill_local_bytes(const clattn_attn_desc *d,
                                    const clattn__prefill_plan *pl);
 

@@ -37,8 +37,8 @@ static double sum_clamp(long a, long b, long lo, long hi) {
 /* Keys visible to queries i0 .. i1 - 1 together (window W, 0: none): at
  * position p = L - n + i a causal query sees clamp(p + 1, 0, min(W, L)),
  * a non-causal one L - clamp(p - W + 1, 0, L). */
-static double queries_keys(int causal, long W, long L, long n, long i0,
-                           long i1) {
+double clattn__queries_keys(int causal, long W, long L, long n, long i0,
+                            long i1) {
   const long x0 = L - n + i0 + 1, x1 = L - n + i1 + 1;
   if (i1 <= i0)
     return 0;
@@ -50,8 +50,8 @@ static double queries_keys(int causal, long W, long L, long n, long i0,
 
 /* Keys visible to rows r0 .. r0 + count - 1 together (g rows a query),
  * rows past the last counted as the last (the kernels clamp them so). */
-static double rows_keys(int causal, long W, long L, long n, long g, long rows,
-                        long r0, long count) {
+double clattn__rows_keys(int causal, long W, long L, long n, long g, long rows,
+                         long r0, long count) {
   if (count <= 0)
     return 0;
   const long end = r0 + count < rows ? r0 + count : rows;
@@ -59,18 +59,21 @@ static double rows_keys(int causal, long W, long L, long n, long g, long rows,
   long r = r0;
   if (r < end && r % g) { /* the first query's rows from r0 on */
     const long e = end < (r / g + 1) * g ? end : (r / g + 1) * g;
-    keys += (double)(e - r) * queries_keys(causal, W, L, n, r / g, r / g + 1);
+    keys += (double)(e - r) *
+            clattn__queries_keys(causal, W, L, n, r / g, r / g + 1);
     r = e;
   }
   if (end / g > r / g) { /* whole queries */
-    keys += (double)g * queries_keys(causal, W, L, n, r / g, end / g);
+    keys += (double)g * clattn__queries_keys(causal, W, L, n, r / g, end / g);
     r = end / g * g;
   }
   if (r < end) /* the last query's first rows */
-    keys += (double)(end - r) * queries_keys(causal, W, L, n, r / g, r / g + 1);
+    keys += (double)(end - r) *
+            clattn__queries_keys(causal, W, L, n, r / g, r / g + 1);
   const long past = r0 + count - (end > r0 ? end : r0);
   const long lq = (rows - 1) / g;
-  return keys + (double)past * queries_keys(causal, W, L, n, lq, lq + 1);
+  return keys +
+         (double)past * clattn__queries_keys(causal, W, L, n, lq, lq + 1);
 }
 
 clattn_status clattn__prefill_cost(const void *desc, const void *plan,
@@ -100,7 +103,8 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
   /* useful work: valid (query, key) pairs */
   double pairs = 0.0;
   for (long b = 0; b < seqs; b++)
-    pairs += queries_keys(causal, W, clattn__valid_len(kv_lens, b, m), n, 0, n);
+    pairs += clattn__queries_keys(causal, W, clattn__valid_len(kv_lens, b, m),
+                                  n, 0, n);
   pairs *= per_seq * (double)d->heads_q;
   const double flops = 2.0 * pairs * (DK + DV);
   const double q_bytes = es * B * n * d->heads_q * DK;
@@ -144,7 +148,8 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
         const double kbeg = (double)(key_start(W, L, n, r0 / g) / KB * KB);
         /* keys each row of the block (clamped rows too) weights in P V:
          * those in its own bounds */
-        const double row_keys = rows_keys(causal, W, L, n, g, rows, r0, RB);
+        const double row_keys =
+            clattn__rows_keys(causal, W, L, n, g, rows, r0, RB);
         /* q: RB rows of DK (clamped rows are loaded too), kv_lens once,
          * the rows' option arrays */
         rd += lens_b + es * RB * DK + opt_row_b * RB;
@@ -193,7 +198,7 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
         /* keys each item (clamped ones too) weights in P V: those in its
          * own bounds */
         const double item_keys =
-            rows_keys(causal, W, L, n, g, rows, grp * WG, WG);
+            clattn__rows_keys(causal, W, L, n, g, rows, grp * WG, WG);
         if (kend > kbeg) {
           const double T = clattn__cdiv(kend - kbeg, KT);
           /* tile loads, t < nt only */
