@@ -98,6 +98,55 @@ inline int2 pd_split_pages(int lo, int L, int s, int S) {
   return (int2)(pb, min(np, pb + per));
 }
 
+/* One block of NT_ keys (KB for a full block: constant trip counts that
+ * the compiler unrolls) at t0 of a page whose row of position t is
+ * prow + t: the G heads' scores, their online-softmax step, then each V
+ * row read once and added to the G heads' accumulators. */
+#define PD_BLOCK(NT_)                                                          \
+float sc[G * KB];                                                             \
+for (int t = 0; t < (NT_); t++) {                                             \
+  const long r = (prow + t0 + t) * hkv + c;                                   \
+  kfloat kr[NK];                                                              \
+  for (int j = 0; j < NK; j++)                                                \
+    kr[j] = LDC(VWK, kc, r * DK + j * VWK);                                   \
+  const float ks = CSCALE(ksc, r);                                            \
+  for (int h = 0; h < G; h++) {                                               \
+    kfloat dot = (kfloat)(0.0f);                                              \
+    for (int j = 0; j < NK; j++)                                              \
+      dot = fma(qv[h * NK + j], kr[j], dot);                                  \
+    sc[h * KB + t] = opt_logit(HSUMW(VWK, dot) * ks, softcap2, sl2[h],        \
+                               pos, t0 + t);                                  \
+  }                                                                           \
+}                                                                             \
+for (int h = 0; h < G; h++) {                                                 \
+  float tmax = -INFINITY;                                                     \
+  for (int t = 0; t < (NT_); t++)                                             \
+    tmax = max(tmax, sc[h * KB + t]);                                         \
+  const float mnew = max(m[h], tmax);                                         \
+  const float mref = softmax_ref(mnew);                                       \
+  const float alpha = exp2s1(m[h] - mref);                                    \
+  float psum = 0.0f;                                                          \
+  for (int t = 0; t < (NT_); t++) {                                           \
+    const float e = exp2s1(sc[h * KB + t] - mref);                            \
+    sc[h * KB + t] = e;                                                       \
+    psum += e;                                                                \
+  }                                                                           \
+  l[h] = alpha * l[h] + psum;                                                 \
+  m[h] = mnew;                                                                \
+  for (int j = 0; j < NV; j++)                                                \
+    acc[h * NV + j] *= alpha;                                                 \
+}                                                                             \
+for (int t = 0; t < (NT_); t++) {                                             \
+  const long r = (prow + t0 + t) * hkv + c;                                   \
+  const float vs = CSCALE(vsc, r);                                            \
+  for (int j = 0; j < NV; j++) {                                              \
+    const vfloat vv = LDC(VWV, vc, r * DV + j * VWV);                         \
+    for (int h = 0; h < G; h++)                                               \
+      acc[h * NV + j] = fma((vfloat)(sc[h * KB + t] * vs), vv,                \
+                            acc[h * NV + j]);                                 \
+  }                                                                           \
+}
+
 /* One work-item a split of a (sequence, KV head).  Per block of KB keys of
  * a page: the G heads' scores, their online-softmax step, then each V row
  * read once and added to the G heads' accumulators.
@@ -150,48 +199,10 @@ __kernel void paged_decode_split(
     const long prow = (long)page * PAGE - (long)pg * PAGE;
     for (int t0 = tlo; t0 < thi; t0 += KB) {
       const int nt = min(KB, thi - t0);
-      float sc[G * KB];
-      for (int t = 0; t < nt; t++) {
-        const long r = (prow + t0 + t) * hkv + c;
-        kfloat kr[NK];
-        for (int j = 0; j < NK; j++)
-          kr[j] = LDC(VWK, kc, r * DK + j * VWK);
-        const float ks = CSCALE(ksc, r);
-        for (int h = 0; h < G; h++) {
-          kfloat dot = (kfloat)(0.0f);
-          for (int j = 0; j < NK; j++)
-            dot = fma(qv[h * NK + j], kr[j], dot);
-          sc[h * KB + t] = opt_logit(HSUMW(VWK, dot) * ks, softcap2, sl2[h],
-                                     pos, t0 + t);
-        }
-      }
-      for (int h = 0; h < G; h++) {
-        float tmax = -INFINITY;
-        for (int t = 0; t < nt; t++)
-          tmax = max(tmax, sc[h * KB + t]);
-        const float mnew = max(m[h], tmax);
-        const float mref = softmax_ref(mnew);
-        const float alpha = exp2s1(m[h] - mref);
-        float psum = 0.0f;
-        for (int t = 0; t < nt; t++) {
-          const float e = exp2s1(sc[h * KB + t] - mref);
-          sc[h * KB + t] = e;
-          psum += e;
-        }
-        l[h] = alpha * l[h] + psum;
-        m[h] = mnew;
-        for (int j = 0; j < NV; j++)
-          acc[h * NV + j] *= alpha;
-      }
-      for (int t = 0; t < nt; t++) {
-        const long r = (prow + t0 + t) * hkv + c;
-        const float vs = CSCALE(vsc, r);
-        for (int j = 0; j < NV; j++) {
-          const vfloat vv = LDC(VWV, vc, r * DV + j * VWV);
-          for (int h = 0; h < G; h++)
-            acc[h * NV + j] = fma((vfloat)(sc[h * KB + t] * vs), vv,
-                                  acc[h * NV + j]);
-        }
+      if (nt == KB) {
+        PD_BLOCK(KB)
+      } else {
+        PD_BLOCK(nt)
       }
     }
   }
