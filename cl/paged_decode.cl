@@ -126,10 +126,21 @@ for (int h = 0; h < G; h++) {                                                 \
   const float mref = softmax_ref(mnew);                                       \
   const float alpha = exp2s1(m[h] - mref);                                    \
   float psum = 0.0f;                                                          \
-  for (int t = 0; t < (NT_); t++) {                                           \
-    const float e = exp2s1(sc[h * KB + t] - mref);                            \
-    sc[h * KB + t] = e;                                                       \
-    psum += e;                                                                \
+  if ((NT_) % 16 == 0) {                                                      \
+    /* a full block 16 keys to a vector */                                    \
+    float16 ps = (float16)(0.0f);                                             \
+    for (int t = 0; t < (NT_); t += 16) {                                     \
+      const float16 e = exp2s16(vload16(0, sc + h * KB + t) - mref);          \
+      vstore16(e, 0, sc + h * KB + t);                                        \
+      ps += e;                                                                \
+    }                                                                         \
+    psum = hsum16(ps);                                                        \
+  } else {                                                                    \
+    for (int t = 0; t < (NT_); t++) {                                         \
+      const float e = exp2s1(sc[h * KB + t] - mref);                          \
+      sc[h * KB + t] = e;                                                     \
+      psum += e;                                                              \
+    }                                                                         \
   }                                                                           \
   l[h] = alpha * l[h] + psum;                                                 \
   m[h] = mnew;                                                                \
