@@ -107,17 +107,21 @@ float sc[G * KB];                                                             \
 for (int t = 0; t < (NT_); t++) {                                             \
   const long r = (prow + t0 + t) * hkv + c;                                   \
   kfloat kr[NK];                                                              \
+  _Pragma("unroll")                                                           \
   for (int j = 0; j < NK; j++)                                                \
     kr[j] = LDC(VWK, kc, r * DK + j * VWK);                                   \
   const float ks = CSCALE(ksc, r);                                            \
+  _Pragma("unroll")                                                           \
   for (int h = 0; h < G; h++) {                                               \
     kfloat dot = (kfloat)(0.0f);                                              \
+    _Pragma("unroll")                                                         \
     for (int j = 0; j < NK; j++)                                              \
       dot = fma(qv[h * NK + j], kr[j], dot);                                  \
     sc[h * KB + t] = opt_logit(HSUMW(VWK, dot) * ks, softcap2, sl2[h],        \
                                pos, t0 + t);                                  \
   }                                                                           \
 }                                                                             \
+_Pragma("unroll")                                                             \
 for (int h = 0; h < G; h++) {                                                 \
   float tmax = -INFINITY;                                                     \
   for (int t = 0; t < (NT_); t++)                                             \
@@ -144,14 +148,17 @@ for (int h = 0; h < G; h++) {                                                 \
   }                                                                           \
   l[h] = alpha * l[h] + psum;                                                 \
   m[h] = mnew;                                                                \
+  _Pragma("unroll")                                                           \
   for (int j = 0; j < NV; j++)                                                \
     acc[h * NV + j] *= alpha;                                                 \
 }                                                                             \
 for (int t = 0; t < (NT_); t++) {                                             \
   const long r = (prow + t0 + t) * hkv + c;                                   \
   const float vs = CSCALE(vsc, r);                                            \
+  _Pragma("unroll")                                                           \
   for (int j = 0; j < NV; j++) {                                              \
     const vfloat vv = LDC(VWV, vc, r * DV + j * VWV);                         \
+    _Pragma("unroll")                                                         \
     for (int h = 0; h < G; h++)                                               \
       acc[h * NV + j] = fma((vfloat)(sc[h * KB + t] * vs), vv,                \
                             acc[h * NV + j]);                                 \
