@@ -98,6 +98,40 @@ inline int2 pd_split_pages(int lo, int L, int s, int S) {
   return (int2)(pb, min(np, pb + per));
 }
 
+/* Software prefetch of the first rows (up to 32) of head c in a page,
+ * K and V: a page's rows lie apart from the previous page's (the table is
+ * any permutation), where the hardware's stream prefetchers lose the
+ * stream.  Native CPU compilers (PoCL) lower __builtin_prefetch to a
+ * prefetch instruction, PoCL's prefetch() does nothing; SPIR-V compilers
+ * get the OpenCL builtin.  Prefetches are not loads (the model counts
+ * none). */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define PD_PREFETCH(p) __builtin_prefetch((p), 0, 2)
+#else
+#define PD_PREFETCH(p) prefetch((p), 1)
+#endif
+#define PD_LINE (64 / (int)sizeof(cstor_t)) /* elements a 64-byte line */
+#define PD_PF_ROWS (PAGE < 32 ? PAGE : 32)
+inline void pd_prefetch_page(__global const cstor_t *kc,
+                             __global const cstor_t *vc,
+                             __global const float *ksc,
+                             __global const float *vsc, int page, int hkv,
+                             int c) {
+  for (int t = 0; t < PD_PF_ROWS; t++) {
+    const long r = ((long)page * PAGE + t) * hkv + c;
+    for (int e = 0; e < DK; e += PD_LINE)
+      PD_PREFETCH(kc + r * DK + e);
+    for (int e = 0; e < DV; e += PD_LINE)
+      PD_PREFETCH(vc + r * DV + e);
+#if CACHE_I8
+    PD_PREFETCH(ksc + r);
+    PD_PREFETCH(vsc + r);
+#endif
+  }
+  (void)ksc;
+  (void)vsc;
+}
+
 /* One block of NT_ keys (KB for a full block: constant trip counts that
  * the compiler unrolls) at t0 of a page whose row of position t is
  * prow + t: the G heads' scores, their online-softmax step, then each V
@@ -207,8 +241,14 @@ __kernel void paged_decode_split(
     acc[i] = (vfloat)(0.0f);
   int visible = 0;
 
+  /* each table entry is read once, a page ahead: the next page's first
+   * rows are requested before this page's keys are scored */
+  int next = pages.x < pages.y ? tab[pages.x] : -1;
   for (int pg = pages.x; pg < pages.y; pg++) {
-    const int page = tab[pg];
+    const int page = next;
+    next = pg + 1 < pages.y ? tab[pg + 1] : -1;
+    if (next >= 0 && next < num_blocks)
+      pd_prefetch_page(kc, vc, ksc, vsc, next, hkv, c);
     if (page < 0 || page >= num_blocks)
       continue; /* unchecked garbage: its keys are invisible */
     const int tlo = max(lo, pg * PAGE), thi = min(L, pg * PAGE + PAGE);
