@@ -59,12 +59,10 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
              d->num_blocks, d->max_blocks);
     return CLATTN_ERR_SHAPE;
   }
-  if ((long)d->max_blocks * d->page_size > INT_MAX ||
-      (long)d->num_blocks * d->page_size > INT_MAX ||
-      (long)d->batch * d->max_blocks > INT_MAX) {
-    snprintf(why, cap,
-             "max_blocks * page_size, num_blocks * page_size and batch * "
-             "max_blocks must fit an int32");
+  /* a length is an int32 (the pool and the table are indexed in 64 bits) */
+  if ((long)d->max_blocks * d->page_size > INT_MAX) {
+    snprintf(why, cap, "max_blocks * page_size (%ld) must fit an int32",
+             (long)d->max_blocks * d->page_size);
     return CLATTN_ERR_SHAPE;
   }
   if ((rc = clattn__check_scale(d->scale, why, cap)))
