@@ -7,6 +7,7 @@
 #include "base/versioned.h"
 #include "family/attn_opts.h"
 #include "family/common.h"
+#include "family/paged_tables.h"
 #include "reference/ref_paged.h"
 
 #include <limits.h>
@@ -114,80 +115,23 @@ static int full_int(const void *desc) {
   return d->max_blocks * d->page_size;
 }
 
-/* Pages a length needs. */
-static int pages_of(const clattn_paged_desc *d, int len) {
-  return len <= 0 ? 0 : (len - 1) / d->page_size + 1;
-}
-
-static long gcd(long x, long y) {
-  while (y != 0) {
-    const long r = x % y;
-    x = y;
-    y = r;
-  }
-  return x;
-}
-
-/* A shuffled block table: sequence after sequence takes the next pages of
- * a fixed permutation of the pool (wrapping round, so a small pool is
- * shared), and every entry past the pages a length needs is garbage that
- * a read would show (-1 or past the pool). */
+/* kv_lens: per_seq (or full for each); block_table: the paged families'
+ * shuffled table, garbage past each length (paged_tables.h). */
 static void fill_ints(const void *desc, int buf, const int *per_seq, int full,
                       int *out) {
   const clattn_paged_desc *d = desc;
-  if (buf == PD_LENS) {
-    for (int b = 0; b < d->batch; b++)
-      out[b] = per_seq ? per_seq[b] : full;
+  if (buf == PD_TABLE) {
+    clattn__paged_fill_table(d, per_seq, full, out);
     return;
   }
-  if (buf != PD_TABLE)
-    return;
-  const long n = d->num_blocks;
-  /* a permutation of 0..n-1: i -> (a i + n / 3) mod n, a coprime to n */
-  long a = n / 2 + 1;
-  while (gcd(a, n) != 1)
-    a++;
-  long next = 0;
-  for (int b = 0; b < d->batch; b++) {
-    const int need = pages_of(d, per_seq ? per_seq[b] : full);
-    for (int p = 0; p < d->max_blocks; p++) {
-      long e;
-      if (p < need) {
-        e = (a * next + n / 3) % n;
-        next++;
-      } else {
-        e = (p % 2) ? -1 : (long)d->num_blocks + (1 << 20);
-      }
-      out[(long)b * d->max_blocks + p] = (int)e;
-    }
-  }
+  for (int b = 0; b < d->batch; b++)
+    out[b] = per_seq ? per_seq[b] : full;
 }
 
 static clattn_status check_ints(const void *desc, const int *const *ints,
                                 char *why, size_t cap) {
-  const clattn_paged_desc *d = desc;
-  const int *table = ints[PD_TABLE], *lens = ints[PD_LENS];
-  const int most = d->max_blocks * d->page_size;
-  for (int b = 0; lens != NULL && b < d->batch; b++) {
-    if (lens[b] < 0 || lens[b] > most) {
-      snprintf(why, cap,
-               "kv_lens[%d] = %d: outside 0..%d (max_blocks * page_size)", b,
-               lens[b], most);
-      return CLATTN_ERR_SHAPE;
-    }
-    const int need = pages_of(d, lens[b]);
-    for (int p = 0; table != NULL && p < need; p++) {
-      const int e = table[(long)b * d->max_blocks + p];
-      if (e < 0 || e >= d->num_blocks) {
-        snprintf(why, cap,
-                 "block_table[%d][%d] = %d: not a page of the pool (0..%d), "
-                 "and kv_lens[%d] = %d needs it",
-                 b, p, e, d->num_blocks - 1, b, lens[b]);
-        return CLATTN_ERR_SHAPE;
-      }
-    }
-  }
-  return CLATTN_OK;
+  return clattn__paged_check_tables(desc, ints[PD_TABLE], ints[PD_LENS], why,
+                                    cap);
 }
 
 static int ints_unchecked(const void *desc) {
