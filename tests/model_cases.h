@@ -830,6 +830,38 @@ static const model_case model_cases[] = {
      0,
      0,
      0},
+    /* paged decode: splits of whole pages (a page shared by two splits
+     * never), a length ending inside a page, the combine */
+    {"paged-decode f32 gqa splits",
+     "paged-decode",
+     "batch=2 kv-seq=60 heads=4 kv-heads=2 head-dim=16 head-dim-v=8 "
+     "dtype=f32 page=8 softcap=5",
+     {53, 17},
+     {.size = sizeof(clattn_params), .keys = 4, .splits = 3},
+     0,
+     0,
+     0,
+     0},
+    {"paged-decode i8 f16 direct alibi sinks",
+     "paged-decode",
+     "batch=2 kv-seq=40 heads=2 kv-heads=1 head-dim=12 dtype=f16 "
+     "cache-dtype=i8 page=16 alibi=1 sinks=1",
+     {33, 0},
+     {.size = sizeof(clattn_params), .splits = 1},
+     0,
+     0,
+     0,
+     0},
+    {"paged-decode bf16 page1 window sinks",
+     "paged-decode",
+     "batch=1 kv-seq=30 heads=3 kv-heads=3 head-dim=8 dtype=bf16 page=1 "
+     "window=7 sinks=1",
+     {-1, -1},
+     {.size = sizeof(clattn_params), .splits = 2, .wg = 2},
+     0,
+     0,
+     0,
+     0},
     /* the probe's microkernels (cl/probe.cl); k = clattn__probe_kernel */
     PROBE_CASE("probe read w16", 0, 16, 8, 4),
     PROBE_CASE("probe read w1", 0, 1, 12, 4),

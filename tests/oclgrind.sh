@@ -68,7 +68,7 @@ export CLATTN_SHIPPED=0
 
 rc=0
 for t in attention attn_options decode talking_heads th_decode super_values cvmm \
-  paged_append varlen paged_prefill; do
+  paged_append varlen paged_prefill paged_decode; do
   echo "== oclgrind: test_$t (CLATTN_TEST_SUBSET=small) [${SECONDS} s]"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done

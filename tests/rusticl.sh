@@ -49,7 +49,7 @@ fi
 
 rc=0
 for t in runtime attention attn_options decode talking_heads th_decode efficient \
-    super_values cvmm paged_append varlen paged_prefill; do
+    super_values cvmm paged_append varlen paged_prefill paged_decode; do
   echo "== rusticl: test_$t [${SECONDS} s]"
   "$build/tests/test_$t" --jobs=2 || rc=1
 done

@@ -13,6 +13,7 @@ static const clattn__family *const families[] = {
     &clattn__family_super_values,     &clattn__family_cvmm,
     &clattn__family_projection,       &clattn__family_paged_append,
     &clattn__family_varlen,           &clattn__family_paged_prefill,
+    &clattn__family_paged_decode,
 };
 
 enum { COUNT = sizeof families / sizeof families[0] };
