@@ -174,6 +174,8 @@ class PagedCalls:
         qs = A.shape_of("q", q, 3, ("total_q", "heads", "dk"))
         ks = A.shape_of("k", k, 3, ("total_k", "heads", "dk"))
         vs = A.shape_of("v", v, 3, ("total_k", "heads", "dv"))
+        if not A.is_device_array(cu_seqlens_q):  # a list reads as NumPy
+            cu_seqlens_q = np.asarray(cu_seqlens_q)
         cq = A.shape_of("cu_seqlens_q", cu_seqlens_q, 1, ("batch + 1",))["batch + 1"]
         if cq < 2:
             raise ValueError("cu_seqlens_q: expected [batch + 1] with batch >= 1, got "

@@ -124,8 +124,8 @@ def test_paged_append_int8_quantizes_each_row(ctx, rng):
     pool = [cla.zeros(queue, (4, page_size, heads_kv, d), np.int8) for d in (DK, DV)]
     scales = [cla.zeros(queue, (4, page_size, heads_kv), np.float32) for _ in range(2)]
     lens = np.array([3, 5], np.int32)
-    ctx.paged_append(k_new, v_new, pool[0], pool[1], table, lens, k_scale=scales[0],
-                     v_scale=scales[1])
+    ctx.paged_append(cla.to_device(queue, k_new), cla.to_device(queue, v_new), pool[0],
+                     pool[1], table, lens, k_scale=scales[0], v_scale=scales[1])
     for new, ints, scale in ((k_new, pool[0].get(), scales[0].get()),
                              (v_new, pool[1].get(), scales[1].get())):
         for b, first in ((0, 0), (1, 2)):
