@@ -22,6 +22,8 @@
  * weights of about that much; through W_o both stay within ~2e-2 of the
  * output's largest value, and 3e-2 leaves a margin.
  *
+ * A layer with every attention option (window, soft-cap, ALiBi, sinks)
+ * serves the same loop against the contiguous layer and ref_layer_opts.
  * Kinds without a paged pool (talking-heads, Optimised, Efficient,
  * Super, SwitchHead) refuse it naming the kind; bad pools, tables and
  * arguments are refused with a named error and nothing written.
@@ -48,7 +50,14 @@ typedef struct fixture {
   clattn_layer *layer;
 } fixture;
 
-static void fx_init(fixture *f, unsigned seed) {
+/* The attention options of the options case: a window, a soft-cap, ALiBi
+ * and sinks together. */
+static const float alibi_slopes[HQ] = {0.5f, 0.25f, 0.125f, 0.0625f};
+static const float sink_logits[HQ] = {0.3f, -1.0f, 1.0f, -0.5f};
+enum { OPT_WINDOW = 5 };
+static const float opt_softcap = 4.0f;
+
+static void fx_init(fixture *f, unsigned seed, int options) {
   memset(f, 0, sizeof *f);
   const size_t nq = (size_t)D * HQ * DK, nk = (size_t)D * HKV * DK,
                nv = (size_t)D * HKV * DV, no = (size_t)HQ * DV * D;
@@ -72,7 +81,11 @@ static void fx_init(fixture *f, unsigned seed) {
                                .heads_q = HQ,
                                .heads_kv = HKV,
                                .head_dim_k = DK,
-                               .head_dim_v = DV};
+                               .head_dim_v = DV,
+                               .window = options ? OPT_WINDOW : 0,
+                               .softcap = options ? opt_softcap : 0.0f,
+                               .alibi_slopes = options ? alibi_slopes : NULL,
+                               .sinks = options ? sink_logits : NULL};
   clattn_status st = clattn_layer_create(f->ctx, &d, f->dwq, f->dwk, f->dwv,
                                          f->dwo, &f->layer);
   cr_assert(st == CLATTN_OK, "clattn_layer_create: %s",
@@ -269,13 +282,14 @@ static void contiguous(fixture *f, const seq *s, float *y) {
 typedef struct pool_case {
   clattn_dtype cache_dtype;
   int page_size, num_blocks, max_blocks;
+  int options; /* the layer with the attention options */
 } pool_case;
 
 /* The serving loop on one pool (header comment), then every sequence's y
  * against the contiguous layer and the reference. */
 static void serve(const pool_case *pc, unsigned seed) {
   fixture f;
-  fx_init(&f, seed);
+  fx_init(&f, seed, pc->options);
   app_pool a;
   pool_init(&a, f.ctx, pc->num_blocks, pc->page_size, pc->max_blocks,
             pc->cache_dtype, seed + 1);
@@ -309,8 +323,10 @@ static void serve(const pool_case *pc, unsigned seed) {
     const size_t ny = (size_t)s->len * D;
     float *yref = tu_alloc(ny * 4), *ycont = tu_alloc(ny * 4);
     char what[160];
-    ref_layer(1, s->len, D, HQ, HKV, DK, DV, scale, 1, s->x, f.wq, f.wk, f.wv,
-              f.wo, yref);
+    const ref_opts ro = {OPT_WINDOW, opt_softcap, alibi_slopes, sink_logits};
+    ref_layer_opts(1, s->len, D, HQ, HKV, DK, DV, scale, 1,
+                   pc->options ? &ro : NULL, s->x, f.wq, f.wk, f.wv, f.wo,
+                   yref);
     snprintf(what, sizeof what,
              "%s pool, page %d, sequence %c (%d positions) "
              "vs the reference",
@@ -344,6 +360,14 @@ Test(paged_layer, serving_float32_page1, .timeout = 900) {
     cr_skip_test("CLATTN_TEST_SUBSET=small: page size 8 alone");
   const pool_case pc = {CLATTN_F32, 1, 64, 24};
   serve(&pc, 21u);
+}
+
+/* The options: query positions kv_len - n + i in the window and ALiBi */
+Test(paged_layer, serving_float32_page4_options, .timeout = 900) {
+  if (tu_subset("small"))
+    cr_skip_test("CLATTN_TEST_SUBSET=small: page size 8 alone");
+  const pool_case pc = {CLATTN_F32, 4, 24, 6, 1};
+  serve(&pc, 71u);
 }
 
 Test(paged_layer, serving_int8_page8, .timeout = 900) {
@@ -387,7 +411,7 @@ static void expect_refused(fixture *f, clattn_layer *layer,
  * (before it reads the pool) with its name in the message. */
 Test(paged_layer, other_kinds_refuse, .timeout = 300) {
   fixture f;
-  fx_init(&f, 51u);
+  fx_init(&f, 51u, 0);
   app_pool a;
   pool_init(&a, f.ctx, 4, 8, 2, CLATTN_F32, 52u);
   /* one zeroed buffer large enough for every weight of these small
@@ -452,7 +476,7 @@ Test(paged_layer, other_kinds_refuse, .timeout = 300) {
  * named error, nothing written (y NaN, the pool's NaN bytes kept). */
 Test(paged_layer, bad_pools_refused, .timeout = 300) {
   fixture f;
-  fx_init(&f, 61u);
+  fx_init(&f, 61u, 0);
   app_pool a, a8;
   pool_init(&a, f.ctx, 4, 8, 2, CLATTN_F32, 62u);
   pool_init(&a8, f.ctx, 4, 8, 2, CLATTN_I8, 63u);
