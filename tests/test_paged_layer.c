@@ -26,7 +26,9 @@
  * serves the same loop against the contiguous layer and ref_layer_opts.
  * Kinds without a paged pool (talking-heads, Optimised, Efficient,
  * Super, SwitchHead) refuse it naming the kind; bad pools, tables and
- * arguments are refused with a named error and nothing written.
+ * arguments are refused with a named error and nothing written; an
+ * unchecked pool reads no table back (the same rows; a bad page skipped,
+ * not refused).
  * CLATTN_TEST_SUBSET=small: the float32 pool at page size 8 alone.
  */
 #include "util.h"
@@ -553,7 +555,6 @@ Test(paged_layer, bad_pools_refused, .timeout = 300) {
                  "block_table", "a page outside the pool");
   expect_refused(&f, f.layer, &a.p, BATCH, N, dt, bl, x, y, CLATTN_ERR_SHAPE,
                  "kv_lens", "a length over the table's capacity");
-  tu_release(bt);
   tu_release(bl);
 
   cr_expect(
@@ -561,14 +562,33 @@ Test(paged_layer, bad_pools_refused, .timeout = 300) {
           tu_untouched(f.ctx, a.p.v_pool, pool_bytes(&a.p, HKV, DV, 4), 0xff),
       "a refused step wrote the pool");
 
-  /* and the same tables accepted: the step runs */
+  /* and the same tables accepted: the step runs; unchecked, it gives the
+   * same rows (the pool's rows written again with the same values), and a
+   * page outside the pool is not refused (the kernels skip it) */
+  float *y1 = tu_alloc(nx * 4), *y2 = tu_alloc(nx * 4);
   tu_set_bytes(f.ctx, y, nx * 4, 0xff);
   clattn_status st =
       clattn_layer_step_paged(f.layer, &a.p, BATCH, N, 1, dt, dl, x, y, NULL);
   cr_expect(st == CLATTN_OK, "the good step: %s", clattn_ctx_errmsg(f.ctx));
+  tu_download(f.ctx, y, y1, nx, CLATTN_F32);
+  p = a.p;
+  p.unchecked = 1;
+  tu_set_bytes(f.ctx, y, nx * 4, 0xff);
+  st = clattn_layer_step_paged(f.layer, &p, BATCH, N, 1, dt, dl, x, y, NULL);
+  cr_expect(st == CLATTN_OK, "the unchecked step: %s",
+            clattn_ctx_errmsg(f.ctx));
+  tu_download(f.ctx, y, y2, nx, CLATTN_F32);
+  tu_check("the unchecked step", y2, y1, nx, 0.0);
+  st = clattn_layer_step_paged(f.layer, &p, BATCH, N, 1, bt, dl, x, y, NULL);
+  cr_expect(st == CLATTN_OK, "unchecked, a page outside the pool: %s",
+            clattn_ctx_errmsg(f.ctx));
+  cr_assert(clFinish(clattn_ctx_queue(f.ctx)) == CL_SUCCESS);
+  free(y1);
+  free(y2);
   tu_release(small_k);
   tu_release(small_v);
   tu_release(small_s);
+  tu_release(bt);
   tu_release(dt);
   tu_release(dl);
   tu_release(x);
