@@ -240,6 +240,28 @@ def test_step_paged_serving(ctx, rng, int8):
         step("BC", 1)
 
 
+def test_step_paged_unchecked_waits_for_its_events(ctx, rng):
+    """An unchecked pool (no table read back, so nothing blocks): the step
+    waits for wait_for (a user event holds it back) and returns its event;
+    device tables are taken as they are."""
+    layer, ref = make_gqa(ctx, rng)
+    q = ctx.queue
+    with layer:
+        pool = clattn.PagedPool.zeros(q, 6, 2, layer.heads_kv, layer.head_dim_k,
+                                      layer.head_dim_v, unchecked=True)
+        x = _x(rng, layer, n=3, batch=2)
+        table = cla.to_device(q, np.array([[4, 0], [5, 2]], np.int32))
+        lens = cla.to_device(q, np.array([3, 3], np.int32))
+        out = poison(cla.empty(q, x.shape, np.float32))
+        gate = cl.UserEvent(ctx.cl_context)
+        ev = layer.step_paged(cla.to_device(q, x), pool, table, lens, out=out,
+                              wait_for=[gate])
+        assert ev.command_execution_status != cl.command_execution_status.COMPLETE
+        gate.set_status(cl.command_execution_status.COMPLETE)
+        ev.wait()
+        np.testing.assert_allclose(out.get(), ref(x, True), **TOL)
+
+
 def test_step_paged_refusals(ctx, rng):
     """Pools and tables the binding or the library refuses, by name."""
     layer, _ = make_gqa(ctx, rng)
