@@ -897,9 +897,9 @@ typedef struct clattn_paged_pool {
  * in one step may have any lengths; which sequence a row of the batch is,
  * is the table's row the application passes, so sequences may join, leave
  * and reuse each other's pages between steps.  Float32 arithmetic; the
- * pool float32 or int8.  The table and lengths are read back and checked
- * before anything is enqueued (unless pool->unchecked), as the paged calls
- * check them.
+ * pool float32 or int8.  The table and lengths are read back (blocking
+ * reads after ev's wait list) and checked before anything is enqueued,
+ * as the paged calls check them, unless pool->unchecked.
  * Only the GQA layer (clattn_layer_create) runs over a pool; the other
  * kinds' caches hold other tensors: CLATTN_ERR_UNSUPPORTED naming the kind.
  * Errors: ctx (a layer that is not live), call (CLATTN_ERR_INVALID_ARG for
