@@ -873,7 +873,7 @@ CLATTN_API clattn_status clattn_layer_decode(clattn_layer *layer,
  * The library borrows them for the call: it never allocates, grows or
  * retains a pool, and writes only the rows a step appends. */
 typedef struct clattn_paged_pool {
-  size_t size; /* sizeof(clattn_paged_pool) */
+  size_t size;    /* sizeof(clattn_paged_pool) */
   int num_blocks; /* pages in the pool */
   int page_size;  /* positions a page: a power of two, 1 .. 256 */
   int max_blocks; /* the block table's columns */
