@@ -35,6 +35,7 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -530,6 +531,15 @@ Test(paged_layer, bad_pools_refused, .timeout = 300) {
   REFUSED((p = a8.p, p.k_scale = small_s), CLATTN_ERR_BUFFER_TOO_SMALL,
           "k_scale", "an int8 pool's k_scale too small");
 #undef REFUSED
+  /* a newer header's pool with a field this library does not know set */
+  struct {
+    clattn_paged_pool p;
+    long long unknown;
+  } newer = {a.p, 1};
+  newer.p.size = sizeof newer;
+  expect_refused(&f, f.layer, &newer.p, BATCH, N, dt, dl, x, y,
+                 CLATTN_ERR_UNSUPPORTED, "clattn_paged_pool",
+                 "a newer pool with an unknown field set");
   expect_refused(&f, f.layer, NULL, BATCH, N, dt, dl, x, y,
                  CLATTN_ERR_INVALID_ARG, "pool", "NULL pool");
   expect_refused(&f, f.layer, &a.p, BATCH, N, NULL, dl, x, y,
@@ -579,6 +589,19 @@ Test(paged_layer, bad_pools_refused, .timeout = 300) {
             clattn_ctx_errmsg(f.ctx));
   tu_download(f.ctx, y, y2, nx, CLATTN_F32);
   tu_check("the unchecked step", y2, y1, nx, 0.0);
+  /* an older header's pool, without `unchecked`: checked, the same rows */
+  p = a.p;
+  p.size = offsetof(clattn_paged_pool, unchecked);
+  tu_set_bytes(f.ctx, y, nx * 4, 0xff);
+  st = clattn_layer_step_paged(f.layer, &p, BATCH, N, 1, dt, dl, x, y, NULL);
+  cr_expect(st == CLATTN_OK, "an older pool: %s", clattn_ctx_errmsg(f.ctx));
+  tu_download(f.ctx, y, y2, nx, CLATTN_F32);
+  tu_check("an older pool", y2, y1, nx, 0.0);
+  p.unchecked = 1; /* past its size: not read */
+  expect_refused(&f, f.layer, &p, BATCH, N, bt, dl, x, y, CLATTN_ERR_SHAPE,
+                 "block_table", "an older pool's bad page (checked)");
+  p = a.p;
+  p.unchecked = 1;
   st = clattn_layer_step_paged(f.layer, &p, BATCH, N, 1, bt, dl, x, y, NULL);
   cr_expect(st == CLATTN_OK, "unchecked, a page outside the pool: %s",
             clattn_ctx_errmsg(f.ctx));
