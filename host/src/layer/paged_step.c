@@ -134,8 +134,8 @@ static clattn_status step_paged(clattn_layer *l, const clattn_paged_pool *pool,
                         "%s layer: no paged KV pool: its cache holds other "
                         "tensors than the K and V heads of a "
                         "clattn_paged_pool's pages (the GQA layer of "
-                        "clattn_layer_create runs over one); use its "
-                        "clattn_kv_cache",
+                        "clattn_layer_create runs over one); this layer runs "
+                        "on a clattn_kv_cache",
                         K->name);
   if (pool == NULL || block_table == NULL || kv_lens == NULL)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
