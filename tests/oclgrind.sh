@@ -7,7 +7,7 @@
 # and out-of-bounds accesses under GPU-like limits (48 KiB local memory,
 # 256 work-items per group).
 #
-# Also test_layer, test_hh_layer and test_sh_layer (without the
+# Also test_layer, test_hh_layer, test_sh_layer and test_paged_layer (without the
 # uninitialised-value check; see below), and
 # every call of tests/model_cases.h through tests/kernel_run (all kernels
 # in the tree, the probe's microkernels included).
@@ -89,6 +89,8 @@ echo "== oclgrind: test_hh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-val
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_hh_layer" --jobs=2 || rc=1
 echo "== oclgrind: test_sh_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check) [${SECONDS} s]"
 env -u OCLGRIND_UNINITIALIZED "$build/tests/test_sh_layer" --jobs=2 || rc=1
+echo "== oclgrind: test_paged_layer (CLATTN_TEST_SUBSET=small, no uninitialised-value check) [${SECONDS} s]"
+env -u OCLGRIND_UNINITIALIZED "$build/tests/test_paged_layer" --jobs=2 || rc=1
 # The projection family's CLBlast scheme zero-fills its GEMV rows the same way.
 echo "== oclgrind: test_projection projection/clblast, projection/events (no uninitialised-value check) [${SECONDS} s]"
 for f in clblast events; do

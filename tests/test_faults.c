@@ -444,6 +444,45 @@ static clattn_status sh_run(scenario *s) {
   return st == CLATTN_OK ? layer_steps(s) : st;
 }
 
+/* ---- the GQA layer over a paged pool: a prefill chunk of 3 and a decode
+ * step through a table of two pages of 2 (a retry appends the same rows
+ * again, so its result is the clean run's) */
+
+enum { PAGED_BLOCKS = 4, PAGED_PAGE = 2 };
+
+static void gqa_paged_setup(scenario *s) {
+  gqa_setup(s);
+  const int table[2] = {3, 1}, lens_chunk[1] = {3}, lens_step[1] = {4};
+  s->mem[4] = floats_buf(s->ctx, PAGED_BLOCKS * PAGED_PAGE * 8, 5); /* K */
+  s->mem[5] = floats_buf(s->ctx, PAGED_BLOCKS * PAGED_PAGE * 8, 6); /* V */
+  s->mem[6] = ints_buf(s->ctx, table, 2);
+  s->mem[7] = ints_buf(s->ctx, lens_chunk, 1);
+  s->mem[12] = ints_buf(s->ctx, lens_step, 1);
+}
+static clattn_status gqa_paged_run(scenario *s) {
+  const clattn_layer_desc d = {.size = sizeof(clattn_layer_desc),
+                               .d_model = 16,
+                               .heads_q = 2,
+                               .heads_kv = 1,
+                               .head_dim_k = 8,
+                               .head_dim_v = 8};
+  const clattn_paged_pool pool = {.size = sizeof pool,
+                                  .num_blocks = PAGED_BLOCKS,
+                                  .page_size = PAGED_PAGE,
+                                  .max_blocks = 2,
+                                  .k_pool = s->mem[4],
+                                  .v_pool = s->mem[5]};
+  clattn_status st = clattn_layer_create(s->ctx, &d, s->mem[0], s->mem[1],
+                                         s->mem[2], s->mem[3], &s->layer);
+  if (st == CLATTN_OK)
+    st = clattn_layer_step_paged(s->layer, &pool, LAYER_B, 3, 1, s->mem[6],
+                                 s->mem[7], s->mem[8], s->mem[9], NULL);
+  if (st == CLATTN_OK)
+    st = clattn_layer_step_paged(s->layer, &pool, LAYER_B, 1, 1, s->mem[6],
+                                 s->mem[12], s->mem[10], s->mem[11], NULL);
+  return st;
+}
+
 /* ---- a decode step on a cache that a prefill filled: a failed step
  * leaves the cache as it was (the retry's result, and its length, are
  * those of the first clean step) */
@@ -597,6 +636,8 @@ static const scenario all_scenarios[] = {
              layer_undo, layer_result),
     SCENARIO("SwitchHead layer create + prefill + decode", sh_setup, sh_run,
              layer_undo, layer_result),
+    SCENARIO("GQA layer over a paged pool: create + chunk + decode step",
+             gqa_paged_setup, gqa_paged_run, layer_undo, layer_result),
     {.name = "GQA layer decode after a prefill",
      .setup = gqa_cached_setup,
      .run = gqa_decode_run,
@@ -756,6 +797,9 @@ Test(alloc, efficient_layer, .timeout = 300) {
 Test(alloc, switchhead_layer, .timeout = 300) {
   alloc_sweep("SwitchHead layer create + prefill + decode");
 }
+Test(alloc, gqa_paged_layer, .timeout = 300) {
+  alloc_sweep("GQA layer over a paged pool: create + chunk + decode step");
+}
 Test(alloc, gqa_layer_decode, .timeout = 300) {
   alloc_sweep("GQA layer decode after a prefill");
 }
@@ -855,6 +899,8 @@ CL_TESTS(gqa_layer, "GQA layer create + prefill + decode")
 CL_TESTS(th_layer, "talking-heads layer create + prefill + decode")
 CL_TESTS(tune, "clattn_tune_attention")
 CL_TESTS(gqa_layer_decode, "GQA layer decode after a prefill")
+CL_TESTS(gqa_paged_layer,
+         "GQA layer over a paged pool: create + chunk + decode step")
 /* the two longer sweeps, one code each (the suite stays within minutes) */
 Test(cl, efficient_layer_allocation_failure, .timeout = 300) {
   cl_sweep("Efficient layer create + prefill + decode",

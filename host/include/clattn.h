@@ -864,6 +864,56 @@ CLATTN_API clattn_status clattn_layer_decode(clattn_layer *layer,
                                              clattn_kv_cache *cache, cl_mem x,
                                              cl_mem y, const clattn_events *ev);
 
+/* A paged KV pool the application owns, for clattn_layer_step_paged: the
+ * buffers of clattn_paged_desc's layout (above) with the layer's heads,
+ *   k_pool  [num_blocks, page_size, heads_kv, head_dim_k]  (cache_dtype)
+ *   v_pool  [num_blocks, page_size, heads_kv, head_dim_v]  (cache_dtype)
+ *   k_scale, v_scale  float32 [num_blocks, page_size, heads_kv]: an int8
+ *           pool's scales (NULL for a float32 pool).
+ * The library borrows them for the call: it never allocates, grows or
+ * retains a pool, and writes only the rows a step appends. */
+typedef struct clattn_paged_pool {
+  size_t size;    /* sizeof(clattn_paged_pool) */
+  int num_blocks; /* pages in the pool */
+  int page_size;  /* positions a page: a power of two, 1 .. 256 */
+  int max_blocks; /* the block table's columns */
+  /* 0 (CLATTN_F32): float32; CLATTN_I8: int8 with k_scale and v_scale */
+  clattn_dtype cache_dtype;
+  cl_mem k_pool, v_pool, k_scale, v_scale;
+  /* nonzero: the block table and lengths are not read back and checked
+   * (clattn_paged_desc.unchecked): no blocking read, no error either */
+  int unchecked;
+} clattn_paged_pool;
+
+/* One step of a layer over a paged pool: n new positions for each of
+ * batch sequences (x, y [batch, n, d_model]; n == 1 a decode step, n > 1 a
+ * prefill chunk).  block_table int32 [batch, pool->max_blocks] names each
+ * sequence's pages; kv_lens int32 [batch] are the lengths AFTER the step
+ * (the application advanced them by n), so the new positions are
+ * kv_lens[b] - n .. kv_lens[b] - 1 and kv_lens[b] >= n.  The layer projects
+ * Q, K and V, appends K and V into the pages (quantized on write for an
+ * int8 pool), attends as clattn_paged_attention does (query i at position
+ * kv_lens[b] - n + i; causal as there) and projects the output.  Sequences
+ * in one step may have any lengths; which sequence a row of the batch is,
+ * is the table's row the application passes, so sequences may join, leave
+ * and reuse each other's pages between steps.  Float32 arithmetic; the
+ * pool float32 or int8.  The table and lengths are read back (blocking
+ * reads after ev's wait list) and checked before anything is enqueued,
+ * as the paged calls check them, unless pool->unchecked.
+ * Only the GQA layer (clattn_layer_create) runs over a pool; the other
+ * kinds' caches hold other tensors: CLATTN_ERR_UNSUPPORTED naming the kind.
+ * Errors: ctx (a layer that is not live), call (CLATTN_ERR_INVALID_ARG for
+ * a NULL pool, pool buffer, table, lengths, x or y; CLATTN_ERR_SHAPE for a
+ * page size that is not a power of two up to 256, a pool field below 1, a
+ * table entry or length refused; CLATTN_ERR_BUFFER_TOO_SMALL for a pool
+ * buffer smaller than its shape), CLATTN_ERR_UNSUPPORTED (the layer's kind,
+ * a cache_dtype other than float32 or int8), CLATTN_ERR_CLBLAST.  Threads:
+ * safe, context-serialised; not with concurrent steps on the same pool. */
+CLATTN_API clattn_status clattn_layer_step_paged(
+    clattn_layer *layer, const clattn_paged_pool *pool, int batch, int n,
+    int causal, cl_mem block_table, cl_mem kv_lens, cl_mem x, cl_mem y,
+    const clattn_events *ev);
+
 /* ------------------------------------------------- parameter choice */
 
 /* Where the parameters of a call come from, in the order they are tried:

@@ -10,8 +10,8 @@ library raise clattn.Error; shape and dtype mistakes raise ValueError
 before anything is enqueued.  docs/PYTHON.md has the rest."""
 
 from ._context import Context
-from ._layers import (EfficientLayer, GQALayer, KVCache, OptimisedLayer, SuperLayer,
-                      SwitchHeadLayer, TalkingHeadsLayer)
+from ._layers import (EfficientLayer, GQALayer, KVCache, OptimisedLayer, PagedPool,
+                      SuperLayer, SwitchHeadLayer, TalkingHeadsLayer)
 from ._lib import Error, ffi, lib, text  # noqa: F401 - ffi, lib: the raw C API
 from ._tools import (Choice, Database, Family, TuneResult, Tunable, datasheets,
                      default_db_path, families, model)
@@ -19,6 +19,6 @@ from ._tools import (Choice, Database, Family, TuneResult, Tunable, datasheets,
 __version__ = text(lib.clattn_version())
 
 __all__ = ["Choice", "Context", "Database", "EfficientLayer", "Error", "Family", "GQALayer",
-           "KVCache", "OptimisedLayer", "SuperLayer", "SwitchHeadLayer", "TalkingHeadsLayer",
-           "TuneResult", "Tunable", "__version__", "datasheets", "default_db_path", "families",
-           "model"]
+           "KVCache", "OptimisedLayer", "PagedPool", "SuperLayer", "SwitchHeadLayer",
+           "TalkingHeadsLayer", "TuneResult", "Tunable", "__version__", "datasheets",
+           "default_db_path", "families", "model"]

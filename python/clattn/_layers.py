@@ -5,6 +5,7 @@ import weakref
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cla
 
 from . import _arrays as A
 from ._context import Context
@@ -231,6 +232,75 @@ class _Layer(Closable):
         return "clattn.%s(d_model=%d%s)" % (type(self).__name__, self.d_model, state)
 
 
+class PagedPool:
+    """A paged KV pool the application owns, for GQALayer.step_paged
+    (clattn_paged_pool): k_pool [num_blocks, page_size, heads_kv,
+    head_dim_k] and v_pool [num_blocks, page_size, heads_kv, head_dim_v],
+    pyopencl arrays of float32, or of int8 with k_scale / v_scale float32
+    [num_blocks, page_size, heads_kv].  The steps write the rows they append
+    in place; the library never allocates, grows or keeps a pool.
+    unchecked: the block tables and lengths are not read back and checked
+    (no blocking read per step, no error either)."""
+
+    def __init__(self, k_pool, v_pool, *, k_scale=None, v_scale=None, unchecked=False):
+        for name, a in (("k_pool", k_pool), ("v_pool", v_pool), ("k_scale", k_scale),
+                        ("v_scale", v_scale)):
+            if a is not None and not A.is_device_array(a):
+                raise ValueError("%s: a pool lives on the device and is written in place: "
+                                 "pass a pyopencl array" % name)
+        names = ("num_blocks", "page_size", "heads_kv", "d")
+        ks = A.shape_of("k_pool", k_pool, 4, names)
+        vs = A.shape_of("v_pool", v_pool, 4, names)
+        for dim in names[:3]:
+            A.agree(dim, [("k_pool", ks[dim]), ("v_pool", vs[dim])])
+        kinds = {np.dtype(k_pool.dtype), np.dtype(v_pool.dtype)}
+        if kinds == {np.dtype(np.int8)}:
+            for name, sc in (("k_scale", k_scale), ("v_scale", v_scale)):
+                if sc is None:
+                    raise ValueError("%s: an int8 pool needs its float32 scales "
+                                     "[num_blocks, page_size, heads_kv]" % name)
+                A.expect_shape(name, sc, (ks["num_blocks"], ks["page_size"], ks["heads_kv"]))
+                if np.dtype(sc.dtype) != np.float32:
+                    raise ValueError("%s: expected float32, got %s" % (name, sc.dtype))
+            self.cache_dtype = lib.CLATTN_I8
+        elif kinds == {np.dtype(np.float32)}:
+            for name, sc in (("k_scale", k_scale), ("v_scale", v_scale)):
+                if sc is not None:
+                    raise ValueError("%s: scales are an int8 pool's; this pool is float32"
+                                     % name)
+            self.cache_dtype = 0
+        else:
+            raise ValueError("k_pool, v_pool: both float32 or both int8, got %s and %s"
+                             % (k_pool.dtype, v_pool.dtype))
+        self.k_pool, self.v_pool, self.k_scale, self.v_scale = k_pool, v_pool, k_scale, v_scale
+        self.num_blocks, self.page_size = ks["num_blocks"], ks["page_size"]
+        self.heads_kv, self.head_dim_k, self.head_dim_v = ks["heads_kv"], ks["d"], vs["d"]
+        self.unchecked = bool(unchecked)
+
+    @classmethod
+    def zeros(cls, queue, num_blocks, page_size, heads_kv, head_dim_k, head_dim_v=None, *,
+              int8=False, unchecked=False):
+        """A zeroed pool on queue's device (float32, or int8 with scales)."""
+        dv = head_dim_k if head_dim_v is None else head_dim_v
+        dt = np.int8 if int8 else np.float32
+        k = cla.zeros(queue, (num_blocks, page_size, heads_kv, head_dim_k), dt)
+        v = cla.zeros(queue, (num_blocks, page_size, heads_kv, dv), dt)
+        scales = ((cla.zeros(queue, (num_blocks, page_size, heads_kv), np.float32),
+                   cla.zeros(queue, (num_blocks, page_size, heads_kv), np.float32))
+                  if int8 else (None, None))
+        return cls(k, v, k_scale=scales[0], v_scale=scales[1], unchecked=unchecked)
+
+    def arrays(self):
+        """The pool's pyopencl arrays (its scales only when int8)."""
+        return ((self.k_pool, self.v_pool) +
+                ((self.k_scale, self.v_scale) if self.cache_dtype else ()))
+
+    def __repr__(self):
+        return ("clattn.PagedPool(num_blocks=%d, page_size=%d, heads_kv=%d, head_dims=%d/%d, "
+                "%s)" % (self.num_blocks, self.page_size, self.heads_kv, self.head_dim_k,
+                         self.head_dim_v, "int8" if self.cache_dtype else "float32"))
+
+
 class GQALayer(_Layer):
     """y = Attention(x W_q, x W_k, x W_v) W_o over grouped query heads
     (MHA: heads_q == heads_kv; MQA: heads_kv == 1), float32:
@@ -261,6 +331,60 @@ class GQALayer(_Layer):
         self._create(ctx, [("w_q", w_q, (D, hq * dk)), ("w_k", w_k, (D, hkv * dk)),
                            ("w_v", w_v, (D, hkv * dv)), ("w_o", w_o, (hq * dv, D))],
                      lib.clattn_layer_create, d)
+
+    def step_paged(self, x, pool, block_table, kv_lens, *, causal=True, out=None,
+                   wait_for=None):
+        """One step over a paged pool the application owns
+        (clattn_layer_step_paged): n new positions for each of batch
+        sequences, x [batch, n, d_model] -> out [batch, n, d_model] (n == 1
+        a decode step, n > 1 a prefill chunk).  pool: a PagedPool of this
+        layer's heads; block_table int32 [batch, pool's max_blocks] names
+        each sequence's pages; kv_lens int32 [batch] are the lengths after
+        the step (query i at kv_lens[b] - n + i).  The K and V rows are
+        appended into the pages, then the queries attend.  x, out= and the
+        pool are pyopencl arrays (the tables NumPy or pyopencl); returns
+        the step's pyopencl.Event."""
+        handle = self.handle
+        if not isinstance(pool, PagedPool):
+            raise ValueError("pool: expected a clattn.PagedPool, got %s" % type(pool).__name__)
+        for name, a in (("x", x), ("out", out)):
+            if not A.is_device_array(a):
+                raise ValueError("%s: a step over a paged pool (on the device) takes "
+                                 "pyopencl arrays" % name)
+        s = self._check_x(x, 3, ("batch", "n", "d_model"))
+        for what, mine, its in (("heads_kv", self.heads_kv, pool.heads_kv),
+                                ("head_dim_k", self.head_dim_k, pool.head_dim_k),
+                                ("head_dim_v", self.head_dim_v, pool.head_dim_v)):
+            if mine != its:
+                raise ValueError("pool: %s %d, but the layer's is %d" % (what, its, mine))
+        if block_table is None or kv_lens is None:
+            raise ValueError("block_table, kv_lens: a paged step needs each sequence's "
+                             "pages and its length after the step")
+        ts = A.shape_of("block_table", block_table, 2, ("batch", "max_blocks"))
+        table = A.check_ints("block_table", block_table, (s["batch"], ts["max_blocks"]))
+        lens = A.check_lens("kv_lens", kv_lens, s["batch"])
+        p = versioned("clattn_paged_pool")
+        p.num_blocks, p.page_size = pool.num_blocks, pool.page_size
+        p.max_blocks = ts["max_blocks"]
+        p.cache_dtype = pool.cache_dtype
+        p.unchecked = int(pool.unchecked)
+        named = [("x", x), ("out", out), ("block_table", A.lengths_kind(table)),
+                 ("kv_lens", A.lengths_kind(lens))]
+        named += [(n, a) for n, a in zip(("k_pool", "v_pool", "k_scale", "v_scale"),
+                                         pool.arrays())]
+        call = A.Call(self.context, named, wait_for)
+        y = call.output("out", out, tuple(x.shape), np.float32)
+        mems = [call.in_place(a) for a in pool.arrays()]
+        p.k_pool, p.v_pool = mems[0], mems[1]
+        if pool.cache_dtype:
+            p.k_scale, p.v_scale = mems[2], mems[3]
+        xb = call.input("x", x)
+        tb, lb = call.input("block_table", table), call.input("kv_lens", lens)
+        self.context.check(lib.clattn_layer_step_paged(handle, p, s["batch"], s["n"],
+                                                       int(bool(causal)), tb, lb, xb, y,
+                                                       call.events()),
+                           "GQALayer.step_paged")
+        return call.finish(outputs=(out,) + pool.arrays())
 
 
 class TalkingHeadsLayer(_Layer):

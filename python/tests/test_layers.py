@@ -16,7 +16,7 @@ import pytest
 
 import clattn
 import reference_layers as R
-from conftest import poison
+from conftest import is_poisoned, poison
 
 BATCH, N, PROMPT = 2, 9, 5
 TOL = dict(rtol=1e-4, atol=1e-4)
@@ -181,6 +181,115 @@ def test_pyopencl_arrays_with_offsets_and_events(ctx, rng):
         np.testing.assert_allclose(y_dec.get().transpose(1, 0, 2), want[:, PROMPT:], **TOL)
         with pytest.raises(ValueError, match="^out:"):
             layer.decode(x_dec[0], cache)
+
+
+# ------------------------------------------------------------- paged pool
+@pytest.mark.parametrize("int8", [False, True])
+def test_step_paged_serving(ctx, rng, int8):
+    """The GQA layer over a paged pool the test owns: sequence A's prompt
+    alone, then A and a new B together, then decode steps with the rows
+    swapped; A finishes and C reuses its pages.  Each y row equals the
+    whole sequence's causal reference (an int8 pool's quantized K and V
+    within 3e-2 of the outputs' largest value: test_paged_layer.c has the
+    argument).  Pages are shuffled, the spare ones and the table's entries
+    past each length garbage."""
+    layer, ref = make_gqa(ctx, rng)
+    q = ctx.queue
+    page, num_blocks, max_blocks = 4, 10, 4
+    pool = clattn.PagedPool.zeros(q, num_blocks, page, layer.heads_kv, layer.head_dim_k,
+                                  layer.head_dim_v, int8=int8)
+    if not int8:
+        pool.k_pool.fill(np.nan)
+        pool.v_pool.fill(np.nan)
+    free = list(rng.permutation(num_blocks))
+    streams = {name: rng.standard_normal((12, layer.d_model)).astype(np.float32)
+               for name in "ABC"}
+    want = {name: ref(x[None], True)[0] for name, x in streams.items()}
+    pages = {name: [] for name in "ABC"}
+    lens = {name: 0 for name in "ABC"}
+    tol = dict(rtol=0, atol=3e-2 * max(np.abs(w).max() for w in want.values())) if int8 \
+        else TOL
+
+    def step(names, n):
+        table = np.full((len(names), max_blocks), -1, np.int32)
+        table[:, 1::2] = 1 << 30
+        for b, name in enumerate(names):
+            while len(pages[name]) * page < lens[name] + n:
+                pages[name].append(free.pop())
+            table[b, :len(pages[name])] = pages[name]
+        new_lens = np.array([lens[name] + n for name in names], np.int32)
+        x = np.stack([streams[name][lens[name]:lens[name] + n] for name in names])
+        out = poison(cla.empty(q, x.shape, np.float32))
+        ev = layer.step_paged(cla.to_device(q, x), pool, table, new_lens, out=out)
+        assert isinstance(ev, cl.Event) and ev in out.events
+        y = out.get()
+        for b, name in enumerate(names):
+            np.testing.assert_allclose(y[b], want[name][lens[name]:lens[name] + n], **tol,
+                                       err_msg="%s positions %d.." % (name, lens[name]))
+            lens[name] += n
+
+    with layer:
+        step("A", 5)
+        step("AB", 3)
+        for _ in range(2):
+            step("BA", 1)
+        freed = pages.pop("A")
+        free.extend(freed)
+        step("C", 6)
+        assert set(pages["C"]) <= set(freed)
+        step("BC", 1)
+
+
+def test_step_paged_unchecked_waits_for_its_events(ctx, rng):
+    """An unchecked pool (no table read back, so nothing blocks): the step
+    waits for wait_for (a user event holds it back) and returns its event;
+    device tables are taken as they are."""
+    layer, ref = make_gqa(ctx, rng)
+    q = ctx.queue
+    with layer:
+        pool = clattn.PagedPool.zeros(q, 6, 2, layer.heads_kv, layer.head_dim_k,
+                                      layer.head_dim_v, unchecked=True)
+        x = _x(rng, layer, n=3, batch=2)
+        table = cla.to_device(q, np.array([[4, 0], [5, 2]], np.int32))
+        lens = cla.to_device(q, np.array([3, 3], np.int32))
+        out = poison(cla.empty(q, x.shape, np.float32))
+        gate = cl.UserEvent(ctx.cl_context)
+        ev = layer.step_paged(cla.to_device(q, x), pool, table, lens, out=out,
+                              wait_for=[gate])
+        assert ev.command_execution_status != cl.command_execution_status.COMPLETE
+        gate.set_status(cl.command_execution_status.COMPLETE)
+        ev.wait()
+        np.testing.assert_allclose(out.get(), ref(x, True), **TOL)
+
+
+def test_step_paged_refusals(ctx, rng):
+    """Pools and tables the binding or the library refuses, by name."""
+    layer, _ = make_gqa(ctx, rng)
+    q = ctx.queue
+    with layer:
+        pool = clattn.PagedPool.zeros(q, 4, 4, layer.heads_kv, layer.head_dim_k,
+                                      layer.head_dim_v)
+        x = cla.to_device(q, _x(rng, layer, n=2, batch=1))
+        out = poison(cla.empty(q, x.shape, np.float32))
+        table, lens = np.array([[0, 1]], np.int32), np.array([6], np.int32)
+        with pytest.raises(ValueError, match="^k_pool: a pool lives on the device"):
+            clattn.PagedPool(pool.k_pool.get(), pool.v_pool)
+        with pytest.raises(ValueError, match="^k_scale: an int8 pool needs"):
+            clattn.PagedPool(cla.zeros(q, (4, 4, 2, 8), np.int8),
+                             cla.zeros(q, (4, 4, 2, 6), np.int8))
+        other = clattn.PagedPool.zeros(q, 4, 4, layer.heads_kv, layer.head_dim_k + 1,
+                                       layer.head_dim_v)
+        with pytest.raises(ValueError, match="^pool: head_dim_k 9, but the layer's is 8"):
+            layer.step_paged(x, other, table, lens, out=out)
+        with pytest.raises(ValueError, match="^x: a step over a paged pool"):
+            layer.step_paged(x.get(), pool, table, lens, out=out)
+        with pytest.raises(clattn.Error, match="CLATTN_ERR_SHAPE.*block_table"):
+            layer.step_paged(x, pool, np.array([[0, 7]], np.int32), lens, out=out)
+        with pytest.raises(clattn.Error, match="CLATTN_ERR_SHAPE.*kv_lens"):
+            layer.step_paged(x, pool, table, np.array([9], np.int32), out=out)
+        assert is_poisoned(out)
+        layer.step_paged(x, pool, table, lens, out=out).wait()
+        assert not np.isnan(out.get()).any()
 
 
 # ------------------------------------------------------------------ misuse

@@ -62,6 +62,30 @@ static clattn_status check_ints(clattn_ctx *ctx, const clattn__family *F,
   return rc;
 }
 
+/* The buffers against their specs (present, of the context, large
+ * enough) and the INTS buffers' contents, before anything is enqueued. */
+static clattn_status check_buffers(clattn_ctx *ctx, const clattn__family *F,
+                                   const void *desc,
+                                   const clattn__buf_spec *spec,
+                                   const cl_mem *bufs,
+                                   const clattn_events *ev) {
+  clattn_status rc;
+  for (int i = 0; i < F->nbufs; i++) {
+    if (bufs[i] == NULL && spec[i].optional)
+      continue;
+    const size_t need = clattn__buf_bytes(&spec[i]);
+    if (need == 0)
+      return clattn__fail(ctx, CLATTN_ERR_SHAPE, "%s: size overflows",
+                          spec[i].name);
+    if ((rc = clattn__check_buffer(ctx, bufs[i], need, spec[i].name)))
+      return rc;
+  }
+  if (F->check_ints && !(F->ints_unchecked && F->ints_unchecked(desc)) &&
+      (rc = check_ints(ctx, F, desc, spec, bufs, ev)))
+    return rc;
+  return CLATTN_OK;
+}
+
 static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
                                  const void *desc, const clattn__params *p,
                                  const cl_mem *bufs, const clattn_events *ev) {
@@ -82,18 +106,7 @@ static clattn_status call_locked(clattn_ctx *ctx, const clattn__family *F,
       return rc;
     F->buffers(desc, own);
   }
-  for (int i = 0; i < F->nbufs; i++) {
-    if (bufs[i] == NULL && spec[i].optional)
-      continue;
-    const size_t need = clattn__buf_bytes(&spec[i]);
-    if (need == 0)
-      return clattn__fail(ctx, CLATTN_ERR_SHAPE, "%s: size overflows",
-                          spec[i].name);
-    if ((rc = clattn__check_buffer(ctx, bufs[i], need, spec[i].name)))
-      return rc;
-  }
-  if (F->check_ints && !(F->ints_unchecked && F->ints_unchecked(desc)) &&
-      (rc = check_ints(ctx, F, desc, spec, bufs, ev)))
+  if ((rc = check_buffers(ctx, F, desc, spec, bufs, ev)))
     return rc;
   if (m == NULL && (rc = clattn__choice_search(ctx, F, desc, &key, &m, plan)))
     return rc;
@@ -113,6 +126,20 @@ clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
                            const cl_mem *bufs, const clattn_events *ev) {
   clattn_ctx *locked = clattn__ctx_enter(ctx);
   clattn_status rc = call_locked(ctx, F, desc, p, bufs, ev);
+  clattn__ctx_leave(locked);
+  return rc;
+}
+
+clattn_status clattn__call_check(clattn_ctx *ctx, const clattn__family *F,
+                                 const void *desc, const cl_mem *bufs,
+                                 const clattn_events *ev) {
+  clattn__buf_spec spec[CLATTN__MAX_BUFS];
+  clattn_ctx *locked = clattn__ctx_enter(ctx);
+  clattn_status rc = begin(ctx, desc);
+  if (rc == CLATTN_OK && (rc = check(ctx, F, desc)) == CLATTN_OK) {
+    F->buffers(desc, spec);
+    rc = check_buffers(ctx, F, desc, spec, bufs, ev);
+  }
   clattn__ctx_leave(locked);
   return rc;
 }

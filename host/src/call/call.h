@@ -13,6 +13,13 @@ clattn_status clattn__call(clattn_ctx *ctx, const clattn__family *F,
                            const void *desc, const clattn__params *p,
                            const cl_mem *bufs, const clattn_events *ev);
 
+/* clattn__call's checks of desc and bufs alone, the INTS buffers'
+ * contents included (read back after ev's wait list): for a caller that
+ * makes several calls and must refuse before enqueuing the first. */
+clattn_status clattn__call_check(clattn_ctx *ctx, const clattn__family *F,
+                                 const void *desc, const cl_mem *bufs,
+                                 const clattn_events *ev);
+
 /* clattn__call of a description built from the caller's public one, pub,
  * after check has passed pub: the fields of pub that desc does not keep
  * (an append's cache description: its query or logit heads and scale) are

@@ -97,6 +97,7 @@ static clattn_decode_desc cache_desc(const clattn_layer_desc *d,
 }
 
 _Static_assert(sizeof(clattn_attn_desc) <= CLATTN__CORE_DESC_BYTES &&
+                   sizeof(clattn_paged_desc) <= CLATTN__CORE_DESC_BYTES &&
                    sizeof(clattn__append_desc) <= CLATTN__CORE_DESC_BYTES &&
                    sizeof(clattn_layer_desc) <= CLATTN__LAYER_DESC_BYTES,
                "the GQA descriptions fit the layer's byte stores");
@@ -147,6 +148,64 @@ static void core(const void *desc, clattn__core_op op,
   }
 }
 
+/* A step over the application's pool: the paged append of the new K and V
+ * rows ([batch, n, heads_kv, dim], the projections' rows), then the paged
+ * attention of the queries, their description the pool's with the
+ * layer's heads and options. */
+static const clattn__family *paged_core(const void *desc, clattn__core_op op,
+                                        const clattn__core_args *a,
+                                        clattn__core_call *call) {
+  const clattn_layer_desc *d = desc;
+  const clattn_paged_pool *p = a->pool;
+  if (op != CLATTN__CORE_APPEND && op != CLATTN__CORE_DECODE &&
+      op != CLATTN__CORE_PREFILL)
+    return NULL;
+  const clattn_paged_desc pd = {.size = sizeof pd,
+                                .batch = a->batch,
+                                .n_q = a->n,
+                                .heads_q = d->heads_q,
+                                .heads_kv = d->heads_kv,
+                                .head_dim_k = d->head_dim_k,
+                                .head_dim_v = d->head_dim_v,
+                                .num_blocks = p->num_blocks,
+                                .page_size = p->page_size,
+                                .max_blocks = p->max_blocks,
+                                .dtype = CLATTN_F32,
+                                .cache_dtype = p->cache_dtype,
+                                .scale = d->scale,
+                                .causal = a->causal,
+                                .window = a->opts.window,
+                                .softcap = a->opts.softcap,
+                                .alibi_slopes = a->opts.alibi,
+                                .sinks = a->opts.sinks,
+                                .unchecked = a->unchecked};
+  memcpy(call->desc.bytes, &pd, sizeof pd);
+  if (op == CLATTN__CORE_APPEND) {
+    const cl_mem b[8] = {a->act[CLATTN__ACT_K],
+                         a->act[CLATTN__ACT_V],
+                         a->block_table,
+                         a->lens,
+                         p->k_pool,
+                         p->v_pool,
+                         p->k_scale,
+                         p->v_scale};
+    memcpy(call->buf, b, sizeof b);
+    return &clattn__family_paged_append;
+  }
+  const cl_mem b[9] = {a->act[CLATTN__ACT_Q],
+                       p->k_pool,
+                       p->v_pool,
+                       p->k_scale,
+                       p->v_scale,
+                       a->block_table,
+                       a->lens,
+                       a->act[CLATTN__ACT_O],
+                       NULL};
+  memcpy(call->buf, b, sizeof b);
+  return op == CLATTN__CORE_DECODE ? &clattn__family_paged_decode
+                                   : &clattn__family_paged_prefill;
+}
+
 const clattn__layer_kind clattn__layer_gqa = {
     .name = "gqa",
     .summary = "grouped-query attention (MHA: heads_kv = heads_q, MQA: 1) "
@@ -164,6 +223,7 @@ const clattn__layer_kind clattn__layer_gqa = {
     .cache_shape = cache_shape,
     .family = {"prefill", "decode", "append"},
     .core = core,
+    .paged_core = paged_core,
 };
 
 clattn_status clattn_layer_create(clattn_ctx *ctx, const clattn_layer_desc *d,

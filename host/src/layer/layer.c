@@ -32,8 +32,7 @@ static clattn_status ensure_buf(clattn_layer *l, int i, size_t size) {
   return CLATTN_OK;
 }
 
-/* Common checks on a layer handle (no message: there may be no context). */
-static clattn_status check_layer(const clattn_layer *l) {
+clattn_status clattn__layer_check(const clattn_layer *l) {
   if (l == NULL)
     return CLATTN_ERR_INVALID_ARG;
   if (l->magic != CLATTN__LAYER_MAGIC)
@@ -41,9 +40,7 @@ static clattn_status check_layer(const clattn_layer *l) {
   return clattn__ctx_check(l->ctx);
 }
 
-/* Make the next command on the in-order queue wait for the caller's
- * events (CLBlast takes no wait list). */
-static clattn_status wait_barrier(clattn_ctx *ctx, const clattn_events *ev) {
+clattn_status clattn__layer_wait(clattn_ctx *ctx, const clattn_events *ev) {
   cl_int err;
   if (ev == NULL || ev->num_wait == 0)
     return CLATTN_OK;
@@ -267,10 +264,9 @@ static clattn_status ensure_all(clattn_layer *l, const call_sizes *s) {
   return rc;
 }
 
-/* Projections first .. last-1 of the kind over `rows` rows; x and y are
- * the caller's; the last one's event goes to *event (may be NULL). */
-static clattn_status project(clattn_layer *l, int first, int last, size_t rows,
-                             cl_mem x, cl_mem y, cl_event *event) {
+clattn_status clattn__layer_project(clattn_layer *l, int first, int last,
+                                    size_t rows, cl_mem x, cl_mem y,
+                                    cl_event *event) {
   const clattn__layer_kind *K = l->kind;
   clattn_status rc = CLATTN_OK;
   for (int i = first; i < last && rc == CLATTN_OK; i++) {
@@ -287,26 +283,17 @@ static clattn_status project(clattn_layer *l, int first, int last, size_t rows,
                             l->w[p->weight],
                             p->to == CLATTN__ACT_Y ? y : l->buf[p->to]};
     const clattn_events ev = {sizeof ev, 0, NULL, i == last - 1 ? event : NULL};
-    rc = clattn__call(l->ctx, &clattn__family_projection, &d, NULL, bufs,
-                      &ev);
+    rc = clattn__call(l->ctx, &clattn__family_projection, &d, NULL, bufs, &ev);
   }
   return rc;
 }
 
-/* Checks shared by prefill and decode, before anything is enqueued. */
-static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c, int batch,
-                                int n, int causal, cl_mem x, cl_mem y,
-                                call_sizes *s) {
+clattn_status clattn__layer_rows(clattn_layer *l, int batch, int n, cl_mem x,
+                                 cl_mem y) {
   clattn_ctx *ctx = l->ctx;
-  clattn_status rc;
   if (x == NULL || y == NULL)
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG, "layer: NULL %s buffer",
                         x == NULL ? "x" : "y");
-  if (c != NULL) {
-    rc = clattn__kv_cache_check(l, c);
-    if (rc != CLATTN_OK)
-      return rc;
-  }
   if (batch <= 0 || n <= 0)
     return clattn__fail(ctx, CLATTN_ERR_SHAPE,
                         "layer: batch %d and n %d must be positive", batch, n);
@@ -314,6 +301,36 @@ static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c, int batch,
     return clattn__fail(ctx, CLATTN_ERR_SHAPE,
                         "layer: batch %d x n %d positions is too many", batch,
                         n);
+  return CLATTN_OK;
+}
+
+clattn_status clattn__layer_acts(clattn_layer *l, int batch, int n, cl_mem x,
+                                 cl_mem y) {
+  call_sizes s;
+  clattn_status rc = call_sizes_get(l, batch, n, &s);
+  if (rc == CLATTN_OK)
+    rc = clattn__check_buffer(l->ctx, x, s.act[CLATTN__ACT_X], "x");
+  if (rc == CLATTN_OK)
+    rc = clattn__check_buffer(l->ctx, y, s.act[CLATTN__ACT_Y], "y");
+  if (rc == CLATTN_OK)
+    rc = ensure_all(l, &s);
+  return rc;
+}
+
+/* Checks shared by prefill and decode, before anything is enqueued. */
+static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c, int batch,
+                                int n, int causal, cl_mem x, cl_mem y) {
+  clattn_ctx *ctx = l->ctx;
+  clattn_status rc;
+  if (x == NULL || y == NULL)
+    return clattn__layer_rows(l, batch, n, x, y);
+  if (c != NULL) {
+    rc = clattn__kv_cache_check(l, c);
+    if (rc != CLATTN_OK)
+      return rc;
+  }
+  if ((rc = clattn__layer_rows(l, batch, n, x, y)))
+    return rc;
   if (c != NULL && batch != c->batch)
     return clattn__fail(ctx, CLATTN_ERR_SHAPE,
                         "layer: batch %d differs from the KV cache's %d", batch,
@@ -330,35 +347,24 @@ static clattn_status check_call(clattn_layer *l, clattn_kv_cache *c, int batch,
     if (rc != CLATTN_OK)
       return clattn__fail(ctx, rc, "%s", why);
   }
-  rc = call_sizes_get(l, batch, n, s);
-  if (rc != CLATTN_OK)
-    return rc;
-  rc = clattn__check_buffer(ctx, x, s->act[CLATTN__ACT_X], "x");
-  if (rc == CLATTN_OK)
-    rc = clattn__check_buffer(ctx, y, s->act[CLATTN__ACT_Y], "y");
-  if (rc == CLATTN_OK)
-    rc = ensure_all(l, s);
-  return rc;
+  return clattn__layer_acts(l, batch, n, x, y);
 }
 
 /* The projections before the core, and after it (the last command unless
  * the kind makes a MIX_OUT call: then that one's event goes to ev->out). */
 static clattn_status project_in(clattn_layer *l, size_t rows, cl_mem x) {
-  return project(l, 0, l->kind->nproj_in, rows, x, NULL, NULL);
+  return clattn__layer_project(l, 0, l->kind->nproj_in, rows, x, NULL, NULL);
 }
 
 static clattn_status project_out(clattn_layer *l, size_t rows, cl_mem y,
                                  const clattn_events *ev) {
   const int last = l->kind->family[CLATTN__CORE_MIX_OUT] == NULL;
-  return project(l, l->kind->nproj_in, l->kind->nproj, rows, NULL, y,
-                 last && ev != NULL ? ev->out : NULL);
+  return clattn__layer_project(l, l->kind->nproj_in, l->kind->nproj, rows, NULL,
+                               y, last && ev != NULL ? ev->out : NULL);
 }
 
-/* The arguments of the core calls of one step: the layer's activations
- * and, with a cache, its buffers. */
-static void core_args(const clattn_layer *l, const clattn_kv_cache *c,
-                      int batch, int n, int causal, cl_mem x, cl_mem y,
-                      clattn__core_args *a) {
+void clattn__layer_args(const clattn_layer *l, int batch, int n, int causal,
+                        cl_mem x, cl_mem y, clattn__core_args *a) {
   memset(a, 0, sizeof *a);
   a->batch = batch;
   a->n = n;
@@ -370,6 +376,14 @@ static void core_args(const clattn_layer *l, const clattn_kv_cache *c,
   a->act[CLATTN__ACT_Y] = y;
   a->w = l->w;
   a->opts = l->opts;
+}
+
+/* The arguments of the core calls of one step: the layer's activations
+ * and, with a cache, its buffers. */
+static void core_args(const clattn_layer *l, const clattn_kv_cache *c,
+                      int batch, int n, int causal, cl_mem x, cl_mem y,
+                      clattn__core_args *a) {
+  clattn__layer_args(l, batch, n, causal, x, y, a);
   if (c != NULL) {
     a->capacity = c->capacity;
     a->cached = c->len;
@@ -442,26 +456,25 @@ static clattn_status layer_prefill(clattn_layer *l, clattn_kv_cache *c,
                                    cl_mem y, const clattn_events *ev) {
   clattn_status rc;
   clattn_ctx *ctx;
-  call_sizes s;
   clattn__core_args a;
 
   if (ev != NULL && ev->out != NULL)
     *ev->out = NULL;
-  rc = check_layer(l);
+  rc = clattn__layer_check(l);
   if (rc != CLATTN_OK)
     return rc;
   ctx = l->ctx;
   if (c != NULL && c->magic != CLATTN__KVC_MAGIC)
     return clattn__fail(ctx, CLATTN_ERR_MISUSE,
                         "KV cache handle is not a live cache");
-  rc = check_call(l, c, batch, n, causal, x, y, &s);
+  rc = check_call(l, c, batch, n, causal, x, y);
   if (rc != CLATTN_OK)
     return rc;
   const size_t rows = (size_t)batch * (size_t)n;
   core_args(l, c, batch, n, causal, x, y, &a);
 
   if (c == NULL) {
-    rc = wait_barrier(ctx, ev);
+    rc = clattn__layer_wait(ctx, ev);
     if (rc == CLATTN_OK)
       rc = project_in(l, rows, x);
     if (rc == CLATTN_OK)
@@ -482,12 +495,11 @@ static clattn_status layer_decode(clattn_layer *l, clattn_kv_cache *c, cl_mem x,
                                   cl_mem y, const clattn_events *ev) {
   clattn_status rc;
   clattn_ctx *ctx;
-  call_sizes s;
   clattn__core_args a;
 
   if (ev != NULL && ev->out != NULL)
     *ev->out = NULL;
-  rc = check_layer(l);
+  rc = clattn__layer_check(l);
   if (rc != CLATTN_OK)
     return rc;
   ctx = l->ctx;
@@ -495,14 +507,14 @@ static clattn_status layer_decode(clattn_layer *l, clattn_kv_cache *c, cl_mem x,
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
                         "clattn_layer_decode: NULL KV cache");
   rc = check_call(l, c, c->magic == CLATTN__KVC_MAGIC ? c->batch : 1, 1, 1, x,
-                  y, &s);
+                  y);
   if (rc != CLATTN_OK)
     return rc;
   core_args(l, c, c->batch, 1, 1, x, y, &a);
   return cached_step(l, c, CLATTN__CORE_DECODE, &a, x, y, ev);
 }
 
-static clattn_ctx *layer_ctx(const clattn_layer *l) {
+clattn_ctx *clattn__layer_ctx(const clattn_layer *l) {
   return l != NULL && l->magic == CLATTN__LAYER_MAGIC ? l->ctx : NULL;
 }
 
@@ -511,11 +523,11 @@ clattn_status clattn_layer_prefill(clattn_layer *l, clattn_kv_cache *c,
                                    cl_mem y, const clattn_events *ev) {
   clattn__public_args own;
   const void *none = NULL;
-  clattn_status rc = clattn__ctx_args_in(layer_ctx(l), &own, NULL, "", &none,
-                                         0, CLATTN__NO_PARAMS, &ev);
+  clattn_status rc = clattn__ctx_args_in(clattn__layer_ctx(l), &own, NULL, "",
+                                         &none, 0, CLATTN__NO_PARAMS, &ev);
   if (rc)
     return rc;
-  clattn_ctx *locked = clattn__ctx_enter(layer_ctx(l));
+  clattn_ctx *locked = clattn__ctx_enter(clattn__layer_ctx(l));
   rc = layer_prefill(l, c, batch, n, causal, x, y, ev);
   clattn__ctx_leave(locked);
   return rc;
@@ -525,11 +537,11 @@ clattn_status clattn_layer_decode(clattn_layer *l, clattn_kv_cache *c, cl_mem x,
                                   cl_mem y, const clattn_events *ev) {
   clattn__public_args own;
   const void *none = NULL;
-  clattn_status rc = clattn__ctx_args_in(layer_ctx(l), &own, NULL, "", &none,
-                                         0, CLATTN__NO_PARAMS, &ev);
+  clattn_status rc = clattn__ctx_args_in(clattn__layer_ctx(l), &own, NULL, "",
+                                         &none, 0, CLATTN__NO_PARAMS, &ev);
   if (rc)
     return rc;
-  clattn_ctx *locked = clattn__ctx_enter(layer_ctx(l));
+  clattn_ctx *locked = clattn__ctx_enter(clattn__layer_ctx(l));
   rc = layer_decode(l, c, x, y, ev);
   clattn__ctx_leave(locked);
   return rc;

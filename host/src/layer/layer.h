@@ -58,7 +58,8 @@ enum {
   CLATTN__MAX_PROJ = 8,
   CLATTN__LAYER_DESC_BYTES = 64,
   CLATTN__CORE_DESC_BYTES = 128,
-  CLATTN__CORE_MAX_BUFS = 8
+  /* every family's buffers fit (the paged attention's 9) */
+  CLATTN__CORE_MAX_BUFS = CLATTN__MAX_BUFS
 };
 
 /* What one core call works on.  Without a cache, K and V are the layer's
@@ -72,8 +73,15 @@ typedef struct clattn__core_args {
   int causal;
   cl_mem act[CLATTN__ACTS]; /* x and y (the caller's), Q, K, V, O */
   cl_mem k_cache, v_cache;
-  cl_mem pos;      /* int32 [batch]: where the append writes */
-  cl_mem lens;     /* int32 [batch]: valid cache rows */
+  cl_mem pos;  /* int32 [batch]: where the append writes */
+  cl_mem lens; /* int32 [batch]: valid cache rows (a paged step: the
+                  lengths after it) */
+  /* a paged step (clattn_layer_step_paged): the application's pool and
+   * block table, and whether its core calls skip reading the tables back
+   * (the step checked them already, or the application waived it) */
+  const clattn_paged_pool *pool;
+  cl_mem block_table;
+  int unchecked;
   const cl_mem *w; /* the layer's weights, in the kind's order */
   /* the attention options, for every attention and decode description the
    * kind builds (the layer's own copies of the arrays; a kind reads them
@@ -141,6 +149,16 @@ typedef struct clattn__layer_kind {
   const char *family[CLATTN__CORE_OPS];
   void (*core)(const void *desc, clattn__core_op op, const clattn__core_args *a,
                clattn__core_call *call);
+  /* (optional) The core calls of a step over a paged pool the application
+   * owns (clattn_layer_step_paged; a->pool, a->block_table, a->lens): the
+   * family of call `op` with its description and buffers built into call,
+   * NULL when the kind makes no such call in a paged step.  The step makes
+   * them in the order above (DECODE for n == 1, else PREFILL).  NULL op:
+   * the kind's cache holds what a paged pool cannot, and the step refuses
+   * it. */
+  const clattn__family *(*paged_core)(const void *desc, clattn__core_op op,
+                                      const clattn__core_args *a,
+                                      clattn__core_call *call);
 } clattn__layer_kind;
 
 /* The registry (registry.c): every kind, in listing order; by name, NULL
@@ -178,6 +196,30 @@ clattn_status clattn__layer_model(const clattn__layer_kind *K, const void *desc,
                                   int batch, int n, int cache_len, int causal,
                                   const clattn_profile *prof,
                                   clattn_prediction *out);
+
+/* The steps' shared parts (layer.c), for paged_step.c:
+ * a live layer (no message: there may be no context), and its context or
+ * NULL; */
+clattn_status clattn__layer_check(const clattn_layer *l);
+clattn_ctx *clattn__layer_ctx(const clattn_layer *l);
+/* x and y given, batch and n positive and not too many; */
+clattn_status clattn__layer_rows(clattn_layer *l, int batch, int n, cl_mem x,
+                                 cl_mem y);
+/* x and y large enough for batch * n rows and the layer's own activations
+ * allocated (nothing enqueued); */
+clattn_status clattn__layer_acts(clattn_layer *l, int batch, int n, cl_mem x,
+                                 cl_mem y);
+/* the next command waits for ev's wait list (CLBlast takes none); */
+clattn_status clattn__layer_wait(clattn_ctx *ctx, const clattn_events *ev);
+/* the kind's projections first .. last-1 over `rows` rows (x and y the
+ * caller's), the last one's event into *event (may be NULL); */
+clattn_status clattn__layer_project(clattn_layer *l, int first, int last,
+                                    size_t rows, cl_mem x, cl_mem y,
+                                    cl_event *event);
+/* the core calls' arguments without a cache: the layer's activations,
+ * weights and options. */
+void clattn__layer_args(const clattn_layer *l, int batch, int n, int causal,
+                        cl_mem x, cl_mem y, clattn__core_args *a);
 
 /* The handles (layer.c, kv_cache.c). */
 #define CLATTN__LAYER_MAGIC 0x6c617972u /* "layr" */
