@@ -2,8 +2,8 @@
 # tests/rusticl.sh BUILD_DIR - portability run on Mesa's rusticl (llvmpipe):
 # a second OpenCL implementation with a different compiler, OpenCL 3.0,
 # 32 KiB of local memory and 1024-item work-groups.  rusticl is slow (~0.5 ms
-# per launch), so test_attention / test_attn_options / test_decode / test_talking_heads /
-# test_varlen run
+# per launch), so test_attention / test_attn_options / test_decode /
+# test_talking_heads / test_paged_append / test_paged_prefill run
 # their small subset (CLATTN_TEST_SUBSET=small: both kernel variants,
 # f32/f16, causal, padded, zero-length sequences, split-KV decode, both
 # talking-heads schemes); test_efficient (the K == V families),
@@ -49,9 +49,16 @@ fi
 
 rc=0
 for t in runtime attention attn_options decode talking_heads th_decode efficient \
-    super_values cvmm paged_append varlen paged_prefill paged_decode; do
+    super_values cvmm paged_append paged_prefill; do
   echo "== rusticl: test_$t [${SECONDS} s]"
   "$build/tests/test_$t" --jobs=2 || rc=1
+done
+# the paged decode and the ragged prefill: their first two small reference
+# cases (every case is several programs, each compiled for seconds here)
+for t in paged_decode varlen; do
+  echo "== rusticl: test_$t $t/against_reference, 2 cases [${SECONDS} s]"
+  CLATTN_TEST_CASES=2 "$build/tests/test_$t" --jobs=2 \
+    --filter "$t/against_reference" || rc=1
 done
 # the projection family's own kernel (its CLBlast scheme is skipped as the layer
 # test is)

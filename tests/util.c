@@ -2,6 +2,7 @@
 #include "util.h"
 
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,12 @@ int tu_check(const char *what, const float *got, const float *ref, size_t n,
 int tu_subset(const char *name) {
   const char *s = getenv("CLATTN_TEST_SUBSET");
   return s && strcmp(s, name) == 0;
+}
+
+int tu_case_limit(void) {
+  const char *s = getenv("CLATTN_TEST_CASES");
+  const int n = s ? atoi(s) : 0;
+  return n > 0 ? n : INT_MAX;
 }
 
 int tu_unsupported_ok(clattn_ctx *ctx, clattn_status st,

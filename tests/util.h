@@ -140,6 +140,9 @@ void *tu_param_copy(void *src, size_t n, size_t size);
 
 /* Nonzero when environment variable CLATTN_TEST_SUBSET equals `name`. */
 int tu_subset(const char *name);
+/* The most reference cases a sweep runs: $CLATTN_TEST_CASES (a tier where
+ * each case's programs compile slowly, rusticl), else no limit. */
+int tu_case_limit(void);
 
 /* 1 if all `bytes` bytes of m still equal `byte` (a sentinel fill). */
 int tu_untouched(clattn_ctx *ctx, cl_mem m, size_t bytes, uint8_t byte);
