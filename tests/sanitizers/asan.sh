@@ -5,7 +5,8 @@
 # cover the library's paths in a few minutes (the runtime and program
 # cache, the tuning database and its JSON, the datasheets, the model,
 # prefill, decode and KV append, talking heads, the cvmm routing, the
-# layers with their KV caches and CLBlast or own GEMMs, the families'
+# layers with their KV caches and CLBlast or own GEMMs, the paged and
+# ragged caches' families and the layer over a paged pool, the families'
 # registry, the probe), the device sweeps cut to CLATTN_TEST_SUBSET=small.
 # Not here: test_tune and tests/cli.sh (minutes of tuning runs; the CLI's
 # .npy reader is fuzzed instead) and test_model (Oclgrind).
@@ -21,7 +22,8 @@ build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 tests=(runtime tunedb datasheet sh_paper probe families attention decode
        talking_heads th_decode efficient super_values cvmm projection
-       tune_gemm layer th_layer hh_layer sh_layer)
+       tune_gemm layer th_layer hh_layer sh_layer paged_decode paged_prefill
+       paged_append varlen paged_layer)
 sb=$(bash "$here/build.sh" "$build" $(printf 'tests/test_%s ' "${tests[@]}"))
 rc=$?
 [ $rc -eq 0 ] || exit $rc

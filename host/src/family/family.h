@@ -150,8 +150,10 @@ typedef struct clattn__family {
   /* Every valid candidate on the target, the default first (space.h). */
   clattn_status (*space)(const clattn__target *t, const void *desc,
                          clattn__space *s);
-  /* The model's costs of the plan's kernels (model/model.h), ints: host
-   * copy of the INTS buffer or NULL; out is cleared by the caller and
+  /* The model's costs of the plan's kernels (model/model.h), ints: the
+   * host integers its public model call takes (the lengths; a ragged
+   * call's offsets, both arrays one after the other) or NULL, the full
+   * call; out is cleared by the caller and
    * finished by it (clattn__model_finish). */
   clattn_status (*cost)(const void *desc, const void *plan, const int *ints,
                         const clattn_profile *prof, clattn_prediction *out,
