@@ -67,6 +67,8 @@ const char *clattn__dtype_name(clattn_dtype dt) {
                              : "f32";
 }
 
+int clattn__is_pow2(long x) { return x > 0 && (x & (x - 1)) == 0; }
+
 long clattn__pow2_round(long x) {
   if (x <= 1)
     return 1;

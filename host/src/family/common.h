@@ -25,6 +25,8 @@ float clattn__kernel_scale(float scale, int dk);
  * 2. */
 const char *clattn__dtype_name(clattn_dtype dt);
 long clattn__pow2_round(long x);
+/* Whether x is a power of two (1, 2, 4, ...). */
+int clattn__is_pow2(long x);
 
 /* Shape text: "key=value" words separated by blanks.  Each family reads
  * the keys it knows with these and refuses the rest: clattn__shape_keys

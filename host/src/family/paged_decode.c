@@ -7,7 +7,6 @@
 #include "base/versioned.h"
 #include "family/attn_opts.h"
 #include "family/common.h"
-#include "family/paged_tables.h"
 #include "reference/ref_paged.h"
 
 #include <limits.h>
@@ -16,12 +15,6 @@
 #include <string.h>
 
 #define API "clattn_paged_attention"
-
-clattn_dtype clattn__paged_cache_dtype(const clattn_paged_desc *d) {
-  return d->cache_dtype == CLATTN_I8 ? CLATTN_I8 : d->dtype;
-}
-
-static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 static clattn_status check(const void *desc, char *why, size_t cap) {
   const clattn_paged_desc *d = desc;
@@ -50,7 +43,7 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
     return clattn_dtype_size(d->cache_dtype) ? CLATTN_ERR_UNSUPPORTED
                                              : CLATTN_ERR_INVALID_ARG;
   }
-  if (!is_pow2(d->page_size) || d->page_size > 256) {
+  if (!clattn__is_pow2(d->page_size) || d->page_size > 256) {
     snprintf(why, cap, "page_size = %d: a power of two from 1 to 256",
              d->page_size);
     return CLATTN_ERR_SHAPE;
@@ -69,11 +62,7 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   if ((rc = clattn__check_scale(d->scale, why, cap)))
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);
-  const size_t cs = clattn_dtype_size(clattn__paged_cache_dtype(d));
-  const long rows = (long)d->num_blocks * d->page_size;
-  if (!clattn__bytes(cs, rows, d->heads_kv, d->head_dim_k, 1) ||
-      !clattn__bytes(cs, rows, d->heads_kv, d->head_dim_v, 1) ||
-      !clattn__bytes(4, rows, d->heads_kv, 1, 1) ||
+  if (!clattn__paged_pool_fits(d) ||
       !clattn__bytes(es, d->batch, d->heads_q, d->head_dim_k, 1) ||
       !clattn__bytes(es, d->batch, d->heads_q, d->head_dim_v, 1)) {
     snprintf(why, cap, "cache sizes overflow");
@@ -102,40 +91,22 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
       "k_scale", CLATTN__BUF_IN, rows * hkv, CLATTN_F32, !i8, i8};
   b[PD_V_SCALE] = (clattn__buf_spec){
       "v_scale", CLATTN__BUF_IN, rows * hkv, CLATTN_F32, !i8, i8};
-  b[PD_TABLE] = (clattn__buf_spec){
-      "block_table", CLATTN__BUF_INTS, B * d->max_blocks, CLATTN_F32, 0, 0};
-  b[PD_LENS] =
-      (clattn__buf_spec){"kv_lens", CLATTN__BUF_INTS, B, CLATTN_F32, 0, 0};
+  clattn__paged_int_specs(d, &b[PD_TABLE], &b[PD_LENS]);
   b[PD_O] = (clattn__buf_spec){
       "o", CLATTN__BUF_OUT, B * d->heads_q * d->head_dim_v, dt, 0, 0};
 }
 
-static int full_int(const void *desc) {
-  const clattn_paged_desc *d = desc;
-  return d->max_blocks * d->page_size;
-}
-
 /* kv_lens: per_seq (or full for each); block_table: the paged families'
- * shuffled table, garbage past each length (paged_tables.h). */
+ * shuffled table, garbage past each length (paged_common.h). */
 static void fill_ints(const void *desc, int buf, const int *per_seq, int full,
                       int *out) {
-  const clattn_paged_desc *d = desc;
-  if (buf == PD_TABLE) {
-    clattn__paged_fill_table(d, per_seq, full, out);
-    return;
-  }
-  for (int b = 0; b < d->batch; b++)
-    out[b] = per_seq ? per_seq[b] : full;
+  clattn__paged_fill_ints(desc, buf == PD_TABLE, per_seq, full, out);
 }
 
 static clattn_status check_ints(const void *desc, const int *const *ints,
                                 char *why, size_t cap) {
   return clattn__paged_check_tables(desc, ints[PD_TABLE], ints[PD_LENS], why,
                                     cap);
-}
-
-static int ints_unchecked(const void *desc) {
-  return ((const clattn_paged_desc *)desc)->unchecked != 0;
 }
 
 static void shape_class(const void *desc, char *buf, size_t cap) {
@@ -179,13 +150,8 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   clattn_dtype cache = CLATTN_F32;
   clattn__opts o;
   clattn_status rc;
-  if ((rc = clattn__shape_attn(text, SHAPE_KEYS, &s, why, cap)) ||
-      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &heads_q, why, cap)))
-    return rc;
-  heads_kv = heads_q;
-  if ((rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &heads_kv, why,
-                              cap)) ||
-      (rc = clattn__shape_int(text, "page", 1, 256, &page, why, cap)))
+  if ((rc = clattn__paged_shape_heads(text, SHAPE_KEYS, &s, &heads_q, &heads_kv,
+                                      &page, why, cap)))
     return rc;
   cache = s.dtype;
   if ((rc = shape_cache_dtype(text, &cache, why, cap)))
@@ -243,7 +209,7 @@ CLATTN__TUNABLES_MATCH(clattn__paged_decode_tunables, tunable_table);
 /* The keys a step reads of a sequence at most (a window's or the table's
  * capacity). */
 static long span_of(const clattn_paged_desc *d) {
-  const long cap = (long)d->max_blocks * d->page_size;
+  const long cap = clattn__paged_capacity(d);
   return d->window > 0 && d->window < cap ? d->window : cap;
 }
 
@@ -255,7 +221,7 @@ static clattn_status plan(const clattn__target *t, const void *desc,
   clattn__paged_decode_tunables p;
   clattn__tunables_get(&p, sizeof p, values);
   *pl = (clattn__paged_decode_plan){0, 0, 0};
-  if (p.keys && !is_pow2(p.keys)) {
+  if (p.keys && !clattn__is_pow2(p.keys)) {
     snprintf(why, cap, "params: keys must be a power of two (got %d)", p.keys);
     return CLATTN_ERR_INVALID_ARG;
   }
@@ -504,10 +470,10 @@ const clattn__family clattn__family_paged_decode = {
     .baselines = baselines,
     .check = check,
     .buffers = buffers,
-    .full_int = full_int,
+    .full_int = clattn__paged_full_int,
     .fill_ints = fill_ints,
     .check_ints = check_ints,
-    .ints_unchecked = ints_unchecked,
+    .ints_unchecked = clattn__paged_ints_unchecked,
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,

@@ -83,7 +83,7 @@ static void gather(const clattn_paged_desc *d, int dh, const void *pool,
 /* Read the paged cache back and write its contiguous copy. */
 static clattn_status gather_all(clattn_ctx *ctx, const clattn_paged_desc *d,
                                 contig *c, const cl_mem *bufs) {
-  const int i8 = clattn__paged_prefill_cache(d) == CLATTN_I8;
+  const int i8 = clattn__paged_cache_dtype(d) == CLATTN_I8;
   const size_t pool = (size_t)d->num_blocks * d->page_size * d->heads_kv;
   const size_t ce = i8 ? 1 : 4, nt = (size_t)d->batch * d->max_blocks;
   const int dims[2] = {d->head_dim_k, d->head_dim_v};

@@ -1,11 +1,54 @@
-/* paged_tables.c - a paged call's block table and lengths (paged_tables.h). */
-#include "family/paged_tables.h"
+/* paged_common.c - what the paged families share (paged_common.h). */
+#include "family/paged_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
+clattn_dtype clattn__paged_cache_dtype(const clattn_paged_desc *d) {
+  return d->cache_dtype == CLATTN_I8 ? CLATTN_I8 : d->dtype;
+}
+
 long clattn__paged_capacity(const clattn_paged_desc *d) {
   return (long)d->max_blocks * d->page_size;
+}
+
+int clattn__paged_pool_fits(const clattn_paged_desc *d) {
+  const size_t cs = clattn_dtype_size(clattn__paged_cache_dtype(d));
+  const long pool = (long)d->num_blocks * d->page_size;
+  return clattn__bytes(cs, pool, d->heads_kv, d->head_dim_k, 1) &&
+         clattn__bytes(cs, pool, d->heads_kv, d->head_dim_v, 1) &&
+         clattn__bytes(4, pool, d->heads_kv, 1, 1);
+}
+
+void clattn__paged_int_specs(const clattn_paged_desc *d,
+                             clattn__buf_spec *table, clattn__buf_spec *lens) {
+  const size_t B = (size_t)d->batch;
+  *table = (clattn__buf_spec){"block_table",
+                              CLATTN__BUF_INTS,
+                              B * (size_t)d->max_blocks,
+                              CLATTN_F32,
+                              0,
+                              0};
+  *lens = (clattn__buf_spec){"kv_lens", CLATTN__BUF_INTS, B, CLATTN_F32, 0, 0};
+}
+
+int clattn__paged_full_int(const void *desc) {
+  return (int)clattn__paged_capacity(desc);
+}
+
+int clattn__paged_ints_unchecked(const void *desc) {
+  return ((const clattn_paged_desc *)desc)->unchecked != 0;
+}
+
+void clattn__paged_fill_ints(const void *desc, int is_table, const int *per_seq,
+                             int full, int *out) {
+  const clattn_paged_desc *d = desc;
+  if (is_table) {
+    clattn__paged_fill_table(d, per_seq, full, out);
+    return;
+  }
+  for (int b = 0; b < d->batch; b++)
+    out[b] = per_seq ? per_seq[b] : full;
 }
 
 static unsigned lcg(unsigned *s) {
@@ -70,4 +113,19 @@ clattn_status clattn__paged_check_tables(const clattn_paged_desc *d,
     }
   }
   return CLATTN_OK;
+}
+
+clattn_status clattn__paged_shape_heads(const char *text, const char *known,
+                                        clattn__attn_shape *s, int *heads_q,
+                                        int *heads_kv, int *page, char *why,
+                                        size_t cap) {
+  clattn_status rc;
+  if ((rc = clattn__shape_attn(text, known, s, why, cap)) ||
+      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, heads_q, why, cap)))
+    return rc;
+  *heads_kv = *heads_q;
+  if ((rc =
+           clattn__shape_int(text, "kv-heads", 1, 1 << 16, heads_kv, why, cap)))
+    return rc;
+  return clattn__shape_int(text, "page", 1, 256, page, why, cap);
 }
