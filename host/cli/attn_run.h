@@ -86,4 +86,17 @@ int cli_attn_timed(clattn_ctx *ctx, const cli_opts *o, const char *api,
 /* Read bytes of device buffer buf into a new allocation *out. */
 int cli_attn_read(clattn_ctx *ctx, cl_mem buf, size_t bytes, void **out);
 
+/* The start of a run once its tensors are read or made: the attention
+ * options for `heads` query heads (cli_attn_opts_load) and the context of
+ * --device: CLI_OK, the options' error, or CLI_FAIL. */
+int cli_attn_start(const cli_opts *o, int heads, cli_attn_opts *ao,
+                   clattn_ctx **ctx);
+
+/* The output of a run: bytes of buf read into *out (cli_attn_read) and,
+ * with --out, saved as an .npy of dtype dt and shape[0 .. ndim-1]:
+ * CLI_OK, else CLI_FAIL. */
+int cli_attn_output(clattn_ctx *ctx, const cli_opts *o, cl_mem buf,
+                    size_t bytes, npy_dtype dt, int ndim, const size_t *shape,
+                    void **out);
+
 #endif

@@ -222,3 +222,21 @@ int cli_attn_read(clattn_ctx *ctx, cl_mem buf, size_t bytes, void **out) {
   }
   return CLI_OK;
 }
+
+int cli_attn_start(const cli_opts *o, int heads, cli_attn_opts *ao,
+                   clattn_ctx **ctx) {
+  int rc = cli_attn_opts_load(o, heads, ao);
+  if (rc)
+    return rc;
+  return cli_ctx_create(o->device, ctx) ? CLI_FAIL : CLI_OK;
+}
+
+int cli_attn_output(clattn_ctx *ctx, const cli_opts *o, cl_mem buf,
+                    size_t bytes, npy_dtype dt, int ndim, const size_t *shape,
+                    void **out) {
+  if (cli_attn_read(ctx, buf, bytes, out))
+    return CLI_FAIL;
+  if (o->out && cli_save(NULL, o->out, dt, ndim, shape, *out))
+    return CLI_FAIL;
+  return CLI_OK;
+}

@@ -11,7 +11,6 @@
 #include "ragged.h"
 #include "reference/ref_paged.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,8 +288,7 @@ static int check(const cli_opts *o, paged_job *j, const cli_attn_opts *ao,
                          .num_blocks = j->num_blocks,
                          .page_size = j->page_size,
                          .max_blocks = j->max_blocks,
-                         .scale = o->scale > 0 ? o->scale
-                                               : 1.0 / sqrt((double)j->dk),
+                         .scale = cli_ref_scale(o, j->dk),
                          .causal = o->causal,
                          .opts = cli_attn_opts_ref(ao)};
     if (ref_paged_attention(&a, q, k, v, j->ks.data, j->vs.data, j->table.data,
@@ -329,12 +327,10 @@ int cli_run_paged(const cli_opts *o) {
 
   int rc = o->random ? make_random(o, &j) : load_inputs(o->in, &j);
   if (!rc)
-    rc = cli_attn_opts_load(o, j.hq, &ao);
+    rc = cli_attn_start(o, j.hq, &ao, &ctx);
   if (rc)
     goto done;
   rc = CLI_FAIL;
-  if (cli_ctx_create(o->device, &ctx))
-    goto done;
   cl_context c = clattn_ctx_cl_context(ctx);
   const size_t es = clattn_dtype_size(j.dt);
   const size_t no = (size_t)j.b * j.n * j.hq * j.dv;
@@ -342,12 +338,7 @@ int cli_run_paged(const cli_opts *o) {
                             (size_t)j.dv};
   const npy_array *in[NBUF - 1] = {&j.q,  &j.kc,    &j.vc,  &j.ks,
                                    &j.vs, &j.table, &j.lens};
-  int ok = 1;
-  for (int i = 0; i < NBUF - 1 && ok; i++)
-    if (in[i]->data) /* the scales of a float cache stay NULL */
-      ok = (m[i] = cli_buffer(c, in[i]->count * npy_dtype_size(in[i]->dtype),
-                              in[i]->data)) != NULL;
-  if (!ok || !(m[NBUF - 1] = cli_buffer(c, no * es, NULL)))
+  if (cli_ragged_upload(c, NBUF - 1, in, m, no * es))
     goto done;
 
   clattn_paged_desc d = {.size = sizeof(clattn_paged_desc),
@@ -391,17 +382,13 @@ int cli_run_paged(const cli_opts *o) {
   if ((rc = cli_attn_timed(ctx, o, api, call_paged, &call, what, flops)))
     goto done;
   rc = CLI_FAIL;
-  if (cli_attn_read(ctx, m[NBUF - 1], no * es, &out))
-    goto done;
-  if (o->out && cli_save(NULL, o->out, j.q.dtype, 4, oshape, out))
+  if (cli_attn_output(ctx, o, m[NBUF - 1], no * es, j.q.dtype, 4, oshape, &out))
     goto done;
   rc = o->check ? check(o, &j, &ao, out) : CLI_OK;
 
 done:
   free(out);
-  for (int i = 0; i < NBUF; i++)
-    if (m[i])
-      clReleaseMemObject(m[i]);
+  cli_buffers_release(m, NBUF);
   clattn_ctx_destroy(ctx);
   cli_attn_opts_free(&ao);
   job_free(&j);

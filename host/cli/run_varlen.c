@@ -10,7 +10,6 @@
 #include "ragged.h"
 #include "reference/ref_paged.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,8 +222,7 @@ static int check(const cli_opts *o, varlen_job *j, const cli_attn_opts *ao,
                          .hkv = j->hkv,
                          .dk = j->dk,
                          .dv = j->dv,
-                         .scale = o->scale > 0 ? o->scale
-                                               : 1.0 / sqrt((double)j->dk),
+                         .scale = cli_ref_scale(o, j->dk),
                          .causal = o->causal,
                          .opts = cli_attn_opts_ref(ao)};
     ref_varlen_attention(&a, q, k, v, j->cu_q.data, j->cu_k.data, ref);
@@ -260,22 +258,16 @@ int cli_run_varlen(const cli_opts *o) {
 
   int rc = o->random ? make_random(o, &j) : load_inputs(o->in, &j);
   if (!rc)
-    rc = cli_attn_opts_load(o, j.hq, &ao);
+    rc = cli_attn_start(o, j.hq, &ao, &ctx);
   if (rc)
     goto done;
   rc = CLI_FAIL;
-  if (cli_ctx_create(o->device, &ctx))
-    goto done;
   cl_context c = clattn_ctx_cl_context(ctx);
   const size_t es = clattn_dtype_size(j.dt);
   const size_t no = (size_t)j.tq * j.hq * j.dv;
   const size_t oshape[3] = {(size_t)j.tq, (size_t)j.hq, (size_t)j.dv};
   const npy_array *in[NBUF - 1] = {&j.q, &j.k, &j.v, &j.cu_q, &j.cu_k};
-  int ok = 1;
-  for (int i = 0; i < NBUF - 1 && ok; i++)
-    ok = (m[i] = cli_buffer(c, in[i]->count * npy_dtype_size(in[i]->dtype),
-                            in[i]->data)) != NULL;
-  if (!ok || !(m[NBUF - 1] = cli_buffer(c, no * es, NULL)))
+  if (cli_ragged_upload(c, NBUF - 1, in, m, no * es))
     goto done;
 
   clattn_varlen_desc d = {.size = sizeof(clattn_varlen_desc),
@@ -317,17 +309,13 @@ int cli_run_varlen(const cli_opts *o) {
   if ((rc = cli_attn_timed(ctx, o, api, call_varlen, &call, what, flops)))
     goto done;
   rc = CLI_FAIL;
-  if (cli_attn_read(ctx, m[NBUF - 1], no * es, &out))
-    goto done;
-  if (o->out && cli_save(NULL, o->out, j.q.dtype, 3, oshape, out))
+  if (cli_attn_output(ctx, o, m[NBUF - 1], no * es, j.q.dtype, 3, oshape, &out))
     goto done;
   rc = o->check ? check(o, &j, &ao, out) : CLI_OK;
 
 done:
   free(out);
-  for (int i = 0; i < NBUF; i++)
-    if (m[i])
-      clReleaseMemObject(m[i]);
+  cli_buffers_release(m, NBUF);
   clattn_ctx_destroy(ctx);
   cli_attn_opts_free(&ao);
   job_free(&j);
