@@ -23,10 +23,22 @@ typedef struct paged_job {
   float *qf, *kf, *vf; /* float copies for the reference */
 } paged_job;
 
+/* The input files (DIR/NAME.npy), and the job's arrays in their order;
+ * the last two, the scales, go with an int8 cache alone. */
+enum { NFILES = 7 };
+static const char *const input_files[NFILES] = {
+    "q", "k_cache", "v_cache", "block_table", "kv_lens", "k_scale", "v_scale"};
+
+static void job_arrays(paged_job *j, npy_array **a) {
+  npy_array *const all[NFILES] = {&j->q,    &j->kc, &j->vc, &j->table,
+                                  &j->lens, &j->ks, &j->vs};
+  memcpy(a, all, sizeof all);
+}
+
 static void job_free(paged_job *j) {
-  npy_array *a[7] = {&j->q,  &j->kc,    &j->vc,  &j->ks,
-                     &j->vs, &j->table, &j->lens};
-  for (int i = 0; i < 7; i++)
+  npy_array *a[NFILES];
+  job_arrays(j, a);
+  for (int i = 0; i < NFILES; i++)
     npy_free(a[i]);
   free(j->qf);
   free(j->kf);
@@ -138,13 +150,10 @@ static int check_scales(const char *dir, const paged_job *j) {
 }
 
 static int load_inputs(const char *dir, paged_job *j) {
-  static const char *const files[7] = {"q",           "k_cache", "v_cache",
-                                       "block_table", "kv_lens", "k_scale",
-                                       "v_scale"};
-  npy_array *arr[7] = {&j->q,    &j->kc, &j->vc, &j->table,
-                       &j->lens, &j->ks, &j->vs};
-  for (int i = 0; i < 7; i++) {
-    int rc = cli_load(dir, files[i], i >= 5, arr[i]);
+  npy_array *arr[NFILES];
+  job_arrays(j, arr);
+  for (int i = 0; i < NFILES; i++) {
+    int rc = cli_load(dir, input_files[i], i >= NFILES - 2, arr[i]);
     if (rc)
       return rc;
   }
@@ -261,13 +270,11 @@ static int make_random(const cli_opts *o, paged_job *j) {
     rc = random_scales(&seed, j, &j->vs);
   if (rc || !o->save_inputs)
     return rc;
-  static const char *const files[7] = {"q",           "k_cache", "v_cache",
-                                       "block_table", "kv_lens", "k_scale",
-                                       "v_scale"};
-  const npy_array *arr[7] = {&j->q,    &j->kc, &j->vc, &j->table,
-                             &j->lens, &j->ks, &j->vs};
-  return cli_ragged_save(o->save_inputs, j->cache_dt == CLATTN_I8 ? 7 : 5,
-                         files, arr);
+  npy_array *arr[NFILES];
+  job_arrays(j, arr);
+  return cli_ragged_save(o->save_inputs,
+                         j->cache_dt == CLATTN_I8 ? NFILES : NFILES - 2,
+                         input_files, (const npy_array *const *)arr);
 }
 
 static int check(const cli_opts *o, paged_job *j, const cli_attn_opts *ao,

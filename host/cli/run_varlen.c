@@ -22,9 +22,20 @@ typedef struct varlen_job {
   float *qf, *kf, *vf; /* float copies for the reference */
 } varlen_job;
 
+/* The input files (DIR/NAME.npy), and the job's arrays in their order. */
+enum { NFILES = 5 };
+static const char *const input_files[NFILES] = {"q", "k", "v", "cu_seqlens_q",
+                                                "cu_seqlens_k"};
+
+static void job_arrays(varlen_job *j, npy_array **a) {
+  npy_array *const all[NFILES] = {&j->q, &j->k, &j->v, &j->cu_q, &j->cu_k};
+  memcpy(a, all, sizeof all);
+}
+
 static void job_free(varlen_job *j) {
-  npy_array *a[5] = {&j->q, &j->k, &j->v, &j->cu_q, &j->cu_k};
-  for (int i = 0; i < 5; i++)
+  npy_array *a[NFILES];
+  job_arrays(j, a);
+  for (int i = 0; i < NFILES; i++)
     npy_free(a[i]);
   free(j->qf);
   free(j->kf);
@@ -124,11 +135,10 @@ static int check_offsets(const char *dir, varlen_job *j) {
 }
 
 static int load_inputs(const char *dir, varlen_job *j) {
-  static const char *const files[5] = {"q", "k", "v", "cu_seqlens_q",
-                                       "cu_seqlens_k"};
-  npy_array *arr[5] = {&j->q, &j->k, &j->v, &j->cu_q, &j->cu_k};
-  for (int i = 0; i < 5; i++) {
-    int rc = cli_load(dir, files[i], 0, arr[i]);
+  npy_array *arr[NFILES];
+  job_arrays(j, arr);
+  for (int i = 0; i < NFILES; i++) {
+    int rc = cli_load(dir, input_files[i], 0, arr[i]);
     if (rc)
       return rc;
   }
@@ -202,10 +212,10 @@ static int make_random(const cli_opts *o, varlen_job *j) {
     rc = random_rows(&seed, &j->v, j->dt, j->tk, j->hkv, j->dv);
   if (rc || !o->save_inputs)
     return rc;
-  static const char *const files[5] = {"q", "k", "v", "cu_seqlens_q",
-                                       "cu_seqlens_k"};
-  const npy_array *arr[5] = {&j->q, &j->k, &j->v, &j->cu_q, &j->cu_k};
-  return cli_ragged_save(o->save_inputs, 5, files, arr);
+  npy_array *arr[NFILES];
+  job_arrays(j, arr);
+  return cli_ragged_save(o->save_inputs, NFILES, input_files,
+                         (const npy_array *const *)arr);
 }
 
 static int check(const cli_opts *o, varlen_job *j, const cli_attn_opts *ao,
