@@ -115,6 +115,30 @@ clattn_status clattn__paged_check_tables(const clattn_paged_desc *d,
   return CLATTN_OK;
 }
 
+void clattn__paged_attn_fill_ints(const void *desc, int buf, const int *per_seq,
+                                  int full, int *out) {
+  clattn__paged_fill_ints(desc, buf == PA_TABLE, per_seq, full, out);
+}
+
+clattn_status clattn__paged_attn_check_ints(const void *desc,
+                                            const int *const *ints, char *why,
+                                            size_t cap) {
+  return clattn__paged_check_tables(desc, ints[PA_TABLE], ints[PA_LENS], why,
+                                    cap);
+}
+
+cl_int clattn__paged_read_tables(clattn_ctx *ctx, const clattn_paged_desc *d,
+                                 const cl_mem *bufs, int *table, int *lens) {
+  const size_t nt = (size_t)d->batch * d->max_blocks;
+  cl_int err = clEnqueueReadBuffer(ctx->queue, bufs[PA_TABLE], CL_TRUE, 0,
+                                   nt * sizeof *table, table, 0, NULL, NULL);
+  if (err == CL_SUCCESS)
+    err = clEnqueueReadBuffer(ctx->queue, bufs[PA_LENS], CL_TRUE, 0,
+                              (size_t)d->batch * sizeof *lens, lens, 0, NULL,
+                              NULL);
+  return err;
+}
+
 clattn_status clattn__paged_shape_heads(const char *text, const char *known,
                                         clattn__attn_shape *s, int *heads_q,
                                         int *heads_kv, int *page, char *why,

@@ -12,6 +12,20 @@
 
 #include <stddef.h>
 
+/* The buffers of clattn_paged_attention (paged-decode and paged-prefill),
+ * in paged_api.c's order. */
+enum {
+  PA_Q,
+  PA_K_CACHE,
+  PA_V_CACHE,
+  PA_K_SCALE,
+  PA_V_SCALE,
+  PA_TABLE,
+  PA_LENS,
+  PA_O,
+  PA_NBUFS
+};
+
 /* The cache's storage type of d (cache_dtype 0 is dtype's). */
 clattn_dtype clattn__paged_cache_dtype(const clattn_paged_desc *d);
 
@@ -33,6 +47,14 @@ int clattn__paged_full_int(const void *desc);
 int clattn__paged_ints_unchecked(const void *desc);
 void clattn__paged_fill_ints(const void *desc, int is_table, const int *per_seq,
                              int full, int *out);
+/* fill_ints and check_ints of the families of clattn_paged_attention (their
+ * buffers PA_*): the shuffled table, garbage past each length, and the
+ * check of the table and lengths (clattn__paged_check_tables). */
+void clattn__paged_attn_fill_ints(const void *desc, int buf, const int *per_seq,
+                                  int full, int *out);
+clattn_status clattn__paged_attn_check_ints(const void *desc,
+                                            const int *const *ints, char *why,
+                                            size_t cap);
 
 /* Block table [batch, max_blocks] for the lengths len[b] (NULL: `full` for
  * every sequence): the pages a length needs are distinct pages of the pool
@@ -48,6 +70,12 @@ void clattn__paged_fill_table(const clattn_paged_desc *d, const int *len,
 clattn_status clattn__paged_check_tables(const clattn_paged_desc *d,
                                          const int *table, const int *lens,
                                          char *why, size_t cap);
+
+/* The block table [batch * max_blocks] and kv_lens [batch] of a call of
+ * clattn_paged_attention (bufs[PA_TABLE], bufs[PA_LENS]) read back into
+ * table and lens, blocking (the bench baselines' gathers): the CL error. */
+cl_int clattn__paged_read_tables(clattn_ctx *ctx, const clattn_paged_desc *d,
+                                 const cl_mem *bufs, int *table, int *lens);
 
 /* The shape text's keys that paged-decode and paged-prefill read alike: the
  * attention keys (into *s, known listing every key), heads=, kv-heads=

@@ -79,34 +79,21 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
   const size_t B = (size_t)d->batch;
   const size_t rows = (size_t)d->num_blocks * (size_t)d->page_size;
   const size_t hkv = (size_t)d->heads_kv;
-  b[PD_Q] = (clattn__buf_spec){
+  b[PA_Q] = (clattn__buf_spec){
       "q", CLATTN__BUF_IN, B * d->heads_q * d->head_dim_k, dt, 0, 0};
-  b[PD_K_CACHE] = (clattn__buf_spec){
+  b[PA_K_CACHE] = (clattn__buf_spec){
       "k_cache", CLATTN__BUF_IN, rows * hkv * d->head_dim_k, ct, 0, 1};
-  b[PD_V_CACHE] = (clattn__buf_spec){
+  b[PA_V_CACHE] = (clattn__buf_spec){
       "v_cache", CLATTN__BUF_IN, rows * hkv * d->head_dim_v, ct, 0, 1};
   /* the scales of an int8 cache; a float cache needs none (NULL) and
    * reads none */
-  b[PD_K_SCALE] = (clattn__buf_spec){
+  b[PA_K_SCALE] = (clattn__buf_spec){
       "k_scale", CLATTN__BUF_IN, rows * hkv, CLATTN_F32, !i8, i8};
-  b[PD_V_SCALE] = (clattn__buf_spec){
+  b[PA_V_SCALE] = (clattn__buf_spec){
       "v_scale", CLATTN__BUF_IN, rows * hkv, CLATTN_F32, !i8, i8};
-  clattn__paged_int_specs(d, &b[PD_TABLE], &b[PD_LENS]);
-  b[PD_O] = (clattn__buf_spec){
+  clattn__paged_int_specs(d, &b[PA_TABLE], &b[PA_LENS]);
+  b[PA_O] = (clattn__buf_spec){
       "o", CLATTN__BUF_OUT, B * d->heads_q * d->head_dim_v, dt, 0, 0};
-}
-
-/* kv_lens: per_seq (or full for each); block_table: the paged families'
- * shuffled table, garbage past each length (paged_common.h). */
-static void fill_ints(const void *desc, int buf, const int *per_seq, int full,
-                      int *out) {
-  clattn__paged_fill_ints(desc, buf == PD_TABLE, per_seq, full, out);
-}
-
-static clattn_status check_ints(const void *desc, const int *const *ints,
-                                char *why, size_t cap) {
-  return clattn__paged_check_tables(desc, ints[PD_TABLE], ints[PD_LENS], why,
-                                    cap);
 }
 
 static void shape_class(const void *desc, char *buf, size_t cap) {
@@ -349,14 +336,14 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
       return rc;
   }
   const float scale = clattn__kernel_scale(d->scale, d->head_dim_k);
-  const cl_mem kb[10] = {bufs[PD_Q],
-                         bufs[PD_K_CACHE],
-                         bufs[PD_V_CACHE],
-                         bufs[PD_K_SCALE],
-                         bufs[PD_V_SCALE],
-                         bufs[PD_TABLE],
-                         bufs[PD_LENS],
-                         bufs[PD_O],
+  const cl_mem kb[10] = {bufs[PA_Q],
+                         bufs[PA_K_CACHE],
+                         bufs[PA_V_CACHE],
+                         bufs[PA_K_SCALE],
+                         bufs[PA_V_SCALE],
+                         bufs[PA_TABLE],
+                         bufs[PA_LENS],
+                         bufs[PA_O],
                          opart,
                          lse};
   const cl_int ci[4] = {hkv, d->num_blocks, d->max_blocks, S};
@@ -369,7 +356,7 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
     return rc;
   const cl_int rows = d->batch * hq;
   if (!direct) {
-    const cl_mem cb[3] = {opart, lse, bufs[PD_O]};
+    const cl_mem cb[3] = {opart, lse, bufs[PA_O]};
     const cl_int cn[3] = {rows, S, hq};
     cl_uint ca = 0;
     if ((rc = clattn__args(ctx, comb, &ca, 3, sizeof(cl_mem), cb)) ||
@@ -427,9 +414,9 @@ static void reference(const void *desc, void *const *b) {
       .scale = d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
       .causal = d->causal,
       .opts = clattn__opts_ref(CLATTN__OPTS_OF(d))};
-  ref_paged_attention(&a, b[PD_Q], b[PD_K_CACHE], b[PD_V_CACHE],
-                      i8 ? b[PD_K_SCALE] : NULL, i8 ? b[PD_V_SCALE] : NULL,
-                      b[PD_TABLE], b[PD_LENS], b[PD_O]);
+  ref_paged_attention(&a, b[PA_Q], b[PA_K_CACHE], b[PA_V_CACHE],
+                      i8 ? b[PA_K_SCALE] : NULL, i8 ? b[PA_V_SCALE] : NULL,
+                      b[PA_TABLE], b[PA_LENS], b[PA_O]);
 }
 
 static const char *const standard[] = {
@@ -463,7 +450,7 @@ const clattn__family clattn__family_paged_decode = {
     .source = "paged_decode.cl",
     .desc_size = sizeof(clattn_paged_desc),
     .plan_size = sizeof(clattn__paged_decode_plan),
-    .nbufs = PD_NBUFS,
+    .nbufs = PA_NBUFS,
     .tune_method = 2,
     .standard_shapes = standard,
     .bench_shapes = bench,
@@ -471,8 +458,8 @@ const clattn__family clattn__family_paged_decode = {
     .check = check,
     .buffers = buffers,
     .full_int = clattn__paged_full_int,
-    .fill_ints = fill_ints,
-    .check_ints = check_ints,
+    .fill_ints = clattn__paged_attn_fill_ints,
+    .check_ints = clattn__paged_attn_check_ints,
     .ints_unchecked = clattn__paged_ints_unchecked,
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,

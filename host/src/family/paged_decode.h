@@ -6,19 +6,6 @@
 #include "family/family.h"
 #include "family/paged_common.h"
 
-/* The buffers, in paged_api.c's order. */
-enum {
-  PD_Q,
-  PD_K_CACHE,
-  PD_V_CACHE,
-  PD_K_SCALE,
-  PD_V_SCALE,
-  PD_TABLE,
-  PD_LENS,
-  PD_O,
-  PD_NBUFS
-};
-
 /* Its tunables, in the order of the table (paged_decode.c). */
 typedef struct clattn__paged_decode_tunables {
   int splits, wg, keys;

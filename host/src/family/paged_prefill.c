@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { Q, K_CACHE, V_CACHE, K_SCALE, V_SCALE, TABLE, KV_LENS, O };
-
 static clattn_status check(const void *desc, char *why, size_t cap) {
   const clattn_paged_desc *d = desc;
   clattn_status rc;
@@ -65,31 +63,19 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
   const size_t B = (size_t)d->batch, n = (size_t)d->n_q;
   const size_t pool = (size_t)d->num_blocks * (size_t)d->page_size;
   const int no_scales = ct != CLATTN_I8;
-  b[Q] = (clattn__buf_spec){
+  b[PA_Q] = (clattn__buf_spec){
       "q", CLATTN__BUF_IN, B * n * d->heads_q * d->head_dim_k, dt, 0, 0};
-  b[K_CACHE] = (clattn__buf_spec){
+  b[PA_K_CACHE] = (clattn__buf_spec){
       "k_cache", CLATTN__BUF_IN, pool * d->heads_kv * d->head_dim_k, ct, 0, 1};
-  b[V_CACHE] = (clattn__buf_spec){
+  b[PA_V_CACHE] = (clattn__buf_spec){
       "v_cache", CLATTN__BUF_IN, pool * d->heads_kv * d->head_dim_v, ct, 0, 1};
-  b[K_SCALE] = (clattn__buf_spec){
+  b[PA_K_SCALE] = (clattn__buf_spec){
       "k_scale", CLATTN__BUF_IN, pool * d->heads_kv, CLATTN_F32, no_scales, 0};
-  b[V_SCALE] = (clattn__buf_spec){
+  b[PA_V_SCALE] = (clattn__buf_spec){
       "v_scale", CLATTN__BUF_IN, pool * d->heads_kv, CLATTN_F32, no_scales, 0};
-  clattn__paged_int_specs(d, &b[TABLE], &b[KV_LENS]);
-  b[O] = (clattn__buf_spec){
+  clattn__paged_int_specs(d, &b[PA_TABLE], &b[PA_LENS]);
+  b[PA_O] = (clattn__buf_spec){
       "o", CLATTN__BUF_OUT, B * n * d->heads_q * d->head_dim_v, dt, 0, 0};
-}
-
-/* kv_lens: per_seq (or full for each); block_table: the paged families'
- * shuffled table, garbage past each length (paged_common.h). */
-static void fill_ints(const void *desc, int buf, const int *per_seq, int full,
-                      int *out) {
-  clattn__paged_fill_ints(desc, buf == TABLE, per_seq, full, out);
-}
-
-static clattn_status check_ints(const void *desc, const int *const *ints,
-                                char *why, size_t cap) {
-  return clattn__paged_check_tables(desc, ints[TABLE], ints[KV_LENS], why, cap);
 }
 
 static void shape_class(const void *desc, char *buf, size_t cap) {
@@ -368,8 +354,9 @@ static void reference(const void *desc, void *const *b) {
       d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
       d->causal,
       clattn__opts_ref(CLATTN__OPTS_OF(d))};
-  ref_paged_attention(&a, b[Q], b[K_CACHE], b[V_CACHE], i8 ? b[K_SCALE] : NULL,
-                      i8 ? b[V_SCALE] : NULL, b[TABLE], b[KV_LENS], b[O]);
+  ref_paged_attention(&a, b[PA_Q], b[PA_K_CACHE], b[PA_V_CACHE],
+                      i8 ? b[PA_K_SCALE] : NULL, i8 ? b[PA_V_SCALE] : NULL,
+                      b[PA_TABLE], b[PA_LENS], b[PA_O]);
 }
 
 static const clattn__baseline *const baselines[] = {
@@ -390,15 +377,15 @@ const clattn__family clattn__family_paged_prefill = {
     .source = "paged_prefill.cl",
     .desc_size = sizeof(clattn_paged_desc),
     .plan_size = sizeof(clattn__paged_prefill_plan),
-    .nbufs = 8,
+    .nbufs = PA_NBUFS,
     .tune_method = 1,
     .standard_shapes = standard,
     .baselines = baselines,
     .check = check,
     .buffers = buffers,
     .full_int = clattn__paged_full_int,
-    .fill_ints = fill_ints,
-    .check_ints = check_ints,
+    .fill_ints = clattn__paged_attn_fill_ints,
+    .check_ints = clattn__paged_attn_check_ints,
     .ints_unchecked = clattn__paged_ints_unchecked,
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
