@@ -34,6 +34,12 @@ int cli_attn_check_lens(const char *dir, const cli_attn_job *j);
 int cli_attn_dim(const char *dir, const char *file, const char *what, size_t v,
                  int *out);
 
+/* The query heads hq of DIR/q.npy are a multiple of the KV heads hkv of
+ * kv_files ("k.npy/v.npy"): CLI_OK, else a message naming them and
+ * CLI_USAGE. */
+int cli_attn_check_groups(const char *dir, int hq, int hkv,
+                          const char *kv_files);
+
 /* A random tensor of shape [s0, s1, s2, s3] in the storage of dt, from
  * *seed (uniform in [-1, 1), rounded to f16 for CLATTN_F16; for
  * CLATTN_I8 the integers -127 .. 127 of an int8 cache, '|i1'). */

@@ -240,3 +240,12 @@ int cli_attn_output(clattn_ctx *ctx, const cli_opts *o, cl_mem buf,
     return CLI_FAIL;
   return CLI_OK;
 }
+
+int cli_attn_check_groups(const char *dir, int hq, int hkv,
+                          const char *kv_files) {
+  if (hq % hkv == 0)
+    return CLI_OK;
+  cli_err("%s/q.npy: %d query heads is not a multiple of the %d KV heads of %s",
+          dir, hq, hkv, kv_files);
+  return CLI_USAGE;
+}

@@ -41,13 +41,8 @@ static int load_inputs(const char *dir, cli_attn_job *j) {
       !cli_attn_dim(dir, "k.npy", "kv heads", ks[2], &j->hkv) ||
       !cli_attn_dim(dir, "v.npy", "head dim", vs[3], &j->dv))
     return CLI_USAGE;
-  if (j->hq % j->hkv) {
-    cli_err("%s/q.npy: %d query heads is not a multiple of the %d KV "
-            "heads of k.npy/v.npy",
-            dir, j->hq, j->hkv);
-    return CLI_USAGE;
-  }
-  return cli_attn_check_lens(dir, j);
+  rc = cli_attn_check_groups(dir, j->hq, j->hkv, "k.npy/v.npy");
+  return rc ? rc : cli_attn_check_lens(dir, j);
 }
 
 static int make_random(const cli_opts *o, cli_attn_job *j) {

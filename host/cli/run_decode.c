@@ -51,13 +51,8 @@ static int load_inputs(const char *dir, int layout, cli_attn_job *j) {
       !cli_attn_dim(dir, "v.npy", "head dim", vs[3], &j->dv))
     return CLI_USAGE;
   j->n = 1;
-  if (j->hq % j->hkv) {
-    cli_err("%s/q.npy: %d query heads is not a multiple of the %d KV "
-            "heads of k.npy/v.npy",
-            dir, j->hq, j->hkv);
-    return CLI_USAGE;
-  }
-  return cli_attn_check_lens(dir, j);
+  rc = cli_attn_check_groups(dir, j->hq, j->hkv, "k.npy/v.npy");
+  return rc ? rc : cli_attn_check_lens(dir, j);
 }
 
 /* Random q and caches of the shape options, and lengths 1 .. capacity. */

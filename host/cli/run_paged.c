@@ -108,12 +108,8 @@ static int check_tensors(const char *dir, paged_job *j) {
             dir, j->page_size, npy_shape_str(4, ks, s1, sizeof s1));
     return CLI_USAGE;
   }
-  if (j->hq % j->hkv) {
-    cli_err("%s/q.npy: %d query heads is not a multiple of the %d KV heads "
-            "of k_cache.npy/v_cache.npy",
-            dir, j->hq, j->hkv);
+  if (cli_attn_check_groups(dir, j->hq, j->hkv, "k_cache.npy/v_cache.npy"))
     return CLI_USAGE;
-  }
   j->dt = j->q.dtype == NPY_F16 ? CLATTN_F16 : CLATTN_F32;
   j->cache_dt = j->kc.dtype == NPY_I8 ? CLATTN_I8 : j->dt;
   return CLI_OK;

@@ -90,12 +90,8 @@ static int check_tensors(const char *dir, varlen_job *j) {
       !cli_attn_dim(dir, "k.npy", "kv heads", ks[1], &j->hkv) ||
       !cli_attn_dim(dir, "v.npy", "head dim", vs[2], &j->dv))
     return CLI_USAGE;
-  if (j->hq % j->hkv) {
-    cli_err("%s/q.npy: %d query heads is not a multiple of the %d KV heads "
-            "of k.npy/v.npy",
-            dir, j->hq, j->hkv);
+  if (cli_attn_check_groups(dir, j->hq, j->hkv, "k.npy/v.npy"))
     return CLI_USAGE;
-  }
   j->dt = j->q.dtype == NPY_F16 ? CLATTN_F16 : CLATTN_F32;
   return CLI_OK;
 }
