@@ -50,24 +50,20 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   if ((rc = clattn__check_heads(d->heads_kv, d->heads_kv, d->head_dim_k,
                                 d->head_dim_v, d->dtype, why, cap)))
     return rc;
-  if (d->cache_dtype != CLATTN_F32 && d->cache_dtype != d->dtype &&
-      d->cache_dtype != CLATTN_I8) {
+  if (!clattn__paged_cache_ok(d)) {
     snprintf(why, cap,
              "cache_dtype %d: the cache stores dtype (0) or int8 "
              "(CLATTN_I8)",
              (int)d->cache_dtype);
     return CLATTN_ERR_INVALID_ARG;
   }
-  if (!clattn__is_pow2(d->page_size) || d->page_size > 256) {
+  if (!clattn__paged_page_ok(d)) {
     snprintf(why, cap, "page_size %d: not a power of two from 1 to 256",
              d->page_size);
     return CLATTN_ERR_SHAPE;
   }
-  if (d->num_blocks < 1 || d->max_blocks < 1) {
-    snprintf(why, cap, "num_blocks (%d) and max_blocks (%d) must be >= 1",
-             d->num_blocks, d->max_blocks);
-    return CLATTN_ERR_SHAPE;
-  }
+  if ((rc = clattn__paged_check_blocks(d, why, cap)))
+    return rc;
   const size_t es = clattn_dtype_size(d->dtype);
   if (!clattn__bytes(es, d->batch, d->n_q, d->heads_kv, d->head_dim_k) ||
       !clattn__bytes(es, d->batch, d->n_q, d->heads_kv, d->head_dim_v) ||

@@ -8,6 +8,24 @@ clattn_dtype clattn__paged_cache_dtype(const clattn_paged_desc *d) {
   return d->cache_dtype == CLATTN_I8 ? CLATTN_I8 : d->dtype;
 }
 
+int clattn__paged_page_ok(const clattn_paged_desc *d) {
+  return clattn__is_pow2(d->page_size) && d->page_size <= 256;
+}
+
+int clattn__paged_cache_ok(const clattn_paged_desc *d) {
+  return d->cache_dtype == CLATTN_F32 || d->cache_dtype == d->dtype ||
+         d->cache_dtype == CLATTN_I8;
+}
+
+clattn_status clattn__paged_check_blocks(const clattn_paged_desc *d, char *why,
+                                         size_t cap) {
+  if (d->num_blocks >= 1 && d->max_blocks >= 1)
+    return CLATTN_OK;
+  snprintf(why, cap, "num_blocks (%d) and max_blocks (%d) must be >= 1",
+           d->num_blocks, d->max_blocks);
+  return CLATTN_ERR_SHAPE;
+}
+
 long clattn__paged_capacity(const clattn_paged_desc *d) {
   return (long)d->max_blocks * d->page_size;
 }

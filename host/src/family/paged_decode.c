@@ -34,8 +34,7 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   if ((rc = clattn__check_heads(d->heads_q, d->heads_kv, d->head_dim_k,
                                 d->head_dim_v, d->dtype, why, cap)))
     return rc;
-  if (d->cache_dtype != CLATTN_F32 && d->cache_dtype != d->dtype &&
-      d->cache_dtype != CLATTN_I8) {
+  if (!clattn__paged_cache_ok(d)) {
     snprintf(why, cap,
              "cache_dtype %d: expected 0 (the dtype's) or CLATTN_I8 (int8 "
              "with scales)",
@@ -43,16 +42,13 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
     return clattn_dtype_size(d->cache_dtype) ? CLATTN_ERR_UNSUPPORTED
                                              : CLATTN_ERR_INVALID_ARG;
   }
-  if (!clattn__is_pow2(d->page_size) || d->page_size > 256) {
+  if (!clattn__paged_page_ok(d)) {
     snprintf(why, cap, "page_size = %d: a power of two from 1 to 256",
              d->page_size);
     return CLATTN_ERR_SHAPE;
   }
-  if (d->num_blocks < 1 || d->max_blocks < 1) {
-    snprintf(why, cap, "num_blocks (%d) and max_blocks (%d) must be >= 1",
-             d->num_blocks, d->max_blocks);
-    return CLATTN_ERR_SHAPE;
-  }
+  if ((rc = clattn__paged_check_blocks(d, why, cap)))
+    return rc;
   /* a length is an int32 (the pool and the table are indexed in 64 bits) */
   if ((long)d->max_blocks * d->page_size > INT_MAX) {
     snprintf(why, cap, "max_blocks * page_size (%ld) must fit an int32",

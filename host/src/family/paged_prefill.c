@@ -23,7 +23,7 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
              d->batch, d->n_q, d->num_blocks, d->max_blocks);
     return CLATTN_ERR_SHAPE;
   }
-  if (!clattn__is_pow2(d->page_size) || d->page_size > 256) {
+  if (!clattn__paged_page_ok(d)) {
     snprintf(why, cap, "page_size (%d) must be a power of two from 1 to 256",
              d->page_size);
     return CLATTN_ERR_SHAPE;
@@ -31,8 +31,7 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   if ((rc = clattn__check_heads(d->heads_q, d->heads_kv, d->head_dim_k,
                                 d->head_dim_v, d->dtype, why, cap)))
     return rc;
-  if (d->cache_dtype != 0 && d->cache_dtype != CLATTN_I8 &&
-      d->cache_dtype != d->dtype) {
+  if (!clattn__paged_cache_ok(d)) {
     snprintf(why, cap,
              "cache_dtype (%d): expected 0 (the dtype's) or CLATTN_I8",
              (int)d->cache_dtype);
