@@ -171,3 +171,22 @@ clattn_status clattn__paged_shape_heads(const char *text, const char *known,
     return rc;
   return clattn__shape_int(text, "page", 1, 256, page, why, cap);
 }
+
+clattn_paged_desc clattn__paged_shape_desc(const clattn__attn_shape *s, int n_q,
+                                           int heads_q, int heads_kv, int page,
+                                           clattn_dtype cache_dtype) {
+  const int max_blocks = (s->n_kv + page - 1) / page;
+  return (clattn_paged_desc){.size = sizeof(clattn_paged_desc),
+                             .batch = s->batch,
+                             .n_q = n_q,
+                             .heads_q = heads_q,
+                             .heads_kv = heads_kv,
+                             .head_dim_k = s->head_dim_k,
+                             .head_dim_v = s->head_dim_v,
+                             .num_blocks = s->batch * max_blocks,
+                             .page_size = page,
+                             .max_blocks = max_blocks,
+                             .dtype = s->dtype,
+                             .cache_dtype = cache_dtype,
+                             .causal = s->causal};
+}

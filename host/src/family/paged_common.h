@@ -96,4 +96,12 @@ clattn_status clattn__paged_shape_heads(const char *text, const char *known,
                                         int *heads_kv, int *page, char *why,
                                         size_t cap);
 
+/* The description of a shape text's call (paged-decode, paged-prefill):
+ * n_q queries a sequence over kv-seq (s->n_kv) keys, each sequence's table
+ * holding kv-seq rounded up to whole pages and the pool exactly the pages
+ * the batch needs; the cache in cache_dtype; no options. */
+clattn_paged_desc clattn__paged_shape_desc(const clattn__attn_shape *s, int n_q,
+                                           int heads_q, int heads_kv, int page,
+                                           clattn_dtype cache_dtype);
+
 #endif

@@ -50,9 +50,9 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   if ((rc = clattn__paged_check_blocks(d, why, cap)))
     return rc;
   /* a length is an int32 (the pool and the table are indexed in 64 bits) */
-  if ((long)d->max_blocks * d->page_size > INT_MAX) {
+  if (clattn__paged_capacity(d) > INT_MAX) {
     snprintf(why, cap, "max_blocks * page_size (%ld) must fit an int32",
-             (long)d->max_blocks * d->page_size);
+             clattn__paged_capacity(d));
     return CLATTN_ERR_SHAPE;
   }
   if ((rc = clattn__check_scale(d->scale, why, cap)))
@@ -143,21 +143,8 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
     snprintf(why, cap, "the shape needs kv-seq=, heads= and head-dim=");
     return CLATTN_ERR_INVALID_ARG;
   }
-  const int max_blocks = (s.n_kv + page - 1) / page;
-  *d = (clattn_paged_desc){.size = sizeof *d,
-                           .batch = s.batch,
-                           .n_q = 1,
-                           .heads_q = heads_q,
-                           .heads_kv = heads_kv,
-                           .head_dim_k = s.head_dim_k,
-                           .head_dim_v = s.head_dim_v,
-                           .num_blocks = s.batch * max_blocks,
-                           .page_size = page,
-                           .max_blocks = max_blocks,
-                           .dtype = s.dtype,
-                           .cache_dtype =
-                               cache == CLATTN_I8 ? CLATTN_I8 : CLATTN_F32,
-                           .causal = s.causal};
+  *d = clattn__paged_shape_desc(&s, 1, heads_q, heads_kv, page,
+                                cache == CLATTN_I8 ? CLATTN_I8 : CLATTN_F32);
   if (cache != CLATTN_I8 && cache != s.dtype) {
     snprintf(why, cap,
              "cache-dtype: the cache is in the dtype (%s) or i8, not %s",

@@ -48,7 +48,7 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
       !clattn__bytes(es, d->batch, d->n_q, d->heads_q, d->head_dim_v) ||
       !clattn__paged_pool_fits(d) ||
       (long)d->batch * d->max_blocks > 0x7fffffffL ||
-      (long)d->max_blocks * d->page_size > 0x7fffffffL ||
+      clattn__paged_capacity(d) > 0x7fffffffL ||
       (long)d->n_q * d->heads_q > 0x7fffffffL) {
     snprintf(why, cap, "tensor sizes overflow");
     return CLATTN_ERR_SHAPE;
@@ -135,21 +135,9 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
     snprintf(why, cap, "the shape needs seq=, heads= and head-dim=");
     return CLATTN_ERR_INVALID_ARG;
   }
-  const int mb = (s.n_kv + page - 1) / page;
   clattn_paged_desc *d = desc;
-  *d = (clattn_paged_desc){.size = sizeof *d,
-                           .batch = s.batch,
-                           .n_q = s.n_q,
-                           .heads_q = heads_q,
-                           .heads_kv = heads_kv,
-                           .head_dim_k = s.head_dim_k,
-                           .head_dim_v = s.head_dim_v,
-                           .num_blocks = s.batch * mb,
-                           .page_size = page,
-                           .max_blocks = mb,
-                           .dtype = s.dtype,
-                           .cache_dtype = cache == s.dtype ? 0 : cache,
-                           .causal = s.causal};
+  *d = clattn__paged_shape_desc(&s, s.n_q, heads_q, heads_kv, page,
+                                cache == s.dtype ? 0 : cache);
   CLATTN__OPTS_PUT(d, o);
   return CLATTN_OK;
 }
