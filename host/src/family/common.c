@@ -220,3 +220,14 @@ clattn_status clattn__shape_attn(const char *text, const char *known,
   *s = d;
   return CLATTN_OK;
 }
+
+clattn_status clattn__shape_heads(const char *text, const char *known,
+                                  clattn__attn_shape *s, int *heads_q,
+                                  int *heads_kv, char *why, size_t cap) {
+  clattn_status rc;
+  if ((rc = clattn__shape_attn(text, known, s, why, cap)) ||
+      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, heads_q, why, cap)))
+    return rc;
+  *heads_kv = *heads_q;
+  return clattn__shape_int(text, "kv-heads", 1, 1 << 16, heads_kv, why, cap);
+}

@@ -64,5 +64,10 @@ typedef struct clattn__attn_shape {
  * head-dim and layout. */
 clattn_status clattn__shape_attn(const char *text, const char *known,
                                  clattn__attn_shape *s, char *why, size_t cap);
+/* clattn__shape_attn, then heads= into *heads_q (left as it is when absent)
+ * and kv-heads= into *heads_kv (*heads_q when absent), each 1 .. 65536. */
+clattn_status clattn__shape_heads(const char *text, const char *known,
+                                  clattn__attn_shape *s, int *heads_q,
+                                  int *heads_kv, char *why, size_t cap);
 
 #endif /* CLATTN_FAMILY_COMMON_H */

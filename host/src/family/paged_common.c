@@ -161,15 +161,9 @@ clattn_status clattn__paged_shape_heads(const char *text, const char *known,
                                         clattn__attn_shape *s, int *heads_q,
                                         int *heads_kv, int *page, char *why,
                                         size_t cap) {
-  clattn_status rc;
-  if ((rc = clattn__shape_attn(text, known, s, why, cap)) ||
-      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, heads_q, why, cap)))
-    return rc;
-  *heads_kv = *heads_q;
-  if ((rc =
-           clattn__shape_int(text, "kv-heads", 1, 1 << 16, heads_kv, why, cap)))
-    return rc;
-  return clattn__shape_int(text, "page", 1, 256, page, why, cap);
+  clattn_status rc =
+      clattn__shape_heads(text, known, s, heads_q, heads_kv, why, cap);
+  return rc ? rc : clattn__shape_int(text, "page", 1, 256, page, why, cap);
 }
 
 clattn_paged_desc clattn__paged_shape_desc(const clattn__attn_shape *s, int n_q,
