@@ -219,6 +219,11 @@ clattn_status clattn__baseline_enqueue(clattn_ctx *ctx, const clattn__family *F,
                                        const void *desc, const void *plan,
                                        const cl_mem *bufs);
 
+/* A family with no tunables (space.c): its plans resolve to no values, and
+ * its space is F's one candidate, the default. */
+clattn__params clattn__resolved_none(const void *plan);
+clattn_status clattn__space_none(const clattn__family *F, clattn__space *s);
+
 /* Plan values p for desc on t; add the resolved candidate to s if it fits
  * (space.c).  Returns its index, -1 if pruned, -2 out of memory. */
 int clattn__space_try(const clattn__family *F, const clattn__target *t,
