@@ -34,6 +34,12 @@ int cli_attn_check_lens(const char *dir, const cli_attn_job *j);
 int cli_attn_dim(const char *dir, const char *file, const char *what, size_t v,
                  int *out);
 
+/* The query heads hq of DIR/q.npy are a multiple of the KV heads hkv of
+ * kv_files ("k.npy/v.npy"): CLI_OK, else a message naming them and
+ * CLI_USAGE. */
+int cli_attn_check_groups(const char *dir, int hq, int hkv,
+                          const char *kv_files);
+
 /* A random tensor of shape [s0, s1, s2, s3] in the storage of dt, from
  * *seed (uniform in [-1, 1), rounded to f16 for CLATTN_F16; for
  * CLATTN_I8 the integers -127 .. 127 of an int8 cache, '|i1'). */
@@ -85,5 +91,18 @@ int cli_attn_timed(clattn_ctx *ctx, const cli_opts *o, const char *api,
 
 /* Read bytes of device buffer buf into a new allocation *out. */
 int cli_attn_read(clattn_ctx *ctx, cl_mem buf, size_t bytes, void **out);
+
+/* The start of a run once its tensors are read or made: the attention
+ * options for `heads` query heads (cli_attn_opts_load) and the context of
+ * --device: CLI_OK, the options' error, or CLI_FAIL. */
+int cli_attn_start(const cli_opts *o, int heads, cli_attn_opts *ao,
+                   clattn_ctx **ctx);
+
+/* The output of a run: bytes of buf read into *out (cli_attn_read) and,
+ * with --out, saved as an .npy of dtype dt and shape[0 .. ndim-1]:
+ * CLI_OK, else CLI_FAIL. */
+int cli_attn_output(clattn_ctx *ctx, const cli_opts *o, cl_mem buf,
+                    size_t bytes, npy_dtype dt, int ndim, const size_t *shape,
+                    void **out);
 
 #endif

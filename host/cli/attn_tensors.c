@@ -222,3 +222,30 @@ int cli_attn_read(clattn_ctx *ctx, cl_mem buf, size_t bytes, void **out) {
   }
   return CLI_OK;
 }
+
+int cli_attn_start(const cli_opts *o, int heads, cli_attn_opts *ao,
+                   clattn_ctx **ctx) {
+  int rc = cli_attn_opts_load(o, heads, ao);
+  if (rc)
+    return rc;
+  return cli_ctx_create(o->device, ctx) ? CLI_FAIL : CLI_OK;
+}
+
+int cli_attn_output(clattn_ctx *ctx, const cli_opts *o, cl_mem buf,
+                    size_t bytes, npy_dtype dt, int ndim, const size_t *shape,
+                    void **out) {
+  if (cli_attn_read(ctx, buf, bytes, out))
+    return CLI_FAIL;
+  if (o->out && cli_save(NULL, o->out, dt, ndim, shape, *out))
+    return CLI_FAIL;
+  return CLI_OK;
+}
+
+int cli_attn_check_groups(const char *dir, int hq, int hkv,
+                          const char *kv_files) {
+  if (hq % hkv == 0)
+    return CLI_OK;
+  cli_err("%s/q.npy: %d query heads is not a multiple of the %d KV heads of %s",
+          dir, hq, hkv, kv_files);
+  return CLI_USAGE;
+}

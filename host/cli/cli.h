@@ -162,6 +162,11 @@ const char *cli_hh_word(clattn_hh_variant v);
 /* A read-only buffer initialised from host memory, or a write-only one when
  * host == NULL; prints the CL error and returns NULL on failure. */
 cl_mem cli_buffer(cl_context c, size_t bytes, const void *host);
+/* The references' scale: --scale, or 1/sqrt(dk) when not given. */
+double cli_ref_scale(const cli_opts *o, int dk);
+
+/* Release the buffers m[0 .. n-1] that are not NULL. */
+void cli_buffers_release(cl_mem *m, int n);
 
 /* malloc of n * size with overflow check; prints on failure. */
 void *cli_alloc(size_t n, size_t size);

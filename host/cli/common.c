@@ -185,6 +185,16 @@ cl_mem cli_buffer(cl_context c, size_t bytes, const void *host) {
   return m;
 }
 
+double cli_ref_scale(const cli_opts *o, int dk) {
+  return o->scale > 0 ? o->scale : 1.0 / sqrt((double)dk);
+}
+
+void cli_buffers_release(cl_mem *m, int n) {
+  for (int i = 0; i < n; i++)
+    if (m[i])
+      clReleaseMemObject(m[i]);
+}
+
 void *cli_alloc(size_t n, size_t size) {
   if (size && n > SIZE_MAX / size) {
     cli_err("allocation of %zu x %zu bytes overflows", n, size);
@@ -540,9 +550,7 @@ done:
   free(y);
   clattn_kv_cache_destroy(cache);
   cl_mem m[6] = {bx, by, stage[0], stage[1], stage[2], stage[3]};
-  for (int i = 0; i < 6; i++)
-    if (m[i])
-      clReleaseMemObject(m[i]);
+  cli_buffers_release(m, 6);
   return rc;
 }
 

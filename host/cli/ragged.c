@@ -99,3 +99,13 @@ int cli_ragged_save(const char *dir, int n, const char *const *files,
                   arr[i]->data);
   return rc;
 }
+
+int cli_ragged_upload(cl_context c, int n, const npy_array *const *in,
+                      cl_mem *m, size_t out_bytes) {
+  int ok = 1;
+  for (int i = 0; i < n && ok; i++)
+    if (in[i]->data) /* the scales of a float cache stay NULL */
+      ok = (m[i] = cli_buffer(c, in[i]->count * npy_dtype_size(in[i]->dtype),
+                              in[i]->data)) != NULL;
+  return !ok || !(m[n] = cli_buffer(c, out_bytes, NULL));
+}

@@ -25,6 +25,12 @@ int cli_ragged_expect(const char *dir, const char *file, const npy_array *a,
 /* An int32 array of `shape` over ints (which it then owns). */
 npy_array cli_ragged_ints(int *ints, int ndim, const size_t *shape);
 
+/* Upload the inputs in[0 .. n-1] to m[0 .. n-1] (one whose data is NULL,
+ * an absent optional file, stays NULL) and make m[n], the output of
+ * out_bytes: 0, else nonzero (the CL error printed). */
+int cli_ragged_upload(cl_context c, int n, const npy_array *const *in,
+                      cl_mem *m, size_t out_bytes);
+
 /* Write the arrays arr[0 .. n-1] to DIR/files[i].npy (--save-inputs). */
 int cli_ragged_save(const char *dir, int n, const char *const *files,
                     const npy_array *const *arr);

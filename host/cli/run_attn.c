@@ -5,7 +5,6 @@
  * host so the device sees BHSD. */
 #include "attn_run.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,13 +41,8 @@ static int load_inputs(const char *dir, cli_attn_job *j) {
       !cli_attn_dim(dir, "k.npy", "kv heads", ks[2], &j->hkv) ||
       !cli_attn_dim(dir, "v.npy", "head dim", vs[3], &j->dv))
     return CLI_USAGE;
-  if (j->hq % j->hkv) {
-    cli_err("%s/q.npy: %d query heads is not a multiple of the %d KV "
-            "heads of k.npy/v.npy",
-            dir, j->hq, j->hkv);
-    return CLI_USAGE;
-  }
-  return cli_attn_check_lens(dir, j);
+  rc = cli_attn_check_groups(dir, j->hq, j->hkv, "k.npy/v.npy");
+  return rc ? rc : cli_attn_check_lens(dir, j);
 }
 
 static int make_random(const cli_opts *o, cli_attn_job *j) {
@@ -106,7 +100,7 @@ static int check(const cli_opts *o, cli_attn_job *j, const cli_attn_opts *ao,
                   .dv = j->dv,
                   .q_layout = 0,
                   .kv_layout = 0,
-                  .scale = o->scale > 0 ? o->scale : 1.0 / sqrt((double)j->dk),
+                  .scale = cli_ref_scale(o, j->dk),
                   .causal = o->causal,
                   .kv_lens = j->lens.data,
                   .opts = cli_attn_opts_ref(ao)};
@@ -139,12 +133,10 @@ int cli_run_attention(const cli_opts *o) {
 
   int rc = o->random ? make_random(o, &j) : load_inputs(o->in, &j);
   if (!rc)
-    rc = cli_attn_opts_load(o, j.hq, &ao);
+    rc = cli_attn_start(o, j.hq, &ao, &ctx);
   if (rc)
     goto done;
   rc = CLI_FAIL;
-  if (cli_ctx_create(o->device, &ctx))
-    goto done;
   cl_context c = clattn_ctx_cl_context(ctx);
   size_t es = clattn_dtype_size(j.dt);
   size_t no = (size_t)j.b * j.n * j.hq * j.dv;
@@ -204,9 +196,7 @@ int cli_run_attention(const cli_opts *o) {
 done:
   free(out);
   cl_mem m[5] = {bq, bk, bv, bl, bo};
-  for (int i = 0; i < 5; i++)
-    if (m[i])
-      clReleaseMemObject(m[i]);
+  cli_buffers_release(m, 5);
   clattn_ctx_destroy(ctx);
   cli_attn_opts_free(&ao);
   cli_attn_job_free(&j);

@@ -6,7 +6,6 @@
  * [batch, kv_heads, capacity, dim], as a server holds its cache. */
 #include "attn_run.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,13 +51,8 @@ static int load_inputs(const char *dir, int layout, cli_attn_job *j) {
       !cli_attn_dim(dir, "v.npy", "head dim", vs[3], &j->dv))
     return CLI_USAGE;
   j->n = 1;
-  if (j->hq % j->hkv) {
-    cli_err("%s/q.npy: %d query heads is not a multiple of the %d KV "
-            "heads of k.npy/v.npy",
-            dir, j->hq, j->hkv);
-    return CLI_USAGE;
-  }
-  return cli_attn_check_lens(dir, j);
+  rc = cli_attn_check_groups(dir, j->hq, j->hkv, "k.npy/v.npy");
+  return rc ? rc : cli_attn_check_lens(dir, j);
 }
 
 /* Random q and caches of the shape options, and lengths 1 .. capacity. */
@@ -115,7 +109,7 @@ static int check(const cli_opts *o, cli_attn_job *j, const cli_attn_opts *ao,
   int rc = CLI_FAIL;
   if (q && k && v && ref) {
     const ref_opts ro = cli_attn_opts_ref(ao);
-    const double scale = o->scale > 0 ? o->scale : 1.0 / sqrt((double)j->dk);
+    const double scale = cli_ref_scale(o, j->dk);
     ref_decode_opts(j->b, j->m, j->hq, j->hkv, j->dk, j->dv,
                     o->layout == CLATTN_BHSD, scale, j->lens.data, &ro, q, k, v,
                     ref);
@@ -147,12 +141,10 @@ int cli_run_decode(const cli_opts *o) {
 
   int rc = o->random ? make_random(o, &j) : load_inputs(o->in, o->layout, &j);
   if (!rc)
-    rc = cli_attn_opts_load(o, j.hq, &ao);
+    rc = cli_attn_start(o, j.hq, &ao, &ctx);
   if (rc)
     goto done;
   rc = CLI_FAIL;
-  if (cli_ctx_create(o->device, &ctx))
-    goto done;
   cl_context c = clattn_ctx_cl_context(ctx);
   const size_t es = clattn_dtype_size(j.dt);
   const size_t no = (size_t)j.b * j.hq * j.dv;
@@ -193,18 +185,14 @@ int cli_run_decode(const cli_opts *o) {
                            flops)))
     goto done;
   rc = CLI_FAIL;
-  if (cli_attn_read(ctx, bo, no * es, &out))
-    goto done;
-  if (o->out && cli_save(NULL, o->out, j.q.dtype, 4, oshape, out))
+  if (cli_attn_output(ctx, o, bo, no * es, j.q.dtype, 4, oshape, &out))
     goto done;
   rc = o->check ? check(o, &j, &ao, out) : CLI_OK;
 
 done:
   free(out);
   cl_mem m[5] = {bq, bk, bv, bl, bo};
-  for (int i = 0; i < 5; i++)
-    if (m[i])
-      clReleaseMemObject(m[i]);
+  cli_buffers_release(m, 5);
   clattn_ctx_destroy(ctx);
   cli_attn_opts_free(&ao);
   cli_attn_job_free(&j);

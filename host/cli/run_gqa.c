@@ -6,7 +6,6 @@
 #include "cli.h"
 #include "reference/ref.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,7 +140,7 @@ int cli_run_gqa(const cli_opts *o) {
       rc = CLI_FAIL;
       goto done;
     }
-    double scale = o->scale > 0 ? o->scale : 1.0 / sqrt((double)j.dk);
+    double scale = cli_ref_scale(o, j.dk);
     ref_layer(j.b, j.n, j.d, j.hq, j.hkv, j.dk, j.dv, scale, causal,
               j.t[X].data, j.t[WQ].data, j.t[WK].data, j.t[WV].data,
               j.t[WO].data, ref);

@@ -11,7 +11,6 @@
 #include "ragged.h"
 #include "reference/ref_paged.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,10 +23,22 @@ typedef struct paged_job {
   float *qf, *kf, *vf; /* float copies for the reference */
 } paged_job;
 
+/* The input files (DIR/NAME.npy), and the job's arrays in their order;
+ * the last two, the scales, go with an int8 cache alone. */
+enum { NFILES = 7 };
+static const char *const input_files[NFILES] = {
+    "q", "k_cache", "v_cache", "block_table", "kv_lens", "k_scale", "v_scale"};
+
+static void job_arrays(paged_job *j, npy_array **a) {
+  npy_array *const all[NFILES] = {&j->q,    &j->kc, &j->vc, &j->table,
+                                  &j->lens, &j->ks, &j->vs};
+  memcpy(a, all, sizeof all);
+}
+
 static void job_free(paged_job *j) {
-  npy_array *a[7] = {&j->q,  &j->kc,    &j->vc,  &j->ks,
-                     &j->vs, &j->table, &j->lens};
-  for (int i = 0; i < 7; i++)
+  npy_array *a[NFILES];
+  job_arrays(j, a);
+  for (int i = 0; i < NFILES; i++)
     npy_free(a[i]);
   free(j->qf);
   free(j->kf);
@@ -97,12 +108,8 @@ static int check_tensors(const char *dir, paged_job *j) {
             dir, j->page_size, npy_shape_str(4, ks, s1, sizeof s1));
     return CLI_USAGE;
   }
-  if (j->hq % j->hkv) {
-    cli_err("%s/q.npy: %d query heads is not a multiple of the %d KV heads "
-            "of k_cache.npy/v_cache.npy",
-            dir, j->hq, j->hkv);
+  if (cli_attn_check_groups(dir, j->hq, j->hkv, "k_cache.npy/v_cache.npy"))
     return CLI_USAGE;
-  }
   j->dt = j->q.dtype == NPY_F16 ? CLATTN_F16 : CLATTN_F32;
   j->cache_dt = j->kc.dtype == NPY_I8 ? CLATTN_I8 : j->dt;
   return CLI_OK;
@@ -139,13 +146,10 @@ static int check_scales(const char *dir, const paged_job *j) {
 }
 
 static int load_inputs(const char *dir, paged_job *j) {
-  static const char *const files[7] = {"q",           "k_cache", "v_cache",
-                                       "block_table", "kv_lens", "k_scale",
-                                       "v_scale"};
-  npy_array *arr[7] = {&j->q,    &j->kc, &j->vc, &j->table,
-                       &j->lens, &j->ks, &j->vs};
-  for (int i = 0; i < 7; i++) {
-    int rc = cli_load(dir, files[i], i >= 5, arr[i]);
+  npy_array *arr[NFILES];
+  job_arrays(j, arr);
+  for (int i = 0; i < NFILES; i++) {
+    int rc = cli_load(dir, input_files[i], i >= NFILES - 2, arr[i]);
     if (rc)
       return rc;
   }
@@ -262,13 +266,11 @@ static int make_random(const cli_opts *o, paged_job *j) {
     rc = random_scales(&seed, j, &j->vs);
   if (rc || !o->save_inputs)
     return rc;
-  static const char *const files[7] = {"q",           "k_cache", "v_cache",
-                                       "block_table", "kv_lens", "k_scale",
-                                       "v_scale"};
-  const npy_array *arr[7] = {&j->q,    &j->kc, &j->vc, &j->table,
-                             &j->lens, &j->ks, &j->vs};
-  return cli_ragged_save(o->save_inputs, j->cache_dt == CLATTN_I8 ? 7 : 5,
-                         files, arr);
+  npy_array *arr[NFILES];
+  job_arrays(j, arr);
+  return cli_ragged_save(o->save_inputs,
+                         j->cache_dt == CLATTN_I8 ? NFILES : NFILES - 2,
+                         input_files, (const npy_array *const *)arr);
 }
 
 static int check(const cli_opts *o, paged_job *j, const cli_attn_opts *ao,
@@ -289,8 +291,7 @@ static int check(const cli_opts *o, paged_job *j, const cli_attn_opts *ao,
                          .num_blocks = j->num_blocks,
                          .page_size = j->page_size,
                          .max_blocks = j->max_blocks,
-                         .scale = o->scale > 0 ? o->scale
-                                               : 1.0 / sqrt((double)j->dk),
+                         .scale = cli_ref_scale(o, j->dk),
                          .causal = o->causal,
                          .opts = cli_attn_opts_ref(ao)};
     if (ref_paged_attention(&a, q, k, v, j->ks.data, j->vs.data, j->table.data,
@@ -329,12 +330,10 @@ int cli_run_paged(const cli_opts *o) {
 
   int rc = o->random ? make_random(o, &j) : load_inputs(o->in, &j);
   if (!rc)
-    rc = cli_attn_opts_load(o, j.hq, &ao);
+    rc = cli_attn_start(o, j.hq, &ao, &ctx);
   if (rc)
     goto done;
   rc = CLI_FAIL;
-  if (cli_ctx_create(o->device, &ctx))
-    goto done;
   cl_context c = clattn_ctx_cl_context(ctx);
   const size_t es = clattn_dtype_size(j.dt);
   const size_t no = (size_t)j.b * j.n * j.hq * j.dv;
@@ -342,12 +341,7 @@ int cli_run_paged(const cli_opts *o) {
                             (size_t)j.dv};
   const npy_array *in[NBUF - 1] = {&j.q,  &j.kc,    &j.vc,  &j.ks,
                                    &j.vs, &j.table, &j.lens};
-  int ok = 1;
-  for (int i = 0; i < NBUF - 1 && ok; i++)
-    if (in[i]->data) /* the scales of a float cache stay NULL */
-      ok = (m[i] = cli_buffer(c, in[i]->count * npy_dtype_size(in[i]->dtype),
-                              in[i]->data)) != NULL;
-  if (!ok || !(m[NBUF - 1] = cli_buffer(c, no * es, NULL)))
+  if (cli_ragged_upload(c, NBUF - 1, in, m, no * es))
     goto done;
 
   clattn_paged_desc d = {.size = sizeof(clattn_paged_desc),
@@ -391,17 +385,13 @@ int cli_run_paged(const cli_opts *o) {
   if ((rc = cli_attn_timed(ctx, o, api, call_paged, &call, what, flops)))
     goto done;
   rc = CLI_FAIL;
-  if (cli_attn_read(ctx, m[NBUF - 1], no * es, &out))
-    goto done;
-  if (o->out && cli_save(NULL, o->out, j.q.dtype, 4, oshape, out))
+  if (cli_attn_output(ctx, o, m[NBUF - 1], no * es, j.q.dtype, 4, oshape, &out))
     goto done;
   rc = o->check ? check(o, &j, &ao, out) : CLI_OK;
 
 done:
   free(out);
-  for (int i = 0; i < NBUF; i++)
-    if (m[i])
-      clReleaseMemObject(m[i]);
+  cli_buffers_release(m, NBUF);
   clattn_ctx_destroy(ctx);
   cli_attn_opts_free(&ao);
   job_free(&j);

@@ -7,7 +7,6 @@
 #include "cli.h"
 #include "reference/ref_th.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,7 +140,7 @@ int cli_run_th(const cli_opts *o) {
       rc = CLI_FAIL;
       goto done;
     }
-    const double scale = o->scale > 0 ? o->scale : 1.0 / sqrt((double)j.dk);
+    const double scale = cli_ref_scale(o, j.dk);
     ref_th_layer(j.b, j.n, j.d, j.hk, j.h, j.hv, j.dk, j.dv, scale, causal,
                  j.t[X].data, j.t[WQ].data, j.t[WK].data, j.t[WV].data,
                  j.t[WO].data, j.t[PL].data, j.t[PW].data, ref);

@@ -10,7 +10,6 @@
 #include "ragged.h"
 #include "reference/ref_paged.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +22,20 @@ typedef struct varlen_job {
   float *qf, *kf, *vf; /* float copies for the reference */
 } varlen_job;
 
+/* The input files (DIR/NAME.npy), and the job's arrays in their order. */
+enum { NFILES = 5 };
+static const char *const input_files[NFILES] = {"q", "k", "v", "cu_seqlens_q",
+                                                "cu_seqlens_k"};
+
+static void job_arrays(varlen_job *j, npy_array **a) {
+  npy_array *const all[NFILES] = {&j->q, &j->k, &j->v, &j->cu_q, &j->cu_k};
+  memcpy(a, all, sizeof all);
+}
+
 static void job_free(varlen_job *j) {
-  npy_array *a[5] = {&j->q, &j->k, &j->v, &j->cu_q, &j->cu_k};
-  for (int i = 0; i < 5; i++)
+  npy_array *a[NFILES];
+  job_arrays(j, a);
+  for (int i = 0; i < NFILES; i++)
     npy_free(a[i]);
   free(j->qf);
   free(j->kf);
@@ -80,12 +90,8 @@ static int check_tensors(const char *dir, varlen_job *j) {
       !cli_attn_dim(dir, "k.npy", "kv heads", ks[1], &j->hkv) ||
       !cli_attn_dim(dir, "v.npy", "head dim", vs[2], &j->dv))
     return CLI_USAGE;
-  if (j->hq % j->hkv) {
-    cli_err("%s/q.npy: %d query heads is not a multiple of the %d KV heads "
-            "of k.npy/v.npy",
-            dir, j->hq, j->hkv);
+  if (cli_attn_check_groups(dir, j->hq, j->hkv, "k.npy/v.npy"))
     return CLI_USAGE;
-  }
   j->dt = j->q.dtype == NPY_F16 ? CLATTN_F16 : CLATTN_F32;
   return CLI_OK;
 }
@@ -125,11 +131,10 @@ static int check_offsets(const char *dir, varlen_job *j) {
 }
 
 static int load_inputs(const char *dir, varlen_job *j) {
-  static const char *const files[5] = {"q", "k", "v", "cu_seqlens_q",
-                                       "cu_seqlens_k"};
-  npy_array *arr[5] = {&j->q, &j->k, &j->v, &j->cu_q, &j->cu_k};
-  for (int i = 0; i < 5; i++) {
-    int rc = cli_load(dir, files[i], 0, arr[i]);
+  npy_array *arr[NFILES];
+  job_arrays(j, arr);
+  for (int i = 0; i < NFILES; i++) {
+    int rc = cli_load(dir, input_files[i], 0, arr[i]);
     if (rc)
       return rc;
   }
@@ -203,10 +208,10 @@ static int make_random(const cli_opts *o, varlen_job *j) {
     rc = random_rows(&seed, &j->v, j->dt, j->tk, j->hkv, j->dv);
   if (rc || !o->save_inputs)
     return rc;
-  static const char *const files[5] = {"q", "k", "v", "cu_seqlens_q",
-                                       "cu_seqlens_k"};
-  const npy_array *arr[5] = {&j->q, &j->k, &j->v, &j->cu_q, &j->cu_k};
-  return cli_ragged_save(o->save_inputs, 5, files, arr);
+  npy_array *arr[NFILES];
+  job_arrays(j, arr);
+  return cli_ragged_save(o->save_inputs, NFILES, input_files,
+                         (const npy_array *const *)arr);
 }
 
 static int check(const cli_opts *o, varlen_job *j, const cli_attn_opts *ao,
@@ -223,8 +228,7 @@ static int check(const cli_opts *o, varlen_job *j, const cli_attn_opts *ao,
                          .hkv = j->hkv,
                          .dk = j->dk,
                          .dv = j->dv,
-                         .scale = o->scale > 0 ? o->scale
-                                               : 1.0 / sqrt((double)j->dk),
+                         .scale = cli_ref_scale(o, j->dk),
                          .causal = o->causal,
                          .opts = cli_attn_opts_ref(ao)};
     ref_varlen_attention(&a, q, k, v, j->cu_q.data, j->cu_k.data, ref);
@@ -260,22 +264,16 @@ int cli_run_varlen(const cli_opts *o) {
 
   int rc = o->random ? make_random(o, &j) : load_inputs(o->in, &j);
   if (!rc)
-    rc = cli_attn_opts_load(o, j.hq, &ao);
+    rc = cli_attn_start(o, j.hq, &ao, &ctx);
   if (rc)
     goto done;
   rc = CLI_FAIL;
-  if (cli_ctx_create(o->device, &ctx))
-    goto done;
   cl_context c = clattn_ctx_cl_context(ctx);
   const size_t es = clattn_dtype_size(j.dt);
   const size_t no = (size_t)j.tq * j.hq * j.dv;
   const size_t oshape[3] = {(size_t)j.tq, (size_t)j.hq, (size_t)j.dv};
   const npy_array *in[NBUF - 1] = {&j.q, &j.k, &j.v, &j.cu_q, &j.cu_k};
-  int ok = 1;
-  for (int i = 0; i < NBUF - 1 && ok; i++)
-    ok = (m[i] = cli_buffer(c, in[i]->count * npy_dtype_size(in[i]->dtype),
-                            in[i]->data)) != NULL;
-  if (!ok || !(m[NBUF - 1] = cli_buffer(c, no * es, NULL)))
+  if (cli_ragged_upload(c, NBUF - 1, in, m, no * es))
     goto done;
 
   clattn_varlen_desc d = {.size = sizeof(clattn_varlen_desc),
@@ -317,17 +315,13 @@ int cli_run_varlen(const cli_opts *o) {
   if ((rc = cli_attn_timed(ctx, o, api, call_varlen, &call, what, flops)))
     goto done;
   rc = CLI_FAIL;
-  if (cli_attn_read(ctx, m[NBUF - 1], no * es, &out))
-    goto done;
-  if (o->out && cli_save(NULL, o->out, j.q.dtype, 3, oshape, out))
+  if (cli_attn_output(ctx, o, m[NBUF - 1], no * es, j.q.dtype, 3, oshape, &out))
     goto done;
   rc = o->check ? check(o, &j, &ao, out) : CLI_OK;
 
 done:
   free(out);
-  for (int i = 0; i < NBUF; i++)
-    if (m[i])
-      clReleaseMemObject(m[i]);
+  cli_buffers_release(m, NBUF);
   clattn_ctx_destroy(ctx);
   cli_attn_opts_free(&ao);
   job_free(&j);

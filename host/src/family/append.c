@@ -160,19 +160,11 @@ static clattn_status plan_none(const clattn__target *t, const void *desc,
   return CLATTN_OK;
 }
 
-static clattn__params resolved(const void *pl) {
-  (void)pl;
-  return (clattn__params){.v = {0}};
-}
-
 static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   (void)t;
   (void)desc;
-  clattn__space_init_family(s, &clattn__family_append);
-  const int none[1] = {0};
-  s->def = clattn__space_add(s, none);
-  return s->def < 0 ? CLATTN_ERR_NOMEM : CLATTN_OK;
+  return clattn__space_none(&clattn__family_append, s);
 }
 
 /* kv_append (cl/decode.cl): each in-range (row, head) item reads its
@@ -273,7 +265,7 @@ const clattn__family clattn__family_append = {
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
     .plan = plan_none,
-    .resolved = resolved,
+    .resolved = clattn__resolved_none,
     .space = space,
     .cost = cost,
     .enqueue = enqueue,

@@ -67,6 +67,8 @@ const char *clattn__dtype_name(clattn_dtype dt) {
                              : "f32";
 }
 
+int clattn__is_pow2(long x) { return x > 0 && (x & (x - 1)) == 0; }
+
 long clattn__pow2_round(long x) {
   if (x <= 1)
     return 1;
@@ -217,4 +219,15 @@ clattn_status clattn__shape_attn(const char *text, const char *known,
     return rc;
   *s = d;
   return CLATTN_OK;
+}
+
+clattn_status clattn__shape_heads(const char *text, const char *known,
+                                  clattn__attn_shape *s, int *heads_q,
+                                  int *heads_kv, char *why, size_t cap) {
+  clattn_status rc;
+  if ((rc = clattn__shape_attn(text, known, s, why, cap)) ||
+      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, heads_q, why, cap)))
+    return rc;
+  *heads_kv = *heads_q;
+  return clattn__shape_int(text, "kv-heads", 1, 1 << 16, heads_kv, why, cap);
 }

@@ -25,6 +25,8 @@ float clattn__kernel_scale(float scale, int dk);
  * 2. */
 const char *clattn__dtype_name(clattn_dtype dt);
 long clattn__pow2_round(long x);
+/* Whether x is a power of two (1, 2, 4, ...). */
+int clattn__is_pow2(long x);
 
 /* Shape text: "key=value" words separated by blanks.  Each family reads
  * the keys it knows with these and refuses the rest: clattn__shape_keys
@@ -62,5 +64,10 @@ typedef struct clattn__attn_shape {
  * head-dim and layout. */
 clattn_status clattn__shape_attn(const char *text, const char *known,
                                  clattn__attn_shape *s, char *why, size_t cap);
+/* clattn__shape_attn, then heads= into *heads_q (left as it is when absent)
+ * and kv-heads= into *heads_kv (*heads_q when absent), each 1 .. 65536. */
+clattn_status clattn__shape_heads(const char *text, const char *known,
+                                  clattn__attn_shape *s, int *heads_q,
+                                  int *heads_kv, char *why, size_t cap);
 
 #endif /* CLATTN_FAMILY_COMMON_H */

@@ -55,12 +55,8 @@ clattn_status clattn__parse_cache(const char *text, const char *known,
                           0, CLATTN_F32, CLATTN_BHSD, CLATTN_BHSD};
   int heads_q = 0, heads_kv;
   clattn_status rc;
-  if ((rc = clattn__shape_attn(text, known, &s, why, cap)) ||
-      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &heads_q, why, cap)))
-    return rc;
-  heads_kv = heads_q;
-  if ((rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &heads_kv, why,
-                              cap)))
+  if ((rc =
+           clattn__shape_heads(text, known, &s, &heads_q, &heads_kv, why, cap)))
     return rc;
   if (s.n_kv < 1 || heads_q < 1 || s.head_dim_k < 1) {
     snprintf(why, cap, "the shape needs kv-seq=, heads= and head-dim=");

@@ -24,4 +24,13 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
                                   const int *lens, const clattn_profile *prof,
                                   clattn_prediction *out, double *dram_reads);
 
+/* The cost of a split-KV combine kernel `name` (decode_combine,
+ * paged_decode_combine: one item per row and VWV-wide slice of dv) merging
+ * S splits of the hq query heads (with sinks, or NULL) of B sequences of
+ * the lengths lens (NULL: cap each), in out; returns its DRAM reads. */
+double clattn__decode_combine_cost(clattn_prediction *out, const char *name,
+                                   long B, long hq, const float *sinks_of,
+                                   int S, int dv, double es, const int *lens,
+                                   long cap, const clattn_profile *prof);
+
 #endif /* CLATTN_FAMILY_DECODE_H */

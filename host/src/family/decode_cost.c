@@ -26,12 +26,12 @@ static void split_keys(const clattn_decode_desc *d,
 
 /* Query heads of a sequence whose combine row is live (its maximum is not
  * -inf): all where it has keys, else those with a finite sink. */
-static double live_heads(const clattn_decode_desc *d, long L) {
+static double live_heads(long hq, const float *sinks, long L) {
   if (L > 0)
-    return d->heads_q;
+    return (double)hq;
   double n = 0;
-  for (int h = 0; d->sinks != NULL && h < d->heads_q; h++)
-    n += isfinite(d->sinks[h]) ? 1.0 : 0.0;
+  for (long h = 0; sinks != NULL && h < hq; h++)
+    n += isfinite(sinks[h]) ? 1.0 : 0.0;
   return n;
 }
 
@@ -48,7 +48,6 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
    * the K tile, the register kernel's V loads hit L1) */
   const double DVL = pl->kv_same ? 0.0 : DV;
   const int S = pl->splits, direct = S == 1;
-  const int VWV = clattn__vec_width(d->head_dim_v);
   /* options: each work-item (variant 1) or work-group (2) reads the G
    * slopes, and the G sinks where it writes o (else the combine reads
    * them); ALiBi's bias is an FMA a visible logit, a soft-cap's tanh an
@@ -122,32 +121,45 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
   c->bytes_compulsory = 4.0 * B + qb + kv + es * B * hq * DV;
   clattn__model_dram(c, 4.0 * B + qb + kv, es * pl->kb * (DK + DVL), prof);
   dram_reads[0] = c->bytes_dram - c->bytes_written;
-  if (!direct) {
-    /* decode_combine: one item per (row, VWV-wide slice of DV) */
-    clattn_cost *cb = clattn__model_kernel(out, "decode_combine");
-    const double items = (double)(DV / VWV);
-    double crd = 0, cfma = 0, cex = 0;
-    for (long b = 0; b < seqs; b++) {
-      const long L = clattn__valid_len(lens, b, d->capacity);
-      /* rows whose splits are all empty and that have no finite sink:
-       * lmax = -inf, nothing merged */
-      const double live = live_heads(d, L);
-      /* lse read for the maximum, then again with each partial; a sink
-       * read by each item, and its exp2 where the row is live */
-      crd +=
-          items * (hq * (4.0 * S + 4.0 * sinks) + live * 4.0 * S * (1.0 + VWV));
-      cfma += items * live *
-              (S * (VWV + CLATTN__EXP2_FMAS) + sinks * CLATTN__EXP2_FMAS);
-      cex += items * live * (S + sinks);
-    }
-    crd *= per_seq, cfma *= per_seq, cex *= per_seq;
-    cb->bytes_read = crd;
-    cb->bytes_written = es * B * hq * DV;
-    cb->fma_issued = cfma;
-    cb->exp2_issued = cex;
-    cb->bytes_compulsory = 4.0 * B * hq * S * (DV + 1.0) + cb->bytes_written;
-    clattn__model_dram(cb, 4.0 * B * hq * S * (DV + 1.0), 0.0, prof);
-    dram_reads[1] = cb->bytes_dram - cb->bytes_written;
-  }
+  if (!direct)
+    dram_reads[1] =
+        clattn__decode_combine_cost(out, "decode_combine", B, hq, d->sinks, S,
+                                    d->head_dim_v, es, lens, d->capacity, prof);
   return CLATTN_OK;
+}
+
+double clattn__decode_combine_cost(clattn_prediction *out, const char *name,
+                                   long B, long hq, const float *sinks_of,
+                                   int S, int dv, double es, const int *lens,
+                                   long cap, const clattn_profile *prof) {
+  /* one item per (row, VWV-wide slice of DV) */
+  clattn_cost *cb = clattn__model_kernel(out, name);
+  const double DV = dv;
+  const int VWV = clattn__vec_width(dv);
+  const double sinks = sinks_of != NULL;
+  const long seqs = clattn__distinct_seqs(lens, B);
+  const double per_seq = clattn__seq_weight(lens, B);
+  const double items = (double)(DV / VWV);
+  double crd = 0, cfma = 0, cex = 0;
+  for (long b = 0; b < seqs; b++) {
+    const long L = clattn__valid_len(lens, b, cap);
+    /* rows whose splits are all empty and that have no finite sink:
+     * lmax = -inf, nothing merged */
+    const double live = live_heads(hq, sinks_of, L);
+    /* lse read for the maximum, then again with each partial; a sink
+     * read by each item, and its exp2 where the row is live */
+    crd +=
+        items * (hq * (4.0 * S + 4.0 * sinks) + live * 4.0 * S * (1.0 + VWV));
+    cfma += items * live *
+            (S * (VWV + CLATTN__EXP2_FMAS) + sinks * CLATTN__EXP2_FMAS);
+    cex += items * live * (S + sinks);
+  }
+  crd *= per_seq, cfma *= per_seq, cex *= per_seq;
+  cb->bytes_read = crd;
+  cb->bytes_written = es * B * hq * DV;
+  cb->fma_issued = cfma;
+  cb->exp2_issued = cex;
+  cb->bytes_compulsory = 4.0 * B * hq * S * (DV + 1.0) + cb->bytes_written;
+  clattn__model_dram(cb, 4.0 * B * hq * S * (DV + 1.0), 0.0, prof);
+  return cb->bytes_dram - cb->bytes_written;
 }

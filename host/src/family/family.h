@@ -181,8 +181,7 @@ typedef struct clattn__family {
  * plan the library would choose on prof's target, the family's costs. */
 clattn_status clattn__model(const clattn__family *F, const void *desc,
                             const clattn__params *p, const int *ints,
-                            const clattn_profile *prof,
-                            clattn_prediction *out);
+                            const clattn_profile *prof, clattn_prediction *out);
 
 /* A public model call's versioned structs: the caller's profile read into
  * own_prof (*prof pointed at it) and the prediction made in own, then
@@ -209,6 +208,23 @@ clattn_status clattn__plan_params(const clattn__family *F,
                                   const clattn__target *t, const void *desc,
                                   const clattn__params *p, void *plan,
                                   char *why, size_t cap);
+
+/* A bench baseline that runs another family F (baseline.c): the plan of
+ * F's call desc on the context's device with no values (its automatic
+ * choice, after F's check), made once; then each launch of it, from a copy
+ * of that plan (a launch may narrow its work-group) with the automatic
+ * work-group and no events. */
+clattn_status clattn__baseline_plan(clattn_ctx *ctx, const clattn__family *F,
+                                    const void *desc, void *plan, char *why,
+                                    size_t cap);
+clattn_status clattn__baseline_enqueue(clattn_ctx *ctx, const clattn__family *F,
+                                       const void *desc, const void *plan,
+                                       const cl_mem *bufs);
+
+/* A family with no tunables (space.c): its plans resolve to no values, and
+ * its space is F's one candidate, the default. */
+clattn__params clattn__resolved_none(const void *plan);
+clattn_status clattn__space_none(const clattn__family *F, clattn__space *s);
 
 /* Plan values p for desc on t; add the resolved candidate to s if it fits
  * (space.c).  Returns its index, -1 if pruned, -2 out of memory. */

@@ -5,7 +5,7 @@
  * default. */
 #include "family/common.h"
 #include "family/family.h"
-#include "family/paged_tables.h"
+#include "family/paged_common.h"
 #include "model/model.h"
 #include "reference/ref_paged.h"
 
@@ -38,11 +38,6 @@ static int is_i8(const clattn_paged_desc *d) {
   return d->cache_dtype == CLATTN_I8;
 }
 
-/* The cache's storage type. */
-static clattn_dtype cache_type(const clattn_paged_desc *d) {
-  return is_i8(d) ? CLATTN_I8 : d->dtype;
-}
-
 static clattn_status check(const void *desc, char *why, size_t cap) {
   const clattn_paged_desc *d = desc;
   clattn_status rc;
@@ -55,33 +50,24 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   if ((rc = clattn__check_heads(d->heads_kv, d->heads_kv, d->head_dim_k,
                                 d->head_dim_v, d->dtype, why, cap)))
     return rc;
-  if (d->cache_dtype != CLATTN_F32 && d->cache_dtype != d->dtype &&
-      d->cache_dtype != CLATTN_I8) {
+  if (!clattn__paged_cache_ok(d)) {
     snprintf(why, cap,
              "cache_dtype %d: the cache stores dtype (0) or int8 "
              "(CLATTN_I8)",
              (int)d->cache_dtype);
     return CLATTN_ERR_INVALID_ARG;
   }
-  if (d->page_size < 1 || d->page_size > 256 ||
-      (d->page_size & (d->page_size - 1)) != 0) {
+  if (!clattn__paged_page_ok(d)) {
     snprintf(why, cap, "page_size %d: not a power of two from 1 to 256",
              d->page_size);
     return CLATTN_ERR_SHAPE;
   }
-  if (d->num_blocks < 1 || d->max_blocks < 1) {
-    snprintf(why, cap, "num_blocks (%d) and max_blocks (%d) must be >= 1",
-             d->num_blocks, d->max_blocks);
-    return CLATTN_ERR_SHAPE;
-  }
+  if ((rc = clattn__paged_check_blocks(d, why, cap)))
+    return rc;
   const size_t es = clattn_dtype_size(d->dtype);
-  const size_t cs = clattn_dtype_size(cache_type(d));
-  const long pool = (long)d->num_blocks * d->page_size;
   if (!clattn__bytes(es, d->batch, d->n_q, d->heads_kv, d->head_dim_k) ||
       !clattn__bytes(es, d->batch, d->n_q, d->heads_kv, d->head_dim_v) ||
-      !clattn__bytes(cs, pool, d->heads_kv, d->head_dim_k, 1) ||
-      !clattn__bytes(cs, pool, d->heads_kv, d->head_dim_v, 1) ||
-      !clattn__bytes(4, pool, d->heads_kv, 1, 1) ||
+      !clattn__paged_pool_fits(d) ||
       !clattn__bytes(4, d->batch, d->max_blocks, 1, 1) ||
       (long long)d->n_q * d->heads_kv > INT32_MAX ||
       clattn__paged_capacity(d) > INT32_MAX) {
@@ -93,7 +79,7 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
 
 static void buffers(const void *desc, clattn__buf_spec *b) {
   const clattn_paged_desc *d = desc;
-  const clattn_dtype dt = d->dtype, ct = cache_type(d);
+  const clattn_dtype dt = d->dtype, ct = clattn__paged_cache_dtype(d);
   const size_t B = (size_t)d->batch, n = (size_t)d->n_q,
                h = (size_t)d->heads_kv;
   const size_t pool = (size_t)d->num_blocks * (size_t)d->page_size * h;
@@ -102,14 +88,7 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
       "k_new", CLATTN__BUF_IN, B * n * h * (size_t)d->head_dim_k, dt, 0, 0};
   b[V_NEW] = (clattn__buf_spec){
       "v_new", CLATTN__BUF_IN, B * n * h * (size_t)d->head_dim_v, dt, 0, 0};
-  b[BLOCK_TABLE] = (clattn__buf_spec){"block_table",
-                                      CLATTN__BUF_INTS,
-                                      B * (size_t)d->max_blocks,
-                                      CLATTN_F32,
-                                      0,
-                                      0};
-  b[KV_LENS] =
-      (clattn__buf_spec){"kv_lens", CLATTN__BUF_INTS, B, CLATTN_F32, 0, 0};
+  clattn__paged_int_specs(d, &b[BLOCK_TABLE], &b[KV_LENS]);
   b[K_CACHE] = (clattn__buf_spec){
       "k_cache", CLATTN__BUF_INOUT, pool * (size_t)d->head_dim_k, ct, 0, 0};
   b[V_CACHE] = (clattn__buf_spec){
@@ -120,21 +99,10 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
                                   CLATTN_F32, no_scales,         0};
 }
 
-/* A full call's sequences are as long as the table holds. */
-static int full_int(const void *desc) {
-  return (int)clattn__paged_capacity(desc);
-}
-
 /* The block table is shuffled pages; kv_lens the lengths. */
 static void fill_ints(const void *desc, int buf, const int *per_seq, int full,
                       int *out) {
-  const clattn_paged_desc *d = desc;
-  if (buf == BLOCK_TABLE) {
-    clattn__paged_fill_table(d, per_seq, full, out);
-    return;
-  }
-  for (int b = 0; b < d->batch; b++)
-    out[b] = per_seq ? per_seq[b] : full;
+  clattn__paged_fill_ints(desc, buf == BLOCK_TABLE, per_seq, full, out);
 }
 
 static clattn_status check_ints(const void *desc, const int *const *ints,
@@ -143,15 +111,12 @@ static clattn_status check_ints(const void *desc, const int *const *ints,
                                     cap);
 }
 
-static int ints_unchecked(const void *desc) {
-  return ((const clattn_paged_desc *)desc)->unchecked != 0;
-}
-
 static void shape_class(const void *desc, char *buf, size_t cap) {
   const clattn_paged_desc *d = desc;
   snprintf(buf, cap, "%s c%s k%d v%d hkv%d p%d b%ld m%ld t%ld",
-           clattn__dtype_name(d->dtype), clattn__dtype_name(cache_type(d)),
-           d->head_dim_k, d->head_dim_v, d->heads_kv, d->page_size,
+           clattn__dtype_name(d->dtype),
+           clattn__dtype_name(clattn__paged_cache_dtype(d)), d->head_dim_k,
+           d->head_dim_v, d->heads_kv, d->page_size,
            clattn__pow2_round(d->batch),
            clattn__pow2_round(clattn__paged_capacity(d)),
            clattn__pow2_round(d->n_q));
@@ -237,19 +202,11 @@ static clattn_status plan_none(const clattn__target *t, const void *desc,
   return CLATTN_OK;
 }
 
-static clattn__params resolved(const void *pl) {
-  (void)pl;
-  return (clattn__params){.v = {0}};
-}
-
 static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   (void)t;
   (void)desc;
-  clattn__space_init_family(s, &clattn__family_paged_append);
-  const int none[1] = {0};
-  s->def = clattn__space_add(s, none);
-  return s->def < 0 ? CLATTN_ERR_NOMEM : CLATTN_OK;
+  return clattn__space_none(&clattn__family_paged_append, s);
 }
 
 /* (Sequence, row, head) items each read their length; a row at a position
@@ -368,15 +325,15 @@ const clattn__family clattn__family_paged_append = {
     .standard_shapes = NULL,
     .check = check,
     .buffers = buffers,
-    .full_int = full_int,
+    .full_int = clattn__paged_full_int,
     .fill_ints = fill_ints,
     .check_ints = check_ints,
-    .ints_unchecked = ints_unchecked,
+    .ints_unchecked = clattn__paged_ints_unchecked,
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,
     .plan = plan_none,
-    .resolved = resolved,
+    .resolved = clattn__resolved_none,
     .space = space,
     .cost = cost,
     .enqueue = enqueue,

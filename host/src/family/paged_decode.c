@@ -7,7 +7,6 @@
 #include "base/versioned.h"
 #include "family/attn_opts.h"
 #include "family/common.h"
-#include "family/paged_tables.h"
 #include "reference/ref_paged.h"
 
 #include <limits.h>
@@ -16,12 +15,6 @@
 #include <string.h>
 
 #define API "clattn_paged_attention"
-
-clattn_dtype clattn__paged_cache_dtype(const clattn_paged_desc *d) {
-  return d->cache_dtype == CLATTN_I8 ? CLATTN_I8 : d->dtype;
-}
-
-static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 static clattn_status check(const void *desc, char *why, size_t cap) {
   const clattn_paged_desc *d = desc;
@@ -41,8 +34,7 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   if ((rc = clattn__check_heads(d->heads_q, d->heads_kv, d->head_dim_k,
                                 d->head_dim_v, d->dtype, why, cap)))
     return rc;
-  if (d->cache_dtype != CLATTN_F32 && d->cache_dtype != d->dtype &&
-      d->cache_dtype != CLATTN_I8) {
+  if (!clattn__paged_cache_ok(d)) {
     snprintf(why, cap,
              "cache_dtype %d: expected 0 (the dtype's) or CLATTN_I8 (int8 "
              "with scales)",
@@ -50,30 +42,23 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
     return clattn_dtype_size(d->cache_dtype) ? CLATTN_ERR_UNSUPPORTED
                                              : CLATTN_ERR_INVALID_ARG;
   }
-  if (!is_pow2(d->page_size) || d->page_size > 256) {
+  if (!clattn__paged_page_ok(d)) {
     snprintf(why, cap, "page_size = %d: a power of two from 1 to 256",
              d->page_size);
     return CLATTN_ERR_SHAPE;
   }
-  if (d->num_blocks < 1 || d->max_blocks < 1) {
-    snprintf(why, cap, "num_blocks (%d) and max_blocks (%d) must be >= 1",
-             d->num_blocks, d->max_blocks);
-    return CLATTN_ERR_SHAPE;
-  }
+  if ((rc = clattn__paged_check_blocks(d, why, cap)))
+    return rc;
   /* a length is an int32 (the pool and the table are indexed in 64 bits) */
-  if ((long)d->max_blocks * d->page_size > INT_MAX) {
+  if (clattn__paged_capacity(d) > INT_MAX) {
     snprintf(why, cap, "max_blocks * page_size (%ld) must fit an int32",
-             (long)d->max_blocks * d->page_size);
+             clattn__paged_capacity(d));
     return CLATTN_ERR_SHAPE;
   }
   if ((rc = clattn__check_scale(d->scale, why, cap)))
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);
-  const size_t cs = clattn_dtype_size(clattn__paged_cache_dtype(d));
-  const long rows = (long)d->num_blocks * d->page_size;
-  if (!clattn__bytes(cs, rows, d->heads_kv, d->head_dim_k, 1) ||
-      !clattn__bytes(cs, rows, d->heads_kv, d->head_dim_v, 1) ||
-      !clattn__bytes(4, rows, d->heads_kv, 1, 1) ||
+  if (!clattn__paged_pool_fits(d) ||
       !clattn__bytes(es, d->batch, d->heads_q, d->head_dim_k, 1) ||
       !clattn__bytes(es, d->batch, d->heads_q, d->head_dim_v, 1)) {
     snprintf(why, cap, "cache sizes overflow");
@@ -90,52 +75,21 @@ static void buffers(const void *desc, clattn__buf_spec *b) {
   const size_t B = (size_t)d->batch;
   const size_t rows = (size_t)d->num_blocks * (size_t)d->page_size;
   const size_t hkv = (size_t)d->heads_kv;
-  b[PD_Q] = (clattn__buf_spec){
+  b[PA_Q] = (clattn__buf_spec){
       "q", CLATTN__BUF_IN, B * d->heads_q * d->head_dim_k, dt, 0, 0};
-  b[PD_K_CACHE] = (clattn__buf_spec){
+  b[PA_K_CACHE] = (clattn__buf_spec){
       "k_cache", CLATTN__BUF_IN, rows * hkv * d->head_dim_k, ct, 0, 1};
-  b[PD_V_CACHE] = (clattn__buf_spec){
+  b[PA_V_CACHE] = (clattn__buf_spec){
       "v_cache", CLATTN__BUF_IN, rows * hkv * d->head_dim_v, ct, 0, 1};
   /* the scales of an int8 cache; a float cache needs none (NULL) and
    * reads none */
-  b[PD_K_SCALE] = (clattn__buf_spec){
+  b[PA_K_SCALE] = (clattn__buf_spec){
       "k_scale", CLATTN__BUF_IN, rows * hkv, CLATTN_F32, !i8, i8};
-  b[PD_V_SCALE] = (clattn__buf_spec){
+  b[PA_V_SCALE] = (clattn__buf_spec){
       "v_scale", CLATTN__BUF_IN, rows * hkv, CLATTN_F32, !i8, i8};
-  b[PD_TABLE] = (clattn__buf_spec){
-      "block_table", CLATTN__BUF_INTS, B * d->max_blocks, CLATTN_F32, 0, 0};
-  b[PD_LENS] =
-      (clattn__buf_spec){"kv_lens", CLATTN__BUF_INTS, B, CLATTN_F32, 0, 0};
-  b[PD_O] = (clattn__buf_spec){
+  clattn__paged_int_specs(d, &b[PA_TABLE], &b[PA_LENS]);
+  b[PA_O] = (clattn__buf_spec){
       "o", CLATTN__BUF_OUT, B * d->heads_q * d->head_dim_v, dt, 0, 0};
-}
-
-static int full_int(const void *desc) {
-  const clattn_paged_desc *d = desc;
-  return d->max_blocks * d->page_size;
-}
-
-/* kv_lens: per_seq (or full for each); block_table: the paged families'
- * shuffled table, garbage past each length (paged_tables.h). */
-static void fill_ints(const void *desc, int buf, const int *per_seq, int full,
-                      int *out) {
-  const clattn_paged_desc *d = desc;
-  if (buf == PD_TABLE) {
-    clattn__paged_fill_table(d, per_seq, full, out);
-    return;
-  }
-  for (int b = 0; b < d->batch; b++)
-    out[b] = per_seq ? per_seq[b] : full;
-}
-
-static clattn_status check_ints(const void *desc, const int *const *ints,
-                                char *why, size_t cap) {
-  return clattn__paged_check_tables(desc, ints[PD_TABLE], ints[PD_LENS], why,
-                                    cap);
-}
-
-static int ints_unchecked(const void *desc) {
-  return ((const clattn_paged_desc *)desc)->unchecked != 0;
 }
 
 static void shape_class(const void *desc, char *buf, size_t cap) {
@@ -179,13 +133,8 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   clattn_dtype cache = CLATTN_F32;
   clattn__opts o;
   clattn_status rc;
-  if ((rc = clattn__shape_attn(text, SHAPE_KEYS, &s, why, cap)) ||
-      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &heads_q, why, cap)))
-    return rc;
-  heads_kv = heads_q;
-  if ((rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &heads_kv, why,
-                              cap)) ||
-      (rc = clattn__shape_int(text, "page", 1, 256, &page, why, cap)))
+  if ((rc = clattn__paged_shape_heads(text, SHAPE_KEYS, &s, &heads_q, &heads_kv,
+                                      &page, why, cap)))
     return rc;
   cache = s.dtype;
   if ((rc = shape_cache_dtype(text, &cache, why, cap)))
@@ -194,21 +143,8 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
     snprintf(why, cap, "the shape needs kv-seq=, heads= and head-dim=");
     return CLATTN_ERR_INVALID_ARG;
   }
-  const int max_blocks = (s.n_kv + page - 1) / page;
-  *d = (clattn_paged_desc){.size = sizeof *d,
-                           .batch = s.batch,
-                           .n_q = 1,
-                           .heads_q = heads_q,
-                           .heads_kv = heads_kv,
-                           .head_dim_k = s.head_dim_k,
-                           .head_dim_v = s.head_dim_v,
-                           .num_blocks = s.batch * max_blocks,
-                           .page_size = page,
-                           .max_blocks = max_blocks,
-                           .dtype = s.dtype,
-                           .cache_dtype =
-                               cache == CLATTN_I8 ? CLATTN_I8 : CLATTN_F32,
-                           .causal = s.causal};
+  *d = clattn__paged_shape_desc(&s, 1, heads_q, heads_kv, page,
+                                cache == CLATTN_I8 ? CLATTN_I8 : CLATTN_F32);
   if (cache != CLATTN_I8 && cache != s.dtype) {
     snprintf(why, cap,
              "cache-dtype: the cache is in the dtype (%s) or i8, not %s",
@@ -243,7 +179,7 @@ CLATTN__TUNABLES_MATCH(clattn__paged_decode_tunables, tunable_table);
 /* The keys a step reads of a sequence at most (a window's or the table's
  * capacity). */
 static long span_of(const clattn_paged_desc *d) {
-  const long cap = (long)d->max_blocks * d->page_size;
+  const long cap = clattn__paged_capacity(d);
   return d->window > 0 && d->window < cap ? d->window : cap;
 }
 
@@ -255,7 +191,7 @@ static clattn_status plan(const clattn__target *t, const void *desc,
   clattn__paged_decode_tunables p;
   clattn__tunables_get(&p, sizeof p, values);
   *pl = (clattn__paged_decode_plan){0, 0, 0};
-  if (p.keys && !is_pow2(p.keys)) {
+  if (p.keys && !clattn__is_pow2(p.keys)) {
     snprintf(why, cap, "params: keys must be a power of two (got %d)", p.keys);
     return CLATTN_ERR_INVALID_ARG;
   }
@@ -383,14 +319,14 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
       return rc;
   }
   const float scale = clattn__kernel_scale(d->scale, d->head_dim_k);
-  const cl_mem kb[10] = {bufs[PD_Q],
-                         bufs[PD_K_CACHE],
-                         bufs[PD_V_CACHE],
-                         bufs[PD_K_SCALE],
-                         bufs[PD_V_SCALE],
-                         bufs[PD_TABLE],
-                         bufs[PD_LENS],
-                         bufs[PD_O],
+  const cl_mem kb[10] = {bufs[PA_Q],
+                         bufs[PA_K_CACHE],
+                         bufs[PA_V_CACHE],
+                         bufs[PA_K_SCALE],
+                         bufs[PA_V_SCALE],
+                         bufs[PA_TABLE],
+                         bufs[PA_LENS],
+                         bufs[PA_O],
                          opart,
                          lse};
   const cl_int ci[4] = {hkv, d->num_blocks, d->max_blocks, S};
@@ -403,7 +339,7 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
     return rc;
   const cl_int rows = d->batch * hq;
   if (!direct) {
-    const cl_mem cb[3] = {opart, lse, bufs[PD_O]};
+    const cl_mem cb[3] = {opart, lse, bufs[PA_O]};
     const cl_int cn[3] = {rows, S, hq};
     cl_uint ca = 0;
     if ((rc = clattn__args(ctx, comb, &ca, 3, sizeof(cl_mem), cb)) ||
@@ -461,9 +397,9 @@ static void reference(const void *desc, void *const *b) {
       .scale = d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
       .causal = d->causal,
       .opts = clattn__opts_ref(CLATTN__OPTS_OF(d))};
-  ref_paged_attention(&a, b[PD_Q], b[PD_K_CACHE], b[PD_V_CACHE],
-                      i8 ? b[PD_K_SCALE] : NULL, i8 ? b[PD_V_SCALE] : NULL,
-                      b[PD_TABLE], b[PD_LENS], b[PD_O]);
+  ref_paged_attention(&a, b[PA_Q], b[PA_K_CACHE], b[PA_V_CACHE],
+                      i8 ? b[PA_K_SCALE] : NULL, i8 ? b[PA_V_SCALE] : NULL,
+                      b[PA_TABLE], b[PA_LENS], b[PA_O]);
 }
 
 static const char *const standard[] = {
@@ -497,17 +433,17 @@ const clattn__family clattn__family_paged_decode = {
     .source = "paged_decode.cl",
     .desc_size = sizeof(clattn_paged_desc),
     .plan_size = sizeof(clattn__paged_decode_plan),
-    .nbufs = PD_NBUFS,
+    .nbufs = PA_NBUFS,
     .tune_method = 2,
     .standard_shapes = standard,
     .bench_shapes = bench,
     .baselines = baselines,
     .check = check,
     .buffers = buffers,
-    .full_int = full_int,
-    .fill_ints = fill_ints,
-    .check_ints = check_ints,
-    .ints_unchecked = ints_unchecked,
+    .full_int = clattn__paged_full_int,
+    .fill_ints = clattn__paged_attn_fill_ints,
+    .check_ints = clattn__paged_attn_check_ints,
+    .ints_unchecked = clattn__paged_ints_unchecked,
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,

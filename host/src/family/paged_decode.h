@@ -4,19 +4,7 @@
 #define CLATTN_FAMILY_PAGED_DECODE_H
 
 #include "family/family.h"
-
-/* The buffers, in paged_api.c's order. */
-enum {
-  PD_Q,
-  PD_K_CACHE,
-  PD_V_CACHE,
-  PD_K_SCALE,
-  PD_V_SCALE,
-  PD_TABLE,
-  PD_LENS,
-  PD_O,
-  PD_NBUFS
-};
+#include "family/paged_common.h"
 
 /* Its tunables, in the order of the table (paged_decode.c). */
 typedef struct clattn__paged_decode_tunables {
@@ -29,9 +17,6 @@ typedef struct clattn__paged_decode_plan {
   int wg;     /* work-items a work-group (0: one, the default on CPUs) */
   int kb;     /* keys a block, a power of two dividing the page size */
 } clattn__paged_decode_plan;
-
-/* The cache's storage type of d (cache_dtype 0 is dtype's). */
-clattn_dtype clattn__paged_cache_dtype(const clattn_paged_desc *d);
 
 clattn_status clattn__paged_decode_cost(const void *desc, const void *plan,
                                         const int *lens,

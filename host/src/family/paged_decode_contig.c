@@ -11,7 +11,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 enum { MAX_POOLS = 64 };
 
@@ -62,12 +61,8 @@ static clattn_status create(clattn_ctx *ctx, const void *desc, void **state) {
                                .softcap = d->softcap,
                                .alibi_slopes = d->alibi_slopes,
                                .sinks = d->sinks};
-  const clattn__family *F = &clattn__family_decode;
-  const clattn__target t = clattn__ctx_target(ctx);
-  clattn_status rc = F->check(&c->dd, why, sizeof why);
-  if (rc == CLATTN_OK)
-    rc = clattn__plan_params(F, &t, &c->dd, NULL, c->plan, why, sizeof why);
-  if (rc != CLATTN_OK) {
+  if (clattn__baseline_plan(ctx, &clattn__family_decode, &c->dd, c->plan, why,
+                            sizeof why)) {
     free(c);
     return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
                         "the contiguous decode cannot run this call: %s", why);
@@ -84,24 +79,20 @@ static clattn_status gather(clattn_ctx *ctx, const clattn_paged_desc *d,
   const size_t cap = (size_t)d->max_blocks * d->page_size;
   const size_t hkv = (size_t)d->heads_kv;
   const size_t dims[2] = {(size_t)d->head_dim_k, (size_t)d->head_dim_v};
-  const cl_mem src[2] = {bufs[PD_K_CACHE], bufs[PD_V_CACHE]};
+  const cl_mem src[2] = {bufs[PA_K_CACHE], bufs[PA_V_CACHE]};
   cl_mem *dst[2] = {&p->k, &p->v};
   const size_t nt = (size_t)d->batch * d->max_blocks;
   int *table = malloc(nt * sizeof *table);
   int *lens = malloc((size_t)d->batch * sizeof *lens);
   cl_int err = CL_SUCCESS;
   clattn_status rc = CLATTN_OK;
-  p->src = bufs[PD_K_CACHE];
+  p->src = bufs[PA_K_CACHE];
   p->k = p->v = NULL;
   if (table == NULL || lens == NULL) {
     rc = clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
     goto done;
   }
-  if ((err = clEnqueueReadBuffer(ctx->queue, bufs[PD_TABLE], CL_TRUE, 0,
-                                 nt * sizeof *table, table, 0, NULL, NULL)) ||
-      (err = clEnqueueReadBuffer(ctx->queue, bufs[PD_LENS], CL_TRUE, 0,
-                                 (size_t)d->batch * sizeof *lens, lens, 0, NULL,
-                                 NULL))) {
+  if ((err = clattn__paged_read_tables(ctx, d, bufs, table, lens))) {
     rc = clattn__fail(ctx, CLATTN_ERR_OPENCL, "reading the block table: %d",
                       (int)err);
     goto done;
@@ -152,7 +143,7 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *state,
   contig_pool *p = NULL;
   clattn_status rc;
   for (int i = 0; i < c->n && p == NULL; i++)
-    if (c->pool[i].src == bufs[PD_K_CACHE])
+    if (c->pool[i].src == bufs[PA_K_CACHE])
       p = &c->pool[i];
   if (p == NULL) {
     if (c->n == MAX_POOLS)
@@ -163,10 +154,9 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *state,
       return rc;
     p = &c->pool[c->n++];
   }
-  const cl_mem db[5] = {bufs[PD_Q], p->k, p->v, bufs[PD_LENS], bufs[PD_O]};
-  _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
-  memcpy(plan, c->plan, sizeof plan);
-  return clattn__family_decode.enqueue(ctx, &c->dd, plan, 1, db, NULL);
+  const cl_mem db[5] = {bufs[PA_Q], p->k, p->v, bufs[PA_LENS], bufs[PA_O]};
+  return clattn__baseline_enqueue(ctx, &clattn__family_decode, &c->dd, c->plan,
+                                  db);
 }
 
 const clattn__baseline clattn__paged_decode_contiguous = {

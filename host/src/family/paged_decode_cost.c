@@ -2,10 +2,9 @@
  * kernels (split and combine), counted from the plan and
  * cl/paged_decode.cl's loops.  The block table is taken as valid (the
  * call checks it): every page a length needs is read. */
+#include "family/decode.h"
 #include "family/paged_decode.h"
 #include "model/model.h"
-
-#include <math.h>
 
 /* Visible keys of the pages of split s of S (pd_split_pages) of a
  * sequence whose visible keys are [lo, L): *keys, and *pages, *blocks
@@ -28,17 +27,6 @@ static void split_work(long P, long kb, long lo, long L, int s, int S,
   }
 }
 
-/* Query heads of a sequence whose combine row is live: all where it has
- * keys, else those with a finite sink. */
-static double live_heads(const clattn_paged_desc *d, long L) {
-  if (L > 0)
-    return d->heads_q;
-  double n = 0;
-  for (int h = 0; d->sinks != NULL && h < d->heads_q; h++)
-    n += isfinite(d->sinks[h]) ? 1.0 : 0.0;
-  return n;
-}
-
 clattn_status clattn__paged_decode_cost(const void *desc, const void *plan,
                                         const int *lens,
                                         const clattn_profile *prof,
@@ -54,7 +42,6 @@ clattn_status clattn__paged_decode_cost(const void *desc, const void *plan,
   const double G = (double)(hq / hkv);
   const double DK = d->head_dim_k, DV = d->head_dim_v;
   const int S = pl->splits, direct = S == 1;
-  const int VWV = clattn__vec_width(d->head_dim_v);
   const double alibi = d->alibi_slopes != NULL;
   const double softcap = d->softcap != 0.0f;
   const double sinks = d->sinks != NULL;
@@ -102,28 +89,9 @@ clattn_status clattn__paged_decode_cost(const void *desc, const void *plan,
   c->bytes_compulsory = 4.0 * B + tab + qb + kv + es * B * hq * DV;
   clattn__model_dram(c, 4.0 * B + tab + qb + kv, cs * pl->kb * (DK + DV), prof);
   dram_reads[0] = c->bytes_dram - c->bytes_written;
-  if (!direct) {
-    /* paged_decode_combine: one item per (row, VWV-wide slice of DV) */
-    clattn_cost *cb = clattn__model_kernel(out, "paged_decode_combine");
-    const double items = (double)(DV / VWV);
-    double crd = 0, cfma = 0, cex = 0;
-    for (long b = 0; b < seqs; b++) {
-      const long L = clattn__valid_len(lens, b, cap);
-      const double live = live_heads(d, L);
-      crd +=
-          items * (hq * (4.0 * S + 4.0 * sinks) + live * 4.0 * S * (1.0 + VWV));
-      cfma += items * live *
-              (S * (VWV + CLATTN__EXP2_FMAS) + sinks * CLATTN__EXP2_FMAS);
-      cex += items * live * (S + sinks);
-    }
-    crd *= per_seq, cfma *= per_seq, cex *= per_seq;
-    cb->bytes_read = crd;
-    cb->bytes_written = es * B * hq * DV;
-    cb->fma_issued = cfma;
-    cb->exp2_issued = cex;
-    cb->bytes_compulsory = 4.0 * B * hq * S * (DV + 1.0) + cb->bytes_written;
-    clattn__model_dram(cb, 4.0 * B * hq * S * (DV + 1.0), 0.0, prof);
-    dram_reads[1] = cb->bytes_dram - cb->bytes_written;
-  }
+  if (!direct)
+    dram_reads[1] = clattn__decode_combine_cost(out, "paged_decode_combine", B,
+                                                hq, d->sinks, S, d->head_dim_v,
+                                                es, lens, cap, prof);
   return CLATTN_OK;
 }

@@ -6,17 +6,12 @@
 #include "family/paged_prefill.h"
 #include "family/attn_opts.h"
 #include "family/common.h"
-#include "family/paged_tables.h"
 #include "reference/ref_paged.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-
-enum { Q, K_CACHE, V_CACHE, K_SCALE, V_SCALE, TABLE, KV_LENS, O };
-
-static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 static clattn_status check(const void *desc, char *why, size_t cap) {
   const clattn_paged_desc *d = desc;
@@ -28,7 +23,7 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
              d->batch, d->n_q, d->num_blocks, d->max_blocks);
     return CLATTN_ERR_SHAPE;
   }
-  if (!is_pow2(d->page_size) || d->page_size > 256) {
+  if (!clattn__paged_page_ok(d)) {
     snprintf(why, cap, "page_size (%d) must be a power of two from 1 to 256",
              d->page_size);
     return CLATTN_ERR_SHAPE;
@@ -36,8 +31,7 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   if ((rc = clattn__check_heads(d->heads_q, d->heads_kv, d->head_dim_k,
                                 d->head_dim_v, d->dtype, why, cap)))
     return rc;
-  if (d->cache_dtype != 0 && d->cache_dtype != CLATTN_I8 &&
-      d->cache_dtype != d->dtype) {
+  if (!clattn__paged_cache_ok(d)) {
     snprintf(why, cap,
              "cache_dtype (%d): expected 0 (the dtype's) or CLATTN_I8",
              (int)d->cache_dtype);
@@ -50,15 +44,11 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
                                "clattn_paged_attention", why, cap)))
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);
-  const size_t cs = clattn_dtype_size(clattn__paged_prefill_cache(d));
-  const long pool = (long)d->num_blocks * d->page_size;
   if (!clattn__bytes(es, d->batch, d->n_q, d->heads_q, d->head_dim_k) ||
       !clattn__bytes(es, d->batch, d->n_q, d->heads_q, d->head_dim_v) ||
-      !clattn__bytes(cs, pool, d->heads_kv, d->head_dim_k, 1) ||
-      !clattn__bytes(cs, pool, d->heads_kv, d->head_dim_v, 1) ||
-      !clattn__bytes(4, pool, d->heads_kv, 1, 1) ||
+      !clattn__paged_pool_fits(d) ||
       (long)d->batch * d->max_blocks > 0x7fffffffL ||
-      (long)d->max_blocks * d->page_size > 0x7fffffffL ||
+      clattn__paged_capacity(d) > 0x7fffffffL ||
       (long)d->n_q * d->heads_q > 0x7fffffffL) {
     snprintf(why, cap, "tensor sizes overflow");
     return CLATTN_ERR_SHAPE;
@@ -68,53 +58,23 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
 
 static void buffers(const void *desc, clattn__buf_spec *b) {
   const clattn_paged_desc *d = desc;
-  const clattn_dtype dt = d->dtype, ct = clattn__paged_prefill_cache(d);
+  const clattn_dtype dt = d->dtype, ct = clattn__paged_cache_dtype(d);
   const size_t B = (size_t)d->batch, n = (size_t)d->n_q;
   const size_t pool = (size_t)d->num_blocks * (size_t)d->page_size;
   const int no_scales = ct != CLATTN_I8;
-  b[Q] = (clattn__buf_spec){
+  b[PA_Q] = (clattn__buf_spec){
       "q", CLATTN__BUF_IN, B * n * d->heads_q * d->head_dim_k, dt, 0, 0};
-  b[K_CACHE] = (clattn__buf_spec){
+  b[PA_K_CACHE] = (clattn__buf_spec){
       "k_cache", CLATTN__BUF_IN, pool * d->heads_kv * d->head_dim_k, ct, 0, 1};
-  b[V_CACHE] = (clattn__buf_spec){
+  b[PA_V_CACHE] = (clattn__buf_spec){
       "v_cache", CLATTN__BUF_IN, pool * d->heads_kv * d->head_dim_v, ct, 0, 1};
-  b[K_SCALE] = (clattn__buf_spec){
+  b[PA_K_SCALE] = (clattn__buf_spec){
       "k_scale", CLATTN__BUF_IN, pool * d->heads_kv, CLATTN_F32, no_scales, 0};
-  b[V_SCALE] = (clattn__buf_spec){
+  b[PA_V_SCALE] = (clattn__buf_spec){
       "v_scale", CLATTN__BUF_IN, pool * d->heads_kv, CLATTN_F32, no_scales, 0};
-  b[TABLE] = (clattn__buf_spec){
-      "block_table", CLATTN__BUF_INTS, B * d->max_blocks, CLATTN_F32, 0, 0};
-  b[KV_LENS] =
-      (clattn__buf_spec){"kv_lens", CLATTN__BUF_INTS, B, CLATTN_F32, 0, 0};
-  b[O] = (clattn__buf_spec){
+  clattn__paged_int_specs(d, &b[PA_TABLE], &b[PA_LENS]);
+  b[PA_O] = (clattn__buf_spec){
       "o", CLATTN__BUF_OUT, B * n * d->heads_q * d->head_dim_v, dt, 0, 0};
-}
-
-/* The tuner's full call: every sequence at the table's capacity. */
-static int full_int(const void *desc) {
-  return (int)clattn__paged_capacity(desc);
-}
-
-/* kv_lens: per_seq (or full for each); block_table: the paged families'
- * shuffled table, garbage past each length (paged_tables.h). */
-static void fill_ints(const void *desc, int buf, const int *per_seq, int full,
-                      int *out) {
-  const clattn_paged_desc *d = desc;
-  if (buf == TABLE) {
-    clattn__paged_fill_table(d, per_seq, full, out);
-    return;
-  }
-  for (int b = 0; b < d->batch; b++)
-    out[b] = per_seq ? per_seq[b] : full;
-}
-
-static clattn_status check_ints(const void *desc, const int *const *ints,
-                                char *why, size_t cap) {
-  return clattn__paged_check_tables(desc, ints[TABLE], ints[KV_LENS], why, cap);
-}
-
-static int ints_unchecked(const void *desc) {
-  return ((const clattn_paged_desc *)desc)->unchecked != 0;
 }
 
 static void shape_class(const void *desc, char *buf, size_t cap) {
@@ -125,7 +85,7 @@ static void shape_class(const void *desc, char *buf, size_t cap) {
   }
   snprintf(buf, cap, "%s %s k%d v%d g%d bh%ld n%ld m%ld p%d c%d",
            clattn__dtype_name(d->dtype),
-           clattn__dtype_name(clattn__paged_prefill_cache(d)), d->head_dim_k,
+           clattn__dtype_name(clattn__paged_cache_dtype(d)), d->head_dim_k,
            d->head_dim_v, d->heads_q / d->heads_kv,
            clattn__pow2_round((long)d->batch * d->heads_kv),
            clattn__pow2_round(d->n_q),
@@ -166,13 +126,8 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   clattn_dtype cache = 0;
   clattn__opts o;
   clattn_status rc;
-  if ((rc = clattn__shape_attn(text, SHAPE_KEYS, &s, why, cap)) ||
-      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &heads_q, why, cap)))
-    return rc;
-  heads_kv = heads_q;
-  if ((rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &heads_kv, why,
-                              cap)) ||
-      (rc = clattn__shape_int(text, "page", 1, 256, &page, why, cap)) ||
+  if ((rc = clattn__paged_shape_heads(text, SHAPE_KEYS, &s, &heads_q, &heads_kv,
+                                      &page, why, cap)) ||
       (rc = shape_cache_dtype(text, &cache, why, cap)) ||
       (rc = clattn__opts_shape(text, heads_q, &o, why, cap)))
     return rc;
@@ -180,21 +135,9 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
     snprintf(why, cap, "the shape needs seq=, heads= and head-dim=");
     return CLATTN_ERR_INVALID_ARG;
   }
-  const int mb = (s.n_kv + page - 1) / page;
   clattn_paged_desc *d = desc;
-  *d = (clattn_paged_desc){.size = sizeof *d,
-                           .batch = s.batch,
-                           .n_q = s.n_q,
-                           .heads_q = heads_q,
-                           .heads_kv = heads_kv,
-                           .head_dim_k = s.head_dim_k,
-                           .head_dim_v = s.head_dim_v,
-                           .num_blocks = s.batch * mb,
-                           .page_size = page,
-                           .max_blocks = mb,
-                           .dtype = s.dtype,
-                           .cache_dtype = cache == s.dtype ? 0 : cache,
-                           .causal = s.causal};
+  *d = clattn__paged_shape_desc(&s, s.n_q, heads_q, heads_kv, page,
+                                cache == s.dtype ? 0 : cache);
   CLATTN__OPTS_PUT(d, o);
   return CLATTN_OK;
 }
@@ -217,7 +160,7 @@ CLATTN__TUNABLES_MATCH(clattn__paged_prefill_tunables, tunable_table);
 size_t clattn__paged_prefill_local(const clattn_paged_desc *d,
                                    const clattn__paged_prefill_plan *pl) {
   const size_t per_key = (size_t)d->head_dim_k + d->head_dim_v + 1 +
-                         (clattn__paged_prefill_cache(d) == CLATTN_I8 ? 2 : 0);
+                         (clattn__paged_cache_dtype(d) == CLATTN_I8 ? 2 : 0);
   return (size_t)pl->kt * per_key * 4;
 }
 
@@ -249,7 +192,7 @@ static clattn_status plan(const clattn__target *t, const void *desc,
            clattn__paged_prefill_local(d, pl) > clattn__local_budget(t))
       pl->kt /= 2;
   }
-  if (!is_pow2(pl->kt) || pl->kt > 256) {
+  if (!clattn__is_pow2(pl->kt) || pl->kt > 256) {
     snprintf(why, cap, "params: keys (%d) must be a power of two up to 256",
              pl->kt);
     return CLATTN_ERR_INVALID_ARG;
@@ -306,7 +249,7 @@ static void options(const clattn_paged_desc *d,
   clattn__def(df, "WG", pl->wg);
   clattn__def(df, "RQ", pl->rq);
   clattn__def(df, "KT", pl->kt);
-  if (clattn__paged_prefill_cache(d) == CLATTN_I8)
+  if (clattn__paged_cache_dtype(d) == CLATTN_I8)
     clattn__def(df, "CACHE_I8", 1);
   const clattn__opts o = CLATTN__OPTS_OF(d);
   clattn__opts_defs(&o, df);
@@ -384,7 +327,7 @@ static void check_case(const void *desc, clattn__check_case *c) {
 
 static void reference(const void *desc, void *const *b) {
   const clattn_paged_desc *d = desc;
-  const int i8 = clattn__paged_prefill_cache(d) == CLATTN_I8;
+  const int i8 = clattn__paged_cache_dtype(d) == CLATTN_I8;
   const ref_paged a = {
       d->batch,
       d->n_q,
@@ -398,8 +341,9 @@ static void reference(const void *desc, void *const *b) {
       d->scale > 0 ? d->scale : 1.0 / sqrt((double)d->head_dim_k),
       d->causal,
       clattn__opts_ref(CLATTN__OPTS_OF(d))};
-  ref_paged_attention(&a, b[Q], b[K_CACHE], b[V_CACHE], i8 ? b[K_SCALE] : NULL,
-                      i8 ? b[V_SCALE] : NULL, b[TABLE], b[KV_LENS], b[O]);
+  ref_paged_attention(&a, b[PA_Q], b[PA_K_CACHE], b[PA_V_CACHE],
+                      i8 ? b[PA_K_SCALE] : NULL, i8 ? b[PA_V_SCALE] : NULL,
+                      b[PA_TABLE], b[PA_LENS], b[PA_O]);
 }
 
 static const clattn__baseline *const baselines[] = {
@@ -420,16 +364,16 @@ const clattn__family clattn__family_paged_prefill = {
     .source = "paged_prefill.cl",
     .desc_size = sizeof(clattn_paged_desc),
     .plan_size = sizeof(clattn__paged_prefill_plan),
-    .nbufs = 8,
+    .nbufs = PA_NBUFS,
     .tune_method = 1,
     .standard_shapes = standard,
     .baselines = baselines,
     .check = check,
     .buffers = buffers,
-    .full_int = full_int,
-    .fill_ints = fill_ints,
-    .check_ints = check_ints,
-    .ints_unchecked = ints_unchecked,
+    .full_int = clattn__paged_full_int,
+    .fill_ints = clattn__paged_attn_fill_ints,
+    .check_ints = clattn__paged_attn_check_ints,
+    .ints_unchecked = clattn__paged_ints_unchecked,
     .shape_class = shape_class,
     .shape_keys = SHAPE_KEYS,
     .parse_shape = parse_shape,

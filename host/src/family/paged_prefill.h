@@ -5,6 +5,7 @@
 #define CLATTN_FAMILY_PAGED_PREFILL_H
 
 #include "family/family.h"
+#include "family/paged_common.h"
 
 /* Its tunables, in the order of its table (paged_prefill.c). */
 typedef struct clattn__paged_prefill_tunables {
@@ -16,12 +17,6 @@ typedef struct clattn__paged_prefill_tunables {
 typedef struct clattn__paged_prefill_plan {
   int rq, kt, wg;
 } clattn__paged_prefill_plan;
-
-/* The cache's storage type (cache_dtype 0 is dtype's). */
-static inline clattn_dtype
-clattn__paged_prefill_cache(const clattn_paged_desc *d) {
-  return d->cache_dtype == CLATTN_I8 ? CLATTN_I8 : d->dtype;
-}
 
 /* Local memory of the kernel. */
 size_t clattn__paged_prefill_local(const clattn_paged_desc *d,

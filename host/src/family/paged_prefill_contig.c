@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { Q, K_CACHE, V_CACHE, K_SCALE, V_SCALE, TABLE, KV_LENS, O };
-
 typedef struct contig {
   cl_mem k, v; /* [batch, max_blocks * page_size, heads_kv, head_dim] f32 */
   int gathered;
@@ -83,12 +81,12 @@ static void gather(const clattn_paged_desc *d, int dh, const void *pool,
 /* Read the paged cache back and write its contiguous copy. */
 static clattn_status gather_all(clattn_ctx *ctx, const clattn_paged_desc *d,
                                 contig *c, const cl_mem *bufs) {
-  const int i8 = clattn__paged_prefill_cache(d) == CLATTN_I8;
+  const int i8 = clattn__paged_cache_dtype(d) == CLATTN_I8;
   const size_t pool = (size_t)d->num_blocks * d->page_size * d->heads_kv;
   const size_t ce = i8 ? 1 : 4, nt = (size_t)d->batch * d->max_blocks;
   const int dims[2] = {d->head_dim_k, d->head_dim_v};
-  const cl_mem src[2] = {bufs[K_CACHE], bufs[V_CACHE]};
-  const cl_mem sc[2] = {bufs[K_SCALE], bufs[V_SCALE]};
+  const cl_mem src[2] = {bufs[PA_K_CACHE], bufs[PA_V_CACHE]};
+  const cl_mem sc[2] = {bufs[PA_K_SCALE], bufs[PA_V_SCALE]};
   const cl_mem dst[2] = {c->k, c->v};
   int *table = malloc(nt * sizeof *table);
   int *lens = malloc((size_t)d->batch * sizeof *lens);
@@ -97,11 +95,7 @@ static clattn_status gather_all(clattn_ctx *ctx, const clattn_paged_desc *d,
   if (table == NULL || lens == NULL)
     rc = clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
   if (rc == CLATTN_OK &&
-      ((err = clEnqueueReadBuffer(ctx->queue, bufs[TABLE], CL_TRUE, 0,
-                                  nt * sizeof *table, table, 0, NULL, NULL)) ||
-       (err =
-            clEnqueueReadBuffer(ctx->queue, bufs[KV_LENS], CL_TRUE, 0,
-                                d->batch * sizeof *lens, lens, 0, NULL, NULL))))
+      (err = clattn__paged_read_tables(ctx, d, bufs, table, lens)))
     rc = clattn__cl_fail(ctx, err, "clEnqueueReadBuffer", __FILE__, __LINE__);
   for (int i = 0; i < 2 && rc == CLATTN_OK; i++) {
     void *raw = malloc(pool * dims[i] * ce);
@@ -160,7 +154,7 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *state,
                               .softcap = d->softcap,
                               .alibi_slopes = d->alibi_slopes,
                               .sinks = d->sinks};
-  const cl_mem b[5] = {bufs[Q], c->k, c->v, bufs[KV_LENS], bufs[O]};
+  const cl_mem b[5] = {bufs[PA_Q], c->k, c->v, bufs[PA_LENS], bufs[PA_O]};
   return clattn__call(ctx, &clattn__family_prefill, &a, NULL, b, NULL);
 }
 

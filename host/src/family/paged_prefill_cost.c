@@ -23,9 +23,9 @@ clattn_status clattn__paged_prefill_cost(const void *desc, const void *plan,
                                          double *dram_reads) {
   const clattn_paged_desc *d = desc;
   const clattn__paged_prefill_plan *pl = plan;
-  const int i8 = clattn__paged_prefill_cache(d) == CLATTN_I8;
+  const int i8 = clattn__paged_cache_dtype(d) == CLATTN_I8;
   const double es = (double)clattn_dtype_size(d->dtype);
-  const double cs = (double)clattn_dtype_size(clattn__paged_prefill_cache(d));
+  const double cs = (double)clattn_dtype_size(clattn__paged_cache_dtype(d));
   const long B = d->batch, n = d->n_q, hkv = d->heads_kv;
   const long g = d->heads_q / d->heads_kv, rows = n * g;
   const long cap = (long)d->max_blocks * d->page_size;

@@ -80,3 +80,15 @@ int clattn__space_try(const clattn__family *F, const clattn__target *t,
   int i = clattn__space_add(s, r.v);
   return i < 0 ? -2 : i;
 }
+
+clattn__params clattn__resolved_none(const void *plan) {
+  (void)plan;
+  return (clattn__params){.v = {0}};
+}
+
+clattn_status clattn__space_none(const clattn__family *F, clattn__space *s) {
+  clattn__space_init_family(s, F);
+  const int none[1] = {0};
+  s->def = clattn__space_add(s, none);
+  return s->def < 0 ? CLATTN_ERR_NOMEM : CLATTN_OK;
+}

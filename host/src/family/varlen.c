@@ -173,12 +173,8 @@ static clattn_status parse_shape(const char *text, void *desc, char *why,
   int heads_q = 0, heads_kv;
   clattn__opts o;
   clattn_status rc;
-  if ((rc = clattn__shape_attn(text, SHAPE_KEYS, &s, why, cap)) ||
-      (rc = clattn__shape_int(text, "heads", 1, 1 << 16, &heads_q, why, cap)))
-    return rc;
-  heads_kv = heads_q;
-  if ((rc = clattn__shape_int(text, "kv-heads", 1, 1 << 16, &heads_kv, why,
-                              cap)) ||
+  if ((rc = clattn__shape_heads(text, SHAPE_KEYS, &s, &heads_q, &heads_kv, why,
+                                cap)) ||
       (rc = clattn__opts_shape(text, heads_q, &o, why, cap)))
     return rc;
   if (s.n_q < 1 || heads_q < 1 || s.head_dim_k < 1) {

@@ -14,7 +14,6 @@
 #include "family/varlen.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 enum { Q, K, V, CU_Q, CU_K, O };
 enum { PQ, PK, PV, PLENS, PO };
@@ -48,7 +47,6 @@ static void offsets(int batch, int total, int *cu) {
 
 static clattn_status create(clattn_ctx *ctx, const void *desc, void **state) {
   const clattn_varlen_desc *d = desc;
-  clattn_status rc = CLATTN_OK;
   cl_int err = CL_SUCCESS;
   char why[256];
   *state = NULL;
@@ -87,17 +85,12 @@ static clattn_status create(clattn_ctx *ctx, const void *desc, void **state) {
                              .causal = d->causal};
   CLATTN__OPTS_PUT(&p->pd, CLATTN__OPTS_OF(d));
   const clattn__family *F = &clattn__family_prefill;
-  const clattn__target t = clattn__ctx_target(ctx);
   clattn__buf_spec spec[CLATTN__MAX_BUFS];
-  if ((rc = F->check(&p->pd, why, sizeof why)) ||
-      (rc = F->plan(&t, &p->pd, NULL, p->plan, why, sizeof why)) ||
-      (F->fits && !F->fits(&t, &p->pd, p->plan, why, sizeof why) &&
-       (rc = CLATTN_ERR_UNSUPPORTED))) {
+  if (clattn__baseline_plan(ctx, F, &p->pd, p->plan, why, sizeof why)) {
     free(lens);
     destroy(p);
-    return clattn__fail(
-        ctx, rc == CLATTN_ERR_UNSUPPORTED ? rc : CLATTN_ERR_UNSUPPORTED,
-        "the padded baseline: %s", why);
+    return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED, "the padded baseline: %s",
+                        why);
   }
   F->buffers(&p->pd, spec);
   for (int i = 0; i < 5 && err == CL_SUCCESS; i++) {
@@ -161,10 +154,8 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *state,
   if (err != CL_SUCCESS)
     return clattn__cl_fail(ctx, err, "clEnqueueCopyBuffer(padded batch)",
                            __FILE__, __LINE__);
-  _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
-  memcpy(plan, p->plan, sizeof plan);
-  clattn_status rc =
-      clattn__family_prefill.enqueue(ctx, &p->pd, plan, 1, p->buf, NULL);
+  clattn_status rc = clattn__baseline_enqueue(ctx, &clattn__family_prefill,
+                                              &p->pd, p->plan, p->buf);
   if (rc)
     return rc;
   for (int b = 0; b < d->batch && err == CL_SUCCESS; b++) {
