@@ -184,3 +184,42 @@ def test_varlen_refusals(ctx, rng):
         ctx.varlen_attention(q, k, v, [0, 3, 2], [0, 3, 6])
     with pytest.raises(clattn.Error, match="cu_seqlens_k"):
         ctx.varlen_attention(q, k, v, [0, 2, 4], [0, 3, 5])
+
+
+def test_contiguous_int8_cache(ctx, rng):
+    # A contiguous BSHD int8 cache [batch, capacity, heads_kv, d] is a pool
+    # in order: pages of P rows, sequence b's table row b * capacity / P + j.
+    queue = ctx.queue
+    batch, capacity, heads_kv, heads_q, page = 3, 24, 2, 4, 8
+    blocks = capacity // page
+    table = (np.arange(batch)[:, None] * blocks + np.arange(blocks)).astype(np.int32)
+    caches = [cla.zeros(queue, (batch, capacity, heads_kv, d), np.int8) for d in (DK, DV)]
+    scales = [cla.zeros(queue, (batch, capacity, heads_kv), np.float32) for _ in range(2)]
+    pool = [c.reshape(batch * blocks, page, heads_kv, c.shape[3]) for c in caches]
+    pool_scales = [s.reshape(batch * blocks, page, heads_kv) for s in scales]
+    lens = np.array([5, 24, 13], np.int32)
+    k_all = rng.standard_normal((batch, capacity, heads_kv, DK)).astype(np.float32)
+    v_all = rng.standard_normal((batch, capacity, heads_kv, DV)).astype(np.float32)
+    # each sequence's rows appended as one chunk of its length's rows
+    n = int(lens.max())
+    k_new = np.zeros((batch, n, heads_kv, DK), np.float32)
+    v_new = np.zeros((batch, n, heads_kv, DV), np.float32)
+    for b, length in enumerate(lens):
+        k_new[b, n - length:] = k_all[b, :length]
+        v_new[b, n - length:] = v_all[b, :length]
+    # kv_lens - n + i: rows before a sequence's start fall below 0, unwritten
+    ctx.paged_append(cla.to_device(queue, k_new), cla.to_device(queue, v_new), *pool,
+                     table, lens, k_scale=pool_scales[0], v_scale=pool_scales[1])
+    k_back = caches[0].get().astype(np.float64) * scales[0].get()[..., None]
+    v_back = caches[1].get().astype(np.float64) * scales[1].get()[..., None]
+    for b, length in enumerate(lens):  # the contiguous cache holds the rows
+        step = np.abs(k_all[b, :length]).max(axis=-1, keepdims=True) / 127
+        assert (np.abs(k_back[b, :length] - k_all[b, :length]) <= 0.5 * step + 1e-6).all()
+        assert (caches[0].get()[b, length:] == 0).all()
+    q = rng.standard_normal((batch, 1, heads_q, DK)).astype(np.float32)
+    out = poison(cla.empty(queue, (batch, 1, heads_q, DV), np.float32))
+    ctx.paged_attention(cla.to_device(queue, q), *pool, cla.to_device(queue, table),
+                        cla.to_device(queue, lens), k_scale=pool_scales[0],
+                        v_scale=pool_scales[1], out=out)
+    want = reference.attention(q, k_back, v_back, kv_lens=lens)
+    assert_close(out.get(), want, "f32")
