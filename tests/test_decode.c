@@ -42,21 +42,53 @@ static const int ax_layout[] = {0, 1};
 static const clattn_dtype ax_dtype[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16};
 /* index 0: params = NULL (automatic) */
 static const clattn_params ax_params[] = {
-    {.size = sizeof(clattn_params)}, /* NULL */
+    {.size = sizeof(clattn_params)},              /* NULL */
     {.size = sizeof(clattn_params), .splits = 1}, /* one split */
     {.size = sizeof(clattn_params), .splits = 3}, /* several */
-    {.size = sizeof(clattn_params), .splits = 16}, /* many (more than rows for small caches) */
+    {.size = sizeof(clattn_params),
+     .splits = 16}, /* many (more than rows for small caches) */
     {.size = sizeof(clattn_params)}, /* all-zero params: automatic everything */
-    {.size = sizeof(clattn_params), .variant = 1, .keys = 32, .splits = 5}, /* variant 1, 32-key blocks, 5 splits */
-    {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .wg = 8}, /* variant 1, work-groups of 8, automatic splits */
-    {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 32, .splits = 3}, /* variant 1, 2 heads per P V pass (1 if G = 1) */
-    {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 2, .prefetch = 2}, /* variant 1, prefetch on (none if G = 1) */
-    {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 16, .splits = 3, .prefetch = 1}, /* variant 1, 2 heads a pass, prefetch off */
-    {.size = sizeof(clattn_params), .variant = 1, .rows = 16, .keys = 16, .splits = 3}, /* variant 1, the whole group a pass, by slices
+    {.size = sizeof(clattn_params),
+     .variant = 1,
+     .keys = 32,
+     .splits = 5}, /* variant 1, 32-key blocks, 5 splits */
+    {.size = sizeof(clattn_params),
+     .variant = 1,
+     .keys = 16,
+     .wg = 8}, /* variant 1, work-groups of 8, automatic splits */
+    {.size = sizeof(clattn_params),
+     .variant = 1,
+     .rows = 2,
+     .keys = 32,
+     .splits = 3}, /* variant 1, 2 heads per P V pass (1 if G = 1) */
+    {.size = sizeof(clattn_params),
+     .variant = 1,
+     .keys = 16,
+     .splits = 2,
+     .prefetch = 2}, /* variant 1, prefetch on (none if G = 1) */
+    {.size = sizeof(clattn_params),
+     .variant = 1,
+     .rows = 2,
+     .keys = 16,
+     .splits = 3,
+     .prefetch = 1}, /* variant 1, 2 heads a pass, prefetch off */
+    {.size = sizeof(clattn_params),
+     .variant = 1,
+     .rows = 16,
+     .keys = 16,
+     .splits = 3}, /* variant 1, the whole group a pass, by slices
 of the value dims (1 head if G = 1) */
     {.size = sizeof(clattn_params), .variant = 2}, /* variant 2, automatic */
-    {.size = sizeof(clattn_params), .variant = 2, .keys = 16, .wg = 64, .splits = 4}, /* variant 2, 64 items, 16-key tiles, 4 splits */
-    {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 256, .splits = 2}, /* variant 2, 256 items, 8-key tiles, 2 splits */
+    {.size = sizeof(clattn_params),
+     .variant = 2,
+     .keys = 16,
+     .wg = 64,
+     .splits = 4}, /* variant 2, 64 items, 16-key tiles, 4 splits */
+    {.size = sizeof(clattn_params),
+     .variant = 2,
+     .keys = 8,
+     .wg = 256,
+     .splits = 2}, /* variant 2, 256 items, 8-key tiles, 2 splits */
 };
 static const int ax_nnew[] = {1, 3, 16};
 
@@ -533,7 +565,9 @@ Test(decode, repeated_calls_set_changed_arguments) {
     cl_mem dq = tu_upload(ctx, q, nq, CLATTN_F32);
     cl_mem dl = tu_upload_int(ctx, lens, 1);
     cl_mem dout = tu_buffer(ctx, nq * 4);
-    const clattn_params p = {.size = sizeof(clattn_params), .keys = 16, .splits = 2}; /* one program */
+    const clattn_params p = {.size = sizeof(clattn_params),
+                             .keys = 16,
+                             .splits = 2}; /* one program */
     clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc),
                              .batch = b,
                              .capacity = cap,
@@ -824,6 +858,56 @@ Test(decode, options_bad_input) {
                "%s", clattn_ctx_errmsg(ctx));
   tu_release(dkc);
   tu_release(dvc);
+  tu_release(dq);
+  tu_release(dl);
+  tu_release(dout);
+  clattn_ctx_destroy(ctx);
+  free(x);
+}
+
+/* int8 is a paged cache's storage alone: the contiguous calls refuse it by
+ * name (CLATTN_ERR_UNSUPPORTED), nothing enqueued. */
+Test(decode, int8_refused_by_the_contiguous_calls) {
+  const int b = 1, cap = 20, h = 2, d = 8;
+  const int lens[1] = {20};
+  const size_t nc = (size_t)b * cap * h * d;
+  float *x = tu_alloc(nc * sizeof *x);
+  tu_rng r = tu_rng_seed(18);
+  tu_fill(&r, x, nc, 1.0f);
+  clattn_ctx *ctx = tu_ctx();
+  cl_mem dkc = tu_upload(ctx, x, nc, CLATTN_F32);
+  cl_mem dq = tu_upload(ctx, x, (size_t)b * h * d, CLATTN_F32);
+  cl_mem dl = tu_upload_int(ctx, lens, 1);
+  const size_t ob = (size_t)b * h * d * 4;
+  cl_mem dout = tu_sentinel(ctx, (size_t)b * h * d, CLATTN_F32, 0xff);
+  const clattn_decode_desc dd = {.size = sizeof dd,
+                                 .batch = b,
+                                 .capacity = cap,
+                                 .heads_q = h,
+                                 .heads_kv = h,
+                                 .head_dim_k = d,
+                                 .head_dim_v = d,
+                                 .dtype = CLATTN_I8};
+  const clattn_attn_desc ad = {.size = sizeof ad,
+                               .batch = b,
+                               .n_q = 1,
+                               .n_kv = cap,
+                               .heads_q = h,
+                               .heads_kv = h,
+                               .head_dim_k = d,
+                               .head_dim_v = d,
+                               .dtype = CLATTN_I8};
+  const clattn_status st[3] = {
+      clattn_decode(ctx, &dd, dq, dkc, dkc, dl, dout, NULL),
+      clattn_attention(ctx, &ad, dq, dkc, dkc, NULL, dout, NULL),
+      clattn_kv_append(ctx, &dd, 1, dq, dq, dl, dkc, dkc, NULL)};
+  for (int i = 0; i < 3; i++)
+    cr_expect_eq(st[i], CLATTN_ERR_UNSUPPORTED, "call %d: status %d", i,
+                 (int)st[i]);
+  cr_expect(strstr(clattn_ctx_errmsg(ctx), "i8") != NULL, "message '%s'",
+            clattn_ctx_errmsg(ctx));
+  cr_expect(tu_untouched(ctx, dout, ob, 0xff), "output written");
+  tu_release(dkc);
   tu_release(dq);
   tu_release(dl);
   tu_release(dout);
