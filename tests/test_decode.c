@@ -42,53 +42,21 @@ static const int ax_layout[] = {0, 1};
 static const clattn_dtype ax_dtype[] = {CLATTN_F32, CLATTN_F16, CLATTN_BF16};
 /* index 0: params = NULL (automatic) */
 static const clattn_params ax_params[] = {
-    {.size = sizeof(clattn_params)},              /* NULL */
+    {.size = sizeof(clattn_params)}, /* NULL */
     {.size = sizeof(clattn_params), .splits = 1}, /* one split */
     {.size = sizeof(clattn_params), .splits = 3}, /* several */
-    {.size = sizeof(clattn_params),
-     .splits = 16}, /* many (more than rows for small caches) */
+    {.size = sizeof(clattn_params), .splits = 16}, /* many (more than rows for small caches) */
     {.size = sizeof(clattn_params)}, /* all-zero params: automatic everything */
-    {.size = sizeof(clattn_params),
-     .variant = 1,
-     .keys = 32,
-     .splits = 5}, /* variant 1, 32-key blocks, 5 splits */
-    {.size = sizeof(clattn_params),
-     .variant = 1,
-     .keys = 16,
-     .wg = 8}, /* variant 1, work-groups of 8, automatic splits */
-    {.size = sizeof(clattn_params),
-     .variant = 1,
-     .rows = 2,
-     .keys = 32,
-     .splits = 3}, /* variant 1, 2 heads per P V pass (1 if G = 1) */
-    {.size = sizeof(clattn_params),
-     .variant = 1,
-     .keys = 16,
-     .splits = 2,
-     .prefetch = 2}, /* variant 1, prefetch on (none if G = 1) */
-    {.size = sizeof(clattn_params),
-     .variant = 1,
-     .rows = 2,
-     .keys = 16,
-     .splits = 3,
-     .prefetch = 1}, /* variant 1, 2 heads a pass, prefetch off */
-    {.size = sizeof(clattn_params),
-     .variant = 1,
-     .rows = 16,
-     .keys = 16,
-     .splits = 3}, /* variant 1, the whole group a pass, by slices
+    {.size = sizeof(clattn_params), .variant = 1, .keys = 32, .splits = 5}, /* variant 1, 32-key blocks, 5 splits */
+    {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .wg = 8}, /* variant 1, work-groups of 8, automatic splits */
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 32, .splits = 3}, /* variant 1, 2 heads per P V pass (1 if G = 1) */
+    {.size = sizeof(clattn_params), .variant = 1, .keys = 16, .splits = 2, .prefetch = 2}, /* variant 1, prefetch on (none if G = 1) */
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 2, .keys = 16, .splits = 3, .prefetch = 1}, /* variant 1, 2 heads a pass, prefetch off */
+    {.size = sizeof(clattn_params), .variant = 1, .rows = 16, .keys = 16, .splits = 3}, /* variant 1, the whole group a pass, by slices
 of the value dims (1 head if G = 1) */
     {.size = sizeof(clattn_params), .variant = 2}, /* variant 2, automatic */
-    {.size = sizeof(clattn_params),
-     .variant = 2,
-     .keys = 16,
-     .wg = 64,
-     .splits = 4}, /* variant 2, 64 items, 16-key tiles, 4 splits */
-    {.size = sizeof(clattn_params),
-     .variant = 2,
-     .keys = 8,
-     .wg = 256,
-     .splits = 2}, /* variant 2, 256 items, 8-key tiles, 2 splits */
+    {.size = sizeof(clattn_params), .variant = 2, .keys = 16, .wg = 64, .splits = 4}, /* variant 2, 64 items, 16-key tiles, 4 splits */
+    {.size = sizeof(clattn_params), .variant = 2, .keys = 8, .wg = 256, .splits = 2}, /* variant 2, 256 items, 8-key tiles, 2 splits */
 };
 static const int ax_nnew[] = {1, 3, 16};
 
@@ -565,9 +533,7 @@ Test(decode, repeated_calls_set_changed_arguments) {
     cl_mem dq = tu_upload(ctx, q, nq, CLATTN_F32);
     cl_mem dl = tu_upload_int(ctx, lens, 1);
     cl_mem dout = tu_buffer(ctx, nq * 4);
-    const clattn_params p = {.size = sizeof(clattn_params),
-                             .keys = 16,
-                             .splits = 2}; /* one program */
+    const clattn_params p = {.size = sizeof(clattn_params), .keys = 16, .splits = 2}; /* one program */
     clattn_decode_desc dd = {.size = sizeof(clattn_decode_desc),
                              .batch = b,
                              .capacity = cap,
