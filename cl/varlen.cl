@@ -57,9 +57,6 @@
 #ifndef CAUSAL
 #define CAUSAL 0
 #endif
-#ifndef LD
-#define LD 16
-#endif
 #if KB % 16
 #error "KB must be a multiple of 16"
 #endif
@@ -109,18 +106,19 @@ inline int find_tile(__global const int *cu_q, __global const int *cu_k,
   return 1;
 }
 
-/* Variant 1's staging: kt[c][DK][LD] (K transposed) and vc[c][LD][DV],
- * float32, of all total_k packed keys, zeros past them (LD covers a tile
- * started at any sequence's last key).  One work-item per 16 keys.
- * Global size (LD / 16, hkv). */
+/* Variant 1's staging: kt[c][DK][ld] (K transposed) and vc[c][ld][DV],
+ * float32, of all total_k packed keys, zeros past them (ld covers a tile
+ * started at any sequence's last key; an argument, not a define, since it
+ * follows total_k, which changes from call to call).  One work-item per 16
+ * keys.  Global size (ld / 16, hkv). */
 __kernel void varlen_stage(__global const stor_t *k, __global const stor_t *v,
                            __global float *kt, __global float *vc,
-                           int total_k, int hkv) {
+                           int total_k, int hkv, int ld) {
   const int t0 = get_global_id(0) * 16, c = get_global_id(1);
-  if (t0 >= LD)
+  if (t0 >= ld)
     return;
-  __global float *ko = kt + (long)c * DK * LD + t0;
-  __global float *vo = vc + ((long)c * LD + t0) * DV;
+  __global float *ko = kt + (long)c * DK * ld + t0;
+  __global float *vo = vc + ((long)c * ld + t0) * DV;
   float blk[DK][16];
   for (int u = 0; u < 16; u++) {
     const int t = t0 + u;
@@ -143,7 +141,7 @@ __kernel void varlen_stage(__global const stor_t *k, __global const stor_t *v,
     }
   }
   for (int d = 0; d < DK; d++)
-    vstore16(vload16(0, blk[d]), 0, ko + (long)d * LD);
+    vstore16(vload16(0, blk[d]), 0, ko + (long)d * ld);
 }
 
 /* Variant 1: each work-item owns RPI rows of its group's tile and streams
@@ -155,7 +153,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 varlen_fwd_staged(__global const stor_t *q, __global const float *kt,
                   __global const float *vc, __global const int *cu_q,
                   __global const int *cu_k, __global stor_t *o, int batch,
-                  int total_q, int total_k, int hkv, float scale_log2,
+                  int total_q, int total_k, int hkv, int ld, float scale_log2,
                   OPT_ARGS) {
   const int c = get_global_id(1);
   int q0, k0, n, m, i0, rows;
@@ -189,8 +187,8 @@ varlen_fwd_staged(__global const stor_t *q, __global const float *kt,
   }
   const int kbeg = key_start(pos[0], window);
   const int kend = lim[RPI - 1];
-  __global const float *ktb = kt + (long)c * DK * LD + k0;
-  __global const float *vcb = vc + ((long)c * LD + k0) * DV;
+  __global const float *ktb = kt + (long)c * DK * ld + k0;
+  __global const float *vcb = vc + ((long)c * ld + k0) * DV;
   const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
                              14, 15);
   float p[RPI][KB];
@@ -206,7 +204,7 @@ varlen_fwd_staged(__global const stor_t *q, __global const float *kt,
       float16 kv[NKV];
 #pragma unroll
       for (int u = 0; u < NKV; u++)
-        kv[u] = vload16(0, ktb + (long)d * LD + t0 + 16 * u);
+        kv[u] = vload16(0, ktb + (long)d * ld + t0 + 16 * u);
 #pragma unroll
       for (int r = 0; r < RPI; r++) {
         const float16 qv = (float16)(qs[r][d]);

@@ -23,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       fuzz_fail("npy_read failed but left data");
     return 0;
   }
-  if (a.dtype != NPY_F32 && a.dtype != NPY_F16 && a.dtype != NPY_I32)
+  if (a.dtype != NPY_F32 && a.dtype != NPY_F16 && a.dtype != NPY_I32 &&
+      a.dtype != NPY_I8)
     fuzz_fail("npy_read accepted dtype %d", (int)a.dtype);
   if (a.ndim < 0 || a.ndim > NPY_MAX_DIMS)
     fuzz_fail("npy_read accepted rank %d", a.ndim);

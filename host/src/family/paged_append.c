@@ -50,18 +50,10 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   if ((rc = clattn__check_heads(d->heads_kv, d->heads_kv, d->head_dim_k,
                                 d->head_dim_v, d->dtype, why, cap)))
     return rc;
-  if (!clattn__paged_cache_ok(d)) {
-    snprintf(why, cap,
-             "cache_dtype %d: the cache stores dtype (0) or int8 "
-             "(CLATTN_I8)",
-             (int)d->cache_dtype);
-    return CLATTN_ERR_INVALID_ARG;
-  }
-  if (!clattn__paged_page_ok(d)) {
-    snprintf(why, cap, "page_size %d: not a power of two from 1 to 256",
-             d->page_size);
-    return CLATTN_ERR_SHAPE;
-  }
+  if ((rc = clattn__paged_check_cache(d, why, cap)))
+    return rc;
+  if ((rc = clattn__paged_check_page(d, why, cap)))
+    return rc;
   if ((rc = clattn__paged_check_blocks(d, why, cap)))
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);

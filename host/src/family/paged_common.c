@@ -1,6 +1,7 @@
 /* paged_common.c - what the paged families share (paged_common.h). */
 #include "family/paged_common.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -12,18 +13,43 @@ int clattn__paged_page_ok(const clattn_paged_desc *d) {
   return clattn__is_pow2(d->page_size) && d->page_size <= 256;
 }
 
-int clattn__paged_cache_ok(const clattn_paged_desc *d) {
-  return d->cache_dtype == CLATTN_F32 || d->cache_dtype == d->dtype ||
-         d->cache_dtype == CLATTN_I8;
+clattn_status clattn__paged_check_page(const clattn_paged_desc *d, char *why,
+                                       size_t cap) {
+  if (clattn__paged_page_ok(d))
+    return CLATTN_OK;
+  snprintf(why, cap, "page_size %d: not a power of two from 1 to 256",
+           d->page_size);
+  return CLATTN_ERR_SHAPE;
+}
+
+clattn_status clattn__paged_check_cache(const clattn_paged_desc *d, char *why,
+                                        size_t cap) {
+  if (d->cache_dtype == CLATTN_F32 || d->cache_dtype == d->dtype ||
+      d->cache_dtype == CLATTN_I8)
+    return CLATTN_OK;
+  snprintf(why, cap,
+           "cache_dtype %d: expected 0 (the dtype's) or CLATTN_I8 (int8 "
+           "with scales)",
+           (int)d->cache_dtype);
+  /* a storage type the call cannot honour, or no storage type at all */
+  return clattn_dtype_size(d->cache_dtype) ? CLATTN_ERR_UNSUPPORTED
+                                           : CLATTN_ERR_INVALID_ARG;
 }
 
 clattn_status clattn__paged_check_blocks(const clattn_paged_desc *d, char *why,
                                          size_t cap) {
-  if (d->num_blocks >= 1 && d->max_blocks >= 1)
-    return CLATTN_OK;
-  snprintf(why, cap, "num_blocks (%d) and max_blocks (%d) must be >= 1",
-           d->num_blocks, d->max_blocks);
-  return CLATTN_ERR_SHAPE;
+  if (d->num_blocks < 1 || d->max_blocks < 1) {
+    snprintf(why, cap, "num_blocks (%d) and max_blocks (%d) must be >= 1",
+             d->num_blocks, d->max_blocks);
+    return CLATTN_ERR_SHAPE;
+  }
+  /* a length is an int32 (the pool and the table are indexed in 64 bits) */
+  if (clattn__paged_capacity(d) > INT_MAX) {
+    snprintf(why, cap, "max_blocks * page_size (%ld) must fit an int32",
+             clattn__paged_capacity(d));
+    return CLATTN_ERR_SHAPE;
+  }
+  return CLATTN_OK;
 }
 
 long clattn__paged_capacity(const clattn_paged_desc *d) {

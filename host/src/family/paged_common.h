@@ -29,13 +29,18 @@ enum {
 /* The cache's storage type of d (cache_dtype 0 is dtype's). */
 clattn_dtype clattn__paged_cache_dtype(const clattn_paged_desc *d);
 
-/* The rules of a description that every paged family checks (each family
- * with its own message): a page size that is a power of two from 1 to 256,
- * and a cache type of 0 (the dtype's), the dtype itself or CLATTN_I8. */
+/* The rules of a description that every paged family checks: a page size
+ * that is a power of two from 1 to 256 (CLATTN_ERR_SHAPE naming page_size),
+ * and a cache type of 0 (the dtype's), the dtype itself or CLATTN_I8
+ * (CLATTN_ERR_UNSUPPORTED for another storage type, CLATTN_ERR_INVALID_ARG
+ * for a number that is none). */
 int clattn__paged_page_ok(const clattn_paged_desc *d);
-int clattn__paged_cache_ok(const clattn_paged_desc *d);
-/* CLATTN_ERR_SHAPE naming num_blocks and max_blocks when either is below 1
- * (paged-decode's and paged-append's message). */
+clattn_status clattn__paged_check_page(const clattn_paged_desc *d, char *why,
+                                       size_t cap);
+clattn_status clattn__paged_check_cache(const clattn_paged_desc *d, char *why,
+                                        size_t cap);
+/* CLATTN_ERR_SHAPE naming num_blocks and max_blocks when either is below 1,
+ * or their capacity max_blocks * page_size when it passes an int32. */
 clattn_status clattn__paged_check_blocks(const clattn_paged_desc *d, char *why,
                                          size_t cap);
 

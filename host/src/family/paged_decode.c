@@ -34,27 +34,12 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   if ((rc = clattn__check_heads(d->heads_q, d->heads_kv, d->head_dim_k,
                                 d->head_dim_v, d->dtype, why, cap)))
     return rc;
-  if (!clattn__paged_cache_ok(d)) {
-    snprintf(why, cap,
-             "cache_dtype %d: expected 0 (the dtype's) or CLATTN_I8 (int8 "
-             "with scales)",
-             (int)d->cache_dtype);
-    return clattn_dtype_size(d->cache_dtype) ? CLATTN_ERR_UNSUPPORTED
-                                             : CLATTN_ERR_INVALID_ARG;
-  }
-  if (!clattn__paged_page_ok(d)) {
-    snprintf(why, cap, "page_size = %d: a power of two from 1 to 256",
-             d->page_size);
-    return CLATTN_ERR_SHAPE;
-  }
+  if ((rc = clattn__paged_check_cache(d, why, cap)))
+    return rc;
+  if ((rc = clattn__paged_check_page(d, why, cap)))
+    return rc;
   if ((rc = clattn__paged_check_blocks(d, why, cap)))
     return rc;
-  /* a length is an int32 (the pool and the table are indexed in 64 bits) */
-  if (clattn__paged_capacity(d) > INT_MAX) {
-    snprintf(why, cap, "max_blocks * page_size (%ld) must fit an int32",
-             clattn__paged_capacity(d));
-    return CLATTN_ERR_SHAPE;
-  }
   if ((rc = clattn__check_scale(d->scale, why, cap)))
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);

@@ -23,20 +23,14 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
              d->batch, d->n_q, d->num_blocks, d->max_blocks);
     return CLATTN_ERR_SHAPE;
   }
-  if (!clattn__paged_page_ok(d)) {
-    snprintf(why, cap, "page_size (%d) must be a power of two from 1 to 256",
-             d->page_size);
-    return CLATTN_ERR_SHAPE;
-  }
+  if ((rc = clattn__paged_check_page(d, why, cap)) ||
+      (rc = clattn__paged_check_blocks(d, why, cap)))
+    return rc;
   if ((rc = clattn__check_heads(d->heads_q, d->heads_kv, d->head_dim_k,
                                 d->head_dim_v, d->dtype, why, cap)))
     return rc;
-  if (!clattn__paged_cache_ok(d)) {
-    snprintf(why, cap,
-             "cache_dtype (%d): expected 0 (the dtype's) or CLATTN_I8",
-             (int)d->cache_dtype);
-    return CLATTN_ERR_INVALID_ARG;
-  }
+  if ((rc = clattn__paged_check_cache(d, why, cap)))
+    return rc;
   if ((rc = clattn__check_scale(d->scale, why, cap)))
     return rc;
   const clattn__opts o = CLATTN__OPTS_OF(d);

@@ -324,8 +324,6 @@ static void options(const clattn_varlen_desc *d, const clattn__varlen_plan *pl,
   clattn__def(df, "BQ", pl->bq);
   clattn__def(df, "KB", pl->kb);
   clattn__def(df, "WG", pl->wg);
-  if (pl->variant == 1)
-    clattn__def(df, "LD", pl->ld);
   const clattn__opts o = CLATTN__OPTS_OF(d);
   clattn__opts_defs(&o, df);
 }
@@ -347,10 +345,10 @@ static clattn_status stage(clattn_ctx *ctx, const clattn_varlen_desc *d,
       (rc = clattn__scratch(ctx, 3, vcb, vc)))
     return rc;
   const cl_mem sb[4] = {bufs[K], bufs[V], *kt, *vc};
-  const cl_int si[2] = {d->total_k, d->heads_kv};
+  const cl_int si[3] = {d->total_k, d->heads_kv, pl->ld};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, st, &a, 4, sizeof(cl_mem), sb)) ||
-      (rc = clattn__scalars(ctx, st, &a, 2, sizeof(cl_int), si)))
+      (rc = clattn__scalars(ctx, st, &a, 3, sizeof(cl_int), si)))
     return rc;
   const size_t gws[2] = {(size_t)pl->ld / 16, (size_t)d->heads_kv};
   const size_t one[2] = {1, 1};
@@ -395,12 +393,14 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
   }
   const float scale = clattn__kernel_scale(d->scale, d->head_dim_k);
   const clattn__opts opts = CLATTN__OPTS_OF(d);
-  const cl_int ci[4] = {d->batch, d->total_q, d->total_k, d->heads_kv};
+  /* the staged kernel's row length ld follows the ints */
+  const cl_int ci[5] = {d->batch, d->total_q, d->total_k, d->heads_kv, pl->ld};
   const cl_mem rest[3] = {bufs[CU_Q], bufs[CU_K], bufs[O]};
   cl_uint a = 0;
   if ((rc = clattn__args(ctx, kern, &a, 3, sizeof(cl_mem), in)) ||
       (rc = clattn__args(ctx, kern, &a, 3, sizeof(cl_mem), rest)) ||
-      (rc = clattn__scalars(ctx, kern, &a, 4, sizeof(cl_int), ci)) ||
+      (rc = clattn__scalars(ctx, kern, &a, pl->variant == 1 ? 5 : 4,
+                            sizeof(cl_int), ci)) ||
       (rc = clattn__scalars(ctx, kern, &a, 1, sizeof(cl_float), &scale)) ||
       (rc = clattn__opts_args(ctx, kern, &a, &opts, d->heads_q)))
     return rc;
