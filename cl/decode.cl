@@ -436,8 +436,10 @@ inline void pv_slice(vfloat *a, vfloat vs, const float *sc, int t) {
 #define PREFETCH_LINE(p) __builtin_prefetch((p), 0, 2)
 #define PREFETCH_L1(p) __builtin_prefetch((p), 0, 3)
 #else
-#define PREFETCH_LINE(p) prefetch((p), 64)
-#define PREFETCH_L1(p) prefetch((p), 64)
+/* as bytes: prefetch() has no overload for half pointers without
+ * cl_khr_fp16, and a call on one is ambiguous (NVIDIA) */
+#define PREFETCH_LINE(p) prefetch((const __global uchar *)(p), 64)
+#define PREFETCH_L1(p) prefetch((const __global uchar *)(p), 64)
 #endif
 #define LPR_K ((DK * (int)sizeof(stor_t) + 63) / 64) /* 64-byte lines a row */
 #define LPR_V ((DV * (int)sizeof(stor_t) + 63) / 64)
@@ -866,8 +868,16 @@ __kernel void decode_combine(__global const float *opart,
   __global const float *ls = lse + (long)row * S;
   const float sink2 = sink_logit2(sinks, row % heads);
   float lmax = sink2; /* -inf without a sink */
-  for (int s = 0; s < S; s++)
+  int nan_split = 0;
+  for (int s = 0; s < S; s++) {
     lmax = max(lmax, ls[s]);
+    nan_split |= isnan(ls[s]);
+  }
+  /* max() may drop a NaN (NVIDIA's does): a split that met a NaN logit
+   * makes the row NaN, as a single pass would (clattn.h, non-finite
+   * inputs) */
+  if (nan_split)
+    lmax = NAN;
   vfloat sum = (vfloat)(0.0f);
   float z = 0.0f;
   if (lmax != -INFINITY) {

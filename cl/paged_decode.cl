@@ -108,7 +108,9 @@ inline int2 pd_split_pages(int lo, int L, int s, int S) {
 #if defined(__x86_64__) || defined(__aarch64__)
 #define PD_PREFETCH(p) __builtin_prefetch((p), 0, 2)
 #else
-#define PD_PREFETCH(p) prefetch((p), 1)
+/* as bytes: prefetch() has no overload for half pointers without
+ * cl_khr_fp16, and a call on one is ambiguous (NVIDIA) */
+#define PD_PREFETCH(p) prefetch((const __global uchar *)(p), 64)
 #endif
 #define PD_LINE (64 / (int)sizeof(cstor_t)) /* elements a 64-byte line */
 #define PD_PF_ROWS (PAGE < 32 ? PAGE : 32)
@@ -311,8 +313,16 @@ __kernel void paged_decode_combine(__global const float *opart,
   __global const float *ls = lse + (long)row * S;
   const float sink2 = sink_logit2(sinks, row % heads);
   float lmax = sink2; /* -inf without a sink */
-  for (int s = 0; s < S; s++)
+  int nan_split = 0;
+  for (int s = 0; s < S; s++) {
     lmax = max(lmax, ls[s]);
+    nan_split |= isnan(ls[s]);
+  }
+  /* max() may drop a NaN (NVIDIA's does): a split that met a NaN logit
+   * makes the row NaN, as a single pass would (clattn.h, non-finite
+   * inputs) */
+  if (nan_split)
+    lmax = NAN;
   vfloat sum = (vfloat)(0.0f);
   float z = 0.0f;
   if (lmax != -INFINITY) {
