@@ -14,7 +14,7 @@ enum {
   CLI_FAIL = 1,         /* run-time failure: device, file, database */
   CLI_USAGE = 2,        /* bad command line, shape or input file */
   CLI_CHECK = 3,        /* --check: error above the tolerance */
-  CLI_INTERRUPTED = 130 /* stopped by SIGINT (tune), the shells' 128 + 2 */
+  CLI_INTERRUPTED = 130 /* stopped by SIGINT (tune, bench), the shells' 128 + 2 */
 };
 
 typedef struct cli_opts {
