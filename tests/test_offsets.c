@@ -187,6 +187,9 @@ static const refusal refusals[] = {
      "batch=1 kv-seq=1073741824 new=1073741824 heads=2 kv-heads=2 "
      "head-dim=1 page=16",
      "n_q x heads_kv", "2^31 - 1"},
+    /* the expert routing's schedule */
+    {"cvmm", "seq=268435456 heads=1 head-dim=1 model-dim=1 experts=2 topk=1",
+     "rows x heads x experts", "2^28"},
     /* a tensor past 2^62 bytes (a size_t product that would overflow) */
     {"decode",
      "batch=1048576 kv-seq=1073741824 heads=65536 kv-heads=65536 "
