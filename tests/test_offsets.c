@@ -169,37 +169,38 @@ typedef struct refusal {
 static const refusal refusals[] = {
     /* an int32 count of the kernels past 2^31 - 1 */
     {"prefill", "batch=1 seq=1073741824 kv-seq=1 heads=2 kv-heads=1 head-dim=1",
-     "n_q x heads_q", "2^31 - 1"},
+     "n_q x heads_q", "at most 2^31 - 1"},
     {"prefill", "batch=1048576 seq=1 kv-seq=1 heads=2048 kv-heads=1 head-dim=1",
-     "batch x heads_q", "2^31 - 1"},
+     "batch x heads_q", "at most 2^31 - 1"},
     {"decode", "batch=1048576 kv-seq=1 heads=2048 kv-heads=1 head-dim=1",
-     "batch x heads_q", "2^31 - 1"},
+     "batch x heads_q", "at most 2^31 - 1"},
     {"efficient-decode",
      "batch=1048576 kv-seq=1 heads=2048 kv-heads=1 head-dim=1",
-     "batch x heads_q", "2^31 - 1"},
+     "batch x heads_q", "at most 2^31 - 1"},
     {"append", "batch=1 kv-seq=1 heads=2 kv-heads=2 head-dim=1 new=1073741824",
-     "n_new x max(heads_k, heads_v)", "2^31 - 1"},
+     "n_new x max(heads_k, heads_v)", "at most 2^31 - 1"},
     {"paged-prefill",
      "batch=1 seq=1073741824 kv-seq=1073741824 heads=2 kv-heads=1 "
      "head-dim=1 page=16",
-     "n_q x heads_q", "2^31 - 1"},
+     "n_q x heads_q", "at most 2^31 - 1"},
     {"paged-append",
      "batch=1 kv-seq=1073741824 new=1073741824 heads=2 kv-heads=2 "
      "head-dim=1 page=16",
-     "n_q x heads_kv", "2^31 - 1"},
+     "n_q x heads_kv", "at most 2^31 - 1"},
     /* the expert routing's schedule */
     {"cvmm", "seq=268435456 heads=1 head-dim=1 model-dim=1 experts=2 topk=1",
-     "rows x heads x experts", "2^28"},
+     "rows x heads x experts", "at most 2^28"},
     /* a tensor past 2^62 bytes (a size_t product that would overflow) */
     {"decode",
      "batch=1048576 kv-seq=1073741824 heads=65536 kv-heads=65536 "
      "head-dim=512",
-     "k_cache", "2^62 bytes"},
+     "k_cache", "limit of 2^62 bytes"},
     {"prefill",
      "batch=1048576 seq=1 kv-seq=1073741824 heads=65536 kv-heads=65536 "
      "head-dim=512",
-     "k:", "2^62 bytes"},
-    {"projection", "m=2147483647 n=2147483647 k=1", "out", "2^62 bytes"},
+     "k:", "limit of 2^62 bytes"},
+    {"projection", "m=2147483647 n=2147483647 k=1", "out",
+     "limit of 2^62 bytes"},
 };
 
 Test(offsets, counts_past_their_limit_refused_by_name) {

@@ -59,7 +59,8 @@ clattn_status clattn__check_tensor(const char *name, size_t es, long a, long b,
   if (clattn__bytes(es, a, b, c, d))
     return CLATTN_OK;
   snprintf(why, cap,
-           "%s: %ld x %ld x %ld x %ld elements of %zu bytes pass 2^62 bytes",
+           "%s: %ld x %ld x %ld x %ld elements of %zu bytes overflow the "
+           "limit of 2^62 bytes",
            name, a, b, c, d, es);
   return CLATTN_ERR_SHAPE;
 }
@@ -69,8 +70,8 @@ clattn_status clattn__check_int32(const char *what, long long v, char *why,
   if (v <= INT32_MAX)
     return CLATTN_OK;
   snprintf(why, cap,
-           "%s (%lld) passes 2^31 - 1, the largest count the kernels hold in "
-           "an int32",
+           "%s (%lld) overflows the int32 the kernels hold it in (at most "
+           "2^31 - 1)",
            what, v);
   return CLATTN_ERR_SHAPE;
 }

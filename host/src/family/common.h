@@ -19,10 +19,10 @@ clattn_status clattn__check_dtype(clattn_dtype dt, char *why, size_t cap);
 clattn_status clattn__check_scale(float scale, char *why, size_t cap);
 /* The size limits of docs/ARCHITECTURE.md ("Offsets and size limits"): the
  * kernels compute every offset into a buffer in 64 bits, so a tensor is
- * refused (CLATTN_ERR_SHAPE, naming it) only when its es * a * b * c * d
- * bytes pass 2^62 (clattn__bytes); a count the kernels hold in an int32
- * (a work-item index, a position, a row of partials) is refused, naming
- * it, when it passes 2^31 - 1. */
+ * refused (CLATTN_ERR_SHAPE, naming it and "overflow") only when its
+ * es * a * b * c * d bytes pass 2^62 (clattn__bytes); a count the kernels
+ * hold in an int32 (a work-item index, a position, a row of partials) is
+ * refused, naming it, when it passes 2^31 - 1. */
 clattn_status clattn__check_tensor(const char *name, size_t es, long a, long b,
                                    long c, long d, char *why, size_t cap);
 clattn_status clattn__check_int32(const char *what, long long v, char *why,

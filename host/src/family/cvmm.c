@@ -67,8 +67,8 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   const long long entries = (long long)d->rows * d->heads * d->topk;
   if (buckets > (1LL << 28) || entries > (1LL << 28)) {
     snprintf(why, cap,
-             "rows x heads x experts (%lld) or x topk (%lld) passes 2^28, "
-             "the routing's int32 schedule",
+             "rows x heads x experts (%lld) or x topk (%lld) overflows the "
+             "routing's int32 schedule (at most 2^28)",
              buckets, entries);
     return CLATTN_ERR_SHAPE;
   }
