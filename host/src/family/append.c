@@ -66,14 +66,17 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   /* the kernel's first index is (row, head) as an int */
   const int hm = a->heads_k > a->heads_v ? a->heads_k : a->heads_v;
   const size_t es = clattn_dtype_size(a->dtype);
-  if (!clattn__bytes(es, a->batch, a->capacity, a->heads_k, a->head_dim_k) ||
-      !clattn__bytes(es, a->batch, a->capacity, a->heads_v, a->head_dim_v) ||
-      !clattn__bytes(es, a->batch, a->n_new, a->heads_k, a->head_dim_k) ||
-      !clattn__bytes(es, a->batch, a->n_new, a->heads_v, a->head_dim_v) ||
-      (long long)a->n_new * hm > INT32_MAX) {
-    snprintf(why, cap, "tensor sizes overflow");
-    return CLATTN_ERR_SHAPE;
-  }
+  if ((rc = clattn__check_tensor("k_cache", es, a->batch, a->capacity,
+                                 a->heads_k, a->head_dim_k, why, cap)) ||
+      (rc = clattn__check_tensor("v_cache", es, a->batch, a->capacity,
+                                 a->heads_v, a->head_dim_v, why, cap)) ||
+      (rc = clattn__check_tensor("k_new", es, a->batch, a->n_new, a->heads_k,
+                                 a->head_dim_k, why, cap)) ||
+      (rc = clattn__check_tensor("v_new", es, a->batch, a->n_new, a->heads_v,
+                                 a->head_dim_v, why, cap)) ||
+      (rc = clattn__check_int32("n_new x max(heads_k, heads_v)",
+                                (long long)a->n_new * hm, why, cap)))
+    return rc;
   return CLATTN_OK;
 }
 

@@ -1,7 +1,9 @@
 /* common.c - helpers the family rooms share (common.h). */
 #include "family/common.h"
+#include "base/base.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +52,28 @@ clattn_status clattn__check_scale(float scale, char *why, size_t cap) {
     return CLATTN_ERR_INVALID_ARG;
   }
   return CLATTN_OK;
+}
+
+clattn_status clattn__check_tensor(const char *name, size_t es, long a, long b,
+                                   long c, long d, char *why, size_t cap) {
+  if (clattn__bytes(es, a, b, c, d))
+    return CLATTN_OK;
+  snprintf(why, cap,
+           "%s: %ld x %ld x %ld x %ld elements of %zu bytes overflow the "
+           "limit of 2^62 bytes",
+           name, a, b, c, d, es);
+  return CLATTN_ERR_SHAPE;
+}
+
+clattn_status clattn__check_int32(const char *what, long long v, char *why,
+                                  size_t cap) {
+  if (v <= INT32_MAX)
+    return CLATTN_OK;
+  snprintf(why, cap,
+           "%s (%lld) overflows the int32 the kernels hold it in (at most "
+           "2^31 - 1)",
+           what, v);
+  return CLATTN_ERR_SHAPE;
 }
 
 int clattn__is_layout(clattn_layout l) {

@@ -17,6 +17,16 @@ clattn_status clattn__check_heads(int hq, int hkv, int dk, int dv,
 clattn_status clattn__check_dtype(clattn_dtype dt, char *why, size_t cap);
 /* A logit scale: finite and >= 0 (0: 1/sqrt(k)). */
 clattn_status clattn__check_scale(float scale, char *why, size_t cap);
+/* The size limits of docs/ARCHITECTURE.md ("Offsets and size limits"): the
+ * kernels compute every offset into a buffer in 64 bits, so a tensor is
+ * refused (CLATTN_ERR_SHAPE, naming it and "overflow") only when its
+ * es * a * b * c * d bytes pass 2^62 (clattn__bytes); a count the kernels
+ * hold in an int32 (a work-item index, a position, a row of partials) is
+ * refused, naming it, when it passes 2^31 - 1. */
+clattn_status clattn__check_tensor(const char *name, size_t es, long a, long b,
+                                   long c, long d, char *why, size_t cap);
+clattn_status clattn__check_int32(const char *what, long long v, char *why,
+                                  size_t cap);
 int clattn__is_layout(clattn_layout l);
 /* The scale the kernels take: (scale or 1/sqrt(dk)) * log2(e). */
 float clattn__kernel_scale(float scale, int dk);

@@ -63,19 +63,33 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   }
   /* the routing indexes rows * heads * experts buckets and 4 rows * heads
    * * topk entries in int32 */
-  if ((long long)d->rows * d->heads * d->experts > (1LL << 28) ||
-      (long long)d->rows * d->heads * d->topk > (1LL << 28) ||
-      (long long)d->heads * d->inner > INT_MAX ||
-      (long long)d->heads * d->cols > INT_MAX ||
-      !clattn__bytes(4, d->rows, d->heads, d->inner, 1) ||
-      !clattn__bytes(4, d->rows, d->heads, d->cols, 1) ||
-      !clattn__bytes(4, (long)d->heads * d->experts, d->inner, d->cols, 1) ||
-      (d->gate == CLATTN__CVMM_TOPK &&
-       (!clattn__bytes(4, d->rows, d->sel_inner, 1, 1) ||
-        !clattn__bytes(4, d->sel_inner, d->heads, d->experts, 1)))) {
-    snprintf(why, cap, "tensor sizes overflow");
+  const long long buckets = (long long)d->rows * d->heads * d->experts;
+  const long long entries = (long long)d->rows * d->heads * d->topk;
+  if (buckets > (1LL << 28) || entries > (1LL << 28)) {
+    snprintf(why, cap,
+             "rows x heads x experts (%lld) or x topk (%lld) overflows the "
+             "routing's int32 schedule (at most 2^28)",
+             buckets, entries);
     return CLATTN_ERR_SHAPE;
   }
+  clattn_status rc;
+  if ((rc = clattn__check_int32("heads x inner", (long long)d->heads * d->inner,
+                                why, cap)) ||
+      (rc = clattn__check_int32("heads x cols", (long long)d->heads * d->cols,
+                                why, cap)) ||
+      (rc = clattn__check_tensor("a", 4, d->rows, d->heads, d->inner, 1, why,
+                                 cap)) ||
+      (rc = clattn__check_tensor("out", 4, d->rows, d->heads, d->cols, 1, why,
+                                 cap)) ||
+      (rc = clattn__check_tensor("w", 4, (long)d->heads * d->experts, d->inner,
+                                 d->cols, 1, why, cap)))
+    return rc;
+  if (d->gate == CLATTN__CVMM_TOPK &&
+      ((rc = clattn__check_tensor("sel_x", 4, d->rows, d->sel_inner, 1, 1, why,
+                                  cap)) ||
+       (rc = clattn__check_tensor("w_sel", 4, d->sel_inner, d->heads,
+                                  d->experts, 1, why, cap))))
+    return rc;
   return CLATTN_OK;
 }
 

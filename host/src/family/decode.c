@@ -34,13 +34,18 @@ clattn_status clattn__check_cache(const clattn_decode_desc *d, char *why,
   if ((rc = clattn__check_scale(d->scale, why, cap)))
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);
-  if (!clattn__bytes(es, d->batch, d->capacity, d->heads_kv, d->head_dim_k) ||
-      !clattn__bytes(es, d->batch, d->capacity, d->heads_kv, d->head_dim_v) ||
-      !clattn__bytes(es, d->batch, d->heads_q, d->head_dim_k, 1) ||
-      !clattn__bytes(es, d->batch, d->heads_q, d->head_dim_v, 1)) {
-    snprintf(why, cap, "cache sizes overflow");
-    return CLATTN_ERR_SHAPE;
-  }
+  /* the combine's row (sequence, query head) is an int32 */
+  if ((rc = clattn__check_tensor("k_cache", es, d->batch, d->capacity,
+                                 d->heads_kv, d->head_dim_k, why, cap)) ||
+      (rc = clattn__check_tensor("v_cache", es, d->batch, d->capacity,
+                                 d->heads_kv, d->head_dim_v, why, cap)) ||
+      (rc = clattn__check_tensor("q", es, d->batch, d->heads_q, d->head_dim_k,
+                                 1, why, cap)) ||
+      (rc = clattn__check_tensor("o", es, d->batch, d->heads_q, d->head_dim_v,
+                                 1, why, cap)) ||
+      (rc = clattn__check_int32("batch x heads_q",
+                                (long long)d->batch * d->heads_q, why, cap)))
+    return rc;
   return CLATTN_OK;
 }
 

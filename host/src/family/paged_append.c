@@ -57,15 +57,16 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   if ((rc = clattn__paged_check_blocks(d, why, cap)))
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);
-  if (!clattn__bytes(es, d->batch, d->n_q, d->heads_kv, d->head_dim_k) ||
-      !clattn__bytes(es, d->batch, d->n_q, d->heads_kv, d->head_dim_v) ||
-      !clattn__paged_pool_fits(d) ||
-      !clattn__bytes(4, d->batch, d->max_blocks, 1, 1) ||
-      (long long)d->n_q * d->heads_kv > INT32_MAX ||
-      clattn__paged_capacity(d) > INT32_MAX) {
-    snprintf(why, cap, "tensor sizes overflow");
-    return CLATTN_ERR_SHAPE;
-  }
+  if ((rc = clattn__check_tensor("k_new", es, d->batch, d->n_q, d->heads_kv,
+                                 d->head_dim_k, why, cap)) ||
+      (rc = clattn__check_tensor("v_new", es, d->batch, d->n_q, d->heads_kv,
+                                 d->head_dim_v, why, cap)) ||
+      (rc = clattn__paged_check_pool(d, why, cap)) ||
+      (rc = clattn__check_tensor("block_table", 4, d->batch, d->max_blocks, 1,
+                                 1, why, cap)) ||
+      (rc = clattn__check_int32("n_q x heads_kv",
+                                (long long)d->n_q * d->heads_kv, why, cap)))
+    return rc;
   return CLATTN_OK;
 }
 

@@ -56,12 +56,19 @@ long clattn__paged_capacity(const clattn_paged_desc *d) {
   return (long)d->max_blocks * d->page_size;
 }
 
-int clattn__paged_pool_fits(const clattn_paged_desc *d) {
+clattn_status clattn__paged_check_pool(const clattn_paged_desc *d, char *why,
+                                       size_t cap) {
   const size_t cs = clattn_dtype_size(clattn__paged_cache_dtype(d));
   const long pool = (long)d->num_blocks * d->page_size;
-  return clattn__bytes(cs, pool, d->heads_kv, d->head_dim_k, 1) &&
-         clattn__bytes(cs, pool, d->heads_kv, d->head_dim_v, 1) &&
-         clattn__bytes(4, pool, d->heads_kv, 1, 1);
+  clattn_status rc;
+  if ((rc = clattn__check_tensor("k_cache", cs, pool, d->heads_kv,
+                                 d->head_dim_k, 1, why, cap)) ||
+      (rc = clattn__check_tensor("v_cache", cs, pool, d->heads_kv,
+                                 d->head_dim_v, 1, why, cap)) ||
+      (rc = clattn__check_tensor("k_scale", 4, pool, d->heads_kv, 1, 1, why,
+                                 cap)))
+    return rc;
+  return CLATTN_OK;
 }
 
 void clattn__paged_int_specs(const clattn_paged_desc *d,

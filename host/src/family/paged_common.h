@@ -47,8 +47,10 @@ clattn_status clattn__paged_check_blocks(const clattn_paged_desc *d, char *why,
 /* The positions a sequence may hold: max_blocks * page_size. */
 long clattn__paged_capacity(const clattn_paged_desc *d);
 
-/* Whether the pool's K, V and scale bytes fit a size_t (no overflow). */
-int clattn__paged_pool_fits(const clattn_paged_desc *d);
+/* The pool's K, V and scale buffers within clattn__check_tensor's limit;
+ * why names the one that is not. */
+clattn_status clattn__paged_check_pool(const clattn_paged_desc *d, char *why,
+                                       size_t cap);
 
 /* The specs of the block table [batch, max_blocks] and of kv_lens [batch]. */
 void clattn__paged_int_specs(const clattn_paged_desc *d,

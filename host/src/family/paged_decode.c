@@ -43,12 +43,12 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
   if ((rc = clattn__check_scale(d->scale, why, cap)))
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);
-  if (!clattn__paged_pool_fits(d) ||
-      !clattn__bytes(es, d->batch, d->heads_q, d->head_dim_k, 1) ||
-      !clattn__bytes(es, d->batch, d->heads_q, d->head_dim_v, 1)) {
-    snprintf(why, cap, "cache sizes overflow");
-    return CLATTN_ERR_SHAPE;
-  }
+  if ((rc = clattn__paged_check_pool(d, why, cap)) ||
+      (rc = clattn__check_tensor("q", es, d->batch, d->heads_q, d->head_dim_k,
+                                 1, why, cap)) ||
+      (rc = clattn__check_tensor("o", es, d->batch, d->heads_q, d->head_dim_v,
+                                 1, why, cap)))
+    return rc;
   const clattn__opts o = CLATTN__OPTS_OF(d);
   return clattn__opts_check(&o, d->heads_q, CLATTN__OPT_ALL, API, why, cap);
 }

@@ -38,15 +38,17 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
                                "clattn_paged_attention", why, cap)))
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);
-  if (!clattn__bytes(es, d->batch, d->n_q, d->heads_q, d->head_dim_k) ||
-      !clattn__bytes(es, d->batch, d->n_q, d->heads_q, d->head_dim_v) ||
-      !clattn__paged_pool_fits(d) ||
-      (long)d->batch * d->max_blocks > 0x7fffffffL ||
-      clattn__paged_capacity(d) > 0x7fffffffL ||
-      (long)d->n_q * d->heads_q > 0x7fffffffL) {
-    snprintf(why, cap, "tensor sizes overflow");
-    return CLATTN_ERR_SHAPE;
-  }
+  if ((rc = clattn__check_tensor("q", es, d->batch, d->n_q, d->heads_q,
+                                 d->head_dim_k, why, cap)) ||
+      (rc = clattn__check_tensor("o", es, d->batch, d->n_q, d->heads_q,
+                                 d->head_dim_v, why, cap)) ||
+      (rc = clattn__paged_check_pool(d, why, cap)) ||
+      (rc = clattn__check_int32("batch x max_blocks",
+                                (long long)d->batch * d->max_blocks, why,
+                                cap)) ||
+      (rc = clattn__check_int32("n_q x heads_q", (long long)d->n_q * d->heads_q,
+                                why, cap)))
+    return rc;
   return CLATTN_OK;
 }
 

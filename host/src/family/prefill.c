@@ -36,14 +36,21 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
                                "clattn_attention", why, cap)))
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);
-  if (!clattn__bytes(es, d->batch, d->n_q, d->heads_q, d->head_dim_k) ||
-      !clattn__bytes(es, d->batch, d->n_kv, d->heads_kv, d->head_dim_k) ||
-      !clattn__bytes(es, d->batch, d->n_kv, d->heads_kv, d->head_dim_v) ||
-      !clattn__bytes(es, d->batch, d->n_q, d->heads_q, d->head_dim_v) ||
-      (long)d->n_q * d->heads_q > 0x7fffffffL) {
-    snprintf(why, cap, "tensor sizes overflow");
-    return CLATTN_ERR_SHAPE;
-  }
+  /* an item's query row is an int32 of n_q * heads_q, its (sequence, KV head)
+   * one of batch * heads_kv */
+  if ((rc = clattn__check_tensor("q", es, d->batch, d->n_q, d->heads_q,
+                                 d->head_dim_k, why, cap)) ||
+      (rc = clattn__check_tensor("k", es, d->batch, d->n_kv, d->heads_kv,
+                                 d->head_dim_k, why, cap)) ||
+      (rc = clattn__check_tensor("v", es, d->batch, d->n_kv, d->heads_kv,
+                                 d->head_dim_v, why, cap)) ||
+      (rc = clattn__check_tensor("o", es, d->batch, d->n_q, d->heads_q,
+                                 d->head_dim_v, why, cap)) ||
+      (rc = clattn__check_int32("n_q x heads_q", (long long)d->n_q * d->heads_q,
+                                why, cap)) ||
+      (rc = clattn__check_int32("batch x heads_q",
+                                (long long)d->batch * d->heads_q, why, cap)))
+    return rc;
   return CLATTN_OK;
 }
 

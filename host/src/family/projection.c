@@ -27,18 +27,17 @@ enum { A, W, OUT };
 #define SHAPE_KEYS "m n k dtype"
 
 static clattn_status check(const void *desc, char *why, size_t cap) {
+  clattn_status rc;
   const clattn__gemm_desc *d = desc;
   if (d->m < 1 || d->n < 1 || d->k < 1) {
     snprintf(why, cap, "m (%d), n (%d) and k (%d) must be >= 1", d->m, d->n,
              d->k);
     return CLATTN_ERR_SHAPE;
   }
-  if (!clattn__bytes(4, d->m, d->k, 1, 1) ||
-      !clattn__bytes(4, d->k, d->n, 1, 1) ||
-      !clattn__bytes(4, d->m, d->n, 1, 1)) {
-    snprintf(why, cap, "tensor sizes overflow");
-    return CLATTN_ERR_SHAPE;
-  }
+  if ((rc = clattn__check_tensor("a", 4, d->m, d->k, 1, 1, why, cap)) ||
+      (rc = clattn__check_tensor("w", 4, d->k, d->n, 1, 1, why, cap)) ||
+      (rc = clattn__check_tensor("out", 4, d->m, d->n, 1, 1, why, cap)))
+    return rc;
   return CLATTN_OK;
 }
 

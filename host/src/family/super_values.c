@@ -32,6 +32,7 @@ typedef struct sv_plan {
 
 static clattn_status check(const void *desc, char *why, size_t cap) {
   const clattn__super_values_desc *d = desc;
+  clattn_status rc;
   if (d->batch < 1 || d->n < 1 || d->pos0 < 0) {
     snprintf(why, cap, "batch (%d) and n (%d) must be >= 1, pos0 (%d) >= 0",
              d->batch, d->n, d->pos0);
@@ -64,12 +65,13 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
              d->capacity);
     return CLATTN_ERR_SHAPE;
   }
-  if ((long)d->heads * d->head_dim > INT_MAX ||
-      !clattn__bytes(4, d->batch, d->capacity, d->heads, d->head_dim) ||
-      !clattn__bytes(4, d->max_len, d->max_len, 1, 1)) {
-    snprintf(why, cap, "tensor sizes overflow");
-    return CLATTN_ERR_SHAPE;
-  }
+  if ((rc = clattn__check_int32("heads x head_dim",
+                                (long long)d->heads * d->head_dim, why, cap)) ||
+      (rc = clattn__check_tensor("x", 4, d->batch, d->capacity, d->heads,
+                                 d->head_dim, why, cap)) ||
+      (rc = clattn__check_tensor("w_a", 4, d->max_len, d->max_len, 1, 1, why,
+                                 cap)))
+    return rc;
   return CLATTN_OK;
 }
 

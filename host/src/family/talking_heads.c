@@ -57,15 +57,24 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
                                "clattn_talking_heads", why, cap)))
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);
-  if (!clattn__bytes(es, d->batch, d->n_q, d->heads_k, d->head_dim_k) ||
-      !clattn__bytes(es, d->batch, d->n_kv, d->heads_k, d->head_dim_k) ||
-      !clattn__bytes(es, d->batch, d->n_kv, d->heads_v, d->head_dim_v) ||
-      !clattn__bytes(es, d->batch, d->n_q, d->heads_v, d->head_dim_v) ||
-      !clattn__bytes(4, d->batch, CLATTN_TH_MAX_HEADS, d->n_kv + 256L,
-                     d->head_dim_k + d->head_dim_v)) {
-    snprintf(why, cap, "tensor sizes overflow");
-    return CLATTN_ERR_SHAPE;
-  }
+  /* the staging kernel's (sequence, head) item is an int32 */
+  if ((rc = clattn__check_tensor("q", es, d->batch, d->n_q, d->heads_k,
+                                 d->head_dim_k, why, cap)) ||
+      (rc = clattn__check_tensor("k", es, d->batch, d->n_kv, d->heads_k,
+                                 d->head_dim_k, why, cap)) ||
+      (rc = clattn__check_tensor("v", es, d->batch, d->n_kv, d->heads_v,
+                                 d->head_dim_v, why, cap)) ||
+      (rc = clattn__check_tensor("o", es, d->batch, d->n_q, d->heads_v,
+                                 d->head_dim_v, why, cap)) ||
+      (rc = clattn__check_tensor(
+           "the staged K and V tiles", 4, d->batch, CLATTN_TH_MAX_HEADS,
+           d->n_kv + 256L, (long)d->head_dim_k + d->head_dim_v, why, cap)) ||
+      (rc = clattn__check_int32("batch x max(heads_k, heads_v)",
+                                (long long)d->batch * (d->heads_k > d->heads_v
+                                                           ? d->heads_k
+                                                           : d->heads_v),
+                                why, cap)))
+    return rc;
   return CLATTN_OK;
 }
 

@@ -47,12 +47,16 @@ clattn_status clattn__th_check_cache(const clattn_th_decode_desc *d, char *why,
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);
   const int hm = d->heads > d->heads_v ? d->heads : d->heads_v;
-  if (!clattn__bytes(es, d->batch, d->capacity, d->heads_k, d->head_dim_k) ||
-      !clattn__bytes(es, d->batch, d->capacity, d->heads_v, d->head_dim_v) ||
-      !clattn__bytes(4, d->batch, d->capacity, hm, 1)) {
-    snprintf(why, cap, "cache sizes overflow");
-    return CLATTN_ERR_SHAPE;
-  }
+  /* the combine's row (sequence, value head) is an int32 */
+  if ((rc = clattn__check_tensor("k_cache", es, d->batch, d->capacity,
+                                 d->heads_k, d->head_dim_k, why, cap)) ||
+      (rc = clattn__check_tensor("v_cache", es, d->batch, d->capacity,
+                                 d->heads_v, d->head_dim_v, why, cap)) ||
+      (rc = clattn__check_tensor("the logits and weights scratch", 4, d->batch,
+                                 d->capacity, hm, 1, why, cap)) ||
+      (rc = clattn__check_int32("batch x heads_v",
+                                (long long)d->batch * d->heads_v, why, cap)))
+    return rc;
   return CLATTN_OK;
 }
 

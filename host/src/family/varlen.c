@@ -36,14 +36,18 @@ static clattn_status check(const void *desc, char *why, size_t cap) {
                                "clattn_varlen_attention", why, cap)))
     return rc;
   const size_t es = clattn_dtype_size(d->dtype);
-  if (!clattn__bytes(es, d->total_q, d->heads_q, d->head_dim_k, 1) ||
-      !clattn__bytes(es, d->total_k, d->heads_kv, d->head_dim_k, 1) ||
-      !clattn__bytes(es, d->total_k, d->heads_kv, d->head_dim_v, 1) ||
-      !clattn__bytes(es, d->total_q, d->heads_q, d->head_dim_v, 1) ||
-      (long)d->total_q + d->batch > 0x7fffffffL) {
-    snprintf(why, cap, "tensor sizes overflow");
-    return CLATTN_ERR_SHAPE;
-  }
+  /* the query tiles of all sequences are counted in an int32 */
+  if ((rc = clattn__check_tensor("q", es, d->total_q, d->heads_q, d->head_dim_k,
+                                 1, why, cap)) ||
+      (rc = clattn__check_tensor("k", es, d->total_k, d->heads_kv,
+                                 d->head_dim_k, 1, why, cap)) ||
+      (rc = clattn__check_tensor("v", es, d->total_k, d->heads_kv,
+                                 d->head_dim_v, 1, why, cap)) ||
+      (rc = clattn__check_tensor("o", es, d->total_q, d->heads_q, d->head_dim_v,
+                                 1, why, cap)) ||
+      (rc = clattn__check_int32("total_q + batch",
+                                (long long)d->total_q + d->batch, why, cap)))
+    return rc;
   return CLATTN_OK;
 }
 
