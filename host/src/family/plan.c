@@ -59,8 +59,29 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
   const clattn__prefill_tunables *p = &own;
   clattn__tunables_get(&own, sizeof own, values);
   const int dk = d->head_dim_k, dv = d->head_dim_v;
-  *pl = (clattn__prefill_plan){0, 0, 0, 0, 0, 0, 0, 0};
+  *pl = (clattn__prefill_plan){0, 0, 0, 0, 0, 0, 0, 0, 0};
   pl->variant = p->variant ? p->variant : t->cpu_vectors ? 1 : 2;
+  if (pl->variant == 3) {
+    /* a work-group is one subgroup (sg lanes, or the device's own size,
+     * asked of the device with a first guess of wg items) over rows query
+     * rows (8 by default: a key a lane scores them all) */
+    clattn_status rc = clattn__plan_subgroup(t, p->sg, p->wg, why, cap);
+    if (rc)
+      return rc;
+    pl->sg = p->sg;
+    pl->wg = p->sg   ? p->sg
+             : p->wg ? p->wg
+                     : (t->max_wg < 64 ? (int)t->max_wg : 64);
+    pl->rb = p->rows ? p->rows : 8;
+    if (pl->sg && (long)pl->rb * ((dv + pl->sg - 1) / pl->sg) > 512) {
+      snprintf(why, cap,
+               "params: variant 3 with rows=%d and sg=%d keeps %d "
+               "accumulators a lane (at most 512)",
+               pl->rb, pl->sg, pl->rb * ((dv + pl->sg - 1) / pl->sg));
+      return CLATTN_ERR_INVALID_ARG;
+    }
+    return CLATTN_OK;
+  }
   if (pl->variant == 1) {
     /* Default tile: the most rows (a power of two) whose QK^T
      * accumulators fit the vector registers (a spilled accumulator costs a
@@ -108,7 +129,8 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
 size_t clattn__prefill_local_bytes(const clattn_attn_desc *d,
                                    const clattn__prefill_plan *pl) {
   return pl->variant == 2 ? (size_t)pl->kt * (d->head_dim_k + d->head_dim_v) * 4
-                          : 0;
+         : pl->variant == 3 ? (size_t)pl->rb * (size_t)d->head_dim_k * 4 /* q */
+                            : 0;
 }
 
 /* Variant 2's local memory: q, the K and V tiles, the
@@ -357,8 +379,10 @@ int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
 clattn__params clattn__prefill_resolved(const clattn__prefill_plan *pl) {
   const clattn__prefill_tunables r =
       pl->variant == 1 ? (clattn__prefill_tunables){1, pl->rb, pl->kb,
-                                                    pl->wg == 1 ? 0 : pl->wg}
-                       : (clattn__prefill_tunables){2, 0, pl->kt, pl->wg};
+                                                    pl->wg == 1 ? 0 : pl->wg, 0}
+      : pl->variant == 3
+          ? (clattn__prefill_tunables){3, pl->rb, 0, pl->wg, pl->sg}
+          : (clattn__prefill_tunables){2, 0, pl->kt, pl->wg, 0};
   return clattn__tunables_put(&r, sizeof r);
 }
 

@@ -12,7 +12,7 @@
 /* The prefill families' tunables, in the order of their table
  * (prefill.c), and the decode families' (decode.c). */
 typedef struct clattn__prefill_tunables {
-  int variant, rows, keys, wg;
+  int variant, rows, keys, wg, sg;
 } clattn__prefill_tunables;
 typedef struct clattn__decode_tunables {
   int variant, rows, keys, wg, splits, prefetch, sg;
@@ -30,14 +30,19 @@ int clattn__vec_width(int n);
 
 /* Prefill (clattn_attention). */
 typedef struct clattn__prefill_plan {
-  int variant;  /* 1 register-blocked (kv_stage + attn_fwd_reg), 2 local */
-  int rb, kb;   /* variant 1: rows per work-item, keys per tile */
+  int variant;  /* 1 register-blocked (kv_stage + attn_fwd_reg), 2 local,
+                   3 subgroups (attn_fwd_sg) */
+  int rb, kb;   /* variant 1: rows per work-item, keys per tile; variant
+                   3: rb rows per work-group */
   double spill; /* variant 1: share of QK^T's accumulator vectors beyond
                    the CPU's registers (0: they fit) */
   int wg;       /* work-items per group (variant 2; optional for 1) */
   int kt;       /* variant 2: keys per tile */
   int ld;       /* variant 1: staged row length (>= n_kv, see kv_stage) */
   int kv_same;  /* V is K (the efficient family): each key row read once */
+  int sg;       /* variant 3: the subgroup size the kernel requires
+                   (cl_intel_required_subgroup_size); 0: the device's own,
+                   queried at launch (wg: its first guess) */
 } clattn__prefill_plan;
 
 /* Resolve the plan of d with the values p (NULL: automatic); on a bad
