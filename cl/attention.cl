@@ -377,3 +377,140 @@ attn_fwd_local(__global const stor_t *q, __global const stor_t *k,
   (void)vb;
 }
 #undef vs
+
+/* Variant 3 (subgroups; compiled only with -D SG, the subgroup size, on a
+ * device that reports cl_khr_subgroups or cl_intel_subgroups): a
+ * work-group is one subgroup of SG lanes and owns RW consecutive rows (row
+ * r = i * g + jg, as above).  It takes SG keys at a time, a key a lane:
+ * the lane scores its key against the RW rows (their q staged in local
+ * memory once, the one barrier), each row's softmax statistics are reduced
+ * across the subgroup (sub_group_reduce_max / _add) and kept in
+ * registers, and in the P V pass each key's probability is broadcast
+ * (sub_group_broadcast) to the lanes, which own the value dims
+ * d = lane + n SG: every K and V element is read once a work-group, with
+ * no local tiles and no barrier per tile.  A row weighs only the keys
+ * inside its own bounds (a masked key's V, though weighted 0, would turn
+ * it NaN if it held a NaN or inf).  SG_REQD: the kernel requires the size
+ * (cl_intel_required_subgroup_size); else SG is the size the device gives
+ * a work-group of SG items, which the host queried.
+ * Global size: (ceil(rows / RW) * SG, batch * hkv), local size (SG, 1). */
+#ifdef SG
+#if defined(cl_khr_subgroups)
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#elif defined(cl_intel_subgroups)
+#pragma OPENCL EXTENSION cl_intel_subgroups : enable
+#endif
+#ifndef RW
+#define RW 8
+#endif
+#if SG_REQD
+#define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG)))
+#else
+#define SG_ATTR
+#endif
+#define SG_ND ((DV + SG - 1) / SG) /* value dims a lane */
+
+__kernel __attribute__((reqd_work_group_size(SG, 1, 1))) SG_ATTR void
+attn_fwd_sg(__global const stor_t *q, __global const stor_t *k,
+            __global const stor_t *v, __global const int *kv_lens,
+            __global stor_t *o, int n, int m, int hkv, int g, int has_lens,
+            float scale_log2, long q_sb, long q_ss, long q_sh, long k_sb,
+            long k_ss, long k_sh, long v_sb, long v_ss, long v_sh, long o_sb,
+            long o_ss, long o_sh, OPT_ARGS) {
+  __local float qs[RW * DK];
+  const int lane = (int)get_sub_group_local_id();
+  const int grp = get_group_id(0);
+  const int bc = get_global_id(1);
+  const int b = bc / hkv, c = bc % hkv;
+  const int rows = n * g;
+  const int L = has_lens ? clamp(kv_lens[b], 0, m) : m;
+  const int r0 = grp * RW;
+  /* the group's first row starts, its last row ends, the keys any row
+   * needs */
+  const int kbeg = key_start(L - n + r0 / g, window);
+  const int kend = key_limit(L, n, min(r0 + RW - 1, rows - 1) / g);
+
+  int pos[RW], lo[RW], lim[RW];
+  float m_[RW], l_[RW], sl2[RW], acc[RW][SG_ND];
+  for (int r = 0; r < RW; r++) {
+    const int rho = min(r0 + r, rows - 1);
+    const int i = rho / g, j = c * g + rho % g;
+    pos[r] = L - n + i;
+    lim[r] = key_limit(L, n, i);
+    lo[r] = min(key_start(pos[r], window), lim[r]);
+    sl2[r] = alibi_slope2(alibi, j);
+    m_[r] = sink_logit2(sinks, j);
+    l_[r] = sink_sum(m_[r]);
+    for (int nn = 0; nn < SG_ND; nn++)
+      acc[r][nn] = 0.0f;
+  }
+  for (int e = lane; e < RW * DK; e += SG) {
+    const int r = e / DK, d = e - r * DK;
+    const int rho = min(r0 + r, rows - 1);
+    const int i = rho / g, j = c * g + rho % g;
+    qs[e] = LD1(q, b * q_sb + i * q_ss + j * q_sh + d) * scale_log2;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const long kb = b * k_sb + c * k_sh;
+  const long vb = b * v_sb + c * v_sh;
+
+  for (int t0 = kbeg; t0 < kend; t0 += SG) {
+    const int t = t0 + lane, ok = t < kend;
+    float sc[RW];
+    for (int r = 0; r < RW; r++)
+      sc[r] = 0.0f;
+    if (ok) {
+      const long kr = kb + t * k_ss;
+      for (int d = 0; d < DK; d++) {
+        const float kd = LD1(k, kr + d);
+        for (int r = 0; r < RW; r++)
+          sc[r] = fma(qs[r * DK + d], kd, sc[r]);
+      }
+    }
+    for (int r = 0; r < RW; r++) {
+      const float x = t >= lo[r] && t < lim[r]
+                          ? opt_logit(sc[r], softcap2, sl2[r], pos[r], t)
+                          : -INFINITY;
+      const float mnew = max(m_[r], sub_group_reduce_max(x));
+      const float mref = softmax_ref(mnew);
+      const float alpha = exp2s1(m_[r] - mref);
+      const float p = exp2s1(x - mref);
+      l_[r] = alpha * l_[r] + sub_group_reduce_add(p);
+      m_[r] = mnew;
+      sc[r] = p;
+      for (int nn = 0; nn < SG_ND; nn++)
+        acc[r][nn] *= alpha;
+    }
+    const int nt = min(SG, kend - t0);
+    for (int u = 0; u < nt; u++) {
+      const int tu = t0 + u;
+      const long vr = vb + tu * v_ss;
+      float vv[SG_ND];
+      for (int nn = 0; nn < SG_ND; nn++) {
+        const int d = lane + nn * SG;
+        vv[nn] = d < DV ? LD1(v, vr + d) : 0.0f;
+      }
+      for (int r = 0; r < RW; r++) {
+        const float ph = sub_group_broadcast(sc[r], (uint)u);
+        if (tu >= lo[r] && tu < lim[r])
+          for (int nn = 0; nn < SG_ND; nn++)
+            acc[r][nn] = fma(ph, vv[nn], acc[r][nn]);
+      }
+    }
+  }
+
+  for (int r = 0; r < RW && r0 + r < rows; r++) {
+    const int i = (r0 + r) / g, j = c * g + (r0 + r) % g;
+    const float inv = softmax_inv(l_[r], lim[r] > lo[r]);
+    const long ob = b * o_sb + i * o_ss + j * o_sh;
+    for (int nn = 0; nn < SG_ND; nn++) {
+      const int d = lane + nn * SG;
+      if (d < DV)
+        ST1(acc[r][nn] * inv, o, ob + d);
+    }
+  }
+  (void)vb;
+}
+#undef SG_ATTR
+#undef SG_ND
+#endif /* SG */

@@ -930,3 +930,127 @@ __kernel void kv_append(__global const raw_t *k_new,
   }
 #endif
 }
+
+/* Variant 3 (subgroups; compiled only with -D SG, the subgroup size, on a
+ * device that reports cl_khr_subgroups or cl_intel_subgroups): a
+ * work-group is one subgroup of SG lanes (WG == SG) per (split, sequence *
+ * KV head).  It takes SG keys at a time, a key a lane: the lane scores its
+ * key against the G query heads (q staged in local memory once, the one
+ * barrier), the softmax statistics of each head are reduced across the
+ * subgroup (sub_group_reduce_max / _add) and kept in registers, and in the
+ * P V pass each key's probability is broadcast (sub_group_broadcast) to
+ * the lanes, which own the value dims d = lane + n SG: every K and V
+ * element is read once, with no local tiles and no barrier per tile.
+ * SG_REQD: the kernel requires the size (cl_intel_required_subgroup_size);
+ * else SG is the size the device gives a work-group of SG items, which the
+ * host queried.  KT aligns the windowed splits.
+ * Global size (S * SG, batch * hkv), local size (SG, 1). */
+#ifdef SG
+#if defined(cl_khr_subgroups)
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#elif defined(cl_intel_subgroups)
+#pragma OPENCL EXTENSION cl_intel_subgroups : enable
+#endif
+#if SG_REQD
+#define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG)))
+#else
+#define SG_ATTR
+#endif
+#define SG_ND ((DV + SG - 1) / SG) /* value dims a lane */
+
+__kernel __attribute__((reqd_work_group_size(SG, 1, 1))) SG_ATTR void
+decode_split_sg(__global const stor_t *q, __global const stor_t *k,
+                __global const stor_t *v, __global const int *lens,
+                __global stor_t *o, __global float *opart,
+                __global float *lse, int cap, int hkv, int S, int chunk,
+                float scale_log2, long k_sb, long k_ss, long k_sh, long v_sb,
+                long v_ss, long v_sh, OPT_ARGS) {
+  __local float qs[G * DK];
+  const int lane = (int)get_sub_group_local_id();
+  const int s = get_group_id(0);
+  const int bc = get_global_id(1);
+  const int b = bc / hkv, c = bc % hkv;
+  const int L = clamp(lens[b], 0, cap);
+  const int2 keys = split_keys(L, s, S, chunk, KT, window);
+  const int tb = keys.x, te = keys.y;
+  const int pos = L - 1; /* the query's position */
+  const long row0 = (long)b * hkv * G + c * G;
+  const long kb = b * k_sb + c * k_sh;
+  const long vb = b * v_sb + c * v_sh;
+
+  for (int e = lane; e < G * DK; e += SG)
+    qs[e] = LD1(q, row0 * DK + e) * scale_log2;
+  float m[G], l[G], sl2[G], acc[G][SG_ND];
+  for (int h = 0; h < G; h++) {
+    m[h] = split_sink2(sinks, c * G + h);
+    l[h] = sink_sum(m[h]);
+    sl2[h] = alibi_slope2(alibi, c * G + h);
+    for (int n = 0; n < SG_ND; n++)
+      acc[h][n] = 0.0f;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  for (int t0 = tb; t0 < te; t0 += SG) {
+    const int t = t0 + lane, ok = t < te;
+    float sc[G];
+    for (int h = 0; h < G; h++)
+      sc[h] = 0.0f;
+    if (ok) {
+      const long kr = kb + t * k_ss;
+      for (int d = 0; d < DK; d++) {
+        const float kd = LD1(k, kr + d);
+        for (int h = 0; h < G; h++)
+          sc[h] = fma(qs[h * DK + d], kd, sc[h]);
+      }
+    }
+    for (int h = 0; h < G; h++) {
+      const float x =
+          ok ? opt_logit(sc[h], softcap2, sl2[h], pos, t) : -INFINITY;
+      const float mnew = max(m[h], sub_group_reduce_max(x));
+      const float mref = softmax_ref(mnew);
+      const float alpha = exp2s1(m[h] - mref);
+      const float p = exp2s1(x - mref);
+      l[h] = alpha * l[h] + sub_group_reduce_add(p);
+      m[h] = mnew;
+      sc[h] = p;
+      for (int n = 0; n < SG_ND; n++)
+        acc[h][n] *= alpha;
+    }
+    const int nt = min(SG, te - t0);
+    for (int u = 0; u < nt; u++) {
+      const long vr = vb + (t0 + u) * v_ss;
+      float vv[SG_ND];
+      for (int n = 0; n < SG_ND; n++) {
+        const int d = lane + n * SG;
+        vv[n] = d < DV ? LD1(v, vr + d) : 0.0f;
+      }
+      for (int h = 0; h < G; h++) {
+        const float ph = sub_group_broadcast(sc[h], (uint)u);
+        for (int n = 0; n < SG_ND; n++)
+          acc[h][n] = fma(ph, vv[n], acc[h][n]);
+      }
+    }
+  }
+
+  for (int h = 0; h < G; h++) {
+    const float inv = split_inv(l[h], te > tb);
+    for (int n = 0; n < SG_ND; n++) {
+      const int d = lane + n * SG;
+      if (d < DV)
+        put_row_scalar(o, opart, lse, row0 + h, s, S, d,
+                       l[h] > 0.0f ? acc[h][n] / l[h] : acc[h][n] * inv);
+    }
+#if !DIRECT
+    if (lane == 0)
+      lse[(row0 + h) * S + s] = split_lse(m[h], l[h], te > tb);
+#endif
+  }
+  (void)vb;
+  (void)pos;
+  (void)softcap2;
+  (void)alibi;
+  (void)sinks;
+}
+#undef SG_ATTR
+#undef SG_ND
+#endif /* SG */

@@ -504,3 +504,187 @@ Test(attention, deterministic, .timeout = 120) {
   free(o1);
   free(o2);
 }
+
+/* -------------------------------------- variant 3 (subgroups, attn_fwd_sg)
+ *
+ * Against ref_attention with the attention options: shapes that divide no
+ * subgroup or row block (sequence lengths, head dims), f32, f16 and bf16,
+ * MHA, GQA and MQA, causal or not, per-sequence lengths (one of none),
+ * rows 3 and 8 (the default) a work-group, for the device's own subgroup
+ * size (sg=0) and each size of 8, 16, 32, 64 the device offers a kernel
+ * to require; outputs poisoned (NaN) first.  A device without subgroups
+ * skips each (attention.subgroup_refused checks the refusal there); a size
+ * the device does not offer is a skip of its own. */
+typedef struct sgcase {
+  const char *name;
+  clattn_dtype dt;
+  int b, n, m, hq, hkv, dk, dv, causal, window;
+  float softcap;
+  int alibi, sinks, rows;
+} sgcase;
+
+/* clang-format off */
+static const sgcase sg_cases[] = {
+    {"f32 MHA", CLATTN_F32, 2, 17, 17, 4, 4, 64, 64, 0, 0, 0.0f, 0, 0, 0},
+    {"f16 GQA causal window", CLATTN_F16, 2, 37, 129, 8, 2, 40, 24, 1, 20,
+     0.0f, 0, 0, 3},
+    {"bf16 MQA causal", CLATTN_BF16, 1, 29, 300, 8, 1, 72, 72, 1, 0, 0.0f, 0,
+     0, 0},
+    {"f32 G=3 all options", CLATTN_F32, 3, 19, 45, 6, 2, 12, 20, 1, 7, 2.0f,
+     1, 1, 0},
+    {"f32 dk=128 dv=264 softcap alibi", CLATTN_F32, 1, 9, 70, 2, 1, 128, 264,
+     0, 0, 1.0f, 1, 0, 3},
+    {"f16 sinks window", CLATTN_F16, 2, 64, 64, 4, 4, 16, 16, 0, 5, 0.0f, 0,
+     1, 0},
+};
+/* clang-format on */
+enum { N_SG_CASES = sizeof sg_cases / sizeof sg_cases[0] };
+static const int sg_sizes[] = {0, 8, 16, 32, 64};
+enum { N_SG_SIZES = sizeof sg_sizes / sizeof sg_sizes[0] };
+
+static int device_has_subgroups(void) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn_profile p = {.size = sizeof p};
+  clattn_status st = clattn_profile_reported(ctx, &p);
+  cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  clattn_ctx_destroy(ctx);
+  return p.has_subgroups;
+}
+
+/* Run c with params text; returns the status (anything but OK leaves the
+ * poisoned output untouched, checked here), comparing with the reference
+ * when it ran. */
+static clattn_status run_sg_case(const sgcase *c, const char *text,
+                                 unsigned seed, char *why, size_t cap) {
+  const size_t nq = (size_t)c->b * c->n * c->hq * c->dk;
+  const size_t nk = (size_t)c->b * c->m * c->hkv * c->dk;
+  const size_t nv = (size_t)c->b * c->m * c->hkv * c->dv;
+  const size_t no = (size_t)c->b * c->n * c->hq * c->dv;
+  float *q = tu_alloc(nq * 4), *k = tu_alloc(nk * 4), *v = tu_alloc(nv * 4);
+  float *o = tu_alloc(no * 4), *oref = tu_alloc(no * 4);
+  float slopes[16], sinks[16];
+  for (int j = 0; j < c->hq; j++) {
+    slopes[j] = powf(2.0f, -8.0f * (float)(j + 1) / (float)c->hq);
+    sinks[j] = j == 1 ? -INFINITY : 0.5f * (float)((j % 5) - 2);
+  }
+  int lens[3];
+  for (int bi = 0; bi < c->b; bi++)
+    lens[bi] = bi == 0 ? c->m : bi == 1 ? 0 : c->m / 2 + 1;
+  tu_rng rng = tu_rng_seed(seed);
+  tu_fill(&rng, q, nq, 2.0f);
+  tu_fill(&rng, k, nk, 1.0f);
+  tu_fill(&rng, v, nv, 1.0f);
+  tu_round(q, nq, c->dt);
+  tu_round(k, nk, c->dt);
+  tu_round(v, nv, c->dt);
+  clattn_ctx *ctx = tu_ctx();
+  cl_mem dq = tu_upload(ctx, q, nq, c->dt), dk = tu_upload(ctx, k, nk, c->dt);
+  cl_mem dv = tu_upload(ctx, v, nv, c->dt);
+  cl_mem dl = tu_upload_int(ctx, lens, (size_t)c->b);
+  const size_t ob = no * clattn_dtype_size(c->dt);
+  cl_mem dout = tu_sentinel(ctx, no, c->dt, 0xff);
+  clattn_params p = {.size = sizeof p, .text = text, .rows = c->rows};
+  clattn_attn_desc d = {.size = sizeof d,
+                        .batch = c->b,
+                        .n_q = c->n,
+                        .n_kv = c->m,
+                        .heads_q = c->hq,
+                        .heads_kv = c->hkv,
+                        .head_dim_k = c->dk,
+                        .head_dim_v = c->dv,
+                        .dtype = c->dt,
+                        .causal = c->causal,
+                        .params = &p,
+                        .window = c->window,
+                        .softcap = c->softcap,
+                        .alibi_slopes = c->alibi ? slopes : NULL,
+                        .sinks = c->sinks ? sinks : NULL};
+  char what[256];
+  snprintf(what, sizeof what, "%s, %s rows=%d", c->name, text, c->rows);
+  clattn_status st = clattn_attention(ctx, &d, dq, dk, dv, dl, dout, NULL);
+  if (st != CLATTN_OK) {
+    snprintf(why, cap, "%s", clattn_ctx_errmsg(ctx));
+    cr_expect(tu_untouched(ctx, dout, ob, 0xff),
+              "%s: refused call wrote its output", what);
+  } else {
+    clattn_choice ch = {.size = sizeof ch};
+    cr_assert_eq(clattn_ctx_last_choice(ctx, &ch), CLATTN_OK);
+    cr_expect(strstr(ch.resolved, "variant=3") != NULL, "%s resolved as %s",
+              what, ch.resolved);
+    tu_download(ctx, dout, o, no, c->dt);
+    const ref_attn ra = {
+        .b = c->b,
+        .n = c->n,
+        .m = c->m,
+        .hq = c->hq,
+        .hkv = c->hkv,
+        .dk = c->dk,
+        .dv = c->dv,
+        .scale = 1.0 / sqrt((double)c->dk),
+        .causal = c->causal,
+        .kv_lens = lens,
+        .opts = {c->window, c->softcap, d.alibi_slopes, d.sinks}};
+    ref_attention(&ra, q, k, v, oref);
+    tu_check(what, o, oref, no, clattn__tolerance(c->dt));
+  }
+  tu_release(dq);
+  tu_release(dk);
+  tu_release(dv);
+  tu_release(dl);
+  tu_release(dout);
+  clattn_ctx_destroy(ctx);
+  free(q);
+  free(k);
+  free(v);
+  free(o);
+  free(oref);
+  return st;
+}
+
+ParameterizedTestParameters(attention, subgroup_against_reference) {
+  static int idx[N_SG_CASES * N_SG_SIZES];
+  int n = 0;
+  for (int i = 0; i < N_SG_CASES; i++)
+    for (int j = 0; j < N_SG_SIZES; j++)
+      if (!tu_subset("small") || i == 0)
+        idx[n++] = i * N_SG_SIZES + j;
+  return cr_make_param_array(int, idx, (size_t)n);
+}
+
+ParameterizedTest(int *i, attention, subgroup_against_reference,
+                  .timeout = 300) {
+  if (!device_has_subgroups())
+    cr_skip_test("device has no subgroups");
+  const sgcase *c = &sg_cases[*i / N_SG_SIZES];
+  const int sg = sg_sizes[*i % N_SG_SIZES];
+  char text[64], why[512] = "";
+  if (sg)
+    snprintf(text, sizeof text, "variant=3 sg=%d", sg);
+  else
+    snprintf(text, sizeof text, "variant=3");
+  clattn_status st =
+      run_sg_case(c, text, 9500u + (unsigned)*i, why, sizeof why);
+  if (st != CLATTN_OK) {
+    /* only a size the device does not offer may be refused, by name */
+    cr_assert(sg != 0 && (st == CLATTN_ERR_INVALID_ARG ||
+                          st == CLATTN_ERR_UNSUPPORTED),
+              "%s, %s: %s", c->name, text, why);
+    cr_assert(strstr(why, "sg") != NULL, "refused without naming sg: %s", why);
+    cr_skip_test("sg=%d not offered by the device", sg);
+  }
+}
+
+/* Variant 3 on a device without subgroups: CLATTN_ERR_UNSUPPORTED naming
+ * the extension, nothing written, never a build failure. */
+Test(attention, subgroup_refused) {
+  if (device_has_subgroups())
+    cr_skip_test("device has subgroups: the refusal needs one without");
+  char why[512] = "";
+  for (int sg = 0; sg <= 16; sg += 16) {
+    char text[64];
+    snprintf(text, sizeof text, sg ? "variant=3 sg=%d" : "variant=3", sg);
+    cr_assert_eq(run_sg_case(&sg_cases[0], text, 1, why, sizeof why),
+                 CLATTN_ERR_UNSUPPORTED, "%s: %s", text, why);
+    cr_expect(strstr(why, "cl_khr_subgroups") != NULL, "message: %s", why);
+  }
+}

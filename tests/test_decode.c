@@ -917,3 +917,129 @@ Test(decode, window_reads_its_keys) {
               v, ratio);
   }
 }
+
+/* Variant 3 (subgroups, cl/decode.cl's decode_split_sg) against
+ * ref_decode_opts, through run_opt_case: shapes that divide no subgroup
+ * (head dims, lengths), f32, f16 and bf16, MHA, GQA and MQA, every option,
+ * one split and several, for the device's own subgroup size (sg=0) and
+ * each size of 8, 16, 32, 64 the device offers a kernel to require.  A
+ * device without subgroups skips each (decode.subgroup_refused checks the
+ * refusal there); a size the device does not offer is a skip of its own. */
+/* clang-format off */
+static const ocase sg_cases[] = {
+    {"subgroup f32 MHA", CLATTN_F32, 100, 4, 4, 64, 64, 1, {100, 37, 1, 0},
+     {0}, 1, 0.0f, 0, 0, {.size = sizeof(clattn_params)}, {1, 3}, 2, 1},
+    {"subgroup f16 GQA all options", CLATTN_F16, 301, 8, 2, 40, 24, 0,
+     {301, 188, 0, 77}, {0, 5, 100}, 3, 1.0f, 1, 1,
+     {.size = sizeof(clattn_params)}, {1, 4}, 2, 0},
+    {"subgroup bf16 MQA", CLATTN_BF16, 1000, 8, 1, 72, 72, 1,
+     {1000, 513, 2, -1}, {0, 33}, 2, 0.0f, 0, 1,
+     {.size = sizeof(clattn_params)}, {1, 5}, 2, 0},
+    {"subgroup f32 G=3 window sinks", CLATTN_F32, 45, 3, 1, 12, 20, 0,
+     {45, 20, 0, -1}, {3, 45}, 2, 0.0f, 0, 1,
+     {.size = sizeof(clattn_params)}, {1, 4}, 2, 0},
+    {"subgroup f32 dk=128 dv=264 alibi softcap", CLATTN_F32, 70, 4, 2, 128,
+     264, 0, {70, 9, -1, -1}, {0}, 1, 2.0f, 1, 0,
+     {.size = sizeof(clattn_params)}, {1, 3}, 2, 0},
+    {"subgroup f16 G=16", CLATTN_F16, 4096, 16, 1, 16, 16, 1,
+     {4096, 1500, -1, -1}, {0, 700}, 2, 0.0f, 0, 0,
+     {.size = sizeof(clattn_params)}, {1, 16}, 2, 0},
+};
+/* clang-format on */
+enum { N_SG_CASES = sizeof sg_cases / sizeof sg_cases[0] };
+static const int sg_sizes[] = {0, 8, 16, 32, 64};
+enum { N_SG_SIZES = sizeof sg_sizes / sizeof sg_sizes[0] };
+
+static int device_has_subgroups(void) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn_profile p = {.size = sizeof p};
+  clattn_status st = clattn_profile_reported(ctx, &p);
+  cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  clattn_ctx_destroy(ctx);
+  return p.has_subgroups;
+}
+
+/* Whether variant 3 runs with text params on a one-sequence call; a size
+ * the device does not offer is refused by name (INVALID_ARG, or
+ * UNSUPPORTED without cl_intel_required_subgroup_size). */
+static int sg_size_runs(const char *text, char *why, size_t cap) {
+  clattn_ctx *ctx = tu_ctx();
+  const int lens[1] = {5};
+  float x[5 * 8] = {0};
+  cl_mem dk = tu_upload(ctx, x, 40, CLATTN_F32);
+  cl_mem dq = tu_upload(ctx, x, 8, CLATTN_F32);
+  cl_mem dl = tu_upload_int(ctx, lens, 1);
+  cl_mem dout = tu_sentinel(ctx, 8, CLATTN_F32, 0xff);
+  clattn_params p = {.size = sizeof p, .text = text};
+  clattn_decode_desc dd = {.size = sizeof dd,
+                           .batch = 1,
+                           .capacity = 5,
+                           .heads_q = 1,
+                           .heads_kv = 1,
+                           .head_dim_k = 8,
+                           .head_dim_v = 8,
+                           .dtype = CLATTN_F32,
+                           .params = &p};
+  clattn_status st = clattn_decode(ctx, &dd, dq, dk, dk, dl, dout, NULL);
+  cr_assert(st == CLATTN_OK || st == CLATTN_ERR_INVALID_ARG ||
+                st == CLATTN_ERR_UNSUPPORTED,
+            "%s: %s", text, clattn_ctx_errmsg(ctx));
+  if (st != CLATTN_OK) {
+    snprintf(why, cap, "%s", clattn_ctx_errmsg(ctx));
+    cr_expect(tu_untouched(ctx, dout, 8 * 4, 0xff),
+              "%s: refused call wrote its output", text);
+  } else {
+    clattn_choice c = {.size = sizeof c};
+    cr_assert_eq(clattn_ctx_last_choice(ctx, &c), CLATTN_OK);
+    cr_expect(strstr(c.resolved, "variant=3") != NULL, "%s resolved as %s",
+              text, c.resolved);
+  }
+  tu_release(dk);
+  tu_release(dq);
+  tu_release(dl);
+  tu_release(dout);
+  clattn_ctx_destroy(ctx);
+  return st == CLATTN_OK;
+}
+
+ParameterizedTestParameters(decode, subgroup_against_reference) {
+  static int idx[N_SG_CASES * N_SG_SIZES];
+  int n = 0;
+  for (int i = 0; i < N_SG_CASES; i++)
+    if (!tu_subset("small") || sg_cases[i].small)
+      for (int j = 0; j < N_SG_SIZES; j++)
+        idx[n++] = i * N_SG_SIZES + j;
+  return cr_make_param_array(int, idx, (size_t)n);
+}
+
+ParameterizedTest(int *i, decode, subgroup_against_reference, .timeout = 300) {
+  if (!device_has_subgroups())
+    cr_skip_test("device has no subgroups");
+  ocase oc = sg_cases[*i / N_SG_SIZES];
+  const int sg = sg_sizes[*i % N_SG_SIZES];
+  char text[64], why[512] = "";
+  if (sg)
+    snprintf(text, sizeof text, "variant=3 sg=%d", sg);
+  else
+    snprintf(text, sizeof text, "variant=3");
+  if (!sg_size_runs(text, why, sizeof why)) {
+    cr_assert(sg != 0, "variant 3 at the device's own size refused: %s", why);
+    cr_skip_test("sg=%d not offered by the device", sg);
+  }
+  oc.params.text = text;
+  cr_log_info("%s, %s", oc.name, text);
+  run_opt_case(&oc, 9300u + (unsigned)*i);
+}
+
+/* Variant 3 on a device without subgroups: CLATTN_ERR_UNSUPPORTED naming
+ * the extension, nothing written, never a build failure; the automatic
+ * choice and the tuning space never pick it there. */
+Test(decode, subgroup_refused) {
+  if (device_has_subgroups())
+    cr_skip_test("device has subgroups: the refusal needs one without");
+  char why[512] = "";
+  cr_assert(!sg_size_runs("variant=3", why, sizeof why));
+  cr_expect(strstr(why, "cl_khr_subgroups") != NULL, "message: %s", why);
+  cr_assert(!sg_size_runs("variant=3 sg=16", why, sizeof why));
+  cr_expect(strstr(why, "cl_khr_subgroups") != NULL, "message: %s", why);
+}

@@ -14,6 +14,7 @@
 #include "util.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,10 @@ static const eff_case cases[] = {
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
+/* Set by the subgroup test: outputs are filled with NaN, not random data,
+ * before the call, so that an element the kernel skips fails. */
+static int poison_outputs;
+
 /* One case: random inputs (rounded to the storage type, as the device
  * reads them), the call through clattn__call, every written buffer
  * compared with the family's reference on the same inputs. */
@@ -129,6 +134,9 @@ static void run_case(clattn_ctx *ctx, const eff_case *ec, unsigned seed) {
     float *x = tu_alloc(n * sizeof *x);
     tu_fill(&rng, x, n, 1.0f);
     tu_round(x, n, spec[b].dtype);
+    if (poison_outputs && spec[b].role == CLATTN__BUF_OUT)
+      for (size_t k = 0; k < n; k++)
+        x[k] = NAN;
     host[b] = x;
     dev[b] = tu_upload(ctx, x, n, spec[b].dtype);
   }
@@ -194,4 +202,72 @@ Test(efficient, refuses_different_head_dims) {
                  fams[i]);
     cr_expect(strstr(why, "head-dim-v") != NULL, "%s: %s", fams[i], why);
   }
+}
+
+/* Variant 3 (subgroups) of both families through decode's and prefill's
+ * subgroup kernels with V == K, for the device's own subgroup size and
+ * each of 8, 16, 32, 64 it offers a kernel to require (a size it does not
+ * offer is refused by name and logged), outputs poisoned: sizes that
+ * divide no subgroup, f32, f16 and bf16, grouped heads, causal, the
+ * decode's options.  Skipped, by name, on a device without subgroups. */
+Test(efficient, subgroup_against_reference, .timeout = 900) {
+  static const eff_case sg_cases[] = {
+      {"efficient-prefill",
+       "batch=2 seq=19 kv-seq=45 heads=4 kv-heads=2 head-dim=9 dtype=f32 "
+       "causal=1",
+       {45, 29},
+       {.size = sizeof(clattn_params)}},
+      {"efficient-prefill",
+       "batch=1 seq=33 kv-seq=70 heads=3 head-dim=64 dtype=f16 causal=0",
+       {-1, -1},
+       {.size = sizeof(clattn_params), .rows = 3}},
+      {"efficient-decode",
+       "batch=2 kv-seq=301 heads=4 head-dim=5 dtype=bf16 layout=bhsd",
+       {301, 188},
+       {.size = sizeof(clattn_params), .splits = 3}},
+      {"efficient-decode",
+       "batch=2 kv-seq=61 heads=8 kv-heads=2 head-dim=40 dtype=f32 "
+       "window=40 softcap=2 alibi=1 sinks=1",
+       {61, 0},
+       {.size = sizeof(clattn_params), .splits = 1}},
+  };
+  clattn_ctx *ctx = tu_ctx();
+  clattn_profile prof = {.size = sizeof prof};
+  cr_assert_eq(clattn_profile_reported(ctx, &prof), CLATTN_OK);
+  if (!prof.has_subgroups) {
+    clattn_ctx_destroy(ctx);
+    cr_skip_test("device has no subgroups");
+  }
+  poison_outputs = 1;
+  int ran = 0;
+  for (int sg = 0; sg <= 64; sg = sg ? 2 * sg : 8) {
+    char text[64];
+    snprintf(text, sizeof text, sg ? "variant=3 sg=%d" : "variant=3", sg);
+    for (size_t i = 0; i < sizeof sg_cases / sizeof sg_cases[0]; i++) {
+      eff_case ec = sg_cases[i];
+      ec.params.text = text;
+      const clattn__family *F = clattn__family_find(ec.family);
+      _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
+      _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
+      clattn__params values;
+      char why[256] = "";
+      cr_assert_eq(F->parse_shape(ec.shape, desc, why, sizeof why), CLATTN_OK);
+      cr_assert_eq(clattn__params_in(F, &ec.params, &values, why, sizeof why),
+                   CLATTN_OK, "%s", why);
+      const clattn__target t = clattn__ctx_target(ctx);
+      const clattn_status st =
+          F->plan(&t, desc, &values, plan, why, sizeof why);
+      if (st != CLATTN_OK) {
+        cr_assert(sg != 0, "%s %s: %s", ec.family, text, why);
+        cr_assert(strstr(why, "sg") != NULL, "%s", why);
+        cr_log_info("sg=%d not offered: %s", sg, why);
+        continue;
+      }
+      cr_log_info("%s %s, %s", ec.family, ec.shape, text);
+      run_case(ctx, &ec, 2000u + (unsigned)(i + 16 * sg));
+      ran++;
+    }
+  }
+  cr_assert(ran > 0, "no subgroup size ran");
+  clattn_ctx_destroy(ctx);
 }

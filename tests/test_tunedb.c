@@ -1090,7 +1090,7 @@ static const hostile hostiles[] = {
     {"year 0", "\"updated\": \"0000-01-01T00:00:00Z\"", "updated",
      "not a calendar"},
     {"variant 9", "\"params\": \"variant=9 rows=3\"", "params",
-     "\"params\": variant=9: the decode family's variant is 1 to 2"},
+     "\"params\": variant=9: the decode family's variant is 1 to 3"},
     {"negative rows", "\"params\": \"variant=1 rows=-3\"", "params",
      "rows=-3: the decode family's rows is 1 to"},
     {"a tunable of another family", "\"params\": \"scheme=2\"", "params",

@@ -14,6 +14,8 @@ clattn__target clattn__target_of_profile(const clattn_profile *p) {
   t.max_wg = p->max_wg ? p->max_wg : 256;
   t.local_mem = p->local_mem_bytes;
   t.gemm_own_from = 0; /* a profile knows no context's CLBlast */
+  t.subgroups = p->has_subgroups;
+  t.sg_sizes = 0; /* a profile keeps no list of sizes */
   return t;
 }
 

@@ -25,6 +25,12 @@ typedef struct clattn__target {
   /* m*n*k from which the projection family's own picks run its GEMM
    * kernel rather than CLBlast (0: none; a context's gemm_own_from). */
   double gemm_own_from;
+  /* cl_khr_subgroups or cl_intel_subgroups: the subgroup kernels (variant
+   * 3) may run.  sg_sizes: the sizes a kernel may require
+   * (cl_intel_required_subgroup_size), bit k for size 2^k; 0: the
+   * device's own size only (queried per kernel at launch). */
+  int subgroups;
+  unsigned sg_sizes;
 } clattn__target;
 
 clattn__target clattn__target_of_profile(const clattn_profile *p);

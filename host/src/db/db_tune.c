@@ -144,7 +144,7 @@ static int check_words(const char *s, const char *name_set, const char *form,
  * (on a device that refuses nothing, so that only the params can fail). */
 static int plans_shape(const clattn__family *F, const char *text,
                        const clattn__params *p, char *why, size_t cap) {
-  const clattn__target t = {0, 1, 16, 32, 128, 1024, 1ull << 30, 0};
+  const clattn__target t = {0, 1, 16, 32, 128, 1024, 1ull << 30, 0, 1, ~0u};
   _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
   _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
   clattn__check_case small;

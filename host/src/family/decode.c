@@ -157,9 +157,11 @@ static void set_options(void *desc, clattn__opts o) {
 
 /* Its tunables, in the order of clattn__decode_tunables (plan.h). */
 const clattn__tunable clattn__decode_tunable_table[] = {
-    {"variant", 1, 2, "1 on CPUs, 2 on GPUs",
+    {"variant", 1, 3, "1 on CPUs, 2 on GPUs",
      "1 register-blocked key blocks (CPU-shaped), 2 local-memory work-group "
-     "tiles (GPU-shaped)",
+     "tiles (GPU-shaped), 3 a subgroup a work-group, a key a lane, the "
+     "softmax statistics reduced and the probabilities broadcast across it "
+     "(devices with cl_khr_subgroups or cl_intel_subgroups)",
      CLATTN__TUNABLE_KERNEL},
     {"rows", 1, 1 << 16, "by the dtype and the vector registers",
      "variant 1: query heads a P V pass after the first, or all the heads of "
@@ -173,6 +175,10 @@ const clattn__tunable clattn__decode_tunable_table[] = {
     {"prefetch", 1, 2, "on with 32 vector registers",
      "variant 1: 1 off, 2 software prefetch of the next key block in the P V "
      "passes after the first",
+     0},
+    {"sg", 1, 1024, "the device's own size",
+     "variant 3: the subgroup size the kernel requires "
+     "(cl_intel_required_subgroup_size), and its work-group",
      0}};
 CLATTN__TUNABLES_MATCH(clattn__decode_tunables, clattn__decode_tunable_table);
 
@@ -202,9 +208,12 @@ static int add(const clattn__target *t, const void *d,
  * prefetch {off, on} x heads per P V pass after the first (rows) {1,2,4}
  * and the whole group a pass by slices of the value dims (rows G, which is
  * rows 4 when G <= 4) without prefetch; variant 2: work-group {16..256} x
- * keys {8,16,32,64} x splits; splits 1, 2, 4, ... while a split keeps >= 64
- * keys (at most 256).  A candidate is stored as the plan resolves it, so
- * two requests that run the same launch are one candidate. */
+ * keys {8,16,32,64} x splits; with subgroups, variant 3: the device's own
+ * subgroup size from a guess of {16, 32, 64} items, and the sizes 8, 16,
+ * 32, 64 it offers a kernel to require, x splits; splits 1, 2, 4, ...
+ * while a split keeps >= 64 keys (at most 256).  A candidate is stored as the
+ * plan resolves it, so two requests that run the same launch are one candidate.
+ */
 static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   static const int keys1[] = {16, 32, 64, 128}, wg1[] = {1, 4},
@@ -217,7 +226,7 @@ static clattn_status space(const clattn__target *t, const void *desc,
   const int span =
       d->window > 0 && d->window < d->capacity ? d->window : d->capacity;
   clattn__space_init_family(s, &clattn__family_decode);
-  int i = add(t, d, (clattn__decode_tunables){0, 0, 0, 0, 0, 0}, s);
+  int i = add(t, d, (clattn__decode_tunables){0, 0, 0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
@@ -231,16 +240,25 @@ static clattn_status space(const clattn__target *t, const void *desc,
           for (int r = 0; r < 4; r++)
             if (add(t, d,
                     (clattn__decode_tunables){1, rows1[r], keys1[a], wg1[b],
-                                              splits[k], f},
+                                              splits[k], f, 0},
                     s) == -2)
               return CLATTN_ERR_NOMEM;
     for (int a = 0; a < 5; a++)
       for (int b = 0; b < 4; b++)
         if (add(t, d,
-                (clattn__decode_tunables){2, 0, keys2[b], wg2[a], splits[k],
+                (clattn__decode_tunables){2, 0, keys2[b], wg2[a], splits[k], 0,
                                           0},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
+    for (int c = 0; t->subgroups && c < 7; c++) {
+      /* the device's own size from 16, 32, 64 items; required 8 .. 64 */
+      const int wg = c < 3 ? 16 << c : 0, sg = c < 3 ? 0 : 8 << (c - 3);
+      if (sg && !(t->sg_sizes & (unsigned)sg))
+        continue;
+      if (add(t, d, (clattn__decode_tunables){3, 0, 0, wg, splits[k], 0, sg},
+              s) == -2)
+        return CLATTN_ERR_NOMEM;
+    }
   }
   return CLATTN_OK;
 }
@@ -271,8 +289,53 @@ static size_t options(const clattn_decode_desc *d,
   }
   clattn__def(df, "WG", pl->wg);
   clattn__def(df, "KT", pl->kb);
+  if (pl->variant == 3) {
+    /* one subgroup a work-group: the required size, else a guess of the
+     * device's own that clattn__subgroup_kernel corrects */
+    clattn__def(df, "SG", pl->wg);
+    clattn__def(df, "SG_REQD", pl->sg != 0);
+    return clattn__decode_local_bytes(d, pl);
+  }
   clattn__def(df, "PAIRS", (g * dv + pl->wg - 1) / pl->wg);
   return clattn__decode_local_bytes(d, pl);
+}
+
+clattn_status clattn__subgroup_kernel(clattn_ctx *ctx, const char *source,
+                                      clattn__defs *df, const char *name,
+                                      int required, int auto_wg, int *wg,
+                                      cl_kernel *out) {
+  int at_wg = -1, at_sg = -1;
+  for (int i = 0; i < df->n; i++) {
+    if (strcmp(df->name[i], "WG") == 0)
+      at_wg = i;
+    if (strcmp(df->name[i], "SG") == 0)
+      at_sg = i;
+  }
+  if (at_sg < 0)
+    return clattn__fail(ctx, CLATTN_ERR_MISUSE, "%s: no SG define", name);
+  for (int pass = 0; pass < 2; pass++) {
+    size_t got = 0;
+    clattn_status rc = clattn__kernel_defs(ctx, source, df, name, out);
+    if (rc || (rc = clattn__kernel_subgroup(ctx, *out, (size_t)*wg, &got)))
+      return rc;
+    if (got == (size_t)*wg)
+      return CLATTN_OK;
+    if (required || !auto_wg)
+      return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
+                          "%s runs one subgroup a work-group: a work-group "
+                          "of %d items gets subgroups of %zu here%s",
+                          name, *wg, got,
+                          required ? "" : " (leave wg out, or set it to that)");
+    /* the device's own size is smaller than the guess: build for it */
+    *wg = (int)got;
+    df->value[at_sg] = (int)got;
+    if (at_wg >= 0)
+      df->value[at_wg] = (int)got;
+  }
+  return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
+                      "%s: the device's subgroup size changed between two "
+                      "builds of the kernel",
+                      name);
 }
 
 static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
@@ -286,10 +349,16 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
   const int S = pl->splits, direct = S == 1;
   clattn__defs df;
   size_t lbytes = options(d, pl, direct, &df);
-  const char *name =
-      pl->variant == 1 ? "decode_split_reg" : "decode_split_local";
+  const char *name = pl->variant == 1   ? "decode_split_reg"
+                     : pl->variant == 2 ? "decode_split_local"
+                                        : "decode_split_sg";
   cl_kernel kern = NULL, comb = NULL;
-  if ((rc = clattn__kernel_defs(ctx, "decode.cl", &df, name, &kern)))
+  if (pl->variant == 3)
+    rc = clattn__subgroup_kernel(ctx, "decode.cl", &df, name, pl->sg != 0,
+                                 auto_wg, &pl->wg, &kern);
+  else
+    rc = clattn__kernel_defs(ctx, "decode.cl", &df, name, &kern);
+  if (rc)
     return rc;
   if (pl->variant == 2 && auto_wg) {
     /* an automatic work-group may exceed what the compiled kernel allows
@@ -304,7 +373,7 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
         return rc;
     }
   }
-  if ((pl->variant == 2 || pl->wg) &&
+  if ((pl->variant != 1 || pl->wg) &&
       (rc = clattn__check_wg(ctx, kern, (size_t)pl->wg, lbytes, name)))
     return rc;
   cl_mem opart = NULL, lse = NULL;
@@ -353,7 +422,7 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
   const size_t wg1 = pl->wg ? (size_t)pl->wg : 1;
   size_t gws[2], lws[2] = {pl->variant == 1 ? wg1 : (size_t)pl->wg, 1};
   gws[0] = pl->variant == 1 ? ((size_t)S + wg1 - 1) / wg1 * wg1
-                            : (size_t)S * (size_t)pl->wg;
+                            : (size_t)S * (size_t)pl->wg; /* 2, 3 */
   gws[1] = (size_t)b * hkv;
   if ((rc = clattn__launch(ctx, kern, 2, gws, lws, nw, wait,
                            direct ? out : NULL)) ||

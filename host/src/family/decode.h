@@ -33,4 +33,17 @@ double clattn__decode_combine_cost(clattn_prediction *out, const char *name,
                                    int S, int dv, double es, const int *lens,
                                    long cap, const clattn_profile *prof);
 
+/* A subgroup kernel (variant 3 of decode and prefill, and so of the
+ * efficient families), whose work-group is one subgroup: `name` of source
+ * built with the defines df, whose "SG" (and "WG", if there) is *wg.
+ * required: the kernel requires that size (SG_REQD); else *wg is a guess
+ * of the device's own size, and where the built kernel gets smaller
+ * subgroups in work-groups of *wg items (clattn__kernel_subgroup) and
+ * auto_wg allows it, *wg and the defines become that size and the kernel
+ * is built again.  CLATTN_ERR_UNSUPPORTED where the sizes disagree. */
+clattn_status clattn__subgroup_kernel(clattn_ctx *ctx, const char *source,
+                                      clattn__defs *df, const char *name,
+                                      int required, int auto_wg, int *wg,
+                                      cl_kernel *out);
+
 #endif /* CLATTN_FAMILY_DECODE_H */

@@ -90,6 +90,25 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
         /* alpha per block; each key's probability, over the block padded
          * to kb keys per head, or the valid keys only in lanes */
         ex += T * G + G * (pl->lanes ? nk : T * pl->kb) + softcap * nk * G;
+      } else if (pl->variant == 3) {
+        /* a work-group is one subgroup of SG lanes, a key a lane: T steps
+         * of SG keys */
+        const double SG = pl->wg;
+        const double T = clattn__cdiv(nk, SG), ND = clattn__cdiv(DV, SG);
+        /* every lane reads lens and the G slopes (and where it writes o
+         * the sinks); q staged once; each K and V element read once (V by
+         * its own loads also where it is K) */
+        rd += SG * (4.0 + 4.0 * G * (alibi + (direct ? sinks : 0.0))) +
+              es * G * DK + es * nk * (DK + DV);
+        /* QK^T; P V over the value dims padded to SG lanes; per step, head
+         * and lane the sum update and ND rescales; ALiBi */
+        fma += nk * G * DK + nk * G * ND * SG + T * SG * G * (1.0 + ND) +
+               alibi * nk * G;
+        /* alpha and the lane's probability, per step, head and lane */
+        ex += 2.0 * T * SG * G + softcap * nk * G;
+        /* q staged, then read by each key's lane: no tiles, no barrier per
+         * step; the reductions and broadcasts are not local memory */
+        loc += 4.0 * G * DK * (1.0 + nk);
       } else {
         const double KT = pl->kb, T = clattn__cdiv(nk, KT);
         /* every item reads lens; q, K and V once each (V staged in local
@@ -107,8 +126,10 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
   }
   rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
   loc *= per_seq, keys_all *= per_seq;
-  clattn_cost *c = clattn__model_kernel(
-      out, pl->variant == 1 ? "decode_split_reg" : "decode_split_local");
+  clattn_cost *c =
+      clattn__model_kernel(out, pl->variant == 1   ? "decode_split_reg"
+                                : pl->variant == 2 ? "decode_split_local"
+                                                   : "decode_split_sg");
   c->bytes_read = hkv * rd;
   c->bytes_written = hkv * wr;
   c->fma_issued = hkv * (fma + CLATTN__EXP2_FMAS * ex);

@@ -59,8 +59,29 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
   const clattn__prefill_tunables *p = &own;
   clattn__tunables_get(&own, sizeof own, values);
   const int dk = d->head_dim_k, dv = d->head_dim_v;
-  *pl = (clattn__prefill_plan){0, 0, 0, 0, 0, 0, 0, 0};
+  *pl = (clattn__prefill_plan){0, 0, 0, 0, 0, 0, 0, 0, 0};
   pl->variant = p->variant ? p->variant : t->cpu_vectors ? 1 : 2;
+  if (pl->variant == 3) {
+    /* a work-group is one subgroup (sg lanes, or the device's own size,
+     * asked of the device with a first guess of wg items) over rows query
+     * rows (8 by default: a key a lane scores them all) */
+    clattn_status rc = clattn__plan_subgroup(t, p->sg, p->wg, why, cap);
+    if (rc)
+      return rc;
+    pl->sg = p->sg;
+    pl->wg = p->sg   ? p->sg
+             : p->wg ? p->wg
+                     : (t->max_wg < 64 ? (int)t->max_wg : 64);
+    pl->rb = p->rows ? p->rows : 8;
+    if (pl->sg && (long)pl->rb * ((dv + pl->sg - 1) / pl->sg) > 512) {
+      snprintf(why, cap,
+               "params: variant 3 with rows=%d and sg=%d keeps %d "
+               "accumulators a lane (at most 512)",
+               pl->rb, pl->sg, pl->rb * ((dv + pl->sg - 1) / pl->sg));
+      return CLATTN_ERR_INVALID_ARG;
+    }
+    return CLATTN_OK;
+  }
   if (pl->variant == 1) {
     /* Default tile: the most rows (a power of two) whose QK^T
      * accumulators fit the vector registers (a spilled accumulator costs a
@@ -108,7 +129,8 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
 size_t clattn__prefill_local_bytes(const clattn_attn_desc *d,
                                    const clattn__prefill_plan *pl) {
   return pl->variant == 2 ? (size_t)pl->kt * (d->head_dim_k + d->head_dim_v) * 4
-                          : 0;
+         : pl->variant == 3 ? (size_t)pl->rb * (size_t)d->head_dim_k * 4 /* q */
+                            : 0;
 }
 
 /* Variant 2's local memory: q, the K and V tiles, the
@@ -123,7 +145,43 @@ static size_t decode_local(const clattn_decode_desc *d, int kt) {
 
 size_t clattn__decode_local_bytes(const clattn_decode_desc *d,
                                   const clattn__decode_plan *pl) {
-  return pl->variant == 2 ? decode_local(d, pl->kb) : 0;
+  return pl->variant == 2   ? decode_local(d, pl->kb)
+         : pl->variant == 3 ? (size_t)(d->heads_q / d->heads_kv) *
+                                  (size_t)d->head_dim_k * 4 /* q */
+                            : 0;
+}
+
+clattn_status clattn__plan_subgroup(const clattn__target *t, int sg, int wg,
+                                    char *why, size_t cap) {
+  if (!t->subgroups) {
+    snprintf(why, cap,
+             "params: variant 3 needs subgroups (cl_khr_subgroups or "
+             "cl_intel_subgroups), which the device does not report");
+    return CLATTN_ERR_UNSUPPORTED;
+  }
+  if (sg == 0)
+    return CLATTN_OK;
+  if (t->sg_sizes == 0) {
+    snprintf(why, cap,
+             "params: sg=%d needs cl_intel_required_subgroup_size, which the "
+             "device does not report (sg=0: its own size)",
+             sg);
+    return CLATTN_ERR_UNSUPPORTED;
+  }
+  if ((sg & (sg - 1)) != 0 || sg > 1024 ||
+      !(t->sg_sizes & (1u << __builtin_ctz((unsigned)sg)))) {
+    snprintf(why, cap, "params: sg=%d is not a subgroup size the device offers",
+             sg);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  if (wg != 0 && wg != sg) {
+    snprintf(why, cap,
+             "params: variant 3 runs one subgroup a work-group: wg (%d) must "
+             "be sg (%d) or left out",
+             wg, sg);
+    return CLATTN_ERR_INVALID_ARG;
+  }
+  return CLATTN_OK;
 }
 
 clattn_status clattn__plan_decode(const clattn__target *t,
@@ -136,7 +194,7 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   clattn__tunables_get(&own, sizeof own, values);
   const int g = d->heads_q / d->heads_kv;
   const int dk = d->head_dim_k;
-  *pl = (clattn__decode_plan){0, 0, 0, 0, 0, 0, 1, 0, 0};
+  *pl = (clattn__decode_plan){0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
   pl->variant = p->variant ? p->variant : t->cpu_vectors ? 1 : 2;
   /* a group too wide for local memory even with 1-key tiles: the
    * register-blocked kernel still runs it */
@@ -213,7 +271,27 @@ clattn_status clattn__plan_decode(const clattn__target *t,
                pl->kb);
       return CLATTN_ERR_INVALID_ARG;
     }
-  } else {
+  } else if (pl->variant == 3) {
+    /* a work-group is one subgroup: sg lanes, or the device's own size,
+     * which the launch asks the device for with a first guess of wg items
+     * (64 by default) and runs with (cl/decode.cl, decode_split_sg) */
+    clattn_status rc = clattn__plan_subgroup(t, p->sg, p->wg, why, cap);
+    if (rc)
+      return rc;
+    pl->sg = p->sg;
+    pl->wg = p->sg   ? p->sg
+             : p->wg ? p->wg
+                     : (t->max_wg < 64 ? (int)t->max_wg : 64);
+    pl->kb = pl->wg;
+    /* a lane's accumulators: G heads x its share of the value dims */
+    if (pl->sg && (long)g * ((d->head_dim_v + pl->sg - 1) / pl->sg) > 512) {
+      snprintf(why, cap,
+               "params: variant 3 with sg=%d keeps %d accumulators a lane "
+               "(at most 512)",
+               pl->sg, g * ((d->head_dim_v + pl->sg - 1) / pl->sg));
+      return CLATTN_ERR_INVALID_ARG;
+    }
+  } else if (pl->variant == 2) {
     pl->wg = p->wg ? p->wg : (int)(t->max_wg < 64 ? t->max_wg : 64);
     pl->kb = p->keys ? p->keys : 32;
     while (!p->keys && pl->kb > 1 &&
@@ -300,20 +378,22 @@ int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
 
 clattn__params clattn__prefill_resolved(const clattn__prefill_plan *pl) {
   const clattn__prefill_tunables r =
-      pl->variant == 1
-          ? (clattn__prefill_tunables){1, pl->rb, pl->kb,
-                                       pl->wg == 1 ? 0 : pl->wg}
-          : (clattn__prefill_tunables){2, 0, pl->kt, pl->wg};
+      pl->variant == 1 ? (clattn__prefill_tunables){1, pl->rb, pl->kb,
+                                                    pl->wg == 1 ? 0 : pl->wg, 0}
+      : pl->variant == 3
+          ? (clattn__prefill_tunables){3, pl->rb, 0, pl->wg, pl->sg}
+          : (clattn__prefill_tunables){2, 0, pl->kt, pl->wg, 0};
   return clattn__tunables_put(&r, sizeof r);
 }
 
 clattn__params clattn__decode_resolved(const clattn__decode_plan *pl) {
-  const clattn__decode_tunables r = {
-      pl->variant,
-      pl->variant == 1 ? pl->pvh : 0,
-      pl->kb,
-      pl->variant == 1 && pl->wg == 1 ? 0 : pl->wg,
-      pl->splits,
-      pl->variant == 1 ? (pl->pf ? 2 : 1) : 0};
+  const clattn__decode_tunables r = {pl->variant,
+                                     pl->variant == 1 ? pl->pvh : 0,
+                                     pl->variant == 3 ? 0 : pl->kb,
+                                     pl->variant == 1 && pl->wg == 1 ? 0
+                                                                     : pl->wg,
+                                     pl->splits,
+                                     pl->variant == 1 ? (pl->pf ? 2 : 1) : 0,
+                                     pl->variant == 3 ? pl->sg : 0};
   return clattn__tunables_put(&r, sizeof r);
 }

@@ -12,10 +12,10 @@
 /* The prefill families' tunables, in the order of their table
  * (prefill.c), and the decode families' (decode.c). */
 typedef struct clattn__prefill_tunables {
-  int variant, rows, keys, wg;
+  int variant, rows, keys, wg, sg;
 } clattn__prefill_tunables;
 typedef struct clattn__decode_tunables {
-  int variant, rows, keys, wg, splits, prefetch;
+  int variant, rows, keys, wg, splits, prefetch, sg;
 } clattn__decode_tunables;
 /* Their tables, which the efficient families share. */
 extern const clattn__tunable
@@ -30,14 +30,19 @@ int clattn__vec_width(int n);
 
 /* Prefill (clattn_attention). */
 typedef struct clattn__prefill_plan {
-  int variant;  /* 1 register-blocked (kv_stage + attn_fwd_reg), 2 local */
-  int rb, kb;   /* variant 1: rows per work-item, keys per tile */
+  int variant;  /* 1 register-blocked (kv_stage + attn_fwd_reg), 2 local,
+                   3 subgroups (attn_fwd_sg) */
+  int rb, kb;   /* variant 1: rows per work-item, keys per tile; variant
+                   3: rb rows per work-group */
   double spill; /* variant 1: share of QK^T's accumulator vectors beyond
                    the CPU's registers (0: they fit) */
   int wg;       /* work-items per group (variant 2; optional for 1) */
   int kt;       /* variant 2: keys per tile */
   int ld;       /* variant 1: staged row length (>= n_kv, see kv_stage) */
   int kv_same;  /* V is K (the efficient family): each key row read once */
+  int sg;       /* variant 3: the subgroup size the kernel requires
+                   (cl_intel_required_subgroup_size); 0: the device's own,
+                   queried at launch (wg: its first guess) */
 } clattn__prefill_plan;
 
 /* Resolve the plan of d with the values p (NULL: automatic); on a bad
@@ -65,8 +70,10 @@ size_t clattn__prefill_local_bytes(const clattn_attn_desc *d,
 
 /* Decode (clattn_decode). */
 typedef struct clattn__decode_plan {
-  int variant; /* 1 decode_split_reg, 2 decode_split_local */
-  int kb;      /* keys per block (variant 1) or per tile (variant 2) */
+  int variant; /* 1 decode_split_reg, 2 decode_split_local, 3
+                  decode_split_sg (subgroups) */
+  int kb;      /* keys per block (variant 1) or per tile (variant 2); the
+                  windowed splits' alignment (variant 3) */
   int wg;      /* work-group size (variant 2; optional for variant 1) */
   int splits;  /* S; 1 means the split kernel writes o (no combine) */
   int chunk;   /* keys per split */
@@ -79,6 +86,9 @@ typedef struct clattn__decode_plan {
   int pf;      /* variant 1: prefetch the next block (params prefetch 2;
                   cl/decode.cl's PF) */
   int kv_same; /* V is K (one cache tensor: the efficient-decode family) */
+  int sg;      /* variant 3: the subgroup size the kernel requires
+                  (cl_intel_required_subgroup_size); 0: the device's own,
+                  queried at launch */
 } clattn__decode_plan;
 
 /* The KV append has no tunables; kv_same writes K alone (one tensor). */
@@ -91,7 +101,13 @@ clattn_status clattn__plan_decode(const clattn__target *t,
                                   const clattn__params *p,
                                   clattn__decode_plan *pl, char *why,
                                   size_t cap);
-/* Local memory of decode_split_local. */
+/* Variant 3 (either family): whether the target may run it, and the
+ * subgroup size sg (0: the device's own) checked against the sizes it
+ * offers; the work-group is one subgroup, so wg, where set, must be sg.
+ * Else the status and why. */
+clattn_status clattn__plan_subgroup(const clattn__target *t, int sg, int wg,
+                                    char *why, size_t cap);
+/* Local memory of decode_split_local or decode_split_sg. */
 size_t clattn__decode_local_bytes(const clattn_decode_desc *d,
                                   const clattn__decode_plan *pl);
 

@@ -4,6 +4,7 @@
 #include "base/versioned.h"
 #include "family/attn_opts.h"
 #include "family/common.h"
+#include "family/decode.h"
 #include "family/family.h"
 #include "reference/ref.h"
 
@@ -142,16 +143,23 @@ static void set_options(void *desc, clattn__opts o) {
 
 /* Its tunables, in the order of clattn__prefill_tunables (plan.h). */
 const clattn__tunable clattn__prefill_tunable_table[] = {
-    {"variant", 1, 2, "1 on CPUs, 2 on GPUs",
+    {"variant", 1, 3, "1 on CPUs, 2 on GPUs",
      "1 register-blocked tiles (CPU-shaped), 2 local-memory work-group tiles "
-     "(GPU-shaped)",
+     "(GPU-shaped), 3 a subgroup a work-group, a key a lane, the softmax "
+     "statistics reduced and the probabilities broadcast across it (devices "
+     "with cl_khr_subgroups or cl_intel_subgroups)",
      CLATTN__TUNABLE_KERNEL},
-    {"rows", 1, 32, "by the head dims and the vector registers",
-     "variant 1: query rows a work-item", 0},
+    {"rows", 1, 32,
+     "by the head dims and the vector registers (variant 1), 8 (variant 3)",
+     "query rows a work-item (variant 1) or a work-group (variant 3)", 0},
     {"keys", 1, 256, "by the device",
      "keys a tile (variant 1: a multiple of 16)", 0},
     {"wg", 1, 1 << 20, "64 or the device's limit (variant 2), 1 (variant 1)",
-     "work-items a work-group", CLATTN__TUNABLE_WG}};
+     "work-items a work-group", CLATTN__TUNABLE_WG},
+    {"sg", 1, 1024, "the device's own size",
+     "variant 3: the subgroup size the kernel requires "
+     "(cl_intel_required_subgroup_size), and its work-group",
+     0}};
 CLATTN__TUNABLES_MATCH(clattn__prefill_tunables, clattn__prefill_tunable_table);
 
 static clattn_status plan(const clattn__target *t, const void *desc,
@@ -178,7 +186,10 @@ static int add(const clattn__target *t, const void *d,
 
 /* Variant 1 (register-blocked): rows {1,2,4,8} x keys {16,32,64,128} x
  * work-group {1 (written 0),2,4}; variant 2 (local-memory tiles):
- * work-group {16..256} x keys {8,16,32,64}. */
+ * work-group {16..256} x keys {8,16,32,64}; with subgroups, variant 3:
+ * rows {4, 8, 16} x (the device's own subgroup size from a guess of {16,
+ * 32, 64} items, and the sizes 8, 16, 32, 64 it offers a kernel to
+ * require). */
 static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   static const int rows1[] = {1, 2, 4, 8}, keys1[] = {16, 32, 64, 128},
@@ -186,21 +197,30 @@ static clattn_status space(const clattn__target *t, const void *desc,
                    keys2[] = {8, 16, 32, 64};
   const clattn_attn_desc *d = desc;
   clattn__space_init_family(s, &clattn__family_prefill);
-  int i = add(t, d, (clattn__prefill_tunables){0, 0, 0, 0}, s);
+  int i = add(t, d, (clattn__prefill_tunables){0, 0, 0, 0, 0}, s);
   if (i == -2)
     return CLATTN_ERR_NOMEM;
   s->def = i;
   for (int a = 0; a < 4; a++)
     for (int b = 0; b < 4; b++)
       for (int c = 0; c < 3; c++)
-        if (add(t, d, (clattn__prefill_tunables){1, rows1[a], keys1[b], wg1[c]},
+        if (add(t, d,
+                (clattn__prefill_tunables){1, rows1[a], keys1[b], wg1[c], 0},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
   for (int a = 0; a < 5; a++)
     for (int b = 0; b < 4; b++)
-      if (add(t, d, (clattn__prefill_tunables){2, 0, keys2[b], wg2[a]}, s) ==
+      if (add(t, d, (clattn__prefill_tunables){2, 0, keys2[b], wg2[a], 0}, s) ==
           -2)
         return CLATTN_ERR_NOMEM;
+  for (int r = 4; t->subgroups && r <= 16; r *= 2)
+    for (int c = 0; c < 7; c++) {
+      const int wg = c < 3 ? 16 << c : 0, sg = c < 3 ? 0 : 8 << (c - 3);
+      if (sg && !(t->sg_sizes & (unsigned)sg))
+        continue;
+      if (add(t, d, (clattn__prefill_tunables){3, r, 0, wg, sg}, s) == -2)
+        return CLATTN_ERR_NOMEM;
+    }
   return CLATTN_OK;
 }
 
@@ -217,6 +237,12 @@ static void options(const clattn_attn_desc *d, const clattn__prefill_plan *pl,
   if (pl->variant == 1) {
     clattn__def(df, "RB", pl->rb);
     clattn__def(df, "KB", pl->kb);
+  } else if (pl->variant == 3) {
+    /* one subgroup a work-group: the required size, else a guess of the
+     * device's own that clattn__subgroup_kernel corrects */
+    clattn__def(df, "RW", pl->rb);
+    clattn__def(df, "SG", pl->wg);
+    clattn__def(df, "SG_REQD", pl->sg != 0);
   } else {
     clattn__def(df, "WG", pl->wg);
     clattn__def(df, "KT", pl->kt);
@@ -298,7 +324,8 @@ static clattn_status enqueue_reg(clattn_ctx *ctx, const clattn_attn_desc *d,
 }
 
 /* Variant 2: attn_fwd_local, work-groups sharing K/V tiles in local
- * memory. */
+ * memory; variant 3: attn_fwd_sg, the same arguments, a subgroup a
+ * work-group. */
 static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_attn_desc *d,
                                    clattn__prefill_plan *pl, int auto_wg,
                                    const cl_mem *bufs, clattn__defs *df,
@@ -307,13 +334,19 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_attn_desc *d,
   const int b = d->batch, n = d->n_q, m = d->n_kv, hkv = d->heads_kv;
   const int g = d->heads_q / hkv, dk = d->head_dim_k;
   cl_kernel kern = NULL;
-  if ((rc = clattn__kernel_defs(ctx, "attention.cl", df, "attn_fwd_local",
-                                &kern)))
+  const char *name = pl->variant == 3 ? "attn_fwd_sg" : "attn_fwd_local";
+  if (pl->variant == 3) {
+    /* variant 3: a subgroup a work-group over rb rows, its size from the
+     * device */
+    if ((rc = clattn__subgroup_kernel(ctx, "attention.cl", df, name,
+                                      pl->sg != 0, auto_wg, &pl->wg, &kern)))
+      return rc;
+  } else if ((rc = clattn__kernel_defs(ctx, "attention.cl", df, name, &kern)))
     return rc;
   size_t kwg = 0;
-  if (auto_wg && (rc = clattn__kernel_wg(ctx, kern, &kwg)))
+  if (pl->variant == 2 && auto_wg && (rc = clattn__kernel_wg(ctx, kern, &kwg)))
     return rc;
-  if (auto_wg && kwg < (size_t)pl->wg) {
+  if (pl->variant == 2 && auto_wg && kwg < (size_t)pl->wg) {
     /* an automatic work-group may exceed what the compiled kernel allows
      * (registers): rebuild once at the kernel's own limit */
     pl->wg = pl->rb = clattn__pow2_floor(kwg);
@@ -323,8 +356,7 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_attn_desc *d,
       return rc;
   }
   if ((rc = clattn__check_wg(ctx, kern, (size_t)pl->wg,
-                             clattn__prefill_local_bytes(d, pl),
-                             "attn_fwd_local")))
+                             clattn__prefill_local_bytes(d, pl), name)))
     return rc;
   const clattn__strides qs =
       clattn__layout_strides(d->q_layout, n, d->heads_q, dk);
@@ -346,7 +378,9 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_attn_desc *d,
       (rc = clattn__scalars(ctx, kern, &a, 12, sizeof(cl_long), st)) ||
       (rc = clattn__opts_args(ctx, kern, &a, &opts, d->heads_q)))
     return rc;
-  const size_t groups = (size_t)(n * g + pl->wg - 1) / (size_t)pl->wg;
+  /* rows a work-group: one an item (variant 2), rb (variant 3) */
+  const size_t per = (size_t)(pl->variant == 3 ? pl->rb : pl->wg);
+  const size_t groups = ((size_t)n * g + per - 1) / per;
   const size_t gws[2] = {groups * (size_t)pl->wg, (size_t)b * hkv};
   const size_t lws[2] = {(size_t)pl->wg, 1};
   return clattn__launch(ctx, kern, 2, gws, lws, ev ? ev->num_wait : 0,

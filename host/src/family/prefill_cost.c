@@ -182,6 +182,56 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
     c->bytes_compulsory = q_bytes + hkv * staged_once + o_bytes;
     clattn__model_dram(c, c->bytes_compulsory - o_bytes, ws, prof);
     dram_reads[1] = c->bytes_dram - c->bytes_written;
+  } else if (pl->variant == 3) {
+    /* a work-group is one subgroup of SG lanes over RW rows, a key a lane:
+     * T steps of SG keys */
+    clattn_cost *c = clattn__model_kernel(out, "attn_fwd_sg");
+    const int SG = pl->wg, RW = pl->rb;
+    const double ND = clattn__cdiv(DV, SG);
+    double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0;
+    const long groups = (rows + RW - 1) / RW;
+    for (long b = 0; b < seqs; b++) {
+      const long L = clattn__valid_len(kv_lens, b, m);
+      for (long grp = 0; grp < groups; grp++) {
+        const long r0 = grp * RW;
+        const long last = (long)clattn__dmin(r0 + RW - 1, rows - 1);
+        const double kend = (double)key_limit(causal, L, n, last / g);
+        const double kbeg = (double)key_start(W, L, n, r0 / g);
+        /* every lane: kv_lens and the rows' option arrays; q staged once
+         * (clamped rows too) */
+        rd += SG * (lens_b + opt_row_b * RW) + es * RW * DK;
+        const double row_keys =
+            clattn__rows_keys(causal, W, L, n, g, rows, r0, RW);
+        if (kend > kbeg) {
+          const double nk = kend - kbeg, T = clattn__cdiv(nk, SG);
+          /* each K and V row once (V by its own loads also where it is K) */
+          rd += es * nk * (DK + DV);
+          /* QK^T of every row, ALiBi on the visible logits, per step, row
+           * and lane the sum update and ND rescales, P V over the value
+           * dims padded to SG lanes for each row's visible keys */
+          fma += nk * RW * DK + alibi_fma * row_keys +
+                 T * SG * RW * (1.0 + ND) + row_keys * ND * SG;
+          /* alpha and the lane's probability per step, row and lane */
+          ex += 2.0 * T * SG * RW + softcap_ex * row_keys;
+          /* q staged, then read by each key's lane: no tiles */
+          loc += 4.0 * RW * DK * (1.0 + nk);
+          ws = clattn__dmax(ws, es * nk * (DK + DV));
+        }
+        wr += es * clattn__dmin(RW, rows - r0) * DV;
+      }
+    }
+    rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
+    loc *= per_seq;
+    c->bytes_read = hkv * rd;
+    c->bytes_written = hkv * wr;
+    c->fma_issued = hkv * (fma + CLATTN__EXP2_FMAS * ex);
+    c->exp2_issued = hkv * ex;
+    c->local_bytes = hkv * loc;
+    c->flops = flops;
+    c->softmax_ops = CLATTN__C_SM * pairs;
+    c->bytes_compulsory = q_bytes + kv_bytes + o_bytes;
+    clattn__model_dram(c, q_bytes + kv_bytes, ws, prof);
+    dram_reads[0] = c->bytes_dram - c->bytes_written;
   } else {
     clattn_cost *c = clattn__model_kernel(out, "attn_fwd_local");
     const int WG = pl->wg, KT = pl->kt;

@@ -2,6 +2,8 @@
 #include "runtime/runtime.h"
 #include "base/versioned.h"
 
+#include <CL/cl_ext.h>
+
 #include <ctype.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -200,6 +202,16 @@ static clattn_status read_devinfo(clattn_ctx *ctx) {
   d->has_subgroups = strstr(ext, "cl_khr_subgroups") != NULL ||
                      strstr(ext, "cl_intel_subgroups") != NULL;
   d->has_fp16 = strstr(ext, "cl_khr_fp16") != NULL;
+  if (d->has_subgroups &&
+      strstr(ext, "cl_intel_required_subgroup_size") != NULL) {
+    size_t sizes[64], n = 0;
+    if (clGetDeviceInfo(dev, 0x4108 /* CL_DEVICE_SUB_GROUP_SIZES_INTEL */,
+                        sizeof sizes, sizes, &n) == CL_SUCCESS)
+      for (size_t i = 0; i < n / sizeof sizes[0] && i < 64; i++)
+        if (sizes[i] > 0 && sizes[i] <= 1024 &&
+            (sizes[i] & (sizes[i] - 1)) == 0)
+          d->sg_sizes |= 1u << __builtin_ctzll(sizes[i]);
+  }
 done:
   return rc;
 }
@@ -627,6 +639,29 @@ done:
   return rc;
 }
 
+clattn_status clattn__kernel_subgroup(clattn_ctx *ctx, cl_kernel k, size_t wg,
+                                      size_t *out) {
+  clattn_status rc = CLATTN_OK;
+  clGetKernelSubGroupInfoKHR_fn info = NULL;
+  if (ctx->dev.has_subgroups)
+    info = (clGetKernelSubGroupInfoKHR_fn)(uintptr_t)
+        clGetExtensionFunctionAddressForPlatform(ctx->platform,
+                                                 "clGetKernelSubGroupInfoKHR");
+  if (info == NULL)
+    return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
+                        "the device has no subgroups (cl_khr_subgroups: "
+                        "clGetKernelSubGroupInfoKHR)");
+  *out = 0;
+  CLATTN_CL(ctx,
+            info(k, ctx->device, CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE_KHR,
+                 sizeof wg, &wg, sizeof *out, out, NULL));
+  if (*out == 0 || *out > wg)
+    return clattn__fail(ctx, CLATTN_ERR_UNSUPPORTED,
+                        "subgroup size %zu of a %zu-item work-group", *out, wg);
+done:
+  return rc;
+}
+
 clattn_status clattn__check_wg(clattn_ctx *ctx, cl_kernel k, size_t wg,
                                size_t local_bytes, const char *what) {
   clattn_status rc = CLATTN_OK;
@@ -669,5 +704,7 @@ clattn__target clattn__ctx_target(const clattn_ctx *ctx) {
                                                     : ctx->dev.max_item[0];
   t.local_mem = ctx->dev.local_mem;
   t.gemm_own_from = ctx->gemm_own_from;
+  t.subgroups = ctx->dev.has_subgroups;
+  t.sg_sizes = ctx->dev.sg_sizes;
   return t;
 }

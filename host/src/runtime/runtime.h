@@ -32,6 +32,7 @@ typedef struct clattn__devinfo {
   cl_ulong max_alloc;
   cl_uint mem_base_align_bits;
   int has_subgroups; /* cl_khr_subgroups or cl_intel_subgroups */
+  unsigned sg_sizes; /* cl_intel_required_subgroup_size: bit k, 2^k */
   int has_fp16;      /* cl_khr_fp16 */
 } clattn__devinfo;
 
@@ -298,6 +299,12 @@ clattn_status clattn__check_buffer(clattn_ctx *ctx, cl_mem m, size_t need,
 
 /* CL_KERNEL_WORK_GROUP_SIZE of a built kernel. */
 clattn_status clattn__kernel_wg(clattn_ctx *ctx, cl_kernel k, size_t *out);
+
+/* The subgroup size a built kernel runs with in work-groups of wg items
+ * (clGetKernelSubGroupInfoKHR, CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE);
+ * CLATTN_ERR_UNSUPPORTED where the device has no subgroups. */
+clattn_status clattn__kernel_subgroup(clattn_ctx *ctx, cl_kernel k, size_t wg,
+                                      size_t *out);
 
 /* Common checks of a kernel's resolved work-group size against the device
  * and the compiled kernel; `what` names the kernel in the message. */
