@@ -33,7 +33,8 @@
  * rows*H*TOPK), off at 4n (H*E*T + 1 entries), cnt after it (H*E*T).
  *
  * Defines: DENSE, MODE (1 SPLIT, 2 SUM), H, E, TOPK, TILE (rows a tile;
- * SMALL: the call's rows), SMALL (compile cvmm_small),
+ * SMALL: the most rows a call may have, the call's own an argument, so
+ * that one program serves every batch size), SMALL (compile cvmm_small),
  * VARIANT (the GEMM kernel compiled: 1 cvmm_gemm_reg, 2 cvmm_gemm_local);
  * route: RR, RVW (vector width), RNV (vectors over the H*E columns);
  * variant 1: R (rows a register block), VW,
@@ -451,13 +452,13 @@ __kernel void cvmm_gemm_reg(__global const float *restrict a,
 
 #if SMALL
 /* The fused small-rows call (scheme 2): one launch, no scratch.  A
- * work-item owns every row (rows <= TILE) and a block of C columns of head
- * z (SPLIT) or of the sum over heads (SUM).  It recomputes the routing of
- * its heads as cvmm_route does (the same fma order, sigmoid and top-k),
- * then adds each chosen expert's products, times their gates, in bucket
- * order as cvmm_gemm_reg does, so the two schemes agree; an expert no row
- * chose is never read.  Grid: dim 0 the column blocks, dim 1 the head
- * (SPLIT, and DENSE with heads) or 0. */
+ * work-item owns every row (rows <= TILE, the host's check) and a block
+ * of C columns of head z (SPLIT) or of the sum over heads (SUM).  It
+ * recomputes the routing of its heads as cvmm_route does (the same fma
+ * order, sigmoid and top-k), then adds each chosen expert's products,
+ * times their gates, in bucket order as cvmm_gemm_reg does, so the two
+ * schemes agree; an expert no row chose is never read.  Grid: dim 0 the
+ * column blocks, dim 1 the head (SPLIT, and DENSE with heads) or 0. */
 #if MODE == 1
 #define NHW 1 /* heads a work-item routes */
 #else
@@ -512,7 +513,7 @@ __kernel void cvmm_small(__global const float *restrict a,
     }
   }
   vec_t tile[TILE][CV];
-  for (int r = 0; r < TILE; r++)
+  for (int r = 0; r < rows; r++)
     for (int v = 0; v < CV; v++)
       tile[r][v] = (vec_t)(0.0f);
   const int row0 = 0;

@@ -1,30 +1,33 @@
 #!/bin/bash
 # tests/rusticl.sh BUILD_DIR - portability run on Mesa's rusticl (llvmpipe):
 # a second OpenCL implementation with a different compiler, OpenCL 3.0,
-# 32 KiB of local memory and 1024-item work-groups.  rusticl is slow (~0.5 ms
-# per launch), so test_attention / test_attn_options / test_decode /
-# test_talking_heads / test_paged_append / test_paged_prefill run
-# their small subset (CLATTN_TEST_SUBSET=small: both kernel variants,
-# f32/f16, causal, padded, zero-length sequences, split-KV decode, both
-# talking-heads schemes); test_efficient (the K == V families),
-# test_super_values, test_cvmm (its subset too), test_projection's own kernel
-# and test_runtime run whole (status
-# codes, misuse, events, application queue, program cache on this driver).
-# The layer test is skipped: CLBlast would first have to build and tune its
-# kernels for llvmpipe.  `clattn probe --quick` and `clattn model` run too
-# (`clattn model check` is not: the GPU-shaped decode kernel takes ~0.4 s a
-# step on llvmpipe).
+# 32 KiB of local memory and 1024-item work-groups.  llvmpipe compiles every
+# program with LLVM, seconds to minutes each on a cold cache, so the tier is
+# a subset that covers each kernel family once against its plain-C
+# reference rather than the device sweeps (those run on PoCL and, shrunk,
+# under Oclgrind):
+#   - every registered family's small check case (its automatic plan, f32)
+#     against the family's reference (test_families
+#     families/check_case_on_device);
+#   - prefill and decode in f16 through `clattn run ... --random --check`;
+#   - test_runtime whole (status codes, misuse, events, the application's
+#     queue, the program cache on this driver);
+#   - the probe's copy reference, `clattn probe --quick` and `clattn model`
+#     (`clattn model check` is not run: the GPU-shaped decode kernel takes
+#     ~0.4 s a step on llvmpipe).
 set -u
 build=${1:?usage: rusticl.sh BUILD_DIR}
 build=$(cd "$build" && pwd)
 export RUSTICL_ENABLE=llvmpipe
 export CLATTN_DEVICE=llvmpipe
-export CLATTN_TEST_SUBSET=small
-export CLATTN_TEST_ALLOW_UNSUPPORTED_WG=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # program binaries persist in the build directory (compiles are slow here)
 export CLATTN_CACHE_DIR="$build/tests/clattn-cache-rusticl"
+# the built-in defaults, whatever is tuned or shipped (the probe below
+# writes this database, which the model then reads)
+export CLATTN_DB="$tmp/tuning.db" CLATTN_SHIPPED=0
+unset CLATTN_PARAMS
 # rusticl alone (tests/icd_dir.sh), not beside PoCL and clover, which load
 # the same libLLVM-15.
 sh "$(dirname "$0")/icd_dir.sh" rusticl "$tmp/icd" || exit $?
@@ -47,30 +50,28 @@ if ! clinfo -l 2>/dev/null | grep -qi llvmpipe; then
   exit 77
 fi
 
+echo "rusticl subset: families/check_case_on_device (every family, f32)," \
+  "prefill and decode f16 (clattn run --check), test_runtime, probe/copy_ref," \
+  "clattn probe --quick, clattn model decode"
 rc=0
-for t in runtime attention attn_options decode talking_heads th_decode efficient \
-    super_values cvmm paged_append paged_prefill; do
-  echo "== rusticl: test_$t [${SECONDS} s]"
-  "$build/tests/test_$t" --jobs=2 || rc=1
-done
-# the paged decode and the ragged prefill: their first two small reference
-# cases (every case is several programs, each compiled for seconds here)
-for t in paged_decode varlen; do
-  echo "== rusticl: test_$t $t/against_reference, 2 cases [${SECONDS} s]"
-  CLATTN_TEST_CASES=2 "$build/tests/test_$t" --jobs=2 \
-    --filter "$t/against_reference" || rc=1
-done
-# the projection family's own kernel (its CLBlast scheme is skipped as the layer
-# test is)
-for f in own_kernel misuse model; do
-  echo "== rusticl: test_projection projection/$f [${SECONDS} s]"
-  "$build/tests/test_projection" --filter "projection/$f" || rc=1
-done
+echo "== rusticl: test_runtime [${SECONDS} s]"
+"$build/tests/test_runtime" --jobs=2 || rc=1
+echo "== rusticl: test_families families/check_case_on_device [${SECONDS} s]"
+"$build/tests/test_families" --filter 'families/check_case_on_device' || rc=1
+# prefill and decode in f16, odd sizes, against the reference (exit 3 when
+# they differ)
+echo "== rusticl: clattn run attention --dtype f16 --check [${SECONDS} s]"
+"$build/host/cli/clattn" run attention --random --batch 2 --seq 17 \
+  --kv-seq 40 --heads 4 --kv-heads 2 --head-dim 64 --dtype f16 --causal \
+  --check --out "$tmp/attention.npy" || rc=1
+echo "== rusticl: clattn run decode --dtype f16 --check [${SECONDS} s]"
+"$build/host/cli/clattn" run decode --random --batch 2 --kv-seq 40 \
+  --heads 4 --kv-heads 2 --head-dim 64 --dtype f16 --check \
+  --out "$tmp/decode.npy" || rc=1
 echo "== rusticl: test_probe (the copy reference) [${SECONDS} s]"
 "$build/tests/test_probe" --filter 'probe/copy_ref' || rc=1
 # The probe and the model on this second implementation: the probe must
 # finish and print valid JSON; the model must predict for the device.
-export CLATTN_DB="$tmp/tuning.db"
 echo "== rusticl: clattn probe --quick --json [${SECONDS} s]"
 if "$build/host/cli/clattn" probe --quick --json >"$tmp/probe.json" &&
    python3 -m json.tool "$tmp/probe.json" >/dev/null; then

@@ -296,6 +296,34 @@ Test(cvmm, small_rows_ties_dead_none, .timeout = 900) {
   small_sweep(4, NSMALL);
 }
 
+/* The fused path's rows are a kernel argument, not a define: a serving
+ * loop's batch sizes share one program, built (or loaded) for the first
+ * call and found in memory by the others. */
+Test(cvmm, small_rows_one_program, .timeout = 300) {
+  clattn_ctx *ctx = tu_ctx();
+  const cv_shape *s = &small_shapes[0];
+  static const int row_counts[] = {1, 3, 11};
+  clattn_cache_stats first = {.size = sizeof first};
+  clattn_cache_stats last = {.size = sizeof last};
+  for (int i = 0; i < 3; i++) {
+    const clattn__cvmm_desc d = {row_counts[i], s->inner,   s->cols,
+                                 s->heads,      s->experts, s->topk,
+                                 s->sel_inner,  s->mode,    s->gate};
+    char what[80];
+    snprintf(what, sizeof what, "one program: rows %d", row_counts[i]);
+    run_case(ctx, &d, &fused_params[0], s->sel, what, NULL);
+    clattn_ctx_cache_stats(ctx, i == 0 ? &first : &last);
+  }
+  cr_expect_eq(last.source_builds + last.disk_hits,
+               first.source_builds + first.disk_hits,
+               "rows 3 and 11 compiled or loaded %lu more programs than "
+               "rows 1",
+               (last.source_builds + last.disk_hits) -
+                   (first.source_builds + first.disk_hits));
+  cr_expect_gt(last.memory_hits, first.memory_hits);
+  clattn_ctx_destroy(ctx);
+}
+
 /* The plan's choice: fused for a decode step's rows, bucketed above. */
 Test(cvmm, small_rows_plan) {
   clattn_profile prof = {.size = sizeof(clattn_profile)};

@@ -240,11 +240,13 @@ clattn_status clattn__gg_make_plan(const clattn__target *t, const clattn__gg *g,
       return CLATTN_ERR_INVALID_ARG;
     }
     if (small) {
-      /* variant 1's columns and register blocks, every row one tile */
+      /* variant 1's columns and register blocks, every row one tile; the
+       * tile the path's most rows, not the call's (an argument), so that
+       * a serving loop's batch sizes share one program */
       pl->scheme = CLATTN__GG_SCHEME_SMALL;
       pl->variant = 1;
       clattn_status rc = plan_reg(t, g, p, pl, why, cap);
-      pl->tile = g->rows > 0 ? g->rows : 1;
+      pl->tile = CLATTN__GG_SMALL_ROWS;
       pl->pack = 0;
       return rc;
     }
