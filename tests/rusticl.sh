@@ -56,6 +56,12 @@ echo "rusticl subset: families/check_case_on_device (every family, f32)," \
 rc=0
 echo "== rusticl: test_runtime [${SECONDS} s]"
 "$build/tests/test_runtime" --jobs=2 || rc=1
+# Known wrong on llvmpipe, not on PoCL or an NVIDIA H200 with the same
+# parameters: talking-heads' variant 2 gives NaN once heads_k x head_dim
+# reaches 384 (docs/TESTING.md, "Known wrong results").  It still runs; the
+# test fails if it ever matches, so that this line goes.
+export CLATTN_TEST_KNOWN_WRONG=talking-heads
+echo "rusticl: known wrong, run and expected to differ: $CLATTN_TEST_KNOWN_WRONG"
 echo "== rusticl: test_families families/check_case_on_device [${SECONDS} s]"
 "$build/tests/test_families" --filter 'families/check_case_on_device' || rc=1
 # prefill and decode in f16, odd sizes, against the reference (exit 3 when

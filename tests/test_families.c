@@ -14,6 +14,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const clattn__target cpu_target = {1, 1, 16, 32, 2, 4096, 1 << 20, 0};
@@ -265,6 +266,38 @@ Test(tunables, public_params_by_name) {
   clattn_ctx_destroy(ctx);
 }
 
+/* CLATTN_TEST_KNOWN_WRONG: the families a tier's driver is known to compute
+ * wrong (comma-separated; docs/TESTING.md, "Known wrong results").  They
+ * still run and are compared: a mismatch is logged as the known one, and a
+ * match fails, so that the entry is removed once the cause is fixed. */
+static int known_wrong(const char *family) {
+  const char *list = getenv("CLATTN_TEST_KNOWN_WRONG");
+  const size_t len = strlen(family);
+  for (const char *p = list; p && *p;) {
+    const char *end = strchr(p, ',');
+    const size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n == len && strncmp(p, family, n) == 0)
+      return 1;
+    p = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
+static void expect_still_wrong(const char *what, const float *got,
+                               const float *ref, size_t n, double tol) {
+  const tu_err e = tu_compare(got, ref, n);
+  const int ok = e.nonfinite == 0 && e.missing == 0 && e.rel <= tol;
+  cr_expect(!ok,
+            "%s: listed in CLATTN_TEST_KNOWN_WRONG but now matches the "
+            "reference: take it off the list",
+            what);
+  if (!ok)
+    cr_log_warn("%s: KNOWN WRONG on this driver (CLATTN_TEST_KNOWN_WRONG): "
+                "rel err %.3g, %zu non-finite where the reference is finite, "
+                "of %zu",
+                what, e.rel, e.nonfinite, n);
+}
+
 Test(families, check_case_on_device) {
   clattn_ctx *ctx = tu_ctx();
   tu_rng rng = tu_rng_seed(77);
@@ -313,7 +346,11 @@ Test(families, check_case_on_device) {
         tu_download(ctx, dev[b], got, n, spec[b].dtype);
         char what[64];
         snprintf(what, sizeof what, "%s %s", F->name, spec[b].name);
-        tu_check(what, got, host[b], n, clattn__tolerance(spec[b].dtype));
+        if (known_wrong(F->name))
+          expect_still_wrong(what, got, host[b], n,
+                             clattn__tolerance(spec[b].dtype));
+        else
+          tu_check(what, got, host[b], n, clattn__tolerance(spec[b].dtype));
         free(got);
       }
       tu_release(dev[b]);
