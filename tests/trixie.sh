@@ -34,6 +34,8 @@ trixie_tests=(
   "test_decode decode/case"        # decode against the reference
   "test_decode decode/splits_agree"
   "test_decode decode/options"
+  "test_decode decode/subgroup*"   # variant 3 (subgroups) and its refusal
+  "test_efficient efficient/subgroup*"
 )
 # Small shapes (CLATTN_TEST_SUBSET, CLATTN_TEST_CASES: docs/TESTING.md).
 export CLATTN_TEST_SUBSET=small
