@@ -14,19 +14,12 @@
 #include "options.h"
 #include "progress.h"
 
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t stop_flag;
-
-static void on_sigint(int sig) {
-  (void)sig;
-  stop_flag = 1; /* SA_RESETHAND: a second Ctrl-C ends the process */
-}
 
 /* The rows of one clattn_bench_shape. */
 typedef struct bench_rows {
@@ -206,20 +199,15 @@ int cli_bench(int argc, char **argv) {
 
   clattn_ctx *ctx = NULL;
   clattn_db *db = NULL;
-  /* the database's tuning rows pick the parameters, as they would for an
-   * application pointed at it */
   /* Ctrl-C (or a budget's SIGINT) stops after the shape being timed, whose
    * rows are stored whole, and the database is closed cleanly */
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sa.sa_flags = SA_RESETHAND;
-  sigemptyset(&sa.sa_mask);
-  stop_flag = 0;
-  sigaction(SIGINT, &sa, &old);
+  struct sigaction old;
+  cli_catch_sigint(&old);
+  /* the database's tuning rows pick the parameters, as they would for an
+   * application pointed at it */
   if ((rc = cli_ctx_create_db(m.device, m.db, &ctx))) {
     sigaction(SIGINT, &old, NULL);
-    return stop_flag ? CLI_INTERRUPTED : rc;
+    return cli_stop ? CLI_INTERRUPTED : rc;
   }
   if (clattn_db_open(m.db, &db) != CLATTN_OK) {
     cli_err("bench database: %s", clattn_db_errmsg(NULL));
@@ -257,7 +245,7 @@ int cli_bench(int argc, char **argv) {
   for (int f = 0; f < clattn_family_count(); f++) {
     if (which != ALL && which != f)
       continue;
-    for (int k = 0; !stop_flag; k++) {
+    for (int k = 0; !cli_stop; k++) {
       const char *s =
           custom ? (k == 0 ? shape : NULL) : clattn_family_bench_shape(f, k);
       if (s == NULL)
@@ -287,7 +275,7 @@ int cli_bench(int argc, char **argv) {
       else
         print_line(&r);
     }
-    if (custom || stop_flag)
+    if (custom || cli_stop)
       break;
   }
   sigaction(SIGINT, &old, NULL);
@@ -300,12 +288,12 @@ int cli_bench(int argc, char **argv) {
     printf("run \"%s\"%s\n", bo.run,
            ba.no_store ? "" : ": rows stored (clattn report reads them)");
   }
-  if (stop_flag && !b.json)
+  if (cli_stop && !b.json)
     printf("stopped by Ctrl-C after %d of %d shapes: their rows are stored\n",
            done, total);
   clattn_db_close(db);
   clattn_ctx_destroy(ctx);
-  return stop_flag ? CLI_INTERRUPTED
+  return cli_stop ? CLI_INTERRUPTED
          : usage   ? CLI_USAGE
          : failed  ? CLI_FAIL
                    : CLI_OK;

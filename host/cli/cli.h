@@ -6,6 +6,7 @@
 #include "clattn_tools.h"
 #include "npy.h"
 
+#include <signal.h>
 #include <stdio.h>
 
 /* Exit statuses (docs/CLI.md). */
@@ -14,7 +15,7 @@ enum {
   CLI_FAIL = 1,         /* run-time failure: device, file, database */
   CLI_USAGE = 2,        /* bad command line, shape or input file */
   CLI_CHECK = 3,        /* --check: error above the tolerance */
-  CLI_INTERRUPTED = 130 /* stopped by SIGINT (tune, bench), the shells' 128 + 2 */
+  CLI_INTERRUPTED = 130 /* SIGINT stopped tune or bench: 128 + 2 */
 };
 
 typedef struct cli_opts {
@@ -87,6 +88,13 @@ void cli_probe_opts(int quick, int thorough, clattn_probe_opts *po);
 /* --- helpers (common.c) --- */
 
 /* Print "clattn: <fmt>\n" on stderr. */
+/* SIGINT sets cli_stop, once: the handler resets itself (SA_RESETHAND), so
+ * a second Ctrl-C ends the process.  tune and bench poll cli_stop between
+ * candidates or shapes; cli_catch_sigint clears it and keeps the old action
+ * in *old for sigaction(SIGINT, old, NULL). */
+extern volatile sig_atomic_t cli_stop;
+void cli_catch_sigint(struct sigaction *old);
+
 void cli_err(const char *fmt, ...)
 #ifdef __GNUC__
     __attribute__((format(printf, 1, 2)))

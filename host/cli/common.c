@@ -13,6 +13,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+volatile sig_atomic_t cli_stop;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  cli_stop = 1;
+}
+
+void cli_catch_sigint(struct sigaction *old) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sa.sa_flags = SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  cli_stop = 0;
+  sigaction(SIGINT, &sa, old);
+}
+
 void cli_err(const char *fmt, ...) {
   va_list ap;
   fputs("clattn: ", stderr);

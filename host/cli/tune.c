@@ -113,12 +113,6 @@ static int tune_table(unsigned scope, int fam, cli_option *buf) {
   return n;
 }
 
-static volatile int stop_flag;
-
-static void on_sigint(int sig) {
-  (void)sig;
-  stop_flag = 1; /* SA_RESETHAND: a second Ctrl-C ends the process */
-}
 
 typedef struct tune_cli {
   int tty, quiet;
@@ -271,13 +265,8 @@ int cli_tune(int argc, char **argv) {
     return rc;
 
   /* from here on Ctrl-C stops at the next candidate (exit 130) */
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sa.sa_flags = SA_RESETHAND;
-  sigemptyset(&sa.sa_mask);
-  stop_flag = 0;
-  sigaction(SIGINT, &sa, &old);
+  struct sigaction old;
+  cli_catch_sigint(&old);
   clattn_ctx *ctx = NULL;
   clattn_db *db = NULL;
   /* a context without clblast_override, as a serving engine's would be:
@@ -285,7 +274,7 @@ int cli_tune(int argc, char **argv) {
    * parameters, and the own kernel where a tuned Xgemm entry covers them */
   if ((rc = cli_ctx_create_db(m.device, m.db, &ctx))) {
     sigaction(SIGINT, &old, NULL);
-    return stop_flag ? CLI_INTERRUPTED : rc;
+    return cli_stop ? CLI_INTERRUPTED : rc;
   }
   if (clattn_db_open(m.db, &db) != CLATTN_OK) {
     cli_err("tuning database: %s", clattn_db_errmsg(NULL));
@@ -295,14 +284,14 @@ int cli_tune(int argc, char **argv) {
   }
   t.tty = isatty(STDERR_FILENO);
   t.budget = to.budget_s;
-  to.stop = &stop_flag;
+  to.stop = &cli_stop;
   to.progress = show_progress;
   to.user = &t;
   clattn_profile rep = {.size = sizeof(clattn_profile)};
   if (clattn_profile_reported(ctx, &rep) != CLATTN_OK)
     snprintf(rep.name, sizeof rep.name, "the device");
   printf("tuning on %s, database %s\n", rep.name, clattn_db_path(db));
-  if (stop_flag) {
+  if (cli_stop) {
     rc = CLI_INTERRUPTED;
   } else if (custom) {
     clattn_tune_opts co = to;
@@ -321,12 +310,12 @@ int cli_tune(int argc, char **argv) {
         todo++;
     if (which == ALL || which == GEMM)
       todo += ng;
-    for (int f = 0; f <= nf && rc == CLI_OK && !stop_flag; f++) {
+    for (int f = 0; f <= nf && rc == CLI_OK && !cli_stop; f++) {
       const int gemm_step = f == nf; /* the GEMMs after the families */
       const int mine = gemm_step ? which == ALL || which == GEMM
                                  : which == ALL || which == f;
       const int n = gemm_step ? ng : 1 << 20;
-      for (int k = 0; mine && k < n && rc == CLI_OK && !stop_flag; k++) {
+      for (int k = 0; mine && k < n && rc == CLI_OK && !cli_stop; k++) {
         const char *std = gemm_step ? "" : clattn_family_standard_shape(f, k);
         if (std == NULL)
           break;
@@ -345,7 +334,7 @@ int cli_tune(int argc, char **argv) {
     }
   }
   sigaction(SIGINT, &old, NULL);
-  if (stop_flag) {
+  if (cli_stop) {
     printf("stopped by Ctrl-C: every measured candidate is saved; run the "
            "same command again to resume\n");
     rc = CLI_INTERRUPTED;
