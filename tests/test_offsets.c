@@ -10,15 +10,19 @@
  * CLATTN_ERR_SHAPE and a message naming the count or the tensor and the
  * limit.
  *
- * One real call: a decode over a K cache larger than 2^31 bytes (the
- * largest the device allows up to 2.5 GiB, its allocation limit queried),
- * whose only large scores and nonzero values sit in its last rows, past the
- * 2^31-byte mark: a byte offset that wrapped at 2^31 would read other rows
- * and give another output.  (Past 2^31 elements takes 4 GiB of f16 or 8 of
- * f32 in one buffer, more than the CI device allocates: the kernels' long
- * offsets and the checks above cover it.)  Skipped, by name, on a device
- * whose allocation limit or memory is below that.  Not in the Oclgrind,
- * rusticl or sanitizer tiers (their lists name their tests). */
+ * Two real calls, each a named skip on a device whose allocation limit or
+ * memory is below its need.  A decode over an f32 K cache larger than 2^31
+ * bytes (the most the device allocates up to 2.5 GiB, its allocation
+ * limit queried), whose only large scores and nonzero values sit in its
+ * last rows, past the 2^31-byte mark: it catches a byte offset held in 32
+ * bits (another output, or a crash), not an element index (2.5 GiB of f32
+ * is under 2^31 elements).  A paged decode over an int8 pool of more than
+ * 2^31 elements a buffer (1 byte an element: 2.15 GB each for K and V),
+ * its table naming a page before the 2^31-element mark and three past it,
+ * only those pages written: it catches an element index held in 32 bits
+ * (a read outside the far pages: another output, or a crash).  Neither is
+ * in the Oclgrind, rusticl or sanitizer tiers (their lists name their
+ * tests). */
 #include "base/tolerance.h"
 #include "call/call.h"
 #include "family/family.h"
@@ -283,7 +287,7 @@ Test(offsets, descriptions_past_an_int32_refused_by_name) {
             why);
 }
 
-/* ------------------------------------------------------ one real call */
+/* ------------------------------------------------------ two real calls */
 
 /* A device limit (cl_ulong), or 0. */
 static cl_ulong device_info(clattn_ctx *ctx, cl_device_info what) {
