@@ -10,18 +10,24 @@
  * CLATTN_ERR_SHAPE and a message naming the count or the tensor and the
  * limit.
  *
- * One real call: a decode over a K cache larger than 2^31 bytes (the
- * largest the device allows up to 2.5 GiB, its allocation limit queried),
- * whose only large scores and nonzero values sit in its last rows, past the
- * 2^31-byte mark: a byte offset that wrapped at 2^31 would read other rows
- * and give another output.  (Past 2^31 elements takes 4 GiB of f16 or 8 of
- * f32 in one buffer, more than the CI device allocates: the kernels' long
- * offsets and the checks above cover it.)  Skipped, by name, on a device
- * whose allocation limit or memory is below that.  Not in the Oclgrind,
- * rusticl or sanitizer tiers (their lists name their tests). */
+ * Two real calls, each a named skip on a device whose allocation limit or
+ * memory is below its need.  A decode over an f32 K cache larger than 2^31
+ * bytes (the most the device allocates up to 2.5 GiB, its allocation
+ * limit queried), whose only large scores and nonzero values sit in its
+ * last rows, past the 2^31-byte mark: it catches a byte offset held in 32
+ * bits (another output, or a crash), not an element index (2.5 GiB of f32
+ * is under 2^31 elements).  A paged decode over an int8 pool of more than
+ * 2^31 elements a buffer (1 byte an element: 2.15 GB each for K and V),
+ * its table naming a page before the 2^31-element mark and three past it,
+ * only those pages written: it catches an element index held in 32 bits
+ * (a read outside the far pages: another output, or a crash).  Neither is
+ * in the Oclgrind, rusticl or sanitizer tiers (their lists name their
+ * tests). */
+#include "base/tolerance.h"
 #include "call/call.h"
 #include "family/family.h"
 #include "reference/ref.h"
+#include "reference/ref_paged.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
@@ -281,7 +287,7 @@ Test(offsets, descriptions_past_an_int32_refused_by_name) {
             why);
 }
 
-/* ------------------------------------------------------ one real call */
+/* ------------------------------------------------------ two real calls */
 
 /* A device limit (cl_ulong), or 0. */
 static cl_ulong device_info(clattn_ctx *ctx, cl_device_info what) {
@@ -380,5 +386,170 @@ Test(offsets, decode_over_a_k_cache_past_2_31_bytes, .timeout = 300) {
   tu_release(dout);
   tu_release(kc);
   tu_release(vc);
+  clattn_ctx_destroy(ctx);
+}
+
+/* Paged decode over an int8 cache (1 byte an element), batch 1, one query
+ * and one KV head of 128, pages of 256 positions: POOL pages hold
+ * POOL * 256 * 128 = 2^31 + 2^21 elements in each of K and V (2.15 GB
+ * each), page MARK = 2^31 / (256 * 128) the first at or past the
+ * 2^31-element mark.  The block table names one page before the mark and
+ * three past it (MARK itself, whose first element is index 2^31, and the
+ * pool's last); only those pages' integers are written, and every scale
+ * but theirs is NaN, so a read of any other row shows NaN.  The far pages'
+ * values are larger than the near page's, so each side decides part of the
+ * output (asserted on the reference: zeroing either changes it by far more
+ * than the tolerance).  Compared with ref_paged_attention over the four
+ * pages gathered into a pool of their own.  An element index held in 32
+ * bits would wrap past 2^31 and read outside the far pages. */
+Test(offsets, paged_int8_decode_past_2_31_elements, .timeout = 300) {
+  enum { D = 128, PAGE = 256, MARK = 65536, POOL = MARK + 64, NP = 4 };
+  enum { ROW = PAGE * D }; /* elements (bytes) of a page */
+  const int pages[NP] = {1000, POOL - 1, MARK, MARK + 35};
+  const int far[NP] = {0, 1, 1, 1};
+  const int len = (NP - 1) * PAGE + 77; /* the last page partly used */
+  const size_t pool_bytes = (size_t)POOL * ROW;
+  const size_t scale_bytes = (size_t)POOL * PAGE * sizeof(float);
+  cr_assert_gt(pool_bytes, (size_t)TWO31);
+  cr_assert_eq((size_t)MARK * ROW, (size_t)TWO31);
+  clattn_ctx *ctx = tu_ctx();
+  const cl_ulong max_alloc = device_info(ctx, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  const cl_ulong global = device_info(ctx, CL_DEVICE_GLOBAL_MEM_SIZE);
+  if (max_alloc < pool_bytes ||
+      global < 2 * (pool_bytes + scale_bytes) + ((cl_ulong)1 << 28)) {
+    clattn_ctx_destroy(ctx);
+    cr_skip_test("offsets/paged_int8_decode_past_2_31_elements: the device "
+                 "allocates at most %llu bytes (%llu in all); the int8 pool "
+                 "needs %zu a buffer, twice",
+                 (unsigned long long)max_alloc, (unsigned long long)global,
+                 pool_bytes);
+  }
+
+  /* the four pages gathered: integers as floats (the reference's int8
+   * cache) and as int8 (the device's), one scale a position */
+  tu_rng rng = tu_rng_seed(41);
+  float *kg = tu_alloc((size_t)NP * ROW * sizeof *kg);
+  float *vg = tu_alloc((size_t)NP * ROW * sizeof *vg);
+  float ks[NP * PAGE], vs[NP * PAGE], q[D];
+  signed char *k8 = tu_alloc(ROW), *v8 = tu_alloc(ROW);
+  for (size_t i = 0; i < (size_t)NP * ROW; i++) {
+    kg[i] = (float)(tu_randint(&rng, 255) - 127);
+    vg[i] = (float)(tu_randint(&rng, 255) - 127);
+  }
+  for (int p = 0; p < NP; p++)
+    for (int t = 0; t < PAGE; t++) {
+      /* scores of a few units; values up to 4 past the mark, 0.5 before */
+      ks[p * PAGE + t] = (2.0f + tu_uniform(&rng)) / 127.0f;
+      vs[p * PAGE + t] = (far[p] ? 4.0f : 0.5f) / 127.0f;
+    }
+  tu_fill(&rng, q, D, 1.0f);
+
+  cl_command_queue queue = clattn_ctx_queue(ctx);
+  cl_mem kc = tu_buffer(ctx, pool_bytes), vc = tu_buffer(ctx, pool_bytes);
+  cl_mem ksc = tu_buffer(ctx, scale_bytes), vsc = tu_buffer(ctx, scale_bytes);
+  tu_set_bytes(ctx, ksc, scale_bytes, 0xff); /* NaN */
+  tu_set_bytes(ctx, vsc, scale_bytes, 0xff);
+  for (int p = 0; p < NP; p++) {
+    for (int i = 0; i < ROW; i++) {
+      k8[i] = (signed char)kg[(size_t)p * ROW + i];
+      v8[i] = (signed char)vg[(size_t)p * ROW + i];
+    }
+    const size_t at = (size_t)pages[p] * ROW;
+    const size_t sat = (size_t)pages[p] * PAGE * sizeof(float);
+    cr_assert_eq(far[p], at >= (size_t)TWO31, "page %d", pages[p]);
+    cr_assert_eq(
+        clEnqueueWriteBuffer(queue, kc, CL_TRUE, at, ROW, k8, 0, NULL, NULL),
+        CL_SUCCESS);
+    cr_assert_eq(
+        clEnqueueWriteBuffer(queue, vc, CL_TRUE, at, ROW, v8, 0, NULL, NULL),
+        CL_SUCCESS);
+    cr_assert_eq(clEnqueueWriteBuffer(queue, ksc, CL_TRUE, sat,
+                                      PAGE * sizeof(float), ks + p * PAGE, 0,
+                                      NULL, NULL),
+                 CL_SUCCESS);
+    cr_assert_eq(clEnqueueWriteBuffer(queue, vsc, CL_TRUE, sat,
+                                      PAGE * sizeof(float), vs + p * PAGE, 0,
+                                      NULL, NULL),
+                 CL_SUCCESS);
+  }
+  cl_mem dq = tu_upload(ctx, q, D, CLATTN_F32);
+  cl_mem dtable = tu_upload_int(ctx, pages, NP);
+  cl_mem dlens = tu_upload_int(ctx, &len, 1);
+  cl_mem dout = tu_sentinel(ctx, D, CLATTN_F32, 0xff); /* NaN */
+  const clattn_paged_desc d = {.size = sizeof d,
+                               .batch = 1,
+                               .n_q = 1,
+                               .heads_q = 1,
+                               .heads_kv = 1,
+                               .head_dim_k = D,
+                               .head_dim_v = D,
+                               .num_blocks = POOL,
+                               .page_size = PAGE,
+                               .max_blocks = NP,
+                               .dtype = CLATTN_F32,
+                               .cache_dtype = CLATTN_I8};
+  const clattn_status st = clattn_paged_attention(ctx, &d, dq, kc, vc, ksc, vsc,
+                                                  dtable, dlens, dout, NULL);
+  cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  float got[D];
+  tu_download(ctx, dout, got, D, CLATTN_F32);
+
+  /* the reference over the gathered pages (pages 0..NP-1 of their pool) */
+  const int gathered[NP] = {0, 1, 2, 3};
+  const ref_paged a = {.b = 1,
+                       .n = 1,
+                       .hq = 1,
+                       .hkv = 1,
+                       .dk = D,
+                       .dv = D,
+                       .num_blocks = NP,
+                       .page_size = PAGE,
+                       .max_blocks = NP,
+                       .scale = 1.0 / sqrt((double)D)};
+  float ref[D], without[D];
+  cr_assert_eq(ref_paged_attention(&a, q, kg, vg, ks, vs, gathered, &len, ref),
+               0);
+  /* the integers are written as they are (no quantization on the way):
+   * float32's bar */
+  const double tol = clattn__tolerance(CLATTN_F32);
+  double ref_max = 0.0;
+  for (int e = 0; e < D; e++)
+    ref_max = fmax(ref_max, fabs(ref[e]));
+  /* each side decides part of the output: a kernel that read zeros in
+   * place of the far pages, or of the near one, would give another */
+  for (int side = 0; side < 2; side++) {
+    float *k0 = tu_alloc((size_t)NP * ROW * sizeof *k0);
+    float *v0 = tu_alloc((size_t)NP * ROW * sizeof *v0);
+    memcpy(k0, kg, (size_t)NP * ROW * sizeof *k0);
+    memcpy(v0, vg, (size_t)NP * ROW * sizeof *v0);
+    for (int p = 0; p < NP; p++)
+      if (far[p] == side) {
+        memset(k0 + (size_t)p * ROW, 0, ROW * sizeof *k0);
+        memset(v0 + (size_t)p * ROW, 0, ROW * sizeof *v0);
+      }
+    cr_assert_eq(
+        ref_paged_attention(&a, q, k0, v0, ks, vs, gathered, &len, without), 0);
+    double diff = 0.0;
+    for (int e = 0; e < D; e++)
+      diff = fmax(diff, fabs(ref[e] - without[e]));
+    cr_assert_gt(diff, 100 * tol * ref_max,
+                 "the %s pages change the output by %g only (max %g)",
+                 side ? "far" : "near", diff, ref_max);
+    free(k0);
+    free(v0);
+  }
+  tu_check("int8 paged decode past 2^31 elements", got, ref, D, tol);
+  free(kg);
+  free(vg);
+  free(k8);
+  free(v8);
+  tu_release(dq);
+  tu_release(dtable);
+  tu_release(dlens);
+  tu_release(dout);
+  tu_release(kc);
+  tu_release(vc);
+  tu_release(ksc);
+  tu_release(vsc);
   clattn_ctx_destroy(ctx);
 }
