@@ -77,6 +77,9 @@ mounts_under() {
 # The parent: run the tier in a private mount namespace, then check that
 # no mount under the folder is left in this one.
 if [ -z "${CLATTN_TRIXIE_INSIDE:-}" ]; then
+  # root without CAP_SYS_ADMIN (a default container) has no mount namespace
+  unshare --mount --propagation private true 2>/dev/null ||
+    skip "unshare --mount is refused here (no CAP_SYS_ADMIN): no chroot with mounts"
   CLATTN_TRIXIE_INSIDE=1 unshare --mount --propagation private \
     bash "$0" "$build"
   rc=$?
@@ -188,7 +191,8 @@ make_folder() {
 # that use it hold the lock shared, so none is replaced under them.
 mkdir -p "$(dirname "$root")" || exit 1
 exec 9>"$root.lock" || exit 1
-flock -x 9
+# another run making the folder takes minutes, not more
+flock -w 900 -x 9 || { echo "FAIL: $root.lock held for 15 minutes"; exit 1; }
 if [ ! -d "$root" ]; then
   make_folder || exit $?
 else
@@ -210,7 +214,10 @@ if [ -n "$missing" ]; then
   echo "FAIL: $root lacks ${missing% } after debootstrap"
   exit 1
 fi
-flock -s 9
+# shared from here on; flock(1) converts the lock in two steps, so a run
+# waiting for it exclusively may get it in between, and finds the folder
+# complete (it was just checked), which it then leaves as it is
+flock -w 900 -s 9 || { echo "FAIL: $root.lock held for 15 minutes"; exit 1; }
 
 # ----------------------------------------------------------- the chroot
 # The source and build directories at their own paths (shorter first, so
