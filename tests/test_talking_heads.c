@@ -332,6 +332,40 @@ static const th_case cases[] = {
      F32,
      {.size = sizeof(clattn_params), .variant = 2, .keys = 32, .wg = 64, .scheme = 2},
      0},
+    /* variant 2 with heads_k x head_dim >= 384 (every head of a key tile in
+     * local memory, 2 * 512 floats of q rows and accumulators an item), the
+     * shapes llvmpipe gets wrong (tests/rusticl.sh), and a key range long
+     * enough that every item runs tens of thousands of loop iterations */
+    {2,
+     19,
+     45,
+     8,
+     8,
+     8,
+     64,
+     64,
+     0,
+     1,
+     0,
+     0,
+     F32,
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 4, .wg = 32, .scheme = 2},
+     0},
+    {1,
+     21,
+     300,
+     6,
+     6,
+     6,
+     64,
+     64,
+     1,
+     0,
+     1,
+     1,
+     F16,
+     {.size = sizeof(clattn_params), .variant = 2, .keys = 4, .wg = 32, .scheme = 1},
+     0},
 };
 
 enum { NCASES = (int)(sizeof cases / sizeof cases[0]) };
