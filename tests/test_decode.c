@@ -950,18 +950,9 @@ enum { N_SG_CASES = sizeof sg_cases / sizeof sg_cases[0] };
 static const int sg_sizes[] = {0, 8, 16, 32, 64};
 enum { N_SG_SIZES = sizeof sg_sizes / sizeof sg_sizes[0] };
 
-static int device_has_subgroups(void) {
-  clattn_ctx *ctx = tu_ctx();
-  clattn_profile p = {.size = sizeof p};
-  clattn_status st = clattn_profile_reported(ctx, &p);
-  cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
-  clattn_ctx_destroy(ctx);
-  return p.has_subgroups;
-}
-
-/* Whether variant 3 runs with text params on a one-sequence call; a size
- * the device does not offer is refused by name (INVALID_ARG, or
- * UNSUPPORTED without cl_intel_required_subgroup_size). */
+/* Whether variant 3 runs with text params on a one-sequence call; a
+ * refusal (INVALID_ARG or UNSUPPORTED, nothing written) leaves its message
+ * in why. */
 static int sg_size_runs(const char *text, char *why, size_t cap) {
   clattn_ctx *ctx = tu_ctx();
   const int lens[1] = {5};
@@ -1013,7 +1004,7 @@ ParameterizedTestParameters(decode, subgroup_against_reference) {
 }
 
 ParameterizedTest(int *i, decode, subgroup_against_reference, .timeout = 300) {
-  if (!device_has_subgroups())
+  if (!tu_has_subgroups())
     cr_skip_test("device has no subgroups");
   ocase oc = sg_cases[*i / N_SG_SIZES];
   const int sg = sg_sizes[*i % N_SG_SIZES];
@@ -1022,10 +1013,14 @@ ParameterizedTest(int *i, decode, subgroup_against_reference, .timeout = 300) {
     snprintf(text, sizeof text, "variant=3 sg=%d", sg);
   else
     snprintf(text, sizeof text, "variant=3");
-  if (!sg_size_runs(text, why, sizeof why)) {
-    cr_assert(sg != 0, "variant 3 at the device's own size refused: %s", why);
+  /* only a size the device does not list may be refused, by name */
+  const int runs = sg_size_runs(text, why, sizeof why);
+  if (!tu_sg_offered(sg)) {
+    cr_assert(!runs, "sg=%d, which the device does not list, ran", sg);
+    cr_assert(strstr(why, "sg") != NULL, "refused without naming sg: %s", why);
     cr_skip_test("sg=%d not offered by the device", sg);
   }
+  cr_assert(runs, "%s, which the device offers, refused: %s", text, why);
   oc.params.text = text;
   cr_log_info("%s, %s", oc.name, text);
   run_opt_case(&oc, 9300u + (unsigned)*i);
@@ -1035,7 +1030,7 @@ ParameterizedTest(int *i, decode, subgroup_against_reference, .timeout = 300) {
  * the extension, nothing written, never a build failure; the automatic
  * choice and the tuning space never pick it there. */
 Test(decode, subgroup_refused) {
-  if (device_has_subgroups())
+  if (tu_has_subgroups())
     cr_skip_test("device has subgroups: the refusal needs one without");
   char why[512] = "";
   cr_assert(!sg_size_runs("variant=3", why, sizeof why));

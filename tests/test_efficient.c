@@ -207,7 +207,8 @@ Test(efficient, refuses_different_head_dims) {
 /* Variant 3 (subgroups) of both families through decode's and prefill's
  * subgroup kernels with V == K, for the device's own subgroup size and
  * each of 8, 16, 32, 64 it offers a kernel to require (a size it does not
- * offer is refused by name and logged), outputs poisoned: sizes that
+ * offer must be refused by name, and is logged and counted as skipped;
+ * any other refusal fails), outputs poisoned: sizes that
  * divide no subgroup, f32, f16 and bf16, grouped heads, causal, the
  * decode's options.  Skipped, by name, on a device without subgroups. */
 Test(efficient, subgroup_against_reference, .timeout = 900) {
@@ -239,10 +240,11 @@ Test(efficient, subgroup_against_reference, .timeout = 900) {
     cr_skip_test("device has no subgroups");
   }
   poison_outputs = 1;
-  int ran = 0;
+  int ran = 0, not_offered = 0;
   for (int sg = 0; sg <= 64; sg = sg ? 2 * sg : 8) {
     char text[64];
     snprintf(text, sizeof text, sg ? "variant=3 sg=%d" : "variant=3", sg);
+    const int offered = tu_sg_offered(sg);
     for (size_t i = 0; i < sizeof sg_cases / sizeof sg_cases[0]; i++) {
       eff_case ec = sg_cases[i];
       ec.params.text = text;
@@ -257,17 +259,101 @@ Test(efficient, subgroup_against_reference, .timeout = 900) {
       const clattn__target t = clattn__ctx_target(ctx);
       const clattn_status st =
           F->plan(&t, desc, &values, plan, why, sizeof why);
-      if (st != CLATTN_OK) {
-        cr_assert(sg != 0, "%s %s: %s", ec.family, text, why);
+      /* only a size the device does not list may be refused, by name */
+      if (!offered) {
+        cr_assert(st != CLATTN_OK, "%s %s: sg=%d, not offered, planned",
+                  ec.family, text, sg);
         cr_assert(strstr(why, "sg") != NULL, "%s", why);
-        cr_log_info("sg=%d not offered: %s", sg, why);
+        cr_log_info("skipped: sg=%d not offered: %s", sg, why);
+        not_offered++;
         continue;
       }
+      cr_assert_eq(st, CLATTN_OK, "%s %s, which the device offers: %s",
+                   ec.family, text, why);
       cr_log_info("%s %s, %s", ec.family, ec.shape, text);
       run_case(ctx, &ec, 2000u + (unsigned)(i + 16 * sg));
       ran++;
     }
   }
   cr_assert(ran > 0, "no subgroup size ran");
+  cr_log_info("%d runs, %d skipped (sizes the device does not offer)", ran,
+              not_offered);
   clattn_ctx_destroy(ctx);
+}
+
+/* Index of tunable `name` among the dimensions of space s. */
+static int space_dim(const clattn__space *s, const char *name) {
+  for (int j = 0; j < s->ndims; j++)
+    if (strcmp(s->dim[j], name) == 0)
+      return j;
+  cr_assert_fail("no tunable %s in the space", name);
+  return -1;
+}
+
+/* Variant 3's plans and candidates on made-up targets with subgroups (no
+ * device needed): the space offers the device's own subgroup size as one
+ * automatic candidate (wg 0, which the launch resolves, so that an
+ * explicit guess never refuses a device of another size), and a lane's
+ * accumulators are checked against the work-group the plan guesses:
+ * 32 rows of 512 value dims fit in 64 lanes (256 a lane) and are refused,
+ * naming the limit, in 16 (1024 a lane). */
+Test(efficient, subgroup_plan_and_space) {
+  clattn__target t = {0, 0, 1, 0, 80, 1024, 49152, 0};
+  t.subgroups = 1;
+  t.sg_sizes = 1u << 3 | 1u << 4 | 1u << 5; /* 8, 16, 32 */
+  static const char *const fams[2][2] = {
+      {"efficient-prefill",
+       "batch=1 seq=64 kv-seq=64 heads=2 head-dim=512 dtype=f32"},
+      {"efficient-decode", "batch=1 kv-seq=512 heads=4 head-dim=64"}};
+  for (int f = 0; f < 2; f++) {
+    const clattn__family *F = clattn__family_find(fams[f][0]);
+    _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
+    char why[256] = "";
+    cr_assert_eq(F->parse_shape(fams[f][1], desc, why, sizeof why), CLATTN_OK,
+                 "%s", why);
+    clattn__space s;
+    memset(&s, 0, sizeof s);
+    cr_assert_eq(F->space(&t, desc, &s), CLATTN_OK);
+    const int jv = space_dim(&s, "variant"), jw = space_dim(&s, "wg"),
+              js = space_dim(&s, "sg");
+    int automatic = 0;
+    for (int i = 0; i < s.n; i++) {
+      const int *v = s.val + (size_t)i * s.ndims;
+      if (v[jv] != 3)
+        continue;
+      char text[256];
+      clattn__space_format(&s, i, text, sizeof text);
+      /* a required size is its work-group; the device's own (sg 0) is
+       * found at launch (wg 0) */
+      cr_expect(v[jw] == v[js], "%s: variant 3 candidate guessing a wg: %s",
+                F->name, text);
+      cr_expect(v[js] == 0 ||
+                    (t.sg_sizes >> __builtin_ctz((unsigned)v[js]) & 1),
+                "%s: a size the target does not offer: %s", F->name, text);
+      automatic += v[js] == 0;
+    }
+    cr_expect(automatic > 0, "%s: no automatic variant 3 candidate", F->name);
+    clattn__space_free(&s);
+  }
+  const clattn__family *F = clattn__family_find("efficient-prefill");
+  _Alignas(16) unsigned char desc[CLATTN__DESC_MAX];
+  _Alignas(16) unsigned char plan[CLATTN__PLAN_MAX];
+  char why[256] = "";
+  cr_assert_eq(F->parse_shape(fams[0][1], desc, why, sizeof why), CLATTN_OK);
+  const clattn_params p = {.size = sizeof p, .text = "variant=3 rows=32"};
+  clattn__params values;
+  cr_assert_eq(clattn__params_in(F, &p, &values, why, sizeof why), CLATTN_OK,
+               "%s", why);
+  cr_assert_eq(F->plan(&t, desc, &values, plan, why, sizeof why), CLATTN_OK,
+               "64 lanes: %s", why);
+  char resolved[128];
+  const clattn__params r = F->resolved(plan);
+  clattn__params_format(F, &r, resolved, sizeof resolved);
+  cr_expect(strstr(resolved, "wg=") == NULL,
+            "the guessed work-group resolved as given: %s", resolved);
+  t.max_wg = 16;
+  why[0] = '\0';
+  cr_assert_eq(F->plan(&t, desc, &values, plan, why, sizeof why),
+               CLATTN_ERR_UNSUPPORTED, "16 lanes: %s", why);
+  cr_expect(strstr(why, "512") != NULL, "the limit is not named: %s", why);
 }

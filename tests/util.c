@@ -260,6 +260,42 @@ int tu_unsupported_ok(clattn_ctx *ctx, clattn_status st,
   return 1;
 }
 
+int tu_has_subgroups(void) {
+  clattn_ctx *ctx = tu_ctx();
+  clattn_profile p = {.size = sizeof p};
+  clattn_status st = clattn_profile_reported(ctx, &p);
+  cr_assert_eq(st, CLATTN_OK, "%s", clattn_ctx_errmsg(ctx));
+  clattn_ctx_destroy(ctx);
+  return p.has_subgroups;
+}
+
+int tu_sg_offered(int sg) {
+  if (!tu_has_subgroups())
+    return 0;
+  if (sg == 0)
+    return 1;
+  clattn_ctx *ctx = tu_ctx();
+  cl_device_id dev = clattn_ctx_device(ctx);
+  size_t sizes[64], n = 0;
+  int offered = 0;
+  cr_assert_eq(clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, 0, NULL, &n),
+               CL_SUCCESS);
+  char *ext = tu_alloc(n + 1);
+  cr_assert_eq(clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, n, ext, NULL),
+               CL_SUCCESS);
+  ext[n] = '\0';
+  const int required = strstr(ext, "cl_intel_required_subgroup_size") != NULL;
+  free(ext);
+  n = 0;
+  if (required &&
+      clGetDeviceInfo(dev, 0x4108 /* CL_DEVICE_SUB_GROUP_SIZES_INTEL */,
+                      sizeof sizes, sizes, &n) == CL_SUCCESS)
+    for (size_t i = 0; i < n / sizeof sizes[0] && i < 64; i++)
+      offered |= sizes[i] == (size_t)sg;
+  clattn_ctx_destroy(ctx);
+  return offered;
+}
+
 int tu_untouched(clattn_ctx *ctx, cl_mem m, size_t bytes, uint8_t byte) {
   uint8_t *buf = tu_alloc(bytes);
   tu_read_bytes(ctx, m, buf, bytes);

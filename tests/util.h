@@ -144,6 +144,15 @@ int tu_subset(const char *name);
  * each case's programs compile slowly, rusticl), else no limit. */
 int tu_case_limit(void);
 
+/* Whether the default device reports subgroups (cl_khr_subgroups or
+ * cl_intel_subgroups, clattn_profile_reported): where variant 3 runs. */
+int tu_has_subgroups(void);
+/* Whether variant 3 may run on the default device with subgroups of sg
+ * lanes: sg 0, its own size, wherever it has subgroups; else a size it
+ * lists in CL_DEVICE_SUB_GROUP_SIZES_INTEL with
+ * cl_intel_required_subgroup_size, asked of the device itself. */
+int tu_sg_offered(int sg);
+
 /* 1 if all `bytes` bytes of m still equal `byte` (a sentinel fill). */
 int tu_untouched(clattn_ctx *ctx, cl_mem m, size_t bytes, uint8_t byte);
 

@@ -209,8 +209,8 @@ static int add(const clattn__target *t, const void *d,
  * and the whole group a pass by slices of the value dims (rows G, which is
  * rows 4 when G <= 4) without prefetch; variant 2: work-group {16..256} x
  * keys {8,16,32,64} x splits; with subgroups, variant 3: the device's own
- * subgroup size from a guess of {16, 32, 64} items, and the sizes 8, 16,
- * 32, 64 it offers a kernel to require, x splits; splits 1, 2, 4, ...
+ * subgroup size (wg 0, found at launch) and the sizes 8, 16, 32, 64 it
+ * offers a kernel to require, x splits; splits 1, 2, 4, ...
  * while a split keeps >= 64 keys (at most 256).  A candidate is stored as the
  * plan resolves it, so two requests that run the same launch are one candidate.
  */
@@ -250,12 +250,12 @@ static clattn_status space(const clattn__target *t, const void *desc,
                                           0},
                 s) == -2)
           return CLATTN_ERR_NOMEM;
-    for (int c = 0; t->subgroups && c < 7; c++) {
-      /* the device's own size from 16, 32, 64 items; required 8 .. 64 */
-      const int wg = c < 3 ? 16 << c : 0, sg = c < 3 ? 0 : 8 << (c - 3);
+    for (int c = 0; t->subgroups && c < 5; c++) {
+      /* the device's own size (sg 0), found at launch; required 8 .. 64 */
+      const int sg = c == 0 ? 0 : 4 << c;
       if (sg && !(t->sg_sizes & (unsigned)sg))
         continue;
-      if (add(t, d, (clattn__decode_tunables){3, 0, 0, wg, splits[k], 0, sg},
+      if (add(t, d, (clattn__decode_tunables){3, 0, 0, 0, splits[k], 0, sg},
               s) == -2)
         return CLATTN_ERR_NOMEM;
     }
@@ -302,8 +302,8 @@ static size_t options(const clattn_decode_desc *d,
 
 clattn_status clattn__subgroup_kernel(clattn_ctx *ctx, const char *source,
                                       clattn__defs *df, const char *name,
-                                      int required, int auto_wg, int *wg,
-                                      cl_kernel *out) {
+                                      int required, int auto_wg, int rows,
+                                      int dv, int *wg, cl_kernel *out) {
   int at_wg = -1, at_sg = -1;
   for (int i = 0; i < df->n; i++) {
     if (strcmp(df->name[i], "WG") == 0)
@@ -326,7 +326,11 @@ clattn_status clattn__subgroup_kernel(clattn_ctx *ctx, const char *source,
                           "of %d items gets subgroups of %zu here%s",
                           name, *wg, got,
                           required ? "" : " (leave wg out, or set it to that)");
-    /* the device's own size is smaller than the guess: build for it */
+    /* the device's own size is smaller than the guess: build for it, if
+     * a lane's accumulators still fit */
+    char why[192];
+    if ((rc = clattn__subgroup_fits(rows, dv, (int)got, why, sizeof why)))
+      return clattn__fail(ctx, rc, "%s: %s", name, why);
     *wg = (int)got;
     df->value[at_sg] = (int)got;
     if (at_wg >= 0)
@@ -355,7 +359,7 @@ static clattn_status enqueue(clattn_ctx *ctx, const void *desc, void *plan_,
   cl_kernel kern = NULL, comb = NULL;
   if (pl->variant == 3)
     rc = clattn__subgroup_kernel(ctx, "decode.cl", &df, name, pl->sg != 0,
-                                 auto_wg, &pl->wg, &kern);
+                                 auto_wg, hq / hkv, dv, &pl->wg, &kern);
   else
     rc = clattn__kernel_defs(ctx, "decode.cl", &df, name, &kern);
   if (rc)

@@ -40,10 +40,12 @@ double clattn__decode_combine_cost(clattn_prediction *out, const char *name,
  * of the device's own size, and where the built kernel gets smaller
  * subgroups in work-groups of *wg items (clattn__kernel_subgroup) and
  * auto_wg allows it, *wg and the defines become that size and the kernel
- * is built again.  CLATTN_ERR_UNSUPPORTED where the sizes disagree. */
+ * is built again, if a lane's rows x dv accumulators fit that size
+ * (clattn__subgroup_fits).  CLATTN_ERR_UNSUPPORTED where the sizes
+ * disagree or the accumulators do not fit. */
 clattn_status clattn__subgroup_kernel(clattn_ctx *ctx, const char *source,
                                       clattn__defs *df, const char *name,
-                                      int required, int auto_wg, int *wg,
-                                      cl_kernel *out);
+                                      int required, int auto_wg, int rows,
+                                      int dv, int *wg, cl_kernel *out);
 
 #endif /* CLATTN_FAMILY_DECODE_H */

@@ -65,22 +65,11 @@ clattn_status clattn__plan_prefill(const clattn__target *t,
     /* a work-group is one subgroup (sg lanes, or the device's own size,
      * asked of the device with a first guess of wg items) over rows query
      * rows (8 by default: a key a lane scores them all) */
-    clattn_status rc = clattn__plan_subgroup(t, p->sg, p->wg, why, cap);
-    if (rc)
-      return rc;
-    pl->sg = p->sg;
-    pl->wg = p->sg   ? p->sg
-             : p->wg ? p->wg
-                     : (t->max_wg < 64 ? (int)t->max_wg : 64);
     pl->rb = p->rows ? p->rows : 8;
-    if (pl->sg && (long)pl->rb * ((dv + pl->sg - 1) / pl->sg) > 512) {
-      snprintf(why, cap,
-               "params: variant 3 with rows=%d and sg=%d keeps %d "
-               "accumulators a lane (at most 512)",
-               pl->rb, pl->sg, pl->rb * ((dv + pl->sg - 1) / pl->sg));
-      return CLATTN_ERR_INVALID_ARG;
-    }
-    return CLATTN_OK;
+    pl->sg = p->sg;
+    pl->wg_auto = !p->sg && !p->wg;
+    return clattn__plan_subgroup(t, p->sg, p->wg, pl->rb, dv, &pl->wg, why,
+                                 cap);
   }
   if (pl->variant == 1) {
     /* Default tile: the most rows (a power of two) whose QK^T
@@ -151,16 +140,34 @@ size_t clattn__decode_local_bytes(const clattn_decode_desc *d,
                             : 0;
 }
 
+clattn_status clattn__subgroup_fits(int rows, int dv, int lanes, char *why,
+                                    size_t cap) {
+  const long acc = (long)rows * ((dv + lanes - 1) / lanes);
+  if (acc <= 512)
+    return CLATTN_OK;
+  snprintf(why, cap,
+           "params: variant 3 in subgroups of %d lanes keeps %ld "
+           "accumulators a lane (%d rows x %d value dims / %d lanes; the "
+           "limit is 512)",
+           lanes, acc, rows, dv, lanes);
+  return CLATTN_ERR_UNSUPPORTED;
+}
+
 clattn_status clattn__plan_subgroup(const clattn__target *t, int sg, int wg,
-                                    char *why, size_t cap) {
+                                    int rows, int dv, int *lanes, char *why,
+                                    size_t cap) {
   if (!t->subgroups) {
     snprintf(why, cap,
              "params: variant 3 needs subgroups (cl_khr_subgroups or "
              "cl_intel_subgroups), which the device does not report");
     return CLATTN_ERR_UNSUPPORTED;
   }
+  /* the device's own size is at most the guess: a guess that fits the
+   * accumulators may still be corrected to a size that does not, which
+   * the launch checks again (clattn__subgroup_kernel) */
+  *lanes = sg ? sg : wg ? wg : t->max_wg < 64 ? (int)t->max_wg : 64;
   if (sg == 0)
-    return CLATTN_OK;
+    return clattn__subgroup_fits(rows, dv, *lanes, why, cap);
   if (t->sg_sizes == 0) {
     snprintf(why, cap,
              "params: sg=%d needs cl_intel_required_subgroup_size, which the "
@@ -181,7 +188,7 @@ clattn_status clattn__plan_subgroup(const clattn__target *t, int sg, int wg,
              wg, sg);
     return CLATTN_ERR_INVALID_ARG;
   }
-  return CLATTN_OK;
+  return clattn__subgroup_fits(rows, dv, sg, why, cap);
 }
 
 clattn_status clattn__plan_decode(const clattn__target *t,
@@ -274,23 +281,15 @@ clattn_status clattn__plan_decode(const clattn__target *t,
   } else if (pl->variant == 3) {
     /* a work-group is one subgroup: sg lanes, or the device's own size,
      * which the launch asks the device for with a first guess of wg items
-     * (64 by default) and runs with (cl/decode.cl, decode_split_sg) */
-    clattn_status rc = clattn__plan_subgroup(t, p->sg, p->wg, why, cap);
+     * (64 by default) and runs with (cl/decode.cl, decode_split_sg); a
+     * lane's accumulators: G heads x its share of the value dims */
+    clattn_status rc = clattn__plan_subgroup(t, p->sg, p->wg, g, d->head_dim_v,
+                                             &pl->wg, why, cap);
     if (rc)
       return rc;
     pl->sg = p->sg;
-    pl->wg = p->sg   ? p->sg
-             : p->wg ? p->wg
-                     : (t->max_wg < 64 ? (int)t->max_wg : 64);
+    pl->wg_auto = !p->sg && !p->wg;
     pl->kb = pl->wg;
-    /* a lane's accumulators: G heads x its share of the value dims */
-    if (pl->sg && (long)g * ((d->head_dim_v + pl->sg - 1) / pl->sg) > 512) {
-      snprintf(why, cap,
-               "params: variant 3 with sg=%d keeps %d accumulators a lane "
-               "(at most 512)",
-               pl->sg, g * ((d->head_dim_v + pl->sg - 1) / pl->sg));
-      return CLATTN_ERR_INVALID_ARG;
-    }
   } else if (pl->variant == 2) {
     pl->wg = p->wg ? p->wg : (int)(t->max_wg < 64 ? t->max_wg : 64);
     pl->kb = p->keys ? p->keys : 32;
@@ -381,19 +380,20 @@ clattn__params clattn__prefill_resolved(const clattn__prefill_plan *pl) {
       pl->variant == 1 ? (clattn__prefill_tunables){1, pl->rb, pl->kb,
                                                     pl->wg == 1 ? 0 : pl->wg, 0}
       : pl->variant == 3
-          ? (clattn__prefill_tunables){3, pl->rb, 0, pl->wg, pl->sg}
+          ? (clattn__prefill_tunables){3, pl->rb, 0, pl->wg_auto ? 0 : pl->wg,
+                                       pl->sg}
           : (clattn__prefill_tunables){2, 0, pl->kt, pl->wg, 0};
   return clattn__tunables_put(&r, sizeof r);
 }
 
 clattn__params clattn__decode_resolved(const clattn__decode_plan *pl) {
-  const clattn__decode_tunables r = {pl->variant,
-                                     pl->variant == 1 ? pl->pvh : 0,
-                                     pl->variant == 3 ? 0 : pl->kb,
-                                     pl->variant == 1 && pl->wg == 1 ? 0
-                                                                     : pl->wg,
-                                     pl->splits,
-                                     pl->variant == 1 ? (pl->pf ? 2 : 1) : 0,
-                                     pl->variant == 3 ? pl->sg : 0};
+  const clattn__decode_tunables r = {
+      pl->variant,
+      pl->variant == 1 ? pl->pvh : 0,
+      pl->variant == 3 ? 0 : pl->kb,
+      (pl->variant == 1 && pl->wg == 1) || pl->wg_auto ? 0 : pl->wg,
+      pl->splits,
+      pl->variant == 1 ? (pl->pf ? 2 : 1) : 0,
+      pl->variant == 3 ? pl->sg : 0};
   return clattn__tunables_put(&r, sizeof r);
 }

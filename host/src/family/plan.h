@@ -43,6 +43,8 @@ typedef struct clattn__prefill_plan {
   int sg;       /* variant 3: the subgroup size the kernel requires
                    (cl_intel_required_subgroup_size); 0: the device's own,
                    queried at launch (wg: its first guess) */
+  int wg_auto;  /* variant 3 with neither sg nor wg given: wg is a guess
+                   the launch corrects (resolved as wg 0) */
 } clattn__prefill_plan;
 
 /* Resolve the plan of d with the values p (NULL: automatic); on a bad
@@ -88,7 +90,9 @@ typedef struct clattn__decode_plan {
   int kv_same; /* V is K (one cache tensor: the efficient-decode family) */
   int sg;      /* variant 3: the subgroup size the kernel requires
                   (cl_intel_required_subgroup_size); 0: the device's own,
-                  queried at launch */
+                  queried at launch (wg: its first guess) */
+  int wg_auto; /* variant 3 with neither sg nor wg given: wg is a guess
+                  the launch corrects (resolved as wg 0) */
 } clattn__decode_plan;
 
 /* The KV append has no tunables; kv_same writes K alone (one tensor). */
@@ -104,9 +108,19 @@ clattn_status clattn__plan_decode(const clattn__target *t,
 /* Variant 3 (either family): whether the target may run it, and the
  * subgroup size sg (0: the device's own) checked against the sizes it
  * offers; the work-group is one subgroup, so wg, where set, must be sg.
- * Else the status and why. */
+ * *lanes: its work-group, sg, else wg, else a first guess of the device's
+ * own size (64, or the device's largest work-group) that the launch
+ * corrects, checked against a lane's accumulators of rows x dv values
+ * (clattn__subgroup_fits).  Else the status and why. */
 clattn_status clattn__plan_subgroup(const clattn__target *t, int sg, int wg,
-                                    char *why, size_t cap);
+                                    int rows, int dv, int *lanes, char *why,
+                                    size_t cap);
+/* Whether a subgroup of `lanes` lanes keeps at most 512 accumulators a
+ * lane, rows x its share of the dv value dims (cl/decode.cl,
+ * cl/attention.cl: private arrays); else CLATTN_ERR_UNSUPPORTED with
+ * why. */
+clattn_status clattn__subgroup_fits(int rows, int dv, int lanes, char *why,
+                                    size_t cap);
 /* Local memory of decode_split_local or decode_split_sg. */
 size_t clattn__decode_local_bytes(const clattn_decode_desc *d,
                                   const clattn__decode_plan *pl);
@@ -131,7 +145,7 @@ int clattn__decode_fits(const clattn__target *t, const clattn_decode_desc *d,
                         const clattn__decode_plan *pl, char *why, size_t cap);
 
 /* A plan as the values that give it (family.h's resolved; a one-item
- * work-group is 0, the default). */
+ * work-group is 0, the default, and so is variant 3's guessed one). */
 clattn__params clattn__prefill_resolved(const clattn__prefill_plan *pl);
 clattn__params clattn__decode_resolved(const clattn__decode_plan *pl);
 

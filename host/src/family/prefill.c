@@ -187,9 +187,8 @@ static int add(const clattn__target *t, const void *d,
 /* Variant 1 (register-blocked): rows {1,2,4,8} x keys {16,32,64,128} x
  * work-group {1 (written 0),2,4}; variant 2 (local-memory tiles):
  * work-group {16..256} x keys {8,16,32,64}; with subgroups, variant 3:
- * rows {4, 8, 16} x (the device's own subgroup size from a guess of {16,
- * 32, 64} items, and the sizes 8, 16, 32, 64 it offers a kernel to
- * require). */
+ * rows {4, 8, 16} x (the device's own subgroup size, wg 0, found at
+ * launch, and the sizes 8, 16, 32, 64 it offers a kernel to require). */
 static clattn_status space(const clattn__target *t, const void *desc,
                            clattn__space *s) {
   static const int rows1[] = {1, 2, 4, 8}, keys1[] = {16, 32, 64, 128},
@@ -214,11 +213,12 @@ static clattn_status space(const clattn__target *t, const void *desc,
           -2)
         return CLATTN_ERR_NOMEM;
   for (int r = 4; t->subgroups && r <= 16; r *= 2)
-    for (int c = 0; c < 7; c++) {
-      const int wg = c < 3 ? 16 << c : 0, sg = c < 3 ? 0 : 8 << (c - 3);
+    for (int c = 0; c < 5; c++) {
+      /* the device's own size (sg 0), found at launch; required 8 .. 64 */
+      const int sg = c == 0 ? 0 : 4 << c;
       if (sg && !(t->sg_sizes & (unsigned)sg))
         continue;
-      if (add(t, d, (clattn__prefill_tunables){3, r, 0, wg, sg}, s) == -2)
+      if (add(t, d, (clattn__prefill_tunables){3, r, 0, 0, sg}, s) == -2)
         return CLATTN_ERR_NOMEM;
     }
   return CLATTN_OK;
@@ -339,7 +339,8 @@ static clattn_status enqueue_local(clattn_ctx *ctx, const clattn_attn_desc *d,
     /* variant 3: a subgroup a work-group over rb rows, its size from the
      * device */
     if ((rc = clattn__subgroup_kernel(ctx, "attention.cl", df, name,
-                                      pl->sg != 0, auto_wg, &pl->wg, &kern)))
+                                      pl->sg != 0, auto_wg, pl->rb,
+                                      d->head_dim_v, &pl->wg, &kern)))
       return rc;
   } else if ((rc = clattn__kernel_defs(ctx, "attention.cl", df, name, &kern)))
     return rc;
