@@ -262,8 +262,12 @@ Test(misuse, attention) {
   /* parameters */
   d = p.d;
   d.params = &prm;
+  prm = (clattn_params){.size = sizeof(clattn_params), .variant = 4};
+  EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant 4");
+  /* variant 3 needs subgroups: refused, never built, where there are none */
   prm = (clattn_params){.size = sizeof(clattn_params), .variant = 3};
-  EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant 3");
+  if (!tu_has_subgroups())
+    EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_UNSUPPORTED, "variant 3, no subgroups");
   prm = (clattn_params){.size = sizeof(clattn_params), .variant = -1};
   EXPECT_FAIL(&p, ATT(d), CLATTN_ERR_INVALID_ARG, "variant -1");
   prm = (clattn_params){.size = sizeof(clattn_params), .variant = 1, .rows = -2};
