@@ -870,8 +870,9 @@ __kernel void decode_combine(__global const float *opart,
   float lmax = sink2; /* -inf without a sink */
   int nan_split = 0;
   for (int s = 0; s < S; s++) {
-    lmax = max(lmax, ls[s]);
-    nan_split |= isnan(ls[s]);
+    const float x = ls[s];
+    lmax = max(lmax, x);
+    nan_split |= isnan(x);
   }
   /* max() may drop a NaN (NVIDIA's does): a split that met a NaN logit
    * makes the row NaN, as a single pass would (clattn.h, non-finite
