@@ -76,6 +76,32 @@ double clattn__rows_keys(int causal, long W, long L, long n, long g, long rows,
          (double)past * clattn__queries_keys(causal, W, L, n, lq, lq + 1);
 }
 
+/* What one KV head's work-groups of a local-memory kernel (variants 2 and
+ * 3) read, write, issue and keep, per distinct sequence, and the call's
+ * figures that scale them into its cost. */
+typedef struct local_tally {
+  double rd, wr, fma, ex, loc, ws;
+} local_tally;
+typedef struct local_call {
+  double per_seq, hkv, flops, pairs, q_bytes, kv_bytes, o_bytes;
+  const clattn_profile *prof;
+} local_call;
+
+static void local_cost_fill(clattn_cost *c, local_tally t, const local_call *k,
+                            double *dram_reads) {
+  const double p = k->per_seq, h = k->hkv;
+  c->bytes_read = h * (p * t.rd);
+  c->bytes_written = h * (p * t.wr);
+  c->fma_issued = h * (p * t.fma + CLATTN__EXP2_FMAS * (p * t.ex));
+  c->exp2_issued = h * (p * t.ex);
+  c->local_bytes = h * (p * t.loc);
+  c->flops = k->flops;
+  c->softmax_ops = CLATTN__C_SM * k->pairs;
+  c->bytes_compulsory = k->q_bytes + k->kv_bytes + k->o_bytes;
+  clattn__model_dram(c, k->q_bytes + k->kv_bytes, t.ws, k->prof);
+  dram_reads[0] = c->bytes_dram - c->bytes_written;
+}
+
 clattn_status clattn__prefill_cost(const void *desc, const void *plan,
                                    const int *kv_lens,
                                    const clattn_profile *prof,
@@ -112,6 +138,8 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
   /* V's own loads (none when V is K) */
   const double DVL = pl->kv_same ? 0.0 : DV;
   const double kv_bytes = es * B * m * hkv * (DK + DVL);
+  const local_call call = {per_seq, (double)hkv, flops,   pairs,
+                           q_bytes, kv_bytes,    o_bytes, prof};
 
   if (pl->variant == 1) {
     /* kv_stage: every key row read once, K^T and V written as float32
@@ -220,18 +248,8 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
         wr += es * clattn__dmin(RW, rows - r0) * DV;
       }
     }
-    rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
-    loc *= per_seq;
-    c->bytes_read = hkv * rd;
-    c->bytes_written = hkv * wr;
-    c->fma_issued = hkv * (fma + CLATTN__EXP2_FMAS * ex);
-    c->exp2_issued = hkv * ex;
-    c->local_bytes = hkv * loc;
-    c->flops = flops;
-    c->softmax_ops = CLATTN__C_SM * pairs;
-    c->bytes_compulsory = q_bytes + kv_bytes + o_bytes;
-    clattn__model_dram(c, q_bytes + kv_bytes, ws, prof);
-    dram_reads[0] = c->bytes_dram - c->bytes_written;
+    local_cost_fill(c, (local_tally){rd, wr, fma, ex, loc, ws}, &call,
+                    dram_reads);
   } else {
     clattn_cost *c = clattn__model_kernel(out, "attn_fwd_local");
     const int WG = pl->wg, KT = pl->kt;
@@ -264,18 +282,8 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
         wr += es * clattn__dmin(WG, rows - grp * WG) * DV;
       }
     }
-    rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
-    loc *= per_seq;
-    c->bytes_read = hkv * rd;
-    c->bytes_written = hkv * wr;
-    c->fma_issued = hkv * (fma + CLATTN__EXP2_FMAS * ex);
-    c->exp2_issued = hkv * ex;
-    c->local_bytes = hkv * loc;
-    c->flops = flops;
-    c->softmax_ops = CLATTN__C_SM * pairs;
-    c->bytes_compulsory = q_bytes + kv_bytes + o_bytes;
-    clattn__model_dram(c, q_bytes + kv_bytes, ws, prof);
-    dram_reads[0] = c->bytes_dram - c->bytes_written;
+    local_cost_fill(c, (local_tally){rd, wr, fma, ex, loc, ws}, &call,
+                    dram_reads);
   }
   return CLATTN_OK;
 }
