@@ -29,6 +29,14 @@ typedef enum clattn_profile_source {
   CLATTN_PROFILE_MEASURED = 2   /* clattn_probe on the device */
 } clattn_profile_source;
 
+/* A GEMM's measured rate (clattn_profile.gemm_rates): C[m, n] += A[m, k]
+ * B[k, n] at gflops (2 m n k FLOPs a call). */
+typedef struct clattn_gemm_rate {
+  int m, n, k;
+  double gflops;
+} clattn_gemm_rate;
+#define CLATTN_PROFILE_GEMM_RATES 16
+
 /* A device as the roofline model sees it.  Rates are decimal (1e9 B/s,
  * 1e9 FLOP/s); 0 means unknown. */
 typedef struct clattn_profile {
@@ -69,6 +77,32 @@ typedef struct clattn_profile {
   int probe_method;
   char note[512]; /* datasheet: sources; measured: date and probe settings;
                      reported: why a stored measurement was not used */
+  /* The in-core rates (probe method 3; docs/MODEL.md, "The in-core
+   * term"): what the kernels issue besides FMAs and DRAM traffic, each
+   * timed by a micro-kernel of the probe.  0: not measured, and the model
+   * prices the operation as each field says. */
+  double exp2_gops;   /* exp2 lanes a second through the kernels' own
+                         polynomial (0: its 6 FMAs at the FMA peak) */
+  double cache_gbs;   /* global loads the cache serves: a read kernel
+                         over a buffer that fits a quarter of the
+                         last-level cache (0: such loads are free) */
+  double barrier_ns;  /* a work-group barrier: the device's time per
+                         barrier of one work-group, work-groups in flight
+                         overlapping as they do on it (0: free) */
+  double launch_call_us; /* one launch in a stream as the library issues
+                            them: its arguments, six buffers, set anew for
+                            every launch (0: launch_pipelined_us) */
+  /* How memory and in-core time combine: the share of the shorter of the
+   * two that the longer does not hide, measured by a kernel that streams
+   * and computes at once.  0: none (the roofline's max), 1: all (their
+   * sum). */
+  double unhidden;
+  /* GEMM rates the tuning database measured on this device (its best
+   * CLBlast Xgemm rows; clattn_profile_for fills them, they are not
+   * stored with the profile): a projection of the same m, n and k is
+   * priced at that rate, any other at the FMA peak. */
+  int n_gemm_rates;
+  clattn_gemm_rate gemm_rates[CLATTN_PROFILE_GEMM_RATES];
 } clattn_profile;
 
 /* What the context's device reports (clGetDeviceInfo and vendor queries:
@@ -295,7 +329,10 @@ typedef enum clattn_bound {
  *    per cycle against two FMAs on x86 cores).
  *  - t_memory = reads / read bandwidth + writes / copy bandwidth;
  *    t_compute = 2 * (fma_issued + fma_spilled) / FP32 peak; t_launch per
- *    launch; t_pred = max(t_memory, t_compute) + t_launch. */
+ *    launch (the roofline's times: t_compute prices every lane at the
+ *    FMA peak); t_pred = the in-core term's t_busy (clattn_core) +
+ *    t_launch, the launch at the profile's launch_call_us; the bound:
+ *    launch, else compute where t_core > t_memory, else memory. */
 typedef struct clattn_cost {
   /* No size of its own: a record of clattn_prediction, versioned with it
    * (the prediction's size says which layout the caller has). */
@@ -318,6 +355,31 @@ typedef struct clattn_cost {
 
 #define CLATTN_MODEL_MAX_KERNELS 12
 
+/* What a kernel issues besides its FMAs and DRAM traffic, and its time in
+ * the cores (docs/MODEL.md, "The in-core term"): each count priced at the
+ * profile's rate of it.  A record of clattn_prediction, versioned with it.
+ *  - barriers: work-group barriers, one per barrier a work-group passes
+ *    (counted from the plan, as the kernels' loops pass them);
+ *  - cached_bytes: issued global loads beyond the DRAM reads, which the
+ *    cache serves (bytes_read - the DRAM reads);
+ *  - fma_gflops: the rate its FMA lanes are priced at (2 FLOPs a lane):
+ *    the profile's FMA peak, or a GEMM rate it holds for a projection's
+ *    m, n and k;
+ *  - t_fma: the FMA lanes less the exp2 polynomials' at fma_gflops, a
+ *    spilled lane counted twice; t_exp2: the exp2 lanes at the exp2 rate;
+ *    t_cache, t_local: cached and local-memory bytes at their rates;
+ *    t_barrier: barriers at the barrier time; t_core: their sum;
+ *  - t_busy: t_memory and t_core combined, the longer plus the profile's
+ *    `unhidden` share of the shorter; t_pred = t_busy + t_launch. */
+typedef struct clattn_core {
+  double barriers;
+  double cached_bytes;
+  double fma_gflops;
+  double t_fma, t_exp2, t_cache, t_local, t_barrier;
+  double t_core;
+  double t_busy;
+} clattn_core;
+
 /* The model's prediction for one library call on one device profile. */
 typedef struct clattn_prediction {
   size_t size; /* sizeof(clattn_prediction) */
@@ -328,6 +390,10 @@ typedef struct clattn_prediction {
   char params[256]; /* the parameters the call resolves to, as
                        clattn_choice.resolved writes them */
   char errmsg[256]; /* why a model call failed */
+  /* The in-core term of each kernel (core[i] of kernel[i]) and of the
+   * total, appended after the roofline's fields (docs/MODEL.md). */
+  clattn_core core[CLATTN_MODEL_MAX_KERNELS];
+  clattn_core core_total;
 } clattn_prediction;
 
 /* Predict clattn_attention.  kv_lens: host copy of the per-sequence key

@@ -24,6 +24,7 @@ clattn_cost *clattn__model_kernel(clattn_prediction *out, const char *name) {
     return NULL;
   clattn_cost *c = &out->kernel[out->n_kernels++];
   memset(c, 0, sizeof *c);
+  memset(clattn__model_core(out, c), 0, sizeof(clattn_core));
   snprintf(c->kernel, sizeof c->kernel, "%s", name);
   c->launches = 1;
   return c;

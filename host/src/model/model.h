@@ -16,6 +16,12 @@
 
 /* A new kernel row of out (launches 1), or NULL when out is full. */
 clattn_cost *clattn__model_kernel(clattn_prediction *out, const char *name);
+/* The in-core record of kernel c of out (a row clattn__model_kernel
+ * returned). */
+static inline clattn_core *clattn__model_core(clattn_prediction *out,
+                                             const clattn_cost *c) {
+  return &out->core[c - out->kernel];
+}
 /* DRAM bytes of a kernel whose issued reads exceed the compulsory ones by
  * re-reads of a working set of ws bytes: the cache serves them when the
  * working set fits in half of it. */
