@@ -39,6 +39,15 @@
 #ifndef LOCAL_ITERS
 #define LOCAL_ITERS 256
 #endif
+#ifndef EXP2_ITERS
+#define EXP2_ITERS 256
+#endif
+#ifndef CACHED_ITERS
+#define CACHED_ITERS 256
+#endif
+#ifndef BARRIER_ITERS
+#define BARRIER_ITERS 64
+#endif
 #define NREAD 16
 
 #if VW == 1
@@ -141,4 +150,105 @@ __kernel void probe_local(__global float *restrict out, __local vf *lm) {
 
 /* Launch latency. */
 __kernel void probe_empty(__global float *out) {}
+
+/* exp2 through the kernels' own polynomial (exp2s, cl/common.cl): 8
+ * independent chains x = 2^(-x / 2), which stays in [0.7, 1], EXP2_ITERS
+ * times; the same chains keep the polynomial's latency hidden as the FMA
+ * kernel's do.  exp2s has widths 1, 4, 8 and 16. */
+#if VW == 1 || VW == 4 || VW == 8 || VW == 16
+#define EXP2V CAT(exp2s, VW)
+__kernel void probe_exp2(__global float *restrict out, float fa) {
+  vf x0 = (vf)((float)(get_global_id(0) & 255u) * 1e-3f);
+  vf x1 = x0 + 0.01f, x2 = x0 + 0.02f, x3 = x0 + 0.03f;
+  vf x4 = x0 + 0.04f, x5 = x0 + 0.05f, x6 = x0 + 0.06f, x7 = x0 + 0.07f;
+  for (int i = 0; i < EXP2_ITERS; i++) {
+    x0 = EXP2V(x0 * fa);
+    x1 = EXP2V(x1 * fa);
+    x2 = EXP2V(x2 * fa);
+    x3 = EXP2V(x3 * fa);
+    x4 = EXP2V(x4 * fa);
+    x5 = EXP2V(x5 * fa);
+    x6 = EXP2V(x6 * fa);
+    x7 = EXP2V(x7 * fa);
+  }
+  vf s = ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7));
+  out[get_global_id(0)] = HSUM(s);
+}
+#undef EXP2V
+#endif
+
+/* Global loads the cache serves: each work-item reads 4 * CACHED_ITERS
+ * vectors of a window of `mask` + 1 vectors (a power of two, small enough
+ * to stay in the cache), neighbouring work-items neighbouring vectors, as
+ * the attention kernels re-read a K or V tile. */
+__kernel void probe_cached(__global const vf *restrict a,
+                           __global float *restrict out, uint mask) {
+  uint g = (uint)get_global_id(0);
+  vf s0 = (vf)(0.0f), s1 = (vf)(0.0f), s2 = (vf)(0.0f), s3 = (vf)(0.0f);
+  for (uint i = 0; i < CACHED_ITERS; i++) {
+    uint b = g + 4u * i * (uint)get_local_size(0);
+    s0 += a[b & mask];
+    s1 += a[(b + (uint)get_local_size(0)) & mask];
+    s2 += a[(b + 2u * (uint)get_local_size(0)) & mask];
+    s3 += a[(b + 3u * (uint)get_local_size(0)) & mask];
+  }
+  out[g] = HSUM((s0 + s1) + (s2 + s3));
+}
+
+/* Barriers: BARRIER_ITERS rounds of a local store, a barrier, a load of
+ * a neighbour's value and a second barrier (the pattern of a tile loop),
+ * on one float a work-item.  The work-group size must be a power of two. */
+__kernel void probe_barrier(__global float *restrict out,
+                            __local float *lm) {
+  uint lid = (uint)get_local_id(0);
+  uint mask = (uint)get_local_size(0) - 1u;
+  float x = (float)lid;
+  for (int i = 0; i < BARRIER_ITERS; i++) {
+    lm[lid] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    x += lm[(lid + 1u) & mask];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  out[get_global_id(0)] = x;
+}
+
+/* Memory and arithmetic at once: the read kernel's NREAD vectors, each
+ * folded into one of 8 chains by `reps` FMAs (x = x * a + r), so that the
+ * host can balance the two and see how much of the shorter the longer
+ * hides. */
+__kernel void probe_mix(__global const vf *restrict a,
+                        __global float *restrict out, float fa, int reps) {
+  size_t g = get_global_id(0), n = get_global_size(0);
+  vf x0 = (vf)(0.0f), x1 = x0, x2 = x0, x3 = x0, x4 = x0, x5 = x0, x6 = x0,
+     x7 = x0;
+  for (int h = 0; h < NREAD; h += 8) {
+    const vf r0 = a[g + (size_t)(h + 0) * n], r1 = a[g + (size_t)(h + 1) * n];
+    const vf r2 = a[g + (size_t)(h + 2) * n], r3 = a[g + (size_t)(h + 3) * n];
+    const vf r4 = a[g + (size_t)(h + 4) * n], r5 = a[g + (size_t)(h + 5) * n];
+    const vf r6 = a[g + (size_t)(h + 6) * n], r7 = a[g + (size_t)(h + 7) * n];
+    for (int i = 0; i < reps; i++) {
+      x0 = x0 * fa + r0;
+      x1 = x1 * fa + r1;
+      x2 = x2 * fa + r2;
+      x3 = x3 * fa + r3;
+      x4 = x4 * fa + r4;
+      x5 = x5 * fa + r5;
+      x6 = x6 * fa + r6;
+      x7 = x7 * fa + r7;
+    }
+  }
+  out[g] = HSUM(((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7)));
+}
+
+/* A launch as the library issues them: six buffers, set anew for each
+ * launch; one work-item writes one float. */
+__kernel void probe_args(__global float *restrict out,
+                         __global const float *restrict a,
+                         __global const float *restrict b,
+                         __global const float *restrict c,
+                         __global const float *restrict d,
+                         __global const float *restrict e) {
+  if (get_global_id(0) == 0)
+    out[0] = a[0] + b[0] + c[0] + d[0] + e[0];
+}
 #endif

@@ -22,6 +22,16 @@ void tdb_release_lock(pid_t pid, int release);
 
 /* The file's schema version (PRAGMA user_version). */
 int tdb_user_version(const char *path);
+
+/* SQL that takes migration 10's columns (the in-core rates) out of the
+ * profiles table: a test that makes a file of an older schema out of a
+ * new one runs it before setting the old user_version. */
+#define TDB_DROP_SCHEMA10                                                      \
+  "ALTER TABLE profiles DROP COLUMN exp2_gops;"                                \
+  "ALTER TABLE profiles DROP COLUMN cache_gbs;"                                \
+  "ALTER TABLE profiles DROP COLUMN barrier_ns;"                               \
+  "ALTER TABLE profiles DROP COLUMN launch_call_us;"                           \
+  "ALTER TABLE profiles DROP COLUMN unhidden;"
 /* The file's PRAGMA application_id. */
 unsigned tdb_application_id(const char *path);
 /* The schema version this library writes: that of a new database made at

@@ -871,6 +871,12 @@ static const model_case model_cases[] = {
     PROBE_CASE("probe fma w2", 3, 2, 4, 2),
     PROBE_CASE("probe local w4", 4, 4, 8, 8),
     PROBE_CASE("probe empty", 5, 1, 4, 4),
+    PROBE_CASE("probe exp2 w4", 6, 4, 4, 2),
+    PROBE_CASE("probe exp2 w1", 6, 1, 6, 2),
+    PROBE_CASE("probe cached w8", 7, 8, 8, 4),
+    PROBE_CASE("probe barrier", 8, 1, 8, 4),
+    PROBE_CASE("probe mix w4", 9, 4, 8, 4),
+    PROBE_CASE("probe args", 10, 1, 4, 2),
 };
 
 #define MODEL_CASES ((int)(sizeof model_cases / sizeof model_cases[0]))

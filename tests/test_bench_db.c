@@ -308,7 +308,9 @@ Test(bench_db, schema7_file_lists_empty_then_migrates) {
   tmp_path(path, sizeof path, "old.db");
   sqlite3 *h = NULL;
   cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
-  cr_assert_eq(sqlite3_exec(h, "DROP TABLE bench; PRAGMA user_version = 7;",
+  cr_assert_eq(sqlite3_exec(h,
+                            "DROP TABLE bench;" TDB_DROP_SCHEMA10
+                            "PRAGMA user_version = 7;",
                             NULL, NULL, NULL),
                SQLITE_OK, "%s", sqlite3_errmsg(h));
   sqlite3_close(h);
@@ -320,11 +322,17 @@ Test(bench_db, schema7_file_lists_empty_then_migrates) {
   int n = -1;
   free(list(db, NULL, NULL, &n));
   cr_expect_eq(n, 0);
+  /* and reads its profile without the columns of later migrations */
+  clattn_profile old = {.size = sizeof(clattn_profile)};
+  cr_expect_eq(clattn_db_get_profile(db, "oldfp", &old), CLATTN_OK, "%s",
+               clattn_db_errmsg(db));
+  cr_expect_str_eq(old.name, "Old device");
+  cr_expect_eq(old.unhidden, 0.0);
   clattn_db_close(db);
   cr_expect_eq(tdb_user_version(path), 7);
 
   db = open_db("old.db");
-  cr_expect_eq(tdb_user_version(path), 9, "migrated to the bench table");
+  cr_expect_eq(tdb_user_version(path), 10, "migrated to the bench table");
   clattn_profile got = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_db_get_profile(db, "oldfp", &got), CLATTN_OK);
   cr_expect_str_eq(got.name, "Old device");

@@ -222,7 +222,7 @@ static void predict(const model_case *mc, clattn_prediction *pr) {
     memset(pr, 0, sizeof *pr);
     pr->n_kernels = 1;
     clattn__model_probe((clattn__probe_kernel)mc->probe, mc->vw, mc->items,
-                        &pr->kernel[0]);
+                        CLATTN__PROBE_LAUNCH_REPS, &pr->kernel[0]);
     return;
   }
   clattn__params values;

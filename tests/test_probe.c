@@ -431,7 +431,7 @@ Test(db, persists) {
   cr_assert_eq(sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &st, NULL),
                SQLITE_OK);
   cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-  cr_expect_eq(sqlite3_column_int(st, 0), 9, "nine migrations applied");
+  cr_expect_eq(sqlite3_column_int(st, 0), 10, "ten migrations applied");
   sqlite3_finalize(st);
   cr_assert_eq(sqlite3_prepare_v2(h, "PRAGMA journal_mode", -1, &st, NULL),
                SQLITE_OK);

@@ -664,9 +664,10 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   cr_assert_eq(tdb_user_version(path), 3);
 
   clattn_db *db = open_db("old.db");
-  cr_expect_eq(tdb_user_version(path), 9,
+  cr_expect_eq(tdb_user_version(path), 10,
                "migrated to the tuning table, the probe and tuning methods "
-               "the reader's index, the bench table and the params' names");
+               "the reader's index, the bench table, the params' names and "
+               "the in-core rates");
   clattn_profile p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_db_get_profile(db, "oldfp", &p), CLATTN_OK, "%s",
                clattn_db_errmsg(db));
@@ -731,7 +732,7 @@ Test(tunedb, schema3_file_migrates_and_keeps_rows) {
   clattn_free(rows);
   clattn_db_close(db);
   /* Reopening does not migrate again. */
-  cr_expect_eq(tdb_user_version(path), 9);
+  cr_expect_eq(tdb_user_version(path), 10);
 }
 
 /* Schema 9: a file of schema 8, whose rows name the params of every
@@ -771,12 +772,16 @@ Test(tunedb, schema8_params_in_family_names) {
     cr_assert_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK, "%s",
                  sqlite3_errmsg(h));
   }
-  cr_assert_eq(sqlite3_exec(h, "PRAGMA user_version = 8", NULL, NULL, NULL),
-               SQLITE_OK);
+  /* a file of schema 8 has none of migration 10's columns either */
+  cr_assert_eq(
+      sqlite3_exec(h,
+                   TDB_DROP_SCHEMA10 "PRAGMA user_version = 8",
+                   NULL, NULL, NULL),
+      SQLITE_OK, "%s", sqlite3_errmsg(h));
   sqlite3_close(h);
   cr_assert_eq(tdb_user_version(path), 8);
   clattn_db *db = open_db("v8.db");
-  cr_expect_eq(tdb_user_version(path), 9);
+  cr_expect_eq(tdb_user_version(path), 10);
   int n = 0;
   clattn_tune_entry *got = list(db, &n);
   cr_assert_eq(n, NROWS);

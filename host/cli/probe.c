@@ -55,6 +55,8 @@ static void print_json(const clattn_profile *p, const clattn_probe_result *r,
   json_arr("copy_gbs", r->copy_gbs);
   json_arr("triad_gbs", r->triad_gbs);
   json_arr("fma_gflops", r->fma_gflops);
+  json_arr("exp2_gops", r->exp2_gops);
+  json_arr("cache_gbs", r->cache_gbs);
   const struct {
     const char *key;
     double v;
@@ -69,6 +71,11 @@ static void print_json(const clattn_profile *p, const clattn_probe_result *r,
       {"d2h_gbs", p->d2h_gbs},
       {"launch_us", p->launch_us},
       {"launch_pipelined_us", p->launch_pipelined_us},
+      {"launch_call_us", p->launch_call_us},
+      {"exp2_gops", p->exp2_gops},
+      {"cache_gbs", p->cache_gbs},
+      {"barrier_ns", p->barrier_ns},
+      {"unhidden", p->unhidden},
   };
   printf("  \"profile\": {");
   for (size_t i = 0; i < sizeof ceil / sizeof ceil[0]; i++) {
@@ -110,6 +117,8 @@ static void print_table(const clattn_profile *p, const clattn_probe_result *r,
   row("copy GB/s", r->copy_gbs, p->bw_copy_gbs);
   row("triad GB/s", r->triad_gbs, p->bw_triad_gbs);
   row("FMA GFLOP/s", r->fma_gflops, p->fp32_gflops);
+  row("exp2 G/s", r->exp2_gops, p->exp2_gops);
+  row("cached GB/s", r->cache_gbs, p->cache_gbs);
   printf("\n");
   if (p->has_fp16)
     printf("  %-28s %10.1f\n", "FP16 FMA GFLOP/s", r->fp16_gflops);
@@ -120,6 +129,9 @@ static void print_table(const clattn_profile *p, const clattn_probe_result *r,
   printf("  %-28s %10.2f\n", "device->host GB/s", p->d2h_gbs);
   printf("  %-28s %10.1f\n", "launch us (enqueue+finish)", p->launch_us);
   printf("  %-28s %10.1f\n", "launch us (pipelined)", p->launch_pipelined_us);
+  printf("  %-28s %10.1f\n", "launch us (6 buffers set)", p->launch_call_us);
+  printf("  %-28s %10.1f\n", "barrier ns (a work-group)", p->barrier_ns);
+  printf("  %-28s %10.2f\n", "memory/FMA overlap unhidden", p->unhidden);
   printf("  %-28s %10zu\n", "buffer MiB per array", r->buffer_bytes >> 20);
   printf("  %-28s %10.1f\n", "probe seconds", r->seconds);
   printf("  %-28s %10d\n", "probe method", p->probe_method);

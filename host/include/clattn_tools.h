@@ -144,7 +144,7 @@ typedef struct clattn_probe_opts {
 /* The probe's method, raised whenever a change to it changes what it
  * measures (docs/MODEL.md lists them).  Stored profiles of an older method
  * are not used (clattn_profile_for). */
-#define CLATTN_PROBE_METHOD 2
+#define CLATTN_PROBE_METHOD 3
 
 /* Vector widths the probe measures: 1, 2, 4, 8, 16. */
 #define CLATTN_PROBE_WIDTHS 5
@@ -159,6 +159,8 @@ typedef struct clattn_probe_result {
   double fp16_gflops; /* 0 without cl_khr_fp16 */
   size_t buffer_bytes;
   double seconds; /* wall time of the probe */
+  double exp2_gops[CLATTN_PROBE_WIDTHS]; /* 0 at width 2 (no exp2s2) */
+  double cache_gbs[CLATTN_PROBE_WIDTHS];
 } clattn_probe_result;
 
 /* clpeak-style device probe: warm-up, calibration to target_s, median of
@@ -332,7 +334,7 @@ typedef enum clattn_bound {
  *    launch (the roofline's times: t_compute prices every lane at the
  *    FMA peak); t_pred = the in-core term's t_busy (clattn_core) +
  *    t_launch, the launch at the profile's launch_call_us; the bound:
- *    launch, else compute where t_core > t_memory, else memory. */
+ *    launch, else compute where t_core > t_data, else memory. */
 typedef struct clattn_cost {
   /* No size of its own: a record of clattn_prediction, versioned with it
    * (the prediction's size says which layout the caller has). */
@@ -355,9 +357,11 @@ typedef struct clattn_cost {
 
 #define CLATTN_MODEL_MAX_KERNELS 12
 
-/* What a kernel issues besides its FMAs and DRAM traffic, and its time in
- * the cores (docs/MODEL.md, "The in-core term"): each count priced at the
- * profile's rate of it.  A record of clattn_prediction, versioned with it.
+/* What a kernel issues besides its FMAs and DRAM traffic, and its time by
+ * the in-core term (docs/MODEL.md, "The in-core term"): each count priced
+ * at the profile's rate of it, the arithmetic and the data path combined
+ * as the Execution-Cache-Memory model does.  A record of
+ * clattn_prediction, versioned with it.
  *  - barriers: work-group barriers, one per barrier a work-group passes
  *    (counted from the plan, as the kernels' loops pass them);
  *  - cached_bytes: issued global loads beyond the DRAM reads, which the
@@ -368,15 +372,20 @@ typedef struct clattn_cost {
  *  - t_fma: the FMA lanes less the exp2 polynomials' at fma_gflops, a
  *    spilled lane counted twice; t_exp2: the exp2 lanes at the exp2 rate;
  *    t_cache, t_local: cached and local-memory bytes at their rates;
- *    t_barrier: barriers at the barrier time; t_core: their sum;
- *  - t_busy: t_memory and t_core combined, the longer plus the profile's
- *    `unhidden` share of the shorter; t_pred = t_busy + t_launch. */
+ *    t_barrier: barriers at the barrier time;
+ *  - t_core = t_fma + t_exp2, the arithmetic (one set of pipes);
+ *  - t_data = t_cache + t_local + t_memory, the data path (the load and
+ *    store units, the caches, DRAM);
+ *  - t_busy = max(t_core, t_data) + the profile's `unhidden` share of the
+ *    shorter + t_barrier (a barrier waits for both); t_pred = t_busy +
+ *    t_launch. */
 typedef struct clattn_core {
   double barriers;
   double cached_bytes;
   double fma_gflops;
   double t_fma, t_exp2, t_cache, t_local, t_barrier;
   double t_core;
+  double t_data;
   double t_busy;
 } clattn_core;
 

@@ -315,6 +315,7 @@ clattn_status clattn_db_open(const char *path, clattn_db **out) {
    * set, so that a foreign file and a failed migration leave the file
    * byte for byte as it was */
   CLATTN_TRY(clattn__db_migrate(db));
+  db->version = clattn__db_schema_version();
   CLATTN_TRY(set_wal(db));
   db->errmsg[0] = '\0';
   *out = db;
@@ -364,6 +365,7 @@ static clattn_status check_version_readonly(clattn_db *db) {
                            "not migrate (open it once for writing, e.g. "
                            "clattn db import)",
                            db->path, version, MIN_READ_VERSION);
+  db->version = version;
   return CLATTN_OK;
 }
 

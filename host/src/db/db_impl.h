@@ -25,6 +25,7 @@ struct clattn_db {
   sqlite3 *h;
   char *path;
   char errmsg[CLATTN_ERRMSG_MAX];
+  int version; /* the file's schema version (a reader's may be older) */
 };
 
 /* Rows are stored one column per struct field: a table of clattn__col

@@ -45,9 +45,23 @@ static const col cols[] = {
     COL_(note, C_TEXT),
     COL_(cache_bytes, C_U64),
     COL_(probe_method, C_INT),
+    /* migration 10: the in-core rates */
+    COL_(exp2_gops, C_REAL),
+    COL_(cache_gbs, C_REAL),
+    COL_(barrier_ns, C_REAL),
+    COL_(launch_call_us, C_REAL),
+    COL_(unhidden, C_REAL),
 };
 #undef COL_
 #define N_COLS ((int)(sizeof cols / sizeof cols[0]))
+#define IN_CORE_COLS 5 /* the last columns, from migration 10 on */
+#define IN_CORE_SCHEMA 10
+
+/* The columns a file has: a reader may hold a file older than the in-core
+ * rates (a writer has migrated it). */
+static int file_cols(const clattn_db *db) {
+  return db->version >= IN_CORE_SCHEMA ? N_COLS : N_COLS - IN_CORE_COLS;
+}
 
 static clattn_status put_profile(clattn_db *db, const clattn_profile *p) {
   clattn_status rc = clattn__db_check(db);
@@ -119,7 +133,7 @@ static clattn_status get_profile(clattn_db *db, const char *fingerprint,
     return rc;
   if (fingerprint == NULL || out == NULL)
     return CLATTN_ERR_INVALID_ARG;
-  for (int i = 0; i < N_COLS; i++)
+  for (int i = 0; i < file_cols(db); i++)
     clattn__appendf(sql, sizeof sql, i ? ", %s" : "%s", cols[i].name);
   if (clattn__appendf(sql, sizeof sql,
                       " FROM profiles WHERE fingerprint = ?") != 0)
@@ -143,7 +157,7 @@ static clattn_status get_profile(clattn_db *db, const char *fingerprint,
     goto done;
   }
   memset(out, 0, sizeof *out);
-  for (int i = 0; i < N_COLS; i++)
+  for (int i = 0; i < file_cols(db); i++)
     clattn__db_read_col(st, i, &cols[i], out);
 done:
   sqlite3_finalize(st);
@@ -248,7 +262,7 @@ clattn_status clattn_db_list_profiles(clattn_db *db, size_t entry_size,
   clattn_status rc = clattn__db_list_args(db, entry_size, out, n);
   if (rc != CLATTN_OK)
     return rc;
-  rc = clattn__db_select_rows(db, cols, N_COLS,
+  rc = clattn__db_select_rows(db, cols, file_cols(db),
                               "FROM profiles ORDER BY name, fingerprint", NULL,
                               0, sizeof **out, "profiles", &rows, n);
   return clattn__db_rows_out(db, rc, rows, sizeof **out, *n, entry_size,

@@ -102,6 +102,13 @@ static const step steps[] = {
     /* 9: tuning rows' params in their family's own tunables (the names
      * of its table, values of 0 left out; db_tune.c) */
     {NULL, clattn__db_migrate_tune_params},
+    /* 10: the probe's in-core rates (probe method 3; db_profile.c) */
+    {"ALTER TABLE profiles ADD COLUMN exp2_gops REAL NOT NULL DEFAULT 0;"
+     "ALTER TABLE profiles ADD COLUMN cache_gbs REAL NOT NULL DEFAULT 0;"
+     "ALTER TABLE profiles ADD COLUMN barrier_ns REAL NOT NULL DEFAULT 0;"
+     "ALTER TABLE profiles ADD COLUMN launch_call_us REAL NOT NULL DEFAULT 0;"
+     "ALTER TABLE profiles ADD COLUMN unhidden REAL NOT NULL DEFAULT 0;",
+     NULL},
 };
 #define N_STEPS ((int)(sizeof steps / sizeof steps[0]))
 

@@ -39,6 +39,7 @@
 #define HOST_CHUNK (16 * MIB)
 #define XFER_BYTES (64 * MIB)
 #define PIPELINE_LAUNCHES 200
+#define CACHED_WINDOW ((size_t)256 << 10)
 #define MAX_UNITS 1000000
 #define NREAD CLATTN__PROBE_NREAD
 #define FMA_ITERS CLATTN__PROBE_FMA_ITERS
@@ -54,10 +55,11 @@
 
 static const int probe_widths[CLATTN_PROBE_WIDTHS] = {1, 2, 4, 8, 16};
 
-typedef enum unit_kind { U_KERNEL, U_WRITE, U_READ } unit_kind;
+typedef enum unit_kind { U_KERNEL, U_ARGS, U_WRITE, U_READ } unit_kind;
 
 /* One timed unit of work: `count` kernel launches or transfers, with a
- * clFinish after each when finish_each is set. */
+ * clFinish after each when finish_each is set.  U_ARGS: launches of
+ * probe_args, its buffers set before each (two sets in turn). */
 typedef struct unit {
   unit_kind kind;
   cl_kernel k;
@@ -94,12 +96,25 @@ static void random_fill(uint64_t *state, float *x, size_t n) {
 
 /* --------------------------------------------------------------- timing */
 
+/* probe_args' buffers for launch i: two sets in turn, so that every
+ * launch sets them anew, as a stream of calls over several layers does. */
+static clattn_status set_args(probe *P, cl_kernel k, int i) {
+  const cl_mem set[2][CLATTN__PROBE_ARGS] = {
+      {P->out, P->a, P->b, P->c, P->a, P->b},
+      {P->out, P->b, P->c, P->a, P->b, P->c}};
+  return clattn__args(P->ctx, k, &(cl_uint){0}, CLATTN__PROBE_ARGS,
+                      sizeof(cl_mem), set[i & 1]);
+}
+
 static clattn_status run_unit(probe *P, const unit *u) {
   clattn_status rc = CLATTN_OK;
   clattn_ctx *ctx = P->ctx;
   for (int i = 0; i < u->count; i++) {
     switch (u->kind) {
+    case U_ARGS:
     case U_KERNEL:
+      if (u->kind == U_ARGS)
+        CLATTN_TRY(set_args(P, u->k, i));
       CLATTN_TRY(clattn__launch(ctx, u->k, 1, &u->gws, &u->lws, 0, NULL, NULL));
       break;
     case U_WRITE:
@@ -259,18 +274,21 @@ static size_t pref_wg(const probe *P, size_t cpu) {
 
 static clattn_status kernel_for(clattn_ctx *ctx, int vw, int fp16,
                                 clattn__probe_kernel which, cl_kernel *k) {
-  char opts[128];
+  char opts[256];
   snprintf(opts, sizeof opts,
            "-cl-mad-enable -D VW=%d -D PROBE_FP16=%d -D FMA_ITERS=%d "
-           "-D FMA_CHAINS=%d -D LOCAL_ITERS=%d",
-           vw, fp16, FMA_ITERS, CLATTN__PROBE_FMA_CHAINS, LOCAL_ITERS);
+           "-D FMA_CHAINS=%d -D LOCAL_ITERS=%d -D EXP2_ITERS=%d "
+           "-D CACHED_ITERS=%d -D BARRIER_ITERS=%d",
+           vw, fp16, FMA_ITERS, CLATTN__PROBE_FMA_CHAINS, LOCAL_ITERS,
+           CLATTN__PROBE_EXP2_ITERS, CLATTN__PROBE_CACHED_ITERS,
+           CLATTN__PROBE_BARRIER_ITERS);
   return clattn__kernel(ctx, "probe.cl", opts, clattn__probe_name(which), k);
 }
 
 /* Global bytes one launch of k over `items` moves (the model's count). */
 static double moved(clattn__probe_kernel k, int vw, size_t items) {
   clattn_cost c;
-  clattn__model_probe(k, vw, (double)items, &c);
+  clattn__model_probe(k, vw, (double)items, 0, &c);
   return c.bytes_read + c.bytes_written;
 }
 
@@ -355,7 +373,7 @@ static clattn_status fma_rate(probe *P, int vw, int fp16, double *gflops) {
   CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 64 : 32));
   CLATTN_TRY(measure(P, &u, &t));
   clattn_cost c;
-  clattn__model_probe(CLATTN__PROBE_FMA, vw, (double)u.gws, &c);
+  clattn__model_probe(CLATTN__PROBE_FMA, vw, (double)u.gws, 0, &c);
   *gflops = c.flops / t * 1e-9;
 done:
   return rc;
@@ -389,8 +407,119 @@ static clattn_status local_rate(probe *P, int vw, double *gbs) {
   CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 16 : 32));
   CLATTN_TRY(measure(P, &u, &t));
   clattn_cost c;
-  clattn__model_probe(CLATTN__PROBE_LOCAL, vw, (double)u.gws, &c);
+  clattn__model_probe(CLATTN__PROBE_LOCAL, vw, (double)u.gws, 0, &c);
   *gbs = c.local_bytes / t * 1e-9;
+done:
+  return rc;
+}
+
+/* exp2 lanes a second at width vw, through the kernels' polynomial. */
+static clattn_status exp2_rate(probe *P, int vw, double *gops) {
+  clattn_status rc = CLATTN_OK;
+  cl_kernel k;
+  float fa = -0.5f;
+  double t = 0;
+  unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
+  CLATTN_TRY(kernel_for(P->ctx, vw, 0, CLATTN__PROBE_EXP2, &k));
+  u.k = k;
+  CLATTN_TRY(pick_wg(P, k, (size_t)1 << 30, pref_wg(P, CPU_FMA_WG), &u.lws));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->out));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 1, sizeof fa, &fa));
+  CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 64 : 32));
+  CLATTN_TRY(measure(P, &u, &t));
+  clattn_cost c;
+  clattn__model_probe(CLATTN__PROBE_EXP2, vw, (double)u.gws, 0, &c);
+  *gops = c.exp2_issued / t * 1e-9;
+done:
+  return rc;
+}
+
+/* GB/s of global loads the cache serves at width vw: every work-item
+ * re-reads a window of CACHED_WINDOW bytes (less where a quarter of the
+ * last-level cache is less), as the kernels re-read a K/V tile set that a
+ * CPU core's or a GPU's L2 holds. */
+static clattn_status cached_rate(probe *P, int vw, double *gbs) {
+  clattn_status rc = CLATTN_OK;
+  cl_kernel k;
+  cl_ulong llc = 0;
+  double t = 0;
+  const size_t vbytes = sizeof(float) * (size_t)vw;
+  unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
+  CLATTN_CL(P->ctx,
+            clGetDeviceInfo(P->ctx->device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE,
+                            sizeof llc, &llc, NULL));
+  size_t window = CACHED_WINDOW;
+  if (llc > 0 && llc / 4 < window)
+    window = (size_t)(llc / 4);
+  if (window < 64 * vbytes)
+    window = 64 * vbytes;
+  const cl_uint mask = (cl_uint)clattn__pow2_floor(window / vbytes) - 1u;
+  CLATTN_TRY(kernel_for(P->ctx, vw, 0, CLATTN__PROBE_CACHED, &k));
+  u.k = k;
+  CLATTN_TRY(pick_wg(P, k, (size_t)1 << 30, pref_wg(P, CPU_LOCAL_WG), &u.lws));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->a));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 1, sizeof(cl_mem), &P->out));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 2, sizeof mask, &mask));
+  CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 16 : 32));
+  CLATTN_TRY(measure(P, &u, &t));
+  clattn_cost c;
+  clattn__model_probe(CLATTN__PROBE_CACHED, vw, (double)u.gws, 0, &c);
+  *gbs = c.bytes_read / t * 1e-9;
+done:
+  return rc;
+}
+
+/* Nanoseconds of device time a work-group barrier takes, work-groups in
+ * flight overlapping as the device runs them. */
+static clattn_status barrier_time(probe *P, double *ns) {
+  clattn_status rc = CLATTN_OK;
+  cl_kernel k;
+  double t = 0;
+  unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
+  CLATTN_TRY(kernel_for(P->ctx, 1, 0, CLATTN__PROBE_BARRIER, &k));
+  u.k = k;
+  CLATTN_TRY(pick_wg(P, k, (size_t)1 << 30, pref_wg(P, CPU_LOCAL_WG), &u.lws));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->out));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 1, u.lws * sizeof(float), NULL));
+  CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 16 : 32));
+  CLATTN_TRY(measure(P, &u, &t));
+  *ns = t / ((double)(u.gws / u.lws) * 2.0 * CLATTN__PROBE_BARRIER_ITERS) * 1e9;
+done:
+  return rc;
+}
+
+/* The share of the shorter of memory and FMA time that the longer does
+ * not hide (0: max, 1: sum), from probe_mix at width vw, its FMAs per
+ * vector read chosen so that the two take about as long, against the
+ * read and FMA rates measured at that width. */
+static clattn_status overlap(probe *P, int vw, double read_gbs,
+                             double fma_gflops, double *unhidden) {
+  clattn_status rc = CLATTN_OK;
+  cl_kernel k;
+  float fa = 0.999f;
+  double t = 0;
+  unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
+  *unhidden = 0;
+  if (!(read_gbs > 0) || !(fma_gflops > 0))
+    return CLATTN_OK;
+  const double balance = 2.0 * fma_gflops / read_gbs;
+  const cl_int reps = balance < 1 ? 1 : balance > 4096 ? 4096 : (cl_int)balance;
+  CLATTN_TRY(kernel_for(P->ctx, vw, 0, CLATTN__PROBE_MIX, &k));
+  u.k = k;
+  u.gws = P->buf / (sizeof(float) * (size_t)vw) / NREAD;
+  CLATTN_TRY(pick_wg(P, k, u.gws, pref_wg(P, CPU_BW_WG), &u.lws));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->a));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 1, sizeof(cl_mem), &P->out));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 2, sizeof fa, &fa));
+  CLATTN_TRY(clattn__arg(P->ctx, k, 3, sizeof reps, &reps));
+  CLATTN_TRY(measure(P, &u, &t));
+  clattn_cost c;
+  clattn__model_probe(CLATTN__PROBE_MIX, vw, (double)u.gws, reps, &c);
+  const double t_mem = c.bytes_read / (read_gbs * 1e9);
+  const double t_fma = c.flops / (fma_gflops * 1e9);
+  const double lo = fmin(t_mem, t_fma), hi = fmax(t_mem, t_fma);
+  const double share = (t - hi) / lo;
+  *unhidden = share < 0 ? 0 : share > 1 ? 1 : share;
 done:
   return rc;
 }
@@ -429,6 +558,19 @@ static clattn_status launch_latency(probe *P, double *each_us,
   u.finish_each = 0;
   CLATTN_TRY(measure(P, &u, &t));
   *pipelined_us = t / PIPELINE_LAUNCHES * 1e6;
+done:
+  return rc;
+}
+
+/* Per launch in a stream of launches of probe_args, its six buffers set
+ * anew for each, as the library's calls set theirs. */
+static clattn_status launch_call(probe *P, double *us) {
+  clattn_status rc = CLATTN_OK;
+  double t = 0;
+  unit u = {U_ARGS, NULL, 1, 1, PIPELINE_LAUNCHES, 0};
+  CLATTN_TRY(kernel_for(P->ctx, 1, 0, CLATTN__PROBE_ARGS_KERNEL, &u.k));
+  CLATTN_TRY(measure(P, &u, &t));
+  *us = t / PIPELINE_LAUNCHES * 1e6;
 done:
   return rc;
 }
@@ -500,9 +642,23 @@ probe_unlocked(clattn_ctx *ctx, const clattn_probe_opts *opts, probe_out *out) {
     if (ctx->dev.has_fp16)
       CLATTN_TRY(fma_rate(&P, vw, 1, &half[i]));
     CLATTN_TRY(local_rate(&P, vw, &local[i]));
+    if (clattn__probe_has_width(CLATTN__PROBE_EXP2, vw))
+      CLATTN_TRY(exp2_rate(&P, vw, &out->detail.exp2_gops[i]));
+    CLATTN_TRY(cached_rate(&P, vw, &out->detail.cache_gbs[i]));
   }
   CLATTN_TRY(transfers(&P, &pr->h2d_gbs, &pr->d2h_gbs));
   CLATTN_TRY(launch_latency(&P, &pr->launch_us, &pr->launch_pipelined_us));
+  CLATTN_TRY(launch_call(&P, &pr->launch_call_us));
+  CLATTN_TRY(barrier_time(&P, &pr->barrier_ns));
+  {
+    /* at the width of the best FMA rate, the width the model's peak is */
+    int w = 0;
+    for (int i = 1; i < CLATTN_PROBE_WIDTHS; i++)
+      if (out->detail.fma_gflops[i] > out->detail.fma_gflops[w])
+        w = i;
+    CLATTN_TRY(overlap(&P, probe_widths[w], out->detail.read_gbs[w],
+                       out->detail.fma_gflops[w], &pr->unhidden));
+  }
 
   out->detail.fp16_gflops = best_of(half);
   pr->source = CLATTN_PROFILE_MEASURED;
@@ -513,6 +669,8 @@ probe_unlocked(clattn_ctx *ctx, const clattn_probe_opts *opts, probe_out *out) {
   pr->fp32_gflops = best_of(out->detail.fma_gflops);
   pr->fp16_gflops = out->detail.fp16_gflops;
   pr->local_gbs = best_of(local);
+  pr->exp2_gops = best_of(out->detail.exp2_gops);
+  pr->cache_gbs = best_of(out->detail.cache_gbs);
   {
     char date[32] = "unknown-date";
     time_t now = time(NULL);
@@ -652,12 +810,15 @@ clattn_status clattn__probe_launch(clattn_ctx *ctx, clattn__probe_kernel k,
     return rc;
   if (k < 0 || k >= CLATTN__PROBE_KERNELS || items == 0 || lws == 0 ||
       items % lws != 0 ||
-      (vw != 1 && vw != 2 && vw != 4 && vw != 8 && vw != 16))
+      (vw != 1 && vw != 2 && vw != 4 && vw != 8 && vw != 16) ||
+      !clattn__probe_has_width(k, vw))
     return clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
                         "probe launch: bad kernel, width or sizes");
   CLATTN_TRY(kernel_for(ctx, vw, 0, k, &kern));
   const size_t vb = sizeof(float) * (size_t)vw;
-  const size_t n = k == CLATTN__PROBE_READ ? items * NREAD * vb : items * vb;
+  const size_t n = k == CLATTN__PROBE_READ || k == CLATTN__PROBE_MIX
+                       ? items * NREAD * vb
+                       : items * vb;
   zeros = calloc(1, n);
   if (zeros == NULL)
     return clattn__fail(ctx, CLATTN_ERR_NOMEM, "out of host memory");
@@ -688,14 +849,43 @@ clattn_status clattn__probe_launch(clattn_ctx *ctx, clattn__probe_kernel k,
     CLATTN_TRY(clattn__arg(ctx, kern, 2, sizeof fb, &fb));
     break;
   case CLATTN__PROBE_LOCAL:
+  case CLATTN__PROBE_BARRIER:
     if (lws & (lws - 1)) {
       rc = clattn__fail(ctx, CLATTN_ERR_INVALID_ARG,
-                        "probe_local needs a power-of-two work-group");
+                        "%s needs a power-of-two work-group",
+                        clattn__probe_name(k));
       goto done;
     }
     CLATTN_TRY(clattn__arg(ctx, kern, 0, sizeof(cl_mem), &out));
-    CLATTN_TRY(clattn__arg(ctx, kern, 1, lws * vb, NULL));
+    CLATTN_TRY(clattn__arg(
+        ctx, kern, 1, lws * (k == CLATTN__PROBE_LOCAL ? vb : sizeof(float)),
+        NULL));
     break;
+  case CLATTN__PROBE_EXP2:
+    CLATTN_TRY(clattn__arg(ctx, kern, 0, sizeof(cl_mem), &out));
+    CLATTN_TRY(clattn__arg(ctx, kern, 1, sizeof fa, &(float){-0.5f}));
+    break;
+  case CLATTN__PROBE_CACHED: {
+    const cl_uint mask = (cl_uint)clattn__pow2_floor(items) - 1u;
+    CLATTN_TRY(clattn__arg(ctx, kern, 0, sizeof(cl_mem), &m[0]));
+    CLATTN_TRY(clattn__arg(ctx, kern, 1, sizeof(cl_mem), &out));
+    CLATTN_TRY(clattn__arg(ctx, kern, 2, sizeof mask, &mask));
+    break;
+  }
+  case CLATTN__PROBE_MIX: {
+    const cl_int reps = CLATTN__PROBE_LAUNCH_REPS;
+    CLATTN_TRY(clattn__arg(ctx, kern, 0, sizeof(cl_mem), &m[0]));
+    CLATTN_TRY(clattn__arg(ctx, kern, 1, sizeof(cl_mem), &out));
+    CLATTN_TRY(clattn__arg(ctx, kern, 2, sizeof fa, &fa));
+    CLATTN_TRY(clattn__arg(ctx, kern, 3, sizeof reps, &reps));
+    break;
+  }
+  case CLATTN__PROBE_ARGS_KERNEL: {
+    const cl_mem set[CLATTN__PROBE_ARGS] = {out, m[0], m[1], m[2], m[0], m[1]};
+    CLATTN_TRY(clattn__args(ctx, kern, &(cl_uint){0}, CLATTN__PROBE_ARGS,
+                            sizeof(cl_mem), set));
+    break;
+  }
   default:
     CLATTN_TRY(clattn__arg(ctx, kern, 0, sizeof(cl_mem), &out));
     break;
