@@ -277,19 +277,36 @@ static void print_cost_row(const clattn_cost *c) {
          cli_bound_name(c->bound));
 }
 
-void cli_print_cost_json(const clattn_cost *c, const char *sep) {
+void cli_print_cost_json(const clattn_cost *c, const clattn_core *k,
+                         const char *sep) {
   printf("    {\"kernel\": \"%s\", \"launches\": %d, \"flops\": %.0f, "
          "\"softmax_ops\": %.0f, \"fma_issued\": %.0f, \"fma_spilled\": "
          "%.0f, \"exp2_issued\": %.0f, \"bytes_read\": %.0f, "
          "\"bytes_written\": %.0f, \"bytes_compulsory\": %.0f, "
          "\"bytes_dram\": %.0f, \"local_bytes\": %.0f, \"intensity\": "
          "%.6g, \"t_memory\": %.6g, \"t_compute\": %.6g, \"t_launch\": "
-         "%.6g, \"t_pred\": %.6g, \"bound\": \"%s\"}%s\n",
+         "%.6g, \"t_pred\": %.6g, \"bound\": \"%s\",\n"
+         "     \"core\": {\"barriers\": %.0f, \"cached_bytes\": %.0f, "
+         "\"fma_gflops\": %.6g, \"t_fma\": %.6g, \"t_exp2\": %.6g, "
+         "\"t_cache\": %.6g, \"t_local\": %.6g, \"t_barrier\": %.6g, "
+         "\"t_core\": %.6g, \"t_data\": %.6g, \"t_busy\": %.6g}}%s\n",
          c->kernel, c->launches, c->flops, c->softmax_ops, c->fma_issued,
          c->fma_spilled, c->exp2_issued, c->bytes_read, c->bytes_written,
          c->bytes_compulsory, c->bytes_dram, c->local_bytes, c->intensity,
          c->t_memory, c->t_compute, c->t_launch, c->t_pred,
-         cli_bound_name(c->bound), sep);
+         cli_bound_name(c->bound), k->barriers, k->cached_bytes, k->fma_gflops,
+         k->t_fma, k->t_exp2, k->t_cache, k->t_local, k->t_barrier, k->t_core,
+         k->t_data, k->t_busy, sep);
+}
+
+/* A kernel's in-core term, in us. */
+static void print_core_row(const char *kernel, const clattn_core *k,
+                           double t_memory, double t_launch) {
+  printf("  %-18s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f "
+         "%9.1f\n",
+         kernel, k->t_fma * 1e6, k->t_exp2 * 1e6, k->t_cache * 1e6,
+         k->t_local * 1e6, t_memory * 1e6, k->t_core * 1e6, k->t_data * 1e6,
+         k->t_barrier * 1e6, k->t_busy * 1e6, t_launch * 1e6);
 }
 
 int cli_params_given(const clattn_params *p) {
@@ -318,9 +335,10 @@ void cli_print_prediction(const char *what, const clattn_profile *p,
     cli_print_params_json(pr->params);
     printf("},\n  \"kernels\": [\n");
     for (int i = 0; i < pr->n_kernels; i++)
-      cli_print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
+      cli_print_cost_json(&pr->kernel[i], &pr->core[i],
+                          i + 1 < pr->n_kernels ? "," : "");
     printf("  ],\n  \"total\":\n");
-    cli_print_cost_json(&pr->total, "");
+    cli_print_cost_json(&pr->total, &pr->core_total, "");
     printf("}\n");
     return;
   }
@@ -330,7 +348,9 @@ void cli_print_prediction(const char *what, const clattn_profile *p,
          "cache %.1f MiB, launch %.1f us; ridge %.2f FLOP/B\n",
          p->bw_read_gbs, p->bw_copy_gbs, p->fp32_gflops,
          (double)p->cache_bytes / 1048576.0,
-         p->launch_pipelined_us > 0 ? p->launch_pipelined_us : p->launch_us,
+         p->launch_call_us > 0        ? p->launch_call_us
+         : p->launch_pipelined_us > 0 ? p->launch_pipelined_us
+                                      : p->launch_us,
          pr->ridge);
   printf("  params: %s\n", pr->params);
   printf("  %-18s %3s %9s %8s %9s %9s %9s %9s %7s %10s %10s %10s  %s\n",
@@ -339,6 +359,18 @@ void cli_print_prediction(const char *what, const clattn_profile *p,
   for (int i = 0; i < pr->n_kernels; i++)
     print_cost_row(&pr->kernel[i]);
   print_cost_row(&pr->total);
+  printf("  in-core term (us): exp2 %.2f G/s, cached loads %.1f GB/s, local "
+         "%.1f GB/s, barrier %.1f ns; busy = max(core, data) + %.2f x "
+         "min(core, data) + barrier\n",
+         p->exp2_gops, p->cache_gbs, p->local_gbs, p->barrier_ns, p->unhidden);
+  printf("  %-18s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "kernel", "fma",
+         "exp2", "cached", "local", "memory", "core", "data", "barrier", "busy",
+         "launch");
+  for (int i = 0; i < pr->n_kernels; i++)
+    print_core_row(pr->kernel[i].kernel, &pr->core[i], pr->kernel[i].t_memory,
+                   pr->kernel[i].t_launch);
+  print_core_row("total", &pr->core_total, pr->total.t_memory,
+                 pr->total.t_launch);
   if (p->source == CLATTN_PROFILE_REPORTED)
     printf("  (no measured ceilings: run 'clattn probe' to store them; "
            "times are 0)\n");

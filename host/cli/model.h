@@ -38,7 +38,8 @@ void cli_print_params_json(const char *text);
 void cli_print_prediction(const char *what, const clattn_profile *p,
                           const clattn_prediction *pr, int json);
 /* One cost as a JSON object (4 spaces in), then sep. */
-void cli_print_cost_json(const clattn_cost *c, const char *sep);
+void cli_print_cost_json(const clattn_cost *c, const clattn_core *k,
+                         const char *sep);
 const char *cli_bound_name(clattn_bound b);
 
 /* One side of a layer comparison (model_compare.c): its name, its

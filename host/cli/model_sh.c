@@ -382,9 +382,10 @@ static void print_side_json(const char *key, const cli_layer_side *s,
          "\"kernels\": [\n",
          key, s->name, s->params, pr->total.flops / 2);
   for (int i = 0; i < pr->n_kernels; i++)
-    cli_print_cost_json(&pr->kernel[i], i + 1 < pr->n_kernels ? "," : "");
+    cli_print_cost_json(&pr->kernel[i], &pr->core[i],
+                        i + 1 < pr->n_kernels ? "," : "");
   printf("  ], \"total\":\n");
-  cli_print_cost_json(&pr->total, "");
+  cli_print_cost_json(&pr->total, &pr->core_total, "");
   printf("  }%s\n", sep);
 }
 

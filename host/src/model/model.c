@@ -39,8 +39,55 @@ void clattn__model_dram(clattn_cost *c, double compulsory_reads, double ws,
   c->bytes_dram = reads + c->bytes_written;
 }
 
+/* The launch term: a launch as the library issues them, else the
+ * pipelined launch of an empty kernel, else the default. */
+static double launch_s(const clattn_profile *p) {
+  const double us = p->launch_call_us > 0        ? p->launch_call_us
+                    : p->launch_pipelined_us > 0 ? p->launch_pipelined_us
+                    : p->launch_us > 0           ? p->launch_us
+                                                 : DEFAULT_LAUNCH_US;
+  return us * 1e-6;
+}
+
+/* The in-core term of one kernel (clattn_core): each count at its rate;
+ * an operation the profile has no rate for is priced as its field says
+ * (clattn_profile). */
+static void in_core(const clattn_cost *c, double dram_reads,
+                    const clattn_profile *p, clattn_core *k) {
+  if (!(k->fma_gflops > 0))
+    k->fma_gflops = p->fp32_gflops;
+  double lanes = c->fma_issued + c->fma_spilled;
+  if (p->exp2_gops > 0) { /* the polynomial's FMAs are the exp2's time */
+    lanes -= CLATTN__EXP2_FMAS * c->exp2_issued;
+    k->t_exp2 = c->exp2_issued / (p->exp2_gops * 1e9);
+  }
+  k->t_fma = k->fma_gflops > 0 ? 2.0 * lanes / (k->fma_gflops * 1e9) : 0.0;
+  k->cached_bytes = clattn__dmax(c->bytes_read - dram_reads, 0.0);
+  k->t_cache = p->cache_gbs > 0 ? k->cached_bytes / (p->cache_gbs * 1e9) : 0.0;
+  k->t_local = p->local_gbs > 0 ? c->local_bytes / (p->local_gbs * 1e9) : 0.0;
+  k->t_barrier = k->barriers * p->barrier_ns * 1e-9;
+  k->t_core = k->t_fma + k->t_exp2;
+  k->t_data = k->t_cache + k->t_local + c->t_memory;
+}
+
+/* The arithmetic and the data path together: the longer, the share of
+ * the shorter that it does not hide (the profile's `unhidden`), and the
+ * barriers, which wait for both. */
+static double busy(const clattn_core *k, const clattn_profile *p) {
+  const double u = p->unhidden > 0 ? clattn__dmin(p->unhidden, 1.0) : 0.0;
+  return clattn__dmax(k->t_core, k->t_data) +
+         u * clattn__dmin(k->t_core, k->t_data) + k->t_barrier;
+}
+
+static clattn_bound bound_of(double t_launch, const clattn_core *k) {
+  return t_launch > k->t_busy    ? CLATTN_BOUND_LAUNCH
+         : k->t_core > k->t_data ? CLATTN_BOUND_COMPUTE
+                                 : CLATTN_BOUND_MEMORY;
+}
+
 /* Times, intensity and bound of one kernel from its counts. */
-static void timing(clattn_cost *c, double dram_reads, const clattn_profile *p) {
+static void timing(clattn_cost *c, clattn_core *k, double dram_reads,
+                   const clattn_profile *p) {
   const double rd = p->bw_read_gbs > 0 ? p->bw_read_gbs : p->bw_copy_gbs;
   const double wr = p->bw_copy_gbs > 0 ? p->bw_copy_gbs : rd;
   const double writes = c->bytes_dram - dram_reads;
@@ -49,26 +96,26 @@ static void timing(clattn_cost *c, double dram_reads, const clattn_profile *p) {
   c->t_compute = p->fp32_gflops > 0 ? 2.0 * (c->fma_issued + c->fma_spilled) /
                                           (p->fp32_gflops * 1e9)
                                     : 0.0;
-  double lat = p->launch_pipelined_us > 0 ? p->launch_pipelined_us
-               : p->launch_us > 0         ? p->launch_us
-                                          : DEFAULT_LAUNCH_US;
-  c->t_launch = c->launches * lat * 1e-6;
-  const double busy = fmax(c->t_memory, c->t_compute);
-  c->t_pred = busy + c->t_launch;
-  c->bound = c->t_launch > busy           ? CLATTN_BOUND_LAUNCH
-             : c->t_compute > c->t_memory ? CLATTN_BOUND_COMPUTE
-                                          : CLATTN_BOUND_MEMORY;
+  in_core(c, dram_reads, p, k);
+  c->t_launch = c->launches * launch_s(p);
+  k->t_busy = busy(k, p);
+  c->t_pred = k->t_busy + c->t_launch;
+  c->bound = bound_of(c->t_launch, k);
   c->intensity = c->bytes_dram > 0 ? c->flops / c->bytes_dram : 0.0;
 }
 
 void clattn__model_finish(clattn_prediction *out, const double *dram_reads,
                           const clattn_profile *p) {
   clattn_cost *t = &out->total;
+  clattn_core *kt = &out->core_total;
+  double fma_flops = 0;
   memset(t, 0, sizeof *t);
+  memset(kt, 0, sizeof *kt);
   snprintf(t->kernel, sizeof t->kernel, "total");
   for (int i = 0; i < out->n_kernels; i++) {
     clattn_cost *c = &out->kernel[i];
-    timing(c, dram_reads[i], p);
+    clattn_core *k = &out->core[i];
+    timing(c, k, dram_reads[i], p);
     t->launches += c->launches;
     t->flops += c->flops;
     t->softmax_ops += c->softmax_ops;
@@ -84,12 +131,23 @@ void clattn__model_finish(clattn_prediction *out, const double *dram_reads,
     t->t_compute += c->t_compute;
     t->t_launch += c->t_launch;
     t->t_pred += c->t_pred;
+    kt->barriers += k->barriers;
+    kt->cached_bytes += k->cached_bytes;
+    kt->t_fma += k->t_fma;
+    fma_flops += k->t_fma * k->fma_gflops * 1e9;
+    kt->t_exp2 += k->t_exp2;
+    kt->t_cache += k->t_cache;
+    kt->t_local += k->t_local;
+    kt->t_barrier += k->t_barrier;
+    kt->t_core += k->t_core;
+    kt->t_data += k->t_data;
+    kt->t_busy += k->t_busy;
   }
+  /* the total's rate: its lanes over their time */
+  kt->fma_gflops =
+      kt->t_fma > 0 ? fma_flops / kt->t_fma * 1e-9 : p->fp32_gflops;
   t->intensity = t->bytes_dram > 0 ? t->flops / t->bytes_dram : 0.0;
-  const double busy = fmax(t->t_memory, t->t_compute);
-  t->bound = t->t_launch > busy           ? CLATTN_BOUND_LAUNCH
-             : t->t_compute > t->t_memory ? CLATTN_BOUND_COMPUTE
-                                          : CLATTN_BOUND_MEMORY;
+  t->bound = bound_of(t->t_launch, kt);
   const double bw = p->bw_read_gbs > 0 ? p->bw_read_gbs : p->bw_copy_gbs;
   out->ridge = bw > 0 ? p->fp32_gflops / bw : 0.0;
 }
