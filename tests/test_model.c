@@ -12,6 +12,11 @@
  *  - FMA lanes: calls of fma() (and of llvm.fmuladd, what a*b+c becomes
  *    under -cl-mad-enable in the probe) weighted by their vector width;
  *  - exp2 lanes: calls of the kernels' exp2s1/exp2s16 weighted likewise;
+ *  - work-group barriers: Oclgrind counts a call of barrier() (or
+ *    work_group_barrier()) once per work-item that makes it, so its count
+ *    is the model's (one per barrier a work-group passes) times the
+ *    work-group size, the plan's wg (a family's kernels without barriers:
+ *    0 both);
  *  - for the probe's microkernels also the local-memory bytes (its
  *    local-bandwidth figure divides them by time).
  * The model predicts these exactly, so the test requires equality (the
@@ -39,6 +44,7 @@
 typedef struct counted {
   char name[64];
   double load, store, fma, exp2, local;
+  double barrier_items; /* barrier calls, one per work-item */
 } counted;
 
 /* Element bytes of an Itanium-mangled scalar type code at s. */
@@ -148,10 +154,22 @@ static int parse_counts(const char *path, counted *k, int cap) {
         k[n].fma += (double)cnt * (fn[13] == 'v' ? atoi(fn + 14) : 1);
       else if (strncmp(fn, "exp2s", 5) == 0)
         k[n].exp2 += (double)cnt * atoi(fn + 5);
+      else if (strncmp(fn, "_Z7barrierj", 11) == 0 ||
+               strncmp(fn, "_Z18work_group_barrierj", 23) == 0)
+        k[n].barrier_items += (double)cnt;
     }
   }
   fclose(f);
   return n + 1;
+}
+
+/* The wg of a resolved params text (a family's own keys, such as
+ * super-values' vector, are no clattn_params: read it alone); 0 if none. */
+static int params_wg(const char *params) {
+  for (const char *p = strstr(params, "wg="); p; p = strstr(p + 1, "wg="))
+    if (p == params || p[-1] == ' ')
+      return atoi(p + 3);
+  return 0;
 }
 
 /* The kernel_run binary (meson passes its path) and Oclgrind's ICD. */
@@ -253,6 +271,8 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
   predict(mc, &pr);
   cr_expect_eq(nk, pr.n_kernels, "%s: Oclgrind counted %d kernels, model %d",
                mc->name, nk, pr.n_kernels);
+  /* the work-group size of the family's kernels that pass barriers */
+  const int wg = mc->family != NULL ? params_wg(pr.params) : 0;
   for (int i = 0; i < pr.n_kernels; i++) {
     const clattn_cost *c = &pr.kernel[i];
     const counted *k = NULL;
@@ -262,11 +282,12 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
     cr_expect_not_null(k, "%s: kernel %s not counted", mc->name, c->kernel);
     if (k == NULL)
       continue;
+    const double barriers = pr.core[i].barriers;
     cr_log_info("%s / %s: load %.0f/%.0f store %.0f/%.0f fma %.0f/%.0f "
-                "exp2 %.0f/%.0f (Oclgrind/model)",
+                "exp2 %.0f/%.0f barriers %.0f/%.0f x wg %d (Oclgrind/model)",
                 mc->name, c->kernel, k->load, c->bytes_read, k->store,
                 c->bytes_written, k->fma, c->fma_issued, k->exp2,
-                c->exp2_issued);
+                c->exp2_issued, k->barrier_items, barriers, wg);
     if (mc->family != NULL)
       cr_expect(k->load > 0, "%s / %s: nothing loaded?", mc->name, c->kernel);
     else
@@ -290,6 +311,14 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
                  "%s / %s: exp2 lanes %.0f, model "
                  "%.0f",
                  mc->name, c->kernel, k->exp2, c->exp2_issued);
+    /* the probe's kernels are predicted by device/probe's model, which
+     * counts no barriers */
+    if (mc->family != NULL)
+      cr_expect_eq(k->barrier_items, barriers * wg,
+                   "%s / %s: barrier calls %.0f (%.4g barriers of "
+                   "work-groups of %d), model %.0f",
+                   mc->name, c->kernel, k->barrier_items,
+                   wg > 0 ? k->barrier_items / wg : 0.0, wg, barriers);
   }
   unlink(out);
   char icd[600];
