@@ -24,7 +24,8 @@
  *
  * Other checks: the model's useful FLOPs and compulsory bytes on textbook
  * shapes, its decode intensity 2*(H/H_kv)/s (spec 2.3), the roofline
- * (bound, ridge), layers as sums, and errors for bad descriptions. */
+ * (bound, ridge), layers as sums, the subgroup kernels' barriers (from
+ * the source: Oclgrind has no subgroups) and errors for bad descriptions. */
 #include "model_cases.h"
 #include "device/probe.h"
 #include "util.h"
@@ -661,6 +662,59 @@ Test(model, hh_layer_costs) {
   cr_expect_eq(clattn_model_hh_layer(CLATTN_HH_SUPER, &d, 1, 65, 0, 1, &p, &pr),
                CLATTN_ERR_SHAPE);
   cr_expect(strstr(pr.errmsg, "max_len") != NULL, "%s", pr.errmsg);
+}
+
+/* The subgroup kernels (variant 3) cannot run on Oclgrind, which has no
+ * subgroups, so their barriers are the source's: one a work-group, after q
+ * is staged, whatever keys it visits (its key steps reduce and broadcast
+ * within the subgroup, no barrier).  attn_fwd_sg: a work-group per RW rows
+ * of a (sequence, KV head); decode_split_sg: per split of one (192 keys in
+ * 3 splits of 64). */
+Test(model, subgroup_barriers) {
+  clattn_profile p = gpu();
+  p.has_subgroups = 1;
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)};
+  const clattn_params ap = {
+      .size = sizeof(clattn_params), .variant = 3, .rows = 8, .wg = 32};
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                              2,
+                              20,
+                              50,
+                              8,
+                              2,
+                              32,
+                              32,
+                              CLATTN_F16,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              1,
+                              &ap};
+  const int lens[2] = {50, 0}; /* an empty sequence passes it too */
+  cr_assert_eq(clattn_model_attention(&d, lens, &p, &pr), CLATTN_OK, "%s",
+               pr.errmsg);
+  cr_assert_str_eq(pr.kernel[0].kernel, "attn_fwd_sg");
+  /* 20 queries x 4 heads a KV head = 80 rows: 10 work-groups of 8 */
+  cr_expect_eq(pr.core[0].barriers, 2.0 * 2 * 10);
+  const clattn_params dp = {
+      .size = sizeof(clattn_params), .variant = 3, .wg = 32, .splits = 3};
+  const clattn_decode_desc dd = {sizeof(clattn_decode_desc),
+                                 2,
+                                 192,
+                                 8,
+                                 2,
+                                 32,
+                                 32,
+                                 CLATTN_F16,
+                                 CLATTN_BHSD,
+                                 0.0f,
+                                 &dp};
+  cr_assert_eq(clattn_model_decode(&dd, lens, &p, &pr), CLATTN_OK, "%s",
+               pr.errmsg);
+  cr_assert_str_eq(pr.kernel[0].kernel, "decode_split_sg");
+  cr_expect_eq(pr.core[0].barriers, 2.0 * 2 * 3, "%g barriers (%s)",
+               pr.core[0].barriers, pr.params);
+  cr_expect_eq(pr.core[1].barriers, 0.0, "the combine has none");
 }
 
 /* Bad descriptions fail with a message, never a prediction. */
