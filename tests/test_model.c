@@ -597,6 +597,14 @@ Test(model, layer_is_sum) {
     t += pr.kernel[i].t_pred;
   cr_expect(fabs(t - pr.total.t_pred) <= 1e-12 * t);
   cr_expect_eq(pr.n_kernels, 4 + core.n_kernels);
+  /* each core kernel keeps its in-core record: the same barriers */
+  for (int i = 0; i < core.n_kernels; i++)
+    for (int j = 0; j < pr.n_kernels; j++)
+      if (strcmp(pr.kernel[j].kernel, core.kernel[i].kernel) == 0)
+        cr_expect_eq(pr.core[j].barriers, core.core[i].barriers,
+                     "%s: %g barriers in the layer, %g alone",
+                     core.kernel[i].kernel, pr.core[j].barriers,
+                     core.core[i].barriers);
   /* decode step: GEMV rows, append, decode core */
   cr_assert_eq(clattn_model_layer(&L, 1, 1, 1000, 1, &p, &pr), CLATTN_OK, "%s",
                pr.errmsg);
