@@ -12,6 +12,11 @@
  *  - FMA lanes: calls of fma() (and of llvm.fmuladd, what a*b+c becomes
  *    under -cl-mad-enable in the probe) weighted by their vector width;
  *  - exp2 lanes: calls of the kernels' exp2s1/exp2s16 weighted likewise;
+ *  - work-group barriers: Oclgrind counts a call of barrier() (or
+ *    work_group_barrier()) once per work-item that makes it, so its count
+ *    is the model's (one per barrier a work-group passes) times the
+ *    work-group size, the plan's wg (a family's kernels without barriers:
+ *    0 both);
  *  - for the probe's microkernels also the local-memory bytes (its
  *    local-bandwidth figure divides them by time).
  * The model predicts these exactly, so the test requires equality (the
@@ -19,7 +24,8 @@
  *
  * Other checks: the model's useful FLOPs and compulsory bytes on textbook
  * shapes, its decode intensity 2*(H/H_kv)/s (spec 2.3), the roofline
- * (bound, ridge), layers as sums, and errors for bad descriptions. */
+ * (bound, ridge), layers as sums, the subgroup kernels' barriers (from
+ * the source: Oclgrind has no subgroups) and errors for bad descriptions. */
 #include "model_cases.h"
 #include "device/probe.h"
 #include "util.h"
@@ -39,6 +45,7 @@
 typedef struct counted {
   char name[64];
   double load, store, fma, exp2, local;
+  double barrier_items; /* barrier calls, one per work-item */
 } counted;
 
 /* Element bytes of an Itanium-mangled scalar type code at s. */
@@ -148,10 +155,22 @@ static int parse_counts(const char *path, counted *k, int cap) {
         k[n].fma += (double)cnt * (fn[13] == 'v' ? atoi(fn + 14) : 1);
       else if (strncmp(fn, "exp2s", 5) == 0)
         k[n].exp2 += (double)cnt * atoi(fn + 5);
+      else if (strncmp(fn, "_Z7barrierj", 11) == 0 ||
+               strncmp(fn, "_Z18work_group_barrierj", 23) == 0)
+        k[n].barrier_items += (double)cnt;
     }
   }
   fclose(f);
   return n + 1;
+}
+
+/* The wg of a resolved params text (a family's own keys, such as
+ * super-values' vector, are no clattn_params: read it alone); 0 if none. */
+static int params_wg(const char *params) {
+  for (const char *p = strstr(params, "wg="); p; p = strstr(p + 1, "wg="))
+    if (p == params || p[-1] == ' ')
+      return atoi(p + 3);
+  return 0;
 }
 
 /* The kernel_run binary (meson passes its path) and Oclgrind's ICD. */
@@ -253,6 +272,8 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
   predict(mc, &pr);
   cr_expect_eq(nk, pr.n_kernels, "%s: Oclgrind counted %d kernels, model %d",
                mc->name, nk, pr.n_kernels);
+  /* the work-group size of the family's kernels that pass barriers */
+  const int wg = mc->family != NULL ? params_wg(pr.params) : 0;
   for (int i = 0; i < pr.n_kernels; i++) {
     const clattn_cost *c = &pr.kernel[i];
     const counted *k = NULL;
@@ -262,11 +283,12 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
     cr_expect_not_null(k, "%s: kernel %s not counted", mc->name, c->kernel);
     if (k == NULL)
       continue;
+    const double barriers = pr.core[i].barriers;
     cr_log_info("%s / %s: load %.0f/%.0f store %.0f/%.0f fma %.0f/%.0f "
-                "exp2 %.0f/%.0f (Oclgrind/model)",
+                "exp2 %.0f/%.0f barriers %.0f/%.0f x wg %d (Oclgrind/model)",
                 mc->name, c->kernel, k->load, c->bytes_read, k->store,
                 c->bytes_written, k->fma, c->fma_issued, k->exp2,
-                c->exp2_issued);
+                c->exp2_issued, k->barrier_items, barriers, wg);
     if (mc->family != NULL)
       cr_expect(k->load > 0, "%s / %s: nothing loaded?", mc->name, c->kernel);
     else
@@ -290,6 +312,14 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
                  "%s / %s: exp2 lanes %.0f, model "
                  "%.0f",
                  mc->name, c->kernel, k->exp2, c->exp2_issued);
+    /* the probe's kernels are predicted by device/probe's model, which
+     * counts no barriers */
+    if (mc->family != NULL)
+      cr_expect_eq(k->barrier_items, barriers * wg,
+                   "%s / %s: barrier calls %.0f (%.4g barriers of "
+                   "work-groups of %d), model %.0f",
+                   mc->name, c->kernel, k->barrier_items,
+                   wg > 0 ? k->barrier_items / wg : 0.0, wg, barriers);
   }
   unlink(out);
   char icd[600];
@@ -567,6 +597,14 @@ Test(model, layer_is_sum) {
     t += pr.kernel[i].t_pred;
   cr_expect(fabs(t - pr.total.t_pred) <= 1e-12 * t);
   cr_expect_eq(pr.n_kernels, 4 + core.n_kernels);
+  /* each core kernel keeps its in-core record: the same barriers */
+  for (int i = 0; i < core.n_kernels; i++)
+    for (int j = 0; j < pr.n_kernels; j++)
+      if (strcmp(pr.kernel[j].kernel, core.kernel[i].kernel) == 0)
+        cr_expect_eq(pr.core[j].barriers, core.core[i].barriers,
+                     "%s: %g barriers in the layer, %g alone",
+                     core.kernel[i].kernel, pr.core[j].barriers,
+                     core.core[i].barriers);
   /* decode step: GEMV rows, append, decode core */
   cr_assert_eq(clattn_model_layer(&L, 1, 1, 1000, 1, &p, &pr), CLATTN_OK, "%s",
                pr.errmsg);
@@ -632,6 +670,59 @@ Test(model, hh_layer_costs) {
   cr_expect_eq(clattn_model_hh_layer(CLATTN_HH_SUPER, &d, 1, 65, 0, 1, &p, &pr),
                CLATTN_ERR_SHAPE);
   cr_expect(strstr(pr.errmsg, "max_len") != NULL, "%s", pr.errmsg);
+}
+
+/* The subgroup kernels (variant 3) cannot run on Oclgrind, which has no
+ * subgroups, so their barriers are the source's: one a work-group, after q
+ * is staged, whatever keys it visits (its key steps reduce and broadcast
+ * within the subgroup, no barrier).  attn_fwd_sg: a work-group per RW rows
+ * of a (sequence, KV head); decode_split_sg: per split of one (192 keys in
+ * 3 splits of 64). */
+Test(model, subgroup_barriers) {
+  clattn_profile p = gpu();
+  p.has_subgroups = 1;
+  clattn_prediction pr = {.size = sizeof(clattn_prediction)};
+  const clattn_params ap = {
+      .size = sizeof(clattn_params), .variant = 3, .rows = 8, .wg = 32};
+  const clattn_attn_desc d = {sizeof(clattn_attn_desc),
+                              2,
+                              20,
+                              50,
+                              8,
+                              2,
+                              32,
+                              32,
+                              CLATTN_F16,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              1,
+                              &ap};
+  const int lens[2] = {50, 0}; /* an empty sequence passes it too */
+  cr_assert_eq(clattn_model_attention(&d, lens, &p, &pr), CLATTN_OK, "%s",
+               pr.errmsg);
+  cr_assert_str_eq(pr.kernel[0].kernel, "attn_fwd_sg");
+  /* 20 queries x 4 heads a KV head = 80 rows: 10 work-groups of 8 */
+  cr_expect_eq(pr.core[0].barriers, 2.0 * 2 * 10);
+  const clattn_params dp = {
+      .size = sizeof(clattn_params), .variant = 3, .wg = 32, .splits = 3};
+  const clattn_decode_desc dd = {sizeof(clattn_decode_desc),
+                                 2,
+                                 192,
+                                 8,
+                                 2,
+                                 32,
+                                 32,
+                                 CLATTN_F16,
+                                 CLATTN_BHSD,
+                                 0.0f,
+                                 &dp};
+  cr_assert_eq(clattn_model_decode(&dd, lens, &p, &pr), CLATTN_OK, "%s",
+               pr.errmsg);
+  cr_assert_str_eq(pr.kernel[0].kernel, "decode_split_sg");
+  cr_expect_eq(pr.core[0].barriers, 2.0 * 2 * 3, "%g barriers (%s)",
+               pr.core[0].barriers, pr.params);
+  cr_expect_eq(pr.core[1].barriers, 0.0, "the combine has none");
 }
 
 /* Bad descriptions fail with a message, never a prediction. */

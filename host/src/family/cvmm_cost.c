@@ -1,7 +1,8 @@
 /* cvmm_cost.c - the model's counts of the grouped GEMM's kernels
  * (cvmm_impl.h), loop by loop as cl/cvmm.cl issues them: global bytes
- * loaded and stored, FMA lanes.  The rows a tile's bucket holds are
- * exact when routing is deterministic (top-k of all E, or no routing);
+ * loaded and stored, FMA lanes, work-group barriers.  The rows a tile's
+ * bucket holds are exact when routing is deterministic (top-k of all E, or
+ * no routing);
  * otherwise uniform routing is assumed: a bucket of a tile of nt rows is
  * non-empty with probability q = 1 - (1 - k/E)^nt and then holds
  * nt k / (E q) rows on average (spec 6.3: each expert's weights are read
@@ -39,9 +40,10 @@ static void bucket_rows(const clattn__gg *g, long nt, double *q, long *n) {
 }
 
 /* What one tile of nt rows and one column block of `valid` columns
- * issue in the GEMM kernel (per its buckets: `nb` of them), added to c. */
+ * issue in the GEMM kernel (per its buckets: `nb` of them), added to c,
+ * and the barriers its work-group passes (variant 2), added to *bar. */
 static void tile_cost(const clattn__gg *g, const clattn__gg_plan *pl, long nt,
-                      double valid, int nb, clattn_cost *c) {
+                      double valid, int nb, clattn_cost *c, double *bar) {
   const double K = g->K;
   double q = 1.0;
   long n = nt;
@@ -68,13 +70,19 @@ static void tile_cost(const clattn__gg *g, const clattn__gg_plan *pl, long nt,
     const double ktiles = ceil(K / pl->kt);
     double rd = (double)n * K * 4.0 + chunks * K * valid * 4.0;
     double fma = chunks * pl->wg * pl->rows * (double)pl->kt * ktiles;
+    /* LOCAL_MICRO: a k-tile's two barriers, before it is loaded and after */
+    double b = chunks * 2.0 * ktiles;
     if (!g->dense) {
       rd += (double)n * 8.0;
       fma += (double)n * pl->cols;
       /* every item reads every bucket's offsets */
       rd = nb * (q * rd + pl->wg * 8.0);
       fma = nb * q * fma;
+      /* a gathered block's one before its rows are listed; one before the
+       * tile's store */
+      b = nb * q * (b + chunks) + 1.0;
     }
+    *bar += b;
     c->bytes_read += rd;
     c->fma_issued += fma;
   }
@@ -95,6 +103,7 @@ static void gemm_cost(const clattn__gg *g, const clattn__gg_plan *pl,
   const int nb = g->dense                        ? 0
                  : g->mode == CLATTN__CVMM_SPLIT ? g->experts
                                                  : g->heads * g->experts;
+  double bar = 0;
   /* every (tile, column block, z) work-item or group; the tiles and the
    * blocks differ only at their last one */
   for (int lt = 0; lt < 2; lt++)
@@ -104,13 +113,16 @@ static void gemm_cost(const clattn__gg *g, const clattn__gg_plan *pl,
       if (ntiles <= 0 || nblk <= 0)
         continue;
       clattn_cost one = {0};
+      double one_bar = 0;
       tile_cost(g, pl, lt ? last_rows : pl->tile,
-                lc ? last_cols : (double)pl->cols, nb, &one);
+                lc ? last_cols : (double)pl->cols, nb, &one, &one_bar);
       const double times = ntiles * nblk * g->z;
+      bar += times * one_bar;
       c->bytes_read += times * one.bytes_read;
       c->fma_issued += times * one.fma_issued;
       c->bytes_written += times * one.bytes_written;
     }
+  clattn__model_core(out, c)->barriers = bar;
   const double rows = g->rows, K = g->K, N = g->N;
   const double ent = (double)g->rows * g->heads * g->topk;
   double a_bytes, w_bytes;

@@ -1,5 +1,6 @@
 /* decode_cost.c - the model's costs of the decode family's kernels (split
- * and combine, counted from the plan and cl/decode.cl's loops);
+ * and combine, counted from the plan and cl/decode.cl's loops, barriers
+ * included);
  * tests/test_model.c checks them against Oclgrind's instruction counts. */
 #include "family/decode.h"
 #include "model/model.h"
@@ -56,7 +57,7 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
   const double softcap = d->softcap != 0.0f;
   const double sinks = d->sinks != NULL;
   const double opt_rd = 4.0 * G * (alibi + (direct ? sinks : 0.0));
-  double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, keys_all = 0;
+  double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, keys_all = 0, bar = 0;
   /* per split work-group: what its loops issue */
   const double out_row = direct ? es * DV : 4.0 * (DV + 1.0);
   const long seqs = clattn__distinct_seqs(lens, B);
@@ -109,11 +110,15 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
         /* q staged, then read by each key's lane: no tiles, no barrier per
          * step; the reductions and broadcasts are not local memory */
         loc += 4.0 * G * DK * (1.0 + nk);
+        bar += 1.0; /* after q is staged */
       } else {
         const double KT = pl->kb, T = clattn__cdiv(nk, KT);
         /* every item reads lens; q, K and V once each (V staged in local
          * memory, then read by each query head) */
         rd += 4.0 * pl->wg + es * G * DK + es * nk * (DK + DVL) + opt_rd;
+        /* one after q is staged; a tile's four: loaded, scored, its
+         * softmax updated, its P V done */
+        bar += 1.0 + 4.0 * T;
         fma += T * G * KT * DK + nk * G * DV + T * G + alibi * nk * G;
         ex += T * G * (1.0 + KT) + softcap * nk * G;
         /* with ALiBi the slopes are staged, then read a visible logit */
@@ -125,7 +130,7 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
     }
   }
   rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
-  loc *= per_seq, keys_all *= per_seq;
+  loc *= per_seq, keys_all *= per_seq, bar *= per_seq;
   clattn_cost *c =
       clattn__model_kernel(out, pl->variant == 1   ? "decode_split_reg"
                                 : pl->variant == 2 ? "decode_split_local"
@@ -135,6 +140,7 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
   c->fma_issued = hkv * (fma + CLATTN__EXP2_FMAS * ex);
   c->exp2_issued = hkv * ex;
   c->local_bytes = hkv * loc;
+  clattn__model_core(out, c)->barriers = hkv * bar;
   c->flops = 2.0 * keys_all * hq * (DK + DV);
   c->softmax_ops = CLATTN__C_SM * keys_all * hq;
   const double kv = es * keys_all * hkv * (DK + DVL);

@@ -1,6 +1,7 @@
 /* paged_prefill_cost.c - the model's costs of the paged-prefill kernel: the
- * FLOPs, exp2 evaluations and global bytes it issues, counted from its plan
- * and the loops of cl/paged_prefill.cl (the comments name them). */
+ * FLOPs, exp2 evaluations, global bytes and barriers it issues, counted
+ * from its plan and the loops of cl/paged_prefill.cl (the comments name
+ * them). */
 #include "family/paged_prefill.h"
 #include "family/plan.h"
 #include "model/model.h"
@@ -42,6 +43,7 @@ clattn_status clattn__paged_prefill_cost(const void *desc, const void *plan,
 
   clattn_cost *c = clattn__model_kernel(out, "paged_prefill");
   double pairs = 0, rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0, kv = 0;
+  double bar = 0;
   for (long b = 0; b < seqs; b++) {
     const long L = clattn__valid_len(kv_lens, b, cap);
     pairs += clattn__queries_keys(causal, W, L, n, 0, n);
@@ -63,6 +65,9 @@ clattn_status clattn__paged_prefill_cost(const void *desc, const void *plan,
          * scales, its K and V rows */
         rd += keys * (4.0 + (i8 ? 8.0 : 0.0) + cs * (DK + DV));
         seq_keys = clattn__dmax(seq_keys, keys);
+        /* a tile's three barriers: its pages read, its rows loaded, its
+         * keys scored */
+        bar += 3.0 * T;
         /* every row scores all KT keys of every tile, updates its running
          * sum, and accumulates DV per key in its bounds */
         fma += RQ * T * (KT * (DK + alibi_fma) + 1.0) + row_keys * DV;
@@ -77,7 +82,7 @@ clattn_status clattn__paged_prefill_cost(const void *desc, const void *plan,
   }
   pairs *= per_seq * (double)d->heads_q;
   rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
-  loc *= per_seq, kv *= per_seq;
+  loc *= per_seq, kv *= per_seq, bar *= per_seq;
   const double q_bytes = es * B * n * d->heads_q * DK;
   const double o_bytes = es * B * n * d->heads_q * DV;
   const double kv_bytes =
@@ -87,6 +92,7 @@ clattn_status clattn__paged_prefill_cost(const void *desc, const void *plan,
   c->fma_issued = hkv * (fma + CLATTN__EXP2_FMAS * ex);
   c->exp2_issued = hkv * ex;
   c->local_bytes = hkv * loc;
+  clattn__model_core(out, c)->barriers = hkv * bar;
   c->flops = 2.0 * pairs * (DK + DV);
   c->softmax_ops = CLATTN__C_SM * pairs;
   c->bytes_compulsory = q_bytes + kv_bytes + o_bytes;

@@ -1,8 +1,8 @@
 /* prefill_cost.c - the model's costs of the prefill family's kernels: the
- * FLOPs, exp2 evaluations and global bytes each issues, counted from its
- * plan and the loop structure of cl/attention.cl (the comments name the
- * loops); tests/test_model.c checks them against Oclgrind's instruction
- * counts. */
+ * FLOPs, exp2 evaluations, global bytes and barriers each issues, counted
+ * from its plan and the loop structure of cl/attention.cl (the comments
+ * name the loops); tests/test_model.c checks them against Oclgrind's
+ * instruction counts. */
 #include "family/plan.h"
 #include "model/model.h"
 
@@ -77,19 +77,22 @@ double clattn__rows_keys(int causal, long W, long L, long n, long g, long rows,
 }
 
 /* What one KV head's work-groups of a local-memory kernel (variants 2 and
- * 3) read, write, issue and keep, per distinct sequence, and the call's
+ * 3) read, write, issue and keep, and the barriers they pass (one per
+ * barrier a work-group passes), per distinct sequence, and the call's
  * figures that scale them into its cost. */
 typedef struct local_tally {
-  double rd, wr, fma, ex, loc, ws;
+  double rd, wr, fma, ex, loc, ws, bar;
 } local_tally;
 typedef struct local_call {
   double per_seq, hkv, flops, pairs, q_bytes, kv_bytes, o_bytes;
   const clattn_profile *prof;
 } local_call;
 
-static void local_cost_fill(clattn_cost *c, local_tally t, const local_call *k,
+static void local_cost_fill(clattn_prediction *out, clattn_cost *c,
+                            local_tally t, const local_call *k,
                             double *dram_reads) {
   const double p = k->per_seq, h = k->hkv;
+  clattn__model_core(out, c)->barriers = h * (p * t.bar);
   c->bytes_read = h * (p * t.rd);
   c->bytes_written = h * (p * t.wr);
   c->fma_issued = h * (p * t.fma + CLATTN__EXP2_FMAS * (p * t.ex));
@@ -216,7 +219,7 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
     clattn_cost *c = clattn__model_kernel(out, "attn_fwd_sg");
     const int SG = pl->wg, RW = pl->rb;
     const double ND = clattn__cdiv(DV, SG);
-    double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0;
+    double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0, bar = 0;
     const long groups = (rows + RW - 1) / RW;
     for (long b = 0; b < seqs; b++) {
       const long L = clattn__valid_len(kv_lens, b, m);
@@ -228,6 +231,7 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
         /* every lane: kv_lens and the rows' option arrays; q staged once
          * (clamped rows too) */
         rd += SG * (lens_b + opt_row_b * RW) + es * RW * DK;
+        bar += 1.0; /* after q is staged; the key steps have none */
         const double row_keys =
             clattn__rows_keys(causal, W, L, n, g, rows, r0, RW);
         if (kend > kbeg) {
@@ -248,12 +252,12 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
         wr += es * clattn__dmin(RW, rows - r0) * DV;
       }
     }
-    local_cost_fill(c, (local_tally){rd, wr, fma, ex, loc, ws}, &call,
+    local_cost_fill(out, c, (local_tally){rd, wr, fma, ex, loc, ws, bar}, &call,
                     dram_reads);
   } else {
     clattn_cost *c = clattn__model_kernel(out, "attn_fwd_local");
     const int WG = pl->wg, KT = pl->kt;
-    double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0;
+    double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0, bar = 0;
     const long groups = (rows + WG - 1) / WG;
     for (long b = 0; b < seqs; b++) {
       const long L = clattn__valid_len(kv_lens, b, m);
@@ -271,6 +275,8 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
           const double T = clattn__cdiv(kend - kbeg, KT);
           /* tile loads, t < nt only */
           rd += es * (kend - kbeg) * (DK + DVL);
+          /* a tile: one barrier once it is loaded, one before the next */
+          bar += 2.0 * T;
           /* every item scores all KT keys of every tile, updates its
            * running sum, and accumulates DV per visible key */
           fma += WG * T * (KT * (DK + alibi_fma) + 1.0) + item_keys * DV;
@@ -282,7 +288,7 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
         wr += es * clattn__dmin(WG, rows - grp * WG) * DV;
       }
     }
-    local_cost_fill(c, (local_tally){rd, wr, fma, ex, loc, ws}, &call,
+    local_cost_fill(out, c, (local_tally){rd, wr, fma, ex, loc, ws, bar}, &call,
                     dram_reads);
   }
   return CLATTN_OK;

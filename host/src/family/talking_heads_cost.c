@@ -1,8 +1,8 @@
 /* talking_heads_cost.c - the model's costs of the talking-heads prefill
- * kernels: the FLOPs, exp2 evaluations and global bytes each issues,
- * counted from its plan and the loop structure of cl/talking_heads.cl
- * (the comments name the loops); tests/test_model.c checks them against
- * Oclgrind's instruction counts. */
+ * kernels: the FLOPs, exp2 evaluations, global bytes and barriers each
+ * issues, counted from its plan and the loop structure of
+ * cl/talking_heads.cl (the comments name the loops); tests/test_model.c
+ * checks them against Oclgrind's instruction counts. */
 #include "family/talking_heads.h"
 #include "model/model.h"
 
@@ -181,7 +181,7 @@ static void cost_local(const clattn_th_desc *d, const clattn__th_plan *pl,
   const double mix_b = 4.0 * (HK * H + H * HV);
   const int WG = pl->wg, KT = pl->kt, passes = pl->scheme == 2 ? 2 : 1;
   clattn_cost *c = clattn__model_kernel(out, "th_fwd_local");
-  double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0;
+  double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0, bar = 0;
   const long groups = (n + WG - 1) / WG;
   const double per_seq = clattn__seq_weight(kv_lens, B);
   for (long b = 0; b < clattn__distinct_seqs(kv_lens, B); b++) {
@@ -199,6 +199,9 @@ static void cost_local(const clattn_th_desc *d, const clattn__th_plan *pl,
         const double T = clattn__cdiv(span, KT);
         /* tiles, t < nt only: K every pass, V in the last */
         rd += es * span * (passes * HK * DK + HV * DV);
+        /* a tile of a pass: one barrier once it is loaded, one before the
+         * next */
+        bar += 2.0 * passes * T;
         /* every item scores all KT keys of a tile every pass */
         fma += WG * passes * T * KT * (HK * DK + H * HK);
         ex += WG * T * H * (1.0 + KT);
@@ -223,7 +226,8 @@ static void cost_local(const clattn_th_desc *d, const clattn__th_plan *pl,
     }
   }
   rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
-  loc *= per_seq;
+  loc *= per_seq, bar *= per_seq;
+  clattn__model_core(out, c)->barriers = bar;
   c->bytes_read = rd;
   c->bytes_written = wr;
   c->fma_issued = fma + CLATTN__EXP2_FMAS * ex;

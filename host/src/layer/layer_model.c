@@ -20,6 +20,8 @@ static void merge(clattn_prediction *out, double *dram_reads,
     const clattn_cost *c = &sub->kernel[i];
     dram_reads[out->n_kernels] = c->bytes_dram - c->bytes_written;
     out->kernel[out->n_kernels] = *c;
+    /* its in-core record (barriers) goes with it, as core[i] of kernel[i] */
+    out->core[out->n_kernels] = sub->core[i];
     if (name)
       snprintf(out->kernel[out->n_kernels].kernel, sizeof out->kernel[0].kernel,
                "%s", name);
