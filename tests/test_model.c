@@ -242,6 +242,8 @@ static void predict(const model_case *mc, clattn_prediction *pr) {
     pr->n_kernels = 1;
     clattn__model_probe((clattn__probe_kernel)mc->probe, mc->vw, mc->items,
                         CLATTN__PROBE_LAUNCH_REPS, &pr->kernel[0]);
+    pr->core[0].barriers = clattn__probe_barriers(
+        (clattn__probe_kernel)mc->probe, mc->items, mc->lws);
     return;
   }
   clattn__params values;
@@ -273,7 +275,7 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
   cr_expect_eq(nk, pr.n_kernels, "%s: Oclgrind counted %d kernels, model %d",
                mc->name, nk, pr.n_kernels);
   /* the work-group size of the family's kernels that pass barriers */
-  const int wg = mc->family != NULL ? params_wg(pr.params) : 0;
+  const int wg = mc->family != NULL ? params_wg(pr.params) : mc->lws;
   for (int i = 0; i < pr.n_kernels; i++) {
     const clattn_cost *c = &pr.kernel[i];
     const counted *k = NULL;
@@ -312,14 +314,11 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
                  "%s / %s: exp2 lanes %.0f, model "
                  "%.0f",
                  mc->name, c->kernel, k->exp2, c->exp2_issued);
-    /* the probe's kernels are predicted by device/probe's model, which
-     * counts no barriers */
-    if (mc->family != NULL)
-      cr_expect_eq(k->barrier_items, barriers * wg,
-                   "%s / %s: barrier calls %.0f (%.4g barriers of "
-                   "work-groups of %d), model %.0f",
-                   mc->name, c->kernel, k->barrier_items,
-                   wg > 0 ? k->barrier_items / wg : 0.0, wg, barriers);
+    cr_expect_eq(k->barrier_items, barriers * wg,
+                 "%s / %s: barrier calls %.0f (%.4g barriers of "
+                 "work-groups of %d), model %.0f",
+                 mc->name, c->kernel, k->barrier_items,
+                 wg > 0 ? k->barrier_items / wg : 0.0, wg, barriers);
   }
   unlink(out);
   char icd[600];
@@ -376,7 +375,8 @@ Test(model, useful_flops) {
 Test(model, bytes_and_rereads) {
   const clattn_profile p = gpu();
   clattn_prediction pr = {.size = sizeof(clattn_prediction)};
-  const clattn_params par = {.size = sizeof(clattn_params), .variant = 2, .keys = 32, .wg = 64};
+  const clattn_params par = {
+      .size = sizeof(clattn_params), .variant = 2, .keys = 32, .wg = 64};
   const clattn_attn_desc d = {sizeof(clattn_attn_desc),
                               1,
                               200,
@@ -503,7 +503,8 @@ Test(model, cpu_tile_fits_registers) {
   const clattn_profile p = cpu(8, "AuthenticAMD");
   clattn_prediction fit = {.size = sizeof(clattn_prediction)},
                     big = {.size = sizeof(clattn_prediction)};
-  const clattn_params bp = {.size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 64};
+  const clattn_params bp = {
+      .size = sizeof(clattn_params), .variant = 1, .rows = 4, .keys = 64};
   clattn_attn_desc db = d;
   db.params = &bp;
   cr_assert_eq(clattn_model_attention(&d, NULL, &p, &fit), CLATTN_OK);
@@ -749,7 +750,8 @@ Test(model, errors) {
                CLATTN_ERR_INVALID_ARG);
   cr_expect_eq(clattn_model_attention(&d, NULL, NULL, &pr),
                CLATTN_ERR_INVALID_ARG);
-  const clattn_params bad = {.size = sizeof(clattn_params), .variant = 1, .keys = 24};
+  const clattn_params bad = {
+      .size = sizeof(clattn_params), .variant = 1, .keys = 24};
   const clattn_decode_desc dd = {sizeof(clattn_decode_desc),
                                  1,
                                  64,

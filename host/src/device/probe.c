@@ -483,7 +483,10 @@ static clattn_status barrier_time(probe *P, double *ns) {
   CLATTN_TRY(clattn__arg(P->ctx, k, 1, u.lws * sizeof(float), NULL));
   CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 16 : 32));
   CLATTN_TRY(measure(P, &u, &t));
-  *ns = t / ((double)(u.gws / u.lws) * 2.0 * CLATTN__PROBE_BARRIER_ITERS) * 1e9;
+  *ns = t /
+        clattn__probe_barriers(CLATTN__PROBE_BARRIER, (double)u.gws,
+                               (double)u.lws) *
+        1e9;
 done:
   return rc;
 }

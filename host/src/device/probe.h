@@ -43,6 +43,10 @@ const char *clattn__probe_name(clattn__probe_kernel k);
  * the other kernels).  The probe divides these by its times. */
 void clattn__model_probe(clattn__probe_kernel k, int vw, double items, int reps,
                          clattn_cost *c);
+/* Work-group barriers one launch of probe kernel k passes over `items`
+ * work-items in groups of lws (one per barrier a work-group passes). */
+double clattn__probe_barriers(clattn__probe_kernel k, double items,
+                              double lws);
 /* Whether probe kernel k is built at vector width vw (probe_exp2 only at
  * the widths of the kernels' exp2s). */
 int clattn__probe_has_width(clattn__probe_kernel k, int vw);

@@ -18,6 +18,14 @@ int clattn__probe_has_width(clattn__probe_kernel k, int vw) {
   return k != CLATTN__PROBE_EXP2 || vw != 2;
 }
 
+double clattn__probe_barriers(clattn__probe_kernel k, double items,
+                              double lws) {
+  const double groups = lws > 0 ? items / lws : 0.0;
+  return k == CLATTN__PROBE_BARRIER ? groups * 2.0 * CLATTN__PROBE_BARRIER_ITERS
+         : k == CLATTN__PROBE_LOCAL ? groups * 3.0
+                                    : 0.0;
+}
+
 void clattn__model_probe(clattn__probe_kernel k, int vw, double items, int reps,
                          clattn_cost *c) {
   const double vb = 4.0 * vw; /* bytes of one float vector */
