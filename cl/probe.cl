@@ -179,20 +179,23 @@ __kernel void probe_exp2(__global float *restrict out, float fa) {
 
 /* Global loads the cache serves: each work-item reads 4 * CACHED_ITERS
  * vectors of a window of `mask` + 1 vectors (a power of two, small enough
- * to stay in the cache), neighbouring work-items neighbouring vectors, as
- * the attention kernels re-read a K or V tile. */
+ * to stay in the cache), from its work-group's own start, a work-group's
+ * items neighbouring vectors: in groups of one (CPUs) a sequential run of
+ * vectors as a register-blocked kernel re-reads a K/V tile, in larger
+ * groups the coalesced rows of a local-memory kernel's tile loads. */
 __kernel void probe_cached(__global const vf *restrict a,
                            __global float *restrict out, uint mask) {
-  uint g = (uint)get_global_id(0);
+  const uint lsz = (uint)get_local_size(0);
+  const uint start = (uint)get_group_id(0) * 4096u + (uint)get_local_id(0);
   vf s0 = (vf)(0.0f), s1 = (vf)(0.0f), s2 = (vf)(0.0f), s3 = (vf)(0.0f);
   for (uint i = 0; i < CACHED_ITERS; i++) {
-    uint b = g + 4u * i * (uint)get_local_size(0);
+    const uint b = start + 4u * i * lsz;
     s0 += a[b & mask];
-    s1 += a[(b + (uint)get_local_size(0)) & mask];
-    s2 += a[(b + 2u * (uint)get_local_size(0)) & mask];
-    s3 += a[(b + 3u * (uint)get_local_size(0)) & mask];
+    s1 += a[(b + lsz) & mask];
+    s2 += a[(b + 2u * lsz) & mask];
+    s3 += a[(b + 3u * lsz) & mask];
   }
-  out[g] = HSUM((s0 + s1) + (s2 + s3));
+  out[get_global_id(0)] = HSUM((s0 + s1) + (s2 + s3));
 }
 
 /* Barriers: BARRIER_ITERS rounds of a local store, a barrier, a load of

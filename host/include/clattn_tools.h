@@ -334,7 +334,9 @@ typedef enum clattn_bound {
  *    launch (the roofline's times: t_compute prices every lane at the
  *    FMA peak); t_pred = the in-core term's t_busy (clattn_core) +
  *    t_launch, the launch at the profile's launch_call_us; the bound:
- *    launch, else compute where t_core > t_data, else memory. */
+ *    launch where t_launch > t_busy, else memory where t_memory is at
+ *    least t_core and t_cache + t_local, else compute (the work stays in
+ *    the cores: their arithmetic, or the loads their caches serve). */
 typedef struct clattn_cost {
   /* No size of its own: a record of clattn_prediction, versioned with it
    * (the prediction's size says which layout the caller has). */

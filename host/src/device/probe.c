@@ -456,11 +456,11 @@ static clattn_status cached_rate(probe *P, int vw, double *gbs) {
   const cl_uint mask = (cl_uint)clattn__pow2_floor(window / vbytes) - 1u;
   CLATTN_TRY(kernel_for(P->ctx, vw, 0, CLATTN__PROBE_CACHED, &k));
   u.k = k;
-  CLATTN_TRY(pick_wg(P, k, (size_t)1 << 30, pref_wg(P, CPU_LOCAL_WG), &u.lws));
+  CLATTN_TRY(pick_wg(P, k, (size_t)1 << 30, pref_wg(P, 1), &u.lws));
   CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->a));
   CLATTN_TRY(clattn__arg(P->ctx, k, 1, sizeof(cl_mem), &P->out));
   CLATTN_TRY(clattn__arg(P->ctx, k, 2, sizeof mask, &mask));
-  CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 16 : 32));
+  CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 64 : 32));
   CLATTN_TRY(measure(P, &u, &t));
   clattn_cost c;
   clattn__model_probe(CLATTN__PROBE_CACHED, vw, (double)u.gws, 0, &c);
@@ -566,11 +566,14 @@ done:
 }
 
 /* Per launch in a stream of launches of probe_args, its six buffers set
- * anew for each, as the library's calls set theirs. */
+ * anew for each, as the library's calls set theirs, over work-groups for
+ * every compute unit (a launch that wakes them all, as the kernels' grids
+ * do). */
 static clattn_status launch_call(probe *P, double *us) {
   clattn_status rc = CLATTN_OK;
   double t = 0;
-  unit u = {U_ARGS, NULL, 1, 1, PIPELINE_LAUNCHES, 0};
+  const size_t cu = P->ctx->dev.compute_units ? P->ctx->dev.compute_units : 1;
+  unit u = {U_ARGS, NULL, 4 * cu, 1, PIPELINE_LAUNCHES, 0};
   CLATTN_TRY(kernel_for(P->ctx, 1, 0, CLATTN__PROBE_ARGS_KERNEL, &u.k));
   CLATTN_TRY(measure(P, &u, &t));
   *us = t / PIPELINE_LAUNCHES * 1e6;

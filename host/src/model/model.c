@@ -79,10 +79,15 @@ static double busy(const clattn_core *k, const clattn_profile *p) {
          u * clattn__dmin(k->t_core, k->t_data) + k->t_barrier;
 }
 
-static clattn_bound bound_of(double t_launch, const clattn_core *k) {
-  return t_launch > k->t_busy    ? CLATTN_BOUND_LAUNCH
-         : k->t_core > k->t_data ? CLATTN_BOUND_COMPUTE
-                                 : CLATTN_BOUND_MEMORY;
+/* Launch where the launches outlast the rest; memory where DRAM is the
+ * largest part; else compute: the work stays in the cores (their
+ * arithmetic, or the loads their caches and local memory serve). */
+static clattn_bound bound_of(double t_launch, double t_memory,
+                             const clattn_core *k) {
+  const double in_cores = clattn__dmax(k->t_core, k->t_cache + k->t_local);
+  return t_launch > k->t_busy   ? CLATTN_BOUND_LAUNCH
+         : t_memory >= in_cores ? CLATTN_BOUND_MEMORY
+                                : CLATTN_BOUND_COMPUTE;
 }
 
 /* Times, intensity and bound of one kernel from its counts. */
@@ -100,7 +105,7 @@ static void timing(clattn_cost *c, clattn_core *k, double dram_reads,
   c->t_launch = c->launches * launch_s(p);
   k->t_busy = busy(k, p);
   c->t_pred = k->t_busy + c->t_launch;
-  c->bound = bound_of(c->t_launch, k);
+  c->bound = bound_of(c->t_launch, c->t_memory, k);
   c->intensity = c->bytes_dram > 0 ? c->flops / c->bytes_dram : 0.0;
 }
 
@@ -147,7 +152,7 @@ void clattn__model_finish(clattn_prediction *out, const double *dram_reads,
   kt->fma_gflops =
       kt->t_fma > 0 ? fma_flops / kt->t_fma * 1e-9 : p->fp32_gflops;
   t->intensity = t->bytes_dram > 0 ? t->flops / t->bytes_dram : 0.0;
-  t->bound = bound_of(t->t_launch, kt);
+  t->bound = bound_of(t->t_launch, t->t_memory, kt);
   const double bw = p->bw_read_gbs > 0 ? p->bw_read_gbs : p->bw_copy_gbs;
   out->ridge = bw > 0 ? p->fp32_gflops / bw : 0.0;
 }
