@@ -1,8 +1,9 @@
 /* test_gemm_rates.c - the GEMM rates of a profile (clattn_profile.
  * gemm_rates): clattn_profile_for derives them from the database's tuning
- * rows of the device, and the projections' model prices a GEMM of the same
- * m, n and k at its rate (the kernel's in-core record, fma_gflops), in the
- * projection family and in a layer's prediction. */
+ * rows of the device, and the model prices a projection's FMA lanes at the
+ * rate of its m, n and k (the kernel's in-core record: fma_gflops, t_fma),
+ * in the projection family and in a layer's prediction, else at the FMA
+ * peak. */
 #include "clattn_tools.h"
 #include "tmpdir.h"
 #include "util.h"
@@ -41,22 +42,35 @@ static void poison(clattn_prediction *pr) {
   pr->size = sizeof *pr;
 }
 
-/* The in-core record of the kernel named `name` (the test fails when the
- * prediction has none). */
-static const clattn_core *core_of(const clattn_prediction *pr,
-                                  const char *name) {
-  for (int i = 0; i < pr->n_kernels; i++)
-    if (strcmp(pr->kernel[i].kernel, name) == 0)
-      return &pr->core[i];
-  cr_assert_fail("no kernel %s among the %d predicted", name, pr->n_kernels);
-  return NULL;
+/* Kernel i of pr priced at `gflops`: its rate, and its FMA lanes' time at
+ * that rate (a GEMM issues no exp2). */
+static void expect_priced(const clattn_prediction *pr, int i, double gflops,
+                          const char *what) {
+  const clattn_cost *k = &pr->kernel[i];
+  const clattn_core *c = &pr->core[i];
+  cr_expect_eq(c->fma_gflops, gflops, "%s (%s): priced at %g GFLOP/s, not %g",
+               what, k->kernel, c->fma_gflops, gflops);
+  cr_expect_eq(k->exp2_issued, 0.0);
+  const double want = 2.0 * (k->fma_issued + k->fma_spilled) / (gflops * 1e9);
+  cr_expect(want > 0 && fabs(c->t_fma - want) <= 1e-12 * want,
+            "%s (%s): t_fma %.17g, the lanes at %g GFLOP/s take %.17g", what,
+            k->kernel, c->t_fma, gflops, want);
 }
 
-/* The projection's only GEMM kernel's in-core record, after checking that
- * there is exactly one. */
-static const clattn_core *projection_core(const char *shape, const char *params,
-                                          const clattn_profile *p,
-                                          clattn_prediction *pr) {
+/* The index of the kernel named `name` in pr (the test fails when there
+ * is none). */
+static int kernel_index(const clattn_prediction *pr, const char *name) {
+  for (int i = 0; i < pr->n_kernels; i++)
+    if (strcmp(pr->kernel[i].kernel, name) == 0)
+      return i;
+  cr_assert_fail("no kernel %s among the %d predicted", name, pr->n_kernels);
+  return -1;
+}
+
+/* The model of a projection of `shape` into pr, checked to be one GEMM
+ * kernel. */
+static void predict_projection(const char *shape, const char *params,
+                               const clattn_profile *p, clattn_prediction *pr) {
   const clattn_params own = {.size = sizeof own, .text = params};
   poison(pr);
   cr_assert_eq(
@@ -64,7 +78,6 @@ static const clattn_core *projection_core(const char *shape, const char *params,
       CLATTN_OK, "%s: %s", shape, pr->errmsg);
   cr_assert_eq(pr->n_kernels, 1, "%s (%s): %d kernels", shape,
                params ? params : "automatic", pr->n_kernels);
-  return &pr->core[0];
 }
 
 /* CLBlast's GEMM and the own kernel's (scheme 1) at the rate of their
@@ -74,41 +87,39 @@ Test(gemm_rates, projection_priced_at_its_shapes_rate) {
       {2048, 512, 512, 456.0}, {512, 512, 512, 123.0}, {512, 512, 256, 78.0}};
   const clattn_profile p = with_rates(r, 3);
   clattn_prediction pr;
-  const clattn_core *c = projection_core("m=512 n=512 k=512", NULL, &p, &pr);
+  predict_projection("m=512 n=512 k=512", NULL, &p, &pr);
   cr_expect_str_eq(pr.kernel[0].kernel, "clblast_sgemm");
-  cr_expect_eq(c->fma_gflops, 123.0, "CLBlast's GEMM at %g GFLOP/s",
-               c->fma_gflops);
-  c = projection_core("m=2048 n=512 k=512", NULL, &p, &pr);
-  cr_expect_eq(c->fma_gflops, 456.0, "%g", c->fma_gflops);
-  c = projection_core("m=512 n=512 k=512", "scheme=1", &p, &pr);
+  expect_priced(&pr, 0, 123.0, "CLBlast's GEMM");
+  predict_projection("m=2048 n=512 k=512", NULL, &p, &pr);
+  expect_priced(&pr, 0, 456.0, "m=2048");
+  predict_projection("m=512 n=512 k=512", "scheme=1", &p, &pr);
   cr_expect(strncmp(pr.kernel[0].kernel, "cvmm_gemm", 9) == 0, "%s",
             pr.kernel[0].kernel);
-  cr_expect_eq(c->fma_gflops, 123.0, "the own kernel at %g GFLOP/s",
-               c->fma_gflops);
+  expect_priced(&pr, 0, 123.0, "the own kernel");
 }
 
-/* No rate of the same m, n and k: fma_gflops 0 (the FMA peak), whatever
- * other rates the profile holds (n and k swapped, m one off). */
+/* No rate of the same m, n and k: the FMA peak, whatever other rates the
+ * profile holds (n and k swapped, m one off). */
 Test(gemm_rates, no_rate_of_the_shape_leaves_the_peak) {
   const clattn_gemm_rate r[] = {
       {512, 256, 512, 99.0}, {512, 512, 256, 98.0}, {511, 512, 512, 97.0}};
   const clattn_profile with = with_rates(r, 3), without = with_rates(NULL, 0);
   const clattn_profile *profiles[] = {&with, &without};
+  cr_assert_gt(with.fp32_gflops, 0);
   for (int i = 0; i < 2; i++) {
     clattn_prediction pr;
-    const clattn_core *c =
-        projection_core("m=512 n=512 k=512", NULL, profiles[i], &pr);
-    cr_expect_eq(c->fma_gflops, 0.0, "profile %d: %g", i, c->fma_gflops);
-    c = projection_core("m=512 n=512 k=512", "scheme=1", profiles[i], &pr);
-    cr_expect_eq(c->fma_gflops, 0.0, "profile %d, own kernel: %g", i,
-                 c->fma_gflops);
+    predict_projection("m=512 n=512 k=512", NULL, profiles[i], &pr);
+    expect_priced(&pr, 0, with.fp32_gflops, i ? "no rates" : "other rates");
+    predict_projection("m=512 n=512 k=512", "scheme=1", profiles[i], &pr);
+    expect_priced(&pr, 0, with.fp32_gflops,
+                  i ? "no rates, own kernel" : "other rates, own kernel");
   }
 }
 
 /* A layer's prediction keeps its projections' rates: x*w_q and o*w_o are
  * 512 x 512 x 512 GEMMs over 512 rows, x*w_k and x*w_v (two KV heads)
- * 512 x 128 x 512, which the profile has no rate of; the core's kernels
- * none. */
+ * 512 x 128 x 512, which the profile has no rate of (the FMA peak); the
+ * core's kernels at the peak too. */
 Test(gemm_rates, layer_prediction_keeps_projection_rates) {
   const clattn_gemm_rate r[] = {{512, 512, 512, 321.0}};
   const clattn_profile p = with_rates(r, 1);
@@ -118,14 +129,14 @@ Test(gemm_rates, layer_prediction_keeps_projection_rates) {
   poison(&pr);
   cr_assert_eq(clattn_model_layer(&L, 1, 512, 0, 1, &p, &pr), CLATTN_OK, "%s",
                pr.errmsg);
-  cr_expect_eq(core_of(&pr, "gemm x*w_q")->fma_gflops, 321.0);
-  cr_expect_eq(core_of(&pr, "gemm o*w_o")->fma_gflops, 321.0);
-  cr_expect_eq(core_of(&pr, "gemm x*w_k")->fma_gflops, 0.0);
-  cr_expect_eq(core_of(&pr, "gemm x*w_v")->fma_gflops, 0.0);
+  expect_priced(&pr, kernel_index(&pr, "gemm x*w_q"), 321.0, "layer");
+  expect_priced(&pr, kernel_index(&pr, "gemm o*w_o"), 321.0, "layer");
+  expect_priced(&pr, kernel_index(&pr, "gemm x*w_k"), p.fp32_gflops, "layer");
+  expect_priced(&pr, kernel_index(&pr, "gemm x*w_v"), p.fp32_gflops, "layer");
   for (int i = 0; i < pr.n_kernels; i++)
     if (strncmp(pr.kernel[i].kernel, "gemm ", 5) != 0)
-      cr_expect_eq(pr.core[i].fma_gflops, 0.0, "%s: %g", pr.kernel[i].kernel,
-                   pr.core[i].fma_gflops);
+      cr_expect_eq(pr.core[i].fma_gflops, p.fp32_gflops, "%s: %g",
+                   pr.kernel[i].kernel, pr.core[i].fma_gflops);
 }
 
 /* A tuning row of the device (fingerprint fp) into db. */
@@ -208,9 +219,8 @@ Test(gemm_rates, profile_for_reads_the_tuning_rows) {
   /* the profile prices the projection of its shape */
   clattn_profile sheet = with_rates(p.gemm_rates, p.n_gemm_rates);
   clattn_prediction pr;
-  const clattn_core *c =
-      projection_core("m=512 n=512 k=512", NULL, &sheet, &pr);
-  cr_expect_eq(c->fma_gflops, p.gemm_rates[1].gflops, "%g", c->fma_gflops);
+  predict_projection("m=512 n=512 k=512", NULL, &sheet, &pr);
+  expect_priced(&pr, 0, p.gemm_rates[1].gflops, "the tuned rate");
 
   memset(&p, 0xff, sizeof p);
   p.size = sizeof p;
