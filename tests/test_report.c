@@ -600,6 +600,62 @@ Test(report, datasheet_devices_are_predicted) {
   free(html);
 }
 
+/* A database without bench rows and one datasheet GPU: its section
+ * predicts every registered family's bench shapes (the model's time, or
+ * its refusal named), the families in the registry's order. */
+Test(report, datasheet_without_bench_rows_predicts_every_family) {
+  char args[2048];
+  clattn_profile p = {.size = sizeof(clattn_profile)};
+  cr_assert_eq(clattn_datasheet_find("A100", &p), CLATTN_OK);
+  snprintf(args, sizeof args, "'%s' --datasheets A100 -o '%s/s.html'", empty_db,
+           dir);
+  cr_assert_eq(report(args), 0, "%s", out_text("stderr"));
+  char *html = out_text("s.html");
+  cr_assert_eq(count(html, "data-kind=\"datasheet\""), 1);
+  const char *sec = strstr(html, "id=\"sheet0\"");
+  cr_assert(sec != NULL);
+  const char *end = strstr(sec, "</section>");
+  cr_assert(end != NULL);
+  const char *previous = sec;
+  int families = 0;
+  for (int i = 0; i < clattn_family_count(); i++) {
+    const char *family = clattn_family_name(i), *shape;
+    const char *first = NULL;
+    for (int j = 0; (shape = clattn_family_bench_shape(i, j)) != NULL; j++) {
+      char attr[400];
+      snprintf(attr, sizeof attr, "<tr data-family=\"%s\" data-shape=\"%s\">",
+               family, shape);
+      const char *tr = strstr(sec, attr);
+      cr_assert(tr && tr < end, "no prediction of %s %s", family, shape);
+      first = first && first < tr ? first : tr;
+      const char *row_end = strstr(tr, "</tr>");
+      clattn_prediction pr = {.size = sizeof(clattn_prediction)};
+      const clattn_status st = clattn_model_shape(family, shape, NULL, &p, &pr);
+      char key[64];
+      double v;
+      next_cell(tr, row_end, key, sizeof key, &v);
+      cr_assert_str_eq(key, "pred_ms");
+      if (st == CLATTN_OK && pr.total.t_pred > 0) {
+        cr_expect(v > 0, "%s %s: predicted %g ms", family, shape, v);
+        expect_equal(v, pr.total.t_pred * 1e3, shape);
+      } else {
+        const char *why = strstr(tr, pr.errmsg);
+        cr_expect(pr.errmsg[0] && why && why < row_end,
+                  "%s %s: the model's refusal (%s) is not named", family, shape,
+                  pr.errmsg);
+      }
+    }
+    if (first == NULL)
+      continue; /* a family without bench shapes */
+    cr_expect(first > previous, "%s before the family registered before it",
+              family);
+    previous = first;
+    families++;
+  }
+  cr_assert_gt(families, 0);
+  free(html);
+}
+
 /* ------------------------------------------------------------ escaping */
 
 Test(report, text_is_escaped_in_every_format) {

@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,10 +251,38 @@ static int dev_cmp(const void *pa, const void *pb) {
   return c ? c : strcmp(a->fingerprint, b->fingerprint);
 }
 
+/* A family's place in the registry (a former name: its family's); a
+ * family this library does not know comes after every one it does. */
+static int family_rank(const char *family) {
+  const int i = clattn_family_find(family);
+  return i < 0 ? clattn_family_count() : i;
+}
+
+/* A shape's place among its family's bench shapes; any other after them. */
+static int bench_rank(const char *family, const char *shape) {
+  const int i = clattn_family_find(family);
+  const char *s;
+  for (int j = 0; i >= 0 && (s = clattn_family_bench_shape(i, j)) != NULL; j++)
+    if (!strcmp(s, shape))
+      return j;
+  return INT_MAX;
+}
+
+/* The families in the registry's order, each's bench shapes in theirs,
+ * then its other shapes by text. */
 static int shape_cmp(const void *pa, const void *pb) {
   const rep_shape *a = pa, *b = pb;
+  const int fa = family_rank(a->family), fb = family_rank(b->family);
+  if (fa != fb)
+    return fa < fb ? -1 : 1;
   int c = strcmp(a->family, b->family);
-  return c ? c : strcmp(a->shape, b->shape);
+  if (c)
+    return c;
+  const int ba = bench_rank(a->family, a->shape),
+            bb = bench_rank(b->family, b->shape);
+  if (ba != bb)
+    return ba < bb ? -1 : 1;
+  return strcmp(a->shape, b->shape);
 }
 
 static int run_cmp(const void *pa, const void *pb) {
@@ -516,6 +545,30 @@ static int index_rows(rep_data *d) {
   return CLI_OK;
 }
 
+/* Every registered family's bench shapes that no device measured, into
+ * d->shapes, which stays in shape_cmp's order. */
+static int add_bench_shapes(rep_data *d) {
+  for (int i = 0; i < clattn_family_count(); i++) {
+    const char *family = clattn_family_name(i), *shape;
+    for (int j = 0; (shape = clattn_family_bench_shape(i, j)) != NULL; j++) {
+      if (rep_shape_index(d, family, shape) >= 0)
+        continue;
+      d->shapes = grow(d->shapes, d->n_shapes, sizeof *d->shapes);
+      if (!d->shapes)
+        return CLI_FAIL;
+      rep_shape *s = &d->shapes[d->n_shapes++];
+      COPY(s->family, family);
+      COPY(s->shape, shape);
+    }
+  }
+  if (d->n_shapes > 1)
+    qsort(d->shapes, (size_t)d->n_shapes, sizeof *d->shapes, shape_cmp);
+  return CLI_OK;
+}
+
+/* The selected datasheet devices' predictions of every shape of the
+ * report: the measured ones and every family's bench shapes, so that a
+ * datasheet GPU is compared on them even where nothing is measured. */
 static int predict_sheets(const rep_sheet_sel *sel, rep_data *d) {
   for (int i = 0; i < clattn_datasheet_count(); i++) {
     clattn_profile p = {.size = sizeof(clattn_profile)};
@@ -526,6 +579,13 @@ static int predict_sheets(const rep_sheet_sel *sel, rep_data *d) {
       return CLI_FAIL;
     rep_sheet *s = &d->sheets[d->n_sheets++];
     s->profile = p;
+    s->pred = NULL;
+  }
+  if (d->n_sheets && add_bench_shapes(d))
+    return CLI_FAIL;
+  for (int i = 0; i < d->n_sheets; i++) {
+    rep_sheet *s = &d->sheets[i];
+    const clattn_profile p = s->profile;
     s->pred = calloc((size_t)d->n_shapes + 1, sizeof *s->pred);
     if (!s->pred)
       return CLI_FAIL;

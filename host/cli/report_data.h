@@ -32,7 +32,9 @@ typedef struct rep_pred {
   char errmsg[256];
 } rep_pred;
 
-/* A (family, shape) that some device measured with impl "clattn". */
+/* A (family, shape) that some device measured with impl "clattn", or,
+ * with datasheet devices in the report, a registered family's bench
+ * shape (clattn_family_bench_shape), which they are predicted on. */
 typedef struct rep_shape {
   char family[32];
   char shape[256];
@@ -80,7 +82,10 @@ typedef struct rep_data {
   int n_devs;
   rep_run *runs;
   int n_runs;
-  rep_shape *shapes; /* (family, shape) of the clattn rows */
+  /* (family, shape) of the clattn rows, and with datasheet devices every
+   * family's bench shapes: families in the registry's order, a family's
+   * bench shapes in theirs, then its other shapes by text */
+  rep_shape *shapes;
   int n_shapes;
   rep_sheet *sheets; /* --datasheets' devices */
   int n_sheets;

@@ -197,7 +197,9 @@ int rep_write_markdown(FILE *f, const rep_data *d) {
   fputs("\n", f);
   for (int k = 0; k < d->n_devs; k++)
     md_device(f, d, k, fams, nf);
-  if (d->n_shapes && d->n_devs + d->n_sheets >= 2) {
+  /* a datasheet device alone still gets its column of predictions (the
+   * page's datasheet section; Markdown has none) */
+  if (d->n_shapes && (d->n_devs + d->n_sheets >= 2 || d->n_sheets > 0)) {
     fputs("## Across devices\n\n| family | shape |", f);
     for (int k = 0; k < d->n_devs; k++) {
       md_cell(f, d->devs[k].name);

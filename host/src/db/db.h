@@ -80,6 +80,11 @@ clattn_status clattn__db_put_tune(clattn_db *db, const clattn_tune_entry *e);
 clattn_status clattn__db_list_tune(clattn_db *db, const char *fingerprint,
                                    const char *kernel, const char *shape_class,
                                    clattn_tune_entry **out, int *n);
+/* The GEMM rates of the device `fingerprint` from its tuning rows
+ * (db/gemm_rates.c): at most cap into rates, the largest m n k first, *n
+ * of them.  Errors: db, CLATTN_ERR_NOMEM. */
+clattn_status clattn__db_gemm_rates(clattn_db *db, const char *fingerprint,
+                                    clattn_gemm_rate *rates, int cap, int *n);
 size_t clattn__tune_entry_json(const clattn_tune_entry *e, char *buf,
                                size_t cap);
 clattn_status clattn__db_put_bench(clattn_db *db, const clattn_bench_entry *e);

@@ -13,11 +13,16 @@
  * that fails leaves its field unknown: it is optional information.
  *
  * The fingerprint is the 128-bit clattn__hash of
- * "platform|vendor|device|driver|compute_units|clock_mhz" in hex. */
+ * "platform|vendor|device|driver|compute_units|clock_mhz" in hex.
+ *
+ * clattn_profile_for: the stored probe, else a datasheet's ceilings, else
+ * the reported profile; with a database, the GEMM rates its tuning rows
+ * measured on the device (db/gemm_rates.c). */
 #include "base/utf8.h"
 #include "base/versioned.h"
 #include "runtime/runtime.h"
 #include "device/profile.h"
+#include "db/db.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -219,8 +224,23 @@ static int same_model(const char *sheet, const char *dev) {
   return words > 0;
 }
 
-static clattn_status profile_for_unlocked(clattn_ctx *ctx, clattn_db *db,
-                                          clattn_profile *out) {
+/* The GEMM rates of db's tuning rows for the profile's device; derived at
+ * each read rather than stored, so a later tuning run counts at once. */
+static clattn_status add_gemm_rates(clattn_ctx *ctx, clattn_db *db,
+                                    clattn_profile *out) {
+  clattn_status rc =
+      clattn__db_gemm_rates(db, out->fingerprint, out->gemm_rates,
+                            CLATTN_PROFILE_GEMM_RATES, &out->n_gemm_rates);
+  if (rc == CLATTN_ERR_NOMEM)
+    return clattn__fail(ctx, rc, "reading the GEMM rates: out of host memory");
+  if (rc != CLATTN_OK)
+    return clattn__fail(ctx, rc, "reading the GEMM rates: %s",
+                        clattn_db_errmsg(db));
+  return CLATTN_OK;
+}
+
+static clattn_status profile_from(clattn_ctx *ctx, clattn_db *db,
+                                  clattn_profile *out) {
   clattn_status rc = clattn__profile_reported(ctx, out);
   if (rc != CLATTN_OK)
     return rc;
@@ -266,6 +286,14 @@ static clattn_status profile_for_unlocked(clattn_ctx *ctx, clattn_db *db,
              stale);
   }
   return CLATTN_OK;
+}
+
+static clattn_status profile_for_unlocked(clattn_ctx *ctx, clattn_db *db,
+                                          clattn_profile *out) {
+  clattn_status rc = profile_from(ctx, db, out);
+  if (rc == CLATTN_OK && db != NULL)
+    rc = add_gemm_rates(ctx, db, out);
+  return rc;
 }
 
 clattn_status clattn__profile_reported(clattn_ctx *ctx, clattn_profile *out) {

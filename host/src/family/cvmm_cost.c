@@ -9,7 +9,7 @@
  * once a tile that chose it).  The fused small-rows kernel is one tile of
  * every row. */
 #include "family/cvmm_impl.h"
-#include "model/model.h"
+#include "model/gemm_rate.h"
 
 #include <math.h>
 
@@ -144,6 +144,10 @@ static void gemm_cost(const clattn__gg *g, const clattn__gg_plan *pl,
   c->bytes_compulsory = compulsory + c->bytes_written;
   clattn__model_dram(c, compulsory, a_bytes + w_bytes, prof);
   dram_reads[out->n_kernels - 1] = c->bytes_dram - c->bytes_written;
+  /* one dense GEMM (a projection's): at the rate tuning measured for its
+   * shape, where the profile holds one */
+  if (g->dense && g->z == 1)
+    clattn__model_gemm_rate(out, c, prof, g->rows, g->N, g->K);
 }
 
 /* A kernel row of out with its counts; its DRAM bytes are the issued

@@ -13,7 +13,7 @@
 #include "base/clblast_status.h"
 #include "family/common.h"
 #include "family/cvmm_impl.h"
-#include "model/model.h"
+#include "model/gemm_rate.h"
 #include "reference/ref_cvmm.h"
 
 #include <clblast_c.h>
@@ -158,9 +158,10 @@ static clattn_status space(const clattn__target *t, const void *desc,
 
 /* CLBlast's work as an ideal GEMM: each matrix moved once, 2 m n k FLOPs
  * (its kernels are not the library's to count); GEMV rows launch once a
- * row after the output's zero fill. */
-static void clblast_cost(const clattn__gemm_desc *d, clattn_prediction *out,
-                         double *dram_reads) {
+ * row after the output's zero fill.  Its FMA lanes at the rate tuning
+ * measured for the shape, where the profile holds one. */
+static void clblast_cost(const clattn__gemm_desc *d, const clattn_profile *prof,
+                         clattn_prediction *out, double *dram_reads) {
   const double m = d->m, n = d->n, k = d->k;
   const int gemv = d->m <= CLATTN_LAYER_GEMV_ROWS;
   clattn_cost *c =
@@ -175,6 +176,7 @@ static void clblast_cost(const clattn__gemm_desc *d, clattn_prediction *out,
   c->bytes_compulsory = c->bytes_read + c->bytes_written;
   c->bytes_dram = c->bytes_compulsory;
   dram_reads[out->n_kernels - 1] = c->bytes_read;
+  clattn__model_gemm_rate(out, c, prof, d->m, d->n, d->k);
 }
 
 static clattn_status cost(const void *desc, const void *pl_, const int *ints,
@@ -183,7 +185,7 @@ static clattn_status cost(const void *desc, const void *pl_, const int *ints,
   const clattn__gg_plan *pl = pl_;
   (void)ints;
   if (pl->scheme == CLATTN__GG_SCHEME_CLBLAST) {
-    clblast_cost(desc, out, dram_reads);
+    clblast_cost(desc, prof, out, dram_reads);
     return CLATTN_OK;
   }
   const clattn__gg g = clattn__gg_of_gemm(desc);
