@@ -224,6 +224,40 @@ Test(calibration, measured_times_leave_predictions_alone, .timeout = 300) {
                  "%s %s: predicted %g s before its measurements, %g after",
                  calls[i].family, calls[i].shape, calls[i].t_pred,
                  again[i].t_pred);
+
+  /* the one channel: an Xgemm row (the tuner's GEMM, 10 ms for m = n = k =
+   * 512) reprices the projections of its shape, and only those */
+  clattn_tune_entry x = {.size = sizeof x};
+  snprintf(x.fingerprint, sizeof x.fingerprint, "%s", stored.fingerprint);
+  snprintf(x.device, sizeof x.device, "%s", stored.name);
+  snprintf(x.kernel, sizeof x.kernel, "clblast-xgemm");
+  snprintf(x.shape_class, sizeof x.shape_class, "m512 n512 k512");
+  snprintf(x.params, sizeof x.params, "MWG=64 NWG=64 KWG=16");
+  snprintf(x.status, sizeof x.status, "ok");
+  snprintf(x.strategy, sizeof x.strategy, "exhaustive");
+  x.median_s = 0.010;
+  x.tune_method = clattn_tune_method("clblast-xgemm");
+  cr_assert_eq(clattn_db_put_tune(db, &x), CLATTN_OK, "%s",
+               clattn_db_errmsg(db));
+  clattn_profile gemm = {.size = sizeof gemm};
+  cr_assert_eq(clattn_profile_for(ctx, db, &gemm), CLATTN_OK);
+  cr_assert_eq(gemm.n_gemm_rates, 1);
+  cr_assert_eq(predict_all(&gemm, again), n);
+  int repriced = 0;
+  for (int i = 0; i < n; i++) {
+    const int its_shape = !strcmp(calls[i].family, "projection") &&
+                          !strcmp(calls[i].shape, "m=512 n=512 k=512");
+    repriced += its_shape;
+    if (its_shape)
+      cr_expect(calls[i].t_pred < 0.010 && again[i].t_pred >= 0.010,
+                "the projection of the Xgemm row's shape: %g s, then %g s "
+                "(the GEMM's 10 ms at least)",
+                calls[i].t_pred, again[i].t_pred);
+    else
+      cr_expect_eq(again[i].t_pred, calls[i].t_pred, "%s %s repriced",
+                   calls[i].family, calls[i].shape);
+  }
+  cr_expect_eq(repriced, 1, "no bench shape m=512 n=512 k=512 of projection");
   clattn_db_close(db);
   clattn_ctx_destroy(ctx);
   tt_rm_rf(dir);
