@@ -361,7 +361,7 @@ void cli_print_prediction(const char *what, const clattn_profile *p,
   print_cost_row(&pr->total);
   printf("  in-core term (us): exp2 %.2f G/s, cached loads %.1f GB/s, local "
          "%.1f GB/s, barrier %.1f ns; busy = max(core, data) + %.2f x "
-         "min(core, data) + barrier\n",
+         "min(core, memory) + barrier\n",
          p->exp2_gops, p->cache_gbs, p->local_gbs, p->barrier_ns, p->unhidden);
   printf("  %-18s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "kernel", "fma",
          "exp2", "cached", "local", "memory", "core", "data", "barrier", "busy",

@@ -378,9 +378,10 @@ typedef struct clattn_cost {
  *  - t_core = t_fma + t_exp2, the arithmetic (one set of pipes);
  *  - t_data = t_cache + t_local + t_memory, the data path (the load and
  *    store units, the caches, DRAM);
- *  - t_busy = max(t_core, t_data) + the profile's `unhidden` share of the
- *    shorter + t_barrier (a barrier waits for both); t_pred = t_busy +
- *    t_launch. */
+ *  - t_busy = max(t_core, t_data) + the profile's `unhidden` share of
+ *    min(t_core, t_memory) (what DRAM and the arithmetic fail to hide of
+ *    each other; cached loads overlap the arithmetic) + t_barrier (a
+ *    barrier waits for both); t_pred = t_busy + t_launch. */
 typedef struct clattn_core {
   double barriers;
   double cached_bytes;

@@ -71,12 +71,16 @@ static void in_core(const clattn_cost *c, double dram_reads,
 }
 
 /* The arithmetic and the data path together: the longer, the share of
- * the shorter that it does not hide (the profile's `unhidden`), and the
- * barriers, which wait for both. */
-static double busy(const clattn_core *k, const clattn_profile *p) {
+ * the shorter of the arithmetic and DRAM's time that the one does not
+ * hide under the other (the profile's `unhidden`, which probe_mix
+ * measures between exactly those two), and the barriers, which wait for
+ * both.  Loads the caches serve overlap the arithmetic, as the ECM
+ * model's in-core loads do. */
+static double busy(const clattn_core *k, double t_memory,
+                   const clattn_profile *p) {
   const double u = p->unhidden > 0 ? clattn__dmin(p->unhidden, 1.0) : 0.0;
   return clattn__dmax(k->t_core, k->t_data) +
-         u * clattn__dmin(k->t_core, k->t_data) + k->t_barrier;
+         u * clattn__dmin(k->t_core, t_memory) + k->t_barrier;
 }
 
 /* Launch where the launches outlast the rest; memory where DRAM is the
@@ -103,7 +107,7 @@ static void timing(clattn_cost *c, clattn_core *k, double dram_reads,
                                     : 0.0;
   in_core(c, dram_reads, p, k);
   c->t_launch = c->launches * launch_s(p);
-  k->t_busy = busy(k, p);
+  k->t_busy = busy(k, c->t_memory, p);
   c->t_pred = k->t_busy + c->t_launch;
   c->bound = bound_of(c->t_launch, c->t_memory, k);
   c->intensity = c->bytes_dram > 0 ? c->flops / c->bytes_dram : 0.0;
