@@ -125,14 +125,19 @@ static int halve(const char *shape, char *out, size_t cap) {
 }
 
 /* A work-item's loop iterations on llvmpipe, as LOOP_BUDGET counts them:
- * the keys a query sees times the head dims times the key heads. */
-static double loop_iterations(const char *shape) {
+ * the keys a query sees times the head dims times the key heads (a
+ * family with heads-k: heads where the shape names none, its default). */
+static double loop_iterations(const char *family, const char *shape) {
   long keys = shape_get(shape, "kv-seq");
   if (keys < 0)
     keys = shape_get(shape, "seq");
   if (keys < 0)
     keys = shape_get(shape, "k");
-  const long d = shape_get(shape, "head-dim"), hk = shape_get(shape, "heads-k");
+  const char *fkeys = clattn_family_shape_keys(clattn_family_find(family));
+  const long d = shape_get(shape, "head-dim");
+  long hk = shape_get(shape, "heads-k");
+  if (hk < 0 && fkeys && cli_has_word(fkeys, "heads-k"))
+    hk = shape_get(shape, "heads");
   return (double)(keys > 0 ? keys : 1) * (double)(d > 0 ? d : 1) *
          (double)(hk > 0 ? hk : 1);
 }
@@ -150,7 +155,7 @@ static int shape_to_run(const char *family, const char *shape,
     return CLI_FAIL;
   for (;;) {
     const int over = pr->total.t_pred > MAX_PRED_S ||
-                     (loop_limit && loop_iterations(cur) > LOOP_BUDGET);
+                     (loop_limit && loop_iterations(family, cur) > LOOP_BUDGET);
     if (!over || !halve(cur, next, sizeof next))
       break;
     clattn_prediction p2 = {.size = sizeof(clattn_prediction)};
