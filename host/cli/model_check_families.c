@@ -306,16 +306,16 @@ int cli_model_check_families(clattn_ctx *ctx, clattn_db *db,
                              const clattn_profile *prof, clattn_copy_ref *ref,
                              const model_opts *o) {
   const int loop_limit = strstr(prof->name, "llvmpipe") != NULL;
-  printf("\nevery family at shapes of its own (the standard shapes%s; "
-         "lengths halved while the\n  model predicts over %.1f s%s): the "
-         "library's call timed cold (clattn_bench_shape,\n  median of %d), "
-         "between two copies (the probe's copy kernel), predicted with the\n"
-         "  params it ran on the profile scaled to the copies' mean GB/s; "
-         "error: predicted / measured - 1\n",
+  printf("\nevery family at shapes of its own (the standard shapes%s), "
+         "lengths halved while the\n  model predicts a call over %.1f s%s; "
+         "the library's call timed cold\n  (clattn_bench_shape, median of "
+         "%d) between two copies (the probe's copy kernel),\n  predicted "
+         "with the params it ran on the profile scaled to the copies' mean "
+         "GB/s;\n  error: predicted / measured - 1\n",
          o->quick ? ", the first of each" : "", MAX_PRED_S,
-         loop_limit ? ", and on llvmpipe while a work-item would loop over "
-                      "more than\n  8192 keys x head dims x key heads (its "
-                      "loop limiter cuts longer loops short)"
+         loop_limit ? ",\n  and while a work-item would loop over more than "
+                      "8192 keys x head dims x key heads\n  (llvmpipe's loop "
+                      "limiter cuts longer loops short: a wrong, too fast time)"
                     : "",
          o->quick ? 3 : 5);
   printf("  %-20s %8s %10s %10s %7s %7s  %s\n", "family", "bound", "pred us",
