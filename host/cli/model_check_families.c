@@ -19,17 +19,15 @@
 #include "cli.h"
 #include "model.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_PRED_S 0.5 /* the longest predicted call a shape keeps */
-#define LOOP_BUDGET                                                            \
-  8192                /* keys x head dims x key heads a work-item may          \
-                         loop over on llvmpipe (an eighth of its               \
-                         limiter: the kernels' loops over keys run             \
-                         over the head dims more than once) */
+/* Keys x head dims x key heads a work-item may loop over on llvmpipe: an
+ * eighth of its limiter, as the kernels' loops over keys run over the head
+ * dims more than once. */
+#define LOOP_BUDGET 8192
 #define MIN_LENGTH 16 /* a sequence length is not halved below it */
 #define SHAPE_CAP 256
 
@@ -293,30 +291,36 @@ static int check_shape(clattn_ctx *ctx, clattn_db *db,
   char copy[16] = "-";
   if (ref)
     snprintf(copy, sizeof copy, "%.1f", 0.5 * (g0 + g1));
-  printf("  %-20s %8s %10.1f %10.1f %+6.0f%% %7s  %s%s\n", family,
+  printf("  %-20s %8s %10.1f %10.1f %+6.0f%% %7s  %s%s", family,
          cli_bound_name(pr.total.bound), pred * 1e6, meas * 1e6,
          100.0 * (pred / meas - 1.0), copy, shape,
          strcmp(shape, standard) ? " (halved)" : "");
+  /* the model plans the params it is given; say so where it did not */
+  if (strcmp(pr.params, rows[0].params))
+    printf(" (ran %s, modelled %s)", rows[0].params, pr.params);
+  putchar('\n');
   return db && !o->no_store ? store(db, prof, family, shape, &pr, meas)
                             : CLI_OK;
-  return CLI_OK;
 }
 
 int cli_model_check_families(clattn_ctx *ctx, clattn_db *db,
                              const clattn_profile *prof, clattn_copy_ref *ref,
                              const model_opts *o) {
   const int loop_limit = strstr(prof->name, "llvmpipe") != NULL;
+  char loop_rule[192] = "";
+  if (loop_limit)
+    snprintf(loop_rule, sizeof loop_rule,
+             ",\n  and while a work-item would loop over more than %d keys x "
+             "head dims x key heads\n  (llvmpipe's loop limiter cuts longer "
+             "loops short: a wrong, too fast time)",
+             LOOP_BUDGET);
   printf("\nevery family at shapes of its own (the standard shapes%s), "
          "lengths halved while the\n  model predicts a call over %.1f s%s; "
          "the library's call timed cold\n  (clattn_bench_shape, median of "
          "%d) between two copies (the probe's copy kernel),\n  predicted "
          "with the params it ran on the profile scaled to the copies' mean "
          "GB/s;\n  error: predicted / measured - 1\n",
-         o->quick ? ", the first of each" : "", MAX_PRED_S,
-         loop_limit ? ",\n  and while a work-item would loop over more than "
-                      "8192 keys x head dims x key heads\n  (llvmpipe's loop "
-                      "limiter cuts longer loops short: a wrong, too fast time)"
-                    : "",
+         o->quick ? ", the first of each" : "", MAX_PRED_S, loop_rule,
          o->quick ? 3 : 5);
   printf("  %-20s %8s %10s %10s %7s %7s  %s\n", "family", "bound", "pred us",
          "meas us", "error", "copy", "shape run");
