@@ -86,6 +86,21 @@ run "model check --probe --quick" 0 "$clattn" model check --probe --quick \
   --no-store
 has "check --probe predicts from ceilings measured in the run" \
   "measured profile probed in this run"
+# the second table: a row per registered family (--quick: its first
+# shape), each with a finite, positive predicted and measured time
+"$clattn" families | awk '/^[a-z]/ { print $1 }' >"$tmp/families"
+awk 'NR == FNR { want[$1] = 1; next }
+     /shape run$/ || /shape run / { table = 1; next }
+     table && ($1 in want) && $3 + 0 > 0 && $4 + 0 > 0 &&
+       $3 !~ /nan|inf/ && $4 !~ /nan|inf/ { seen[$1] = 1 }
+     END { for (f in want) if (!(f in seen)) { print "missing: " f; bad = 1 }
+           exit bad }' "$tmp/families" "$tmp/out" >"$tmp/missing" &&
+  [ -s "$tmp/families" ] &&
+  ok "check: every family ($(wc -l <"$tmp/families")) with a finite predicted and measured time" ||
+  { bad "check: families without a timed row: $(cat "$tmp/missing")"; cat "$tmp/out"; }
+run "model check --families with an unknown family" 2 "$clattn" model check \
+  --families decode,no-such-family --no-store
+has "the unknown family is named" no-such-family "$tmp/err"
 run "unknown datasheet" 2 "$clattn" model decode --profile no-such-gpu \
   --kv-seq 64 --heads 8 --head-dim 64
 has "unknown datasheet is named" no-such-gpu "$tmp/err"

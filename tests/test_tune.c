@@ -1586,8 +1586,9 @@ Test(choice, talking_heads_nearest_class) {
 }
 
 /* A database with the device's measured profile and three model checks
- * whose predictions are off by `err` (relative). */
-static void model_db(const char *path, double err) {
+ * whose predictions are off by `err` (relative), each call "<call> i";
+ * further calls' checks go in with more model_db_add. */
+static void model_db_add(const char *path, const char *call, double err) {
   clattn_ctx *ctx = tu_ctx();
   clattn_profile p = {.size = sizeof(clattn_profile)};
   cr_assert_eq(clattn_profile_reported(ctx, &p), CLATTN_OK);
@@ -1603,7 +1604,7 @@ static void model_db(const char *path, double err) {
   for (int i = 0; i < 3; i++) {
     clattn_check_record r = {.size = sizeof(clattn_check_record)};
     snprintf(r.fingerprint, sizeof r.fingerprint, "%s", p.fingerprint);
-    snprintf(r.call, sizeof r.call, "check %d", i);
+    snprintf(r.call, sizeof r.call, "%s %d", call, i);
     snprintf(r.bound, sizeof r.bound, "memory");
     r.measured_s = 1e-3;
     r.predicted_s = 1e-3 * (1.0 + err);
@@ -1611,6 +1612,9 @@ static void model_db(const char *path, double err) {
   }
   clattn_db_close(db);
   clattn_ctx_destroy(ctx);
+}
+static void model_db(const char *path, double err) {
+  model_db_add(path, "check", err);
 }
 
 /* A row of an older tuning method is passed over at run time (and the
@@ -1706,6 +1710,56 @@ Test(choice, model_pick) {
                  tu_params(def.resolved).variant);
   } else
     cr_assert(memcmp(&ch.resolved, &def.resolved, sizeof def.resolved) == 0);
+  clattn_ctx_destroy(ctx);
+}
+
+/* The model's checks are read per family: prefill's misses (rows of the
+ * first table's "attention" calls and of the family table's "prefill"
+ * calls) keep it from picking prefill's parameters, not decode's, whose
+ * own checks are within 30%. */
+Test(choice, model_pick_per_family) {
+  const char *path = tmp_db("model-family");
+  model_db_add(path, "decode batch=1 kv-seq=4096", 0.1);
+  model_db_add(path, "attention b=1 n=512", -0.6);
+  model_db_add(path, "prefill batch=1 seq=512", -0.6);
+  model_db_add(path, "talking-heads batch=1 seq=512", -0.6);
+  clattn_ctx *ctx = ctx_with_db(path);
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc),
+                                1,
+                                4096,
+                                8,
+                                1,
+                                64,
+                                64,
+                                CLATTN_F32,
+                                CLATTN_BHSD,
+                                0.0f,
+                                NULL};
+  clattn_choice ch = {.size = sizeof(clattn_choice)};
+  cr_assert_eq(clattn_explain_decode(ctx, &d, &ch), CLATTN_OK);
+  cr_assert(strstr(ch.why, "model (measured profile)") != NULL ||
+                strstr(ch.why, "the model predicts no candidate") != NULL,
+            "%s", ch.why);
+  const clattn_attn_desc a = {sizeof(clattn_attn_desc),
+                              1,
+                              512,
+                              512,
+                              8,
+                              8,
+                              64,
+                              64,
+                              CLATTN_F32,
+                              CLATTN_BSHD,
+                              CLATTN_BSHD,
+                              0.0f,
+                              1,
+                              NULL};
+  clattn_choice pf = {.size = sizeof(clattn_choice)};
+  cr_assert_eq(clattn_explain_attention(ctx, &a, &pf), CLATTN_OK);
+  cr_assert_eq(pf.source, CLATTN_CHOICE_DEFAULT, "%s", pf.why);
+  cr_assert(strstr(pf.why, "median error on this device is 60% (prefill's") !=
+                NULL,
+            "%s", pf.why);
   clattn_ctx_destroy(ctx);
 }
 

@@ -8,7 +8,7 @@
  *   clattn model switchhead [SHAPE] | --paper (model_sh.c)
  *   clattn model profiles
  *   clattn model check [--device D] [--db PATH] [--no-store] [--quick]
- *                      [--probe] */
+ *                      [--probe] [--families LIST] */
 #include "cli.h"
 #include "model.h"
 #include "options.h"
@@ -41,7 +41,7 @@ static const char model_usage[] =
     "         and the ratios against the matched dense models)\n"
     "       clattn model profiles\n"
     "       clattn model check|--check [--device D] [--db PATH] [--no-store]\n"
-    "         [--quick] [--probe]\n"
+    "         [--quick] [--probe] [--families LIST]\n"
     "SHAPE: --batch B --seq N [--kv-seq M] --heads H [--kv-heads G]\n"
     "  --head-dim K [--head-dim-v V]; decode: --kv-seq M is the cache\n"
     "  length; layer: --d-model D [--cache-len P] (decode: --seq 1);\n"
@@ -60,7 +60,9 @@ static const char model_usage[] =
     "  predictions and the measurements come from one run; each decode\n"
     "  and append pass (at least 32 calls in a stream, cold caches) follows\n"
     "  a copy (clattn_copy_ref) and is predicted at that copy's bandwidth\n"
-    "  (column err@prof: at the stored profile's)\n";
+    "  (column err@prof: at the stored profile's); then every family\n"
+    "  (--families LIST: those) at its standard shapes (--quick: the first),\n"
+    "  each call timed cold between two copies and predicted at their mean\n";
 
 static int model_usage_err(const char *why) {
   return cli_usage_error("model", "%s", why);
@@ -160,6 +162,8 @@ static const cli_option model_options[] = {
      "a smoke run (implies --no-store)"},
     {"probe", CLI_FLAG, MOFF(probe), 0, NULL, M_CHECK, NULL,
      "measure the device's ceilings first"},
+    {"families", CLI_STR, MOFF(families), 0, NULL, M_CHECK, "LIST",
+     "the families of the second table (comma-separated; default all)"},
 };
 
 int cli_shape_key_is_flag(const char *key) {

@@ -8,6 +8,8 @@
 
 typedef struct model_opts {
   const char *profile, *device, *db;
+  const char *families; /* model check: the families of its second table
+                           (comma-separated; NULL: all) */
   int json, no_device, no_store, quick, causal, probe;
   int paper; /* model switchhead: the paper's accounting */
   int batch, seq, kv_seq, heads, kv_heads, head_dim, head_dim_v, d_model;
@@ -114,6 +116,15 @@ int cli_model_mqa(const model_opts *o);
 /* `clattn model optimised|efficient|super`: the layer against MHA. */
 int cli_model_hh(model_opts *o, clattn_hh_variant v);
 int cli_model_check(const model_opts *o);
+/* `clattn model check`'s second table (model_check_families.c): every
+ * family selected by o->families at shapes of its own, measured between
+ * two copies of ref (NULL: unpaired) and predicted on prof scaled to them;
+ * rows stored in db (NULL: not) unless o->no_store. */
+int cli_model_check_families(clattn_ctx *ctx, clattn_db *db,
+                             const clattn_profile *prof, clattn_copy_ref *ref,
+                             const model_opts *o);
+/* 0, or CLI_USAGE naming a word of --families that is no family. */
+int cli_check_families_valid(const char *list);
 /* `clattn model switchhead` (model_sh.c). */
 int cli_model_sh(const model_opts *o);
 

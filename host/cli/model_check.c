@@ -15,7 +15,9 @@
  * positions, all cold), enqueued back to back and finished once: the time
  * per call of a stream, as a model's steps issue them, with the queue's
  * round trip (~50 us on PoCL) spread over them.  Prefill is compute-bound
- * and is measured warm.  Times are medians of repeated passes. */
+ * and is measured warm.  Times are medians of repeated passes.  A second
+ * table checks every registered family at shapes of its own
+ * (model_check_families.c). */
 #include "cli.h"
 #include "model.h"
 
@@ -272,8 +274,8 @@ int cli_model_check(const model_opts *o) {
   clattn_ctx *ctx = NULL;
   clattn_db *db = NULL;
   clattn_copy_ref *ref = NULL;
-  int rc = cli_ctx_create(o->device, &ctx);
-  if (rc)
+  int rc = cli_check_families_valid(o->families);
+  if (rc || (rc = cli_ctx_create(o->device, &ctx)))
     return rc;
   if (clattn_db_open(o->db, &db) != CLATTN_OK) {
     cli_err("note: no tuning database (%s): nothing is stored and the "
@@ -425,6 +427,8 @@ int cli_model_check(const model_opts *o) {
       }
     }
   }
+  if (!rc)
+    rc = cli_model_check_families(ctx, db, &prof, ref, o);
   if (!rc && db && !o->no_store)
     printf("  stored in %s\n", clattn_db_path(db));
 done:

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #define MAX_PICKS 64
+#define MAX_FAMILIES 32 /* registered families the model's gate keeps */
 
 typedef struct pick {
   const clattn__family *fam;
@@ -56,10 +57,13 @@ typedef struct clattn__tuning {
   int n;
   char fingerprint[40], vendor[64], arch[64];
   int is_cpu;
-  clattn_profile prof;   /* for the model's pick */
-  int has_model;         /* the model may pick (see tuning()) */
-  int no_tuning;         /* tuning is off: no shipped rows either */
-  char model_note[160];  /* why it may or may not */
+  clattn_profile prof; /* for the model's pick */
+  int has_model;       /* the model may pick (see tuning()) for the
+                          families may_pick marks */
+  int no_tuning;       /* tuning is off: no shipped rows either */
+  /* per registered family: whether the model may pick, and why not */
+  unsigned char may_pick[MAX_FAMILIES];
+  char model_note[MAX_FAMILIES][160];
   char note[352];        /* what was loaded, or why nothing */
   double retry_at;       /* the database was busy: read it again from this
                             clattn__now() on (0: never) */
@@ -226,6 +230,21 @@ static int busy_message(const char *msg) {
          strstr(msg, "(busy: another connection holds a lock)") != NULL;
 }
 
+/* Whether a stored model check speaks for family F (clattn__db_model_error's
+ * filter): a call whose first word names F (the first table of `clattn
+ * model check` writes prefill as "attention" and append as "kv_append"),
+ * or one that names no family (a check of the whole device). */
+static int check_of_family(const char *call, const void *arg) {
+  const clattn__family *F = arg;
+  char word[40];
+  snprintf(word, sizeof word, "%.*s", (int)strcspn(call, " "), call);
+  const clattn__family *named =
+      !strcmp(word, "attention")   ? clattn__family_find("prefill")
+      : !strcmp(word, "kv_append") ? clattn__family_find("append")
+                                   : clattn__family_find(word);
+  return named == NULL || named == F;
+}
+
 /* Read the entries and the device's profile at the first call. */
 static clattn__tuning *tuning(clattn_ctx *ctx) {
   clattn__choice_state *C = ctx->choice;
@@ -287,40 +306,51 @@ static clattn__tuning *tuning(clattn_ctx *ctx) {
   if (busy_message(T->note))
     T->retry_at = clattn__now() + 1.0;
   /* The model may pick parameters with a datasheet profile (an unseen
-   * GPU: the best information there is) or with a measured one when
-   * `clattn model check` found it predicting this device: the median
-   * error of the stored checks within 30%.  A model further off, as on
-   * CPUs where decode runs well below the FMA peak, would pick slower
-   * parameters (bench/RESULTS.md, decode model error). */
+   * GPU: the best information there is) or with a measured one for a
+   * family whose `clattn model check` rows found it predicting this
+   * device: the median error of its stored checks within 30%.  A model
+   * further off, as on CPUs where decode runs well below the FMA peak,
+   * would pick slower parameters (bench/RESULTS.md, decode model error);
+   * one family's misses (a compute-bound kernel priced at the FMA peak)
+   * say nothing of another's picks. */
   clattn_profile p;
-  double err = 0.0;
-  int nchecks = 0;
   rc = clattn__profile_for(ctx, db, &p);
   if (rc == CLATTN_ERR_NOMEM) {
     clattn_db_close(db);
     clattn__choice_reload(ctx);
     return NULL;
   }
-  if (rc != CLATTN_OK || p.fp32_gflops <= 0 || p.bw_read_gbs <= 0) {
-    snprintf(T->model_note, sizeof T->model_note,
-             "no measured or datasheet profile for the model");
-  } else if (p.source == CLATTN_PROFILE_DATASHEET) {
-    T->prof = p;
-    T->has_model = 1;
-  } else if (db == NULL ||
-             clattn__db_model_error(db, T->fingerprint, &err, &nchecks) !=
-                 CLATTN_OK ||
-             nchecks < 3) {
-    snprintf(T->model_note, sizeof T->model_note,
-             "the model is not checked on this device (clattn model check)");
-  } else if (err > 0.30) {
-    snprintf(T->model_note, sizeof T->model_note,
-             "the model's median error on this device is %.0f%% (over 30%%: "
-             "it does not pick)",
-             100.0 * err);
-  } else {
-    T->prof = p;
-    T->has_model = 1;
+  const int nfam = clattn__family_count();
+  for (int i = 0; i < nfam && i < MAX_FAMILIES; i++) {
+    const clattn__family *F = clattn__family_at(i);
+    double err = 0.0;
+    int nchecks = 0;
+    char *note = T->model_note[i];
+    const size_t cap = sizeof T->model_note[i];
+    if (rc != CLATTN_OK || p.fp32_gflops <= 0 || p.bw_read_gbs <= 0) {
+      snprintf(note, cap, "no measured or datasheet profile for the model");
+    } else if (p.source == CLATTN_PROFILE_DATASHEET) {
+      T->may_pick[i] = 1;
+    } else if (db == NULL ||
+               clattn__db_model_error(db, T->fingerprint, check_of_family, F,
+                                      &err, &nchecks) != CLATTN_OK ||
+               nchecks < 3) {
+      snprintf(note, cap,
+               "the model is not checked on this device for %s (clattn "
+               "model check)",
+               F->name);
+    } else if (err > 0.30) {
+      snprintf(note, cap,
+               "the model's median error on this device is %.0f%% (%s's "
+               "checks; over 30%%: it does not pick)",
+               100.0 * err, F->name);
+    } else {
+      T->may_pick[i] = 1;
+    }
+    if (T->may_pick[i]) {
+      T->prof = p;
+      T->has_model = 1;
+    }
   }
   clattn_db_close(db);
   ctx->errmsg[0] = '\0';
@@ -682,7 +712,8 @@ static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
                         "shipped data: no %s entry for %s %s (%s); ", fam,
                         T->vendor, T->arch[0] ? T->arch : "(no arch)", snote);
     }
-    if (T->has_model) {
+    const int fi = clattn__family_index(F);
+    if (T->has_model && fi >= 0 && fi < MAX_FAMILIES && T->may_pick[fi]) {
       const pick *pk = model_pick(T, F, &t, desc, cls);
       if (pk->picked && clattn__plan_params(F, &t, desc, &pk->p, pl, why,
                                             sizeof why) == CLATTN_OK) {
@@ -700,7 +731,10 @@ static clattn_status search(clattn_ctx *ctx, const clattn__family *F,
                       "the model predicts no candidate 10%% faster than the "
                       "default; ");
     } else {
-      clattn__appendf(ch->why, sizeof ch->why, "%s; ", T->model_note);
+      clattn__appendf(ch->why, sizeof ch->why, "%s; ",
+                      fi >= 0 && fi < MAX_FAMILIES
+                          ? T->model_note[fi]
+                          : "no model check for this family");
     }
   }
   ch->source = CLATTN_CHOICE_DEFAULT;

@@ -123,10 +123,13 @@ void clattn__db_iso_now(char *buf, size_t cap);
 char *clattn__db_default_path(void);
 
 /* How well the model predicts a device: the median of |predicted /
- * measured - 1| over its stored clattn model check rows (*n of them; 0 and
- * 0 when there are none). */
-clattn_status clattn__db_model_error(clattn_db *db, const char *fingerprint,
-                                     double *median_abs_err, int *n);
+ * measured - 1| over its stored clattn model check rows whose call `take`
+ * accepts (take(call, arg) nonzero; NULL: every row) (*n of them; 0 and 0
+ * when there are none). */
+clattn_status
+clattn__db_model_error(clattn_db *db, const char *fingerprint,
+                       int (*take)(const char *call, const void *arg),
+                       const void *arg, double *median_abs_err, int *n);
 
 /* Whether a tuning row is valid (db_tune.c): every text field UTF-8
  * without control characters (message may hold newlines and tabs); the key

@@ -205,8 +205,10 @@ done:
   return rc;
 }
 
-clattn_status clattn__db_model_error(clattn_db *db, const char *fingerprint,
-                                     double *median_abs_err, int *n) {
+clattn_status
+clattn__db_model_error(clattn_db *db, const char *fingerprint,
+                       int (*take)(const char *call, const void *arg),
+                       const void *arg, double *median_abs_err, int *n) {
   clattn_status rc = clattn__db_check(db);
   sqlite3_stmt *st = NULL;
   double *e = NULL;
@@ -216,7 +218,8 @@ clattn_status clattn__db_model_error(clattn_db *db, const char *fingerprint,
   if (rc != CLATTN_OK)
     return rc;
   if (sqlite3_prepare_v2(db->h,
-                         "SELECT predicted_s, measured_s FROM model_checks"
+                         "SELECT predicted_s, measured_s, call FROM"
+                         " model_checks"
                          " WHERE fingerprint = ? AND measured_s > 0",
                          -1, &st, NULL) != SQLITE_OK ||
       sqlite3_bind_text(st, 1, fingerprint, -1, SQLITE_TRANSIENT) !=
@@ -226,6 +229,9 @@ clattn_status clattn__db_model_error(clattn_db *db, const char *fingerprint,
   }
   int r;
   while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    const unsigned char *call = sqlite3_column_text(st, 2);
+    if (take && !take(call ? (const char *)call : "", arg))
+      continue;
     if (count == cap) {
       int nc = cap ? 2 * cap : 32;
       double *g = realloc(e, (size_t)nc * sizeof *e);
