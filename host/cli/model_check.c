@@ -307,6 +307,10 @@ int cli_model_check(const model_opts *o) {
     rc = cli_lib_fail(ctx, "clattn_profile_for", st);
     goto done;
   }
+  /* a projection's GEMM rate is the tuner's time of that GEMM: the check
+   * predicts from the probe's rates alone (docs/MODEL.md, "Honest
+   * calibration") */
+  prof.n_gemm_rates = 0;
   if (prof.source != CLATTN_PROFILE_MEASURED)
     cli_err("note: %s has no measured profile in the database%s%s; run "
             "'clattn probe' first for meaningful predictions",

@@ -239,6 +239,17 @@ static int store(clattn_db *db, const clattn_profile *prof, const char *family,
   return CLI_OK;
 }
 
+/* The profile without the in-core rates (exp2, cached loads, local
+ * memory, barriers, the library's launch, the overlap): the roofline's
+ * max(memory, compute at the FMA peak) plus a pipelined launch, the model
+ * as it was before them. */
+static clattn_profile roofline_only(const clattn_profile *p) {
+  clattn_profile r = *p;
+  r.exp2_gops = r.cache_gbs = r.local_gbs = r.barrier_ns = 0;
+  r.launch_call_us = r.unhidden = 0;
+  return r;
+}
+
 /* Measure and predict one shape of a family, print its row, store it. */
 static int check_shape(clattn_ctx *ctx, clattn_db *db,
                        const clattn_profile *prof, clattn_copy_ref *ref,
@@ -287,13 +298,23 @@ static int check_shape(clattn_ctx *ctx, clattn_db *db,
     (*failed)++;
     return CLI_OK;
   }
+  /* the roofline's prediction beside it: the same profile without the
+   * in-core rates is the model before them */
+  clattn_prediction roof = {.size = sizeof(clattn_prediction)};
+  const clattn_profile bare = roofline_only(&at);
+  if (clattn_model_shape(family, shape, &params, &bare, &roof) != CLATTN_OK) {
+    printf("  %-20s model: %s  %s\n", family, roof.errmsg, shape);
+    (*failed)++;
+    return CLI_OK;
+  }
   const double meas = rows[0].median_s, pred = pr.total.t_pred;
   char copy[16] = "-";
   if (ref)
     snprintf(copy, sizeof copy, "%.1f", 0.5 * (g0 + g1));
-  printf("  %-20s %8s %10.1f %10.1f %+6.0f%% %7s  %s%s", family,
+  printf("  %-20s %8s %10.1f %10.1f %+6.0f%% %+8.0f%% %7s  %s%s", family,
          cli_bound_name(pr.total.bound), pred * 1e6, meas * 1e6,
-         100.0 * (pred / meas - 1.0), copy, shape,
+         100.0 * (pred / meas - 1.0),
+         100.0 * (roof.total.t_pred / meas - 1.0), copy, shape,
          strcmp(shape, standard) ? " (halved)" : "");
   /* the model plans the params it is given; say so where it did not */
   if (strcmp(pr.params, rows[0].params))
@@ -319,11 +340,13 @@ int cli_model_check_families(clattn_ctx *ctx, clattn_db *db,
          "the library's call timed cold\n  (clattn_bench_shape, median of "
          "%d) between two copies (the probe's copy kernel),\n  predicted "
          "with the params it ran on the profile scaled to the copies' mean "
-         "GB/s;\n  error: predicted / measured - 1\n",
+         "GB/s;\n  error: predicted / measured - 1; roofline: the same with "
+         "the profile's in-core rates\n  left out (max(memory, compute at "
+         "the FMA peak) + a pipelined launch)\n",
          o->quick ? ", the first of each" : "", MAX_PRED_S, loop_rule,
          o->quick ? 3 : 5);
-  printf("  %-20s %8s %10s %10s %7s %7s  %s\n", "family", "bound", "pred us",
-         "meas us", "error", "copy", "shape run");
+  printf("  %-20s %8s %10s %10s %7s %9s %7s  %s\n", "family", "bound",
+         "pred us", "meas us", "error", "roofline", "copy", "shape run");
   int failed = 0, rc = CLI_OK;
   for (int f = 0; f < clattn_family_count() && !rc; f++) {
     const char *family = clattn_family_name(f);
