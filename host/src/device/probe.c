@@ -357,25 +357,36 @@ done:
   return rc;
 }
 
-/* FMA GFLOP/s at width vw (fp16: half vectors). */
-static clattn_status fma_rate(probe *P, int vw, int fp16, double *gflops) {
+/* One timed launch of a chains kernel (probe_fma, probe_exp2) at width
+ * vw: its arguments the output and the floats fa (and fb for the FMA),
+ * its grid sized to target_s; *c what the launch issues, *t its time. */
+static clattn_status chains(probe *P, clattn__probe_kernel which, int vw,
+                            int fp16, float fa, float fb, clattn_cost *c,
+                            double *t) {
   clattn_status rc = CLATTN_OK;
   cl_kernel k;
-  float fa = 0.999f, fb = 0.001f;
-  double t = 0;
   unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
-  CLATTN_TRY(kernel_for(P->ctx, vw, fp16, CLATTN__PROBE_FMA, &k));
+  CLATTN_TRY(kernel_for(P->ctx, vw, fp16, which, &k));
   u.k = k;
   CLATTN_TRY(pick_wg(P, k, (size_t)1 << 30, pref_wg(P, CPU_FMA_WG), &u.lws));
   CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->out));
   CLATTN_TRY(clattn__arg(P->ctx, k, 1, sizeof fa, &fa));
-  CLATTN_TRY(clattn__arg(P->ctx, k, 2, sizeof fb, &fb));
+  if (which == CLATTN__PROBE_FMA)
+    CLATTN_TRY(clattn__arg(P->ctx, k, 2, sizeof fb, &fb));
   CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 64 : 32));
-  CLATTN_TRY(measure(P, &u, &t));
-  clattn_cost c;
-  clattn__model_probe(CLATTN__PROBE_FMA, vw, (double)u.gws, 0, &c);
-  *gflops = c.flops / t * 1e-9;
+  CLATTN_TRY(measure(P, &u, t));
+  clattn__model_probe(which, vw, (double)u.gws, 0, c);
 done:
+  return rc;
+}
+
+/* FMA GFLOP/s at width vw (fp16: half vectors). */
+static clattn_status fma_rate(probe *P, int vw, int fp16, double *gflops) {
+  clattn_cost c;
+  double t = 0;
+  clattn_status rc =
+      chains(P, CLATTN__PROBE_FMA, vw, fp16, 0.999f, 0.001f, &c, &t);
+  *gflops = rc == CLATTN_OK ? c.flops / t * 1e-9 : 0.0;
   return rc;
 }
 
@@ -415,22 +426,10 @@ done:
 
 /* exp2 lanes a second at width vw, through the kernels' polynomial. */
 static clattn_status exp2_rate(probe *P, int vw, double *gops) {
-  clattn_status rc = CLATTN_OK;
-  cl_kernel k;
-  float fa = -0.5f;
-  double t = 0;
-  unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
-  CLATTN_TRY(kernel_for(P->ctx, vw, 0, CLATTN__PROBE_EXP2, &k));
-  u.k = k;
-  CLATTN_TRY(pick_wg(P, k, (size_t)1 << 30, pref_wg(P, CPU_FMA_WG), &u.lws));
-  CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->out));
-  CLATTN_TRY(clattn__arg(P->ctx, k, 1, sizeof fa, &fa));
-  CLATTN_TRY(size_grid(P, &u, P->is_cpu ? 64 : 32));
-  CLATTN_TRY(measure(P, &u, &t));
   clattn_cost c;
-  clattn__model_probe(CLATTN__PROBE_EXP2, vw, (double)u.gws, 0, &c);
-  *gops = c.exp2_issued / t * 1e-9;
-done:
+  double t = 0;
+  clattn_status rc = chains(P, CLATTN__PROBE_EXP2, vw, 0, -0.5f, 0.0f, &c, &t);
+  *gops = rc == CLATTN_OK ? c.exp2_issued / t * 1e-9 : 0.0;
   return rc;
 }
 
