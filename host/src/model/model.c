@@ -1,6 +1,8 @@
-/* model.c - the roofline model's arithmetic (model.h): from a kernel's
- * issued FLOPs, exp2 evaluations and bytes, its DRAM bytes, times, bound
- * and intensity on a device profile.
+/* model.c - the model's arithmetic (model.h): from a kernel's issued
+ * FLOPs, exp2 evaluations, bytes and barriers, its DRAM bytes, its
+ * roofline times, its in-core term (each count at the profile's rate of it,
+ * combined as docs/MODEL.md says), bound and intensity on a device
+ * profile.
  * Each family counts its kernels in its room (family/); the model's
  * dispatch (call/model.c) sums them.  Pure functions: no OpenCL, no
  * context. */
