@@ -369,8 +369,9 @@ typedef struct clattn_cost {
  *  - cached_bytes: issued global loads beyond the DRAM reads, which the
  *    cache serves (bytes_read - the DRAM reads);
  *  - fma_gflops: the rate its FMA lanes are priced at (2 FLOPs a lane):
- *    the profile's FMA peak, or a GEMM rate it holds for a projection's
- *    m, n and k;
+ *    the profile's FMA peak (in groups of one work-item, where the kernel
+ *    runs so and the profile has that rate), or a GEMM rate it holds for
+ *    a projection's m, n and k;
  *  - t_fma: the FMA lanes less the exp2 polynomials' at fma_gflops, a
  *    spilled lane counted twice; t_exp2: the exp2 lanes at the exp2 rate;
  *    t_cache, t_local: cached and local-memory bytes at their rates;
@@ -385,6 +386,8 @@ typedef struct clattn_cost {
 typedef struct clattn_core {
   double barriers;
   double cached_bytes;
+  double group_items; /* work-items a work-group of the launch (its local
+                         size); 0: the driver picks it */
   double fma_gflops;
   double t_fma, t_exp2, t_cache, t_local, t_barrier;
   double t_core;
