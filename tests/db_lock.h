@@ -31,7 +31,9 @@ int tdb_user_version(const char *path);
   "ALTER TABLE profiles DROP COLUMN cache_gbs;"                                \
   "ALTER TABLE profiles DROP COLUMN barrier_ns;"                               \
   "ALTER TABLE profiles DROP COLUMN launch_call_us;"                           \
-  "ALTER TABLE profiles DROP COLUMN unhidden;"
+  "ALTER TABLE profiles DROP COLUMN unhidden;"                                 \
+  "ALTER TABLE profiles DROP COLUMN fp32_wg1_gflops;"                          \
+  "ALTER TABLE profiles DROP COLUMN exp2_wg1_gops;"
 /* The file's PRAGMA application_id. */
 unsigned tdb_application_id(const char *path);
 /* The schema version this library writes: that of a new database made at

@@ -86,6 +86,8 @@ Test(calibration, probe_launches_only_its_micro_kernels, .timeout = 600) {
   cr_expect_gt(p.cache_gbs, 0.0);
   cr_expect_gt(p.barrier_ns, 0.0);
   cr_expect_gt(p.launch_call_us, 0.0);
+  cr_expect_gt(p.fp32_wg1_gflops, 0.0);
+  cr_expect_gt(p.exp2_wg1_gops, 0.0);
   cr_expect(p.unhidden >= 0.0 && p.unhidden <= 1.0, "unhidden %g", p.unhidden);
   cr_expect_eq(p.n_gemm_rates, 0, "the probe measures no GEMM");
   clattn_ctx_destroy(ctx);
@@ -135,6 +137,8 @@ static clattn_profile measured_profile(clattn_ctx *ctx) {
   p.barrier_ns = 40.0;
   p.launch_call_us = 3.0;
   p.unhidden = 0.25;
+  p.fp32_wg1_gflops = 150.0;
+  p.exp2_wg1_gops = 10.0;
   return p;
 }
 

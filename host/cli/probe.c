@@ -57,6 +57,8 @@ static void print_json(const clattn_profile *p, const clattn_probe_result *r,
   json_arr("fma_gflops", r->fma_gflops);
   json_arr("exp2_gops", r->exp2_gops);
   json_arr("cache_gbs", r->cache_gbs);
+  json_arr("fma_wg1_gflops", r->fma_wg1_gflops);
+  json_arr("exp2_wg1_gops", r->exp2_wg1_gops);
   const struct {
     const char *key;
     double v;
@@ -76,6 +78,8 @@ static void print_json(const clattn_profile *p, const clattn_probe_result *r,
       {"cache_gbs", p->cache_gbs},
       {"barrier_ns", p->barrier_ns},
       {"unhidden", p->unhidden},
+      {"fp32_wg1_gflops", p->fp32_wg1_gflops},
+      {"exp2_wg1_gops", p->exp2_wg1_gops},
   };
   printf("  \"profile\": {");
   for (size_t i = 0; i < sizeof ceil / sizeof ceil[0]; i++) {
@@ -117,7 +121,9 @@ static void print_table(const clattn_profile *p, const clattn_probe_result *r,
   row("copy GB/s", r->copy_gbs, p->bw_copy_gbs);
   row("triad GB/s", r->triad_gbs, p->bw_triad_gbs);
   row("FMA GFLOP/s", r->fma_gflops, p->fp32_gflops);
+  row("FMA, wg 1", r->fma_wg1_gflops, p->fp32_wg1_gflops);
   row("exp2 G/s", r->exp2_gops, p->exp2_gops);
+  row("exp2, wg 1", r->exp2_wg1_gops, p->exp2_wg1_gops);
   row("cached GB/s", r->cache_gbs, p->cache_gbs);
   printf("\n");
   if (p->has_fp16)

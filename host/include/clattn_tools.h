@@ -92,6 +92,11 @@ typedef struct clattn_profile {
   double launch_call_us; /* one launch in a stream as the library issues
                             them: its arguments, six buffers, set anew for
                             every launch (0: launch_pipelined_us) */
+  double fp32_wg1_gflops; /* the FMA rate in work-groups of one work-item,
+                             as the register-blocked kernels run (0: the
+                             FMA peak) */
+  double exp2_wg1_gops;   /* exp2 lanes a second in groups of one (0:
+                             exp2_gops) */
   /* How memory and in-core time combine: the share of the shorter of the
    * two that the longer does not hide, measured by a kernel that streams
    * and computes at once.  0: none (the roofline's max), 1: all (their
@@ -161,6 +166,8 @@ typedef struct clattn_probe_result {
   double seconds; /* wall time of the probe */
   double exp2_gops[CLATTN_PROBE_WIDTHS]; /* 0 at width 2 (no exp2s2) */
   double cache_gbs[CLATTN_PROBE_WIDTHS];
+  double fma_wg1_gflops[CLATTN_PROBE_WIDTHS]; /* in groups of one */
+  double exp2_wg1_gops[CLATTN_PROBE_WIDTHS];
 } clattn_probe_result;
 
 /* clpeak-style device probe: warm-up, calibration to target_s, median of
@@ -369,11 +376,12 @@ typedef struct clattn_cost {
  *  - cached_bytes: issued global loads beyond the DRAM reads, which the
  *    cache serves (bytes_read - the DRAM reads);
  *  - fma_gflops: the rate its FMA lanes are priced at (2 FLOPs a lane):
- *    the profile's FMA peak (in groups of one work-item, where the kernel
- *    runs so and the profile has that rate), or a GEMM rate it holds for
- *    a projection's m, n and k;
+ *    the profile's FMA peak (fp32_wg1_gflops where the kernel runs in
+ *    groups of one work-item and the profile has that rate), or a GEMM
+ *    rate it holds for a projection's m, n and k;
  *  - t_fma: the FMA lanes less the exp2 polynomials' at fma_gflops, a
- *    spilled lane counted twice; t_exp2: the exp2 lanes at the exp2 rate;
+ *    spilled lane counted twice; t_exp2: the exp2 lanes at the exp2 rate
+ *    (in groups of one likewise);
  *    t_cache, t_local: cached and local-memory bytes at their rates;
  *    t_barrier: barriers at the barrier time;
  *  - t_core = t_fma + t_exp2, the arithmetic (one set of pipes);

@@ -51,10 +51,12 @@ static const col cols[] = {
     COL_(barrier_ns, C_REAL),
     COL_(launch_call_us, C_REAL),
     COL_(unhidden, C_REAL),
+    COL_(fp32_wg1_gflops, C_REAL),
+    COL_(exp2_wg1_gops, C_REAL),
 };
 #undef COL_
 #define N_COLS ((int)(sizeof cols / sizeof cols[0]))
-#define IN_CORE_COLS 5 /* the last columns, from migration 10 on */
+#define IN_CORE_COLS 7 /* the last columns, from migration 10 on */
 #define IN_CORE_SCHEMA 10
 
 /* The columns a file has: a reader may hold a file older than the in-core

@@ -107,7 +107,10 @@ static const step steps[] = {
      "ALTER TABLE profiles ADD COLUMN cache_gbs REAL NOT NULL DEFAULT 0;"
      "ALTER TABLE profiles ADD COLUMN barrier_ns REAL NOT NULL DEFAULT 0;"
      "ALTER TABLE profiles ADD COLUMN launch_call_us REAL NOT NULL DEFAULT 0;"
-     "ALTER TABLE profiles ADD COLUMN unhidden REAL NOT NULL DEFAULT 0;",
+     "ALTER TABLE profiles ADD COLUMN unhidden REAL NOT NULL DEFAULT 0;"
+     "ALTER TABLE profiles ADD COLUMN fp32_wg1_gflops REAL NOT NULL "
+     "DEFAULT 0;"
+     "ALTER TABLE profiles ADD COLUMN exp2_wg1_gops REAL NOT NULL DEFAULT 0;",
      NULL},
 };
 #define N_STEPS ((int)(sizeof steps / sizeof steps[0]))

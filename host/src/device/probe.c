@@ -358,17 +358,21 @@ done:
 }
 
 /* One timed launch of a chains kernel (probe_fma, probe_exp2) at width
- * vw: its arguments the output and the floats fa (and fb for the FMA),
- * its grid sized to target_s; *c what the launch issues, *t its time. */
+ * vw, in work-groups of one work-item with wg1 (as the register-blocked
+ * kernels run: a device that runs a group's items across SIMD lanes then
+ * fills one): its arguments the output and the floats fa (and fb for the
+ * FMA), its grid sized to target_s; *c what the launch issues, *t its
+ * time. */
 static clattn_status chains(probe *P, clattn__probe_kernel which, int vw,
-                            int fp16, float fa, float fb, clattn_cost *c,
-                            double *t) {
+                            int fp16, int wg1, float fa, float fb,
+                            clattn_cost *c, double *t) {
   clattn_status rc = CLATTN_OK;
   cl_kernel k;
   unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
   CLATTN_TRY(kernel_for(P->ctx, vw, fp16, which, &k));
   u.k = k;
-  CLATTN_TRY(pick_wg(P, k, (size_t)1 << 30, pref_wg(P, CPU_FMA_WG), &u.lws));
+  CLATTN_TRY(
+      pick_wg(P, k, (size_t)1 << 30, wg1 ? 1 : pref_wg(P, CPU_FMA_WG), &u.lws));
   CLATTN_TRY(clattn__arg(P->ctx, k, 0, sizeof(cl_mem), &P->out));
   CLATTN_TRY(clattn__arg(P->ctx, k, 1, sizeof fa, &fa));
   if (which == CLATTN__PROBE_FMA)
@@ -380,12 +384,13 @@ done:
   return rc;
 }
 
-/* FMA GFLOP/s at width vw (fp16: half vectors). */
-static clattn_status fma_rate(probe *P, int vw, int fp16, double *gflops) {
+/* FMA GFLOP/s at width vw (fp16: half vectors; wg1: in groups of one). */
+static clattn_status fma_rate(probe *P, int vw, int fp16, int wg1,
+                              double *gflops) {
   clattn_cost c;
   double t = 0;
   clattn_status rc =
-      chains(P, CLATTN__PROBE_FMA, vw, fp16, 0.999f, 0.001f, &c, &t);
+      chains(P, CLATTN__PROBE_FMA, vw, fp16, wg1, 0.999f, 0.001f, &c, &t);
   *gflops = rc == CLATTN_OK ? c.flops / t * 1e-9 : 0.0;
   return rc;
 }
@@ -424,11 +429,13 @@ done:
   return rc;
 }
 
-/* exp2 lanes a second at width vw, through the kernels' polynomial. */
-static clattn_status exp2_rate(probe *P, int vw, double *gops) {
+/* exp2 lanes a second at width vw, through the kernels' polynomial (wg1:
+ * in groups of one). */
+static clattn_status exp2_rate(probe *P, int vw, int wg1, double *gops) {
   clattn_cost c;
   double t = 0;
-  clattn_status rc = chains(P, CLATTN__PROBE_EXP2, vw, 0, -0.5f, 0.0f, &c, &t);
+  clattn_status rc =
+      chains(P, CLATTN__PROBE_EXP2, vw, 0, wg1, -0.5f, 0.0f, &c, &t);
   *gops = rc == CLATTN_OK ? c.exp2_issued / t * 1e-9 : 0.0;
   return rc;
 }
@@ -643,12 +650,15 @@ probe_unlocked(clattn_ctx *ctx, const clattn_probe_opts *opts, probe_out *out) {
     int vw = probe_widths[i];
     CLATTN_TRY(bandwidth(&P, vw, &out->detail.read_gbs[i],
                          &out->detail.copy_gbs[i], &out->detail.triad_gbs[i]));
-    CLATTN_TRY(fma_rate(&P, vw, 0, &out->detail.fma_gflops[i]));
+    CLATTN_TRY(fma_rate(&P, vw, 0, 0, &out->detail.fma_gflops[i]));
+    CLATTN_TRY(fma_rate(&P, vw, 0, 1, &out->detail.fma_wg1_gflops[i]));
     if (ctx->dev.has_fp16)
-      CLATTN_TRY(fma_rate(&P, vw, 1, &half[i]));
+      CLATTN_TRY(fma_rate(&P, vw, 1, 0, &half[i]));
     CLATTN_TRY(local_rate(&P, vw, &local[i]));
-    if (clattn__probe_has_width(CLATTN__PROBE_EXP2, vw))
-      CLATTN_TRY(exp2_rate(&P, vw, &out->detail.exp2_gops[i]));
+    if (clattn__probe_has_width(CLATTN__PROBE_EXP2, vw)) {
+      CLATTN_TRY(exp2_rate(&P, vw, 0, &out->detail.exp2_gops[i]));
+      CLATTN_TRY(exp2_rate(&P, vw, 1, &out->detail.exp2_wg1_gops[i]));
+    }
     CLATTN_TRY(cached_rate(&P, vw, &out->detail.cache_gbs[i]));
   }
   CLATTN_TRY(transfers(&P, &pr->h2d_gbs, &pr->d2h_gbs));
@@ -676,6 +686,8 @@ probe_unlocked(clattn_ctx *ctx, const clattn_probe_opts *opts, probe_out *out) {
   pr->local_gbs = best_of(local);
   pr->exp2_gops = best_of(out->detail.exp2_gops);
   pr->cache_gbs = best_of(out->detail.cache_gbs);
+  pr->fp32_wg1_gflops = best_of(out->detail.fma_wg1_gflops);
+  pr->exp2_wg1_gops = best_of(out->detail.exp2_wg1_gops);
   {
     char date[32] = "unknown-date";
     time_t now = time(NULL);

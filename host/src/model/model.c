@@ -56,12 +56,17 @@ static double launch_s(const clattn_profile *p) {
  * (clattn_profile). */
 static void in_core(const clattn_cost *c, double dram_reads,
                     const clattn_profile *p, clattn_core *k) {
+  /* a kernel in groups of one work-item runs at the rates measured so */
+  const int one = k->group_items == 1;
   if (!(k->fma_gflops > 0))
-    k->fma_gflops = p->fp32_gflops;
+    k->fma_gflops =
+        one && p->fp32_wg1_gflops > 0 ? p->fp32_wg1_gflops : p->fp32_gflops;
+  const double exp2_rate =
+      one && p->exp2_wg1_gops > 0 ? p->exp2_wg1_gops : p->exp2_gops;
   double lanes = c->fma_issued + c->fma_spilled;
-  if (p->exp2_gops > 0) { /* the polynomial's FMAs are the exp2's time */
+  if (exp2_rate > 0) { /* the polynomial's FMAs are the exp2's time */
     lanes -= CLATTN__EXP2_FMAS * c->exp2_issued;
-    k->t_exp2 = c->exp2_issued / (p->exp2_gops * 1e9);
+    k->t_exp2 = c->exp2_issued / (exp2_rate * 1e9);
   }
   k->t_fma = k->fma_gflops > 0 ? 2.0 * lanes / (k->fma_gflops * 1e9) : 0.0;
   k->cached_bytes = clattn__dmax(c->bytes_read - dram_reads, 0.0);
