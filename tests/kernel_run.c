@@ -1,15 +1,43 @@
 /* kernel_run.c - run one call of tests/model_cases.h on the default device
  * (random inputs) and exit: 0 on success, 1 on a library failure (message
  * on stderr), 2 on bad usage.  tests/test_model.c runs it under Oclgrind's
- * instruction counter; it checks nothing itself.
+ * instruction counter; it checks nothing itself.  Each launch's local size
+ * is printed with the counts, as "clattn-lws KERNEL ITEMS" (the work-items a
+ * work-group, 0 when the library passes none): meson links it with
+ * clattn__launch wrapped, so the size is the one the family passes, before
+ * the runtime fills one in for a CPU device.
  *
  *   kernel_run INDEX */
 #include "call/call.h"
 #include "device/probe.h"
 #include "model_cases.h"
+#include "runtime/runtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+
+clattn_status __real_clattn__launch(clattn_ctx *ctx, cl_kernel k, cl_uint dims,
+                                    const size_t *gws, const size_t *lws,
+                                    cl_uint num_wait, const cl_event *wait,
+                                    cl_event *out);
+clattn_status __wrap_clattn__launch(clattn_ctx *ctx, cl_kernel k, cl_uint dims,
+                                    const size_t *gws, const size_t *lws,
+                                    cl_uint num_wait, const cl_event *wait,
+                                    cl_event *out);
+
+clattn_status __wrap_clattn__launch(clattn_ctx *ctx, cl_kernel k, cl_uint dims,
+                                    const size_t *gws, const size_t *lws,
+                                    cl_uint num_wait, const cl_event *wait,
+                                    cl_event *out) {
+  char name[128] = "?";
+  clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
+  size_t items = lws != NULL;
+  for (cl_uint i = 0; lws != NULL && i < dims; i++)
+    items *= lws[i];
+  printf("clattn-lws %s %zu\n", name, items);
+  fflush(stdout); /* whole lines, between Oclgrind's reports */
+  return __real_clattn__launch(ctx, k, dims, gws, lws, num_wait, wait, out);
+}
 
 static int die(clattn_ctx *ctx, const char *what, clattn_status st) {
   fprintf(stderr, "kernel_run: %s: %s: %s\n", what, clattn_status_str(st),

@@ -837,7 +837,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=60 heads=4 kv-heads=2 head-dim=16 head-dim-v=8 "
      "dtype=f32 page=8 softcap=5",
      {53, 17},
-     {.size = sizeof(clattn_params), .keys = 4, .splits = 3},
+     {.size = sizeof(clattn_params), .keys = 4, .splits = 3, .wg = 4},
      0,
      0,
      0,
@@ -847,7 +847,7 @@ static const model_case model_cases[] = {
      "batch=2 kv-seq=40 heads=2 kv-heads=1 head-dim=12 dtype=f16 "
      "cache-dtype=i8 page=16 alibi=1 sinks=1",
      {33, 0},
-     {.size = sizeof(clattn_params), .splits = 1},
+     {.size = sizeof(clattn_params), .splits = 1, .wg = 1},
      0,
      0,
      0,

@@ -18,7 +18,10 @@
  *    work-group size, the plan's wg (a family's kernels without barriers:
  *    0 both);
  *  - for the probe's microkernels also the local-memory bytes (its
- *    local-bandwidth figure divides them by time).
+ *    local-bandwidth figure divides them by time);
+ *  - the work-group size (clattn_core.group_items): kernel_run prints the
+ *    local size each launch passes ("clattn-lws KERNEL ITEMS", 0 for none)
+ *    beside Oclgrind's counts, and it must be the model's.
  * The model predicts these exactly, so the test requires equality (the
  * issue allows 1%; no tolerance is needed).
  *
@@ -47,6 +50,13 @@ typedef struct counted {
   double load, store, fma, exp2, local;
   double barrier_items; /* barrier calls, one per work-item */
 } counted;
+
+/* The local size kernel_run saw a kernel launched with (its
+ * "clattn-lws" lines); -1 when it was launched with two different ones. */
+typedef struct launched {
+  char name[64];
+  double group_items;
+} launched;
 
 /* Element bytes of an Itanium-mangled scalar type code at s. */
 static int type_bytes(const char *s) {
@@ -116,14 +126,38 @@ static int lanes(const char *args) {
   return strncmp(args, "Dv", 2) == 0 ? atoi(args + 2) : 1;
 }
 
-/* Parse Oclgrind's instruction-count report into up to `cap` kernels. */
-static int parse_counts(const char *path, counted *k, int cap) {
+/* Record a "clattn-lws" line's kernel and local size in l (up to `cap`
+ * kernels, *nl so far). */
+static void add_launch(launched *l, int *nl, int cap, const char *name,
+                       double items) {
+  for (int i = 0; i < *nl; i++)
+    if (strcmp(l[i].name, name) == 0) {
+      if (l[i].group_items != items)
+        l[i].group_items = -1;
+      return;
+    }
+  cr_assert_lt(*nl, cap, "too many launched kernels");
+  snprintf(l[*nl].name, sizeof l[*nl].name, "%s", name);
+  l[(*nl)++].group_items = items;
+}
+
+/* Parse Oclgrind's instruction-count report into up to `cap` kernels, and
+ * kernel_run's launch lines into up to `cap` launched (their number in
+ * *nl). */
+static int parse_counts(const char *path, counted *k, launched *l, int *nl,
+                        int cap) {
   FILE *f = fopen(path, "r");
   cr_assert_not_null(f, "cannot open %s", path);
   char line[1024];
   int n = -1;
+  *nl = 0;
   while (fgets(line, sizeof line, f)) {
     char nm[64];
+    unsigned long items;
+    if (sscanf(line, "clattn-lws %63s %lu", nm, &items) == 2) {
+      add_launch(l, nl, cap, nm, (double)items);
+      continue;
+    }
     if (sscanf(line, "Instructions executed for kernel '%63[^']'", nm) == 1) {
       cr_assert_lt(n + 1, cap, "too many kernels in %s", path);
       n++;
@@ -244,6 +278,7 @@ static void predict(const model_case *mc, clattn_prediction *pr) {
                         CLATTN__PROBE_LAUNCH_REPS, &pr->kernel[0]);
     pr->core[0].barriers = clattn__probe_barriers(
         (clattn__probe_kernel)mc->probe, mc->items, mc->lws);
+    pr->core[0].group_items = mc->lws; /* the probe launches at the case's */
     return;
   }
   clattn__params values;
@@ -269,7 +304,9 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
   snprintf(out, sizeof out, "%s/counts.txt", dir);
   run_under_oclgrind(*idx, dir, out);
   counted got[8];
-  const int nk = parse_counts(out, got, 8);
+  launched lws[8];
+  int nl = 0;
+  const int nk = parse_counts(out, got, lws, &nl, 8);
   clattn_prediction pr = {.size = sizeof(clattn_prediction)};
   predict(mc, &pr);
   cr_expect_eq(nk, pr.n_kernels, "%s: Oclgrind counted %d kernels, model %d",
@@ -319,6 +356,16 @@ ParameterizedTest(int *idx, model, oclgrind_exact, .timeout = 300) {
                  "work-groups of %d), model %.0f",
                  mc->name, c->kernel, k->barrier_items,
                  wg > 0 ? k->barrier_items / wg : 0.0, wg, barriers);
+    const launched *l = NULL;
+    for (int j = 0; j < nl; j++)
+      if (strcmp(lws[j].name, c->kernel) == 0)
+        l = &lws[j];
+    cr_expect_not_null(l, "%s: kernel %s: no launch line", mc->name, c->kernel);
+    if (l != NULL)
+      cr_expect_eq(l->group_items, pr.core[i].group_items,
+                   "%s / %s: launched with %.0f work-items a group (-1: "
+                   "two sizes), model %.0f",
+                   mc->name, c->kernel, l->group_items, pr.core[i].group_items);
   }
   unlink(out);
   char icd[600];
@@ -598,14 +645,20 @@ Test(model, layer_is_sum) {
     t += pr.kernel[i].t_pred;
   cr_expect(fabs(t - pr.total.t_pred) <= 1e-12 * t);
   cr_expect_eq(pr.n_kernels, 4 + core.n_kernels);
-  /* each core kernel keeps its in-core record: the same barriers */
+  /* each core kernel keeps its in-core record: the same barriers and
+   * work-group size */
   for (int i = 0; i < core.n_kernels; i++)
     for (int j = 0; j < pr.n_kernels; j++)
-      if (strcmp(pr.kernel[j].kernel, core.kernel[i].kernel) == 0)
+      if (strcmp(pr.kernel[j].kernel, core.kernel[i].kernel) == 0) {
         cr_expect_eq(pr.core[j].barriers, core.core[i].barriers,
                      "%s: %g barriers in the layer, %g alone",
                      core.kernel[i].kernel, pr.core[j].barriers,
                      core.core[i].barriers);
+        cr_expect_eq(pr.core[j].group_items, core.core[i].group_items,
+                     "%s: groups of %g in the layer, %g alone",
+                     core.kernel[i].kernel, pr.core[j].group_items,
+                     core.core[i].group_items);
+      }
   /* decode step: GEMV rows, append, decode core */
   cr_assert_eq(clattn_model_layer(&L, 1, 1, 1000, 1, &p, &pr), CLATTN_OK, "%s",
                pr.errmsg);

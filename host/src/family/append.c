@@ -186,6 +186,7 @@ static clattn_status cost(const void *desc, const void *plan, const int *pos,
   const double rows = clattn__append_rows(pos, a->batch, a->n_new, a->capacity);
   const int hm = a->heads_k > a->heads_v ? a->heads_k : a->heads_v;
   clattn_cost *c = clattn__model_kernel(out, "kv_append");
+  clattn__model_core(out, c)->group_items = 0; /* launched without one */
   const double items = (double)a->batch * a->n_new * hm;
   c->bytes_read = 4.0 * items + rows * row;
   c->bytes_written = rows * row;

@@ -123,6 +123,12 @@ static void gemm_cost(const clattn__gg *g, const clattn__gg_plan *pl,
       c->bytes_written += times * one.bytes_written;
     }
   clattn__model_core(out, c)->barriers = bar;
+  /* as cvmm_launch.c passes it: variant 1's groups are the plan's wg (1
+   * when 0), the others' its wg; none (0) unless variant 2, a wg or a
+   * packed panel asks for one */
+  const int group = pl->variant == 1 ? (pl->wg ? pl->wg : 1) : pl->wg;
+  clattn__model_core(out, c)->group_items =
+      pl->variant == 2 || pl->wg || pl->pack ? group : 0;
   const double rows = g->rows, K = g->K, N = g->N;
   const double ent = (double)g->rows * g->heads * g->topk;
   double a_bytes, w_bytes;
@@ -179,6 +185,10 @@ static void route_cost(const clattn__gg *g, const clattn__gg_plan *pl,
    * their H E columns */
   const double over = lanes - he;
   const double tail = clattn__dmin(D, ceil(over / he));
+  /* the three routing kernels: a work-item a group on variant 1 (a CPU's
+   * plan), the runtime's groups otherwise */
+  const double route_items = pl->variant == 1 ? 1.0 : 0.0;
+  clattn__model_core(out, c)->group_items = route_items;
   c->bytes_read = items * (D * pl->rr + (D - tail) * lanes + tail * he) * 4.0;
   c->fma_issued = items * D * pl->rr * lanes;
   c->bytes_written = ent * 8.0;
@@ -191,9 +201,15 @@ static void route_cost(const clattn__gg *g, const clattn__gg_plan *pl,
    * offsets), then sel, and writes its offsets (the first also their end)
    * and the list */
   const double T = clattn__gg_tiles(g, pl), nb = he * T;
-  simple_kernel(out, dram_reads, "cvmm_count", ent * 8.0, nb * 4.0);
-  simple_kernel(out, dram_reads, "cvmm_scatter", T * nb * 4.0 + ent * 8.0,
-                nb * 4.0 + 4.0 + ent * 8.0);
+  clattn_cost *count =
+      simple_kernel(out, dram_reads, "cvmm_count", ent * 8.0, nb * 4.0);
+  if (count)
+    clattn__model_core(out, count)->group_items = route_items;
+  clattn_cost *scatter =
+      simple_kernel(out, dram_reads, "cvmm_scatter", T * nb * 4.0 + ent * 8.0,
+                    nb * 4.0 + 4.0 + ent * 8.0);
+  if (scatter)
+    clattn__model_core(out, scatter)->group_items = route_items;
 }
 
 /* cvmm_small (scheme 2): every work-item (column block, z) routes every
@@ -219,6 +235,7 @@ static void small_cost(const clattn__gg *g, const clattn__gg_plan *pl,
    * a-element a row; routed, the gates into the tile */
   const double rd = K * (reg_blocks(n, pl->rows) * C + (double)n) * 4.0;
   double fma = K * (double)n * C + (g->dense ? 0.0 : (double)n * C);
+  clattn__model_core(out, c)->group_items = pl->wg; /* 0: none passed */
   c->bytes_read = items * nb * q * rd;
   c->fma_issued = items * nb * q * fma;
   if (!g->dense) {

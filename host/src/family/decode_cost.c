@@ -141,6 +141,9 @@ clattn_status clattn__decode_cost(const void *desc, const void *plan,
   c->exp2_issued = hkv * ex;
   c->local_bytes = hkv * loc;
   clattn__model_core(out, c)->barriers = hkv * bar;
+  /* decode.c: variant 1 one work-item a group unless the plan names a wg */
+  clattn__model_core(out, c)->group_items =
+      pl->variant == 1 && pl->wg == 0 ? 1 : pl->wg;
   c->flops = 2.0 * keys_all * hq * (DK + DV);
   c->softmax_ops = CLATTN__C_SM * keys_all * hq;
   const double kv = es * keys_all * hkv * (DK + DVL);
@@ -161,6 +164,7 @@ double clattn__decode_combine_cost(clattn_prediction *out, const char *name,
                                    long cap, const clattn_profile *prof) {
   /* one item per (row, VWV-wide slice of DV) */
   clattn_cost *cb = clattn__model_kernel(out, name);
+  clattn__model_core(out, cb)->group_items = 0; /* launched without one */
   const double DV = dv;
   const int VWV = clattn__vec_width(dv);
   const double sinks = sinks_of != NULL;

@@ -227,6 +227,7 @@ static clattn_status cost(const void *desc, const void *pl, const int *kv_lens,
   const double row_in = es * (dk + dv); /* one head's key and value rows */
   const int i8 = is_i8(d);
   clattn_cost *c = clattn__model_kernel(out, "paged_append");
+  clattn__model_core(out, c)->group_items = 0; /* launched without one */
   c->bytes_read = 4.0 * items + rows * h * (4.0 + (i8 ? 2.0 : 1.0) * row_in);
   c->bytes_written = rows * h * (i8 ? dk + dv + 8.0 : row_in);
   if (i8) {

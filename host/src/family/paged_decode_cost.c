@@ -76,6 +76,8 @@ clattn_status clattn__paged_decode_cost(const void *desc, const void *plan,
   rd *= per_seq, wr *= per_seq, fma *= per_seq, ex *= per_seq;
   keys_all *= per_seq, pages_all *= per_seq;
   clattn_cost *c = clattn__model_kernel(out, "paged_decode_split");
+  /* paged_decode.c: one work-item a group unless the plan names a wg */
+  clattn__model_core(out, c)->group_items = pl->wg ? pl->wg : 1;
   c->bytes_read = hkv * rd;
   c->bytes_written = hkv * wr;
   c->fma_issued = hkv * (fma + CLATTN__EXP2_FMAS * ex);

@@ -42,6 +42,7 @@ clattn_status clattn__paged_prefill_cost(const void *desc, const void *plan,
   const long groups = (rows + RQ - 1) / RQ;
 
   clattn_cost *c = clattn__model_kernel(out, "paged_prefill");
+  clattn__model_core(out, c)->group_items = pl->wg;
   double pairs = 0, rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0, kv = 0;
   double bar = 0;
   for (long b = 0; b < seqs; b++) {

@@ -164,8 +164,11 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
     st->bytes_compulsory = st->bytes_read + st->bytes_written;
     dram_reads[0] = st->bytes_read;
     st->bytes_dram = st->bytes_read + st->bytes_written;
+    clattn__model_core(out, st)->group_items = 1; /* prefill.c: one a group */
 
     clattn_cost *c = clattn__model_kernel(out, "attn_fwd_reg");
+    /* one work-item a group unless the plan names a wg (prefill.c) */
+    clattn__model_core(out, c)->group_items = pl->wg ? pl->wg : 1;
     const int RB = pl->rb, KB = pl->kb;
     double rd = 0, wr = 0, fma = 0, qk = 0, ex = 0, staged_once = 0, ws = 0;
     const long blocks = (rows + RB - 1) / RB;
@@ -217,6 +220,7 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
     /* a work-group is one subgroup of SG lanes over RW rows, a key a lane:
      * T steps of SG keys */
     clattn_cost *c = clattn__model_kernel(out, "attn_fwd_sg");
+    clattn__model_core(out, c)->group_items = pl->wg;
     const int SG = pl->wg, RW = pl->rb;
     const double ND = clattn__cdiv(DV, SG);
     double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0, bar = 0;
@@ -256,6 +260,7 @@ clattn_status clattn__prefill_cost(const void *desc, const void *plan,
                     dram_reads);
   } else {
     clattn_cost *c = clattn__model_kernel(out, "attn_fwd_local");
+    clattn__model_core(out, c)->group_items = pl->wg;
     const int WG = pl->wg, KT = pl->kt;
     double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0, bar = 0;
     const long groups = (rows + WG - 1) / WG;

@@ -169,6 +169,7 @@ static void clblast_cost(const clattn__gemm_desc *d, const clattn_profile *prof,
   if (c == NULL)
     return;
   c->launches = gemv ? d->m + 1 : 1;
+  clattn__model_core(out, c)->group_items = 0; /* CLBlast picks its own */
   c->flops = 2.0 * m * n * k;
   c->fma_issued = m * n * k;
   c->bytes_read = 4.0 * (m * k + k * n);

@@ -283,6 +283,8 @@ static clattn_status cost(const void *desc, const void *plan_, const int *ints,
                 : (double)d->n * L;
   const double ch = (double)d->heads * d->head_dim;
   clattn_cost *c = clattn__model_kernel(out, "super_values");
+  /* the plan's wg; none passed (0) when it names none */
+  clattn__model_core(out, c)->group_items = pl->wg;
   c->bytes_read = items * 4.0 * (vw * xvec + pairs_issued);
   c->bytes_written = items * 4.0 * vw * rows_out;
   c->fma_issued = items * vw * pairs_issued;

@@ -84,8 +84,11 @@ static void cost_reg(const clattn_th_desc *d, const clattn__th_plan *pl,
   st->bytes_compulsory = st->bytes_read + st->bytes_written;
   dram_reads[0] = st->bytes_read;
   st->bytes_dram = st->bytes_read + st->bytes_written;
+  clattn__model_core(out, st)->group_items = 1; /* talking_heads.c: one */
 
   clattn_cost *c = clattn__model_kernel(out, "th_fwd_reg");
+  /* one work-item a group unless the plan names a wg (talking_heads.c) */
+  clattn__model_core(out, c)->group_items = pl->wg ? pl->wg : 1;
   const int RB = pl->rb, passes = pl->scheme == 2 ? 2 : 1;
   double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, staged = 0, ws = 0;
   const long blocks = (n + RB - 1) / RB;
@@ -181,6 +184,7 @@ static void cost_local(const clattn_th_desc *d, const clattn__th_plan *pl,
   const double mix_b = 4.0 * (HK * H + H * HV);
   const int WG = pl->wg, KT = pl->kt, passes = pl->scheme == 2 ? 2 : 1;
   clattn_cost *c = clattn__model_kernel(out, "th_fwd_local");
+  clattn__model_core(out, c)->group_items = pl->wg;
   double rd = 0, wr = 0, fma = 0, ex = 0, loc = 0, ws = 0, bar = 0;
   const long groups = (n + WG - 1) / WG;
   const double per_seq = clattn__seq_weight(kv_lens, B);

@@ -31,6 +31,10 @@ clattn_status clattn__th_decode_cost(const void *desc, const void *plan,
   /* th_logits: q and K per key head, P_l per logit, the logits written
    * then read back for the sums, the statistics written */
   clattn_cost *l = clattn__model_kernel(out, "th_logits");
+  /* th_decode.c: logits and values one work-item a group unless the plan
+   * names a wg; the combine without a local size (0) */
+  const double group = pl->wg ? pl->wg : 1;
+  clattn__model_core(out, l)->group_items = group;
   l->bytes_read =
       4.0 * items + keys * (2.0 * es * HK * DK + 4.0 * HK * H) + keys * 4.0 * H;
   l->bytes_written = keys * 4.0 * H + items * 8.0 * H;
@@ -48,6 +52,7 @@ clattn_status clattn__th_decode_cost(const void *desc, const void *plan,
   /* th_values: every split's statistics, the logits, P_w per (logit,
    * value) head pair, U written then read per value head, V, the share */
   clattn_cost *v = clattn__model_kernel(out, "th_values");
+  clattn__model_core(out, v)->group_items = group;
   v->bytes_read = items * (4.0 + 12.0 * H * S) +
                   keys * (4.0 * H + 4.0 * H * HV + 4.0 * HV + es * HV * DV);
   v->bytes_written = keys * 4.0 * HV + items * HV * DV * (direct ? es : 4.0);

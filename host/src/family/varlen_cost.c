@@ -158,9 +158,11 @@ clattn_status clattn__varlen_cost(const void *desc, const void *plan,
     st->bytes_compulsory = st->bytes_read + st->bytes_written;
     st->bytes_dram = st->bytes_compulsory;
     dram_reads[k++] = st->bytes_read;
+    clattn__model_core(out, st)->group_items = 1; /* varlen.c: one a group */
   }
   clattn_cost *c = clattn__model_kernel(
       out, pl->variant == 1 ? "varlen_fwd_staged" : "varlen_fwd");
+  clattn__model_core(out, c)->group_items = pl->wg;
   const double staged_kv = 4.0 * hkv * pl->ld * (DK + DV);
   c->bytes_read = hkv * s.rd;
   c->bytes_written = hkv * s.wr;
