@@ -848,3 +848,58 @@ Test(model, huge_batch_at_once) {
                  many.total.flops, one.total.flops);
   }
 }
+
+/* A kernel launched in groups of one work-item is priced at the probe's
+ * rates in groups of one, others at the full rates: on a CPU profile the
+ * register-blocked decode split (wg 1) and its combine (no local size,
+ * which a CPU launch makes groups of one) at fp32_wg1_gflops, a GPU's
+ * combine (no local size: the driver's groups) and local-memory split at
+ * the FMA peak; and the time follows the rate. */
+Test(model, groups_of_one_at_their_rates) {
+  clattn_profile p = cpu(16, "AuthenticAMD");
+  p.fp32_wg1_gflops = p.fp32_gflops / 8.0;
+  p.exp2_gops = 20.0;
+  p.exp2_wg1_gops = 2.5;
+  const clattn_decode_desc d = {sizeof(clattn_decode_desc),
+                                1,
+                                4096,
+                                8,
+                                1,
+                                64,
+                                64,
+                                CLATTN_F32,
+                                CLATTN_BHSD,
+                                0.0f,
+                                NULL};
+  clattn_prediction one = {.size = sizeof one}, all = {.size = sizeof all};
+  cr_assert_eq(clattn_model_decode(&d, NULL, &p, &one), CLATTN_OK, "%s",
+               one.errmsg);
+  cr_assert_geq(one.n_kernels, 1);
+  for (int i = 0; i < one.n_kernels; i++) {
+    cr_expect(one.core[i].group_items <= 1, "%s: %g items a group",
+              one.kernel[i].kernel, one.core[i].group_items);
+    cr_expect_eq(one.core[i].fma_gflops, p.fp32_wg1_gflops, "%s",
+                 one.kernel[i].kernel);
+  }
+  cr_expect_eq(one.core[0].t_exp2,
+               one.kernel[0].exp2_issued / (p.exp2_wg1_gops * 1e9));
+  clattn_profile full = p;
+  full.fp32_wg1_gflops = full.exp2_wg1_gops = 0;
+  cr_assert_eq(clattn_model_decode(&d, NULL, &full, &all), CLATTN_OK);
+  cr_expect_eq(all.core[0].fma_gflops, p.fp32_gflops);
+  cr_expect_eq(one.core[0].t_fma, 8.0 * all.core[0].t_fma,
+               "a lane in groups of one costs 8x at an eighth of the rate");
+  /* a GPU: the local-memory split and the driver-sized combine at the
+   * peak, whatever its rate in groups of one */
+  clattn_profile g = gpu();
+  g.fp32_wg1_gflops = g.fp32_gflops / 32.0;
+  const clattn_params v2 = {.size = sizeof v2, .variant = 2, .wg = 64};
+  clattn_decode_desc dg = d;
+  dg.params = &v2;
+  clattn_prediction gp = {.size = sizeof gp};
+  cr_assert_eq(clattn_model_decode(&dg, NULL, &g, &gp), CLATTN_OK, "%s",
+               gp.errmsg);
+  for (int i = 0; i < gp.n_kernels; i++)
+    cr_expect_eq(gp.core[i].fma_gflops, g.fp32_gflops, "%s (%g items)",
+                 gp.kernel[i].kernel, gp.core[i].group_items);
+}

@@ -395,7 +395,8 @@ typedef struct clattn_core {
   double barriers;
   double cached_bytes;
   double group_items; /* work-items a work-group of the launch (its local
-                         size); 0: the driver picks it */
+                         size); 0: the launch passes none (groups of one
+                         on a CPU, the driver's choice elsewhere) */
   double fma_gflops;
   double t_fma, t_exp2, t_cache, t_local, t_barrier;
   double t_core;

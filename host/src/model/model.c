@@ -56,8 +56,10 @@ static double launch_s(const clattn_profile *p) {
  * (clattn_profile). */
 static void in_core(const clattn_cost *c, double dram_reads,
                     const clattn_profile *p, clattn_core *k) {
-  /* a kernel in groups of one work-item runs at the rates measured so */
-  const int one = k->group_items == 1;
+  /* a kernel in groups of one work-item runs at the rates measured so;
+   * on a CPU the launch makes groups of one where it passes no size */
+  const int one =
+      k->group_items == 1 || (k->group_items == 0 && p->is_cpu != 0);
   if (!(k->fma_gflops > 0))
     k->fma_gflops =
         one && p->fp32_wg1_gflops > 0 ? p->fp32_wg1_gflops : p->fp32_gflops;
