@@ -93,7 +93,8 @@ typedef struct clattn_profile {
                             them: its arguments, six buffers, set anew for
                             every launch (0: launch_pipelined_us) */
   double fp32_wg1_gflops; /* the FMA rate in work-groups of one work-item,
-                             as the register-blocked kernels run (0: the
+                             as the register-blocked kernels and a CPU's
+                             launches without a local size run (0: the
                              FMA peak) */
   double exp2_wg1_gops;   /* exp2 lanes a second in groups of one (0:
                              exp2_gops) */
