@@ -214,17 +214,13 @@ done:
 
 /* Bytes per bandwidth array (see the file comment). */
 static clattn_status choose_buffer(probe *P, const clattn_probe_opts *o) {
-  clattn_status rc = CLATTN_OK;
   const clattn__devinfo *d = &P->ctx->dev;
-  cl_ulong llc = 0, want;
-  if (o->buffer_bytes > 0) {
+  const cl_ulong llc = d->global_cache;
+  cl_ulong want;
+  if (o->buffer_bytes > 0)
     want = o->buffer_bytes;
-  } else {
-    CLATTN_CL(P->ctx,
-              clGetDeviceInfo(P->ctx->device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE,
-                              sizeof llc, &llc, NULL));
+  else
     want = 4 * llc > MIN_DEFAULT_BUFFER ? 4 * llc : MIN_DEFAULT_BUFFER;
-  }
   cl_ulong cap =
       d->max_alloc < d->global_mem / 4 ? d->max_alloc : d->global_mem / 4;
   if (want > cap)
@@ -239,8 +235,7 @@ static clattn_status choose_buffer(probe *P, const clattn_probe_opts *o) {
         (unsigned long long)want, (unsigned long long)d->max_alloc,
         (unsigned long long)d->global_mem);
   P->buf = (size_t)want;
-done:
-  return rc;
+  return CLATTN_OK;
 }
 
 /* --------------------------------------------------------- work-groups */
@@ -447,13 +442,10 @@ static clattn_status exp2_rate(probe *P, int vw, int wg1, double *gops) {
 static clattn_status cached_rate(probe *P, int vw, double *gbs) {
   clattn_status rc = CLATTN_OK;
   cl_kernel k;
-  cl_ulong llc = 0;
+  const cl_ulong llc = P->ctx->dev.global_cache;
   double t = 0;
   const size_t vbytes = sizeof(float) * (size_t)vw;
   unit u = {U_KERNEL, NULL, 0, 0, 1, 0};
-  CLATTN_CL(P->ctx,
-            clGetDeviceInfo(P->ctx->device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE,
-                            sizeof llc, &llc, NULL));
   size_t window = CACHED_WINDOW;
   if (llc > 0 && llc / 4 < window)
     window = (size_t)(llc / 4);
